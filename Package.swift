@@ -1,0 +1,49 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "storesh",
+    platforms: [.macOS(.v13)],
+    products: [
+        .executable(name: "storesh", targets: ["storesh"]),
+        .library(name: "StoreshCore", targets: ["StoreshCore"]),
+        .library(name: "StoreshLocal", targets: ["StoreshLocal"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+    ],
+    targets: [
+        // libedit for the interactive shell's line editing (pkg-config `libedit`, Debian `libedit-dev`).
+        .systemLibrary(name: "CLibEdit", pkgConfig: "libedit", providers: [.apt(["libedit-dev"])]),
+        // SQLite, the local bucket's storage engine (pkg-config `sqlite3`, Debian `libsqlite3-dev`).
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+
+        // Storage semantics only: paths, metadata, listing, page tokens, errors, the Bucket interface.
+        // Knows nothing of terminals or files.
+        .target(
+            name: "StoreshCore",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto")]
+        ),
+        // The local bucket: one durable SQLite file, plus the JSON export/import format.
+        .target(name: "StoreshLocal", dependencies: ["StoreshCore", "CSQLite"]),
+
+        .executableTarget(
+            name: "storesh",
+            dependencies: [
+                "StoreshCore", "StoreshLocal", "CLibEdit",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            // The teaching sample (a link to samples/teaching.json), compiled in so that a lone binary can
+            // create the default bucket.
+            resources: [.embedInCode("teaching.json")]
+        ),
+        // In-process benchmarks driven by scripts/bench.
+        .executableTarget(name: "storesh-bench", dependencies: ["StoreshCore", "StoreshLocal"]),
+
+        .testTarget(name: "StoreshCoreTests", dependencies: ["StoreshCore"]),
+        .testTarget(name: "StoreshLocalTests", dependencies: ["StoreshCore", "StoreshLocal"]),
+        // Runs the built `storesh` binary as a user would.
+        .testTarget(name: "StoreshEndToEndTests", dependencies: ["StoreshCore", "StoreshLocal"]),
+    ]
+)

@@ -1,0 +1,134 @@
+/// Options of one list call (rules L6, L10).
+public struct ListOptions: Sendable, Equatable {
+    public static let maximumResults = 1000
+
+    /// 1…1000; `nil` means a page of up to 1000 entries.
+    public var maxResults: Int?
+    public var pageToken: String?
+
+    public init(maxResults: Int? = nil, pageToken: String? = nil) {
+        self.maxResults = maxResults
+        self.pageToken = pageToken
+    }
+
+    /// The page size, or the exact error of rule L6.
+    public func validatedMaxResults() throws(StorageError) -> Int {
+        guard let maxResults else { return Self.maximumResults }
+        guard (1...Self.maximumResults).contains(maxResults) else {
+            throw .invalidArgument("Argument 'maxResults' must be between 1 and 1000 inclusive.")
+        }
+        return maxResults
+    }
+}
+
+/// One page of a listing (rules L2, L4, L9).
+public struct ListPage: Sendable, Equatable {
+    /// Full paths of prefixes, without their trailing `/`, in byte order.
+    public var prefixes: [String]
+    /// Full names of items, in byte order.
+    public var items: [String]
+    /// Present exactly when another non-empty page follows.
+    public var nextPageToken: String?
+
+    public init(prefixes: [String] = [], items: [String] = [], nextPageToken: String? = nil) {
+        self.prefixes = prefixes
+        self.items = items
+        self.nextPageToken = nextPageToken
+    }
+}
+
+/// A position in the byte order of object names.
+public enum NameBound: Sendable, Equatable {
+    case atOrAfter(String)
+    case after(String)
+
+    /// The smallest name that sorts after every name starting with `prefix`, for a prefix ending in `/`:
+    /// the same bytes with the final `/` (0x2F) raised to `0` (0x30).
+    public static func successor(ofPrefix prefix: String) -> String {
+        precondition(prefix.utf8.last == UInt8(ascii: "/"), "a listing prefix ends with /")
+        return NameBytes.prefix(of: prefix, byteCount: prefix.utf8.count - 1) + "0"
+    }
+}
+
+/// What an engine with a sorted index of names provides, so that it can share the listing algorithm.
+public protocol ObjectNameIndex {
+    /// The first object name, in byte order, at or after `bound` that starts with `prefix`, or nil.
+    func firstName(from bound: NameBound, withPrefix prefix: String) throws -> String?
+}
+
+/// The delimiter listing of Cloud Storage for Firebase over a sorted name index (rules L1–L10).
+public enum Lister {
+    /// One page of the listing of `reference` in `bucket`.
+    ///
+    /// Each step seeks the next name; a prefix found is then skipped as a whole, so listing a folder
+    /// that collapses to a few prefixes over millions of objects costs one seek per entry returned.
+    public static func page(
+        of reference: StoragePath, bucket: String, options: ListOptions, index: some ObjectNameIndex
+    ) throws -> ListPage {
+        let prefix = reference.listingPrefix
+        let maxResults = try options.validatedMaxResults()
+        var bound = NameBound.atOrAfter(prefix)
+        if let token = options.pageToken {
+            bound = try PageToken(decoding: token, bucket: bucket, prefix: prefix).resumeBound
+        }
+        var page = ListPage()
+        var returned = 0
+        var last: (kind: PageToken.EntryKind, name: String)?
+        // Bounded: `bound` strictly increases at each step through a finite set of names.
+        while let name = try index.firstName(from: bound, withPrefix: prefix) {
+            let entry = Self.entry(forName: name, prefixLength: prefix.utf8.count)
+            switch entry.kind {
+            case .item: bound = .after(name)
+            case .prefix: bound = .atOrAfter(NameBound.successor(ofPrefix: entry.name))
+            }
+            guard isShown(entry) else { continue }  // rules L3, L8: hidden entries take no slot
+            if returned == maxResults, let last {
+                // Another shown entry exists, so this page is not the last (rule L9).
+                page.nextPageToken =
+                    PageToken(bucket: bucket, prefix: prefix, lastEntryKind: last.kind, lastEntry: last.name).encoded
+                break
+            }
+            switch entry.kind {
+            case .item: page.items.append(entry.name)
+            case .prefix: page.prefixes.append(NameBytes.prefix(of: entry.name, byteCount: entry.name.utf8.count - 1))
+            }
+            returned += 1
+            last = entry
+        }
+        return page
+    }
+
+    /// Rule L2: the rest of the name after the prefix either holds a `/`, making it a prefix entry
+    /// (up to and including that first `/`), or it is an item.
+    static func entry(forName name: String, prefixLength: Int) -> (kind: PageToken.EntryKind, name: String) {
+        let utf8 = name.utf8
+        let restStart = utf8.index(utf8.startIndex, offsetBy: prefixLength)
+        if let slash = utf8[restStart...].firstIndex(of: UInt8(ascii: "/")) {
+            return (.prefix, NameBytes.prefix(of: name, byteCount: utf8.distance(from: utf8.startIndex, to: slash) + 1))
+        }
+        return (.item, name)
+    }
+
+    /// The validity filter (rule L3), on an entry's full name (a prefix with its trailing `/`).
+    static func isShown(_ entry: (kind: PageToken.EntryKind, name: String)) -> Bool {
+        var name = Substring(entry.name).utf8[...]
+        if entry.kind == .prefix { name = name.dropLast() }
+        return hasOnlyNonEmptySegments(name)
+    }
+
+    /// After removing at most one leading `/`: non-empty, and no segment empty.
+    static func hasOnlyNonEmptySegments(_ name: Substring.UTF8View) -> Bool {
+        var utf8 = name
+        if utf8.first == UInt8(ascii: "/") { utf8 = utf8.dropFirst() }
+        guard let first = utf8.first, first != UInt8(ascii: "/"), utf8.last != UInt8(ascii: "/") else {
+            return false
+        }
+        var previousWasSlash = false
+        for byte in utf8 {
+            let isSlash = byte == UInt8(ascii: "/")
+            if isSlash && previousWasSlash { return false }
+            previousWasSlash = isSlash
+        }
+        return true
+    }
+}

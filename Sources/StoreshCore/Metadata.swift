@@ -1,0 +1,258 @@
+/// The metadata properties of an object and who may write them (rule M1).
+public enum MetadataProperty: String, CaseIterable, Sendable {
+    case bucket, generation, metageneration, fullPath, name, size, timeCreated, updated, md5Hash
+    case cacheControl, contentDisposition, contentEncoding, contentLanguage, contentType, customMetadata
+
+    public enum Access: Sendable {
+        case readOnly
+        /// md5Hash: given only with an upload, and checked against the content.
+        case atUploadOnly
+        case writable
+    }
+
+    public var access: Access {
+        switch self {
+        case .bucket, .generation, .metageneration, .fullPath, .name, .size, .timeCreated, .updated: .readOnly
+        case .md5Hash: .atUploadOnly
+        case .cacheControl, .contentDisposition, .contentEncoding, .contentLanguage, .contentType,
+            .customMetadata:
+            .writable
+        }
+    }
+
+    /// The writable string-valued properties (all writable ones except customMetadata).
+    public static let writableStrings: [MetadataProperty] = [
+        .cacheControl, .contentDisposition, .contentEncoding, .contentLanguage, .contentType,
+    ]
+}
+
+/// One writable string property of an object; the subset of `MetadataProperty` an update may name.
+public enum WritableProperty: String, CaseIterable, Sendable, Hashable {
+    case cacheControl, contentDisposition, contentEncoding, contentLanguage, contentType
+
+    public var property: MetadataProperty { MetadataProperty(rawValue: rawValue)! }
+}
+
+/// The metadata of one object (rule M1).
+public struct ObjectMetadata: Sendable, Equatable {
+    public var bucket: String
+    public var fullPath: String
+    public var generation: Int64
+    public var metageneration: Int64
+    public var size: Int64
+    public var timeCreated: Timestamp
+    public var updated: Timestamp
+    public var md5Hash: String
+    public var cacheControl: String?
+    public var contentDisposition: String?
+    public var contentEncoding: String?
+    public var contentLanguage: String?
+    public var contentType: String?
+    /// Never holds an empty map's worth of meaning: an empty dictionary is "absent" (rule M5).
+    public var customMetadata: [String: String]
+
+    public init(
+        bucket: String, fullPath: String, generation: Int64, metageneration: Int64, size: Int64,
+        timeCreated: Timestamp, updated: Timestamp, md5Hash: String, cacheControl: String? = nil,
+        contentDisposition: String? = nil, contentEncoding: String? = nil, contentLanguage: String? = nil,
+        contentType: String? = nil, customMetadata: [String: String] = [:]
+    ) {
+        self.bucket = bucket
+        self.fullPath = fullPath
+        self.generation = generation
+        self.metageneration = metageneration
+        self.size = size
+        self.timeCreated = timeCreated
+        self.updated = updated
+        self.md5Hash = md5Hash
+        self.cacheControl = cacheControl
+        self.contentDisposition = contentDisposition
+        self.contentEncoding = contentEncoding
+        self.contentLanguage = contentLanguage
+        self.contentType = contentType
+        self.customMetadata = customMetadata
+    }
+
+    /// The last segment of the name (rule P3).
+    public var name: String { NameBytes.lastSegment(of: fullPath) }
+
+    public subscript(property: WritableProperty) -> String? {
+        get {
+            switch property {
+            case .cacheControl: cacheControl
+            case .contentDisposition: contentDisposition
+            case .contentEncoding: contentEncoding
+            case .contentLanguage: contentLanguage
+            case .contentType: contentType
+            }
+        }
+        set {
+            switch property {
+            case .cacheControl: cacheControl = newValue
+            case .contentDisposition: contentDisposition = newValue
+            case .contentEncoding: contentEncoding = newValue
+            case .contentLanguage: contentLanguage = newValue
+            case .contentType: contentType = newValue
+            }
+        }
+    }
+
+    /// The metadata of newly written content (rule M3): a new generation, metageneration 1,
+    /// timeCreated = updated = `now`, the content's size and MD5. contentType, when not given,
+    /// is guessed from the name's extension.
+    public static func newObject(
+        bucket: String, name: ObjectName, content: some Collection<UInt8>, generation: Int64, now: Timestamp,
+        properties: [WritableProperty: String] = [:], customMetadata: [String: String] = [:]
+    ) -> ObjectMetadata {
+        var metadata = ObjectMetadata(
+            bucket: bucket, fullPath: name.rawValue, generation: generation, metageneration: 1,
+            size: Int64(content.count), timeCreated: now, updated: now, md5Hash: ContentHash.md5Base64(content),
+            customMetadata: customMetadata)
+        for (property, value) in properties { metadata[property] = value }
+        if metadata.contentType == nil {
+            metadata.contentType = ContentType.guess(forName: name.rawValue)
+        }
+        return metadata
+    }
+
+    /// The result of an update (rules M4–M6): the new metadata, and whether anything changed.
+    /// A change increments metageneration and sets `updated` to `now`; no change leaves everything as it was.
+    public func applying(_ update: MetadataUpdate, now: Timestamp) throws(StorageError) -> (
+        metadata: ObjectMetadata, changed: Bool
+    ) {
+        var next = self
+        for (property, change) in update.properties {
+            switch change {
+            case .set(let value): next[property] = value
+            case .unset: next[property] = nil
+            }
+        }
+        if update.clearsCustomMetadata { next.customMetadata = [:] }
+        for (key, change) in update.customMetadata {
+            switch change {
+            case .set(let value): next.customMetadata[key] = value
+            case .unset: next.customMetadata[key] = nil
+            }
+        }
+        try CustomMetadataLimits.validate(next.customMetadata)
+        guard next != self else { return (self, false) }
+        next.metageneration += 1
+        next.updated = now
+        return (next, true)
+    }
+}
+
+/// How one property changes in an update (rule M4). A property not named in the update is unchanged.
+public enum PropertyChange: Sendable, Equatable {
+    case set(String)
+    case unset
+}
+
+/// A partial metadata update (rules M4, M5): names only what changes.
+public struct MetadataUpdate: Sendable, Equatable {
+    public var properties: [WritableProperty: PropertyChange]
+    /// Per-key changes of customMetadata, applied after `clearsCustomMetadata`.
+    public var customMetadata: [String: PropertyChange]
+    /// Unsetting customMetadata as a whole clears the map (rule M5).
+    public var clearsCustomMetadata: Bool
+
+    public init(
+        properties: [WritableProperty: PropertyChange] = [:], customMetadata: [String: PropertyChange] = [:],
+        clearsCustomMetadata: Bool = false
+    ) {
+        self.properties = properties
+        self.customMetadata = customMetadata
+        self.clearsCustomMetadata = clearsCustomMetadata
+    }
+
+    public var isEmpty: Bool { properties.isEmpty && customMetadata.isEmpty && !clearsCustomMetadata }
+
+    /// Adds `key=value` as a user writes it: a writable property name, or `custom.NAME`
+    /// (or `customMetadata.NAME`). Read-only and unknown names are invalid-argument (rule M7).
+    public mutating func set(_ key: String, to value: String) throws(StorageError) {
+        switch try MetadataKey(parsing: key) {
+        case .property(let property): properties[property] = .set(value)
+        case .custom(let name): customMetadata[name] = .set(value)
+        case .allCustomMetadata:
+            throw .invalidArgument(
+                "customMetadata is a map: set one key with custom.NAME=VALUE, or unset it as a whole.")
+        }
+    }
+
+    /// Adds the removal of `key` (rule M4), or of all of customMetadata for `custom`/`customMetadata` (rule M5).
+    public mutating func unset(_ key: String) throws(StorageError) {
+        switch try MetadataKey(parsing: key) {
+        case .property(let property): properties[property] = .unset
+        case .custom(let name): customMetadata[name] = .unset
+        case .allCustomMetadata:
+            clearsCustomMetadata = true
+            customMetadata = customMetadata.filter { if case .set = $0.value { true } else { false } }
+        }
+    }
+}
+
+/// A metadata key as users write it in updates: `contentType`, `custom.NAME`, or `custom` for the whole map.
+public enum MetadataKey: Sendable, Equatable {
+    case property(WritableProperty)
+    case custom(String)
+    case allCustomMetadata
+
+    public static let customPrefixes = ["custom.", "customMetadata."]
+
+    /// Every key a user can name in an update, for help and completion (custom keys excepted).
+    public static var writableNames: [String] {
+        WritableProperty.allCases.map(\.rawValue) + ["custom"]
+    }
+
+    public init(parsing key: String) throws(StorageError) {
+        if key == "custom" || key == "customMetadata" {
+            self = .allCustomMetadata
+            return
+        }
+        for prefix in Self.customPrefixes where key.hasPrefix(prefix) {
+            let name = String(key.dropFirst(prefix.count))
+            if name.isEmpty {
+                throw .invalidArgument("Custom metadata keys must not be empty: write \(prefix)NAME (rule M5).")
+            }
+            self = .custom(name)
+            return
+        }
+        if let property = WritableProperty(rawValue: key) {
+            self = .property(property)
+            return
+        }
+        if let property = MetadataProperty(rawValue: key) {
+            let why =
+                property.access == .atUploadOnly
+                ? "it is computed from the content and can only be given, and checked, with an upload (put --md5)"
+                : "it is read-only"
+            throw .invalidArgument("Property '\(key)' cannot be changed: \(why) (rule M7).")
+        }
+        var message = "Unknown metadata property '\(key)'"
+        let candidates = MetadataProperty.allCases.map(\.rawValue) + ["custom"]
+        if let suggestion = Suggestion.nearest(to: key, among: candidates) {
+            message += "; did you mean '\(suggestion)'?"
+        } else {
+            message += "; writable properties are \(Self.writableNames.joined(separator: ", ")) and custom.NAME."
+        }
+        throw .invalidArgument(message + " (rule M7)")
+    }
+}
+
+/// The size limit of customMetadata (rule M5).
+public enum CustomMetadataLimits {
+    /// Keys and values together, in bytes of UTF-8.
+    public static let maximumBytes = 8 * 1024
+
+    public static func validate(_ custom: [String: String]) throws(StorageError) {
+        var total = 0
+        for (key, value) in custom {
+            if key.isEmpty { throw .invalidArgument("Custom metadata keys must not be empty (rule M5).") }
+            total += key.utf8.count + value.utf8.count
+        }
+        if total > maximumBytes {
+            throw .invalidArgument(
+                "Custom metadata would take \(total) bytes; keys and values together are limited to \(maximumBytes) bytes (rule M5).")
+        }
+    }
+}

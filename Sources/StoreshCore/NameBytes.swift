@@ -1,0 +1,29 @@
+/// Cutting names at `/` by bytes.
+///
+/// Object names are byte strings. Swift's `String` slices and splits by grapheme cluster, and a `/` followed
+/// by a combining mark is one cluster, so every cut at `/` goes through the UTF-8 view here.
+enum NameBytes {
+    static let slash = UInt8(ascii: "/")
+
+    /// The segments between `/`s, dropping empty ones when `omittingEmpty`.
+    static func segments(of name: some StringProtocol, omittingEmpty: Bool) -> [Substring] {
+        String(name).utf8.split(separator: slash, omittingEmptySubsequences: omittingEmpty).map { Substring($0) }
+    }
+
+    /// The text after the last `/`, or the whole name.
+    static func lastSegment(of name: String) -> String {
+        guard let slash = name.utf8.lastIndex(of: slash) else { return name }
+        return String(Substring(name.utf8[name.utf8.index(after: slash)...]))
+    }
+
+    /// The text before the last `/`, or nil when there is none.
+    static func beforeLastSlash(of name: String) -> String? {
+        guard let slash = name.utf8.lastIndex(of: slash) else { return nil }
+        return String(Substring(name.utf8[..<slash]))
+    }
+
+    /// The first `length` bytes of `name`, where `length` ends just after a `/` or at a scalar boundary.
+    static func prefix(of name: String, byteCount length: Int) -> String {
+        String(Substring(name.utf8.prefix(length)))
+    }
+}

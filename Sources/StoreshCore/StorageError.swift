@@ -1,0 +1,83 @@
+/// The error codes of Cloud Storage for Firebase's `StorageErrorCode` (spec E).
+///
+/// storesh prints the kebab-case `name` and keeps the SDK's numeric code available as `number`.
+public enum StorageErrorCode: String, Sendable, CaseIterable, Codable {
+    case unknown = "unknown"
+    case objectNotFound = "object-not-found"
+    case bucketNotFound = "bucket-not-found"
+    case unauthenticated = "unauthenticated"
+    case unauthorized = "unauthorized"
+    case nonMatchingChecksum = "non-matching-checksum"
+    case cancelled = "cancelled"
+    case invalidArgument = "invalid-argument"
+    case bucketMismatch = "bucket-mismatch"
+    case internalError = "internal-error"
+    case pathError = "path-error"
+
+    /// The kebab-case name printed to users, e.g. `object-not-found`.
+    public var name: String { rawValue }
+
+    /// The SDK's numeric code, e.g. -13010.
+    public var number: Int {
+        switch self {
+        case .unknown: -13000
+        case .objectNotFound: -13010
+        case .bucketNotFound: -13011
+        case .unauthenticated: -13020
+        case .unauthorized: -13021
+        case .nonMatchingChecksum: -13031
+        case .cancelled: -13040
+        case .invalidArgument: -13050
+        case .bucketMismatch: -13051
+        case .internalError: -13052
+        case .pathError: -13053
+        }
+    }
+}
+
+/// A storage failure: a code from spec E and a message for people.
+public struct StorageError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var code: StorageErrorCode
+    public var message: String
+
+    public init(_ code: StorageErrorCode, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { "\(message) (\(code.name))" }
+
+    // The fixed messages of spec E, made in one place.
+
+    public static func objectNotFound(_ path: String) -> StorageError {
+        StorageError(.objectNotFound, "Object \(path) does not exist.")
+    }
+
+    public static func bucketNotFound(_ bucket: String) -> StorageError {
+        StorageError(.bucketNotFound, "Bucket \(bucket) does not exist.")
+    }
+
+    public static var unauthenticated: StorageError {
+        StorageError(
+            .unauthenticated,
+            "User is not authenticated, please authenticate using Firebase Authentication and try again.")
+    }
+
+    public static func unauthorized(bucket: String, path: String) -> StorageError {
+        StorageError(.unauthorized, "User does not have permission to access gs://\(bucket)/\(path).")
+    }
+
+    public static func bucketMismatch(provided: String, current: String) -> StorageError {
+        StorageError(
+            .bucketMismatch,
+            "Provided bucket: `\(provided)` does not match the Storage bucket of the current instance: `\(current)`")
+    }
+
+    public static func invalidArgument(_ message: String) -> StorageError {
+        StorageError(.invalidArgument, message)
+    }
+
+    public static func internalError(_ message: String) -> StorageError {
+        StorageError(.internalError, message)
+    }
+}

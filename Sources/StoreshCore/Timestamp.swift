@@ -1,0 +1,156 @@
+import Foundation
+
+/// An instant, in microseconds since the Unix epoch (the resolution of production generations, rule M3).
+public struct Timestamp: Hashable, Comparable, Sendable, CustomStringConvertible {
+    public var microseconds: Int64
+
+    public init(microseconds: Int64) {
+        self.microseconds = microseconds
+    }
+
+    public init(date: Date) {
+        self.microseconds = Int64((date.timeIntervalSince1970 * 1_000_000).rounded(.down))
+    }
+
+    public var date: Date { Date(timeIntervalSince1970: Double(microseconds) / 1_000_000) }
+
+    public static func < (lhs: Timestamp, rhs: Timestamp) -> Bool { lhs.microseconds < rhs.microseconds }
+
+    /// RFC 3339 in UTC with milliseconds (rule M2): `2026-11-21T09:30:00.000Z`.
+    public var rfc3339: String {
+        let millisecondsSinceEpoch = microseconds.floorDivided(by: 1000)
+        let seconds = millisecondsSinceEpoch.floorDivided(by: 1000)
+        let millis = millisecondsSinceEpoch - seconds * 1000
+        let days = seconds.floorDivided(by: 86_400)
+        let secondOfDay = seconds - days * 86_400
+        let (year, month, day) = Self.civilDate(daysSinceEpoch: days)
+        return String(
+            format: "%04lld-%02lld-%02lldT%02lld:%02lld:%02lld.%03lldZ",
+            year, month, day, secondOfDay / 3600, secondOfDay % 3600 / 60, secondOfDay % 60, millis)
+    }
+
+    public var description: String { rfc3339 }
+
+    /// Parses RFC 3339 (`2026-11-21T09:30:00Z`, with optional fraction and a `Z` or `±HH:MM` offset).
+    public init?(rfc3339 text: String) {
+        let bytes = Array(text.utf8)
+        func number(_ range: Range<Int>) -> Int64? {
+            guard range.upperBound <= bytes.count else { return nil }
+            var value: Int64 = 0
+            for index in range {
+                let byte = bytes[index]
+                guard byte >= 0x30, byte <= 0x39 else { return nil }
+                value = value * 10 + Int64(byte - 0x30)
+            }
+            return value
+        }
+        func byte(_ index: Int, _ expected: Character...) -> Bool {
+            index < bytes.count && expected.contains(Character(Unicode.Scalar(bytes[index])))
+        }
+        guard let year = number(0..<4), byte(4, "-"), let month = number(5..<7), byte(7, "-"),
+            let day = number(8..<10), byte(10, "T", "t", " "), let hour = number(11..<13), byte(13, ":"),
+            let minute = number(14..<16), byte(16, ":"), let second = number(17..<19),
+            (1...12).contains(month), (1...Self.daysIn(month: month, year: year)).contains(day),
+            hour < 24, minute < 60, second < 61
+        else { return nil }
+        var index = 19
+        var micros: Int64 = 0
+        if byte(index, ".") {
+            index += 1
+            var digits = 0
+            while index < bytes.count, bytes[index] >= 0x30, bytes[index] <= 0x39 {
+                if digits < 6 { micros = micros * 10 + Int64(bytes[index] - 0x30) }
+                digits += 1
+                index += 1
+            }
+            guard digits > 0 else { return nil }
+            for _ in digits..<max(digits, 6) { micros *= 10 }
+        }
+        var offsetSeconds: Int64 = 0
+        if byte(index, "Z", "z") {
+            index += 1
+        } else if byte(index, "+", "-"), let offsetHours = number(index + 1..<index + 3), byte(index + 3, ":"),
+            let offsetMinutes = number(index + 4..<index + 6)
+        {
+            let sign: Int64 = bytes[index] == UInt8(ascii: "-") ? -1 : 1
+            offsetSeconds = sign * (offsetHours * 3600 + offsetMinutes * 60)
+            index += 6
+        } else {
+            return nil
+        }
+        guard index == bytes.count else { return nil }
+        let days = Self.daysSinceEpoch(year: year, month: month, day: day)
+        let seconds = days * 86_400 + hour * 3600 + minute * 60 + min(second, 59) - offsetSeconds
+        self.microseconds = seconds * 1_000_000 + micros
+    }
+
+    // Howard Hinnant's days-from-civil algorithms: exact for the proleptic Gregorian calendar,
+    // and free of Foundation's locale and time-zone machinery.
+    private static func daysSinceEpoch(year: Int64, month: Int64, day: Int64) -> Int64 {
+        let y = month <= 2 ? year - 1 : year
+        let era = y.floorDivided(by: 400)
+        let yearOfEra = y - era * 400
+        let monthIndex = month > 2 ? month - 3 : month + 9
+        let dayOfYear = (153 * monthIndex + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
+    }
+
+    private static func civilDate(daysSinceEpoch days: Int64) -> (Int64, Int64, Int64) {
+        let z = days + 719_468
+        let era = z.floorDivided(by: 146_097)
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthIndex = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
+        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+
+    private static func daysIn(month: Int64, year: Int64) -> Int64 {
+        switch month {
+        case 2: (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
+        case 4, 6, 9, 11: 30
+        default: 31
+        }
+    }
+}
+
+extension Int64 {
+    fileprivate func floorDivided(by divisor: Int64) -> Int64 {
+        let quotient = self / divisor
+        return (self % divisor != 0 && (self < 0) != (divisor < 0)) ? quotient - 1 : quotient
+    }
+}
+
+/// Where a bucket gets "now" for each change (rules M3, M6).
+public protocol StorageClock: Sendable {
+    /// The time of the next change. Called once per change.
+    func nextChangeTime() -> Timestamp
+}
+
+/// The real clock.
+public struct SystemClock: StorageClock {
+    public init() {}
+    public func nextChangeTime() -> Timestamp { Timestamp(date: Date()) }
+}
+
+/// A reproducible clock (contract `--clock T`): the first change happens at `start`, each later one 1 ms after.
+public final class SteppingClock: StorageClock, @unchecked Sendable {
+    private let lock = NSLock()
+    private var next: Timestamp
+    public static let step: Int64 = 1000
+
+    public init(start: Timestamp) {
+        self.next = start
+    }
+
+    public func nextChangeTime() -> Timestamp {
+        lock.lock()
+        defer { lock.unlock() }
+        let now = next
+        next.microseconds += Self.step
+        return now
+    }
+}

@@ -1,0 +1,629 @@
+import CSQLite
+import Foundation
+import StoreshCore
+
+/// How a local bucket is opened.
+public struct LocalBucketOptions: Sendable {
+    /// Where "now" comes from for each change (contract `--clock`).
+    public var clock: any StorageClock
+    /// How long a change waits for another process that is changing the bucket before it gives up.
+    public var busyTimeoutMilliseconds: Int32
+    /// Create an empty bucket when the file does not exist.
+    public var createIfMissing: Bool
+    /// The bucket name for a newly created file; by default derived from the file name.
+    public var nameForNewBucket: String?
+    /// Testing aid: the process kills itself (SIGKILL) just before a commit, to prove that an interrupted
+    /// change leaves the old state. Set by the `STORESH_FAULT=crash-before-commit` environment variable.
+    public var crashBeforeCommit: Bool
+
+    public init(
+        clock: any StorageClock = SystemClock(), busyTimeoutMilliseconds: Int32 = 5000, createIfMissing: Bool = true,
+        nameForNewBucket: String? = nil, crashBeforeCommit: Bool = false
+    ) {
+        self.clock = clock
+        self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
+        self.createIfMissing = createIfMissing
+        self.nameForNewBucket = nameForNewBucket
+        self.crashBeforeCommit = crashBeforeCommit
+    }
+}
+
+/// A bucket kept in one SQLite file (content included).
+///
+/// Every change is one SQLite transaction in WAL mode with `synchronous=FULL`: once a method returns, the
+/// change survives a crash or power loss, and a crash at any instant leaves the old or the new state.
+/// Other processes may use the same file; a writer waits up to `busyTimeoutMilliseconds` for another
+/// writer and then fails with a clear message. A damaged file is reported, never rewritten.
+public final class LocalBucket: TransactionalBucket, @unchecked Sendable {
+    public let name: String
+    /// The bucket file.
+    public let path: String
+
+    // Guards `connection` and `inExplicitTransaction`: SQLite connections are single-threaded.
+    private let lock = NSLock()
+    private let connection: SQLiteConnection
+    private let options: LocalBucketOptions
+    private var inExplicitTransaction = false
+
+    static let applicationID: Int64 = 0x5354_5348  // "STSH"
+    static let schemaVersion: Int64 = 1
+
+    private init(path: String, name: String, connection: SQLiteConnection, options: LocalBucketOptions) {
+        self.path = path
+        self.name = name
+        self.connection = connection
+        self.options = options
+    }
+
+    deinit { connection.close() }
+
+    // MARK: Opening
+
+    /// Opens the bucket file at `path`, creating an empty bucket there if it does not exist (and
+    /// `options.createIfMissing`). A file that is not a storesh bucket, or is damaged, is an error and is
+    /// left untouched.
+    ///
+    /// A bucket created here holds `initialContents` (and takes its bucket name), or nothing.
+    public static func open(
+        at path: String, options: LocalBucketOptions = LocalBucketOptions(),
+        initialContents: BucketArchive.Contents? = nil
+    ) throws(StorageError) -> LocalBucket {
+        if !FileManager.default.fileExists(atPath: path) {
+            guard options.createIfMissing else {
+                throw .bucketNotFound(path)
+            }
+            let name = options.nameForNewBucket ?? initialContents?.bucket ?? defaultName(forFile: path)
+            try create(at: path, name: name, objects: initialContents?.objects ?? [], options: options)
+        }
+        let connection: SQLiteConnection
+        do {
+            connection = try SQLiteConnection(path: path, flags: SQLITE_OPEN_READWRITE)
+        } catch {
+            throw describe(error, path: path, options: options)
+        }
+        do {
+            sqlite3_busy_timeout(connection.handle, options.busyTimeoutMilliseconds)
+            // Identify the file before anything could write to it.
+            guard try connection.integer("PRAGMA application_id") == applicationID else {
+                throw StorageError.internalError(
+                    "\(path) is an SQLite database, but not a storesh bucket; storesh will not change it.")
+            }
+            let version = try connection.integer("PRAGMA user_version") ?? 0
+            guard version <= schemaVersion else {
+                throw StorageError.internalError(
+                    "\(path) was made by a newer storesh (bucket format \(version); this one reads up to \(schemaVersion)).")
+            }
+            try connection.execute("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON")
+            let name = try readInfo("name", connection: connection)
+            guard let name else {
+                throw StorageError.internalError("\(path) is damaged: it has no bucket name.")
+            }
+            return LocalBucket(path: path, name: name, connection: connection, options: options)
+        } catch let error as SQLiteError {
+            throw describe(error, path: path, options: options)
+        } catch let error as StorageError {
+            throw error
+        } catch {
+            throw .internalError("\(error)")
+        }
+    }
+
+    /// A bucket name from a file name: `teaching.bucket` → `teaching`, lower-cased, other characters as `-`.
+    public static func defaultName(forFile path: String) -> String {
+        let file = URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent.lowercased()
+        let cleaned = String(
+            file.unicodeScalars.map { scalar -> Character in
+                let allowed = ("a"..."z").contains(scalar) || ("0"..."9").contains(scalar) || scalar == "-"
+                    || scalar == "_" || scalar == "."
+                return allowed ? Character(scalar) : "-"
+            }
+        ).trimmingCharacters(in: CharacterSet(charactersIn: "-_."))
+        return cleaned.isEmpty ? "local" : cleaned
+    }
+
+    /// Creates a bucket file atomically: it is built under a temporary name and then linked into place,
+    /// so a crash never leaves a half-made bucket, and a file someone else made meanwhile is kept.
+    private static func create(at path: String, name: String, objects: [ArchivedObject], options: LocalBucketOptions)
+        throws(StorageError)
+    {
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        let temporary = "\(directory)/.\(URL(fileURLWithPath: path).lastPathComponent).creating-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer {
+            for suffix in ["", "-wal", "-shm", "-journal"] { unlink(temporary + suffix) }
+        }
+        do {
+            let connection = try SQLiteConnection(path: temporary, flags: SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+            try connection.execute(
+                """
+                PRAGMA journal_mode = WAL;
+                PRAGMA application_id = \(applicationID);
+                PRAGMA user_version = \(schemaVersion);
+                BEGIN;
+                CREATE TABLE bucket_info (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+                CREATE TABLE objects (
+                    id INTEGER PRIMARY KEY,
+                    name TEXT NOT NULL UNIQUE,
+                    generation INTEGER NOT NULL,
+                    metageneration INTEGER NOT NULL,
+                    size INTEGER NOT NULL,
+                    time_created INTEGER NOT NULL,
+                    updated INTEGER NOT NULL,
+                    md5_hash TEXT NOT NULL,
+                    cache_control TEXT,
+                    content_disposition TEXT,
+                    content_encoding TEXT,
+                    content_language TEXT,
+                    content_type TEXT,
+                    custom_metadata TEXT
+                );
+                CREATE TABLE contents (
+                    object_id INTEGER PRIMARY KEY REFERENCES objects(id) ON DELETE CASCADE,
+                    data BLOB NOT NULL
+                );
+                """)
+            let insert = try connection.statement("INSERT INTO bucket_info (key, value) VALUES (?1, ?2)")
+            for (key, value) in [("name", name), ("last_generation", "0")] {
+                insert.reset()
+                insert.bind(1, key)
+                insert.bind(2, value)
+                try insert.step()
+            }
+            try connection.execute("COMMIT")
+            connection.close()
+        } catch {
+            throw describe(error, path: path, options: options)
+        }
+        if !objects.isEmpty {
+            var seedOptions = options
+            seedOptions.createIfMissing = false
+            seedOptions.crashBeforeCommit = false
+            let seeded = try open(at: temporary, options: seedOptions)
+            try seeded.importObjects(objects, replacingEverything: false)
+            try seeded.close()
+        }
+        // The linked name must be the whole bucket: nothing may be left in the temporary name's WAL.
+        if let walSize = (try? FileManager.default.attributesOfItem(atPath: temporary + "-wal"))?[.size] as? Int,
+            walSize > 0
+        {
+            throw .internalError("Cannot create the bucket file \(path): its log was not folded into the file.")
+        }
+        if link(temporary, path) != 0 && errno != EEXIST {
+            throw .internalError("Cannot create the bucket file \(path): \(String(cString: strerror(errno))).")
+        }
+        let directoryDescriptor = Foundation.open(directory, O_RDONLY)
+        if directoryDescriptor >= 0 {
+            fsync(directoryDescriptor)  // the new name itself must survive a crash
+            Foundation.close(directoryDescriptor)
+        }
+    }
+
+    /// Folds the write-ahead log into the bucket file and closes it; the object is unusable afterwards.
+    public func close() throws(StorageError) {
+        try locked {
+            try connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            connection.close()
+        }
+    }
+
+    private static func readInfo(_ key: String, connection: SQLiteConnection) throws(SQLiteError) -> String? {
+        let statement = try connection.statement("SELECT value FROM bucket_info WHERE key = ?1")
+        defer { statement.reset() }
+        statement.bind(1, key)
+        return try statement.step() ? statement.string(0) : nil
+    }
+
+    /// What an SQLite failure means for the user of this bucket file.
+    static func describe(_ error: SQLiteError, path: String, options: LocalBucketOptions) -> StorageError {
+        if error.isBusy {
+            let seconds = Double(options.busyTimeoutMilliseconds) / 1000
+            return StorageError(
+                .unknown,
+                "The bucket \(path) is busy: another process is changing it (waited \(seconds.formatted()) s). Nothing was changed; try again when it has finished."
+            )
+        }
+        if error.primaryCode == SQLITE_NOTADB {
+            return .internalError("\(path) is not a storesh bucket (SQLite: \(error.message)); storesh will not change it.")
+        }
+        if error.isDamage {
+            return .internalError(
+                "The bucket \(path) is damaged (SQLite: \(error.message)). storesh will not write to it; restore a copy, or export what can still be read."
+            )
+        }
+        if error.isReadOnly || error.primaryCode == SQLITE_PERM {
+            return .internalError("The bucket \(path) is read-only (\(error.message)); nothing was changed.")
+        }
+        if error.isDiskFull {
+            return .internalError("The disk holding \(path) is full; nothing was changed.")
+        }
+        if error.primaryCode == SQLITE_CANTOPEN {
+            return .internalError("Cannot open the bucket \(path): \(error.message).")
+        }
+        return .internalError("Storage engine error on \(path): \(error.message).")
+    }
+
+    // MARK: Transactions
+
+    public var isInTransaction: Bool {
+        get async { lock.withLock { inExplicitTransaction } }
+    }
+
+    public func beginTransaction() async throws {
+        try locked {
+            precondition(!inExplicitTransaction, "transactions do not nest")
+            try connection.execute("BEGIN IMMEDIATE")
+            inExplicitTransaction = true
+        }
+    }
+
+    public func commitTransaction() async throws {
+        try locked {
+            guard inExplicitTransaction else { return }
+            try commit()
+            inExplicitTransaction = false
+        }
+    }
+
+    public func rollbackTransaction() async throws {
+        try locked {
+            guard inExplicitTransaction else { return }
+            inExplicitTransaction = false
+            if !connection.isAutocommit { try connection.execute("ROLLBACK") }
+        }
+    }
+
+    private func commit() throws(SQLiteError) {
+        if options.crashBeforeCommit { kill(getpid(), SIGKILL) }
+        try connection.execute("COMMIT")
+    }
+
+    /// Runs `body` with the connection, turning SQLite failures into storage errors.
+    private func locked<T>(_ body: () throws -> T) throws(StorageError) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        do {
+            return try body()
+        } catch let error as StorageError {
+            throw error
+        } catch let error as SQLiteError {
+            throw Self.describe(error, path: path, options: options)
+        } catch {
+            throw .internalError("\(error)")
+        }
+    }
+
+    /// A change: alone, it is its own IMMEDIATE transaction; inside an explicit transaction it is a
+    /// savepoint, so a failed change leaves nothing behind while earlier ones stay.
+    private func change<T>(_ body: () throws -> T) throws(StorageError) -> T {
+        try locked {
+            if inExplicitTransaction {
+                try connection.execute("SAVEPOINT change")
+                do {
+                    let result = try body()
+                    try connection.execute("RELEASE change")
+                    return result
+                } catch {
+                    try? connection.execute("ROLLBACK TO change; RELEASE change")
+                    throw error
+                }
+            }
+            try connection.execute("BEGIN IMMEDIATE")
+            do {
+                let result = try body()
+                try commit()
+                return result
+            } catch {
+                if !connection.isAutocommit { try? connection.execute("ROLLBACK") }
+                throw error
+            }
+        }
+    }
+
+    /// A read of several statements that must see one state of the bucket.
+    private func read<T>(_ body: () throws -> T) throws(StorageError) -> T {
+        try locked {
+            if inExplicitTransaction { return try body() }
+            try connection.execute("BEGIN")
+            defer { try? connection.execute("COMMIT") }
+            return try body()
+        }
+    }
+
+    // MARK: Bucket
+
+    public func list(_ reference: StoragePath, options: ListOptions) async throws -> ListPage {
+        try listPage(reference, options: options)
+    }
+
+    /// The synchronous form of `list`, for in-process callers that are not async.
+    public func listPage(_ reference: StoragePath, options: ListOptions) throws(StorageError) -> ListPage {
+        try read {
+            try Lister.page(of: reference, bucket: name, options: options, index: NameIndex(connection: connection))
+        }
+    }
+
+    public func metadata(of object: ObjectName) async throws -> ObjectMetadata {
+        try read {
+            guard let row = try fetchRow(object.rawValue) else { throw StorageError.objectNotFound(object.rawValue) }
+            return row.metadata
+        }
+    }
+
+    public func updateMetadata(of object: ObjectName, _ update: MetadataUpdate, ifMetagenerationMatch: Int64?)
+        async throws -> UpdateResult
+    {
+        try change {
+            guard let row = try fetchRow(object.rawValue) else { throw StorageError.objectNotFound(object.rawValue) }
+            if let expected = ifMetagenerationMatch, expected != row.metadata.metageneration {
+                throw StorageError(
+                    .unknown,
+                    "Object \(object.rawValue) changed meanwhile: metageneration is \(row.metadata.metageneration), not \(expected). Nothing was changed."
+                )
+            }
+            let (next, changed) = try row.metadata.applying(update, now: options.clock.nextChangeTime())
+            if changed { try updateRow(id: row.id, next) }
+            return UpdateResult(metadata: next, changed: changed)
+        }
+    }
+
+    public func write(_ content: Data, to object: ObjectName, options writeOptions: WriteOptions) async throws
+        -> ObjectMetadata
+    {
+        try CustomMetadataLimits.validate(writeOptions.customMetadata)
+        let md5 = ContentHash.md5Base64(content)
+        if let expected = writeOptions.expectedMD5, expected != md5 {
+            throw StorageError(
+                .nonMatchingChecksum,
+                "The content's MD5 is \(md5), not the expected \(expected); nothing was written.")
+        }
+        return try change {
+            let now = options.clock.nextChangeTime()
+            let metadata = ObjectMetadata.newObject(
+                bucket: name, name: object, content: content, generation: try nextGeneration(now: now), now: now,
+                properties: writeOptions.properties, customMetadata: writeOptions.customMetadata)
+            try upsert(metadata, content: content)
+            return metadata
+        }
+    }
+
+    public func read(_ object: ObjectName) async throws -> Data {
+        try read {
+            let statement = try connection.statement(
+                "SELECT c.data FROM objects o JOIN contents c ON c.object_id = o.id WHERE o.name = ?1")
+            defer { statement.reset() }
+            statement.bind(1, object.rawValue)
+            guard try statement.step() else { throw StorageError.objectNotFound(object.rawValue) }
+            return statement.data(0)
+        }
+    }
+
+    public func delete(_ object: ObjectName) async throws {
+        try change {
+            let statement = try connection.statement("DELETE FROM objects WHERE name = ?1")
+            defer { statement.reset() }
+            statement.bind(1, object.rawValue)
+            try statement.step()
+            guard sqlite3_changes(connection.handle) == 1 else { throw StorageError.objectNotFound(object.rawValue) }
+        }
+    }
+
+    public func scan(prefix: String, after: String?, limit: Int) async throws -> ObjectScanPage {
+        try scanPage(prefix: prefix, after: after, limit: limit)
+    }
+
+    /// The synchronous form of `scan`.
+    public func scanPage(prefix: String, after: String?, limit: Int) throws(StorageError) -> ObjectScanPage {
+        try read {
+            let statement = try connection.statement(
+                "SELECT \(Row.columns) FROM objects WHERE name >= ?1 AND (?2 IS NULL OR name > ?2) ORDER BY name LIMIT ?3")
+            defer { statement.reset() }
+            statement.bind(1, prefix)
+            statement.bind(2, after)
+            statement.bind(3, Int64(limit) + 1)
+            var objects: [ObjectMetadata] = []
+            var more = false
+            while try statement.step() {
+                let row = try Row(statement, bucket: name)
+                guard row.metadata.fullPath.utf8.starts(with: prefix.utf8) else { break }
+                if objects.count == limit {
+                    more = true
+                    break
+                }
+                objects.append(row.metadata)
+            }
+            return ObjectScanPage(objects: objects, resumeAfter: more ? objects.last?.fullPath : nil)
+        }
+    }
+
+    // MARK: Bulk and maintenance
+
+    /// The number of objects in the bucket.
+    public func objectCount() throws(StorageError) -> Int {
+        try read { Int(try connection.integer("SELECT count(*) FROM objects") ?? 0) }
+    }
+
+    /// SQLite's full integrity check: `[]` when the file is sound, else what is wrong.
+    public func integrityProblems() throws(StorageError) -> [String] {
+        try read {
+            let statement = try connection.statement("PRAGMA integrity_check")
+            defer { statement.reset() }
+            var problems: [String] = []
+            while try statement.step() {
+                if let line = statement.string(0), line != "ok" { problems.append(line) }
+            }
+            return problems
+        }
+    }
+
+    /// Writes many objects in one transaction: all of them, or (on any error) none.
+    /// With `replacingEverything`, the bucket holds exactly `objects` afterwards.
+    public func importObjects(_ objects: [ArchivedObject], replacingEverything: Bool) throws(StorageError) {
+        try change {
+            if replacingEverything { try connection.execute("DELETE FROM contents; DELETE FROM objects") }
+            var lastGeneration = try storedLastGeneration()
+            for object in objects {
+                let now = options.clock.nextChangeTime()
+                // An archived generation is kept as it was; a new object gets a fresh one (rule M3).
+                let generation = object.generation ?? max(now.microseconds, lastGeneration + 1)
+                lastGeneration = max(lastGeneration, generation)
+                try upsert(object.metadata(bucket: name, generation: generation, now: now), content: object.content)
+            }
+            try storeLastGeneration(lastGeneration)
+        }
+    }
+
+    /// Every object with its content, in name order, a page at a time (for export).
+    public func forEachObjectWithContent(_ body: (ObjectMetadata, Data) throws -> Void) throws(StorageError) {
+        try read {
+            let statement = try connection.statement(
+                "SELECT \(Row.columns), c.data FROM objects o JOIN contents c ON c.object_id = o.id ORDER BY o.name")
+            defer { statement.reset() }
+            while try statement.step() {
+                try body(try Row(statement, bucket: name).metadata, statement.data(Row.columnCount))
+            }
+        }
+    }
+
+    // MARK: Rows
+
+    /// A unique generation, increasing across processes: `now` in microseconds unless an earlier change
+    /// already used that or later (the real clock can step back; `--clock` restarts at each run).
+    private func nextGeneration(now: Timestamp) throws -> Int64 {
+        let generation = max(now.microseconds, try storedLastGeneration() + 1)
+        try storeLastGeneration(generation)
+        return generation
+    }
+
+    private func storedLastGeneration() throws -> Int64 {
+        Int64(try Self.readInfo("last_generation", connection: connection) ?? "0") ?? 0
+    }
+
+    private func storeLastGeneration(_ generation: Int64) throws {
+        let statement = try connection.statement("UPDATE bucket_info SET value = ?1 WHERE key = 'last_generation'")
+        defer { statement.reset() }
+        statement.bind(1, String(generation))
+        try statement.step()
+    }
+
+    private struct Row {
+        static let columns =
+            "id, name, generation, metageneration, size, time_created, updated, md5_hash, cache_control, content_disposition, content_encoding, content_language, content_type, custom_metadata"
+        static let columnCount: Int32 = 14
+
+        var id: Int64
+        var metadata: ObjectMetadata
+
+        init(_ statement: SQLiteStatement, bucket: String) throws {
+            id = statement.int64(0)
+            metadata = ObjectMetadata(
+                bucket: bucket, fullPath: statement.string(1) ?? "", generation: statement.int64(2),
+                metageneration: statement.int64(3), size: statement.int64(4),
+                timeCreated: Timestamp(microseconds: statement.int64(5)),
+                updated: Timestamp(microseconds: statement.int64(6)), md5Hash: statement.string(7) ?? "",
+                cacheControl: statement.string(8), contentDisposition: statement.string(9),
+                contentEncoding: statement.string(10), contentLanguage: statement.string(11),
+                contentType: statement.string(12),
+                customMetadata: try CustomMetadataColumn.decode(statement.string(13)))
+        }
+    }
+
+    private func fetchRow(_ name: String) throws -> Row? {
+        let statement = try connection.statement("SELECT \(Row.columns) FROM objects WHERE name = ?1")
+        defer { statement.reset() }
+        statement.bind(1, name)
+        return try statement.step() ? try Row(statement, bucket: self.name) : nil
+    }
+
+    private func bindMetadataColumns(_ statement: SQLiteStatement, _ metadata: ObjectMetadata) throws {
+        statement.bind(2, metadata.generation)
+        statement.bind(3, metadata.metageneration)
+        statement.bind(4, metadata.size)
+        statement.bind(5, metadata.timeCreated.microseconds)
+        statement.bind(6, metadata.updated.microseconds)
+        statement.bind(7, metadata.md5Hash)
+        statement.bind(8, metadata.cacheControl)
+        statement.bind(9, metadata.contentDisposition)
+        statement.bind(10, metadata.contentEncoding)
+        statement.bind(11, metadata.contentLanguage)
+        statement.bind(12, metadata.contentType)
+        statement.bind(13, try CustomMetadataColumn.encode(metadata.customMetadata))
+    }
+
+    private func updateRow(id: Int64, _ metadata: ObjectMetadata) throws {
+        let statement = try connection.statement(
+            """
+            UPDATE objects SET generation = ?2, metageneration = ?3, size = ?4, time_created = ?5, updated = ?6,
+            md5_hash = ?7, cache_control = ?8, content_disposition = ?9, content_encoding = ?10,
+            content_language = ?11, content_type = ?12, custom_metadata = ?13 WHERE id = ?1
+            """)
+        defer { statement.reset() }
+        statement.bind(1, id)
+        try bindMetadataColumns(statement, metadata)
+        try statement.step()
+    }
+
+    /// Creates or replaces the object `metadata.fullPath` with `content`.
+    private func upsert(_ metadata: ObjectMetadata, content: Data) throws {
+        let insert = try connection.statement(
+            """
+            INSERT INTO objects (name, generation, metageneration, size, time_created, updated, md5_hash,
+                cache_control, content_disposition, content_encoding, content_language, content_type, custom_metadata)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
+            ON CONFLICT (name) DO UPDATE SET generation = ?2, metageneration = ?3, size = ?4, time_created = ?5,
+                updated = ?6, md5_hash = ?7, cache_control = ?8, content_disposition = ?9, content_encoding = ?10,
+                content_language = ?11, content_type = ?12, custom_metadata = ?13
+            RETURNING id
+            """)
+        insert.bind(1, metadata.fullPath)
+        try bindMetadataColumns(insert, metadata)
+        guard try insert.step() else { throw SQLiteError(code: SQLITE_ERROR, message: "insert returned no id") }
+        let id = insert.int64(0)
+        insert.reset()
+        let store = try connection.statement("INSERT OR REPLACE INTO contents (object_id, data) VALUES (?1, ?2)")
+        defer { store.reset() }
+        store.bind(1, id)
+        store.bind(2, content)
+        try store.step()
+    }
+
+    /// The listing's view of the name index: one indexed seek per call.
+    private struct NameIndex: ObjectNameIndex {
+        let connection: SQLiteConnection
+
+        func firstName(from bound: NameBound, withPrefix prefix: String) throws -> String? {
+            let statement: SQLiteStatement
+            switch bound {
+            case .atOrAfter(let name):
+                statement = try connection.statement("SELECT name FROM objects WHERE name >= ?1 ORDER BY name LIMIT 1")
+                statement.bind(1, name)
+            case .after(let name):
+                statement = try connection.statement("SELECT name FROM objects WHERE name > ?1 ORDER BY name LIMIT 1")
+                statement.bind(1, name)
+            }
+            defer { statement.reset() }
+            // Names with the prefix are one contiguous run in byte order, and bounds never precede the
+            // prefix, so the first name that lacks it ends the run.
+            guard try statement.step(), let name = statement.string(0), name.utf8.starts(with: prefix.utf8) else {
+                return nil
+            }
+            return name
+        }
+    }
+}
+
+/// customMetadata in its column: a JSON object with sorted keys, or NULL when the map is empty (rule M5).
+enum CustomMetadataColumn {
+    static func encode(_ custom: [String: String]) throws -> String? {
+        guard !custom.isEmpty else { return nil }
+        let data = try JSONSerialization.data(withJSONObject: custom, options: [.sortedKeys, .withoutEscapingSlashes])
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    static func decode(_ text: String?) throws -> [String: String] {
+        guard let text else { return [:] }
+        guard let map = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: String] else {
+            throw StorageError.internalError("A stored customMetadata value is not a map of strings.")
+        }
+        return map
+    }
+}

@@ -1,0 +1,156 @@
+import CSQLite
+import Foundation
+import StoreshCore
+
+/// SQLite's way of being told a text or blob must be copied before `bind` returns.
+private let SQLITE_TRANSIENT = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+
+/// An SQLite failure, with the primary result code so the engine can say what it means for a bucket.
+struct SQLiteError: Error, CustomStringConvertible {
+    let code: Int32
+    let message: String
+
+    var primaryCode: Int32 { code & 0xFF }
+    var isBusy: Bool { primaryCode == SQLITE_BUSY || primaryCode == SQLITE_LOCKED }
+    var isDamage: Bool { primaryCode == SQLITE_CORRUPT || primaryCode == SQLITE_NOTADB }
+    var isReadOnly: Bool { primaryCode == SQLITE_READONLY }
+    var isDiskFull: Bool { primaryCode == SQLITE_FULL }
+    var description: String { message }
+}
+
+/// One connection to one database file. Not thread-safe: its owner serialises access.
+final class SQLiteConnection {
+    private(set) var handle: OpaquePointer?
+    private var statements: [String: SQLiteStatement] = [:]
+
+    init(path: String, flags: Int32) throws(SQLiteError) {
+        var handle: OpaquePointer?
+        let status = sqlite3_open_v2(path, &handle, flags | SQLITE_OPEN_NOMUTEX, nil)
+        self.handle = handle
+        if status != SQLITE_OK {
+            let error = SQLiteError(code: status, message: handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory")
+            close()
+            throw error
+        }
+        sqlite3_extended_result_codes(handle, 1)
+    }
+
+    deinit { close() }
+
+    func close() {
+        statements.removeAll()  // finalised by their deinit, before the connection closes
+        if let handle { sqlite3_close_v2(handle) }
+        handle = nil
+    }
+
+    func lastError(_ status: Int32) -> SQLiteError {
+        SQLiteError(code: status, message: String(cString: sqlite3_errmsg(handle)))
+    }
+
+    /// Runs SQL that returns no rows (may hold several statements).
+    func execute(_ sql: String) throws(SQLiteError) {
+        let status = sqlite3_exec(handle, sql, nil, nil, nil)
+        if status != SQLITE_OK { throw lastError(status) }
+    }
+
+    /// A prepared statement, cached for the life of the connection.
+    func statement(_ sql: String) throws(SQLiteError) -> SQLiteStatement {
+        if let cached = statements[sql] {
+            cached.reset()
+            return cached
+        }
+        var raw: OpaquePointer?
+        let status = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &raw, nil)
+        guard status == SQLITE_OK, let raw else { throw lastError(status) }
+        let statement = SQLiteStatement(raw: raw, connection: self)
+        statements[sql] = statement
+        return statement
+    }
+
+    /// The first column of the first row of a query, as an integer.
+    func integer(_ sql: String) throws(SQLiteError) -> Int64? {
+        let statement = try statement(sql)
+        defer { statement.reset() }
+        return try statement.step() ? statement.int64(0) : nil
+    }
+
+    var isAutocommit: Bool { sqlite3_get_autocommit(handle) != 0 }
+}
+
+/// A prepared statement. Columns and parameters are 0-based and 1-based, as in SQLite.
+final class SQLiteStatement {
+    let raw: OpaquePointer
+    unowned let connection: SQLiteConnection
+
+    init(raw: OpaquePointer, connection: SQLiteConnection) {
+        self.raw = raw
+        self.connection = connection
+    }
+
+    deinit { sqlite3_finalize(raw) }
+
+    func reset() {
+        sqlite3_reset(raw)
+        sqlite3_clear_bindings(raw)
+    }
+
+    func bind(_ index: Int32, _ value: String?) {
+        guard let value else {
+            sqlite3_bind_null(raw, index)
+            return
+        }
+        var text = value
+        text.withUTF8 { buffer in
+            // An empty string must still be text, not NULL: give SQLite a valid pointer.
+            let pointer = UnsafeRawPointer(buffer.baseAddress) ?? UnsafeRawPointer(("" as StaticString).utf8Start)
+            _ = sqlite3_bind_text(
+                raw, index, pointer.assumingMemoryBound(to: CChar.self), Int32(buffer.count), SQLITE_TRANSIENT)
+        }
+    }
+
+    func bind(_ index: Int32, _ value: Int64?) {
+        guard let value else {
+            sqlite3_bind_null(raw, index)
+            return
+        }
+        sqlite3_bind_int64(raw, index, value)
+    }
+
+    func bind(_ index: Int32, _ value: Data) {
+        value.withUnsafeBytes { buffer in
+            // A zero-length blob must still be a blob, not NULL: give SQLite a valid pointer.
+            let pointer = buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!
+            _ = sqlite3_bind_blob64(raw, index, pointer, sqlite3_uint64(buffer.count), SQLITE_TRANSIENT)
+        }
+    }
+
+    /// Advances to the next row: true when there is one, false when done.
+    @discardableResult
+    func step() throws(SQLiteError) -> Bool {
+        let status = sqlite3_step(raw)
+        switch status {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE: return false
+        default:
+            let error = connection.lastError(status)
+            sqlite3_reset(raw)
+            throw error
+        }
+    }
+
+    func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(raw, column) }
+
+    func isNull(_ column: Int32) -> Bool { sqlite3_column_type(raw, column) == SQLITE_NULL }
+
+    func string(_ column: Int32) -> String? {
+        guard let text = sqlite3_column_text(raw, column) else { return nil }
+        let count = Int(sqlite3_column_bytes(raw, column))
+        return String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self)
+    }
+
+    func data(_ column: Int32) -> Data {
+        let count = Int(sqlite3_column_bytes(raw, column))
+        guard count > 0, let bytes = sqlite3_column_blob(raw, column) else { return Data() }
+        return Data(bytes: bytes, count: count)
+    }
+}
