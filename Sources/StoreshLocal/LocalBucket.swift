@@ -462,6 +462,7 @@ public final class LocalBucket: TransactionalBucket, @unchecked Sendable {
             if replacingEverything { try connection.execute("DELETE FROM contents; DELETE FROM objects") }
             var lastGeneration = try storedLastGeneration()
             for object in objects {
+                try CustomMetadataLimits.validate(object.customMetadata)
                 let now = options.clock.nextChangeTime()
                 // An archived generation is kept as it was; a new object gets a fresh one (rule M3).
                 let generation = object.generation ?? max(now.microseconds, lastGeneration + 1)

@@ -1,4 +1,6 @@
 import ArgumentParser
+// libedit is linked now so that the set-up (libedit-dev) is settled before the interactive shell uses it.
+import CLibEdit
 import Foundation
 import StoreshCore
 import StoreshLocal

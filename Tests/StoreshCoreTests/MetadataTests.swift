@@ -1,0 +1,229 @@
+import Foundation
+import Testing
+@testable import StoreshCore
+
+@Suite("Metadata (rules M1–M8) and errors (E)")
+struct MetadataTests {
+    static let t0 = Timestamp(rfc3339: "2026-11-21T09:30:00.000Z")!
+    static let t1 = Timestamp(rfc3339: "2026-11-21T09:31:00.000Z")!
+
+    static func sample(custom: [String: String] = ["location": "Yosemite, CA, USA", "activity": "Hiking"])
+        -> ObjectMetadata
+    {
+        ObjectMetadata.newObject(
+            bucket: "teaching", name: try! ObjectName("images/forest.jpg"), content: Array("pixels".utf8),
+            generation: 1_795_000_000_000_000, now: t0, customMetadata: custom)
+    }
+
+    @Test("rule M1: read-only properties are refused by name, writable ones accepted")
+    func m1Table() throws {
+        let readOnly: [MetadataProperty] = [.bucket, .generation, .metageneration, .fullPath, .name, .size,
+            .timeCreated, .updated]
+        #expect(MetadataProperty.allCases.filter { $0.access == .readOnly } == readOnly)
+        #expect(MetadataProperty.md5Hash.access == .atUploadOnly)
+        for property in readOnly {
+            var update = MetadataUpdate()
+            let error = storageError { try update.set(property.rawValue, to: "x") }
+            #expect(error?.code == .invalidArgument)
+            #expect(error?.message.contains("'\(property.rawValue)'") == true)
+        }
+        for property in WritableProperty.allCases {
+            var update = MetadataUpdate()
+            try update.set(property.rawValue, to: "x")
+            #expect(update.properties[property] == .set("x"))
+        }
+    }
+
+    @Test("rule M2: RFC 3339 in UTC with milliseconds")
+    func m2Dates() throws {
+        #expect(Self.t0.rfc3339 == "2026-11-21T09:30:00.000Z")
+        #expect(Timestamp(microseconds: 0).rfc3339 == "1970-01-01T00:00:00.000Z")
+        #expect(Timestamp(microseconds: 1_999).rfc3339 == "1970-01-01T00:00:00.001Z")
+        #expect(Timestamp(microseconds: -1).rfc3339 == "1969-12-31T23:59:59.999Z")
+        #expect(Timestamp(rfc3339: "2024-02-29T23:59:59.5+02:00")?.rfc3339 == "2024-02-29T21:59:59.500Z")
+        #expect(Timestamp(rfc3339: "2026-11-21T09:30:00Z") == Self.t0)
+        for bad in ["", "2026-11-21", "2026-13-01T00:00:00Z", "2026-02-29T00:00:00Z", "2026-11-21T09:30:00",
+            "2026-11-21T09:30:00.Z", "2026-11-21T25:00:00Z"]
+        {
+            #expect(Timestamp(rfc3339: bad) == nil, "\(bad)")
+        }
+    }
+
+    @Test("rule M2: formatting agrees with Foundation's ISO 8601 formatter across centuries")
+    func m2AgreesWithFoundation() {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<2000 {
+            // Whole milliseconds, so Foundation's Double arithmetic cannot round differently.
+            let millis = Int64.random(in: -2_000_000_000_000...7_000_000_000_000, using: &generator)
+            let timestamp = Timestamp(microseconds: millis * 1000)
+            let expected = formatter.string(from: Date(timeIntervalSince1970: Double(millis) / 1000))
+            #expect(timestamp.rfc3339 == expected)
+            #expect(Timestamp(rfc3339: timestamp.rfc3339) == timestamp)
+        }
+    }
+
+    @Test("rule M2: md5Hash is the base64 of the MD5 of the content")
+    func m2MD5() {
+        #expect(ContentHash.md5Base64([UInt8]()) == "1B2M2Y8AsgTpgAmY7PhCfg==")
+        #expect(ContentHash.md5Base64(Array("hello".utf8)) == "XUFAKrxLKna5cZ2REBfFkg==")
+        #expect(ContentHash.md5Base64(Data("hello".utf8)) == "XUFAKrxLKna5cZ2REBfFkg==")
+        #expect(ContentHash.isMD5Base64("XUFAKrxLKna5cZ2REBfFkg=="))
+        #expect(!ContentHash.isMD5Base64("hello"))
+    }
+
+    @Test("rule M3: new content gets metageneration 1, equal times, size, MD5 and a guessed contentType")
+    func m3NewObject() throws {
+        let metadata = Self.sample()
+        #expect(metadata.metageneration == 1)
+        #expect(metadata.generation == 1_795_000_000_000_000)
+        #expect(metadata.timeCreated == Self.t0 && metadata.updated == Self.t0)
+        #expect(metadata.size == 6)
+        #expect(metadata.md5Hash == ContentHash.md5Base64(Array("pixels".utf8)))
+        #expect(metadata.contentType == "image/jpeg")
+        #expect(metadata.name == "forest.jpg" && metadata.fullPath == "images/forest.jpg")
+        #expect(ContentType.guess(forName: "a/b.PNG") == "image/png")
+        #expect(ContentType.guess(forName: "a/b") == "application/octet-stream")
+        #expect(ContentType.guess(forName: "a.d/README") == "application/octet-stream")
+        #expect(ContentType.guess(forName: "x/.json") == "application/octet-stream")
+        let given = ObjectMetadata.newObject(
+            bucket: "b", name: try ObjectName("x.jpg"), content: [UInt8](), generation: 1, now: Self.t0,
+            properties: [.contentType: "text/plain"])
+        #expect(given.contentType == "text/plain")
+    }
+
+    @Test("rule M4: not named is unchanged, set sets, unset removes")
+    func m4PartialUpdate() throws {
+        var start = Self.sample()
+        start.cacheControl = "no-cache"
+        start.contentLanguage = "en"
+        var update = MetadataUpdate()
+        try update.set("cacheControl", to: "public, max-age=60")
+        try update.unset("contentLanguage")
+        let (next, changed) = try start.applying(update, now: Self.t1)
+        #expect(changed)
+        #expect(next.cacheControl == "public, max-age=60")
+        #expect(next.contentLanguage == nil)
+        #expect(next.contentType == start.contentType)
+        #expect(next.customMetadata == start.customMetadata)
+    }
+
+    @Test("rule M5: customMetadata merges per key; unsetting all clears; an empty map is absent")
+    func m5CustomMerge() throws {
+        let start = Self.sample()
+        var setOne = MetadataUpdate()
+        try setOne.set("custom.season", to: "summer")
+        try setOne.set("custom.activity", to: "Camping")
+        let merged = try start.applying(setOne, now: Self.t1).metadata
+        #expect(merged.customMetadata == ["location": "Yosemite, CA, USA", "activity": "Camping", "season": "summer"])
+
+        var unsetOne = MetadataUpdate()
+        try unsetOne.unset("custom.location")
+        #expect(try start.applying(unsetOne, now: Self.t1).metadata.customMetadata == ["activity": "Hiking"])
+
+        var clear = MetadataUpdate()
+        try clear.unset("custom")
+        let cleared = try start.applying(clear, now: Self.t1).metadata
+        #expect(cleared.customMetadata.isEmpty)
+
+        var unsetBoth = MetadataUpdate()
+        try unsetBoth.unset("customMetadata.location")
+        try unsetBoth.unset("custom.activity")
+        #expect(try start.applying(unsetBoth, now: Self.t1).metadata.customMetadata.isEmpty)
+
+        var emptyKey = MetadataUpdate()
+        #expect(storageError { try emptyKey.set("custom.", to: "x") }?.code == .invalidArgument)
+    }
+
+    @Test("rule M5: keys and values together stay within 8 KiB")
+    func m5SizeLimit() throws {
+        let key = "k"
+        let fits = String(repeating: "v", count: 8192 - key.utf8.count)
+        var update = MetadataUpdate()
+        try update.set("custom.\(key)", to: fits)
+        #expect(try Self.sample(custom: [:]).applying(update, now: Self.t1).metadata.customMetadata[key] == fits)
+        try update.set("custom.\(key)", to: fits + "v")
+        let error = storageError { _ = try Self.sample(custom: [:]).applying(update, now: Self.t1) }
+        #expect(error?.code == .invalidArgument)
+        #expect(error?.message.contains("8193 bytes") == true)
+    }
+
+    @Test("rule M6: a change bumps metageneration by 1 and sets updated; no change changes nothing")
+    func m6Metageneration() throws {
+        let start = Self.sample()
+        var update = MetadataUpdate()
+        try update.set("contentType", to: "image/png")
+        let (next, changed) = try start.applying(update, now: Self.t1)
+        #expect(changed)
+        #expect(next.metageneration == start.metageneration + 1)
+        #expect(next.updated == Self.t1)
+        #expect(next.generation == start.generation && next.timeCreated == start.timeCreated)
+        #expect(next.size == start.size && next.md5Hash == start.md5Hash)
+
+        let (again, changedAgain) = try next.applying(update, now: Self.t1)
+        #expect(!changedAgain)
+        #expect(again == next)
+
+        var unsetMissing = MetadataUpdate()
+        try unsetMissing.unset("contentDisposition")
+        try unsetMissing.set("custom.activity", to: "Hiking")
+        #expect(try start.applying(unsetMissing, now: Self.t1).changed == false)
+    }
+
+    @Test("rule M7: writing read-only properties is refused; unknown names get a suggestion")
+    func m7Errors() {
+        var update = MetadataUpdate()
+        let md5 = storageError { try update.set("md5Hash", to: "x") }
+        #expect(md5?.code == .invalidArgument)
+        #expect(md5?.message.contains("md5Hash") == true)
+        for (typo, suggestion) in [("contentTyp", "contentType"), ("cachecontrol", "cacheControl"),
+            ("contnetLanguage", "contentLanguage"), ("costum", "custom")]
+        {
+            let error = storageError { try update.set(typo, to: "x") }
+            #expect(error?.code == .invalidArgument)
+            #expect(error?.message.contains("did you mean '\(suggestion)'?") == true, "\(typo)")
+        }
+        let far = storageError { try update.set("zzzzzzzz", to: "x") }
+        #expect(far?.message.contains("writable properties are") == true)
+        #expect(update.isEmpty)
+    }
+
+    @Test("rule M8: the root is not an object")
+    func m8Root() {
+        let error = storageError { _ = try StoragePath.root.objectName() }
+        #expect(error?.code == .invalidArgument)
+        #expect(StorageError.objectNotFound("a/b").message == "Object a/b does not exist.")
+    }
+
+    @Test("spec E: codes, numbers and fixed messages")
+    func errorCodes() {
+        let expected: [(StorageErrorCode, String, Int)] = [
+            (.unknown, "unknown", -13000), (.objectNotFound, "object-not-found", -13010),
+            (.bucketNotFound, "bucket-not-found", -13011), (.unauthenticated, "unauthenticated", -13020),
+            (.unauthorized, "unauthorized", -13021), (.nonMatchingChecksum, "non-matching-checksum", -13031),
+            (.cancelled, "cancelled", -13040), (.invalidArgument, "invalid-argument", -13050),
+            (.bucketMismatch, "bucket-mismatch", -13051), (.internalError, "internal-error", -13052),
+            (.pathError, "path-error", -13053),
+        ]
+        #expect(expected.count == StorageErrorCode.allCases.count)
+        for (code, name, number) in expected {
+            #expect(code.name == name && code.number == number)
+        }
+        #expect(
+            StorageError.unauthorized(bucket: "teaching", path: "files/uid/a").message
+                == "User does not have permission to access gs://teaching/files/uid/a.")
+        #expect(StorageError.bucketNotFound("x").message == "Bucket x does not exist.")
+        #expect(
+            StorageError.unauthenticated.message
+                == "User is not authenticated, please authenticate using Firebase Authentication and try again.")
+    }
+
+    @Test("the stepping clock advances 1 ms per change")
+    func steppingClock() {
+        let clock = SteppingClock(start: Self.t0)
+        #expect(clock.nextChangeTime() == Self.t0)
+        #expect(clock.nextChangeTime().rfc3339 == "2026-11-21T09:30:00.001Z")
+    }
+}

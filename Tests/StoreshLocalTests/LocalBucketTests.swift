@@ -1,0 +1,384 @@
+import Foundation
+import Testing
+import StoreshCore
+@testable import StoreshLocal
+
+/// A fresh directory for one test, removed afterwards.
+final class TemporaryDirectory {
+    let path: String
+
+    init() {
+        path = NSTemporaryDirectory() + "storesh-test-" + UUID().uuidString
+        try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+
+    func file(_ name: String) -> String { path + "/" + name }
+}
+
+let t0 = Timestamp(rfc3339: "2026-11-21T09:30:00.000Z")!
+
+func openBucket(_ path: String, clockStart: Timestamp = t0, busyTimeout: Int32 = 5000) throws -> LocalBucket {
+    try LocalBucket.open(
+        at: path, options: LocalBucketOptions(clock: SteppingClock(start: clockStart), busyTimeoutMilliseconds: busyTimeout))
+}
+
+func objectName(_ text: String) -> ObjectName { try! ObjectName(text) }
+
+extension LocalBucket {
+    func put(_ names: [String]) async throws {
+        for object in names { _ = try await write(Data(object.utf8), to: objectName(object), options: WriteOptions()) }
+    }
+}
+
+func thrownStorageError(_ body: () async throws -> Void) async -> StorageError? {
+    do {
+        try await body()
+        return nil
+    } catch let error as StorageError {
+        return error
+    } catch {
+        return StorageError(.unknown, "not a StorageError: \(error)")
+    }
+}
+
+@Suite("Local bucket: the spec on SQLite")
+struct LocalBucketSpecTests {
+    let directory = TemporaryDirectory()
+
+    @Test("rule L3: the seed example, on the engine")
+    func seedExample() async throws {
+        let bucket = try openBucket(directory.file("seed.bucket"))
+        try await bucket.put(["correctPrefix/happyItem", "wrongPrefix//sadItem", "lonelyItem/"])
+        let root = try await bucket.list(.root, options: ListOptions())
+        #expect(root == ListPage(prefixes: ["correctPrefix", "lonelyItem", "wrongPrefix"]))
+        #expect(
+            try await bucket.list(StoragePath(normalizing: "correctPrefix"), options: ListOptions())
+                == ListPage(items: ["correctPrefix/happyItem"]))
+        #expect(try await bucket.list(StoragePath(normalizing: "wrongPrefix"), options: ListOptions()) == ListPage())
+        #expect(try await bucket.list(StoragePath(normalizing: "lonelyItem"), options: ListOptions()) == ListPage())
+    }
+
+    @Test("rules L7, L9, L11: combined pages, then listAll gathers them")
+    func pagesAndListAll() async throws {
+        let bucket = try openBucket(directory.file("l7.bucket"))
+        try await bucket.put(["a/1", "b/1", "c", "d", "e/1"])
+        var token: String?
+        var pages: [ListPage] = []
+        repeat {
+            let page = try await bucket.list(.root, options: ListOptions(maxResults: 2, pageToken: token))
+            pages.append(page)
+            token = page.nextPageToken
+        } while token != nil && pages.count < 10
+        #expect(pages.map(\.prefixes) == [["a", "b"], [], ["e"]])
+        #expect(pages.map(\.items) == [[], ["c", "d"], []])
+        let all = try await bucket.listAll(.root)
+        #expect(all == ListPage(prefixes: ["a", "b", "e"], items: ["c", "d"]))
+    }
+
+    @Test("rule L11: listAll crosses the 1000-entry page")
+    func listAllManyPages() async throws {
+        let bucket = try openBucket(directory.file("many.bucket"))
+        let objects = (0..<2500).map { ArchivedObject(name: objectName(String(format: "f/%05d", $0)), content: Data()) }
+        try bucket.importObjects(objects, replacingEverything: false)
+        let all = try await bucket.listAll(StoragePath(normalizing: "f"))
+        #expect(all.items.count == 2500)
+        #expect(all.items.first == "f/00000" && all.items.last == "f/02499")
+    }
+
+    @Test("rule L4: the engine orders names by bytes")
+    func byteOrder() async throws {
+        let bucket = try openBucket(directory.file("order.bucket"))
+        try await bucket.put(["é", "a", "B", "Z", "_", "cafe\u{301}", "caf\u{E9}"])
+        let root = try await bucket.list(.root, options: ListOptions())
+        #expect(root.items == ["B", "Z", "_", "a", "cafe\u{301}", "caf\u{E9}", "é"])
+    }
+
+    @Test("rule L10: a token keeps working while objects are added and deleted")
+    func tokensAcrossChanges() async throws {
+        let bucket = try openBucket(directory.file("token.bucket"))
+        try await bucket.put(["a", "b", "c", "d"])
+        let first = try await bucket.list(.root, options: ListOptions(maxResults: 2))
+        try await bucket.put(["aa", "bb"])
+        try await bucket.delete(objectName("b"))
+        let second = try await bucket.list(.root, options: ListOptions(maxResults: 2, pageToken: first.nextPageToken))
+        #expect(second.items == ["bb", "c"])
+        let error = await thrownStorageError {
+            _ = try await bucket.list(StoragePath(normalizing: "x"), options: ListOptions(pageToken: first.nextPageToken))
+        }
+        #expect(error?.code == .invalidArgument)
+    }
+
+    @Test("rule M3: writes give unique, increasing generations, even when the clock restarts")
+    func generations() async throws {
+        let path = directory.file("gen.bucket")
+        var generations: [Int64] = []
+        for _ in 0..<2 {
+            // Each open restarts the clock at t0, as `--clock` does in each new process.
+            let bucket = try openBucket(path)
+            for object in ["x", "y", "x"] {
+                generations.append(try await bucket.write(Data(), to: objectName(object), options: WriteOptions()).generation)
+            }
+        }
+        #expect(generations == generations.sorted())
+        #expect(Set(generations).count == generations.count)
+        #expect(generations.first == t0.microseconds)
+        let bucket = try openBucket(path)
+        let x = try await bucket.metadata(of: objectName("x"))
+        #expect(x.generation == generations.last)
+        #expect(x.metageneration == 1)
+        #expect(x.md5Hash == "1B2M2Y8AsgTpgAmY7PhCfg==")
+        #expect(x.contentType == "application/octet-stream")
+    }
+
+    @Test("rule M3: an overwrite is a new object: new generation, metageneration 1, new times")
+    func overwrite() async throws {
+        let bucket = try openBucket(directory.file("overwrite.bucket"))
+        let first = try await bucket.write(
+            Data("hello".utf8), to: objectName("a.txt"),
+            options: WriteOptions(properties: [.cacheControl: "no-cache"], customMetadata: ["k": "v"]))
+        #expect(first.contentType == "text/plain" && first.md5Hash == "XUFAKrxLKna5cZ2REBfFkg==" && first.size == 5)
+        var update = MetadataUpdate()
+        try update.set("contentLanguage", to: "en")
+        _ = try await bucket.updateMetadata(of: objectName("a.txt"), update, ifMetagenerationMatch: nil)
+        let second = try await bucket.write(Data("bye".utf8), to: objectName("a.txt"), options: WriteOptions())
+        #expect(second.generation > first.generation)
+        #expect(second.metageneration == 1)
+        #expect(second.timeCreated > first.timeCreated && second.updated == second.timeCreated)
+        #expect(second.customMetadata.isEmpty && second.cacheControl == nil && second.contentLanguage == nil)
+        #expect(try await bucket.read(objectName("a.txt")) == Data("bye".utf8))
+        #expect(try bucket.objectCount() == 1)
+    }
+
+    @Test("rules M4–M6 on the engine: partial updates, metageneration, unchanged updates")
+    func updates() async throws {
+        let bucket = try openBucket(directory.file("update.bucket"))
+        let created = try await bucket.write(
+            Data("x".utf8), to: objectName("images/forest.jpg"),
+            options: WriteOptions(customMetadata: ["location": "Yosemite, CA, USA", "activity": "Hiking"]))
+        var update = MetadataUpdate()
+        try update.set("cacheControl", to: "public, max-age=3600")
+        try update.unset("custom.activity")
+        let result = try await bucket.updateMetadata(of: objectName("images/forest.jpg"), update, ifMetagenerationMatch: 1)
+        #expect(result.changed)
+        #expect(result.metadata.metageneration == 2)
+        #expect(result.metadata.updated > created.updated)
+        #expect(result.metadata.customMetadata == ["location": "Yosemite, CA, USA"])
+        let stored = try await bucket.metadata(of: objectName("images/forest.jpg"))
+        #expect(stored == result.metadata)
+
+        let again = try await bucket.updateMetadata(of: objectName("images/forest.jpg"), update, ifMetagenerationMatch: nil)
+        #expect(!again.changed)
+        #expect(try await bucket.metadata(of: objectName("images/forest.jpg")) == stored)
+
+        let stale = await thrownStorageError {
+            _ = try await bucket.updateMetadata(of: objectName("images/forest.jpg"), update, ifMetagenerationMatch: 1)
+        }
+        #expect(stale?.message.contains("metageneration is 2, not 1") == true)
+
+        var clear = MetadataUpdate()
+        try clear.unset("custom")
+        let cleared = try await bucket.updateMetadata(of: objectName("images/forest.jpg"), clear, ifMetagenerationMatch: nil)
+        #expect(cleared.metadata.customMetadata.isEmpty)
+        #expect(try await bucket.metadata(of: objectName("images/forest.jpg")).customMetadata.isEmpty)
+    }
+
+    @Test("rule M8: missing objects are object-not-found, with the spec's message")
+    func missing() async throws {
+        let bucket = try openBucket(directory.file("missing.bucket"))
+        let expected = StorageError(.objectNotFound, "Object nowhere/x does not exist.")
+        #expect(await thrownStorageError { _ = try await bucket.metadata(of: objectName("nowhere/x")) } == expected)
+        #expect(await thrownStorageError { _ = try await bucket.read(objectName("nowhere/x")) } == expected)
+        #expect(await thrownStorageError { try await bucket.delete(objectName("nowhere/x")) } == expected)
+        #expect(
+            await thrownStorageError {
+                _ = try await bucket.updateMetadata(of: objectName("nowhere/x"), MetadataUpdate(), ifMetagenerationMatch: nil)
+            } == expected)
+    }
+
+    @Test("bad input writes nothing: wrong MD5, oversized custom metadata")
+    func badWrites() async throws {
+        let bucket = try openBucket(directory.file("bad.bucket"))
+        let checksum = await thrownStorageError {
+            _ = try await bucket.write(
+                Data("hello".utf8), to: objectName("a"), options: WriteOptions(expectedMD5: "1B2M2Y8AsgTpgAmY7PhCfg=="))
+        }
+        #expect(checksum?.code == .nonMatchingChecksum)
+        let tooBig = await thrownStorageError {
+            _ = try await bucket.write(
+                Data(), to: objectName("a"), options: WriteOptions(customMetadata: ["k": String(repeating: "v", count: 9000)]))
+        }
+        #expect(tooBig?.code == .invalidArgument)
+        #expect(try bucket.objectCount() == 0)
+        _ = try await bucket.write(
+            Data("hello".utf8), to: objectName("a"), options: WriteOptions(expectedMD5: "XUFAKrxLKna5cZ2REBfFkg=="))
+        #expect(try bucket.objectCount() == 1)
+    }
+
+    @Test("scan walks names under a prefix, without a delimiter, a page at a time")
+    func scan() async throws {
+        let bucket = try openBucket(directory.file("scan.bucket"))
+        try await bucket.put(["a/1", "a/b/2", "a/b/c/3", "a0", "b/4", "a//5"])
+        var names: [String] = []
+        var after: String?
+        repeat {
+            let page = try await bucket.scan(prefix: "a/", after: after, limit: 2)
+            names += page.objects.map(\.fullPath)
+            after = page.resumeAfter
+        } while after != nil
+        #expect(names == ["a//5", "a/1", "a/b/2", "a/b/c/3"])
+        #expect(try await bucket.scan(prefix: "", after: nil, limit: 100).objects.count == 6)
+    }
+}
+
+@Suite("Local bucket: transactions, durability and sharing")
+struct LocalBucketDurabilityTests {
+    let directory = TemporaryDirectory()
+
+    @Test("a rolled-back transaction leaves nothing; a committed one lands whole")
+    func transactions() async throws {
+        let path = directory.file("tx.bucket")
+        let bucket = try openBucket(path)
+        try await bucket.put(["keep"])
+        try await bucket.beginTransaction()
+        #expect(await bucket.isInTransaction)
+        try await bucket.put(["one", "two"])
+        try await bucket.delete(objectName("keep"))
+        try await bucket.rollbackTransaction()
+        #expect(await !bucket.isInTransaction)
+        #expect(try await bucket.listAll(.root).items == ["keep"])
+
+        try await bucket.beginTransaction()
+        try await bucket.put(["one", "two"])
+        // Another connection sees none of it before the commit.
+        #expect(try openBucket(path).objectCount() == 1)
+        try await bucket.commitTransaction()
+        #expect(try openBucket(path).objectCount() == 3)
+    }
+
+    @Test("a failed change inside a transaction leaves nothing, and the earlier changes stay")
+    func failedChangeInTransaction() async throws {
+        let bucket = try openBucket(directory.file("savepoint.bucket"))
+        try await bucket.beginTransaction()
+        try await bucket.put(["first"])
+        let error = await thrownStorageError { try await bucket.delete(objectName("absent")) }
+        #expect(error?.code == .objectNotFound)
+        try await bucket.put(["second"])
+        try await bucket.commitTransaction()
+        #expect(try await bucket.listAll(.root).items == ["first", "second"])
+    }
+
+    @Test("a bulk import is all or nothing")
+    func importAllOrNothing() async throws {
+        let bucket = try openBucket(directory.file("import.bucket"))
+        try await bucket.put(["existing"])
+        let objects = [
+            ArchivedObject(name: objectName("new/1"), content: Data()),
+            ArchivedObject(name: objectName("new/2"), content: Data(), customMetadata: ["k": String(repeating: "v", count: 9000)]),
+        ]
+        let error = await thrownStorageError { try bucket.importObjects(objects, replacingEverything: true) }
+        #expect(error?.code == .invalidArgument)
+        #expect(try await bucket.listAll(.root).items == ["existing"])
+    }
+
+    @Test("a writer that cannot get the bucket says so, and nothing is lost")
+    func busyWriter() async throws {
+        let path = directory.file("busy.bucket")
+        let holder = try openBucket(path)
+        let waiter = try openBucket(path, busyTimeout: 100)
+        try await holder.beginTransaction()
+        try await holder.put(["held"])
+        let error = await thrownStorageError { try await waiter.put(["blocked"]) }
+        #expect(error?.code == .unknown)
+        #expect(error?.message.contains("is busy: another process is changing it") == true)
+        // Readers are not blocked by the writer (WAL) and see the last committed state.
+        #expect(try waiter.objectCount() == 0)
+        try await holder.commitTransaction()
+        try await waiter.put(["after"])
+        #expect(try await waiter.listAll(.root).items == ["after", "held"])
+        #expect(try waiter.integrityProblems() == [])
+    }
+
+    @Test("two writers interleaving commits lose nothing")
+    func interleavedWriters() async throws {
+        let path = directory.file("two.bucket")
+        let first = try openBucket(path)
+        let second = try openBucket(path)
+        for index in 0..<200 {
+            try await (index.isMultiple(of: 2) ? first : second).put(["w/\(index)"])
+        }
+        #expect(try first.objectCount() == 200)
+        let generations = try await first.scan(prefix: "w/", after: nil, limit: 1000).objects.map(\.generation)
+        #expect(Set(generations).count == 200)
+    }
+
+    @Test("a file that is not a bucket, or is damaged, is reported and left byte for byte as it was")
+    func damagedFiles() async throws {
+        let good = directory.file("good.bucket")
+        let bucket = try openBucket(good)
+        try await bucket.put((0..<300).map { "objects/\($0)" })
+        try bucket.close()
+        let goodBytes = try Data(contentsOf: URL(fileURLWithPath: good))
+
+        var cases: [(String, Data, String)] = [
+            ("text.bucket", Data("hello, I am a text file\n".utf8), "not a storesh bucket"),
+            ("truncated.bucket", goodBytes.prefix(goodBytes.count / 2), "damaged"),
+            ("empty-header.bucket", Data(count: 4096), "not a storesh bucket"),
+        ]
+        var flipped = goodBytes
+        for offset in stride(from: 4096 + 100, to: min(flipped.count, 4096 * 4), by: 7) { flipped[offset] ^= 0x5A }
+        cases.append(("flipped.bucket", flipped, "damaged"))
+
+        for (file, bytes, expected) in cases {
+            let path = directory.file(file)
+            try bytes.write(to: URL(fileURLWithPath: path))
+            let error = await thrownStorageError {
+                let damaged = try openBucket(path)
+                _ = try damaged.objectCount()
+                _ = try await damaged.listAll(StoragePath(normalizing: "objects"))
+                try await damaged.put(["x"])
+            }
+            #expect(error?.code == .internalError, "\(file)")
+            #expect(error?.message.contains(expected) == true, "\(file): \(error?.message ?? "no error")")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == bytes, "\(file) was changed")
+        }
+    }
+
+    @Test("an SQLite database that is not a bucket is refused untouched")
+    func foreignDatabase() throws {
+        let path = directory.file("foreign.sqlite")
+        let connection = try SQLiteConnection(path: path, flags: 0x02 | 0x04)
+        try connection.execute("CREATE TABLE t (x); INSERT INTO t VALUES (1)")
+        connection.close()
+        let before = try Data(contentsOf: URL(fileURLWithPath: path))
+        let error = storageErrorOf { _ = try openBucket(path) }
+        #expect(error?.message.contains("is an SQLite database, but not a storesh bucket") == true)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
+    }
+
+    @Test("a missing bucket is created empty only when asked to")
+    func creation() throws {
+        let path = directory.file("sub/dir/new.bucket")
+        let bucket = try openBucket(path)
+        #expect(bucket.name == "new")
+        #expect(try bucket.objectCount() == 0)
+        let refused = storageErrorOf {
+            _ = try LocalBucket.open(at: directory.file("absent.bucket"), options: LocalBucketOptions(createIfMissing: false))
+        }
+        #expect(refused?.code == .bucketNotFound)
+        #expect(LocalBucket.defaultName(forFile: "/x/My Photos.bucket") == "my-photos")
+        #expect(LocalBucket.defaultName(forFile: "/x/???.bucket") == "local")
+    }
+}
+
+func storageErrorOf(_ body: () throws -> Void) -> StorageError? {
+    do {
+        try body()
+        return nil
+    } catch let error as StorageError {
+        return error
+    } catch {
+        return StorageError(.unknown, "not a StorageError: \(error)")
+    }
+}
