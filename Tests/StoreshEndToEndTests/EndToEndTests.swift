@@ -1,0 +1,177 @@
+import Foundation
+import Testing
+import StoreshCore
+import StoreshLocal
+
+/// A fresh home directory per test.
+final class Sandbox {
+    let path: String
+    let storesh: StoreshProcess
+
+    init() {
+        path = NSTemporaryDirectory() + "storesh-e2e-" + UUID().uuidString
+        try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        storesh = StoreshProcess(home: path)
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+
+    func file(_ name: String) -> String { path + "/" + name }
+
+    func write(_ text: String, to name: String) throws -> String {
+        try Data(text.utf8).write(to: URL(fileURLWithPath: file(name)))
+        return file(name)
+    }
+
+    /// An archive of `count` small objects named PREFIX/NNNN.
+    func archive(_ name: String, prefix: String, count: Int) throws -> String {
+        let lines = (0..<count).map { String(format: "{\"name\":\"%@/%04d\",\"text\":\"object %d\"}", prefix, $0, $0) }
+        return try write(
+            "{\"format\":\"storesh-bucket\",\"version\":1,\"objects\":[\n" + lines.joined(separator: ",\n") + "\n]}\n",
+            to: name)
+    }
+}
+
+let clock = "2026-11-21T09:30:00.000Z"
+
+@Suite("storesh end to end: the built binary")
+struct EndToEndTests {
+    let sandbox = Sandbox()
+
+    @Test("the first run creates the default bucket from the teaching sample")
+    func defaultBucket() throws {
+        let result = try sandbox.storesh.run([])
+        #expect(result.status == 0, "\(result.stderr)")
+        let lines = result.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.first?.hasPrefix("gs://teaching/  320 objects in \(sandbox.path)/data/storesh/default.bucket") == true)
+        // Rule L3 on the sample: prefixes only, shown with a trailing /.
+        #expect(lines.contains("  correctPrefix/") && lines.contains("  lonelyItem/") && lines.contains("  wrongPrefix/"))
+        #expect(FileManager.default.fileExists(atPath: sandbox.file("data/storesh/default.bucket")))
+
+        let exported = try sandbox.storesh.run(["export"])
+        #expect(exported.status == 0)
+        #expect(exported.stdout.contains(
+            "{\"name\":\"images/forest.jpg\",\"cacheControl\":\"public, max-age=86400\",\"contentType\":\"image/jpeg\",\"customMetadata\":{\"activity\":\"Hiking\",\"location\":\"Yosemite, CA, USA\"}"))
+    }
+
+    @Test("STORESH_BUCKET and --bucket choose the bucket; a missing location is created empty")
+    func bucketLocation() throws {
+        let fromEnvironment = try sandbox.storesh.run([], environment: ["STORESH_BUCKET": sandbox.file("env.bucket")])
+        #expect(fromEnvironment.stdout.hasPrefix("gs://env/  0 objects"))
+        let fromFlag = try sandbox.storesh.run(["--bucket", sandbox.file("flag.bucket")], environment: ["STORESH_BUCKET": sandbox.file("env.bucket")])
+        #expect(fromFlag.stdout.hasPrefix("gs://flag/  0 objects"))
+        #expect(!FileManager.default.fileExists(atPath: sandbox.file("data/storesh/default.bucket")))
+    }
+
+    @Test("--clock makes the default bucket reproducible, and export/import round-trips exactly")
+    func reproducibleRoundTrip() throws {
+        let other = Sandbox()
+        let first = try sandbox.storesh.run(["--clock", clock, "export"])
+        let second = try other.storesh.run(["export"], environment: ["STORESH_CLOCK": clock])
+        #expect(first.status == 0 && second.status == 0)
+        #expect(first.stdout == second.stdout)
+        #expect(first.stdout.contains("\"timeCreated\":\"2026-11-21T09:30:00.000Z\""))
+
+        let archive = try sandbox.write(first.stdout, to: "teaching.json")
+        let copy = sandbox.file("copy/teaching.bucket")
+        try FileManager.default.createDirectory(atPath: sandbox.file("copy"), withIntermediateDirectories: true)
+        let imported = try sandbox.storesh.run(["import", "--bucket", copy, archive])
+        #expect(imported.status == 0, "\(imported.stderr)")
+        #expect(imported.stderr.contains("imported 320 objects into gs://teaching"))
+        let reexported = try sandbox.storesh.run(["export", "--bucket", copy, sandbox.file("again.json")])
+        #expect(reexported.status == 0)
+        #expect(try String(contentsOfFile: sandbox.file("again.json"), encoding: .utf8) == first.stdout)
+    }
+
+    @Test("a bad archive is refused with where it is wrong, exit 1, and the bucket unchanged")
+    func badImport() throws {
+        let bucket = sandbox.file("b.bucket")
+        _ = try sandbox.storesh.run(["import", "--bucket", bucket, try sandbox.archive("good.json", prefix: "good", count: 3)])
+        let before = try sandbox.storesh.run(["export", "--bucket", bucket]).stdout
+        let bad = try sandbox.write(
+            "{\"format\":\"storesh-bucket\",\"version\":1,\"objects\":[\n{\"name\":\"new\"},\n{\"name\":\"x\",\"cacheControll\":\"no\"}\n]}",
+            to: "bad.json")
+        let result = try sandbox.storesh.run(["import", "--replace", "--bucket", bucket, bad])
+        #expect(result.status == 1)
+        #expect(result.stderr == "storesh: error: \(bad): object #2 (x): unknown field \"cacheControll\"; did you mean \"cacheControl\"? (invalid-argument)\n")
+        #expect(try sandbox.storesh.run(["export", "--bucket", bucket]).stdout == before)
+    }
+
+    @Test("a change interrupted just before its commit leaves the old state, and the bucket stays sound")
+    func crashBeforeCommit() throws {
+        let bucket = sandbox.file("crash.bucket")
+        let seeded = try sandbox.storesh.run(["import", "--bucket", bucket, try sandbox.archive("a.json", prefix: "old", count: 50)])
+        #expect(seeded.status == 0)
+        let before = try sandbox.storesh.run(["export", "--bucket", bucket]).stdout
+
+        let crashed = try sandbox.storesh.run(
+            ["import", "--replace", "--bucket", bucket, try sandbox.archive("b.json", prefix: "new", count: 500)],
+            environment: ["STORESH_FAULT": "crash-before-commit"])
+        #expect(crashed.killedBySignal && crashed.status == SIGKILL)
+
+        #expect(try sandbox.storesh.run(["export", "--bucket", bucket]).stdout == before)
+        let reopened = try LocalBucket.open(at: bucket, options: LocalBucketOptions(createIfMissing: false))
+        #expect(try reopened.integrityProblems() == [])
+        #expect(try reopened.objectCount() == 50)
+    }
+
+    @Test("four processes writing one bucket at once lose nothing and corrupt nothing")
+    func concurrentProcesses() async throws {
+        let bucket = sandbox.file("shared.bucket")
+        let archives = try (0..<4).map { try sandbox.archive("w\($0).json", prefix: "writer\($0)", count: 250) }
+        let storesh = sandbox.storesh
+        let statuses = try await withThrowingTaskGroup(of: Int32.self) { group in
+            for archive in archives {
+                group.addTask { try storesh.run(["import", "--bucket", bucket, archive]).status }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(statuses == [0, 0, 0, 0])
+        let opened = try LocalBucket.open(at: bucket, options: LocalBucketOptions(createIfMissing: false))
+        #expect(try opened.objectCount() == 1000)
+        #expect(try opened.integrityProblems() == [])
+        let generations = try opened.scanPage(prefix: "", after: nil, limit: 2000).objects.map(\.generation)
+        #expect(Set(generations).count == 1000)
+    }
+
+    @Test("a damaged or foreign bucket file: clear message, exit 1, file untouched")
+    func damagedFile() throws {
+        let bucket = sandbox.file("ok.bucket")
+        _ = try sandbox.storesh.run(["import", "--bucket", bucket, try sandbox.archive("a.json", prefix: "x", count: 200)])
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: bucket))
+        bytes = bytes.prefix(bytes.count / 3)
+        let truncated = sandbox.file("truncated.bucket")
+        try bytes.write(to: URL(fileURLWithPath: truncated))
+        let text = try sandbox.write("just some text\n", to: "text.bucket")
+        for (path, expected) in [(truncated, "is damaged"), (text, "is not a storesh bucket")] {
+            let before = try Data(contentsOf: URL(fileURLWithPath: path))
+            let result = try sandbox.storesh.run(["export", "--bucket", path])
+            #expect(result.status == 1)
+            #expect(result.stderr.hasPrefix("storesh: error: "))
+            #expect(result.stderr.contains(expected), "\(result.stderr)")
+            #expect(result.stderr.hasSuffix("(internal-error)\n"))
+            #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
+        }
+    }
+
+    @Test("usage errors exit 2 and say what was wrong; --help and --version exit 0")
+    func usage() throws {
+        let unknown = try sandbox.storesh.run(["--bogus"])
+        #expect(unknown.status == 2)
+        #expect(unknown.stderr.contains("Unknown option '--bogus'"))
+        let badClock = try sandbox.storesh.run(["--clock", "yesterday"])
+        #expect(badClock.status == 2)
+        #expect(badClock.stderr.contains("--clock takes an RFC 3339 time"))
+        let missingFile = try sandbox.storesh.run(["import"])
+        #expect(missingFile.status == 2)
+        let unreadable = try sandbox.storesh.run(["import", sandbox.file("nope.json")])
+        #expect(unreadable.status == 2)
+        #expect(unreadable.stderr.contains("cannot read"))
+        let version = try sandbox.storesh.run(["--version"])
+        #expect(version.status == 0 && version.stdout.hasPrefix("storesh "))
+        let help = try sandbox.storesh.run(["--help"])
+        #expect(help.status == 0 && help.stdout.contains("USAGE: storesh"))
+        // Nothing was created by any of these.
+        #expect(!FileManager.default.fileExists(atPath: sandbox.file("data/storesh/default.bucket")))
+    }
+}
