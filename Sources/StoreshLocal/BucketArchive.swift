@@ -67,129 +67,219 @@ public enum BucketArchive {
 
     /// Reads and checks an archive. Every problem names the object (by position and name) and the field.
     public static func parse(_ data: Data, source: String) throws(StorageError) -> Contents {
-        let document: Any
+        let document: Document
         do {
-            document = try JSONSerialization.jsonObject(with: data)
+            document = try JSONDecoder().decode(Document.self, from: data)
+        } catch let error as DecodingError {
+            throw .invalidArgument("\(source): \(describe(error))")
         } catch {
-            throw .invalidArgument("\(source): not valid JSON: \(Self.describe(error))")
+            throw .invalidArgument("\(source): not valid JSON: \(error)")
         }
-        guard let root = document as? [String: Any] else {
-            throw .invalidArgument("\(source): expected a JSON object with \"format\": \"\(format)\".")
-        }
-        guard root["format"] as? String == format else {
+        guard document.format == format else {
             throw .invalidArgument("\(source): \"format\" must be \"\(format)\"; this is not a storesh bucket archive.")
         }
-        guard let archiveVersion = root["version"] as? Int, archiveVersion <= version else {
+        guard let archiveVersion = document.version, archiveVersion <= version else {
             throw .invalidArgument("\(source): \"version\" must be a whole number up to \(version).")
         }
-        for key in root.keys where !["format", "version", "bucket", "objects"].contains(key) {
+        if let key = document.unknownKeys.first {
             throw .invalidArgument("\(source): unknown field \"\(key)\" at the top level.")
         }
-        let bucket = root["bucket"] as? String
-        guard let entries = root["objects"] as? [Any] else {
+        guard let entries = document.objects else {
             throw .invalidArgument("\(source): \"objects\" must be a list.")
         }
         var objects: [ArchivedObject] = []
         objects.reserveCapacity(entries.count)
         var seen = Set<ObjectName>()
+        seen.reserveCapacity(entries.count)
         for (index, entry) in entries.enumerated() {
-            let object = try parseObject(entry, where: "\(source): object #\(index + 1)")
+            let object = try entry.archivedObject(where: "\(source): object #\(index + 1)")
             guard seen.insert(object.name).inserted else {
                 throw .invalidArgument("\(source): object #\(index + 1): \"\(object.name)\" appears twice.")
             }
             objects.append(object)
         }
-        return Contents(bucket: bucket, objects: objects)
+        return Contents(bucket: document.bucket, objects: objects)
     }
 
-    private static func parseObject(_ entry: Any, where place: String) throws(StorageError) -> ArchivedObject {
-        guard let fields = entry as? [String: Any] else { throw .invalidArgument("\(place): expected a JSON object.") }
-        guard let rawName = fields["name"] as? String else {
-            throw .invalidArgument("\(place): \"name\" is missing or not a string.")
-        }
-        let place = "\(place) (\(rawName))"
-        for key in fields.keys.sorted() where !objectFields.contains(key) {
-            var message = "\(place): unknown field \"\(key)\""
-            if let near = Suggestion.nearest(to: key, among: objectFields.sorted()) { message += "; did you mean \"\(near)\"?" }
-            throw .invalidArgument(message)
-        }
-        func string(_ key: String) throws(StorageError) -> String? {
-            guard let value = fields[key] else { return nil }
-            guard let text = value as? String else { throw .invalidArgument("\(place): \"\(key)\" must be a string.") }
-            return text
-        }
-        func integer(_ key: String) throws(StorageError) -> Int64? {
-            guard let value = fields[key] else { return nil }
-            let number: Int64?
-            if let text = value as? String { number = Int64(text) } else { number = (value as? NSNumber).flatMap { Int64(exactly: $0.doubleValue) } }
-            guard let number, number >= 0 else {
-                throw .invalidArgument("\(place): \"\(key)\" must be a whole number (or a string of one).")
-            }
-            return number
-        }
-        func timestamp(_ key: String) throws(StorageError) -> Timestamp? {
-            guard let text = try string(key) else { return nil }
-            guard let time = Timestamp(rfc3339: text) else {
-                throw .invalidArgument("\(place): \"\(key)\" must be an RFC 3339 date such as 2026-11-21T09:30:00.000Z.")
-            }
-            return time
-        }
+    /// Any JSON key, for reading objects whose keys are checked rather than assumed.
+    struct AnyKey: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(_ string: String) { stringValue = string }
+        init?(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
 
-        let name: ObjectName
-        do {
-            name = try ObjectName(rawName)
-        } catch {
-            throw .invalidArgument("\(place): \(error.message)")
-        }
-        let content: Data
-        switch (try string("text"), try string("base64")) {
-        case (let text?, nil): content = Data(text.utf8)
-        case (nil, let base64?):
-            guard let decoded = Data(base64Encoded: base64) else {
-                throw .invalidArgument("\(place): \"base64\" is not valid base64.")
+    /// The archive document as decoded, before its rules are checked.
+    struct Document: Decodable {
+        var format: String?
+        var version: Int?
+        var bucket: String?
+        var objects: [Entry]?
+        var unknownKeys: [String]
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: AnyKey.self)
+            format = try? container.decodeIfPresent(String.self, forKey: AnyKey("format"))
+            version = try? container.decodeIfPresent(Int.self, forKey: AnyKey("version"))
+            bucket = try container.decodeIfPresent(String.self, forKey: AnyKey("bucket"))
+            if container.contains(AnyKey("objects")),
+                (try? container.decodeNil(forKey: AnyKey("objects"))) == false,
+                (try? container.nestedUnkeyedContainer(forKey: AnyKey("objects"))) != nil
+            {
+                objects = try container.decode([Entry].self, forKey: AnyKey("objects"))
             }
-            content = decoded
-        case (nil, nil): content = Data()
-        case (_?, _?): throw .invalidArgument("\(place): give the content as \"text\" or \"base64\", not both.")
+            unknownKeys = container.allKeys.map(\.stringValue)
+                .filter { !["format", "version", "bucket", "objects"].contains($0) }.sorted()
         }
+    }
+
+    /// One object as decoded, before its rules are checked.
+    struct Entry: Decodable {
+        var name: String?
+        var text: String?
+        var base64: String?
         var properties: [WritableProperty: String] = [:]
-        for property in WritableProperty.allCases {
-            if let value = try string(property.rawValue) { properties[property] = value }
-        }
-        var custom: [String: String] = [:]
-        if let value = fields["customMetadata"] {
-            guard let map = value as? [String: Any] else {
-                throw .invalidArgument("\(place): \"customMetadata\" must be an object of strings.")
-            }
-            for (key, item) in map {
-                guard let text = item as? String else {
-                    throw .invalidArgument("\(place): customMetadata \"\(key)\" must be a string.")
+        var customMetadata: [String: String]?
+        var generation: Int64?
+        var metageneration: Int64?
+        var size: Int64?
+        var timeCreated: String?
+        var updated: String?
+        var md5Hash: String?
+        var unknownKeys: [String] = []
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: AnyKey.self)
+            name = try container.decodeIfPresent(String.self, forKey: AnyKey("name"))
+            text = try container.decodeIfPresent(String.self, forKey: AnyKey("text"))
+            base64 = try container.decodeIfPresent(String.self, forKey: AnyKey("base64"))
+            for property in WritableProperty.allCases {
+                if let value = try container.decodeIfPresent(String.self, forKey: AnyKey(property.rawValue)) {
+                    properties[property] = value
                 }
-                custom[key] = text
             }
+            customMetadata = try container.decodeIfPresent([String: String].self, forKey: AnyKey("customMetadata"))
+            generation = try Self.wholeNumber(container, "generation")
+            metageneration = try Self.wholeNumber(container, "metageneration")
+            size = try Self.wholeNumber(container, "size")
+            timeCreated = try container.decodeIfPresent(String.self, forKey: AnyKey("timeCreated"))
+            updated = try container.decodeIfPresent(String.self, forKey: AnyKey("updated"))
+            md5Hash = try container.decodeIfPresent(String.self, forKey: AnyKey("md5Hash"))
+            unknownKeys = container.allKeys.map(\.stringValue).filter { !objectFields.contains($0) }.sorted()
+        }
+
+        /// A whole number written as a number or as a string of one (generations are strings in the API).
+        static func wholeNumber(_ container: KeyedDecodingContainer<AnyKey>, _ key: String) throws -> Int64? {
+            guard container.contains(AnyKey(key)) else { return nil }
+            if let text = try? container.decode(String.self, forKey: AnyKey(key)), let number = Int64(text) {
+                return number
+            }
+            if let number = try? container.decode(Int64.self, forKey: AnyKey(key)) { return number }
+            throw DecodingError.typeMismatch(
+                Int64.self,
+                DecodingError.Context(
+                    codingPath: container.codingPath + [AnyKey(key)], debugDescription: "must be a whole number"))
+        }
+
+        func archivedObject(where place: String) throws(StorageError) -> ArchivedObject {
+            guard let rawName = name else { throw .invalidArgument("\(place): \"name\" is missing.") }
+            let place = "\(place) (\(rawName))"
+            if let key = unknownKeys.first {
+                var message = "\(place): unknown field \"\(key)\""
+                if let near = Suggestion.nearest(to: key, among: objectFields.sorted()) {
+                    message += "; did you mean \"\(near)\"?"
+                }
+                throw .invalidArgument(message)
+            }
+            func timestamp(_ text: String?, _ key: String) throws(StorageError) -> Timestamp? {
+                guard let text else { return nil }
+                guard let time = Timestamp(rfc3339: text) else {
+                    throw .invalidArgument("\(place): \"\(key)\" must be an RFC 3339 date such as 2026-11-21T09:30:00.000Z.")
+                }
+                return time
+            }
+            let objectName: ObjectName
+            do {
+                objectName = try ObjectName(rawName)
+            } catch {
+                throw .invalidArgument("\(place): \(error.message)")
+            }
+            let content: Data
+            switch (text, base64) {
+            case (let text?, nil): content = Data(text.utf8)
+            case (nil, let base64?):
+                guard let decoded = Data(base64Encoded: base64) else {
+                    throw .invalidArgument("\(place): \"base64\" is not valid base64.")
+                }
+                content = decoded
+            case (nil, nil): content = Data()
+            case (_?, _?): throw .invalidArgument("\(place): give the content as \"text\" or \"base64\", not both.")
+            }
+            let custom = customMetadata ?? [:]
             do { try CustomMetadataLimits.validate(custom) } catch { throw .invalidArgument("\(place): \(error.message)") }
+            if let size, size != content.count {
+                throw .invalidArgument("\(place): \"size\" is \(size) but the content has \(content.count) bytes.")
+            }
+            if let md5Hash {
+                let actual = ContentHash.md5Base64(content)
+                if md5Hash != actual {
+                    throw StorageError(
+                        .nonMatchingChecksum, "\(place): \"md5Hash\" is \(md5Hash) but the content's MD5 is \(actual).")
+                }
+            }
+            if let metageneration, metageneration < 1 {
+                throw .invalidArgument("\(place): \"metageneration\" starts at 1.")
+            }
+            if let generation, generation < 0 {
+                throw .invalidArgument("\(place): \"generation\" must not be negative.")
+            }
+            return ArchivedObject(
+                name: objectName, content: content, properties: properties, customMetadata: custom,
+                generation: generation, metageneration: metageneration,
+                timeCreated: try timestamp(timeCreated, "timeCreated"), updated: try timestamp(updated, "updated"))
         }
-        if let size = try integer("size"), size != content.count {
-            throw .invalidArgument("\(place): \"size\" is \(size) but the content has \(content.count) bytes.")
-        }
-        if let md5 = try string("md5Hash"), md5 != ContentHash.md5Base64(content) {
-            throw StorageError(
-                .nonMatchingChecksum,
-                "\(place): \"md5Hash\" is \(md5) but the content's MD5 is \(ContentHash.md5Base64(content)).")
-        }
-        let metageneration = try integer("metageneration")
-        if let metageneration, metageneration < 1 {
-            throw .invalidArgument("\(place): \"metageneration\" starts at 1.")
-        }
-        return ArchivedObject(
-            name: name, content: content, properties: properties, customMetadata: custom,
-            generation: try integer("generation"), metageneration: metageneration,
-            timeCreated: try timestamp("timeCreated"), updated: try timestamp("updated"))
     }
 
-    private static func describe(_ error: Error) -> String {
-        let nsError = error as NSError
-        return (nsError.userInfo[NSDebugDescriptionErrorKey] as? String) ?? nsError.localizedDescription
+    /// A decoding failure as a place in the archive and what is wrong there.
+    private static func describe(_ error: DecodingError) -> String {
+        func place(_ path: [any CodingKey]) -> String {
+            var words: [String] = []
+            var index = 0
+            while index < path.count {
+                let key = path[index]
+                if key.stringValue == "objects", index + 1 < path.count, let position = path[index + 1].intValue {
+                    words.append("object #\(position + 1)")
+                    index += 2
+                    continue
+                }
+                words.append(key.intValue.map { "item #\($0 + 1)" } ?? "\"\(key.stringValue)\"")
+                index += 1
+            }
+            return words.isEmpty ? "" : words.joined(separator: ", ") + ": "
+        }
+        switch error {
+        case .dataCorrupted(let context):
+            if context.codingPath.isEmpty {
+                let detail = (context.underlyingError as NSError?)?.userInfo[NSDebugDescriptionErrorKey] as? String
+                return "not valid JSON: \(detail ?? context.debugDescription)"
+            }
+            return place(context.codingPath) + context.debugDescription
+        case .typeMismatch(let type, let context):
+            let expected =
+                type == String.self ? "must be a string"
+                : type == Int64.self ? "must be a whole number (or a string of one)"
+                : type is [String: String].Type || type is [String: Any].Type ? "must be an object of strings"
+                : context.debugDescription
+            if context.codingPath.isEmpty { return "expected a JSON object with \"format\": \"\(format)\"." }
+            return place(context.codingPath) + expected
+        case .valueNotFound(_, let context):
+            return place(context.codingPath) + "must not be null"
+        case .keyNotFound(let key, let context):
+            return place(context.codingPath) + "\"\(key.stringValue)\" is missing"
+        @unknown default:
+            return "\(error)"
+        }
     }
 
     /// Writes the whole bucket as an archive, one object per line, in name order.

@@ -1,1 +1,141 @@
-print("placeholder")
+// In-process benchmarks of the local bucket, driven by scripts/bench.
+//
+//   storesh-bench generate FILE USERS PHOTOS [U7]  an archive of users/uNNNNN/photos/NNN.jpg objects
+//                                                  (user u00007 gets U7 photos, so small buckets have a full folder)
+//   storesh-bench pages BUCKET [REPEATS]         median time of pages of 100 at several references, and peak RSS
+//   storesh-bench first-page BUCKET PATH COUNT   open the bucket and list one page (run as a cold process)
+import Foundation
+import StoreshCore
+import StoreshLocal
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("storesh-bench: \(message)\n".utf8))
+    exit(2)
+}
+
+func generate(file: String, users: Int, photos: Int, photosOfUser7: Int) throws {
+    guard FileManager.default.createFile(atPath: file, contents: nil),
+        let handle = FileHandle(forWritingAtPath: file)
+    else { fail("cannot write \(file)") }
+    var buffer = "{\"format\":\"storesh-bucket\",\"version\":1,\"bucket\":\"bench\",\"objects\":[\n"
+    var first = true
+    for user in 0..<users {
+        for photo in 0..<(user == 7 ? photosOfUser7 : photos) {
+            if !first { buffer += ",\n" }
+            first = false
+            let name = String(format: "users/u%05d/photos/%03d.jpg", user, photo)
+            let cache = photo.isMultiple(of: 2) ? "public, max-age=3600" : "no-cache"
+            buffer += "{\"name\":\"\(name)\",\"cacheControl\":\"\(cache)\",\"text\":\"photo \(photo) of user \(user)\"}"
+        }
+        if buffer.utf8.count > 1 << 20 {
+            handle.write(Data(buffer.utf8))
+            buffer = ""
+        }
+    }
+    buffer += "\n]}\n"
+    handle.write(Data(buffer.utf8))
+    try handle.close()
+}
+
+func median(_ values: [Double]) -> Double {
+    let sorted = values.sorted()
+    return sorted.count.isMultiple(of: 2)
+        ? (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2 : sorted[sorted.count / 2]
+}
+
+func peakResidentMiB() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    return Double(usage.ru_maxrss) / 1024  // Linux reports KiB
+}
+
+/// The median time, in microseconds, of one page of `maxResults` under `path` (optionally from a token).
+func pageMicroseconds(_ bucket: LocalBucket, _ path: String, token: String? = nil, repeats: Int) throws -> (Double, ListPage) {
+    var samples: [Double] = []
+    var page = ListPage()
+    for _ in 0..<repeats {
+        let start = DispatchTime.now().uptimeNanoseconds
+        page = try bucket.listPage(StoragePath(normalizing: path), options: ListOptions(maxResults: 100, pageToken: token))
+        samples.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1000)
+    }
+    return (median(samples), page)
+}
+
+func pages(bucketPath: String, repeats: Int) throws {
+    let bucket = try LocalBucket.open(at: bucketPath, options: LocalBucketOptions(createIfMissing: false))
+    let count = try bucket.objectCount()
+    // Resuming from a token after the first 50 prefixes of users/ (both buckets have 100 or more).
+    let token = try bucket.listPage(StoragePath(normalizing: "users"), options: ListOptions(maxResults: 50)).nextPageToken
+    let cases: [(String, String, String?)] = [
+        ("root", "", nil),
+        ("users/ (collapses to prefixes)", "users", nil),
+        ("users/ after a token at entry 50", "users", token),
+        ("users/u00007/photos/ (items)", "users/u00007/photos", nil),
+    ]
+    print("objects\t\(count)")
+    for (label, path, token) in cases {
+        let (micros, page) = try pageMicroseconds(bucket, path, token: token, repeats: repeats)
+        print("page\t\(label)\t\(String(format: "%.1f", micros))\tµs\t\(page.prefixes.count + page.items.count) entries")
+    }
+    // Page through the whole of users/ (every prefix), then report the process's peak memory.
+    var all: String?
+    var entries = 0
+    repeat {
+        let page = try bucket.listPage(StoragePath(normalizing: "users"), options: ListOptions(maxResults: 100, pageToken: all))
+        entries += page.prefixes.count + page.items.count
+        all = page.nextPageToken
+    } while all != nil
+    print("walk\tusers/\t\(entries)\tentries")
+    print("rss\t\(String(format: "%.1f", peakResidentMiB()))\tMiB")
+}
+
+/// An import split into its phases: reading and checking the archive, then writing the bucket.
+func importPhases(archive: String, bucketPath: String) throws {
+    var start = DispatchTime.now().uptimeNanoseconds
+    func lap(_ label: String) {
+        let now = DispatchTime.now().uptimeNanoseconds
+        print("phase\t\(label)\t\(String(format: "%.2f", Double(now - start) / 1e9))\ts")
+        start = now
+    }
+    guard let data = FileManager.default.contents(atPath: archive) else { fail("cannot read \(archive)") }
+    lap("read file")
+    let contents = try BucketArchive.parse(data, source: archive)
+    lap("parse and check")
+    let bucket = try LocalBucket.open(at: bucketPath)
+    try bucket.importObjects(contents.objects, replacingEverything: true)
+    lap("write bucket")
+    try bucket.close()
+    lap("checkpoint and close")
+    print("rss\t\(String(format: "%.1f", peakResidentMiB()))\tMiB")
+}
+
+func firstPage(bucketPath: String, path: String, count: Int) throws {
+    let bucket = try LocalBucket.open(at: bucketPath, options: LocalBucketOptions(createIfMissing: false))
+    let page = try bucket.listPage(StoragePath(normalizing: path), options: ListOptions(maxResults: count))
+    print(page.prefixes.count + page.items.count)
+}
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+do {
+    switch arguments.first {
+    case "generate":
+        guard arguments.count == 4 || arguments.count == 5, let users = Int(arguments[2]),
+            let photos = Int(arguments[3])
+        else { fail("usage: generate FILE USERS PHOTOS [PHOTOS_OF_U00007]") }
+        let photosOfUser7 = arguments.count == 5 ? Int(arguments[4]) ?? photos : photos
+        try generate(file: arguments[1], users: users, photos: photos, photosOfUser7: photosOfUser7)
+    case "pages":
+        guard arguments.count >= 2 else { fail("usage: pages BUCKET [REPEATS]") }
+        try pages(bucketPath: arguments[1], repeats: arguments.count > 2 ? Int(arguments[2]) ?? 200 : 200)
+    case "import-phases":
+        guard arguments.count == 3 else { fail("usage: import-phases ARCHIVE BUCKET") }
+        try importPhases(archive: arguments[1], bucketPath: arguments[2])
+    case "first-page":
+        guard arguments.count == 4, let count = Int(arguments[3]) else { fail("usage: first-page BUCKET PATH COUNT") }
+        try firstPage(bucketPath: arguments[1], path: arguments[2], count: count)
+    default:
+        fail("usage: storesh-bench generate|pages|first-page …")
+    }
+} catch {
+    fail("\(error)")
+}

@@ -88,7 +88,7 @@ struct BucketArchiveTests {
             ("{\"name\":\"a\\nb\"}", "line feed"),
             ("{\"name\":\"\"}", "must not be empty"),
             ("{\"text\":\"x\"}", "object #2: \"name\" is missing"),
-            ("{\"name\":\"a\",\"customMetadata\":{\"k\":1}}", "customMetadata \"k\" must be a string"),
+            ("{\"name\":\"a\",\"customMetadata\":{\"k\":1}}", "object #2, \"customMetadata\", \"k\": must be a string"),
             ("{\"name\":\"a\",\"timeCreated\":\"yesterday\"}", "RFC 3339"),
             ("{\"name\":\"a\",\"metageneration\":0}", "starts at 1"),
             ("{\"name\":\"first\"}", "\"first\" appears twice"),
