@@ -41,8 +41,10 @@ let package = Package(
         // In-process benchmarks driven by scripts/bench.
         .executableTarget(name: "storesh-bench", dependencies: ["StoreshCore", "StoreshLocal"]),
 
-        .testTarget(name: "StoreshCoreTests", dependencies: ["StoreshCore"]),
-        .testTarget(name: "StoreshLocalTests", dependencies: ["StoreshCore", "StoreshLocal"]),
+        // Helpers shared by the test targets.
+        .target(name: "StoreshTestSupport", dependencies: ["StoreshCore"], path: "Tests/StoreshTestSupport"),
+        .testTarget(name: "StoreshCoreTests", dependencies: ["StoreshCore", "StoreshTestSupport"]),
+        .testTarget(name: "StoreshLocalTests", dependencies: ["StoreshCore", "StoreshLocal", "StoreshTestSupport"]),
         // Runs the built `storesh` binary as a user would.
         .testTarget(name: "StoreshEndToEndTests", dependencies: ["StoreshCore", "StoreshLocal"]),
     ]

@@ -27,3 +27,26 @@ enum NameBytes {
         String(Substring(name.utf8.prefix(length)))
     }
 }
+
+/// A name compared as bytes: equality, hashing and order of its UTF-8, the order of listings (rule L4).
+///
+/// Swift's `String ==` would equate canonically equivalent spellings (precomposed and decomposed "é")
+/// that are different objects in a bucket.
+public protocol ByteOrderedName: Hashable, Comparable {
+    var utf8Text: String { get }
+}
+
+extension ByteOrderedName {
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.utf8Text.utf8.elementsEqual(rhs.utf8Text.utf8)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(utf8Text.utf8.count)
+        for byte in utf8Text.utf8 { hasher.combine(byte) }
+    }
+
+    public static func < (lhs: Self, rhs: Self) -> Bool {
+        lhs.utf8Text.utf8.lexicographicallyPrecedes(rhs.utf8Text.utf8)
+    }
+}

@@ -2,7 +2,7 @@
 ///
 /// A `StoragePath` never has empty segments or leading/trailing `/`; the empty path is the root.
 /// Names that the SDK cannot produce (spec P6) are `ObjectName`s, not paths.
-public struct StoragePath: Hashable, Sendable, Comparable, CustomStringConvertible {
+public struct StoragePath: ByteOrderedName, Sendable, CustomStringConvertible {
     /// The whole path without leading or trailing `/` (`""` at the root).
     public let fullPath: String
 
@@ -59,19 +59,7 @@ public struct StoragePath: Hashable, Sendable, Comparable, CustomStringConvertib
 
     public var description: String { fullPath }
 
-    // Paths are byte strings: Swift's `String ==` would equate canonically equivalent
-    // spellings (precomposed and decomposed "é") that are different objects in a bucket.
-    public static func == (lhs: StoragePath, rhs: StoragePath) -> Bool {
-        lhs.fullPath.utf8.elementsEqual(rhs.fullPath.utf8)
-    }
-
-    public func hash(into hasher: inout Hasher) {
-        for byte in fullPath.utf8 { hasher.combine(byte) }
-    }
-
-    public static func < (lhs: StoragePath, rhs: StoragePath) -> Bool {
-        lhs.fullPath.utf8.lexicographicallyPrecedes(rhs.fullPath.utf8)
-    }
+    public var utf8Text: String { fullPath }
 
     /// Resolves what a user typed against the current reference (rules P1, P2, P4).
     ///
@@ -110,7 +98,7 @@ public struct StoragePath: Hashable, Sendable, Comparable, CustomStringConvertib
 ///
 /// Unlike a `StoragePath` it is not normalised, so it can hold names that only other tools write,
 /// such as `wrongPrefix//sadItem` or `lonelyItem/` (rule P6).
-public struct ObjectName: Hashable, Sendable, Comparable, CustomStringConvertible {
+public struct ObjectName: ByteOrderedName, Sendable, CustomStringConvertible {
     public static let maximumByteCount = 1024
 
     public let rawValue: String
@@ -136,17 +124,5 @@ public struct ObjectName: Hashable, Sendable, Comparable, CustomStringConvertibl
 
     public var description: String { rawValue }
 
-    // Byte-wise, as for `StoragePath`.
-    public static func == (lhs: ObjectName, rhs: ObjectName) -> Bool {
-        lhs.rawValue.utf8.elementsEqual(rhs.rawValue.utf8)
-    }
-
-    public func hash(into hasher: inout Hasher) {
-        for byte in rawValue.utf8 { hasher.combine(byte) }
-    }
-
-    /// Byte order of UTF-8, the order of listings (rule L4).
-    public static func < (lhs: ObjectName, rhs: ObjectName) -> Bool {
-        lhs.rawValue.utf8.lexicographicallyPrecedes(rhs.rawValue.utf8)
-    }
+    public var utf8Text: String { rawValue }
 }

@@ -1,4 +1,5 @@
 import Testing
+import StoreshTestSupport
 @testable import StoreshCore
 
 @Suite("Listing (rules L1–L10)")

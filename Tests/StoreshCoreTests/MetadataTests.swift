@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import StoreshTestSupport
 @testable import StoreshCore
 
 @Suite("Metadata (rules M1–M8) and errors (E)")

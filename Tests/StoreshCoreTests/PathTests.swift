@@ -1,4 +1,5 @@
 import Testing
+import StoreshTestSupport
 @testable import StoreshCore
 
 @Suite("Paths (rules P1–P6)")

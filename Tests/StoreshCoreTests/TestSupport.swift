@@ -42,15 +42,3 @@ struct SortedNames: ObjectNameIndex {
         return pages
     }
 }
-
-/// The thrown StorageError, or nil when `body` did not throw one.
-func storageError(_ body: () throws -> Void) -> StorageError? {
-    do {
-        try body()
-        return nil
-    } catch let error as StorageError {
-        return error
-    } catch {
-        return StorageError(.unknown, "not a StorageError: \(error)")
-    }
-}

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import StoreshTestSupport
 import StoreshCore
 @testable import StoreshLocal
 
@@ -71,7 +72,7 @@ struct BucketArchiveTests {
             ("{\"format\":\"storesh-bucket\",\"version\":1,\"objects\":[],\"extra\":1}", "unknown field \"extra\""),
         ])
     func badDocuments(text: String, expected: String) {
-        let error = storageErrorOf { _ = try BucketArchive.parse(Data(text.utf8), source: "x.json") }
+        let error = storageError { _ = try BucketArchive.parse(Data(text.utf8), source: "x.json") }
         #expect(error?.code == .invalidArgument)
         #expect(error?.message.hasPrefix("x.json: ") == true)
         #expect(error?.message.contains(expected) == true, "\(error?.message ?? "no error")")
@@ -95,7 +96,7 @@ struct BucketArchiveTests {
         ])
     func badObjects(line: String, expected: String) {
         let data = archive(["{\"name\":\"first\"}", line])
-        let error = storageErrorOf { _ = try BucketArchive.parse(data, source: "x.json") }
+        let error = storageError { _ = try BucketArchive.parse(data, source: "x.json") }
         #expect(error != nil)
         #expect(error?.message.contains(expected) == true, "\(error?.message ?? "no error")")
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import StoreshTestSupport
 import StoreshCore
 @testable import StoreshLocal
 
@@ -29,17 +30,6 @@ func objectName(_ text: String) -> ObjectName { try! ObjectName(text) }
 extension LocalBucket {
     func put(_ names: [String]) async throws {
         for object in names { _ = try await write(Data(object.utf8), to: objectName(object), options: WriteOptions()) }
-    }
-}
-
-func thrownStorageError(_ body: () async throws -> Void) async -> StorageError? {
-    do {
-        try await body()
-        return nil
-    } catch let error as StorageError {
-        return error
-    } catch {
-        return StorageError(.unknown, "not a StorageError: \(error)")
     }
 }
 
@@ -104,7 +94,7 @@ struct LocalBucketSpecTests {
         try await bucket.delete(objectName("b"))
         let second = try await bucket.list(.root, options: ListOptions(maxResults: 2, pageToken: first.nextPageToken))
         #expect(second.items == ["bb", "c"])
-        let error = await thrownStorageError {
+        let error = await storageError {
             _ = try await bucket.list(StoragePath(normalizing: "x"), options: ListOptions(pageToken: first.nextPageToken))
         }
         #expect(error?.code == .invalidArgument)
@@ -172,7 +162,7 @@ struct LocalBucketSpecTests {
         #expect(!again.changed)
         #expect(try await bucket.metadata(of: objectName("images/forest.jpg")) == stored)
 
-        let stale = await thrownStorageError {
+        let stale = await storageError {
             _ = try await bucket.updateMetadata(of: objectName("images/forest.jpg"), update, ifMetagenerationMatch: 1)
         }
         #expect(stale?.message.contains("metageneration is 2, not 1") == true)
@@ -188,11 +178,11 @@ struct LocalBucketSpecTests {
     func missing() async throws {
         let bucket = try openBucket(directory.file("missing.bucket"))
         let expected = StorageError(.objectNotFound, "Object nowhere/x does not exist.")
-        #expect(await thrownStorageError { _ = try await bucket.metadata(of: objectName("nowhere/x")) } == expected)
-        #expect(await thrownStorageError { _ = try await bucket.read(objectName("nowhere/x")) } == expected)
-        #expect(await thrownStorageError { try await bucket.delete(objectName("nowhere/x")) } == expected)
+        #expect(await storageError { _ = try await bucket.metadata(of: objectName("nowhere/x")) } == expected)
+        #expect(await storageError { _ = try await bucket.read(objectName("nowhere/x")) } == expected)
+        #expect(await storageError { try await bucket.delete(objectName("nowhere/x")) } == expected)
         #expect(
-            await thrownStorageError {
+            await storageError {
                 _ = try await bucket.updateMetadata(of: objectName("nowhere/x"), MetadataUpdate(), ifMetagenerationMatch: nil)
             } == expected)
     }
@@ -200,12 +190,12 @@ struct LocalBucketSpecTests {
     @Test("bad input writes nothing: wrong MD5, oversized custom metadata")
     func badWrites() async throws {
         let bucket = try openBucket(directory.file("bad.bucket"))
-        let checksum = await thrownStorageError {
+        let checksum = await storageError {
             _ = try await bucket.write(
                 Data("hello".utf8), to: objectName("a"), options: WriteOptions(expectedMD5: "1B2M2Y8AsgTpgAmY7PhCfg=="))
         }
         #expect(checksum?.code == .nonMatchingChecksum)
-        let tooBig = await thrownStorageError {
+        let tooBig = await storageError {
             _ = try await bucket.write(
                 Data(), to: objectName("a"), options: WriteOptions(customMetadata: ["k": String(repeating: "v", count: 9000)]))
         }
@@ -262,7 +252,7 @@ struct LocalBucketDurabilityTests {
         let bucket = try openBucket(directory.file("savepoint.bucket"))
         try await bucket.beginTransaction()
         try await bucket.put(["first"])
-        let error = await thrownStorageError { try await bucket.delete(objectName("absent")) }
+        let error = await storageError { try await bucket.delete(objectName("absent")) }
         #expect(error?.code == .objectNotFound)
         try await bucket.put(["second"])
         try await bucket.commitTransaction()
@@ -277,7 +267,7 @@ struct LocalBucketDurabilityTests {
             ArchivedObject(name: objectName("new/1"), content: Data()),
             ArchivedObject(name: objectName("new/2"), content: Data(), customMetadata: ["k": String(repeating: "v", count: 9000)]),
         ]
-        let error = await thrownStorageError { try bucket.importObjects(objects, replacingEverything: true) }
+        let error = storageError { try bucket.importObjects(objects, replacingEverything: true) }
         #expect(error?.code == .invalidArgument)
         #expect(try await bucket.listAll(.root).items == ["existing"])
     }
@@ -289,7 +279,7 @@ struct LocalBucketDurabilityTests {
         let waiter = try openBucket(path, busyTimeout: 100)
         try await holder.beginTransaction()
         try await holder.put(["held"])
-        let error = await thrownStorageError { try await waiter.put(["blocked"]) }
+        let error = await storageError { try await waiter.put(["blocked"]) }
         #expect(error?.code == .unknown)
         #expect(error?.message.contains("is busy: another process is changing it") == true)
         // Readers are not blocked by the writer (WAL) and see the last committed state.
@@ -333,7 +323,7 @@ struct LocalBucketDurabilityTests {
         for (file, bytes, expected) in cases {
             let path = directory.file(file)
             try bytes.write(to: URL(fileURLWithPath: path))
-            let error = await thrownStorageError {
+            let error = await storageError {
                 let damaged = try openBucket(path)
                 _ = try damaged.objectCount()
                 _ = try await damaged.listAll(StoragePath(normalizing: "objects"))
@@ -352,7 +342,7 @@ struct LocalBucketDurabilityTests {
         try connection.execute("CREATE TABLE t (x); INSERT INTO t VALUES (1)")
         connection.close()
         let before = try Data(contentsOf: URL(fileURLWithPath: path))
-        let error = storageErrorOf { _ = try openBucket(path) }
+        let error = storageError { _ = try openBucket(path) }
         #expect(error?.message.contains("is an SQLite database, but not a storesh bucket") == true)
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
     }
@@ -363,22 +353,11 @@ struct LocalBucketDurabilityTests {
         let bucket = try openBucket(path)
         #expect(bucket.name == "new")
         #expect(try bucket.objectCount() == 0)
-        let refused = storageErrorOf {
+        let refused = storageError {
             _ = try LocalBucket.open(at: directory.file("absent.bucket"), options: LocalBucketOptions(createIfMissing: false))
         }
         #expect(refused?.code == .bucketNotFound)
         #expect(LocalBucket.defaultName(forFile: "/x/My Photos.bucket") == "my-photos")
         #expect(LocalBucket.defaultName(forFile: "/x/???.bucket") == "local")
-    }
-}
-
-func storageErrorOf(_ body: () throws -> Void) -> StorageError? {
-    do {
-        try body()
-        return nil
-    } catch let error as StorageError {
-        return error
-    } catch {
-        return StorageError(.unknown, "not a StorageError: \(error)")
     }
 }
