@@ -71,6 +71,9 @@ public enum BucketArchive {
         do {
             document = try JSONDecoder().decode(Document.self, from: data)
         } catch let error as DecodingError {
+            if case .dataCorrupted(let context) = error, context.codingPath.isEmpty {
+                throw .invalidArgument("\(source): \(syntaxError(in: data))")
+            }
             throw .invalidArgument("\(source): \(describe(error))")
         } catch {
             throw .invalidArgument("\(source): not valid JSON: \(error)")
@@ -82,7 +85,8 @@ public enum BucketArchive {
             throw .invalidArgument("\(source): \"version\" must be a whole number up to \(version).")
         }
         if let key = document.unknownKeys.first {
-            throw .invalidArgument("\(source): unknown field \"\(key)\" at the top level.")
+            throw .invalidArgument(
+                "\(source): \(unknownField(key, at: " at the top level", among: ["format", "version", "bucket", "objects"]))")
         }
         guard let entries = document.objects else {
             throw .invalidArgument("\(source): \"objects\" must be a list.")
@@ -184,13 +188,9 @@ public enum BucketArchive {
 
         func archivedObject(where place: String) throws(StorageError) -> ArchivedObject {
             guard let rawName = name else { throw .invalidArgument("\(place): \"name\" is missing.") }
-            let place = "\(place) (\(rawName))"
+            let place = "\(place) (\(displayed(rawName)))"
             if let key = unknownKeys.first {
-                var message = "\(place): unknown field \"\(key)\""
-                if let near = Suggestion.nearest(to: key, among: objectFields.sorted()) {
-                    message += "; did you mean \"\(near)\"?"
-                }
-                throw .invalidArgument(message)
+                throw .invalidArgument("\(place): \(unknownField(key, at: "", among: objectFields.sorted()))")
             }
             func timestamp(_ text: String?, _ key: String) throws(StorageError) -> Timestamp? {
                 guard let text else { return nil }
@@ -239,6 +239,42 @@ public enum BucketArchive {
                 generation: generation, metageneration: metageneration,
                 timeCreated: try timestamp(timeCreated, "timeCreated"), updated: try timestamp(updated, "updated"))
         }
+    }
+
+    /// `unknown field "X"`, with the nearest known field when there is one near enough.
+    static func unknownField(_ key: String, at place: String, among known: [String]) -> String {
+        var message = "unknown field \"\(key)\"\(place)"
+        if let near = Suggestion.nearest(to: key, among: known) { message += "; did you mean \"\(near)\"?" }
+        return message
+    }
+
+    /// A name as it can be shown inside a one-line message: as is, or quoted with escapes when it holds
+    /// control characters (a line feed would otherwise split the message).
+    static func displayed(_ name: String) -> String {
+        name.unicodeScalars.contains { $0.properties.generalCategory == .control } ? name.debugDescription : name
+    }
+
+    /// Where the JSON syntax breaks, as line and column. JSONDecoder says only that the data is not valid
+    /// JSON; JSONSerialization gives the character offset, read here only once parsing has already failed.
+    static func syntaxError(in data: Data) -> String {
+        let detail: String
+        do {
+            _ = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
+            return "not valid JSON."
+        } catch {
+            detail = ((error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String) ?? ""
+        }
+        if detail.contains("Unexpected end of file") || data.isEmpty {
+            return "not valid JSON: it ends too early (cut short, or a bracket or quote is not closed)."
+        }
+        guard let range = detail.range(of: "around character "),
+            let offset = Int(detail[range.upperBound...].prefix { $0.isNumber })
+        else { return "not valid JSON: \(detail)" }
+        // The offset counts bytes of UTF-8; lines and columns are counted in characters as an editor shows them.
+        let before = data.prefix(offset)
+        let lines = before.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+        let column = String(decoding: lines.last ?? Data(), as: UTF8.self).count + 1
+        return "not valid JSON at line \(lines.count), column \(column)."
     }
 
     /// A decoding failure as a place in the archive and what is wrong there.

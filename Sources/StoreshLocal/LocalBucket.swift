@@ -63,17 +63,27 @@ public final class LocalBucket: TransactionalBucket, @unchecked Sendable {
     /// `options.createIfMissing`). A file that is not a storesh bucket, or is damaged, is an error and is
     /// left untouched.
     ///
-    /// A bucket created here holds `initialContents` (and takes its bucket name), or nothing.
+    /// A bucket created here holds what `initialContents` returns (and takes its bucket name), or nothing.
+    /// It is called only when the bucket is created, so opening an existing bucket never pays for it.
     public static func open(
         at path: String, options: LocalBucketOptions = LocalBucketOptions(),
-        initialContents: BucketArchive.Contents? = nil
+        initialContents: (() throws(StorageError) -> BucketArchive.Contents)? = nil
     ) throws(StorageError) -> LocalBucket {
         if !FileManager.default.fileExists(atPath: path) {
             guard options.createIfMissing else {
                 throw .bucketNotFound(path)
             }
-            let name = options.nameForNewBucket ?? initialContents?.bucket ?? defaultName(forFile: path)
-            try create(at: path, name: name, objects: initialContents?.objects ?? [], options: options)
+            let seed = try initialContents?()
+            let name = options.nameForNewBucket ?? seed?.bucket ?? defaultName(forFile: path)
+            try create(at: path, name: name, objects: seed?.objects ?? [], options: options)
+        }
+        let attributes = try? FileManager.default.attributesOfItem(atPath: path)
+        if attributes?[.type] as? FileAttributeType == .typeDirectory {
+            throw .internalError("\(path) is a directory, not a bucket file.")
+        }
+        if (attributes?[.size] as? Int) == 0 {
+            // SQLite would take an empty file for an empty database and start writing to it.
+            throw .internalError("\(path) is an empty file, not a storesh bucket; storesh will not change it.")
         }
         let connection: SQLiteConnection
         do {
@@ -128,7 +138,6 @@ public final class LocalBucket: TransactionalBucket, @unchecked Sendable {
     {
         let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
         let temporary = "\(directory)/.\(URL(fileURLWithPath: path).lastPathComponent).creating-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer {
             for suffix in ["", "-wal", "-shm", "-journal"] { unlink(temporary + suffix) }
         }

@@ -53,7 +53,8 @@ final class SQLiteConnection {
         if status != SQLITE_OK { throw lastError(status) }
     }
 
-    /// A prepared statement, cached for the life of the connection.
+    /// A prepared statement, cached for the life of the connection and reset here: a caller must finish
+    /// with it before anything else asks for the same SQL.
     func statement(_ sql: String) throws(SQLiteError) -> SQLiteStatement {
         if let cached = statements[sql] {
             cached.reset()

@@ -14,7 +14,7 @@ struct BucketLocation {
     static func resolve(flag: String?, environment: [String: String] = ProcessInfo.processInfo.environment)
         -> BucketLocation
     {
-        if let flag, !flag.isEmpty { return BucketLocation(path: flag, isDefault: false) }
+        if let flag { return BucketLocation(path: flag, isDefault: false) }
         if let fromEnvironment = environment["STORESH_BUCKET"], !fromEnvironment.isEmpty {
             return BucketLocation(path: fromEnvironment, isDefault: false)
         }
@@ -27,24 +27,47 @@ struct BucketLocation {
         return home + "/.local/share/storesh"
     }
 
-    /// Opens the bucket, creating it if missing: the default bucket from the bundled teaching sample,
-    /// any other as an empty bucket.
-    func open(clock: any StorageClock) throws(StorageError) -> LocalBucket {
+    /// Opens the bucket, creating it if missing (and saying so on stderr): the default bucket from the
+    /// bundled teaching sample, in a data directory made for it; any other as an empty bucket, in a
+    /// directory that must exist already, so that a mistyped path is not quietly made.
+    func open(clock: any StorageClock) throws -> LocalBucket {
         var options = LocalBucketOptions(clock: clock)
         options.crashBeforeCommit = ProcessInfo.processInfo.environment["STORESH_FAULT"] == "crash-before-commit"
-        let seed: BucketArchive.Contents? =
-            isDefault ? try BucketArchive.parse(Data(PackageResources.teaching_json), source: "teaching sample") : nil
-        return try LocalBucket.open(at: path, options: options, initialContents: seed)
+        let exists = FileManager.default.fileExists(atPath: path)
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        if !exists && !isDefault {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue
+            else {
+                throw StorageError(
+                    .bucketNotFound,
+                    "Cannot create the bucket \(path): there is no directory \(directory). Create it first, or check the path.")
+            }
+        }
+        let bucket: LocalBucket
+        if isDefault {
+            if !exists { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
+            bucket = try LocalBucket.open(at: path, options: options) { () throws(StorageError) in
+                try BucketArchive.parse(Data(PackageResources.teaching_json), source: "teaching sample")
+            }
+        } else {
+            bucket = try LocalBucket.open(at: path, options: options)
+        }
+        if !exists {
+            let what = isDefault ? "the default bucket gs://\(bucket.name) from the teaching sample" : "an empty bucket gs://\(bucket.name)"
+            FileHandle.standardError.write(Data("storesh: created \(what) at \(path)\n".utf8))
+        }
+        return bucket
     }
 }
 
 /// `--clock T`, else `$STORESH_CLOCK`, else the real clock.
 func makeClock(flag: String?) throws(CommandLineError) -> any StorageClock {
-    let text = flag ?? ProcessInfo.processInfo.environment["STORESH_CLOCK"].flatMap { $0.isEmpty ? nil : $0 }
-    guard let text else { return SystemClock() }
+    let fromEnvironment = ProcessInfo.processInfo.environment["STORESH_CLOCK"].flatMap { $0.isEmpty ? nil : $0 }
+    guard let text = flag ?? fromEnvironment else { return SystemClock() }
     guard let start = Timestamp(rfc3339: text) else {
-        throw CommandLineError(
-            "--clock takes an RFC 3339 time such as 2026-11-21T09:30:00.000Z, not '\(text)'.")
+        let source = flag == nil ? "$STORESH_CLOCK" : "--clock"
+        throw CommandLineError("\(source) takes an RFC 3339 time such as 2026-11-21T09:30:00.000Z, not '\(text)'.")
     }
     return SteppingClock(start: start)
 }

@@ -22,7 +22,9 @@ struct BucketOptions: ParsableArguments {
     var clock: String?
 
     func open() throws -> LocalBucket {
-        try BucketLocation.resolve(flag: bucket).open(clock: try makeClock(flag: clock))
+        if bucket?.isEmpty == true { throw CommandLineError("--bucket needs the path of a bucket file.") }
+        let clock = try makeClock(flag: clock)
+        return try BucketLocation.resolve(flag: bucket).open(clock: clock)
     }
 }
 
@@ -73,7 +75,9 @@ struct Storesh: AsyncParsableCommand {
                 if !message.isEmpty { print(message) }
                 Foundation.exit(0)
             }
-            FileHandle.standardError.write(Data((message + "\n").utf8))
+            // One error format for every error: `storesh: error: …`.
+            let text = message.hasPrefix("Error: ") ? "storesh: error: " + message.dropFirst("Error: ".count) : message
+            FileHandle.standardError.write(Data((text + "\n").utf8))
             Foundation.exit(code == .validationFailure ? 2 : code.rawValue)
         }
     }
@@ -92,27 +96,30 @@ struct Export: AsyncParsableCommand {
     func run() async throws {
         let bucket = try bucketOptions.open()
         guard let file, file != "-" else {
-            try BucketArchive.export(bucket) { FileHandle.standardOutput.write(Data($0.utf8)) }
+            let output = CheckedOutput(descriptor: STDOUT_FILENO, name: "standard output")
+            try BucketArchive.export(bucket) { try output.write($0) }
+            try output.flush()
             return
         }
         // Written beside the target and renamed over it, so a failure never leaves half a file.
         let temporary = file + ".partial-\(getpid())"
-        guard FileManager.default.createFile(atPath: temporary, contents: nil) else {
-            throw StorageError.internalError("Cannot write \(file).")
+        let descriptor = Foundation.open(temporary, O_WRONLY | O_CREAT | O_EXCL, 0o644)
+        guard descriptor >= 0 else {
+            throw StorageError(.unknown, "Cannot write \(file): \(String(cString: strerror(errno))).")
         }
         do {
-            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: temporary))
-            try BucketArchive.export(bucket) { try handle.write(contentsOf: Data($0.utf8)) }
-            try handle.synchronize()
-            try handle.close()
+            defer { Foundation.close(descriptor) }
+            let output = CheckedOutput(descriptor: descriptor, name: file)
+            try BucketArchive.export(bucket) { try output.write($0) }
+            try output.synchronize()
             guard rename(temporary, file) == 0 else {
-                throw StorageError.internalError("Cannot write \(file): \(String(cString: strerror(errno))).")
+                throw StorageError(.unknown, "Cannot write \(file): \(String(cString: strerror(errno))).")
             }
         } catch {
             unlink(temporary)
             throw error
         }
-        FileHandle.standardError.write(Data("exported \(try bucket.objectCount()) objects to \(file)\n".utf8))
+        FileHandle.standardError.write(Data("exported \(counted(try bucket.objectCount(), "object")) to \(file)\n".utf8))
     }
 }
 
@@ -133,19 +140,12 @@ struct Import: AsyncParsableCommand {
     var replace = false
 
     func run() async throws {
-        let data: Data
-        if file == "-" {
-            data = FileHandle.standardInput.readDataToEndOfFile()
-        } else {
-            guard let contents = FileManager.default.contents(atPath: file) else {
-                throw CommandLineError("cannot read \(file): no such file, or not readable.")
-            }
-            data = contents
-        }
-        let archive = try BucketArchive.parse(data, source: file)
+        let archive = try BucketArchive.parse(try readInputFile(file), source: file)
         let bucket = try bucketOptions.open()
         try bucket.importObjects(archive.objects, replacingEverything: replace)
-        let verb = replace ? "replaced the bucket's contents with" : "imported"
-        FileHandle.standardError.write(Data("\(verb) \(archive.objects.count) objects into gs://\(bucket.name)\n".utf8))
+        let objects = counted(archive.objects.count, "object")
+        let summary =
+            replace ? "gs://\(bucket.name) now holds exactly the archive's \(objects)" : "imported \(objects) into gs://\(bucket.name)"
+        FileHandle.standardError.write(Data("\(summary)\n".utf8))
     }
 }

@@ -42,6 +42,9 @@ struct EndToEndTests {
     func defaultBucket() throws {
         let result = try sandbox.storesh.run([])
         #expect(result.status == 0, "\(result.stderr)")
+        #expect(
+            result.stderr == "storesh: created the default bucket gs://teaching from the teaching sample at \(sandbox.path)/data/storesh/default.bucket\n")
+        #expect(try sandbox.storesh.run([]).stderr == "", "the second run creates nothing")
         let lines = result.stdout.split(separator: "\n").map(String.init)
         #expect(lines.first?.hasPrefix("gs://teaching/  320 objects in \(sandbox.path)/data/storesh/default.bucket") == true)
         // Rule L3 on the sample: prefixes only, shown with a trailing /.
@@ -60,7 +63,32 @@ struct EndToEndTests {
         #expect(fromEnvironment.stdout.hasPrefix("gs://env/  0 objects"))
         let fromFlag = try sandbox.storesh.run(["--bucket", sandbox.file("flag.bucket")], environment: ["STORESH_BUCKET": sandbox.file("env.bucket")])
         #expect(fromFlag.stdout.hasPrefix("gs://flag/  0 objects"))
+        #expect(fromFlag.stderr == "storesh: created an empty bucket gs://flag at \(sandbox.file("flag.bucket"))\n")
         #expect(!FileManager.default.fileExists(atPath: sandbox.file("data/storesh/default.bucket")))
+    }
+
+    @Test("a bucket in a directory that does not exist is an error, and nothing is made")
+    func mistypedDirectory() throws {
+        let result = try sandbox.storesh.run(["export", "--bucket", sandbox.file("nodir/x.bucket")])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("there is no directory \(sandbox.file("nodir"))"))
+        #expect(!FileManager.default.fileExists(atPath: sandbox.file("nodir")))
+        let empty = try sandbox.storesh.run(["--bucket", ""])
+        #expect(empty.status == 2)
+        #expect(empty.stderr == "storesh: error: --bucket needs the path of a bucket file.\n")
+    }
+
+    @Test("an export that cannot be written fails with the reason, exit 1")
+    func exportWriteFailure() throws {
+        // A standard output that refuses writes (opened read-only): every write fails, as on a full disk.
+        let refusing = try sandbox.write("", to: "refusing.txt")
+        let full = try sandbox.storesh.run(["export"], stdout: FileHandle(forReadingAtPath: refusing))
+        #expect(full.status == 1)
+        #expect(full.stderr.hasSuffix("storesh: error: Cannot write standard output: Bad file descriptor. (unknown)\n"))
+        let noDirectory = try sandbox.storesh.run(["export", sandbox.file("nodir/out.json")])
+        #expect(noDirectory.status == 1)
+        #expect(noDirectory.stderr.contains("Cannot write \(sandbox.file("nodir/out.json")): No such file or directory."))
+        #expect(!FileManager.default.fileExists(atPath: sandbox.file("nodir")))
     }
 
     @Test("--clock makes the default bucket reproducible, and export/import round-trips exactly")
@@ -158,7 +186,7 @@ struct EndToEndTests {
     func usage() throws {
         let unknown = try sandbox.storesh.run(["--bogus"])
         #expect(unknown.status == 2)
-        #expect(unknown.stderr.contains("Unknown option '--bogus'"))
+        #expect(unknown.stderr.hasPrefix("storesh: error: Unknown option '--bogus'"))
         let badClock = try sandbox.storesh.run(["--clock", "yesterday"])
         #expect(badClock.status == 2)
         #expect(badClock.stderr.contains("--clock takes an RFC 3339 time"))
@@ -166,7 +194,12 @@ struct EndToEndTests {
         #expect(missingFile.status == 2)
         let unreadable = try sandbox.storesh.run(["import", sandbox.file("nope.json")])
         #expect(unreadable.status == 2)
-        #expect(unreadable.stderr.contains("cannot read"))
+        #expect(unreadable.stderr == "storesh: error: cannot read \(sandbox.file("nope.json")): there is no such file.\n")
+        let directory = try sandbox.storesh.run(["import", sandbox.path])
+        #expect(directory.stderr == "storesh: error: cannot read \(sandbox.path): it is a directory.\n")
+        let badEnvironmentClock = try sandbox.storesh.run([], environment: ["STORESH_CLOCK": "soon"])
+        #expect(badEnvironmentClock.status == 2)
+        #expect(badEnvironmentClock.stderr.hasPrefix("storesh: error: $STORESH_CLOCK takes an RFC 3339 time"))
         let version = try sandbox.storesh.run(["--version"])
         #expect(version.status == 0 && version.stdout.hasPrefix("storesh "))
         let help = try sandbox.storesh.run(["--help"])

@@ -29,7 +29,11 @@ struct StoreshProcess {
         ["HOME": home, "XDG_DATA_HOME": home + "/data", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"]
     }
 
-    func run(_ arguments: [String], environment extra: [String: String] = [:], stdin: Data? = nil) throws -> Result {
+    /// Runs storesh; with `stdout`, its standard output is that handle instead of a pipe.
+    func run(
+        _ arguments: [String], environment extra: [String: String] = [:], stdin: Data? = nil,
+        stdout: FileHandle? = nil
+    ) throws -> Result {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Self.binary)
         process.arguments = arguments
@@ -37,7 +41,12 @@ struct StoreshProcess {
         let output = Pipe()
         let errors = Pipe()
         let input = Pipe()
-        process.standardOutput = output
+        if let stdout {
+            process.standardOutput = stdout
+            try output.fileHandleForWriting.close()
+        } else {
+            process.standardOutput = output
+        }
         process.standardError = errors
         process.standardInput = input
         try process.run()

@@ -14,6 +14,9 @@ struct BucketArchiveTests {
 
     @Test("export then import gives the same bucket, byte for byte, binary content included")
     func roundTrip() async throws {
+        for folder in ["a", "b"] {
+            try FileManager.default.createDirectory(atPath: directory.file(folder), withIntermediateDirectories: true)
+        }
         let bucket = try openBucket(directory.file("a/same.bucket"))
         _ = try await bucket.write(
             Data([0, 1, 2, 255, 254]), to: objectName("bin/blob"),
@@ -64,12 +67,16 @@ struct BucketArchiveTests {
     @Test(
         "bad archives are refused with the object and field named",
         arguments: [
-            ("not json", "not valid JSON"),
+            ("not json", "not valid JSON at line 1, column 2"),
+            ("{\"format\":\"storesh-bucket\",\n\"version\":1,,\"objects\":[]}", "not valid JSON at line 2, column 13"),
+            ("{\"format\":\"storesh-bucket\",\"objects\":[", "not valid JSON: it ends too early"),
+            ("", "not valid JSON: it ends too early"),
             ("[1]", "expected a JSON object"),
             ("{\"format\":\"zip\",\"version\":1,\"objects\":[]}", "\"format\" must be \"storesh-bucket\""),
             ("{\"format\":\"storesh-bucket\",\"version\":9,\"objects\":[]}", "\"version\""),
             ("{\"format\":\"storesh-bucket\",\"version\":1,\"objects\":{}}", "\"objects\" must be a list"),
             ("{\"format\":\"storesh-bucket\",\"version\":1,\"objects\":[],\"extra\":1}", "unknown field \"extra\""),
+            ("{\"format\":\"storesh-bucket\",\"version\":1,\"objcts\":[]}", "unknown field \"objcts\" at the top level; did you mean \"objects\"?"),
         ])
     func badDocuments(text: String, expected: String) {
         let error = storageError { _ = try BucketArchive.parse(Data(text.utf8), source: "x.json") }
@@ -86,7 +93,7 @@ struct BucketArchiveTests {
             ("{\"name\":\"a\",\"base64\":\"***\"}", "not valid base64"),
             ("{\"name\":\"a\",\"text\":\"x\",\"size\":2}", "\"size\" is 2 but the content has 1 bytes"),
             ("{\"name\":\"a\",\"text\":\"hello\",\"md5Hash\":\"1B2M2Y8AsgTpgAmY7PhCfg==\"}", "content's MD5 is XUFAKrxLKna5cZ2REBfFkg=="),
-            ("{\"name\":\"a\\nb\"}", "line feed"),
+            ("{\"name\":\"a\\nb\"}", "object #2 (\"a\\nb\"): Object names must not contain a carriage return or line feed"),
             ("{\"name\":\"\"}", "must not be empty"),
             ("{\"text\":\"x\"}", "object #2: \"name\" is missing"),
             ("{\"name\":\"a\",\"customMetadata\":{\"k\":1}}", "object #2, \"customMetadata\", \"k\": must be a string"),

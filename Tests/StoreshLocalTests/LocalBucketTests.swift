@@ -335,6 +335,15 @@ struct LocalBucketDurabilityTests {
         }
     }
 
+    @Test("a directory or an empty file is named for what it is and left as it was")
+    func directoryAndEmptyFile() throws {
+        let empty = directory.file("empty.bucket")
+        #expect(FileManager.default.createFile(atPath: empty, contents: Data()))
+        #expect(storageError { _ = try openBucket(empty) }?.message.contains("is an empty file, not a storesh bucket") == true)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: empty)).isEmpty)
+        #expect(storageError { _ = try openBucket(directory.path) }?.message.contains("is a directory, not a bucket file") == true)
+    }
+
     @Test("an SQLite database that is not a bucket is refused untouched")
     func foreignDatabase() throws {
         let path = directory.file("foreign.sqlite")
@@ -349,7 +358,7 @@ struct LocalBucketDurabilityTests {
 
     @Test("a missing bucket is created empty only when asked to")
     func creation() throws {
-        let path = directory.file("sub/dir/new.bucket")
+        let path = directory.file("new.bucket")
         let bucket = try openBucket(path)
         #expect(bucket.name == "new")
         #expect(try bucket.objectCount() == 0)
@@ -357,6 +366,10 @@ struct LocalBucketDurabilityTests {
             _ = try LocalBucket.open(at: directory.file("absent.bucket"), options: LocalBucketOptions(createIfMissing: false))
         }
         #expect(refused?.code == .bucketNotFound)
+        // The engine makes no directories: a mistyped folder is an error, and nothing is left behind.
+        let noDirectory = storageError { _ = try openBucket(directory.file("missing/dir/x.bucket")) }
+        #expect(noDirectory?.code == .internalError)
+        #expect(!FileManager.default.fileExists(atPath: directory.file("missing")))
         #expect(LocalBucket.defaultName(forFile: "/x/My Photos.bucket") == "my-photos")
         #expect(LocalBucket.defaultName(forFile: "/x/???.bucket") == "local")
     }

@@ -1,0 +1,60 @@
+import Foundation
+import StoreshCore
+
+/// Buffered output to a file descriptor that reports every failed write: a full disk or a closed pipe is an
+/// error with its reason, never a crash or a silent loss.
+final class CheckedOutput {
+    private let descriptor: Int32
+    private let name: String
+    private var buffer: [UInt8] = []
+    private static let flushThreshold = 1 << 20
+
+    init(descriptor: Int32, name: String) {
+        self.descriptor = descriptor
+        self.name = name
+        buffer.reserveCapacity(Self.flushThreshold)
+    }
+
+    func write(_ text: String) throws(StorageError) {
+        buffer.append(contentsOf: text.utf8)
+        if buffer.count >= Self.flushThreshold { try flush() }
+    }
+
+    func flush() throws(StorageError) {
+        var offset = 0
+        while offset < buffer.count {
+            let written = buffer[offset...].withUnsafeBytes { Foundation.write(descriptor, $0.baseAddress, $0.count) }
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw StorageError(.unknown, "Cannot write \(name): \(String(cString: strerror(errno))).")
+            }
+            offset += written
+        }
+        buffer.removeAll(keepingCapacity: true)
+    }
+
+    /// Flushes and forces the data to the disk (for files that are renamed into place afterwards).
+    func synchronize() throws(StorageError) {
+        try flush()
+        if fsync(descriptor) != 0 {
+            throw StorageError(.unknown, "Cannot write \(name): \(String(cString: strerror(errno))).")
+        }
+    }
+}
+
+/// What a file argument holds, with a message that says why when it cannot be read.
+func readInputFile(_ path: String) throws(CommandLineError) -> Data {
+    if path == "-" { return FileHandle.standardInput.readDataToEndOfFile() }
+    var isDirectory: ObjCBool = false
+    guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+        throw CommandLineError("cannot read \(path): there is no such file.")
+    }
+    guard !isDirectory.boolValue else { throw CommandLineError("cannot read \(path): it is a directory.") }
+    guard let data = FileManager.default.contents(atPath: path) else {
+        throw CommandLineError("cannot read \(path): \(String(cString: strerror(EACCES))).")
+    }
+    return data
+}
+
+/// "1 object", "2 objects".
+func counted(_ count: Int, _ noun: String) -> String { "\(count) \(noun)\(count == 1 ? "" : "s")" }
