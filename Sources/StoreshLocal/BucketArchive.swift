@@ -320,7 +320,8 @@ public enum BucketArchive {
 
     /// Writes the whole bucket as an archive, one object per line, in name order.
     public static func export(_ bucket: LocalBucket, to write: (String) throws -> Void) throws {
-        try write("{\"format\":\(quoted(format)),\"version\":\(version),\"bucket\":\(quoted(bucket.name)),\"objects\":[")
+        try write(
+            "{\"format\":\(JSONValue.quoted(format)),\"version\":\(version),\"bucket\":\(JSONValue.quoted(bucket.name)),\"objects\":[")
         var first = true
         try bucket.forEachObjectWithContent { metadata, content in
             try write((first ? "\n" : ",\n") + line(for: metadata, content: content))
@@ -331,29 +332,28 @@ public enum BucketArchive {
 
     /// One object's line: name first, then the writable properties, the read-only ones, and the content.
     static func line(for metadata: ObjectMetadata, content: Data) -> String {
-        var fields: [(String, String)] = [("name", quoted(metadata.fullPath))]
+        var members: [(String, JSONValue)] = [("name", .string(metadata.fullPath))]
         for property in WritableProperty.allCases {
-            if let value = metadata[property] { fields.append((property.rawValue, quoted(value))) }
+            if let value = metadata[property] { members.append((property.rawValue, .string(value))) }
         }
         if !metadata.customMetadata.isEmpty {
-            let entries = metadata.customMetadata.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
-                .map { "\(quoted($0.key)):\(quoted($0.value))" }
-            fields.append(("customMetadata", "{" + entries.joined(separator: ",") + "}"))
+            members.append(
+                ("customMetadata", .object(metadata.customMetadata.sortedByKeyBytes.map { ($0.key, .string($0.value)) })))
         }
-        fields += [
-            ("generation", quoted(String(metadata.generation))),
-            ("metageneration", quoted(String(metadata.metageneration))),
-            ("timeCreated", quoted(metadata.timeCreated.rfc3339)),
-            ("updated", quoted(metadata.updated.rfc3339)),
-            ("size", String(metadata.size)),
-            ("md5Hash", quoted(metadata.md5Hash)),
+        members += [
+            ("generation", .string(String(metadata.generation))),
+            ("metageneration", .string(String(metadata.metageneration))),
+            ("timeCreated", .string(metadata.timeCreated.rfc3339)),
+            ("updated", .string(metadata.updated.rfc3339)),
+            ("size", .integer(metadata.size)),
+            ("md5Hash", .string(metadata.md5Hash)),
         ]
         if let text = readableText(content) {
-            fields.append(("text", quoted(text)))
+            members.append(("text", .string(text)))
         } else {
-            fields.append(("base64", quoted(content.base64EncodedString())))
+            members.append(("base64", .string(content.base64EncodedString())))
         }
-        return "{" + fields.map { "\(quoted($0.0)):\($0.1)" }.joined(separator: ",") + "}"
+        return JSONValue.object(members).serialized
     }
 
     /// The content as text, when it is UTF-8 without control characters other than tab, CR and LF.
@@ -363,11 +363,5 @@ public enum BucketArchive {
             scalar == "\n" || scalar == "\t" || scalar == "\r" || (scalar.value >= 0x20 && scalar.value != 0x7F)
         }
         return isReadable ? text : nil
-    }
-
-    /// A JSON string literal, as JSONSerialization writes it.
-    static func quoted(_ text: String) -> String {
-        let data = try! JSONSerialization.data(withJSONObject: [text], options: [.withoutEscapingSlashes])
-        return String(decoding: data.dropFirst().dropLast(), as: UTF8.self)
     }
 }

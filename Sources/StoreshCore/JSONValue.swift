@@ -1,0 +1,103 @@
+/// A JSON value with ordered object keys, for output whose shape people read and tests compare
+/// (`--json` documents, archive lines). Foundation's serialisers do not keep key order.
+public indirect enum JSONValue: Sendable, Equatable {
+    case string(String)
+    case integer(Int64)
+    case bool(Bool)
+    case null
+    case array([JSONValue])
+    case object([(String, JSONValue)])
+
+    public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool { lhs.serialized == rhs.serialized }
+
+    /// Compact JSON on one line.
+    public var serialized: String {
+        var output = ""
+        write(to: &output)
+        return output
+    }
+
+    public func write(to output: inout String) {
+        switch self {
+        case .string(let text): Self.writeQuoted(text, to: &output)
+        case .integer(let number): output += String(number)
+        case .bool(let flag): output += flag ? "true" : "false"
+        case .null: output += "null"
+        case .array(let items):
+            output += "["
+            for (index, item) in items.enumerated() {
+                if index > 0 { output += "," }
+                item.write(to: &output)
+            }
+            output += "]"
+        case .object(let members):
+            output += "{"
+            for (index, (key, value)) in members.enumerated() {
+                if index > 0 { output += "," }
+                Self.writeQuoted(key, to: &output)
+                output += ":"
+                value.write(to: &output)
+            }
+            output += "}"
+        }
+    }
+
+    /// A JSON string literal (RFC 8259): quotes, backslashes and control characters escaped.
+    public static func quoted(_ text: String) -> String {
+        var output = ""
+        writeQuoted(text, to: &output)
+        return output
+    }
+
+    static func writeQuoted(_ text: String, to output: inout String) {
+        output += "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": output += "\\\""
+            case "\\": output += "\\\\"
+            case "\n": output += "\\n"
+            case "\r": output += "\\r"
+            case "\t": output += "\\t"
+            case "\u{08}": output += "\\b"
+            case "\u{0C}": output += "\\f"
+            case _ where scalar.value < 0x20:
+                let hex = String(scalar.value, radix: 16)
+                output += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: output.unicodeScalars.append(scalar)
+            }
+        }
+        output += "\""
+    }
+}
+
+extension ObjectMetadata {
+    /// The metadata document of the contract (`meta get --json`): the read-only properties always, the
+    /// writable ones only when set. generation and metageneration are strings, size a number.
+    public var jsonDocument: JSONValue {
+        var members: [(String, JSONValue)] = [
+            ("bucket", .string(bucket)),
+            ("generation", .string(String(generation))),
+            ("metageneration", .string(String(metageneration))),
+            ("fullPath", .string(fullPath)),
+            ("name", .string(name)),
+            ("size", .integer(size)),
+            ("timeCreated", .string(timeCreated.rfc3339)),
+            ("updated", .string(updated.rfc3339)),
+            ("md5Hash", .string(md5Hash)),
+        ]
+        for property in WritableProperty.allCases {
+            if let value = self[property] { members.append((property.rawValue, .string(value))) }
+        }
+        if !customMetadata.isEmpty {
+            members.append(("customMetadata", .object(customMetadata.sortedByKeyBytes.map { ($0.key, .string($0.value)) })))
+        }
+        return .object(members)
+    }
+}
+
+extension Dictionary where Key == String {
+    /// Entries in the byte order of their keys: a stable order for output.
+    public var sortedByKeyBytes: [(key: String, value: Value)] {
+        sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+    }
+}
