@@ -27,11 +27,13 @@ let package = Package(
         ),
         // The local bucket: one durable SQLite file, plus the JSON export/import format.
         .target(name: "StoreshLocal", dependencies: ["StoreshCore", "CSQLite"]),
+        // The command language: lexer, parser, AST with source positions, interpreter over any Bucket.
+        .target(name: "StoreshLanguage", dependencies: ["StoreshCore"]),
 
         .executableTarget(
             name: "storesh",
             dependencies: [
-                "StoreshCore", "StoreshLocal", "CLibEdit",
+                "StoreshCore", "StoreshLocal", "StoreshLanguage", "CLibEdit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             // The teaching sample (a link to samples/teaching.json), compiled in so that a lone binary can
@@ -45,6 +47,8 @@ let package = Package(
         .target(name: "StoreshTestSupport", dependencies: ["StoreshCore"], path: "Tests/StoreshTestSupport"),
         .testTarget(name: "StoreshCoreTests", dependencies: ["StoreshCore", "StoreshTestSupport"]),
         .testTarget(name: "StoreshLocalTests", dependencies: ["StoreshCore", "StoreshLocal", "StoreshTestSupport"]),
+        .testTarget(
+            name: "StoreshLanguageTests", dependencies: ["StoreshCore", "StoreshLanguage", "StoreshLocal", "StoreshTestSupport"]),
         // Runs the built `storesh` binary as a user would.
         .testTarget(name: "StoreshEndToEndTests", dependencies: ["StoreshCore", "StoreshLocal"]),
     ]

@@ -101,4 +101,12 @@ public protocol TransactionalBucket: Bucket {
     func rollbackTransaction() async throws
     /// True between begin and commit/rollback.
     var isInTransaction: Bool { get async }
+
+    /// Inside a transaction, marks where one command starts, so that a command that fails halfway (a bulk
+    /// edit whose 300th object fails, say) can be undone alone while earlier commands keep their changes.
+    func beginCommand() async throws
+    /// Keeps the changes of the command begun last.
+    func endCommand() async throws
+    /// Undoes the changes of the command begun last.
+    func undoCommand() async throws
 }

@@ -256,3 +256,41 @@ public enum CustomMetadataLimits {
         }
     }
 }
+
+/// One writable property that differs between two states of an object: the plan of a dry run and the
+/// changes of a snapshot diff (`custom.NAME` for keys of customMetadata; nil is "not set").
+public struct PropertyDifference: Sendable, Equatable {
+    public var key: String
+    public var old: String?
+    public var new: String?
+
+    public init(key: String, old: String?, new: String?) {
+        self.key = key
+        self.old = old
+        self.new = new
+    }
+}
+
+extension ObjectMetadata {
+    /// The writable properties that differ from `self` to `other`, in M1 order, then custom keys in byte order.
+    public func differences(to other: ObjectMetadata) -> [PropertyDifference] {
+        var differences: [PropertyDifference] = []
+        for property in WritableProperty.allCases where !Self.sameBytes(self[property], other[property]) {
+            differences.append(PropertyDifference(key: property.rawValue, old: self[property], new: other[property]))
+        }
+        let keys = Set(customMetadata.keys).union(other.customMetadata.keys)
+            .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        for key in keys where !Self.sameBytes(customMetadata[key], other.customMetadata[key]) {
+            differences.append(PropertyDifference(key: "custom." + key, old: customMetadata[key], new: other.customMetadata[key]))
+        }
+        return differences
+    }
+
+    private static func sameBytes(_ a: String?, _ b: String?) -> Bool {
+        switch (a, b) {
+        case (nil, nil): true
+        case (let a?, let b?): a.utf8.elementsEqual(b.utf8)
+        default: false
+        }
+    }
+}

@@ -281,6 +281,21 @@ public final class LocalBucket: TransactionalBucket, @unchecked Sendable {
         }
     }
 
+    public func beginCommand() async throws {
+        try locked {
+            precondition(inExplicitTransaction, "commands are marked inside a transaction")
+            try connection.execute("SAVEPOINT command")
+        }
+    }
+
+    public func endCommand() async throws {
+        try locked { try connection.execute("RELEASE command") }
+    }
+
+    public func undoCommand() async throws {
+        try locked { try connection.execute("ROLLBACK TO command; RELEASE command") }
+    }
+
     private func commit() throws(SQLiteError) {
         if options.crashBeforeCommit { kill(getpid(), SIGKILL) }
         try connection.execute("COMMIT")

@@ -58,3 +58,24 @@ func readInputFile(_ path: String) throws(CommandLineError) -> Data {
 
 /// "1 object", "2 objects".
 func counted(_ count: Int, _ noun: String) -> String { "\(count) \(noun)\(count == 1 ? "" : "s")" }
+
+/// Writes a file whole or not at all: into a temporary file beside it, synced, then renamed over it.
+func writeFileAtomically(_ path: String, _ body: (CheckedOutput) throws -> Void) throws {
+    let temporary = path + ".partial-\(getpid())"
+    let descriptor = Foundation.open(temporary, O_WRONLY | O_CREAT | O_EXCL, 0o644)
+    guard descriptor >= 0 else {
+        throw StorageError(.unknown, "Cannot write \(path): \(String(cString: strerror(errno))).")
+    }
+    do {
+        defer { Foundation.close(descriptor) }
+        let output = CheckedOutput(descriptor: descriptor, name: path)
+        try body(output)
+        try output.synchronize()
+        guard rename(temporary, path) == 0 else {
+            throw StorageError(.unknown, "Cannot write \(path): \(String(cString: strerror(errno))).")
+        }
+    } catch {
+        unlink(temporary)
+        throw error
+    }
+}

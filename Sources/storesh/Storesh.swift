@@ -3,6 +3,7 @@ import ArgumentParser
 import CLibEdit
 import Foundation
 import StoreshCore
+import StoreshLanguage
 import StoreshLocal
 
 let storeshVersion = "0.1.0"
@@ -34,23 +35,34 @@ struct Storesh: AsyncParsableCommand {
         commandName: "storesh",
         abstract: "A scriptable shell for cloud-storage buckets with the semantics of Cloud Storage for Firebase.",
         discussion: """
-            Without a subcommand, storesh opens the bucket and shows its top level. The default bucket lives in \
-            $XDG_DATA_HOME/storesh (or ~/.local/share/storesh) and starts as the teaching sample.
+            On a terminal storesh opens a prompt; with -c TEXT, `run FILE`, or a script on standard input, it runs \
+            the script and exits. A script is one transaction: all its changes land, or none. Type `help` at the \
+            prompt (or storesh -c help) for the commands.
+
+            The default bucket lives in $XDG_DATA_HOME/storesh (or ~/.local/share/storesh) and starts as the \
+            teaching sample. Exit status: 0 everything ran, 1 a command failed, 2 usage or syntax error \
+            (nothing ran), 130 interrupted.
             """,
         version: "storesh \(storeshVersion)",
-        subcommands: [Export.self, Import.self]
+        subcommands: [Run.self, Export.self, Import.self]
     )
 
     @OptionGroup var bucketOptions: BucketOptions
+    @OptionGroup var outputOptions: OutputOptions
+
+    @Option(name: .customShort("c"), help: ArgumentHelp("Run TEXT as a script, then exit.", valueName: "text"))
+    var command: String?
 
     func run() async throws {
-        let bucket = try bucketOptions.open()
-        let page = try bucket.listPage(.root, options: ListOptions())
-        print("gs://\(bucket.name)/  \(try bucket.objectCount()) objects in \(bucket.path)")
-        for prefix in page.prefixes { print("  \(prefix)/") }
-        for item in page.items { print("  \(item)") }
-        if page.nextPageToken != nil { print("  … (more than \(ListOptions.maximumResults) entries)") }
-        print("The command language and the interactive shell come in the next versions; see README.md.")
+        let options = RunOptions(json: outputOptions.json)
+        if let command {
+            throw ExitCode(await runScript(SourceText(name: "-c", text: command), bucket: try bucketOptions.open(), options: options))
+        }
+        if isatty(STDIN_FILENO) == 0 {
+            let source = try SourceText(name: "-", bytes: FileHandle.standardInput.readDataToEndOfFile())
+            throw ExitCode(await runScript(source, bucket: try bucketOptions.open(), options: options))
+        }
+        throw ExitCode(await runPrompt(bucket: try bucketOptions.open(), options: options))
     }
 
     static func main() async {
@@ -61,6 +73,12 @@ struct Storesh: AsyncParsableCommand {
             } else {
                 try command.run()
             }
+        } catch let error as ExitCode {
+            Foundation.exit(error.rawValue)
+        } catch let error as Diagnostic {
+            // A script on standard input that is not valid UTF-8.
+            FileHandle.standardError.write(Data("-:\(error.location.line):\(error.location.column): error: \(error.message) (\(error.code))\n".utf8))
+            Foundation.exit(Interpreter.Status.usage.rawValue)
         } catch let error as StorageError {
             FileHandle.standardError.write(Data("storesh: error: \(error.message) (\(error.code.name))\n".utf8))
             Foundation.exit(1)
@@ -83,6 +101,39 @@ struct Storesh: AsyncParsableCommand {
     }
 }
 
+/// `--json`, which every command that prints takes.
+struct OutputOptions: ParsableArguments {
+    @Flag(name: .long, help: "Print each result as one JSON document per line (NDJSON), and errors as JSON.")
+    var json = false
+}
+
+struct Run: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run a .store script: all of it lands, or (when a command fails) none of it.",
+        discussion: """
+            The script is parsed whole first: a syntax error anywhere runs nothing (exit 2). A script file may \
+            start with #!/usr/bin/env -S storesh run.
+            """)
+
+    @OptionGroup var bucketOptions: BucketOptions
+    @OptionGroup var outputOptions: OutputOptions
+
+    @Argument(help: ArgumentHelp("The script; - for standard input.", valueName: "file"))
+    var file: String
+
+    @Flag(help: "Run without saving anything, and print the plan: each object, each property old → new.")
+    var dryRun = false
+
+    @Flag(help: "Report each failing command and keep the changes of those that succeeded (exit 1 if any failed).")
+    var keepGoing = false
+
+    func run() async throws {
+        let source = try SourceText(name: file, bytes: try readInputFile(file))
+        let options = RunOptions(json: outputOptions.json, dryRun: dryRun, keepGoing: keepGoing)
+        throw ExitCode(await runScript(source, bucket: try bucketOptions.open(), options: options))
+    }
+}
+
 struct Export: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Write the whole bucket, metadata and content, as readable JSON.",
@@ -101,24 +152,7 @@ struct Export: AsyncParsableCommand {
             try output.flush()
             return
         }
-        // Written beside the target and renamed over it, so a failure never leaves half a file.
-        let temporary = file + ".partial-\(getpid())"
-        let descriptor = Foundation.open(temporary, O_WRONLY | O_CREAT | O_EXCL, 0o644)
-        guard descriptor >= 0 else {
-            throw StorageError(.unknown, "Cannot write \(file): \(String(cString: strerror(errno))).")
-        }
-        do {
-            defer { Foundation.close(descriptor) }
-            let output = CheckedOutput(descriptor: descriptor, name: file)
-            try BucketArchive.export(bucket) { try output.write($0) }
-            try output.synchronize()
-            guard rename(temporary, file) == 0 else {
-                throw StorageError(.unknown, "Cannot write \(file): \(String(cString: strerror(errno))).")
-            }
-        } catch {
-            unlink(temporary)
-            throw error
-        }
+        try writeFileAtomically(file) { output in try BucketArchive.export(bucket) { try output.write($0) } }
         FileHandle.standardError.write(Data("exported \(counted(try bucket.objectCount(), "object")) to \(file)\n".utf8))
     }
 }

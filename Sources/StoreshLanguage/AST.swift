@@ -1,0 +1,91 @@
+import StoreshCore
+
+/// A parsed script: its commands in order, each with where it was written.
+public struct Script: Sendable, Equatable {
+    public var statements: [Statement]
+
+    public init(statements: [Statement]) {
+        self.statements = statements
+    }
+}
+
+/// One command and the position of its name.
+public struct Statement: Sendable, Equatable {
+    public var command: Command
+    public var location: SourceLocation
+
+    public init(_ command: Command, at location: SourceLocation) {
+        self.command = command
+        self.location = location
+    }
+}
+
+/// The commands of the language (contract, Commands).
+public enum Command: Sendable, Equatable {
+    case cd(Word?)
+    case pwd
+    case ls(ListCommand)
+    case pageNext
+    case metaGet(Word?)
+    case metaSet(MetaSetCommand)
+    case metaUnset(MetaUnsetCommand)
+    case put(PutCommand)
+    case get(object: Word, file: Word?)
+    case cat(Word)
+    case rm([Word])
+    case echo([Word])
+    case help(Word?)
+    case exit
+}
+
+public struct ListCommand: Sendable, Equatable {
+    /// `-n N`: checked against 1…1000 when it runs (rule L6).
+    public var maxResults: (value: Int, location: SourceLocation)?
+    public var all = false
+    public var pageToken: Word?
+    public var long = false
+    public var path: Word?
+
+    public init() {}
+
+    public static func == (lhs: ListCommand, rhs: ListCommand) -> Bool {
+        lhs.maxResults?.value == rhs.maxResults?.value && lhs.all == rhs.all && lhs.pageToken == rhs.pageToken
+            && lhs.long == rhs.long && lhs.path == rhs.path
+    }
+}
+
+/// `meta set KEY=VALUE… [--] [TARGET…]`.
+public struct MetaSetCommand: Sendable, Equatable {
+    /// The update the assignments describe, checked when parsed (rule M7).
+    public var update: MetadataUpdate
+    public var assignments: [(key: Word, value: Word)]
+    /// Paths or patterns; none means the current reference.
+    public var targets: [Word]
+
+    public static func == (lhs: MetaSetCommand, rhs: MetaSetCommand) -> Bool {
+        lhs.update == rhs.update && lhs.targets == rhs.targets
+            && lhs.assignments.map(\.key) == rhs.assignments.map(\.key)
+            && lhs.assignments.map(\.value) == rhs.assignments.map(\.value)
+    }
+}
+
+/// `meta unset KEY… [--] [TARGET…]`.
+public struct MetaUnsetCommand: Sendable, Equatable {
+    public var update: MetadataUpdate
+    public var keys: [Word]
+    public var targets: [Word]
+}
+
+/// `put [--raw] [--content-type T] [--md5 B64] (LOCAL_FILE | --data TEXT) [DEST]`.
+public struct PutCommand: Sendable, Equatable {
+    public enum Source: Sendable, Equatable {
+        case file(Word)
+        case data(Word)
+    }
+
+    public var raw = false
+    public var contentType: Word?
+    public var md5: Word?
+    public var source: Source
+    public var destination: Word?
+}

@@ -1,0 +1,110 @@
+/// Every command of the language with its usage, what it does and an example: what `help` prints and what
+/// suggestions for misspelt commands are drawn from.
+public struct CommandHelp: Sendable {
+    public var name: String
+    public var usage: String
+    public var summary: String
+    public var details: [String]
+    public var example: String
+}
+
+public enum CommandCatalog {
+    public static let commands: [CommandHelp] = [
+        CommandHelp(
+            name: "cd", usage: "cd [PATH]", summary: "make PATH the current reference; no PATH: the root",
+            details: [
+                "PATH is relative to the current reference, or absolute when it starts with / or gs://BUCKET/.",
+                "`.` is the current reference and `..` its parent; `..` at the root stays at the root. (The SDK",
+                "keeps . and .. as literal segments; storesh navigates with them.)",
+            ], example: "cd images/mountains"),
+        CommandHelp(
+            name: "pwd", usage: "pwd", summary: "print the current reference as gs://BUCKET/FULLPATH", details: [],
+            example: "pwd"),
+        CommandHelp(
+            name: "ls", usage: "ls [-n N] [--all] [--token T] [-l] [PATH]",
+            summary: "list one page of prefixes and items under PATH (default: the current reference)",
+            details: [
+                "-n N       at most N entries, 1 to 1000 (default 1000); prefixes and items count together",
+                "--all      every page (listAll)",
+                "--token T  continue from a page token",
+                "-l         size, updated and contentType of each item",
+                "Prefixes end in /. When more pages follow, `page next` shows the next one.",
+            ], example: "ls -n 2 lessons/paging"),
+        CommandHelp(
+            name: "page next", usage: "page next", summary: "the next page of the last paginated ls", details: [],
+            example: "page next"),
+        CommandHelp(
+            name: "meta get", usage: "meta get [PATH]", summary: "all metadata of one object", details: [],
+            example: "meta get images/forest.jpg"),
+        CommandHelp(
+            name: "meta set", usage: "meta set KEY=VALUE… [--] [TARGET…]",
+            summary: "update writable properties of each target (default: the current reference)",
+            details: [
+                "KEY is contentType, cacheControl, contentDisposition, contentEncoding, contentLanguage,",
+                "or custom.NAME for a key of customMetadata. Words with = before -- are assignments;",
+                "the rest are targets. A target may be a pattern: * within a segment, ** across segments,",
+                "? one character, […] a set. A pattern that matches nothing is an error.",
+                "An update that would change nothing changes nothing and is counted as unchanged.",
+            ], example: "meta set cacheControl=\"public, max-age=3600\" custom.reviewed=yes -- images/**.jpg"),
+        CommandHelp(
+            name: "meta unset", usage: "meta unset KEY… [--] [TARGET…]",
+            summary: "delete writable properties of each target; `custom` clears all of customMetadata",
+            details: ["Keys come first; the first word that is not a key, or --, starts the targets."],
+            example: "meta unset custom.stale contentLanguage -- docs/*"),
+        CommandHelp(
+            name: "put", usage: "put [--raw] [--content-type T] [--md5 B64] (LOCAL_FILE | --data TEXT) [DEST]",
+            summary: "write an object from a local file or from TEXT",
+            details: [
+                "DEST defaults to the local file's name under the current reference (with --data: the",
+                "current reference). --raw takes DEST exactly as written, without normalising it, so that",
+                "names like wrongPrefix//sadItem can be made. --md5 checks the content's MD5 (base64).",
+            ], example: "put --data 'hello' --content-type text/plain notes/hello.txt"),
+        CommandHelp(
+            name: "get", usage: "get OBJECT [LOCAL_FILE]",
+            summary: "download an object's content (default: its name, in the working directory)", details: [],
+            example: "get images/forest.jpg /tmp/forest.jpg"),
+        CommandHelp(
+            name: "cat", usage: "cat OBJECT", summary: "print an object's content", details: [],
+            example: "cat docs/readme.md"),
+        CommandHelp(
+            name: "rm", usage: "rm TARGET…", summary: "delete objects; targets may be patterns", details: [],
+            example: "rm 'files/uid/file-00?.txt'"),
+        CommandHelp(
+            name: "echo", usage: "echo WORD…", summary: "print words (for scripts and lessons)", details: [],
+            example: "echo 'Listing the root:'"),
+        CommandHelp(
+            name: "help", usage: "help [COMMAND]", summary: "usage and an example for each command", details: [],
+            example: "help meta set"),
+        CommandHelp(
+            name: "exit", usage: "exit | quit", summary: "leave the shell (in a script: stop here, keeping the changes)",
+            details: [], example: "exit"),
+    ]
+
+    /// The help of a command by name (`meta set`, `ls`, `quit`, …).
+    public static func help(for name: String) -> CommandHelp? {
+        let wanted = name == "quit" ? "exit" : name
+        return commands.first { $0.name == wanted }
+    }
+
+    /// Command names a user might type as the first word.
+    public static let firstWords = ["cd", "pwd", "ls", "page", "meta", "put", "get", "cat", "rm", "echo", "help", "exit", "quit"]
+
+    /// The overview `help` prints.
+    public static var overview: String {
+        let width = commands.map(\.usage.count).max() ?? 0
+        var lines = ["Commands (one per line, or separated by ;  — `help COMMAND` for more):"]
+        for command in commands {
+            lines.append("  " + command.usage.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + command.summary)
+        }
+        lines.append("Quote with '…' or \"…\"; # starts a comment; a line ending in \\ continues.")
+        return lines.joined(separator: "\n")
+    }
+
+    /// What `help COMMAND` prints.
+    public static func text(for command: CommandHelp) -> String {
+        var lines = ["usage: \(command.usage)", "  \(command.summary)"]
+        lines += command.details.map { "  " + $0 }
+        lines.append("example: \(command.example)")
+        return lines.joined(separator: "\n")
+    }
+}

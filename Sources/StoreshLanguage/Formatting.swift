@@ -1,0 +1,56 @@
+import StoreshCore
+
+/// How values look in human output.
+enum Formatting {
+    /// `512 B`, `1.2 KiB`, `3.4 MiB`.
+    static func size(_ bytes: Int64) -> String {
+        if bytes < 1024 { return "\(bytes) B" }
+        let units = ["KiB", "MiB", "GiB", "TiB"]
+        var value = Double(bytes) / 1024
+        var unit = 0
+        while value >= 1024 && unit < units.count - 1 {
+            value /= 1024
+            unit += 1
+        }
+        let rounded = (value * 10).rounded() / 10
+        return rounded.truncatingRemainder(dividingBy: 1) == 0
+            ? "\(Int(rounded)) \(units[unit])" : "\(rounded) \(units[unit])"
+    }
+
+    /// `2026-11-21 09:30` (UTC), for listings.
+    static func shortDate(_ timestamp: Timestamp) -> String {
+        let text = timestamp.rfc3339
+        return String(text.prefix(10)) + " " + String(text.dropFirst(11).prefix(5))
+    }
+
+    /// A name or value as it can be shown on a terminal: as is, or quoted with escapes when it holds
+    /// control characters, so that no object name can move the cursor or split a line.
+    static func shown(_ text: String) -> String {
+        text.unicodeScalars.contains { $0.properties.generalCategory == .control } ? text.debugDescription : text
+    }
+
+    /// A value in a plan: quoted, or `(not set)`.
+    static func planValue(_ value: String?) -> String {
+        value.map { $0.debugDescription } ?? "(not set)"
+    }
+
+    /// Rows padded into left-aligned columns (the last column is not padded); `rightAligned` columns are
+    /// padded on the left.
+    static func columns(_ rows: [[String]], rightAligned: Set<Int> = []) -> [String] {
+        guard let count = rows.map(\.count).max() else { return [] }
+        var widths = [Int](repeating: 0, count: count)
+        for row in rows {
+            for (index, cell) in row.enumerated() { widths[index] = max(widths[index], cell.count) }
+        }
+        return rows.map { row in
+            row.enumerated().map { index, cell in
+                if index == row.count - 1 && !rightAligned.contains(index) { return cell }
+                let pad = String(repeating: " ", count: widths[index] - cell.count)
+                return rightAligned.contains(index) ? pad + cell : cell + pad
+            }.joined(separator: "  ")
+        }
+    }
+
+    /// `1 object`, `2 objects`.
+    static func counted(_ count: Int, _ noun: String) -> String { "\(count) \(noun)\(count == 1 ? "" : "s")" }
+}

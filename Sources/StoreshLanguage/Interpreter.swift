@@ -1,0 +1,513 @@
+import Foundation
+import StoreshCore
+
+/// Where the interpreter's results and errors go.
+public protocol InterpreterOutput: AnyObject {
+    /// One line of results for standard output (no trailing newline).
+    func result(_ line: String)
+    /// Raw content for standard output (`cat`).
+    func resultBytes(_ bytes: Data)
+    /// An error, for standard error.
+    func error(_ diagnostic: Diagnostic)
+}
+
+/// The local files that `put` reads and `get` writes; the command-line layer gives the real ones.
+public protocol LocalFiles: Sendable {
+    func read(_ path: String) throws(StorageError) -> Data
+    /// Writes the whole file or, on failure, leaves nothing.
+    func write(_ data: Data, to path: String) throws(StorageError)
+}
+
+/// How a script runs (contract, Invocation and Scripts).
+public struct RunOptions: Sendable {
+    /// Print one JSON document per result (NDJSON) and errors as JSON.
+    public var json: Bool
+    /// Run without saving anything, and print the plan.
+    public var dryRun: Bool
+    /// Report each failure and keep the changes of the commands that succeeded.
+    public var keepGoing: Bool
+
+    public init(json: Bool = false, dryRun: Bool = false, keepGoing: Bool = false) {
+        self.json = json
+        self.dryRun = dryRun
+        self.keepGoing = keepGoing
+    }
+}
+
+/// Runs commands against a bucket: the one path from AST to bucket that scripts and the shell share.
+///
+/// It keeps the session's state: the current reference and the last paginated listing for `page next`.
+public final class Interpreter {
+    public let bucket: any Bucket
+    public private(set) var current: StoragePath = .root
+    public var options: RunOptions
+    /// Checked between commands and between the objects of a bulk command; true stops the run (Ctrl-C).
+    public var isCancelled: @Sendable () -> Bool = { false }
+
+    private let output: InterpreterOutput
+    private let files: LocalFiles
+    private var lastListing: (reference: StoragePath, maxResults: Int?, long: Bool, nextPageToken: String?)?
+
+    /// How many objects a pattern scan reads at a time.
+    static let scanPageSize = 1000
+
+    public init(bucket: any Bucket, output: InterpreterOutput, files: LocalFiles, options: RunOptions = RunOptions()) {
+        self.bucket = bucket
+        self.output = output
+        self.files = files
+        self.options = options
+    }
+
+    /// The exit status of a run (contract, Exit status).
+    public enum Status: Int32, Sendable {
+        case success = 0
+        case failed = 1
+        case usage = 2
+        case interrupted = 130
+    }
+
+    /// Runs a whole script. On a transactional bucket it is one transaction: everything lands at the end,
+    /// or, when a command fails, nothing does (unless `keepGoing`). A dry run saves nothing.
+    public func run(_ script: Script) async -> Status {
+        let transactional = bucket as? TransactionalBucket
+        do {
+            try await transactional?.beginTransaction()
+        } catch {
+            report(error, at: script.statements.first?.location ?? SourceLocation(line: 1, column: 1))
+            return .failed
+        }
+        var failures = 0
+        for statement in script.statements {
+            if isCancelled() {
+                output.error(Diagnostic.running(Self.interruption, at: statement.location))
+                try? await transactional?.rollbackTransaction()
+                return .interrupted
+            }
+            do {
+                if options.keepGoing { try await transactional?.beginCommand() }
+                let flow = try await execute(statement)
+                if options.keepGoing { try await transactional?.endCommand() }
+                if flow == .exit { break }
+            } catch {
+                let diagnostic = report(error, at: statement.location)
+                if diagnostic.phase == .interrupted {
+                    try? await transactional?.rollbackTransaction()
+                    return .interrupted
+                }
+                failures += 1
+                if options.keepGoing, transactional != nil {
+                    try? await transactional?.undoCommand()
+                    continue
+                }
+                if !options.keepGoing {
+                    try? await transactional?.rollbackTransaction()
+                    if options.dryRun { emitNote("dry run: stopped at the error; nothing was saved") }
+                    return .failed
+                }
+            }
+        }
+        do {
+            if options.dryRun {
+                try await transactional?.rollbackTransaction()
+                emitNote("dry run: nothing was saved")
+            } else {
+                try await transactional?.commitTransaction()
+            }
+        } catch {
+            report(error, at: script.statements.last?.location ?? SourceLocation(line: 1, column: 1))
+            try? await transactional?.rollbackTransaction()
+            return .failed
+        }
+        return failures == 0 ? .success : .failed
+    }
+
+    static let interruption = StorageError(.cancelled, "Interrupted; nothing of this run was saved.")
+
+    /// Reports an error from running a command, located at the command unless it carries its own place.
+    @discardableResult
+    private func report(_ error: Error, at location: SourceLocation) -> Diagnostic {
+        let diagnostic: Diagnostic
+        switch error {
+        case let located as Diagnostic: diagnostic = located
+        case let storage as StorageError: diagnostic = .running(storage, at: location)
+        default: diagnostic = .running(.internalError("\(error)"), at: location)
+        }
+        output.error(diagnostic)
+        return diagnostic
+    }
+
+    private func emitNote(_ text: String) {
+        if !options.json { output.result(text) }
+    }
+
+    public enum Flow: Sendable, Equatable {
+        case next
+        case exit
+    }
+
+    /// Runs one command. Storage errors come back as diagnostics located at the word they concern.
+    public func execute(_ statement: Statement) async throws -> Flow {
+        let here = statement.location
+        switch statement.command {
+        case .cd(let path):
+            current = try path.map(resolve) ?? .root
+        case .pwd:
+            let url = current.url(bucket: bucket.name)
+            emit(json: .object([("path", .string(url))]), human: [Formatting.shown(url)])
+        case .ls(let list):
+            try await runList(list, at: here)
+        case .pageNext:
+            try await runPageNext(at: here)
+        case .metaGet(let path):
+            let name = try objectName(path, at: here)
+            let metadata = try await located(path?.location ?? here) { try await self.bucket.metadata(of: name) }
+            emit(json: metadata.jsonDocument, human: Self.describe(metadata))
+        case .metaSet(let command):
+            try await runUpdate(command.update, targets: command.targets, verb: "set", at: here)
+        case .metaUnset(let command):
+            try await runUpdate(command.update, targets: command.targets, verb: "unset", at: here)
+        case .put(let command):
+            try await runPut(command, at: here)
+        case .get(let objectWord, let fileWord):
+            let name = try objectName(objectWord, at: here)
+            let content = try await located(objectWord.location) { try await self.bucket.read(name) }
+            let file = fileWord?.text ?? name.lastSegment
+            guard !file.isEmpty else {
+                throw Diagnostic.running(
+                    .invalidArgument("Object \(name) has no last segment to name a local file after; give LOCAL_FILE."),
+                    at: objectWord.location)
+            }
+            if options.dryRun {
+                emitNote("would save \(Formatting.shown(name.rawValue)) (\(Formatting.size(Int64(content.count)))) to \(file)")
+            } else {
+                try located(fileWord?.location ?? objectWord.location) { try self.files.write(content, to: file) }
+                emit(
+                    json: .object([("path", .string(name.rawValue)), ("file", .string(file)), ("size", .integer(Int64(content.count)))]),
+                    human: ["saved \(Formatting.shown(name.rawValue)) (\(Formatting.size(Int64(content.count)))) to \(file)"])
+            }
+        case .cat(let objectWord):
+            let name = try objectName(objectWord, at: here)
+            let content = try await located(objectWord.location) { try await self.bucket.read(name) }
+            if options.json {
+                let body: (String, JSONValue) =
+                    String(data: content, encoding: .utf8).map { ("text", .string($0)) }
+                    ?? ("base64", .string(content.base64EncodedString()))
+                output.result(JSONValue.object([("path", .string(name.rawValue)), body]).serialized)
+            } else {
+                output.resultBytes(content)
+            }
+        case .rm(let targets):
+            let objects = try await expand(targets, at: here)
+            var deleted: [String] = []
+            for object in objects {
+                try checkCancelled(at: here)
+                try await located(object.word?.location ?? here) { try await self.bucket.delete(object.name) }
+                deleted.append(object.name.rawValue)
+                if options.dryRun { emitNote("would delete \(Formatting.shown(object.name.rawValue))") }
+            }
+            let verb = options.dryRun ? "would delete" : "deleted"
+            emit(
+                json: .object([("deleted", .array(deleted.map { .string($0) }))]),
+                human: [deleted.count == 1 && !options.dryRun ? "deleted \(Formatting.shown(deleted[0]))" : "\(verb) \(Formatting.counted(deleted.count, "object"))"])
+        case .echo(let words):
+            let text = words.map(\.text).joined(separator: " ")
+            emit(json: .object([("echo", .string(text))]), human: [text])
+        case .help(let topic):
+            let text: String
+            if let topic, let help = CommandCatalog.help(for: topic.text) {
+                text = CommandCatalog.text(for: help)
+            } else {
+                text = CommandCatalog.overview
+            }
+            emit(json: .object([("help", .string(text))]), human: [text])
+        case .exit:
+            return .exit
+        }
+        return .next
+    }
+
+    // MARK: Commands
+
+    private func runList(_ list: ListCommand, at here: SourceLocation) async throws {
+        let reference = try list.path.map(resolve) ?? current
+        let maxResults = list.maxResults?.value
+        let errorLocation = list.maxResults?.location ?? list.pageToken?.location ?? list.path?.location ?? here
+        var page: ListPage
+        if list.all {
+            page = ListPage()
+            var token: String?
+            repeat {
+                try checkCancelled(at: here)
+                let next = try await located(errorLocation) {
+                    try await self.bucket.list(reference, options: ListOptions(maxResults: maxResults, pageToken: token))
+                }
+                page.prefixes += next.prefixes
+                page.items += next.items
+                token = next.nextPageToken
+            } while token != nil
+            lastListing = nil
+        } else {
+            page = try await located(errorLocation) {
+                try await self.bucket.list(
+                    reference, options: ListOptions(maxResults: maxResults, pageToken: list.pageToken?.text))
+            }
+            lastListing = (reference, maxResults, list.long, page.nextPageToken)
+        }
+        try await render(page, of: reference, long: list.long, at: here)
+    }
+
+    private func runPageNext(at here: SourceLocation) async throws {
+        guard let last = lastListing else {
+            throw Diagnostic.running(.invalidArgument("There is no listing to continue: `page next` follows an ls."), at: here)
+        }
+        guard let token = last.nextPageToken else {
+            throw Diagnostic.running(
+                .invalidArgument("The last listing of \(last.reference.url(bucket: bucket.name)) has no more pages."), at: here)
+        }
+        let page = try await located(here) {
+            try await self.bucket.list(last.reference, options: ListOptions(maxResults: last.maxResults, pageToken: token))
+        }
+        lastListing?.nextPageToken = page.nextPageToken
+        try await render(page, of: last.reference, long: last.long, at: here)
+    }
+
+    private func render(_ page: ListPage, of reference: StoragePath, long: Bool, at here: SourceLocation) async throws {
+        var metadata: [ObjectMetadata] = []
+        if long {
+            for item in page.items {
+                let name = try located(here) { try ObjectName(item) }
+                metadata.append(try await located(here) { try await self.bucket.metadata(of: name) })
+            }
+        }
+        if options.json {
+            let items: [JSONValue] = long ? metadata.map(\.jsonDocument) : page.items.map { .string($0) }
+            output.result(
+                JSONValue.object([
+                    ("prefixes", .array(page.prefixes.map { .string($0) })), ("items", .array(items)),
+                    ("nextPageToken", page.nextPageToken.map { .string($0) } ?? .null),
+                ]).serialized)
+            return
+        }
+        // Names relative to the listed reference, as a shell shows them; prefixes end in /.
+        let strip = reference.listingPrefix.utf8.count
+        func relative(_ fullPath: String) -> String {
+            Formatting.shown(String(Substring(fullPath.utf8.dropFirst(strip))))
+        }
+        if long {
+            var rows = page.prefixes.map { ["-", "-", "-", relative($0) + "/"] }
+            rows += metadata.map {
+                [Formatting.size($0.size), Formatting.shortDate($0.updated), $0.contentType ?? "-", relative($0.fullPath)]
+            }
+            Formatting.columns(rows, rightAligned: [0]).forEach(output.result)
+        } else {
+            page.prefixes.forEach { output.result(relative($0) + "/") }
+            page.items.forEach { output.result(relative($0)) }
+        }
+        if page.prefixes.isEmpty && page.items.isEmpty {
+            output.result("(nothing under \(Formatting.shown(reference.url(bucket: bucket.name))))")
+        }
+        if let token = page.nextPageToken {
+            output.result("… more entries: `page next` shows them (token \(token))")
+        }
+    }
+
+    /// meta set / meta unset over every target, with the plan (old → new per property) in a dry run.
+    private func runUpdate(_ update: MetadataUpdate, targets: [Word], verb: String, at here: SourceLocation) async throws {
+        let objects = try await expand(targets, at: here)
+        var updated: [(name: String, differences: [PropertyDifference])] = []
+        var unchanged: [String] = []
+        for object in objects {
+            try checkCancelled(at: here)
+            let location = object.word?.location ?? here
+            let before: ObjectMetadata
+            if let known = object.metadata {
+                before = known
+            } else {
+                before = try await located(location) { try await self.bucket.metadata(of: object.name) }
+            }
+            let result = try await located(location) {
+                try await self.bucket.updateMetadata(of: object.name, update, ifMetagenerationMatch: before.metageneration)
+            }
+            if result.changed {
+                updated.append((object.name.rawValue, before.differences(to: result.metadata)))
+            } else {
+                unchanged.append(object.name.rawValue)
+            }
+        }
+        if options.json {
+            let updatedDocuments: [JSONValue] = updated.map { entry in
+                .object([
+                    ("path", .string(entry.name)),
+                    (
+                        "changes",
+                        .object(entry.differences.map { ($0.key, .object([("old", $0.old.map(JSONValue.string) ?? .null), ("new", $0.new.map(JSONValue.string) ?? .null)])) })
+                    ),
+                ])
+            }
+            output.result(
+                JSONValue.object([("updated", .array(updatedDocuments)), ("unchanged", .array(unchanged.map { .string($0) }))])
+                    .serialized)
+            return
+        }
+        if options.dryRun {
+            for entry in updated {
+                output.result(Formatting.shown(entry.name))
+                let rows = entry.differences.map { ["  " + $0.key, Formatting.planValue($0.old), "→", Formatting.planValue($0.new)] }
+                Formatting.columns(rows).forEach(output.result)
+            }
+            for name in unchanged { output.result("\(Formatting.shown(name)): unchanged") }
+        }
+        let summary: String
+        if objects.count == 1 && !options.dryRun {
+            summary = updated.isEmpty ? "\(Formatting.shown(unchanged[0])): unchanged (nothing to \(verb))" : "updated \(Formatting.shown(updated[0].name))"
+        } else {
+            let verbPhrase = options.dryRun ? "would update" : "updated"
+            summary = "\(verbPhrase) \(Formatting.counted(updated.count, "object")), \(unchanged.count) unchanged"
+        }
+        output.result(summary)
+    }
+
+    private func runPut(_ command: PutCommand, at here: SourceLocation) async throws {
+        let content: Data
+        let defaultName: String?
+        switch command.source {
+        case .file(let word):
+            content = try located(word.location) { try self.files.read(word.text) }
+            defaultName = URL(fileURLWithPath: word.text).lastPathComponent
+        case .data(let word):
+            content = Data(word.text.utf8)
+            defaultName = nil
+        }
+        let destination: ObjectName
+        if let word = command.destination {
+            if command.raw {
+                destination = try located(word.location) { try ObjectName(word.text) }
+            } else {
+                destination = try objectName(word, at: here)
+            }
+        } else if let defaultName {
+            destination = try located(here) { try self.current.child(defaultName).objectName() }
+        } else {
+            destination = try located(here) { try self.current.objectName() }
+        }
+        var writeOptions = WriteOptions()
+        if let type = command.contentType { writeOptions.properties[.contentType] = type.text }
+        if let md5 = command.md5 {
+            guard ContentHash.isMD5Base64(md5.text) else {
+                throw Diagnostic.running(
+                    .invalidArgument("--md5 takes the base64 of a 16-byte MD5 digest, such as XUFAKrxLKna5cZ2REBfFkg=="),
+                    at: md5.location)
+            }
+            writeOptions.expectedMD5 = md5.text
+        }
+        let metadata = try await located(command.destination?.location ?? here) {
+            try await self.bucket.write(content, to: destination, options: writeOptions)
+        }
+        let description =
+            "\(Formatting.shown(destination.rawValue)) (\(Formatting.size(metadata.size)), \(metadata.contentType ?? "no content type"))"
+        emit(json: metadata.jsonDocument, human: [(options.dryRun ? "would write " : "wrote ") + description])
+    }
+
+    // MARK: Targets
+
+    /// The objects that targets name, in order: each path as given (it must be a valid name), each
+    /// pattern expanded to its matches in name order. No target means the current reference.
+    private func expand(_ targets: [Word], at here: SourceLocation) async throws -> [(name: ObjectName, metadata: ObjectMetadata?, word: Word?)] {
+        guard !targets.isEmpty else {
+            return [(try located(here) { try self.current.objectName() }, nil, nil)]
+        }
+        var objects: [(name: ObjectName, metadata: ObjectMetadata?, word: Word?)] = []
+        var seen = Set<ObjectName>()
+        for word in targets {
+            if ObjectPattern.isPattern(word) {
+                let pattern = try located(word.location) {
+                    try ObjectPattern(resolving: word, from: self.current, bucket: self.bucket.name)
+                }
+                var after: String?
+                var matched = 0
+                repeat {
+                    try checkCancelled(at: here)
+                    let page = try await located(word.location) {
+                        try await self.bucket.scan(prefix: pattern.literalPrefix, after: after, limit: Self.scanPageSize)
+                    }
+                    for metadata in page.objects where pattern.matches(metadata.fullPath) {
+                        let name = try located(word.location) { try ObjectName(metadata.fullPath) }
+                        matched += 1
+                        if seen.insert(name).inserted { objects.append((name, metadata, word)) }
+                    }
+                    after = page.resumeAfter
+                } while after != nil
+                if matched == 0 {
+                    throw Diagnostic.running(
+                        StorageError(.objectNotFound, "No object matches the pattern \(pattern.text)."), at: word.location)
+                }
+            } else {
+                let name = try objectName(word, at: here)
+                if seen.insert(name).inserted { objects.append((name, nil, word)) }
+            }
+        }
+        return objects
+    }
+
+    // MARK: Helpers
+
+    private func resolve(_ word: Word) throws -> StoragePath {
+        try located(word.location) { try StoragePath.resolve(word.text, from: self.current, bucket: self.bucket.name) }
+    }
+
+    /// The object a path word names (or, without one, the current reference).
+    private func objectName(_ word: Word?, at here: SourceLocation) throws -> ObjectName {
+        let path = try word.map(resolve) ?? current
+        return try located(word?.location ?? here) { try path.objectName() }
+    }
+
+    private func checkCancelled(at location: SourceLocation) throws {
+        if isCancelled() { throw Diagnostic.running(Self.interruption, at: location) }
+    }
+
+    private func located<T>(_ location: SourceLocation, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as StorageError {
+            throw Diagnostic.running(error, at: location)
+        }
+    }
+
+    private func located<T>(_ location: SourceLocation, _ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let error as StorageError {
+            throw Diagnostic.running(error, at: location)
+        }
+    }
+
+    private func emit(json: JSONValue, human: [String]) {
+        if options.json {
+            output.result(json.serialized)
+        } else {
+            human.forEach(output.result)
+        }
+    }
+
+    /// `meta get` for people: one aligned line per property, custom keys as custom.NAME.
+    static func describe(_ metadata: ObjectMetadata) -> [String] {
+        var rows: [[String]] = [
+            ["bucket", metadata.bucket],
+            ["fullPath", metadata.fullPath],
+            ["name", metadata.name],
+            ["size", "\(metadata.size) (\(Formatting.size(metadata.size)))"],
+        ]
+        for property in WritableProperty.allCases {
+            if let value = metadata[property] { rows.append([property.rawValue, value]) }
+        }
+        for (key, value) in metadata.customMetadata.sortedByKeyBytes { rows.append(["custom." + key, value]) }
+        rows += [
+            ["timeCreated", metadata.timeCreated.rfc3339],
+            ["updated", metadata.updated.rfc3339],
+            ["generation", String(metadata.generation)],
+            ["metageneration", String(metadata.metageneration)],
+            ["md5Hash", metadata.md5Hash],
+        ]
+        return Formatting.columns(rows.map { $0.map(Formatting.shown) })
+    }
+}

@@ -1,0 +1,203 @@
+/// One word of a command, with which of its characters were quoted or escaped.
+///
+/// Quoting matters after lexing: a quoted `*` is a literal star, not a pattern, and a quoted `=` does not
+/// split `KEY=VALUE`.
+public struct Word: Sendable, Equatable, CustomStringConvertible {
+    public var text: String
+    /// One flag per Unicode scalar of `text`: true when that scalar was quoted or escaped.
+    public var literal: [Bool]
+    public var location: SourceLocation
+
+    public init(_ text: String, literal: [Bool]? = nil, at location: SourceLocation) {
+        self.text = text
+        self.literal = literal ?? Array(repeating: false, count: text.unicodeScalars.count)
+        self.location = location
+    }
+
+    public var description: String { text }
+
+    /// True when no character was quoted or escaped.
+    public var isBare: Bool { !literal.contains(true) }
+
+    /// The offset (in scalars) of the first unquoted occurrence of `scalar`.
+    public func firstUnquoted(_ scalar: Unicode.Scalar) -> Int? {
+        for (offset, character) in text.unicodeScalars.enumerated() where character == scalar && !literal[offset] {
+            return offset
+        }
+        return nil
+    }
+
+    /// The word cut at scalar offset `offset`: the part before, and the part after the scalar there.
+    public func split(at offset: Int) -> (Word, Word) {
+        let scalars = Array(text.unicodeScalars)
+        var before = String.UnicodeScalarView()
+        before.append(contentsOf: scalars[..<offset])
+        var after = String.UnicodeScalarView()
+        after.append(contentsOf: scalars[(offset + 1)...])
+        let afterLocation = SourceLocation(line: location.line, column: location.column + offset + 1)
+        return (
+            Word(String(before), literal: Array(literal[..<offset]), at: location),
+            Word(String(after), literal: Array(literal[(offset + 1)...]), at: afterLocation)
+        )
+    }
+}
+
+/// The words of one command, as written between newlines and `;`.
+public struct WordList: Sendable, Equatable {
+    public var words: [Word]
+    public var location: SourceLocation { words[0].location }
+}
+
+/// Splits a script into commands and words (contract, Lexical rules):
+/// one command per line, `;` between commands, `#` outside quotes starts a comment, a line ending in `\`
+/// continues on the next; `'…'` is literal, `"…"` knows `\"`, `\\`, `\n` and `\t`; a `\` outside quotes
+/// makes the next character literal. Quotes may stand inside a word. Quotes do not span lines.
+public struct Lexer {
+    private let scalars: [Unicode.Scalar]
+    private var index = 0
+    private var line = 1
+    private var column = 1
+
+    public init(_ text: String) {
+        scalars = Array(text.unicodeScalars)
+    }
+
+    public static func commands(in text: String) throws(Diagnostic) -> [WordList] {
+        var lexer = Lexer(text)
+        return try lexer.commands()
+    }
+
+    private var location: SourceLocation { SourceLocation(line: line, column: column) }
+
+    private func peek(_ offset: Int = 0) -> Unicode.Scalar? {
+        index + offset < scalars.count ? scalars[index + offset] : nil
+    }
+
+    private mutating func advance() {
+        if scalars[index] == "\n" {
+            line += 1
+            column = 1
+        } else {
+            column += 1
+        }
+        index += 1
+    }
+
+    /// True at a line break: `\n`, or `\r\n` as Windows editors write it.
+    private func atLineBreak() -> Bool {
+        peek() == "\n" || (peek() == "\r" && peek(1) == "\n")
+    }
+
+    private mutating func skipLineBreak() {
+        if peek() == "\r" { advance() }
+        advance()
+    }
+
+    mutating func commands() throws(Diagnostic) -> [WordList] {
+        var commands: [WordList] = []
+        var words: [Word] = []
+        var text = String.UnicodeScalarView()
+        var literal: [Bool] = []
+        var wordStart: SourceLocation?
+
+        func finishWord() {
+            if let start = wordStart { words.append(Word(String(text), literal: literal, at: start)) }
+            text = String.UnicodeScalarView()
+            literal = []
+            wordStart = nil
+        }
+        func finishCommand() {
+            finishWord()
+            if !words.isEmpty { commands.append(WordList(words: words)) }
+            words = []
+        }
+
+        while let scalar = peek() {
+            if atLineBreak() {
+                finishCommand()
+                skipLineBreak()
+                continue
+            }
+            switch scalar {
+            case " ", "\t":
+                finishWord()
+                advance()
+            case ";":
+                finishCommand()
+                advance()
+            case "#":
+                finishWord()
+                while peek() != nil && !atLineBreak() { advance() }
+            case "\\":
+                let start = location
+                advance()
+                if peek() == nil {
+                    throw Diagnostic.syntax("a '\\' at the end of the script has no next line to continue on", at: start)
+                }
+                if atLineBreak() {
+                    skipLineBreak()  // a continuation: the command goes on on the next line
+                } else {
+                    if wordStart == nil { wordStart = start }
+                    text.append(peek()!)
+                    literal.append(true)
+                    advance()
+                }
+            case "'":
+                let start = location
+                if wordStart == nil { wordStart = start }
+                advance()
+                while true {
+                    guard let next = peek(), !atLineBreak() else {
+                        throw Diagnostic.syntax("unterminated single quote: add the closing ' on the same line", at: start)
+                    }
+                    advance()
+                    if next == "'" { break }
+                    text.append(next)
+                    literal.append(true)
+                }
+            case "\"":
+                let start = location
+                if wordStart == nil { wordStart = start }
+                advance()
+                while true {
+                    guard let next = peek(), !atLineBreak() else {
+                        throw Diagnostic.syntax("unterminated double quote: add the closing \" on the same line", at: start)
+                    }
+                    if next == "\"" {
+                        advance()
+                        break
+                    }
+                    if next == "\\" {
+                        let escapeStart = location
+                        advance()
+                        let escaped: Unicode.Scalar
+                        switch peek() {
+                        case "\"": escaped = "\""
+                        case "\\": escaped = "\\"
+                        case "n": escaped = "\n"
+                        case "t": escaped = "\t"
+                        default:
+                            throw Diagnostic.syntax(
+                                "unknown escape in double quotes: only \\\", \\\\, \\n and \\t are known; use single quotes for a literal backslash",
+                                at: escapeStart)
+                        }
+                        advance()
+                        text.append(escaped)
+                        literal.append(true)
+                        continue
+                    }
+                    advance()
+                    text.append(next)
+                    literal.append(true)
+                }
+            default:
+                if wordStart == nil { wordStart = location }
+                text.append(scalar)
+                literal.append(false)
+                advance()
+            }
+        }
+        finishCommand()
+        return commands
+    }
+}

@@ -1,0 +1,323 @@
+import StoreshCore
+
+/// Turns a script's words into commands. The whole script is parsed before anything runs, so a syntax
+/// error anywhere runs nothing (contract, Scripts).
+public enum Parser {
+    public static func parse(_ source: SourceText) throws(Diagnostic) -> Script {
+        var statements: [Statement] = []
+        for words in try Lexer.commands(in: source.text) {
+            statements.append(try parseCommand(words.words))
+        }
+        return Script(statements: statements)
+    }
+
+    /// One command from its words (the first is the command's name).
+    public static func parseCommand(_ words: [Word]) throws(Diagnostic) -> Statement {
+        var reader = WordReader(words: words)
+        let name = reader.next()!
+        let command: Command
+        switch name.text {
+        case "cd":
+            command = .cd(try reader.optionalLast(for: "cd"))
+        case "pwd":
+            try reader.expectEnd(for: "pwd")
+            command = .pwd
+        case "ls":
+            command = .ls(try parseList(&reader))
+        case "page":
+            guard let sub = reader.next() else {
+                throw Diagnostic.syntax("`page` needs a subcommand: page next", at: afterEnd(of: name))
+            }
+            guard sub.text == "next" else {
+                throw Diagnostic.syntax("unknown subcommand 'page \(sub.text)'; the only one is `page next`", at: sub.location)
+            }
+            try reader.expectEnd(for: "page next")
+            command = .pageNext
+        case "meta":
+            command = try parseMeta(name, &reader)
+        case "put":
+            command = .put(try parsePut(name, &reader))
+        case "get":
+            let object = try reader.required("OBJECT", for: "get", after: name)
+            command = .get(object: object, file: try reader.optionalLast(for: "get"))
+        case "cat":
+            let object = try reader.required("OBJECT", for: "cat", after: name)
+            try reader.expectEnd(for: "cat")
+            command = .cat(object)
+        case "rm":
+            let targets = reader.rest(skippingDoubleDash: true)
+            guard !targets.isEmpty else {
+                throw Diagnostic.syntax("`rm` needs at least one TARGET: rm TARGET…", at: afterEnd(of: name))
+            }
+            command = .rm(targets)
+        case "echo":
+            command = .echo(reader.rest(skippingDoubleDash: false))
+        case "help":
+            let topic = reader.rest(skippingDoubleDash: false)
+            if let first = topic.first {
+                let text = topic.map(\.text).joined(separator: " ")
+                guard CommandCatalog.help(for: text) != nil || CommandCatalog.help(for: first.text) != nil else {
+                    throw unknownCommand(Word(text, at: first.location))
+                }
+                command = .help(Word(CommandCatalog.help(for: text) != nil ? text : first.text, at: first.location))
+            } else {
+                command = .help(nil)
+            }
+        case "exit", "quit":
+            try reader.expectEnd(for: name.text)
+            command = .exit
+        default:
+            throw unknownCommand(name)
+        }
+        return Statement(command, at: name.location)
+    }
+
+    static func unknownCommand(_ word: Word) -> Diagnostic {
+        var message = "unknown command '\(word.text)'"
+        let candidates = CommandCatalog.firstWords + CommandCatalog.commands.map(\.name)
+        if let near = Suggestion.nearest(to: word.text, among: candidates) {
+            message += "; did you mean '\(near)'?"
+        } else {
+            message += "; `help` lists the commands"
+        }
+        return .syntax(message, at: word.location)
+    }
+
+    /// The column just after a word, for "something is missing here".
+    static func afterEnd(of word: Word) -> SourceLocation {
+        SourceLocation(line: word.location.line, column: word.location.column + word.text.unicodeScalars.count + 1)
+    }
+
+    static func parseList(_ reader: inout WordReader) throws(Diagnostic) -> ListCommand {
+        var list = ListCommand()
+        while let word = reader.next() {
+            if word.isOption {
+                switch word.text {
+                case "-n":
+                    let value = try reader.optionValue(for: word)
+                    guard let number = Int(value.text) else {
+                        throw Diagnostic.syntax("-n takes a whole number of entries (1 to 1000), not '\(value.text)'", at: value.location)
+                    }
+                    list.maxResults = (number, value.location)
+                case "--all": list.all = true
+                case "--token": list.pageToken = try reader.optionValue(for: word)
+                case "-l": list.long = true
+                case "--": if let path = reader.next() { try setPath(path, &list) }
+                default: throw unknownOption(word, for: "ls", known: ["-n", "--all", "--token", "-l"])
+                }
+            } else {
+                try setPath(word, &list)
+            }
+        }
+        if list.all && list.pageToken != nil {
+            throw Diagnostic.syntax("--all lists every page from the start; it cannot take --token", at: list.pageToken!.location)
+        }
+        return list
+
+        func setPath(_ word: Word, _ list: inout ListCommand) throws(Diagnostic) {
+            guard list.path == nil else {
+                throw Diagnostic.syntax("`ls` lists one PATH; '\(word.text)' is a second one", at: word.location)
+            }
+            list.path = word
+        }
+    }
+
+    static func parseMeta(_ name: Word, _ reader: inout WordReader) throws(Diagnostic) -> Command {
+        guard let sub = reader.next() else {
+            throw Diagnostic.syntax("`meta` needs a subcommand: meta get, meta set or meta unset", at: afterEnd(of: name))
+        }
+        switch sub.text {
+        case "get":
+            return .metaGet(try reader.optionalLast(for: "meta get"))
+        case "set":
+            var update = MetadataUpdate()
+            var assignments: [(key: Word, value: Word)] = []
+            var targets: [Word] = []
+            var afterDoubleDash = false
+            while let word = reader.next() {
+                if !afterDoubleDash && word.text == "--" && word.isBare {
+                    afterDoubleDash = true
+                } else if !afterDoubleDash, let equals = word.firstUnquoted("=") {
+                    let (key, value) = word.split(at: equals)
+                    do {
+                        try update.set(key.text, to: value.text)
+                    } catch {
+                        throw Diagnostic.beforeRunning(error, at: key.location)
+                    }
+                    assignments.append((key, value))
+                } else {
+                    targets.append(word)
+                }
+            }
+            guard !assignments.isEmpty else {
+                throw Diagnostic.syntax(
+                    "`meta set` needs at least one KEY=VALUE, e.g. meta set contentType=image/jpeg", at: afterEnd(of: sub))
+            }
+            return .metaSet(MetaSetCommand(update: update, assignments: assignments, targets: targets))
+        case "unset":
+            var update = MetadataUpdate()
+            var keys: [Word] = []
+            var targets: [Word] = []
+            while let word = reader.next() {
+                if word.text == "--" && word.isBare {
+                    targets += reader.rest(skippingDoubleDash: false)
+                    break
+                }
+                if targets.isEmpty && looksLikeKey(word, isFirst: keys.isEmpty) {
+                    do {
+                        try update.unset(word.text)
+                    } catch {
+                        throw Diagnostic.beforeRunning(error, at: word.location)
+                    }
+                    keys.append(word)
+                } else {
+                    targets.append(word)
+                }
+            }
+            guard !keys.isEmpty else {
+                throw Diagnostic.syntax(
+                    "`meta unset` needs at least one KEY, e.g. meta unset cacheControl", at: afterEnd(of: sub))
+            }
+            return .metaUnset(MetaUnsetCommand(update: update, keys: keys, targets: targets))
+        default:
+            var message = "unknown subcommand 'meta \(sub.text)'"
+            if let near = Suggestion.nearest(to: sub.text, among: ["get", "set", "unset"]) {
+                message += "; did you mean 'meta \(near)'?"
+            } else {
+                message += "; use meta get, meta set or meta unset"
+            }
+            throw Diagnostic.syntax(message, at: sub.location)
+        }
+    }
+
+    /// In `meta unset`, a word is a key when it names a property (writable or not, so that read-only ones get
+    /// their error), `custom`, or `custom.NAME`; the first word is also taken as a key when it is a near miss
+    /// of one, so that a typo is reported rather than taken for a target.
+    static func looksLikeKey(_ word: Word, isFirst: Bool) -> Bool {
+        let text = word.text
+        if MetadataProperty(rawValue: text) != nil || text == "custom"
+            || MetadataKey.customPrefixes.contains(where: { text.hasPrefix($0) })
+        {
+            return true
+        }
+        let keyNames = MetadataProperty.allCases.map(\.rawValue) + ["custom"]
+        return isFirst && !text.contains("/") && Suggestion.nearest(to: text, among: keyNames) != nil
+    }
+
+    static func parsePut(_ name: Word, _ reader: inout WordReader) throws(Diagnostic) -> PutCommand {
+        var raw = false
+        var contentType: Word?
+        var md5: Word?
+        var data: Word?
+        var positionals: [Word] = []
+        var optionsEnded = false
+        while let word = reader.next() {
+            if !optionsEnded && word.isOption {
+                switch word.text {
+                case "--raw": raw = true
+                case "--content-type": contentType = try reader.optionValue(for: word)
+                case "--md5": md5 = try reader.optionValue(for: word)
+                case "--data": data = try reader.optionValue(for: word)
+                case "--": optionsEnded = true
+                default:
+                    throw unknownOption(word, for: "put", known: ["--raw", "--content-type", "--md5", "--data"])
+                }
+            } else {
+                positionals.append(word)
+            }
+        }
+        let source: PutCommand.Source
+        var destination: Word?
+        if let data {
+            if positionals.count > 1 {
+                throw Diagnostic.syntax(
+                    "with --data, `put` takes at most one DEST; '\(positionals[1].text)' is one too many",
+                    at: positionals[1].location)
+            }
+            source = .data(data)
+            destination = positionals.first
+        } else {
+            guard let file = positionals.first else {
+                throw Diagnostic.syntax(
+                    "`put` needs a LOCAL_FILE or --data TEXT: put [--raw] [--content-type T] [--md5 B64] (LOCAL_FILE | --data TEXT) [DEST]",
+                    at: afterEnd(of: name))
+            }
+            if positionals.count > 2 {
+                throw Diagnostic.syntax(
+                    "`put` takes a LOCAL_FILE and at most one DEST; '\(positionals[2].text)' is one too many",
+                    at: positionals[2].location)
+            }
+            source = .file(file)
+            destination = positionals.count > 1 ? positionals[1] : nil
+        }
+        if raw && destination == nil {
+            throw Diagnostic.syntax("--raw needs a DEST: the exact object name to write", at: afterEnd(of: name))
+        }
+        return PutCommand(raw: raw, contentType: contentType, md5: md5, source: source, destination: destination)
+    }
+
+    static func unknownOption(_ word: Word, for command: String, known: [String]) -> Diagnostic {
+        var message = "`\(command)` has no option '\(word.text)'"
+        if let near = Suggestion.nearest(to: word.text, among: known) {
+            message += "; did you mean '\(near)'?"
+        } else {
+            message += "; its options are \(known.joined(separator: ", "))"
+        }
+        return .syntax(message, at: word.location)
+    }
+}
+
+/// Reads a command's words one at a time.
+struct WordReader {
+    let words: [Word]
+    var index = 0
+
+    mutating func next() -> Word? {
+        guard index < words.count else { return nil }
+        defer { index += 1 }
+        return words[index]
+    }
+
+    /// The remaining words; a bare `--` first is dropped when asked.
+    mutating func rest(skippingDoubleDash: Bool) -> [Word] {
+        var remaining = Array(words[min(index, words.count)...])
+        index = words.count
+        if skippingDoubleDash, let first = remaining.first, first.text == "--", first.isBare { remaining.removeFirst() }
+        return remaining
+    }
+
+    mutating func expectEnd(for command: String) throws(Diagnostic) {
+        if let extra = next() {
+            throw Diagnostic.syntax("`\(command)` takes no more arguments; '\(extra.text)' is extra", at: extra.location)
+        }
+    }
+
+    /// One optional word that must be the last.
+    mutating func optionalLast(for command: String) throws(Diagnostic) -> Word? {
+        var word = next()
+        if let dash = word, dash.text == "--", dash.isBare { word = next() }
+        try expectEnd(for: command)
+        return word
+    }
+
+    mutating func required(_ what: String, for command: String, after name: Word) throws(Diagnostic) -> Word {
+        guard let word = next() else {
+            throw Diagnostic.syntax("`\(command)` needs \(what)", at: Parser.afterEnd(of: name))
+        }
+        return word
+    }
+
+    mutating func optionValue(for option: Word) throws(Diagnostic) -> Word {
+        guard let value = next() else {
+            throw Diagnostic.syntax("\(option.text) needs a value", at: Parser.afterEnd(of: option))
+        }
+        return value
+    }
+}
+
+extension Word {
+    /// A bare word starting with `-` (and more than just `-`) is an option.
+    var isOption: Bool {
+        text.hasPrefix("-") && text.count > 1 && !literal.first!
+    }
+}

@@ -1,0 +1,137 @@
+import StoreshCore
+
+/// A position in a script: 1-based line and column. Columns count Unicode scalars, so a `"` followed by a
+/// combining mark is still a quote at its own column.
+public struct SourceLocation: Sendable, Equatable, Comparable, CustomStringConvertible {
+    public var line: Int
+    public var column: Int
+
+    public init(line: Int, column: Int) {
+        self.line = line
+        self.column = column
+    }
+
+    public static func < (lhs: SourceLocation, rhs: SourceLocation) -> Bool {
+        (lhs.line, lhs.column) < (rhs.line, rhs.column)
+    }
+
+    public var description: String { "\(line):\(column)" }
+}
+
+/// A script's text and where it came from (`FILE`, `-c` or `-` in messages).
+public struct SourceText: Sendable {
+    public var name: String
+    public var text: String
+    /// The text's lines, for showing the line of an error with a caret under the column.
+    public let lines: [Substring]
+
+    public init(name: String, text: String) {
+        self.name = name
+        self.text = text
+        self.lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+    }
+
+    /// Decodes a script file's bytes. Invalid UTF-8 is a syntax error at its line and column; a leading
+    /// byte-order mark is dropped.
+    public init(name: String, bytes: some Collection<UInt8>) throws(Diagnostic) {
+        var bytes = Array(bytes)
+        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { bytes.removeFirst(3) }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            // The longest valid prefix locates the first bad byte.
+            var valid = 0
+            var decoder = UTF8()
+            var iterator = bytes.makeIterator()
+            var consumed = 0
+            loop: while true {
+                switch decoder.decode(&iterator) {
+                case .scalarValue(let scalar):
+                    consumed += UTF8.width(scalar)
+                    valid = consumed
+                case .emptyInput, .error: break loop
+                }
+            }
+            let prefix = String(decoding: bytes.prefix(valid), as: UTF8.self)
+            let lines = prefix.split(separator: "\n", omittingEmptySubsequences: false)
+            throw Diagnostic.syntax(
+                "the script is not valid UTF-8 (byte 0x\(String(bytes[valid], radix: 16, uppercase: true)))",
+                at: SourceLocation(line: lines.count, column: (lines.last?.unicodeScalars.count ?? 0) + 1))
+        }
+        self.init(name: name, text: text)
+    }
+
+    public func line(_ number: Int) -> Substring? {
+        number >= 1 && number <= lines.count ? lines[number - 1] : nil
+    }
+}
+
+/// An error with its place in the script.
+///
+/// Its phase decides the exit status (contract): found before anything ran (2), a command that failed
+/// while running (1), or an interrupted run (130).
+public struct Diagnostic: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Phase: Sendable, Equatable {
+        case beforeRunning
+        case running
+        case interrupted
+    }
+
+    public var phase: Phase
+    /// Printed in parentheses: a storage error's kebab-case name, or `syntax-error`.
+    public var code: String
+    public var message: String
+    public var location: SourceLocation
+
+    public static let syntaxErrorCode = "syntax-error"
+
+    public init(phase: Phase, code: String, _ message: String, at location: SourceLocation) {
+        self.phase = phase
+        self.code = code
+        self.message = message
+        self.location = location
+    }
+
+    /// A syntax error: nothing runs.
+    public static func syntax(_ message: String, at location: SourceLocation) -> Diagnostic {
+        Diagnostic(phase: .beforeRunning, code: syntaxErrorCode, message, at: location)
+    }
+
+    /// A storage error found while checking the script (an unknown metadata key, say): nothing runs.
+    public static func beforeRunning(_ error: StorageError, at location: SourceLocation) -> Diagnostic {
+        Diagnostic(phase: .beforeRunning, code: error.code.name, error.message, at: location)
+    }
+
+    /// A command that failed while running.
+    public static func running(_ error: StorageError, at location: SourceLocation) -> Diagnostic {
+        Diagnostic(
+            phase: error.code == .cancelled ? .interrupted : .running, code: error.code.name, error.message, at: location)
+    }
+
+    public var isSyntaxError: Bool { code == Self.syntaxErrorCode }
+
+    public var description: String { "\(location): error: \(message) (\(code))" }
+
+    /// `FILE:LINE:COLUMN: error: MESSAGE (CODE)`; for syntax errors also the line and a caret under the column.
+    public func rendered(in source: SourceText) -> String {
+        var text = "\(source.name):\(location.line):\(location.column): error: \(message) (\(code))"
+        if isSyntaxError, let line = source.line(location.line) {
+            // Tabs keep their width so that the caret stands under the right character.
+            let shown = line.replacingOccurrences(of: "\r", with: "")
+            let pad = String(shown.unicodeScalars.prefix(max(0, location.column - 1)).map { $0 == "\t" ? "\t" : " " })
+            text += "\n    \(shown)\n    \(pad)^"
+        }
+        return text
+    }
+
+    /// The contract's `--json` error document.
+    public var jsonDocument: JSONValue {
+        .object([
+            (
+                "error",
+                .object([
+                    ("code", .string(code)), ("message", .string(message)), ("line", .integer(Int64(location.line))),
+                    ("column", .integer(Int64(location.column))),
+                ])
+            )
+        ])
+    }
+}

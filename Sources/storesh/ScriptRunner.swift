@@ -1,0 +1,133 @@
+import Foundation
+import StoreshCore
+import StoreshLanguage
+import StoreshLocal
+import Synchronization
+
+/// Set by SIGINT (Ctrl-C); the interpreter checks it between commands and objects.
+let interrupted = Atomic<Bool>(false)
+
+func installInterruptHandler() {
+    signal(SIGINT) { _ in interrupted.store(true, ordering: .relaxed) }
+}
+
+/// Results to standard output (buffered, every write checked), errors to standard error: as text
+/// (`FILE:LINE:COLUMN: error: …`), or as JSON documents with `--json`.
+final class ConsoleOutput: InterpreterOutput {
+    private let stdout = CheckedOutput(descriptor: STDOUT_FILENO, name: "standard output")
+    let json: Bool
+    var source: SourceText
+    /// The first failed write to standard output; the run then ends with status 1.
+    private(set) var writeFailure: StorageError?
+
+    init(json: Bool, source: SourceText) {
+        self.json = json
+        self.source = source
+    }
+
+    func result(_ line: String) {
+        record { try stdout.write(line + "\n") }
+    }
+
+    func resultBytes(_ bytes: Data) {
+        record { try stdout.write(String(decoding: bytes, as: UTF8.self)) }
+    }
+
+    func error(_ diagnostic: Diagnostic) {
+        flush()  // results so far come before the error on a terminal
+        let text = json ? diagnostic.jsonDocument.serialized : diagnostic.rendered(in: source)
+        FileHandle.standardError.write(Data((text + "\n").utf8))
+    }
+
+    func flush() {
+        record { try stdout.flush() }
+    }
+
+    private func record(_ body: () throws -> Void) {
+        guard writeFailure == nil else { return }
+        do { try body() } catch { writeFailure = error as? StorageError ?? StorageError(.unknown, "\(error)") }
+    }
+}
+
+/// The local files of `put` and `get`.
+struct HostFiles: LocalFiles {
+    func read(_ path: String) throws(StorageError) -> Data {
+        do {
+            return try readInputFile(path)
+        } catch {
+            throw StorageError(.invalidArgument, error.description.prefix(1).uppercased() + error.description.dropFirst())
+        }
+    }
+
+    func write(_ data: Data, to path: String) throws(StorageError) {
+        do {
+            try writeFileAtomically(path) { output in try output.write(String(decoding: data, as: UTF8.self)) }
+        } catch let error as StorageError {
+            throw error
+        } catch {
+            throw StorageError(.unknown, "Cannot write \(path): \(error)")
+        }
+    }
+}
+
+/// Parses and runs one script (a file, `-c` text or standard input), returning the exit status.
+func runScript(_ source: SourceText, bucket: @autoclosure () throws -> LocalBucket, options: RunOptions) async -> Int32 {
+    let output = ConsoleOutput(json: options.json, source: source)
+    let script: Script
+    do {
+        script = try Parser.parse(source)
+    } catch {
+        output.error(error)
+        return Interpreter.Status.usage.rawValue
+    }
+    let opened: LocalBucket
+    do {
+        opened = try bucket()
+    } catch {
+        output.error(Diagnostic.running(error as? StorageError ?? .internalError("\(error)"), at: SourceLocation(line: 1, column: 1)))
+        return Interpreter.Status.failed.rawValue
+    }
+    installInterruptHandler()
+    let interpreter = Interpreter(bucket: opened, output: output, files: HostFiles(), options: options)
+    interpreter.isCancelled = { interrupted.load(ordering: .relaxed) }
+    let status = await interpreter.run(script)
+    output.flush()
+    if let failure = output.writeFailure {
+        FileHandle.standardError.write(Data("storesh: error: \(failure.message) (\(failure.code.name))\n".utf8))
+        return status == .success ? Interpreter.Status.failed.rawValue : status.rawValue
+    }
+    return status.rawValue
+}
+
+/// The prompt on a terminal: each line is parsed and run as its own transaction, durable once the prompt
+/// returns. (The line-editing shell, with completion and history, replaces this loop.)
+func runPrompt(bucket: LocalBucket, options: RunOptions) async -> Int32 {
+    let output = ConsoleOutput(json: options.json, source: SourceText(name: "-", text: ""))
+    let interpreter = Interpreter(bucket: bucket, output: output, files: HostFiles(), options: options)
+    installInterruptHandler()
+    interpreter.isCancelled = { interrupted.load(ordering: .relaxed) }
+    print("storesh \(storeshVersion) on gs://\(bucket.name)/ — `help` lists the commands, `exit` or Ctrl-D leaves.")
+    var lineNumber = 0
+    while true {
+        print("\(interpreter.current.url(bucket: bucket.name))> ", terminator: "")
+        fflush(nil)
+        guard let line = readLine(strippingNewline: true) else {
+            print()
+            return 0
+        }
+        lineNumber += 1
+        interrupted.store(false, ordering: .relaxed)
+        let source = SourceText(name: "-", text: line)
+        output.source = source
+        let script: Script
+        do {
+            script = try Parser.parse(source)
+        } catch {
+            output.error(error)
+            continue
+        }
+        if script.statements.contains(where: { $0.command == .exit }) && script.statements.count == 1 { return 0 }
+        _ = await interpreter.run(script)
+        output.flush()
+    }
+}
