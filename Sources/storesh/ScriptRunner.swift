@@ -71,7 +71,10 @@ struct HostFiles: LocalFiles {
 }
 
 /// Parses and runs one script (a file, `-c` text or standard input), returning the exit status.
-func runScript(_ source: SourceText, bucket: @autoclosure () throws -> LocalBucket, options: RunOptions) async -> Int32 {
+/// The bucket is opened once the script has parsed; a failure to open it is thrown to the caller.
+func runScript(_ source: SourceText, bucket: @autoclosure () throws -> LocalBucket, options: RunOptions) async throws
+    -> Int32
+{
     let output = ConsoleOutput(json: options.json, source: source)
     let script: Script
     do {
@@ -80,13 +83,7 @@ func runScript(_ source: SourceText, bucket: @autoclosure () throws -> LocalBuck
         output.error(error)
         return Interpreter.Status.usage.rawValue
     }
-    let opened: LocalBucket
-    do {
-        opened = try bucket()
-    } catch {
-        output.error(Diagnostic.running(error as? StorageError ?? .internalError("\(error)"), at: SourceLocation(line: 1, column: 1)))
-        return Interpreter.Status.failed.rawValue
-    }
+    let opened = try bucket()
     installInterruptHandler()
     let interpreter = Interpreter(bucket: opened, output: output, files: HostFiles(), options: options)
     interpreter.isCancelled = { interrupted.load(ordering: .relaxed) }

@@ -56,11 +56,11 @@ struct Storesh: AsyncParsableCommand {
     func run() async throws {
         let options = RunOptions(json: outputOptions.json)
         if let command {
-            throw ExitCode(await runScript(SourceText(name: "-c", text: command), bucket: try bucketOptions.open(), options: options))
+            throw ExitCode(try await runScript(SourceText(name: "-c", text: command), bucket: try bucketOptions.open(), options: options))
         }
         if isatty(STDIN_FILENO) == 0 {
             let source = try SourceText(name: "-", bytes: FileHandle.standardInput.readDataToEndOfFile())
-            throw ExitCode(await runScript(source, bucket: try bucketOptions.open(), options: options))
+            throw ExitCode(try await runScript(source, bucket: try bucketOptions.open(), options: options))
         }
         throw ExitCode(await runPrompt(bucket: try bucketOptions.open(), options: options))
     }
@@ -130,7 +130,7 @@ struct Run: AsyncParsableCommand {
     func run() async throws {
         let source = try SourceText(name: file, bytes: try readInputFile(file))
         let options = RunOptions(json: outputOptions.json, dryRun: dryRun, keepGoing: keepGoing)
-        throw ExitCode(await runScript(source, bucket: try bucketOptions.open(), options: options))
+        throw ExitCode(try await runScript(source, bucket: try bucketOptions.open(), options: options))
     }
 }
 

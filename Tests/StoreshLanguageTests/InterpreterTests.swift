@@ -1,0 +1,277 @@
+import Foundation
+import Testing
+import StoreshCore
+import StoreshLocal
+import StoreshTestSupport
+@testable import StoreshLanguage
+
+/// Results and errors as the interpreter gives them.
+final class CapturedOutput: InterpreterOutput {
+    var lines: [String] = []
+    var bytes = Data()
+    var errors: [Diagnostic] = []
+
+    func result(_ line: String) { lines.append(line) }
+    func resultBytes(_ bytes: Data) { self.bytes += bytes }
+    func error(_ diagnostic: Diagnostic) { errors.append(diagnostic) }
+}
+
+/// Local files in memory.
+final class MemoryFiles: LocalFiles, @unchecked Sendable {
+    var files: [String: Data] = [:]
+
+    func read(_ path: String) throws(StorageError) -> Data {
+        guard let data = files[path] else { throw StorageError(.invalidArgument, "Cannot read \(path): there is no such file.") }
+        return data
+    }
+
+    func write(_ data: Data, to path: String) throws(StorageError) { files[path] = data }
+}
+
+/// A bucket in a temporary file and an interpreter on it.
+final class Session {
+    let directory = NSTemporaryDirectory() + "storesh-lang-" + UUID().uuidString
+    let bucket: LocalBucket
+    let files = MemoryFiles()
+
+    init(_ names: [String] = []) throws {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        bucket = try LocalBucket.open(
+            at: directory + "/teaching.bucket",
+            options: LocalBucketOptions(clock: SteppingClock(start: Timestamp(rfc3339: "2026-11-21T09:30:00Z")!)))
+        try bucket.importObjects(names.map { ArchivedObject(name: try ObjectName($0), content: Data($0.utf8)) }, replacingEverything: false)
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: directory) }
+
+    /// Runs a script; results are JSON documents unless `json` is false.
+    func run(_ text: String, json: Bool = true, dryRun: Bool = false, keepGoing: Bool = false) async throws
+        -> (status: Interpreter.Status, output: CapturedOutput)
+    {
+        let output = CapturedOutput()
+        let script = try Parser.parse(SourceText(name: "t", text: text))
+        let interpreter = Interpreter(
+            bucket: bucket, output: output, files: files, options: RunOptions(json: json, dryRun: dryRun, keepGoing: keepGoing))
+        return (await interpreter.run(script), output)
+    }
+
+    func names() async throws -> [String] {
+        try await bucket.scan(prefix: "", after: nil, limit: 10_000).objects.map(\.fullPath)
+    }
+}
+
+func listing(_ prefixes: [String], _ items: [String], _ token: Bool = false) -> String {
+    let quoted = { (names: [String]) in names.map { JSONValue.quoted($0) }.joined(separator: ",") }
+    return "{\"prefixes\":[\(quoted(prefixes))],\"items\":[\(quoted(items))],\"nextPageToken\":\(token ? "T" : "null")}"
+}
+
+/// A listing line with its token replaced by T, to compare shapes.
+func shape(_ line: String) -> String {
+    line.replacing(#/"nextPageToken":"[^"]*"/#, with: "\"nextPageToken\":T")
+}
+
+@Suite("The spec in the language")
+struct SpecInLanguageTests {
+    @Test("rule L3: the seed example, reference by reference")
+    func seed() async throws {
+        let session = try Session(["correctPrefix/happyItem", "wrongPrefix//sadItem", "lonelyItem/"])
+        let (status, output) = try await session.run("ls\nls correctPrefix\nls wrongPrefix\nls lonelyItem")
+        #expect(status == .success)
+        #expect(output.lines == [
+            listing(["correctPrefix", "lonelyItem", "wrongPrefix"], []), listing([], ["correctPrefix/happyItem"]),
+            listing([], []), listing([], []),
+        ])
+    }
+
+    @Test("rule L7 with page next, and rule L9: no token on the last page")
+    func paging() async throws {
+        let session = try Session(["a/1", "b/1", "c", "d", "e/1"])
+        let (status, output) = try await session.run("ls -n 2\npage next\npage next")
+        #expect(status == .success)
+        #expect(output.lines.map(shape) == [listing(["a", "b"], [], true), listing([], ["c", "d"], true), listing(["e"], [])])
+        let (after, end) = try await session.run("ls -n 2; page next; page next; page next")
+        #expect(after == .failed)
+        #expect(end.errors.first?.message.contains("has no more pages") == true)
+        #expect(end.errors.first?.location == SourceLocation(line: 1, column: 32))
+    }
+
+    @Test("rule L6: -n out of range is invalid-argument with the exact text, at the number")
+    func maxResults() async throws {
+        let session = try Session(["a"])
+        for text in ["ls -n 0", "ls -n 1001"] {
+            let (status, output) = try await session.run(text)
+            #expect(status == .failed)
+            #expect(output.errors == [Diagnostic(
+                phase: .running, code: "invalid-argument", "Argument 'maxResults' must be between 1 and 1000 inclusive.",
+                at: SourceLocation(line: 1, column: 7))])
+        }
+    }
+
+    @Test("rule L10: a token resumes after its entry; a foreign or forged token is refused")
+    func tokens() async throws {
+        let session = try Session(["a", "b", "c", "x/1", "x/2"])
+        let (_, first) = try await session.run("ls -n 2")
+        let token = try #require(first.lines.first?.firstMatch(of: #/"nextPageToken":"([^"]*)"/#)?.1)
+        let (_, resumed) = try await session.run("ls --token \(token)")
+        #expect(resumed.lines == [listing(["x"], ["c"])])
+        let (status, foreign) = try await session.run("ls --token \(token) x")
+        #expect(status == .failed)
+        #expect(foreign.errors.first?.code == "invalid-argument")
+        #expect(foreign.errors.first?.location.column == 12)
+        let (_, forged) = try await session.run("ls --token AAAA")
+        #expect(forged.errors.first?.message.hasPrefix("Invalid page token") == true)
+    }
+
+    @Test("rules P1–P4: cd and pwd navigate and normalise")
+    func navigation() async throws {
+        let session = try Session()
+        let (_, output) = try await session.run(
+            "cd //images///mountains/; pwd; cd ..; pwd; cd ../../..; pwd; cd gs://teaching/docs; pwd; cd; pwd")
+        #expect(output.lines == [
+            "{\"path\":\"gs://teaching/images/mountains\"}", "{\"path\":\"gs://teaching/images\"}",
+            "{\"path\":\"gs://teaching/\"}", "{\"path\":\"gs://teaching/docs\"}", "{\"path\":\"gs://teaching/\"}",
+        ])
+        let (status, mismatch) = try await session.run("cd gs://other/x")
+        #expect(status == .failed)
+        #expect(mismatch.errors.first?.code == "bucket-mismatch")
+        #expect(mismatch.errors.first?.message == "Provided bucket: `other` does not match the Storage bucket of the current instance: `teaching`")
+    }
+
+    @Test("rules M3 and P6: put guesses the type, computes MD5, and --raw keeps odd names")
+    func put() async throws {
+        let session = try Session()
+        let (status, output) = try await session.run(
+            "put --data hello notes/hello.txt\nput --raw --data sad wrongPrefix//sadItem\nput --md5 XUFAKrxLKna5cZ2REBfFkg== --data hello checked\nls")
+        #expect(status == .success, "\(output.errors)")
+        #expect(output.lines[0].contains("\"md5Hash\":\"XUFAKrxLKna5cZ2REBfFkg==\""))
+        #expect(output.lines[0].contains("\"contentType\":\"text/plain\""))
+        #expect(output.lines[0].contains("\"metageneration\":\"1\""))
+        #expect(try await session.names() == ["checked", "notes/hello.txt", "wrongPrefix//sadItem"])
+        #expect(output.lines[3] == listing(["notes", "wrongPrefix"], ["checked"]))
+        let (bad, mismatch) = try await session.run("put --md5 1B2M2Y8AsgTpgAmY7PhCfg== --data hello x")
+        #expect(bad == .failed && mismatch.errors.first?.code == "non-matching-checksum")
+    }
+
+    @Test("rules M4–M6: partial updates, custom merges, metageneration, unchanged re-runs")
+    func updates() async throws {
+        let session = try Session(["images/forest.jpg"])
+        let script = #"meta set cacheControl="public, max-age=60" custom.location="Yosemite, CA, USA" custom.activity=Hiking -- images/forest.jpg"#
+        let (status, output) = try await session.run(script + "\nmeta unset custom.activity -- images/forest.jpg\nmeta get images/forest.jpg")
+        #expect(status == .success)
+        #expect(output.lines[0] == #"{"updated":[{"path":"images/forest.jpg","changes":{"cacheControl":{"old":null,"new":"public, max-age=60"},"custom.activity":{"old":null,"new":"Hiking"},"custom.location":{"old":null,"new":"Yosemite, CA, USA"}}}],"unchanged":[]}"#)
+        #expect(output.lines[2].contains(#""metageneration":"3""#))
+        #expect(output.lines[2].contains(#""customMetadata":{"location":"Yosemite, CA, USA"}"#))
+        let (_, again) = try await session.run("meta unset custom.activity -- images/forest.jpg")
+        #expect(again.lines == [#"{"updated":[],"unchanged":["images/forest.jpg"]}"#])
+        let (_, cleared) = try await session.run("cd images/forest.jpg; meta unset custom; meta get")
+        #expect(!cleared.lines[1].contains("customMetadata"))
+    }
+
+    @Test("rule M8: a missing object, and the root, in meta get")
+    func missing() async throws {
+        let session = try Session()
+        let (_, output) = try await session.run("meta get nowhere/x")
+        #expect(output.errors.first?.message == "Object nowhere/x does not exist.")
+        #expect(output.errors.first?.code == "object-not-found")
+        let (_, root) = try await session.run("meta get")
+        #expect(root.errors.first?.code == "invalid-argument")
+    }
+}
+
+@Suite("Scripts: transactions, dry runs, patterns")
+struct ScriptTests {
+    @Test("a failing command rolls back the whole script")
+    func rollback() async throws {
+        let session = try Session(["keep"])
+        let (status, output) = try await session.run("put --data x new1\nrm keep\nmeta get missing\nput --data y new2")
+        #expect(status == .failed)
+        #expect(output.errors.map(\.location.line) == [3])
+        #expect(try await session.names() == ["keep"])
+    }
+
+    @Test("--keep-going keeps what succeeded, undoes a failed bulk command whole, and fails at the end")
+    func keepGoing() async throws {
+        let session = try Session(["a/1", "a/2", "b"])
+        // The second command fails on its second target after changing the first: nothing of it may stay.
+        let (status, output) = try await session.run(
+            "put --data x new\nmeta set contentType=text/x -- a/1 missing\nrm b", keepGoing: true)
+        #expect(status == .failed)
+        #expect(output.errors.map(\.location) == [SourceLocation(line: 2, column: 36)])
+        #expect(try await session.names() == ["a/1", "a/2", "new"])
+        #expect(try await session.bucket.metadata(of: ObjectName("a/1")).contentType == "application/octet-stream")
+    }
+
+    @Test("a dry run prints the plan, old → new, and saves nothing")
+    func dryRun() async throws {
+        let session = try Session(["images/a.jpg", "images/b.jpg", "docs/x"])
+        let before = try await session.bucket.scan(prefix: "", after: nil, limit: 100).objects
+        let (status, output) = try await session.run(
+            "meta set cacheControl=no-cache -- images/*.jpg\nrm docs/x\nput --data new fresh", json: false, dryRun: true)
+        #expect(status == .success)
+        #expect(output.lines == [
+            "images/a.jpg", "  cacheControl  (not set)  →  \"no-cache\"", "images/b.jpg",
+            "  cacheControl  (not set)  →  \"no-cache\"", "would update 2 objects, 0 unchanged", "would delete docs/x",
+            "would delete 1 object", "would write fresh (3 B, application/octet-stream)", "dry run: nothing was saved",
+        ])
+        #expect(try await session.bucket.scan(prefix: "", after: nil, limit: 100).objects == before)
+    }
+
+    @Test("patterns expand in name order; one that matches nothing is object-not-found naming it")
+    func patterns() async throws {
+        let session = try Session(["p/b.jpg", "p/a.jpg", "p/c.png", "p/sub/d.jpg"])
+        let (_, output) = try await session.run("rm p/*.jpg")
+        #expect(output.lines == [#"{"deleted":["p/a.jpg","p/b.jpg"]}"#])
+        let (status, none) = try await session.run("cd p; meta set contentType=x -- *.gif")
+        #expect(status == .failed)
+        #expect(none.errors.first?.message == "No object matches the pattern p/*.gif.")
+        #expect(none.errors.first?.code == "object-not-found")
+    }
+
+    @Test("human output: prefixes end in /, summaries count objects")
+    func humanOutput() async throws {
+        let session = try Session(["images/forest.jpg", "images/mountains/summit.jpg", "images/lake.png"])
+        let (_, listed) = try await session.run("cd images; ls; meta set contentLanguage=en -- **", json: false)
+        #expect(listed.lines == ["mountains/", "forest.jpg", "lake.png", "updated 3 objects, 0 unchanged"])
+        let (_, long) = try await session.run("ls -l images", json: false)
+        #expect(long.lines == [
+            "   -  -                 -           mountains/", "17 B  2026-11-21 09:30  image/jpeg  forest.jpg",
+            "15 B  2026-11-21 09:30  image/png   lake.png",
+        ])
+    }
+
+    @Test("get and cat read content; exit stops a script and keeps its changes")
+    func contentAndExit() async throws {
+        let session = try Session(["docs/readme.md"])
+        let (status, output) = try await session.run("cat docs/readme.md\nget docs/readme.md\nput --data x kept\nexit\nrm kept", json: false)
+        #expect(status == .success)
+        #expect(output.bytes == Data("docs/readme.md".utf8))
+        #expect(session.files.files["readme.md"] == Data("docs/readme.md".utf8))
+        #expect(try await session.names().contains("kept"))
+    }
+
+    @Test("Ctrl-C stops the run, rolls it back and reports it")
+    func interruption() async throws {
+        let session = try Session(["a"])
+        let output = CapturedOutput()
+        let interpreter = Interpreter(bucket: session.bucket, output: output, files: session.files, options: RunOptions())
+        let calls = Counter()
+        interpreter.isCancelled = { calls.increment() > 2 }
+        let script = try Parser.parse(SourceText(name: "t", text: "put --data 1 b\nput --data 2 c\nput --data 3 d\nput --data 4 e"))
+        #expect(await interpreter.run(script) == .interrupted)
+        #expect(output.errors.first?.code == "cancelled")
+        #expect(try await session.names() == ["a"])
+    }
+}
+
+/// A thread-safe count, for a cancellation check that trips after some calls.
+final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = 0
+
+    func increment() -> Int {
+        lock.withLock {
+            value += 1
+            return value
+        }
+    }
+}
