@@ -43,7 +43,8 @@ public enum CommandCatalog {
                 "KEY is contentType, cacheControl, contentDisposition, contentEncoding, contentLanguage,",
                 "or custom.NAME for a key of customMetadata. Words with = before -- are assignments;",
                 "the rest are targets. A target may be a pattern: * within a segment, ** across segments,",
-                "? one character, […] a set. A pattern that matches nothing is an error.",
+                "? one character, […] a set. A pattern that matches nothing is an error. Quoted, these",
+                "characters are literal: 'a*b' names the object a*b.",
                 "An update that would change nothing changes nothing and is counted as unchanged.",
             ], example: "meta set cacheControl=\"public, max-age=3600\" custom.reviewed=yes -- images/**.jpg"),
         CommandHelp(
@@ -68,7 +69,7 @@ public enum CommandCatalog {
             example: "cat docs/readme.md"),
         CommandHelp(
             name: "rm", usage: "rm TARGET…", summary: "delete objects; targets may be patterns", details: [],
-            example: "rm 'files/uid/file-00?.txt'"),
+            example: "rm files/uid/file-00?.txt"),
         CommandHelp(
             name: "echo", usage: "echo WORD…", summary: "print words (for scripts and lessons)", details: [],
             example: "echo 'Listing the root:'"),

@@ -201,7 +201,7 @@ public final class Interpreter {
             var deleted: [String] = []
             for object in objects {
                 try checkCancelled(at: here)
-                try await located(object.word?.location ?? here) { try await self.bucket.delete(object.name) }
+                try await onTarget(object.word, at: here) { try await self.bucket.delete(object.name) }
                 deleted.append(object.name.rawValue)
                 if options.dryRun { emitNote("would delete \(Formatting.shown(object.name.rawValue))") }
             }
@@ -323,7 +323,7 @@ public final class Interpreter {
             if let known = object.metadata {
                 before = known
             } else {
-                before = try await located(location) { try await self.bucket.metadata(of: object.name) }
+                before = try await onTarget(object.word, at: here) { try await self.bucket.metadata(of: object.name) }
             }
             let result = try await located(location) {
                 try await self.bucket.updateMetadata(of: object.name, update, ifMetagenerationMatch: before.metageneration)
@@ -355,7 +355,6 @@ public final class Interpreter {
                 let rows = entry.differences.map { ["  " + $0.key, Formatting.planValue($0.old), "→", Formatting.planValue($0.new)] }
                 Formatting.columns(rows).forEach(output.result)
             }
-            for name in unchanged { output.result("\(Formatting.shown(name)): unchanged") }
         }
         let summary: String
         if objects.count == 1 && !options.dryRun {
@@ -447,6 +446,21 @@ public final class Interpreter {
             }
         }
         return objects
+    }
+
+    /// Runs a bucket call on one target; an object-not-found for a path whose wildcards were quoted gets a
+    /// hint, since quoting makes them literal.
+    private func onTarget<T>(_ word: Word?, at here: SourceLocation, _ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch var error as StorageError {
+            if error.code == .objectNotFound, let word,
+                zip(word.text.unicodeScalars, word.literal).contains(where: { $1 && ($0 == "*" || $0 == "?" || $0 == "[") })
+            {
+                error.message += " Its wildcards are quoted, so they are literal; unquote them to match a pattern."
+            }
+            throw Diagnostic.running(error, at: word?.location ?? here)
+        }
     }
 
     // MARK: Helpers

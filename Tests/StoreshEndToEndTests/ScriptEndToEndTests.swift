@@ -1,0 +1,123 @@
+import Foundation
+import Testing
+
+@Suite("storesh end to end: scripts")
+struct ScriptEndToEndTests {
+    let sandbox = Sandbox()
+    var bucket: String { sandbox.file("t.bucket") }
+
+    init() throws {
+        let seeded = try sandbox.storesh.run(
+            ["import", "--bucket", sandbox.file("t.bucket"), try sandbox.archive("seed.json", prefix: "docs", count: 5)])
+        #expect(seeded.status == 0)
+    }
+
+    func export() throws -> String { try sandbox.storesh.run(["export", "--bucket", bucket]).stdout }
+
+    @Test("run FILE: exit 0 and the results on stdout")
+    func runFile() throws {
+        let script = try sandbox.write("cd docs\nls -n 2\npage next\npwd\n", to: "ok.store")
+        let result = try sandbox.storesh.run(["--bucket", bucket, "run", script])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.hasPrefix("0000\n0001\n… more entries: `page next` shows them (token "))
+        #expect(result.stdout.hasSuffix("\n0002\n0003\n… more entries: `page next` shows them (token ") == false)
+        #expect(result.stdout.hasSuffix("gs://t/docs\n"))
+        #expect(result.stderr == "")
+    }
+
+    @Test("a syntax error anywhere runs nothing: exit 2, FILE:LINE:COLUMN, the line and a caret")
+    func syntaxError() throws {
+        let before = try export()
+        let script = try sandbox.write("put --data x docs/new\nmeta set cacheControl=no-cache -- docs/0000\nls --al\n", to: "bad.store")
+        let result = try sandbox.storesh.run(["--bucket", bucket, "run", script])
+        #expect(result.status == 2)
+        #expect(result.stdout == "")
+        #expect(result.stderr == "\(script):3:4: error: `ls` has no option '--al'; did you mean '--all'? (syntax-error)\n    ls --al\n       ^\n")
+        #expect(try export() == before)
+    }
+
+    @Test("a failing command rolls the whole script back: exit 1")
+    func rollback() throws {
+        let before = try export()
+        let result = try sandbox.storesh.run(["--bucket", bucket, "-c", "put --data x docs/new; rm docs/0000; meta get docs/none"])
+        #expect(result.status == 1)
+        #expect(result.stderr == "-c:1:47: error: Object docs/none does not exist. (object-not-found)\n")
+        #expect(try export() == before)
+    }
+
+    @Test("--keep-going reports each failure, keeps the rest, and exits 1")
+    func keepGoing() throws {
+        let script = try sandbox.write("rm docs/0000\nrm docs/none\nrm docs/0001\ncat docs/none\n", to: "k.store")
+        let result = try sandbox.storesh.run(["--bucket", bucket, "run", "--keep-going", script])
+        #expect(result.status == 1)
+        #expect(result.stderr.split(separator: "\n").map { String($0.prefix(while: { $0 != " " })) } == ["\(script):2:4:", "\(script):4:5:"])
+        #expect(try sandbox.storesh.run(["--bucket", bucket, "-c", "ls docs"]).stdout == "0002\n0003\n0004\n")
+    }
+
+    @Test("--dry-run prints the plan and leaves the bucket byte for byte as it was")
+    func dryRun() throws {
+        let before = try Data(contentsOf: URL(fileURLWithPath: bucket))
+        let exported = try export()
+        let script = try sandbox.write("meta set contentType=text/plain custom.k=v -- docs/*\nrm docs/0004\n", to: "d.store")
+        let result = try sandbox.storesh.run(["--bucket", bucket, "run", script, "--dry-run"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.hasPrefix("docs/0000\n  contentType  \"application/octet-stream\"  →  \"text/plain\"\n  custom.k     (not set)                   →  \"v\"\n"))
+        #expect(result.stdout.hasSuffix("would update 5 objects, 0 unchanged\nwould delete docs/0004\nwould delete 1 object\ndry run: nothing was saved\n"))
+        #expect(try export() == exported)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: bucket)) == before)
+    }
+
+    @Test("a script on standard input is named - in errors; --json errors are JSON on stderr")
+    func stdinAndJSON() throws {
+        let result = try sandbox.storesh.run(["--bucket", bucket], stdin: Data("pwd\nmeta get docs/zz\n".utf8))
+        #expect(result.status == 1)
+        #expect(result.stdout == "gs://t/\n")
+        #expect(result.stderr == "-:2:10: error: Object docs/zz does not exist. (object-not-found)\n")
+        let json = try sandbox.storesh.run(["--bucket", bucket, "--json", "-c", "pwd; ls -n 0"])
+        #expect(json.status == 1)
+        #expect(json.stdout == "{\"path\":\"gs://t/\"}\n")
+        #expect(json.stderr == "{\"error\":{\"code\":\"invalid-argument\",\"message\":\"Argument 'maxResults' must be between 1 and 1000 inclusive.\",\"line\":1,\"column\":12}}\n")
+        let syntax = try sandbox.storesh.run(["--bucket", bucket, "--json", "-c", "ls\n'x"])
+        #expect(syntax.status == 2)
+        #expect(syntax.stderr.hasPrefix("{\"error\":{\"code\":\"syntax-error\",\"message\":\"unterminated single quote"))
+    }
+
+    @Test("samples/fix-meta.store: dry run, run, and a second run that changes nothing")
+    func fixMetaSample() throws {
+        let sample = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../samples/fix-meta.store").path
+        let dry = try sandbox.storesh.run(["--clock", clock, "run", "--dry-run", sample])
+        #expect(dry.status == 0, "\(dry.stderr)")
+        #expect(dry.stdout.contains("images/thumbnails/forest-small.jpg\n  cacheControl  \"public, max-age=604800, immutable\"  →  \"public, max-age=86400\"\n"))
+        let real = try sandbox.storesh.run(["run", sample])
+        #expect(real.status == 0, "\(real.stderr)")
+        #expect(real.stdout.contains("updated 6 objects, 294 unchanged"))
+        let again = try sandbox.storesh.run(["run", sample])
+        #expect(again.stdout.contains("updated 0 objects, 4 unchanged") && again.stdout.contains("updated 0 objects, 300 unchanged"))
+    }
+
+    @Test("a .store file with the shebang line runs by itself")
+    func shebang() throws {
+        let script = try sandbox.write("#!/usr/bin/env -S storesh run\necho hello from a script\n", to: "hello.store")
+        #expect(chmod(script, 0o755) == 0)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: script)
+        let binaryFolder = URL(fileURLWithPath: StoreshProcess.binary).deletingLastPathComponent().path
+        process.environment = sandbox.storesh.environment.merging(["PATH": binaryFolder + ":/usr/bin:/bin"]) { $1 }
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        #expect(text == "hello from a script\n")
+    }
+
+    @Test("flags and arguments that make no sense are usage errors: exit 2")
+    func usage() throws {
+        for arguments in [["run"], ["run", "x.store", "--bogus"], ["-c"], ["run", sandbox.file("missing.store")], ["ls"]] {
+            let result = try sandbox.storesh.run(["--bucket", bucket] + arguments)
+            #expect(result.status == 2, "\(arguments): \(result.stderr)")
+            #expect(result.stderr.hasPrefix("storesh: error: "), "\(arguments): \(result.stderr)")
+        }
+    }
+}
