@@ -40,15 +40,20 @@ let package = Package(
             // create the default bucket.
             resources: [.embedInCode("teaching.json")]
         ),
+        // The fuzz engine for the language, and its driver (scripts/fuzz).
+        .target(name: "StoreshFuzzing", dependencies: ["StoreshCore", "StoreshLanguage"]),
+        .executableTarget(
+            name: "storesh-fuzz", dependencies: ["StoreshCore", "StoreshLanguage", "StoreshLocal", "StoreshFuzzing"]),
         // In-process benchmarks driven by scripts/bench.
-        .executableTarget(name: "storesh-bench", dependencies: ["StoreshCore", "StoreshLocal"]),
+        .executableTarget(name: "storesh-bench", dependencies: ["StoreshCore", "StoreshLocal", "StoreshLanguage"]),
 
         // Helpers shared by the test targets.
         .target(name: "StoreshTestSupport", dependencies: ["StoreshCore"], path: "Tests/StoreshTestSupport"),
         .testTarget(name: "StoreshCoreTests", dependencies: ["StoreshCore", "StoreshTestSupport"]),
         .testTarget(name: "StoreshLocalTests", dependencies: ["StoreshCore", "StoreshLocal", "StoreshTestSupport"]),
         .testTarget(
-            name: "StoreshLanguageTests", dependencies: ["StoreshCore", "StoreshLanguage", "StoreshLocal", "StoreshTestSupport"]),
+            name: "StoreshLanguageTests",
+            dependencies: ["StoreshCore", "StoreshLanguage", "StoreshLocal", "StoreshTestSupport", "StoreshFuzzing"]),
         // Runs the built `storesh` binary as a user would.
         .testTarget(name: "StoreshEndToEndTests", dependencies: ["StoreshCore", "StoreshLocal"]),
     ]

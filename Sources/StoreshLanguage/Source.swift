@@ -28,7 +28,8 @@ public struct SourceText: Sendable {
     public init(name: String, text: String) {
         self.name = name
         self.text = text
-        self.lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        // By scalars, as the lexer counts lines: as a Character, "\r\n" is not "\n".
+        self.lines = text.unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false).map { Substring($0) }
     }
 
     /// Decodes a script file's bytes. Invalid UTF-8 is a syntax error at its line and column; a leading
@@ -51,10 +52,10 @@ public struct SourceText: Sendable {
                 }
             }
             let prefix = String(decoding: bytes.prefix(valid), as: UTF8.self)
-            let lines = prefix.split(separator: "\n", omittingEmptySubsequences: false)
+            let lines = prefix.unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false)
             throw Diagnostic.syntax(
                 "the script is not valid UTF-8 (byte 0x\(String(bytes[valid], radix: 16, uppercase: true)))",
-                at: SourceLocation(line: lines.count, column: (lines.last?.unicodeScalars.count ?? 0) + 1))
+                at: SourceLocation(line: lines.count, column: (lines.last?.count ?? 0) + 1))
         }
         self.init(name: name, text: text)
     }

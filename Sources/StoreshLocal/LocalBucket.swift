@@ -164,7 +164,7 @@ public final class LocalBucket: TransactionalBucket, @unchecked Sendable {
                     content_encoding TEXT,
                     content_language TEXT,
                     content_type TEXT,
-                    custom_metadata TEXT
+                    custom_metadata BLOB
                 );
                 CREATE TABLE contents (
                     object_id INTEGER PRIMARY KEY REFERENCES objects(id) ON DELETE CASCADE,
@@ -548,7 +548,7 @@ public final class LocalBucket: TransactionalBucket, @unchecked Sendable {
                 cacheControl: statement.string(8), contentDisposition: statement.string(9),
                 contentEncoding: statement.string(10), contentLanguage: statement.string(11),
                 contentType: statement.string(12),
-                customMetadata: try CustomMetadataColumn.decode(statement.string(13)))
+                customMetadata: try CustomMetadataColumn.decode(statement.isNull(13) ? nil : statement.data(13)))
         }
     }
 
@@ -571,7 +571,7 @@ public final class LocalBucket: TransactionalBucket, @unchecked Sendable {
         statement.bind(10, metadata.contentEncoding)
         statement.bind(11, metadata.contentLanguage)
         statement.bind(12, metadata.contentType)
-        statement.bind(13, try CustomMetadataColumn.encode(metadata.customMetadata))
+        statement.bind(13, CustomMetadataColumn.encode(metadata.customMetadata))
     }
 
     private func updateRow(id: Int64, _ metadata: ObjectMetadata) throws {
@@ -636,19 +636,60 @@ public final class LocalBucket: TransactionalBucket, @unchecked Sendable {
     }
 }
 
-/// customMetadata in its column: a JSON object with sorted keys, or NULL when the map is empty (rule M5).
+/// customMetadata in its column: NULL when the map is empty (rule M5), else a BLOB of the entries in key
+/// byte order, each key and value as a LEB128 byte length and its UTF-8. Bulk edits read and write this
+/// column for every object, and this is several times faster than JSON.
 enum CustomMetadataColumn {
-    static func encode(_ custom: [String: String]) throws -> String? {
+    static func encode(_ custom: [String: String]) -> Data? {
         guard !custom.isEmpty else { return nil }
-        let data = try JSONSerialization.data(withJSONObject: custom, options: [.sortedKeys, .withoutEscapingSlashes])
-        return String(decoding: data, as: UTF8.self)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(custom.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count + 4 })
+        for (key, value) in custom.sortedByKeyBytes {
+            append(key, to: &bytes)
+            append(value, to: &bytes)
+        }
+        return Data(bytes)
     }
 
-    static func decode(_ text: String?) throws -> [String: String] {
-        guard let text else { return [:] }
-        guard let map = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: String] else {
-            throw StorageError.internalError("A stored customMetadata value is not a map of strings.")
+    static func decode(_ data: Data?) throws -> [String: String] {
+        guard let data, !data.isEmpty else { return [:] }
+        return try data.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) throws -> [String: String] in
+            var custom: [String: String] = [:]
+            var offset = 0
+            func string() throws -> String {
+                var length = 0
+                var shift = 0
+                while true {
+                    guard offset < buffer.count, shift < 63 else { throw damaged }
+                    let byte = buffer[offset]
+                    offset += 1
+                    length |= Int(byte & 0x7F) << shift
+                    if byte & 0x80 == 0 { break }
+                    shift += 7
+                }
+                guard length <= buffer.count - offset,
+                    let text = String(validating: buffer[offset..<offset + length], as: UTF8.self)
+                else { throw damaged }
+                offset += length
+                return text
+            }
+            while offset < buffer.count {
+                let key = try string()
+                custom[key] = try string()
+            }
+            return custom
         }
-        return map
+    }
+
+    static let damaged = StorageError.internalError("A stored customMetadata value is damaged.")
+
+    private static func append(_ text: String, to bytes: inout [UInt8]) {
+        var length = UInt64(text.utf8.count)
+        repeat {
+            let low = UInt8(length & 0x7F)
+            length >>= 7
+            bytes.append(length == 0 ? low : low | 0x80)
+        } while length != 0
+        bytes += text.utf8
     }
 }

@@ -117,7 +117,11 @@ final class SQLiteStatement {
         sqlite3_bind_int64(raw, index, value)
     }
 
-    func bind(_ index: Int32, _ value: Data) {
+    func bind(_ index: Int32, _ value: Data?) {
+        guard let value else {
+            sqlite3_bind_null(raw, index)
+            return
+        }
         value.withUnsafeBytes { buffer in
             // A zero-length blob must still be a blob, not NULL: give SQLite a valid pointer.
             let pointer = buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!

@@ -4,8 +4,11 @@
 //                                                  (user u00007 gets U7 photos, so small buckets have a full folder)
 //   storesh-bench pages BUCKET [REPEATS]         median time of pages of 100 at several references, and peak RSS
 //   storesh-bench first-page BUCKET PATH COUNT   open the bucket and list one page (run as a cold process)
+//   storesh-bench script FILE LINES              write a script of LINES varied commands
+//   storesh-bench parse FILE [REPEATS]           median time to parse a script, in process
 import Foundation
 import StoreshCore
+import StoreshLanguage
 import StoreshLocal
 
 func fail(_ message: String) -> Never {
@@ -109,6 +112,37 @@ func importPhases(archive: String, bucketPath: String) throws {
     print("rss\t\(String(format: "%.1f", peakResidentMiB()))\tMiB")
 }
 
+/// A script of `lines` commands of every kind, quoting and patterns included.
+func writeScript(file: String, lines: Int) throws {
+    let templates = [
+        "cd users/u%05d/photos", "ls -n 100 users/u%05d/photos", "meta get users/u%05d/photos/001.jpg",
+        "meta set cacheControl=\"public, max-age=%d\" custom.batch=b%d -- users/u%05d/photos/*.jpg",
+        "meta unset custom.stale contentLanguage -- 'users/u%05d/photos/0[0-4]?.jpg'",
+        "echo 'line %d' \"of the \\\"benchmark\\\"\" # a comment", "put --data 'hello %d' --content-type text/plain notes/%d.txt",
+        "ls --token AQh0ZWFjaGluZw -l /users/u%05d", "rm notes/%d.txt ; pwd",
+    ]
+    var text = "#!/usr/bin/env -S storesh run\n"
+    for line in 0..<lines {
+        let template = templates[line % templates.count]
+        text += template.replacingOccurrences(of: "%05d", with: String(format: "%05d", line % 10000))
+            .replacingOccurrences(of: "%d", with: String(line)) + "\n"
+    }
+    try Data(text.utf8).write(to: URL(fileURLWithPath: file))
+}
+
+func parseScript(file: String, repeats: Int) throws {
+    guard let data = FileManager.default.contents(atPath: file) else { fail("cannot read \(file)") }
+    var samples: [Double] = []
+    var commands = 0
+    for _ in 0..<repeats {
+        let start = DispatchTime.now().uptimeNanoseconds
+        let script = try Parser.parse(try SourceText(name: file, bytes: data))
+        samples.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6)
+        commands = script.statements.count
+    }
+    print("parse\t\(commands) commands\t\(String(format: "%.1f", median(samples)))\tms (median of \(repeats))")
+}
+
 func firstPage(bucketPath: String, path: String, count: Int) throws {
     let bucket = try LocalBucket.open(at: bucketPath, options: LocalBucketOptions(createIfMissing: false))
     let page = try bucket.listPage(StoragePath(normalizing: path), options: ListOptions(maxResults: count))
@@ -130,6 +164,12 @@ do {
     case "import-phases":
         guard arguments.count == 3 else { fail("usage: import-phases ARCHIVE BUCKET") }
         try importPhases(archive: arguments[1], bucketPath: arguments[2])
+    case "script":
+        guard arguments.count == 3, let lines = Int(arguments[2]) else { fail("usage: script FILE LINES") }
+        try writeScript(file: arguments[1], lines: lines)
+    case "parse":
+        guard arguments.count >= 2 else { fail("usage: parse FILE [REPEATS]") }
+        try parseScript(file: arguments[1], repeats: arguments.count > 2 ? Int(arguments[2]) ?? 20 : 20)
     case "first-page":
         guard arguments.count == 4, let count = Int(arguments[3]) else { fail("usage: first-page BUCKET PATH COUNT") }
         try firstPage(bucketPath: arguments[1], path: arguments[2], count: count)

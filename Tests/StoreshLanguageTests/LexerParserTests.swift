@@ -74,6 +74,15 @@ struct LexerTests {
         }
     }
 
+    @Test("lines end at \\n or \\r\\n alike, for positions and for the line shown with an error")
+    func windowsLineEnds() throws {
+        let source = SourceText(name: "t", text: "ls\r\npwd\r\nls --al\r\n")
+        #expect(source.lines.count == 4)
+        let error = try #require(syntaxError(source.text))
+        #expect(error.location == SourceLocation(line: 3, column: 4))
+        #expect(error.rendered(in: source).hasSuffix("\n    ls --al\n       ^"))
+    }
+
     @Test("a syntax error is shown with its line and a caret")
     func caret() throws {
         let source = SourceText(name: "fix.store", text: "ls\n\tmeta sett x")

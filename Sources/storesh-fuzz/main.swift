@@ -1,0 +1,61 @@
+// Fuzzes the command language: storesh-fuzz [INPUTS] [SEED]  (default 1,000,000 inputs, a random seed).
+// Every 100th accepted script also runs in a dry run against a scratch bucket, which must be unchanged after.
+import Foundation
+import StoreshCore
+import StoreshFuzzing
+import StoreshLanguage
+import StoreshLocal
+
+let arguments = CommandLine.arguments.dropFirst().map { $0 }
+let count = arguments.first.flatMap { Int($0.replacingOccurrences(of: ",", with: "")) } ?? 1_000_000
+let seed = arguments.count > 1 ? UInt64(arguments[1]) ?? 1 : UInt64.random(in: 1...UInt64.max)
+
+let directory = NSTemporaryDirectory() + "storesh-fuzz-\(getpid())"
+try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+defer { try? FileManager.default.removeItem(atPath: directory) }
+let bucket = try LocalBucket.open(at: directory + "/fuzz.bucket", options: LocalBucketOptions(busyTimeoutMilliseconds: 100))
+let seedObjects = ["a", "a/b", "a//b", "images/forest.jpg", "images/x/y.png", "lonelyItem/", "é/ü"]
+try bucket.importObjects(
+    seedObjects.map { ArchivedObject(name: try ObjectName($0), content: Data($0.utf8), customMetadata: ["k": "v"]) },
+    replacingEverything: false)
+var exported = ""
+try BucketArchive.export(bucket) { exported += $0 }
+let baseline = exported
+
+final class Discard: InterpreterOutput {
+    func result(_ line: String) {}
+    func resultBytes(_ bytes: Data) {}
+    func error(_ diagnostic: Diagnostic) {}
+}
+
+struct NoFiles: LocalFiles {
+    func read(_ path: String) throws(StorageError) -> Data { Data("local file \(path)".utf8) }
+    func write(_ data: Data, to path: String) throws(StorageError) {
+        throw StorageError(.internalError, "a dry run wrote the local file \(path)")
+    }
+}
+
+func fuzz() async -> ScriptFuzzer.Report {
+  var fuzzer = ScriptFuzzer(seed: seed) { text in
+    guard let script = try? Parser.parse(SourceText(name: "fuzz", text: text)) else { return "accepted, then rejected" }
+    let interpreter = Interpreter(bucket: bucket, output: Discard(), files: NoFiles(), options: RunOptions(dryRun: true))
+    _ = await interpreter.run(script)
+    var now = ""
+    do { try BucketArchive.export(bucket) { now += $0 } } catch { return "the bucket could not be read after a dry run: \(error)" }
+    return now == baseline ? nil : "a dry run changed the bucket"
+  }
+  return await fuzzer.run(inputs: count, interpretEvery: 100)
+}
+let start = Date()
+let report = await fuzz()
+let seconds = Date().timeIntervalSince(start)
+print("seed \(seed): \(report.inputs) inputs in \(String(format: "%.1f", seconds)) s (\(Int(Double(report.inputs) / seconds))/s)")
+print("accepted \(report.accepted), rejected with a positioned error \(report.rejected), interpreted in a dry run \(report.interpreted)")
+print("slowest parse \(String(format: "%.0f", report.slowestParseMicroseconds)) µs")
+if report.failures.isEmpty {
+    print("no crash, no hang, no unpositioned error, no change from a dry run")
+} else {
+    print("FAILURES:")
+    report.failures.forEach { print("  " + $0) }
+    exit(1)
+}
