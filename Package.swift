@@ -41,7 +41,7 @@ let package = Package(
             resources: [.embedInCode("teaching.json")]
         ),
         // The fuzz engine for the language, and its driver (scripts/fuzz).
-        .target(name: "StoreshFuzzing", dependencies: ["StoreshCore", "StoreshLanguage"]),
+        .target(name: "StoreshFuzzing", dependencies: ["StoreshCore", "StoreshLanguage", "StoreshLocal"]),
         .executableTarget(
             name: "storesh-fuzz", dependencies: ["StoreshCore", "StoreshLanguage", "StoreshLocal", "StoreshFuzzing"]),
         // In-process benchmarks driven by scripts/bench.
