@@ -74,6 +74,9 @@ public struct StoragePath: ByteOrderedName, Sendable, CustomStringConvertible {
         if rest.hasPrefix("gs://") {
             let afterScheme = rest.dropFirst("gs://".count)
             let bucketPart = Substring(afterScheme.utf8.prefix { $0 != NameBytes.slash })
+            if bucketPart.isEmpty {
+                throw .invalidArgument("gs:// needs a bucket name: gs://\(bucket)/PATH.")
+            }
             if !bucketPart.utf8.elementsEqual(bucket.utf8) {
                 throw .bucketMismatch(provided: String(bucketPart), current: bucket)
             }

@@ -39,4 +39,5 @@ public final class DiscardedOutput: InterpreterOutput {
     public func result(_ line: String) {}
     public func resultBytes(_ bytes: Data) {}
     public func error(_ diagnostic: Diagnostic) {}
+    public func notice(_ text: String) {}
 }

@@ -26,13 +26,14 @@ public enum Command: Sendable, Equatable {
     case pwd
     case ls(ListCommand)
     case pageNext
-    case metaGet(Word?)
+    /// `raw`: the path is the exact object name, not normalised (for names like `wrongPrefix//sadItem`).
+    case metaGet(Word?, raw: Bool)
     case metaSet(MetaSetCommand)
     case metaUnset(MetaUnsetCommand)
     case put(PutCommand)
-    case get(object: Word, file: Word?)
-    case cat(Word)
-    case rm([Word])
+    case get(object: Word, file: Word?, raw: Bool)
+    case cat(Word, raw: Bool)
+    case rm([Word], raw: Bool)
     case echo([Word])
     case help(Word?)
     case exit

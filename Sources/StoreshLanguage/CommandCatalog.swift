@@ -22,7 +22,7 @@ public enum CommandCatalog {
             example: "pwd"),
         CommandHelp(
             name: "ls", usage: "ls [-n N] [--all] [--token T] [-l] [PATH]",
-            summary: "list one page of prefixes and items under PATH (default: the current reference)",
+            summary: "list one page of prefixes and items under PATH (default: here)",
             details: [
                 "-n N       at most N entries, 1 to 1000 (default 1000); prefixes and items count together",
                 "--all      every page (listAll)",
@@ -34,11 +34,12 @@ public enum CommandCatalog {
             name: "page next", usage: "page next", summary: "the next page of the last paginated ls", details: [],
             example: "page next"),
         CommandHelp(
-            name: "meta get", usage: "meta get [PATH]", summary: "all metadata of one object", details: [],
+            name: "meta get", usage: "meta get [--raw] [PATH]", summary: "all metadata of one object",
+            details: ["--raw takes PATH as the exact object name, e.g. meta get --raw wrongPrefix//sadItem"],
             example: "meta get images/forest.jpg"),
         CommandHelp(
             name: "meta set", usage: "meta set KEY=VALUE… [--] [TARGET…]",
-            summary: "update writable properties of each target (default: the current reference)",
+            summary: "update writable properties of each target (default: the current one)",
             details: [
                 "KEY is contentType, cacheControl, contentDisposition, contentEncoding, contentLanguage,",
                 "or custom.NAME for a key of customMetadata. Words with = before -- are assignments;",
@@ -49,7 +50,7 @@ public enum CommandCatalog {
             ], example: "meta set cacheControl=\"public, max-age=3600\" custom.reviewed=yes -- images/**.jpg"),
         CommandHelp(
             name: "meta unset", usage: "meta unset KEY… [--] [TARGET…]",
-            summary: "delete writable properties of each target; `custom` clears all of customMetadata",
+            summary: "delete properties of each target; `custom` clears customMetadata",
             details: ["Keys come first; the first word that is not a key, or --, starts the targets."],
             example: "meta unset custom.stale contentLanguage -- docs/*"),
         CommandHelp(
@@ -57,18 +58,21 @@ public enum CommandCatalog {
             summary: "write an object from a local file or from TEXT",
             details: [
                 "DEST defaults to the local file's name under the current reference (with --data: the",
-                "current reference). --raw takes DEST exactly as written, without normalising it, so that",
-                "names like wrongPrefix//sadItem can be made. --md5 checks the content's MD5 (base64).",
+                "current reference); a DEST ending in / is a folder. --raw takes DEST exactly as written,",
+                "without normalising it, so that names like wrongPrefix//sadItem can be made.",
+                "--md5 checks the content's MD5 (base64).",
             ], example: "put --data 'hello' --content-type text/plain notes/hello.txt"),
         CommandHelp(
-            name: "get", usage: "get OBJECT [LOCAL_FILE]",
-            summary: "download an object's content (default: its name, in the working directory)", details: [],
+            name: "get", usage: "get [--raw] OBJECT [LOCAL_FILE]",
+            summary: "download an object's content (default: its name, in the working directory)",
+            details: ["A LOCAL_FILE that is a directory, or ends in /, gets the object's name in it."],
             example: "get images/forest.jpg /tmp/forest.jpg"),
         CommandHelp(
-            name: "cat", usage: "cat OBJECT", summary: "print an object's content", details: [],
+            name: "cat", usage: "cat [--raw] OBJECT", summary: "print an object's content", details: [],
             example: "cat docs/readme.md"),
         CommandHelp(
-            name: "rm", usage: "rm TARGET…", summary: "delete objects; targets may be patterns", details: [],
+            name: "rm", usage: "rm [--raw] TARGET…", summary: "delete objects; targets may be patterns",
+            details: ["--raw takes each TARGET as an exact object name: no normalising, no patterns."],
             example: "rm files/uid/file-00?.txt"),
         CommandHelp(
             name: "echo", usage: "echo WORD…", summary: "print words (for scripts and lessons)", details: [],
@@ -87,15 +91,21 @@ public enum CommandCatalog {
         return commands.first { $0.name == wanted }
     }
 
+    /// The helps a topic names: one command, or every subcommand of `meta` or `page`.
+    public static func helps(for topic: String) -> [CommandHelp] {
+        if let one = help(for: topic) { return [one] }
+        return commands.filter { $0.name.hasPrefix(topic + " ") }
+    }
+
     /// Command names a user might type as the first word.
     public static let firstWords = ["cd", "pwd", "ls", "page", "meta", "put", "get", "cat", "rm", "echo", "help", "exit", "quit"]
 
-    /// The overview `help` prints.
+    /// The overview `help` prints: fits 80 columns, for terminals and projectors.
     public static var overview: String {
-        let width = commands.map(\.usage.count).max() ?? 0
-        var lines = ["Commands (one per line, or separated by ;  — `help COMMAND` for more):"]
+        var lines = ["Commands (one per line, or separated by ;), `help COMMAND` for more:"]
         for command in commands {
-            lines.append("  " + command.usage.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + command.summary)
+            lines.append("  " + command.usage)
+            lines.append("      " + command.summary)
         }
         lines.append("Quote with '…' or \"…\"; # starts a comment; a line ending in \\ continues.")
         return lines.joined(separator: "\n")

@@ -17,10 +17,10 @@ enum Formatting {
             ? "\(Int(rounded)) \(units[unit])" : "\(rounded) \(units[unit])"
     }
 
-    /// `2026-11-21 09:30` (UTC), for listings.
+    /// `2026-11-21 09:30Z` (UTC, as the Z says), for listings.
     static func shortDate(_ timestamp: Timestamp) -> String {
         let text = timestamp.rfc3339
-        return String(text.prefix(10)) + " " + String(text.dropFirst(11).prefix(5))
+        return String(text.prefix(10)) + " " + String(text.dropFirst(11).prefix(5)) + "Z"
     }
 
     /// A name or value as it can be shown on a terminal: as is, or quoted with escapes when it holds

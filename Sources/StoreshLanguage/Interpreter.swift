@@ -9,6 +9,8 @@ public protocol InterpreterOutput: AnyObject {
     func resultBytes(_ bytes: Data)
     /// An error, for standard error.
     func error(_ diagnostic: Diagnostic)
+    /// A remark about the run as a whole (what was saved), for standard error.
+    func notice(_ text: String)
 }
 
 /// The local files that `put` reads and `get` writes; the command-line layer gives the real ones.
@@ -16,6 +18,8 @@ public protocol LocalFiles: Sendable {
     func read(_ path: String) throws(StorageError) -> Data
     /// Writes the whole file or, on failure, leaves nothing.
     func write(_ data: Data, to path: String) throws(StorageError)
+    /// Whether the path is an existing directory (`get OBJECT DIR` saves into it).
+    func isDirectory(_ path: String) -> Bool
 }
 
 /// How a script runs (contract, Invocation and Scripts).
@@ -101,7 +105,11 @@ public final class Interpreter {
                 }
                 if !options.keepGoing {
                     try? await transactional?.rollbackTransaction()
-                    if options.dryRun { emitNote("dry run: stopped at the error; nothing was saved") }
+                    if options.dryRun {
+                        emitNote("dry run: stopped at the error; nothing was saved")
+                    } else if transactional != nil && script.statements.count > 1 {
+                        output.notice("nothing was saved: a script lands whole or not at all (--keep-going keeps what succeeds)")
+                    }
                     return .failed
                 }
             }
@@ -112,6 +120,10 @@ public final class Interpreter {
                 emitNote("dry run: nothing was saved")
             } else {
                 try await transactional?.commitTransaction()
+                if failures > 0 {
+                    output.notice(
+                        "\(Formatting.counted(failures, "command")) failed and changed nothing; the changes of the other \(Formatting.counted(script.statements.count - failures, "command")) were saved")
+                }
             }
         } catch {
             report(error, at: script.statements.last?.location ?? SourceLocation(line: 1, column: 1))
@@ -148,9 +160,16 @@ public final class Interpreter {
     /// Runs one command. Storage errors come back as diagnostics located at the word they concern.
     public func execute(_ statement: Statement) async throws -> Flow {
         let here = statement.location
+        if options.dryRun && !options.json {
+            switch statement.command {
+            case .metaSet, .metaUnset, .rm, .put:
+                output.result("# line \(here.line): \(Self.commandName(statement.command))")
+            default: break
+            }
+        }
         switch statement.command {
         case .cd(let path):
-            current = try path.map(resolve) ?? .root
+            current = try path.map { try navigationPath($0, command: "cd") } ?? .root
         case .pwd:
             let url = current.url(bucket: bucket.name)
             emit(json: .object([("path", .string(url))]), human: [Formatting.shown(url)])
@@ -158,21 +177,25 @@ public final class Interpreter {
             try await runList(list, at: here)
         case .pageNext:
             try await runPageNext(at: here)
-        case .metaGet(let path):
-            let name = try objectName(path, at: here)
-            let metadata = try await located(path?.location ?? here) { try await self.bucket.metadata(of: name) }
+        case .metaGet(let path, let raw):
+            let name = try objectName(path, raw: raw, at: here)
+            let metadata = try await onTarget(path, name: name, at: here) { try await self.bucket.metadata(of: name) }
             emit(json: metadata.jsonDocument, human: Self.describe(metadata))
         case .metaSet(let command):
-            try await runUpdate(command.update, targets: command.targets, verb: "set", at: here)
+            try await runUpdate(command.update, targets: command.targets, at: here)
         case .metaUnset(let command):
-            try await runUpdate(command.update, targets: command.targets, verb: "unset", at: here)
+            try await runUpdate(command.update, targets: command.targets, at: here)
         case .put(let command):
             try await runPut(command, at: here)
-        case .get(let objectWord, let fileWord):
-            let name = try objectName(objectWord, at: here)
-            let content = try await located(objectWord.location) { try await self.bucket.read(name) }
-            let file = fileWord?.text ?? name.lastSegment
-            guard !file.isEmpty else {
+        case .get(let objectWord, let fileWord, let raw):
+            let name = try objectName(objectWord, raw: raw, at: here)
+            let content = try await onTarget(objectWord, name: name, at: here) { try await self.bucket.read(name) }
+            // Like cp: a destination ending in / or naming a directory gets the object's own name.
+            var file = fileWord?.text ?? name.lastSegment
+            if let given = fileWord?.text, given.hasSuffix("/") || files.isDirectory(given) {
+                file = (given.hasSuffix("/") ? given : given + "/") + name.lastSegment
+            }
+            guard !file.isEmpty, !file.hasSuffix("/") else {
                 throw Diagnostic.running(
                     .invalidArgument("Object \(name) has no last segment to name a local file after; give LOCAL_FILE."),
                     at: objectWord.location)
@@ -185,9 +208,9 @@ public final class Interpreter {
                     json: .object([("path", .string(name.rawValue)), ("file", .string(file)), ("size", .integer(Int64(content.count)))]),
                     human: ["saved \(Formatting.shown(name.rawValue)) (\(Formatting.size(Int64(content.count)))) to \(file)"])
             }
-        case .cat(let objectWord):
-            let name = try objectName(objectWord, at: here)
-            let content = try await located(objectWord.location) { try await self.bucket.read(name) }
+        case .cat(let objectWord, let raw):
+            let name = try objectName(objectWord, raw: raw, at: here)
+            let content = try await onTarget(objectWord, name: name, at: here) { try await self.bucket.read(name) }
             if options.json {
                 let body: (String, JSONValue) =
                     String(data: content, encoding: .utf8).map { ("text", .string($0)) }
@@ -196,26 +219,26 @@ public final class Interpreter {
             } else {
                 output.resultBytes(content)
             }
-        case .rm(let targets):
-            let objects = try await expand(targets, at: here)
+        case .rm(let targets, let raw):
+            let objects = try await expand(targets, raw: raw, at: here)
             var deleted: [String] = []
             for object in objects {
                 try checkCancelled(at: here)
-                try await onTarget(object.word, at: here) { try await self.bucket.delete(object.name) }
+                try await onTarget(object.word, name: object.name, at: here) { try await self.bucket.delete(object.name) }
                 deleted.append(object.name.rawValue)
-                if options.dryRun { emitNote("would delete \(Formatting.shown(object.name.rawValue))") }
+                if options.dryRun && objects.count > 1 { emitNote("would delete \(Formatting.shown(object.name.rawValue))") }
             }
             let verb = options.dryRun ? "would delete" : "deleted"
             emit(
-                json: .object([("deleted", .array(deleted.map { .string($0) }))]),
-                human: [deleted.count == 1 && !options.dryRun ? "deleted \(Formatting.shown(deleted[0]))" : "\(verb) \(Formatting.counted(deleted.count, "object"))"])
+                json: .object([("deleted", .array(deleted.map { .string($0) }))] + dryRunMark),
+                human: [deleted.count == 1 ? "\(verb) \(Formatting.shown(deleted[0]))" : "\(verb) \(Formatting.counted(deleted.count, "object"))"])
         case .echo(let words):
             let text = words.map(\.text).joined(separator: " ")
             emit(json: .object([("echo", .string(text))]), human: [text])
         case .help(let topic):
             let text: String
-            if let topic, let help = CommandCatalog.help(for: topic.text) {
-                text = CommandCatalog.text(for: help)
+            if let topic {
+                text = CommandCatalog.helps(for: topic.text).map(CommandCatalog.text(for:)).joined(separator: "\n\n")
             } else {
                 text = CommandCatalog.overview
             }
@@ -229,7 +252,7 @@ public final class Interpreter {
     // MARK: Commands
 
     private func runList(_ list: ListCommand, at here: SourceLocation) async throws {
-        let reference = try list.path.map(resolve) ?? current
+        let reference = try list.path.map { try navigationPath($0, command: "ls") } ?? current
         let maxResults = list.maxResults?.value
         let errorLocation = list.maxResults?.location ?? list.pageToken?.location ?? list.path?.location ?? here
         var page: ListPage
@@ -304,7 +327,11 @@ public final class Interpreter {
             page.items.forEach { output.result(relative($0)) }
         }
         if page.prefixes.isEmpty && page.items.isEmpty {
-            output.result("(nothing under \(Formatting.shown(reference.url(bucket: bucket.name))))")
+            var note = "(nothing under \(Formatting.shown(reference.url(bucket: bucket.name))))"
+            if let name = try? reference.objectName(), (try? await bucket.metadata(of: name)) != nil {
+                note += " — it is an object: meta get shows it (rule L5)"
+            }
+            output.result(note)
         }
         if let token = page.nextPageToken {
             output.result("… more entries: `page next` shows them (token \(token))")
@@ -312,8 +339,8 @@ public final class Interpreter {
     }
 
     /// meta set / meta unset over every target, with the plan (old → new per property) in a dry run.
-    private func runUpdate(_ update: MetadataUpdate, targets: [Word], verb: String, at here: SourceLocation) async throws {
-        let objects = try await expand(targets, at: here)
+    private func runUpdate(_ update: MetadataUpdate, targets: [Word], at here: SourceLocation) async throws {
+        let objects = try await expand(targets, raw: false, at: here)
         var updated: [(name: String, differences: [PropertyDifference])] = []
         var unchanged: [String] = []
         for object in objects {
@@ -323,7 +350,7 @@ public final class Interpreter {
             if let known = object.metadata {
                 before = known
             } else {
-                before = try await onTarget(object.word, at: here) { try await self.bucket.metadata(of: object.name) }
+                before = try await onTarget(object.word, name: object.name, at: here) { try await self.bucket.metadata(of: object.name) }
             }
             let result = try await located(location) {
                 try await self.bucket.updateMetadata(of: object.name, update, ifMetagenerationMatch: before.metageneration)
@@ -345,8 +372,9 @@ public final class Interpreter {
                 ])
             }
             output.result(
-                JSONValue.object([("updated", .array(updatedDocuments)), ("unchanged", .array(unchanged.map { .string($0) }))])
-                    .serialized)
+                JSONValue.object(
+                    [("updated", .array(updatedDocuments)), ("unchanged", .array(unchanged.map { .string($0) }))] + dryRunMark
+                ).serialized)
             return
         }
         if options.dryRun {
@@ -356,11 +384,14 @@ public final class Interpreter {
                 Formatting.columns(rows).forEach(output.result)
             }
         }
+        let verbPhrase = options.dryRun ? "would update" : "updated"
         let summary: String
-        if objects.count == 1 && !options.dryRun {
-            summary = updated.isEmpty ? "\(Formatting.shown(unchanged[0])): unchanged (nothing to \(verb))" : "updated \(Formatting.shown(updated[0].name))"
+        if objects.count == 1 {
+            summary =
+                updated.isEmpty
+                ? "\(Formatting.shown(unchanged[0])): unchanged (already as asked)"
+                : "\(verbPhrase) \(Formatting.shown(updated[0].name))"
         } else {
-            let verbPhrase = options.dryRun ? "would update" : "updated"
             summary = "\(verbPhrase) \(Formatting.counted(updated.count, "object")), \(unchanged.count) unchanged"
         }
         output.result(summary)
@@ -381,8 +412,12 @@ public final class Interpreter {
         if let word = command.destination {
             if command.raw {
                 destination = try located(word.location) { try ObjectName(word.text) }
+            } else if word.text.hasSuffix("/"), let defaultName {
+                // Like cp: DEST/ is a folder, and the file keeps its name in it.
+                let folder = try resolve(word)
+                destination = try located(word.location) { try folder.child(defaultName).objectName() }
             } else {
-                destination = try objectName(word, at: here)
+                destination = try objectName(word, raw: false, at: here)
             }
         } else if let defaultName {
             destination = try located(here) { try self.current.child(defaultName).objectName() }
@@ -403,7 +438,7 @@ public final class Interpreter {
             try await self.bucket.write(content, to: destination, options: writeOptions)
         }
         let description =
-            "\(Formatting.shown(destination.rawValue)) (\(Formatting.size(metadata.size)), \(metadata.contentType ?? "no content type"))"
+            "\(Formatting.shown(destination.rawValue)) (\(Formatting.size(metadata.size)), \(metadata.contentType.flatMap { $0.isEmpty ? nil : $0 } ?? "no content type"))"
         emit(json: metadata.jsonDocument, human: [(options.dryRun ? "would write " : "wrote ") + description])
     }
 
@@ -411,14 +446,14 @@ public final class Interpreter {
 
     /// The objects that targets name, in order: each path as given (it must be a valid name), each
     /// pattern expanded to its matches in name order. No target means the current reference.
-    private func expand(_ targets: [Word], at here: SourceLocation) async throws -> [(name: ObjectName, metadata: ObjectMetadata?, word: Word?)] {
+    private func expand(_ targets: [Word], raw: Bool, at here: SourceLocation) async throws -> [(name: ObjectName, metadata: ObjectMetadata?, word: Word?)] {
         guard !targets.isEmpty else {
             return [(try located(here) { try self.current.objectName() }, nil, nil)]
         }
         var objects: [(name: ObjectName, metadata: ObjectMetadata?, word: Word?)] = []
         var seen = Set<ObjectName>()
         for word in targets {
-            if ObjectPattern.isPattern(word) {
+            if !raw && ObjectPattern.isPattern(word) {
                 let pattern = try located(word.location) {
                     try ObjectPattern(resolving: word, from: self.current, bucket: self.bucket.name)
                 }
@@ -441,26 +476,42 @@ public final class Interpreter {
                         StorageError(.objectNotFound, "No object matches the pattern \(pattern.text)."), at: word.location)
                 }
             } else {
-                let name = try objectName(word, at: here)
+                let name = try objectName(word, raw: raw, at: here)
                 if seen.insert(name).inserted { objects.append((name, nil, word)) }
             }
         }
         return objects
     }
 
-    /// Runs a bucket call on one target; an object-not-found for a path whose wildcards were quoted gets a
-    /// hint, since quoting makes them literal.
-    private func onTarget<T>(_ word: Word?, at here: SourceLocation, _ body: () async throws -> T) async throws -> T {
+    /// Runs a bucket call on one target. An object-not-found gets a hint when the likely mistake is known:
+    /// quoted wildcards (literal), a name that normalising changed (rule P1), or a folder (a prefix).
+    private func onTarget<T>(_ word: Word?, name: ObjectName, at here: SourceLocation, _ body: () async throws -> T)
+        async throws -> T
+    {
         do {
             return try await body()
         } catch var error as StorageError {
-            if error.code == .objectNotFound, let word,
-                zip(word.text.unicodeScalars, word.literal).contains(where: { $1 && ($0 == "*" || $0 == "?" || $0 == "[") })
-            {
-                error.message += " Its wildcards are quoted, so they are literal; unquote them to match a pattern."
-            }
+            if error.code == .objectNotFound, let word { error.message += await notFoundHint(word, name: name) }
             throw Diagnostic.running(error, at: word?.location ?? here)
         }
+    }
+
+    private func notFoundHint(_ word: Word, name: ObjectName) async -> String {
+        if zip(word.text.unicodeScalars, word.literal).contains(where: { $1 && ($0 == "*" || $0 == "?" || $0 == "[") }) {
+            return " Its wildcards are quoted, so they are literal; unquote them to match a pattern."
+        }
+        let typed = word.text.hasPrefix("/") ? String(word.text.dropFirst()) : word.text
+        if word.text.contains("//") || (typed.hasSuffix("/") && typed.count > 1) {
+            if (try? await bucket.metadata(of: ObjectName(typed))) != nil {
+                return " Paths are normalised (rule P1); to name '\(typed)' exactly, use --raw."
+            }
+        }
+        if let page = try? await bucket.list(StoragePath(normalizing: name.rawValue), options: ListOptions(maxResults: 1)),
+            !page.prefixes.isEmpty || !page.items.isEmpty
+        {
+            return " \(name.rawValue) is a folder (a prefix), not an object; to change the objects in it, use \(name.rawValue)/* or \(name.rawValue)/**."
+        }
+        return ""
     }
 
     // MARK: Helpers
@@ -469,10 +520,22 @@ public final class Interpreter {
         try located(word.location) { try StoragePath.resolve(word.text, from: self.current, bucket: self.bucket.name) }
     }
 
-    /// The object a path word names (or, without one, the current reference).
-    private func objectName(_ word: Word?, at here: SourceLocation) throws -> ObjectName {
+    /// The object a path word names (or, without one, the current reference); with `raw`, the word exactly.
+    private func objectName(_ word: Word?, raw: Bool = false, at here: SourceLocation) throws -> ObjectName {
+        if raw, let word { return try located(word.location) { try ObjectName(word.text) } }
         let path = try word.map(resolve) ?? current
         return try located(word?.location ?? here) { try path.objectName() }
+    }
+
+    /// A path for cd and ls, which take no patterns.
+    private func navigationPath(_ word: Word, command: String) throws -> StoragePath {
+        if ObjectPattern.isPattern(word) {
+            throw Diagnostic.running(
+                .invalidArgument(
+                    "`\(command)` takes a path, not a pattern; patterns work in meta set, meta unset and rm (quote * ? [ to use them literally)."),
+                at: word.location)
+        }
+        return try resolve(word)
     }
 
     private func checkCancelled(at location: SourceLocation) throws {
@@ -492,6 +555,19 @@ public final class Interpreter {
             return try await body()
         } catch let error as StorageError {
             throw Diagnostic.running(error, at: location)
+        }
+    }
+
+    /// `"dryRun": true` in the JSON results of commands that change things, during a dry run.
+    private var dryRunMark: [(String, JSONValue)] { options.dryRun ? [("dryRun", .bool(true))] : [] }
+
+    static func commandName(_ command: Command) -> String {
+        switch command {
+        case .metaSet: "meta set"
+        case .metaUnset: "meta unset"
+        case .rm: "rm"
+        case .put: "put"
+        default: ""
         }
     }
 

@@ -49,7 +49,8 @@ public struct WordList: Sendable, Equatable {
 }
 
 /// Splits a script into commands and words (contract, Lexical rules):
-/// one command per line, `;` between commands, `#` outside quotes starts a comment, a line ending in `\`
+/// one command per line, `;` between commands, `#` outside quotes starts a comment (at the start of a word;
+/// inside a word it is an ordinary character), a line ending in `\`
 /// continues on the next; `'…'` is literal, `"…"` knows `\"`, `\\`, `\n` and `\t`; a `\` outside quotes
 /// makes the next character literal. Quotes may stand inside a word. Quotes do not span lines.
 public struct Lexer {
@@ -125,8 +126,9 @@ public struct Lexer {
             case ";":
                 finishCommand()
                 advance()
-            case "#":
-                finishWord()
+            case "#" where wordStart == nil:
+                // As in a shell, # starts a comment at the start of a word only: in `custom.color=#fff` or
+                // `page#2` it is part of the word, so a value can never silently turn into a comment.
                 while peek() != nil && !atLineBreak() { advance() }
             case "\\":
                 let start = location

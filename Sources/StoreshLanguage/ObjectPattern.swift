@@ -36,6 +36,7 @@ public struct ObjectPattern: Sendable, CustomStringConvertible {
         if text.hasPrefix("gs://") {
             let afterScheme = text.dropFirst("gs://".count)
             let bucketPart = afterScheme.prefix { $0 != "/" }
+            if bucketPart.isEmpty { throw .invalidArgument("gs:// needs a bucket name: gs://\(bucket)/PATH.") }
             if bucketPart != bucket { throw .bucketMismatch(provided: String(bucketPart), current: bucket) }
             characters.removeFirst("gs://".unicodeScalars.count + bucketPart.unicodeScalars.count)
             segments = []

@@ -38,28 +38,30 @@ public enum Parser {
         case "put":
             command = .put(try parsePut(name, &reader))
         case "get":
+            let raw = reader.takeRaw()
             let object = try reader.required("OBJECT", for: "get", after: name)
-            command = .get(object: object, file: try reader.optionalLast(for: "get"))
+            command = .get(object: object, file: try reader.optionalLast(for: "get"), raw: raw)
         case "cat":
+            let raw = reader.takeRaw()
             let object = try reader.required("OBJECT", for: "cat", after: name)
             try reader.expectEnd(for: "cat")
-            command = .cat(object)
+            command = .cat(object, raw: raw)
         case "rm":
+            let raw = reader.takeRaw()
             let targets = reader.rest(skippingDoubleDash: true)
             guard !targets.isEmpty else {
-                throw Diagnostic.syntax("`rm` needs at least one TARGET: rm TARGET…", at: afterEnd(of: name))
+                throw Diagnostic.syntax("`rm` needs at least one TARGET: rm [--raw] TARGET…", at: afterEnd(of: name))
             }
-            command = .rm(targets)
+            command = .rm(targets, raw: raw)
         case "echo":
             command = .echo(reader.rest(skippingDoubleDash: false))
         case "help":
             let topic = reader.rest(skippingDoubleDash: false)
             if let first = topic.first {
                 let text = topic.map(\.text).joined(separator: " ")
-                guard CommandCatalog.help(for: text) != nil || CommandCatalog.help(for: first.text) != nil else {
-                    throw unknownCommand(Word(text, at: first.location))
-                }
-                command = .help(Word(CommandCatalog.help(for: text) != nil ? text : first.text, at: first.location))
+                let known = [text, first.text].first { !CommandCatalog.helps(for: $0).isEmpty }
+                guard let known else { throw unknownCommand(Word(text, at: first.location)) }
+                command = .help(Word(known, at: first.location))
             } else {
                 command = .help(nil)
             }
@@ -77,6 +79,9 @@ public enum Parser {
         let candidates = CommandCatalog.firstWords + CommandCatalog.commands.map(\.name)
         if let near = Suggestion.nearest(to: word.text, among: candidates) {
             message += "; did you mean '\(near)'?"
+        } else if word.text.contains("=") {
+            // `contentDisposition=attachment;filename=x`: the ; ended the command.
+            message += "; a ; outside quotes ends a command, so quote a value that holds one"
         } else {
             message += "; `help` lists the commands"
         }
@@ -128,7 +133,8 @@ public enum Parser {
         }
         switch sub.text {
         case "get":
-            return .metaGet(try reader.optionalLast(for: "meta get"))
+            let raw = reader.takeRaw()
+            return .metaGet(try reader.optionalLast(for: "meta get"), raw: raw)
         case "set":
             var update = MetadataUpdate()
             var assignments: [(key: Word, value: Word)] = []
@@ -305,6 +311,13 @@ struct WordReader {
             throw Diagnostic.syntax("`\(command)` needs \(what)", at: Parser.afterEnd(of: name))
         }
         return word
+    }
+
+    /// Takes a leading `--raw` option.
+    mutating func takeRaw() -> Bool {
+        guard index < words.count, words[index].text == "--raw", words[index].isBare else { return false }
+        index += 1
+        return true
     }
 
     mutating func optionValue(for option: Word) throws(Diagnostic) -> Word {

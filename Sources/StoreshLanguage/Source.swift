@@ -111,13 +111,23 @@ public struct Diagnostic: Error, Sendable, Equatable, CustomStringConvertible {
 
     public var description: String { "\(location): error: \(message) (\(code))" }
 
-    /// `FILE:LINE:COLUMN: error: MESSAGE (CODE)`; for syntax errors also the line and a caret under the column.
+    /// `FILE:LINE:COLUMN: error: MESSAGE (CODE)`; for an error found before running, also the line and a caret
+    /// under the column (a long line is shown as a window around the column).
     public func rendered(in source: SourceText) -> String {
         var text = "\(source.name):\(location.line):\(location.column): error: \(message) (\(code))"
-        if isSyntaxError, let line = source.line(location.line) {
-            // Tabs keep their width so that the caret stands under the right character.
-            let shown = line.replacingOccurrences(of: "\r", with: "")
-            let pad = String(shown.unicodeScalars.prefix(max(0, location.column - 1)).map { $0 == "\t" ? "\t" : " " })
+        if phase == .beforeRunning, let line = source.line(location.line) {
+            var scalars = Array(line.unicodeScalars.filter { $0 != "\r" })
+            var column = location.column
+            let window = 100
+            if scalars.count > window {
+                let start = max(0, min(column - 1 - window / 2, scalars.count - window))
+                scalars = (start > 0 ? Array("…".unicodeScalars) : []) + scalars[start..<min(scalars.count, start + window)]
+                    + (start + window < line.unicodeScalars.count ? Array("…".unicodeScalars) : [])
+                column = column - start + (start > 0 ? 1 : 0)
+            }
+            // Control characters are shown as spaces, tabs keep their width, so the caret stands right.
+            let shown = String(String.UnicodeScalarView(scalars.map { $0 == "\t" || $0.value >= 0x20 ? $0 : " " }))
+            let pad = String(scalars.prefix(max(0, column - 1)).map { $0 == "\t" ? "\t" : " " })
             text += "\n    \(shown)\n    \(pad)^"
         }
         return text

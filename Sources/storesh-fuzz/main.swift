@@ -25,6 +25,7 @@ struct NoFiles: LocalFiles {
     func write(_ data: Data, to path: String) throws(StorageError) {
         throw StorageError(.internalError, "a dry run wrote the local file \(path)")
     }
+    func isDirectory(_ path: String) -> Bool { false }
 }
 
 func fuzz() async throws -> ScriptFuzzer.Report {

@@ -20,6 +20,12 @@ final class CheckedOutput {
         if buffer.count >= Self.flushThreshold { try flush() }
     }
 
+    /// Bytes exactly as given (object content is not text).
+    func write(bytes: some Collection<UInt8>) throws(StorageError) {
+        buffer.append(contentsOf: bytes)
+        if buffer.count >= Self.flushThreshold { try flush() }
+    }
+
     func flush() throws(StorageError) {
         var offset = 0
         while offset < buffer.count {
@@ -50,10 +56,16 @@ func readInputFile(_ path: String) throws(CommandLineError) -> Data {
         throw CommandLineError("cannot read \(path): there is no such file.")
     }
     guard !isDirectory.boolValue else { throw CommandLineError("cannot read \(path): it is a directory.") }
-    guard let data = FileManager.default.contents(atPath: path) else {
-        throw CommandLineError("cannot read \(path): \(String(cString: strerror(EACCES))).")
+    // Read through the descriptor, so that pipes (`run <(…)`, /dev/stdin) work as well as files.
+    guard let handle = FileHandle(forReadingAtPath: path) else {
+        throw CommandLineError("cannot read \(path): \(String(cString: strerror(errno))).")
     }
-    return data
+    defer { try? handle.close() }
+    do {
+        return try handle.readToEnd() ?? Data()
+    } catch {
+        throw CommandLineError("cannot read \(path): \(error.localizedDescription)")
+    }
 }
 
 /// "1 object", "2 objects".

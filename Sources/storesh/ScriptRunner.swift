@@ -30,13 +30,19 @@ final class ConsoleOutput: InterpreterOutput {
     }
 
     func resultBytes(_ bytes: Data) {
-        record { try stdout.write(String(decoding: bytes, as: UTF8.self)) }
+        record { try stdout.write(bytes: bytes) }
     }
 
     func error(_ diagnostic: Diagnostic) {
         flush()  // results so far come before the error on a terminal
         let text = json ? diagnostic.jsonDocument.serialized : diagnostic.rendered(in: source)
         FileHandle.standardError.write(Data((text + "\n").utf8))
+    }
+
+    func notice(_ text: String) {
+        guard !json else { return }  // with --json, standard error holds JSON documents only
+        flush()
+        FileHandle.standardError.write(Data("storesh: \(text)\n".utf8))
     }
 
     func flush() {
@@ -59,9 +65,14 @@ struct HostFiles: LocalFiles {
         }
     }
 
+    func isDirectory(_ path: String) -> Bool {
+        var isDirectory: ObjCBool = false
+        return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue
+    }
+
     func write(_ data: Data, to path: String) throws(StorageError) {
         do {
-            try writeFileAtomically(path) { output in try output.write(String(decoding: data, as: UTF8.self)) }
+            try writeFileAtomically(path) { output in try output.write(bytes: data) }
         } catch let error as StorageError {
             throw error
         } catch {

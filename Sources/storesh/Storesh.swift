@@ -94,7 +94,13 @@ struct Storesh: AsyncParsableCommand {
                 Foundation.exit(0)
             }
             // One error format for every error: `storesh: error: …`.
-            let text = message.hasPrefix("Error: ") ? "storesh: error: " + message.dropFirst("Error: ".count) : message
+            var text = message.hasPrefix("Error: ") ? "storesh: error: " + message.dropFirst("Error: ".count) : message
+            // `storesh ls`: a command of the language given as an argument.
+            if let match = text.firstMatch(of: #/Unexpected argument '([^']+)'/#),
+                CommandCatalog.firstWords.contains(String(match.1))
+            {
+                text += "\n(commands of the language run with -c: storesh -c '\(match.1) …', or from a script: storesh run FILE)"
+            }
             FileHandle.standardError.write(Data((text + "\n").utf8))
             Foundation.exit(code == .validationFailure ? 2 : code.rawValue)
         }
@@ -128,6 +134,9 @@ struct Run: AsyncParsableCommand {
     var keepGoing = false
 
     func run() async throws {
+        if CommandLine.arguments.contains("-c") {
+            throw CommandLineError("-c TEXT and run FILE each give the script; use one of them.")
+        }
         let source = try SourceText(name: file, bytes: try readInputFile(file))
         let options = RunOptions(json: outputOptions.json, dryRun: dryRun, keepGoing: keepGoing)
         throw ExitCode(try await runScript(source, bucket: try bucketOptions.open(), options: options))

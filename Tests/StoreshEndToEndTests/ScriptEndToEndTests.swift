@@ -41,7 +41,9 @@ struct ScriptEndToEndTests {
         let before = try export()
         let result = try sandbox.storesh.run(["--bucket", bucket, "-c", "put --data x docs/new; rm docs/0000; meta get docs/none"])
         #expect(result.status == 1)
-        #expect(result.stderr == "-c:1:47: error: Object docs/none does not exist. (object-not-found)\n")
+        #expect(
+            result.stderr
+                == "-c:1:47: error: Object docs/none does not exist. (object-not-found)\nstoresh: nothing was saved: a script lands whole or not at all (--keep-going keeps what succeeds)\n")
         #expect(try export() == before)
     }
 
@@ -50,7 +52,9 @@ struct ScriptEndToEndTests {
         let script = try sandbox.write("rm docs/0000\nrm docs/none\nrm docs/0001\ncat docs/none\n", to: "k.store")
         let result = try sandbox.storesh.run(["--bucket", bucket, "run", "--keep-going", script])
         #expect(result.status == 1)
-        #expect(result.stderr.split(separator: "\n").map { String($0.prefix(while: { $0 != " " })) } == ["\(script):2:4:", "\(script):4:5:"])
+        let lines = result.stderr.split(separator: "\n").map(String.init)
+        #expect(lines.map { String($0.prefix(while: { $0 != " " })) } == ["\(script):2:4:", "\(script):4:5:", "storesh:"])
+        #expect(lines.last == "storesh: 2 commands failed and changed nothing; the changes of the other 2 commands were saved")
         #expect(try sandbox.storesh.run(["--bucket", bucket, "-c", "ls docs"]).stdout == "0002\n0003\n0004\n")
     }
 
@@ -61,8 +65,8 @@ struct ScriptEndToEndTests {
         let script = try sandbox.write("meta set contentType=text/plain custom.k=v -- docs/*\nrm docs/0004\n", to: "d.store")
         let result = try sandbox.storesh.run(["--bucket", bucket, "run", script, "--dry-run"])
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stdout.hasPrefix("docs/0000\n  contentType  \"application/octet-stream\"  →  \"text/plain\"\n  custom.k     (not set)                   →  \"v\"\n"))
-        #expect(result.stdout.hasSuffix("would update 5 objects, 0 unchanged\nwould delete docs/0004\nwould delete 1 object\ndry run: nothing was saved\n"))
+        #expect(result.stdout.hasPrefix("# line 1: meta set\ndocs/0000\n  contentType  \"application/octet-stream\"  →  \"text/plain\"\n  custom.k     (not set)                   →  \"v\"\n"))
+        #expect(result.stdout.hasSuffix("would update 5 objects, 0 unchanged\n# line 2: rm\nwould delete docs/0004\ndry run: nothing was saved\n"))
         #expect(try export() == exported)
         #expect(try Data(contentsOf: URL(fileURLWithPath: bucket)) == before)
     }
@@ -72,7 +76,7 @@ struct ScriptEndToEndTests {
         let result = try sandbox.storesh.run(["--bucket", bucket], stdin: Data("pwd\nmeta get docs/zz\n".utf8))
         #expect(result.status == 1)
         #expect(result.stdout == "gs://t/\n")
-        #expect(result.stderr == "-:2:10: error: Object docs/zz does not exist. (object-not-found)\n")
+        #expect(result.stderr.hasPrefix("-:2:10: error: Object docs/zz does not exist. (object-not-found)\nstoresh: nothing was saved"))
         let json = try sandbox.storesh.run(["--bucket", bucket, "--json", "-c", "pwd; ls -n 0"])
         #expect(json.status == 1)
         #expect(json.stdout == "{\"path\":\"gs://t/\"}\n")
@@ -110,6 +114,43 @@ struct ScriptEndToEndTests {
         process.waitUntilExit()
         #expect(process.terminationStatus == 0)
         #expect(text == "hello from a script\n")
+    }
+
+    @Test("get and cat give binary content byte for byte")
+    func binaryContent() throws {
+        let bytes = Data((0...255).map { UInt8($0) } + [0xFF, 0xFE, 0x00, 0xC3])
+        let archive = try sandbox.write(
+            "{\"format\":\"storesh-bucket\",\"version\":1,\"objects\":[{\"name\":\"bin/all.bytes\",\"base64\":\"\(bytes.base64EncodedString())\"}]}",
+            to: "bin.json")
+        #expect(try sandbox.storesh.run(["import", "--bucket", bucket, archive]).status == 0)
+        let folder = sandbox.file("downloads")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let got = try sandbox.storesh.run(["--bucket", bucket, "-c", "get bin/all.bytes \(folder)"])
+        #expect(got.status == 0, "\(got.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: folder + "/all.bytes")) == bytes)
+        let catted = Process()
+        catted.executableURL = URL(fileURLWithPath: StoreshProcess.binary)
+        catted.arguments = ["--bucket", bucket, "-c", "cat bin/all.bytes"]
+        catted.environment = sandbox.storesh.environment
+        let pipe = Pipe()
+        catted.standardOutput = pipe
+        try catted.run()
+        let output = pipe.fileHandleForReading.readDataToEndOfFile()
+        catted.waitUntilExit()
+        #expect(output == bytes)
+    }
+
+    @Test("a script can come through a pipe given as a path; -c with run is a usage error")
+    func pipesAndMixups() throws {
+        let piped = try sandbox.storesh.run(["--bucket", bucket, "run", "/dev/stdin"], stdin: Data("pwd\n".utf8))
+        #expect(piped.status == 0, "\(piped.stderr)")
+        #expect(piped.stdout == "gs://t/\n")
+        let both = try sandbox.storesh.run(["--bucket", bucket, "-c", "pwd", "run", "x.store"])
+        #expect(both.status == 2)
+        #expect(both.stderr.contains("-c TEXT and run FILE each give the script"))
+        let bare = try sandbox.storesh.run(["--bucket", bucket, "ls"])
+        #expect(bare.status == 2)
+        #expect(bare.stderr.contains("storesh -c 'ls …'"))
     }
 
     @Test("flags and arguments that make no sense are usage errors: exit 2")

@@ -14,6 +14,8 @@ final class CapturedOutput: InterpreterOutput {
     func result(_ line: String) { lines.append(line) }
     func resultBytes(_ bytes: Data) { self.bytes += bytes }
     func error(_ diagnostic: Diagnostic) { errors.append(diagnostic) }
+    var notices: [String] = []
+    func notice(_ text: String) { notices.append(text) }
 }
 
 /// Local files in memory.
@@ -26,6 +28,7 @@ final class MemoryFiles: LocalFiles, @unchecked Sendable {
     }
 
     func write(_ data: Data, to path: String) throws(StorageError) { files[path] = data }
+    func isDirectory(_ path: String) -> Bool { path == "downloads" }
 }
 
 /// A bucket in a temporary file and an interpreter on it.
@@ -209,9 +212,10 @@ struct ScriptTests {
             "meta set cacheControl=no-cache -- images/*.jpg\nrm docs/x\nput --data new fresh", json: false, dryRun: true)
         #expect(status == .success)
         #expect(output.lines == [
-            "images/a.jpg", "  cacheControl  (not set)  →  \"no-cache\"", "images/b.jpg",
-            "  cacheControl  (not set)  →  \"no-cache\"", "would update 2 objects, 0 unchanged", "would delete docs/x",
-            "would delete 1 object", "would write fresh (3 B, application/octet-stream)", "dry run: nothing was saved",
+            "# line 1: meta set", "images/a.jpg", "  cacheControl  (not set)  →  \"no-cache\"", "images/b.jpg",
+            "  cacheControl  (not set)  →  \"no-cache\"", "would update 2 objects, 0 unchanged", "# line 2: rm",
+            "would delete docs/x", "# line 3: put", "would write fresh (3 B, application/octet-stream)",
+            "dry run: nothing was saved",
         ])
         #expect(try await session.bucket.scan(prefix: "", after: nil, limit: 100).objects == before)
     }
@@ -234,8 +238,8 @@ struct ScriptTests {
         #expect(listed.lines == ["mountains/", "forest.jpg", "lake.png", "updated 3 objects, 0 unchanged"])
         let (_, long) = try await session.run("ls -l images", json: false)
         #expect(long.lines == [
-            "   -  -                 -           mountains/", "17 B  2026-11-21 09:30  image/jpeg  forest.jpg",
-            "15 B  2026-11-21 09:30  image/png   lake.png",
+            "   -  -                  -           mountains/", "17 B  2026-11-21 09:30Z  image/jpeg  forest.jpg",
+            "15 B  2026-11-21 09:30Z  image/png   lake.png",
         ])
     }
 
@@ -260,6 +264,61 @@ struct ScriptTests {
         #expect(await interpreter.run(script) == .interrupted)
         #expect(output.errors.first?.code == "cancelled")
         #expect(try await session.names() == ["a"])
+    }
+}
+
+@Suite("What a new user's trial found")
+struct TrialFindingsTests {
+    @Test("binary content goes through get and cat byte for byte")
+    func binaryContent() async throws {
+        let session = try Session()
+        let bytes = Data((0...255).map { UInt8($0) } + [0xFF, 0xFE, 0x00, 0xC3])
+        _ = try await session.bucket.write(bytes, to: ObjectName("bin/all.bytes"), options: WriteOptions())
+        let (status, output) = try await session.run("cat bin/all.bytes\nget bin/all.bytes\nget bin/all.bytes downloads", json: false)
+        #expect(status == .success)
+        #expect(output.bytes == bytes)
+        #expect(session.files.files["all.bytes"] == bytes)
+        #expect(session.files.files["downloads/all.bytes"] == bytes)
+    }
+
+    @Test("--raw reaches names that normalising would change; hints say when to use it, and when a path is a folder")
+    func rawNamesAndHints() async throws {
+        let session = try Session(["wrongPrefix//sadItem", "lonelyItem/", "images/forest.jpg"])
+        let (status, output) = try await session.run("meta get --raw wrongPrefix//sadItem\ncat --raw lonelyItem/", json: false)
+        #expect(status == .success, "\(output.errors)")
+        #expect(output.lines.contains("fullPath        wrongPrefix//sadItem"))
+        let (_, normalised) = try await session.run("meta get wrongPrefix//sadItem")
+        #expect(normalised.errors.first?.message == "Object wrongPrefix/sadItem does not exist. Paths are normalised (rule P1); to name 'wrongPrefix//sadItem' exactly, use --raw.")
+        let (_, folder) = try await session.run("meta set contentType=x -- images")
+        #expect(folder.errors.first?.message.hasSuffix("images is a folder (a prefix), not an object; to change the objects in it, use images/* or images/**.") == true)
+        let (_, pattern) = try await session.run("ls images/*")
+        #expect(pattern.errors.first?.message.hasPrefix("`ls` takes a path, not a pattern") == true)
+        let (_, object) = try await session.run("ls images/forest.jpg", json: false)
+        #expect(object.lines == ["(nothing under gs://teaching/images/forest.jpg) — it is an object: meta get shows it (rule L5)"])
+        let (_, removed) = try await session.run("rm --raw lonelyItem/ wrongPrefix//sadItem")
+        #expect(removed.lines == [#"{"deleted":["lonelyItem/","wrongPrefix//sadItem"]}"#])
+    }
+
+    @Test("put into a folder keeps the file's name; help for meta and page lists their subcommands")
+    func folderDestinationsAndHelp() async throws {
+        let session = try Session()
+        session.files.files["photo.jpg"] = Data([1, 2, 3])
+        let (_, put) = try await session.run("put photo.jpg albums/2026/", json: false)
+        #expect(put.lines == ["wrote albums/2026/photo.jpg (3 B, image/jpeg)"])
+        let (_, help) = try await session.run("help meta", json: false)
+        #expect(help.lines[0].hasPrefix("usage: meta get [--raw] [PATH]"))
+        #expect(help.lines[0].contains("usage: meta set") && help.lines[0].contains("usage: meta unset"))
+        let (_, overview) = try await session.run("help", json: false)
+        #expect(overview.lines[0].split(separator: "\n").allSatisfy { $0.count <= 80 })
+    }
+
+    @Test("a dry run marks its JSON results; a failed script says nothing was saved")
+    func dryRunMarksAndNotices() async throws {
+        let session = try Session(["a"])
+        let (_, dry) = try await session.run("meta set contentType=x -- a", dryRun: true)
+        #expect(dry.lines.first?.hasSuffix(#","dryRun":true}"#) == true)
+        let (_, failed) = try await session.run("put --data x b\nrm missing", json: false)
+        #expect(failed.notices == ["nothing was saved: a script lands whole or not at all (--keep-going keeps what succeeds)"])
     }
 }
 

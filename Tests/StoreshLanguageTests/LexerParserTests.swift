@@ -24,6 +24,8 @@ struct LexerTests {
         #expect(try words("meta set \\\n  contentType=x \\\n  -- a") == [["meta", "set", "contentType=x", "--", "a"]])
         #expect(try words("echo a\r\nls\r\n") == [["echo", "a"], ["ls"]])
         #expect(try words("#!/usr/bin/env -S storesh run\nls") == [["ls"]])
+        // Only at the start of a word: values like #fff stay values.
+        #expect(try words("meta set custom.color=#fff -- a#b #c d\nls;#x") == [["meta", "set", "custom.color=#fff", "--", "a#b"], ["ls"]])
     }
 
     @Test("quotes: '…' literal, \"…\" with four escapes, quotes inside a word, empty quoted words")
@@ -83,6 +85,24 @@ struct LexerTests {
         #expect(error.rendered(in: source).hasSuffix("\n    ls --al\n       ^"))
     }
 
+    @Test("a long line is shown as a window around the error, with the caret under it")
+    func longLine() throws {
+        let text = "echo " + String(repeating: "x", count: 3000) + " 'open"
+        let source = SourceText(name: "t", text: text)
+        let rendered = try #require(syntaxError(text)).rendered(in: source)
+        let lines = rendered.split(separator: "\n")
+        #expect(lines[1].count < 120)
+        #expect(lines[1].hasSuffix("x 'open"))
+        let caretOffset = try #require(lines[2].firstIndex(of: "^")).utf16Offset(in: lines[2])
+        #expect(Array(lines[1].unicodeScalars)[caretOffset - lines[2].startIndex.utf16Offset(in: lines[2])] == "'")
+    }
+
+    @Test("errors found before running show their line too (an unknown key)")
+    func caretForKeys() throws {
+        let source = SourceText(name: "t", text: "meta set contentTyp=x -- a")
+        #expect(try #require(syntaxError(source.text)).rendered(in: source).hasSuffix("\n    meta set contentTyp=x -- a\n             ^"))
+    }
+
     @Test("a syntax error is shown with its line and a caret")
     func caret() throws {
         let source = SourceText(name: "fix.store", text: "ls\n\tmeta sett x")
@@ -107,12 +127,18 @@ struct ParserTests {
         #expect(list.maxResults?.value == 5 && list.pageToken?.text == "T" && list.long && list.path?.text == "photos")
         guard case .ls(let all) = try command("ls --all") else { Issue.record("not ls"); return }
         #expect(all.all)
-        guard case .metaGet(let path) = try command("meta get a/b") else { Issue.record("not meta get"); return }
-        #expect(path?.text == "a/b")
-        guard case .get(let object, let file) = try command("get a/b /tmp/x") else { Issue.record("not get"); return }
+        guard case .metaGet(let path, let raw) = try command("meta get a/b") else { Issue.record("not meta get"); return }
+        #expect(path?.text == "a/b" && !raw)
+        guard case .metaGet(let rawPath, true) = try command("meta get --raw a//b") else { Issue.record("no --raw"); return }
+        #expect(rawPath?.text == "a//b")
+        guard case .get(let object, let file, false) = try command("get a/b /tmp/x") else { Issue.record("not get"); return }
         #expect(object.text == "a/b" && file?.text == "/tmp/x")
-        guard case .rm(let targets) = try command("rm a 'b*' -- -c") else { Issue.record("not rm"); return }
+        guard case .cat(let catted, true) = try command("cat --raw lonelyItem/") else { Issue.record("not cat"); return }
+        #expect(catted.text == "lonelyItem/")
+        guard case .rm(let targets, false) = try command("rm a 'b*' -- -c") else { Issue.record("not rm"); return }
         #expect(targets.map(\.text) == ["a", "b*", "--", "-c"])
+        guard case .rm(let rawTargets, true) = try command("rm --raw a//b") else { Issue.record("not rm --raw"); return }
+        #expect(rawTargets.map(\.text) == ["a//b"])
         guard case .echo(let echoed) = try command("echo a  b") else { Issue.record("not echo"); return }
         #expect(echoed.map(\.text) == ["a", "b"])
         guard case .help(let topic) = try command("help meta set") else { Issue.record("not help"); return }
