@@ -94,7 +94,9 @@ extension Bucket {
 /// transaction (contract, Scripts).
 public protocol TransactionalBucket: Bucket {
     /// Starts a transaction; changes made until `commitTransaction` are seen by this bucket object only.
-    func beginTransaction() async throws
+    /// `forWriting: false` promises no change: other writers are not blocked, and a bucket the user may not
+    /// write can still be read.
+    func beginTransaction(forWriting: Bool) async throws
     /// Makes every change since `beginTransaction` durable at once.
     func commitTransaction() async throws
     /// Forgets every change since `beginTransaction`.

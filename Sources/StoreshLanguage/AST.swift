@@ -7,6 +7,16 @@ public struct Script: Sendable, Equatable {
     public init(statements: [Statement]) {
         self.statements = statements
     }
+
+    /// Whether any command may change the bucket (put, rm, meta set, meta unset).
+    public var changesBucket: Bool {
+        statements.contains { statement in
+            switch statement.command {
+            case .put, .rm, .metaSet, .metaUnset: true
+            default: false
+            }
+        }
+    }
 }
 
 /// One command and the position of its name.

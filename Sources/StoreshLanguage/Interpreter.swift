@@ -75,7 +75,7 @@ public final class Interpreter {
     public func run(_ script: Script) async -> Status {
         let transactional = bucket as? TransactionalBucket
         do {
-            try await transactional?.beginTransaction()
+            try await transactional?.beginTransaction(forWriting: script.changesBucket)
         } catch {
             report(error, at: script.statements.first?.location ?? SourceLocation(line: 1, column: 1))
             return .failed

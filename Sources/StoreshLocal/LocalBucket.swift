@@ -77,11 +77,14 @@ public final class LocalBucket: TransactionalBucket, @unchecked Sendable {
             let name = options.nameForNewBucket ?? seed?.bucket ?? defaultName(forFile: path)
             try create(at: path, name: name, objects: seed?.objects ?? [], options: options)
         }
-        let attributes = try? FileManager.default.attributesOfItem(atPath: path)
-        if attributes?[.type] as? FileAttributeType == .typeDirectory {
+        // stat, not FileManager's attributes: those look up the owner's name, which costs an NSS lookup on
+        // every open.
+        var status = stat()
+        let statted = stat(path, &status) == 0
+        if statted && (status.st_mode & S_IFMT) == S_IFDIR {
             throw .internalError("\(path) is a directory, not a bucket file.")
         }
-        if (attributes?[.size] as? Int) == 0 {
+        if statted && status.st_size == 0 {
             // SQLite would take an empty file for an empty database and start writing to it.
             throw .internalError("\(path) is an empty file, not a storesh bucket; storesh will not change it.")
         }
@@ -257,10 +260,11 @@ public final class LocalBucket: TransactionalBucket, @unchecked Sendable {
         get async { lock.withLock { inExplicitTransaction } }
     }
 
-    public func beginTransaction() async throws {
+    public func beginTransaction(forWriting: Bool) async throws {
         try locked {
             precondition(!inExplicitTransaction, "transactions do not nest")
-            try connection.execute("BEGIN IMMEDIATE")
+            // IMMEDIATE takes the write lock now, so a script's plan is made on the state it will change.
+            try connection.execute(forWriting ? "BEGIN IMMEDIATE" : "BEGIN")
             inExplicitTransaction = true
         }
     }

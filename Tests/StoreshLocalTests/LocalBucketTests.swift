@@ -231,7 +231,7 @@ struct LocalBucketDurabilityTests {
         let path = directory.file("tx.bucket")
         let bucket = try openBucket(path)
         try await bucket.put(["keep"])
-        try await bucket.beginTransaction()
+        try await bucket.beginTransaction(forWriting: true)
         #expect(await bucket.isInTransaction)
         try await bucket.put(["one", "two"])
         try await bucket.delete(objectName("keep"))
@@ -239,7 +239,7 @@ struct LocalBucketDurabilityTests {
         #expect(await !bucket.isInTransaction)
         #expect(try await bucket.listAll(.root).items == ["keep"])
 
-        try await bucket.beginTransaction()
+        try await bucket.beginTransaction(forWriting: true)
         try await bucket.put(["one", "two"])
         // Another connection sees none of it before the commit.
         #expect(try openBucket(path).objectCount() == 1)
@@ -250,7 +250,7 @@ struct LocalBucketDurabilityTests {
     @Test("a failed change inside a transaction leaves nothing, and the earlier changes stay")
     func failedChangeInTransaction() async throws {
         let bucket = try openBucket(directory.file("savepoint.bucket"))
-        try await bucket.beginTransaction()
+        try await bucket.beginTransaction(forWriting: true)
         try await bucket.put(["first"])
         let error = await storageError { try await bucket.delete(objectName("absent")) }
         #expect(error?.code == .objectNotFound)
@@ -277,7 +277,7 @@ struct LocalBucketDurabilityTests {
         let path = directory.file("busy.bucket")
         let holder = try openBucket(path)
         let waiter = try openBucket(path, busyTimeout: 100)
-        try await holder.beginTransaction()
+        try await holder.beginTransaction(forWriting: true)
         try await holder.put(["held"])
         let error = await storageError { try await waiter.put(["blocked"]) }
         #expect(error?.code == .unknown)
@@ -288,6 +288,19 @@ struct LocalBucketDurabilityTests {
         try await waiter.put(["after"])
         #expect(try await waiter.listAll(.root).items == ["after", "held"])
         #expect(try waiter.integrityProblems() == [])
+    }
+
+    @Test("a reading transaction does not block a writer")
+    func readingTransaction() async throws {
+        let path = directory.file("reader.bucket")
+        let reader = try openBucket(path)
+        let writer = try openBucket(path, busyTimeout: 100)
+        try await reader.beginTransaction(forWriting: false)
+        _ = try await reader.list(.root, options: ListOptions())
+        try await writer.put(["while-reading"])
+        #expect(try await reader.list(.root, options: ListOptions()).items == [], "the reader keeps its snapshot")
+        try await reader.commitTransaction()
+        #expect(try await reader.list(.root, options: ListOptions()).items == ["while-reading"])
     }
 
     @Test("two writers interleaving commits lose nothing")
