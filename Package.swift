@@ -16,6 +16,8 @@ let package = Package(
     targets: [
         // libedit for the interactive shell's line editing (pkg-config `libedit`, Debian `libedit-dev`).
         .systemLibrary(name: "CLibEdit", pkgConfig: "libedit", providers: [.apt(["libedit-dev"])]),
+        // The shell's C layer over libedit (its variadic calls, a UTF-8 character reader, the SIGINT flag).
+        .target(name: "CStoreshTerminal", dependencies: ["CLibEdit"]),
         // SQLite, the local bucket's storage engine (pkg-config `sqlite3`, Debian `libsqlite3-dev`).
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
 
@@ -33,7 +35,7 @@ let package = Package(
         .executableTarget(
             name: "storesh",
             dependencies: [
-                "StoreshCore", "StoreshLocal", "StoreshLanguage", "CLibEdit",
+                "StoreshCore", "StoreshLocal", "StoreshLanguage", "CStoreshTerminal",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             // The teaching sample (a link to samples/teaching.json), compiled in so that a lone binary can

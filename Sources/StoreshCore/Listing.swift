@@ -5,10 +5,14 @@ public struct ListOptions: Sendable, Equatable {
     /// 1…1000; `nil` means a page of up to 1000 entries.
     public var maxResults: Int?
     public var pageToken: String?
+    /// Start at the first name at or after this one (Cloud Storage's `startOffset`; the Firebase SDKs do not
+    /// expose it). Completion uses it to read only the page where the typed name would be.
+    public var startOffset: String?
 
-    public init(maxResults: Int? = nil, pageToken: String? = nil) {
+    public init(maxResults: Int? = nil, pageToken: String? = nil, startOffset: String? = nil) {
         self.maxResults = maxResults
         self.pageToken = pageToken
+        self.startOffset = startOffset
     }
 
     /// The page size, or the exact error of rule L6.
@@ -42,6 +46,14 @@ public enum NameBound: Sendable, Equatable {
     case atOrAfter(String)
     case after(String)
 
+    /// Whether every name at or after `name` is also at or after this bound (so `name` is the later start).
+    func precedes(_ name: String) -> Bool {
+        switch self {
+        case .atOrAfter(let start): start.utf8.lexicographicallyPrecedes(name.utf8)
+        case .after(let start): start.utf8.lexicographicallyPrecedes(name.utf8)
+        }
+    }
+
     /// The smallest name that sorts after every name starting with `prefix`, for a prefix ending in `/`:
     /// the same bytes with the final `/` (0x2F) raised to `0` (0x30).
     public static func successor(ofPrefix prefix: String) -> String {
@@ -70,6 +82,9 @@ public enum Lister {
         var bound = NameBound.atOrAfter(prefix)
         if let token = options.pageToken {
             bound = try PageToken(decoding: token, bucket: bucket, prefix: prefix).resumeBound
+        }
+        if let start = options.startOffset, start.utf8.starts(with: prefix.utf8), bound.precedes(start) {
+            bound = .atOrAfter(start)
         }
         var page = ListPage()
         var returned = 0

@@ -30,11 +30,18 @@ public struct RunOptions: Sendable {
     public var dryRun: Bool
     /// Report each failure and keep the changes of the commands that succeeded.
     public var keepGoing: Bool
+    /// Colour in human output (prefixes); only on a terminal, never with NO_COLOR.
+    public var color: Bool
+    /// The page size of `ls` without `-n`: at the prompt, a screenful, so that a listing never floods the
+    /// screen without saying how to see more; nil is the contract's 1000.
+    public var defaultPageSize: Int?
 
-    public init(json: Bool = false, dryRun: Bool = false, keepGoing: Bool = false) {
+    public init(json: Bool = false, dryRun: Bool = false, keepGoing: Bool = false, color: Bool = false, defaultPageSize: Int? = nil) {
         self.json = json
         self.dryRun = dryRun
         self.keepGoing = keepGoing
+        self.color = color
+        self.defaultPageSize = defaultPageSize
     }
 }
 
@@ -253,7 +260,7 @@ public final class Interpreter {
 
     private func runList(_ list: ListCommand, at here: SourceLocation) async throws {
         let reference = try list.path.map { try navigationPath($0, command: "ls") } ?? current
-        let maxResults = list.maxResults?.value
+        let maxResults = list.maxResults?.value ?? (list.all ? nil : options.defaultPageSize)
         let errorLocation = list.maxResults?.location ?? list.pageToken?.location ?? list.path?.location ?? here
         var page: ListPage
         if list.all {
@@ -316,14 +323,16 @@ public final class Interpreter {
         func relative(_ fullPath: String) -> String {
             Formatting.shown(String(Substring(fullPath.utf8.dropFirst(strip))))
         }
+        // Folders in bold blue when colour is on, so they stand apart from objects at a glance.
+        func folder(_ text: String) -> String { options.color ? "\u{1B}[1;34m\(text)\u{1B}[0m" : text }
         if long {
-            var rows = page.prefixes.map { ["-", "-", "-", relative($0) + "/"] }
+            var rows = page.prefixes.map { ["-", "-", "-", folder(relative($0) + "/")] }
             rows += metadata.map {
                 [Formatting.size($0.size), Formatting.shortDate($0.updated), $0.contentType ?? "-", relative($0.fullPath)]
             }
             Formatting.columns(rows, rightAligned: [0]).forEach(output.result)
         } else {
-            page.prefixes.forEach { output.result(relative($0) + "/") }
+            page.prefixes.forEach { output.result(folder(relative($0) + "/")) }
             page.items.forEach { output.result(relative($0)) }
         }
         if page.prefixes.isEmpty && page.items.isEmpty {

@@ -199,7 +199,7 @@ public enum Parser {
     /// In `meta unset`, a word is a key when it names a property (writable or not, so that read-only ones get
     /// their error), `custom`, or `custom.NAME`; the first word is also taken as a key when it is a near miss
     /// of one, so that a typo is reported rather than taken for a target.
-    static func looksLikeKey(_ word: Word, isFirst: Bool) -> Bool {
+    public static func looksLikeKey(_ word: Word, isFirst: Bool) -> Bool {
         let text = word.text
         if MetadataProperty(rawValue: text) != nil || text == "custom"
             || MetadataKey.customPrefixes.contains(where: { text.hasPrefix($0) })

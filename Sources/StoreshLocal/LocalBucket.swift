@@ -371,6 +371,11 @@ public final class LocalBucket: TransactionalBucket, @unchecked Sendable {
     }
 
     public func metadata(of object: ObjectName) async throws -> ObjectMetadata {
+        try currentMetadata(of: object)
+    }
+
+    /// The synchronous form of `metadata(of:)`.
+    public func currentMetadata(of object: ObjectName) throws(StorageError) -> ObjectMetadata {
         try read {
             guard let row = try fetchRow(object.rawValue) else { throw StorageError.objectNotFound(object.rawValue) }
             return row.metadata

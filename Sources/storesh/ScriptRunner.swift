@@ -1,15 +1,8 @@
+import CStoreshTerminal
 import Foundation
 import StoreshCore
 import StoreshLanguage
 import StoreshLocal
-import Synchronization
-
-/// Set by SIGINT (Ctrl-C); the interpreter checks it between commands and objects.
-let interrupted = Atomic<Bool>(false)
-
-func installInterruptHandler() {
-    signal(SIGINT) { _ in interrupted.store(true, ordering: .relaxed) }
-}
 
 /// Results to standard output (buffered, every write checked), errors to standard error: as text
 /// (`FILE:LINE:COLUMN: error: …`), or as JSON documents with `--json`.
@@ -19,6 +12,10 @@ final class ConsoleOutput: InterpreterOutput {
     var source: SourceText
     /// The first failed write to standard output; the run then ends with status 1.
     private(set) var writeFailure: StorageError?
+    /// At the prompt: the prompt's width, so that an error's caret stands under the typed line.
+    var promptWidth: Int?
+    /// Colour for `error:` on a terminal.
+    var color = false
 
     init(json: Bool, source: SourceText) {
         self.json = json
@@ -35,7 +32,13 @@ final class ConsoleOutput: InterpreterOutput {
 
     func error(_ diagnostic: Diagnostic) {
         flush()  // results so far come before the error on a terminal
-        let text = json ? diagnostic.jsonDocument.serialized : diagnostic.rendered(in: source)
+        var text = json ? diagnostic.jsonDocument.serialized : diagnostic.rendered(in: source)
+        if !json, let promptWidth {
+            // At the prompt the line is on the screen already: a caret under it, then the message.
+            let caret = String(repeating: " ", count: promptWidth + diagnostic.location.column - 1) + "^"
+            let label = color ? "\u{1B}[1;31merror:\u{1B}[0m" : "error:"
+            text = "\(caret)\n\(label) \(diagnostic.message) (\(diagnostic.code))"
+        }
         FileHandle.standardError.write(Data((text + "\n").utf8))
     }
 
@@ -95,9 +98,9 @@ func runScript(_ source: SourceText, bucket: @autoclosure () throws -> LocalBuck
         return Interpreter.Status.usage.rawValue
     }
     let opened = try bucket()
-    installInterruptHandler()
+    storesh_install_interrupt_handler()
     let interpreter = Interpreter(bucket: opened, output: output, files: HostFiles(), options: options)
-    interpreter.isCancelled = { interrupted.load(ordering: .relaxed) }
+    interpreter.isCancelled = { storesh_interrupt_pending() != 0 }
     let status = await interpreter.run(script)
     output.flush()
     if let failure = output.writeFailure {
@@ -105,37 +108,4 @@ func runScript(_ source: SourceText, bucket: @autoclosure () throws -> LocalBuck
         return status == .success ? Interpreter.Status.failed.rawValue : status.rawValue
     }
     return status.rawValue
-}
-
-/// The prompt on a terminal: each line is parsed and run as its own transaction, durable once the prompt
-/// returns. (The line-editing shell, with completion and history, replaces this loop.)
-func runPrompt(bucket: LocalBucket, options: RunOptions) async -> Int32 {
-    let output = ConsoleOutput(json: options.json, source: SourceText(name: "-", text: ""))
-    let interpreter = Interpreter(bucket: bucket, output: output, files: HostFiles(), options: options)
-    installInterruptHandler()
-    interpreter.isCancelled = { interrupted.load(ordering: .relaxed) }
-    print("storesh \(storeshVersion) on gs://\(bucket.name)/ — `help` lists the commands, `exit` or Ctrl-D leaves.")
-    var lineNumber = 0
-    while true {
-        print("\(interpreter.current.url(bucket: bucket.name))> ", terminator: "")
-        fflush(nil)
-        guard let line = readLine(strippingNewline: true) else {
-            print()
-            return 0
-        }
-        lineNumber += 1
-        interrupted.store(false, ordering: .relaxed)
-        let source = SourceText(name: "-", text: line)
-        output.source = source
-        let script: Script
-        do {
-            script = try Parser.parse(source)
-        } catch {
-            output.error(error)
-            continue
-        }
-        if script.statements.contains(where: { $0.command == .exit }) && script.statements.count == 1 { return 0 }
-        _ = await interpreter.run(script)
-        output.flush()
-    }
 }

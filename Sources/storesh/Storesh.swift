@@ -1,6 +1,4 @@
 import ArgumentParser
-// libedit is linked now so that the set-up (libedit-dev) is settled before the interactive shell uses it.
-import CLibEdit
 import Foundation
 import StoreshCore
 import StoreshLanguage
@@ -62,7 +60,8 @@ struct Storesh: AsyncParsableCommand {
             let source = try SourceText(name: "-", bytes: FileHandle.standardInput.readDataToEndOfFile())
             throw ExitCode(try await runScript(source, bucket: try bucketOptions.open(), options: options))
         }
-        throw ExitCode(await runPrompt(bucket: try bucketOptions.open(), options: options))
+        let shell = Shell(bucket: try bucketOptions.open(), json: outputOptions.json, historyPath: BucketLocation.historyPath())
+        throw ExitCode(await shell.run())
     }
 
     static func main() async {

@@ -190,6 +190,17 @@ struct ListingTests {
         #expect(try PageToken(decoding: text, bucket: "teaching", prefix: "é/") == token)
     }
 
+    @Test("startOffset starts the listing at a name, inside the listing's prefix only")
+    func startOffset() throws {
+        let names = SortedNames(["u/a1", "u/b1", "u/b2/x", "u/c", "v"])
+        let page = try Lister.page(
+            of: StoragePath(normalizing: "u"), bucket: "teaching", options: ListOptions(startOffset: "u/b"), index: names)
+        #expect(page.items == ["u/b1", "u/c"] && page.prefixes == ["u/b2"])
+        let outside = try Lister.page(
+            of: StoragePath(normalizing: "u"), bucket: "teaching", options: ListOptions(startOffset: "a"), index: names)
+        #expect(outside.items == ["u/a1", "u/b1", "u/c"])
+    }
+
     @Test("listing is complete and in order across pages of every size")
     func pagesPartitionTheListing() throws {
         var names: [String] = []

@@ -1,0 +1,264 @@
+#include "storesh_terminal.h"
+
+#include <errno.h>
+#include <histedit.h>
+#include <langinfo.h>
+#include <locale.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+#include <unistd.h>
+#include <wchar.h>
+
+struct storesh_editor {
+    EditLine *el;
+    History *history;
+    HistEvent event;
+    void *context;
+    storesh_complete_fn complete;
+    char *prompt;
+    int interrupted;
+};
+
+const unsigned char storesh_cc_refresh = CC_REFRESH;
+const unsigned char storesh_cc_redisplay = CC_REDISPLAY;
+const unsigned char storesh_cc_error = CC_ERROR;
+
+static volatile sig_atomic_t interrupt_pending = 0;
+static volatile sig_atomic_t resize_pending = 0;
+
+// The terminal's mode before editing, restored if a fatal signal ends the process mid-line.
+static struct termios saved_terminal;
+static volatile sig_atomic_t have_saved_terminal = 0;
+
+// The self-pipe: a signal may reach any thread, not the one blocked reading the terminal, so the handler
+// also writes a byte here, and the reader waits on the terminal and this pipe together.
+static int wake_pipe[2] = {-1, -1};
+
+static void wake_reader(void) {
+    if (wake_pipe[1] >= 0) {
+        int saved = errno;
+        (void)!write(wake_pipe[1], "!", 1);
+        errno = saved;
+    }
+}
+
+static void drain_wake_pipe(void) {
+    char bytes[64];
+    if (wake_pipe[0] >= 0) while (read(wake_pipe[0], bytes, sizeof bytes) > 0) {}
+}
+
+static void on_interrupt(int signal_number) {
+    (void)signal_number;
+    interrupt_pending = 1;
+    wake_reader();
+}
+
+static void on_resize(int signal_number) {
+    (void)signal_number;
+    resize_pending = 1;
+    wake_reader();
+}
+
+static void on_fatal(int signal_number) {
+    if (have_saved_terminal) tcsetattr(STDIN_FILENO, TCSANOW, &saved_terminal);  // async-signal-safe
+    signal(signal_number, SIG_DFL);
+    raise(signal_number);
+}
+
+static void install(int signal_number, void (*handler)(int)) {
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = handler;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = 0;  // no SA_RESTART: a blocked read returns EINTR, so the signal is seen at once
+    sigaction(signal_number, &action, NULL);
+}
+
+void storesh_install_interrupt_handler(void) {
+    if (wake_pipe[0] < 0 && pipe(wake_pipe) == 0) {
+        for (int end = 0; end < 2; end++) {
+            fcntl(wake_pipe[end], F_SETFL, fcntl(wake_pipe[end], F_GETFL) | O_NONBLOCK);
+            fcntl(wake_pipe[end], F_SETFD, FD_CLOEXEC);
+        }
+    }
+    install(SIGINT, on_interrupt);
+}
+
+int storesh_interrupt_pending(void) { return interrupt_pending; }
+
+void storesh_interrupt_clear(void) {
+    interrupt_pending = 0;
+    drain_wake_pipe();
+}
+
+void storesh_use_utf8_locale(void) {
+    setlocale(LC_CTYPE, "");
+    const char *codeset = nl_langinfo(CODESET);
+    if (codeset == NULL || strcmp(codeset, "UTF-8") != 0) setlocale(LC_CTYPE, "C.UTF-8");
+}
+
+static storesh_editor *editor_of(EditLine *el) {
+    storesh_editor *editor = NULL;
+    el_get(el, EL_CLIENTDATA, &editor);
+    return editor;
+}
+
+static char *prompt_of(EditLine *el) {
+    storesh_editor *editor = editor_of(el);
+    return editor && editor->prompt ? editor->prompt : "> ";
+}
+
+// Reads one character, decoding UTF-8. Bytes that are not UTF-8 (pasted binary) become U+FFFD rather than
+// confusing the editor; an interrupt ends the read so that Ctrl-C is handled at once.
+static int read_character(EditLine *el, wchar_t *character) {
+    storesh_editor *editor = editor_of(el);
+    char bytes[8];
+    size_t count = 0;
+    mbstate_t state;
+    memset(&state, 0, sizeof state);
+    for (;;) {
+        if (interrupt_pending) {
+            editor->interrupted = 1;
+            return -1;
+        }
+        if (resize_pending) {
+            resize_pending = 0;
+            el_resize(el);
+        }
+        struct pollfd waits[2] = {{STDIN_FILENO, POLLIN, 0}, {wake_pipe[0], POLLIN, 0}};
+        if (poll(waits, wake_pipe[0] >= 0 ? 2 : 1, -1) < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        if (waits[1].revents & POLLIN) {
+            drain_wake_pipe();
+            continue;  // the flags above say why
+        }
+        unsigned char byte;
+        ssize_t got = read(STDIN_FILENO, &byte, 1);
+        if (got == 0) return 0;
+        if (got < 0) {
+            if (errno == EINTR || errno == EAGAIN) continue;
+            return -1;
+        }
+        bytes[count++] = (char)byte;
+        size_t result = mbrtowc(character, bytes, count, &state);
+        if (result == (size_t)-2 && count < sizeof bytes) continue;  // an incomplete sequence: read on
+        if (result == (size_t)-1 || result == (size_t)-2) *character = 0xFFFD;
+        if (*character == 0) *character = 0xFFFD;  // a NUL would end the line early
+        return 1;
+    }
+}
+
+static unsigned char complete_command(EditLine *el, int character) {
+    (void)character;
+    storesh_editor *editor = editor_of(el);
+    if (editor == NULL || editor->complete == NULL) return CC_ERROR;
+    const LineInfo *line = el_line(el);
+    size_t length = (size_t)(line->cursor - line->buffer);
+    char *before = malloc(length + 1);
+    if (before == NULL) return CC_ERROR;
+    memcpy(before, line->buffer, length);
+    before[length] = '\0';
+    unsigned char result = editor->complete(editor->context, editor, before);
+    free(before);
+    return result;
+}
+
+// Ctrl-C while editing: libedit's edit mode delivers it as a key rather than SIGINT, so this key function
+// drops the line and ends the read, marked as interrupted rather than as end of input.
+static unsigned char interrupt_command(EditLine *el, int character) {
+    (void)character;
+    storesh_editor *editor = editor_of(el);
+    if (editor) editor->interrupted = 1;
+    interrupt_pending = 0;
+    return CC_EOF;
+}
+
+storesh_editor *storesh_editor_open(const char *program, void *context, storesh_complete_fn complete) {
+    storesh_editor *editor = calloc(1, sizeof *editor);
+    if (editor == NULL) return NULL;
+    editor->context = context;
+    editor->complete = complete;
+    editor->el = el_init(program, stdin, stdout, stderr);
+    editor->history = history_init();
+    if (editor->el == NULL || editor->history == NULL) {
+        storesh_editor_close(editor);
+        return NULL;
+    }
+    history(editor->history, &editor->event, H_SETSIZE, 1000);
+    history(editor->history, &editor->event, H_SETUNIQUE, 1);
+    el_set(editor->el, EL_CLIENTDATA, editor);
+    el_set(editor->el, EL_EDITOR, "emacs");
+    // storesh handles the signals itself (libedit's own handling restarts reads, hiding Ctrl-C).
+    el_set(editor->el, EL_SIGNAL, 0);
+    if (tcgetattr(STDIN_FILENO, &saved_terminal) == 0) have_saved_terminal = 1;
+    install(SIGWINCH, on_resize);
+    install(SIGTERM, on_fatal);
+    install(SIGHUP, on_fatal);
+    install(SIGQUIT, on_fatal);
+    el_set(editor->el, EL_HIST, history, editor->history);
+    el_set(editor->el, EL_PROMPT_ESC, prompt_of, '\1');
+    el_set(editor->el, EL_GETCFN, read_character);
+    el_set(editor->el, EL_ADDFN, "storesh-complete", "Complete commands, keys and paths", complete_command);
+    el_set(editor->el, EL_BIND, "^I", "storesh-complete", NULL);
+    el_set(editor->el, EL_BIND, "^R", "em-inc-search-prev", NULL);
+    el_set(editor->el, EL_ADDFN, "storesh-interrupt", "Drop the line", interrupt_command);
+    el_set(editor->el, EL_BIND, "^C", "storesh-interrupt", NULL);
+    return editor;
+}
+
+void storesh_editor_close(storesh_editor *editor) {
+    if (editor == NULL) return;
+    if (editor->el) el_end(editor->el);
+    if (editor->history) history_end(editor->history);
+    free(editor->prompt);
+    free(editor);
+}
+
+void storesh_editor_set_prompt(storesh_editor *editor, const char *prompt) {
+    free(editor->prompt);
+    editor->prompt = strdup(prompt);
+}
+
+const char *storesh_editor_read_line(storesh_editor *editor, int *interrupted) {
+    int count = 0;
+    editor->interrupted = 0;
+    const char *line = el_gets(editor->el, &count);
+    *interrupted = editor->interrupted;
+    if (editor->interrupted) {
+        interrupt_pending = 0;
+        el_reset(editor->el);
+        return NULL;
+    }
+    if (line == NULL || count <= 0) return NULL;
+    return line;
+}
+
+int storesh_editor_insert(storesh_editor *editor, const char *text) {
+    return el_insertstr(editor->el, text);
+}
+
+void storesh_editor_history_clear(storesh_editor *editor) {
+    history(editor->history, &editor->event, H_CLEAR);
+}
+
+void storesh_editor_history_add(storesh_editor *editor, const char *line) {
+    history(editor->history, &editor->event, H_ENTER, line);
+}
+
+void storesh_terminal_size(int *rows, int *columns) {
+    struct winsize size;
+    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0) {
+        *rows = size.ws_row;
+        *columns = size.ws_col;
+    } else {
+        *rows = 0;
+        *columns = 0;
+    }
+}

@@ -1,0 +1,169 @@
+import StoreshCore
+
+/// What completion reads from a bucket, synchronously: a Tab press is answered inside libedit's callback.
+public protocol CompletionSource {
+    var name: String { get }
+    func listPage(_ reference: StoragePath, options: ListOptions) throws(StorageError) -> ListPage
+    func currentMetadata(of object: ObjectName) throws(StorageError) -> ObjectMetadata
+}
+
+/// One way to finish the word under the cursor.
+public struct CompletionCandidate: Sendable, Equatable {
+    /// The whole word (unescaped) that replaces what was typed.
+    public var word: String
+    /// What a list of candidates shows (a path's last part, a folder with its `/`).
+    public var display: String
+    /// True when more can follow without a blank (a folder's `/`, a key's `=`).
+    public var continues: Bool
+}
+
+/// Tab completion for the shell: commands, subcommands and options; metadata keys, with the `custom.NAME` keys
+/// present on the current object; and paths (folders with a trailing `/`) at any depth, `..` included.
+/// A path completion reads one page at most, starting at the typed name.
+public struct Completer {
+    public static let pageSize = 200
+
+    let source: CompletionSource
+    let current: StoragePath
+
+    public init(source: CompletionSource, current: StoragePath) {
+        self.source = source
+        self.current = current
+    }
+
+    /// The word being completed (as typed, unescaped) and its candidates, for the line up to the cursor.
+    public func complete(_ lineBeforeCursor: String) -> (typed: String, candidates: [CompletionCandidate]) {
+        let (words, typed) = Self.split(lineBeforeCursor)
+        return (typed, candidates(words: words, typed: typed).filter { $0.word.hasPrefix(typed) })
+    }
+
+    func candidates(words: [String], typed: String) -> [CompletionCandidate] {
+        guard let command = words.first else { return Self.plain(CommandCatalog.firstWords) }
+        let options: [String: [String]] = [
+            "ls": ["-n", "--all", "--token", "-l"], "put": ["--raw", "--content-type", "--md5", "--data"],
+            "get": ["--raw"], "cat": ["--raw"], "rm": ["--raw"], "meta get": ["--raw"],
+        ]
+        let subcommand = words.count > 1 ? "\(command) \(words[1])" : command
+        if typed.hasPrefix("-") {
+            return Self.plain(options[subcommand] ?? options[command] ?? [])
+        }
+        switch command {
+        case "meta" where words.count == 1: return Self.plain(["get", "set", "unset"])
+        case "page" where words.count == 1: return Self.plain(["next"])
+        case "help": return Self.plain(CommandCatalog.firstWords + ["get", "set", "unset", "next"])
+        case "cd", "ls": return paths(typed, foldersOnly: true)
+        case "meta" where !words.contains("--"):
+            let sub = words[1]
+            if sub == "set" && !typed.contains("=") {
+                return keys(assignments: true)
+            }
+            if sub == "unset" && words.dropFirst(2).allSatisfy({ Parser.looksLikeKey(Word($0, at: SourceLocation(line: 1, column: 1)), isFirst: false) }) {
+                return keys(assignments: false) + paths(typed, foldersOnly: false)
+            }
+            return sub == "set" ? [] : paths(typed, foldersOnly: false)
+        case "pwd", "echo", "exit", "quit": return []
+        default: return paths(typed, foldersOnly: false)
+        }
+    }
+
+    static func plain(_ words: [String]) -> [CompletionCandidate] {
+        words.map { CompletionCandidate(word: $0, display: $0, continues: false) }
+    }
+
+    /// Writable keys (as `KEY=` in meta set), `custom`, and the custom keys of the current object.
+    func keys(assignments: Bool) -> [CompletionCandidate] {
+        var names = WritableProperty.allCases.map(\.rawValue)
+        if let object = try? current.objectName(), let metadata = try? source.currentMetadata(of: object) {
+            names += metadata.customMetadata.sortedByKeyBytes.map { "custom." + $0.key }
+        }
+        if assignments {
+            return (names + ["custom."]).map {
+                CompletionCandidate(word: $0.hasSuffix(".") ? $0 : $0 + "=", display: $0, continues: true)
+            }
+        }
+        return (names + ["custom"]).map { CompletionCandidate(word: $0, display: $0, continues: false) }
+    }
+
+    /// Folders and objects whose names continue the typed path, from one page read at the typed name.
+    func paths(_ typed: String, foldersOnly: Bool) -> [CompletionCandidate] {
+        let slash = typed.lastIndex(of: "/")
+        let folderPart = slash.map { String(typed[...$0]) } ?? ""
+        let namePart = slash.map { String(typed[typed.index(after: $0)...]) } ?? typed
+        if namePart == "." || namePart == ".." {
+            return [CompletionCandidate(word: folderPart + "../", display: "../", continues: true)]
+        }
+        guard let folder = try? StoragePath.resolve(folderPart, from: current, bucket: source.name) else { return [] }
+        let start = folder.listingPrefix + namePart
+        guard
+            let page = try? source.listPage(
+                folder, options: ListOptions(maxResults: Self.pageSize, startOffset: start.isEmpty ? nil : start))
+        else { return [] }
+        let strip = folder.listingPrefix.utf8.count
+        func lastPart(_ fullPath: String) -> String { String(Substring(fullPath.utf8.dropFirst(strip))) }
+        var candidates = page.prefixes.map {
+            CompletionCandidate(word: folderPart + lastPart($0) + "/", display: lastPart($0) + "/", continues: true)
+        }
+        if !foldersOnly {
+            candidates += page.items.map {
+                CompletionCandidate(word: folderPart + lastPart($0), display: lastPart($0), continues: false)
+            }
+        }
+        return candidates.sorted { $0.word.utf8.lexicographicallyPrecedes($1.word.utf8) }
+    }
+
+    /// The words of the command under the cursor (after the last `;`) and the word being typed, unescaped.
+    static func split(_ line: String) -> (words: [String], typed: String) {
+        var words: [String] = []
+        var word = ""
+        var inWord = false
+        var quote: Unicode.Scalar?
+        var escaped = false
+        for scalar in line.unicodeScalars {
+            if escaped {
+                word.unicodeScalars.append(scalar)
+                escaped = false
+                continue
+            }
+            if let open = quote {
+                if scalar == open {
+                    quote = nil
+                } else if scalar == "\\" && open == "\"" {
+                    escaped = true
+                } else {
+                    word.unicodeScalars.append(scalar)
+                }
+                continue
+            }
+            switch scalar {
+            case " ", "\t":
+                if inWord { words.append(word) }
+                word = ""
+                inWord = false
+            case ";":
+                words = []
+                word = ""
+                inWord = false
+            case "'", "\"":
+                quote = scalar
+                inWord = true
+            case "\\":
+                escaped = true
+                inWord = true
+            default:
+                word.unicodeScalars.append(scalar)
+                inWord = true
+            }
+        }
+        return (words, word)
+    }
+
+    /// Escapes a word so the lexer reads it back as typed: blanks, quotes and other special characters get a `\`.
+    public static func escaped(_ word: String) -> String {
+        var result = ""
+        for scalar in word.unicodeScalars {
+            if " \t'\"\\;#*?[".unicodeScalars.contains(scalar) { result += "\\" }
+            result.unicodeScalars.append(scalar)
+        }
+        return result
+    }
+}

@@ -1,0 +1,162 @@
+import CStoreshTerminal
+import Foundation
+import StoreshCore
+import StoreshLanguage
+import StoreshLocal
+
+extension LocalBucket: CompletionSource {}
+
+/// The persisted history of the shell: one line per command, deduplicated (a repeated command moves to the
+/// end), at most `limit` lines, written whole after each command so that nothing is lost on exit, Ctrl-D
+/// or a crash.
+struct HistoryFile {
+    static let limit = 1000
+    let path: String
+    private(set) var lines: [String] = []
+
+    init(path: String) {
+        self.path = path
+        if let data = FileManager.default.contents(atPath: path) {
+            lines = String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init).suffix(Self.limit)
+        }
+    }
+
+    /// Adds a command; an empty line, or one starting with a blank (kept private, as in bash), is not kept.
+    mutating func add(_ line: String) {
+        guard !line.isEmpty, !line.hasPrefix(" ") else { return }
+        lines.removeAll { $0 == line }
+        lines.append(line)
+        if lines.count > Self.limit { lines.removeFirst(lines.count - Self.limit) }
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        // Whole or not at all: a crash while writing leaves the previous history.
+        try? writeFileAtomically(path) { output in try output.write(lines.joined(separator: "\n") + "\n") }
+    }
+}
+
+/// The interactive shell: libedit line editing (emacs keys, Ctrl-R), Tab completion, persisted history, a
+/// prompt with the bucket and the current reference. Each line is its own transaction, durable once the
+/// prompt returns. Ctrl-C clears the line at the prompt and cancels a running command (rolling it back).
+final class Shell {
+    let bucket: LocalBucket
+    let interpreter: Interpreter
+    let output: ConsoleOutput
+    let color: Bool
+    var history: HistoryFile
+    private var editor: OpaquePointer?
+
+    init(bucket: LocalBucket, json: Bool, historyPath: String) {
+        let environment = ProcessInfo.processInfo.environment
+        // Colour only on a terminal, never with NO_COLOR (no-color.org) or a dumb terminal.
+        color = isatty(STDOUT_FILENO) != 0 && (environment["NO_COLOR"] ?? "").isEmpty && environment["TERM"] != "dumb"
+        self.bucket = bucket
+        output = ConsoleOutput(json: json, source: SourceText(name: "-", text: ""))
+        output.color = color
+        var rows: Int32 = 0
+        var columns: Int32 = 0
+        storesh_terminal_size(&rows, &columns)
+        let pageSize = rows > 0 ? max(5, min(ListOptions.maximumResults, Int(rows) - 3)) : nil
+        interpreter = Interpreter(
+            bucket: bucket, output: output, files: HostFiles(),
+            options: RunOptions(json: json, color: color, defaultPageSize: pageSize))
+        history = HistoryFile(path: historyPath)
+    }
+
+    /// The visible prompt, `gs://teaching/images> `, with its colour escapes marked for libedit.
+    var prompt: (marked: String, width: Int) {
+        let text = interpreter.current.url(bucket: bucket.name)
+        let marked = color ? "\u{1}\u{1B}[1;36m\u{1}\(text)\u{1}\u{1B}[0m\u{1}> " : "\(text)> "
+        return (marked, text.count + 2)
+    }
+
+    func run() async -> Int32 {
+        storesh_use_utf8_locale()
+        storesh_install_interrupt_handler()
+        interpreter.isCancelled = { storesh_interrupt_pending() != 0 }
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        guard let editor = storesh_editor_open("storesh", context, completeCallback) else {
+            FileHandle.standardError.write(Data("storesh: error: cannot start line editing on this terminal\n".utf8))
+            return 1
+        }
+        self.editor = editor
+        defer { storesh_editor_close(editor) }
+        for line in history.lines { storesh_editor_history_add(editor, line) }
+        print("storesh \(storeshVersion) on gs://\(bucket.name)/ — `help` lists the commands, Tab completes, Ctrl-D leaves.")
+        while true {
+            storesh_interrupt_clear()
+            let currentPrompt = prompt
+            storesh_editor_set_prompt(editor, currentPrompt.marked)
+            var interrupted: Int32 = 0
+            guard let raw = storesh_editor_read_line(editor, &interrupted) else {
+                if interrupted != 0 {
+                    print("^C")  // the line is dropped; a new prompt follows
+                    continue
+                }
+                print()  // Ctrl-D
+                return 0
+            }
+            var line = String(cString: raw)
+            if line.hasSuffix("\n") { line.removeLast() }
+            if line.trimmingCharacters(in: .whitespaces).isEmpty { continue }
+            history.add(line)
+            storesh_editor_history_add(editor, line)
+            let source = SourceText(name: "-", text: line)
+            output.source = source
+            output.promptWidth = currentPrompt.width
+            let script: Script
+            do {
+                script = try Parser.parse(source)
+            } catch {
+                output.error(error)
+                continue
+            }
+            if script.statements.count == 1 && script.statements[0].command == .exit { return 0 }
+            _ = await interpreter.run(script)
+            output.flush()
+            if script.statements.contains(where: { $0.command == .exit }) { return 0 }
+        }
+    }
+
+    /// Tab: completes the word under the cursor as far as all candidates agree, or lists them.
+    func complete(_ lineBeforeCursor: String, editor: OpaquePointer) -> UInt8 {
+        let completer = Completer(source: bucket, current: interpreter.current)
+        let (typed, candidates) = completer.complete(lineBeforeCursor)
+        guard !candidates.isEmpty else { return storesh_cc_error }
+        let common = candidates.map(\.word).reduce(candidates[0].word) { $0.commonPrefix(with: $1) }
+        let rest = String(common.unicodeScalars.dropFirst(typed.unicodeScalars.count))
+        // One finished candidate (a command, an object) gets the blank that separates the next word.
+        let finished = candidates.count == 1 && !candidates[0].continues
+        if !rest.isEmpty || finished {
+            _ = storesh_editor_insert(editor, Completer.escaped(rest) + (finished ? " " : ""))
+            return storesh_cc_refresh
+        }
+        // Nothing more is common: show the choices in columns, then the prompt and the line again.
+        var rows: Int32 = 0
+        var columns: Int32 = 0
+        storesh_terminal_size(&rows, &columns)
+        let shown = candidates.prefix(Completer.pageSize).map(\.display)
+        let width = (shown.map(\.count).max() ?? 0) + 2
+        let perLine = max(1, Int(columns > 0 ? columns : 80) / width)
+        var text = "\n"
+        for (index, name) in shown.enumerated() {
+            text += name.padding(toLength: width, withPad: " ", startingAt: 0)
+            if (index + 1) % perLine == 0 || index == shown.count - 1 { text += "\n" }
+        }
+        FileHandle.standardOutput.write(Data(text.utf8))
+        return storesh_cc_redisplay
+    }
+}
+
+/// libedit's Tab callback, bridged to the shell that opened the editor.
+private let completeCallback: storesh_complete_fn = { context, editor, line in
+    guard let context, let editor, let line else { return storesh_cc_error }
+    let shell = Unmanaged<Shell>.fromOpaque(context).takeUnretainedValue()
+    return shell.complete(String(cString: line), editor: editor)
+}
+
+extension BucketLocation {
+    /// `history` beside the default bucket, in the user's data directory.
+    static func historyPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        defaultDataDirectory(environment: environment) + "/history"
+    }
+}
