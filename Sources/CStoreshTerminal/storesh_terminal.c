@@ -147,6 +147,9 @@ static int read_character(EditLine *el, wchar_t *character) {
             return -1;
         }
         bytes[count++] = (char)byte;
+        // Decode all bytes so far from a fresh state: after "incomplete", mbrtowc has consumed them into its
+        // state, and feeding them again to that state would fail.
+        memset(&state, 0, sizeof state);
         size_t result = mbrtowc(character, bytes, count, &state);
         if (result == (size_t)-2 && count < sizeof bytes) continue;  // an incomplete sequence: read on
         if (result == (size_t)-1 || result == (size_t)-2) *character = 0xFFFD;
@@ -201,7 +204,7 @@ storesh_editor *storesh_editor_open(const char *program, void *context, storesh_
     install(SIGWINCH, on_resize);
     install(SIGTERM, on_fatal);
     install(SIGHUP, on_fatal);
-    install(SIGQUIT, on_fatal);
+    signal(SIGQUIT, SIG_IGN);  // as interactive shells do: a pasted Ctrl-\ must not end the session
     el_set(editor->el, EL_HIST, history, editor->history);
     el_set(editor->el, EL_PROMPT_ESC, prompt_of, '\1');
     el_set(editor->el, EL_GETCFN, read_character);

@@ -1,0 +1,227 @@
+"""The interactive shell in a real pseudo-terminal: what a person at a terminal does and sees.
+
+Each test waits for what the shell prints (pexpect), never for a fixed time. STORESH_BINARY names the
+binary under test (scripts/test sets it).
+"""
+import json
+import os
+import signal
+import subprocess
+
+import pexpect
+import pytest
+
+BINARY = os.path.abspath(os.environ.get("STORESH_BINARY", ".build/debug/storesh"))
+UP = "\x1b[A"
+CTRL_A, CTRL_C, CTRL_D, CTRL_R = "\x01", "\x03", "\x04", "\x12"
+
+
+def environment(home, **extra):
+    env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "TERM": "xterm", "LANG": "C.UTF-8", "NO_COLOR": "1"}
+    env.update(extra)
+    return {key: value for key, value in env.items() if value is not None}
+
+
+def start(home, *arguments, rows=30, columns=100, encoding="utf-8", **extra):
+    child = pexpect.spawn(BINARY, list(arguments), env=environment(home, **extra), encoding=encoding,
+                          timeout=30, dimensions=(rows, columns))
+    child.expect_exact("Ctrl-D leaves." if encoding else b"Ctrl-D leaves.")
+    return child
+
+
+def prompt(child, path="gs://teaching/"):
+    child.expect_exact(f"{path}> ")
+
+
+def run(child, line, path="gs://teaching/"):
+    child.send(line + "\r")
+    prompt(child, path)
+    return child.before
+
+
+def leave(child):
+    child.send(CTRL_D)
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+
+
+def export(home, bucket=None):
+    arguments = [BINARY, "export"] + (["--bucket", bucket] if bucket else [])
+    return subprocess.run(arguments, env=environment(home), capture_output=True, check=True).stdout
+
+
+def test_typing_and_editing_a_line(tmp_path):
+    shell = start(tmp_path)
+    prompt(shell)
+    shell.send("wd" + CTRL_A + "p\r")  # emacs: Ctrl-A goes to the start of the line
+    shell.expect_exact("gs://teaching/\r\n")
+    prompt(shell)
+    shell.send("pwdd\x7f\r")  # backspace
+    shell.expect_exact("gs://teaching/\r\n")
+    prompt(shell)
+    output = run(shell, "echo héllo wörld ✓")  # multi-byte input
+    assert "héllo wörld ✓\r\n" in output
+    leave(shell)
+
+
+# libedit redraws only what changed, so what Tab inserted is checked by its effect: the prompt the
+# completed `cd` arrives at, or the output of the completed command.
+
+def test_tab_completes_a_nested_path(tmp_path):
+    shell = start(tmp_path)
+    prompt(shell)
+    shell.send("cd ima\t")
+    shell.send("mou\t")
+    shell.send("\r")
+    prompt(shell, "gs://teaching/images/mountains")
+    shell.send("cd ../../do\t\r")  # .. and a path from the parent's parent
+    prompt(shell, "gs://teaching/docs")
+    shell.send("cat rea\t\r")
+    shell.expect_exact("# Teaching bucket")
+    prompt(shell, "gs://teaching/docs")
+    leave(shell)
+
+
+def test_tab_lists_the_choices_when_they_differ(tmp_path):
+    shell = start(tmp_path)
+    prompt(shell)
+    shell.send("ls images/\t")
+    shell.expect_exact("mountains/")
+    shell.expect_exact("thumbnails/")
+    prompt(shell)  # the line is shown again after the list
+    shell.send("\x15\r")  # Ctrl-U clears it
+    prompt(shell)
+    leave(shell)
+
+
+def test_tab_completes_commands_and_metadata_keys(tmp_path):
+    shell = start(tmp_path)
+    prompt(shell)
+    shell.send("cd images/forest.jpg\r")
+    prompt(shell, "gs://teaching/images/forest.jpg")
+    shell.send("me\ts\tcustom.lo\t")  # the command, the subcommand, a custom key present on the object
+    shell.send("Camp\r")
+    shell.expect_exact("updated images/forest.jpg")
+    prompt(shell, "gs://teaching/images/forest.jpg")
+    shell.send("meta set cacheC\tno-cache\r")
+    shell.expect_exact("updated images/forest.jpg")
+    prompt(shell, "gs://teaching/images/forest.jpg")
+    output = run(shell, "meta get", "gs://teaching/images/forest.jpg")
+    assert "custom.location  Camp" in output and "cacheControl     no-cache" in output
+    leave(shell)
+
+
+def test_history_is_recalled_in_a_second_session(tmp_path):
+    first = start(tmp_path)
+    prompt(first)
+    run(first, "echo remembered-line")
+    run(first, "pwd")
+    leave(first)
+    history = (tmp_path / ".local/share/storesh/history").read_text()
+    assert history == "echo remembered-line\npwd\n"
+
+    second = start(tmp_path)
+    prompt(second)
+    second.send(UP + UP + "\r")
+    second.expect_exact("remembered-line\r\n")
+    prompt(second)
+    second.send(CTRL_R + "remem")  # reverse search
+    second.expect_exact("echo remembered-line")
+    second.send("\r")
+    second.expect_exact("remembered-line\r\n")
+    prompt(second)
+    leave(second)
+    # Deduplicated: the repeated command moved to the end once.
+    assert (tmp_path / ".local/share/storesh/history").read_text() == "pwd\necho remembered-line\n"
+
+
+def test_ctrl_c_at_the_prompt_clears_the_line(tmp_path):
+    shell = start(tmp_path)
+    prompt(shell)
+    shell.send("echo not-run")
+    shell.expect_exact("not-run")
+    shell.send(CTRL_C)
+    shell.expect_exact("^C")
+    prompt(shell)
+    output = run(shell, "echo after")
+    assert "after\r\n" in output and "not-run\r\n" not in output
+    leave(shell)
+
+
+def test_ctrl_c_cancels_a_long_command_and_saves_none_of_it(tmp_path):
+    bucket = str(tmp_path / "big.bucket")
+    objects = ",\n".join(f'{{"name":"o/{index:06d}"}}' for index in range(60000))
+    archive = tmp_path / "big.json"
+    archive.write_text('{"format":"storesh-bucket","version":1,"objects":[\n' + objects + "\n]}\n")
+    subprocess.run([BINARY, "import", "--bucket", bucket, str(archive)], env=environment(tmp_path), check=True,
+                   capture_output=True)
+    before = export(tmp_path, bucket)
+
+    shell = start(tmp_path, "--bucket", bucket)
+    prompt(shell, "gs://big/")
+    shell.send("meta set custom.k=v -- o/**\r")
+    shell.expect_exact("meta set custom.k=v -- o/**\r\n")  # the line is taken: the command is running
+    shell.kill(signal.SIGINT)
+    shell.expect_exact("(cancelled)")
+    prompt(shell, "gs://big/")
+    output = run(shell, "meta get o/000001", "gs://big/")
+    assert "custom.k" not in output
+    leave(shell)
+    assert export(tmp_path, bucket) == before
+
+
+def test_colour_on_a_terminal_and_never_with_no_color(tmp_path):
+    coloured = start(tmp_path, NO_COLOR=None)
+    coloured.expect_exact("\x1b[1;36mgs://teaching/\x1b[0m> ")
+    coloured.send("ls\r")
+    coloured.expect_exact("\x1b[1;34mcorrectPrefix/\x1b[0m")
+    coloured.expect_exact("\x1b[0m> ")
+    leave(coloured)
+
+    plain = start(tmp_path)
+    prompt(plain)
+    output = run(plain, "ls")
+    assert "\x1b[" not in output and "correctPrefix/" in output
+    leave(plain)
+
+
+def test_long_listings_stop_at_a_screenful_and_say_how_to_go_on(tmp_path):
+    shell = start(tmp_path, rows=20)
+    prompt(shell)
+    output = run(shell, "ls files/uid")
+    assert output.count("file-") == 17
+    assert "… more entries: `page next` shows them" in output
+    output = run(shell, "page next")
+    assert "file-018.csv" in output
+    leave(shell)
+
+
+def test_errors_point_at_the_typed_line(tmp_path):
+    shell = start(tmp_path)
+    prompt(shell)
+    shell.send("ls --al\r")
+    shell.expect_exact("                   ^\r\nerror: `ls` has no option '--al'; did you mean '--all'? (syntax-error)")
+    prompt(shell)
+    leave(shell)
+
+
+def test_pasted_binary_and_any_width_never_break_the_shell_or_the_bucket(tmp_path):
+    start(tmp_path).close(force=True)  # creates the default bucket
+    before = export(tmp_path)
+    for columns in (10, 300):
+        shell = start(tmp_path, columns=columns, encoding=None)
+        # Every byte, control keys and escape sequences included, but Ctrl-Z (0x1A): it suspends the shell, as
+        # in any terminal program, and `fg` resumes it.
+        shell.send(bytes(byte for byte in range(256) if byte != 0x1A))
+        shell.send(b"\xff\xfe\xc3(\x1b[99~\x1b[1;5D" * 20)
+        shell.send(CTRL_C.encode())
+        shell.expect_exact(b"> ")
+        shell.send(b"echo still-here " + b"x" * 500 + b"\t\r")
+        shell.expect_exact(b"still-here")
+        shell.send(CTRL_C.encode())
+        shell.send(CTRL_D.encode())
+        shell.expect(pexpect.EOF)
+        shell.close()
+        assert shell.exitstatus == 0, f"{columns} columns: ended by signal {shell.signalstatus}"
+    assert export(tmp_path) == before
