@@ -112,3 +112,11 @@ public protocol TransactionalBucket: Bucket {
     /// Undoes the changes of the command begun last.
     func undoCommand() async throws
 }
+
+/// Reads that answer at once, without awaiting: what a key press can afford, since Tab is answered inside
+/// the line editor's callback. A local bucket has them; a remote one would answer from what it holds.
+public protocol ImmediateReads {
+    var name: String { get }
+    func listPage(_ reference: StoragePath, options: ListOptions) throws(StorageError) -> ListPage
+    func currentMetadata(of object: ObjectName) throws(StorageError) -> ObjectMetadata
+}

@@ -1,12 +1,5 @@
 import StoreshCore
 
-/// What completion reads from a bucket, synchronously: a Tab press is answered inside libedit's callback.
-public protocol CompletionSource {
-    var name: String { get }
-    func listPage(_ reference: StoragePath, options: ListOptions) throws(StorageError) -> ListPage
-    func currentMetadata(of object: ObjectName) throws(StorageError) -> ObjectMetadata
-}
-
 /// One way to finish the word under the cursor.
 public struct CompletionCandidate: Sendable, Equatable {
     /// The whole word (unescaped) that replaces what was typed.
@@ -23,10 +16,10 @@ public struct CompletionCandidate: Sendable, Equatable {
 public struct Completer {
     public static let pageSize = 200
 
-    let source: CompletionSource
+    let source: ImmediateReads
     let current: StoragePath
 
-    public init(source: CompletionSource, current: StoragePath) {
+    public init(source: ImmediateReads, current: StoragePath) {
         self.source = source
         self.current = current
     }

@@ -34,7 +34,7 @@ public struct LocalBucketOptions: Sendable {
 /// change survives a crash or power loss, and a crash at any instant leaves the old or the new state.
 /// Other processes may use the same file; a writer waits up to `busyTimeoutMilliseconds` for another
 /// writer and then fails with a clear message. A damaged file is reported, never rewritten.
-public final class LocalBucket: TransactionalBucket, @unchecked Sendable {
+public final class LocalBucket: TransactionalBucket, ImmediateReads, @unchecked Sendable {
     public let name: String
     /// The bucket file.
     public let path: String

@@ -6,6 +6,7 @@
 //   storesh-bench first-page BUCKET PATH COUNT   open the bucket and list one page (run as a cold process)
 //   storesh-bench script FILE LINES              write a script of LINES varied commands
 //   storesh-bench parse FILE [REPEATS]           median time to parse a script, in process
+//   storesh-bench complete BUCKET [REPEATS]      median time of Tab completions, in process
 import Foundation
 import StoreshCore
 import StoreshLanguage
@@ -143,6 +144,25 @@ func parseScript(file: String, repeats: Int) throws {
     print("parse\t\(commands) commands\t\(String(format: "%.1f", median(samples)))\tms (median of \(repeats))")
 }
 
+/// Tab completion on a large bucket: each must read one page at most and answer at once.
+func completions(bucketPath: String, repeats: Int) throws {
+    let bucket = try LocalBucket.open(at: bucketPath, options: LocalBucketOptions(createIfMissing: false))
+    let cases: [(String, String)] = [
+        ("cd users/u0500", ""), ("cd u", "users"), ("meta get users/u09999/photos/0", ""),
+        ("meta set custom.", "users/u00007/photos/001.jpg"), ("ls users/", ""),
+    ]
+    for (line, current) in cases {
+        var samples: [Double] = []
+        var count = 0
+        for _ in 0..<repeats {
+            let start = DispatchTime.now().uptimeNanoseconds
+            count = Completer(source: bucket, current: StoragePath(normalizing: current)).complete(line).candidates.count
+            samples.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1000)
+        }
+        print("complete\t\(line)\t\(String(format: "%.0f", median(samples)))\tµs\t\(count) candidates")
+    }
+}
+
 func firstPage(bucketPath: String, path: String, count: Int) throws {
     let bucket = try LocalBucket.open(at: bucketPath, options: LocalBucketOptions(createIfMissing: false))
     let page = try bucket.listPage(StoragePath(normalizing: path), options: ListOptions(maxResults: count))
@@ -170,6 +190,9 @@ do {
     case "parse":
         guard arguments.count >= 2 else { fail("usage: parse FILE [REPEATS]") }
         try parseScript(file: arguments[1], repeats: arguments.count > 2 ? Int(arguments[2]) ?? 20 : 20)
+    case "complete":
+        guard arguments.count >= 2 else { fail("usage: complete BUCKET [REPEATS]") }
+        try completions(bucketPath: arguments[1], repeats: arguments.count > 2 ? Int(arguments[2]) ?? 50 : 50)
     case "first-page":
         guard arguments.count == 4, let count = Int(arguments[3]) else { fail("usage: first-page BUCKET PATH COUNT") }
         try firstPage(bucketPath: arguments[1], path: arguments[2], count: count)

@@ -4,8 +4,6 @@ import StoreshCore
 import StoreshLanguage
 import StoreshLocal
 
-extension LocalBucket: CompletionSource {}
-
 /// The persisted history of the shell: one line per command, deduplicated (a repeated command moves to the
 /// end), at most `limit` lines, written whole after each command so that nothing is lost on exit, Ctrl-D
 /// or a crash.

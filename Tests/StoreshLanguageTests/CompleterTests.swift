@@ -1,0 +1,88 @@
+import Foundation
+import Testing
+import StoreshCore
+import StoreshLocal
+@testable import StoreshLanguage
+
+/// A completion source over a real bucket that counts what completion reads.
+final class CountingSource: ImmediateReads {
+    let bucket: LocalBucket
+    var pagesRead: [ListOptions] = []
+
+    init(_ bucket: LocalBucket) { self.bucket = bucket }
+
+    var name: String { bucket.name }
+
+    func listPage(_ reference: StoragePath, options: ListOptions) throws(StorageError) -> ListPage {
+        pagesRead.append(options)
+        return try bucket.listPage(reference, options: options)
+    }
+
+    func currentMetadata(of object: ObjectName) throws(StorageError) -> ObjectMetadata {
+        try bucket.currentMetadata(of: object)
+    }
+}
+
+@Suite("Tab completion")
+struct CompleterTests {
+    let session: Session
+    let source: CountingSource
+
+    init() throws {
+        session = try Session(["images/forest.jpg", "images/mountains/summit.jpg", "images/lake.png", "docs/read me.md", "docs/notes.txt"])
+        source = CountingSource(session.bucket)
+    }
+
+    func complete(_ line: String, at current: String = "") -> [String] {
+        Completer(source: source, current: StoragePath(normalizing: current)).complete(line).candidates.map(\.word)
+    }
+
+    @Test("commands, subcommands and options")
+    func commands() {
+        #expect(complete("me") == ["meta"])
+        #expect(complete("meta ") == ["get", "set", "unset"])
+        #expect(complete("meta u") == ["unset"])
+        #expect(complete("page ") == ["next"])
+        #expect(complete("ls --a") == ["--all"])
+        #expect(complete("put --") == ["--raw", "--content-type", "--md5", "--data"])
+        #expect(complete("pwd; e") == ["echo", "exit"])
+    }
+
+    @Test("paths at any depth, folders with a /, .. included, relative to the current reference")
+    func paths() {
+        #expect(complete("cd ") == ["docs/", "images/"])
+        #expect(complete("cd im") == ["images/"])
+        #expect(complete("ls images/") == ["images/mountains/"])  // ls and cd: folders only
+        #expect(complete("cat images/") == ["images/forest.jpg", "images/lake.png", "images/mountains/"])  // byte order
+        #expect(complete("cat m", at: "images") == ["mountains/"])
+        #expect(complete("cat ../../do", at: "images/mountains") == ["../../docs/"])
+        #expect(complete("cat ../do", at: "images/mountains") == [])
+        #expect(complete("cd ..", at: "images") == ["../"])
+        #expect(complete("rm /images/l") == ["/images/lake.png"])
+        #expect(complete("cat docs/read\\ m") == ["docs/read me.md"])
+        #expect(Completer.escaped("read me.md") == "read\\ me.md")
+    }
+
+    @Test("metadata keys: writable ones, and the custom keys of the current object")
+    func keys() async throws {
+        _ = try await session.bucket.updateMetadata(
+            of: ObjectName("images/forest.jpg"), MetadataUpdate(customMetadata: ["location": .set("x")]),
+            ifMetagenerationMatch: nil)
+        #expect(complete("meta set cache") == ["cacheControl="])
+        #expect(complete("meta set custom.lo", at: "images/forest.jpg") == ["custom.location="])
+        #expect(complete("meta unset cu", at: "images/forest.jpg") == ["custom.location", "custom"])
+        #expect(complete("meta set contentType=") == [])
+        #expect(complete("meta set contentType=x -- images/f") == ["images/forest.jpg"])
+    }
+
+    @Test("completion reads one page at most, starting at the typed name")
+    func onePage() throws {
+        let names = (0..<3000).map { String(format: "users/u%05d/photo.jpg", $0) }
+        try session.bucket.importObjects(names.map { ArchivedObject(name: try ObjectName($0), content: Data()) }, replacingEverything: false)
+        source.pagesRead = []
+        #expect(complete("cd users/u0299") == (2990...2999).map { String(format: "users/u%05d/", $0) })
+        #expect(source.pagesRead.count == 1)
+        #expect(source.pagesRead[0].startOffset == "users/u0299")
+        #expect(source.pagesRead[0].maxResults == Completer.pageSize)
+    }
+}
