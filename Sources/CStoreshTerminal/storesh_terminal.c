@@ -22,6 +22,9 @@ struct storesh_editor {
     storesh_complete_fn complete;
     char *prompt;
     int interrupted;
+    // Bytes read but not yet decoded: what followed a broken UTF-8 sequence is read again, not lost.
+    char pending[8];
+    size_t pending_count;
 };
 
 const unsigned char storesh_cc_refresh = CC_REFRESH;
@@ -129,6 +132,13 @@ static int read_character(EditLine *el, wchar_t *character) {
         if (resize_pending) {
             resize_pending = 0;
             el_resize(el);
+            el_set(el, EL_REFRESH);  // redraw the prompt and line for the new width at once
+        }
+        unsigned char byte;
+        if (editor->pending_count > 0) {
+            byte = (unsigned char)editor->pending[0];
+            memmove(editor->pending, editor->pending + 1, --editor->pending_count);
+            goto decode;
         }
         struct pollfd waits[2] = {{STDIN_FILENO, POLLIN, 0}, {wake_pipe[0], POLLIN, 0}};
         if (poll(waits, wake_pipe[0] >= 0 ? 2 : 1, -1) < 0) {
@@ -139,20 +149,30 @@ static int read_character(EditLine *el, wchar_t *character) {
             drain_wake_pipe();
             continue;  // the flags above say why
         }
-        unsigned char byte;
         ssize_t got = read(STDIN_FILENO, &byte, 1);
         if (got == 0) return 0;
         if (got < 0) {
             if (errno == EINTR || errno == EAGAIN) continue;
             return -1;
         }
+    decode:
         bytes[count++] = (char)byte;
         // Decode all bytes so far from a fresh state: after "incomplete", mbrtowc has consumed them into its
         // state, and feeding them again to that state would fail.
         memset(&state, 0, sizeof state);
         size_t result = mbrtowc(character, bytes, count, &state);
-        if (result == (size_t)-2 && count < sizeof bytes) continue;  // an incomplete sequence: read on
-        if (result == (size_t)-1 || result == (size_t)-2) *character = 0xFFFD;
+        if (result == (size_t)-2 && count < 4) continue;  // an incomplete sequence: read on
+        if (result == (size_t)-1 || result == (size_t)-2) {
+            // A broken sequence: its first byte becomes U+FFFD, and the bytes after it are read again (a
+            // following '(' or Enter must not be swallowed).
+            *character = 0xFFFD;
+            if (count > 1) {
+                memmove(editor->pending + count - 1, editor->pending, editor->pending_count);
+                memcpy(editor->pending, bytes + 1, count - 1);
+                editor->pending_count += count - 1;
+            }
+            return 1;
+        }
         if (*character == 0) *character = 0xFFFD;  // a NUL would end the line early
         return 1;
     }
@@ -210,7 +230,22 @@ storesh_editor *storesh_editor_open(const char *program, void *context, storesh_
     el_set(editor->el, EL_GETCFN, read_character);
     el_set(editor->el, EL_ADDFN, "storesh-complete", "Complete commands, keys and paths", complete_command);
     el_set(editor->el, EL_BIND, "^I", "storesh-complete", NULL);
-    el_set(editor->el, EL_BIND, "^R", "em-inc-search-prev", NULL);
+    // Ctrl-R: the last command that starts with what is typed (libedit's incremental search mode garbles
+    // arrow keys pressed inside it).
+    el_set(editor->el, EL_BIND, "^R", "ed-search-prev-history", NULL);
+    // The keys terminals send for Ctrl/Alt-arrows, Home, End, Delete, Insert and Page Up/Down, so that none of
+    // them types its escape sequence into the line.
+    static const char *const bindings[][2] = {
+        {"\033[1;5D", "ed-prev-word"}, {"\033[1;5C", "em-next-word"}, {"\033[1;3D", "ed-prev-word"},
+        {"\033[1;3C", "em-next-word"}, {"\033[5D", "ed-prev-word"}, {"\033[5C", "em-next-word"},
+        {"\033[1~", "ed-move-to-beg"}, {"\033[7~", "ed-move-to-beg"}, {"\033[H", "ed-move-to-beg"},
+        {"\033OH", "ed-move-to-beg"}, {"\033[4~", "ed-move-to-end"}, {"\033[8~", "ed-move-to-end"},
+        {"\033[F", "ed-move-to-end"}, {"\033OF", "ed-move-to-end"}, {"\033[3~", "ed-delete-next-char"},
+        {"\033[2~", "ed-unassigned"}, {"\033[5~", "ed-unassigned"}, {"\033[6~", "ed-unassigned"},
+    };
+    for (size_t index = 0; index < sizeof bindings / sizeof bindings[0]; index++) {
+        el_set(editor->el, EL_BIND, bindings[index][0], bindings[index][1], NULL);
+    }
     el_set(editor->el, EL_ADDFN, "storesh-interrupt", "Drop the line", interrupt_command);
     el_set(editor->el, EL_BIND, "^C", "storesh-interrupt", NULL);
     return editor;

@@ -24,13 +24,32 @@ public struct Completer {
         self.current = current
     }
 
-    /// The word being completed (as typed, unescaped) and its candidates, for the line up to the cursor.
-    public func complete(_ lineBeforeCursor: String) -> (typed: String, candidates: [CompletionCandidate]) {
-        let (words, typed) = Self.split(lineBeforeCursor)
-        return (typed, candidates(words: words, typed: typed).filter { $0.word.hasPrefix(typed) })
+    /// What completing the word under the cursor found.
+    public struct Result: Sendable {
+        /// The word as typed so far, unescaped.
+        public var typed: String
+        /// The quote the word is inside of, if any (so that the insertion is escaped for it, and closed).
+        public var openQuote: Unicode.Scalar?
+        public var candidates: [CompletionCandidate]
+        /// True when a page was full, so more candidates may exist than were read: nothing beyond what is
+        /// typed may be assumed common to all of them.
+        public var truncated: Bool
     }
 
-    func candidates(words: [String], typed: String) -> [CompletionCandidate] {
+    /// The word being completed and its candidates, for the line up to the cursor.
+    public func complete(_ lineBeforeCursor: String) -> Result {
+        let (words, typed, openQuote) = Self.split(lineBeforeCursor)
+        var truncated = false
+        let found = candidates(words: words, typed: typed, truncated: &truncated).filter {
+            $0.word.hasPrefix(typed) && $0.word != typed
+        }
+        return Result(typed: typed, openQuote: openQuote, candidates: found, truncated: truncated)
+    }
+
+    func candidates(words: [String], typed: String, truncated: inout Bool) -> [CompletionCandidate] {
+        func paths(_ typed: String, foldersOnly: Bool) -> [CompletionCandidate] {
+            self.paths(typed, foldersOnly: foldersOnly, truncated: &truncated)
+        }
         guard let command = words.first else { return Self.plain(CommandCatalog.firstWords) }
         let options: [String: [String]] = [
             "ls": ["-n", "--all", "--token", "-l"], "put": ["--raw", "--content-type", "--md5", "--data"],
@@ -43,12 +62,17 @@ public struct Completer {
         switch command {
         case "meta" where words.count == 1: return Self.plain(["get", "set", "unset"])
         case "page" where words.count == 1: return Self.plain(["next"])
-        case "help": return Self.plain(CommandCatalog.firstWords + ["get", "set", "unset", "next"])
+        case "help" where words.count == 1: return Self.plain(CommandCatalog.firstWords)
+        case "help" where words.count == 2 && words[1] == "meta": return Self.plain(["get", "set", "unset"])
+        case "help" where words.count == 2 && words[1] == "page": return Self.plain(["next"])
+        case "help": return []
         case "cd", "ls": return paths(typed, foldersOnly: true)
         case "meta" where !words.contains("--"):
             let sub = words[1]
             if sub == "set" && !typed.contains("=") {
-                return keys(assignments: true)
+                // After an assignment, a word without = is a target.
+                let hasAssignment = words.dropFirst(2).contains { $0.contains("=") }
+                return keys(assignments: true) + (hasAssignment ? paths(typed, foldersOnly: false) : [])
             }
             if sub == "unset" && words.dropFirst(2).allSatisfy({ Parser.looksLikeKey(Word($0, at: SourceLocation(line: 1, column: 1)), isFirst: false) }) {
                 return keys(assignments: false) + paths(typed, foldersOnly: false)
@@ -78,7 +102,7 @@ public struct Completer {
     }
 
     /// Folders and objects whose names continue the typed path, from one page read at the typed name.
-    func paths(_ typed: String, foldersOnly: Bool) -> [CompletionCandidate] {
+    func paths(_ typed: String, foldersOnly: Bool, truncated: inout Bool) -> [CompletionCandidate] {
         let slash = typed.lastIndex(of: "/")
         let folderPart = slash.map { String(typed[...$0]) } ?? ""
         let namePart = slash.map { String(typed[typed.index(after: $0)...]) } ?? typed
@@ -91,6 +115,12 @@ public struct Completer {
             let page = try? source.listPage(
                 folder, options: ListOptions(maxResults: Self.pageSize, startOffset: start.isEmpty ? nil : start))
         else { return [] }
+        // A full page whose last entry still continues the typed name may hide more that do.
+        if page.nextPageToken != nil {
+            let lastEntries = [page.prefixes.last.map { $0 + "/" }, page.items.last].compactMap { $0 }
+            let last = lastEntries.max { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+            if let last, last.utf8.starts(with: start.utf8) { truncated = true }
+        }
         let strip = folder.listingPrefix.utf8.count
         func lastPart(_ fullPath: String) -> String { String(Substring(fullPath.utf8.dropFirst(strip))) }
         var candidates = page.prefixes.map {
@@ -104,8 +134,9 @@ public struct Completer {
         return candidates.sorted { $0.word.utf8.lexicographicallyPrecedes($1.word.utf8) }
     }
 
-    /// The words of the command under the cursor (after the last `;`) and the word being typed, unescaped.
-    static func split(_ line: String) -> (words: [String], typed: String) {
+    /// The words of the command under the cursor (after the last `;`), the word being typed (unescaped), and
+    /// the quote it is inside of.
+    static func split(_ line: String) -> (words: [String], typed: String, openQuote: Unicode.Scalar?) {
         var words: [String] = []
         var word = ""
         var inWord = false
@@ -147,15 +178,33 @@ public struct Completer {
                 inWord = true
             }
         }
-        return (words, word)
+        return (words, word, quote)
     }
 
-    /// Escapes a word so the lexer reads it back as typed: blanks, quotes and other special characters get a `\`.
-    public static func escaped(_ word: String) -> String {
+    /// The quote still open at the end of a line, if any.
+    public static func openQuote(in line: String) -> Unicode.Scalar? { split(line).openQuote }
+
+    /// Whether a line ends in a `\` that continues it on the next line (unescaped, outside quotes).
+    public static func continues(_ line: String) -> Bool {
+        let trailing = line.unicodeScalars.reversed().prefix { $0 == "\\" }.count
+        return trailing % 2 == 1 && openQuote(in: line) == nil
+    }
+
+    /// Text to insert so that the lexer reads it back as given: outside quotes, blanks, quotes and other
+    /// special characters get a `\`; inside "…" only `"` and `\` do; inside '…' everything is literal but `'`,
+    /// which closes the quote, is written `'\''`.
+    public static func escaped(_ text: String, inside quote: Unicode.Scalar? = nil) -> String {
         var result = ""
-        for scalar in word.unicodeScalars {
-            if " \t'\"\\;#*?[".unicodeScalars.contains(scalar) { result += "\\" }
-            result.unicodeScalars.append(scalar)
+        for scalar in text.unicodeScalars {
+            switch quote {
+            case "'": result += scalar == "'" ? "'\\''" : String(scalar)
+            case "\"":
+                if scalar == "\"" || scalar == "\\" { result += "\\" }
+                result.unicodeScalars.append(scalar)
+            default:
+                if " \t'\"\\;#*?[".unicodeScalars.contains(scalar) { result += "\\" }
+                result.unicodeScalars.append(scalar)
+            }
         }
         return result
     }

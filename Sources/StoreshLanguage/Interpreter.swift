@@ -343,7 +343,8 @@ public final class Interpreter {
             output.result(note)
         }
         if let token = page.nextPageToken {
-            output.result("… more entries: `page next` shows them (token \(token))")
+            // At the prompt (a screenful page) the token is noise: `page next` is what to type.
+            output.result(options.defaultPageSize != nil ? "… more: page next" : "… more entries: `page next` shows them (token \(token))")
         }
     }
 

@@ -22,23 +22,35 @@ final class ConsoleOutput: InterpreterOutput {
         self.source = source
     }
 
+    /// Whether the last output ended a line (the shell adds a newline when it did not).
+    private(set) var endsWithNewline = true
+
     func result(_ line: String) {
         record { try stdout.write(line + "\n") }
+        endsWithNewline = true
     }
 
     func resultBytes(_ bytes: Data) {
         record { try stdout.write(bytes: bytes) }
+        if let last = bytes.last { endsWithNewline = last == UInt8(ascii: "\n") }
     }
 
     func error(_ diagnostic: Diagnostic) {
         flush()  // results so far come before the error on a terminal
         var text = json ? diagnostic.jsonDocument.serialized : diagnostic.rendered(in: source)
         if !json, let promptWidth {
-            // At the prompt the line is on the screen already: a caret under it, then the message.
-            let caret = String(repeating: " ", count: promptWidth + diagnostic.location.column - 1) + "^"
+            // At the prompt the line is on the screen already: a caret under it, then the message. An
+            // interruption gets a line of its own instead (the terminal has just echoed ^C).
             let label = color ? "\u{1B}[1;31merror:\u{1B}[0m" : "error:"
-            text = "\(caret)\n\(label) \(diagnostic.message) (\(diagnostic.code))"
+            let message = "\(label) \(diagnostic.message) (\(diagnostic.code))"
+            if diagnostic.phase == .interrupted || !endsWithNewline {
+                text = "\n" + message
+            } else {
+                let caret = String(repeating: " ", count: promptWidth + diagnostic.location.column - 1) + "^"
+                text = "\(caret)\n\(message)"
+            }
         }
+        endsWithNewline = true
         FileHandle.standardError.write(Data((text + "\n").utf8))
     }
 

@@ -50,14 +50,17 @@ final class Shell {
         self.bucket = bucket
         output = ConsoleOutput(json: json, source: SourceText(name: "-", text: ""))
         output.color = color
+        interpreter = Interpreter(
+            bucket: bucket, output: output, files: HostFiles(), options: RunOptions(json: json, color: color))
+        history = HistoryFile(path: historyPath)
+    }
+
+    /// A screenful for `ls` without `-n`, measured anew for each line, since the window may have been resized.
+    static func screenfulPageSize() -> Int? {
         var rows: Int32 = 0
         var columns: Int32 = 0
         storesh_terminal_size(&rows, &columns)
-        let pageSize = rows > 0 ? max(5, min(ListOptions.maximumResults, Int(rows) - 3)) : nil
-        interpreter = Interpreter(
-            bucket: bucket, output: output, files: HostFiles(),
-            options: RunOptions(json: json, color: color, defaultPageSize: pageSize))
-        history = HistoryFile(path: historyPath)
+        return rows > 0 ? max(5, min(ListOptions.maximumResults, Int(rows) - 3)) : nil
     }
 
     /// The visible prompt, `gs://teaching/images> `, with its colour escapes marked for libedit.
@@ -79,7 +82,7 @@ final class Shell {
         self.editor = editor
         defer { storesh_editor_close(editor) }
         for line in history.lines { storesh_editor_history_add(editor, line) }
-        print("storesh \(storeshVersion) on gs://\(bucket.name)/ — `help` lists the commands, Tab completes, Ctrl-D leaves.")
+        print("storesh \(storeshVersion) · `help` for commands · Tab completes · Ctrl-D leaves")
         while true {
             storesh_interrupt_clear()
             let currentPrompt = prompt
@@ -95,12 +98,26 @@ final class Shell {
             }
             var line = String(cString: raw)
             if line.hasSuffix("\n") { line.removeLast() }
+            // A line ending in \ continues on the next, as in scripts (a pasted multi-line command).
+            while Completer.continues(line) {
+                storesh_editor_set_prompt(editor, "… ")
+                guard let more = storesh_editor_read_line(editor, &interrupted) else { break }
+                var next = String(cString: more)
+                if next.hasSuffix("\n") { next.removeLast() }
+                line += "\n" + next
+            }
+            if interrupted != 0 {
+                print("^C")
+                continue
+            }
             if line.trimmingCharacters(in: .whitespaces).isEmpty { continue }
             history.add(line)
             storesh_editor_history_add(editor, line)
             let source = SourceText(name: "-", text: line)
             output.source = source
-            output.promptWidth = currentPrompt.width
+            // A caret under the typed text fits one line; continued lines get FILE:LINE:COLUMN and their own caret.
+            output.promptWidth = line.contains("\n") ? nil : currentPrompt.width
+            interpreter.options.defaultPageSize = Self.screenfulPageSize()
             let script: Script
             do {
                 script = try Parser.parse(source)
@@ -110,6 +127,9 @@ final class Shell {
             }
             if script.statements.count == 1 && script.statements[0].command == .exit { return 0 }
             _ = await interpreter.run(script)
+            // Output without a final newline (`cat` of a one-line file) would shift libedit's idea of the
+            // column, and the line on screen would no longer be the line that runs.
+            if !output.endsWithNewline { output.result("") }
             output.flush()
             if script.statements.contains(where: { $0.command == .exit }) { return 0 }
         }
@@ -117,28 +137,38 @@ final class Shell {
 
     /// Tab: completes the word under the cursor as far as all candidates agree, or lists them.
     func complete(_ lineBeforeCursor: String, editor: OpaquePointer) -> UInt8 {
-        let completer = Completer(source: bucket, current: interpreter.current)
-        let (typed, candidates) = completer.complete(lineBeforeCursor)
+        let result = Completer(source: bucket, current: interpreter.current).complete(lineBeforeCursor)
+        let candidates = result.candidates
         guard !candidates.isEmpty else { return storesh_cc_error }
-        let common = candidates.map(\.word).reduce(candidates[0].word) { $0.commonPrefix(with: $1) }
-        let rest = String(common.unicodeScalars.dropFirst(typed.unicodeScalars.count))
-        // One finished candidate (a command, an object) gets the blank that separates the next word.
-        let finished = candidates.count == 1 && !candidates[0].continues
+        // From a truncated page nothing beyond the typed text is known to be common to all candidates.
+        let common =
+            result.truncated
+            ? result.typed : candidates.map(\.word).reduce(candidates[0].word) { $0.commonPrefix(with: $1) }
+        let rest = String(common.unicodeScalars.dropFirst(result.typed.unicodeScalars.count))
+        // One finished candidate (a command, an object) gets its closing quote and the blank before the next word.
+        let finished = candidates.count == 1 && !candidates[0].continues && !result.truncated
         if !rest.isEmpty || finished {
-            _ = storesh_editor_insert(editor, Completer.escaped(rest) + (finished ? " " : ""))
+            var insertion = Completer.escaped(rest, inside: result.openQuote)
+            if finished { insertion += result.openQuote.map { String($0) + " " } ?? " " }
+            _ = storesh_editor_insert(editor, insertion)
             return storesh_cc_refresh
         }
-        // Nothing more is common: show the choices in columns, then the prompt and the line again.
+        // Nothing more is common: show the choices in columns, at most a screenful, then the line again.
         var rows: Int32 = 0
         var columns: Int32 = 0
         storesh_terminal_size(&rows, &columns)
-        let shown = candidates.prefix(Completer.pageSize).map(\.display)
-        let width = (shown.map(\.count).max() ?? 0) + 2
+        let names = candidates.map(\.display)
+        let width = min((names.map(\.count).max() ?? 0) + 2, max(Int(columns), 20))
         let perLine = max(1, Int(columns > 0 ? columns : 80) / width)
+        let maxLines = max(3, Int(rows > 0 ? rows : 24) - 4)
+        let shown = names.prefix(perLine * maxLines)
         var text = "\n"
         for (index, name) in shown.enumerated() {
             text += name.padding(toLength: width, withPad: " ", startingAt: 0)
             if (index + 1) % perLine == 0 || index == shown.count - 1 { text += "\n" }
+        }
+        if shown.count < names.count || result.truncated {
+            text += "… and more: type more of the name to narrow it\n"
         }
         FileHandle.standardOutput.write(Data(text.utf8))
         return storesh_cc_redisplay

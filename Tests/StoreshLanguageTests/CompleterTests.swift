@@ -46,6 +46,19 @@ struct CompleterTests {
         #expect(complete("ls --a") == ["--all"])
         #expect(complete("put --") == ["--raw", "--content-type", "--md5", "--data"])
         #expect(complete("pwd; e") == ["echo", "exit"])
+        #expect(complete("help ") == CommandCatalog.firstWords)
+        #expect(complete("help meta ") == ["get", "set", "unset"])
+        #expect(complete("help set") == [])
+    }
+
+    @Test("inside quotes the insertion is escaped for the quote, which the shell closes")
+    func quotes() {
+        let result = Completer(source: source, current: .root).complete("cat 'docs/read")
+        #expect(result.openQuote == "'" && result.typed == "docs/read" && result.candidates.map(\.word) == ["docs/read me.md"])
+        #expect(Completer.escaped("a b'c", inside: "'") == "a b'\\''c")
+        #expect(Completer.escaped("a \"b\"", inside: "\"") == "a \\\"b\\\"")
+        #expect(Completer.escaped("a b;c") == "a\\ b\\;c")
+        #expect(Completer.continues("echo one \\") && !Completer.continues("echo one \\\\") && !Completer.continues("echo '\\"))
     }
 
     @Test("paths at any depth, folders with a /, .. included, relative to the current reference")
@@ -73,6 +86,8 @@ struct CompleterTests {
         #expect(complete("meta unset cu", at: "images/forest.jpg") == ["custom.location", "custom"])
         #expect(complete("meta set contentType=") == [])
         #expect(complete("meta set contentType=x -- images/f") == ["images/forest.jpg"])
+        #expect(complete("meta set contentType=x images/f") == ["images/forest.jpg"])  // a target after an assignment
+        #expect(complete("meta set custom.") == [])  // `custom.` is what was typed: nothing to add
     }
 
     @Test("completion reads one page at most, starting at the typed name")
@@ -84,5 +99,10 @@ struct CompleterTests {
         #expect(source.pagesRead.count == 1)
         #expect(source.pagesRead[0].startOffset == "users/u0299")
         #expect(source.pagesRead[0].maxResults == Completer.pageSize)
+        let narrow = Completer(source: source, current: .root).complete("cd users/u0299")
+        #expect(!narrow.truncated)
+        // 3,000 users start with "u0": a page of 200 cannot show them all, and says so.
+        let wide = Completer(source: source, current: .root).complete("cd users/u0")
+        #expect(wide.truncated && wide.candidates.count == Completer.pageSize)
     }
 }

@@ -25,7 +25,7 @@ def environment(home, **extra):
 def start(home, *arguments, rows=30, columns=100, encoding="utf-8", **extra):
     child = pexpect.spawn(BINARY, list(arguments), env=environment(home, **extra), encoding=encoding,
                           timeout=30, dimensions=(rows, columns))
-    child.expect_exact("Ctrl-D leaves." if encoding else b"Ctrl-D leaves.")
+    child.expect_exact("Ctrl-D leaves" if encoding else b"Ctrl-D leaves")
     return child
 
 
@@ -126,9 +126,7 @@ def test_history_is_recalled_in_a_second_session(tmp_path):
     second.send(UP + UP + "\r")
     second.expect_exact("remembered-line\r\n")
     prompt(second)
-    second.send(CTRL_R + "remem")  # reverse search
-    second.expect_exact("echo remembered-line")
-    second.send("\r")
+    second.send("echo rem" + CTRL_R + "\r")  # Ctrl-R: the last command starting with what is typed
     second.expect_exact("remembered-line\r\n")
     prompt(second)
     leave(second)
@@ -191,7 +189,7 @@ def test_long_listings_stop_at_a_screenful_and_say_how_to_go_on(tmp_path):
     prompt(shell)
     output = run(shell, "ls files/uid")
     assert output.count("file-") == 17
-    assert "… more entries: `page next` shows them" in output
+    assert "… more: page next" in output
     output = run(shell, "page next")
     assert "file-018.csv" in output
     leave(shell)
@@ -225,3 +223,57 @@ def test_pasted_binary_and_any_width_never_break_the_shell_or_the_bucket(tmp_pat
         shell.close()
         assert shell.exitstatus == 0, f"{columns} columns: ended by signal {shell.signalstatus}"
     assert export(tmp_path) == before
+
+
+def test_output_without_a_final_newline_keeps_the_screen_true(tmp_path):
+    shell = start(tmp_path)
+    prompt(shell)
+    run(shell, "put --data x one-byte")
+    shell.send("cat one-byte\r")
+    shell.expect_exact("x\r\ngs://teaching/> ")  # a newline before the prompt, not `xgs://…`
+    shell.send("echo abcdef\x1b[D\x1b[D\x1b[D\x7f\r")  # Left×3 and Backspace delete the c
+    shell.expect_exact("abdef\r\n")
+    prompt(shell)
+    leave(shell)
+
+
+def test_tab_inside_quotes_and_continued_lines(tmp_path):
+    shell = start(tmp_path)
+    prompt(shell)
+    run(shell, "put --data spaced 'docs/a b.txt'")
+    shell.send("cat 'docs/a\t\r")  # completed inside the quote, and the quote closed
+    shell.expect_exact("spaced\r\ngs://teaching/> ")
+    shell.send("echo one \\\r")
+    shell.expect_exact("… ")
+    shell.send("two\r")
+    shell.expect_exact("one two\r\n")
+    prompt(shell)
+    leave(shell)
+
+
+def test_broken_utf8_does_not_swallow_what_follows(tmp_path):
+    shell = start(tmp_path, encoding=None)
+    shell.expect_exact(b"> ")
+    shell.send(b"echo [\xc3(]\r")
+    shell.expect_exact("[\ufffd(]\r\n".encode())
+    shell.send(b"echo x\xc3\r")  # a broken sequence right before Enter: one Enter is enough
+    shell.expect_exact("x\ufffd\r\n".encode())
+    shell.send(CTRL_D.encode())
+    shell.expect(pexpect.EOF)
+
+
+def test_tab_never_assumes_a_prefix_beyond_a_truncated_page(tmp_path):
+    bucket = str(tmp_path / "many.bucket")
+    names = [f"t/a{index:04d}" for index in range(200)] + ["t/a1000"]
+    archive = tmp_path / "many.json"
+    archive.write_text(json.dumps({"format": "storesh-bucket", "version": 1, "objects": [{"name": n} for n in names]}))
+    subprocess.run([BINARY, "import", "--bucket", bucket, str(archive)], env=environment(tmp_path), check=True,
+                   capture_output=True)
+    shell = start(tmp_path, "--bucket", bucket)
+    prompt(shell, "gs://many/")
+    shell.send("meta get t/\t")  # the first page holds a0000…a0199 only: inserting "a0" would shut out a1000
+    shell.expect_exact("… and more: type more of the name to narrow it")
+    shell.send("a1\t\r")
+    shell.expect_exact("t/a1000\r\n")
+    prompt(shell, "gs://many/")
+    leave(shell)
