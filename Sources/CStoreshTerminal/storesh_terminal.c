@@ -131,8 +131,7 @@ static int read_character(EditLine *el, wchar_t *character) {
         }
         if (resize_pending) {
             resize_pending = 0;
-            el_resize(el);
-            el_set(el, EL_REFRESH);  // redraw the prompt and line for the new width at once
+            el_resize(el);  // as libedit itself does: the next key redraws at the new width
         }
         unsigned char byte;
         if (editor->pending_count > 0) {
