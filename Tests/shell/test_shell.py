@@ -46,6 +46,17 @@ def leave(child):
     assert child.exitstatus == 0
 
 
+def make_bucket(home, name, object_names):
+    """A bucket file NAME.bucket holding empty objects with these names, made with `storesh import`."""
+    bucket = str(home / f"{name}.bucket")
+    archive = home / f"{name}.json"
+    archive.write_text(json.dumps({"format": "storesh-bucket", "version": 1,
+                                   "objects": [{"name": object_name} for object_name in object_names]}))
+    subprocess.run([BINARY, "import", "--bucket", bucket, str(archive)], env=environment(home), check=True,
+                   capture_output=True)
+    return bucket
+
+
 def export(home, bucket=None):
     arguments = [BINARY, "export"] + (["--bucket", bucket] if bucket else [])
     return subprocess.run(arguments, env=environment(home), capture_output=True, check=True).stdout
@@ -148,12 +159,7 @@ def test_ctrl_c_at_the_prompt_clears_the_line(tmp_path):
 
 
 def test_ctrl_c_cancels_a_long_command_and_saves_none_of_it(tmp_path):
-    bucket = str(tmp_path / "big.bucket")
-    objects = ",\n".join(f'{{"name":"o/{index:06d}"}}' for index in range(60000))
-    archive = tmp_path / "big.json"
-    archive.write_text('{"format":"storesh-bucket","version":1,"objects":[\n' + objects + "\n]}\n")
-    subprocess.run([BINARY, "import", "--bucket", bucket, str(archive)], env=environment(tmp_path), check=True,
-                   capture_output=True)
+    bucket = make_bucket(tmp_path, "big", (f"o/{index:06d}" for index in range(60000)))
     before = export(tmp_path, bucket)
 
     shell = start(tmp_path, "--bucket", bucket)
@@ -263,12 +269,7 @@ def test_broken_utf8_does_not_swallow_what_follows(tmp_path):
 
 
 def test_tab_never_assumes_a_prefix_beyond_a_truncated_page(tmp_path):
-    bucket = str(tmp_path / "many.bucket")
-    names = [f"t/a{index:04d}" for index in range(200)] + ["t/a1000"]
-    archive = tmp_path / "many.json"
-    archive.write_text(json.dumps({"format": "storesh-bucket", "version": 1, "objects": [{"name": n} for n in names]}))
-    subprocess.run([BINARY, "import", "--bucket", bucket, str(archive)], env=environment(tmp_path), check=True,
-                   capture_output=True)
+    bucket = make_bucket(tmp_path, "many", [f"t/a{index:04d}" for index in range(200)] + ["t/a1000"])
     shell = start(tmp_path, "--bucket", bucket)
     prompt(shell, "gs://many/")
     shell.send("meta get t/\t")  # the first page holds a0000…a0199 only: inserting "a0" would shut out a1000
