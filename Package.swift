@@ -29,13 +29,15 @@ let package = Package(
         ),
         // The local bucket: one durable SQLite file, plus the JSON export/import format.
         .target(name: "StoreshLocal", dependencies: ["StoreshCore", "CSQLite"]),
+        // Security rules: the rules language, its evaluation, and the engine the local bucket asks.
+        .target(name: "StoreshRules", dependencies: ["StoreshCore"]),
         // The command language: lexer, parser, AST with source positions, interpreter over any Bucket.
         .target(name: "StoreshLanguage", dependencies: ["StoreshCore"]),
 
         .executableTarget(
             name: "storesh",
             dependencies: [
-                "StoreshCore", "StoreshLocal", "StoreshLanguage", "CStoreshTerminal",
+                "StoreshCore", "StoreshLocal", "StoreshLanguage", "StoreshRules", "CStoreshTerminal",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             // The teaching sample (a link to samples/teaching.json), compiled in so that a lone binary can
@@ -52,6 +54,9 @@ let package = Package(
         // Helpers shared by the test targets.
         .target(name: "StoreshTestSupport", dependencies: ["StoreshCore"], path: "Tests/StoreshTestSupport"),
         .testTarget(name: "StoreshCoreTests", dependencies: ["StoreshCore", "StoreshTestSupport"]),
+        .testTarget(
+            name: "StoreshRulesTests",
+            dependencies: ["StoreshCore", "StoreshRules", "StoreshLocal", "StoreshLanguage", "StoreshTestSupport"]),
         .testTarget(name: "StoreshLocalTests", dependencies: ["StoreshCore", "StoreshLocal", "StoreshTestSupport"]),
         .testTarget(
             name: "StoreshLanguageTests",

@@ -2,7 +2,7 @@
 ///
 /// Object names are byte strings. Swift's `String` slices and splits by grapheme cluster, and a `/` followed
 /// by a combining mark is one cluster, so every cut at `/` goes through the UTF-8 view here.
-enum NameBytes {
+public enum NameBytes {
     static let slash = UInt8(ascii: "/")
 
     /// The segments between `/`s, dropping empty ones when `omittingEmpty`.
@@ -20,6 +20,11 @@ enum NameBytes {
     static func beforeLastSlash(of name: String) -> String? {
         guard let slash = name.utf8.lastIndex(of: slash) else { return nil }
         return String(Substring(name.utf8[..<slash]))
+    }
+
+    /// The folder a name prefix starts in: `users/u00` → `users`, `a/` → `a`, `x` → the root.
+    public static func folder(ofPrefix prefix: String) -> String {
+        beforeLastSlash(of: prefix) ?? ""
     }
 
     /// The first `length` bytes of `name`, where `length` ends just after a `/` or at a scalar boundary.

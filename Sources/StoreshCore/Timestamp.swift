@@ -128,12 +128,15 @@ extension Int64 {
 public protocol StorageClock: Sendable {
     /// The time of the next change. Called once per change.
     func nextChangeTime() -> Timestamp
+    /// The time now, without counting a change (`request.time` of a read).
+    func now() -> Timestamp
 }
 
 /// The real clock.
 public struct SystemClock: StorageClock {
     public init() {}
     public func nextChangeTime() -> Timestamp { Timestamp(date: Date()) }
+    public func now() -> Timestamp { Timestamp(date: Date()) }
 }
 
 /// A reproducible clock (contract `--clock T`): the first change happens at `start`, each later one 1 ms after.
@@ -152,5 +155,9 @@ public final class SteppingClock: StorageClock, @unchecked Sendable {
         let now = next
         next.microseconds += Self.step
         return now
+    }
+
+    public func now() -> Timestamp {
+        lock.withLock { next }
     }
 }

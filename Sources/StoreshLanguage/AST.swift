@@ -47,6 +47,34 @@ public enum Command: Sendable, Equatable {
     case echo([Word])
     case help(Word?)
     case exit
+    case rulesShow
+    case rulesLoad(Word)
+    case rulesWhy
+    case login(uid: Word, claims: [(key: Word, value: Word)])
+    case logout
+    case whoami
+
+    public static func == (lhs: Command, rhs: Command) -> Bool {
+        switch (lhs, rhs) {
+        case (.cd(let a), .cd(let b)): a == b
+        case (.pwd, .pwd), (.pageNext, .pageNext), (.exit, .exit), (.rulesShow, .rulesShow), (.rulesWhy, .rulesWhy),
+            (.logout, .logout), (.whoami, .whoami):
+            true
+        case (.ls(let a), .ls(let b)): a == b
+        case (.metaGet(let a, let x), .metaGet(let b, let y)): a == b && x == y
+        case (.metaSet(let a), .metaSet(let b)): a == b
+        case (.metaUnset(let a), .metaUnset(let b)): a == b
+        case (.put(let a), .put(let b)): a == b
+        case (.get(let a, let f, let x), .get(let b, let g, let y)): a == b && f == g && x == y
+        case (.cat(let a, let x), .cat(let b, let y)): a == b && x == y
+        case (.rm(let a, let x), .rm(let b, let y)): a == b && x == y
+        case (.echo(let a), .echo(let b)): a == b
+        case (.help(let a), .help(let b)): a == b
+        case (.rulesLoad(let a), .rulesLoad(let b)): a == b
+        case (.login(let a, let x), .login(let b, let y)): a == b && x.map(\.key) == y.map(\.key) && x.map(\.value) == y.map(\.value)
+        default: false
+        }
+    }
 }
 
 public struct ListCommand: Sendable, Equatable {

@@ -81,6 +81,29 @@ public enum CommandCatalog {
             name: "help", usage: "help [COMMAND]", summary: "usage and an example for each command", details: [],
             example: "help meta set"),
         CommandHelp(
+            name: "rules show", usage: "rules show", summary: "the security rules in force and where they came from",
+            details: [], example: "rules show"),
+        CommandHelp(
+            name: "rules load", usage: "rules load FILE", summary: "check and put in force the rules of a file",
+            details: [
+                "The rules are kept in the bucket. Errors name FILE:LINE:COLUMN. New buckets have open",
+                "rules_version 2 rules; under rules_version 1 every listing fails (rule L12).",
+            ], example: "rules load samples/rules/owner-only.rules"),
+        CommandHelp(
+            name: "rules why", usage: "rules why",
+            summary: "which allow (file:line) granted the last request, or why none did", details: [],
+            example: "rules why"),
+        CommandHelp(
+            name: "login", usage: "login UID [--claim KEY=VALUE…]",
+            summary: "make requests as this user (request.auth.uid, request.auth.token.KEY)",
+            details: ["Claim values true, false and numbers are typed; others are strings."],
+            example: "login uid --claim admin=false"),
+        CommandHelp(
+            name: "logout", usage: "logout", summary: "make requests signed out (request.auth is null)", details: [],
+            example: "logout"),
+        CommandHelp(
+            name: "whoami", usage: "whoami", summary: "who requests are made as", details: [], example: "whoami"),
+        CommandHelp(
             name: "exit", usage: "exit | quit", summary: "leave the shell (in a script: stop here, keeping the changes)",
             details: [], example: "exit"),
     ]
@@ -98,7 +121,10 @@ public enum CommandCatalog {
     }
 
     /// Command names a user might type as the first word.
-    public static let firstWords = ["cd", "pwd", "ls", "page", "meta", "put", "get", "cat", "rm", "echo", "help", "exit", "quit"]
+    public static let firstWords = [
+        "cd", "pwd", "ls", "page", "meta", "put", "get", "cat", "rm", "echo", "help", "rules", "login", "logout",
+        "whoami", "exit", "quit",
+    ]
 
     /// The overview `help` prints: fits 80 columns, for terminals and projectors.
     public static var overview: String {

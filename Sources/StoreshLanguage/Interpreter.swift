@@ -54,6 +54,8 @@ public final class Interpreter {
     public var options: RunOptions
     /// Checked between commands and between the objects of a bulk command; true stops the run (Ctrl-C).
     public var isCancelled: @Sendable () -> Bool = { false }
+    /// The bucket's security rules, for `rules`, `login`, `logout` and `whoami`.
+    public var rules: RulesControl?
 
     private let output: InterpreterOutput
     private let files: LocalFiles
@@ -80,6 +82,13 @@ public final class Interpreter {
     /// Runs a whole script. On a transactional bucket it is one transaction: everything lands at the end,
     /// or, when a command fails, nothing does (unless `keepGoing`). A dry run saves nothing.
     public func run(_ script: Script) async -> Status {
+        let status = await runTransaction(script)
+        // A rolled-back `rules load` is undone in the bucket: the rules in force follow it.
+        try? rules?.reloadRules()
+        return status
+    }
+
+    private func runTransaction(_ script: Script) async -> Status {
         let transactional = bucket as? TransactionalBucket
         do {
             try await transactional?.beginTransaction(forWriting: script.changesBucket)
@@ -252,8 +261,47 @@ public final class Interpreter {
             emit(json: .object([("help", .string(text))]), human: [text])
         case .exit:
             return .exit
+        case .rulesShow:
+            let (source, origin) = try requireRules(here).currentRules()
+            emit(json: .object([("origin", .string(origin)), ("source", .string(source))]), human: ["# rules from \(origin)", source])
+        case .rulesLoad(let file):
+            let data = try located(file.location) { try self.files.read(file.text) }
+            guard let source = String(data: data, encoding: .utf8) else {
+                throw Diagnostic.running(.invalidArgument("\(file.text) is not UTF-8 text."), at: file.location)
+            }
+            try located(file.location) { try self.requireRules(here).loadRules(source: source, origin: file.text) }
+            emit(json: .object([("loaded", .string(file.text))]), human: ["loaded the rules of \(file.text)"])
+        case .rulesWhy:
+            let last = try requireRules(here).lastDecision
+            let text = last?.decision.explanation ?? "no request has been decided yet"
+            emit(json: .object([("allowed", last.map { .bool($0.decision.allowed) } ?? .null), ("explanation", .string(text))]), human: [text])
+        case .login(let uid, let claims):
+            let rules = try requireRules(here)
+            rules.identity = Identity(uid: uid.text, claims: Dictionary(claims.map { ($0.key.text, $0.value.text) }) { $1 })
+            emit(json: .object([("uid", .string(uid.text))]), human: ["signed in as \(Formatting.shown(uid.text))"])
+        case .logout:
+            try requireRules(here).identity = nil
+            emit(json: .object([("uid", .null)]), human: ["signed out: request.auth is null"])
+        case .whoami:
+            let identity = try requireRules(here).identity
+            let claims = identity?.claims.sortedByKeyBytes.map { "\($0.key)=\($0.value)" }.joined(separator: " ") ?? ""
+            let text =
+                identity.map { "signed in as \(Formatting.shown($0.uid))" + (claims.isEmpty ? "" : " (claims: \(claims))") }
+                ?? "not signed in: request.auth is null"
+            emit(
+                json: .object([
+                    ("uid", identity.map { .string($0.uid) } ?? .null),
+                    ("claims", .object(identity?.claims.sortedByKeyBytes.map { ($0.key, .string($0.value)) } ?? [])),
+                ]), human: [text])
         }
         return .next
+    }
+
+    private func requireRules(_ here: SourceLocation) throws -> RulesControl {
+        guard let rules else {
+            throw Diagnostic.running(.invalidArgument("This bucket has no security rules to show or change."), at: here)
+        }
+        return rules
     }
 
     // MARK: Commands
@@ -337,6 +385,8 @@ public final class Interpreter {
         }
         if page.prefixes.isEmpty && page.items.isEmpty {
             var note = "(nothing under \(Formatting.shown(reference.url(bucket: bucket.name))))"
+            rules?.recordsDecisions = false
+            defer { rules?.recordsDecisions = true }
             if let name = try? reference.objectName(), (try? await bucket.metadata(of: name)) != nil {
                 note += " — it is an object: meta get shows it (rule L5)"
             }
@@ -507,6 +557,9 @@ public final class Interpreter {
     }
 
     private func notFoundHint(_ word: Word, name: ObjectName) async -> String {
+        // The hint's own requests are not the user's: `rules why` keeps explaining the failed one.
+        rules?.recordsDecisions = false
+        defer { rules?.recordsDecisions = true }
         if zip(word.text.unicodeScalars, word.literal).contains(where: { $1 && ($0 == "*" || $0 == "?" || $0 == "[") }) {
             return " Its wildcards are quoted, so they are literal; unquote them to match a pattern."
         }

@@ -68,6 +68,47 @@ public enum Parser {
         case "exit", "quit":
             try reader.expectEnd(for: name.text)
             command = .exit
+        case "rules":
+            guard let sub = reader.next() else {
+                throw Diagnostic.syntax("`rules` needs a subcommand: rules show, rules load FILE or rules why", at: afterEnd(of: name))
+            }
+            switch sub.text {
+            case "show":
+                try reader.expectEnd(for: "rules show")
+                command = .rulesShow
+            case "why":
+                try reader.expectEnd(for: "rules why")
+                command = .rulesWhy
+            case "load":
+                let file = try reader.required("FILE", for: "rules load", after: sub)
+                try reader.expectEnd(for: "rules load")
+                command = .rulesLoad(file)
+            default:
+                var message = "unknown subcommand 'rules \(sub.text)'"
+                if let near = Suggestion.nearest(to: sub.text, among: ["show", "load", "why"]) { message += "; did you mean 'rules \(near)'?" }
+                throw Diagnostic.syntax(message, at: sub.location)
+            }
+        case "login":
+            let uid = try reader.required("a UID", for: "login", after: name)
+            var claims: [(key: Word, value: Word)] = []
+            while let option = reader.next() {
+                guard option.text == "--claim", option.isBare else {
+                    throw unknownOption(option, for: "login", known: ["--claim"])
+                }
+                let claim = try reader.optionValue(for: option)
+                guard let equals = claim.firstUnquoted("=") else {
+                    throw Diagnostic.syntax("--claim takes KEY=VALUE, e.g. --claim admin=true", at: claim.location)
+                }
+                let (key, value) = claim.split(at: equals)
+                claims.append((key, value))
+            }
+            command = .login(uid: uid, claims: claims)
+        case "logout":
+            try reader.expectEnd(for: "logout")
+            command = .logout
+        case "whoami":
+            try reader.expectEnd(for: "whoami")
+            command = .whoami
         default:
             throw unknownCommand(name)
         }

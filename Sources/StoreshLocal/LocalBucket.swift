@@ -34,7 +34,7 @@ public struct LocalBucketOptions: Sendable {
 /// change survives a crash or power loss, and a crash at any instant leaves the old or the new state.
 /// Other processes may use the same file; a writer waits up to `busyTimeoutMilliseconds` for another
 /// writer and then fails with a clear message. A damaged file is reported, never rewritten.
-public final class LocalBucket: TransactionalBucket, ImmediateReads, @unchecked Sendable {
+public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore, @unchecked Sendable {
     public let name: String
     /// The bucket file.
     public let path: String
@@ -44,6 +44,10 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, @unchecked 
     private let connection: SQLiteConnection
     private let options: LocalBucketOptions
     private var inExplicitTransaction = false
+
+    /// Security rules, asked before every operation and before the object is looked for (rule R3). Set it
+    /// once, right after opening; nil allows everything, as bulk import and export do.
+    public var authorizer: AccessAuthorizer?
 
     static let applicationID: Int64 = 0x5354_5348  // "STSH"
     static let schemaVersion: Int64 = 1
@@ -366,7 +370,8 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, @unchecked 
     /// The synchronous form of `list`, for in-process callers that are not async.
     public func listPage(_ reference: StoragePath, options: ListOptions) throws(StorageError) -> ListPage {
         try read {
-            try Lister.page(of: reference, bucket: name, options: options, index: NameIndex(connection: connection))
+            try authorize(.list, reference.fullPath)
+            return try Lister.page(of: reference, bucket: name, options: options, index: NameIndex(connection: connection))
         }
     }
 
@@ -377,7 +382,9 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, @unchecked 
     /// The synchronous form of `metadata(of:)`.
     public func currentMetadata(of object: ObjectName) throws(StorageError) -> ObjectMetadata {
         try read {
-            guard let row = try fetchRow(object.rawValue) else { throw StorageError.objectNotFound(object.rawValue) }
+            let row = try fetchRow(object.rawValue)
+            try authorize(.get, object.rawValue, existing: row?.metadata)
+            guard let row else { throw StorageError.objectNotFound(object.rawValue) }
             return row.metadata
         }
     }
@@ -386,14 +393,19 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, @unchecked 
         async throws -> UpdateResult
     {
         try change {
-            guard let row = try fetchRow(object.rawValue) else { throw StorageError.objectNotFound(object.rawValue) }
+            guard let row = try fetchRow(object.rawValue) else {
+                try authorize(.update, object.rawValue)
+                throw StorageError.objectNotFound(object.rawValue)
+            }
+            let now = options.clock.nextChangeTime()
+            let (next, changed) = try row.metadata.applying(update, now: now)
+            try authorize(.update, object.rawValue, time: now, new: next, existing: row.metadata)
             if let expected = ifMetagenerationMatch, expected != row.metadata.metageneration {
                 throw StorageError(
                     .unknown,
                     "Object \(object.rawValue) changed meanwhile: metageneration is \(row.metadata.metageneration), not \(expected). Nothing was changed."
                 )
             }
-            let (next, changed) = try row.metadata.applying(update, now: options.clock.nextChangeTime())
             if changed { try updateRow(id: row.id, next) }
             return UpdateResult(metadata: next, changed: changed)
         }
@@ -410,10 +422,13 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, @unchecked 
                 "The content's MD5 is \(md5), not the expected \(expected); nothing was written.")
         }
         return try change {
+            let existing = authorizer == nil ? nil : try fetchRow(object.rawValue)?.metadata
             let now = options.clock.nextChangeTime()
             let metadata = ObjectMetadata.newObject(
                 bucket: name, name: object, content: content, generation: try nextGeneration(now: now), now: now,
                 properties: writeOptions.properties, customMetadata: writeOptions.customMetadata)
+            // Rule R2: writing content, new or over an existing object, is `create`.
+            try authorize(.create, object.rawValue, time: now, new: metadata, existing: existing)
             try upsert(metadata, content: content)
             return metadata
         }
@@ -421,6 +436,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, @unchecked 
 
     public func read(_ object: ObjectName) async throws -> Data {
         try read {
+            if authorizer != nil { try authorize(.get, object.rawValue, existing: try fetchRow(object.rawValue)?.metadata) }
             let statement = try connection.statement(
                 "SELECT c.data FROM objects o JOIN contents c ON c.object_id = o.id WHERE o.name = ?1")
             defer { statement.reset() }
@@ -432,6 +448,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, @unchecked 
 
     public func delete(_ object: ObjectName) async throws {
         try change {
+            if authorizer != nil { try authorize(.delete, object.rawValue, existing: try fetchRow(object.rawValue)?.metadata) }
             let statement = try connection.statement("DELETE FROM objects WHERE name = ?1")
             defer { statement.reset() }
             statement.bind(1, object.rawValue)
@@ -447,6 +464,8 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, @unchecked 
     /// The synchronous form of `scan`.
     public func scanPage(prefix: String, after: String?, limit: Int) throws(StorageError) -> ObjectScanPage {
         try read {
+            // Walking names under a prefix is a listing of the folder it starts in.
+            try authorize(.list, NameBytes.folder(ofPrefix: prefix))
             let statement = try connection.statement(
                 "SELECT \(Row.columns) FROM objects WHERE name >= ?1 AND (?2 IS NULL OR name > ?2) ORDER BY name LIMIT ?3")
             defer { statement.reset() }
@@ -465,6 +484,40 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, @unchecked 
                 objects.append(row.metadata)
             }
             return ObjectScanPage(objects: objects, resumeAfter: more ? objects.last?.fullPath : nil)
+        }
+    }
+
+    // MARK: Rules
+
+    private func authorize(
+        _ method: AccessMethod, _ path: String, time: Timestamp? = nil, new: ObjectMetadata? = nil,
+        existing: ObjectMetadata? = nil
+    ) throws {
+        guard let authorizer else { return }
+        let decision = authorizer.decide(
+            AccessRequest(
+                method: method, bucket: name, path: path, time: time ?? options.clock.now(), newResource: new,
+                existingResource: existing))
+        if !decision.allowed { throw decision.denial ?? StorageError.unauthorized(bucket: name, path: path) }
+    }
+
+    public func storedRules() throws -> (source: String, origin: String)? {
+        try read {
+            guard let source = try Self.readInfo("rules", connection: connection) else { return nil }
+            return (source, try Self.readInfo("rules_origin", connection: connection) ?? "(stored rules)")
+        }
+    }
+
+    public func storeRules(source: String, origin: String) throws {
+        try change {
+            let statement = try connection.statement("INSERT OR REPLACE INTO bucket_info (key, value) VALUES (?1, ?2)")
+            for (key, value) in [("rules", source), ("rules_origin", origin)] {
+                statement.reset()
+                statement.bind(1, key)
+                statement.bind(2, value)
+                try statement.step()
+            }
+            statement.reset()
         }
     }
 

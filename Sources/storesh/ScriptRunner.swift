@@ -3,6 +3,7 @@ import Foundation
 import StoreshCore
 import StoreshLanguage
 import StoreshLocal
+import StoreshRules
 
 /// Results to standard output (buffered, every write checked), errors to standard error: as text
 /// (`FILE:LINE:COLUMN: error: …`), or as JSON documents with `--json`.
@@ -110,9 +111,11 @@ func runScript(_ source: SourceText, bucket: @autoclosure () throws -> LocalBuck
         return Interpreter.Status.usage.rawValue
     }
     let opened = try bucket()
+    let rules = try enforceRules(on: opened)
     storesh_install_interrupt_handler()
     let interpreter = Interpreter(bucket: opened, output: output, files: HostFiles(), options: options)
     interpreter.isCancelled = { storesh_interrupt_pending() != 0 }
+    interpreter.rules = rules
     let status = await interpreter.run(script)
     output.flush()
     if let failure = output.writeFailure {
@@ -120,4 +123,12 @@ func runScript(_ source: SourceText, bucket: @autoclosure () throws -> LocalBuck
         return status == .success ? Interpreter.Status.failed.rawValue : status.rawValue
     }
     return status.rawValue
+}
+
+/// The bucket's security rules, enforced on every request of scripts and the shell (export and import are
+/// administration and bypass them).
+func enforceRules(on bucket: LocalBucket) throws -> RulesEngine {
+    let rules = try RulesEngine(store: bucket)
+    bucket.authorizer = rules
+    return rules
 }

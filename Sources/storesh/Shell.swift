@@ -3,6 +3,7 @@ import Foundation
 import StoreshCore
 import StoreshLanguage
 import StoreshLocal
+import StoreshRules
 
 /// The persisted history of the shell: one line per command, deduplicated (a repeated command moves to the
 /// end), at most `limit` lines, written whole after each command so that nothing is lost on exit, Ctrl-D
@@ -53,6 +54,11 @@ final class Shell {
         interpreter = Interpreter(
             bucket: bucket, output: output, files: HostFiles(), options: RunOptions(json: json, color: color))
         history = HistoryFile(path: historyPath)
+    }
+
+    /// Puts the bucket's rules in force for everything typed here.
+    func enforceRules() throws {
+        interpreter.rules = try storesh.enforceRules(on: bucket)
     }
 
     /// A screenful for `ls` without `-n`, measured anew for each line, since the window may have been resized.

@@ -61,6 +61,7 @@ struct Storesh: AsyncParsableCommand {
             throw ExitCode(try await runScript(source, bucket: try bucketOptions.open(), options: options))
         }
         let shell = Shell(bucket: try bucketOptions.open(), json: outputOptions.json, historyPath: BucketLocation.historyPath())
+        try shell.enforceRules()
         throw ExitCode(await shell.run())
     }
 

@@ -1,0 +1,86 @@
+/// Who makes requests (rule R4's `request.auth`): a user id and the token's claims.
+public struct Identity: Sendable, Equatable {
+    public var uid: String
+    public var claims: [String: String]
+
+    public init(uid: String, claims: [String: String] = [:]) {
+        self.uid = uid
+        self.claims = claims
+    }
+}
+
+/// The fine-grained methods of security rules (rule R2): `read` is get + list, `write` is create + update +
+/// delete.
+public enum AccessMethod: String, Sendable, CaseIterable {
+    case get, list, create, update, delete
+}
+
+/// One request as rules see it (rule R4).
+public struct AccessRequest: Sendable {
+    public var method: AccessMethod
+    public var bucket: String
+    /// The object's name, or for a list the listed reference's full path (rule R4: a list is checked at the
+    /// listed path).
+    public var path: String
+    public var time: Timestamp
+    /// The object as it would be after a create or update (`request.resource`).
+    public var newResource: ObjectMetadata?
+    /// The existing object (`resource`), nil when there is none.
+    public var existingResource: ObjectMetadata?
+
+    public init(
+        method: AccessMethod, bucket: String, path: String, time: Timestamp, newResource: ObjectMetadata? = nil,
+        existingResource: ObjectMetadata? = nil
+    ) {
+        self.method = method
+        self.bucket = bucket
+        self.path = path
+        self.time = time
+        self.newResource = newResource
+        self.existingResource = existingResource
+    }
+}
+
+/// A rules verdict and, for `rules why`, what decided it.
+public struct AccessDecision: Sendable {
+    public var allowed: Bool
+    /// Why, in words: which allow granted it (file:line), or why none did.
+    public var explanation: String
+    /// The error to raise when denied (unauthorized, or the listing error of rule L12).
+    public var denial: StorageError?
+
+    public init(allowed: Bool, explanation: String, denial: StorageError? = nil) {
+        self.allowed = allowed
+        self.explanation = explanation
+        self.denial = denial
+    }
+}
+
+/// Decides requests: the local engine asks it before every operation, and before it looks for the object
+/// (rule R3: a denied get of a missing object is unauthorized, not object-not-found).
+public protocol AccessAuthorizer: AnyObject, Sendable {
+    func decide(_ request: AccessRequest) -> AccessDecision
+}
+
+/// What the language's `rules` and `login` commands work with.
+public protocol RulesControl: AnyObject {
+    /// Who requests are made as; nil is signed out (`request.auth == null`).
+    var identity: Identity? { get set }
+    /// The rules in force: their text and where they came from.
+    func currentRules() throws -> (source: String, origin: String)
+    /// Replaces the rules, after checking them; errors name FILE:LINE:COLUMN in the rules text.
+    func loadRules(source: String, origin: String) throws
+    /// The last decision, for `rules why`.
+    var lastDecision: (request: AccessRequest, decision: AccessDecision)? { get }
+    /// False while requests that are not the user's (an error's hint) are decided, so `rules why` still
+    /// explains the user's own request.
+    var recordsDecisions: Bool { get set }
+    /// Reads the stored rules again (a rolled-back script may have undone a `rules load`).
+    func reloadRules() throws
+}
+
+/// Where a bucket keeps its rules (the local bucket: inside its file, so they travel with it).
+public protocol RulesStore: AnyObject {
+    func storedRules() throws -> (source: String, origin: String)?
+    func storeRules(source: String, origin: String) throws
+}

@@ -1,0 +1,363 @@
+import Foundation
+import StoreshCore
+
+/// A value in a rules expression.
+public enum RulesValue: Sendable {
+    case null
+    case bool(Bool)
+    case integer(Int64)
+    case float(Double)
+    case string(String)
+    case list([RulesValue])
+    case map([String: RulesValue])
+    case timestamp(Timestamp)
+    /// Microseconds.
+    case duration(Int64)
+    /// An object (`resource`, `request.resource`), whose fields are read on demand.
+    case object(ObjectMetadata)
+    /// A namespace such as `timestamp` or `duration` whose functions can be called.
+    case namespace(String)
+
+    var typeName: String {
+        switch self {
+        case .null: "null"
+        case .bool: "bool"
+        case .integer: "int"
+        case .float: "float"
+        case .string: "string"
+        case .list: "list"
+        case .map, .object: "map"
+        case .timestamp: "timestamp"
+        case .duration: "duration"
+        case .namespace(let name): name
+        }
+    }
+}
+
+/// Why an expression could not be evaluated; the allow statement then grants nothing (fail closed).
+struct EvaluationError: Error {
+    var message: String
+    var line: Int
+}
+
+/// Evaluates a ruleset for one request.
+struct RulesEvaluator {
+    let ruleset: Ruleset
+    let request: AccessRequest
+    let identity: Identity?
+    static let maximumCallDepth = 20
+
+    /// The request's path as match blocks see it: b/BUCKET/o/SEGMENTS…
+    var segments: [String] {
+        ["b", request.bucket, "o"] + (request.path.isEmpty ? [] : request.path.split(separator: "/", omittingEmptySubsequences: false).map(String.init))
+    }
+
+    /// Every allow statement for this request's method in a match block that matches the whole path, with the
+    /// variables and functions in scope there.
+    func candidates() -> [(allow: AllowStatement, variables: [String: RulesValue], functions: [RulesFunction])] {
+        var found: [(AllowStatement, [String: RulesValue], [RulesFunction])] = []
+        func visit(_ block: MatchBlock, _ remaining: ArraySlice<String>, _ variables: [String: RulesValue], _ functions: [RulesFunction]) {
+            guard let (rest, bound) = consume(block.path, remaining, variables) else { return }
+            let inScope = functions + block.functions
+            if rest.isEmpty {
+                for allow in block.allows where allow.methods.contains(request.method) {
+                    found.append((allow, bound, inScope))
+                }
+            }
+            for child in block.children { visit(child, rest, bound, inScope) }
+        }
+        for block in ruleset.matches { visit(block, ArraySlice(segments), [:], ruleset.functions) }
+        return found
+    }
+
+    /// Matches a block's path against the start of the remaining segments.
+    func consume(_ pattern: [MatchBlock.Segment], _ remaining: ArraySlice<String>, _ variables: [String: RulesValue])
+        -> (ArraySlice<String>, [String: RulesValue])?
+    {
+        var rest = remaining
+        var bound = variables
+        for segment in pattern {
+            switch segment {
+            case .literal(let name):
+                guard let first = rest.first, first == name else { return nil }
+                rest = rest.dropFirst()
+            case .variable(let name):
+                guard let first = rest.first else { return nil }
+                bound[name] = .string(first)
+                rest = rest.dropFirst()
+            case .rest(let name):
+                // rules_version 2: zero or more segments; rules_version 1: one or more.
+                if ruleset.version == "1" && rest.isEmpty { return nil }
+                bound[name] = .string(rest.joined(separator: "/"))
+                rest = []
+            }
+        }
+        return (rest, bound)
+    }
+
+    func evaluate(_ expression: RulesExpression, _ scope: Scope) throws(EvaluationError) -> RulesValue {
+        switch expression {
+        case .literal(let value): return value
+        case .identifier(let name, let line): return try scope.lookup(name, line: line, evaluator: self)
+        case .list(let items): return .list(try items.map { (item) throws(EvaluationError) in try evaluate(item, scope) })
+        case .map(let members):
+            var map: [String: RulesValue] = [:]
+            for (key, value) in members { map[key] = try evaluate(value, scope) }
+            return .map(map)
+        case .member(let base, let name, let line):
+            return try member(try evaluate(base, scope), name, line: line)
+        case .index(let base, let key, let line):
+            let container = try evaluate(base, scope)
+            let index = try evaluate(key, scope)
+            switch (container, index) {
+            case (.list(let items), .integer(let position)):
+                guard position >= 0, position < items.count else { throw EvaluationError(message: "index \(position) is out of range", line: line) }
+                return items[Int(position)]
+            case (.map, .string(let name)), (.object, .string(let name)): return try member(container, name, line: line)
+            default: throw EvaluationError(message: "cannot index a \(container.typeName) with a \(index.typeName)", line: line)
+            }
+        case .call(let callee, let arguments, let line):
+            let values = try arguments.map { (argument) throws(EvaluationError) in try evaluate(argument, scope) }
+            switch callee {
+            case .identifier(let name, _): return try scope.call(name, values, line: line, evaluator: self)
+            case .member(let base, let method, _): return try call(try evaluate(base, scope), method, values, line: line)
+            default: throw EvaluationError(message: "this is not a function", line: line)
+            }
+        case .unary(let symbol, let operand, let line):
+            let value = try evaluate(operand, scope)
+            switch (symbol, value) {
+            case ("!", .bool(let flag)): return .bool(!flag)
+            case ("-", .integer(let number)): return .integer(-number)
+            case ("-", .float(let number)): return .float(-number)
+            default: throw EvaluationError(message: "'\(symbol)' does not apply to a \(value.typeName)", line: line)
+            }
+        case .conditional(let condition, let then, let otherwise):
+            return try truth(try evaluate(condition, scope), line: 0) ? try evaluate(then, scope) : try evaluate(otherwise, scope)
+        case .binary(let symbol, let leftExpression, let rightExpression, let line):
+            if symbol == "&&" || symbol == "||" {
+                let left = try truth(try evaluate(leftExpression, scope), line: line)
+                if symbol == "&&" && !left { return .bool(false) }
+                if symbol == "||" && left { return .bool(true) }
+                return .bool(try truth(try evaluate(rightExpression, scope), line: line))
+            }
+            return try binary(symbol, try evaluate(leftExpression, scope), try evaluate(rightExpression, scope), line: line)
+        }
+    }
+
+    func truth(_ value: RulesValue, line: Int) throws(EvaluationError) -> Bool {
+        guard case .bool(let flag) = value else { throw EvaluationError(message: "a condition must be a bool, not a \(value.typeName)", line: line) }
+        return flag
+    }
+
+    func member(_ value: RulesValue, _ name: String, line: Int) throws(EvaluationError) -> RulesValue {
+        switch value {
+        case .map(let map):
+            guard let found = map[name] else { throw EvaluationError(message: "the map has no key '\(name)'", line: line) }
+            return found
+        case .object(let object):
+            switch name {
+            case "name", "fullPath": return .string(object.fullPath)
+            case "bucket": return .string(object.bucket)
+            case "size": return .integer(object.size)
+            case "contentType", "cacheControl", "contentDisposition", "contentEncoding", "contentLanguage":
+                return WritableProperty(rawValue: name).flatMap { object[$0] }.map(RulesValue.string) ?? .null
+            case "metadata": return .map(object.customMetadata.mapValues(RulesValue.string))
+            case "md5Hash": return .string(object.md5Hash)
+            case "generation": return .integer(object.generation)
+            case "metageneration": return .integer(object.metageneration)
+            case "timeCreated": return .timestamp(object.timeCreated)
+            case "updated": return .timestamp(object.updated)
+            default: throw EvaluationError(message: "an object has no field '\(name)'", line: line)
+            }
+        case .null: throw EvaluationError(message: "'\(name)' of null (for instance request.auth when signed out)", line: line)
+        default: throw EvaluationError(message: "a \(value.typeName) has no field '\(name)'", line: line)
+        }
+    }
+
+    func call(_ receiver: RulesValue, _ method: String, _ arguments: [RulesValue], line: Int) throws(EvaluationError) -> RulesValue {
+        let arity = arguments.count
+        switch (receiver, method) {
+        case (.string(let text), "matches") where arity == 1:
+            if case .string(let pattern) = arguments[0] { return .bool(try Self.matches(text, pattern, line: line)) }
+        case (.string(let text), "size") where arity == 0: return .integer(Int64(text.count))
+        case (.string(let text), "lower") where arity == 0: return .string(text.lowercased())
+        case (.string(let text), "upper") where arity == 0: return .string(text.uppercased())
+        case (.list(let items), "size") where arity == 0: return .integer(Int64(items.count))
+        case (.list(let items), "hasAny") where arity == 1:
+            if case .list(let others) = arguments[0] { return .bool(others.contains { other in items.contains { Self.equal($0, other) } }) }
+        case (.list(let items), "hasAll") where arity == 1:
+            if case .list(let others) = arguments[0] { return .bool(others.allSatisfy { other in items.contains { Self.equal($0, other) } }) }
+        case (.map(let map), "size") where arity == 0: return .integer(Int64(map.count))
+        case (.map(let map), "keys") where arity == 0: return .list(map.keys.sorted().map(RulesValue.string))
+        case (.map(let map), "get") where arity == 2:
+            if case .string(let key) = arguments[0] { return map[key] ?? arguments[1] }
+        case (.timestamp(let time), "toMillis") where arity == 0: return .integer(time.microseconds / 1000)
+        case (.namespace("timestamp"), "date") where arity == 3:
+            if case .integer(let year) = arguments[0], case .integer(let month) = arguments[1], case .integer(let day) = arguments[2] {
+                guard let time = Timestamp(rfc3339: String(format: "%04lld-%02lld-%02lldT00:00:00Z", year, month, day)) else {
+                    throw EvaluationError(message: "timestamp.date(\(year), \(month), \(day)) is not a date", line: line)
+                }
+                return .timestamp(time)
+            }
+        case (.namespace("duration"), "value") where arity == 2:
+            if case .integer(let amount) = arguments[0], case .string(let unit) = arguments[1] {
+                let units: [String: Int64] = ["w": 604_800_000_000, "d": 86_400_000_000, "h": 3_600_000_000, "m": 60_000_000, "s": 1_000_000, "ms": 1000]
+                guard let scale = units[unit] else { throw EvaluationError(message: "unknown duration unit '\(unit)'", line: line) }
+                return .duration(amount * scale)
+            }
+        default: break
+        }
+        throw EvaluationError(
+            message: "a \(receiver.typeName) has no function \(method) taking (\(arguments.map(\.typeName).joined(separator: ", ")))", line: line)
+    }
+
+    /// `matches` is a whole-string regular expression match (as RE2 in the service).
+    static func matches(_ text: String, _ pattern: String, line: Int) throws(EvaluationError) -> Bool {
+        guard let expression = try? NSRegularExpression(pattern: "^(?:" + pattern + ")$") else {
+            throw EvaluationError(message: "'\(pattern)' is not a regular expression", line: line)
+        }
+        return expression.firstMatch(in: text, range: NSRange(text.startIndex..., in: text)) != nil
+    }
+
+    static func equal(_ a: RulesValue, _ b: RulesValue) -> Bool {
+        switch (a, b) {
+        case (.null, .null): true
+        case (.bool(let x), .bool(let y)): x == y
+        case (.integer(let x), .integer(let y)): x == y
+        case (.float(let x), .float(let y)): x == y
+        case (.integer(let x), .float(let y)), (.float(let y), .integer(let x)): Double(x) == y
+        case (.string(let x), .string(let y)): x == y
+        case (.timestamp(let x), .timestamp(let y)): x == y
+        case (.duration(let x), .duration(let y)): x == y
+        case (.list(let x), .list(let y)): x.count == y.count && zip(x, y).allSatisfy { equal($0, $1) }
+        case (.map(let x), .map(let y)): x.count == y.count && x.allSatisfy { key, value in y[key].map { equal(value, $0) } ?? false }
+        default: false
+        }
+    }
+
+    func binary(_ symbol: String, _ left: RulesValue, _ right: RulesValue, line: Int) throws(EvaluationError) -> RulesValue {
+        switch symbol {
+        case "==": return .bool(Self.equal(left, right))
+        case "!=": return .bool(!Self.equal(left, right))
+        case "in":
+            switch right {
+            case .list(let items): return .bool(items.contains { Self.equal($0, left) })
+            case .map(let map):
+                guard case .string(let key) = left else { throw EvaluationError(message: "map keys are strings", line: line) }
+                return .bool(map[key] != nil)
+            default: throw EvaluationError(message: "'in' needs a list or a map, not a \(right.typeName)", line: line)
+            }
+        case "<", "<=", ">", ">=":
+            let order: Int
+            switch (left, right) {
+            case (.integer(let x), .integer(let y)): order = x < y ? -1 : x == y ? 0 : 1
+            case (.integer, .float), (.float, .integer), (.float, .float):
+                let (x, y) = (Self.number(left), Self.number(right))
+                order = x < y ? -1 : x == y ? 0 : 1
+            case (.string(let x), .string(let y)): order = x.utf8.lexicographicallyPrecedes(y.utf8) ? -1 : x == y ? 0 : 1
+            case (.timestamp(let x), .timestamp(let y)): order = x < y ? -1 : x == y ? 0 : 1
+            case (.duration(let x), .duration(let y)): order = x < y ? -1 : x == y ? 0 : 1
+            default: throw EvaluationError(message: "cannot compare a \(left.typeName) with a \(right.typeName)", line: line)
+            }
+            switch symbol {
+            case "<": return .bool(order < 0)
+            case "<=": return .bool(order <= 0)
+            case ">": return .bool(order > 0)
+            default: return .bool(order >= 0)
+            }
+        default:
+            switch (symbol, left, right) {
+            case ("+", .string(let x), .string(let y)): return .string(x + y)
+            case ("+", .list(let x), .list(let y)): return .list(x + y)
+            case ("+", .timestamp(let t), .duration(let d)), ("+", .duration(let d), .timestamp(let t)):
+                return .timestamp(Timestamp(microseconds: t.microseconds + d))
+            case ("-", .timestamp(let t), .duration(let d)): return .timestamp(Timestamp(microseconds: t.microseconds - d))
+            case ("-", .timestamp(let x), .timestamp(let y)): return .duration(x.microseconds - y.microseconds)
+            case (_, .integer(let x), .integer(let y)):
+                switch symbol {
+                case "+": return .integer(x &+ y)
+                case "-": return .integer(x &- y)
+                case "*": return .integer(x &* y)
+                case "/", "%":
+                    guard y != 0 else { throw EvaluationError(message: "division by zero", line: line) }
+                    return .integer(symbol == "/" ? x / y : x % y)
+                default: break
+                }
+            case (_, .integer, .float), (_, .float, .integer), (_, .float, .float):
+                let (x, y) = (Self.number(left), Self.number(right))
+                switch symbol {
+                case "+": return .float(x + y)
+                case "-": return .float(x - y)
+                case "*": return .float(x * y)
+                case "/": return .float(x / y)
+                default: break
+                }
+            default: break
+            }
+            throw EvaluationError(message: "'\(symbol)' does not apply to a \(left.typeName) and a \(right.typeName)", line: line)
+        }
+    }
+
+    static func number(_ value: RulesValue) -> Double {
+        switch value {
+        case .integer(let x): Double(x)
+        case .float(let x): x
+        default: .nan
+        }
+    }
+
+    /// The `request` variable (rule R4).
+    var requestValue: RulesValue {
+        var request: [String: RulesValue] = [
+            "auth": identity.map { identity in
+                .map(["uid": .string(identity.uid), "token": .map(identity.claims.mapValues(Self.claimValue))])
+            } ?? .null,
+            "path": .string("/b/\(self.request.bucket)/o/\(self.request.path)"),
+            "time": .timestamp(self.request.time),
+            "method": .string(self.request.method.rawValue),
+        ]
+        request["resource"] = self.request.newResource.map(RulesValue.object) ?? .null
+        return .map(request)
+    }
+
+    /// Claims given as text are typed when they read as a bool or a number (`admin=true`, `level=3`).
+    static func claimValue(_ text: String) -> RulesValue {
+        if text == "true" { return .bool(true) }
+        if text == "false" { return .bool(false) }
+        if let number = Int64(text) { return .integer(number) }
+        return .string(text)
+    }
+}
+
+/// Names in scope: path variables, function parameters and lets, `request`, `resource`, and functions.
+struct Scope {
+    var variables: [String: RulesValue]
+    var functions: [RulesFunction]
+    var depth = 0
+
+    func lookup(_ name: String, line: Int, evaluator: RulesEvaluator) throws(EvaluationError) -> RulesValue {
+        if let value = variables[name] { return value }
+        switch name {
+        case "request": return evaluator.requestValue
+        case "resource": return evaluator.request.existingResource.map(RulesValue.object) ?? .null
+        case "timestamp", "duration": return .namespace(name)
+        default: throw EvaluationError(message: "unknown name '\(name)'", line: line)
+        }
+    }
+
+    func call(_ name: String, _ arguments: [RulesValue], line: Int, evaluator: RulesEvaluator) throws(EvaluationError) -> RulesValue {
+        guard let function = functions.last(where: { $0.name == name }) else {
+            throw EvaluationError(message: "unknown function '\(name)'", line: line)
+        }
+        guard function.parameters.count == arguments.count else {
+            throw EvaluationError(message: "\(name) takes \(function.parameters.count) arguments, not \(arguments.count)", line: line)
+        }
+        guard depth < RulesEvaluator.maximumCallDepth else {
+            throw EvaluationError(message: "functions call each other more than \(RulesEvaluator.maximumCallDepth) deep", line: line)
+        }
+        var inner = Scope(variables: variables, functions: functions, depth: depth + 1)
+        for (parameter, argument) in zip(function.parameters, arguments) { inner.variables[parameter] = argument }
+        for binding in function.bindings { inner.variables[binding.name] = try evaluator.evaluate(binding.value, inner) }
+        return try evaluator.evaluate(function.body, inner)
+    }
+}

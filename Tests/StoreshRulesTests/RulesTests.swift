@@ -1,0 +1,289 @@
+import Foundation
+import Testing
+import StoreshCore
+import StoreshLanguage
+import StoreshLocal
+import StoreshTestSupport
+@testable import StoreshRules
+
+/// A local bucket with rules in force, and a way to run requests as someone.
+final class RulesSession {
+    let directory = NSTemporaryDirectory() + "storesh-rules-" + UUID().uuidString
+    let bucket: LocalBucket
+    let rules: RulesEngine
+
+    init(_ source: String, objects: [String] = []) throws {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        bucket = try LocalBucket.open(
+            at: directory + "/teaching.bucket",
+            options: LocalBucketOptions(clock: SteppingClock(start: Timestamp(rfc3339: "2026-11-21T09:30:00Z")!)))
+        try bucket.importObjects(
+            objects.map { ArchivedObject(name: try ObjectName($0), content: Data("content of \($0)".utf8)) },
+            replacingEverything: false)
+        rules = try RulesEngine(store: bucket)
+        try rules.loadRules(source: source, origin: "test.rules")
+        bucket.authorizer = rules
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: directory) }
+
+    func signIn(_ uid: String?, claims: [String: String] = [:]) {
+        rules.identity = uid.map { Identity(uid: $0, claims: claims) }
+    }
+
+    /// nil when allowed, else the error's code.
+    func attempt(_ body: () async throws -> Void) async -> StorageErrorCode? {
+        await storageError(body)?.code
+    }
+
+    func get(_ name: String) async -> StorageErrorCode? { await attempt { _ = try await self.bucket.metadata(of: ObjectName(name)) } }
+    func list(_ path: String) async -> StorageErrorCode? {
+        await attempt { _ = try await self.bucket.list(StoragePath(normalizing: path), options: ListOptions()) }
+    }
+    func create(_ name: String, type: String = "text/plain", size: Int = 1) async -> StorageErrorCode? {
+        await attempt {
+            _ = try await self.bucket.write(Data(count: size), to: ObjectName(name), options: WriteOptions(properties: [.contentType: type]))
+        }
+    }
+    func update(_ name: String) async -> StorageErrorCode? {
+        await attempt {
+            _ = try await self.bucket.updateMetadata(of: ObjectName(name), MetadataUpdate(properties: [.cacheControl: .set("no-cache")]), ifMetagenerationMatch: nil)
+        }
+    }
+    func delete(_ name: String) async -> StorageErrorCode? { await attempt { try await self.bucket.delete(ObjectName(name)) } }
+}
+
+func rules(_ body: String, version: String = "2") -> String {
+    "rules_version = '\(version)';\nservice firebase.storage {\n  match /b/{bucket}/o {\n\(body)\n  }\n}\n"
+}
+
+@Suite("Security rules (R1–R4, L12)")
+struct RulesTests {
+    @Test("rule R2: each method maps to its request; read = get + list, write = create + update + delete")
+    func methods() async throws {
+        for (allowed, expected) in [
+            ("get", [AccessMethod.get]), ("list", [.list]), ("create", [.create]), ("update", [.update]),
+            ("delete", [.delete]), ("read", [.get, .list]), ("write", [.create, .update, .delete]),
+        ] {
+            let session = try RulesSession(rules("match /{all=**} { allow \(allowed); }"), objects: ["a/x", "a/y"])
+            var granted: [AccessMethod] = []
+            if await session.get("a/x") == nil { granted.append(.get) }
+            if await session.list("a") == nil { granted.append(.list) }
+            if await session.create("a/new") == nil { granted.append(.create) }
+            if await session.update("a/x") == nil { granted.append(.update) }
+            if await session.delete("a/y") == nil { granted.append(.delete) }
+            #expect(granted == expected, "allow \(allowed)")
+        }
+    }
+
+    @Test("rule R2: overwriting content is create; a metadata update is update")
+    func overwriteIsCreate() async throws {
+        let session = try RulesSession(rules("match /{all=**} { allow read, create; }"), objects: ["a"])
+        #expect(await session.create("a") == nil)
+        #expect(await session.update("a") == .unauthorized)
+    }
+
+    @Test("rule R3: rules are checked before existence")
+    func rulesBeforeExistence() async throws {
+        let session = try RulesSession(rules("match /open/{x} { allow read, write; }"))
+        #expect(await session.get("closed/missing") == .unauthorized)
+        #expect(await session.update("closed/missing") == .unauthorized)
+        #expect(await session.delete("closed/missing") == .unauthorized)
+        #expect(await session.get("open/missing") == .objectNotFound)
+        let error = await storageError { _ = try await session.bucket.metadata(of: ObjectName("closed/missing")) }
+        #expect(error?.message == "User does not have permission to access gs://teaching/closed/missing.")
+    }
+
+    @Test("rule R4: request.auth, its uid and token claims; null when signed out, which fails closed")
+    func auth() async throws {
+        let session = try RulesSession(
+            rules("match /files/{uid}/{rest=**} { allow read: if request.auth.uid == uid || request.auth.token.admin == true; }"),
+            objects: ["files/alice/a"])
+        session.signIn(nil)
+        #expect(await session.get("files/alice/a") == .unauthorized)
+        session.signIn("bob")
+        #expect(await session.get("files/alice/a") == .unauthorized)  // token has no admin key: error, so deny
+        session.signIn("alice")
+        #expect(await session.get("files/alice/a") == nil)
+        session.signIn("carol", claims: ["admin": "true"])
+        #expect(await session.get("files/alice/a") == nil)
+        #expect(session.rules.lastDecision?.decision.explanation.contains("at test.rules:4") == true)
+    }
+
+    @Test("rule R4: request.resource is the object after the change, resource the one before")
+    func resources() async throws {
+        let session = try RulesSession(
+            rules("""
+                match /{all=**} {
+                  allow read;
+                  allow create: if request.resource.size < 10 && request.resource.contentType.matches('text/.*')
+                                 && (resource == null || resource.metadata.get('locked', 'no') != 'yes');
+                  allow update: if request.resource.metadata.keys().hasAll(resource.metadata.keys())
+                                 && request.resource.cacheControl == 'no-cache';
+                  allow delete: if resource.size > 0 && request.path == '/b/teaching/o/' + resource.name;
+                }
+                """), objects: ["a"])
+        #expect(await session.create("small.txt") == nil)
+        #expect(await session.create("big.txt", size: 20) == .unauthorized)
+        #expect(await session.create("image.png", type: "image/png") == .unauthorized)
+        #expect(await session.update("a") == nil)
+        #expect(await session.delete("a") == nil)
+    }
+
+    @Test("rule R4: request.time, timestamps and durations")
+    func time() async throws {
+        let session = try RulesSession(
+            rules("""
+                match /{all=**} {
+                  allow get: if request.time > timestamp.date(2026, 1, 1) && request.time < timestamp.date(2026, 11, 21) + duration.value(1, 'd');
+                  allow list: if request.time < timestamp.date(2020, 1, 1);
+                }
+                """), objects: ["a"])
+        #expect(await session.get("a") == nil)
+        #expect(await session.list("") == .unauthorized)
+    }
+
+    @Test("nested matches, path variables and recursive wildcards; any matching allow grants")
+    func matching() async throws {
+        let session = try RulesSession(
+            rules("""
+                match /users/{user} {
+                  allow get: if user == 'alice';
+                  match /photos/{photo} {
+                    allow get: if photo.matches('.*[.]jpg');
+                  }
+                  match /{rest=**} {
+                    allow get: if rest.size() > 20;
+                  }
+                }
+                """), objects: ["users/alice", "users/bob", "users/bob/photos/p.jpg", "users/bob/photos/p.png", "users/bob/a/very/deep/path/name"])
+        #expect(await session.get("users/alice") == nil)
+        #expect(await session.get("users/bob") == .unauthorized)
+        #expect(await session.get("users/bob/photos/p.jpg") == nil)
+        #expect(await session.get("users/bob/photos/p.png") == .unauthorized)
+        #expect(await session.get("users/bob/a/very/deep/path/name") == nil)
+    }
+
+    @Test("rule R1 and L12: no declaration is version 1, where {x=**} needs a segment and every list fails")
+    func versionOne() async throws {
+        let source = "service firebase.storage {\n match /b/{bucket}/o {\n  match /{all=**} { allow read, write; }\n }\n}\n"
+        let session = try RulesSession(source, objects: ["a/b"])
+        #expect(try RulesParser.parse(source).version == "1")
+        #expect(await session.get("a/b") == nil)
+        let listing = await storageError { _ = try await session.bucket.list(.root, options: ListOptions()) }
+        #expect(listing?.message == "Listing objects in a bucket is disallowed for rules_version = \"1\". Please update storage security rules to rules_version = \"2\" to use list.")
+        #expect(await session.list("a") != nil)
+        let v2 = try RulesSession(rules("match /{all=**} { allow list; }"), objects: ["a/b"])
+        #expect(await v2.list("") == nil)  // in version 2, {all=**} matches the root's zero segments
+    }
+
+    @Test("functions, lets, lists, maps and `in`; errors and unknown names fail closed")
+    func expressions() async throws {
+        let session = try RulesSession(
+            rules("""
+                function allowed(name) {
+                  let names = ['a', 'b'];
+                  return name in names && {'x': 1}.size() == 1 && !(name in {'zz': true});
+                }
+                match /{name} {
+                  allow get: if allowed(name);
+                  allow get: if undefinedThing == 1;
+                  allow get: if 1 / 0 == 1;
+                }
+                """), objects: ["a", "c"])
+        #expect(await session.get("a") == nil)
+        #expect(await session.get("c") == .unauthorized)
+        let why = session.rules.lastDecision?.decision.explanation ?? ""
+        #expect(why.contains("the condition is false") && why.contains("unknown name 'undefinedThing'") && why.contains("division by zero"))
+    }
+
+    @Test("rules files are checked with line and column", arguments: [
+        ("rules_version = '3';", "1:17"), ("service firebase.firestore { }", "1:18"),
+        ("service firebase.storage { match /b/{bucket}/o { allow raed; } }", "1:56"),
+        ("service firebase.storage { match /b/{bucket}/o { allow read: if (1; } }", "1:67"),
+        ("service firebase.storage {\n  match /b/{x=**}/o { }\n}", "2:9"),
+        ("service firebase.storage { match b { } }", "1:34"),
+    ])
+    func syntaxErrors(source: String, position: String) {
+        do {
+            _ = try RulesParser.parse(source)
+            Issue.record("\(source) parsed")
+        } catch {
+            #expect("\(error.line):\(error.column)" == position, "\(source): \(error.message)")
+        }
+    }
+
+    @Test("the sample rules parse")
+    func samples() throws {
+        let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../samples/rules")
+        #expect(try RulesParser.parse(String(contentsOf: folder.appendingPathComponent("owner-only.rules"), encoding: .utf8)).version == "2")
+        #expect(try RulesParser.parse(String(contentsOf: folder.appendingPathComponent("version1.rules"), encoding: .utf8)).version == "1")
+        #expect(try RulesParser.parse(RulesEngine.openRules).version == "2")
+    }
+}
+
+@Suite("Rules in the language")
+struct RulesLanguageTests {
+    final class Lines: InterpreterOutput {
+        var lines: [String] = []
+        var errors: [Diagnostic] = []
+        func result(_ line: String) { lines.append(line) }
+        func resultBytes(_ bytes: Data) {}
+        func error(_ diagnostic: Diagnostic) { errors.append(diagnostic) }
+        func notice(_ text: String) {}
+    }
+
+    struct Files: LocalFiles {
+        let folder: String
+        func read(_ path: String) throws(StorageError) -> Data {
+            guard let data = FileManager.default.contents(atPath: folder + "/" + path) else { throw StorageError(.invalidArgument, "no \(path)") }
+            return data
+        }
+        func write(_ data: Data, to path: String) throws(StorageError) {}
+        func isDirectory(_ path: String) -> Bool { false }
+    }
+
+    func run(_ session: RulesSession, _ text: String) async throws -> (Interpreter.Status, Lines) {
+        let output = Lines()
+        let interpreter = Interpreter(bucket: session.bucket, output: output, files: Files(folder: session.directory))
+        interpreter.rules = session.rules
+        return (await interpreter.run(try Parser.parse(SourceText(name: "t", text: text))), output)
+    }
+
+    @Test("a denied write inside a script rolls the whole script back")
+    func deniedWriteRollsBack() async throws {
+        let session = try RulesSession(rules("match /mine/{x} { allow read, write: if request.auth.uid == 'me'; }"), objects: ["mine/a"])
+        let (status, output) = try await run(session, "login me\nput --data 1 mine/b\nlogout\nput --data 2 mine/c\n")
+        #expect(status == .failed)
+        #expect(output.errors.first?.code == "unauthorized" && output.errors.first?.location.line == 4)
+        session.bucket.authorizer = nil  // look as an administrator
+        let names = try await session.bucket.scan(prefix: "", after: nil, limit: 10).objects.map(\.fullPath)
+        #expect(names == ["mine/a"])
+    }
+
+    @Test("login, whoami, rules why, rules load with positioned errors, rules show")
+    func commands() async throws {
+        let session = try RulesSession(rules("match /{all=**} { allow read; }"), objects: ["a"])
+        try "service firebase.storage { match /b/{b}/o { allow reed; } }".write(toFile: session.directory + "/bad.rules", atomically: true, encoding: .utf8)
+        let (_, output) = try await run(session, "login ada --claim admin=true --claim level=3\nwhoami\nmeta get a\nrules why\nlogout\nwhoami")
+        #expect(output.lines[0] == "signed in as ada")
+        #expect(output.lines[1] == "signed in as ada (claims: admin=true level=3)")
+        #expect(output.lines.contains("allowed get on gs://teaching/a by `allow read;` at test.rules:4"))
+        #expect(output.lines.last == "not signed in: request.auth is null")
+        let (status, bad) = try await run(session, "rules load bad.rules")
+        #expect(status == .failed)
+        #expect(bad.errors.first?.message == "bad.rules:1:51: unknown method 'reed'; did you mean 'read'?")
+        let (_, shown) = try await run(session, "rules show")
+        #expect(shown.lines.first == "# rules from test.rules")
+    }
+
+    @Test("a rolled-back rules load leaves the old rules in force")
+    func rolledBackLoad() async throws {
+        let session = try RulesSession(rules("match /{all=**} { allow read; }"), objects: ["a"])
+        try RulesEngine.openRules.write(toFile: session.directory + "/open.rules", atomically: true, encoding: .utf8)
+        let (status, _) = try await run(session, "rules load open.rules\nmeta get missing")
+        #expect(status == .failed)
+        #expect(try session.rules.currentRules().origin == "test.rules")
+        #expect(await session.create("x") == .unauthorized)
+    }
+}
