@@ -49,7 +49,8 @@ let package = Package(
         .executableTarget(
             name: "storesh-fuzz", dependencies: ["StoreshCore", "StoreshLanguage", "StoreshLocal", "StoreshFuzzing"]),
         // In-process benchmarks driven by scripts/bench.
-        .executableTarget(name: "storesh-bench", dependencies: ["StoreshCore", "StoreshLocal", "StoreshLanguage"]),
+        .executableTarget(
+            name: "storesh-bench", dependencies: ["StoreshCore", "StoreshLocal", "StoreshLanguage", "StoreshRules"]),
 
         // Helpers shared by the test targets.
         .target(name: "StoreshTestSupport", dependencies: ["StoreshCore"], path: "Tests/StoreshTestSupport"),

@@ -15,6 +15,16 @@ public enum AccessMethod: String, Sendable, CaseIterable {
     case get, list, create, update, delete
 }
 
+/// An object's metadata shared by reference: a request is copied as it is decided and recorded, and copying
+/// the metadata itself (a dozen strings and a map) for every object of a bulk edit cost more than the rules.
+public final class ObjectSnapshot: Sendable {
+    public let metadata: ObjectMetadata
+
+    public init(_ metadata: ObjectMetadata) {
+        self.metadata = metadata
+    }
+}
+
 /// One request as rules see it (rule R4).
 public struct AccessRequest: Sendable {
     public var method: AccessMethod
@@ -24,13 +34,13 @@ public struct AccessRequest: Sendable {
     public var path: String
     public var time: Timestamp
     /// The object as it would be after a create or update (`request.resource`).
-    public var newResource: ObjectMetadata?
+    public var newResource: ObjectSnapshot?
     /// The existing object (`resource`), nil when there is none.
-    public var existingResource: ObjectMetadata?
+    public var existingResource: ObjectSnapshot?
 
     public init(
-        method: AccessMethod, bucket: String, path: String, time: Timestamp, newResource: ObjectMetadata? = nil,
-        existingResource: ObjectMetadata? = nil
+        method: AccessMethod, bucket: String, path: String, time: Timestamp, newResource: ObjectSnapshot? = nil,
+        existingResource: ObjectSnapshot? = nil
     ) {
         self.method = method
         self.bucket = bucket
@@ -44,15 +54,18 @@ public struct AccessRequest: Sendable {
 /// A rules verdict and, for `rules why`, what decided it.
 public struct AccessDecision: Sendable {
     public var allowed: Bool
-    /// Why, in words: which allow granted it (file:line), or why none did.
-    public var explanation: String
     /// The error to raise when denied (unauthorized, or the listing error of rule L12).
     public var denial: StorageError?
+    /// Made only when asked: a bulk edit decides many requests and explains at most one.
+    private let explain: @Sendable () -> String
 
-    public init(allowed: Bool, explanation: String, denial: StorageError? = nil) {
+    /// Why, in words: which allow granted it (file:line), or why none did.
+    public var explanation: String { explain() }
+
+    public init(allowed: Bool, denial: StorageError? = nil, explanation: @escaping @Sendable () -> String) {
         self.allowed = allowed
-        self.explanation = explanation
         self.denial = denial
+        self.explain = explanation
     }
 }
 

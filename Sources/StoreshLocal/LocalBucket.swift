@@ -496,8 +496,8 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         guard let authorizer else { return }
         let decision = authorizer.decide(
             AccessRequest(
-                method: method, bucket: name, path: path, time: time ?? options.clock.now(), newResource: new,
-                existingResource: existing))
+                method: method, bucket: name, path: path, time: time ?? options.clock.now(),
+                newResource: new.map(ObjectSnapshot.init), existingResource: existing.map(ObjectSnapshot.init)))
         if !decision.allowed { throw decision.denial ?? StorageError.unauthorized(bucket: name, path: path) }
     }
 

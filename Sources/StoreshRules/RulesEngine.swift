@@ -89,36 +89,37 @@ public final class RulesEngine: AccessAuthorizer, RulesControl, @unchecked Senda
     }
 
     static func decide(_ request: AccessRequest, ruleset: Ruleset, origin: String, identity: Identity?) -> AccessDecision {
-        let target = "\(request.method.rawValue) on gs://\(request.bucket)/\(request.path)"
+        let target: @Sendable () -> String = { "\(request.method.rawValue) on gs://\(request.bucket)/\(request.path)" }
         if ruleset.version == "1" && request.method == .list {
-            return AccessDecision(
-                allowed: false, explanation: "denied \(target): listing needs rules_version 2 (rule L12)",
-                denial: listingNeedsVersion2)
+            return AccessDecision(allowed: false, denial: listingNeedsVersion2) {
+                "denied \(target()): listing needs rules_version 2 (rule L12)"
+            }
         }
         let evaluator = RulesEvaluator(ruleset: ruleset, request: request, identity: identity)
         let candidates = evaluator.candidates()
         var reasons: [String] = []
         for candidate in candidates {
-            let place = "\(origin):\(candidate.allow.line)"
-            guard let condition = candidate.allow.condition else {
-                return AccessDecision(allowed: true, explanation: "allowed \(target) by `\(candidate.allow.text)` at \(place)")
+            let allow = candidate.allow
+            let place: @Sendable () -> String = { "\(origin):\(allow.line)" }
+            guard let condition = allow.condition else {
+                return AccessDecision(allowed: true) { "allowed \(target()) by `\(allow.text)` at \(place())" }
             }
             do {
                 let value = try evaluator.evaluate(condition, Scope(variables: candidate.variables, functions: candidate.functions))
                 if case .bool(true) = value {
-                    return AccessDecision(allowed: true, explanation: "allowed \(target) by `\(candidate.allow.text)` at \(place)")
+                    return AccessDecision(allowed: true) { "allowed \(target()) by `\(allow.text)` at \(place())" }
                 }
-                reasons.append("`\(candidate.allow.text)` at \(place): the condition is false")
+                reasons.append("`\(allow.text)` at \(place()): the condition is false")
             } catch {
-                reasons.append("`\(candidate.allow.text)` at \(place): \(error.message) (line \(error.line)), so it grants nothing")
+                reasons.append("`\(allow.text)` at \(place()): \(error.message) (line \(error.line)), so it grants nothing")
             }
         }
         let why =
             candidates.isEmpty
             ? "no allow statement for \(request.method.rawValue) matches the path"
             : "no allow granted it:\n  " + reasons.joined(separator: "\n  ")
-        return AccessDecision(
-            allowed: false, explanation: "denied \(target): \(why)",
-            denial: .unauthorized(bucket: request.bucket, path: request.path))
+        return AccessDecision(allowed: false, denial: .unauthorized(bucket: request.bucket, path: request.path)) {
+            "denied \(target()): \(why)"
+        }
     }
 }

@@ -13,8 +13,9 @@ public enum RulesValue: Sendable {
     case timestamp(Timestamp)
     /// Microseconds.
     case duration(Int64)
-    /// An object (`resource`, `request.resource`), whose fields are read on demand.
-    case object(ObjectMetadata)
+    /// An object (`resource`, `request.resource`), whose fields are read on demand; held by reference, so a
+    /// value stays small and cheap to copy.
+    case object(ObjectSnapshot)
     /// A namespace such as `timestamp` or `duration` whose functions can be called.
     case namespace(String)
 
@@ -45,20 +46,42 @@ struct RulesEvaluator {
     let ruleset: Ruleset
     let request: AccessRequest
     let identity: Identity?
+    /// `request.auth`, `request.resource` and `resource`, made once per request: rules read them often.
+    let auth: RulesValue
+    let newResource: RulesValue
+    let existingResource: RulesValue
     static let maximumCallDepth = 20
 
+    init(ruleset: Ruleset, request: AccessRequest, identity: Identity?) {
+        self.ruleset = ruleset
+        self.request = request
+        self.identity = identity
+        auth = identity.map { identity in
+            .map(["uid": .string(identity.uid), "token": .map(identity.claims.mapValues(Self.claimValue))])
+        } ?? .null
+        newResource = request.newResource.map(RulesValue.object) ?? .null
+        existingResource = request.existingResource.map(RulesValue.object) ?? .null
+    }
+
     /// The request's path as match blocks see it: b/BUCKET/o/SEGMENTS…
-    var segments: [String] {
-        ["b", request.bucket, "o"] + (request.path.isEmpty ? [] : request.path.split(separator: "/", omittingEmptySubsequences: false).map(String.init))
+    var segments: [Substring] {
+        var segments: [Substring] = ["b", Substring(request.bucket), "o"]
+        if !request.path.isEmpty {
+            // Split on the bytes: the generic split with a closure was most of the cost of a decision.
+            for part in request.path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false) {
+                segments.append(Substring(part))
+            }
+        }
+        return segments
     }
 
     /// Every allow statement for this request's method in a match block that matches the whole path, with the
     /// variables and functions in scope there.
-    func candidates() -> [(allow: AllowStatement, variables: [String: RulesValue], functions: [RulesFunction])] {
-        var found: [(AllowStatement, [String: RulesValue], [RulesFunction])] = []
-        func visit(_ block: MatchBlock, _ remaining: ArraySlice<String>, _ variables: [String: RulesValue], _ functions: [RulesFunction]) {
+    func candidates() -> [(allow: AllowStatement, variables: Variables, functions: [RulesFunction])] {
+        var found: [(AllowStatement, Variables, [RulesFunction])] = []
+        func visit(_ block: MatchBlock, _ remaining: ArraySlice<Substring>, _ variables: Variables, _ functions: [RulesFunction]) {
             guard let (rest, bound) = consume(block.path, remaining, variables) else { return }
-            let inScope = functions + block.functions
+            let inScope = block.functions.isEmpty ? functions : functions + block.functions
             if rest.isEmpty {
                 for allow in block.allows where allow.methods.contains(request.method) {
                     found.append((allow, bound, inScope))
@@ -66,13 +89,14 @@ struct RulesEvaluator {
             }
             for child in block.children { visit(child, rest, bound, inScope) }
         }
-        for block in ruleset.matches { visit(block, ArraySlice(segments), [:], ruleset.functions) }
+        let path = ArraySlice(segments)
+        for block in ruleset.matches { visit(block, path, Variables(), ruleset.functions) }
         return found
     }
 
     /// Matches a block's path against the start of the remaining segments.
-    func consume(_ pattern: [MatchBlock.Segment], _ remaining: ArraySlice<String>, _ variables: [String: RulesValue])
-        -> (ArraySlice<String>, [String: RulesValue])?
+    func consume(_ pattern: [MatchBlock.Segment], _ remaining: ArraySlice<Substring>, _ variables: Variables)
+        -> (ArraySlice<Substring>, Variables)?
     {
         var rest = remaining
         var bound = variables
@@ -83,16 +107,28 @@ struct RulesEvaluator {
                 rest = rest.dropFirst()
             case .variable(let name):
                 guard let first = rest.first else { return nil }
-                bound[name] = .string(first)
+                bound.set(name, .string(String(first)))
                 rest = rest.dropFirst()
             case .rest(let name):
                 // rules_version 2: zero or more segments; rules_version 1: one or more.
                 if ruleset.version == "1" && rest.isEmpty { return nil }
-                bound[name] = .string(rest.joined(separator: "/"))
+                bound.set(name, .string(rest.joined(separator: "/")))
                 rest = []
             }
         }
         return (rest, bound)
+    }
+
+    /// `request.NAME`, read without making the whole `request` map.
+    func requestField(_ name: String, line: Int) throws(EvaluationError) -> RulesValue {
+        switch name {
+        case "auth": return auth
+        case "path": return .string("/b/\(request.bucket)/o/\(request.path)")
+        case "time": return .timestamp(request.time)
+        case "method": return .string(request.method.rawValue)
+        case "resource": return newResource
+        default: throw EvaluationError(message: "the request has no field '\(name)'", line: line)
+        }
     }
 
     func evaluate(_ expression: RulesExpression, _ scope: Scope) throws(EvaluationError) -> RulesValue {
@@ -105,6 +141,9 @@ struct RulesEvaluator {
             for (key, value) in members { map[key] = try evaluate(value, scope) }
             return .map(map)
         case .member(let base, let name, let line):
+            if case .identifier("request", _) = base, scope.variables.get("request") == nil {
+                return try requestField(name, line: line)
+            }
             return try member(try evaluate(base, scope), name, line: line)
         case .index(let base, let key, let line):
             let container = try evaluate(base, scope)
@@ -154,7 +193,8 @@ struct RulesEvaluator {
         case .map(let map):
             guard let found = map[name] else { throw EvaluationError(message: "the map has no key '\(name)'", line: line) }
             return found
-        case .object(let object):
+        case .object(let snapshot):
+            let object = snapshot.metadata
             switch name {
             case "name", "fullPath": return .string(object.fullPath)
             case "bucket": return .string(object.bucket)
@@ -213,7 +253,7 @@ struct RulesEvaluator {
 
     /// `matches` is a whole-string regular expression match (as RE2 in the service).
     static func matches(_ text: String, _ pattern: String, line: Int) throws(EvaluationError) -> Bool {
-        guard let expression = try? NSRegularExpression(pattern: "^(?:" + pattern + ")$") else {
+        guard let expression = RegexCache.shared.expression(for: pattern) else {
             throw EvaluationError(message: "'\(pattern)' is not a regular expression", line: line)
         }
         return expression.firstMatch(in: text, range: NSRange(text.startIndex..., in: text)) != nil
@@ -306,18 +346,12 @@ struct RulesEvaluator {
         }
     }
 
-    /// The `request` variable (rule R4).
+    /// The `request` variable (rule R4), when a rule uses it whole.
     var requestValue: RulesValue {
-        var request: [String: RulesValue] = [
-            "auth": identity.map { identity in
-                .map(["uid": .string(identity.uid), "token": .map(identity.claims.mapValues(Self.claimValue))])
-            } ?? .null,
-            "path": .string("/b/\(self.request.bucket)/o/\(self.request.path)"),
-            "time": .timestamp(self.request.time),
-            "method": .string(self.request.method.rawValue),
-        ]
-        request["resource"] = self.request.newResource.map(RulesValue.object) ?? .null
-        return .map(request)
+        .map([
+            "auth": auth, "path": .string("/b/\(request.bucket)/o/\(request.path)"), "time": .timestamp(request.time),
+            "method": .string(request.method.rawValue), "resource": newResource,
+        ])
     }
 
     /// Claims given as text are typed when they read as a bool or a number (`admin=true`, `level=3`).
@@ -329,17 +363,31 @@ struct RulesEvaluator {
     }
 }
 
+/// A few named values (path variables, parameters, lets): a small array is cheaper to copy and search
+/// than a dictionary, and a request evaluates many of them.
+struct Variables {
+    private var entries: [(name: String, value: RulesValue)] = []
+
+    func get(_ name: String) -> RulesValue? {
+        entries.last { $0.name == name }?.value
+    }
+
+    mutating func set(_ name: String, _ value: RulesValue) {
+        entries.append((name, value))
+    }
+}
+
 /// Names in scope: path variables, function parameters and lets, `request`, `resource`, and functions.
 struct Scope {
-    var variables: [String: RulesValue]
+    var variables: Variables
     var functions: [RulesFunction]
     var depth = 0
 
     func lookup(_ name: String, line: Int, evaluator: RulesEvaluator) throws(EvaluationError) -> RulesValue {
-        if let value = variables[name] { return value }
+        if let value = variables.get(name) { return value }
         switch name {
         case "request": return evaluator.requestValue
-        case "resource": return evaluator.request.existingResource.map(RulesValue.object) ?? .null
+        case "resource": return evaluator.existingResource
         case "timestamp", "duration": return .namespace(name)
         default: throw EvaluationError(message: "unknown name '\(name)'", line: line)
         }
@@ -356,8 +404,24 @@ struct Scope {
             throw EvaluationError(message: "functions call each other more than \(RulesEvaluator.maximumCallDepth) deep", line: line)
         }
         var inner = Scope(variables: variables, functions: functions, depth: depth + 1)
-        for (parameter, argument) in zip(function.parameters, arguments) { inner.variables[parameter] = argument }
-        for binding in function.bindings { inner.variables[binding.name] = try evaluator.evaluate(binding.value, inner) }
+        for (parameter, argument) in zip(function.parameters, arguments) { inner.variables.set(parameter, argument) }
+        for binding in function.bindings { inner.variables.set(binding.name, try evaluator.evaluate(binding.value, inner)) }
         return try evaluator.evaluate(function.body, inner)
+    }
+}
+
+/// Compiled patterns of `matches()`: a bulk edit asks the same rule for every object.
+final class RegexCache: @unchecked Sendable {
+    static let shared = RegexCache()
+    private let lock = NSLock()
+    private var compiled: [String: NSRegularExpression?] = [:]
+
+    func expression(for pattern: String) -> NSRegularExpression? {
+        lock.withLock {
+            if let known = compiled[pattern] { return known }
+            let expression = try? NSRegularExpression(pattern: "^(?:" + pattern + ")$")
+            if compiled.count < 256 { compiled[pattern] = expression }
+            return expression
+        }
     }
 }

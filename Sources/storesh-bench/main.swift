@@ -7,10 +7,12 @@
 //   storesh-bench script FILE LINES              write a script of LINES varied commands
 //   storesh-bench parse FILE [REPEATS]           median time to parse a script, in process
 //   storesh-bench complete BUCKET [REPEATS]      median time of Tab completions, in process
+//   storesh-bench bulk BUCKET RULES|none         the bulk meta set script in process, under RULES or none
 import Foundation
 import StoreshCore
 import StoreshLanguage
 import StoreshLocal
+import StoreshRules
 
 func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data("storesh-bench: \(message)\n".utf8))
@@ -163,6 +165,32 @@ func completions(bucketPath: String, repeats: Int) throws {
     }
 }
 
+/// The bulk-edit benchmark's script, run in process with the rules of a file in force, or no rules at all.
+func bulk(bucketPath: String, rulesFile: String) async throws {
+    let bucket = try LocalBucket.open(at: bucketPath, options: LocalBucketOptions(createIfMissing: false))
+    if rulesFile != "none" {
+        let rules = try RulesEngine(store: bucket)
+        try rules.loadRules(source: String(contentsOfFile: rulesFile, encoding: .utf8), origin: rulesFile)
+        rules.identity = Identity(uid: "bench")
+        bucket.authorizer = rules
+    }
+    final class Silent: InterpreterOutput {
+        func result(_ line: String) {}
+        func resultBytes(_ bytes: Data) {}
+        func error(_ diagnostic: Diagnostic) { FileHandle.standardError.write(Data("\(diagnostic)\n".utf8)) }
+        func notice(_ text: String) {}
+    }
+    struct NoFiles: LocalFiles {
+        func read(_ path: String) throws(StorageError) -> Data { Data() }
+        func write(_ data: Data, to path: String) throws(StorageError) {}
+        func isDirectory(_ path: String) -> Bool { false }
+    }
+    let script = try Parser.parse(SourceText(
+        name: "bulk", text: "meta set cacheControl=\"public, max-age=60\" custom.reviewed=yes -- users/u00???/photos/*"))
+    let status = await Interpreter(bucket: bucket, output: Silent(), files: NoFiles()).run(script)
+    guard status == .success else { fail("the bulk script failed") }
+}
+
 func firstPage(bucketPath: String, path: String, count: Int) throws {
     let bucket = try LocalBucket.open(at: bucketPath, options: LocalBucketOptions(createIfMissing: false))
     let page = try bucket.listPage(StoragePath(normalizing: path), options: ListOptions(maxResults: count))
@@ -193,6 +221,9 @@ do {
     case "complete":
         guard arguments.count >= 2 else { fail("usage: complete BUCKET [REPEATS]") }
         try completions(bucketPath: arguments[1], repeats: arguments.count > 2 ? Int(arguments[2]) ?? 50 : 50)
+    case "bulk":
+        guard arguments.count == 3 else { fail("usage: bulk BUCKET RULES|none") }
+        try await bulk(bucketPath: arguments[1], rulesFile: arguments[2])
     case "first-page":
         guard arguments.count == 4, let count = Int(arguments[3]) else { fail("usage: first-page BUCKET PATH COUNT") }
         try firstPage(bucketPath: arguments[1], path: arguments[2], count: count)
