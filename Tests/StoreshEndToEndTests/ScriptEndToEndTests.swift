@@ -162,3 +162,36 @@ struct ScriptEndToEndTests {
         }
     }
 }
+
+@Suite("storesh end to end: security rules")
+struct RulesEndToEndTests {
+    let sandbox = Sandbox()
+
+    func sample(_ name: String) -> String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../samples/rules/\(name)").path
+    }
+
+    @Test("owner-only rules: a denied write fails the script (exit 1) and saves nothing; rules why explains")
+    func ownerOnly() throws {
+        #expect(try sandbox.storesh.run(["-c", "rules load \(sample("owner-only.rules"))"]).status == 0)
+        let before = try sandbox.storesh.run(["export"]).stdout
+        let denied = try sandbox.storesh.run(["-c", "login uid\nput --data mine files/uid/new.txt\nput --data theirs files/alice/new.txt"])
+        #expect(denied.status == 1)
+        #expect(denied.stderr.hasPrefix("-c:3:19: error: User does not have permission to access gs://teaching/files/alice/new.txt. (unauthorized)\n"))
+        #expect(try sandbox.storesh.run(["export"]).stdout == before)
+        let why = try sandbox.storesh.run(["-c", "login uid\nls -n 1 files/uid\nrules why"])
+        #expect(why.status == 0, "\(why.stderr)")
+        #expect(why.stdout.hasSuffix("allowed list on gs://teaching/files/uid by `allow read: if isOwner(uid);` at \(sample("owner-only.rules")):16\n"))
+        let missing = try sandbox.storesh.run(["-c", "meta get files/alice/none"])
+        #expect(missing.stderr.contains("(unauthorized)"))  // rule R3: not object-not-found
+    }
+
+    @Test("rules_version 1: every listing fails with the message of rule L12")
+    func versionOne() throws {
+        #expect(try sandbox.storesh.run(["-c", "rules load \(sample("version1.rules"))"]).status == 0)
+        let listing = try sandbox.storesh.run(["-c", "ls"])
+        #expect(listing.status == 1)
+        #expect(listing.stderr == "-c:1:1: error: Listing objects in a bucket is disallowed for rules_version = \"1\". Please update storage security rules to rules_version = \"2\" to use list. (unauthorized)\n")
+        #expect(try sandbox.storesh.run(["-c", "cat docs/notes.txt"]).stdout == "Notes for the class.\n")
+    }
+}
