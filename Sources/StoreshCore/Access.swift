@@ -51,21 +51,34 @@ public struct AccessRequest: Sendable {
     }
 }
 
-/// A rules verdict and, for `rules why`, what decided it.
+/// A rules verdict and, for `rules why`, what decided it. It holds the parts of its explanation, made into
+/// words only when asked: a bulk edit decides many requests and explains at most one.
 public struct AccessDecision: Sendable {
     public var allowed: Bool
     /// The error to raise when denied (unauthorized, or the listing error of rule L12).
     public var denial: StorageError?
-    /// Made only when asked: a bulk edit decides many requests and explains at most one.
-    private let explain: @Sendable () -> String
+    /// The allow statement that granted the request, and where it is (rules file and line).
+    public var grantedBy: (statement: String, origin: String, line: Int)?
+    /// For a denial: why no allow granted it, one reason per candidate, or the one reason there was.
+    public var reasons: [String]
 
-    /// Why, in words: which allow granted it (file:line), or why none did.
-    public var explanation: String { explain() }
-
-    public init(allowed: Bool, denial: StorageError? = nil, explanation: @escaping @Sendable () -> String) {
+    public init(
+        allowed: Bool, denial: StorageError? = nil, grantedBy: (statement: String, origin: String, line: Int)? = nil,
+        reasons: [String] = []
+    ) {
         self.allowed = allowed
         self.denial = denial
-        self.explain = explanation
+        self.grantedBy = grantedBy
+        self.reasons = reasons
+    }
+
+    /// Which allow granted the request (file:line), or why none did.
+    public func explanation(for request: AccessRequest) -> String {
+        let target = "\(request.method.rawValue) on gs://\(request.bucket)/\(request.path)"
+        if let grantedBy {
+            return "allowed \(target) by `\(grantedBy.statement)` at \(grantedBy.origin):\(grantedBy.line)"
+        }
+        return "denied \(target): " + (reasons.count == 1 ? reasons[0] : "no allow granted it:\n  " + reasons.joined(separator: "\n  "))
     }
 }
 

@@ -273,7 +273,7 @@ public final class Interpreter {
             emit(json: .object([("loaded", .string(file.text))]), human: ["loaded the rules of \(file.text)"])
         case .rulesWhy:
             let last = try requireRules(here).lastDecision
-            let text = last?.decision.explanation ?? "no request has been decided yet"
+            let text = last.map { $0.decision.explanation(for: $0.request) } ?? "no request has been decided yet"
             emit(json: .object([("allowed", last.map { .bool($0.decision.allowed) } ?? .null), ("explanation", .string(text))]), human: [text])
         case .login(let uid, let claims):
             let rules = try requireRules(here)

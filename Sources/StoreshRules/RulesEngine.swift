@@ -30,6 +30,8 @@ public final class RulesEngine: AccessAuthorizer, RulesControl, @unchecked Senda
     private var source: String
     private var origin: String
     private var signedIn: Identity?
+    /// `request.auth` for the signed-in identity, made once per sign-in rather than once per request.
+    private var authValue: RulesValue = .null
     private var last: (request: AccessRequest, decision: AccessDecision)?
     private var recording = true
 
@@ -61,7 +63,10 @@ public final class RulesEngine: AccessAuthorizer, RulesControl, @unchecked Senda
 
     public var identity: Identity? {
         get { lock.withLock { signedIn } }
-        set { lock.withLock { signedIn = newValue } }
+        set {
+            let value = RulesEvaluator.authValue(newValue)
+            lock.withLock { (signedIn, authValue) = (newValue, value) }
+        }
     }
 
     public var lastDecision: (request: AccessRequest, decision: AccessDecision)? { lock.withLock { last } }
@@ -82,44 +87,40 @@ public final class RulesEngine: AccessAuthorizer, RulesControl, @unchecked Senda
     // MARK: AccessAuthorizer
 
     public func decide(_ request: AccessRequest) -> AccessDecision {
-        let (ruleset, origin, identity) = lock.withLock { (self.ruleset, self.origin, self.signedIn) }
-        let decision = Self.decide(request, ruleset: ruleset, origin: origin, identity: identity)
+        let (ruleset, origin, auth) = lock.withLock { (self.ruleset, self.origin, self.authValue) }
+        let decision = Self.decide(request, ruleset: ruleset, origin: origin, auth: auth)
         lock.withLock { if recording { last = (request, decision) } }
         return decision
     }
 
-    static func decide(_ request: AccessRequest, ruleset: Ruleset, origin: String, identity: Identity?) -> AccessDecision {
-        let target: @Sendable () -> String = { "\(request.method.rawValue) on gs://\(request.bucket)/\(request.path)" }
+    static func decide(_ request: AccessRequest, ruleset: Ruleset, origin: String, auth: RulesValue) -> AccessDecision {
         if ruleset.version == "1" && request.method == .list {
-            return AccessDecision(allowed: false, denial: listingNeedsVersion2) {
-                "denied \(target()): listing needs rules_version 2 (rule L12)"
-            }
+            return AccessDecision(allowed: false, denial: listingNeedsVersion2, reasons: ["listing needs rules_version 2 (rule L12)"])
         }
-        let evaluator = RulesEvaluator(ruleset: ruleset, request: request, identity: identity)
-        let candidates = evaluator.candidates()
+        let evaluator = RulesEvaluator(ruleset: ruleset, request: request, auth: auth)
         var reasons: [String] = []
-        for candidate in candidates {
-            let allow = candidate.allow
-            let place: @Sendable () -> String = { "\(origin):\(allow.line)" }
+        var granted: AllowStatement?
+        // Allows are evaluated as they are found, and the first that grants ends the search.
+        evaluator.forEachCandidate { allow, variables, functions in
             guard let condition = allow.condition else {
-                return AccessDecision(allowed: true) { "allowed \(target()) by `\(allow.text)` at \(place())" }
+                granted = allow
+                return false
             }
-            do {
-                let value = try evaluator.evaluate(condition, Scope(variables: candidate.variables, functions: candidate.functions))
-                if case .bool(true) = value {
-                    return AccessDecision(allowed: true) { "allowed \(target()) by `\(allow.text)` at \(place())" }
+            do throws(EvaluationError) {
+                if case .bool(true) = try evaluator.evaluate(condition, Scope(variables: variables, functions: functions)) {
+                    granted = allow
+                    return false
                 }
-                reasons.append("`\(allow.text)` at \(place()): the condition is false")
+                reasons.append("`\(allow.text)` at \(origin):\(allow.line): the condition is false")
             } catch {
-                reasons.append("`\(allow.text)` at \(place()): \(error.message) (line \(error.line)), so it grants nothing")
+                reasons.append("`\(allow.text)` at \(origin):\(allow.line): \(error.message) (line \(error.line)), so it grants nothing")
             }
+            return true
         }
-        let why =
-            candidates.isEmpty
-            ? "no allow statement for \(request.method.rawValue) matches the path"
-            : "no allow granted it:\n  " + reasons.joined(separator: "\n  ")
-        return AccessDecision(allowed: false, denial: .unauthorized(bucket: request.bucket, path: request.path)) {
-            "denied \(target()): \(why)"
+        if let granted {
+            return AccessDecision(allowed: true, grantedBy: (granted.text, origin, granted.line))
         }
+        if reasons.isEmpty { reasons = ["no allow statement for \(request.method.rawValue) matches the path"] }
+        return AccessDecision(allowed: false, denial: .unauthorized(bucket: request.bucket, path: request.path), reasons: reasons)
     }
 }

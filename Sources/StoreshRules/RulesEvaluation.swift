@@ -41,26 +41,30 @@ struct EvaluationError: Error {
     var line: Int
 }
 
-/// Evaluates a ruleset for one request.
-struct RulesEvaluator {
+/// Evaluates a ruleset for one request. A class: closures and nested functions capture it on every request,
+/// and as a struct each capture copied the ruleset, the request and its values.
+final class RulesEvaluator {
     let ruleset: Ruleset
     let request: AccessRequest
-    let identity: Identity?
-    /// `request.auth`, `request.resource` and `resource`, made once per request: rules read them often.
+    /// `request.auth` (made once per sign-in), `request.resource` and `resource`.
     let auth: RulesValue
     let newResource: RulesValue
     let existingResource: RulesValue
     static let maximumCallDepth = 20
 
-    init(ruleset: Ruleset, request: AccessRequest, identity: Identity?) {
+    init(ruleset: Ruleset, request: AccessRequest, auth: RulesValue) {
         self.ruleset = ruleset
         self.request = request
-        self.identity = identity
-        auth = identity.map { identity in
-            .map(["uid": .string(identity.uid), "token": .map(identity.claims.mapValues(Self.claimValue))])
-        } ?? .null
+        self.auth = auth
         newResource = request.newResource.map(RulesValue.object) ?? .null
         existingResource = request.existingResource.map(RulesValue.object) ?? .null
+    }
+
+    /// `request.auth` for an identity: null when signed out.
+    static func authValue(_ identity: Identity?) -> RulesValue {
+        identity.map { identity in
+            .map(["uid": .string(identity.uid), "token": .map(identity.claims.mapValues(Self.claimValue))])
+        } ?? .null
     }
 
     /// The request's path as match blocks see it: b/BUCKET/o/SEGMENTS…
@@ -75,23 +79,23 @@ struct RulesEvaluator {
         return segments
     }
 
-    /// Every allow statement for this request's method in a match block that matches the whole path, with the
-    /// variables and functions in scope there.
-    func candidates() -> [(allow: AllowStatement, variables: Variables, functions: [RulesFunction])] {
-        var found: [(AllowStatement, Variables, [RulesFunction])] = []
-        func visit(_ block: MatchBlock, _ remaining: ArraySlice<Substring>, _ variables: Variables, _ functions: [RulesFunction]) {
-            guard let (rest, bound) = consume(block.path, remaining, variables) else { return }
-            let inScope = block.functions.isEmpty ? functions : functions + block.functions
+    /// Calls `body` with every allow statement for this request's method in a match block that matches the whole
+    /// path, with the variables and functions in scope there, until `body` returns false.
+    func forEachCandidate(_ body: (AllowStatement, Variables, [RulesFunction]) -> Bool) {
+        func visit(_ block: MatchBlock, _ remaining: ArraySlice<Substring>, _ variables: Variables, _ functions: [RulesFunction]) -> Bool {
+            guard let (rest, bound) = consume(block.path, remaining, variables) else { return true }
+            // Joining allocates: only when both hold functions.
+            let inScope = block.functions.isEmpty ? functions : functions.isEmpty ? block.functions : functions + block.functions
             if rest.isEmpty {
                 for allow in block.allows where allow.methods.contains(request.method) {
-                    found.append((allow, bound, inScope))
+                    if !body(allow, bound, inScope) { return false }
                 }
             }
-            for child in block.children { visit(child, rest, bound, inScope) }
+            for child in block.children where !visit(child, rest, bound, inScope) { return false }
+            return true
         }
         let path = ArraySlice(segments)
-        for block in ruleset.matches { visit(block, path, Variables(), ruleset.functions) }
-        return found
+        for block in ruleset.matches where !visit(block, path, Variables(), ruleset.functions) { return }
     }
 
     /// Matches a block's path against the start of the remaining segments.
@@ -363,17 +367,36 @@ struct RulesEvaluator {
     }
 }
 
-/// A few named values (path variables, parameters, lets): a small array is cheaper to copy and search
-/// than a dictionary, and a request evaluates many of them.
+/// A few named values (path variables, parameters, lets). The first four are held inline, so that binding
+/// the path variables of a request allocates nothing; a later binding of a name hides an earlier one.
 struct Variables {
-    private var entries: [(name: String, value: RulesValue)] = []
+    private var inline: (
+        (name: String, value: RulesValue)?, (name: String, value: RulesValue)?, (name: String, value: RulesValue)?,
+        (name: String, value: RulesValue)?
+    ) = (nil, nil, nil, nil)
+    private var more: [(name: String, value: RulesValue)] = []
 
     func get(_ name: String) -> RulesValue? {
-        entries.last { $0.name == name }?.value
+        if !more.isEmpty, let found = more.last(where: { $0.name == name }) { return found.value }
+        if let entry = inline.3, entry.name == name { return entry.value }
+        if let entry = inline.2, entry.name == name { return entry.value }
+        if let entry = inline.1, entry.name == name { return entry.value }
+        if let entry = inline.0, entry.name == name { return entry.value }
+        return nil
     }
 
     mutating func set(_ name: String, _ value: RulesValue) {
-        entries.append((name, value))
+        if inline.0 == nil {
+            inline.0 = (name, value)
+        } else if inline.1 == nil {
+            inline.1 = (name, value)
+        } else if inline.2 == nil {
+            inline.2 = (name, value)
+        } else if inline.3 == nil {
+            inline.3 = (name, value)
+        } else {
+            more.append((name, value))
+        }
     }
 }
 
