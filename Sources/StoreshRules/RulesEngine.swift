@@ -47,6 +47,8 @@ public final class RulesEngine: AccessAuthorizer, RulesControl, @unchecked Senda
             lock.withLock { (ruleset, source, origin) = (try! RulesParser.parse(Self.openRules), Self.openRules, Self.openRulesOrigin) }
             return
         }
+        // Every command and script ends with a reload: parse only when the stored rules changed.
+        if lock.withLock({ source == stored.source && origin == stored.origin }) { return }
         let parsed = try Self.parse(stored.source, origin: stored.origin)
         lock.withLock { (ruleset, source, origin) = (parsed, stored.source, stored.origin) }
     }
