@@ -145,7 +145,8 @@ final class RulesEvaluator {
             for (key, value) in members { map[key] = try evaluate(value, scope) }
             return .map(map)
         case .member(let base, let name, let line):
-            if case .identifier("request", _) = base, scope.variables.get("request") == nil {
+            // `request` is a reserved name (as in the service): no path variable or parameter can hide it.
+            if case .identifier("request", _) = base {
                 return try requestField(name, line: line)
             }
             return try member(try evaluate(base, scope), name, line: line)
@@ -367,33 +368,32 @@ final class RulesEvaluator {
     }
 }
 
-/// A few named values (path variables, parameters, lets). The first four are held inline, so that binding
-/// the path variables of a request allocates nothing; a later binding of a name hides an earlier one.
+/// A few named values (path variables, parameters, lets). The first four are held in fields, names apart from
+/// values, so that binding a request's path variables allocates nothing and a lookup compares names without
+/// copying values; a later binding of a name hides an earlier one.
 struct Variables {
-    private var inline: (
-        (name: String, value: RulesValue)?, (name: String, value: RulesValue)?, (name: String, value: RulesValue)?,
-        (name: String, value: RulesValue)?
-    ) = (nil, nil, nil, nil)
+    private var name0, name1, name2, name3: String?
+    private var value0 = RulesValue.null, value1 = RulesValue.null, value2 = RulesValue.null, value3 = RulesValue.null
     private var more: [(name: String, value: RulesValue)] = []
 
     func get(_ name: String) -> RulesValue? {
         if !more.isEmpty, let found = more.last(where: { $0.name == name }) { return found.value }
-        if let entry = inline.3, entry.name == name { return entry.value }
-        if let entry = inline.2, entry.name == name { return entry.value }
-        if let entry = inline.1, entry.name == name { return entry.value }
-        if let entry = inline.0, entry.name == name { return entry.value }
+        if name3 == name { return value3 }
+        if name2 == name { return value2 }
+        if name1 == name { return value1 }
+        if name0 == name { return value0 }
         return nil
     }
 
     mutating func set(_ name: String, _ value: RulesValue) {
-        if inline.0 == nil {
-            inline.0 = (name, value)
-        } else if inline.1 == nil {
-            inline.1 = (name, value)
-        } else if inline.2 == nil {
-            inline.2 = (name, value)
-        } else if inline.3 == nil {
-            inline.3 = (name, value)
+        if name0 == nil {
+            (name0, value0) = (name, value)
+        } else if name1 == nil {
+            (name1, value1) = (name, value)
+        } else if name2 == nil {
+            (name2, value2) = (name, value)
+        } else if name3 == nil {
+            (name3, value3) = (name, value)
         } else {
             more.append((name, value))
         }
@@ -407,12 +407,14 @@ struct Scope {
     var depth = 0
 
     func lookup(_ name: String, line: Int, evaluator: RulesEvaluator) throws(EvaluationError) -> RulesValue {
-        if let value = variables.get(name) { return value }
+        // Reserved names first, as in the service: a path variable cannot hide them.
         switch name {
         case "request": return evaluator.requestValue
         case "resource": return evaluator.existingResource
         case "timestamp", "duration": return .namespace(name)
-        default: throw EvaluationError(message: "unknown name '\(name)'", line: line)
+        default:
+            guard let value = variables.get(name) else { throw EvaluationError(message: "unknown name '\(name)'", line: line) }
+            return value
         }
     }
 
