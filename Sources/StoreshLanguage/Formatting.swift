@@ -23,12 +23,6 @@ enum Formatting {
         return String(text.prefix(10)) + " " + String(text.dropFirst(11).prefix(5)) + "Z"
     }
 
-    /// A name or value as it can be shown on a terminal: as is, or quoted with escapes when it holds
-    /// control characters, so that no object name can move the cursor or split a line.
-    static func shown(_ text: String) -> String {
-        text.unicodeScalars.contains { $0.properties.generalCategory == .control } ? text.debugDescription : text
-    }
-
     /// A value in a plan: quoted, or `(not set)`.
     static func planValue(_ value: String?) -> String {
         value.map { $0.debugDescription } ?? "(not set)"
@@ -50,7 +44,4 @@ enum Formatting {
             }.joined(separator: "  ")
         }
     }
-
-    /// `1 object`, `2 objects`.
-    static func counted(_ count: Int, _ noun: String) -> String { "\(count) \(noun)\(count == 1 ? "" : "s")" }
 }

@@ -138,7 +138,7 @@ public final class Interpreter {
                 try await transactional?.commitTransaction()
                 if failures > 0 {
                     output.notice(
-                        "\(Formatting.counted(failures, "command")) failed and changed nothing; the changes of the other \(Formatting.counted(script.statements.count - failures, "command")) were saved")
+                        "\(MessageText.counted(failures, "command")) failed and changed nothing; the changes of the other \(MessageText.counted(script.statements.count - failures, "command")) were saved")
                 }
             }
         } catch {
@@ -188,7 +188,7 @@ public final class Interpreter {
             current = try path.map { try navigationPath($0, command: "cd") } ?? .root
         case .pwd:
             let url = current.url(bucket: bucket.name)
-            emit(json: .object([("path", .string(url))]), human: [Formatting.shown(url)])
+            emit(json: .object([("path", .string(url))]), human: [MessageText.oneLine(url)])
         case .ls(let list):
             try await runList(list, at: here)
         case .pageNext:
@@ -217,12 +217,12 @@ public final class Interpreter {
                     at: objectWord.location)
             }
             if options.dryRun {
-                emitNote("would save \(Formatting.shown(name.rawValue)) (\(Formatting.size(Int64(content.count)))) to \(file)")
+                emitNote("would save \(MessageText.oneLine(name.rawValue)) (\(Formatting.size(Int64(content.count)))) to \(file)")
             } else {
                 try located(fileWord?.location ?? objectWord.location) { try self.files.write(content, to: file) }
                 emit(
                     json: .object([("path", .string(name.rawValue)), ("file", .string(file)), ("size", .integer(Int64(content.count)))]),
-                    human: ["saved \(Formatting.shown(name.rawValue)) (\(Formatting.size(Int64(content.count)))) to \(file)"])
+                    human: ["saved \(MessageText.oneLine(name.rawValue)) (\(Formatting.size(Int64(content.count)))) to \(file)"])
             }
         case .cat(let objectWord, let raw):
             let name = try objectName(objectWord, raw: raw, at: here)
@@ -242,12 +242,12 @@ public final class Interpreter {
                 try checkCancelled(at: here)
                 try await onTarget(object.word, name: object.name, at: here) { try await self.bucket.delete(object.name) }
                 deleted.append(object.name.rawValue)
-                if options.dryRun && objects.count > 1 { emitNote("would delete \(Formatting.shown(object.name.rawValue))") }
+                if options.dryRun && objects.count > 1 { emitNote("would delete \(MessageText.oneLine(object.name.rawValue))") }
             }
             let verb = options.dryRun ? "would delete" : "deleted"
             emit(
                 json: .object([("deleted", .array(deleted.map { .string($0) }))] + dryRunMark),
-                human: [deleted.count == 1 ? "\(verb) \(Formatting.shown(deleted[0]))" : "\(verb) \(Formatting.counted(deleted.count, "object"))"])
+                human: [deleted.count == 1 ? "\(verb) \(MessageText.oneLine(deleted[0]))" : "\(verb) \(MessageText.counted(deleted.count, "object"))"])
         case .echo(let words):
             let text = words.map(\.text).joined(separator: " ")
             emit(json: .object([("echo", .string(text))]), human: [text])
@@ -278,7 +278,7 @@ public final class Interpreter {
         case .login(let uid, let claims):
             let rules = try requireRules(here)
             rules.identity = Identity(uid: uid.text, claims: Dictionary(claims.map { ($0.key.text, $0.value.text) }) { $1 })
-            emit(json: .object([("uid", .string(uid.text))]), human: ["signed in as \(Formatting.shown(uid.text))"])
+            emit(json: .object([("uid", .string(uid.text))]), human: ["signed in as \(MessageText.oneLine(uid.text))"])
         case .logout:
             try requireRules(here).identity = nil
             emit(json: .object([("uid", .null)]), human: ["signed out: request.auth is null"])
@@ -286,7 +286,7 @@ public final class Interpreter {
             let identity = try requireRules(here).identity
             let claims = identity?.claims.sortedByKeyBytes.map { "\($0.key)=\($0.value)" }.joined(separator: " ") ?? ""
             let text =
-                identity.map { "signed in as \(Formatting.shown($0.uid))" + (claims.isEmpty ? "" : " (claims: \(claims))") }
+                identity.map { "signed in as \(MessageText.oneLine($0.uid))" + (claims.isEmpty ? "" : " (claims: \(claims))") }
                 ?? "not signed in: request.auth is null"
             emit(
                 json: .object([
@@ -369,7 +369,7 @@ public final class Interpreter {
         // Names relative to the listed reference, as a shell shows them; prefixes end in /.
         let strip = reference.listingPrefix.utf8.count
         func relative(_ fullPath: String) -> String {
-            Formatting.shown(String(Substring(fullPath.utf8.dropFirst(strip))))
+            MessageText.oneLine(String(Substring(fullPath.utf8.dropFirst(strip))))
         }
         // Folders in bold blue when colour is on, so they stand apart from objects at a glance.
         func folder(_ text: String) -> String { options.color ? "\u{1B}[1;34m\(text)\u{1B}[0m" : text }
@@ -384,7 +384,7 @@ public final class Interpreter {
             page.items.forEach { output.result(relative($0)) }
         }
         if page.prefixes.isEmpty && page.items.isEmpty {
-            var note = "(nothing under \(Formatting.shown(reference.url(bucket: bucket.name))))"
+            var note = "(nothing under \(MessageText.oneLine(reference.url(bucket: bucket.name))))"
             rules?.recordsDecisions = false
             defer { rules?.recordsDecisions = true }
             if let name = try? reference.objectName(), (try? await bucket.metadata(of: name)) != nil {
@@ -439,7 +439,7 @@ public final class Interpreter {
         }
         if options.dryRun {
             for entry in updated {
-                output.result(Formatting.shown(entry.name))
+                output.result(MessageText.oneLine(entry.name))
                 let rows = entry.differences.map { ["  " + $0.key, Formatting.planValue($0.old), "→", Formatting.planValue($0.new)] }
                 Formatting.columns(rows).forEach(output.result)
             }
@@ -449,10 +449,10 @@ public final class Interpreter {
         if objects.count == 1 {
             summary =
                 updated.isEmpty
-                ? "\(Formatting.shown(unchanged[0])): unchanged (already as asked)"
-                : "\(verbPhrase) \(Formatting.shown(updated[0].name))"
+                ? "\(MessageText.oneLine(unchanged[0])): unchanged (already as asked)"
+                : "\(verbPhrase) \(MessageText.oneLine(updated[0].name))"
         } else {
-            summary = "\(verbPhrase) \(Formatting.counted(updated.count, "object")), \(unchanged.count) unchanged"
+            summary = "\(verbPhrase) \(MessageText.counted(updated.count, "object")), \(unchanged.count) unchanged"
         }
         output.result(summary)
     }
@@ -498,7 +498,7 @@ public final class Interpreter {
             try await self.bucket.write(content, to: destination, options: writeOptions)
         }
         let description =
-            "\(Formatting.shown(destination.rawValue)) (\(Formatting.size(metadata.size)), \(metadata.contentType.flatMap { $0.isEmpty ? nil : $0 } ?? "no content type"))"
+            "\(MessageText.oneLine(destination.rawValue)) (\(Formatting.size(metadata.size)), \(metadata.contentType.flatMap { $0.isEmpty ? nil : $0 } ?? "no content type"))"
         emit(json: metadata.jsonDocument, human: [(options.dryRun ? "would write " : "wrote ") + description])
     }
 
@@ -661,6 +661,6 @@ public final class Interpreter {
             ["metageneration", String(metadata.metageneration)],
             ["md5Hash", metadata.md5Hash],
         ]
-        return Formatting.columns(rows.map { $0.map(Formatting.shown) })
+        return Formatting.columns(rows.map { $0.map(MessageText.oneLine) })
     }
 }

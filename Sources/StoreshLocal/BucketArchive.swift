@@ -188,7 +188,7 @@ public enum BucketArchive {
 
         func archivedObject(where place: String) throws(StorageError) -> ArchivedObject {
             guard let rawName = name else { throw .invalidArgument("\(place): \"name\" is missing.") }
-            let place = "\(place) (\(displayed(rawName)))"
+            let place = "\(place) (\(MessageText.oneLine(rawName)))"
             if let key = unknownKeys.first {
                 throw .invalidArgument("\(place): \(unknownField(key, at: "", among: objectFields.sorted()))")
             }
@@ -246,12 +246,6 @@ public enum BucketArchive {
         var message = "unknown field \"\(key)\"\(place)"
         if let near = Suggestion.nearest(to: key, among: known) { message += "; did you mean \"\(near)\"?" }
         return message
-    }
-
-    /// A name as it can be shown inside a one-line message: as is, or quoted with escapes when it holds
-    /// control characters (a line feed would otherwise split the message).
-    static func displayed(_ name: String) -> String {
-        name.unicodeScalars.contains { $0.properties.generalCategory == .control } ? name.debugDescription : name
     }
 
     /// Where the JSON syntax breaks, as line and column. JSONDecoder says only that the data is not valid

@@ -68,9 +68,6 @@ func readInputFile(_ path: String) throws(CommandLineError) -> Data {
     }
 }
 
-/// "1 object", "2 objects".
-func counted(_ count: Int, _ noun: String) -> String { "\(count) \(noun)\(count == 1 ? "" : "s")" }
-
 /// Writes a file whole or not at all: into a temporary file beside it, synced, then renamed over it.
 func writeFileAtomically(_ path: String, _ body: (CheckedOutput) throws -> Void) throws {
     let temporary = path + ".partial-\(getpid())"

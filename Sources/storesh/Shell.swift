@@ -42,7 +42,6 @@ final class Shell {
     let output: ConsoleOutput
     let color: Bool
     var history: HistoryFile
-    private var editor: OpaquePointer?
 
     init(bucket: LocalBucket, json: Bool, historyPath: String) {
         let environment = ProcessInfo.processInfo.environment
@@ -85,7 +84,6 @@ final class Shell {
             FileHandle.standardError.write(Data("storesh: error: cannot start line editing on this terminal\n".utf8))
             return 1
         }
-        self.editor = editor
         defer { storesh_editor_close(editor) }
         for line in history.lines { storesh_editor_history_add(editor, line) }
         print("storesh \(storeshVersion) · `help` for commands · Tab completes · Ctrl-D leaves")

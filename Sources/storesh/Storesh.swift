@@ -162,7 +162,7 @@ struct Export: AsyncParsableCommand {
             return
         }
         try writeFileAtomically(file) { output in try BucketArchive.export(bucket) { try output.write($0) } }
-        FileHandle.standardError.write(Data("exported \(counted(try bucket.objectCount(), "object")) to \(file)\n".utf8))
+        FileHandle.standardError.write(Data("exported \(MessageText.counted(try bucket.objectCount(), "object")) to \(file)\n".utf8))
     }
 }
 
@@ -186,7 +186,7 @@ struct Import: AsyncParsableCommand {
         let archive = try BucketArchive.parse(try readInputFile(file), source: file)
         let bucket = try bucketOptions.open()
         try bucket.importObjects(archive.objects, replacingEverything: replace)
-        let objects = counted(archive.objects.count, "object")
+        let objects = MessageText.counted(archive.objects.count, "object")
         let summary =
             replace ? "gs://\(bucket.name) now holds exactly the archive's \(objects)" : "imported \(objects) into gs://\(bucket.name)"
         FileHandle.standardError.write(Data("\(summary)\n".utf8))
