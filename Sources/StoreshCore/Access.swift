@@ -25,18 +25,19 @@ public final class ObjectSnapshot: Sendable {
     }
 }
 
-/// One request as rules see it (rule R4).
-public struct AccessRequest: Sendable {
-    public var method: AccessMethod
-    public var bucket: String
+/// One request as rules see it (rule R4). Shared by reference: it is passed down to the evaluator and kept as
+/// the last request for `rules why`, once per object of a bulk edit.
+public final class AccessRequest: Sendable {
+    public let method: AccessMethod
+    public let bucket: String
     /// The object's name, or for a list the listed reference's full path (rule R4: a list is checked at the
     /// listed path).
-    public var path: String
-    public var time: Timestamp
+    public let path: String
+    public let time: Timestamp
     /// The object as it would be after a create or update (`request.resource`).
-    public var newResource: ObjectSnapshot?
+    public let newResource: ObjectSnapshot?
     /// The existing object (`resource`), nil when there is none.
-    public var existingResource: ObjectSnapshot?
+    public let existingResource: ObjectSnapshot?
 
     public init(
         method: AccessMethod, bucket: String, path: String, time: Timestamp, newResource: ObjectSnapshot? = nil,
@@ -51,21 +52,32 @@ public struct AccessRequest: Sendable {
     }
 }
 
+/// The allow statement that granted a request, and where it is; made once per statement when rules are loaded.
+public final class AccessGrant: Sendable {
+    public let statement: String
+    /// The rules file.
+    public let origin: String
+    public let line: Int
+
+    public init(statement: String, origin: String, line: Int) {
+        self.statement = statement
+        self.origin = origin
+        self.line = line
+    }
+}
+
 /// A rules verdict and, for `rules why`, what decided it. It holds the parts of its explanation, made into
 /// words only when asked: a bulk edit decides many requests and explains at most one.
 public struct AccessDecision: Sendable {
     public var allowed: Bool
     /// The error to raise when denied (unauthorized, or the listing error of rule L12).
     public var denial: StorageError?
-    /// The allow statement that granted the request, and where it is (rules file and line).
-    public var grantedBy: (statement: String, origin: String, line: Int)?
+    /// The allow statement that granted the request.
+    public var grantedBy: AccessGrant?
     /// For a denial: why no allow granted it, one reason per candidate, or the one reason there was.
     public var reasons: [String]
 
-    public init(
-        allowed: Bool, denial: StorageError? = nil, grantedBy: (statement: String, origin: String, line: Int)? = nil,
-        reasons: [String] = []
-    ) {
+    public init(allowed: Bool, denial: StorageError? = nil, grantedBy: AccessGrant? = nil, reasons: [String] = []) {
         self.allowed = allowed
         self.denial = denial
         self.grantedBy = grantedBy

@@ -18,6 +18,7 @@ public final class RulesEngine: AccessAuthorizer, RulesControl, @unchecked Senda
 
         """
     public static let openRulesOrigin = "(the open rules of a new bucket)"
+    private static let openRuleset = CompiledRuleset(try! RulesParser.parse(openRules), origin: openRulesOrigin)
 
     /// The exact error of rule L12.
     public static let listingNeedsVersion2 = StorageError(
@@ -26,7 +27,7 @@ public final class RulesEngine: AccessAuthorizer, RulesControl, @unchecked Senda
 
     private let lock = NSLock()
     private let store: RulesStore
-    private var ruleset: Ruleset
+    private var ruleset: CompiledRuleset
     private var source: String
     private var origin: String
     private var signedIn: Identity?
@@ -37,14 +38,14 @@ public final class RulesEngine: AccessAuthorizer, RulesControl, @unchecked Senda
 
     public init(store: RulesStore) throws {
         self.store = store
-        (ruleset, source, origin) = (try RulesParser.parse(Self.openRules), Self.openRules, Self.openRulesOrigin)
+        (ruleset, source, origin) = (Self.openRuleset, Self.openRules, Self.openRulesOrigin)
         try reloadRules()
     }
 
     /// Reads the rules the store holds (after a script's transaction ended, they may have changed back).
     public func reloadRules() throws {
         guard let stored = try store.storedRules() else {
-            lock.withLock { (ruleset, source, origin) = (try! RulesParser.parse(Self.openRules), Self.openRules, Self.openRulesOrigin) }
+            lock.withLock { (ruleset, source, origin) = (Self.openRuleset, Self.openRules, Self.openRulesOrigin) }
             return
         }
         // Every command and script ends with a reload: parse only when the stored rules changed.
@@ -53,9 +54,9 @@ public final class RulesEngine: AccessAuthorizer, RulesControl, @unchecked Senda
         lock.withLock { (ruleset, source, origin) = (parsed, stored.source, stored.origin) }
     }
 
-    static func parse(_ source: String, origin: String) throws(StorageError) -> Ruleset {
+    static func parse(_ source: String, origin: String) throws(StorageError) -> CompiledRuleset {
         do {
-            return try RulesParser.parse(source)
+            return CompiledRuleset(try RulesParser.parse(source), origin: origin)
         } catch {
             throw StorageError(.invalidArgument, "\(origin):\(error.line):\(error.column): \(error.message)")
         }
@@ -89,38 +90,40 @@ public final class RulesEngine: AccessAuthorizer, RulesControl, @unchecked Senda
     // MARK: AccessAuthorizer
 
     public func decide(_ request: AccessRequest) -> AccessDecision {
-        let (ruleset, origin, auth) = lock.withLock { (self.ruleset, self.origin, self.authValue) }
-        let decision = Self.decide(request, ruleset: ruleset, origin: origin, auth: auth)
-        lock.withLock { if recording { last = (request, decision) } }
-        return decision
+        // One lock for the decision and its record: evaluating never calls back into the engine.
+        lock.withLock {
+            let decision = Self.decide(request, ruleset: ruleset, auth: authValue)
+            if recording { last = (request, decision) }
+            return decision
+        }
     }
 
-    static func decide(_ request: AccessRequest, ruleset: Ruleset, origin: String, auth: RulesValue) -> AccessDecision {
+    static func decide(_ request: AccessRequest, ruleset: CompiledRuleset, auth: RulesValue) -> AccessDecision {
         if ruleset.version == "1" && request.method == .list {
             return AccessDecision(allowed: false, denial: listingNeedsVersion2, reasons: ["listing needs rules_version 2 (rule L12)"])
         }
         let evaluator = RulesEvaluator(ruleset: ruleset, request: request, auth: auth)
         var reasons: [String] = []
-        var granted: AllowStatement?
-        // Allows are evaluated as they are found, and the first that grants ends the search.
-        evaluator.forEachCandidate { allow, variables, functions in
-            guard let condition = allow.condition else {
-                granted = allow
-                return false
-            }
-            do throws(EvaluationError) {
-                if case .bool(true) = try evaluator.evaluate(condition, Scope(variables: variables, functions: functions)) {
-                    granted = allow
-                    return false
+        // Every allow for the method in a match block that matches the whole path, in the order the service
+        // reads them; each is evaluated as it is found, and the first that grants ends the search.
+        let firstName = SegmentFingerprint(firstSegmentOf: request.path)
+        for route in ruleset.routes(for: request.method) {
+            if let routeFirstName = route.firstName, routeFirstName != firstName { continue }
+            guard route.matches(bucket: request.bucket, name: request.path, version: ruleset.version) else { continue }
+            var scope = Scope(variables: Variables(), functions: route.functions)
+            _ = route.matches(bucket: request.bucket, name: request.path, version: ruleset.version, binding: &scope.variables)
+            for candidate in route.allows {
+                let allow = candidate.allow
+                guard let condition = allow.condition else { return AccessDecision(allowed: true, grantedBy: candidate.grant) }
+                do throws(EvaluationError) {
+                    if case .bool(true) = try evaluator.evaluate(condition, scope) {
+                        return AccessDecision(allowed: true, grantedBy: candidate.grant)
+                    }
+                    reasons.append("`\(allow.text)` at \(candidate.grant.origin):\(allow.line): the condition is false")
+                } catch {
+                    reasons.append("`\(allow.text)` at \(candidate.grant.origin):\(allow.line): \(error.message) (line \(error.line)), so it grants nothing")
                 }
-                reasons.append("`\(allow.text)` at \(origin):\(allow.line): the condition is false")
-            } catch {
-                reasons.append("`\(allow.text)` at \(origin):\(allow.line): \(error.message) (line \(error.line)), so it grants nothing")
             }
-            return true
-        }
-        if let granted {
-            return AccessDecision(allowed: true, grantedBy: (granted.text, origin, granted.line))
         }
         if reasons.isEmpty { reasons = ["no allow statement for \(request.method.rawValue) matches the path"] }
         return AccessDecision(allowed: false, denial: .unauthorized(bucket: request.bucket, path: request.path), reasons: reasons)

@@ -10,6 +10,8 @@ public enum RulesValue: Sendable {
     case string(String)
     case list([RulesValue])
     case map([String: RulesValue])
+    /// A map of strings shared with the object it came from (`resource.metadata`): reading it copies nothing.
+    case stringMap([String: String])
     case timestamp(Timestamp)
     /// Microseconds.
     case duration(Int64)
@@ -19,6 +21,10 @@ public enum RulesValue: Sendable {
     /// A namespace such as `timestamp` or `duration` whose functions can be called.
     case namespace(String)
 
+    var isStringMap: Bool {
+        if case .stringMap = self { true } else { false }
+    }
+
     var typeName: String {
         switch self {
         case .null: "null"
@@ -27,7 +33,7 @@ public enum RulesValue: Sendable {
         case .float: "float"
         case .string: "string"
         case .list: "list"
-        case .map, .object: "map"
+        case .map, .stringMap, .object: "map"
         case .timestamp: "timestamp"
         case .duration: "duration"
         case .namespace(let name): name
@@ -41,10 +47,10 @@ struct EvaluationError: Error {
     var line: Int
 }
 
-/// Evaluates a ruleset for one request. A class: closures and nested functions capture it on every request,
-/// and as a struct each capture copied the ruleset, the request and its values.
-final class RulesEvaluator {
-    let ruleset: Ruleset
+/// Evaluates a ruleset for one request. A struct made per request, so it must never be captured by a closure
+/// (each capture would copy it): expressions are evaluated in loops.
+struct RulesEvaluator {
+    let ruleset: CompiledRuleset
     let request: AccessRequest
     /// `request.auth` (made once per sign-in), `request.resource` and `resource`.
     let auth: RulesValue
@@ -52,7 +58,7 @@ final class RulesEvaluator {
     let existingResource: RulesValue
     static let maximumCallDepth = 20
 
-    init(ruleset: Ruleset, request: AccessRequest, auth: RulesValue) {
+    init(ruleset: CompiledRuleset, request: AccessRequest, auth: RulesValue) {
         self.ruleset = ruleset
         self.request = request
         self.auth = auth
@@ -67,88 +73,34 @@ final class RulesEvaluator {
         } ?? .null
     }
 
-    /// The request's path as match blocks see it: b/BUCKET/o/SEGMENTS…
-    var segments: [Substring] {
-        var segments: [Substring] = ["b", Substring(request.bucket), "o"]
-        if !request.path.isEmpty {
-            // Split on the bytes: the generic split with a closure was most of the cost of a decision.
-            for part in request.path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false) {
-                segments.append(Substring(part))
-            }
-        }
-        return segments
-    }
-
-    /// Calls `body` with every allow statement for this request's method in a match block that matches the whole
-    /// path, with the variables and functions in scope there, until `body` returns false.
-    func forEachCandidate(_ body: (AllowStatement, Variables, [RulesFunction]) -> Bool) {
-        func visit(_ block: MatchBlock, _ remaining: ArraySlice<Substring>, _ variables: Variables, _ functions: [RulesFunction]) -> Bool {
-            guard let (rest, bound) = consume(block.path, remaining, variables) else { return true }
-            // Joining allocates: only when both hold functions.
-            let inScope = block.functions.isEmpty ? functions : functions.isEmpty ? block.functions : functions + block.functions
-            if rest.isEmpty {
-                for allow in block.allows where allow.methods.contains(request.method) {
-                    if !body(allow, bound, inScope) { return false }
-                }
-            }
-            for child in block.children where !visit(child, rest, bound, inScope) { return false }
-            return true
-        }
-        let path = ArraySlice(segments)
-        for block in ruleset.matches where !visit(block, path, Variables(), ruleset.functions) { return }
-    }
-
-    /// Matches a block's path against the start of the remaining segments.
-    func consume(_ pattern: [MatchBlock.Segment], _ remaining: ArraySlice<Substring>, _ variables: Variables)
-        -> (ArraySlice<Substring>, Variables)?
-    {
-        var rest = remaining
-        var bound = variables
-        for segment in pattern {
-            switch segment {
-            case .literal(let name):
-                guard let first = rest.first, first == name else { return nil }
-                rest = rest.dropFirst()
-            case .variable(let name):
-                guard let first = rest.first else { return nil }
-                bound.set(name, .string(String(first)))
-                rest = rest.dropFirst()
-            case .rest(let name):
-                // rules_version 2: zero or more segments; rules_version 1: one or more.
-                if ruleset.version == "1" && rest.isEmpty { return nil }
-                bound.set(name, .string(rest.joined(separator: "/")))
-                rest = []
-            }
-        }
-        return (rest, bound)
-    }
-
     /// `request.NAME`, read without making the whole `request` map.
-    func requestField(_ name: String, line: Int) throws(EvaluationError) -> RulesValue {
-        switch name {
-        case "auth": return auth
-        case "path": return .string("/b/\(request.bucket)/o/\(request.path)")
-        case "time": return .timestamp(request.time)
-        case "method": return .string(request.method.rawValue)
-        case "resource": return newResource
-        default: throw EvaluationError(message: "the request has no field '\(name)'", line: line)
+    func requestField(_ field: RequestField) -> RulesValue {
+        switch field {
+        case .auth: auth
+        case .path: .string("/b/\(request.bucket)/o/\(request.path)")
+        case .time: .timestamp(request.time)
+        case .method: .string(request.method.rawValue)
+        case .resource: newResource
         }
     }
 
     func evaluate(_ expression: RulesExpression, _ scope: Scope) throws(EvaluationError) -> RulesValue {
         switch expression {
         case .literal(let value): return value
-        case .identifier(let name, let line): return try scope.lookup(name, line: line, evaluator: self)
-        case .list(let items): return .list(try items.map { (item) throws(EvaluationError) in try evaluate(item, scope) })
+        case .identifier(let name, let line):
+            guard let value = scope.lookup(name) else { throw EvaluationError(message: "unknown name '\(name)'", line: line) }
+            return value
+        case .request: return requestValue
+        case .requestField(let field): return requestField(field)
+        case .resource: return existingResource
+        case .list(let items): return .list(try evaluateEach(items, scope))
         case .map(let members):
             var map: [String: RulesValue] = [:]
             for (key, value) in members { map[key] = try evaluate(value, scope) }
             return .map(map)
+        case .member(.request, let name, let line):
+            throw EvaluationError(message: "the request has no field '\(name)'", line: line)
         case .member(let base, let name, let line):
-            // `request` is a reserved name (as in the service): no path variable or parameter can hide it.
-            if case .identifier("request", _) = base {
-                return try requestField(name, line: line)
-            }
             return try member(try evaluate(base, scope), name, line: line)
         case .index(let base, let key, let line):
             let container = try evaluate(base, scope)
@@ -157,11 +109,12 @@ final class RulesEvaluator {
             case (.list(let items), .integer(let position)):
                 guard position >= 0, position < items.count else { throw EvaluationError(message: "index \(position) is out of range", line: line) }
                 return items[Int(position)]
-            case (.map, .string(let name)), (.object, .string(let name)): return try member(container, name, line: line)
+            case (.map, .string(let name)), (.stringMap, .string(let name)), (.object, .string(let name)):
+                return try member(container, name, line: line)
             default: throw EvaluationError(message: "cannot index a \(container.typeName) with a \(index.typeName)", line: line)
             }
         case .call(let callee, let arguments, let line):
-            let values = try arguments.map { (argument) throws(EvaluationError) in try evaluate(argument, scope) }
+            let values = try evaluateEach(arguments, scope)
             switch callee {
             case .identifier(let name, _): return try scope.call(name, values, line: line, evaluator: self)
             case .member(let base, let method, _): return try call(try evaluate(base, scope), method, values, line: line)
@@ -188,6 +141,14 @@ final class RulesEvaluator {
         }
     }
 
+    func evaluateEach(_ expressions: [RulesExpression], _ scope: Scope) throws(EvaluationError) -> [RulesValue] {
+        if expressions.isEmpty { return [] }
+        var values: [RulesValue] = []
+        values.reserveCapacity(expressions.count)
+        for expression in expressions { values.append(try evaluate(expression, scope)) }
+        return values
+    }
+
     func truth(_ value: RulesValue, line: Int) throws(EvaluationError) -> Bool {
         guard case .bool(let flag) = value else { throw EvaluationError(message: "a condition must be a bool, not a \(value.typeName)", line: line) }
         return flag
@@ -198,6 +159,9 @@ final class RulesEvaluator {
         case .map(let map):
             guard let found = map[name] else { throw EvaluationError(message: "the map has no key '\(name)'", line: line) }
             return found
+        case .stringMap(let map):
+            guard let found = map[name] else { throw EvaluationError(message: "the map has no key '\(name)'", line: line) }
+            return .string(found)
         case .object(let snapshot):
             let object = snapshot.metadata
             switch name {
@@ -206,7 +170,7 @@ final class RulesEvaluator {
             case "size": return .integer(object.size)
             case "contentType", "cacheControl", "contentDisposition", "contentEncoding", "contentLanguage":
                 return WritableProperty(rawValue: name).flatMap { object[$0] }.map(RulesValue.string) ?? .null
-            case "metadata": return .map(object.customMetadata.mapValues(RulesValue.string))
+            case "metadata": return .stringMap(object.customMetadata)
             case "md5Hash": return .string(object.md5Hash)
             case "generation": return .integer(object.generation)
             case "metageneration": return .integer(object.metageneration)
@@ -233,9 +197,13 @@ final class RulesEvaluator {
         case (.list(let items), "hasAll") where arity == 1:
             if case .list(let others) = arguments[0] { return .bool(others.allSatisfy { other in items.contains { Self.equal($0, other) } }) }
         case (.map(let map), "size") where arity == 0: return .integer(Int64(map.count))
-        case (.map(let map), "keys") where arity == 0: return .list(map.keys.sorted().map(RulesValue.string))
+        case (.map(let map), "keys") where arity == 0: return Self.sortedKeys(map.keys)
         case (.map(let map), "get") where arity == 2:
             if case .string(let key) = arguments[0] { return map[key] ?? arguments[1] }
+        case (.stringMap(let map), "size") where arity == 0: return .integer(Int64(map.count))
+        case (.stringMap(let map), "keys") where arity == 0: return Self.sortedKeys(map.keys)
+        case (.stringMap(let map), "get") where arity == 2:
+            if case .string(let key) = arguments[0] { return map[key].map(RulesValue.string) ?? arguments[1] }
         case (.timestamp(let time), "toMillis") where arity == 0: return .integer(time.microseconds / 1000)
         case (.namespace("timestamp"), "date") where arity == 3:
             if case .integer(let year) = arguments[0], case .integer(let month) = arguments[1], case .integer(let day) = arguments[2] {
@@ -254,6 +222,17 @@ final class RulesEvaluator {
         }
         throw EvaluationError(
             message: "a \(receiver.typeName) has no function \(method) taking (\(arguments.map(\.typeName).joined(separator: ", ")))", line: line)
+    }
+
+    /// A map's keys in byte order (the service does not promise an order; a fixed one makes `keys()[0]`
+    /// reproducible), made into a list in one allocation.
+    static func sortedKeys<Keys: Collection<String>>(_ keys: Keys) -> RulesValue {
+        var list = keys.map(RulesValue.string)
+        list.sort { left, right in
+            guard case .string(let x) = left, case .string(let y) = right else { return false }
+            return x.utf8.lexicographicallyPrecedes(y.utf8)
+        }
+        return .list(list)
     }
 
     /// `matches` is a whole-string regular expression match (as RE2 in the service).
@@ -276,6 +255,8 @@ final class RulesEvaluator {
         case (.duration(let x), .duration(let y)): x == y
         case (.list(let x), .list(let y)): x.count == y.count && zip(x, y).allSatisfy { equal($0, $1) }
         case (.map(let x), .map(let y)): x.count == y.count && x.allSatisfy { key, value in y[key].map { equal(value, $0) } ?? false }
+        case (.stringMap(let x), .stringMap(let y)): x == y
+        case (.stringMap(let x), .map), (.map, .stringMap(let x)): equal(.map(x.mapValues(RulesValue.string)), a.isStringMap ? b : a)
         default: false
         }
     }
@@ -288,6 +269,9 @@ final class RulesEvaluator {
             switch right {
             case .list(let items): return .bool(items.contains { Self.equal($0, left) })
             case .map(let map):
+                guard case .string(let key) = left else { throw EvaluationError(message: "map keys are strings", line: line) }
+                return .bool(map[key] != nil)
+            case .stringMap(let map):
                 guard case .string(let key) = left else { throw EvaluationError(message: "map keys are strings", line: line) }
                 return .bool(map[key] != nil)
             default: throw EvaluationError(message: "'in' needs a list or a map, not a \(right.typeName)", line: line)
@@ -400,22 +384,19 @@ struct Variables {
     }
 }
 
-/// Names in scope: path variables, function parameters and lets, `request`, `resource`, and functions.
+/// Names in scope: path variables, function parameters and lets, and functions (`request` and `resource` are
+/// resolved by the parser).
 struct Scope {
     var variables: Variables
     var functions: [RulesFunction]
     var depth = 0
+    /// Inside a function, the caller's scope, whose names (its path variables) stay visible. Read through a
+    /// pointer that is valid while the call runs, so a call copies none of them.
+    var caller: UnsafePointer<Scope>?
 
-    func lookup(_ name: String, line: Int, evaluator: RulesEvaluator) throws(EvaluationError) -> RulesValue {
-        // Reserved names first, as in the service: a path variable cannot hide them.
-        switch name {
-        case "request": return evaluator.requestValue
-        case "resource": return evaluator.existingResource
-        case "timestamp", "duration": return .namespace(name)
-        default:
-            guard let value = variables.get(name) else { throw EvaluationError(message: "unknown name '\(name)'", line: line) }
-            return value
-        }
+    func lookup(_ name: String) -> RulesValue? {
+        if let value = variables.get(name) { return value }
+        return caller?.pointee.lookup(name)
     }
 
     func call(_ name: String, _ arguments: [RulesValue], line: Int, evaluator: RulesEvaluator) throws(EvaluationError) -> RulesValue {
@@ -428,10 +409,12 @@ struct Scope {
         guard depth < RulesEvaluator.maximumCallDepth else {
             throw EvaluationError(message: "functions call each other more than \(RulesEvaluator.maximumCallDepth) deep", line: line)
         }
-        var inner = Scope(variables: variables, functions: functions, depth: depth + 1)
-        for (parameter, argument) in zip(function.parameters, arguments) { inner.variables.set(parameter, argument) }
-        for binding in function.bindings { inner.variables.set(binding.name, try evaluator.evaluate(binding.value, inner)) }
-        return try evaluator.evaluate(function.body, inner)
+        return try withUnsafePointer(to: self) { (caller) throws(EvaluationError) -> RulesValue in
+            var inner = Scope(variables: Variables(), functions: functions, depth: depth + 1, caller: caller)
+            for (parameter, argument) in zip(function.parameters, arguments) { inner.variables.set(parameter, argument) }
+            for binding in function.bindings { inner.variables.set(binding.name, try evaluator.evaluate(binding.value, inner)) }
+            return try evaluator.evaluate(function.body, inner)
+        }
     }
 }
 

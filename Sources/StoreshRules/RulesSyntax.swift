@@ -32,26 +32,48 @@ public struct MatchBlock: Sendable {
     public var line: Int
 }
 
-public struct AllowStatement: Sendable {
-    public var methods: Set<AccessMethod>
-    public var methodNames: [String]
+/// Shared by reference (as `RulesFunction`): every decision passes the candidates around, and a struct of
+/// four references cost four retains at every step.
+public final class AllowStatement: Sendable {
+    public let methods: Set<AccessMethod>
+    public let methodNames: [String]
     /// nil: `allow read;` grants without a condition.
-    public var condition: RulesExpression?
-    public var line: Int
+    public let condition: RulesExpression?
+    public let line: Int
     /// The statement's text, for `rules why`.
-    public var text: String
+    public let text: String
+
+    init(methods: Set<AccessMethod>, methodNames: [String], condition: RulesExpression?, line: Int, text: String) {
+        self.methods = methods
+        self.methodNames = methodNames
+        self.condition = condition
+        self.line = line
+        self.text = text
+    }
 }
 
-public struct RulesFunction: Sendable {
-    public var name: String
-    public var parameters: [String]
-    public var bindings: [(name: String, value: RulesExpression)]
-    public var body: RulesExpression
+public final class RulesFunction: Sendable {
+    public let name: String
+    public let parameters: [String]
+    public let bindings: [(name: String, value: RulesExpression)]
+    public let body: RulesExpression
+
+    init(name: String, parameters: [String], bindings: [(name: String, value: RulesExpression)], body: RulesExpression) {
+        self.name = name
+        self.parameters = parameters
+        self.bindings = bindings
+        self.body = body
+    }
 }
 
 public indirect enum RulesExpression: Sendable {
     case literal(RulesValue)
     case identifier(String, line: Int)
+    /// `request` and `resource` are reserved (as in the service: no path variable or parameter hides them), so
+    /// the parser resolves them, and a decision compares no names to find them.
+    case request(line: Int)
+    case requestField(RequestField)
+    case resource
     case member(RulesExpression, String, line: Int)
     case index(RulesExpression, RulesExpression, line: Int)
     case call(RulesExpression, [RulesExpression], line: Int)
@@ -60,6 +82,11 @@ public indirect enum RulesExpression: Sendable {
     case unary(String, RulesExpression, line: Int)
     case binary(String, RulesExpression, RulesExpression, line: Int)
     case conditional(RulesExpression, RulesExpression, RulesExpression)
+}
+
+/// The fields of `request` (rule R4).
+public enum RequestField: String, Sendable {
+    case auth, path, time, method, resource
 }
 
 /// Tokens of the rules language.
@@ -433,7 +460,12 @@ public enum RulesParser {
                 let token = current
                 if token.kind == .symbol(".") {
                     _ = next()
-                    value = .member(value, try identifier("a name after '.'"), line: token.line)
+                    let name = try identifier("a name after '.'")
+                    if case .request = value, let field = RequestField(rawValue: name) {
+                        value = .requestField(field)
+                    } else {
+                        value = .member(value, name, line: token.line)
+                    }
                 } else if token.kind == .symbol("[") {
                     _ = next()
                     let key = try expression()
@@ -463,6 +495,10 @@ public enum RulesParser {
             case .identifier("true"): return .literal(.bool(true))
             case .identifier("false"): return .literal(.bool(false))
             case .identifier("null"): return .literal(.null)
+            case .identifier("request"): return .request(line: token.line)
+            case .identifier("resource"): return .resource
+            case .identifier("timestamp"): return .literal(.namespace("timestamp"))
+            case .identifier("duration"): return .literal(.namespace("duration"))
             case .identifier(let name): return .identifier(name, line: token.line)
             case .symbol("("):
                 let inner = try expression()

@@ -8,6 +8,9 @@
 //   storesh-bench parse FILE [REPEATS]           median time to parse a script, in process
 //   storesh-bench complete BUCKET [REPEATS]      median time of Tab completions, in process
 //   storesh-bench bulk BUCKET RULES|none         the bulk meta set script in process, under RULES or none
+//   storesh-bench decide RULES|open [REPEATS]    median time of one rules decision: an update of a photo, as the
+//                                                bulk script asks it, with the request built as the bucket builds it
+//                                                (open: the rules of a new bucket)
 import Foundation
 import StoreshCore
 import StoreshLanguage
@@ -191,6 +194,43 @@ func bulk(bucketPath: String, rulesFile: String) async throws {
     guard status == .success else { fail("the bulk script failed") }
 }
 
+/// The cost of one decision the bulk script asks for, request building included, apart from everything else.
+func decisions(rulesFile: String, repeats: Int) throws {
+    final class MemoryRules: RulesStore {
+        var rules: (source: String, origin: String)?
+        func storedRules() throws -> (source: String, origin: String)? { rules }
+        func storeRules(source: String, origin: String) throws { rules = (source, origin) }
+    }
+    let rules = try RulesEngine(store: MemoryRules())
+    if rulesFile != "open" {
+        try rules.loadRules(source: String(contentsOfFile: rulesFile, encoding: .utf8), origin: rulesFile)
+    }
+    rules.identity = Identity(uid: "bench")
+    var update = MetadataUpdate()
+    try update.set("cacheControl", to: "public, max-age=60")
+    try update.set("custom.reviewed", to: "yes")
+    let objects = try (0..<1000).map { index in
+        let now = SystemClock().now()
+        let name = try ObjectName( String(format: "users/u%05d/photos/%03d.jpg", index / 100, index % 100))
+        let before = ObjectMetadata.newObject(
+            bucket: "bench", name: name, content: Array("photo \(index)".utf8), generation: 1, now: now,
+            properties: [.cacheControl: "no-cache"])
+        return (before, try before.applying(update, now: now).metadata)
+    }
+    var samples: [Double] = []
+    for _ in 0..<repeats {
+        let start = DispatchTime.now().uptimeNanoseconds
+        for (before, after) in objects {
+            let decision = rules.decide(AccessRequest(
+                method: .update, bucket: "bench", path: before.fullPath, time: after.updated,
+                newResource: ObjectSnapshot(after), existingResource: ObjectSnapshot(before)))
+            guard decision.allowed else { fail("the rules denied \(before.fullPath)") }
+        }
+        samples.append(Double(DispatchTime.now().uptimeNanoseconds - start) / Double(objects.count) / 1000)
+    }
+    print(String(format: "one decision: %.2f µs (median of %d runs of %d)", median(samples), repeats, objects.count))
+}
+
 func firstPage(bucketPath: String, path: String, count: Int) throws {
     let bucket = try LocalBucket.open(at: bucketPath, options: LocalBucketOptions(createIfMissing: false))
     let page = try bucket.listPage(StoragePath(normalizing: path), options: ListOptions(maxResults: count))
@@ -224,6 +264,9 @@ do {
     case "bulk":
         guard arguments.count == 3 else { fail("usage: bulk BUCKET RULES|none") }
         try await bulk(bucketPath: arguments[1], rulesFile: arguments[2])
+    case "decide":
+        guard arguments.count >= 2 else { fail("usage: decide RULES [REPEATS]") }
+        try decisions(rulesFile: arguments[1], repeats: arguments.count > 2 ? Int(arguments[2]) ?? 200 : 200)
     case "first-page":
         guard arguments.count == 4, let count = Int(arguments[3]) else { fail("usage: first-page BUCKET PATH COUNT") }
         try firstPage(bucketPath: arguments[1], path: arguments[2], count: count)

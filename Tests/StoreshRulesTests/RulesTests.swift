@@ -164,6 +164,53 @@ struct RulesTests {
         #expect(await session.get("users/bob/a/very/deep/path/name") == nil)
     }
 
+    @Test("the bucket segment as a literal or a variable, empty segments, and blocks outside /b/{bucket}/o")
+    func bucketSegments() async throws {
+        let source = """
+            rules_version = '2';
+            service firebase.storage {
+              match /b/other/o/{all=**} { allow get; }
+              match /b/teaching/o/open/{name} { allow get; }
+              match /b/{bucket}/o/named/{name} { allow get: if bucket == 'teaching' && name == 'x'; }
+              match /b/{bucket}/o/gap/{empty}/end { allow get: if empty == ''; }
+              match /{first}/{bucket}/{o}/whole/{name} { allow get: if first == 'b' && o == 'o' && bucket == 'teaching'; }
+            }
+            """
+        let session = try RulesSession(source, objects: ["open/a", "named/x", "named/y", "gap//end", "whole/w", "other"])
+        #expect(await session.get("open/a") == nil)
+        #expect(await session.get("named/x") == nil)
+        #expect(await session.get("named/y") == .unauthorized)
+        #expect(await session.get("gap//end") == nil)
+        #expect(await session.get("whole/w") == nil)
+        #expect(await session.get("other") == .unauthorized)  // the block of another bucket
+    }
+
+    @Test("functions see their caller's path variables; parameters hide them; resource.metadata is a map")
+    func functionScopesAndMetadata() async throws {
+        let session = try RulesSession(
+            rules("""
+                function ownerIs(uid) { return owner == uid; }
+                function mine() { return owner == 'alice'; }
+                match /files/{owner}/{name} {
+                  allow get: if mine() && ownerIs('alice') && !ownerIs(owner + 'x');
+                  allow update: if request.resource.metadata.size() == 1 && 'reviewed' in request.resource.metadata
+                                && request.resource.metadata['reviewed'] == 'yes'
+                                && request.resource.metadata.get('missing', 'none') == 'none'
+                                && request.resource.metadata.keys() == ['reviewed']
+                                && request.resource.metadata == {'reviewed': 'yes'}
+                                && resource.metadata.size() == 0;
+                }
+                """), objects: ["files/alice/a", "files/bob/b"])
+        #expect(await session.get("files/alice/a") == nil)
+        #expect(await session.get("files/bob/b") == .unauthorized)
+        let update = await session.attempt {
+            _ = try await session.bucket.updateMetadata(
+                of: ObjectName("files/alice/a"), MetadataUpdate(customMetadata: ["reviewed": .set("yes")]), ifMetagenerationMatch: nil)
+        }
+        #expect(update == nil)
+        #expect(await session.update("files/alice/a") == .unauthorized)  // cacheControl only: no `reviewed` key
+    }
+
     @Test("rule R1 and L12: no declaration is version 1, where {x=**} needs a segment and every list fails")
     func versionOne() async throws {
         let source = "service firebase.storage {\n match /b/{bucket}/o {\n  match /{all=**} { allow read, write; }\n }\n}\n"
