@@ -20,11 +20,15 @@ public struct WriteOptions: Sendable, Equatable {
 /// The outcome of a metadata update (rule M6).
 public struct UpdateResult: Sendable, Equatable {
     public var metadata: ObjectMetadata
+    /// The object before the update, so that a caller can say what changed without a read of its own (a read
+    /// would be a `get` that security rules may deny where the `update` is allowed).
+    public var previous: ObjectMetadata
     /// False when the update would have changed nothing, and so changed nothing.
     public var changed: Bool
 
-    public init(metadata: ObjectMetadata, changed: Bool) {
+    public init(metadata: ObjectMetadata, previous: ObjectMetadata, changed: Bool) {
         self.metadata = metadata
+        self.previous = previous
         self.changed = changed
     }
 }

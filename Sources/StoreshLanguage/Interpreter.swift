@@ -405,18 +405,13 @@ public final class Interpreter {
         var unchanged: [String] = []
         for object in objects {
             try checkCancelled(at: here)
-            let location = object.word?.location ?? here
-            let before: ObjectMetadata
-            if let known = object.metadata {
-                before = known
-            } else {
-                before = try await onTarget(object.word, name: object.name, at: here) { try await self.bucket.metadata(of: object.name) }
-            }
-            let result = try await located(location) {
-                try await self.bucket.updateMetadata(of: object.name, update, ifMetagenerationMatch: before.metageneration)
+            // A named object is updated as it is (one `update` request, as the service makes it); one that a
+            // pattern found must not have changed since.
+            let result = try await onTarget(object.word, name: object.name, at: here) {
+                try await self.bucket.updateMetadata(of: object.name, update, ifMetagenerationMatch: object.metadata?.metageneration)
             }
             if result.changed {
-                updated.append((object.name.rawValue, before.differences(to: result.metadata)))
+                updated.append((object.name.rawValue, result.previous.differences(to: result.metadata)))
             } else {
                 unchanged.append(object.name.rawValue)
             }

@@ -407,7 +407,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
                 )
             }
             if changed { try updateRow(id: row.id, next) }
-            return UpdateResult(metadata: next, changed: changed)
+            return UpdateResult(metadata: next, previous: row.metadata, changed: changed)
         }
     }
 

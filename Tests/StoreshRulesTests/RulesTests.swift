@@ -308,6 +308,18 @@ struct RulesLanguageTests {
         #expect(names == ["mine/a"])
     }
 
+    @Test("rule R2: meta set on a named object is one update, allowed by write-only rules; a pattern lists first")
+    func metaSetIsAnUpdate() async throws {
+        let session = try RulesSession(rules("match /drop/{x} { allow update; }"), objects: ["drop/a"])
+        let (status, output) = try await run(session, "meta set custom.seen=yes drop/a\nrules why")
+        #expect(status == .success)
+        #expect(output.lines.contains("updated drop/a"))
+        #expect(output.lines.last?.hasPrefix("allowed update on gs://teaching/drop/a by `allow update;`") == true)
+        let (patternStatus, pattern) = try await run(session, "meta set custom.seen=no -- drop/*")
+        #expect(patternStatus == .failed)
+        #expect(pattern.errors.first?.code == "unauthorized")  // expanding the pattern is a list of drop/
+    }
+
     @Test("login, whoami, rules why, rules load with positioned errors, rules show")
     func commands() async throws {
         let session = try RulesSession(rules("match /{all=**} { allow read; }"), objects: ["a"])
