@@ -61,7 +61,6 @@ final class CompiledRuleset: Sendable {
             }
         }
 
-        let path: [Segment]
         let allows: [Candidate]
         let functions: [RulesFunction]
         /// Nearly every route starts with the service's `/b/{bucket}/o`: it keeps that bucket segment apart and
@@ -73,7 +72,6 @@ final class CompiledRuleset: Sendable {
         let firstName: SegmentFingerprint?
 
         init(path: [Segment], allows: [Candidate], functions: [RulesFunction]) {
-            self.path = path
             self.allows = allows
             self.functions = functions
             if path.count >= 3, case .literal(let b) = path[0], b == Array("b".utf8), case .literal(let o) = path[2],

@@ -102,7 +102,7 @@ public final class RulesEngine: AccessAuthorizer, RulesControl, @unchecked Senda
         if ruleset.version == "1" && request.method == .list {
             return AccessDecision(allowed: false, denial: listingNeedsVersion2, reasons: ["listing needs rules_version 2 (rule L12)"])
         }
-        let evaluator = RulesEvaluator(ruleset: ruleset, request: request, auth: auth)
+        let evaluator = RulesEvaluator(request: request, auth: auth)
         var reasons: [String] = []
         // Every allow for the method in a match block that matches the whole path, in the order the service
         // reads them; each is evaluated as it is found, and the first that grants ends the search.

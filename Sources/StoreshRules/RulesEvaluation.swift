@@ -50,7 +50,6 @@ struct EvaluationError: Error {
 /// Evaluates a ruleset for one request. A struct made per request, so it must never be captured by a closure
 /// (each capture would copy it): expressions are evaluated in loops.
 struct RulesEvaluator {
-    let ruleset: CompiledRuleset
     let request: AccessRequest
     /// `request.auth` (made once per sign-in), `request.resource` and `resource`.
     let auth: RulesValue
@@ -58,8 +57,7 @@ struct RulesEvaluator {
     let existingResource: RulesValue
     static let maximumCallDepth = 20
 
-    init(ruleset: CompiledRuleset, request: AccessRequest, auth: RulesValue) {
-        self.ruleset = ruleset
+    init(request: AccessRequest, auth: RulesValue) {
         self.request = request
         self.auth = auth
         newResource = request.newResource.map(RulesValue.object) ?? .null
