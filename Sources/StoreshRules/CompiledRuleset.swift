@@ -1,17 +1,15 @@
 import StoreshCore
 
 /// A ruleset laid out for deciding requests. For each method it keeps the match blocks that hold allows for it,
-/// in the order the service reads them (a block's allows, then its children's), each with its whole path from
-/// the root and the functions in scope there. A decision then walks a short flat list and compares path bytes,
+/// in the order the service reads them (a block's allows, then its children's), each with its path from the
+/// root and the functions in scope there. A decision then walks a short flat list and compares path bytes,
 /// instead of descending the tree, copying variables and joining function lists for every request.
 final class CompiledRuleset: Sendable {
     let version: String
-    let functions: [RulesFunction]
     private let routesByMethod: [[Route]]
 
     init(_ ruleset: Ruleset, origin: String) {
         version = ruleset.version
-        functions = ruleset.functions
         var routesByMethod = [[Route]](repeating: [], count: AccessMethod.allCases.count)
         func add(_ block: MatchBlock, path: [Route.Segment], functions: [RulesFunction]) {
             let path = path + block.path.map(Route.Segment.init)

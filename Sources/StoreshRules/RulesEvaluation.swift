@@ -21,10 +21,6 @@ public enum RulesValue: Sendable {
     /// A namespace such as `timestamp` or `duration` whose functions can be called.
     case namespace(String)
 
-    var isStringMap: Bool {
-        if case .stringMap = self { true } else { false }
-    }
-
     var typeName: String {
         switch self {
         case .null: "null"
@@ -254,7 +250,8 @@ struct RulesEvaluator {
         case (.list(let x), .list(let y)): x.count == y.count && zip(x, y).allSatisfy { equal($0, $1) }
         case (.map(let x), .map(let y)): x.count == y.count && x.allSatisfy { key, value in y[key].map { equal(value, $0) } ?? false }
         case (.stringMap(let x), .stringMap(let y)): x == y
-        case (.stringMap(let x), .map), (.map, .stringMap(let x)): equal(.map(x.mapValues(RulesValue.string)), a.isStringMap ? b : a)
+        case (.stringMap(let x), .map): equal(.map(x.mapValues(RulesValue.string)), b)
+        case (.map, .stringMap(let y)): equal(a, .map(y.mapValues(RulesValue.string)))
         default: false
         }
     }
@@ -335,10 +332,7 @@ struct RulesEvaluator {
 
     /// The `request` variable (rule R4), when a rule uses it whole.
     var requestValue: RulesValue {
-        .map([
-            "auth": auth, "path": .string("/b/\(request.bucket)/o/\(request.path)"), "time": .timestamp(request.time),
-            "method": .string(request.method.rawValue), "resource": newResource,
-        ])
+        .map(Dictionary(uniqueKeysWithValues: RequestField.allCases.map { ($0.rawValue, requestField($0)) }))
     }
 
     /// Claims given as text are typed when they read as a bool or a number (`admin=true`, `level=3`).

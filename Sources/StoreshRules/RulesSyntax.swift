@@ -85,7 +85,7 @@ public indirect enum RulesExpression: Sendable {
 }
 
 /// The fields of `request` (rule R4).
-public enum RequestField: String, Sendable {
+public enum RequestField: String, Sendable, CaseIterable {
     case auth, path, time, method, resource
 }
 
