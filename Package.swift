@@ -58,7 +58,8 @@ let package = Package(
         .testTarget(
             name: "StoreshRulesTests",
             dependencies: ["StoreshCore", "StoreshRules", "StoreshLocal", "StoreshLanguage", "StoreshTestSupport"]),
-        .testTarget(name: "StoreshLocalTests", dependencies: ["StoreshCore", "StoreshLocal", "StoreshTestSupport"]),
+        .testTarget(
+            name: "StoreshLocalTests", dependencies: ["StoreshCore", "StoreshLocal", "StoreshTestSupport", "StoreshFuzzing"]),
         .testTarget(
             name: "StoreshLanguageTests",
             dependencies: ["StoreshCore", "StoreshLanguage", "StoreshLocal", "StoreshTestSupport", "StoreshFuzzing"]),

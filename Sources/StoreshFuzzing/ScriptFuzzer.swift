@@ -149,12 +149,12 @@ public struct ScriptFuzzer {
 }
 
 /// A small, fast, seedable generator, so that a failing run can be repeated with its seed.
-struct SplitMix64 {
+public struct SplitMix64: RandomNumberGenerator {
     var state: UInt64
 
-    init(seed: UInt64) { state = seed }
+    public init(seed: UInt64) { state = seed }
 
-    mutating func next() -> UInt64 {
+    public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9

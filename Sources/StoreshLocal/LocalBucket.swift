@@ -41,16 +41,16 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
 
     // Guards `connection` and `inExplicitTransaction`: SQLite connections are single-threaded.
     private let lock = NSLock()
-    private let connection: SQLiteConnection
-    private let options: LocalBucketOptions
+    let connection: SQLiteConnection
+    let options: LocalBucketOptions
     private var inExplicitTransaction = false
+    /// The epoch and newest snapshot as this transaction sees them; read at most once per transaction.
+    /// Forgotten whenever a transaction or savepoint ends, since a rollback may undo a snapshot.
+    var cachedEpochs: Epochs?
 
     /// Security rules, asked before every operation and before the object is looked for (rule R3). Set it
     /// once, right after opening; nil allows everything, as bulk import and export do.
     public var authorizer: AccessAuthorizer?
-
-    static let applicationID: Int64 = 0x5354_5348  // "STSH"
-    static let schemaVersion: Int64 = 1
 
     private init(path: String, name: String, connection: SQLiteConnection, options: LocalBucketOptions) {
         self.path = path
@@ -101,17 +101,18 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         do {
             sqlite3_busy_timeout(connection.handle, options.busyTimeoutMilliseconds)
             // Identify the file before anything could write to it.
-            guard try connection.integer("PRAGMA application_id") == applicationID else {
+            guard try connection.integer("PRAGMA application_id") == BucketSchema.applicationID else {
                 throw StorageError.internalError(
                     "\(path) is an SQLite database, but not a storesh bucket; storesh will not change it.")
             }
             let version = try connection.integer("PRAGMA user_version") ?? 0
-            guard version <= schemaVersion else {
+            guard version <= BucketSchema.version else {
                 throw StorageError.internalError(
-                    "\(path) was made by a newer storesh (bucket format \(version); this one reads up to \(schemaVersion)).")
+                    "\(path) was made by a newer storesh (bucket format \(version); this one reads up to \(BucketSchema.version)).")
             }
-            try connection.execute("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON")
-            let name = try readInfo("name", connection: connection)
+            try connection.execute("PRAGMA synchronous = FULL")
+            if version == 1 { try BucketSchema.upgradeFromVersion1(connection) }
+            let name = try BucketSchema.readInfo("name", connection: connection)
             guard let name else {
                 throw StorageError.internalError("\(path) is damaged: it has no bucket name.")
             }
@@ -120,6 +121,8 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
             throw describe(error, path: path, options: options)
         } catch let error as StorageError {
             throw error
+        } catch let error as ChecksumMismatch {
+            throw damaged(error, path: path)
         } catch {
             throw .internalError("\(error)")
         }
@@ -151,40 +154,8 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         do {
             let connection = try SQLiteConnection(path: temporary, flags: SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
             try connection.execute(
-                """
-                PRAGMA journal_mode = WAL;
-                PRAGMA application_id = \(applicationID);
-                PRAGMA user_version = \(schemaVersion);
-                BEGIN;
-                CREATE TABLE bucket_info (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-                CREATE TABLE objects (
-                    id INTEGER PRIMARY KEY,
-                    name TEXT NOT NULL UNIQUE,
-                    generation INTEGER NOT NULL,
-                    metageneration INTEGER NOT NULL,
-                    size INTEGER NOT NULL,
-                    time_created INTEGER NOT NULL,
-                    updated INTEGER NOT NULL,
-                    md5_hash TEXT NOT NULL,
-                    cache_control TEXT,
-                    content_disposition TEXT,
-                    content_encoding TEXT,
-                    content_language TEXT,
-                    content_type TEXT,
-                    custom_metadata BLOB
-                );
-                CREATE TABLE contents (
-                    object_id INTEGER PRIMARY KEY REFERENCES objects(id) ON DELETE CASCADE,
-                    data BLOB NOT NULL
-                );
-                """)
-            let insert = try connection.statement("INSERT INTO bucket_info (key, value) VALUES (?1, ?2)")
-            for (key, value) in [("name", name), ("last_generation", "0")] {
-                insert.reset()
-                insert.bind(1, key)
-                insert.bind(2, value)
-                try insert.step()
-            }
+                "PRAGMA journal_mode = WAL; PRAGMA application_id = \(BucketSchema.applicationID); BEGIN")
+            try BucketSchema.create(connection, name: name)
             try connection.execute("COMMIT")
             connection.close()
         } catch {
@@ -222,11 +193,10 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         }
     }
 
-    private static func readInfo(_ key: String, connection: SQLiteConnection) throws(SQLiteError) -> String? {
-        let statement = try connection.statement("SELECT value FROM bucket_info WHERE key = ?1")
-        defer { statement.reset() }
-        statement.bind(1, key)
-        return try statement.step() ? statement.string(0) : nil
+    /// What a failed row checksum means for the user of this bucket file.
+    static func damaged(_ mismatch: ChecksumMismatch, path: String) -> StorageError {
+        .internalError(
+            "The bucket \(path) is damaged: the stored \(mismatch.what) does not match its checksum. storesh will not write to it; `storesh check` lists what is damaged; restore a copy, or export what can still be read.")
     }
 
     /// What an SQLite failure means for the user of this bucket file.
@@ -270,6 +240,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
             // IMMEDIATE takes the write lock now, so a script's plan is made on the state it will change.
             try connection.execute(forWriting ? "BEGIN IMMEDIATE" : "BEGIN")
             inExplicitTransaction = true
+            cachedEpochs = nil
         }
     }
 
@@ -278,6 +249,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
             guard inExplicitTransaction else { return }
             try commit()
             inExplicitTransaction = false
+            cachedEpochs = nil
         }
     }
 
@@ -285,6 +257,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         try locked {
             guard inExplicitTransaction else { return }
             inExplicitTransaction = false
+            cachedEpochs = nil
             if !connection.isAutocommit { try connection.execute("ROLLBACK") }
         }
     }
@@ -301,7 +274,10 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     }
 
     public func undoCommand() async throws {
-        try locked { try connection.execute("ROLLBACK TO command; RELEASE command") }
+        try locked {
+            cachedEpochs = nil
+            try connection.execute("ROLLBACK TO command; RELEASE command")
+        }
     }
 
     private func commit() throws(SQLiteError) {
@@ -319,6 +295,8 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
             throw error
         } catch let error as SQLiteError {
             throw Self.describe(error, path: path, options: options)
+        } catch let error as ChecksumMismatch {
+            throw Self.damaged(error, path: path)
         } catch {
             throw .internalError("\(error)")
         }
@@ -326,7 +304,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
 
     /// A change: alone, it is its own IMMEDIATE transaction; inside an explicit transaction it is a
     /// savepoint, so a failed change leaves nothing behind while earlier ones stay.
-    private func change<T>(_ body: () throws -> T) throws(StorageError) -> T {
+    func change<T>(_ body: () throws -> T) throws(StorageError) -> T {
         try locked {
             if inExplicitTransaction {
                 try connection.execute("SAVEPOINT change")
@@ -335,11 +313,14 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
                     try connection.execute("RELEASE change")
                     return result
                 } catch {
+                    cachedEpochs = nil
                     try? connection.execute("ROLLBACK TO change; RELEASE change")
                     throw error
                 }
             }
+            cachedEpochs = nil
             try connection.execute("BEGIN IMMEDIATE")
+            defer { cachedEpochs = nil }
             do {
                 let result = try body()
                 try commit()
@@ -352,7 +333,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     }
 
     /// A read of several statements that must see one state of the bucket.
-    private func read<T>(_ body: () throws -> T) throws(StorageError) -> T {
+    func read<T>(_ body: () throws -> T) throws(StorageError) -> T {
         try locked {
             if inExplicitTransaction { return try body() }
             try connection.execute("BEGIN")
@@ -406,7 +387,10 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
                     "Object \(object.rawValue) changed meanwhile: metageneration is \(row.metadata.metageneration), not \(expected). Nothing was changed."
                 )
             }
-            if changed { try updateRow(id: row.id, next) }
+            if changed {
+                try keepIfSnapshotted(row.version)
+                try replaceLive(StoredVersion(next, contentID: row.version.contentID, born: try epochs().current))
+            }
             return UpdateResult(metadata: next, previous: row.metadata, changed: changed)
         }
     }
@@ -422,38 +406,35 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
                 "The content's MD5 is \(md5), not the expected \(expected); nothing was written.")
         }
         return try change {
-            let existing = authorizer == nil ? nil : try fetchRow(object.rawValue)?.metadata
+            let existing = try fetchRow(object.rawValue)
             let now = options.clock.nextChangeTime()
             let metadata = ObjectMetadata.newObject(
                 bucket: name, name: object, content: content, generation: try nextGeneration(now: now), now: now,
                 properties: writeOptions.properties, customMetadata: writeOptions.customMetadata)
             // Rule R2: writing content, new or over an existing object, is `create`.
-            try authorize(.create, object.rawValue, time: now, new: metadata, existing: existing)
-            try upsert(metadata, content: content)
+            try authorize(.create, object.rawValue, time: now, new: metadata, existing: existing?.metadata)
+            try store(metadata, content: content, replacing: existing)
             return metadata
         }
     }
 
     public func read(_ object: ObjectName) async throws -> Data {
         try read {
-            if authorizer != nil { try authorize(.get, object.rawValue, existing: try fetchRow(object.rawValue)?.metadata) }
-            let statement = try connection.statement(
-                "SELECT c.data FROM objects o JOIN contents c ON c.object_id = o.id WHERE o.name = ?1")
-            defer { statement.reset() }
-            statement.bind(1, object.rawValue)
-            guard try statement.step() else { throw StorageError.objectNotFound(object.rawValue) }
-            return statement.data(0)
+            guard let row = try fetchRow(object.rawValue) else {
+                try authorize(.get, object.rawValue)
+                throw StorageError.objectNotFound(object.rawValue)
+            }
+            try authorize(.get, object.rawValue, existing: row.metadata)
+            return try content(of: row.version)
         }
     }
 
     public func delete(_ object: ObjectName) async throws {
         try change {
-            if authorizer != nil { try authorize(.delete, object.rawValue, existing: try fetchRow(object.rawValue)?.metadata) }
-            let statement = try connection.statement("DELETE FROM objects WHERE name = ?1")
-            defer { statement.reset() }
-            statement.bind(1, object.rawValue)
-            try statement.step()
-            guard sqlite3_changes(connection.handle) == 1 else { throw StorageError.objectNotFound(object.rawValue) }
+            let row = try fetchRow(object.rawValue)
+            try authorize(.delete, object.rawValue, existing: row?.metadata)
+            guard let row else { throw StorageError.objectNotFound(object.rawValue) }
+            try removeLive(row.version)
         }
     }
 
@@ -467,7 +448,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
             // Walking names under a prefix is a listing of the folder it starts in.
             try authorize(.list, NameBytes.folder(ofPrefix: prefix))
             let statement = try connection.statement(
-                "SELECT \(Row.columns) FROM objects WHERE name >= ?1 AND (?2 IS NULL OR name > ?2) ORDER BY name LIMIT ?3")
+                "SELECT \(LiveRow.columns) FROM objects WHERE name >= ?1 AND (?2 IS NULL OR name > ?2) ORDER BY name LIMIT ?3")
             defer { statement.reset() }
             statement.bind(1, prefix)
             statement.bind(2, after)
@@ -475,7 +456,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
             var objects: [ObjectMetadata] = []
             var more = false
             while try statement.step() {
-                let row = try Row(statement, bucket: name)
+                let row = try LiveRow(statement, bucket: name)
                 guard row.metadata.fullPath.utf8.starts(with: prefix.utf8) else { break }
                 if objects.count == limit {
                     more = true
@@ -503,21 +484,15 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
 
     public func storedRules() throws -> (source: String, origin: String)? {
         try read {
-            guard let source = try Self.readInfo("rules", connection: connection) else { return nil }
-            return (source, try Self.readInfo("rules_origin", connection: connection) ?? "(stored rules)")
+            guard let source = try BucketSchema.readInfo("rules", connection: connection) else { return nil }
+            return (source, try BucketSchema.readInfo("rules_origin", connection: connection) ?? "(stored rules)")
         }
     }
 
     public func storeRules(source: String, origin: String) throws {
         try change {
-            let statement = try connection.statement("INSERT OR REPLACE INTO bucket_info (key, value) VALUES (?1, ?2)")
-            for (key, value) in [("rules", source), ("rules_origin", origin)] {
-                statement.reset()
-                statement.bind(1, key)
-                statement.bind(2, value)
-                try statement.step()
-            }
-            statement.reset()
+            try BucketSchema.writeInfo("rules", source, connection: connection)
+            try BucketSchema.writeInfo("rules_origin", origin, connection: connection)
         }
     }
 
@@ -528,24 +503,17 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         try read { Int(try connection.integer("SELECT count(*) FROM objects") ?? 0) }
     }
 
-    /// SQLite's full integrity check: `[]` when the file is sound, else what is wrong.
-    public func integrityProblems() throws(StorageError) -> [String] {
-        try read {
-            let statement = try connection.statement("PRAGMA integrity_check")
-            defer { statement.reset() }
-            var problems: [String] = []
-            while try statement.step() {
-                if let line = statement.string(0), line != "ok" { problems.append(line) }
-            }
-            return problems
-        }
-    }
-
     /// Writes many objects in one transaction: all of them, or (on any error) none.
     /// With `replacingEverything`, the bucket holds exactly `objects` afterwards.
     public func importObjects(_ objects: [ArchivedObject], replacingEverything: Bool) throws(StorageError) {
         try change {
-            if replacingEverything { try connection.execute("DELETE FROM contents; DELETE FROM objects") }
+            if replacingEverything {
+                let all = try connection.statement("SELECT \(LiveRow.columns) FROM objects ORDER BY id")
+                var rows: [StoredVersion] = []
+                while try all.step() { rows.append(try LiveRow(all, bucket: name).version) }
+                all.reset()
+                for row in rows { try removeLive(row) }
+            }
             var lastGeneration = try storedLastGeneration()
             for object in objects {
                 try CustomMetadataLimits.validate(object.customMetadata)
@@ -553,7 +521,9 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
                 // An archived generation is kept as it was; a new object gets a fresh one (rule M3).
                 let generation = object.generation ?? max(now.microseconds, lastGeneration + 1)
                 lastGeneration = max(lastGeneration, generation)
-                try upsert(object.metadata(bucket: name, generation: generation, now: now), content: object.content)
+                try store(
+                    object.metadata(bucket: name, generation: generation, now: now), content: object.content,
+                    replacing: try fetchRow(object.name.rawValue))
             }
             try storeLastGeneration(lastGeneration)
         }
@@ -562,16 +532,16 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     /// Every object with its content, in name order, a page at a time (for export).
     public func forEachObjectWithContent(_ body: (ObjectMetadata, Data) throws -> Void) throws(StorageError) {
         try read {
-            let statement = try connection.statement(
-                "SELECT \(Row.columns), c.data FROM objects o JOIN contents c ON c.object_id = o.id ORDER BY o.name")
+            let statement = try connection.statement("SELECT \(LiveRow.columns) FROM objects ORDER BY name")
             defer { statement.reset() }
             while try statement.step() {
-                try body(try Row(statement, bucket: name).metadata, statement.data(Row.columnCount))
+                let row = try LiveRow(statement, bucket: name)
+                try body(row.metadata, try content(of: row.version))
             }
         }
     }
 
-    // MARK: Rows
+    // MARK: Generations
 
     /// A unique generation, increasing across processes: `now` in microseconds unless an earlier change
     /// already used that or later (the real clock can step back; `--clock` restarts at each run).
@@ -582,97 +552,147 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     }
 
     private func storedLastGeneration() throws -> Int64 {
-        Int64(try Self.readInfo("last_generation", connection: connection) ?? "0") ?? 0
+        Int64(try BucketSchema.readInfo("last_generation", connection: connection) ?? "0") ?? 0
     }
 
     private func storeLastGeneration(_ generation: Int64) throws {
-        let statement = try connection.statement("UPDATE bucket_info SET value = ?1 WHERE key = 'last_generation'")
-        defer { statement.reset() }
-        statement.bind(1, String(generation))
-        try statement.step()
+        try BucketSchema.writeInfo("last_generation", String(generation), connection: connection)
     }
 
-    private struct Row {
-        static let columns =
-            "id, name, generation, metageneration, size, time_created, updated, md5_hash, cache_control, content_disposition, content_encoding, content_language, content_type, custom_metadata"
-        static let columnCount: Int32 = 14
+    // MARK: Versions
 
-        var id: Int64
-        var metadata: ObjectMetadata
+    /// The current epoch (changes now are born in it) and the newest snapshot's epoch, if any.
+    struct Epochs {
+        var current: Int64
+        var newestSnapshot: Int64?
+    }
 
-        init(_ statement: SQLiteStatement, bucket: String) throws {
-            id = statement.int64(0)
-            metadata = ObjectMetadata(
-                bucket: bucket, fullPath: statement.string(1) ?? "", generation: statement.int64(2),
-                metageneration: statement.int64(3), size: statement.int64(4),
-                timeCreated: Timestamp(microseconds: statement.int64(5)),
-                updated: Timestamp(microseconds: statement.int64(6)), md5Hash: statement.string(7) ?? "",
-                cacheControl: statement.string(8), contentDisposition: statement.string(9),
-                contentEncoding: statement.string(10), contentLanguage: statement.string(11),
-                contentType: statement.string(12),
-                customMetadata: try CustomMetadataColumn.decode(statement.isNull(13) ? nil : statement.data(13)))
+    func epochs() throws -> Epochs {
+        if let cachedEpochs { return cachedEpochs }
+        guard let text = try BucketSchema.readInfo("epoch", connection: connection), let current = Int64(text) else {
+            throw ChecksumMismatch(what: "bucket setting \"epoch\" (missing)")
         }
+        let newest = try connection.statement("SELECT max(epoch) FROM snapshots")
+        defer { newest.reset() }
+        _ = try newest.step()
+        let epochs = Epochs(current: current, newestSnapshot: newest.isNull(0) ? nil : newest.int64(0))
+        cachedEpochs = epochs
+        return epochs
     }
 
-    private func fetchRow(_ name: String) throws -> Row? {
-        let statement = try connection.statement("SELECT \(Row.columns) FROM objects WHERE name = ?1")
-        defer { statement.reset() }
-        statement.bind(1, name)
-        return try statement.step() ? try Row(statement, bucket: self.name) : nil
+    /// Starts a new epoch (after a snapshot is taken) and forgets the cached one.
+    func setEpochs(current: Int64) throws {
+        try BucketSchema.writeInfo("epoch", String(current), connection: connection)
+        cachedEpochs = nil
     }
 
-    private func bindMetadataColumns(_ statement: SQLiteStatement, _ metadata: ObjectMetadata) throws {
-        statement.bind(2, metadata.generation)
-        statement.bind(3, metadata.metageneration)
-        statement.bind(4, metadata.size)
-        statement.bind(5, metadata.timeCreated.microseconds)
-        statement.bind(6, metadata.updated.microseconds)
-        statement.bind(7, metadata.md5Hash)
-        statement.bind(8, metadata.cacheControl)
-        statement.bind(9, metadata.contentDisposition)
-        statement.bind(10, metadata.contentEncoding)
-        statement.bind(11, metadata.contentLanguage)
-        statement.bind(12, metadata.contentType)
-        statement.bind(13, CustomMetadataColumn.encode(metadata.customMetadata))
+    /// Before a live version is overwritten or deleted: copies it into `history` if a snapshot sees it.
+    /// Returns whether it did (then the version's content stays referenced).
+    @discardableResult
+    func keepIfSnapshotted(_ version: StoredVersion) throws -> Bool {
+        let epochs = try epochs()
+        guard let newest = epochs.newestSnapshot, version.born <= newest else { return false }
+        let insert = try connection.statement(StoredVersion.insertKept)
+        defer { insert.reset() }
+        version.bindKept(insert, died: epochs.current)
+        try insert.step()
+        return true
     }
 
-    private func updateRow(id: Int64, _ metadata: ObjectMetadata) throws {
-        let statement = try connection.statement(
+    /// Deletes a live version, keeping it first if a snapshot sees it, and its content if nothing else does.
+    func removeLive(_ version: StoredVersion) throws {
+        let kept = try keepIfSnapshotted(version)
+        let delete = try connection.statement("DELETE FROM objects WHERE name = ?1")
+        defer { delete.reset() }
+        delete.bind(1, version.name)
+        try delete.step()
+        if !kept { try releaseContent(version.contentID, of: version.name) }
+    }
+
+    /// Deletes content that no version refers to any longer. Only versions of one name share content.
+    func releaseContent(_ contentID: Int64, of name: String) throws {
+        let release = try connection.statement(
+            """
+            DELETE FROM contents WHERE id = ?1
+            AND NOT EXISTS (SELECT 1 FROM objects WHERE name = ?2 AND content_id = ?1)
+            AND NOT EXISTS (SELECT 1 FROM history WHERE name = ?2 AND content_id = ?1)
+            """)
+        defer { release.reset() }
+        release.bind(1, contentID)
+        release.bind(2, name)
+        try release.step()
+    }
+
+    /// Inserts a live version (its name must not be live).
+    func insertLive(_ version: StoredVersion) throws {
+        let insert = try connection.statement(StoredVersion.insertLive)
+        defer { insert.reset() }
+        version.bindLive(insert)
+        try insert.step()
+    }
+
+    /// Overwrites the live version of the same name.
+    private func replaceLive(_ version: StoredVersion) throws {
+        let update = try connection.statement(
             """
             UPDATE objects SET generation = ?2, metageneration = ?3, size = ?4, time_created = ?5, updated = ?6,
             md5_hash = ?7, cache_control = ?8, content_disposition = ?9, content_encoding = ?10,
-            content_language = ?11, content_type = ?12, custom_metadata = ?13 WHERE id = ?1
+            content_language = ?11, content_type = ?12, custom_metadata = ?13, content_id = ?14, born = ?15,
+            checksum = ?16 WHERE name = ?1
             """)
+        defer { update.reset() }
+        version.bindLive(update)
+        try update.step()
+    }
+
+    /// Creates or replaces the object `metadata.fullPath` with new content; `existing` is its live row.
+    private func store(_ metadata: ObjectMetadata, content: Data, replacing existing: LiveRow?) throws {
+        let insertContent = try connection.statement("INSERT INTO contents (data) VALUES (?1)")
+        insertContent.bind(1, content)
+        try insertContent.step()
+        insertContent.reset()
+        let version = StoredVersion(
+            metadata, contentID: sqlite3_last_insert_rowid(connection.handle), born: try epochs().current)
+        guard let existing else { return try insertLive(version) }
+        let kept = try keepIfSnapshotted(existing.version)
+        try replaceLive(version)
+        if !kept { try releaseContent(existing.version.contentID, of: existing.version.name) }
+    }
+
+    /// A version's content, checked against its MD5 so that damage is reported, never returned.
+    func content(of version: StoredVersion) throws -> Data {
+        let statement = try connection.statement("SELECT data FROM contents WHERE id = ?1")
         defer { statement.reset() }
-        statement.bind(1, id)
-        try bindMetadataColumns(statement, metadata)
-        try statement.step()
+        statement.bind(1, version.contentID)
+        guard try statement.step() else {
+            throw ChecksumMismatch(what: "content of object \(version.name.debugDescription) (missing)")
+        }
+        let data = statement.data(0)
+        guard ContentHash.md5Base64(data) == version.md5Hash else {
+            throw ChecksumMismatch(what: "content of object \(version.name.debugDescription) (its MD5 differs)")
+        }
+        return data
     }
 
-    /// Creates or replaces the object `metadata.fullPath` with `content`.
-    private func upsert(_ metadata: ObjectMetadata, content: Data) throws {
-        let insert = try connection.statement(
-            """
-            INSERT INTO objects (name, generation, metageneration, size, time_created, updated, md5_hash,
-                cache_control, content_disposition, content_encoding, content_language, content_type, custom_metadata)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
-            ON CONFLICT (name) DO UPDATE SET generation = ?2, metageneration = ?3, size = ?4, time_created = ?5,
-                updated = ?6, md5_hash = ?7, cache_control = ?8, content_disposition = ?9, content_encoding = ?10,
-                content_language = ?11, content_type = ?12, custom_metadata = ?13
-            RETURNING id
-            """)
-        insert.bind(1, metadata.fullPath)
-        try bindMetadataColumns(insert, metadata)
-        guard try insert.step() else { throw SQLiteError(code: SQLITE_ERROR, message: "insert returned no id") }
-        let id = insert.int64(0)
-        insert.reset()
-        let store = try connection.statement("INSERT OR REPLACE INTO contents (object_id, data) VALUES (?1, ?2)")
-        defer { store.reset() }
-        store.bind(1, id)
-        store.bind(2, content)
-        try store.step()
+    /// A live object row: its version and the metadata it describes.
+    struct LiveRow {
+        static let columns = "\(BucketSchema.metadataColumns), checksum"
+
+        var version: StoredVersion
+        var metadata: ObjectMetadata
+
+        init(_ statement: SQLiteStatement, bucket: String) throws {
+            version = try StoredVersion(statement, from: 0, died: false)
+            metadata = try version.metadata(bucket: bucket)
+        }
     }
 
+    func fetchRow(_ name: String) throws -> LiveRow? {
+        let statement = try connection.statement("SELECT \(LiveRow.columns) FROM objects WHERE name = ?1")
+        defer { statement.reset() }
+        statement.bind(1, name)
+        return try statement.step() ? try LiveRow(statement, bucket: self.name) : nil
+    }
     /// The listing's view of the name index: one indexed seek per call.
     private struct NameIndex: ObjectNameIndex {
         let connection: SQLiteConnection

@@ -1,0 +1,335 @@
+import Foundation
+import StoreshCore
+
+/// The layout of a bucket file, in one place: its tables, its version, and the upgrade from older layouts.
+///
+/// Version 2 keeps object versions for snapshots. Every change happens in an *epoch*; taking a snapshot
+/// ends the current epoch. A live object row remembers the epoch it was written in (`born`). When a
+/// change would overwrite or delete a row that some snapshot still sees (born at or before the newest
+/// snapshot's epoch), the row is first copied into `history` with the epoch it ended in (`died`). A
+/// snapshot of epoch E sees the live rows born at or before E and the history rows with born ≤ E < died.
+/// So a snapshot costs one row, whatever the bucket's size, and a diff or restore reads only the rows
+/// changed in between (through the `born` and `died` indexes).
+///
+/// Content is stored once per write and shared by the versions that keep it (a metadata update does not
+/// copy it). Every row carries a checksum of its values, and content is checked against its MD5, because
+/// SQLite verifies the structure of its file but not the values in it.
+enum BucketSchema {
+    static let applicationID: Int64 = 0x5354_5348  // "STSH"
+    static let version: Int64 = 2
+
+    /// The metadata columns shared by live and kept versions, in the order `StoredVersion` reads them.
+    static let metadataColumns =
+        "name, generation, metageneration, size, time_created, updated, md5_hash, cache_control, content_disposition, content_encoding, content_language, content_type, custom_metadata, content_id, born"
+
+    static let tables = """
+        CREATE TABLE bucket_info (key TEXT PRIMARY KEY, value TEXT NOT NULL, checksum INTEGER NOT NULL);
+        CREATE TABLE contents (id INTEGER PRIMARY KEY, data BLOB NOT NULL);
+        CREATE TABLE objects (
+            id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL UNIQUE,
+            generation INTEGER NOT NULL,
+            metageneration INTEGER NOT NULL,
+            size INTEGER NOT NULL,
+            time_created INTEGER NOT NULL,
+            updated INTEGER NOT NULL,
+            md5_hash TEXT NOT NULL,
+            cache_control TEXT,
+            content_disposition TEXT,
+            content_encoding TEXT,
+            content_language TEXT,
+            content_type TEXT,
+            custom_metadata BLOB,
+            content_id INTEGER NOT NULL,
+            born INTEGER NOT NULL,
+            checksum INTEGER NOT NULL
+        );
+        CREATE INDEX objects_born ON objects (born);
+        CREATE TABLE history (
+            id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL,
+            generation INTEGER NOT NULL,
+            metageneration INTEGER NOT NULL,
+            size INTEGER NOT NULL,
+            time_created INTEGER NOT NULL,
+            updated INTEGER NOT NULL,
+            md5_hash TEXT NOT NULL,
+            cache_control TEXT,
+            content_disposition TEXT,
+            content_encoding TEXT,
+            content_language TEXT,
+            content_type TEXT,
+            custom_metadata BLOB,
+            content_id INTEGER NOT NULL,
+            born INTEGER NOT NULL,
+            died INTEGER NOT NULL,
+            checksum INTEGER NOT NULL
+        );
+        CREATE INDEX history_name ON history (name, born);
+        CREATE INDEX history_born ON history (born);
+        CREATE INDEX history_died ON history (died);
+        CREATE TABLE snapshots (
+            name TEXT PRIMARY KEY,
+            epoch INTEGER NOT NULL UNIQUE,
+            created INTEGER NOT NULL,
+            object_count INTEGER NOT NULL,
+            checksum INTEGER NOT NULL
+        );
+        """
+
+    /// Makes an empty version-2 bucket in a new database (inside the caller's transaction).
+    static func create(_ connection: SQLiteConnection, name: String) throws(SQLiteError) {
+        try connection.execute(tables)
+        for (key, value) in [("name", name), ("last_generation", "0"), ("epoch", "1")] {
+            try writeInfo(key, value, connection: connection)
+        }
+        try connection.execute("PRAGMA user_version = \(version)")
+    }
+
+    /// Upgrades a version-1 bucket (session 1's layout: no versions, no checksums) in one transaction:
+    /// all of it, or, if anything fails, none.
+    static func upgradeFromVersion1(_ connection: SQLiteConnection) throws(SQLiteError) {
+        try connection.execute("BEGIN IMMEDIATE")
+        do {
+            // Another process may have upgraded it while this one waited for the lock.
+            guard try connection.integer("PRAGMA user_version") == 1 else {
+                try connection.execute("ROLLBACK")
+                return
+            }
+            try connection.execute(
+                """
+                ALTER TABLE contents RENAME TO contents_v1;
+                ALTER TABLE objects RENAME TO objects_v1;
+                ALTER TABLE bucket_info RENAME TO bucket_info_v1;
+                """)
+            try connection.execute(tables)
+            // A version-1 object's content row had the object's id: it becomes the content id.
+            try connection.execute("INSERT INTO contents (id, data) SELECT object_id, data FROM contents_v1")
+            let oldObjects = try connection.statement(
+                "SELECT id, name, generation, metageneration, size, time_created, updated, md5_hash, cache_control, content_disposition, content_encoding, content_language, content_type, custom_metadata FROM objects_v1")
+            defer { oldObjects.reset() }
+            let insert = try connection.statement(StoredVersion.insertLive)
+            defer { insert.reset() }
+            while try oldObjects.step() {
+                let version = StoredVersion(
+                    name: oldObjects.string(1) ?? "", generation: oldObjects.int64(2), metageneration: oldObjects.int64(3),
+                    size: oldObjects.int64(4), timeCreated: oldObjects.int64(5), updated: oldObjects.int64(6),
+                    md5Hash: oldObjects.string(7) ?? "",
+                    properties: [oldObjects.string(8), oldObjects.string(9), oldObjects.string(10), oldObjects.string(11), oldObjects.string(12)],
+                    customColumn: oldObjects.isNull(13) ? nil : oldObjects.data(13), contentID: oldObjects.int64(0), born: 1)
+                insert.reset()
+                version.bindLive(insert)
+                try insert.step()
+            }
+            let oldInfo = try connection.statement("SELECT key, value FROM bucket_info_v1")
+            defer { oldInfo.reset() }
+            while try oldInfo.step() {
+                try writeInfo(oldInfo.string(0) ?? "", oldInfo.string(1) ?? "", connection: connection)
+            }
+            try writeInfo("epoch", "1", connection: connection)
+            try connection.execute(
+                """
+                DROP TABLE contents_v1;
+                DROP TABLE objects_v1;
+                DROP TABLE bucket_info_v1;
+                PRAGMA user_version = \(version);
+                COMMIT;
+                """)
+        } catch {
+            if !connection.isAutocommit { try? connection.execute("ROLLBACK") }
+            throw error
+        }
+    }
+
+    // MARK: bucket_info
+
+    static func readInfo(_ key: String, connection: SQLiteConnection) throws -> String? {
+        let statement = try connection.statement("SELECT value, checksum FROM bucket_info WHERE key = ?1")
+        defer { statement.reset() }
+        statement.bind(1, key)
+        guard try statement.step() else { return nil }
+        let value = statement.string(0) ?? ""
+        guard statement.int64(1) == infoChecksum(key, value) else {
+            throw ChecksumMismatch(what: "the bucket setting \(key.debugDescription)")
+        }
+        return value
+    }
+
+    static func writeInfo(_ key: String, _ value: String, connection: SQLiteConnection) throws(SQLiteError) {
+        let statement = try connection.statement(
+            "INSERT OR REPLACE INTO bucket_info (key, value, checksum) VALUES (?1, ?2, ?3)")
+        defer { statement.reset() }
+        statement.bind(1, key)
+        statement.bind(2, value)
+        statement.bind(3, infoChecksum(key, value))
+        try statement.step()
+    }
+
+    static func infoChecksum(_ key: String, _ value: String) -> Int64 {
+        var checksum = RowChecksum()
+        checksum.add(key)
+        checksum.add(value)
+        return checksum.value
+    }
+}
+
+/// A stored row's values disagree with its checksum: the file was damaged outside SQLite's knowledge.
+struct ChecksumMismatch: Error {
+    /// What was damaged, for the message: "object photos/a.jpg", "the bucket setting \"name\"".
+    var what: String
+}
+
+/// FNV-1a (64-bit) over a row's values, each marked as absent or with its length, so that values cannot
+/// run into each other. Every step is a bijection of the state, so any single changed byte changes the
+/// checksum; it guards against damage, not against anyone forging a row.
+struct RowChecksum {
+    private var state: UInt64 = 0xcbf2_9ce4_8422_2325
+
+    private mutating func add(byte: UInt8) {
+        state = (state ^ UInt64(byte)) &* 0x0000_0100_0000_01B3
+    }
+
+    mutating func add(_ value: Int64) {
+        var bits = UInt64(bitPattern: value)
+        for _ in 0..<8 {
+            add(byte: UInt8(truncatingIfNeeded: bits))
+            bits >>= 8
+        }
+    }
+
+    mutating func add(_ text: String?) {
+        guard let text else { return add(byte: 0) }
+        add(byte: 1)
+        add(Int64(text.utf8.count))
+        for byte in text.utf8 { add(byte: byte) }
+    }
+
+    mutating func add(_ data: Data?) {
+        guard let data else { return add(byte: 0) }
+        add(byte: 1)
+        add(Int64(data.count))
+        for byte in data { add(byte: byte) }
+    }
+
+    var value: Int64 { Int64(bitPattern: state) }
+}
+
+/// One version of an object as its row stores it: live in `objects`, or kept in `history` for snapshots.
+struct StoredVersion {
+    var name: String
+    var generation: Int64
+    var metageneration: Int64
+    var size: Int64
+    var timeCreated: Int64
+    var updated: Int64
+    var md5Hash: String
+    /// cacheControl, contentDisposition, contentEncoding, contentLanguage, contentType (column order).
+    var properties: [String?]
+    /// customMetadata as `CustomMetadataColumn` encodes it.
+    var customColumn: Data?
+    var contentID: Int64
+    var born: Int64
+
+    static let insertLive = """
+        INSERT INTO objects (\(BucketSchema.metadataColumns), checksum)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)
+        """
+    static let insertKept = """
+        INSERT INTO history (\(BucketSchema.metadataColumns), died, checksum)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)
+        """
+    static let columnCount: Int32 = 15
+
+    init(
+        name: String, generation: Int64, metageneration: Int64, size: Int64, timeCreated: Int64, updated: Int64,
+        md5Hash: String, properties: [String?], customColumn: Data?, contentID: Int64, born: Int64
+    ) {
+        self.name = name
+        self.generation = generation
+        self.metageneration = metageneration
+        self.size = size
+        self.timeCreated = timeCreated
+        self.updated = updated
+        self.md5Hash = md5Hash
+        self.properties = properties
+        self.customColumn = customColumn
+        self.contentID = contentID
+        self.born = born
+    }
+
+    init(_ metadata: ObjectMetadata, contentID: Int64, born: Int64) {
+        self.init(
+            name: metadata.fullPath, generation: metadata.generation, metageneration: metadata.metageneration,
+            size: metadata.size, timeCreated: metadata.timeCreated.microseconds, updated: metadata.updated.microseconds,
+            md5Hash: metadata.md5Hash,
+            properties: [metadata.cacheControl, metadata.contentDisposition, metadata.contentEncoding, metadata.contentLanguage, metadata.contentType],
+            customColumn: CustomMetadataColumn.encode(metadata.customMetadata), contentID: contentID, born: born)
+    }
+
+    /// Reads the version whose `metadataColumns` start at column `first`, then its checksum (after `died`
+    /// for a kept version), and verifies it.
+    init(_ statement: SQLiteStatement, from first: Int32, died: Bool) throws {
+        self.init(
+            name: statement.string(first) ?? "", generation: statement.int64(first + 1),
+            metageneration: statement.int64(first + 2), size: statement.int64(first + 3),
+            timeCreated: statement.int64(first + 4), updated: statement.int64(first + 5),
+            md5Hash: statement.string(first + 6) ?? "",
+            properties: (7...11).map { statement.string(first + $0) },
+            customColumn: statement.isNull(first + 12) ? nil : statement.data(first + 12),
+            contentID: statement.int64(first + 13), born: statement.int64(first + 14))
+        let diedAt: Int64? = died ? statement.int64(first + Self.columnCount) : nil
+        let stored = statement.int64(first + Self.columnCount + (died ? 1 : 0))
+        guard stored == checksum(died: diedAt) else {
+            throw ChecksumMismatch(what: "object \(name.debugDescription)" + (died ? " (a version kept for snapshots)" : ""))
+        }
+    }
+
+    func checksum(died: Int64?) -> Int64 {
+        var checksum = RowChecksum()
+        checksum.add(name)
+        for number in [generation, metageneration, size, timeCreated, updated] { checksum.add(number) }
+        checksum.add(md5Hash)
+        for property in properties { checksum.add(property) }
+        checksum.add(customColumn)
+        checksum.add(contentID)
+        checksum.add(born)
+        if let died { checksum.add(died) }
+        return checksum.value
+    }
+
+    func metadata(bucket: String) throws -> ObjectMetadata {
+        ObjectMetadata(
+            bucket: bucket, fullPath: name, generation: generation, metageneration: metageneration, size: size,
+            timeCreated: Timestamp(microseconds: timeCreated), updated: Timestamp(microseconds: updated), md5Hash: md5Hash,
+            cacheControl: properties[0], contentDisposition: properties[1], contentEncoding: properties[2],
+            contentLanguage: properties[3], contentType: properties[4],
+            customMetadata: try CustomMetadataColumn.decode(customColumn))
+    }
+
+    /// Binds parameters 1…16 of `insertLive` (or of an update with the same numbering).
+    func bindLive(_ statement: SQLiteStatement) {
+        bindColumns(statement)
+        statement.bind(16, checksum(died: nil))
+    }
+
+    /// Binds parameters 1…17 of `insertKept`.
+    func bindKept(_ statement: SQLiteStatement, died: Int64) {
+        bindColumns(statement)
+        statement.bind(16, died)
+        statement.bind(17, checksum(died: died))
+    }
+
+    private func bindColumns(_ statement: SQLiteStatement) {
+        statement.bind(1, name)
+        statement.bind(2, generation)
+        statement.bind(3, metageneration)
+        statement.bind(4, size)
+        statement.bind(5, timeCreated)
+        statement.bind(6, updated)
+        statement.bind(7, md5Hash)
+        for (offset, property) in properties.enumerated() { statement.bind(Int32(8 + offset), property) }
+        statement.bind(13, customColumn)
+        statement.bind(14, contentID)
+        statement.bind(15, born)
+    }
+}

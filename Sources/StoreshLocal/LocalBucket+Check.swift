@@ -1,0 +1,135 @@
+import Foundation
+import StoreshCore
+
+/// What `storesh check` found in a bucket file.
+public struct IntegrityReport: Sendable, Equatable {
+    /// Each problem found, in words; empty when the bucket is sound.
+    public var problems: [String] = []
+    /// Problems beyond those listed (the list stops at `listedProblemLimit`).
+    public var unlistedProblems = 0
+    public var objects = 0
+    public var snapshots = 0
+    /// Object versions kept for snapshots only.
+    public var keptVersions = 0
+    /// Bytes of content checked against MD5 (shared content counted once per version).
+    public var contentBytes: Int64 = 0
+
+    public var isSound: Bool { problems.isEmpty }
+
+    static let listedProblemLimit = 100
+
+    mutating func add(_ problem: String) {
+        if problems.count < Self.listedProblemLimit { problems.append(problem) } else { unlistedProblems += 1 }
+    }
+}
+
+extension LocalBucket {
+    /// SQLite's own check of the file's structure: `[]` when it is sound, else what is wrong.
+    public func integrityProblems() throws(StorageError) -> [String] {
+        try read { try sqliteIntegrityProblems() }
+    }
+
+    /// Everything `storesh check` verifies, in one read transaction: SQLite's structure check, then every
+    /// row against its checksum, every version's content against its MD5, and the links between them.
+    /// Damage is reported in the result, not thrown, so that one damaged row does not hide the others.
+    public func verify() throws(StorageError) -> IntegrityReport {
+        try read {
+            var report = IntegrityReport()
+            for problem in try sqliteIntegrityProblems() { report.add("SQLite: \(problem)") }
+            let current: Int64
+            do {
+                for key in ["name", "last_generation", "epoch"] where try BucketSchema.readInfo(key, connection: connection) == nil {
+                    report.add("the bucket setting \"\(key)\" is missing")
+                }
+                let settings = try connection.statement("SELECT key FROM bucket_info")
+                var keys: [String] = []
+                while try settings.step() { keys.append(settings.string(0) ?? "") }
+                settings.reset()
+                for key in keys { _ = try? record(&report) { try BucketSchema.readInfo(key, connection: connection) } }
+                current = Int64(try BucketSchema.readInfo("epoch", connection: connection) ?? "") ?? .max
+            } catch {
+                report.add(describeProblem(error))
+                return report
+            }
+            scan(&report, "SELECT \(LiveRow.columns) FROM objects ORDER BY name") { statement, report in
+                let version = try StoredVersion(statement, from: 0, died: false)
+                _ = try version.metadata(bucket: name)
+                report.objects += 1
+                if version.born > current { report.add("object \(version.name.debugDescription) is from a future epoch") }
+                report.contentBytes += Int64(try content(of: version).count)
+            }
+            scan(&report, "SELECT \(SnapshotRow.keptColumns) FROM history ORDER BY name, born") { statement, report in
+                let version = try StoredVersion(statement, from: 0, died: true)
+                let died = statement.int64(StoredVersion.columnCount)
+                _ = try version.metadata(bucket: name)
+                report.keptVersions += 1
+                if !(version.born < died && died <= current) {
+                    report.add("a kept version of \(version.name.debugDescription) has impossible epochs \(version.born)…\(died)")
+                }
+                report.contentBytes += Int64(try content(of: version).count)
+            }
+            scan(&report, "SELECT \(SnapshotRow.columns) FROM snapshots ORDER BY epoch") { statement, report in
+                let row = try SnapshotRow(statement)
+                report.snapshots += 1
+                if row.epoch >= current { report.add("snapshot \(row.info.name) is from a future epoch") }
+            }
+            scan(
+                &report,
+                "SELECT count(*) FROM contents c WHERE NOT EXISTS (SELECT 1 FROM objects WHERE content_id = c.id) AND NOT EXISTS (SELECT 1 FROM history WHERE content_id = c.id)"
+            ) { statement, report in
+                let orphans = statement.int64(0)
+                if orphans > 0 { report.add("\(orphans) content rows belong to no object version") }
+            }
+            return report
+        }
+    }
+
+    /// Runs a query and checks each row; a row's damage is recorded and the scan goes on, while damage to
+    /// the table itself (SQLite cannot read on) ends this table's scan.
+    private func scan(
+        _ report: inout IntegrityReport, _ sql: String, row check: (SQLiteStatement, inout IntegrityReport) throws -> Void
+    ) {
+        do {
+            let statement = try connection.statement(sql)
+            defer { statement.reset() }
+            while try statement.step() {
+                do {
+                    try check(statement, &report)
+                } catch {
+                    report.add(describeProblem(error))
+                }
+            }
+        } catch {
+            report.add(describeProblem(error))
+        }
+    }
+
+    /// Runs `body`, recording a damaged row as a problem.
+    private func record<T>(_ report: inout IntegrityReport, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch {
+            report.add(describeProblem(error))
+            throw error
+        }
+    }
+
+    private func describeProblem(_ error: Error) -> String {
+        switch error {
+        case let mismatch as ChecksumMismatch: "the stored \(mismatch.what) does not match its checksum"
+        case let sqlite as SQLiteError: "SQLite cannot read on: \(sqlite.message)"
+        case let storage as StorageError: storage.message
+        default: "\(error)"
+        }
+    }
+
+    private func sqliteIntegrityProblems() throws -> [String] {
+        let statement = try connection.statement("PRAGMA integrity_check")
+        defer { statement.reset() }
+        var problems: [String] = []
+        while try statement.step() {
+            if let line = statement.string(0), line != "ok" { problems.append(line) }
+        }
+        return problems
+    }
+}

@@ -1,0 +1,252 @@
+import Foundation
+import StoreshCore
+
+/// Named snapshots inside the bucket file (see `BucketSchema` for how versions are kept).
+extension LocalBucket: SnapshotStore {
+    public func saveSnapshot(named name: String) async throws -> SnapshotInfo {
+        try saveSnapshotNow(named: name)
+    }
+
+    public func snapshots() async throws -> [SnapshotInfo] {
+        try allSnapshots()
+    }
+
+    public func changes(from old: BucketState, to new: BucketState) async throws -> [ObjectChange] {
+        try changesNow(from: old, to: new)
+    }
+
+    public func restoreSnapshot(named name: String) async throws -> [ObjectChange] {
+        try restoreSnapshotNow(named: name)
+    }
+
+    public func removeSnapshot(named name: String) async throws -> SnapshotInfo {
+        try removeSnapshotNow(named: name)
+    }
+
+    // MARK: Synchronous forms (benchmarks and tests call these)
+
+    /// Takes a snapshot: one row, whatever the bucket's size.
+    public func saveSnapshotNow(named name: String) throws(StorageError) -> SnapshotInfo {
+        try SnapshotInfo.validate(name: name)
+        return try change {
+            if let existing = try snapshotRow(name) {
+                throw StorageError.invalidArgument(
+                    "A snapshot named \(name) already exists (taken \(existing.info.created.rfc3339)); choose another name, or `snapshot rm \(name)` first.")
+            }
+            let epochs = try epochs()
+            let count = try connection.integer("SELECT count(*) FROM objects") ?? 0
+            let info = SnapshotInfo(name: name, created: options.clock.now(), objectCount: Int(count))
+            let insert = try connection.statement(
+                "INSERT INTO snapshots (name, epoch, created, object_count, checksum) VALUES (?1, ?2, ?3, ?4, ?5)")
+            defer { insert.reset() }
+            insert.bind(1, name)
+            insert.bind(2, epochs.current)
+            insert.bind(3, info.created.microseconds)
+            insert.bind(4, count)
+            insert.bind(5, SnapshotRow.checksum(name: name, epoch: epochs.current, created: info.created.microseconds, count: count))
+            try insert.step()
+            // Changes from now on belong to the next epoch, so this snapshot keeps seeing what it sees now.
+            try setEpochs(current: epochs.current + 1)
+            return info
+        }
+    }
+
+    public func allSnapshots() throws(StorageError) -> [SnapshotInfo] {
+        try read {
+            let statement = try connection.statement("SELECT \(SnapshotRow.columns) FROM snapshots ORDER BY epoch")
+            defer { statement.reset() }
+            var snapshots: [SnapshotInfo] = []
+            while try statement.step() { snapshots.append(try SnapshotRow(statement).info) }
+            return snapshots
+        }
+    }
+
+    public func changesNow(from old: BucketState, to new: BucketState) throws(StorageError) -> [ObjectChange] {
+        try read { try changes(from: try epoch(of: old), to: try epoch(of: new)) }
+    }
+
+    /// Makes the bucket as it was in the snapshot: removes the live versions made since, and brings back
+    /// the versions the snapshot saw, exactly (generations, metadata, content). Reads and writes only what
+    /// changed since the snapshot.
+    public func restoreSnapshotNow(named name: String) throws(StorageError) -> [ObjectChange] {
+        try change {
+            let snapshot = try requireSnapshot(name)
+            let restoring = try changes(from: nil, to: snapshot.epoch)
+            let newer = try connection.statement("SELECT \(LiveRow.columns) FROM objects WHERE born > ?1")
+            newer.bind(1, snapshot.epoch)
+            var made: [StoredVersion] = []
+            while try newer.step() { made.append(try LiveRow(newer, bucket: self.name).version) }
+            newer.reset()
+            for version in made { try removeLive(version) }
+            let seen = try connection.statement(
+                "SELECT \(SnapshotRow.keptColumns) FROM history WHERE died > ?1 AND born <= ?1")
+            seen.bind(1, snapshot.epoch)
+            var kept: [StoredVersion] = []
+            while try seen.step() { kept.append(try StoredVersion(seen, from: 0, died: true)) }
+            seen.reset()
+            // A brought-back version is born now: it belongs to no snapshot taken in between.
+            let current = try epochs().current
+            for var version in kept {
+                version.born = current
+                try insertLive(version)
+            }
+            return restoring
+        }
+    }
+
+    /// Forgets a snapshot, and the kept versions no other snapshot sees (and content only they held).
+    public func removeSnapshotNow(named name: String) throws(StorageError) -> SnapshotInfo {
+        try change {
+            let snapshot = try requireSnapshot(name)
+            let delete = try connection.statement("DELETE FROM snapshots WHERE name = ?1")
+            delete.bind(1, name)
+            try delete.step()
+            delete.reset()
+            let seen = try connection.statement("SELECT id, name, content_id, born, died FROM history WHERE died > ?1 AND born <= ?1")
+            seen.bind(1, snapshot.epoch)
+            var candidates: [(id: Int64, name: String, contentID: Int64, born: Int64, died: Int64)] = []
+            while try seen.step() {
+                candidates.append((seen.int64(0), seen.string(1) ?? "", seen.int64(2), seen.int64(3), seen.int64(4)))
+            }
+            seen.reset()
+            let otherSnapshot = try connection.statement("SELECT 1 FROM snapshots WHERE epoch >= ?1 AND epoch < ?2 LIMIT 1")
+            let forget = try connection.statement("DELETE FROM history WHERE id = ?1")
+            defer {
+                otherSnapshot.reset()
+                forget.reset()
+            }
+            for candidate in candidates {
+                otherSnapshot.reset()
+                otherSnapshot.bind(1, candidate.born)
+                otherSnapshot.bind(2, candidate.died)
+                if try otherSnapshot.step() { continue }
+                forget.reset()
+                forget.bind(1, candidate.id)
+                try forget.step()
+                try releaseContent(candidate.contentID, of: candidate.name)
+            }
+            cachedEpochs = nil  // the newest snapshot may have changed
+            return snapshot.info
+        }
+    }
+
+    // MARK: Reading states
+
+    /// The epoch a state is seen at; nil for the bucket as it is now.
+    private func epoch(of state: BucketState) throws -> Int64? {
+        switch state {
+        case .current: nil
+        case .snapshot(let name): try requireSnapshot(name).epoch
+        }
+    }
+
+    /// The objects that differ between two states (epochs; nil is now), in name byte order.
+    ///
+    /// A name whose version differs has a version born, or a version that died, between the two epochs;
+    /// the `born` and `died` indexes find exactly those, so the cost follows the changes, not the bucket.
+    private func changes(from old: Int64?, to new: Int64?) throws -> [ObjectChange] {
+        if old == new { return [] }
+        let (low, high) = Self.ordered(old, new)
+        var names = Set<String>()
+        for sql in [
+            "SELECT name FROM objects WHERE born > ?1 AND (?2 IS NULL OR born <= ?2)",
+            "SELECT name FROM history WHERE born > ?1 AND (?2 IS NULL OR born <= ?2)",
+            "SELECT name FROM history WHERE died > ?1 AND (?2 IS NULL OR died <= ?2)",
+        ] {
+            let statement = try connection.statement(sql)
+            defer { statement.reset() }
+            statement.bind(1, low)
+            statement.bind(2, high)
+            while try statement.step() { names.insert(statement.string(0) ?? "") }
+        }
+        var changes: [ObjectChange] = []
+        for name in names.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
+            if let change = ObjectChange.between(try version(of: name, at: old), try version(of: name, at: new)) {
+                changes.append(change)
+            }
+        }
+        return changes
+    }
+
+    /// (older, newer) of two epochs, where nil (now) is the newest.
+    private static func ordered(_ a: Int64?, _ b: Int64?) -> (Int64, Int64?) {
+        switch (a, b) {
+        case (let a?, let b?): (min(a, b), max(a, b))
+        case (let a?, nil): (a, nil)
+        case (nil, let b?): (b, nil)
+        case (nil, nil): (0, nil)
+        }
+    }
+
+    /// The object `name` as the state at `epoch` (nil: now) sees it.
+    private func version(of name: String, at epoch: Int64?) throws -> ObjectMetadata? {
+        if let live = try fetchRow(name), epoch == nil || live.version.born <= epoch! {
+            return live.metadata
+        }
+        guard let epoch else { return nil }
+        let statement = try connection.statement(
+            "SELECT \(SnapshotRow.keptColumns) FROM history WHERE name = ?1 AND born <= ?2 AND died > ?2")
+        defer { statement.reset() }
+        statement.bind(1, name)
+        statement.bind(2, epoch)
+        guard try statement.step() else { return nil }
+        return try StoredVersion(statement, from: 0, died: true).metadata(bucket: self.name)
+    }
+
+    private func requireSnapshot(_ name: String) throws -> SnapshotRow {
+        if let row = try snapshotRow(name) { return row }
+        let names = try allSnapshotNames()
+        var message = "No snapshot named \(MessageText.oneLine(name).debugDescription)"
+        if let near = Suggestion.nearest(to: name, among: names) {
+            message += "; did you mean \(near)?"
+        } else {
+            message += names.isEmpty ? "; this bucket has none (snapshot save NAME takes one)." : "; snapshot list shows the \(names.count)."
+        }
+        throw StorageError.invalidArgument(message)
+    }
+
+    private func allSnapshotNames() throws -> [String] {
+        let statement = try connection.statement("SELECT name FROM snapshots ORDER BY epoch")
+        defer { statement.reset() }
+        var names: [String] = []
+        while try statement.step() { names.append(statement.string(0) ?? "") }
+        return names
+    }
+
+    private func snapshotRow(_ name: String) throws -> SnapshotRow? {
+        let statement = try connection.statement("SELECT \(SnapshotRow.columns) FROM snapshots WHERE name = ?1")
+        defer { statement.reset() }
+        statement.bind(1, name)
+        return try statement.step() ? try SnapshotRow(statement) : nil
+    }
+}
+
+/// A row of `snapshots`, checked against its checksum.
+struct SnapshotRow {
+    static let columns = "name, epoch, created, object_count, checksum"
+    /// A kept version's columns, as `StoredVersion(_:from:died:)` reads them.
+    static let keptColumns = "\(BucketSchema.metadataColumns), died, checksum"
+
+    var info: SnapshotInfo
+    var epoch: Int64
+
+    init(_ statement: SQLiteStatement) throws {
+        let name = statement.string(0) ?? ""
+        epoch = statement.int64(1)
+        let created = statement.int64(2)
+        let count = statement.int64(3)
+        guard statement.int64(4) == Self.checksum(name: name, epoch: epoch, created: created, count: count) else {
+            throw ChecksumMismatch(what: "snapshot \(name.debugDescription)")
+        }
+        info = SnapshotInfo(name: name, created: Timestamp(microseconds: created), objectCount: Int(count))
+    }
+
+    static func checksum(name: String, epoch: Int64, created: Int64, count: Int64) -> Int64 {
+        var checksum = RowChecksum()
+        checksum.add(name)
+        checksum.add(epoch)
+        checksum.add(created)
+        checksum.add(count)
+        return checksum.value
+    }
+}
