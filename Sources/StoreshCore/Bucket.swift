@@ -123,4 +123,10 @@ public protocol ImmediateReads {
     var name: String { get }
     func listPage(_ reference: StoragePath, options: ListOptions) throws(StorageError) -> ListPage
     func currentMetadata(of object: ObjectName) throws(StorageError) -> ObjectMetadata
+    /// The names of the bucket's snapshots, oldest first (none for a bucket without snapshots).
+    func snapshotNames() throws(StorageError) -> [String]
+}
+
+extension ImmediateReads {
+    public func snapshotNames() throws(StorageError) -> [String] { [] }
 }

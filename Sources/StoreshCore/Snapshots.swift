@@ -36,7 +36,7 @@ public enum BucketState: Sendable, Equatable {
 
 /// How one object differs between two states of a bucket.
 public struct ObjectChange: Sendable, Equatable {
-    public enum Kind: String, Sendable {
+    public enum Kind: String, Sendable, CaseIterable {
         case added, removed, changed
     }
 

@@ -8,14 +8,9 @@ public struct Script: Sendable, Equatable {
         self.statements = statements
     }
 
-    /// Whether any command may change the bucket (put, rm, meta set, meta unset).
+    /// Whether any command may change the bucket (put, rm, meta set, meta unset, snapshot save, restore, rm).
     public var changesBucket: Bool {
-        statements.contains { statement in
-            switch statement.command {
-            case .put, .rm, .metaSet, .metaUnset: true
-            default: false
-            }
-        }
+        statements.contains { $0.command.changesBucket }
     }
 }
 
@@ -53,6 +48,20 @@ public enum Command: Sendable, Equatable {
     case login(uid: Word, claims: [(key: Word, value: Word)])
     case logout
     case whoami
+    case snapshot(SnapshotCommand)
+
+    /// Whether the command may change the bucket.
+    public var changesBucket: Bool {
+        switch self {
+        case .put, .rm, .metaSet, .metaUnset: true
+        case .snapshot(let command):
+            switch command {
+            case .save, .restore, .remove: true
+            case .list, .diff: false
+            }
+        default: false
+        }
+    }
 
     public static func == (lhs: Command, rhs: Command) -> Bool {
         switch (lhs, rhs) {
@@ -71,10 +80,21 @@ public enum Command: Sendable, Equatable {
         case (.echo(let a), .echo(let b)): a == b
         case (.help(let a), .help(let b)): a == b
         case (.rulesLoad(let a), .rulesLoad(let b)): a == b
+        case (.snapshot(let a), .snapshot(let b)): a == b
         case (.login(let a, let x), .login(let b, let y)): a == b && x.map(\.key) == y.map(\.key) && x.map(\.value) == y.map(\.value)
         default: false
         }
     }
+}
+
+/// `snapshot save|list|diff|restore|rm`: named states of the whole bucket.
+public enum SnapshotCommand: Sendable, Equatable {
+    case save(Word)
+    case list
+    /// From the first snapshot to the second, or to the bucket as it is now.
+    case diff(Word, Word?)
+    case restore(Word)
+    case remove(Word)
 }
 
 public struct ListCommand: Sendable, Equatable {

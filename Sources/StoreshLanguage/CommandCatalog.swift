@@ -104,6 +104,34 @@ public enum CommandCatalog {
         CommandHelp(
             name: "whoami", usage: "whoami", summary: "who requests are made as", details: [], example: "whoami"),
         CommandHelp(
+            name: "snapshot save", usage: "snapshot save NAME",
+            summary: "keep the bucket's current state under NAME (cheap at any size)",
+            details: [
+                "NAME: 1 to 100 letters, digits, '.', '_' or '-'. Later changes never alter a snapshot.",
+                "In a script, the snapshot is part of the script's transaction. `storesh run --snapshot",
+                "NAME FILE` takes one before the script's first command. Rules do not apply to snapshots.",
+            ], example: "snapshot save before-fix"),
+        CommandHelp(
+            name: "snapshot list", usage: "snapshot list", summary: "the snapshots, oldest first, with their object counts",
+            details: [], example: "snapshot list"),
+        CommandHelp(
+            name: "snapshot diff", usage: "snapshot diff NAME [NAME2]",
+            summary: "what changed from snapshot NAME to NAME2 (default: to now)",
+            details: [
+                "Objects added (+), removed (-), and for each changed one, each property old → new,",
+                "as in a dry-run plan; new content shows as generation, size and md5Hash.",
+            ], example: "snapshot diff before-fix"),
+        CommandHelp(
+            name: "snapshot restore", usage: "snapshot restore NAME",
+            summary: "make the bucket exactly as it was in snapshot NAME",
+            details: [
+                "Objects made since are deleted; changed and deleted ones come back with their content,",
+                "metadata and generations. The snapshot is kept. With --dry-run, prints what it would change.",
+            ], example: "snapshot restore before-fix"),
+        CommandHelp(
+            name: "snapshot rm", usage: "snapshot rm NAME", summary: "forget snapshot NAME and what only it kept",
+            details: [], example: "snapshot rm before-fix"),
+        CommandHelp(
             name: "exit", usage: "exit | quit", summary: "leave the shell (in a script: stop here, keeping the changes)",
             details: [], example: "exit"),
     ]
@@ -123,7 +151,7 @@ public enum CommandCatalog {
     /// Command names a user might type as the first word.
     public static let firstWords = [
         "cd", "pwd", "ls", "page", "meta", "put", "get", "cat", "rm", "echo", "help", "rules", "login", "logout",
-        "whoami", "exit", "quit",
+        "whoami", "snapshot", "exit", "quit",
     ]
 
     /// The overview `help` prints: fits 80 columns, for terminals and projectors.

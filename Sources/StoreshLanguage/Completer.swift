@@ -65,6 +65,11 @@ public struct Completer {
         case "help" where words.count == 1: return Self.plain(CommandCatalog.firstWords)
         case "help" where words.count == 2 && words[1] == "meta": return Self.plain(["get", "set", "unset"])
         case "help" where words.count == 2 && words[1] == "page": return Self.plain(["next"])
+        case "help" where words.count == 2 && words[1] == "snapshot": return Self.plain(Parser.snapshotSubcommands)
+        case "snapshot" where words.count == 1: return Self.plain(Parser.snapshotSubcommands)
+        case "snapshot" where words[1] != "list" && (words.count == 2 || (words[1] == "diff" && words.count == 3)):
+            return Self.plain((try? source.snapshotNames()) ?? [])
+        case "snapshot": return []
         case "help": return []
         case "cd", "ls": return paths(typed, foldersOnly: true)
         case "meta" where !words.contains("--"):

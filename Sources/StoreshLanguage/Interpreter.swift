@@ -35,6 +35,8 @@ public struct RunOptions: Sendable {
     /// The page size of `ls` without `-n`: at the prompt, a screenful, so that a listing never floods the
     /// screen without saying how to see more; nil is the contract's 1000.
     public var defaultPageSize: Int?
+    /// `run --snapshot NAME`: save a snapshot first, inside the script's transaction.
+    public var snapshotBefore: String?
 
     public init(json: Bool = false, dryRun: Bool = false, keepGoing: Bool = false, color: Bool = false, defaultPageSize: Int? = nil) {
         self.json = json
@@ -91,10 +93,20 @@ public final class Interpreter {
     private func runTransaction(_ script: Script) async -> Status {
         let transactional = bucket as? TransactionalBucket
         do {
-            try await transactional?.beginTransaction(forWriting: script.changesBucket)
+            try await transactional?.beginTransaction(forWriting: script.changesBucket || options.snapshotBefore != nil)
         } catch {
             report(error, at: script.statements.first?.location ?? SourceLocation(line: 1, column: 1))
             return .failed
+        }
+        if let name = options.snapshotBefore {
+            let start = SourceLocation(line: 1, column: 1)
+            do {
+                try await runSnapshot(.save(Word(name, at: start)), at: start)
+            } catch {
+                report(error, at: start)
+                try? await transactional?.rollbackTransaction()
+                return .failed
+            }
         }
         var failures = 0
         for statement in script.statements {
@@ -178,7 +190,7 @@ public final class Interpreter {
         let here = statement.location
         if options.dryRun && !options.json {
             switch statement.command {
-            case .metaSet, .metaUnset, .rm, .put:
+            case .metaSet, .metaUnset, .rm, .put, .snapshot(.save), .snapshot(.restore), .snapshot(.remove):
                 output.result("# line \(here.line): \(Self.commandName(statement.command))")
             default: break
             }
@@ -261,6 +273,8 @@ public final class Interpreter {
             emit(json: .object([("help", .string(text))]), human: [text])
         case .exit:
             return .exit
+        case .snapshot(let command):
+            try await runSnapshot(command, at: here)
         case .rulesShow:
             let (source, origin) = try requireRules(here).currentRules()
             emit(json: .object([("origin", .string(origin)), ("source", .string(source))]), human: ["# rules from \(origin)", source])
@@ -417,15 +431,7 @@ public final class Interpreter {
             }
         }
         if options.json {
-            let updatedDocuments: [JSONValue] = updated.map { entry in
-                .object([
-                    ("path", .string(entry.name)),
-                    (
-                        "changes",
-                        .object(entry.differences.map { ($0.key, .object([("old", $0.old.map(JSONValue.string) ?? .null), ("new", $0.new.map(JSONValue.string) ?? .null)])) })
-                    ),
-                ])
-            }
+            let updatedDocuments: [JSONValue] = updated.map { Self.changedDocument(path: $0.name, $0.differences) }
             output.result(
                 JSONValue.object(
                     [("updated", .array(updatedDocuments)), ("unchanged", .array(unchanged.map { .string($0) }))] + dryRunMark
@@ -433,11 +439,7 @@ public final class Interpreter {
             return
         }
         if options.dryRun {
-            for entry in updated {
-                output.result(MessageText.oneLine(entry.name))
-                let rows = entry.differences.map { ["  " + $0.key, Formatting.planValue($0.old), "→", Formatting.planValue($0.new)] }
-                Formatting.columns(rows).forEach(output.result)
-            }
+            for entry in updated { emitPlan(name: entry.name, entry.differences) }
         }
         let verbPhrase = options.dryRun ? "would update" : "updated"
         let summary: String
@@ -450,6 +452,109 @@ public final class Interpreter {
             summary = "\(verbPhrase) \(MessageText.counted(updated.count, "object")), \(unchanged.count) unchanged"
         }
         output.result(summary)
+    }
+
+    /// One changed object in a plan: its name, then each property old → new.
+    private func emitPlan(name: String, _ differences: [PropertyDifference]) {
+        output.result(MessageText.oneLine(name))
+        let rows = differences.map { ["  " + $0.key, Formatting.planValue($0.old), "→", Formatting.planValue($0.new)] }
+        Formatting.columns(rows).forEach(output.result)
+    }
+
+    /// `{"path": …, "changes": {KEY: {"old": …, "new": …}}}`: a changed object in JSON plans and diffs.
+    static func changedDocument(path: String, _ differences: [PropertyDifference]) -> JSONValue {
+        .object([
+            ("path", .string(path)),
+            (
+                "changes",
+                .object(differences.map { ($0.key, .object([("old", $0.old.map(JSONValue.string) ?? .null), ("new", $0.new.map(JSONValue.string) ?? .null)])) })
+            ),
+        ])
+    }
+
+    // MARK: Snapshots
+
+    private func runSnapshot(_ command: SnapshotCommand, at here: SourceLocation) async throws {
+        guard let store = bucket as? SnapshotStore else {
+            throw Diagnostic.running(.invalidArgument("This bucket keeps no snapshots."), at: here)
+        }
+        func document(_ info: SnapshotInfo) -> JSONValue {
+            .object([("name", .string(info.name)), ("created", .string(info.created.rfc3339)), ("objects", .integer(Int64(info.objectCount)))])
+        }
+        switch command {
+        case .save(let name):
+            let info = try await located(name.location) { try await store.saveSnapshot(named: name.text) }
+            emit(
+                json: .object([("saved", document(info))] + dryRunMark),
+                human: ["\(options.dryRun ? "would save" : "saved") snapshot \(info.name) (\(MessageText.counted(info.objectCount, "object")))"])
+        case .list:
+            let all = try await store.snapshots()
+            let rows = all.map { [$0.name, Formatting.shortDate($0.created), MessageText.counted($0.objectCount, "object")] }
+            emit(
+                json: .object([("snapshots", .array(all.map(document)))]),
+                human: all.isEmpty ? ["(no snapshots; snapshot save NAME takes one)"] : Formatting.columns(rows, rightAligned: [2]))
+        case .diff(let from, let to):
+            // An unknown name is reported at its own word.
+            let known = Set(try await store.snapshots().map(\.name))
+            let unknown = [from, to].compactMap { $0 }.first { !known.contains($0.text) }
+            let changes = try await located(unknown?.location ?? from.location) {
+                try await store.changes(from: .snapshot(from.text), to: to.map { .snapshot($0.text) } ?? .current)
+            }
+            let toText = to.map { "snapshot \($0.text)" } ?? "now"
+            emitChanges(
+                changes, json: [("from", .string(from.text)), ("to", to.map { .string($0.text) } ?? .null)],
+                summary: changes.isEmpty
+                    ? "no differences from snapshot \(from.text) to \(toText)"
+                    : "\(MessageText.counted(changes.count, "object")) differ from snapshot \(from.text) to \(toText): \(Self.tally(changes))",
+                plan: true)
+        case .restore(let name):
+            let changes = try await located(name.location) { try await store.restoreSnapshot(named: name.text) }
+            emitChanges(
+                changes, json: [("restored", .string(name.text))] + dryRunMark,
+                summary: changes.isEmpty
+                    ? "the bucket is already as in snapshot \(name.text); nothing to restore"
+                    : "\(options.dryRun ? "would restore" : "restored") snapshot \(name.text): \(Self.tally(changes))",
+                plan: options.dryRun)
+        case .remove(let name):
+            let info = try await located(name.location) { try await store.removeSnapshot(named: name.text) }
+            emit(
+                json: .object([("removedSnapshot", .string(info.name))] + dryRunMark),
+                human: ["\(options.dryRun ? "would remove" : "removed") snapshot \(info.name)"])
+        }
+    }
+
+    /// Object changes as a plan (people) or one document (JSON): added and removed paths, and each changed
+    /// object's properties old → new.
+    private func emitChanges(_ changes: [ObjectChange], json: [(String, JSONValue)], summary: String, plan: Bool) {
+        if options.json {
+            let paths = { (kind: ObjectChange.Kind) -> JSONValue in
+                .array(changes.filter { $0.kind == kind }.map { .string($0.name) })
+            }
+            let changed = changes.filter { $0.kind == .changed }.map { Self.changedDocument(path: $0.name, $0.differences) }
+            output.result(
+                JSONValue.object(json + [("added", paths(.added)), ("removed", paths(.removed)), ("changed", .array(changed))]).serialized)
+            return
+        }
+        if plan {
+            for change in changes {
+                switch change.kind {
+                case .added:
+                    let type = change.metadata.contentType.flatMap { $0.isEmpty ? nil : $0 } ?? "no content type"
+                    output.result("\(MessageText.oneLine(change.name)) (added: \(Formatting.size(change.metadata.size)), \(type))")
+                case .removed:
+                    output.result("\(MessageText.oneLine(change.name)) (removed)")
+                case .changed:
+                    emitPlan(name: change.name, change.differences)
+                }
+            }
+        }
+        output.result(summary)
+    }
+
+    /// "1 added, 2 removed, 3 changed".
+    static func tally(_ changes: [ObjectChange]) -> String {
+        ObjectChange.Kind.allCases.map { kind in "\(changes.filter { $0.kind == kind }.count) \(kind.rawValue)" }
+            .joined(separator: ", ")
     }
 
     private func runPut(_ command: PutCommand, at here: SourceLocation) async throws {
@@ -625,6 +730,9 @@ public final class Interpreter {
         case .metaUnset: "meta unset"
         case .rm: "rm"
         case .put: "put"
+        case .snapshot(.save(let name)): "snapshot save \(name.text)"
+        case .snapshot(.restore(let name)): "snapshot restore \(name.text)"
+        case .snapshot(.remove(let name)): "snapshot rm \(name.text)"
         default: ""
         }
     }

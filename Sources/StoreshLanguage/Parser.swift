@@ -88,6 +88,8 @@ public enum Parser {
                 if let near = Suggestion.nearest(to: sub.text, among: ["show", "load", "why"]) { message += "; did you mean 'rules \(near)'?" }
                 throw Diagnostic.syntax(message, at: sub.location)
             }
+        case "snapshot":
+            command = .snapshot(try parseSnapshot(&reader, after: name))
         case "login":
             let uid = try reader.required("a UID", for: "login", after: name)
             var claims: [(key: Word, value: Word)] = []
@@ -113,6 +115,45 @@ public enum Parser {
             throw unknownCommand(name)
         }
         return Statement(command, at: name.location)
+    }
+
+    static let snapshotSubcommands = ["save", "list", "diff", "restore", "rm"]
+
+    private static func parseSnapshot(_ reader: inout WordReader, after name: Word) throws(Diagnostic) -> SnapshotCommand {
+        guard let sub = reader.next() else {
+            throw Diagnostic.syntax(
+                "`snapshot` needs a subcommand: snapshot save NAME, list, diff NAME [NAME], restore NAME or rm NAME",
+                at: afterEnd(of: name))
+        }
+        func snapshotName(required: Bool) throws(Diagnostic) -> Word? {
+            let word: Word
+            if required {
+                word = try reader.required("a snapshot NAME", for: "snapshot \(sub.text)", after: sub)
+            } else {
+                guard let next = reader.next() else { return nil }
+                word = next
+            }
+            do {
+                try SnapshotInfo.validate(name: word.text)
+            } catch {
+                throw Diagnostic.beforeRunning(error, at: word.location)
+            }
+            return word
+        }
+        let command: SnapshotCommand
+        switch sub.text {
+        case "save": command = .save(try snapshotName(required: true)!)
+        case "list": command = .list
+        case "diff": command = .diff(try snapshotName(required: true)!, try snapshotName(required: false))
+        case "restore": command = .restore(try snapshotName(required: true)!)
+        case "rm": command = .remove(try snapshotName(required: true)!)
+        default:
+            var message = "unknown subcommand 'snapshot \(sub.text)'"
+            if let near = Suggestion.nearest(to: sub.text, among: snapshotSubcommands) { message += "; did you mean 'snapshot \(near)'?" }
+            throw Diagnostic.syntax(message, at: sub.location)
+        }
+        try reader.expectEnd(for: "snapshot \(sub.text)")
+        return command
     }
 
     static func unknownCommand(_ word: Word) -> Diagnostic {

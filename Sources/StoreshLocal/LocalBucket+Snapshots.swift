@@ -61,6 +61,10 @@ extension LocalBucket: SnapshotStore {
         }
     }
 
+    public func snapshotNames() throws(StorageError) -> [String] {
+        try read { try allSnapshotNames() }
+    }
+
     public func changesNow(from old: BucketState, to new: BucketState) throws(StorageError) -> [ObjectChange] {
         try read { try changes(from: try epoch(of: old), to: try epoch(of: new)) }
     }

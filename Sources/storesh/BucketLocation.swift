@@ -27,12 +27,24 @@ struct BucketLocation {
         return home + "/.local/share/storesh"
     }
 
+    /// How every command opens a bucket: `$STORESH_BUSY_TIMEOUT_MS` bounds the wait for another writer
+    /// (default 5000), and `$STORESH_FAULT` is the crash tests' hook.
+    static func options(clock: any StorageClock, environment: [String: String] = ProcessInfo.processInfo.environment)
+        -> LocalBucketOptions
+    {
+        var options = LocalBucketOptions(clock: clock)
+        if let wait = environment["STORESH_BUSY_TIMEOUT_MS"].flatMap(Int32.init), wait >= 0 {
+            options.busyTimeoutMilliseconds = wait
+        }
+        options.crashBeforeCommit = environment["STORESH_FAULT"] == "crash-before-commit"
+        return options
+    }
+
     /// Opens the bucket, creating it if missing (and saying so on stderr): the default bucket from the
     /// bundled teaching sample, in a data directory made for it; any other as an empty bucket, in a
     /// directory that must exist already, so that a mistyped path is not quietly made.
     func open(clock: any StorageClock) throws -> LocalBucket {
-        var options = LocalBucketOptions(clock: clock)
-        options.crashBeforeCommit = ProcessInfo.processInfo.environment["STORESH_FAULT"] == "crash-before-commit"
+        let options = Self.options(clock: clock)
         let exists = FileManager.default.fileExists(atPath: path)
         let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
         if !exists && !isDefault {

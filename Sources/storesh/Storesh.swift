@@ -25,6 +25,14 @@ struct BucketOptions: ParsableArguments {
         let clock = try makeClock(flag: clock)
         return try BucketLocation.resolve(flag: bucket).open(clock: clock)
     }
+
+    /// Opens a bucket that must exist already (a check never creates one).
+    func openExisting() throws -> LocalBucket {
+        if bucket?.isEmpty == true { throw CommandLineError("--bucket needs the path of a bucket file.") }
+        var options = BucketLocation.options(clock: try makeClock(flag: clock))
+        options.createIfMissing = false
+        return try LocalBucket.open(at: BucketLocation.resolve(flag: bucket).path, options: options)
+    }
 }
 
 @main
@@ -42,7 +50,7 @@ struct Storesh: AsyncParsableCommand {
             (nothing ran), 130 interrupted.
             """,
         version: "storesh \(storeshVersion)",
-        subcommands: [Run.self, Export.self, Import.self]
+        subcommands: [Run.self, Check.self, Export.self, Import.self]
     )
 
     @OptionGroup var bucketOptions: BucketOptions
@@ -133,13 +141,85 @@ struct Run: AsyncParsableCommand {
     @Flag(help: "Report each failing command and keep the changes of those that succeeded (exit 1 if any failed).")
     var keepGoing = false
 
+    @Option(
+        help: ArgumentHelp(
+            "Save a snapshot of the bucket under this name just before the script's first command (in the same transaction).",
+            valueName: "name"))
+    var snapshot: String?
+
+    func validate() throws {
+        if let snapshot {
+            do {
+                try SnapshotInfo.validate(name: snapshot)
+            } catch {
+                throw ValidationError("--snapshot: \(error.message)")
+            }
+        }
+    }
+
     func run() async throws {
         if CommandLine.arguments.contains("-c") {
             throw CommandLineError("-c TEXT and run FILE each give the script; use one of them.")
         }
         let source = try SourceText(name: file, bytes: try readInputFile(file))
-        let options = RunOptions(json: outputOptions.json, dryRun: dryRun, keepGoing: keepGoing)
-        throw ExitCode(try await runScript(source, bucket: try bucketOptions.open(), options: options))
+        var options = RunOptions(json: outputOptions.json, dryRun: dryRun, keepGoing: keepGoing)
+        options.snapshotBefore = snapshot
+        let bucket = { () throws -> LocalBucket in
+            let bucket = try bucketOptions.open()
+            // A taken name is a mistake in the command line: say so before anything runs.
+            if let snapshot, try bucket.snapshotNames().contains(snapshot) {
+                throw CommandLineError(
+                    "--snapshot \(snapshot): the bucket has a snapshot of that name already; choose another name, or remove it with storesh -c 'snapshot rm \(snapshot)'.")
+            }
+            return bucket
+        }
+        throw ExitCode(try await runScript(source, bucket: try bucket(), options: options))
+    }
+}
+
+struct Check: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Verify a bucket file and report what was found (exit 0 sound, 1 damaged or unreadable).",
+        discussion: """
+            Checks SQLite's structure of the file, every stored row against its checksum, every object's \
+            content (and every version kept for snapshots) against its MD5, and the links between them. \
+            It only reads: a damaged file is never changed.
+            """)
+
+    @OptionGroup var bucketOptions: BucketOptions
+    @OptionGroup var outputOptions: OutputOptions
+
+    func run() async throws {
+        let location = BucketLocation.resolve(flag: bucketOptions.bucket).path
+        let report: IntegrityReport
+        do {
+            report = try bucketOptions.openExisting().verify()
+        } catch let error as StorageError where outputOptions.json {
+            let document = JSONValue.object([("error", .object([("code", .string(error.code.name)), ("message", .string(error.message))]))])
+            FileHandle.standardError.write(Data((document.serialized + "\n").utf8))
+            throw ExitCode(1)
+        }
+        if outputOptions.json {
+            let document = JSONValue.object([
+                ("bucket", .string(location)), ("sound", .bool(report.isSound)), ("objects", .integer(Int64(report.objects))),
+                ("snapshots", .integer(Int64(report.snapshots))), ("keptVersions", .integer(Int64(report.keptVersions))),
+                ("contentBytes", .integer(report.contentBytes)),
+                ("problems", .array(report.problems.map { .string($0) })), ("unlistedProblems", .integer(Int64(report.unlistedProblems))),
+            ])
+            print(document.serialized)
+        } else {
+            let counts =
+                "\(MessageText.counted(report.objects, "object")), \(MessageText.counted(report.snapshots, "snapshot")), \(MessageText.counted(report.keptVersions, "version")) kept for snapshots, \(report.contentBytes) bytes of content checked"
+            if report.isSound {
+                print("\(location): sound (\(counts))")
+            } else {
+                var lines = ["\(location): DAMAGED (\(counts))"] + report.problems.map { "  - " + $0 }
+                if report.unlistedProblems > 0 { lines.append("  … and \(report.unlistedProblems) more") }
+                lines.append("storesh will not write to it: restore a copy, or export what can still be read.")
+                print(lines.joined(separator: "\n"))
+            }
+        }
+        throw ExitCode(report.isSound ? 0 : 1)
     }
 }
 
