@@ -92,14 +92,24 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
             // SQLite would take an empty file for an empty database and start writing to it.
             throw .internalError("\(path) is an empty file, not a storesh bucket; storesh will not change it.")
         }
-        let connection: SQLiteConnection
+        var connection: SQLiteConnection
         do {
             connection = try SQLiteConnection(path: path, flags: SQLITE_OPEN_READWRITE)
+            sqlite3_busy_timeout(connection.handle, options.busyTimeoutMilliseconds)
+            _ = try connection.integer("PRAGMA application_id")
+        } catch let error where [SQLITE_CANTOPEN, SQLITE_READONLY, SQLITE_PERM].contains(error.primaryCode) && statted {
+            // A bucket on read-only media (or in a directory storesh may not write, where SQLite cannot make
+            // its shared-memory file) can still be read; a change then fails as read-only.
+            do {
+                connection = try SQLiteConnection(path: readOnlyLocation(path), flags: SQLITE_OPEN_READONLY | SQLITE_OPEN_URI)
+                sqlite3_busy_timeout(connection.handle, options.busyTimeoutMilliseconds)
+            } catch {
+                throw describe(error, path: path, options: options)
+            }
         } catch {
             throw describe(error, path: path, options: options)
         }
         do {
-            sqlite3_busy_timeout(connection.handle, options.busyTimeoutMilliseconds)
             // Identify the file before anything could write to it.
             guard try connection.integer("PRAGMA application_id") == BucketSchema.applicationID else {
                 throw StorageError.internalError(
@@ -126,6 +136,19 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         } catch {
             throw .internalError("\(error)")
         }
+    }
+
+    /// Where to open a bucket that cannot be opened for writing. On a read-only file system SQLite cannot
+    /// make the shared-memory file a WAL database needs, so the file is opened as immutable, which is
+    /// true there, unless its log holds changes not yet folded in (the log must then be read, normally).
+    private static func readOnlyLocation(_ path: String) -> String {
+        var fileSystem = statvfs()
+        var log = stat()
+        let readOnlyFileSystem = statvfs(path, &fileSystem) == 0 && (fileSystem.f_flag & UInt(ST_RDONLY)) != 0
+        let logIsEmpty = stat(path + "-wal", &log) != 0 || log.st_size == 0
+        let escaped = path.replacingOccurrences(of: "%", with: "%25").replacingOccurrences(of: "?", with: "%3f")
+            .replacingOccurrences(of: "#", with: "%23")
+        return "file:\(escaped)" + (readOnlyFileSystem && logIsEmpty ? "?immutable=1" : "")
     }
 
     /// A bucket name from a file name: `teaching.bucket` → `teaching`, lower-cased, other characters as `-`.
@@ -219,13 +242,20 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         if error.isReadOnly || error.primaryCode == SQLITE_PERM {
             return .internalError("The bucket \(path) is read-only (\(error.message)); nothing was changed.")
         }
-        if error.isDiskFull {
+        if error.isDiskFull || (error.primaryCode == SQLITE_IOERR && hasNoFreeSpace(path)) {
             return .internalError("The disk holding \(path) is full; nothing was changed.")
         }
         if error.primaryCode == SQLITE_CANTOPEN {
             return .internalError("Cannot open the bucket \(path): \(error.message).")
         }
         return .internalError("Storage engine error on \(path): \(error.message).")
+    }
+
+    /// Whether the file system holding `path` is full: SQLite reports a full disk as an I/O error when it
+    /// cannot make its shared-memory file.
+    private static func hasNoFreeSpace(_ path: String) -> Bool {
+        var fileSystem = statvfs()
+        return statvfs(path, &fileSystem) == 0 && fileSystem.f_bavail == 0
     }
 
     // MARK: Transactions
