@@ -62,7 +62,17 @@ struct Storesh: AsyncParsableCommand {
     func run() async throws {
         let options = RunOptions(json: outputOptions.json)
         if let command {
-            throw ExitCode(try await runScript(SourceText(name: "-c", text: command), bucket: try bucketOptions.open(), options: options))
+            let source: SourceText
+            do {
+                // Swift's arguments replace invalid UTF-8 with U+FFFD: decode the bytes as given instead, so
+                // that a bad byte is a positioned error, as it is in a script file.
+                source = try SourceText(name: "-c", bytes: Self.rawValue(ofOption: "-c") ?? Array(command.utf8))
+            } catch {
+                let output = ConsoleOutput(json: outputOptions.json, source: SourceText(name: "-c", text: command))
+                output.error(error)
+                throw ExitCode(Interpreter.Status.usage.rawValue)
+            }
+            throw ExitCode(try await runScript(source, bucket: try bucketOptions.open(), options: options))
         }
         if isatty(STDIN_FILENO) == 0 {
             let source = try SourceText(name: "-", bytes: FileHandle.standardInput.readDataToEndOfFile())
@@ -71,6 +81,21 @@ struct Storesh: AsyncParsableCommand {
         let shell = Shell(bucket: try bucketOptions.open(), json: outputOptions.json, historyPath: BucketLocation.historyPath())
         try shell.enforceRules()
         throw ExitCode(await shell.run())
+    }
+
+    /// The bytes of the argument after `option` (`-c TEXT`) or joined to it (`-cTEXT`), as the system gave
+    /// them; nil when the option is not there.
+    static func rawValue(ofOption option: String) -> [UInt8]? {
+        let arguments = (1..<Int(CommandLine.argc)).compactMap { index in
+            CommandLine.unsafeArgv[index].map { Array(UnsafeBufferPointer(start: $0, count: strlen($0))).map { UInt8(bitPattern: $0) } }
+        }
+        let flag = Array(option.utf8)
+        for (index, argument) in arguments.enumerated() {
+            if argument == Array("--".utf8) { return nil }
+            if argument == flag { return index + 1 < arguments.count ? arguments[index + 1] : nil }
+            if argument.starts(with: flag) && argument.count > flag.count { return Array(argument.dropFirst(flag.count)) }
+        }
+        return nil
     }
 
     static func main() async {
