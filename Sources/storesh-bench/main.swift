@@ -98,6 +98,59 @@ func pages(bucketPath: String, repeats: Int) throws {
     print("rss\t\(String(format: "%.1f", peakResidentMiB()))\tMiB")
 }
 
+/// Snapshots of a large bucket: each round saves one, changes 1,000 objects spread over the bucket (one
+/// transaction), saves another, diffs the two and the first against now, and restores the first.
+/// Prints the median of each step, in milliseconds.
+func snapshots(bucketPath: String, rounds: Int) throws {
+    let bucket = try LocalBucket.open(at: bucketPath, options: LocalBucketOptions(createIfMissing: false))
+    let count = try bucket.objectCount()
+    // 1,000 objects spread over the bucket: the first of every (count / 1000)-th group of names.
+    var spread: [ObjectName] = []
+    var after: String?
+    while spread.count < 1000 {
+        let page = try bucket.scanPage(prefix: "", after: after, limit: max(1, count / 1000))
+        guard let first = page.objects.first, let last = page.objects.last else { break }
+        spread.append(try ObjectName(first.fullPath))
+        after = last.fullPath
+    }
+    var times: [String: [Double]] = [:]
+    func timed<T>(_ label: String, _ body: () throws -> T) rethrows -> T {
+        let start = DispatchTime.now().uptimeNanoseconds
+        let result = try body()
+        times[label, default: []].append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6)
+        return result
+    }
+    let semaphore = DispatchSemaphore(value: 0)
+    for round in 0..<rounds {
+        _ = try timed("save (1M objects)") { try bucket.saveSnapshotNow(named: "a\(round)") }
+        var update = MetadataUpdate()
+        try update.set("custom.round", to: String(round))
+        let objects = spread
+        nonisolated(unsafe) let shared = bucket
+        Task {
+            try await shared.beginTransaction(forWriting: true)
+            for object in objects { _ = try await shared.updateMetadata(of: object, update, ifMetagenerationMatch: nil) }
+            try await shared.commitTransaction()
+            semaphore.signal()
+        }
+        semaphore.wait()
+        _ = try timed("save after 1,000 changes") { try bucket.saveSnapshotNow(named: "b\(round)") }
+        let between = try timed("diff two snapshots (1,000 differ)") { try bucket.changesNow(from: .snapshot("a\(round)"), to: .snapshot("b\(round)")) }
+        guard between.count == objects.count else { fail("diff found \(between.count) changes, not \(objects.count)") }
+        _ = try timed("diff a snapshot against now") { try bucket.changesNow(from: .snapshot("a\(round)"), to: .current) }
+        let restored = try timed("restore (1,000 objects back)") { try bucket.restoreSnapshotNow(named: "a\(round)") }
+        guard restored.count == objects.count else { fail("restore changed \(restored.count) objects") }
+        _ = try timed("rm both snapshots") {
+            _ = try bucket.removeSnapshotNow(named: "a\(round)")
+            _ = try bucket.removeSnapshotNow(named: "b\(round)")
+        }
+    }
+    print("objects\t\(count)\trounds\t\(rounds)")
+    for label in ["save (1M objects)", "save after 1,000 changes", "diff two snapshots (1,000 differ)", "diff a snapshot against now", "restore (1,000 objects back)", "rm both snapshots"] {
+        print(String(format: "%@\t%.1f\tms (median)", label, median(times[label] ?? [])))
+    }
+}
+
 /// An import split into its phases: reading and checking the archive, then writing the bucket.
 func importPhases(archive: String, bucketPath: String) throws {
     var start = DispatchTime.now().uptimeNanoseconds
@@ -258,6 +311,9 @@ do {
     case "parse":
         guard arguments.count >= 2 else { fail("usage: parse FILE [REPEATS]") }
         try parseScript(file: arguments[1], repeats: arguments.count > 2 ? Int(arguments[2]) ?? 20 : 20)
+    case "snapshots":
+        guard arguments.count == 3, let rounds = Int(arguments[2]) else { fail("usage: snapshots BUCKET ROUNDS") }
+        try snapshots(bucketPath: arguments[1], rounds: rounds)
     case "complete":
         guard arguments.count >= 2 else { fail("usage: complete BUCKET [REPEATS]") }
         try completions(bucketPath: arguments[1], repeats: arguments.count > 2 ? Int(arguments[2]) ?? 50 : 50)
