@@ -22,46 +22,28 @@ enum BucketSchema {
     static let metadataColumns =
         "name, generation, metageneration, size, time_created, updated, md5_hash, cache_control, content_disposition, content_encoding, content_language, content_type, custom_metadata, content_id, born"
 
+    /// The columns a live and a kept version share, after the name.
+    private static let versionColumns = """
+        generation INTEGER NOT NULL, metageneration INTEGER NOT NULL, size INTEGER NOT NULL,
+            time_created INTEGER NOT NULL, updated INTEGER NOT NULL, md5_hash TEXT NOT NULL, cache_control TEXT,
+            content_disposition TEXT, content_encoding TEXT, content_language TEXT, content_type TEXT,
+            custom_metadata BLOB, content_id INTEGER NOT NULL, born INTEGER NOT NULL,
+        """
+
     static let tables = """
         CREATE TABLE bucket_info (key TEXT PRIMARY KEY, value TEXT NOT NULL, checksum INTEGER NOT NULL);
         CREATE TABLE contents (id INTEGER PRIMARY KEY, data BLOB NOT NULL);
         CREATE TABLE objects (
             id INTEGER PRIMARY KEY,
             name TEXT NOT NULL UNIQUE,
-            generation INTEGER NOT NULL,
-            metageneration INTEGER NOT NULL,
-            size INTEGER NOT NULL,
-            time_created INTEGER NOT NULL,
-            updated INTEGER NOT NULL,
-            md5_hash TEXT NOT NULL,
-            cache_control TEXT,
-            content_disposition TEXT,
-            content_encoding TEXT,
-            content_language TEXT,
-            content_type TEXT,
-            custom_metadata BLOB,
-            content_id INTEGER NOT NULL,
-            born INTEGER NOT NULL,
+            \(versionColumns)
             checksum INTEGER NOT NULL
         );
         CREATE INDEX objects_born ON objects (born);
         CREATE TABLE history (
             id INTEGER PRIMARY KEY,
             name TEXT NOT NULL,
-            generation INTEGER NOT NULL,
-            metageneration INTEGER NOT NULL,
-            size INTEGER NOT NULL,
-            time_created INTEGER NOT NULL,
-            updated INTEGER NOT NULL,
-            md5_hash TEXT NOT NULL,
-            cache_control TEXT,
-            content_disposition TEXT,
-            content_encoding TEXT,
-            content_language TEXT,
-            content_type TEXT,
-            custom_metadata BLOB,
-            content_id INTEGER NOT NULL,
-            born INTEGER NOT NULL,
+            \(versionColumns)
             died INTEGER NOT NULL,
             checksum INTEGER NOT NULL
         );
