@@ -65,6 +65,7 @@ enum BucketSchema {
         for (key, value) in [("name", name), ("last_generation", "0"), ("epoch", "1")] {
             try writeInfo(key, value, connection: connection)
         }
+        try writeInfo(BucketFileLog.lineageKey, BucketFileLog.newMark(), connection: connection)
         try connection.execute("PRAGMA user_version = \(version)")
     }
 

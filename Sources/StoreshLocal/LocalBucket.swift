@@ -15,6 +15,9 @@ public struct LocalBucketOptions: Sendable {
     /// Testing aid: the process kills itself (SIGKILL) just before a commit, to prove that an interrupted
     /// change leaves the old state. Set by the `STORESH_FAULT=crash-before-commit` environment variable.
     public var crashBeforeCommit: Bool
+    /// Testing aid: the process kills itself just after a commit, leaving the log of a change that landed
+    /// (`STORESH_FAULT=crash-after-commit`), as a crash or a power loss would.
+    public var crashAfterCommit = false
 
     public init(
         clock: any StorageClock = SystemClock(), busyTimeoutMilliseconds: Int32 = 5000, createIfMissing: Bool = true,
@@ -44,6 +47,9 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     let connection: SQLiteConnection
     let options: LocalBucketOptions
     private var inExplicitTransaction = false
+    /// Whether the explicit transaction changed anything (its commit then extends the lineage).
+    private var transactionWrote = false
+    private var isClosed = false
     /// The epoch and newest snapshot as this transaction sees them; read at most once per transaction.
     /// Forgotten whenever a transaction or savepoint ends, since a rollback may undo a snapshot.
     var cachedEpochs: Epochs?
@@ -60,6 +66,11 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     }
 
     deinit { connection.close() }
+
+    /// Runs `body` with the connection, serialised with every other use of it.
+    func withConnection<T>(_ body: (SQLiteConnection) throws -> T) throws(StorageError) -> T {
+        try locked { try body(connection) }
+    }
 
     // MARK: Opening
 
@@ -81,6 +92,8 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
             let name = options.nameForNewBucket ?? seed?.bucket ?? defaultName(forFile: path)
             try create(at: path, name: name, objects: seed?.objects ?? [], options: options)
         }
+        // A log beside the file is applied on open: first make sure it was written for this file.
+        try BucketFileLog.verifyOwnership(of: path)
         // stat, not FileManager's attributes: those look up the owner's name, which costs an NSS lookup on
         // every open.
         var status = stat()
@@ -120,7 +133,9 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
                 throw StorageError.internalError(
                     "\(path) was made by a newer storesh (bucket format \(version); this one reads up to \(BucketSchema.version)).")
             }
-            try connection.execute("PRAGMA synchronous = FULL")
+            // A big transaction (an import, a bulk edit) grows the log; once folded in, it is cut back, so no
+            // later process pays for reading it.
+            try connection.execute("PRAGMA synchronous = FULL; PRAGMA journal_size_limit = \(Self.logSizeLimit)")
             if version == 1 { try BucketSchema.upgradeFromVersion1(connection) }
             let name = try BucketSchema.readInfo("name", connection: connection)
             guard let name else {
@@ -138,6 +153,9 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         }
     }
 
+    /// The size a log is cut back to after it has been folded into the file.
+    static let logSizeLimit = 4 << 20
+
     /// Where to open a bucket that cannot be opened for writing. On a read-only file system SQLite cannot
     /// make the shared-memory file a WAL database needs, so the file is opened as immutable, which is
     /// true there, unless its log holds changes not yet folded in (the log must then be read, normally).
@@ -146,9 +164,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         var log = stat()
         let readOnlyFileSystem = statvfs(path, &fileSystem) == 0 && (fileSystem.f_flag & UInt(ST_RDONLY)) != 0
         let logIsEmpty = stat(path + "-wal", &log) != 0 || log.st_size == 0
-        let escaped = path.replacingOccurrences(of: "%", with: "%25").replacingOccurrences(of: "?", with: "%3f")
-            .replacingOccurrences(of: "#", with: "%23")
-        return "file:\(escaped)" + (readOnlyFileSystem && logIsEmpty ? "?immutable=1" : "")
+        return BucketFileLog.uri(path, readOnlyFileSystem && logIsEmpty ? "immutable=1" : nil)
     }
 
     /// A bucket name from a file name: `teaching.bucket` → `teaching`, lower-cased, other characters as `-`.
@@ -188,9 +204,10 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
             var seedOptions = options
             seedOptions.createIfMissing = false
             seedOptions.crashBeforeCommit = false
+            seedOptions.crashAfterCommit = false
             let seeded = try open(at: temporary, options: seedOptions)
             try seeded.importObjects(objects, replacingEverything: false)
-            try seeded.close()
+            seeded.close()
         }
         // The linked name must be the whole bucket: nothing may be left in the temporary name's WAL.
         if let walSize = (try? FileManager.default.attributesOfItem(atPath: temporary + "-wal"))?[.size] as? Int,
@@ -198,20 +215,23 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         {
             throw .internalError("Cannot create the bucket file \(path): its log was not folded into the file.")
         }
+        // A log and index left by an earlier file of that name (deleted while open, or by a crash) would be
+        // applied to the new file: they go first.
+        if access(path, F_OK) != 0 { try BucketFileLog.removeOrphans(of: path) }
         if link(temporary, path) != 0 && errno != EEXIST {
             throw .internalError("Cannot create the bucket file \(path): \(String(cString: strerror(errno))).")
         }
-        let directoryDescriptor = Foundation.open(directory, O_RDONLY)
-        if directoryDescriptor >= 0 {
-            fsync(directoryDescriptor)  // the new name itself must survive a crash
-            Foundation.close(directoryDescriptor)
-        }
+        BucketFileLog.synchronizeDirectory(of: path)  // the new name itself must survive a crash
     }
 
-    /// Folds the write-ahead log into the bucket file and closes it; the object is unusable afterwards.
-    public func close() throws(StorageError) {
-        try locked {
-            try connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    /// Closes the bucket file; the object is unusable afterwards. The last connection to close folds the log
+    /// into the file and removes it (SQLite does it then, without waiting for anyone), so a bucket that no
+    /// process has open is one file. Closing again does nothing.
+    public func close() {
+        lock.withLock {
+            guard !isClosed else { return }
+            isClosed = true
+            if !connection.isAutocommit { try? connection.execute("ROLLBACK") }
             connection.close()
         }
     }
@@ -270,6 +290,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
             // IMMEDIATE takes the write lock now, so a script's plan is made on the state it will change.
             try connection.execute(forWriting ? "BEGIN IMMEDIATE" : "BEGIN")
             inExplicitTransaction = true
+            transactionWrote = false
             cachedEpochs = nil
         }
     }
@@ -277,7 +298,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     public func commitTransaction() async throws {
         try locked {
             guard inExplicitTransaction else { return }
-            try commit()
+            try commit(wrote: transactionWrote)
             inExplicitTransaction = false
             cachedEpochs = nil
         }
@@ -310,15 +331,19 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         }
     }
 
-    private func commit() throws(SQLiteError) {
+    /// Commits the open transaction; one that changed anything extends the file's lineage first.
+    private func commit(wrote: Bool) throws {
+        if wrote { try BucketFileLog.advanceLineage(connection) }
         if options.crashBeforeCommit { kill(getpid(), SIGKILL) }
         try connection.execute("COMMIT")
+        if options.crashAfterCommit { kill(getpid(), SIGKILL) }
     }
 
     /// Runs `body` with the connection, turning SQLite failures into storage errors.
     private func locked<T>(_ body: () throws -> T) throws(StorageError) -> T {
         lock.lock()
         defer { lock.unlock() }
+        if isClosed { throw .internalError("The bucket \(path) was closed.") }
         do {
             return try body()
         } catch let error as StorageError {
@@ -337,6 +362,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     func change<T>(_ body: () throws -> T) throws(StorageError) -> T {
         try locked {
             if inExplicitTransaction {
+                transactionWrote = true
                 try connection.execute("SAVEPOINT change")
                 do {
                     let result = try body()
@@ -353,7 +379,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
             defer { cachedEpochs = nil }
             do {
                 let result = try body()
-                try commit()
+                try commit(wrote: true)
                 return result
             } catch {
                 if !connection.isAutocommit { try? connection.execute("ROLLBACK") }

@@ -166,7 +166,7 @@ func importPhases(archive: String, bucketPath: String) throws {
     let bucket = try LocalBucket.open(at: bucketPath)
     try bucket.importObjects(contents.objects, replacingEverything: true)
     lap("write bucket")
-    try bucket.close()
+    bucket.close()
     lap("checkpoint and close")
     print("rss\t\(String(format: "%.1f", peakResidentMiB()))\tMiB")
 }

@@ -37,6 +37,7 @@ struct BucketLocation {
             options.busyTimeoutMilliseconds = wait
         }
         options.crashBeforeCommit = environment["STORESH_FAULT"] == "crash-before-commit"
+        options.crashAfterCommit = environment["STORESH_FAULT"] == "crash-after-commit"
         return options
     }
 
@@ -88,4 +89,20 @@ func makeClock(flag: String?) throws(CommandLineError) -> any StorageClock {
 struct CommandLineError: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
+}
+
+/// Every bucket this process opened, so that every way out of storesh closes them (`Storesh.leave`).
+final class OpenBuckets: @unchecked Sendable {
+    static let shared = OpenBuckets()
+    private let lock = NSLock()
+    private var buckets: [LocalBucket] = []
+
+    func keep(_ bucket: LocalBucket) -> LocalBucket {
+        lock.withLock { buckets.append(bucket) }
+        return bucket
+    }
+
+    func closeAll() {
+        for bucket in lock.withLock({ buckets }) { bucket.close() }
+    }
 }

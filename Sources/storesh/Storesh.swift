@@ -23,15 +23,15 @@ struct BucketOptions: ParsableArguments {
     func open() throws -> LocalBucket {
         if bucket?.isEmpty == true { throw CommandLineError("--bucket needs the path of a bucket file.") }
         let clock = try makeClock(flag: clock)
-        return try BucketLocation.resolve(flag: bucket).open(clock: clock)
+        return OpenBuckets.shared.keep(try BucketLocation.resolve(flag: bucket).open(clock: clock))
     }
 
-    /// Opens a bucket that must exist already (a check never creates one).
+    /// Opens a bucket that must exist already (a check or a backup never creates one).
     func openExisting() throws -> LocalBucket {
         if bucket?.isEmpty == true { throw CommandLineError("--bucket needs the path of a bucket file.") }
         var options = BucketLocation.options(clock: try makeClock(flag: clock))
         options.createIfMissing = false
-        return try LocalBucket.open(at: BucketLocation.resolve(flag: bucket).path, options: options)
+        return OpenBuckets.shared.keep(try LocalBucket.open(at: BucketLocation.resolve(flag: bucket).path, options: options))
     }
 }
 
@@ -50,7 +50,7 @@ struct Storesh: AsyncParsableCommand {
             (nothing ran), 130 interrupted.
             """,
         version: "storesh \(storeshVersion)",
-        subcommands: [Run.self, Check.self, Export.self, Import.self]
+        subcommands: [Run.self, Check.self, Backup.self, Export.self, Import.self]
     )
 
     @OptionGroup var bucketOptions: BucketOptions
@@ -98,6 +98,13 @@ struct Storesh: AsyncParsableCommand {
         return nil
     }
 
+    /// Every way out: the buckets this process opened are closed first, so that each is left as one file
+    /// (SQLite folds the log into it and removes it) and no later process replays a log.
+    static func leave(_ status: Int32) -> Never {
+        OpenBuckets.shared.closeAll()
+        Foundation.exit(status)
+    }
+
     static func main() async {
         do {
             var command = try parseAsRoot()
@@ -106,25 +113,26 @@ struct Storesh: AsyncParsableCommand {
             } else {
                 try command.run()
             }
+            leave(0)
         } catch let error as ExitCode {
-            Foundation.exit(error.rawValue)
+            leave(error.rawValue)
         } catch let error as Diagnostic {
             // A script on standard input that is not valid UTF-8.
             FileHandle.standardError.write(Data("-:\(error.location.line):\(error.location.column): error: \(error.message) (\(error.code))\n".utf8))
-            Foundation.exit(Interpreter.Status.usage.rawValue)
+            leave(Interpreter.Status.usage.rawValue)
         } catch let error as StorageError {
             FileHandle.standardError.write(Data("storesh: error: \(error.message) (\(error.code.name))\n".utf8))
-            Foundation.exit(1)
+            leave(1)
         } catch let error as CommandLineError {
             FileHandle.standardError.write(Data("storesh: error: \(error.description)\n".utf8))
-            Foundation.exit(2)
+            leave(2)
         } catch {
             // Help and --version exit 0; every usage error exits 2, as the contract says (not 64).
             let code = exitCode(for: error)
             let message = fullMessage(for: error)
             if code == .success {
                 if !message.isEmpty { print(message) }
-                Foundation.exit(0)
+                leave(0)
             }
             // One error format for every error: `storesh: error: …`.
             var text = message.hasPrefix("Error: ") ? "storesh: error: " + message.dropFirst("Error: ".count) : message
@@ -135,7 +143,7 @@ struct Storesh: AsyncParsableCommand {
                 text += "\n(commands of the language run with -c: storesh -c '\(match.1) …', or from a script: storesh run FILE)"
             }
             FileHandle.standardError.write(Data((text + "\n").utf8))
-            Foundation.exit(code == .validationFailure ? 2 : code.rawValue)
+            leave(code == .validationFailure ? 2 : code.rawValue)
         }
     }
 }
@@ -245,6 +253,30 @@ struct Check: AsyncParsableCommand {
             }
         }
         throw ExitCode(report.isSound ? 0 : 1)
+    }
+}
+
+struct Backup: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Write a consistent copy of a bucket file (objects, snapshots and rules), even while it is in use.",
+        discussion: """
+            SQLite itself makes the copy, from one state of the bucket, while shells, scripts or servers may go on \
+            writing to it. The copy is built beside FILE and renamed into place: FILE is the old file or the whole \
+            copy. An existing FILE must be a storesh bucket that nothing has open. To restore a copy, back it up \
+            over the bucket: storesh backup --bucket copy.bucket my.bucket. (Copying a bucket file with cp is safe \
+            only when no storesh has it open.)
+            """)
+
+    @OptionGroup var bucketOptions: BucketOptions
+
+    @Argument(help: ArgumentHelp("Where to write the copy.", valueName: "file"))
+    var file: String
+
+    func run() async throws {
+        let bucket = try bucketOptions.openExisting()
+        try bucket.backup(to: file)
+        FileHandle.standardError.write(
+            Data("storesh: backed up gs://\(bucket.name) (\(MessageText.counted(try bucket.objectCount(), "object"))) from \(bucket.path) to \(file)\n".utf8))
     }
 }
 

@@ -157,7 +157,7 @@ struct SnapshotTests {
         let path = directory.file("d.bucket")
         let bucket = try openBucket(path)
         try await bucket.put(["a", "b"])
-        try bucket.close()
+        bucket.close()
         let raw = try SQLiteConnection(path: path, flags: 0x02)
         try raw.execute("UPDATE objects SET content_type = 'text/evil' WHERE name = 'a'; UPDATE contents SET data = x'00' WHERE id = (SELECT content_id FROM objects WHERE name = 'b')")
         raw.close()

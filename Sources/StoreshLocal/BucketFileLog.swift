@@ -1,0 +1,213 @@
+import CSQLite
+import Foundation
+import StoreshCore
+
+/// The bucket file's write-ahead log (`FILE-wal`) and its shared-memory index (`FILE-shm`), the two files SQLite
+/// keeps beside a bucket while it is open.
+///
+/// SQLite applies whatever log lies beside a file when it opens it, and nothing in a log names the file it was
+/// written for. A log left by a file that was deleted, or replaced by a copy, would be applied to the new file
+/// and bring back the old state. So storesh records a *lineage* in every bucket: each committed change appends
+/// a fresh random mark to a short list kept in the file. A log written on top of a file carries that file's last
+/// mark in its list; a log that does not was written for another file, and is refused, never applied.
+enum BucketFileLog {
+    static let suffixes = ["-wal", "-shm"]
+    /// How many of the newest marks a bucket keeps: more commits than this left unfolded in a log by a crash of
+    /// every process using it cannot be told from a foreign log (storesh folds the log after each change).
+    static let lineageLength = 64
+    static let lineageKey = "lineage"
+
+    /// Appends a new mark to the lineage (inside the committing transaction).
+    static func advanceLineage(_ connection: SQLiteConnection) throws {
+        var marks = try BucketSchema.readInfo(lineageKey, connection: connection)?.split(separator: " ").map(String.init) ?? []
+        marks.append(newMark())
+        try BucketSchema.writeInfo(lineageKey, marks.suffix(lineageLength).joined(separator: " "), connection: connection)
+    }
+
+    static func newMark() -> String { String(UInt64.random(in: 1...UInt64.max), radix: 16) }
+
+    /// Whether another process has the bucket open: every SQLite connection to a WAL database holds a shared
+    /// lock on one byte of the shared-memory file (the "DMS" byte, offset 128) for as long as it is open.
+    /// POSIX locks are per process, so this process's own connections are not seen.
+    static func isOpenElsewhere(_ path: String) -> Bool {
+        let descriptor = Foundation.open(path + "-shm", O_RDONLY)
+        guard descriptor >= 0 else { return false }
+        defer { Foundation.close(descriptor) }
+        var lock = flock()
+        lock.l_type = Int16(F_WRLCK)
+        lock.l_whence = Int16(SEEK_SET)
+        lock.l_start = 128
+        lock.l_len = 1
+        guard fcntl(descriptor, F_GETLK, &lock) == 0 else { return false }
+        return lock.l_type != Int16(F_UNLCK)
+    }
+
+    static func hasLog(_ path: String) -> Bool {
+        var status = stat()
+        return stat(path + "-wal", &status) == 0 && status.st_size > 0
+    }
+
+    static func sidecarsExist(_ path: String) -> Bool {
+        suffixes.contains { access(path + $0, F_OK) == 0 }
+    }
+
+    /// Removes the log and index left beside `path` by a bucket file that is no longer there. Refuses when a
+    /// process still has that file open (it would go on writing to the log storesh is about to make).
+    static func removeOrphans(of path: String) throws(StorageError) {
+        guard sidecarsExist(path) else { return }
+        if isOpenElsewhere(path) {
+            throw .internalError(
+                "Cannot create the bucket \(path): a process still has a deleted bucket of that name open (its \(path)-wal is in use). Close it (leave its shell, or end its script) and try again.")
+        }
+        for suffix in suffixes where unlink(path + suffix) != 0 && errno != ENOENT {
+            throw .internalError("Cannot remove \(path + suffix), left by an earlier bucket file: \(String(cString: strerror(errno))).")
+        }
+    }
+
+    /// Before opening `path`: a log that no process is writing (a crash left it, or the file was replaced
+    /// beside it) is applied only when it was written on top of this very file.
+    static func verifyOwnership(of path: String) throws(StorageError) {
+        guard hasLog(path), !isOpenElsewhere(path) else { return }
+        // The file alone (immutable: SQLite ignores the log) and the file with its log (read-only: closing it
+        // never folds the log in).
+        guard let fileMark = try? lastMark(readingURI: uri(path, "immutable=1")),
+            let logMarks = try? marks(readingURI: uri(path, "mode=ro"))
+        else { return }  // a bucket older than lineages, or unreadable: opening it reports what is wrong
+        // The log holds `commits` changes made on top of one state of the file; the file must be that state, or
+        // one of those changes if SQLite had folded some of them in before the crash. An older copy of the same
+        // bucket has an older mark (still in the list), and so does any other file.
+        let commits = committedTransactions(inLogOf: path)
+        let candidates = commits < logMarks.count ? Array(logMarks.suffix(commits + 1)) : logMarks
+        if !candidates.contains(fileMark) {
+            throw .internalError(
+                "\(path)-wal was not written for \(path): the file was replaced (by a copy?) while a log of the old file was left beside it. storesh will not apply it. If \(path) is the file you want, remove \(path)-wal and \(path)-shm; to restore a bucket safely, use storesh backup (see storesh backup --help)."
+            )
+        }
+    }
+
+    /// How many committed transactions SQLite would apply from the log beside `path`: its frames that carry the
+    /// log's salts and a valid running checksum (the WAL file format), counting those that end a transaction.
+    static func committedTransactions(inLogOf path: String) -> Int {
+        guard let log = FileManager.default.contents(atPath: path + "-wal"), log.count >= 32 else { return 0 }
+        return log.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) -> Int in
+            func word(_ offset: Int, bigEndian: Bool = true) -> UInt32 {
+                let value = bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self)
+                return bigEndian ? UInt32(bigEndian: value) : UInt32(littleEndian: value)
+            }
+            let magic = word(0)
+            guard magic == 0x377f_0682 || magic == 0x377f_0683 else { return 0 }
+            let checksumsBigEndian = magic == 0x377f_0683
+            let pageSize = Int(word(8))
+            guard pageSize >= 512, pageSize <= 65536, pageSize & (pageSize - 1) == 0 else { return 0 }
+            var sum = (UInt32(0), UInt32(0))
+            func add(_ start: Int, _ count: Int) {
+                var offset = start
+                while offset < start + count {
+                    sum.0 = sum.0 &+ word(offset, bigEndian: checksumsBigEndian) &+ sum.1
+                    sum.1 = sum.1 &+ word(offset + 4, bigEndian: checksumsBigEndian) &+ sum.0
+                    offset += 8
+                }
+            }
+            add(0, 24)
+            guard sum == (word(24), word(28)) else { return 0 }
+            let salts = (word(16), word(20))
+            var commits = 0
+            var offset = 32
+            while offset + 24 + pageSize <= bytes.count {
+                guard (word(offset + 8), word(offset + 12)) == salts else { break }
+                add(offset, 8)
+                add(offset + 24, pageSize)
+                guard sum == (word(offset + 16), word(offset + 20)) else { break }
+                if word(offset + 4) != 0 { commits += 1 }
+                offset += 24 + pageSize
+            }
+            return commits
+        }
+    }
+
+    private static func marks(readingURI uri: String) throws -> [String]? {
+        let connection = try SQLiteConnection(path: uri, flags: SQLITE_OPEN_READONLY | SQLITE_OPEN_URI)
+        defer { connection.close() }
+        return try BucketSchema.readInfo(lineageKey, connection: connection)?.split(separator: " ").map(String.init)
+    }
+
+    private static func lastMark(readingURI uri: String) throws -> String? {
+        try marks(readingURI: uri)?.last
+    }
+
+    /// A `file:` URI for SQLite, with the characters that URIs reserve escaped.
+    static func uri(_ path: String, _ query: String? = nil) -> String {
+        let escaped = path.replacingOccurrences(of: "%", with: "%25").replacingOccurrences(of: "?", with: "%3f")
+            .replacingOccurrences(of: "#", with: "%23")
+        return "file:\(escaped)" + (query.map { "?" + $0 } ?? "")
+    }
+
+    /// Makes `directory`'s entries durable (a new or renamed name must survive a crash).
+    static func synchronizeDirectory(of path: String) {
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        let descriptor = Foundation.open(directory, O_RDONLY)
+        if descriptor >= 0 {
+            fsync(descriptor)
+            Foundation.close(descriptor)
+        }
+    }
+}
+
+extension LocalBucket {
+    /// Writes a consistent copy of the whole bucket (objects, snapshots, rules) to `destination`, made by
+    /// SQLite's backup while other processes may go on writing. The copy is built beside `destination` and
+    /// renamed into place, so `destination` is the old file or the whole copy, never half of it. An existing
+    /// `destination` must be a storesh bucket that no process has open; its log, if any, goes with it.
+    public func backup(to destination: String) throws(StorageError) {
+        var target = stat()
+        var source = stat()
+        let exists = stat(destination, &target) == 0
+        if exists {
+            if stat(path, &source) == 0 && source.st_dev == target.st_dev && source.st_ino == target.st_ino {
+                throw .invalidArgument("\(destination) is the bucket itself; give the path of the copy to write.")
+            }
+            if (target.st_mode & S_IFMT) == S_IFDIR {
+                throw .invalidArgument("\(destination) is a directory; give the path of the copy to write, e.g. \(destination)/\(URL(fileURLWithPath: path).lastPathComponent).")
+            }
+            let isBucket = (try? SQLiteConnection(path: BucketFileLog.uri(destination, "immutable=1"), flags: SQLITE_OPEN_READONLY | SQLITE_OPEN_URI))
+                .flatMap { try? $0.integer("PRAGMA application_id") } == BucketSchema.applicationID
+            guard isBucket || target.st_size == 0 else {
+                throw .invalidArgument("\(destination) exists and is not a storesh bucket; storesh will not overwrite it.")
+            }
+            if BucketFileLog.isOpenElsewhere(destination) {
+                throw .invalidArgument("\(destination) is open in another storesh (a shell, a script or a server); close it first, then copy over it.")
+            }
+        }
+        let directory = URL(fileURLWithPath: destination).deletingLastPathComponent().path
+        let temporary = "\(directory)/.\(URL(fileURLWithPath: destination).lastPathComponent).backup-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        defer {
+            for suffix in ["", "-wal", "-shm", "-journal"] { unlink(temporary + suffix) }
+        }
+        do {
+            let copy = try SQLiteConnection(path: temporary, flags: SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+            defer { copy.close() }
+            try copy.execute("PRAGMA synchronous = FULL")
+            try withConnection { source in
+                guard let backup = sqlite3_backup_init(copy.handle, "main", source.handle, "main") else {
+                    throw copy.lastError(sqlite3_errcode(copy.handle))
+                }
+                // All pages in one step: one read transaction on the source, so the copy is one state of it.
+                let stepped = sqlite3_backup_step(backup, -1)
+                let finished = sqlite3_backup_finish(backup)
+                if stepped != SQLITE_DONE { throw copy.lastError(stepped) }
+                if finished != SQLITE_OK { throw copy.lastError(finished) }
+            }
+        } catch let error as SQLiteError {
+            throw Self.describe(error, path: destination, options: options)
+        } catch let error as StorageError {
+            throw error
+        } catch {
+            throw .internalError("\(error)")
+        }
+        for suffix in BucketFileLog.suffixes { unlink(destination + suffix) }
+        guard rename(temporary, destination) == 0 else {
+            throw .internalError("Cannot write \(destination): \(String(cString: strerror(errno))).")
+        }
+        BucketFileLog.synchronizeDirectory(of: destination)
+    }
+}
