@@ -59,7 +59,8 @@ let package = Package(
             name: "StoreshRulesTests",
             dependencies: ["StoreshCore", "StoreshRules", "StoreshLocal", "StoreshLanguage", "StoreshTestSupport"]),
         .testTarget(
-            name: "StoreshLocalTests", dependencies: ["StoreshCore", "StoreshLocal", "StoreshTestSupport", "StoreshFuzzing"]),
+            name: "StoreshLocalTests",
+            dependencies: ["StoreshCore", "StoreshLocal", "StoreshRules", "StoreshTestSupport", "StoreshFuzzing"]),
         .testTarget(
             name: "StoreshLanguageTests",
             dependencies: ["StoreshCore", "StoreshLanguage", "StoreshLocal", "StoreshTestSupport", "StoreshFuzzing"]),

@@ -17,6 +17,66 @@ public struct WriteOptions: Sendable, Equatable {
     }
 }
 
+/// What a change requires of the object's current state (rule G5): a remote change never overwrites a
+/// concurrent one, because it says what it was computed from. A failed precondition is `precondition-failed`.
+public struct Precondition: Sendable, Equatable {
+    /// `ifGenerationMatch`: the object's content generation; 0 means the object must not exist.
+    public var generation: Int64?
+    /// `ifMetagenerationMatch`: the object's metadata generation.
+    public var metageneration: Int64?
+
+    public init(generation: Int64? = nil, metageneration: Int64? = nil) {
+        self.generation = generation
+        self.metageneration = metageneration
+    }
+
+    /// No condition: the change applies to whatever is there.
+    public static let none = Precondition()
+    /// A create: there must be no object of that name.
+    public static let doesNotExist = Precondition(generation: 0)
+
+    /// The object's current state, exactly (generation and metageneration).
+    public static func matches(_ object: ObjectMetadata) -> Precondition {
+        Precondition(generation: object.generation, metageneration: object.metageneration)
+    }
+
+    /// Whether `object` (nil: absent) satisfies the precondition.
+    public func isSatisfied(by object: ObjectMetadata?) -> Bool {
+        guard let object else { return generation == nil ? metageneration == nil : generation == 0 }
+        if generation == 0 { return false }
+        if let generation, generation != object.generation { return false }
+        if let metageneration, metageneration != object.metageneration { return false }
+        return true
+    }
+}
+
+/// What a bucket can do beyond the operations every bucket has. Commands that need more are refused before
+/// anything runs on a bucket that lacks it (rule B3).
+public struct BucketCapabilities: OptionSet, Sendable, Hashable {
+    public let rawValue: Int
+    public init(rawValue: Int) { self.rawValue = rawValue }
+
+    /// Changes can be grouped to land together or not at all (a script is one transaction).
+    public static let transactions = BucketCapabilities(rawValue: 1 << 0)
+    /// Named states of the whole bucket (`snapshot …`).
+    public static let snapshots = BucketCapabilities(rawValue: 1 << 1)
+    /// The bucket keeps its security rules, and storesh may change them (`rules load`).
+    public static let rulesAdministration = BucketCapabilities(rawValue: 1 << 2)
+    /// Whole-bucket export and import, including `import --replace`.
+    public static let archives = BucketCapabilities(rawValue: 1 << 3)
+    /// `storesh check` and `storesh backup`.
+    public static let integrityCheck = BucketCapabilities(rawValue: 1 << 4)
+    /// Reads that answer without awaiting (Tab completion at the prompt).
+    public static let immediateReads = BucketCapabilities(rawValue: 1 << 5)
+
+    /// Names for messages: "snapshots", "rules administration", ….
+    public var names: [String] {
+        [(Self.transactions, "transactions"), (.snapshots, "snapshots"), (.rulesAdministration, "rules administration"),
+         (.archives, "archives"), (.integrityCheck, "integrity checks"), (.immediateReads, "immediate reads")]
+            .filter { contains($0.0) }.map(\.1)
+    }
+}
+
 /// The outcome of a metadata update (rule M6).
 public struct UpdateResult: Sendable, Equatable {
     public var metadata: ObjectMetadata
@@ -53,32 +113,72 @@ public protocol Bucket: AnyObject, Sendable {
     /// The bucket's name, as in `gs://NAME/`.
     var name: String { get }
 
-    /// One page of the delimiter listing of `reference` (rules L1–L10).
+    /// What this bucket can do beyond the operations below; each capability comes with its accessor.
+    var capabilities: BucketCapabilities { get }
+
+    /// One page of the delimiter listing of `reference` (rules L1–L10). With `options.includeMetadata`, the
+    /// page carries each item's metadata, read with the page (one request, as the service's list is).
     func list(_ reference: StoragePath, options: ListOptions) async throws -> ListPage
 
     /// The metadata of one object (rule M8: object-not-found when absent).
     func metadata(of object: ObjectName) async throws -> ObjectMetadata
 
-    /// Applies a partial update (rules M4–M7). With `ifMetagenerationMatch`, the update fails unless the
-    /// object's metageneration is that value, so a read-modify-write cannot overwrite a concurrent change.
-    func updateMetadata(of object: ObjectName, _ update: MetadataUpdate, ifMetagenerationMatch: Int64?)
+    /// Applies a partial update (rules M4–M7), if the object satisfies `precondition` (else
+    /// precondition-failed, and nothing changes), so a read-modify-write cannot overwrite a concurrent change.
+    func updateMetadata(of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition)
         async throws -> UpdateResult
 
-    /// Writes content, creating or replacing the object (rule M3).
-    func write(_ content: Data, to object: ObjectName, options: WriteOptions) async throws -> ObjectMetadata
+    /// Writes content, creating or replacing the object (rule M3), if the object satisfies `precondition`
+    /// (`.doesNotExist` for a create).
+    func write(_ content: Data, to object: ObjectName, options: WriteOptions, precondition: Precondition)
+        async throws -> ObjectMetadata
 
     /// The object's content.
     func read(_ object: ObjectName) async throws -> Data
 
-    /// Deletes the object; object-not-found when absent.
-    func delete(_ object: ObjectName) async throws
+    /// Deletes the object if it satisfies `precondition`; object-not-found when absent.
+    func delete(_ object: ObjectName, precondition: Precondition) async throws
 
     /// Objects whose names start with `prefix` (no delimiter), in byte order, strictly after `after`,
     /// at most `limit` of them. This is what patterns (`**`) and bulk edits walk.
     func scan(prefix: String, after: String?, limit: Int) async throws -> ObjectScanPage
+
+    /// Ends the use of the bucket: a local one is left as one file, a remote one closes its connections.
+    /// Every way out of a program that opened a bucket closes it; closing twice does nothing.
+    func close()
+
+    /// With `.transactions`: the bucket's transactions.
+    var transactions: (any TransactionalBucket)? { get }
+    /// With `.snapshots`: the bucket's snapshots.
+    var snapshotStore: (any SnapshotStore)? { get }
+    /// With `.immediateReads`: reads for Tab completion.
+    var immediateReads: (any ImmediateReads)? { get }
 }
 
 extension Bucket {
+    public var transactions: (any TransactionalBucket)? { nil }
+    public var snapshotStore: (any SnapshotStore)? { nil }
+    public var immediateReads: (any ImmediateReads)? { nil }
+
+    /// An update with a precondition on the metageneration only (or none).
+    public func updateMetadata(of object: ObjectName, _ update: MetadataUpdate, ifMetagenerationMatch: Int64? = nil)
+        async throws -> UpdateResult
+    {
+        try await updateMetadata(of: object, update, precondition: Precondition(metageneration: ifMetagenerationMatch))
+    }
+
+    /// A write whatever is there.
+    public func write(_ content: Data, to object: ObjectName, options: WriteOptions = WriteOptions()) async throws
+        -> ObjectMetadata
+    {
+        try await write(content, to: object, options: options, precondition: .none)
+    }
+
+    /// A delete whatever is there.
+    public func delete(_ object: ObjectName) async throws {
+        try await delete(object, precondition: .none)
+    }
+
     /// listAll (rule L11): every page gathered. Holds everything in memory and is not a consistent
     /// snapshot if the bucket changes meanwhile; use pages for large folders.
     public func listAll(_ reference: StoragePath) async throws -> ListPage {

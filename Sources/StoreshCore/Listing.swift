@@ -8,11 +8,14 @@ public struct ListOptions: Sendable, Equatable {
     /// Start at the first name at or after this one (Cloud Storage's `startOffset`; the Firebase SDKs do not
     /// expose it). Completion uses it to read only the page where the typed name would be.
     public var startOffset: String?
+    /// Give each item's metadata with the page (`ls -l`), as the service's list does.
+    public var includeMetadata: Bool
 
-    public init(maxResults: Int? = nil, pageToken: String? = nil, startOffset: String? = nil) {
+    public init(maxResults: Int? = nil, pageToken: String? = nil, startOffset: String? = nil, includeMetadata: Bool = false) {
         self.maxResults = maxResults
         self.pageToken = pageToken
         self.startOffset = startOffset
+        self.includeMetadata = includeMetadata
     }
 
     /// The page size, or the exact error of rule L6.
@@ -33,11 +36,14 @@ public struct ListPage: Sendable, Equatable {
     public var items: [String]
     /// Present exactly when another non-empty page follows.
     public var nextPageToken: String?
+    /// Each item's metadata, in the order of `items`, when the listing asked for it.
+    public var itemMetadata: [ObjectMetadata]?
 
-    public init(prefixes: [String] = [], items: [String] = [], nextPageToken: String? = nil) {
+    public init(prefixes: [String] = [], items: [String] = [], nextPageToken: String? = nil, itemMetadata: [ObjectMetadata]? = nil) {
         self.prefixes = prefixes
         self.items = items
         self.nextPageToken = nextPageToken
+        self.itemMetadata = itemMetadata
     }
 }
 

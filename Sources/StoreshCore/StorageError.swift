@@ -13,6 +13,11 @@ public enum StorageErrorCode: String, Sendable, CaseIterable, Codable {
     case bucketMismatch = "bucket-mismatch"
     case internalError = "internal-error"
     case pathError = "path-error"
+    /// storesh's own: a change refused because the object is not as the change expected (HTTP 412). Nothing
+    /// was changed; read it again and decide anew.
+    case preconditionFailed = "precondition-failed"
+    /// storesh's own: the store cannot answer now (busy, HTTP 429 or 503); the same request may succeed later.
+    case unavailable = "unavailable"
 
     /// The kebab-case name printed to users, e.g. `object-not-found`.
     public var name: String { rawValue }
@@ -31,6 +36,9 @@ public enum StorageErrorCode: String, Sendable, CaseIterable, Codable {
         case .bucketMismatch: -13051
         case .internalError: -13052
         case .pathError: -13053
+        // The SDKs have no codes for these two; storesh's own stand apart from the SDK's.
+        case .preconditionFailed: -13900
+        case .unavailable: -13901
         }
     }
 }
@@ -75,6 +83,22 @@ public struct StorageError: Error, Sendable, Equatable, CustomStringConvertible 
 
     public static func invalidArgument(_ message: String) -> StorageError {
         StorageError(.invalidArgument, message)
+    }
+
+    /// The object is not in the state a change was computed from (rule G5's 412).
+    public static func preconditionFailed(_ path: String, _ precondition: Precondition, actual: ObjectMetadata?)
+        -> StorageError
+    {
+        let state: String
+        switch (precondition.generation, precondition.metageneration, actual) {
+        case (0?, _, let actual?): state = "it exists (generation \(actual.generation)), and the change was to create it"
+        case (_, _, nil): state = "it no longer exists"
+        case (let generation?, _, let actual?) where generation != actual.generation:
+            state = "its generation is \(actual.generation), not \(generation)"
+        case (_, let metageneration?, let actual?): state = "its metageneration is \(actual.metageneration), not \(metageneration)"
+        default: state = "it is not as expected"
+        }
+        return StorageError(.preconditionFailed, "Object \(path) changed meanwhile: \(state). Nothing was changed.")
     }
 
     public static func internalError(_ message: String) -> StorageError {

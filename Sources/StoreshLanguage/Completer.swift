@@ -186,15 +186,6 @@ public struct Completer {
         return (words, word, quote)
     }
 
-    /// The quote still open at the end of a line, if any.
-    public static func openQuote(in line: String) -> Unicode.Scalar? { split(line).openQuote }
-
-    /// Whether a line ends in a `\` that continues it on the next line (unescaped, outside quotes).
-    public static func continues(_ line: String) -> Bool {
-        let trailing = line.unicodeScalars.reversed().prefix { $0 == "\\" }.count
-        return trailing % 2 == 1 && openQuote(in: line) == nil
-    }
-
     /// Text to insert so that the lexer reads it back as given: outside quotes, blanks, quotes and other
     /// special characters get a `\`; inside "…" only `"` and `\` do; inside '…' everything is literal but `'`,
     /// which closes the quote, is written `'\''`.

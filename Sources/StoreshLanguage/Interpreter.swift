@@ -61,6 +61,8 @@ public final class Interpreter {
 
     private let output: InterpreterOutput
     private let files: LocalFiles
+    /// Whether an `exit` ran in the last script (the shell leaves only then).
+    public private(set) var exitRan = false
     private var lastListing: (reference: StoragePath, maxResults: Int?, long: Bool, nextPageToken: String?)?
 
     /// How many objects a pattern scan reads at a time.
@@ -84,6 +86,7 @@ public final class Interpreter {
     /// Runs a whole script. On a transactional bucket it is one transaction: everything lands at the end,
     /// or, when a command fails, nothing does (unless `keepGoing`). A dry run saves nothing.
     public func run(_ script: Script) async -> Status {
+        exitRan = false
         let status = await runTransaction(script)
         // A rolled-back `rules load` is undone in the bucket: the rules in force follow it.
         try? rules?.reloadRules()
@@ -91,7 +94,7 @@ public final class Interpreter {
     }
 
     private func runTransaction(_ script: Script) async -> Status {
-        let transactional = bucket as? TransactionalBucket
+        let transactional = bucket.transactions
         do {
             try await transactional?.beginTransaction(forWriting: script.changesBucket || options.snapshotBefore != nil)
         } catch {
@@ -119,7 +122,10 @@ public final class Interpreter {
                 if options.keepGoing { try await transactional?.beginCommand() }
                 let flow = try await execute(statement)
                 if options.keepGoing { try await transactional?.endCommand() }
-                if flow == .exit { break }
+                if flow == .exit {
+                    exitRan = true
+                    break
+                }
             } catch {
                 let diagnostic = report(error, at: statement.location)
                 if diagnostic.phase == .interrupted {
@@ -252,7 +258,11 @@ public final class Interpreter {
             var deleted: [String] = []
             for object in objects {
                 try checkCancelled(at: here)
-                try await onTarget(object.word, name: object.name, at: here) { try await self.bucket.delete(object.name) }
+                // An object a pattern found is deleted only as it was found (rule G5).
+                let precondition = object.metadata.map { Precondition(generation: $0.generation) } ?? .none
+                try await onTarget(object.word, name: object.name, at: here) {
+                    try await self.bucket.delete(object.name, precondition: precondition)
+                }
                 deleted.append(object.name.rawValue)
                 if options.dryRun && objects.count > 1 { emitNote("would delete \(MessageText.oneLine(object.name.rawValue))") }
             }
@@ -331,17 +341,20 @@ public final class Interpreter {
             repeat {
                 try checkCancelled(at: here)
                 let next = try await located(errorLocation) {
-                    try await self.bucket.list(reference, options: ListOptions(maxResults: maxResults, pageToken: token))
+                    try await self.bucket.list(
+                        reference, options: ListOptions(maxResults: maxResults, pageToken: token, includeMetadata: list.long))
                 }
                 page.prefixes += next.prefixes
                 page.items += next.items
+                if let metadata = next.itemMetadata { page.itemMetadata = (page.itemMetadata ?? []) + metadata }
                 token = next.nextPageToken
             } while token != nil
             lastListing = nil
         } else {
             page = try await located(errorLocation) {
                 try await self.bucket.list(
-                    reference, options: ListOptions(maxResults: maxResults, pageToken: list.pageToken?.text))
+                    reference,
+                    options: ListOptions(maxResults: maxResults, pageToken: list.pageToken?.text, includeMetadata: list.long))
             }
             lastListing = (reference, maxResults, list.long, page.nextPageToken)
         }
@@ -357,15 +370,17 @@ public final class Interpreter {
                 .invalidArgument("The last listing of \(last.reference.url(bucket: bucket.name)) has no more pages."), at: here)
         }
         let page = try await located(here) {
-            try await self.bucket.list(last.reference, options: ListOptions(maxResults: last.maxResults, pageToken: token))
+            try await self.bucket.list(
+                last.reference, options: ListOptions(maxResults: last.maxResults, pageToken: token, includeMetadata: last.long))
         }
         lastListing?.nextPageToken = page.nextPageToken
         try await render(page, of: last.reference, long: last.long, at: here)
     }
 
     private func render(_ page: ListPage, of reference: StoragePath, long: Bool, at here: SourceLocation) async throws {
-        var metadata: [ObjectMetadata] = []
-        if long {
+        // A page carries its items' metadata when asked (one request); a bucket that gives none is asked per item.
+        var metadata = page.itemMetadata ?? []
+        if long && page.itemMetadata == nil {
             for item in page.items {
                 let name = try located(here) { try ObjectName(item) }
                 metadata.append(try await located(here) { try await self.bucket.metadata(of: name) })
@@ -422,7 +437,8 @@ public final class Interpreter {
             // A named object is updated as it is (one `update` request, as the service makes it); one that a
             // pattern found must not have changed since.
             let result = try await onTarget(object.word, name: object.name, at: here) {
-                try await self.bucket.updateMetadata(of: object.name, update, ifMetagenerationMatch: object.metadata?.metageneration)
+                try await self.bucket.updateMetadata(
+                    of: object.name, update, precondition: Precondition(metageneration: object.metadata?.metageneration))
             }
             if result.changed {
                 updated.append((object.name.rawValue, result.previous.differences(to: result.metadata)))
@@ -475,7 +491,7 @@ public final class Interpreter {
     // MARK: Snapshots
 
     private func runSnapshot(_ command: SnapshotCommand, at here: SourceLocation) async throws {
-        guard let store = bucket as? SnapshotStore else {
+        guard let store = bucket.snapshotStore else {
             throw Diagnostic.running(.invalidArgument("This bucket keeps no snapshots."), at: here)
         }
         func document(_ info: SnapshotInfo) -> JSONValue {

@@ -63,6 +63,19 @@ public struct Lexer {
         scalars = Array(text.unicodeScalars)
     }
 
+    static let danglingContinuation = "a '\\' at the end of the script has no next line to continue on"
+
+    /// Whether `text` ends in a `\` that continues it on a next line: the shell asks this before it runs a line,
+    /// so that it reads the text as scripts are read (a `\` inside quotes or a `#` comment continues nothing).
+    public static func continues(_ text: String) -> Bool {
+        do {
+            _ = try commands(in: text)
+            return false
+        } catch {
+            return error.message == danglingContinuation
+        }
+    }
+
     public static func commands(in text: String) throws(Diagnostic) -> [WordList] {
         var lexer = Lexer(text)
         return try lexer.commands()
@@ -133,9 +146,7 @@ public struct Lexer {
             case "\\":
                 let start = location
                 advance()
-                if peek() == nil {
-                    throw Diagnostic.syntax("a '\\' at the end of the script has no next line to continue on", at: start)
-                }
+                if peek() == nil { throw Diagnostic.syntax(Self.danglingContinuation, at: start) }
                 if atLineBreak() {
                     skipLineBreak()  // a continuation: the command goes on on the next line
                 } else {

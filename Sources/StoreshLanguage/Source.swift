@@ -134,14 +134,18 @@ public struct Diagnostic: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The contract's `--json` error document.
-    public var jsonDocument: JSONValue {
+    public var jsonDocument: JSONValue { jsonDocument(file: nil) }
+
+    /// The `--json` error document; for a script file, `file` names it (`-c` text and standard input have none).
+    public func jsonDocument(file: String?) -> JSONValue {
         .object([
             (
                 "error",
-                .object([
-                    ("code", .string(code)), ("message", .string(message)), ("line", .integer(Int64(location.line))),
-                    ("column", .integer(Int64(location.column))),
-                ])
+                .object(
+                    [
+                        ("code", .string(code)), ("message", .string(message)), ("line", .integer(Int64(location.line))),
+                        ("column", .integer(Int64(location.column))),
+                    ] + (file.map { [("file", JSONValue.string($0))] } ?? []))
             )
         ])
     }

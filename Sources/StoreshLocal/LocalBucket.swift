@@ -247,7 +247,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         if error.isBusy {
             let seconds = Double(options.busyTimeoutMilliseconds) / 1000
             return StorageError(
-                .unknown,
+                .unavailable,
                 "The bucket \(path) is busy: another process is changing it (waited \(seconds.formatted()) s). Nothing was changed; try again when it has finished."
             )
         }
@@ -400,6 +400,13 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
 
     // MARK: Bucket
 
+    public var capabilities: BucketCapabilities {
+        [.transactions, .snapshots, .rulesAdministration, .archives, .integrityCheck, .immediateReads]
+    }
+    public var transactions: (any TransactionalBucket)? { self }
+    public var snapshotStore: (any SnapshotStore)? { self }
+    public var immediateReads: (any ImmediateReads)? { self }
+
     public func list(_ reference: StoragePath, options: ListOptions) async throws -> ListPage {
         try listPage(reference, options: options)
     }
@@ -408,7 +415,15 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     public func listPage(_ reference: StoragePath, options: ListOptions) throws(StorageError) -> ListPage {
         try read {
             try authorize(.list, reference.fullPath)
-            return try Lister.page(of: reference, bucket: name, options: options, index: NameIndex(connection: connection))
+            var page = try Lister.page(of: reference, bucket: name, options: options, index: NameIndex(connection: connection))
+            if options.includeMetadata {
+                // Read with the page, in its transaction: a list answers with the objects as they are (R2: `list`).
+                page.itemMetadata = try page.items.map { item in
+                    guard let row = try fetchRow(item) else { throw StorageError.objectNotFound(item) }
+                    return row.metadata
+                }
+            }
+            return page
         }
     }
 
@@ -426,7 +441,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         }
     }
 
-    public func updateMetadata(of object: ObjectName, _ update: MetadataUpdate, ifMetagenerationMatch: Int64?)
+    public func updateMetadata(of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition)
         async throws -> UpdateResult
     {
         try change {
@@ -437,11 +452,8 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
             let now = options.clock.nextChangeTime()
             let (next, changed) = try row.metadata.applying(update, now: now)
             try authorize(.update, object.rawValue, time: now, new: next, existing: row.metadata)
-            if let expected = ifMetagenerationMatch, expected != row.metadata.metageneration {
-                throw StorageError(
-                    .unknown,
-                    "Object \(object.rawValue) changed meanwhile: metageneration is \(row.metadata.metageneration), not \(expected). Nothing was changed."
-                )
+            guard precondition.isSatisfied(by: row.metadata) else {
+                throw StorageError.preconditionFailed(object.rawValue, precondition, actual: row.metadata)
             }
             if changed {
                 try keepIfSnapshotted(row.version)
@@ -451,8 +463,8 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         }
     }
 
-    public func write(_ content: Data, to object: ObjectName, options writeOptions: WriteOptions) async throws
-        -> ObjectMetadata
+    public func write(_ content: Data, to object: ObjectName, options writeOptions: WriteOptions, precondition: Precondition)
+        async throws -> ObjectMetadata
     {
         try CustomMetadataLimits.validate(writeOptions.customMetadata)
         let md5 = ContentHash.md5Base64(content)
@@ -469,6 +481,9 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
                 properties: writeOptions.properties, customMetadata: writeOptions.customMetadata)
             // Rule R2: writing content, new or over an existing object, is `create`.
             try authorize(.create, object.rawValue, time: now, new: metadata, existing: existing?.metadata)
+            guard precondition.isSatisfied(by: existing?.metadata) else {
+                throw StorageError.preconditionFailed(object.rawValue, precondition, actual: existing?.metadata)
+            }
             try store(metadata, content: content, replacing: existing)
             return metadata
         }
@@ -485,11 +500,14 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         }
     }
 
-    public func delete(_ object: ObjectName) async throws {
+    public func delete(_ object: ObjectName, precondition: Precondition) async throws {
         try change {
             let row = try fetchRow(object.rawValue)
             try authorize(.delete, object.rawValue, existing: row?.metadata)
             guard let row else { throw StorageError.objectNotFound(object.rawValue) }
+            guard precondition.isSatisfied(by: row.metadata) else {
+                throw StorageError.preconditionFailed(object.rawValue, precondition, actual: row.metadata)
+            }
             try removeLive(row.version)
         }
     }

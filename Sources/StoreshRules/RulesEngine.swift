@@ -26,7 +26,9 @@ public final class RulesEngine: AccessAuthorizer, RulesControl, @unchecked Senda
         "Listing objects in a bucket is disallowed for rules_version = \"1\". Please update storage security rules to rules_version = \"2\" to use list.")
 
     private let lock = NSLock()
-    private let store: RulesStore
+    /// Weak: the local bucket holds the engine as its authorizer, and a strong reference back would keep both
+    /// alive for ever (the bucket file then never closed).
+    private weak var store: RulesStore?
     private var ruleset: CompiledRuleset
     private var source: String
     private var origin: String
@@ -44,7 +46,7 @@ public final class RulesEngine: AccessAuthorizer, RulesControl, @unchecked Senda
 
     /// Reads the rules the store holds (after a script's transaction ended, they may have changed back).
     public func reloadRules() throws {
-        guard let stored = try store.storedRules() else {
+        guard let stored = try store?.storedRules() else {
             lock.withLock { (ruleset, source, origin) = (Self.openRuleset, Self.openRules, Self.openRulesOrigin) }
             return
         }
@@ -83,6 +85,7 @@ public final class RulesEngine: AccessAuthorizer, RulesControl, @unchecked Senda
 
     public func loadRules(source: String, origin: String) throws {
         let parsed = try Self.parse(source, origin: origin)
+        guard let store else { throw StorageError.internalError("The bucket of these rules was closed.") }
         try store.storeRules(source: source, origin: origin)
         lock.withLock { (ruleset, self.source, self.origin) = (parsed, source, origin) }
     }

@@ -2,23 +2,72 @@ import Foundation
 import StoreshCore
 import StoreshLocal
 
-/// Where the bucket is and how to open it (contract: Invocation, `--bucket` and `--clock`).
+/// Where the bucket is and how to open it (rule B1; contract: Invocation, `--bucket` and `--clock`).
 struct BucketLocation {
-    /// The bucket file.
-    var path: String
+    enum Kind: Equatable {
+        /// A local bucket file.
+        case file(path: String)
+        /// `gs://NAME`: a Google Cloud Storage bucket (every Firebase Storage bucket is one).
+        case googleCloudStorage(bucket: String)
+        /// `s3://NAME`: an S3-compatible bucket.
+        case s3(bucket: String)
+    }
+
+    var kind: Kind
     /// True for the embedded default bucket, which starts as the teaching sample.
     var isDefault: Bool
+    /// How the location was given, when not on the command line (`$STORESH_BUCKET`, the default bucket): then a
+    /// run says which bucket it uses (rule B2).
+    var unnamedSource: String?
+
+    /// The bucket file of a local location.
+    var path: String {
+        if case .file(let path) = kind { return path }
+        return ""
+    }
+
+    /// How a location is written in messages.
+    var displayed: String {
+        switch kind {
+        case .file(let path): path
+        case .googleCloudStorage(let bucket): "gs://\(bucket)"
+        case .s3(let bucket): "s3://\(bucket)"
+        }
+    }
+
+    static let forms = "a local bucket file (a path), gs://NAME (Google Cloud Storage, Firebase) or s3://NAME (S3-compatible)"
 
     /// `--bucket`, else `$STORESH_BUCKET`, else `default.bucket` in the user's data directory
     /// (`$XDG_DATA_HOME/storesh`, falling back to `~/.local/share/storesh`).
     static func resolve(flag: String?, environment: [String: String] = ProcessInfo.processInfo.environment)
-        -> BucketLocation
+        throws(CommandLineError) -> BucketLocation
     {
-        if let flag { return BucketLocation(path: flag, isDefault: false) }
+        if let flag { return try parse(flag, source: "--bucket") }
         if let fromEnvironment = environment["STORESH_BUCKET"], !fromEnvironment.isEmpty {
-            return BucketLocation(path: fromEnvironment, isDefault: false)
+            var location = try parse(fromEnvironment, source: "$STORESH_BUCKET")
+            location.unnamedSource = "$STORESH_BUCKET"
+            return location
         }
-        return BucketLocation(path: defaultDataDirectory(environment: environment) + "/default.bucket", isDefault: true)
+        let path = defaultDataDirectory(environment: environment) + "/default.bucket"
+        return BucketLocation(kind: .file(path: path), isDefault: true, unnamedSource: "the default bucket")
+    }
+
+    /// A location as written: a scheme (`NAME://`) is never taken for a file path (rule B1).
+    static func parse(_ text: String, source: String) throws(CommandLineError) -> BucketLocation {
+        guard let match = text.firstMatch(of: #/^([A-Za-z][A-Za-z0-9+.-]*):\/\//#) else {
+            return BucketLocation(kind: .file(path: text), isDefault: false)
+        }
+        let scheme = match.1.lowercased()
+        let rest = String(text[match.range.upperBound...])
+        let name = rest.hasSuffix("/") ? String(rest.dropLast()) : rest
+        guard scheme == "gs" || scheme == "s3" else {
+            throw CommandLineError("\(source) \(text): unknown kind of location '\(match.1)://'; a bucket is \(forms).")
+        }
+        guard !name.isEmpty, !name.contains("/") else {
+            throw CommandLineError(
+                "\(source) \(text): give the bucket alone, as \(scheme)://NAME (paths inside it are for cd, ls and the other commands).")
+        }
+        return BucketLocation(kind: scheme == "gs" ? .googleCloudStorage(bucket: name) : .s3(bucket: name), isDefault: false)
     }
 
     static func defaultDataDirectory(environment: [String: String]) -> String {
@@ -44,7 +93,8 @@ struct BucketLocation {
     /// Opens the bucket, creating it if missing (and saying so on stderr): the default bucket from the
     /// bundled teaching sample, in a data directory made for it; any other as an empty bucket, in a
     /// directory that must exist already, so that a mistyped path is not quietly made.
-    func open(clock: any StorageClock) throws -> LocalBucket {
+    func open(clock: any StorageClock, quiet: Bool) throws -> LocalBucket {
+        try refuseRemote()
         let options = Self.options(clock: clock)
         let exists = FileManager.default.fileExists(atPath: path)
         let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
@@ -54,7 +104,7 @@ struct BucketLocation {
             else {
                 throw StorageError(
                     .bucketNotFound,
-                    "Cannot create the bucket \(path): there is no directory \(directory). Create it first, or check the path.")
+                    "Cannot create the bucket \(path): there is no directory \(directory). Create it first, or check the path (a real bucket is written gs://NAME or s3://NAME).")
             }
         }
         let bucket: LocalBucket
@@ -67,10 +117,34 @@ struct BucketLocation {
             bucket = try LocalBucket.open(at: path, options: options)
         }
         if !exists {
+            // Saying what was created also says which bucket the run uses (rule B2).
             let what = isDefault ? "the default bucket gs://\(bucket.name) from the teaching sample" : "an empty bucket gs://\(bucket.name)"
             FileHandle.standardError.write(Data("storesh: created \(what) at \(path)\n".utf8))
+        } else if !quiet {
+            announce(bucket)
         }
         return bucket
+    }
+}
+
+extension BucketLocation {
+    /// Real buckets are recognised (never taken for a directory named `gs:`) but not opened yet.
+    func refuseRemote() throws(CommandLineError) {
+        let service: String
+        switch kind {
+        case .file: return
+        case .googleCloudStorage: service = "a Google Cloud Storage bucket"
+        case .s3: service = "an S3-compatible bucket"
+        }
+        throw CommandLineError(
+            "\(displayed) is \(service); this storesh (\(storeshVersion)) opens local bucket files only, and real buckets come in a later version. Use a local bucket file: --bucket FILE.")
+    }
+
+    /// Rule B2: says which bucket a run uses, once, on stderr before any result, when the command line did not
+    /// name it.
+    func announce(_ bucket: any Bucket) {
+        guard let unnamedSource else { return }
+        FileHandle.standardError.write(Data("storesh: bucket gs://\(bucket.name) (\(unnamedSource), \(displayed))\n".utf8))
     }
 }
 

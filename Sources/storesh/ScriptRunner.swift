@@ -1,3 +1,4 @@
+import ArgumentParser
 import CStoreshTerminal
 import Foundation
 import StoreshCore
@@ -38,7 +39,8 @@ final class ConsoleOutput: InterpreterOutput {
 
     func error(_ diagnostic: Diagnostic) {
         flush()  // results so far come before the error on a terminal
-        var text = json ? diagnostic.jsonDocument.serialized : diagnostic.rendered(in: source)
+        let file = ["-c", "-"].contains(source.name) ? nil : source.name
+        var text = json ? diagnostic.jsonDocument(file: file).serialized : diagnostic.rendered(in: source)
         if !json, let promptWidth {
             // At the prompt the line is on the screen already: a caret under it, then the message. An
             // interruption gets a line of its own instead (the terminal has just echoed ^C).
@@ -97,6 +99,17 @@ struct HostFiles: LocalFiles {
     }
 }
 
+/// A script's bytes as text. Invalid UTF-8 is reported as every other error in a script is (FILE:LINE:COLUMN,
+/// or a JSON document with `--json`), and nothing runs (exit 2).
+func decodeScript(name: String, bytes: some Collection<UInt8>, json: Bool) throws -> SourceText {
+    do {
+        return try SourceText(name: name, bytes: bytes)
+    } catch {
+        ConsoleOutput(json: json, source: SourceText(name: name, text: "")).error(error)
+        throw ExitCode(Interpreter.Status.usage.rawValue)
+    }
+}
+
 /// Parses and runs one script (a file, `-c` text or standard input), returning the exit status.
 /// The bucket is opened once the script has parsed; a failure to open it is thrown to the caller.
 func runScript(_ source: SourceText, bucket: @autoclosure () throws -> LocalBucket, options: RunOptions) async throws
@@ -110,9 +123,10 @@ func runScript(_ source: SourceText, bucket: @autoclosure () throws -> LocalBuck
         output.error(error)
         return Interpreter.Status.usage.rawValue
     }
+    // Before the bucket opens: Ctrl-C from then on ends the run through the interpreter, which closes it.
+    storesh_install_interrupt_handler()
     let opened = try bucket()
     let rules = try enforceRules(on: opened)
-    storesh_install_interrupt_handler()
     let interpreter = Interpreter(bucket: opened, output: output, files: HostFiles(), options: options)
     interpreter.isCancelled = { storesh_interrupt_pending() != 0 }
     interpreter.rules = rules

@@ -103,7 +103,7 @@ final class Shell {
             var line = String(cString: raw)
             if line.hasSuffix("\n") { line.removeLast() }
             // A line ending in \ continues on the next, as in scripts (a pasted multi-line command).
-            while Completer.continues(line) {
+            while Lexer.continues(line) {
                 storesh_editor_set_prompt(editor, "… ")
                 guard let more = storesh_editor_read_line(editor, &interrupted) else { break }
                 var next = String(cString: more)
@@ -129,19 +129,23 @@ final class Shell {
                 output.error(error)
                 continue
             }
-            if script.statements.count == 1 && script.statements[0].command == .exit { return 0 }
             _ = await interpreter.run(script)
             // Output without a final newline (`cat` of a one-line file) would shift libedit's idea of the
             // column, and the line on screen would no longer be the line that runs.
             if !output.endsWithNewline { output.result("") }
             output.flush()
-            if script.statements.contains(where: { $0.command == .exit }) { return 0 }
+            // Only an `exit` that ran leaves: in `rm missing; exit` the failed rm stopped the line first.
+            if interpreter.exitRan { return 0 }
         }
     }
 
     /// Tab: completes the word under the cursor as far as all candidates agree, or lists them.
     func complete(_ lineBeforeCursor: String, editor: OpaquePointer) -> UInt8 {
-        let result = Completer(source: bucket, current: interpreter.current).complete(lineBeforeCursor)
+        guard let reads = bucket.immediateReads else { return storesh_cc_error }
+        // Tab's own reads are not the user's requests: `rules why` goes on explaining the last command.
+        interpreter.rules?.recordsDecisions = false
+        defer { interpreter.rules?.recordsDecisions = true }
+        let result = Completer(source: reads, current: interpreter.current).complete(lineBeforeCursor)
         let candidates = result.candidates
         guard !candidates.isEmpty else { return storesh_cc_error }
         // From a truncated page nothing beyond the typed text is known to be common to all candidates.

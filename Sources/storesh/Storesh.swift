@@ -20,18 +20,33 @@ struct BucketOptions: ParsableArguments {
             valueName: "rfc3339"))
     var clock: String?
 
-    func open() throws -> LocalBucket {
-        if bucket?.isEmpty == true { throw CommandLineError("--bucket needs the path of a bucket file.") }
-        let clock = try makeClock(flag: clock)
-        return OpenBuckets.shared.keep(try BucketLocation.resolve(flag: bucket).open(clock: clock))
+    @Flag(name: .long, help: "Do not say which bucket is used when --bucket does not name it.")
+    var quiet = false
+
+    /// Where the bucket is: a usage error (exit 2) for an empty or unknown location, before anything opens.
+    func location() throws -> BucketLocation {
+        if bucket?.isEmpty == true { throw CommandLineError("--bucket needs a bucket: \(BucketLocation.forms).") }
+        return try BucketLocation.resolve(flag: bucket)
     }
 
-    /// Opens a bucket that must exist already (a check or a backup never creates one).
-    func openExisting() throws -> LocalBucket {
-        if bucket?.isEmpty == true { throw CommandLineError("--bucket needs the path of a bucket file.") }
+    /// Opens the bucket, creating it when missing. With `--json` standard error holds JSON only, so the run does
+    /// not say which bucket it uses.
+    func open(json: Bool = false) throws -> LocalBucket {
+        let location = try location()
+        let clock = try makeClock(flag: clock)
+        return OpenBuckets.shared.keep(try location.open(clock: clock, quiet: quiet || json))
+    }
+
+    /// Opens a local bucket file that must exist already (a check or a backup never creates one): these are
+    /// local-bucket features, refused on a real bucket before anything runs (rule B3).
+    func openExisting(json: Bool = false) throws -> LocalBucket {
+        let location = try location()
+        try location.refuseRemote()
         var options = BucketLocation.options(clock: try makeClock(flag: clock))
         options.createIfMissing = false
-        return OpenBuckets.shared.keep(try LocalBucket.open(at: BucketLocation.resolve(flag: bucket).path, options: options))
+        let bucket = OpenBuckets.shared.keep(try LocalBucket.open(at: location.path, options: options))
+        if !quiet && !json { location.announce(bucket) }
+        return bucket
     }
 }
 
@@ -62,23 +77,17 @@ struct Storesh: AsyncParsableCommand {
     func run() async throws {
         let options = RunOptions(json: outputOptions.json)
         if let command {
-            let source: SourceText
-            do {
-                // Swift's arguments replace invalid UTF-8 with U+FFFD: decode the bytes as given instead, so
-                // that a bad byte is a positioned error, as it is in a script file.
-                source = try SourceText(name: "-c", bytes: Self.rawValue(ofOption: "-c") ?? Array(command.utf8))
-            } catch {
-                let output = ConsoleOutput(json: outputOptions.json, source: SourceText(name: "-c", text: command))
-                output.error(error)
-                throw ExitCode(Interpreter.Status.usage.rawValue)
-            }
-            throw ExitCode(try await runScript(source, bucket: try bucketOptions.open(), options: options))
+            // Swift's arguments replace invalid UTF-8 with U+FFFD: decode the bytes as given instead, so that a
+            // bad byte is a positioned error, as it is in a script file.
+            let source = try decodeScript(
+                name: "-c", bytes: Self.rawValue(ofOption: "-c") ?? Array(command.utf8), json: outputOptions.json)
+            throw ExitCode(try await runScript(source, bucket: try bucketOptions.open(json: options.json), options: options))
         }
         if isatty(STDIN_FILENO) == 0 {
-            let source = try SourceText(name: "-", bytes: FileHandle.standardInput.readDataToEndOfFile())
-            throw ExitCode(try await runScript(source, bucket: try bucketOptions.open(), options: options))
+            let source = try decodeScript(name: "-", bytes: FileHandle.standardInput.readDataToEndOfFile(), json: outputOptions.json)
+            throw ExitCode(try await runScript(source, bucket: try bucketOptions.open(json: options.json), options: options))
         }
-        let shell = Shell(bucket: try bucketOptions.open(), json: outputOptions.json, historyPath: BucketLocation.historyPath())
+        let shell = Shell(bucket: try bucketOptions.open(json: outputOptions.json), json: outputOptions.json, historyPath: BucketLocation.historyPath())
         try shell.enforceRules()
         throw ExitCode(await shell.run())
     }
@@ -116,35 +125,47 @@ struct Storesh: AsyncParsableCommand {
             leave(0)
         } catch let error as ExitCode {
             leave(error.rawValue)
-        } catch let error as Diagnostic {
-            // A script on standard input that is not valid UTF-8.
-            FileHandle.standardError.write(Data("-:\(error.location.line):\(error.location.column): error: \(error.message) (\(error.code))\n".utf8))
-            leave(Interpreter.Status.usage.rawValue)
-        } catch let error as StorageError {
-            FileHandle.standardError.write(Data("storesh: error: \(error.message) (\(error.code.name))\n".utf8))
-            leave(1)
-        } catch let error as CommandLineError {
-            FileHandle.standardError.write(Data("storesh: error: \(error.description)\n".utf8))
-            leave(2)
         } catch {
+            leave(Reporter.report(error))
+        }
+    }
+}
+
+/// The one place that decides what an error outside a script says and the exit status it gives, for every entry
+/// point (errors inside a script are the interpreter's diagnostics, rendered by ConsoleOutput): usage errors 2,
+/// storage errors 1, help and --version 0. With `--json`, the message is a JSON document as in scripts.
+enum Reporter {
+    static func report(_ error: Error) -> Int32 {
+        let json = CommandLine.arguments.prefix { $0 != "--" }.contains("--json")
+        let (status, code, message): (Int32, String, String)
+        switch error {
+        case let error as StorageError:
+            (status, code, message) = (1, error.code.name, error.message)
+        case let error as CommandLineError:
+            (status, code, message) = (2, "usage-error", error.description)
+        default:
             // Help and --version exit 0; every usage error exits 2, as the contract says (not 64).
-            let code = exitCode(for: error)
-            let message = fullMessage(for: error)
-            if code == .success {
-                if !message.isEmpty { print(message) }
-                leave(0)
+            let exit = Storesh.exitCode(for: error)
+            let text = Storesh.fullMessage(for: error)
+            if exit == .success {
+                if !text.isEmpty { print(text) }
+                return 0
             }
-            // One error format for every error: `storesh: error: …`.
-            var text = message.hasPrefix("Error: ") ? "storesh: error: " + message.dropFirst("Error: ".count) : message
+            var plain = text.hasPrefix("Error: ") ? String(text.dropFirst("Error: ".count)) : text
             // `storesh ls`: a command of the language given as an argument.
-            if let match = text.firstMatch(of: #/Unexpected argument '([^']+)'/#),
+            if let match = plain.firstMatch(of: #/Unexpected argument '([^']+)'/#),
                 CommandCatalog.firstWords.contains(String(match.1))
             {
-                text += "\n(commands of the language run with -c: storesh -c '\(match.1) …', or from a script: storesh run FILE)"
+                plain += "\n(commands of the language run with -c: storesh -c '\(match.1) …', or from a script: storesh run FILE)"
             }
-            FileHandle.standardError.write(Data((text + "\n").utf8))
-            leave(code == .validationFailure ? 2 : code.rawValue)
+            (status, code, message) = (exit == .validationFailure ? 2 : exit.rawValue, "usage-error", plain)
         }
+        let text =
+            json
+            ? JSONValue.object([("error", .object([("code", .string(code)), ("message", .string(message))]))]).serialized
+            : "storesh: error: \(message)" + (code == "usage-error" ? "" : " (\(code))")
+        FileHandle.standardError.write(Data((text + "\n").utf8))
+        return status
     }
 }
 
@@ -194,11 +215,11 @@ struct Run: AsyncParsableCommand {
         if CommandLine.arguments.contains("-c") {
             throw CommandLineError("-c TEXT and run FILE each give the script; use one of them.")
         }
-        let source = try SourceText(name: file, bytes: try readInputFile(file))
+        let source = try decodeScript(name: file, bytes: try readInputFile(file), json: outputOptions.json)
         var options = RunOptions(json: outputOptions.json, dryRun: dryRun, keepGoing: keepGoing)
         options.snapshotBefore = snapshot
         let bucket = { () throws -> LocalBucket in
-            let bucket = try bucketOptions.open()
+            let bucket = try bucketOptions.open(json: outputOptions.json)
             // A taken name is a mistake in the command line: say so before anything runs.
             if let snapshot, try bucket.snapshotNames().contains(snapshot) {
                 throw CommandLineError(
@@ -223,10 +244,10 @@ struct Check: AsyncParsableCommand {
     @OptionGroup var outputOptions: OutputOptions
 
     func run() async throws {
-        let location = BucketLocation.resolve(flag: bucketOptions.bucket).path
+        let location = try bucketOptions.location().path
         let report: IntegrityReport
         do {
-            report = try bucketOptions.openExisting().verify()
+            report = try bucketOptions.openExisting(json: outputOptions.json).verify()
         } catch let error as StorageError where outputOptions.json {
             let document = JSONValue.object([("error", .object([("code", .string(error.code.name)), ("message", .string(error.message))]))])
             FileHandle.standardError.write(Data((document.serialized + "\n").utf8))

@@ -207,6 +207,8 @@ struct MetadataTests {
             (.cancelled, "cancelled", -13040), (.invalidArgument, "invalid-argument", -13050),
             (.bucketMismatch, "bucket-mismatch", -13051), (.internalError, "internal-error", -13052),
             (.pathError, "path-error", -13053),
+            // storesh's own, apart from the SDK's numbers.
+            (.preconditionFailed, "precondition-failed", -13900), (.unavailable, "unavailable", -13901),
         ]
         #expect(expected.count == StorageErrorCode.allCases.count)
         for (code, name, number) in expected {

@@ -44,7 +44,13 @@ struct EndToEndTests {
         #expect(result.status == 0, "\(result.stderr)")
         #expect(
             result.stderr == "storesh: created the default bucket gs://teaching from the teaching sample at \(sandbox.path)/data/storesh/default.bucket\n")
-        #expect(try sandbox.storesh.run(["-c", "ls"]).stderr == "", "the second run creates nothing")
+        // Rule B2: a run that does not name its bucket says which one it uses; --quiet silences it.
+        #expect(
+            try sandbox.storesh.run(["-c", "ls"]).stderr
+                == "storesh: bucket gs://teaching (the default bucket, \(sandbox.path)/data/storesh/default.bucket)\n",
+            "the second run creates nothing")
+        #expect(try sandbox.storesh.run(["--quiet", "-c", "ls"]).stderr == "")
+        #expect(try sandbox.storesh.run(["--json", "-c", "ls"]).stderr == "", "with --json, stderr holds JSON only")
         // Rule L3 on the sample: prefixes only, shown with a trailing /.
         #expect(result.stdout == "correctPrefix/\ndata/\ndocs/\nfiles/\nimages/\nlessons/\nlonelyItem/\nwrongPrefix/\n")
         #expect(FileManager.default.fileExists(atPath: sandbox.file("data/storesh/default.bucket")))
@@ -74,7 +80,39 @@ struct EndToEndTests {
         #expect(!FileManager.default.fileExists(atPath: sandbox.file("nodir")))
         let empty = try sandbox.storesh.run(["--bucket", "", "-c", "ls"])
         #expect(empty.status == 2)
-        #expect(empty.stderr == "storesh: error: --bucket needs the path of a bucket file.\n")
+        #expect(
+            empty.stderr
+                == "storesh: error: --bucket needs a bucket: a local bucket file (a path), gs://NAME (Google Cloud Storage, Firebase) or s3://NAME (S3-compatible).\n")
+    }
+
+    @Test("rule B1: gs:// and s3:// are real buckets, never directories; an unknown scheme is a usage error")
+    func bucketLocationKinds() throws {
+        for (location, service) in [("gs://my-app.appspot.com", "a Google Cloud Storage bucket"), ("s3://media", "an S3-compatible bucket")] {
+            for arguments in [["-c", "ls"], ["check"], ["export"], ["backup", sandbox.file("copy.bucket")]] {
+                let result = try sandbox.storesh.run(["--bucket", location] + arguments)
+                #expect(result.status == 2, "\(arguments)")
+                #expect(result.stderr.hasPrefix("storesh: error: \(location) is \(service); this storesh"), "\(result.stderr)")
+            }
+            let fromEnvironment = try sandbox.storesh.run(["-c", "ls"], environment: ["STORESH_BUCKET": location])
+            #expect(fromEnvironment.status == 2 && fromEnvironment.stderr.contains("opens local bucket files only"))
+        }
+        let unknown = try sandbox.storesh.run(["--bucket", "ftp://host/b", "-c", "ls"])
+        #expect(unknown.status == 2)
+        #expect(unknown.stderr.contains("unknown kind of location 'ftp://'; a bucket is a local bucket file (a path), gs://NAME"))
+        let withPath = try sandbox.storesh.run(["--bucket", "gs://b/images", "-c", "ls"])
+        #expect(withPath.status == 2 && withPath.stderr.contains("give the bucket alone, as gs://NAME"))
+        let json = try sandbox.storesh.run(["--json", "--bucket", "ftp://x", "-c", "ls"])
+        #expect(json.stderr.hasPrefix("{\"error\":{\"code\":\"usage-error\",\"message\":\"--bucket ftp://x: unknown kind"))
+        for made in ["gs:", "s3:", "ftp:"] { #expect(!FileManager.default.fileExists(atPath: sandbox.file(made))) }
+    }
+
+    @Test("rule B2: a bucket from STORESH_BUCKET is named once on stderr")
+    func bucketFromEnvironmentIsNamed() throws {
+        let bucket = sandbox.file("env.bucket")
+        _ = try sandbox.storesh.run(["--bucket", bucket, "-c", "ls"])
+        let result = try sandbox.storesh.run(["-c", "pwd; pwd"], environment: ["STORESH_BUCKET": bucket])
+        #expect(result.stderr == "storesh: bucket gs://env ($STORESH_BUCKET, \(bucket))\n")
+        #expect(try sandbox.storesh.run(["--bucket", bucket, "-c", "pwd"]).stderr == "", "--bucket names it")
     }
 
     @Test("an export that cannot be written fails with the reason, exit 1")

@@ -25,6 +25,26 @@ struct ScriptEndToEndTests {
         #expect(result.stderr == "")
     }
 
+    @Test("run FILE: a bad byte is FILE:LINE:COLUMN, and with --json every error names the file")
+    func errorsNameTheFile() throws {
+        let before = try export()
+        let script = sandbox.file("bytes.store")
+        try Data("put --data x docs/new\nls \u{1}".utf8 + [0xFF] + Data("\n".utf8)).write(to: URL(fileURLWithPath: script))
+        let text = try sandbox.storesh.run(["--bucket", bucket, "run", script])
+        #expect(text.status == 2)
+        #expect(text.stderr == "\(script):2:5: error: the script is not valid UTF-8 (byte 0xFF) (syntax-error)\n")
+        let json = try sandbox.storesh.run(["--bucket", bucket, "--json", "run", script])
+        #expect(json.status == 2)
+        #expect(
+            json.stderr
+                == "{\"error\":{\"code\":\"syntax-error\",\"message\":\"the script is not valid UTF-8 (byte 0xFF)\",\"line\":2,\"column\":5,\"file\":\"\(script)\"}}\n")
+        let failing = try sandbox.write("ls\nrm docs/none\n", to: "fails.store")
+        let runtime = try sandbox.storesh.run(["--bucket", bucket, "--json", "run", failing])
+        #expect(runtime.status == 1)
+        #expect(runtime.stderr.contains("\"line\":2,\"column\":4,\"file\":\"\(failing)\"}}"))
+        #expect(try export() == before)
+    }
+
     @Test("a syntax error anywhere runs nothing: exit 2, FILE:LINE:COLUMN, the line and a caret")
     func syntaxError() throws {
         let before = try export()
@@ -175,7 +195,7 @@ struct RulesEndToEndTests {
     func ownerOnly() throws {
         #expect(try sandbox.storesh.run(["-c", "rules load \(sample("owner-only.rules"))"]).status == 0)
         let before = try sandbox.storesh.run(["export"]).stdout
-        let denied = try sandbox.storesh.run(["-c", "login uid\nput --data mine files/uid/new.txt\nput --data theirs files/alice/new.txt"])
+        let denied = try sandbox.storesh.run(["--quiet", "-c", "login uid\nput --data mine files/uid/new.txt\nput --data theirs files/alice/new.txt"])
         #expect(denied.status == 1)
         #expect(denied.stderr.hasPrefix("-c:3:19: error: User does not have permission to access gs://teaching/files/alice/new.txt. (unauthorized)\n"))
         #expect(try sandbox.storesh.run(["export"]).stdout == before)
@@ -189,7 +209,7 @@ struct RulesEndToEndTests {
     @Test("rules_version 1: every listing fails with the message of rule L12")
     func versionOne() throws {
         #expect(try sandbox.storesh.run(["-c", "rules load \(sample("version1.rules"))"]).status == 0)
-        let listing = try sandbox.storesh.run(["-c", "ls"])
+        let listing = try sandbox.storesh.run(["--quiet", "-c", "ls"])
         #expect(listing.status == 1)
         #expect(listing.stderr == "-c:1:1: error: Listing objects in a bucket is disallowed for rules_version = \"1\". Please update storage security rules to rules_version = \"2\" to use list. (unauthorized)\n")
         #expect(try sandbox.storesh.run(["-c", "cat docs/notes.txt"]).stdout == "Notes for the class.\n")

@@ -58,7 +58,16 @@ struct CompleterTests {
         #expect(Completer.escaped("a b'c", inside: "'") == "a b'\\''c")
         #expect(Completer.escaped("a \"b\"", inside: "\"") == "a \\\"b\\\"")
         #expect(Completer.escaped("a b;c") == "a\\ b\\;c")
-        #expect(Completer.continues("echo one \\") && !Completer.continues("echo one \\\\") && !Completer.continues("echo '\\"))
+    }
+
+    @Test("the shell asks the lexer whether a line continues: a \\ in a comment or quotes continues nothing")
+    func continuation() {
+        #expect(Lexer.continues("echo one \\"))
+        #expect(Lexer.continues("ls; echo 'a b' \\"))
+        #expect(!Lexer.continues("echo one \\\\"))
+        #expect(!Lexer.continues("echo '\\"))
+        #expect(!Lexer.continues("ls # note \\"), "a comment ends the line")
+        #expect(!Lexer.continues("ls"))
     }
 
     @Test("paths at any depth, folders with a /, .. included, relative to the current reference")

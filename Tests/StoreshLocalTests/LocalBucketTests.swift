@@ -280,7 +280,7 @@ struct LocalBucketDurabilityTests {
         try await holder.beginTransaction(forWriting: true)
         try await holder.put(["held"])
         let error = await storageError { try await waiter.put(["blocked"]) }
-        #expect(error?.code == .unknown)
+        #expect(error?.code == .unavailable, "busy is retryable, not unknown")
         #expect(error?.message.contains("is busy: another process is changing it") == true)
         // Readers are not blocked by the writer (WAL) and see the last committed state.
         #expect(try waiter.objectCount() == 0)

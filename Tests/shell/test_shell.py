@@ -278,3 +278,36 @@ def test_tab_never_assumes_a_prefix_beyond_a_truncated_page(tmp_path):
     shell.expect_exact("t/a1000\r\n")
     prompt(shell, "gs://many/")
     leave(shell)
+
+
+def test_exit_after_a_failed_command_does_not_leave_and_leaving_closes_the_bucket(tmp_path):
+    shell = start(tmp_path)
+    prompt(shell)
+    output = run(shell, "rm missing; exit")
+    assert "Object missing does not exist." in output, "the rm failed, so the exit after it never ran"
+    output = run(shell, "echo still-here")
+    assert "still-here\r\n" in output
+    leave(shell)
+    bucket = tmp_path / ".local" / "share" / "storesh" / "default.bucket"
+    assert bucket.exists()
+    assert [suffix for suffix in ("-wal", "-shm") if os.path.exists(str(bucket) + suffix)] == []
+
+
+def test_a_backslash_in_a_comment_continues_nothing(tmp_path):
+    shell = start(tmp_path)
+    prompt(shell)
+    output = run(shell, "echo ran # a note \\")
+    assert "ran\r\n" in output and "… " not in output
+    leave(shell)
+
+
+def test_tab_does_not_change_what_rules_why_explains(tmp_path):
+    shell = start(tmp_path)
+    prompt(shell)
+    run(shell, "meta get images/forest.jpg")
+    shell.send("ls ima\t")
+    shell.expect_exact("ges/")  # Tab listed images/ to complete the word
+    shell.send("\x15")  # Ctrl-U drops the line
+    output = run(shell, "rules why")
+    assert "allowed get on gs://teaching/images/forest.jpg" in output, output
+    leave(shell)
