@@ -63,7 +63,7 @@ let package = Package(
             dependencies: ["StoreshCore", "StoreshLocal", "StoreshRules", "StoreshTestSupport", "StoreshFuzzing"]),
         .testTarget(
             name: "StoreshLanguageTests",
-            dependencies: ["StoreshCore", "StoreshLanguage", "StoreshLocal", "StoreshTestSupport", "StoreshFuzzing"]),
+            dependencies: ["StoreshCore", "StoreshLanguage", "StoreshLocal", "StoreshRules", "StoreshTestSupport", "StoreshFuzzing"]),
         // Runs the built `storesh` binary as a user would.
         .testTarget(name: "StoreshEndToEndTests", dependencies: ["StoreshCore", "StoreshLocal"]),
     ]

@@ -38,10 +38,12 @@ public final class AccessRequest: Sendable {
     public let newResource: ObjectSnapshot?
     /// The existing object (`resource`), nil when there is none.
     public let existingResource: ObjectSnapshot?
+    /// Who makes the request (`request.auth`); nil is signed out.
+    public let auth: Identity?
 
     public init(
         method: AccessMethod, bucket: String, path: String, time: Timestamp, newResource: ObjectSnapshot? = nil,
-        existingResource: ObjectSnapshot? = nil
+        existingResource: ObjectSnapshot? = nil, auth: Identity? = nil
     ) {
         self.method = method
         self.bucket = bucket
@@ -49,6 +51,7 @@ public final class AccessRequest: Sendable {
         self.time = time
         self.newResource = newResource
         self.existingResource = existingResource
+        self.auth = auth
     }
 }
 
@@ -94,27 +97,26 @@ public struct AccessDecision: Sendable {
     }
 }
 
-/// Decides requests: the local engine asks it before every operation, and before it looks for the object
-/// (rule R3: a denied get of a missing object is unauthorized, not object-not-found).
-public protocol AccessAuthorizer: AnyObject, Sendable {
-    func decide(_ request: AccessRequest) -> AccessDecision
-}
-
-/// What the language's `rules` and `login` commands work with.
+/// What the language's `rules` and `login` commands work with: the security rules of one session (a shell, a
+/// script, a server's request), which wrap any bucket so that they decide every request made through it.
 public protocol RulesControl: AnyObject {
     /// Who requests are made as; nil is signed out (`request.auth == null`).
     var identity: Identity? { get set }
     /// The rules in force: their text and where they came from.
-    func currentRules() throws -> (source: String, origin: String)
-    /// Replaces the rules, after checking them; errors name FILE:LINE:COLUMN in the rules text.
-    func loadRules(source: String, origin: String) throws
+    func currentRules() -> (source: String, origin: String)
+    /// Checks the rules (errors name FILE:LINE:COLUMN in the rules text), keeps them in `store` (a transaction's,
+    /// so that they land with the script or not at all) and puts them in force.
+    func loadRules(source: String, origin: String, into store: any RulesStore) throws
     /// The last decision, for `rules why`.
     var lastDecision: (request: AccessRequest, decision: AccessDecision)? { get }
-    /// False while requests that are not the user's (an error's hint) are decided, so `rules why` still
-    /// explains the user's own request.
+    /// False while requests that are not the user's (an error's hint, Tab completion) are decided, so that
+    /// `rules why` still explains the user's own request.
     var recordsDecisions: Bool { get set }
     /// Reads the stored rules again (a rolled-back script may have undone a `rules load`).
-    func reloadRules() throws
+    func reloadRules(from store: any RulesStore) throws
+    /// `bucket` with these rules deciding every request made through it, before the object is looked for
+    /// (rule R3). Snapshots and rules administration pass through: rules do not apply to them.
+    func guarding(_ bucket: any Bucket) -> any Bucket
 }
 
 /// Where a bucket keeps its rules (the local bucket: inside its file, so they travel with it).

@@ -153,12 +153,15 @@ public protocol Bucket: AnyObject, Sendable {
     var snapshotStore: (any SnapshotStore)? { get }
     /// With `.immediateReads`: reads for Tab completion.
     var immediateReads: (any ImmediateReads)? { get }
+    /// With `.rulesAdministration`: where the bucket keeps its security rules.
+    var rulesStore: (any RulesStore)? { get }
 }
 
 extension Bucket {
     public var transactions: (any TransactionalBucket)? { nil }
     public var snapshotStore: (any SnapshotStore)? { nil }
     public var immediateReads: (any ImmediateReads)? { nil }
+    public var rulesStore: (any RulesStore)? { nil }
 
     /// An update with a precondition on the metageneration only (or none).
     public func updateMetadata(of object: ObjectName, _ update: MetadataUpdate, ifMetagenerationMatch: Int64? = nil)
@@ -194,27 +197,31 @@ extension Bucket {
     }
 }
 
-/// A bucket whose changes can be grouped so they land together or not at all: a script is one
-/// transaction (contract, Scripts).
-public protocol TransactionalBucket: Bucket {
-    /// Starts a transaction; changes made until `commitTransaction` are seen by this bucket object only.
-    /// `forWriting: false` promises no change: other writers are not blocked, and a bucket the user may not
-    /// write can still be read.
-    func beginTransaction(forWriting: Bool) async throws
-    /// Makes every change since `beginTransaction` durable at once.
-    func commitTransaction() async throws
-    /// Forgets every change since `beginTransaction`.
-    func rollbackTransaction() async throws
-    /// True between begin and commit/rollback.
-    var isInTransaction: Bool { get async }
+/// How a transaction ends when its work returns: its changes land, or are forgotten (a dry run, a failure).
+public enum TransactionOutcome<Value> {
+    case commit(Value)
+    case rollback(Value)
+}
 
-    /// Inside a transaction, marks where one command starts, so that a command that fails halfway (a bulk
-    /// edit whose 300th object fails, say) can be undone alone while earlier commands keep their changes.
-    func beginCommand() async throws
-    /// Keeps the changes of the command begun last.
-    func endCommand() async throws
-    /// Undoes the changes of the command begun last.
-    func undoCommand() async throws
+/// A bucket whose changes can be grouped so they land together or not at all: a script is one transaction
+/// (contract, Scripts).
+public protocol TransactionalBucket: Bucket {
+    /// Runs `body` in a transaction of its own: a bucket value that sees its own changes, which no one else sees
+    /// until `body` returns `.commit`; `.rollback`, or an error thrown by `body`, forgets them all. The value is
+    /// `body`'s alone and unusable afterwards; other users of this bucket (another request of a server, Tab
+    /// completion) are never inside it. `forWriting: false` promises no change: other writers are not blocked,
+    /// and a bucket the user may not write can still be read.
+    func withTransaction<Value>(
+        forWriting: Bool, _ body: (any BucketTransaction) async throws -> TransactionOutcome<Value>
+    ) async throws -> Value
+}
+
+/// The bucket a transaction's work runs on.
+public protocol BucketTransaction: Bucket {
+    /// Runs `body` as one step of the transaction: when it throws, the step's changes are undone and the
+    /// transaction goes on with those of earlier steps (a script's `--keep-going`: a bulk edit whose 300th object
+    /// fails is undone alone).
+    func withSavepoint<Value>(_ body: () async throws -> Value) async throws -> Value
 }
 
 /// Reads that answer at once, without awaiting: what a key press can afford, since Tab is answered inside

@@ -74,6 +74,33 @@ public protocol ObjectNameIndex {
     func firstName(from bound: NameBound, withPrefix prefix: String) throws -> String?
 }
 
+/// Names held in memory as the listing's index (a plan's objects, a test's bucket).
+public struct SortedNameIndex: ObjectNameIndex, Sendable {
+    /// In byte order.
+    public let names: [String]
+
+    public init(_ names: some Sequence<String>) {
+        self.names = names.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+    }
+
+    public func firstName(from bound: NameBound, withPrefix prefix: String) -> String? {
+        // Binary search for the first name at or after the bound.
+        var low = 0
+        var high = names.count
+        while low < high {
+            let middle = (low + high) / 2
+            let before: Bool
+            switch bound {
+            case .atOrAfter(let start): before = names[middle].utf8.lexicographicallyPrecedes(start.utf8)
+            case .after(let start): before = !start.utf8.lexicographicallyPrecedes(names[middle].utf8)
+            }
+            if before { low = middle + 1 } else { high = middle }
+        }
+        guard low < names.count, names[low].utf8.starts(with: prefix.utf8) else { return nil }
+        return names[low]
+    }
+}
+
 /// The delimiter listing of Cloud Storage for Firebase over a sorted name index (rules L1–L10).
 public enum Lister {
     /// One page of the listing of `reference` in `bucket`.

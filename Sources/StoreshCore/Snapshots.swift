@@ -28,6 +28,14 @@ public struct SnapshotInfo: Sendable, Equatable {
     }
 }
 
+extension SnapshotInfo {
+    /// A save under the name of an existing snapshot.
+    public static func nameTaken(_ existing: SnapshotInfo) -> StorageError {
+        .invalidArgument(
+            "A snapshot named \(existing.name) already exists (taken \(existing.created.rfc3339)); choose another name, or `snapshot rm \(existing.name)` first.")
+    }
+}
+
 /// One side of a comparison: a snapshot, or the bucket as it is now.
 public enum BucketState: Sendable, Equatable {
     case snapshot(String)
@@ -97,4 +105,6 @@ public protocol SnapshotStore {
     func restoreSnapshot(named name: String) async throws -> [ObjectChange]
     /// Forgets a snapshot, and the object versions that only it kept.
     func removeSnapshot(named name: String) async throws -> SnapshotInfo
+    /// How many objects the bucket holds now (what a snapshot taken now would count).
+    func objectCount() async throws -> Int
 }

@@ -51,29 +51,46 @@ public struct RunOptions: Sendable {
 ///
 /// It keeps the session's state: the current reference and the last paginated listing for `page next`.
 public final class Interpreter {
+    /// The session's bucket, as opened: no rules, no transaction.
     public let bucket: any Bucket
     public private(set) var current: StoragePath = .root
     public var options: RunOptions
     /// Checked between commands and between the objects of a bulk command; true stops the run (Ctrl-C).
     public var isCancelled: @Sendable () -> Bool = { false }
-    /// The bucket's security rules, for `rules`, `login`, `logout` and `whoami`.
-    public var rules: RulesControl?
+    /// The session's security rules, for `rules`, `login`, `logout` and `whoami`; they decide every request
+    /// the commands make.
+    public var rules: RulesControl? {
+        didSet { target = guarded(bucket) }
+    }
+    /// Where planned changes get their times (the bucket's clock, so a dry run shows what the run would make).
+    let clock: any StorageClock
+    /// The bucket commands work on: the session's bucket, or during a script its transaction or its plan, with
+    /// the session's rules around it.
+    var target: any Bucket
 
-    private let output: InterpreterOutput
+    let output: InterpreterOutput
     private let files: LocalFiles
     /// Whether an `exit` ran in the last script (the shell leaves only then).
-    public private(set) var exitRan = false
+    public internal(set) var exitRan = false
     private var lastListing: (reference: StoragePath, maxResults: Int?, long: Bool, nextPageToken: String?)?
 
     /// How many objects a pattern scan reads at a time.
     static let scanPageSize = 1000
 
-    public init(bucket: any Bucket, output: InterpreterOutput, files: LocalFiles, options: RunOptions = RunOptions()) {
+    public init(
+        bucket: any Bucket, output: InterpreterOutput, files: LocalFiles, options: RunOptions = RunOptions(),
+        clock: any StorageClock = SystemClock()
+    ) {
         self.bucket = bucket
+        self.target = bucket
         self.output = output
         self.files = files
         self.options = options
+        self.clock = clock
     }
+
+    /// `base` with the session's rules deciding every request made through it.
+    func guarded(_ base: any Bucket) -> any Bucket { rules?.guarding(base) ?? base }
 
     /// The exit status of a run (contract, Exit status).
     public enum Status: Int32, Sendable {
@@ -83,95 +100,11 @@ public final class Interpreter {
         case interrupted = 130
     }
 
-    /// Runs a whole script. On a transactional bucket it is one transaction: everything lands at the end,
-    /// or, when a command fails, nothing does (unless `keepGoing`). A dry run saves nothing.
-    public func run(_ script: Script) async -> Status {
-        exitRan = false
-        let status = await runTransaction(script)
-        // A rolled-back `rules load` is undone in the bucket: the rules in force follow it.
-        try? rules?.reloadRules()
-        return status
-    }
-
-    private func runTransaction(_ script: Script) async -> Status {
-        let transactional = bucket.transactions
-        do {
-            try await transactional?.beginTransaction(forWriting: script.changesBucket || options.snapshotBefore != nil)
-        } catch {
-            report(error, at: script.statements.first?.location ?? SourceLocation(line: 1, column: 1))
-            return .failed
-        }
-        if let name = options.snapshotBefore {
-            let start = SourceLocation(line: 1, column: 1)
-            do {
-                try await runSnapshot(.save(Word(name, at: start)), at: start)
-            } catch {
-                report(error, at: start)
-                try? await transactional?.rollbackTransaction()
-                return .failed
-            }
-        }
-        var failures = 0
-        for statement in script.statements {
-            if isCancelled() {
-                output.error(Diagnostic.running(Self.interruption, at: statement.location))
-                try? await transactional?.rollbackTransaction()
-                return .interrupted
-            }
-            do {
-                if options.keepGoing { try await transactional?.beginCommand() }
-                let flow = try await execute(statement)
-                if options.keepGoing { try await transactional?.endCommand() }
-                if flow == .exit {
-                    exitRan = true
-                    break
-                }
-            } catch {
-                let diagnostic = report(error, at: statement.location)
-                if diagnostic.phase == .interrupted {
-                    try? await transactional?.rollbackTransaction()
-                    return .interrupted
-                }
-                failures += 1
-                if options.keepGoing, transactional != nil {
-                    try? await transactional?.undoCommand()
-                    continue
-                }
-                if !options.keepGoing {
-                    try? await transactional?.rollbackTransaction()
-                    if options.dryRun {
-                        emitNote("dry run: stopped at the error; nothing was saved")
-                    } else if transactional != nil && script.statements.count > 1 {
-                        output.notice("nothing was saved: a script lands whole or not at all (--keep-going keeps what succeeds)")
-                    }
-                    return .failed
-                }
-            }
-        }
-        do {
-            if options.dryRun {
-                try await transactional?.rollbackTransaction()
-                emitNote("dry run: nothing was saved")
-            } else {
-                try await transactional?.commitTransaction()
-                if failures > 0 {
-                    output.notice(
-                        "\(MessageText.counted(failures, "command")) failed and changed nothing; the changes of the other \(MessageText.counted(script.statements.count - failures, "command")) were saved")
-                }
-            }
-        } catch {
-            report(error, at: script.statements.last?.location ?? SourceLocation(line: 1, column: 1))
-            try? await transactional?.rollbackTransaction()
-            return .failed
-        }
-        return failures == 0 ? .success : .failed
-    }
-
     static let interruption = StorageError(.cancelled, "Interrupted; nothing of this run was saved.")
 
     /// Reports an error from running a command, located at the command unless it carries its own place.
     @discardableResult
-    private func report(_ error: Error, at location: SourceLocation) -> Diagnostic {
+    func report(_ error: Error, at location: SourceLocation) -> Diagnostic {
         let diagnostic: Diagnostic
         switch error {
         case let located as Diagnostic: diagnostic = located
@@ -182,7 +115,7 @@ public final class Interpreter {
         return diagnostic
     }
 
-    private func emitNote(_ text: String) {
+    func emitNote(_ text: String) {
         if !options.json { output.result(text) }
     }
 
@@ -205,7 +138,7 @@ public final class Interpreter {
         case .cd(let path):
             current = try path.map { try navigationPath($0, command: "cd") } ?? .root
         case .pwd:
-            let url = current.url(bucket: bucket.name)
+            let url = current.url(bucket: target.name)
             emit(json: .object([("path", .string(url))]), human: [MessageText.oneLine(url)])
         case .ls(let list):
             try await runList(list, at: here)
@@ -213,7 +146,7 @@ public final class Interpreter {
             try await runPageNext(at: here)
         case .metaGet(let path, let raw):
             let name = try objectName(path, raw: raw, at: here)
-            let metadata = try await onTarget(path, name: name, at: here) { try await self.bucket.metadata(of: name) }
+            let metadata = try await onTarget(path, name: name, at: here) { try await self.target.metadata(of: name) }
             emit(json: metadata.jsonDocument, human: Self.describe(metadata))
         case .metaSet(let command):
             try await runUpdate(command.update, targets: command.targets, at: here)
@@ -223,7 +156,7 @@ public final class Interpreter {
             try await runPut(command, at: here)
         case .get(let objectWord, let fileWord, let raw):
             let name = try objectName(objectWord, raw: raw, at: here)
-            let content = try await onTarget(objectWord, name: name, at: here) { try await self.bucket.read(name) }
+            let content = try await onTarget(objectWord, name: name, at: here) { try await self.target.read(name) }
             // Like cp: a destination ending in / or naming a directory gets the object's own name.
             var file = fileWord?.text ?? name.lastSegment
             if let given = fileWord?.text, given.hasSuffix("/") || files.isDirectory(given) {
@@ -244,7 +177,7 @@ public final class Interpreter {
             }
         case .cat(let objectWord, let raw):
             let name = try objectName(objectWord, raw: raw, at: here)
-            let content = try await onTarget(objectWord, name: name, at: here) { try await self.bucket.read(name) }
+            let content = try await onTarget(objectWord, name: name, at: here) { try await self.target.read(name) }
             if options.json {
                 let body: (String, JSONValue) =
                     String(data: content, encoding: .utf8).map { ("text", .string($0)) }
@@ -261,7 +194,7 @@ public final class Interpreter {
                 // An object a pattern found is deleted only as it was found (rule G5).
                 let precondition = object.metadata.map { Precondition(generation: $0.generation) } ?? .none
                 try await onTarget(object.word, name: object.name, at: here) {
-                    try await self.bucket.delete(object.name, precondition: precondition)
+                    try await self.target.delete(object.name, precondition: precondition)
                 }
                 deleted.append(object.name.rawValue)
                 if options.dryRun && objects.count > 1 { emitNote("would delete \(MessageText.oneLine(object.name.rawValue))") }
@@ -293,7 +226,11 @@ public final class Interpreter {
             guard let source = String(data: data, encoding: .utf8) else {
                 throw Diagnostic.running(.invalidArgument("\(file.text) is not UTF-8 text."), at: file.location)
             }
-            try located(file.location) { try self.requireRules(here).loadRules(source: source, origin: file.text) }
+            let rules = try requireRules(here)
+            guard let store = target.rulesStore else {
+                throw Diagnostic.running(.invalidArgument("gs://\(target.name) keeps no security rules that storesh may change."), at: here)
+            }
+            try located(file.location) { try rules.loadRules(source: source, origin: file.text, into: store) }
             emit(json: .object([("loaded", .string(file.text))]), human: ["loaded the rules of \(file.text)"])
         case .rulesWhy:
             let last = try requireRules(here).lastDecision
@@ -341,7 +278,7 @@ public final class Interpreter {
             repeat {
                 try checkCancelled(at: here)
                 let next = try await located(errorLocation) {
-                    try await self.bucket.list(
+                    try await self.target.list(
                         reference, options: ListOptions(maxResults: maxResults, pageToken: token, includeMetadata: list.long))
                 }
                 page.prefixes += next.prefixes
@@ -352,7 +289,7 @@ public final class Interpreter {
             lastListing = nil
         } else {
             page = try await located(errorLocation) {
-                try await self.bucket.list(
+                try await self.target.list(
                     reference,
                     options: ListOptions(maxResults: maxResults, pageToken: list.pageToken?.text, includeMetadata: list.long))
             }
@@ -367,10 +304,10 @@ public final class Interpreter {
         }
         guard let token = last.nextPageToken else {
             throw Diagnostic.running(
-                .invalidArgument("The last listing of \(last.reference.url(bucket: bucket.name)) has no more pages."), at: here)
+                .invalidArgument("The last listing of \(last.reference.url(bucket: target.name)) has no more pages."), at: here)
         }
         let page = try await located(here) {
-            try await self.bucket.list(
+            try await self.target.list(
                 last.reference, options: ListOptions(maxResults: last.maxResults, pageToken: token, includeMetadata: last.long))
         }
         lastListing?.nextPageToken = page.nextPageToken
@@ -383,7 +320,7 @@ public final class Interpreter {
         if long && page.itemMetadata == nil {
             for item in page.items {
                 let name = try located(here) { try ObjectName(item) }
-                metadata.append(try await located(here) { try await self.bucket.metadata(of: name) })
+                metadata.append(try await located(here) { try await self.target.metadata(of: name) })
             }
         }
         if options.json {
@@ -413,10 +350,10 @@ public final class Interpreter {
             page.items.forEach { output.result(relative($0)) }
         }
         if page.prefixes.isEmpty && page.items.isEmpty {
-            var note = "(nothing under \(MessageText.oneLine(reference.url(bucket: bucket.name))))"
+            var note = "(nothing under \(MessageText.oneLine(reference.url(bucket: target.name))))"
             rules?.recordsDecisions = false
             defer { rules?.recordsDecisions = true }
-            if let name = try? reference.objectName(), (try? await bucket.metadata(of: name)) != nil {
+            if let name = try? reference.objectName(), (try? await target.metadata(of: name)) != nil {
                 note += " — it is an object: meta get shows it (rule L5)"
             }
             output.result(note)
@@ -437,7 +374,7 @@ public final class Interpreter {
             // A named object is updated as it is (one `update` request, as the service makes it); one that a
             // pattern found must not have changed since.
             let result = try await onTarget(object.word, name: object.name, at: here) {
-                try await self.bucket.updateMetadata(
+                try await self.target.updateMetadata(
                     of: object.name, update, precondition: Precondition(metageneration: object.metadata?.metageneration))
             }
             if result.changed {
@@ -490,8 +427,8 @@ public final class Interpreter {
 
     // MARK: Snapshots
 
-    private func runSnapshot(_ command: SnapshotCommand, at here: SourceLocation) async throws {
-        guard let store = bucket.snapshotStore else {
+    func runSnapshot(_ command: SnapshotCommand, at here: SourceLocation) async throws {
+        guard let store = target.snapshotStore else {
             throw Diagnostic.running(.invalidArgument("This bucket keeps no snapshots."), at: here)
         }
         func document(_ info: SnapshotInfo) -> JSONValue {
@@ -611,7 +548,7 @@ public final class Interpreter {
             writeOptions.expectedMD5 = md5.text
         }
         let metadata = try await located(command.destination?.location ?? here) {
-            try await self.bucket.write(content, to: destination, options: writeOptions)
+            try await self.target.write(content, to: destination, options: writeOptions)
         }
         let description =
             "\(MessageText.oneLine(destination.rawValue)) (\(Formatting.size(metadata.size)), \(metadata.contentType.flatMap { $0.isEmpty ? nil : $0 } ?? "no content type"))"
@@ -631,14 +568,14 @@ public final class Interpreter {
         for word in targets {
             if !raw && ObjectPattern.isPattern(word) {
                 let pattern = try located(word.location) {
-                    try ObjectPattern(resolving: word, from: self.current, bucket: self.bucket.name)
+                    try ObjectPattern(resolving: word, from: self.current, bucket: self.target.name)
                 }
                 var after: String?
                 var matched = 0
                 repeat {
                     try checkCancelled(at: here)
                     let page = try await located(word.location) {
-                        try await self.bucket.scan(prefix: pattern.literalPrefix, after: after, limit: Self.scanPageSize)
+                        try await self.target.scan(prefix: pattern.literalPrefix, after: after, limit: Self.scanPageSize)
                     }
                     for metadata in page.objects where pattern.matches(metadata.fullPath) {
                         let name = try located(word.location) { try ObjectName(metadata.fullPath) }
@@ -681,11 +618,11 @@ public final class Interpreter {
         }
         let typed = word.text.hasPrefix("/") ? String(word.text.dropFirst()) : word.text
         if word.text.contains("//") || (typed.hasSuffix("/") && typed.count > 1) {
-            if (try? await bucket.metadata(of: ObjectName(typed))) != nil {
+            if (try? await target.metadata(of: ObjectName(typed))) != nil {
                 return " Paths are normalised (rule P1); to name '\(typed)' exactly, use --raw."
             }
         }
-        if let page = try? await bucket.list(StoragePath(normalizing: name.rawValue), options: ListOptions(maxResults: 1)),
+        if let page = try? await target.list(StoragePath(normalizing: name.rawValue), options: ListOptions(maxResults: 1)),
             !page.prefixes.isEmpty || !page.items.isEmpty
         {
             return " \(name.rawValue) is a folder (a prefix), not an object; to change the objects in it, use \(name.rawValue)/* or \(name.rawValue)/**."
@@ -696,7 +633,7 @@ public final class Interpreter {
     // MARK: Helpers
 
     private func resolve(_ word: Word) throws -> StoragePath {
-        try located(word.location) { try StoragePath.resolve(word.text, from: self.current, bucket: self.bucket.name) }
+        try located(word.location) { try StoragePath.resolve(word.text, from: self.current, bucket: self.target.name) }
     }
 
     /// The object a path word names (or, without one, the current reference); with `raw`, the word exactly.

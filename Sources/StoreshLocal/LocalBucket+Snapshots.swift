@@ -29,10 +29,7 @@ extension LocalBucket: SnapshotStore {
     public func saveSnapshotNow(named name: String) throws(StorageError) -> SnapshotInfo {
         try SnapshotInfo.validate(name: name)
         return try change {
-            if let existing = try snapshotRow(name) {
-                throw StorageError.invalidArgument(
-                    "A snapshot named \(name) already exists (taken \(existing.info.created.rfc3339)); choose another name, or `snapshot rm \(name)` first.")
-            }
+            if let existing = try snapshotRow(name) { throw SnapshotInfo.nameTaken(existing.info) }
             let epochs = try epochs()
             let count = try connection.integer("SELECT count(*) FROM objects") ?? 0
             let info = SnapshotInfo(name: name, created: options.clock.now(), objectCount: Int(count))

@@ -42,10 +42,20 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     /// The bucket file.
     public let path: String
 
-    // Guards `connection` and `inExplicitTransaction`: SQLite connections are single-threaded.
+    // Guards the connections and the transaction state: SQLite connections are single-threaded.
     private let lock = NSLock()
-    let connection: SQLiteConnection
+    /// The bucket's own connection, unless a transaction has it (`lent`): the bucket's own calls then use a
+    /// spare one, so that nothing outside a transaction ever runs inside it.
+    private let ownConnection: SQLiteConnection
+    private var spareConnection: SQLiteConnection?
+    private var lent = false
+    /// False for the engine of a transaction, which runs on a connection its bucket lent it.
+    private let ownsConnection: Bool
+    /// The connection this object's work runs on (read under the lock).
+    var connection: SQLiteConnection { lent ? spareConnection ?? ownConnection : ownConnection }
     let options: LocalBucketOptions
+    /// Where "now" comes from for each change.
+    public var clock: any StorageClock { options.clock }
     private var inExplicitTransaction = false
     /// Whether the explicit transaction changed anything (its commit then extends the lineage).
     private var transactionWrote = false
@@ -54,18 +64,19 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     /// Forgotten whenever a transaction or savepoint ends, since a rollback may undo a snapshot.
     var cachedEpochs: Epochs?
 
-    /// Security rules, asked before every operation and before the object is looked for (rule R3). Set it
-    /// once, right after opening; nil allows everything, as bulk import and export do.
-    public var authorizer: AccessAuthorizer?
 
-    private init(path: String, name: String, connection: SQLiteConnection, options: LocalBucketOptions) {
+    private init(path: String, name: String, connection: SQLiteConnection, options: LocalBucketOptions, ownsConnection: Bool = true) {
         self.path = path
         self.name = name
-        self.connection = connection
+        self.ownConnection = connection
         self.options = options
+        self.ownsConnection = ownsConnection
     }
 
-    deinit { connection.close() }
+    deinit {
+        if ownsConnection { ownConnection.close() }
+        spareConnection?.close()
+    }
 
     /// Runs `body` with the connection, serialised with every other use of it.
     func withConnection<T>(_ body: (SQLiteConnection) throws -> T) throws(StorageError) -> T {
@@ -105,23 +116,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
             // SQLite would take an empty file for an empty database and start writing to it.
             throw .internalError("\(path) is an empty file, not a storesh bucket; storesh will not change it.")
         }
-        var connection: SQLiteConnection
-        do {
-            connection = try SQLiteConnection(path: path, flags: SQLITE_OPEN_READWRITE)
-            sqlite3_busy_timeout(connection.handle, options.busyTimeoutMilliseconds)
-            _ = try connection.integer("PRAGMA application_id")
-        } catch let error where [SQLITE_CANTOPEN, SQLITE_READONLY, SQLITE_PERM].contains(error.primaryCode) && statted {
-            // A bucket on read-only media (or in a directory storesh may not write, where SQLite cannot make
-            // its shared-memory file) can still be read; a change then fails as read-only.
-            do {
-                connection = try SQLiteConnection(path: readOnlyLocation(path), flags: SQLITE_OPEN_READONLY | SQLITE_OPEN_URI)
-                sqlite3_busy_timeout(connection.handle, options.busyTimeoutMilliseconds)
-            } catch {
-                throw describe(error, path: path, options: options)
-            }
-        } catch {
-            throw describe(error, path: path, options: options)
-        }
+        let connection = try connect(path, options: options, exists: statted)
         do {
             // Identify the file before anything could write to it.
             guard try connection.integer("PRAGMA application_id") == BucketSchema.applicationID else {
@@ -151,6 +146,40 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         } catch {
             throw .internalError("\(error)")
         }
+    }
+
+    /// A connection to an existing bucket file, for reading and writing, or for reading only when the file
+    /// cannot be written.
+    private static func connect(_ path: String, options: LocalBucketOptions, exists: Bool) throws(StorageError) -> SQLiteConnection {
+        do {
+            let connection = try SQLiteConnection(path: path, flags: SQLITE_OPEN_READWRITE)
+            sqlite3_busy_timeout(connection.handle, options.busyTimeoutMilliseconds)
+            _ = try connection.integer("PRAGMA application_id")
+            return connection
+        } catch let error where [SQLITE_CANTOPEN, SQLITE_READONLY, SQLITE_PERM].contains(error.primaryCode) && exists {
+            // A bucket on read-only media (or in a directory storesh may not write, where SQLite cannot make
+            // its shared-memory file) can still be read; a change then fails as read-only.
+            do {
+                let connection = try SQLiteConnection(path: readOnlyLocation(path), flags: SQLITE_OPEN_READONLY | SQLITE_OPEN_URI)
+                sqlite3_busy_timeout(connection.handle, options.busyTimeoutMilliseconds)
+                return connection
+            } catch {
+                throw describe(error, path: path, options: options)
+            }
+        } catch {
+            throw describe(error, path: path, options: options)
+        }
+    }
+
+    /// Another connection to this (already identified) bucket file, set up as the first.
+    private func connectAgain() throws(StorageError) -> SQLiteConnection {
+        let connection = try Self.connect(path, options: options, exists: true)
+        do {
+            try connection.execute("PRAGMA synchronous = FULL; PRAGMA journal_size_limit = \(Self.logSizeLimit)")
+        } catch {
+            throw Self.describe(error, path: path, options: options)
+        }
+        return connection
     }
 
     /// The size a log is cut back to after it has been folded into the file.
@@ -231,8 +260,12 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         lock.withLock {
             guard !isClosed else { return }
             isClosed = true
-            if !connection.isAutocommit { try? connection.execute("ROLLBACK") }
-            connection.close()
+            guard ownsConnection else { return }  // a transaction's engine: its bucket closes the connection
+            for connection in [ownConnection, spareConnection].compactMap({ $0 }) {
+                if !connection.isAutocommit { try? connection.execute("ROLLBACK") }
+                connection.close()
+            }
+            spareConnection = nil
         }
     }
 
@@ -280,11 +313,51 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
 
     // MARK: Transactions
 
-    public var isInTransaction: Bool {
+    public func withTransaction<Value>(
+        forWriting: Bool, _ body: (any BucketTransaction) async throws -> TransactionOutcome<Value>
+    ) async throws -> Value {
+        // The transaction runs on the bucket's own connection when it is free (the usual case: one command or
+        // script at a time), else on a new one of its own.
+        let (connection, borrowed) = try lendConnection()
+        let engine = LocalBucket(path: path, name: name, connection: connection, options: options, ownsConnection: !borrowed)
+        defer {
+            engine.close()
+            if borrowed { lock.withLock { lent = false } }
+        }
+        try await engine.beginTransaction(forWriting: forWriting)
+        let transaction = LocalTransaction(engine: engine)
+        do {
+            switch try await body(transaction) {
+            case .commit(let value):
+                try await engine.commitTransaction()
+                return value
+            case .rollback(let value):
+                try await engine.rollbackTransaction()
+                return value
+            }
+        } catch {
+            try? await engine.rollbackTransaction()
+            throw error
+        }
+    }
+
+    /// The bucket's own connection for a transaction, or a new one when a transaction has it already.
+    private func lendConnection() throws(StorageError) -> (SQLiteConnection, borrowed: Bool) {
+        lock.lock()
+        defer { lock.unlock() }
+        if isClosed { throw .internalError("The bucket \(path) was closed.") }
+        if !lent {
+            lent = true
+            return (ownConnection, true)
+        }
+        return (try connectAgain(), false)
+    }
+
+    var isInTransaction: Bool {
         get async { lock.withLock { inExplicitTransaction } }
     }
 
-    public func beginTransaction(forWriting: Bool) async throws {
+    func beginTransaction(forWriting: Bool) async throws {
         try locked {
             precondition(!inExplicitTransaction, "transactions do not nest")
             // IMMEDIATE takes the write lock now, so a script's plan is made on the state it will change.
@@ -295,7 +368,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         }
     }
 
-    public func commitTransaction() async throws {
+    func commitTransaction() async throws {
         try locked {
             guard inExplicitTransaction else { return }
             try commit(wrote: transactionWrote)
@@ -304,7 +377,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         }
     }
 
-    public func rollbackTransaction() async throws {
+    func rollbackTransaction() async throws {
         try locked {
             guard inExplicitTransaction else { return }
             inExplicitTransaction = false
@@ -313,18 +386,18 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         }
     }
 
-    public func beginCommand() async throws {
+    func beginCommand() async throws {
         try locked {
             precondition(inExplicitTransaction, "commands are marked inside a transaction")
             try connection.execute("SAVEPOINT command")
         }
     }
 
-    public func endCommand() async throws {
+    func endCommand() async throws {
         try locked { try connection.execute("RELEASE command") }
     }
 
-    public func undoCommand() async throws {
+    func undoCommand() async throws {
         try locked {
             cachedEpochs = nil
             try connection.execute("ROLLBACK TO command; RELEASE command")
@@ -344,6 +417,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         lock.lock()
         defer { lock.unlock() }
         if isClosed { throw .internalError("The bucket \(path) was closed.") }
+        if lent && spareConnection == nil { spareConnection = try connectAgain() }
         do {
             return try body()
         } catch let error as StorageError {
@@ -406,6 +480,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     public var transactions: (any TransactionalBucket)? { self }
     public var snapshotStore: (any SnapshotStore)? { self }
     public var immediateReads: (any ImmediateReads)? { self }
+    public var rulesStore: (any RulesStore)? { self }
 
     public func list(_ reference: StoragePath, options: ListOptions) async throws -> ListPage {
         try listPage(reference, options: options)
@@ -414,7 +489,6 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     /// The synchronous form of `list`, for in-process callers that are not async.
     public func listPage(_ reference: StoragePath, options: ListOptions) throws(StorageError) -> ListPage {
         try read {
-            try authorize(.list, reference.fullPath)
             var page = try Lister.page(of: reference, bucket: name, options: options, index: NameIndex(connection: connection))
             if options.includeMetadata {
                 // Read with the page, in its transaction: a list answers with the objects as they are (R2: `list`).
@@ -434,9 +508,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     /// The synchronous form of `metadata(of:)`.
     public func currentMetadata(of object: ObjectName) throws(StorageError) -> ObjectMetadata {
         try read {
-            let row = try fetchRow(object.rawValue)
-            try authorize(.get, object.rawValue, existing: row?.metadata)
-            guard let row else { throw StorageError.objectNotFound(object.rawValue) }
+            guard let row = try fetchRow(object.rawValue) else { throw StorageError.objectNotFound(object.rawValue) }
             return row.metadata
         }
     }
@@ -445,13 +517,9 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         async throws -> UpdateResult
     {
         try change {
-            guard let row = try fetchRow(object.rawValue) else {
-                try authorize(.update, object.rawValue)
-                throw StorageError.objectNotFound(object.rawValue)
-            }
+            guard let row = try fetchRow(object.rawValue) else { throw StorageError.objectNotFound(object.rawValue) }
             let now = options.clock.nextChangeTime()
             let (next, changed) = try row.metadata.applying(update, now: now)
-            try authorize(.update, object.rawValue, time: now, new: next, existing: row.metadata)
             guard precondition.isSatisfied(by: row.metadata) else {
                 throw StorageError.preconditionFailed(object.rawValue, precondition, actual: row.metadata)
             }
@@ -479,8 +547,6 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
             let metadata = ObjectMetadata.newObject(
                 bucket: name, name: object, content: content, generation: try nextGeneration(now: now), now: now,
                 properties: writeOptions.properties, customMetadata: writeOptions.customMetadata)
-            // Rule R2: writing content, new or over an existing object, is `create`.
-            try authorize(.create, object.rawValue, time: now, new: metadata, existing: existing?.metadata)
             guard precondition.isSatisfied(by: existing?.metadata) else {
                 throw StorageError.preconditionFailed(object.rawValue, precondition, actual: existing?.metadata)
             }
@@ -492,10 +558,8 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     public func read(_ object: ObjectName) async throws -> Data {
         try read {
             guard let row = try fetchRow(object.rawValue) else {
-                try authorize(.get, object.rawValue)
                 throw StorageError.objectNotFound(object.rawValue)
             }
-            try authorize(.get, object.rawValue, existing: row.metadata)
             return try content(of: row.version)
         }
     }
@@ -503,7 +567,6 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     public func delete(_ object: ObjectName, precondition: Precondition) async throws {
         try change {
             let row = try fetchRow(object.rawValue)
-            try authorize(.delete, object.rawValue, existing: row?.metadata)
             guard let row else { throw StorageError.objectNotFound(object.rawValue) }
             guard precondition.isSatisfied(by: row.metadata) else {
                 throw StorageError.preconditionFailed(object.rawValue, precondition, actual: row.metadata)
@@ -520,7 +583,6 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     public func scanPage(prefix: String, after: String?, limit: Int) throws(StorageError) -> ObjectScanPage {
         try read {
             // Walking names under a prefix is a listing of the folder it starts in.
-            try authorize(.list, NameBytes.folder(ofPrefix: prefix))
             let statement = try connection.statement(
                 "SELECT \(LiveRow.columns) FROM objects WHERE name >= ?1 AND (?2 IS NULL OR name > ?2) ORDER BY name LIMIT ?3")
             defer { statement.reset() }
@@ -543,18 +605,6 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     }
 
     // MARK: Rules
-
-    private func authorize(
-        _ method: AccessMethod, _ path: String, time: Timestamp? = nil, new: ObjectMetadata? = nil,
-        existing: ObjectMetadata? = nil
-    ) throws {
-        guard let authorizer else { return }
-        let decision = authorizer.decide(
-            AccessRequest(
-                method: method, bucket: name, path: path, time: time ?? options.clock.now(),
-                newResource: new.map(ObjectSnapshot.init), existingResource: existing.map(ObjectSnapshot.init)))
-        if !decision.allowed { throw decision.denial ?? StorageError.unauthorized(bucket: name, path: path) }
-    }
 
     public func storedRules() throws -> (source: String, origin: String)? {
         try read {

@@ -128,9 +128,10 @@ func snapshots(bucketPath: String, rounds: Int) throws {
         let objects = spread
         nonisolated(unsafe) let shared = bucket
         Task {
-            try await shared.beginTransaction(forWriting: true)
-            for object in objects { _ = try await shared.updateMetadata(of: object, update, ifMetagenerationMatch: nil) }
-            try await shared.commitTransaction()
+            try await shared.withTransaction(forWriting: true) { transaction -> TransactionOutcome<Void> in
+                for object in objects { _ = try await transaction.updateMetadata(of: object, update, ifMetagenerationMatch: nil) }
+                return .commit(())
+            }
             semaphore.signal()
         }
         semaphore.wait()
@@ -224,11 +225,13 @@ func completions(bucketPath: String, repeats: Int) throws {
 /// The bulk-edit benchmark's script, run in process with the rules of a file in force, or no rules at all.
 func bulk(bucketPath: String, rulesFile: String) async throws {
     let bucket = try LocalBucket.open(at: bucketPath, options: LocalBucketOptions(createIfMissing: false))
+    defer { bucket.close() }
+    var rules: RulesSession?
     if rulesFile != "none" {
-        let rules = try RulesEngine(store: bucket)
-        try rules.loadRules(source: String(contentsOfFile: rulesFile, encoding: .utf8), origin: rulesFile)
-        rules.identity = Identity(uid: "bench")
-        bucket.authorizer = rules
+        let session = try RulesSession(store: nil)
+        try session.loadRules(source: String(contentsOfFile: rulesFile, encoding: .utf8), origin: rulesFile, into: bucket)
+        session.identity = Identity(uid: "bench")
+        rules = session
     }
     final class Silent: InterpreterOutput {
         func result(_ line: String) {}
@@ -243,7 +246,9 @@ func bulk(bucketPath: String, rulesFile: String) async throws {
     }
     let script = try Parser.parse(SourceText(
         name: "bulk", text: "meta set cacheControl=\"public, max-age=60\" custom.reviewed=yes -- users/u00???/photos/*"))
-    let status = await Interpreter(bucket: bucket, output: Silent(), files: NoFiles()).run(script)
+    let interpreter = Interpreter(bucket: bucket, output: Silent(), files: NoFiles())
+    interpreter.rules = rules
+    let status = await interpreter.run(script)
     guard status == .success else { fail("the bulk script failed") }
 }
 
@@ -254,9 +259,9 @@ func decisions(rulesFile: String, repeats: Int) throws {
         func storedRules() throws -> (source: String, origin: String)? { rules }
         func storeRules(source: String, origin: String) throws { rules = (source, origin) }
     }
-    let rules = try RulesEngine(store: MemoryRules())
+    let rules = try RulesSession(store: nil)
     if rulesFile != "open" {
-        try rules.loadRules(source: String(contentsOfFile: rulesFile, encoding: .utf8), origin: rulesFile)
+        try rules.loadRules(source: String(contentsOfFile: rulesFile, encoding: .utf8), origin: rulesFile, into: MemoryRules())
     }
     rules.identity = Identity(uid: "bench")
     var update = MetadataUpdate()

@@ -126,10 +126,9 @@ func runScript(_ source: SourceText, bucket: @autoclosure () throws -> LocalBuck
     // Before the bucket opens: Ctrl-C from then on ends the run through the interpreter, which closes it.
     storesh_install_interrupt_handler()
     let opened = try bucket()
-    let rules = try enforceRules(on: opened)
-    let interpreter = Interpreter(bucket: opened, output: output, files: HostFiles(), options: options)
+    let interpreter = Interpreter(bucket: opened, output: output, files: HostFiles(), options: options, clock: opened.clock)
     interpreter.isCancelled = { storesh_interrupt_pending() != 0 }
-    interpreter.rules = rules
+    interpreter.rules = try rulesSession(for: opened)
     let status = await interpreter.run(script)
     output.flush()
     if let failure = output.writeFailure {
@@ -139,10 +138,8 @@ func runScript(_ source: SourceText, bucket: @autoclosure () throws -> LocalBuck
     return status.rawValue
 }
 
-/// The bucket's security rules, enforced on every request of scripts and the shell (export and import are
-/// administration and bypass them).
-func enforceRules(on bucket: LocalBucket) throws -> RulesEngine {
-    let rules = try RulesEngine(store: bucket)
-    bucket.authorizer = rules
-    return rules
+/// The security rules of a shell or script session: the bucket's own rules, deciding every request the session's
+/// commands make (export, import, check and backup are administration and bypass them).
+func rulesSession(for bucket: LocalBucket) throws -> RulesSession {
+    try RulesSession(store: bucket.rulesStore, clock: bucket.clock)
 }

@@ -51,13 +51,14 @@ final class Shell {
         output = ConsoleOutput(json: json, source: SourceText(name: "-", text: ""))
         output.color = color
         interpreter = Interpreter(
-            bucket: bucket, output: output, files: HostFiles(), options: RunOptions(json: json, color: color))
+            bucket: bucket, output: output, files: HostFiles(), options: RunOptions(json: json, color: color),
+            clock: bucket.clock)
         history = HistoryFile(path: historyPath)
     }
 
     /// Puts the bucket's rules in force for everything typed here.
     func enforceRules() throws {
-        interpreter.rules = try storesh.enforceRules(on: bucket)
+        interpreter.rules = try rulesSession(for: bucket)
     }
 
     /// A screenful for `ls` without `-n`, measured anew for each line, since the window may have been resized.
@@ -141,10 +142,9 @@ final class Shell {
 
     /// Tab: completes the word under the cursor as far as all candidates agree, or lists them.
     func complete(_ lineBeforeCursor: String, editor: OpaquePointer) -> UInt8 {
-        guard let reads = bucket.immediateReads else { return storesh_cc_error }
-        // Tab's own reads are not the user's requests: `rules why` goes on explaining the last command.
-        interpreter.rules?.recordsDecisions = false
-        defer { interpreter.rules?.recordsDecisions = true }
+        // Under the session's rules; Tab's reads are decided but never recorded, so `rules why` goes on explaining
+        // the last command.
+        guard let reads = (interpreter.rules?.guarding(bucket) ?? bucket).immediateReads else { return storesh_cc_error }
         let result = Completer(source: reads, current: interpreter.current).complete(lineBeforeCursor)
         let candidates = result.candidates
         guard !candidates.isEmpty else { return storesh_cc_error }

@@ -1,25 +1,20 @@
 import StoreshCore
 
-/// A sorted list of names standing in for an engine's index, so the listing rules are tested on their own.
+/// A sorted list of names standing in for an engine's index, so the listing rules are tested on their own (on
+/// the core's in-memory index, which plans list with).
 struct SortedNames: ObjectNameIndex {
-    private(set) var names: [String]
+    private(set) var index: SortedNameIndex
+    var names: [String] { index.names }
 
     init(_ names: [String]) {
-        self.names = names.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        index = SortedNameIndex(names)
     }
 
-    mutating func insert(_ name: String) { self = SortedNames(names + [name]) }
-    mutating func remove(_ name: String) { names.removeAll { $0.utf8.elementsEqual(name.utf8) } }
+    mutating func insert(_ name: String) { index = SortedNameIndex(names + [name]) }
+    mutating func remove(_ name: String) { index = SortedNameIndex(names.filter { !$0.utf8.elementsEqual(name.utf8) }) }
 
     func firstName(from bound: NameBound, withPrefix prefix: String) -> String? {
-        let first = names.first { name in
-            switch bound {
-            case .atOrAfter(let start): !name.utf8.lexicographicallyPrecedes(start.utf8)
-            case .after(let start): start.utf8.lexicographicallyPrecedes(name.utf8)
-            }
-        }
-        guard let first, first.utf8.starts(with: prefix.utf8) else { return nil }
-        return first
+        index.firstName(from: bound, withPrefix: prefix)
     }
 
     func page(_ path: String, maxResults: Int? = nil, token: String? = nil, bucket: String = "teaching") throws

@@ -67,14 +67,15 @@ struct PreconditionTests {
         #expect(bucket.transactions != nil && bucket.snapshotStore != nil && bucket.immediateReads != nil)
     }
 
-    @Test("a bucket and its rules engine hold no reference cycle: dropping the bucket frees both")
+    @Test("rules hold no bucket: a bucket, its rules session and the layer around it are freed when dropped")
     func noReferenceCycle() throws {
         weak var weakBucket: LocalBucket?
-        weak var weakRules: RulesEngine?
+        weak var weakRules: RulesSession?
         do {
             let bucket = try openBucket(directory.file("p.bucket"))
-            let rules = try RulesEngine(store: bucket)
-            bucket.authorizer = rules
+            let rules = try RulesSession(store: bucket, clock: bucket.clock)
+            let guarded = rules.guarding(bucket)
+            #expect(guarded.name == bucket.name)
             weakBucket = bucket
             weakRules = rules
         }

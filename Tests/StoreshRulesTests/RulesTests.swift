@@ -6,23 +6,26 @@ import StoreshLocal
 import StoreshTestSupport
 @testable import StoreshRules
 
-/// A local bucket with rules in force, and a way to run requests as someone.
-final class RulesSession {
+/// A local bucket with rules in force (the rules layer around it), and a way to run requests as someone.
+final class RulesFixture {
     let directory = NSTemporaryDirectory() + "storesh-rules-" + UUID().uuidString
-    let bucket: LocalBucket
-    let rules: RulesEngine
+    /// The bucket as opened: no rules (an administrator's view).
+    let raw: LocalBucket
+    let rules: RulesSession
+    /// The bucket under the rules.
+    let bucket: any Bucket
 
     init(_ source: String, objects: [String] = []) throws {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        bucket = try LocalBucket.open(
+        raw = try LocalBucket.open(
             at: directory + "/teaching.bucket",
             options: LocalBucketOptions(clock: SteppingClock(start: Timestamp(rfc3339: "2026-11-21T09:30:00Z")!)))
-        try bucket.importObjects(
+        try raw.importObjects(
             objects.map { ArchivedObject(name: try ObjectName($0), content: Data("content of \($0)".utf8)) },
             replacingEverything: false)
-        rules = try RulesEngine(store: bucket)
-        try rules.loadRules(source: source, origin: "test.rules")
-        bucket.authorizer = rules
+        rules = try RulesSession(store: raw, clock: raw.clock)
+        try rules.loadRules(source: source, origin: "test.rules", into: raw)
+        bucket = rules.guarding(raw)
     }
 
     deinit { try? FileManager.default.removeItem(atPath: directory) }
@@ -65,7 +68,7 @@ struct RulesTests {
             ("get", [AccessMethod.get]), ("list", [.list]), ("create", [.create]), ("update", [.update]),
             ("delete", [.delete]), ("read", [.get, .list]), ("write", [.create, .update, .delete]),
         ] {
-            let session = try RulesSession(rules("match /{all=**} { allow \(allowed); }"), objects: ["a/x", "a/y"])
+            let session = try RulesFixture(rules("match /{all=**} { allow \(allowed); }"), objects: ["a/x", "a/y"])
             var granted: [AccessMethod] = []
             if await session.get("a/x") == nil { granted.append(.get) }
             if await session.list("a") == nil { granted.append(.list) }
@@ -78,14 +81,14 @@ struct RulesTests {
 
     @Test("rule R2: overwriting content is create; a metadata update is update")
     func overwriteIsCreate() async throws {
-        let session = try RulesSession(rules("match /{all=**} { allow read, create; }"), objects: ["a"])
+        let session = try RulesFixture(rules("match /{all=**} { allow read, create; }"), objects: ["a"])
         #expect(await session.create("a") == nil)
         #expect(await session.update("a") == .unauthorized)
     }
 
     @Test("rule R3: rules are checked before existence")
     func rulesBeforeExistence() async throws {
-        let session = try RulesSession(rules("match /open/{x} { allow read, write; }"))
+        let session = try RulesFixture(rules("match /open/{x} { allow read, write; }"))
         #expect(await session.get("closed/missing") == .unauthorized)
         #expect(await session.update("closed/missing") == .unauthorized)
         #expect(await session.delete("closed/missing") == .unauthorized)
@@ -96,7 +99,7 @@ struct RulesTests {
 
     @Test("rule R4: request.auth, its uid and token claims; null when signed out, which fails closed")
     func auth() async throws {
-        let session = try RulesSession(
+        let session = try RulesFixture(
             rules("match /files/{uid}/{rest=**} { allow read: if request.auth.uid == uid || request.auth.token.admin == true; }"),
             objects: ["files/alice/a"])
         session.signIn(nil)
@@ -112,7 +115,7 @@ struct RulesTests {
 
     @Test("rule R4: request.resource is the object after the change, resource the one before")
     func resources() async throws {
-        let session = try RulesSession(
+        let session = try RulesFixture(
             rules("""
                 match /{all=**} {
                   allow read;
@@ -132,7 +135,7 @@ struct RulesTests {
 
     @Test("rule R4: request.time, timestamps and durations")
     func time() async throws {
-        let session = try RulesSession(
+        let session = try RulesFixture(
             rules("""
                 match /{all=**} {
                   allow get: if request.time > timestamp.date(2026, 1, 1) && request.time < timestamp.date(2026, 11, 21) + duration.value(1, 'd');
@@ -145,7 +148,7 @@ struct RulesTests {
 
     @Test("nested matches, path variables and recursive wildcards; any matching allow grants")
     func matching() async throws {
-        let session = try RulesSession(
+        let session = try RulesFixture(
             rules("""
                 match /users/{user} {
                   allow get: if user == 'alice';
@@ -176,7 +179,7 @@ struct RulesTests {
               match /{first}/{bucket}/{o}/whole/{name} { allow get: if first == 'b' && o == 'o' && bucket == 'teaching'; }
             }
             """
-        let session = try RulesSession(source, objects: ["open/a", "named/x", "named/y", "gap//end", "whole/w", "other"])
+        let session = try RulesFixture(source, objects: ["open/a", "named/x", "named/y", "gap//end", "whole/w", "other"])
         #expect(await session.get("open/a") == nil)
         #expect(await session.get("named/x") == nil)
         #expect(await session.get("named/y") == .unauthorized)
@@ -187,7 +190,7 @@ struct RulesTests {
 
     @Test("functions see their caller's path variables; parameters hide them; resource.metadata is a map")
     func functionScopesAndMetadata() async throws {
-        let session = try RulesSession(
+        let session = try RulesFixture(
             rules("""
                 function ownerIs(uid) { return owner == uid; }
                 function mine() { return owner == 'alice'; }
@@ -214,19 +217,19 @@ struct RulesTests {
     @Test("rule R1 and L12: no declaration is version 1, where {x=**} needs a segment and every list fails")
     func versionOne() async throws {
         let source = "service firebase.storage {\n match /b/{bucket}/o {\n  match /{all=**} { allow read, write; }\n }\n}\n"
-        let session = try RulesSession(source, objects: ["a/b"])
+        let session = try RulesFixture(source, objects: ["a/b"])
         #expect(try RulesParser.parse(source).version == "1")
         #expect(await session.get("a/b") == nil)
         let listing = await storageError { _ = try await session.bucket.list(.root, options: ListOptions()) }
         #expect(listing?.message == "Listing objects in a bucket is disallowed for rules_version = \"1\". Please update storage security rules to rules_version = \"2\" to use list.")
         #expect(await session.list("a") != nil)
-        let v2 = try RulesSession(rules("match /{all=**} { allow list; }"), objects: ["a/b"])
+        let v2 = try RulesFixture(rules("match /{all=**} { allow list; }"), objects: ["a/b"])
         #expect(await v2.list("") == nil)  // in version 2, {all=**} matches the root's zero segments
     }
 
     @Test("functions, lets, lists, maps and `in`; errors and unknown names fail closed")
     func expressions() async throws {
-        let session = try RulesSession(
+        let session = try RulesFixture(
             rules("""
                 function allowed(name) {
                   let names = ['a', 'b'];
@@ -290,27 +293,28 @@ struct RulesLanguageTests {
         func isDirectory(_ path: String) -> Bool { false }
     }
 
-    func run(_ session: RulesSession, _ text: String) async throws -> (Interpreter.Status, Lines) {
+    func run(_ session: RulesFixture, _ text: String) async throws -> (Interpreter.Status, Lines) {
         let output = Lines()
-        let interpreter = Interpreter(bucket: session.bucket, output: output, files: Files(folder: session.directory))
+        let interpreter = Interpreter(
+            bucket: session.raw, output: output, files: Files(folder: session.directory), clock: session.raw.clock)
         interpreter.rules = session.rules
         return (await interpreter.run(try Parser.parse(SourceText(name: "t", text: text))), output)
     }
 
     @Test("a denied write inside a script rolls the whole script back")
     func deniedWriteRollsBack() async throws {
-        let session = try RulesSession(rules("match /mine/{x} { allow read, write: if request.auth.uid == 'me'; }"), objects: ["mine/a"])
+        let session = try RulesFixture(rules("match /mine/{x} { allow read, write: if request.auth.uid == 'me'; }"), objects: ["mine/a"])
         let (status, output) = try await run(session, "login me\nput --data 1 mine/b\nlogout\nput --data 2 mine/c\n")
         #expect(status == .failed)
         #expect(output.errors.first?.code == "unauthorized" && output.errors.first?.location.line == 4)
-        session.bucket.authorizer = nil  // look as an administrator
-        let names = try await session.bucket.scan(prefix: "", after: nil, limit: 10).objects.map(\.fullPath)
+        // As an administrator, without rules:
+        let names = try await session.raw.scan(prefix: "", after: nil, limit: 10).objects.map(\.fullPath)
         #expect(names == ["mine/a"])
     }
 
     @Test("rule R2: meta set on a named object is one update, allowed by write-only rules; a pattern lists first")
     func metaSetIsAnUpdate() async throws {
-        let session = try RulesSession(rules("match /drop/{x} { allow update; }"), objects: ["drop/a"])
+        let session = try RulesFixture(rules("match /drop/{x} { allow update; }"), objects: ["drop/a"])
         let (status, output) = try await run(session, "meta set custom.seen=yes drop/a\nrules why")
         #expect(status == .success)
         #expect(output.lines.contains("updated drop/a"))
@@ -322,7 +326,7 @@ struct RulesLanguageTests {
 
     @Test("login, whoami, rules why, rules load with positioned errors, rules show")
     func commands() async throws {
-        let session = try RulesSession(rules("match /{all=**} { allow read; }"), objects: ["a"])
+        let session = try RulesFixture(rules("match /{all=**} { allow read; }"), objects: ["a"])
         try "service firebase.storage { match /b/{b}/o { allow reed; } }".write(toFile: session.directory + "/bad.rules", atomically: true, encoding: .utf8)
         let (_, output) = try await run(session, "login ada --claim admin=true --claim level=3\nwhoami\nmeta get a\nrules why\nlogout\nwhoami")
         #expect(output.lines[0] == "signed in as ada")
@@ -338,11 +342,11 @@ struct RulesLanguageTests {
 
     @Test("a rolled-back rules load leaves the old rules in force")
     func rolledBackLoad() async throws {
-        let session = try RulesSession(rules("match /{all=**} { allow read; }"), objects: ["a"])
+        let session = try RulesFixture(rules("match /{all=**} { allow read; }"), objects: ["a"])
         try RulesEngine.openRules.write(toFile: session.directory + "/open.rules", atomically: true, encoding: .utf8)
         let (status, _) = try await run(session, "rules load open.rules\nmeta get missing")
         #expect(status == .failed)
-        #expect(try session.rules.currentRules().origin == "test.rules")
+        #expect(session.rules.currentRules().origin == "test.rules")
         #expect(await session.create("x") == .unauthorized)
     }
 }

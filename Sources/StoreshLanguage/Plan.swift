@@ -1,0 +1,270 @@
+import Foundation
+import StoreshCore
+
+/// A change a dry run (or, on a real bucket, the planning phase) decided on: the object, the state it was
+/// computed from, and the state it would leave (nil: deleted).
+public struct PlannedChange: Sendable, Equatable {
+    public var object: String
+    public var before: ObjectMetadata?
+    public var after: ObjectMetadata?
+}
+
+/// The bucket a dry run works on (rule X1): reads go to the real bucket with the changes planned so far laid
+/// over them, and each change is computed from what was read and the pure rules (M3–M6), recorded with the state
+/// it came from, and never sent. Whatever the backend, a dry run sends no request that changes anything.
+///
+/// Later commands of the script see the earlier ones' planned changes: `put` then `meta set` on the new object
+/// plans both. What the plan cannot know is said when asked: the content of an object that a planned
+/// `snapshot restore` brings back, and planned snapshots (`snapshot diff` compares stored ones).
+public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
+    let inner: any Bucket
+    let clock: any StorageClock
+    /// Every change planned, in order.
+    public private(set) var changes: [PlannedChange] = []
+    private var overlay: [String: Entry] = [:]
+    private var plannedRules: (source: String, origin: String)?
+
+    enum Entry {
+        /// The object as planned; its content when the plan knows it (a planned write), else the real one's.
+        case present(ObjectMetadata, content: Content)
+        case deleted
+    }
+
+    enum Content {
+        case planned(Data)
+        case real
+        /// Brought back by a planned restore: the content is in the snapshot, which a plan does not read.
+        case unknown
+    }
+
+    public init(over inner: any Bucket, clock: any StorageClock) {
+        self.inner = inner
+        self.clock = clock
+    }
+
+    public var name: String { inner.name }
+    public var capabilities: BucketCapabilities { inner.capabilities.subtracting(.transactions) }
+    public var snapshotStore: (any SnapshotStore)? { inner.snapshotStore.map { PlannedSnapshots(plan: self, stored: $0) } }
+    public var rulesStore: (any RulesStore)? { inner.rulesStore.map { PlannedRules(plan: self, stored: $0) } }
+    public func close() {}
+
+    /// Savepoints cost nothing here: the plan so far is a value.
+    public func withSavepoint<Value>(_ body: () async throws -> Value) async throws -> Value {
+        let saved = (overlay, changes, plannedRules)
+        do {
+            return try await body()
+        } catch {
+            (overlay, changes, plannedRules) = saved
+            throw error
+        }
+    }
+
+    // MARK: Reads
+
+    public func metadata(of object: ObjectName) async throws -> ObjectMetadata {
+        switch overlay[object.rawValue] {
+        case .present(let metadata, _): return metadata
+        case .deleted: throw StorageError.objectNotFound(object.rawValue)
+        case nil: return try await inner.metadata(of: object)
+        }
+    }
+
+    public func read(_ object: ObjectName) async throws -> Data {
+        switch overlay[object.rawValue] {
+        case .present(_, .planned(let content)): return content
+        case .present(_, .unknown):
+            throw StorageError.invalidArgument(
+                "The content of \(object.rawValue) is in the snapshot a planned restore brings it back from; a dry run does not read it.")
+        case .deleted: throw StorageError.objectNotFound(object.rawValue)
+        case .present(_, .real), nil: return try await inner.read(object)
+        }
+    }
+
+    public func list(_ reference: StoragePath, options: ListOptions) async throws -> ListPage {
+        let prefix = reference.listingPrefix
+        let touched = overlay.keys.filter { $0.utf8.starts(with: prefix.utf8) }
+        guard !touched.isEmpty else { return try await inner.list(reference, options: options) }
+        // Planned changes under this folder: list the planned state of its objects, with the same listing rules.
+        var objects: [String: ObjectMetadata] = [:]
+        var after: String?
+        repeat {
+            let page = try await inner.scan(prefix: prefix, after: after, limit: 1000)
+            for object in page.objects { objects[object.fullPath] = object }
+            after = page.resumeAfter
+        } while after != nil
+        for name in touched {
+            switch overlay[name] {
+            case .present(let metadata, _): objects[name] = metadata
+            case .deleted, nil: objects[name] = nil
+            }
+        }
+        let index = SortedNameIndex(objects.keys)
+        var page = try Lister.page(of: reference, bucket: name, options: options, index: index)
+        if options.includeMetadata { page.itemMetadata = page.items.compactMap { objects[$0] } }
+        return page
+    }
+
+    public func scan(prefix: String, after: String?, limit: Int) async throws -> ObjectScanPage {
+        let page = try await inner.scan(prefix: prefix, after: after, limit: limit)
+        let touched = overlay.keys.filter { name in
+            name.utf8.starts(with: prefix.utf8) && (after.map { $0.utf8.lexicographicallyPrecedes(name.utf8) } ?? true)
+        }
+        guard !touched.isEmpty else { return page }
+        // The real page's range, with the planned state of the names in it (and, past the real page's end when
+        // it is the last, every planned name left).
+        let end = page.resumeAfter
+        var objects: [String: ObjectMetadata] = Dictionary(page.objects.map { ($0.fullPath, $0) }) { $1 }
+        for name in touched where end.map({ !$0.utf8.lexicographicallyPrecedes(name.utf8) }) ?? true {
+            switch overlay[name] {
+            case .present(let metadata, _): objects[name] = metadata
+            case .deleted, nil: objects[name] = nil
+            }
+        }
+        let names = objects.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        let taken = names.prefix(limit)
+        let more = end != nil || names.count > limit
+        return ObjectScanPage(objects: taken.compactMap { objects[$0] }, resumeAfter: more ? (taken.last ?? end) : nil)
+    }
+
+    // MARK: Changes, planned
+
+    public func updateMetadata(of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition) async throws
+        -> UpdateResult
+    {
+        let existing = try await metadata(of: object)
+        try require(precondition, object, existing)
+        let (next, changed) = try existing.applying(update, now: clock.nextChangeTime())
+        if changed { plan(object.rawValue, before: existing, after: next, content: content(of: object.rawValue)) }
+        return UpdateResult(metadata: next, previous: existing, changed: changed)
+    }
+
+    public func write(_ content: Data, to object: ObjectName, options: WriteOptions, precondition: Precondition) async throws
+        -> ObjectMetadata
+    {
+        try CustomMetadataLimits.validate(options.customMetadata)
+        let md5 = ContentHash.md5Base64(content)
+        if let expected = options.expectedMD5, expected != md5 {
+            throw StorageError(.nonMatchingChecksum, "The content's MD5 is \(md5), not the expected \(expected); nothing was written.")
+        }
+        let existing = try await lookUp(object)
+        try require(precondition, object, existing)
+        let now = clock.nextChangeTime()
+        // The generation the bucket would give is its own; this one is larger than any the object had.
+        let metadata = ObjectMetadata.newObject(
+            bucket: name, name: object, content: content,
+            generation: max(now.microseconds, (existing?.generation ?? 0) + 1), now: now,
+            properties: options.properties, customMetadata: options.customMetadata)
+        plan(object.rawValue, before: existing, after: metadata, content: .planned(content))
+        return metadata
+    }
+
+    public func delete(_ object: ObjectName, precondition: Precondition) async throws {
+        let existing = try await metadata(of: object)
+        try require(precondition, object, existing)
+        plan(object.rawValue, before: existing, after: nil, content: .real)
+    }
+
+    // MARK: Helpers
+
+    private func plan(_ object: String, before: ObjectMetadata?, after: ObjectMetadata?, content: Content) {
+        changes.append(PlannedChange(object: object, before: before, after: after))
+        overlay[object] = after.map { .present($0, content: content) } ?? .deleted
+    }
+
+    private func content(of object: String) -> Content {
+        if case .present(_, let content) = overlay[object] { return content }
+        return .real
+    }
+
+    private func lookUp(_ object: ObjectName) async throws -> ObjectMetadata? {
+        do {
+            return try await metadata(of: object)
+        } catch let error as StorageError where error.code == .objectNotFound {
+            return nil
+        }
+    }
+
+    private func require(_ precondition: Precondition, _ object: ObjectName, _ existing: ObjectMetadata?) throws {
+        guard precondition.isSatisfied(by: existing) else {
+            throw StorageError.preconditionFailed(object.rawValue, precondition, actual: existing)
+        }
+    }
+
+    /// A planned restore: the objects become as `changes` (from now to the snapshot) say.
+    fileprivate func planRestore(_ restoring: [ObjectChange]) async throws {
+        for change in restoring {
+            let before = try await lookUp(ObjectName(change.name))
+            switch change.kind {
+            case .added, .changed:
+                plan(change.name, before: before, after: change.metadata, content: .unknown)
+            case .removed:
+                plan(change.name, before: before, after: nil, content: .real)
+            }
+        }
+    }
+
+    fileprivate var plannedObjectCountChange: Int {
+        // Each planned change, against the real bucket: a name planned present that is not there, and back.
+        var delta = 0
+        for (name, entry) in overlay {
+            let wasThere = changes.first { $0.object == name }?.before != nil
+            switch entry {
+            case .present: if !wasThere { delta += 1 }
+            case .deleted: if wasThere { delta -= 1 }
+            }
+        }
+        return delta
+    }
+
+    fileprivate func planRules(source: String, origin: String) { plannedRules = (source, origin) }
+    fileprivate var rulesPlanned: (source: String, origin: String)? { plannedRules }
+}
+
+/// Snapshots in a plan: saves, restores and removals are checked and planned, never done.
+private struct PlannedSnapshots: SnapshotStore {
+    let plan: PlannedBucket
+    let stored: any SnapshotStore
+
+    func saveSnapshot(named name: String) async throws -> SnapshotInfo {
+        try SnapshotInfo.validate(name: name)
+        if let existing = try await stored.snapshots().first(where: { $0.name == name }) { throw SnapshotInfo.nameTaken(existing) }
+        return SnapshotInfo(name: name, created: plan.clock.now(), objectCount: try await objectCount())
+    }
+
+    func snapshots() async throws -> [SnapshotInfo] { try await stored.snapshots() }
+
+    func changes(from old: BucketState, to new: BucketState) async throws -> [ObjectChange] {
+        try await stored.changes(from: old, to: new)
+    }
+
+    func restoreSnapshot(named name: String) async throws -> [ObjectChange] {
+        let restoring = try await stored.changes(from: .current, to: .snapshot(name))
+        try await plan.planRestore(restoring)
+        return restoring
+    }
+
+    func removeSnapshot(named name: String) async throws -> SnapshotInfo {
+        // An unknown name gets the store's own message (with its suggestion).
+        _ = try await stored.changes(from: .snapshot(name), to: .snapshot(name))
+        guard let info = try await stored.snapshots().first(where: { $0.name == name }) else {
+            throw StorageError.invalidArgument("No snapshot named \(name).")
+        }
+        return info
+    }
+
+    func objectCount() async throws -> Int { try await stored.objectCount() + plan.plannedObjectCountChange }
+}
+
+/// The rules a plan would store: checked and kept in the plan.
+private final class PlannedRules: RulesStore {
+    let plan: PlannedBucket
+    let stored: any RulesStore
+
+    init(plan: PlannedBucket, stored: any RulesStore) {
+        self.plan = plan
+        self.stored = stored
+    }
+
+    func storedRules() throws -> (source: String, origin: String)? { try plan.rulesPlanned ?? stored.storedRules() }
+    func storeRules(source: String, origin: String) throws { plan.planRules(source: source, origin: origin) }
+}

@@ -1,0 +1,66 @@
+import Foundation
+import StoreshCore
+
+/// One transaction on a local bucket: the value `LocalBucket.withTransaction` hands its work. Everything runs
+/// on the transaction's own engine (a `LocalBucket` in an explicit SQLite transaction on a connection of its
+/// own), so nothing else that uses the bucket meanwhile is inside it.
+final class LocalTransaction: BucketTransaction, @unchecked Sendable {
+    let engine: LocalBucket
+
+    init(engine: LocalBucket) {
+        self.engine = engine
+    }
+
+    var name: String { engine.name }
+    var capabilities: BucketCapabilities { engine.capabilities.subtracting(.transactions) }
+    var snapshotStore: (any SnapshotStore)? { engine }
+    var immediateReads: (any ImmediateReads)? { engine }
+    var rulesStore: (any RulesStore)? { engine }
+
+    func withSavepoint<Value>(_ body: () async throws -> Value) async throws -> Value {
+        try await engine.beginCommand()
+        do {
+            let value = try await body()
+            try await engine.endCommand()
+            return value
+        } catch {
+            try? await engine.undoCommand()
+            throw error
+        }
+    }
+
+    func list(_ reference: StoragePath, options: ListOptions) async throws -> ListPage {
+        try await engine.list(reference, options: options)
+    }
+
+    func metadata(of object: ObjectName) async throws -> ObjectMetadata {
+        try await engine.metadata(of: object)
+    }
+
+    func updateMetadata(of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition) async throws
+        -> UpdateResult
+    {
+        try await engine.updateMetadata(of: object, update, precondition: precondition)
+    }
+
+    func write(_ content: Data, to object: ObjectName, options: WriteOptions, precondition: Precondition) async throws
+        -> ObjectMetadata
+    {
+        try await engine.write(content, to: object, options: options, precondition: precondition)
+    }
+
+    func read(_ object: ObjectName) async throws -> Data {
+        try await engine.read(object)
+    }
+
+    func delete(_ object: ObjectName, precondition: Precondition) async throws {
+        try await engine.delete(object, precondition: precondition)
+    }
+
+    func scan(prefix: String, after: String?, limit: Int) async throws -> ObjectScanPage {
+        try await engine.scan(prefix: prefix, after: after, limit: limit)
+    }
+
+    /// A transaction ends with its work; closing it early would leave its outcome undecided.
+    func close() {}
+}

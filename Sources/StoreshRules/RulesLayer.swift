@@ -1,0 +1,225 @@
+import Foundation
+import StoreshCore
+
+/// Security rules around any bucket: every request made through it is decided by its session's rules before it
+/// reaches the bucket, and before the object is looked for (rule R3: a denied `get` of a missing object is
+/// unauthorized, not object-not-found).
+///
+/// A decision that depends on the object (`resource`, `request.resource`) is made on the object as read here,
+/// and the change then goes down with a precondition on exactly that state, so a concurrent change cannot slip
+/// between the decision and the change. Objects that the last `scan` returned (a pattern's matches) are not
+/// read again: a change that names the state the scan saw is decided on it.
+///
+/// Snapshots and rules administration pass through undecided: rules do not apply to them.
+class RulesLayer: Bucket, TransactionalBucket, @unchecked Sendable {
+    let inner: any Bucket
+    let session: RulesSession
+    private let lock = NSLock()
+    /// The last scan page's objects by name.
+    private var scanned: [String: ObjectMetadata] = [:]
+
+    init(_ inner: any Bucket, session: RulesSession) {
+        self.inner = inner
+        self.session = session
+    }
+
+    var name: String { inner.name }
+    var capabilities: BucketCapabilities { inner.capabilities }
+    var transactions: (any TransactionalBucket)? { inner.transactions == nil ? nil : self }
+    var snapshotStore: (any SnapshotStore)? { inner.snapshotStore }
+    var rulesStore: (any RulesStore)? { inner.rulesStore }
+    var immediateReads: (any ImmediateReads)? {
+        inner.immediateReads.map { GuardedImmediateReads(inner: $0, session: session) }
+    }
+
+    func close() { inner.close() }
+
+    func withTransaction<Value>(
+        forWriting: Bool, _ body: (any BucketTransaction) async throws -> TransactionOutcome<Value>
+    ) async throws -> Value {
+        guard let transactions = inner.transactions else {
+            throw StorageError.invalidArgument("gs://\(name) has no transactions.")
+        }
+        return try await transactions.withTransaction(forWriting: forWriting) { transaction in
+            try await body(RulesLayerTransaction(transaction, session: self.session))
+        }
+    }
+
+    // MARK: Reads
+
+    func list(_ reference: StoragePath, options: ListOptions) async throws -> ListPage {
+        try check(.list, reference.fullPath)
+        return try await inner.list(reference, options: options)
+    }
+
+    func scan(prefix: String, after: String?, limit: Int) async throws -> ObjectScanPage {
+        // Walking names under a prefix is a listing of the folder it starts in.
+        try check(.list, NameBytes.folder(ofPrefix: prefix))
+        let page = try await inner.scan(prefix: prefix, after: after, limit: limit)
+        if !session.isOpen {
+            let byName = Dictionary(page.objects.map { ($0.fullPath, $0) }) { _, last in last }
+            lock.withLock { scanned = byName }
+        }
+        return page
+    }
+
+    func metadata(of object: ObjectName) async throws -> ObjectMetadata {
+        if session.isOpen {
+            try check(.get, object.rawValue)
+            return try await inner.metadata(of: object)
+        }
+        let existing = try await lookUp(object)
+        try check(.get, object.rawValue, existing: existing)
+        guard let existing else { throw StorageError.objectNotFound(object.rawValue) }
+        return existing
+    }
+
+    func read(_ object: ObjectName) async throws -> Data {
+        if !session.isOpen {
+            let existing = try await lookUp(object)
+            try check(.get, object.rawValue, existing: existing)
+            guard existing != nil else { throw StorageError.objectNotFound(object.rawValue) }
+        } else {
+            try check(.get, object.rawValue)
+        }
+        return try await inner.read(object)
+    }
+
+    // MARK: Changes
+
+    func updateMetadata(of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition) async throws
+        -> UpdateResult
+    {
+        if session.isOpen {
+            try check(.update, object.rawValue)
+            return try await inner.updateMetadata(of: object, update, precondition: precondition)
+        }
+        let seen = known(object, precondition)
+        guard let existing = try await seen.asyncOr({ try await lookUp(object) }) else {
+            try check(.update, object.rawValue)
+            throw StorageError.objectNotFound(object.rawValue)
+        }
+        let next = try existing.applying(update, now: session.clock.now()).metadata
+        try check(.update, object.rawValue, new: next, existing: existing)
+        try require(precondition, of: object, existing)
+        return try await inner.updateMetadata(of: object, update, precondition: .matches(existing))
+    }
+
+    func write(_ content: Data, to object: ObjectName, options: WriteOptions, precondition: Precondition) async throws
+        -> ObjectMetadata
+    {
+        if session.isOpen {
+            try check(.create, object.rawValue)
+            return try await inner.write(content, to: object, options: options, precondition: precondition)
+        }
+        let existing = try await lookUp(object)
+        let now = session.clock.now()
+        // `request.resource` as the write will make it; its generation is the bucket's to give.
+        let new = ObjectMetadata.newObject(
+            bucket: name, name: object, content: content, generation: max(now.microseconds, (existing?.generation ?? 0) + 1),
+            now: now, properties: options.properties, customMetadata: options.customMetadata)
+        // Rule R2: writing content, new or over an existing object, is `create`.
+        try check(.create, object.rawValue, new: new, existing: existing)
+        try require(precondition, of: object, existing)
+        let decided = existing.map { Precondition(generation: $0.generation) } ?? .doesNotExist
+        return try await inner.write(content, to: object, options: options, precondition: decided)
+    }
+
+    func delete(_ object: ObjectName, precondition: Precondition) async throws {
+        if session.isOpen {
+            try check(.delete, object.rawValue)
+            return try await inner.delete(object, precondition: precondition)
+        }
+        let seen = known(object, precondition)
+        let existing = try await seen.asyncOr({ try await lookUp(object) })
+        try check(.delete, object.rawValue, existing: existing)
+        guard let existing else { throw StorageError.objectNotFound(object.rawValue) }
+        try require(precondition, of: object, existing)
+        try await inner.delete(object, precondition: Precondition(generation: existing.generation))
+    }
+
+    // MARK: Helpers
+
+    private func check(_ method: AccessMethod, _ path: String, new: ObjectMetadata? = nil, existing: ObjectMetadata? = nil) throws {
+        try session.check(method, bucket: name, path: path, new: new, existing: existing)
+    }
+
+    /// The object as it is, or nil when there is none.
+    private func lookUp(_ object: ObjectName) async throws -> ObjectMetadata? {
+        do {
+            return try await inner.metadata(of: object)
+        } catch let error as StorageError where error.code == .objectNotFound {
+            return nil
+        }
+    }
+
+    /// The object as the last scan saw it, when the change names that very state.
+    private func known(_ object: ObjectName, _ precondition: Precondition) -> ObjectMetadata? {
+        guard let seen = lock.withLock({ scanned[object.rawValue] }) else { return nil }
+        let named =
+            (precondition.metageneration == seen.metageneration && (precondition.generation ?? seen.generation) == seen.generation)
+            || (precondition.generation == seen.generation && precondition.metageneration == nil)
+        return named ? seen : nil
+    }
+
+    /// The caller's own precondition, checked against the state the decision was made on.
+    private func require(_ precondition: Precondition, of object: ObjectName, _ existing: ObjectMetadata?) throws {
+        guard precondition.isSatisfied(by: existing) else {
+            throw StorageError.preconditionFailed(object.rawValue, precondition, actual: existing)
+        }
+    }
+}
+
+/// The rules layer around a transaction: the same decisions, and the transaction's savepoints.
+final class RulesLayerTransaction: RulesLayer, BucketTransaction, @unchecked Sendable {
+    private let transaction: any BucketTransaction
+
+    init(_ transaction: any BucketTransaction, session: RulesSession) {
+        self.transaction = transaction
+        super.init(transaction, session: session)
+    }
+
+    func withSavepoint<Value>(_ body: () async throws -> Value) async throws -> Value {
+        try await transaction.withSavepoint(body)
+    }
+}
+
+/// Tab completion's reads under the rules: decided, never recorded (Tab does not change what `rules why` explains).
+struct GuardedImmediateReads: ImmediateReads {
+    let inner: any ImmediateReads
+    let session: RulesSession
+
+    var name: String { inner.name }
+
+    func listPage(_ reference: StoragePath, options: ListOptions) throws(StorageError) -> ListPage {
+        try decided(.list, reference.fullPath)
+        return try inner.listPage(reference, options: options)
+    }
+
+    func currentMetadata(of object: ObjectName) throws(StorageError) -> ObjectMetadata {
+        let existing = try? inner.currentMetadata(of: object)
+        try decided(.get, object.rawValue, existing: existing)
+        guard let existing else { throw .objectNotFound(object.rawValue) }
+        return existing
+    }
+
+    func snapshotNames() throws(StorageError) -> [String] { try inner.snapshotNames() }
+
+    private func decided(_ method: AccessMethod, _ path: String, existing: ObjectMetadata? = nil) throws(StorageError) {
+        do {
+            try session.check(method, bucket: inner.name, path: path, existing: existing, record: false)
+        } catch let error as StorageError {
+            throw error
+        } catch {
+            throw .internalError("\(error)")
+        }
+    }
+}
+
+extension Optional {
+    /// The value, or what `fallback` finds (`??` with an async right side).
+    fileprivate func asyncOr(_ fallback: () async throws -> Wrapped?) async rethrows -> Wrapped? {
+        if let self { return self }
+        return try await fallback()
+    }
+}

@@ -1,0 +1,104 @@
+import Foundation
+import StoreshCore
+
+/// The security rules one session works under (a shell, a script, later a server's request): the ruleset in
+/// force, who requests are made as, and the last decision for `rules why`. It holds no bucket: the rules come
+/// from a store when the session starts or reloads, and it wraps whatever bucket it is given
+/// (`guarding(_:)`), so one session can guard a bucket, a transaction of it, or a plan over it.
+public final class RulesSession: RulesControl, @unchecked Sendable {
+    private let lock = NSLock()
+    /// Where `request.time` comes from.
+    let clock: any StorageClock
+    private var ruleset: CompiledRuleset
+    private var source: String
+    private var origin: String
+    /// True for the open rules of a new bucket: every request is allowed whatever the object, so no request
+    /// needs the object read first (the common case stays as cheap as no rules at all).
+    private var allowsEverything: Bool
+    private var signedIn: Identity?
+    /// `request.auth` for the signed-in identity, made once per sign-in rather than once per request.
+    private var authValue: RulesValue = .null
+    private var last: (request: AccessRequest, decision: AccessDecision)?
+    private var recording = true
+
+    /// A session under the rules `store` keeps (the open rules of a new bucket when it keeps none, or there is
+    /// no store).
+    public init(store: (any RulesStore)?, clock: any StorageClock = SystemClock()) throws {
+        self.clock = clock
+        (ruleset, source, origin, allowsEverything) = (RulesEngine.openRuleset, RulesEngine.openRules, RulesEngine.openRulesOrigin, true)
+        if let store { try reloadRules(from: store) }
+    }
+
+    // MARK: RulesControl
+
+    public var identity: Identity? {
+        get { lock.withLock { signedIn } }
+        set {
+            let value = RulesEvaluator.authValue(newValue)
+            lock.withLock { (signedIn, authValue) = (newValue, value) }
+        }
+    }
+
+    public var lastDecision: (request: AccessRequest, decision: AccessDecision)? { lock.withLock { last } }
+
+    public var recordsDecisions: Bool {
+        get { lock.withLock { recording } }
+        set { lock.withLock { recording = newValue } }
+    }
+
+    public func currentRules() -> (source: String, origin: String) { lock.withLock { (source, origin) } }
+
+    public func loadRules(source: String, origin: String, into store: any RulesStore) throws {
+        let parsed = try RulesEngine.parse(source, origin: origin)
+        try store.storeRules(source: source, origin: origin)
+        put(parsed, source: source, origin: origin)
+    }
+
+    public func reloadRules(from store: any RulesStore) throws {
+        guard let stored = try store.storedRules() else {
+            put(RulesEngine.openRuleset, source: RulesEngine.openRules, origin: RulesEngine.openRulesOrigin)
+            return
+        }
+        // Every command and script ends with a reload: parse only when the stored rules changed.
+        if lock.withLock({ source == stored.source && origin == stored.origin }) { return }
+        put(try RulesEngine.parse(stored.source, origin: stored.origin), source: stored.source, origin: stored.origin)
+    }
+
+    private func put(_ parsed: CompiledRuleset, source: String, origin: String) {
+        let open = source == RulesEngine.openRules
+        lock.withLock { (ruleset, self.source, self.origin, allowsEverything) = (parsed, source, origin, open) }
+    }
+
+    public func guarding(_ bucket: any Bucket) -> any Bucket {
+        if let transaction = bucket as? any BucketTransaction { return RulesLayerTransaction(transaction, session: self) }
+        return RulesLayer(bucket, session: self)
+    }
+
+    // MARK: Decisions
+
+    var isOpen: Bool { lock.withLock { allowsEverything } }
+
+    /// Decides a request made now by the signed-in identity, records it (unless `record` is false or recording is
+    /// off), and throws its denial.
+    func check(
+        _ method: AccessMethod, bucket: String, path: String, new: ObjectMetadata? = nil, existing: ObjectMetadata? = nil,
+        record: Bool = true
+    ) throws {
+        let time = clock.now()
+        // One lock for the decision and its record: evaluating never calls back into the session.
+        let decision = lock.withLock { () -> AccessDecision in
+            let request = AccessRequest(
+                method: method, bucket: bucket, path: path, time: time, newResource: new.map(ObjectSnapshot.init),
+                existingResource: existing.map(ObjectSnapshot.init), auth: signedIn)
+            let decision = RulesEngine.decide(request, ruleset: ruleset, auth: authValue)
+            if record && recording { last = (request, decision) }
+            return decision
+        }
+        if !decision.allowed { throw decision.denial ?? StorageError.unauthorized(bucket: bucket, path: path) }
+    }
+
+    /// The bare decision, for the benchmark of one decision.
+    public func decide(_ request: AccessRequest) -> AccessDecision {
+        lock.withLock { RulesEngine.decide(request, ruleset: ruleset, auth: authValue) }
+    }
+}

@@ -1,0 +1,104 @@
+import Foundation
+import Testing
+import StoreshCore
+import StoreshLocal
+import StoreshRules
+import StoreshTestSupport
+@testable import StoreshLanguage
+
+/// Dry runs are plans (rule X1): computed from what was read and the pure update rules, printed, never sent.
+@Suite("Dry runs are plans, on a bucket without transactions")
+struct PlanTests {
+    /// Runs `text` on a memory bucket (no transactions: each change would land at once).
+    func run(_ text: String, on bucket: MemoryBucket, dryRun: Bool = true, json: Bool = false) async throws
+        -> (status: Interpreter.Status, output: CapturedOutput)
+    {
+        let files = MemoryFiles()
+        files.files["photo.jpg"] = Data("jpeg".utf8)
+        files.files["open.rules"] = Data(
+            "rules_version = '2';\nservice firebase.storage { match /b/{bucket}/o { match /{all=**} { allow read; } } }\n".utf8)
+        let output = CapturedOutput()
+        let interpreter = Interpreter(bucket: bucket, output: output, files: files, options: RunOptions(json: json, dryRun: dryRun))
+        interpreter.rules = try RulesSession(store: bucket)
+        return (await interpreter.run(try Parser.parse(SourceText(name: "t", text: text))), output)
+    }
+
+    func seeded() async throws -> MemoryBucket {
+        let bucket = MemoryBucket()
+        bucket.seed(["docs/a.txt", "docs/b.txt", "images/x.jpg"])
+        _ = try await bucket.saveSnapshot(named: "start")
+        try await bucket.delete(ObjectName("docs/b.txt"), precondition: .none)
+        return bucket
+    }
+
+    @Test(
+        "a dry run of every changing command sends no change",
+        arguments: [
+            "put --data hello notes/new.txt", "put photo.jpg images/", "rm docs/a.txt", "rm 'docs/*'", "rm docs/*",
+            "meta set cacheControl=no-cache -- docs/a.txt", "meta set contentLanguage=fr -- **",
+            "meta unset contentType -- images/*", "meta unset custom docs/a.txt",
+            "snapshot save before", "snapshot restore start", "snapshot rm start", "rules load open.rules",
+        ])
+    func noChangeSent(_ text: String) async throws {
+        let bucket = try await seeded()
+        let requestsBefore = bucket.changeRequests
+        let namesBefore = bucket.names
+        let (status, output) = try await run(text, on: bucket)
+        #expect(bucket.changeRequests == requestsBefore, "\(text): \(output.lines)")
+        #expect(bucket.names == namesBefore)
+        #expect(try bucket.storedRules() == nil)
+        #expect(try await bucket.snapshots().map(\.name) == ["start"])
+        // Only the quoted pattern names a missing object; everything else plans.
+        #expect(status == (text == "rm 'docs/*'" ? .failed : .success), "\(text): \(output.errors)")
+        if status == .success { #expect(output.lines.last == "dry run: nothing was saved") }
+    }
+
+    @Test("a plan sees its own earlier changes: put, then meta set and cat on the new object, then rm")
+    func laterCommandsSeeThePlan() async throws {
+        let bucket = try await seeded()
+        let (status, output) = try await run(
+            "put --data fresh notes/n.txt\nmeta set custom.k=v -- notes/*\ncat notes/n.txt\nls notes\nrm notes/n.txt\nls notes", on: bucket)
+        #expect(status == .success, "\(output.errors)")
+        #expect(output.bytes == Data("fresh".utf8))
+        #expect(output.lines.contains("would write notes/n.txt (5 B, text/plain)"))
+        #expect(output.lines.contains("  custom.k  (not set)  →  \"v\""))
+        #expect(output.lines.contains("n.txt"), "the planned object is listed")
+        #expect(output.lines.contains("(nothing under gs://memory/notes)"), "and gone after the planned rm")
+        #expect(bucket.changeRequests == ["snapshot save start", "delete docs/b.txt"], "only the seed's own")
+    }
+
+    @Test("a planned restore brings back what the snapshot holds, and says so")
+    func plannedRestore() async throws {
+        let bucket = try await seeded()
+        let (status, output) = try await run("snapshot restore start\nls docs", on: bucket)
+        #expect(status == .success, "\(output.errors)")
+        #expect(output.lines.contains("docs/b.txt (added: 21 B, text/plain)"))
+        #expect(output.lines.contains("b.txt"))
+    }
+
+    @Test("without a dry run, the same commands land on a bucket without transactions, one by one")
+    func withoutDryRun() async throws {
+        let bucket = try await seeded()
+        let (status, _) = try await run("put --data x n\nmeta set contentType=a/b -- n\nrm missing\nrm n", on: bucket, dryRun: false)
+        #expect(status == .failed)
+        // No transaction to undo them: what ran before the failure stays, and the rest never ran.
+        #expect(bucket.names.contains("n"))
+        #expect(bucket.changeRequests.suffix(3) == ["write n", "update n", "delete missing"])
+    }
+}
+
+@Suite("Dry runs on the local bucket")
+struct LocalDryRunTests {
+    @Test("a dry run takes no write lock: it plans while another process holds the bucket for writing")
+    func noWriteLock() async throws {
+        let session = try Session(["a", "b"])
+        let holder = try LocalBucket.open(at: session.bucket.path, options: LocalBucketOptions(createIfMissing: false))
+        try await holder.withTransaction(forWriting: true) { _ -> TransactionOutcome<Void> in
+            let (status, output) = try await session.run("meta set contentType=x/y -- *\nrm a\nput --data n c", json: false, dryRun: true)
+            #expect(status == .success, "\(output.errors)")
+            #expect(output.lines.contains("would delete a"))
+            return .rollback(())
+        }
+        holder.close()
+    }
+}

@@ -1,0 +1,156 @@
+import Foundation
+import StoreshCore
+
+/// A bucket in memory with no transactions, as a remote one is: each change lands when it is made. It counts
+/// every request that changes something, so tests can prove that a dry run sends none. It keeps snapshots (as
+/// copies) and rules, so that every changing command of the language has something to change.
+public final class MemoryBucket: Bucket, SnapshotStore, RulesStore, @unchecked Sendable {
+    public let name: String
+    private let clock: any StorageClock
+    private var objects: [String: (metadata: ObjectMetadata, content: Data)] = [:]
+    private var saved: [(info: SnapshotInfo, objects: [String: (metadata: ObjectMetadata, content: Data)])] = []
+    private var rules: (source: String, origin: String)?
+    /// Every request that changed (or tried to change) something, as "METHOD NAME".
+    public private(set) var changeRequests: [String] = []
+
+    public init(name: String = "memory", clock: any StorageClock = SteppingClock(start: Timestamp(rfc3339: "2026-11-21T09:30:00Z")!)) {
+        self.name = name
+        self.clock = clock
+    }
+
+    /// Objects put in place without counting as requests (the test's starting state).
+    public func seed(_ names: [String]) {
+        for object in names {
+            let content = Data("content of \(object)".utf8)
+            let metadata = ObjectMetadata.newObject(
+                bucket: name, name: try! ObjectName(object), content: content, generation: Int64(objects.count + 1), now: clock.now())
+            objects[object] = (metadata, content)
+        }
+    }
+
+    public var names: [String] { objects.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) } }
+
+    public var capabilities: BucketCapabilities { [.snapshots, .rulesAdministration] }
+    public var snapshotStore: (any SnapshotStore)? { self }
+    public var rulesStore: (any RulesStore)? { self }
+    public func close() {}
+
+    public func list(_ reference: StoragePath, options: ListOptions) async throws -> ListPage {
+        var page = try Lister.page(of: reference, bucket: name, options: options, index: SortedNameIndex(objects.keys))
+        if options.includeMetadata { page.itemMetadata = page.items.compactMap { objects[$0]?.metadata } }
+        return page
+    }
+
+    public func metadata(of object: ObjectName) async throws -> ObjectMetadata {
+        guard let stored = objects[object.rawValue] else { throw StorageError.objectNotFound(object.rawValue) }
+        return stored.metadata
+    }
+
+    public func read(_ object: ObjectName) async throws -> Data {
+        guard let stored = objects[object.rawValue] else { throw StorageError.objectNotFound(object.rawValue) }
+        return stored.content
+    }
+
+    public func scan(prefix: String, after: String?, limit: Int) async throws -> ObjectScanPage {
+        let matching = names.filter { name in
+            name.utf8.starts(with: prefix.utf8) && (after.map { $0.utf8.lexicographicallyPrecedes(name.utf8) } ?? true)
+        }
+        let page = matching.prefix(limit)
+        return ObjectScanPage(
+            objects: page.compactMap { objects[$0]?.metadata }, resumeAfter: matching.count > limit ? page.last : nil)
+    }
+
+    public func updateMetadata(of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition) async throws
+        -> UpdateResult
+    {
+        changeRequests.append("update \(object.rawValue)")
+        guard let stored = objects[object.rawValue] else { throw StorageError.objectNotFound(object.rawValue) }
+        guard precondition.isSatisfied(by: stored.metadata) else {
+            throw StorageError.preconditionFailed(object.rawValue, precondition, actual: stored.metadata)
+        }
+        let (next, changed) = try stored.metadata.applying(update, now: clock.nextChangeTime())
+        if changed { objects[object.rawValue] = (next, stored.content) }
+        return UpdateResult(metadata: next, previous: stored.metadata, changed: changed)
+    }
+
+    public func write(_ content: Data, to object: ObjectName, options: WriteOptions, precondition: Precondition) async throws
+        -> ObjectMetadata
+    {
+        changeRequests.append("write \(object.rawValue)")
+        let existing = objects[object.rawValue]?.metadata
+        guard precondition.isSatisfied(by: existing) else {
+            throw StorageError.preconditionFailed(object.rawValue, precondition, actual: existing)
+        }
+        let now = clock.nextChangeTime()
+        let metadata = ObjectMetadata.newObject(
+            bucket: name, name: object, content: content, generation: max(now.microseconds, (existing?.generation ?? 0) + 1),
+            now: now, properties: options.properties, customMetadata: options.customMetadata)
+        objects[object.rawValue] = (metadata, content)
+        return metadata
+    }
+
+    public func delete(_ object: ObjectName, precondition: Precondition) async throws {
+        changeRequests.append("delete \(object.rawValue)")
+        guard let stored = objects[object.rawValue] else { throw StorageError.objectNotFound(object.rawValue) }
+        guard precondition.isSatisfied(by: stored.metadata) else {
+            throw StorageError.preconditionFailed(object.rawValue, precondition, actual: stored.metadata)
+        }
+        objects[object.rawValue] = nil
+    }
+
+    // MARK: Snapshots, as copies
+
+    public func saveSnapshot(named name: String) async throws -> SnapshotInfo {
+        changeRequests.append("snapshot save \(name)")
+        try SnapshotInfo.validate(name: name)
+        if let existing = saved.first(where: { $0.info.name == name }) { throw SnapshotInfo.nameTaken(existing.info) }
+        let info = SnapshotInfo(name: name, created: clock.now(), objectCount: objects.count)
+        saved.append((info, objects))
+        return info
+    }
+
+    public func snapshots() async throws -> [SnapshotInfo] { saved.map(\.info) }
+
+    public func changes(from old: BucketState, to new: BucketState) async throws -> [ObjectChange] {
+        let (before, after) = (try state(old), try state(new))
+        return Set(before.keys).union(after.keys).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+            .compactMap { ObjectChange.between(before[$0]?.metadata, after[$0]?.metadata) }
+    }
+
+    public func restoreSnapshot(named name: String) async throws -> [ObjectChange] {
+        changeRequests.append("snapshot restore \(name)")
+        let restoring = try await changes(from: .current, to: .snapshot(name))
+        objects = try state(.snapshot(name))
+        return restoring
+    }
+
+    public func removeSnapshot(named name: String) async throws -> SnapshotInfo {
+        changeRequests.append("snapshot rm \(name)")
+        guard let index = saved.firstIndex(where: { $0.info.name == name }) else {
+            throw StorageError.invalidArgument("No snapshot named \"\(name)\".")
+        }
+        return saved.remove(at: index).info
+    }
+
+    public func objectCount() async throws -> Int { objects.count }
+
+    private func state(_ state: BucketState) throws -> [String: (metadata: ObjectMetadata, content: Data)] {
+        switch state {
+        case .current: return objects
+        case .snapshot(let name):
+            guard let snapshot = saved.first(where: { $0.info.name == name }) else {
+                throw StorageError.invalidArgument("No snapshot named \"\(name)\".")
+            }
+            return snapshot.objects
+        }
+    }
+
+    // MARK: Rules
+
+    public func storedRules() throws -> (source: String, origin: String)? { rules }
+
+    public func storeRules(source: String, origin: String) throws {
+        changeRequests.append("rules load \(origin)")
+        rules = (source, origin)
+    }
+}
