@@ -8,9 +8,14 @@ public struct Script: Sendable, Equatable {
         self.statements = statements
     }
 
-    /// Whether any command may change the bucket (put, rm, meta set, meta unset, snapshot save, restore, rm).
+    /// Whether any command may change the bucket (as the command table declares).
     public var changesBucket: Bool {
         statements.contains { $0.command.changesBucket }
+    }
+
+    /// What the bucket must be able to do for the script to run (rule B3).
+    public var requiredCapabilities: BucketCapabilities {
+        statements.reduce(into: []) { $0.formUnion($1.command.declaration.requires) }
     }
 }
 
@@ -50,18 +55,42 @@ public enum Command: Sendable, Equatable {
     case whoami
     case snapshot(SnapshotCommand)
 
-    /// Whether the command may change the bucket.
-    public var changesBucket: Bool {
+    /// The command's words in the command table.
+    public var name: String {
         switch self {
-        case .put, .rm, .metaSet, .metaUnset: true
-        case .snapshot(let command):
-            switch command {
-            case .save, .restore, .remove: true
-            case .list, .diff: false
-            }
-        default: false
+        case .cd: "cd"
+        case .pwd: "pwd"
+        case .ls: "ls"
+        case .pageNext: "page next"
+        case .metaGet: "meta get"
+        case .metaSet: "meta set"
+        case .metaUnset: "meta unset"
+        case .put: "put"
+        case .get: "get"
+        case .cat: "cat"
+        case .rm: "rm"
+        case .echo: "echo"
+        case .help: "help"
+        case .exit: "exit"
+        case .rulesShow: "rules show"
+        case .rulesLoad: "rules load"
+        case .rulesWhy: "rules why"
+        case .login: "login"
+        case .logout: "logout"
+        case .whoami: "whoami"
+        case .snapshot(.save): "snapshot save"
+        case .snapshot(.list): "snapshot list"
+        case .snapshot(.diff): "snapshot diff"
+        case .snapshot(.restore): "snapshot restore"
+        case .snapshot(.remove): "snapshot rm"
         }
     }
+
+    /// The command's one declaration.
+    public var declaration: CommandDeclaration { CommandCatalog.declaration(named: name)! }
+
+    /// Whether the command may change the bucket.
+    public var changesBucket: Bool { declaration.changesBucket }
 
     public static func == (lhs: Command, rhs: Command) -> Bool {
         switch (lhs, rhs) {

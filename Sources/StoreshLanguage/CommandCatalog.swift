@@ -1,27 +1,79 @@
-/// Every command of the language with its usage, what it does and an example: what `help` prints and what
-/// suggestions for misspelt commands are drawn from.
-public struct CommandHelp: Sendable {
+import StoreshCore
+
+/// What Tab offers for a command's words after its name.
+public enum CompletionKind: Sendable, Equatable {
+    case nothing
+    /// Folders only (`cd`, `ls`).
+    case folders
+    /// Objects and folders.
+    case objects
+    /// `KEY=` assignments, then targets once one is there (`meta set`).
+    case assignmentsThenObjects
+    /// Keys, then targets (`meta unset`).
+    case keysThenObjects
+    /// The bucket's snapshot names.
+    case snapshotNames
+    /// Command names (`help`).
+    case commandNames
+}
+
+/// One command of the language, declared once: its words, options, what it may change and need, its help and
+/// example. The parser's errors, `help`, Tab completion, dry-run headers and the checks made before a script runs
+/// all read it.
+public struct CommandDeclaration: Sendable {
+    /// The command's words: `ls`, `meta set`, `snapshot restore`.
     public var name: String
     public var usage: String
     public var summary: String
     public var details: [String]
     public var example: String
+    /// The options it takes, as typed (`-n`, `--all`).
+    public var options: [String]
+    /// Whether it may change the bucket (a script that holds one takes the write lock; a dry run shows a header).
+    public var changesBucket: Bool
+    /// What the bucket must be able to do for it (rule B3: refused before anything runs otherwise).
+    public var requires: BucketCapabilities
+    public var completion: CompletionKind
+
+    init(
+        _ name: String, usage: String, summary: String, details: [String] = [], example: String, options: [String] = [],
+        changesBucket: Bool = false, requires: BucketCapabilities = [], completion: CompletionKind = .nothing
+    ) {
+        self.name = name
+        self.usage = usage
+        self.summary = summary
+        self.details = details
+        self.example = example
+        self.options = options
+        self.changesBucket = changesBucket
+        self.requires = requires
+        self.completion = completion
+    }
+
+    /// The first word (`meta` for `meta set`).
+    public var firstWord: String { String(name.split(separator: " ")[0]) }
+    /// The subcommand word, if any (`set` for `meta set`).
+    public var subcommand: String? { name.split(separator: " ").dropFirst().first.map(String.init) }
 }
 
+/// The help of a command (the name `help` and the executable know).
+public typealias CommandHelp = CommandDeclaration
+
 public enum CommandCatalog {
-    public static let commands: [CommandHelp] = [
-        CommandHelp(
-            name: "cd", usage: "cd [PATH]", summary: "make PATH the current reference; no PATH: the root",
+    public static let commands: [CommandDeclaration] = [
+        CommandDeclaration(
+            "cd", usage: "cd [PATH]", summary: "make PATH the current reference; no PATH: the root",
             details: [
                 "PATH is relative to the current reference, or absolute when it starts with / or gs://BUCKET/.",
                 "`.` is the current reference and `..` its parent; `..` at the root stays at the root. (The SDK",
                 "keeps . and .. as literal segments; storesh navigates with them.)",
-            ], example: "cd images/mountains"),
-        CommandHelp(
-            name: "pwd", usage: "pwd", summary: "print the current reference as gs://BUCKET/FULLPATH", details: [],
+            ], example: "cd images/mountains",
+            completion: .folders),
+        CommandDeclaration(
+            "pwd", usage: "pwd", summary: "print the current reference as gs://BUCKET/FULLPATH", details: [],
             example: "pwd"),
-        CommandHelp(
-            name: "ls", usage: "ls [-n N] [--all] [--token T] [-l] [PATH]",
+        CommandDeclaration(
+            "ls", usage: "ls [-n N] [--all] [--token T] [-l] [PATH]",
             summary: "list one page of prefixes and items under PATH (default: here)",
             details: [
                 "-n N       at most N entries, 1 to 1000 (default 1000); prefixes and items count together",
@@ -29,16 +81,18 @@ public enum CommandCatalog {
                 "--token T  continue from a page token",
                 "-l         size, updated and contentType of each item",
                 "Prefixes end in /. When more pages follow, `page next` shows the next one.",
-            ], example: "ls -n 2 lessons/paging"),
-        CommandHelp(
-            name: "page next", usage: "page next", summary: "the next page of the last paginated ls", details: [],
+            ], example: "ls -n 2 lessons/paging",
+            options: ["-n", "--all", "--token", "-l"], completion: .folders),
+        CommandDeclaration(
+            "page next", usage: "page next", summary: "the next page of the last paginated ls", details: [],
             example: "page next"),
-        CommandHelp(
-            name: "meta get", usage: "meta get [--raw] [PATH]", summary: "all metadata of one object",
+        CommandDeclaration(
+            "meta get", usage: "meta get [--raw] [PATH]", summary: "all metadata of one object",
             details: ["--raw takes PATH as the exact object name, e.g. meta get --raw wrongPrefix//sadItem"],
-            example: "meta get images/forest.jpg"),
-        CommandHelp(
-            name: "meta set", usage: "meta set KEY=VALUE… [--] [TARGET…]",
+            example: "meta get images/forest.jpg",
+            options: ["--raw"], completion: .objects),
+        CommandDeclaration(
+            "meta set", usage: "meta set KEY=VALUE… [--] [TARGET…]",
             summary: "update writable properties of each target (default: the current one)",
             details: [
                 "KEY is contentType, cacheControl, contentDisposition, contentEncoding, contentLanguage,",
@@ -47,100 +101,111 @@ public enum CommandCatalog {
                 "? one character, […] a set. A pattern that matches nothing is an error. Quoted, these",
                 "characters are literal: 'a*b' names the object a*b.",
                 "An update that would change nothing changes nothing and is counted as unchanged.",
-            ], example: "meta set cacheControl=\"public, max-age=3600\" custom.reviewed=yes -- images/**.jpg"),
-        CommandHelp(
-            name: "meta unset", usage: "meta unset KEY… [--] [TARGET…]",
+            ], example: "meta set cacheControl=\"public, max-age=3600\" custom.reviewed=yes -- images/**.jpg",
+            changesBucket: true, completion: .assignmentsThenObjects),
+        CommandDeclaration(
+            "meta unset", usage: "meta unset KEY… [--] [TARGET…]",
             summary: "delete properties of each target; `custom` clears customMetadata",
             details: ["Keys come first; the first word that is not a key, or --, starts the targets."],
-            example: "meta unset custom.stale contentLanguage -- docs/*"),
-        CommandHelp(
-            name: "put", usage: "put [--raw] [--content-type T] [--md5 B64] (LOCAL_FILE | --data TEXT) [DEST]",
+            example: "meta unset custom.stale contentLanguage -- docs/*",
+            changesBucket: true, completion: .keysThenObjects),
+        CommandDeclaration(
+            "put", usage: "put [--raw] [--content-type T] [--md5 B64] (LOCAL_FILE | --data TEXT) [DEST]",
             summary: "write an object from a local file or from TEXT",
             details: [
                 "DEST defaults to the local file's name under the current reference (with --data: the",
                 "current reference); a DEST ending in / is a folder. --raw takes DEST exactly as written,",
                 "without normalising it, so that names like wrongPrefix//sadItem can be made.",
                 "--md5 checks the content's MD5 (base64).",
-            ], example: "put --data 'hello' --content-type text/plain notes/hello.txt"),
-        CommandHelp(
-            name: "get", usage: "get [--raw] OBJECT [LOCAL_FILE]",
+            ], example: "put --data 'hello' --content-type text/plain notes/hello.txt",
+            options: ["--raw", "--content-type", "--md5", "--data"], changesBucket: true, completion: .objects),
+        CommandDeclaration(
+            "get", usage: "get [--raw] OBJECT [LOCAL_FILE]",
             summary: "download an object's content (default: its name, in the working directory)",
             details: ["A LOCAL_FILE that is a directory, or ends in /, gets the object's name in it."],
-            example: "get images/forest.jpg /tmp/forest.jpg"),
-        CommandHelp(
-            name: "cat", usage: "cat [--raw] OBJECT", summary: "print an object's content", details: [],
-            example: "cat docs/readme.md"),
-        CommandHelp(
-            name: "rm", usage: "rm [--raw] TARGET…", summary: "delete objects; targets may be patterns",
+            example: "get images/forest.jpg /tmp/forest.jpg",
+            options: ["--raw"], completion: .objects),
+        CommandDeclaration(
+            "cat", usage: "cat [--raw] OBJECT", summary: "print an object's content", details: [],
+            example: "cat docs/readme.md",
+            options: ["--raw"], completion: .objects),
+        CommandDeclaration(
+            "rm", usage: "rm [--raw] TARGET…", summary: "delete objects; targets may be patterns",
             details: ["--raw takes each TARGET as an exact object name: no normalising, no patterns."],
-            example: "rm files/uid/file-00?.txt"),
-        CommandHelp(
-            name: "echo", usage: "echo WORD…", summary: "print words (for scripts and lessons)", details: [],
+            example: "rm files/uid/file-00?.txt",
+            options: ["--raw"], changesBucket: true, completion: .objects),
+        CommandDeclaration(
+            "echo", usage: "echo WORD…", summary: "print words (for scripts and lessons)", details: [],
             example: "echo 'Listing the root:'"),
-        CommandHelp(
-            name: "help", usage: "help [COMMAND]", summary: "usage and an example for each command", details: [],
-            example: "help meta set"),
-        CommandHelp(
-            name: "rules show", usage: "rules show", summary: "the security rules in force and where they came from",
+        CommandDeclaration(
+            "help", usage: "help [COMMAND]", summary: "usage and an example for each command", details: [],
+            example: "help meta set",
+            completion: .commandNames),
+        CommandDeclaration(
+            "rules show", usage: "rules show", summary: "the security rules in force and where they came from",
             details: [], example: "rules show"),
-        CommandHelp(
-            name: "rules load", usage: "rules load FILE", summary: "check and put in force the rules of a file",
+        CommandDeclaration(
+            "rules load", usage: "rules load FILE", summary: "check and put in force the rules of a file",
             details: [
                 "The rules are kept in the bucket. Errors name FILE:LINE:COLUMN. New buckets have open",
                 "rules_version 2 rules; under rules_version 1 every listing fails (rule L12).",
-            ], example: "rules load samples/rules/owner-only.rules"),
-        CommandHelp(
-            name: "rules why", usage: "rules why",
+            ], example: "rules load samples/rules/owner-only.rules",
+            changesBucket: true, requires: .rulesAdministration),
+        CommandDeclaration(
+            "rules why", usage: "rules why",
             summary: "which allow (file:line) granted the last request, or why none did", details: [],
             example: "rules why"),
-        CommandHelp(
-            name: "login", usage: "login UID [--claim KEY=VALUE…]",
+        CommandDeclaration(
+            "login", usage: "login UID [--claim KEY=VALUE…]",
             summary: "make requests as this user (request.auth.uid, request.auth.token.KEY)",
             details: ["Claim values true, false and numbers are typed; others are strings."],
-            example: "login uid --claim admin=false"),
-        CommandHelp(
-            name: "logout", usage: "logout", summary: "make requests signed out (request.auth is null)", details: [],
+            example: "login uid --claim admin=false",
+            options: ["--claim"]),
+        CommandDeclaration(
+            "logout", usage: "logout", summary: "make requests signed out (request.auth is null)", details: [],
             example: "logout"),
-        CommandHelp(
-            name: "whoami", usage: "whoami", summary: "who requests are made as", details: [], example: "whoami"),
-        CommandHelp(
-            name: "snapshot save", usage: "snapshot save NAME",
+        CommandDeclaration(
+            "whoami", usage: "whoami", summary: "who requests are made as", details: [], example: "whoami"),
+        CommandDeclaration(
+            "snapshot save", usage: "snapshot save NAME",
             summary: "keep the bucket's current state under NAME (cheap at any size)",
             details: [
                 "NAME: 1 to 100 letters, digits, '.', '_' or '-'. Later changes never alter a snapshot.",
                 "In a script, the snapshot is part of the script's transaction. `storesh run --snapshot",
                 "NAME FILE` takes one before the script's first command. Rules do not apply to snapshots.",
-            ], example: "snapshot save before-fix"),
-        CommandHelp(
-            name: "snapshot list", usage: "snapshot list", summary: "the snapshots, oldest first, with their object counts",
-            details: [], example: "snapshot list"),
-        CommandHelp(
-            name: "snapshot diff", usage: "snapshot diff NAME [NAME2]",
+            ], example: "snapshot save before-fix",
+            changesBucket: true, requires: .snapshots, completion: .snapshotNames),
+        CommandDeclaration(
+            "snapshot list", usage: "snapshot list", summary: "the snapshots, oldest first, with their object counts",
+            details: [], example: "snapshot list",
+            requires: .snapshots),
+        CommandDeclaration(
+            "snapshot diff", usage: "snapshot diff NAME [NAME2]",
             summary: "what changed from snapshot NAME to NAME2 (default: to now)",
             details: [
                 "Objects added (+), removed (-), and for each changed one, each property old → new,",
                 "as in a dry-run plan; new content shows as generation, size and md5Hash.",
-            ], example: "snapshot diff before-fix"),
-        CommandHelp(
-            name: "snapshot restore", usage: "snapshot restore NAME",
+            ], example: "snapshot diff before-fix",
+            requires: .snapshots, completion: .snapshotNames),
+        CommandDeclaration(
+            "snapshot restore", usage: "snapshot restore NAME",
             summary: "make the bucket exactly as it was in snapshot NAME",
             details: [
                 "Objects made since are deleted; changed and deleted ones come back with their content,",
                 "metadata and generations. The snapshot is kept. With --dry-run, prints what it would change.",
-            ], example: "snapshot restore before-fix"),
-        CommandHelp(
-            name: "snapshot rm", usage: "snapshot rm NAME", summary: "forget snapshot NAME and what only it kept",
-            details: [], example: "snapshot rm before-fix"),
-        CommandHelp(
-            name: "exit", usage: "exit | quit", summary: "leave the shell (in a script: stop here, keeping the changes)",
+            ], example: "snapshot restore before-fix",
+            changesBucket: true, requires: .snapshots, completion: .snapshotNames),
+        CommandDeclaration(
+            "snapshot rm", usage: "snapshot rm NAME", summary: "forget snapshot NAME and what only it kept",
+            details: [], example: "snapshot rm before-fix",
+            changesBucket: true, requires: .snapshots, completion: .snapshotNames),
+        CommandDeclaration(
+            "exit", usage: "exit | quit", summary: "leave the shell (in a script: stop here, keeping the changes)",
             details: [], example: "exit"),
     ]
 
     /// The help of a command by name (`meta set`, `ls`, `quit`, …).
-    public static func help(for name: String) -> CommandHelp? {
-        let wanted = name == "quit" ? "exit" : name
-        return commands.first { $0.name == wanted }
-    }
+    public static func help(for name: String) -> CommandHelp? { declaration(named: name) }
 
     /// The helps a topic names: one command, or every subcommand of `meta` or `page`.
     public static func helps(for topic: String) -> [CommandHelp] {
@@ -148,11 +213,26 @@ public enum CommandCatalog {
         return commands.filter { $0.name.hasPrefix(topic + " ") }
     }
 
-    /// Command names a user might type as the first word.
-    public static let firstWords = [
-        "cd", "pwd", "ls", "page", "meta", "put", "get", "cat", "rm", "echo", "help", "rules", "login", "logout",
-        "whoami", "snapshot", "exit", "quit",
-    ]
+    /// The declaration of a command by its words (`meta set`; `quit` is `exit`).
+    public static func declaration(named name: String) -> CommandDeclaration? {
+        let wanted = name == "quit" ? "exit" : name
+        return commands.first { $0.name == wanted }
+    }
+
+    /// Command names a user might type as the first word, in the order of the table.
+    public static let firstWords: [String] = {
+        var words: [String] = []
+        for command in commands where !words.contains(command.firstWord) { words.append(command.firstWord) }
+        return words + ["quit"]
+    }()
+
+    /// The subcommands of a first word (`get`, `set`, `unset` for `meta`), in the order of the table.
+    public static func subcommands(of word: String) -> [String] {
+        commands.filter { $0.firstWord == word }.compactMap(\.subcommand)
+    }
+
+    /// The options of a command (by its words).
+    public static func options(of name: String) -> [String] { declaration(named: name)?.options ?? [] }
 
     /// The overview `help` prints: fits 80 columns, for terminals and projectors.
     public static var overview: String {

@@ -51,40 +51,35 @@ public struct Completer {
             self.paths(typed, foldersOnly: foldersOnly, truncated: &truncated)
         }
         guard let command = words.first else { return Self.plain(CommandCatalog.firstWords) }
-        let options: [String: [String]] = [
-            "ls": ["-n", "--all", "--token", "-l"], "put": ["--raw", "--content-type", "--md5", "--data"],
-            "get": ["--raw"], "cat": ["--raw"], "rm": ["--raw"], "meta get": ["--raw"],
-        ]
-        let subcommand = words.count > 1 ? "\(command) \(words[1])" : command
-        if typed.hasPrefix("-") {
-            return Self.plain(options[subcommand] ?? options[command] ?? [])
-        }
-        switch command {
-        case "meta" where words.count == 1: return Self.plain(["get", "set", "unset"])
-        case "page" where words.count == 1: return Self.plain(["next"])
-        case "help" where words.count == 1: return Self.plain(CommandCatalog.firstWords)
-        case "help" where words.count == 2 && words[1] == "meta": return Self.plain(["get", "set", "unset"])
-        case "help" where words.count == 2 && words[1] == "page": return Self.plain(["next"])
-        case "help" where words.count == 2 && words[1] == "snapshot": return Self.plain(Parser.snapshotSubcommands)
-        case "snapshot" where words.count == 1: return Self.plain(Parser.snapshotSubcommands)
-        case "snapshot" where words[1] != "list" && (words.count == 2 || (words[1] == "diff" && words.count == 3)):
-            return Self.plain((try? source.snapshotNames()) ?? [])
-        case "snapshot": return []
-        case "help": return []
-        case "cd", "ls": return paths(typed, foldersOnly: true)
-        case "meta" where !words.contains("--"):
-            let sub = words[1]
-            if sub == "set" && !typed.contains("=") {
-                // After an assignment, a word without = is a target.
-                let hasAssignment = words.dropFirst(2).contains { $0.contains("=") }
-                return keys(assignments: true) + (hasAssignment ? paths(typed, foldersOnly: false) : [])
-            }
-            if sub == "unset" && words.dropFirst(2).allSatisfy({ Parser.looksLikeKey(Word($0, at: SourceLocation(line: 1, column: 1)), isFirst: false) }) {
+        let subcommands = CommandCatalog.subcommands(of: command)
+        if words.count == 1 && !subcommands.isEmpty { return Self.plain(subcommands) }
+        let name = subcommands.isEmpty ? command : "\(command) \(words[1])"
+        guard let declaration = CommandCatalog.declaration(named: name) else { return [] }
+        // The words after the command's own.
+        let arguments = words.dropFirst(subcommands.isEmpty ? 1 : 2)
+        if typed.hasPrefix("-") { return Self.plain(declaration.options) }
+        switch declaration.completion {
+        case .nothing: return []
+        case .folders: return paths(typed, foldersOnly: true)
+        case .objects: return paths(typed, foldersOnly: false)
+        case .commandNames:
+            guard let topic = arguments.first else { return Self.plain(CommandCatalog.firstWords) }
+            return arguments.count == 1 ? Self.plain(CommandCatalog.subcommands(of: topic)) : []
+        case .snapshotNames:
+            // One name; `snapshot diff` compares two.
+            return arguments.count < (name == "snapshot diff" ? 2 : 1) ? Self.plain((try? source.snapshotNames()) ?? []) : []
+        case .assignmentsThenObjects:
+            if arguments.contains("--") { return paths(typed, foldersOnly: false) }
+            if typed.contains("=") { return [] }
+            // After an assignment, a word without = is a target.
+            let hasAssignment = arguments.contains { $0.contains("=") }
+            return keys(assignments: true) + (hasAssignment ? paths(typed, foldersOnly: false) : [])
+        case .keysThenObjects:
+            if arguments.contains("--") { return paths(typed, foldersOnly: false) }
+            if arguments.allSatisfy({ Parser.looksLikeKey(Word($0, at: SourceLocation(line: 1, column: 1)), isFirst: false) }) {
                 return keys(assignments: false) + paths(typed, foldersOnly: false)
             }
-            return sub == "set" ? [] : paths(typed, foldersOnly: false)
-        case "pwd", "echo", "exit", "quit": return []
-        default: return paths(typed, foldersOnly: false)
+            return paths(typed, foldersOnly: false)
         }
     }
 

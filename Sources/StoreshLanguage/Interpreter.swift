@@ -127,12 +127,8 @@ public final class Interpreter {
     /// Runs one command. Storage errors come back as diagnostics located at the word they concern.
     public func execute(_ statement: Statement) async throws -> Flow {
         let here = statement.location
-        if options.dryRun && !options.json {
-            switch statement.command {
-            case .metaSet, .metaUnset, .rm, .put, .snapshot(.save), .snapshot(.restore), .snapshot(.remove):
-                output.result("# line \(here.line): \(Self.commandName(statement.command))")
-            default: break
-            }
+        if options.dryRun && !options.json && statement.command.changesBucket {
+            output.result("# line \(here.line): \(Self.header(statement.command))")
         }
         switch statement.command {
         case .cd(let path):
@@ -677,16 +673,12 @@ public final class Interpreter {
     /// `"dryRun": true` in the JSON results of commands that change things, during a dry run.
     private var dryRunMark: [(String, JSONValue)] { options.dryRun ? [("dryRun", .bool(true))] : [] }
 
-    static func commandName(_ command: Command) -> String {
+    /// A dry run's header for a command: its words, and the snapshot it names.
+    static func header(_ command: Command) -> String {
         switch command {
-        case .metaSet: "meta set"
-        case .metaUnset: "meta unset"
-        case .rm: "rm"
-        case .put: "put"
-        case .snapshot(.save(let name)): "snapshot save \(name.text)"
-        case .snapshot(.restore(let name)): "snapshot restore \(name.text)"
-        case .snapshot(.remove(let name)): "snapshot rm \(name.text)"
-        default: ""
+        case .snapshot(.save(let name)), .snapshot(.restore(let name)), .snapshot(.remove(let name)): "\(command.name) \(name.text)"
+        case .rulesLoad(let file): "rules load \(file.text)"
+        default: command.name
         }
     }
 

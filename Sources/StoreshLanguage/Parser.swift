@@ -85,7 +85,7 @@ public enum Parser {
                 command = .rulesLoad(file)
             default:
                 var message = "unknown subcommand 'rules \(sub.text)'"
-                if let near = Suggestion.nearest(to: sub.text, among: ["show", "load", "why"]) { message += "; did you mean 'rules \(near)'?" }
+                if let near = Suggestion.nearest(to: sub.text, among: CommandCatalog.subcommands(of: "rules")) { message += "; did you mean 'rules \(near)'?" }
                 throw Diagnostic.syntax(message, at: sub.location)
             }
         case "snapshot":
@@ -95,7 +95,7 @@ public enum Parser {
             var claims: [(key: Word, value: Word)] = []
             while let option = reader.next() {
                 guard option.text == "--claim", option.isBare else {
-                    throw unknownOption(option, for: "login", known: ["--claim"])
+                    throw unknownOption(option, for: "login")
                 }
                 let claim = try reader.optionValue(for: option)
                 guard let equals = claim.firstUnquoted("=") else {
@@ -116,8 +116,6 @@ public enum Parser {
         }
         return Statement(command, at: name.location)
     }
-
-    static let snapshotSubcommands = ["save", "list", "diff", "restore", "rm"]
 
     private static func parseSnapshot(_ reader: inout WordReader, after name: Word) throws(Diagnostic) -> SnapshotCommand {
         guard let sub = reader.next() else {
@@ -149,7 +147,7 @@ public enum Parser {
         case "rm": command = .remove(try snapshotName(required: true)!)
         default:
             var message = "unknown subcommand 'snapshot \(sub.text)'"
-            if let near = Suggestion.nearest(to: sub.text, among: snapshotSubcommands) { message += "; did you mean 'snapshot \(near)'?" }
+            if let near = Suggestion.nearest(to: sub.text, among: CommandCatalog.subcommands(of: "snapshot")) { message += "; did you mean 'snapshot \(near)'?" }
             throw Diagnostic.syntax(message, at: sub.location)
         }
         try reader.expectEnd(for: "snapshot \(sub.text)")
@@ -190,7 +188,7 @@ public enum Parser {
                 case "--token": list.pageToken = try reader.optionValue(for: word)
                 case "-l": list.long = true
                 case "--": if let path = reader.next() { try setPath(path, &list) }
-                default: throw unknownOption(word, for: "ls", known: ["-n", "--all", "--token", "-l"])
+                default: throw unknownOption(word, for: "ls")
                 }
             } else {
                 try setPath(word, &list)
@@ -269,7 +267,7 @@ public enum Parser {
             return .metaUnset(MetaUnsetCommand(update: update, keys: keys, targets: targets))
         default:
             var message = "unknown subcommand 'meta \(sub.text)'"
-            if let near = Suggestion.nearest(to: sub.text, among: ["get", "set", "unset"]) {
+            if let near = Suggestion.nearest(to: sub.text, among: CommandCatalog.subcommands(of: "meta")) {
                 message += "; did you mean 'meta \(near)'?"
             } else {
                 message += "; use meta get, meta set or meta unset"
@@ -308,7 +306,7 @@ public enum Parser {
                 case "--data": data = try reader.optionValue(for: word)
                 case "--": optionsEnded = true
                 default:
-                    throw unknownOption(word, for: "put", known: ["--raw", "--content-type", "--md5", "--data"])
+                    throw unknownOption(word, for: "put")
                 }
             } else {
                 positionals.append(word)
@@ -344,7 +342,9 @@ public enum Parser {
         return PutCommand(raw: raw, contentType: contentType, md5: md5, source: source, destination: destination)
     }
 
-    static func unknownOption(_ word: Word, for command: String, known: [String]) -> Diagnostic {
+    /// An option the command does not declare, with the nearest it does.
+    static func unknownOption(_ word: Word, for command: String) -> Diagnostic {
+        let known = CommandCatalog.options(of: command)
         var message = "`\(command)` has no option '\(word.text)'"
         if let near = Suggestion.nearest(to: word.text, among: known) {
             message += "; did you mean '\(near)'?"

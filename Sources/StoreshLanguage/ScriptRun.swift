@@ -21,8 +21,26 @@ extension Interpreter {
         var stoppedEarly: Bool
     }
 
-    /// Runs a whole script and says what was saved.
+    /// Rule B3: the first command that needs what the bucket cannot do, as an error made before anything runs.
+    public func unsupported(_ script: Script) -> Diagnostic? {
+        let missing = script.requiredCapabilities.subtracting(bucket.capabilities)
+        guard !missing.isEmpty,
+            let statement = script.statements.first(where: { !$0.command.declaration.requires.isDisjoint(with: missing) })
+        else { return nil }
+        let lacking = statement.command.declaration.requires.subtracting(bucket.capabilities)
+        return .beforeRunning(
+            .invalidArgument(
+                "`\(statement.command.name)` needs a bucket with \(lacking.names.joined(separator: " and ")); gs://\(bucket.name) has none, so nothing ran."),
+            at: statement.location)
+    }
+
+    /// Runs a whole script and says what was saved. A script that needs what the bucket cannot do runs nothing
+    /// (`unsupported`).
     public func run(_ script: Script) async -> Status {
+        if let refusal = unsupported(script) {
+            output.error(refusal)
+            return .usage
+        }
         exitRan = false
         let status = await runPolicy(script)
         target = guarded(bucket)

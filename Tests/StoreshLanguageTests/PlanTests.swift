@@ -102,3 +102,52 @@ struct LocalDryRunTests {
         holder.close()
     }
 }
+
+@Suite("Rule B3 and the command table")
+struct CommandTableTests {
+    @Test("a command the bucket cannot do is refused before anything runs, at its place")
+    func unsupportedIsRefusedFirst() async throws {
+        /// A bucket without snapshots or rules administration, as a real bucket is.
+        final class Plain: Bucket, @unchecked Sendable {
+            let inner = MemoryBucket()
+            var name: String { inner.name }
+            var capabilities: BucketCapabilities { [] }
+            func list(_ reference: StoragePath, options: ListOptions) async throws -> ListPage { try await inner.list(reference, options: options) }
+            func metadata(of object: ObjectName) async throws -> ObjectMetadata { try await inner.metadata(of: object) }
+            func updateMetadata(of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition) async throws -> UpdateResult {
+                try await inner.updateMetadata(of: object, update, precondition: precondition)
+            }
+            func write(_ content: Data, to object: ObjectName, options: WriteOptions, precondition: Precondition) async throws -> ObjectMetadata {
+                try await inner.write(content, to: object, options: options, precondition: precondition)
+            }
+            func read(_ object: ObjectName) async throws -> Data { try await inner.read(object) }
+            func delete(_ object: ObjectName, precondition: Precondition) async throws { try await inner.delete(object, precondition: precondition) }
+            func scan(prefix: String, after: String?, limit: Int) async throws -> ObjectScanPage {
+                try await inner.scan(prefix: prefix, after: after, limit: limit)
+            }
+            func close() {}
+        }
+        let bucket = Plain()
+        let output = CapturedOutput()
+        let interpreter = Interpreter(bucket: bucket, output: output, files: MemoryFiles())
+        let status = await interpreter.run(try Parser.parse(SourceText(name: "t", text: "put --data x a\nls\nsnapshot save s")))
+        #expect(status == .usage)
+        #expect(output.errors.first?.message == "`snapshot save` needs a bucket with snapshots; gs://memory has none, so nothing ran.")
+        #expect(output.errors.first?.location == SourceLocation(line: 3, column: 1))
+        #expect(bucket.inner.changeRequests.isEmpty, "the put before it never ran")
+    }
+
+    @Test("every command of the AST has one declaration, and what changes the bucket says so")
+    func oneDeclarationEach() throws {
+        let script = try Parser.parse(SourceText(name: "t", text: """
+            cd a; pwd; ls; page next; meta get a; meta set contentType=x a; meta unset contentType a; put --data x a
+            get a; cat a; rm a; echo a; help; exit; rules show; rules load f; rules why; login u; logout; whoami
+            snapshot save s; snapshot list; snapshot diff s; snapshot restore s; snapshot rm s
+            """))
+        let changing = script.statements.filter(\.command.changesBucket).map(\.command.name)
+        #expect(changing == ["meta set", "meta unset", "put", "rm", "rules load", "snapshot save", "snapshot restore", "snapshot rm"])
+        #expect(Set(script.statements.map(\.command.name)) == Set(CommandCatalog.commands.map(\.name)))
+        #expect(CommandCatalog.firstWords.first == "cd" && CommandCatalog.firstWords.last == "quit")
+        #expect(CommandCatalog.subcommands(of: "meta") == ["get", "set", "unset"])
+    }
+}
