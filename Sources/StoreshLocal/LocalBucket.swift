@@ -95,7 +95,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         at path: String, options: LocalBucketOptions = LocalBucketOptions(),
         initialContents: (() throws(StorageError) -> BucketArchive.Contents)? = nil
     ) throws(StorageError) -> LocalBucket {
-        if !FileManager.default.fileExists(atPath: path) {
+        if access(path, F_OK) != 0 {
             guard options.createIfMissing else {
                 throw .bucketNotFound(path)
             }

@@ -18,6 +18,11 @@ public enum RulesEngine {
         """
     public static let openRulesOrigin = "(the open rules of a new bucket)"
     static let openRuleset = CompiledRuleset(try! RulesParser.parse(openRules), origin: openRulesOrigin)
+    /// What the open rules (from `origin`) decide for every request, without parsing them: their one allow, at
+    /// line 5, grants it.
+    static func openDecision(origin: String) -> AccessDecision {
+        AccessDecision(allowed: true, grantedBy: AccessGrant(statement: "allow read, write: if true;", origin: origin, line: 5))
+    }
 
     /// The exact error of rule L12.
     public static let listingNeedsVersion2 = StorageError(

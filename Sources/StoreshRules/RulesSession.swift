@@ -9,12 +9,14 @@ public final class RulesSession: RulesControl, @unchecked Sendable {
     private let lock = NSLock()
     /// Where `request.time` comes from.
     let clock: any StorageClock
-    private var ruleset: CompiledRuleset
+    /// The rules in force, compiled; nil for the open rules of a new bucket, which allow every request whatever
+    /// the object: no request then needs the object read first, nothing is evaluated, and a run never pays for
+    /// parsing them (the common case stays as cheap as no rules at all).
+    private var ruleset: CompiledRuleset?
     private var source: String
     private var origin: String
-    /// True for the open rules of a new bucket: every request is allowed whatever the object, so no request
-    /// needs the object read first (the common case stays as cheap as no rules at all).
-    private var allowsEverything: Bool
+    /// With the open rules: the decision for every request.
+    private var openDecision: AccessDecision
     private var signedIn: Identity?
     /// `request.auth` for the signed-in identity, made once per sign-in rather than once per request.
     private var authValue: RulesValue = .null
@@ -25,7 +27,8 @@ public final class RulesSession: RulesControl, @unchecked Sendable {
     /// no store).
     public init(store: (any RulesStore)?, clock: any StorageClock = SystemClock()) throws {
         self.clock = clock
-        (ruleset, source, origin, allowsEverything) = (RulesEngine.openRuleset, RulesEngine.openRules, RulesEngine.openRulesOrigin, true)
+        (ruleset, source, origin) = (nil, RulesEngine.openRules, RulesEngine.openRulesOrigin)
+        openDecision = RulesEngine.openDecision(origin: RulesEngine.openRulesOrigin)
         if let store { try reloadRules(from: store) }
     }
 
@@ -56,7 +59,7 @@ public final class RulesSession: RulesControl, @unchecked Sendable {
 
     public func reloadRules(from store: any RulesStore) throws {
         guard let stored = try store.storedRules() else {
-            put(RulesEngine.openRuleset, source: RulesEngine.openRules, origin: RulesEngine.openRulesOrigin)
+            put(nil, source: RulesEngine.openRules, origin: RulesEngine.openRulesOrigin)
             return
         }
         // Every command and script ends with a reload: parse only when the stored rules changed.
@@ -64,9 +67,11 @@ public final class RulesSession: RulesControl, @unchecked Sendable {
         put(try RulesEngine.parse(stored.source, origin: stored.origin), source: stored.source, origin: stored.origin)
     }
 
-    private func put(_ parsed: CompiledRuleset, source: String, origin: String) {
-        let open = source == RulesEngine.openRules
-        lock.withLock { (ruleset, self.source, self.origin, allowsEverything) = (parsed, source, origin, open) }
+    private func put(_ parsed: CompiledRuleset?, source: String, origin: String) {
+        // The open rules, loaded from a file or stored, are the open rules.
+        let compiled = source == RulesEngine.openRules ? nil : parsed
+        let decision = RulesEngine.openDecision(origin: origin)
+        lock.withLock { (ruleset, self.source, self.origin, openDecision) = (compiled, source, origin, decision) }
     }
 
     public func guarding(_ bucket: any Bucket) -> any Bucket {
@@ -76,7 +81,7 @@ public final class RulesSession: RulesControl, @unchecked Sendable {
 
     // MARK: Decisions
 
-    var isOpen: Bool { lock.withLock { allowsEverything } }
+    var isOpen: Bool { lock.withLock { ruleset == nil } }
 
     /// Decides a request made now by the signed-in identity, records it (unless `record` is false or recording is
     /// off), and throws its denial.
@@ -90,7 +95,7 @@ public final class RulesSession: RulesControl, @unchecked Sendable {
             let request = AccessRequest(
                 method: method, bucket: bucket, path: path, time: time, newResource: new.map(ObjectSnapshot.init),
                 existingResource: existing.map(ObjectSnapshot.init), auth: signedIn)
-            let decision = RulesEngine.decide(request, ruleset: ruleset, auth: authValue)
+            let decision = ruleset.map { RulesEngine.decide(request, ruleset: $0, auth: authValue) } ?? openDecision
             if record && recording { last = (request, decision) }
             return decision
         }
@@ -99,6 +104,6 @@ public final class RulesSession: RulesControl, @unchecked Sendable {
 
     /// The bare decision, for the benchmark of one decision.
     public func decide(_ request: AccessRequest) -> AccessDecision {
-        lock.withLock { RulesEngine.decide(request, ruleset: ruleset, auth: authValue) }
+        lock.withLock { RulesEngine.decide(request, ruleset: ruleset ?? RulesEngine.openRuleset, auth: authValue) }
     }
 }

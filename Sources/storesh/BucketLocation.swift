@@ -39,8 +39,7 @@ struct BucketLocation {
 
     /// `--bucket`, else `$STORESH_BUCKET`, else `default.bucket` in the user's data directory
     /// (`$XDG_DATA_HOME/storesh`, falling back to `~/.local/share/storesh`).
-    static func resolve(flag: String?, environment: [String: String] = ProcessInfo.processInfo.environment)
-        throws(CommandLineError) -> BucketLocation
+    static func resolve(flag: String?, environment: Environment = Environment()) throws(CommandLineError) -> BucketLocation
     {
         if let flag { return try parse(flag, source: "--bucket") }
         if let fromEnvironment = environment["STORESH_BUCKET"], !fromEnvironment.isEmpty {
@@ -54,14 +53,24 @@ struct BucketLocation {
 
     /// A location as written: a scheme (`NAME://`) is never taken for a file path (rule B1).
     static func parse(_ text: String, source: String) throws(CommandLineError) -> BucketLocation {
-        guard let match = text.firstMatch(of: #/^([A-Za-z][A-Za-z0-9+.-]*):\/\//#) else {
+        // A scheme is a letter, then letters, digits, +, - or . (RFC 3986), before "://".
+        let bytes = Array(text.utf8)
+        let schemeLength = bytes.prefix { byte in
+            (byte | 0x20) >= UInt8(ascii: "a") && (byte | 0x20) <= UInt8(ascii: "z")
+                || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || byte == UInt8(ascii: "+")
+                || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")
+        }.count
+        guard schemeLength > 0, bytes[0] | 0x20 >= UInt8(ascii: "a"), bytes[0] | 0x20 <= UInt8(ascii: "z"),
+            bytes.dropFirst(schemeLength).starts(with: Array("://".utf8))
+        else {
             return BucketLocation(kind: .file(path: text), isDefault: false)
         }
-        let scheme = match.1.lowercased()
-        let rest = String(text[match.range.upperBound...])
+        let written = String(decoding: bytes.prefix(schemeLength), as: UTF8.self)
+        let scheme = written.lowercased()
+        let rest = String(decoding: bytes.dropFirst(schemeLength + 3), as: UTF8.self)
         let name = rest.hasSuffix("/") ? String(rest.dropLast()) : rest
         guard scheme == "gs" || scheme == "s3" else {
-            throw CommandLineError("\(source) \(text): unknown kind of location '\(match.1)://'; a bucket is \(forms).")
+            throw CommandLineError("\(source) \(text): unknown kind of location '\(written)://'; a bucket is \(forms).")
         }
         guard !name.isEmpty, !name.contains("/") else {
             throw CommandLineError(
@@ -70,7 +79,7 @@ struct BucketLocation {
         return BucketLocation(kind: scheme == "gs" ? .googleCloudStorage(bucket: name) : .s3(bucket: name), isDefault: false)
     }
 
-    static func defaultDataDirectory(environment: [String: String]) -> String {
+    static func defaultDataDirectory(environment: Environment) -> String {
         if let xdg = environment["XDG_DATA_HOME"], xdg.hasPrefix("/") { return xdg + "/storesh" }
         let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
         return home + "/.local/share/storesh"
@@ -78,8 +87,7 @@ struct BucketLocation {
 
     /// How every command opens a bucket: `$STORESH_BUSY_TIMEOUT_MS` bounds the wait for another writer
     /// (default 5000), and `$STORESH_FAULT` is the crash tests' hook.
-    static func options(clock: any StorageClock, environment: [String: String] = ProcessInfo.processInfo.environment)
-        -> LocalBucketOptions
+    static func options(clock: any StorageClock, environment: Environment = Environment()) -> LocalBucketOptions
     {
         var options = LocalBucketOptions(clock: clock)
         if let wait = environment["STORESH_BUSY_TIMEOUT_MS"].flatMap(Int32.init), wait >= 0 {
@@ -96,8 +104,9 @@ struct BucketLocation {
     func open(clock: any StorageClock, quiet: Bool) throws -> LocalBucket {
         try refuseRemote()
         let options = Self.options(clock: clock)
-        let exists = FileManager.default.fileExists(atPath: path)
-        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        // access(2), not FileManager or URL: opening an existing bucket is every run's first step.
+        let exists = access(path, F_OK) == 0
+        let directory = exists ? "" : URL(fileURLWithPath: path).deletingLastPathComponent().path
         if !exists && !isDefault {
             var isDirectory: ObjCBool = false
             guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue
@@ -150,7 +159,7 @@ extension BucketLocation {
 
 /// `--clock T`, else `$STORESH_CLOCK`, else the real clock.
 func makeClock(flag: String?) throws(CommandLineError) -> any StorageClock {
-    let fromEnvironment = ProcessInfo.processInfo.environment["STORESH_CLOCK"].flatMap { $0.isEmpty ? nil : $0 }
+    let fromEnvironment = Environment()["STORESH_CLOCK"].flatMap { $0.isEmpty ? nil : $0 }
     guard let text = flag ?? fromEnvironment else { return SystemClock() }
     guard let start = Timestamp(rfc3339: text) else {
         let source = flag == nil ? "$STORESH_CLOCK" : "--clock"
@@ -165,13 +174,19 @@ struct CommandLineError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
+/// A session's bucket and the clock its changes and its rules' `request.time` share.
+struct OpenedBucket {
+    var bucket: any Bucket
+    var clock: any StorageClock
+}
+
 /// Every bucket this process opened, so that every way out of storesh closes them (`Storesh.leave`).
 final class OpenBuckets: @unchecked Sendable {
     static let shared = OpenBuckets()
     private let lock = NSLock()
-    private var buckets: [LocalBucket] = []
+    private var buckets: [any Bucket] = []
 
-    func keep(_ bucket: LocalBucket) -> LocalBucket {
+    func keep(_ bucket: any Bucket) -> any Bucket {
         lock.withLock { buckets.append(bucket) }
         return bucket
     }
@@ -179,4 +194,9 @@ final class OpenBuckets: @unchecked Sendable {
     func closeAll() {
         for bucket in lock.withLock({ buckets }) { bucket.close() }
     }
+}
+
+/// The process's environment, read a variable at a time (building the whole dictionary costs every run).
+struct Environment {
+    subscript(_ name: String) -> String? { getenv(name).map { String(cString: $0) } }
 }

@@ -3,7 +3,6 @@ import CStoreshTerminal
 import Foundation
 import StoreshCore
 import StoreshLanguage
-import StoreshLocal
 import StoreshRules
 
 /// Results to standard output (buffered, every write checked), errors to standard error: as text
@@ -112,9 +111,7 @@ func decodeScript(name: String, bytes: some Collection<UInt8>, json: Bool) throw
 
 /// Parses and runs one script (a file, `-c` text or standard input), returning the exit status.
 /// The bucket is opened once the script has parsed; a failure to open it is thrown to the caller.
-func runScript(_ source: SourceText, bucket: @autoclosure () throws -> LocalBucket, options: RunOptions) async throws
-    -> Int32
-{
+func runScript(_ source: SourceText, options: RunOptions, open: () async throws -> OpenedBucket) async throws -> Int32 {
     let output = ConsoleOutput(json: options.json, source: source)
     let script: Script
     do {
@@ -125,8 +122,8 @@ func runScript(_ source: SourceText, bucket: @autoclosure () throws -> LocalBuck
     }
     // Before the bucket opens: Ctrl-C from then on ends the run through the interpreter, which closes it.
     storesh_install_interrupt_handler()
-    let opened = try bucket()
-    let interpreter = Interpreter(bucket: opened, output: output, files: HostFiles(), options: options, clock: opened.clock)
+    let opened = try await open()
+    let interpreter = Interpreter(bucket: opened.bucket, output: output, files: HostFiles(), options: options, clock: opened.clock)
     interpreter.isCancelled = { storesh_interrupt_pending() != 0 }
     interpreter.rules = try rulesSession(for: opened)
     let status = await interpreter.run(script)
@@ -140,6 +137,6 @@ func runScript(_ source: SourceText, bucket: @autoclosure () throws -> LocalBuck
 
 /// The security rules of a shell or script session: the bucket's own rules, deciding every request the session's
 /// commands make (export, import, check and backup are administration and bypass them).
-func rulesSession(for bucket: LocalBucket) throws -> RulesSession {
-    try RulesSession(store: bucket.rulesStore, clock: bucket.clock)
+func rulesSession(for opened: OpenedBucket) throws -> RulesSession {
+    try RulesSession(store: opened.bucket.rulesStore, clock: opened.clock)
 }

@@ -2,7 +2,6 @@ import CStoreshTerminal
 import Foundation
 import StoreshCore
 import StoreshLanguage
-import StoreshLocal
 import StoreshRules
 
 /// The persisted history of the shell: one line per command, deduplicated (a repeated command moves to the
@@ -37,28 +36,29 @@ struct HistoryFile {
 /// prompt with the bucket and the current reference. Each line is its own transaction, durable once the
 /// prompt returns. Ctrl-C clears the line at the prompt and cancels a running command (rolling it back).
 final class Shell {
-    let bucket: LocalBucket
+    let opened: OpenedBucket
+    var bucket: any Bucket { opened.bucket }
     let interpreter: Interpreter
     let output: ConsoleOutput
     let color: Bool
     var history: HistoryFile
 
-    init(bucket: LocalBucket, json: Bool, historyPath: String) {
-        let environment = ProcessInfo.processInfo.environment
+    init(opened: OpenedBucket, json: Bool, historyPath: String) {
+        let environment = Environment()
         // Colour only on a terminal, never with NO_COLOR (no-color.org) or a dumb terminal.
         color = isatty(STDOUT_FILENO) != 0 && (environment["NO_COLOR"] ?? "").isEmpty && environment["TERM"] != "dumb"
-        self.bucket = bucket
+        self.opened = opened
         output = ConsoleOutput(json: json, source: SourceText(name: "-", text: ""))
         output.color = color
         interpreter = Interpreter(
-            bucket: bucket, output: output, files: HostFiles(), options: RunOptions(json: json, color: color),
-            clock: bucket.clock)
+            bucket: opened.bucket, output: output, files: HostFiles(), options: RunOptions(json: json, color: color),
+            clock: opened.clock)
         history = HistoryFile(path: historyPath)
     }
 
     /// Puts the bucket's rules in force for everything typed here.
     func enforceRules() throws {
-        interpreter.rules = try rulesSession(for: bucket)
+        interpreter.rules = try rulesSession(for: opened)
     }
 
     /// A screenful for `ls` without `-n`, measured anew for each line, since the window may have been resized.
@@ -192,7 +192,7 @@ private let completeCallback: storesh_complete_fn = { context, editor, line in
 
 extension BucketLocation {
     /// `history` beside the default bucket, in the user's data directory.
-    static func historyPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+    static func historyPath(environment: Environment = Environment()) -> String {
         defaultDataDirectory(environment: environment) + "/history"
     }
 }

@@ -29,12 +29,22 @@ struct BucketOptions: ParsableArguments {
         return try BucketLocation.resolve(flag: bucket)
     }
 
-    /// Opens the bucket, creating it when missing. With `--json` standard error holds JSON only, so the run does
-    /// not say which bucket it uses.
-    func open(json: Bool = false) throws -> LocalBucket {
-        let location = try location()
+    /// Opens the bucket of a shell or script session, whatever its kind (rule B1), creating a local one when
+    /// missing, with the clock its changes and the session's rules share. With `--json` standard error holds JSON
+    /// only, so the run does not say which bucket it uses.
+    func open(json: Bool = false) throws -> OpenedBucket {
         let clock = try makeClock(flag: clock)
-        return OpenBuckets.shared.keep(try location.open(clock: clock, quiet: quiet || json))
+        return OpenedBucket(bucket: OpenBuckets.shared.keep(try location().open(clock: clock, quiet: quiet || json)), clock: clock)
+    }
+
+    /// Opens a local bucket file, creating it when missing, for local-bucket features (archives): refused on a
+    /// real bucket before anything runs (rule B3).
+    func openLocal() throws -> LocalBucket {
+        let location = try location()
+        try location.refuseRemote()
+        let bucket = try location.open(clock: try makeClock(flag: clock), quiet: quiet)
+        _ = OpenBuckets.shared.keep(bucket)
+        return bucket
     }
 
     /// Opens a local bucket file that must exist already (a check or a backup never creates one): these are
@@ -44,7 +54,8 @@ struct BucketOptions: ParsableArguments {
         try location.refuseRemote()
         var options = BucketLocation.options(clock: try makeClock(flag: clock))
         options.createIfMissing = false
-        let bucket = OpenBuckets.shared.keep(try LocalBucket.open(at: location.path, options: options))
+        let bucket = try LocalBucket.open(at: location.path, options: options)
+        _ = OpenBuckets.shared.keep(bucket)
         if !quiet && !json { location.announce(bucket) }
         return bucket
     }
@@ -81,13 +92,13 @@ struct Storesh: AsyncParsableCommand {
             // bad byte is a positioned error, as it is in a script file.
             let source = try decodeScript(
                 name: "-c", bytes: Self.rawValue(ofOption: "-c") ?? Array(command.utf8), json: outputOptions.json)
-            throw ExitCode(try await runScript(source, bucket: try bucketOptions.open(json: options.json), options: options))
+            throw ExitCode(try await runScript(source, options: options) { try bucketOptions.open(json: options.json) })
         }
         if isatty(STDIN_FILENO) == 0 {
             let source = try decodeScript(name: "-", bytes: FileHandle.standardInput.readDataToEndOfFile(), json: outputOptions.json)
-            throw ExitCode(try await runScript(source, bucket: try bucketOptions.open(json: options.json), options: options))
+            throw ExitCode(try await runScript(source, options: options) { try bucketOptions.open(json: options.json) })
         }
-        let shell = Shell(bucket: try bucketOptions.open(json: outputOptions.json), json: outputOptions.json, historyPath: BucketLocation.historyPath())
+        let shell = Shell(opened: try bucketOptions.open(json: outputOptions.json), json: outputOptions.json, historyPath: BucketLocation.historyPath())
         try shell.enforceRules()
         throw ExitCode(await shell.run())
     }
@@ -218,16 +229,22 @@ struct Run: AsyncParsableCommand {
         let source = try decodeScript(name: file, bytes: try readInputFile(file), json: outputOptions.json)
         var options = RunOptions(json: outputOptions.json, dryRun: dryRun, keepGoing: keepGoing)
         options.snapshotBefore = snapshot
-        let bucket = { () throws -> LocalBucket in
-            let bucket = try bucketOptions.open(json: outputOptions.json)
-            // A taken name is a mistake in the command line: say so before anything runs.
-            if let snapshot, try bucket.snapshotNames().contains(snapshot) {
-                throw CommandLineError(
-                    "--snapshot \(snapshot): the bucket has a snapshot of that name already; choose another name, or remove it with storesh -c 'snapshot rm \(snapshot)'.")
-            }
-            return bucket
-        }
-        throw ExitCode(try await runScript(source, bucket: try bucket(), options: options))
+        throw ExitCode(
+            try await runScript(source, options: options) {
+                let opened = try bucketOptions.open(json: outputOptions.json)
+                // A taken name, or a bucket without snapshots (rule B3), is a mistake in the command line: say so
+                // before anything runs.
+                if let snapshot {
+                    guard let store = opened.bucket.snapshotStore else {
+                        throw CommandLineError("--snapshot \(snapshot): gs://\(opened.bucket.name) keeps no snapshots.")
+                    }
+                    if try await store.snapshots().contains(where: { $0.name == snapshot }) {
+                        throw CommandLineError(
+                            "--snapshot \(snapshot): the bucket has a snapshot of that name already; choose another name, or remove it with storesh -c 'snapshot rm \(snapshot)'.")
+                    }
+                }
+                return opened
+            })
     }
 }
 
@@ -312,7 +329,7 @@ struct Export: AsyncParsableCommand {
     var file: String?
 
     func run() async throws {
-        let bucket = try bucketOptions.open()
+        let bucket = try bucketOptions.openLocal()
         guard let file, file != "-" else {
             let output = CheckedOutput(descriptor: STDOUT_FILENO, name: "standard output")
             try BucketArchive.export(bucket) { try output.write($0) }
@@ -342,7 +359,7 @@ struct Import: AsyncParsableCommand {
 
     func run() async throws {
         let archive = try BucketArchive.parse(try readInputFile(file), source: file)
-        let bucket = try bucketOptions.open()
+        let bucket = try bucketOptions.openLocal()
         try bucket.importObjects(archive.objects, replacingEverything: replace)
         let objects = MessageText.counted(archive.objects.count, "object")
         let summary =

@@ -350,3 +350,17 @@ struct RulesLanguageTests {
         #expect(await session.create("x") == .unauthorized)
     }
 }
+
+@Suite("The open rules of a new bucket, decided without parsing them")
+struct OpenRulesTests {
+    @Test("the decision made without evaluating is the one evaluating the open rules gives, with its explanation")
+    func sameAsEvaluated() throws {
+        let request = AccessRequest(
+            method: .update, bucket: "teaching", path: "images/forest.jpg", time: Timestamp(rfc3339: "2026-11-21T09:30:00Z")!)
+        let evaluated = RulesEngine.decide(request, ruleset: RulesEngine.openRuleset, auth: .null)
+        let fast = RulesEngine.openDecision(origin: RulesEngine.openRulesOrigin)
+        #expect(evaluated.allowed && fast.allowed)
+        #expect(fast.explanation(for: request) == evaluated.explanation(for: request))
+        #expect(fast.explanation(for: request) == "allowed update on gs://teaching/images/forest.jpg by `allow read, write: if true;` at (the open rules of a new bucket):5")
+    }
+}
