@@ -115,8 +115,11 @@ public final class Interpreter {
         return diagnostic
     }
 
-    func emitNote(_ text: String) {
-        if !options.json { output.result(text) }
+    /// Prints a result: for people, or as JSON with `--json`.
+    func deliver(_ result: CommandResult) {
+        let renderer: any ResultRenderer =
+            options.json ? JSONRenderer() : HumanRenderer(color: options.color, screenfulPages: options.defaultPageSize != nil)
+        renderer.render(result, to: output)
     }
 
     public enum Flow: Sendable, Equatable {
@@ -127,23 +130,21 @@ public final class Interpreter {
     /// Runs one command. Storage errors come back as diagnostics located at the word they concern.
     public func execute(_ statement: Statement) async throws -> Flow {
         let here = statement.location
-        if options.dryRun && !options.json && statement.command.changesBucket {
-            output.result("# line \(here.line): \(Self.header(statement.command))")
+        if options.dryRun && statement.command.changesBucket {
+            deliver(.planHeader(line: here.line, command: Self.header(statement.command)))
         }
         switch statement.command {
         case .cd(let path):
             current = try path.map { try navigationPath($0, command: "cd") } ?? .root
         case .pwd:
-            let url = current.url(bucket: target.name)
-            emit(json: .object([("path", .string(url))]), human: [MessageText.oneLine(url)])
+            deliver(.path(current.url(bucket: target.name)))
         case .ls(let list):
             try await runList(list, at: here)
         case .pageNext:
             try await runPageNext(at: here)
         case .metaGet(let path, let raw):
             let name = try objectName(path, raw: raw, at: here)
-            let metadata = try await onTarget(path, name: name, at: here) { try await self.target.metadata(of: name) }
-            emit(json: metadata.jsonDocument, human: Self.describe(metadata))
+            deliver(.metadata(try await onTarget(path, name: name, at: here) { try await self.target.metadata(of: name) }))
         case .metaSet(let command):
             try await runUpdate(command.update, targets: command.targets, at: here)
         case .metaUnset(let command):
@@ -163,25 +164,14 @@ public final class Interpreter {
                     .invalidArgument("Object \(name) has no last segment to name a local file after; give LOCAL_FILE."),
                     at: objectWord.location)
             }
-            if options.dryRun {
-                emitNote("would save \(MessageText.oneLine(name.rawValue)) (\(Formatting.size(Int64(content.count)))) to \(file)")
-            } else {
+            if !options.dryRun {
                 try located(fileWord?.location ?? objectWord.location) { try self.files.write(content, to: file) }
-                emit(
-                    json: .object([("path", .string(name.rawValue)), ("file", .string(file)), ("size", .integer(Int64(content.count)))]),
-                    human: ["saved \(MessageText.oneLine(name.rawValue)) (\(Formatting.size(Int64(content.count)))) to \(file)"])
             }
+            deliver(.saved(object: name.rawValue, file: file, size: Int64(content.count), dryRun: options.dryRun))
         case .cat(let objectWord, let raw):
             let name = try objectName(objectWord, raw: raw, at: here)
             let content = try await onTarget(objectWord, name: name, at: here) { try await self.target.read(name) }
-            if options.json {
-                let body: (String, JSONValue) =
-                    String(data: content, encoding: .utf8).map { ("text", .string($0)) }
-                    ?? ("base64", .string(content.base64EncodedString()))
-                output.result(JSONValue.object([("path", .string(name.rawValue)), body]).serialized)
-            } else {
-                output.resultBytes(content)
-            }
+            deliver(.content(object: name.rawValue, content))
         case .rm(let targets, let raw):
             let objects = try await expand(targets, raw: raw, at: here)
             var deleted: [String] = []
@@ -193,15 +183,11 @@ public final class Interpreter {
                     try await self.target.delete(object.name, precondition: precondition)
                 }
                 deleted.append(object.name.rawValue)
-                if options.dryRun && objects.count > 1 { emitNote("would delete \(MessageText.oneLine(object.name.rawValue))") }
+                if options.dryRun && objects.count > 1 { deliver(.plannedDeletion(object.name.rawValue)) }
             }
-            let verb = options.dryRun ? "would delete" : "deleted"
-            emit(
-                json: .object([("deleted", .array(deleted.map { .string($0) }))] + dryRunMark),
-                human: [deleted.count == 1 ? "\(verb) \(MessageText.oneLine(deleted[0]))" : "\(verb) \(MessageText.counted(deleted.count, "object"))"])
+            deliver(.deleted(deleted, dryRun: options.dryRun))
         case .echo(let words):
-            let text = words.map(\.text).joined(separator: " ")
-            emit(json: .object([("echo", .string(text))]), human: [text])
+            deliver(.echo(words.map(\.text).joined(separator: " ")))
         case .help(let topic):
             let text: String
             if let topic {
@@ -209,14 +195,14 @@ public final class Interpreter {
             } else {
                 text = CommandCatalog.overview
             }
-            emit(json: .object([("help", .string(text))]), human: [text])
+            deliver(.help(text))
         case .exit:
             return .exit
         case .snapshot(let command):
             try await runSnapshot(command, at: here)
         case .rulesShow:
             let (source, origin) = try requireRules(here).currentRules()
-            emit(json: .object([("origin", .string(origin)), ("source", .string(source))]), human: ["# rules from \(origin)", source])
+            deliver(.rules(source: source, origin: origin))
         case .rulesLoad(let file):
             let data = try located(file.location) { try self.files.read(file.text) }
             guard let source = String(data: data, encoding: .utf8) else {
@@ -227,29 +213,20 @@ public final class Interpreter {
                 throw Diagnostic.running(.invalidArgument("gs://\(target.name) keeps no security rules that storesh may change."), at: here)
             }
             try located(file.location) { try rules.loadRules(source: source, origin: file.text, into: store) }
-            emit(json: .object([("loaded", .string(file.text))]), human: ["loaded the rules of \(file.text)"])
+            deliver(.rulesLoaded(file: file.text, dryRun: options.dryRun))
         case .rulesWhy:
             let last = try requireRules(here).lastDecision
             let text = last.map { $0.decision.explanation(for: $0.request) } ?? "no request has been decided yet"
-            emit(json: .object([("allowed", last.map { .bool($0.decision.allowed) } ?? .null), ("explanation", .string(text))]), human: [text])
+            deliver(.decision(allowed: last?.decision.allowed, explanation: text))
         case .login(let uid, let claims):
             let rules = try requireRules(here)
             rules.identity = Identity(uid: uid.text, claims: Dictionary(claims.map { ($0.key.text, $0.value.text) }) { $1 })
-            emit(json: .object([("uid", .string(uid.text))]), human: ["signed in as \(MessageText.oneLine(uid.text))"])
+            deliver(.signedIn(uid: uid.text))
         case .logout:
             try requireRules(here).identity = nil
-            emit(json: .object([("uid", .null)]), human: ["signed out: request.auth is null"])
+            deliver(.signedOut)
         case .whoami:
-            let identity = try requireRules(here).identity
-            let claims = identity?.claims.sortedByKeyBytes.map { "\($0.key)=\($0.value)" }.joined(separator: " ") ?? ""
-            let text =
-                identity.map { "signed in as \(MessageText.oneLine($0.uid))" + (claims.isEmpty ? "" : " (claims: \(claims))") }
-                ?? "not signed in: request.auth is null"
-            emit(
-                json: .object([
-                    ("uid", identity.map { .string($0.uid) } ?? .null),
-                    ("claims", .object(identity?.claims.sortedByKeyBytes.map { ($0.key, .string($0.value)) } ?? [])),
-                ]), human: [text])
+            deliver(.identity(try requireRules(here).identity))
         }
         return .next
     }
@@ -291,7 +268,7 @@ public final class Interpreter {
             }
             lastListing = (reference, maxResults, list.long, page.nextPageToken)
         }
-        try await render(page, of: reference, long: list.long, at: here)
+        try await deliverPage(page, of: reference, long: list.long, at: here)
     }
 
     private func runPageNext(at here: SourceLocation) async throws {
@@ -307,11 +284,12 @@ public final class Interpreter {
                 last.reference, options: ListOptions(maxResults: last.maxResults, pageToken: token, includeMetadata: last.long))
         }
         lastListing?.nextPageToken = page.nextPageToken
-        try await render(page, of: last.reference, long: last.long, at: here)
+        try await deliverPage(page, of: last.reference, long: last.long, at: here)
     }
 
-    private func render(_ page: ListPage, of reference: StoragePath, long: Bool, at here: SourceLocation) async throws {
-        // A page carries its items' metadata when asked (one request); a bucket that gives none is asked per item.
+    /// A page as a result: with `-l`, each item's metadata (from the page, or asked per item of a bucket whose
+    /// pages carry none); for an empty page, whether the reference is an object.
+    private func deliverPage(_ page: ListPage, of reference: StoragePath, long: Bool, at here: SourceLocation) async throws {
         var metadata = page.itemMetadata ?? []
         if long && page.itemMetadata == nil {
             for item in page.items {
@@ -319,45 +297,18 @@ public final class Interpreter {
                 metadata.append(try await located(here) { try await self.target.metadata(of: name) })
             }
         }
-        if options.json {
-            let items: [JSONValue] = long ? metadata.map(\.jsonDocument) : page.items.map { .string($0) }
-            output.result(
-                JSONValue.object([
-                    ("prefixes", .array(page.prefixes.map { .string($0) })), ("items", .array(items)),
-                    ("nextPageToken", page.nextPageToken.map { .string($0) } ?? .null),
-                ]).serialized)
-            return
-        }
-        // Names relative to the listed reference, as a shell shows them; prefixes end in /.
-        let strip = reference.listingPrefix.utf8.count
-        func relative(_ fullPath: String) -> String {
-            MessageText.oneLine(String(Substring(fullPath.utf8.dropFirst(strip))))
-        }
-        // Folders in bold blue when colour is on, so they stand apart from objects at a glance.
-        func folder(_ text: String) -> String { options.color ? "\u{1B}[1;34m\(text)\u{1B}[0m" : text }
-        if long {
-            var rows = page.prefixes.map { ["-", "-", "-", folder(relative($0) + "/")] }
-            rows += metadata.map {
-                [Formatting.size($0.size), Formatting.shortDate($0.updated), $0.contentType ?? "-", relative($0.fullPath)]
-            }
-            Formatting.columns(rows, rightAligned: [0]).forEach(output.result)
-        } else {
-            page.prefixes.forEach { output.result(folder(relative($0) + "/")) }
-            page.items.forEach { output.result(relative($0)) }
-        }
-        if page.prefixes.isEmpty && page.items.isEmpty {
-            var note = "(nothing under \(MessageText.oneLine(reference.url(bucket: target.name))))"
+        var referenceIsObject = false
+        if page.prefixes.isEmpty && page.items.isEmpty, let name = try? reference.objectName() {
+            // The hint's request is not the user's: `rules why` keeps explaining the listing.
             rules?.recordsDecisions = false
             defer { rules?.recordsDecisions = true }
-            if let name = try? reference.objectName(), (try? await target.metadata(of: name)) != nil {
-                note += " — it is an object: meta get shows it (rule L5)"
-            }
-            output.result(note)
+            referenceIsObject = (try? await target.metadata(of: name)) != nil
         }
-        if let token = page.nextPageToken {
-            // At the prompt (a screenful page) the token is noise: `page next` is what to type.
-            output.result(options.defaultPageSize != nil ? "… more: page next" : "… more entries: `page next` shows them (token \(token))")
-        }
+        deliver(
+            .listing(
+                ListingResult(
+                    page: page, reference: reference, bucket: target.name, long: long, metadata: metadata,
+                    referenceIsObject: referenceIsObject)))
     }
 
     /// meta set / meta unset over every target, with the plan (old → new per property) in a dry run.
@@ -379,46 +330,7 @@ public final class Interpreter {
                 unchanged.append(object.name.rawValue)
             }
         }
-        if options.json {
-            let updatedDocuments: [JSONValue] = updated.map { Self.changedDocument(path: $0.name, $0.differences) }
-            output.result(
-                JSONValue.object(
-                    [("updated", .array(updatedDocuments)), ("unchanged", .array(unchanged.map { .string($0) }))] + dryRunMark
-                ).serialized)
-            return
-        }
-        if options.dryRun {
-            for entry in updated { emitPlan(name: entry.name, entry.differences) }
-        }
-        let verbPhrase = options.dryRun ? "would update" : "updated"
-        let summary: String
-        if objects.count == 1 {
-            summary =
-                updated.isEmpty
-                ? "\(MessageText.oneLine(unchanged[0])): unchanged (already as asked)"
-                : "\(verbPhrase) \(MessageText.oneLine(updated[0].name))"
-        } else {
-            summary = "\(verbPhrase) \(MessageText.counted(updated.count, "object")), \(unchanged.count) unchanged"
-        }
-        output.result(summary)
-    }
-
-    /// One changed object in a plan: its name, then each property old → new.
-    private func emitPlan(name: String, _ differences: [PropertyDifference]) {
-        output.result(MessageText.oneLine(name))
-        let rows = differences.map { ["  " + $0.key, Formatting.planValue($0.old), "→", Formatting.planValue($0.new)] }
-        Formatting.columns(rows).forEach(output.result)
-    }
-
-    /// `{"path": …, "changes": {KEY: {"old": …, "new": …}}}`: a changed object in JSON plans and diffs.
-    static func changedDocument(path: String, _ differences: [PropertyDifference]) -> JSONValue {
-        .object([
-            ("path", .string(path)),
-            (
-                "changes",
-                .object(differences.map { ($0.key, .object([("old", $0.old.map(JSONValue.string) ?? .null), ("new", $0.new.map(JSONValue.string) ?? .null)])) })
-            ),
-        ])
+        deliver(.updates(UpdatesResult(updated: updated, unchanged: unchanged, single: objects.count == 1, dryRun: options.dryRun)))
     }
 
     // MARK: Snapshots
@@ -427,21 +339,12 @@ public final class Interpreter {
         guard let store = target.snapshotStore else {
             throw Diagnostic.running(.invalidArgument("This bucket keeps no snapshots."), at: here)
         }
-        func document(_ info: SnapshotInfo) -> JSONValue {
-            .object([("name", .string(info.name)), ("created", .string(info.created.rfc3339)), ("objects", .integer(Int64(info.objectCount)))])
-        }
         switch command {
         case .save(let name):
             let info = try await located(name.location) { try await store.saveSnapshot(named: name.text) }
-            emit(
-                json: .object([("saved", document(info))] + dryRunMark),
-                human: ["\(options.dryRun ? "would save" : "saved") snapshot \(info.name) (\(MessageText.counted(info.objectCount, "object")))"])
+            deliver(.snapshotSaved(info, dryRun: options.dryRun))
         case .list:
-            let all = try await store.snapshots()
-            let rows = all.map { [$0.name, Formatting.shortDate($0.created), MessageText.counted($0.objectCount, "object")] }
-            emit(
-                json: .object([("snapshots", .array(all.map(document)))]),
-                human: all.isEmpty ? ["(no snapshots; snapshot save NAME takes one)"] : Formatting.columns(rows, rightAligned: [2]))
+            deliver(.snapshots(try await store.snapshots()))
         case .diff(let from, let to):
             // An unknown name is reported at its own word.
             let known = Set(try await store.snapshots().map(\.name))
@@ -449,61 +352,14 @@ public final class Interpreter {
             let changes = try await located(unknown?.location ?? from.location) {
                 try await store.changes(from: .snapshot(from.text), to: to.map { .snapshot($0.text) } ?? .current)
             }
-            let toText = to.map { "snapshot \($0.text)" } ?? "now"
-            emitChanges(
-                changes, json: [("from", .string(from.text)), ("to", to.map { .string($0.text) } ?? .null)],
-                summary: changes.isEmpty
-                    ? "no differences from snapshot \(from.text) to \(toText)"
-                    : "\(MessageText.counted(changes.count, "object")) differ from snapshot \(from.text) to \(toText): \(Self.tally(changes))",
-                plan: true)
+            deliver(.snapshotDiff(from: from.text, to: to?.text, changes: changes))
         case .restore(let name):
             let changes = try await located(name.location) { try await store.restoreSnapshot(named: name.text) }
-            emitChanges(
-                changes, json: [("restored", .string(name.text))] + dryRunMark,
-                summary: changes.isEmpty
-                    ? "the bucket is already as in snapshot \(name.text); nothing to restore"
-                    : "\(options.dryRun ? "would restore" : "restored") snapshot \(name.text): \(Self.tally(changes))",
-                plan: options.dryRun)
+            deliver(.snapshotRestored(name: name.text, changes: changes, dryRun: options.dryRun))
         case .remove(let name):
             let info = try await located(name.location) { try await store.removeSnapshot(named: name.text) }
-            emit(
-                json: .object([("removedSnapshot", .string(info.name))] + dryRunMark),
-                human: ["\(options.dryRun ? "would remove" : "removed") snapshot \(info.name)"])
+            deliver(.snapshotRemoved(info, dryRun: options.dryRun))
         }
-    }
-
-    /// Object changes as a plan (people) or one document (JSON): added and removed paths, and each changed
-    /// object's properties old → new.
-    private func emitChanges(_ changes: [ObjectChange], json: [(String, JSONValue)], summary: String, plan: Bool) {
-        if options.json {
-            let paths = { (kind: ObjectChange.Kind) -> JSONValue in
-                .array(changes.filter { $0.kind == kind }.map { .string($0.name) })
-            }
-            let changed = changes.filter { $0.kind == .changed }.map { Self.changedDocument(path: $0.name, $0.differences) }
-            output.result(
-                JSONValue.object(json + [("added", paths(.added)), ("removed", paths(.removed)), ("changed", .array(changed))]).serialized)
-            return
-        }
-        if plan {
-            for change in changes {
-                switch change.kind {
-                case .added:
-                    let type = change.metadata.contentType.flatMap { $0.isEmpty ? nil : $0 } ?? "no content type"
-                    output.result("\(MessageText.oneLine(change.name)) (added: \(Formatting.size(change.metadata.size)), \(type))")
-                case .removed:
-                    output.result("\(MessageText.oneLine(change.name)) (removed)")
-                case .changed:
-                    emitPlan(name: change.name, change.differences)
-                }
-            }
-        }
-        output.result(summary)
-    }
-
-    /// "1 added, 2 removed, 3 changed".
-    static func tally(_ changes: [ObjectChange]) -> String {
-        ObjectChange.Kind.allCases.map { kind in "\(changes.filter { $0.kind == kind }.count) \(kind.rawValue)" }
-            .joined(separator: ", ")
     }
 
     private func runPut(_ command: PutCommand, at here: SourceLocation) async throws {
@@ -546,132 +402,8 @@ public final class Interpreter {
         let metadata = try await located(command.destination?.location ?? here) {
             try await self.target.write(content, to: destination, options: writeOptions)
         }
-        let description =
-            "\(MessageText.oneLine(destination.rawValue)) (\(Formatting.size(metadata.size)), \(metadata.contentType.flatMap { $0.isEmpty ? nil : $0 } ?? "no content type"))"
-        emit(json: metadata.jsonDocument, human: [(options.dryRun ? "would write " : "wrote ") + description])
+        deliver(.written(metadata, dryRun: options.dryRun))
     }
-
-    // MARK: Targets
-
-    /// The objects that targets name, in order: each path as given (it must be a valid name), each
-    /// pattern expanded to its matches in name order. No target means the current reference.
-    private func expand(_ targets: [Word], raw: Bool, at here: SourceLocation) async throws -> [(name: ObjectName, metadata: ObjectMetadata?, word: Word?)] {
-        guard !targets.isEmpty else {
-            return [(try located(here) { try self.current.objectName() }, nil, nil)]
-        }
-        var objects: [(name: ObjectName, metadata: ObjectMetadata?, word: Word?)] = []
-        var seen = Set<ObjectName>()
-        for word in targets {
-            if !raw && ObjectPattern.isPattern(word) {
-                let pattern = try located(word.location) {
-                    try ObjectPattern(resolving: word, from: self.current, bucket: self.target.name)
-                }
-                var after: String?
-                var matched = 0
-                repeat {
-                    try checkCancelled(at: here)
-                    let page = try await located(word.location) {
-                        try await self.target.scan(prefix: pattern.literalPrefix, after: after, limit: Self.scanPageSize)
-                    }
-                    for metadata in page.objects where pattern.matches(metadata.fullPath) {
-                        let name = try located(word.location) { try ObjectName(metadata.fullPath) }
-                        matched += 1
-                        if seen.insert(name).inserted { objects.append((name, metadata, word)) }
-                    }
-                    after = page.resumeAfter
-                } while after != nil
-                if matched == 0 {
-                    throw Diagnostic.running(
-                        StorageError(.objectNotFound, "No object matches the pattern \(pattern.text)."), at: word.location)
-                }
-            } else {
-                let name = try objectName(word, raw: raw, at: here)
-                if seen.insert(name).inserted { objects.append((name, nil, word)) }
-            }
-        }
-        return objects
-    }
-
-    /// Runs a bucket call on one target. An object-not-found gets a hint when the likely mistake is known:
-    /// quoted wildcards (literal), a name that normalising changed (rule P1), or a folder (a prefix).
-    private func onTarget<T>(_ word: Word?, name: ObjectName, at here: SourceLocation, _ body: () async throws -> T)
-        async throws -> T
-    {
-        do {
-            return try await body()
-        } catch var error as StorageError {
-            if error.code == .objectNotFound, let word { error.message += await notFoundHint(word, name: name) }
-            throw Diagnostic.running(error, at: word?.location ?? here)
-        }
-    }
-
-    private func notFoundHint(_ word: Word, name: ObjectName) async -> String {
-        // The hint's own requests are not the user's: `rules why` keeps explaining the failed one.
-        rules?.recordsDecisions = false
-        defer { rules?.recordsDecisions = true }
-        if zip(word.text.unicodeScalars, word.literal).contains(where: { $1 && ($0 == "*" || $0 == "?" || $0 == "[") }) {
-            return " Its wildcards are quoted, so they are literal; unquote them to match a pattern."
-        }
-        let typed = word.text.hasPrefix("/") ? String(word.text.dropFirst()) : word.text
-        if word.text.contains("//") || (typed.hasSuffix("/") && typed.count > 1) {
-            if (try? await target.metadata(of: ObjectName(typed))) != nil {
-                return " Paths are normalised (rule P1); to name '\(typed)' exactly, use --raw."
-            }
-        }
-        if let page = try? await target.list(StoragePath(normalizing: name.rawValue), options: ListOptions(maxResults: 1)),
-            !page.prefixes.isEmpty || !page.items.isEmpty
-        {
-            return " \(name.rawValue) is a folder (a prefix), not an object; to change the objects in it, use \(name.rawValue)/* or \(name.rawValue)/**."
-        }
-        return ""
-    }
-
-    // MARK: Helpers
-
-    private func resolve(_ word: Word) throws -> StoragePath {
-        try located(word.location) { try StoragePath.resolve(word.text, from: self.current, bucket: self.target.name) }
-    }
-
-    /// The object a path word names (or, without one, the current reference); with `raw`, the word exactly.
-    private func objectName(_ word: Word?, raw: Bool = false, at here: SourceLocation) throws -> ObjectName {
-        if raw, let word { return try located(word.location) { try ObjectName(word.text) } }
-        let path = try word.map(resolve) ?? current
-        return try located(word?.location ?? here) { try path.objectName() }
-    }
-
-    /// A path for cd and ls, which take no patterns.
-    private func navigationPath(_ word: Word, command: String) throws -> StoragePath {
-        if ObjectPattern.isPattern(word) {
-            throw Diagnostic.running(
-                .invalidArgument(
-                    "`\(command)` takes a path, not a pattern; patterns work in meta set, meta unset and rm (quote * ? [ to use them literally)."),
-                at: word.location)
-        }
-        return try resolve(word)
-    }
-
-    private func checkCancelled(at location: SourceLocation) throws {
-        if isCancelled() { throw Diagnostic.running(Self.interruption, at: location) }
-    }
-
-    private func located<T>(_ location: SourceLocation, _ body: () throws -> T) throws -> T {
-        do {
-            return try body()
-        } catch let error as StorageError {
-            throw Diagnostic.running(error, at: location)
-        }
-    }
-
-    private func located<T>(_ location: SourceLocation, _ body: () async throws -> T) async throws -> T {
-        do {
-            return try await body()
-        } catch let error as StorageError {
-            throw Diagnostic.running(error, at: location)
-        }
-    }
-
-    /// `"dryRun": true` in the JSON results of commands that change things, during a dry run.
-    private var dryRunMark: [(String, JSONValue)] { options.dryRun ? [("dryRun", .bool(true))] : [] }
 
     /// A dry run's header for a command: its words, and the snapshot it names.
     static func header(_ command: Command) -> String {
@@ -680,35 +412,5 @@ public final class Interpreter {
         case .rulesLoad(let file): "rules load \(file.text)"
         default: command.name
         }
-    }
-
-    private func emit(json: JSONValue, human: [String]) {
-        if options.json {
-            output.result(json.serialized)
-        } else {
-            human.forEach(output.result)
-        }
-    }
-
-    /// `meta get` for people: one aligned line per property, custom keys as custom.NAME.
-    static func describe(_ metadata: ObjectMetadata) -> [String] {
-        var rows: [[String]] = [
-            ["bucket", metadata.bucket],
-            ["fullPath", metadata.fullPath],
-            ["name", metadata.name],
-            ["size", "\(metadata.size) (\(Formatting.size(metadata.size)))"],
-        ]
-        for property in WritableProperty.allCases {
-            if let value = metadata[property] { rows.append([property.rawValue, value]) }
-        }
-        for (key, value) in metadata.customMetadata.sortedByKeyBytes { rows.append(["custom." + key, value]) }
-        rows += [
-            ["timeCreated", metadata.timeCreated.rfc3339],
-            ["updated", metadata.updated.rfc3339],
-            ["generation", String(metadata.generation)],
-            ["metageneration", String(metadata.metageneration)],
-            ["md5Hash", metadata.md5Hash],
-        ]
-        return Formatting.columns(rows.map { $0.map(MessageText.oneLine) })
     }
 }

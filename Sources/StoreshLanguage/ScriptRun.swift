@@ -79,7 +79,7 @@ extension Interpreter {
     private func conclude(_ end: ScriptEnd, _ script: Script) -> Status {
         if end.stoppedEarly { return end.status }
         if options.dryRun {
-            emitNote("dry run: nothing was saved")
+            deliver(.note("dry run: nothing was saved"))
         } else if end.failures > 0 {
             output.notice(
                 "\(MessageText.counted(end.failures, "command")) failed and changed nothing; the changes of the other \(MessageText.counted(script.statements.count - end.failures, "command")) were saved")
@@ -123,7 +123,7 @@ extension Interpreter {
                 failures += 1
                 if options.keepGoing { continue }
                 if options.dryRun {
-                    emitNote("dry run: stopped at the error; nothing was saved")
+                    deliver(.note("dry run: stopped at the error; nothing was saved"))
                 } else if transactional && script.statements.count > 1 {
                     output.notice("nothing was saved: a script lands whole or not at all (--keep-going keeps what succeeds)")
                 }

@@ -1,0 +1,303 @@
+import Foundation
+import StoreshCore
+
+/// What a command produced, as a value: the interpreter makes these, and a renderer prints them for people or as
+/// the contract's JSON documents (one per result, on one line).
+public enum CommandResult: Sendable {
+    /// A dry run's header before each changing command (people only).
+    case planHeader(line: Int, command: String)
+    /// A remark about the run for people (`dry run: nothing was saved`); JSON has none.
+    case note(String)
+    case path(String)
+    case listing(ListingResult)
+    case metadata(ObjectMetadata)
+    case written(ObjectMetadata, dryRun: Bool)
+    case saved(object: String, file: String, size: Int64, dryRun: Bool)
+    case content(object: String, Data)
+    /// One object of a multi-object `rm` in a dry run (people only).
+    case plannedDeletion(String)
+    case deleted([String], dryRun: Bool)
+    case echo(String)
+    case help(String)
+    case rules(source: String, origin: String)
+    case rulesLoaded(file: String, dryRun: Bool)
+    case decision(allowed: Bool?, explanation: String)
+    case signedIn(uid: String)
+    case signedOut
+    case identity(Identity?)
+    case updates(UpdatesResult)
+    case snapshotSaved(SnapshotInfo, dryRun: Bool)
+    case snapshots([SnapshotInfo])
+    case snapshotDiff(from: String, to: String?, changes: [ObjectChange])
+    case snapshotRestored(name: String, changes: [ObjectChange], dryRun: Bool)
+    case snapshotRemoved(SnapshotInfo, dryRun: Bool)
+}
+
+/// One page of `ls` or `page next`, with what the renderers need beyond the page.
+public struct ListingResult: Sendable {
+    public var page: ListPage
+    public var reference: StoragePath
+    public var bucket: String
+    public var long: Bool
+    /// With `-l`: each item's metadata.
+    public var metadata: [ObjectMetadata]
+    /// For an empty listing: whether the listed reference is an object (rule L5), worth a hint.
+    public var referenceIsObject: Bool
+}
+
+/// `meta set` / `meta unset` over their targets.
+public struct UpdatesResult: Sendable {
+    public var updated: [(name: String, differences: [PropertyDifference])]
+    public var unchanged: [String]
+    /// One target: the summary names it.
+    public var single: Bool
+    public var dryRun: Bool
+}
+
+/// Prints results.
+public protocol ResultRenderer {
+    func render(_ result: CommandResult, to output: InterpreterOutput)
+}
+
+/// Results for people: aligned columns, sizes and dates for reading, plans old → new.
+public struct HumanRenderer: ResultRenderer {
+    /// Folders in colour (a terminal without NO_COLOR).
+    public var color: Bool
+    /// Pages are a screenful at the prompt: their footer says what to type, not the token.
+    public var screenfulPages: Bool
+
+    public func render(_ result: CommandResult, to output: InterpreterOutput) {
+        lines(for: result, output: output).forEach(output.result)
+    }
+
+    private func lines(for result: CommandResult, output: InterpreterOutput) -> [String] {
+        switch result {
+        case .planHeader(let line, let command): return ["# line \(line): \(command)"]
+        case .note(let text): return [text]
+        case .path(let url): return [MessageText.oneLine(url)]
+        case .listing(let listing): return Self.listing(listing, color: color, screenfulPages: screenfulPages)
+        case .metadata(let metadata): return Self.describe(metadata)
+        case .written(let metadata, let dryRun):
+            let type = metadata.contentType.flatMap { $0.isEmpty ? nil : $0 } ?? "no content type"
+            return ["\(dryRun ? "would write" : "wrote") \(MessageText.oneLine(metadata.fullPath)) (\(Formatting.size(metadata.size)), \(type))"]
+        case .saved(let object, let file, let size, let dryRun):
+            return ["\(dryRun ? "would save" : "saved") \(MessageText.oneLine(object)) (\(Formatting.size(size))) to \(file)"]
+        case .content(_, let data):
+            output.resultBytes(data)
+            return []
+        case .plannedDeletion(let object): return ["would delete \(MessageText.oneLine(object))"]
+        case .deleted(let objects, let dryRun):
+            let verb = dryRun ? "would delete" : "deleted"
+            return [objects.count == 1 ? "\(verb) \(MessageText.oneLine(objects[0]))" : "\(verb) \(MessageText.counted(objects.count, "object"))"]
+        case .echo(let text), .help(let text): return [text]
+        case .rules(let source, let origin): return ["# rules from \(origin)", source]
+        case .rulesLoaded(let file, let dryRun): return ["\(dryRun ? "would load" : "loaded") the rules of \(file)"]
+        case .decision(_, let explanation): return [explanation]
+        case .signedIn(let uid): return ["signed in as \(MessageText.oneLine(uid))"]
+        case .signedOut: return ["signed out: request.auth is null"]
+        case .identity(let identity):
+            guard let identity else { return ["not signed in: request.auth is null"] }
+            let claims = identity.claims.sortedByKeyBytes.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+            return ["signed in as \(MessageText.oneLine(identity.uid))" + (claims.isEmpty ? "" : " (claims: \(claims))")]
+        case .updates(let updates):
+            var lines: [String] = []
+            if updates.dryRun {
+                for entry in updates.updated { lines += Self.plan(name: entry.name, entry.differences) }
+            }
+            let verb = updates.dryRun ? "would update" : "updated"
+            if updates.single {
+                lines.append(
+                    updates.updated.isEmpty
+                        ? "\(MessageText.oneLine(updates.unchanged[0])): unchanged (already as asked)"
+                        : "\(verb) \(MessageText.oneLine(updates.updated[0].name))")
+            } else {
+                lines.append("\(verb) \(MessageText.counted(updates.updated.count, "object")), \(updates.unchanged.count) unchanged")
+            }
+            return lines
+        case .snapshotSaved(let info, let dryRun):
+            return ["\(dryRun ? "would save" : "saved") snapshot \(info.name) (\(MessageText.counted(info.objectCount, "object")))"]
+        case .snapshots(let all):
+            guard !all.isEmpty else { return ["(no snapshots; snapshot save NAME takes one)"] }
+            let rows = all.map { [$0.name, Formatting.shortDate($0.created), MessageText.counted($0.objectCount, "object")] }
+            return Formatting.columns(rows, rightAligned: [2])
+        case .snapshotDiff(let from, let to, let changes):
+            let toText = to.map { "snapshot \($0)" } ?? "now"
+            return Self.changes(changes)
+                + [
+                    changes.isEmpty
+                        ? "no differences from snapshot \(from) to \(toText)"
+                        : "\(MessageText.counted(changes.count, "object")) differ from snapshot \(from) to \(toText): \(Self.tally(changes))"
+                ]
+        case .snapshotRestored(let name, let changes, let dryRun):
+            let summary =
+                changes.isEmpty
+                ? "the bucket is already as in snapshot \(name); nothing to restore"
+                : "\(dryRun ? "would restore" : "restored") snapshot \(name): \(Self.tally(changes))"
+            return (dryRun ? Self.changes(changes) : []) + [summary]
+        case .snapshotRemoved(let info, let dryRun): return ["\(dryRun ? "would remove" : "removed") snapshot \(info.name)"]
+        }
+    }
+
+    static func listing(_ listing: ListingResult, color: Bool, screenfulPages: Bool) -> [String] {
+        let page = listing.page
+        // Names relative to the listed reference, as a shell shows them; prefixes end in /.
+        let strip = listing.reference.listingPrefix.utf8.count
+        func relative(_ fullPath: String) -> String {
+            MessageText.oneLine(String(Substring(fullPath.utf8.dropFirst(strip))))
+        }
+        // Folders in bold blue when colour is on, so they stand apart from objects at a glance.
+        func folder(_ text: String) -> String { color ? "\u{1B}[1;34m\(text)\u{1B}[0m" : text }
+        var lines: [String]
+        if listing.long {
+            var rows = page.prefixes.map { ["-", "-", "-", folder(relative($0) + "/")] }
+            rows += listing.metadata.map {
+                [Formatting.size($0.size), Formatting.shortDate($0.updated), $0.contentType ?? "-", relative($0.fullPath)]
+            }
+            lines = Formatting.columns(rows, rightAligned: [0])
+        } else {
+            lines = page.prefixes.map { folder(relative($0) + "/") } + page.items.map(relative)
+        }
+        if page.prefixes.isEmpty && page.items.isEmpty {
+            var note = "(nothing under \(MessageText.oneLine(listing.reference.url(bucket: listing.bucket))))"
+            if listing.referenceIsObject { note += " — it is an object: meta get shows it (rule L5)" }
+            lines.append(note)
+        }
+        if let token = page.nextPageToken {
+            // At the prompt (a screenful page) the token is noise: `page next` is what to type.
+            lines.append(screenfulPages ? "… more: page next" : "… more entries: `page next` shows them (token \(token))")
+        }
+        return lines
+    }
+
+    /// Object changes as a plan: added and removed paths, and each changed object's properties old → new.
+    static func changes(_ changes: [ObjectChange]) -> [String] {
+        changes.flatMap { change -> [String] in
+            switch change.kind {
+            case .added:
+                let type = change.metadata.contentType.flatMap { $0.isEmpty ? nil : $0 } ?? "no content type"
+                return ["\(MessageText.oneLine(change.name)) (added: \(Formatting.size(change.metadata.size)), \(type))"]
+            case .removed:
+                return ["\(MessageText.oneLine(change.name)) (removed)"]
+            case .changed:
+                return plan(name: change.name, change.differences)
+            }
+        }
+    }
+
+    /// One changed object in a plan: its name, then each property old → new.
+    static func plan(name: String, _ differences: [PropertyDifference]) -> [String] {
+        let rows = differences.map { ["  " + $0.key, Formatting.planValue($0.old), "→", Formatting.planValue($0.new)] }
+        return [MessageText.oneLine(name)] + Formatting.columns(rows)
+    }
+
+    /// "1 added, 2 removed, 3 changed".
+    static func tally(_ changes: [ObjectChange]) -> String {
+        ObjectChange.Kind.allCases.map { kind in "\(changes.filter { $0.kind == kind }.count) \(kind.rawValue)" }
+            .joined(separator: ", ")
+    }
+
+    /// `meta get` for people: one aligned line per property, custom keys as custom.NAME.
+    static func describe(_ metadata: ObjectMetadata) -> [String] {
+        var rows: [[String]] = [
+            ["bucket", metadata.bucket],
+            ["fullPath", metadata.fullPath],
+            ["name", metadata.name],
+            ["size", "\(metadata.size) (\(Formatting.size(metadata.size)))"],
+        ]
+        for property in WritableProperty.allCases {
+            if let value = metadata[property] { rows.append([property.rawValue, value]) }
+        }
+        for (key, value) in metadata.customMetadata.sortedByKeyBytes { rows.append(["custom." + key, value]) }
+        rows += [
+            ["timeCreated", metadata.timeCreated.rfc3339],
+            ["updated", metadata.updated.rfc3339],
+            ["generation", String(metadata.generation)],
+            ["metageneration", String(metadata.metageneration)],
+            ["md5Hash", metadata.md5Hash],
+        ]
+        return Formatting.columns(rows.map { $0.map(MessageText.oneLine) })
+    }
+}
+
+/// Results as the contract's JSON documents, one per result; the changes of a dry run carry `"dryRun":true`.
+public struct JSONRenderer: ResultRenderer {
+    public init() {}
+
+    public func render(_ result: CommandResult, to output: InterpreterOutput) {
+        if let document = document(for: result) { output.result(document.serialized) }
+    }
+
+    func document(for result: CommandResult) -> JSONValue? {
+        func marked(_ fields: [(String, JSONValue)], _ dryRun: Bool) -> JSONValue {
+            .object(fields + (dryRun ? [("dryRun", .bool(true))] : []))
+        }
+        switch result {
+        case .planHeader, .note, .plannedDeletion: return nil
+        case .path(let url): return .object([("path", .string(url))])
+        case .listing(let listing):
+            let items: [JSONValue] = listing.long ? listing.metadata.map(\.jsonDocument) : listing.page.items.map { .string($0) }
+            return .object([
+                ("prefixes", .array(listing.page.prefixes.map { .string($0) })), ("items", .array(items)),
+                ("nextPageToken", listing.page.nextPageToken.map { .string($0) } ?? .null),
+            ])
+        case .metadata(let metadata): return metadata.jsonDocument
+        case .written(let metadata, _): return metadata.jsonDocument
+        case .saved(let object, let file, let size, let dryRun):
+            // A dry run saves no file, and says so to people only.
+            return dryRun ? nil : .object([("path", .string(object)), ("file", .string(file)), ("size", .integer(size))])
+        case .content(let object, let data):
+            let body: (String, JSONValue) =
+                String(data: data, encoding: .utf8).map { ("text", .string($0)) } ?? ("base64", .string(data.base64EncodedString()))
+            return .object([("path", .string(object)), body])
+        case .deleted(let objects, let dryRun): return marked([("deleted", .array(objects.map { .string($0) }))], dryRun)
+        case .echo(let text): return .object([("echo", .string(text))])
+        case .help(let text): return .object([("help", .string(text))])
+        case .rules(let source, let origin): return .object([("origin", .string(origin)), ("source", .string(source))])
+        case .rulesLoaded(let file, let dryRun): return marked([("loaded", .string(file))], dryRun)
+        case .decision(let allowed, let explanation):
+            return .object([("allowed", allowed.map { .bool($0) } ?? .null), ("explanation", .string(explanation))])
+        case .signedIn(let uid): return .object([("uid", .string(uid))])
+        case .signedOut: return .object([("uid", .null)])
+        case .identity(let identity):
+            return .object([
+                ("uid", identity.map { .string($0.uid) } ?? .null),
+                ("claims", .object(identity?.claims.sortedByKeyBytes.map { ($0.key, .string($0.value)) } ?? [])),
+            ])
+        case .updates(let updates):
+            return marked(
+                [
+                    ("updated", .array(updates.updated.map { Self.changedDocument(path: $0.name, $0.differences) })),
+                    ("unchanged", .array(updates.unchanged.map { .string($0) })),
+                ], updates.dryRun)
+        case .snapshotSaved(let info, let dryRun): return marked([("saved", Self.document(info))], dryRun)
+        case .snapshots(let all): return .object([("snapshots", .array(all.map(Self.document)))])
+        case .snapshotDiff(let from, let to, let changes):
+            return .object([("from", .string(from)), ("to", to.map { .string($0) } ?? .null)] + Self.changeFields(changes))
+        case .snapshotRestored(let name, let changes, let dryRun):
+            return .object([("restored", .string(name))] + (dryRun ? [("dryRun", .bool(true))] : []) + Self.changeFields(changes))
+        case .snapshotRemoved(let info, let dryRun): return marked([("removedSnapshot", .string(info.name))], dryRun)
+        }
+    }
+
+    static func document(_ info: SnapshotInfo) -> JSONValue {
+        .object([("name", .string(info.name)), ("created", .string(info.created.rfc3339)), ("objects", .integer(Int64(info.objectCount)))])
+    }
+
+    /// Added and removed paths, and each changed object's properties old → new.
+    static func changeFields(_ changes: [ObjectChange]) -> [(String, JSONValue)] {
+        let paths = { (kind: ObjectChange.Kind) -> JSONValue in .array(changes.filter { $0.kind == kind }.map { .string($0.name) }) }
+        let changed = changes.filter { $0.kind == .changed }.map { changedDocument(path: $0.name, $0.differences) }
+        return [("added", paths(.added)), ("removed", paths(.removed)), ("changed", .array(changed))]
+    }
+
+    /// `{"path": …, "changes": {KEY: {"old": …, "new": …}}}`: a changed object in JSON plans and diffs.
+    static func changedDocument(path: String, _ differences: [PropertyDifference]) -> JSONValue {
+        .object([
+            ("path", .string(path)),
+            (
+                "changes",
+                .object(differences.map { ($0.key, .object([("old", $0.old.map(JSONValue.string) ?? .null), ("new", $0.new.map(JSONValue.string) ?? .null)])) })
+            ),
+        ])
+    }
+}

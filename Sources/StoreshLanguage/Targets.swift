@@ -1,0 +1,122 @@
+import Foundation
+import StoreshCore
+
+/// Which objects a command's words name: paths resolved against the current reference (rules P1–P6), patterns
+/// expanded by walking the bucket a page at a time, and errors placed at the word they concern, with a hint when
+/// the likely mistake is known.
+extension Interpreter {
+    /// The objects that targets name, in order: each path as given (it must be a valid name), each
+    /// pattern expanded to its matches in name order. No target means the current reference.
+    func expand(_ targets: [Word], raw: Bool, at here: SourceLocation) async throws -> [(name: ObjectName, metadata: ObjectMetadata?, word: Word?)] {
+        guard !targets.isEmpty else {
+            return [(try located(here) { try self.current.objectName() }, nil, nil)]
+        }
+        var objects: [(name: ObjectName, metadata: ObjectMetadata?, word: Word?)] = []
+        var seen = Set<ObjectName>()
+        for word in targets {
+            if !raw && ObjectPattern.isPattern(word) {
+                let pattern = try located(word.location) {
+                    try ObjectPattern(resolving: word, from: self.current, bucket: self.target.name)
+                }
+                var after: String?
+                var matched = 0
+                repeat {
+                    try checkCancelled(at: here)
+                    let page = try await located(word.location) {
+                        try await self.target.scan(prefix: pattern.literalPrefix, after: after, limit: Self.scanPageSize)
+                    }
+                    for metadata in page.objects where pattern.matches(metadata.fullPath) {
+                        let name = try located(word.location) { try ObjectName(metadata.fullPath) }
+                        matched += 1
+                        if seen.insert(name).inserted { objects.append((name, metadata, word)) }
+                    }
+                    after = page.resumeAfter
+                } while after != nil
+                if matched == 0 {
+                    throw Diagnostic.running(
+                        StorageError(.objectNotFound, "No object matches the pattern \(pattern.text)."), at: word.location)
+                }
+            } else {
+                let name = try objectName(word, raw: raw, at: here)
+                if seen.insert(name).inserted { objects.append((name, nil, word)) }
+            }
+        }
+        return objects
+    }
+
+    /// Runs a bucket call on one target. An object-not-found gets a hint when the likely mistake is known:
+    /// quoted wildcards (literal), a name that normalising changed (rule P1), or a folder (a prefix).
+    func onTarget<T>(_ word: Word?, name: ObjectName, at here: SourceLocation, _ body: () async throws -> T)
+        async throws -> T
+    {
+        do {
+            return try await body()
+        } catch var error as StorageError {
+            if error.code == .objectNotFound, let word { error.message += await notFoundHint(word, name: name) }
+            throw Diagnostic.running(error, at: word?.location ?? here)
+        }
+    }
+
+    func notFoundHint(_ word: Word, name: ObjectName) async -> String {
+        // The hint's own requests are not the user's: `rules why` keeps explaining the failed one.
+        rules?.recordsDecisions = false
+        defer { rules?.recordsDecisions = true }
+        if zip(word.text.unicodeScalars, word.literal).contains(where: { $1 && ($0 == "*" || $0 == "?" || $0 == "[") }) {
+            return " Its wildcards are quoted, so they are literal; unquote them to match a pattern."
+        }
+        let typed = word.text.hasPrefix("/") ? String(word.text.dropFirst()) : word.text
+        if word.text.contains("//") || (typed.hasSuffix("/") && typed.count > 1) {
+            if (try? await target.metadata(of: ObjectName(typed))) != nil {
+                return " Paths are normalised (rule P1); to name '\(typed)' exactly, use --raw."
+            }
+        }
+        if let page = try? await target.list(StoragePath(normalizing: name.rawValue), options: ListOptions(maxResults: 1)),
+            !page.prefixes.isEmpty || !page.items.isEmpty
+        {
+            return " \(name.rawValue) is a folder (a prefix), not an object; to change the objects in it, use \(name.rawValue)/* or \(name.rawValue)/**."
+        }
+        return ""
+    }
+
+    func resolve(_ word: Word) throws -> StoragePath {
+        try located(word.location) { try StoragePath.resolve(word.text, from: self.current, bucket: self.target.name) }
+    }
+
+    /// The object a path word names (or, without one, the current reference); with `raw`, the word exactly.
+    func objectName(_ word: Word?, raw: Bool = false, at here: SourceLocation) throws -> ObjectName {
+        if raw, let word { return try located(word.location) { try ObjectName(word.text) } }
+        let path = try word.map(resolve) ?? current
+        return try located(word?.location ?? here) { try path.objectName() }
+    }
+
+    /// A path for cd and ls, which take no patterns.
+    func navigationPath(_ word: Word, command: String) throws -> StoragePath {
+        if ObjectPattern.isPattern(word) {
+            throw Diagnostic.running(
+                .invalidArgument(
+                    "`\(command)` takes a path, not a pattern; patterns work in meta set, meta unset and rm (quote * ? [ to use them literally)."),
+                at: word.location)
+        }
+        return try resolve(word)
+    }
+
+    func checkCancelled(at location: SourceLocation) throws {
+        if isCancelled() { throw Diagnostic.running(Self.interruption, at: location) }
+    }
+
+    func located<T>(_ location: SourceLocation, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as StorageError {
+            throw Diagnostic.running(error, at: location)
+        }
+    }
+
+    func located<T>(_ location: SourceLocation, _ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let error as StorageError {
+            throw Diagnostic.running(error, at: location)
+        }
+    }
+}
