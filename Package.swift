@@ -21,14 +21,16 @@ let package = Package(
         // SQLite, the local bucket's storage engine (pkg-config `sqlite3`, Debian `libsqlite3-dev`).
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
 
-        // Storage semantics only: paths, metadata, listing, page tokens, errors, the Bucket interface.
+        // Storage semantics only: paths, metadata, the listing rules, errors, the Bucket interface.
         // Knows nothing of terminals or files.
         .target(
             name: "StoreshCore",
             dependencies: [.product(name: "Crypto", package: "swift-crypto")]
         ),
-        // The local bucket: one durable SQLite file, plus the JSON export/import format.
-        .target(name: "StoreshLocal", dependencies: ["StoreshCore", "CSQLite"]),
+        // The local bucket: one durable SQLite file, its page tokens, plus the JSON export/import format.
+        .target(
+            name: "StoreshLocal",
+            dependencies: ["StoreshCore", "CSQLite", .product(name: "Crypto", package: "swift-crypto")]),
         // Security rules: the rules language, its evaluation, and the engine the local bucket asks.
         .target(name: "StoreshRules", dependencies: ["StoreshCore"]),
         // The command language: lexer, parser, AST with source positions, interpreter over any Bucket.

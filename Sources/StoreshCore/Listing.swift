@@ -101,6 +101,55 @@ public struct SortedNameIndex: ObjectNameIndex, Sendable {
     }
 }
 
+/// Where a listing resumes (rule L10): strictly after the last entry of the page before.
+public struct ListPosition: Sendable, Equatable {
+    public enum EntryKind: UInt8, Sendable {
+        case item = 0
+        case prefix = 1
+    }
+
+    /// The listing's prefix (rule L1), e.g. `photos/` or `""` at the root.
+    public var prefix: String
+    public var lastEntryKind: EntryKind
+    /// The last entry returned, as a full name; a prefix keeps its trailing `/`.
+    public var lastEntry: String
+
+    public init(prefix: String, lastEntryKind: EntryKind, lastEntry: String) {
+        self.prefix = prefix
+        self.lastEntryKind = lastEntryKind
+        self.lastEntry = lastEntry
+    }
+
+    /// Where the next page starts: after everything under a prefix entry, or strictly after an item.
+    public var resumeBound: NameBound {
+        switch lastEntryKind {
+        case .item: .after(lastEntry)
+        case .prefix: .atOrAfter(NameBound.successor(ofPrefix: lastEntry))
+        }
+    }
+
+    /// Whether a listing of its prefix could have ended a page here (a forged position could not).
+    var couldBeIssued: Bool {
+        lastEntry.utf8.starts(with: prefix.utf8) && lastEntry.utf8.count > prefix.utf8.count
+            && (lastEntryKind == .item || lastEntry.utf8.last == UInt8(ascii: "/"))
+    }
+}
+
+/// How a bucket writes the positions of its listings into page tokens and reads them back. Each backend has its
+/// own format (the local bucket's is `LocalPageTokens`); the listing rules need only the position.
+public protocol PageTokenFormat: Sendable {
+    func token(for position: ListPosition, bucket: String) -> String
+    /// The position a token holds, for a listing of `prefix` in `bucket`; a token of another listing, or one
+    /// this format did not issue, is invalid-argument (rule L10).
+    func position(decoding token: String, bucket: String, prefix: String) throws(StorageError) -> ListPosition
+}
+
+extension StorageError {
+    /// A page token that no listing issued (rule L10).
+    public static let malformedPageToken = StorageError.invalidArgument(
+        "Invalid page token: it is not a token storesh issued, or it was cut short or mistyped (rule L10).")
+}
+
 /// The delimiter listing of Cloud Storage for Firebase over a sorted name index (rules L1–L10).
 public enum Lister {
     /// One page of the listing of `reference` in `bucket`.
@@ -108,20 +157,25 @@ public enum Lister {
     /// Each step seeks the next name; a prefix found is then skipped as a whole, so listing a folder
     /// that collapses to a few prefixes over millions of objects costs one seek per entry returned.
     public static func page(
-        of reference: StoragePath, bucket: String, options: ListOptions, index: some ObjectNameIndex
+        of reference: StoragePath, bucket: String, options: ListOptions, index: some ObjectNameIndex,
+        tokens: some PageTokenFormat
     ) throws -> ListPage {
         let prefix = reference.listingPrefix
         let maxResults = try options.validatedMaxResults()
         var bound = NameBound.atOrAfter(prefix)
         if let token = options.pageToken {
-            bound = try PageToken(decoding: token, bucket: bucket, prefix: prefix).resumeBound
+            let position = try tokens.position(decoding: token, bucket: bucket, prefix: prefix)
+            guard position.prefix.utf8.elementsEqual(prefix.utf8), position.couldBeIssued else {
+                throw StorageError.malformedPageToken
+            }
+            bound = position.resumeBound
         }
         if let start = options.startOffset, start.utf8.starts(with: prefix.utf8), bound.precedes(start) {
             bound = .atOrAfter(start)
         }
         var page = ListPage()
         var returned = 0
-        var last: (kind: PageToken.EntryKind, name: String)?
+        var last: (kind: ListPosition.EntryKind, name: String)?
         // Bounded: `bound` strictly increases at each step through a finite set of names.
         while let name = try index.firstName(from: bound, withPrefix: prefix) {
             let entry = Self.entry(forName: name, prefixLength: prefix.utf8.count)
@@ -132,8 +186,8 @@ public enum Lister {
             guard isShown(entry) else { continue }  // rules L3, L8: hidden entries take no slot
             if returned == maxResults, let last {
                 // Another shown entry exists, so this page is not the last (rule L9).
-                page.nextPageToken =
-                    PageToken(bucket: bucket, prefix: prefix, lastEntryKind: last.kind, lastEntry: last.name).encoded
+                page.nextPageToken = tokens.token(
+                    for: ListPosition(prefix: prefix, lastEntryKind: last.kind, lastEntry: last.name), bucket: bucket)
                 break
             }
             switch entry.kind {
@@ -148,7 +202,7 @@ public enum Lister {
 
     /// Rule L2: the rest of the name after the prefix either holds a `/`, making it a prefix entry
     /// (up to and including that first `/`), or it is an item.
-    static func entry(forName name: String, prefixLength: Int) -> (kind: PageToken.EntryKind, name: String) {
+    static func entry(forName name: String, prefixLength: Int) -> (kind: ListPosition.EntryKind, name: String) {
         let utf8 = name.utf8
         let restStart = utf8.index(utf8.startIndex, offsetBy: prefixLength)
         if let slash = utf8[restStart...].firstIndex(of: UInt8(ascii: "/")) {
@@ -158,7 +212,7 @@ public enum Lister {
     }
 
     /// The validity filter (rule L3), on an entry's full name (a prefix with its trailing `/`).
-    static func isShown(_ entry: (kind: PageToken.EntryKind, name: String)) -> Bool {
+    static func isShown(_ entry: (kind: ListPosition.EntryKind, name: String)) -> Bool {
         var name = Substring(entry.name).utf8[...]
         if entry.kind == .prefix { name = name.dropLast() }
         return hasOnlyNonEmptySegments(name)

@@ -28,7 +28,7 @@ public enum NameBytes {
     }
 
     /// The first `length` bytes of `name`, where `length` ends just after a `/` or at a scalar boundary.
-    static func prefix(of name: String, byteCount length: Int) -> String {
+    public static func prefix(of name: String, byteCount length: Int) -> String {
         String(Substring(name.utf8.prefix(length)))
     }
 }

@@ -489,7 +489,8 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     /// The synchronous form of `list`, for in-process callers that are not async.
     public func listPage(_ reference: StoragePath, options: ListOptions) throws(StorageError) -> ListPage {
         try read {
-            var page = try Lister.page(of: reference, bucket: name, options: options, index: NameIndex(connection: connection))
+            var page = try Lister.page(
+                of: reference, bucket: name, options: options, index: NameIndex(connection: connection), tokens: LocalPageTokens())
             if options.includeMetadata {
                 // Read with the page, in its transaction: a list answers with the objects as they are (R2: `list`).
                 page.itemMetadata = try page.items.map { item in

@@ -1,4 +1,5 @@
 import StoreshCore
+import StoreshTestSupport
 
 /// A sorted list of names standing in for an engine's index, so the listing rules are tested on their own (on
 /// the core's in-memory index, which plans list with).
@@ -22,7 +23,7 @@ struct SortedNames: ObjectNameIndex {
     {
         try Lister.page(
             of: StoragePath(normalizing: path), bucket: bucket,
-            options: ListOptions(maxResults: maxResults, pageToken: token), index: self)
+            options: ListOptions(maxResults: maxResults, pageToken: token), index: self, tokens: TestPageTokens())
     }
 
     /// Every page of a listing, following tokens.

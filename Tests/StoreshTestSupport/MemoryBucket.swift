@@ -36,7 +36,8 @@ public final class MemoryBucket: Bucket, SnapshotStore, RulesStore, @unchecked S
     public func close() {}
 
     public func list(_ reference: StoragePath, options: ListOptions) async throws -> ListPage {
-        var page = try Lister.page(of: reference, bucket: name, options: options, index: SortedNameIndex(objects.keys))
+        var page = try Lister.page(
+            of: reference, bucket: name, options: options, index: SortedNameIndex(objects.keys), tokens: TestPageTokens())
         if options.includeMetadata { page.itemMetadata = page.items.compactMap { objects[$0]?.metadata } }
         return page
     }

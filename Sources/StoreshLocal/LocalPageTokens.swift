@@ -1,48 +1,43 @@
 import Crypto
 import Foundation
+import StoreshCore
 
-/// Where a listing resumes (rule L10): opaque to users, it encodes the bucket, the listing's prefix and
-/// the last entry returned, so it resumes strictly after that entry whatever was added or deleted meanwhile.
+/// The local bucket's page tokens (rule L10): opaque to users, a token encodes the bucket, the listing's prefix and
+/// the last entry returned, so a listing resumes strictly after that entry whatever was added or deleted meanwhile.
 ///
 /// Wire form: base64url (no padding) of `version · bucket · prefix · kind · entry · check`, where strings
 /// are length-prefixed UTF-8 and `check` is the first 4 bytes of the SHA-256 of what precedes it, so a
 /// mistyped or truncated token is reported as invalid rather than resuming somewhere arbitrary.
-public struct PageToken: Sendable, Equatable {
-    public enum EntryKind: UInt8, Sendable {
-        case item = 0
-        case prefix = 1
+public struct LocalPageTokens: PageTokenFormat {
+    public init() {}
+
+    public func token(for position: ListPosition, bucket: String) -> String {
+        LocalPageToken(bucket: bucket, position: position).encoded
     }
 
-    public var bucket: String
-    /// The listing's prefix (rule L1), e.g. `photos/` or `""` at the root.
-    public var prefix: String
-    public var lastEntryKind: EntryKind
-    /// The last entry returned, as a full name; a prefix keeps its trailing `/`.
-    public var lastEntry: String
+    public func position(decoding token: String, bucket: String, prefix: String) throws(StorageError) -> ListPosition {
+        try LocalPageToken(decoding: token, bucket: bucket, prefix: prefix).position
+    }
+}
+
+/// One token of the local format.
+struct LocalPageToken: Sendable, Equatable {
+    var bucket: String
+    var position: ListPosition
 
     static let version: UInt8 = 1
     static let checkLength = 4
 
-    public init(bucket: String, prefix: String, lastEntryKind: EntryKind, lastEntry: String) {
+    init(bucket: String, position: ListPosition) {
         self.bucket = bucket
-        self.prefix = prefix
-        self.lastEntryKind = lastEntryKind
-        self.lastEntry = lastEntry
+        self.position = position
     }
 
-    /// Where the next page starts: after everything under a prefix entry, or strictly after an item.
-    public var resumeBound: NameBound {
-        switch lastEntryKind {
-        case .item: .after(lastEntry)
-        case .prefix: .atOrAfter(NameBound.successor(ofPrefix: lastEntry))
-        }
-    }
-
-    public var encoded: String {
+    var encoded: String {
         var bytes: [UInt8] = [Self.version]
-        for text in [bucket, prefix] { Self.appendLengthPrefixed(text, to: &bytes) }
-        bytes.append(lastEntryKind.rawValue)
-        Self.appendLengthPrefixed(lastEntry, to: &bytes)
+        for text in [bucket, position.prefix] { Self.appendLengthPrefixed(text, to: &bytes) }
+        bytes.append(position.lastEntryKind.rawValue)
+        Self.appendLengthPrefixed(position.lastEntry, to: &bytes)
         bytes += Self.check(bytes)
         return Data(bytes).base64EncodedString()
             .replacingOccurrences(of: "+", with: "-")
@@ -51,9 +46,8 @@ public struct PageToken: Sendable, Equatable {
     }
 
     /// Decodes a token for a listing of `prefix` in `bucket`; anything else is invalid-argument (rule L10).
-    public init(decoding token: String, bucket: String, prefix: String) throws(StorageError) {
-        let malformed = StorageError.invalidArgument(
-            "Invalid page token: it is not a token storesh issued, or it was cut short or mistyped (rule L10).")
+    init(decoding token: String, bucket: String, prefix: String) throws(StorageError) {
+        let malformed = StorageError.malformedPageToken
         var base64 = token.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         guard !token.contains("+"), !token.contains("/"), !token.contains("=") else { throw malformed }
         base64 += String(repeating: "=", count: (4 - base64.utf8.count % 4) % 4)
@@ -65,7 +59,7 @@ public struct PageToken: Sendable, Equatable {
         }
         var reader = ByteReader(bytes: Array(body.dropFirst()))
         guard let tokenBucket = reader.lengthPrefixedString(), let tokenPrefix = reader.lengthPrefixedString(),
-            let kindByte = reader.byte(), let kind = EntryKind(rawValue: kindByte),
+            let kindByte = reader.byte(), let kind = ListPosition.EntryKind(rawValue: kindByte),
             let entry = reader.lengthPrefixedString(), reader.isAtEnd
         else { throw malformed }
         guard tokenBucket.utf8.elementsEqual(bucket.utf8) else {
@@ -77,10 +71,7 @@ public struct PageToken: Sendable, Equatable {
                 "Invalid page token: it was issued for a listing of '\(Self.describe(prefix: tokenPrefix))', not '\(Self.describe(prefix: prefix))' (rule L10)."
             )
         }
-        guard entry.utf8.starts(with: prefix.utf8), entry.utf8.count > prefix.utf8.count,
-            kind == .item || entry.utf8.last == UInt8(ascii: "/")
-        else { throw malformed }
-        self.init(bucket: tokenBucket, prefix: tokenPrefix, lastEntryKind: kind, lastEntry: entry)
+        self.init(bucket: tokenBucket, position: ListPosition(prefix: tokenPrefix, lastEntryKind: kind, lastEntry: entry))
     }
 
     private static func describe(prefix: String) -> String {
