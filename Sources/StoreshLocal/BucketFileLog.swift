@@ -142,6 +142,18 @@ enum BucketFileLog {
         return "file:\(escaped)" + (query.map { "?" + $0 } ?? "")
     }
 
+    /// A new file's name beside `path` (hidden, unique to this process): a bucket file is built there and then
+    /// linked or renamed into place, so `path` is never half made.
+    static func temporaryName(beside path: String, for purpose: String) -> String {
+        let url = URL(fileURLWithPath: path)
+        return "\(url.deletingLastPathComponent().path)/.\(url.lastPathComponent).\(purpose)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+    }
+
+    /// Removes a file and whatever SQLite kept beside it.
+    static func removeWithSidecars(_ path: String) {
+        for suffix in ["", "-wal", "-shm", "-journal"] { unlink(path + suffix) }
+    }
+
     /// Makes `directory`'s entries durable (a new or renamed name must survive a crash).
     static func synchronizeDirectory(of path: String) {
         let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
@@ -178,11 +190,8 @@ extension LocalBucket {
                 throw .invalidArgument("\(destination) is open in another storesh (a shell, a script or a server); close it first, then copy over it.")
             }
         }
-        let directory = URL(fileURLWithPath: destination).deletingLastPathComponent().path
-        let temporary = "\(directory)/.\(URL(fileURLWithPath: destination).lastPathComponent).backup-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        defer {
-            for suffix in ["", "-wal", "-shm", "-journal"] { unlink(temporary + suffix) }
-        }
+        let temporary = BucketFileLog.temporaryName(beside: destination, for: "backup")
+        defer { BucketFileLog.removeWithSidecars(temporary) }
         do {
             let copy = try SQLiteConnection(path: temporary, flags: SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
             defer { copy.close() }

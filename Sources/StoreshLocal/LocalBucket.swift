@@ -214,11 +214,8 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     private static func create(at path: String, name: String, objects: [ArchivedObject], options: LocalBucketOptions)
         throws(StorageError)
     {
-        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
-        let temporary = "\(directory)/.\(URL(fileURLWithPath: path).lastPathComponent).creating-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        defer {
-            for suffix in ["", "-wal", "-shm", "-journal"] { unlink(temporary + suffix) }
-        }
+        let temporary = BucketFileLog.temporaryName(beside: path, for: "creating")
+        defer { BucketFileLog.removeWithSidecars(temporary) }
         do {
             let connection = try SQLiteConnection(path: temporary, flags: SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
             try connection.execute(

@@ -9,7 +9,8 @@ let storeshVersion = "0.1.0"
 /// Options every command takes.
 struct BucketOptions: ParsableArguments {
     @Option(
-        name: .long, help: ArgumentHelp("The local bucket file (default: $STORESH_BUCKET, else the default bucket).",
+        name: .long, help: ArgumentHelp(
+            "The bucket: a local bucket file; gs://NAME and s3://NAME are recognised but not opened yet (default: $STORESH_BUCKET, else the default bucket).",
             valueName: "location"))
     var bucket: String?
 

@@ -67,6 +67,19 @@ struct PlanTests {
         #expect(bucket.changeRequests == ["snapshot save start", "delete docs/b.txt"], "only the seed's own")
     }
 
+    @Test("a planned listing pages with its own tokens, and a page of the real bucket goes on as it was")
+    func plannedPaging() async throws {
+        let bucket = try await seeded()
+        let (status, output) = try await run(
+            "ls -n 1\nput --data 1 notes/a\nput --data 2 notes/b\nput --data 3 notes/c\npage next\nls -n 2 notes\npage next",
+            on: bucket)
+        #expect(status == .success, "\(output.errors)")
+        let listed = output.lines.filter { !$0.hasPrefix("#") && !$0.hasPrefix("would") && !$0.hasPrefix("…") && !$0.hasPrefix("dry run") }
+        // The root's first page came from the bucket before anything was planned: its next page is the bucket's.
+        #expect(listed == ["docs/", "images/", "a", "b", "c"], "\(output.lines)")
+        #expect(output.errors.isEmpty)
+    }
+
     @Test("a planned restore brings back what the snapshot holds, and says so")
     func plannedRestore() async throws {
         let bucket = try await seeded()

@@ -19,6 +19,14 @@ def sidecars(bucket):
     return [suffix for suffix in SIDECARS if os.path.exists(bucket + suffix)]
 
 
+def wait_until_open(bucket, process):
+    """Until `process` has the bucket open (SQLite's index beside it exists) or has ended; bounded."""
+    for _ in range(2000):
+        if os.path.exists(bucket + "-shm") or process.poll() is not None:
+            return
+        time.sleep(0.005)
+
+
 def names(home, bucket):
     return sorted(export(home, bucket))
 
@@ -54,11 +62,7 @@ def test_interrupted_script_closes_the_bucket(tmp_path):
     script = tmp_path / "long.store"
     script.write_text("".join(f"meta set custom.round={n} -- k/**\n" for n in range(400)))
     process = start(tmp_path, "--bucket", bucket, "run", str(script))
-    # The script has the file open once SQLite's index beside it exists.
-    for _ in range(2000):
-        if os.path.exists(bucket + "-shm") or process.poll() is not None:
-            break
-        time.sleep(0.005)
+    wait_until_open(bucket, process)
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=120)
     assert process.returncode == 130, err
@@ -138,10 +142,7 @@ def test_backup_while_another_process_writes(tmp_path):
     script = tmp_path / "grow.store"
     script.write_text("".join(f"put --data {n} new/{n:05d}\n" for n in range(3000)))
     writer = start(tmp_path, "--bucket", bucket, "run", str(script))
-    for _ in range(2000):
-        if os.path.exists(bucket + "-shm") or writer.poll() is not None:
-            break
-        time.sleep(0.005)
+    wait_until_open(bucket, writer)
     copy = str(tmp_path / "copy.bucket")
     status, _, err = storesh(tmp_path, "backup", "--bucket", bucket, copy)
     assert status == 0, err
