@@ -37,6 +37,8 @@ public struct RunOptions: Sendable {
     public var defaultPageSize: Int?
     /// `run --snapshot NAME`: save a snapshot first, inside the script's transaction.
     public var snapshotBefore: String?
+    /// Lines typed at the prompt, not a script: messages speak of the line.
+    public var atPrompt = false
 
     public init(json: Bool = false, dryRun: Bool = false, keepGoing: Bool = false, color: Bool = false, defaultPageSize: Int? = nil) {
         self.json = json

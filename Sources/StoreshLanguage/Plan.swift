@@ -23,6 +23,8 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
     public private(set) var changes: [PlannedChange] = []
     private var overlay: [String: Entry] = [:]
     private var plannedRules: (source: String, origin: String)?
+    /// Snapshots the plan saved: each with the planned changes as they stood (the rest is the real bucket).
+    fileprivate var plannedSnapshots: [(info: SnapshotInfo, overlay: [String: Entry])] = []
 
     enum Entry {
         /// The object as planned; its content when the plan knows it (a planned write), else the real one's.
@@ -50,11 +52,11 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
 
     /// Savepoints cost nothing here: the plan so far is a value.
     public func withSavepoint<Value>(_ body: () async throws -> Value) async throws -> Value {
-        let saved = (overlay, changes, plannedRules)
+        let saved = (overlay, changes, plannedRules, plannedSnapshots)
         do {
             return try await body()
         } catch {
-            (overlay, changes, plannedRules) = saved
+            (overlay, changes, plannedRules, plannedSnapshots) = saved
             throw error
         }
     }
@@ -196,18 +198,58 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
         }
     }
 
-    /// A planned restore: the objects become as `changes` (from now to the snapshot) say.
-    fileprivate func planRestore(_ restoring: [ObjectChange]) async throws {
+    /// A planned restore of a stored snapshot: the objects become as `restoring` (from the real bucket now to the
+    /// snapshot) says, and a planned change to any other object is undone (the snapshot has it as the bucket
+    /// has it). Returns every change, in name order.
+    fileprivate func planRestore(_ restoring: [ObjectChange]) async throws -> [ObjectChange] {
+        var all: [ObjectChange] = []
+        let named = Set(restoring.map(\.name))
         for change in restoring {
             let before = try await lookUp(ObjectName(change.name))
-            switch change.kind {
-            case .added, .changed:
-                plan(change.name, before: before, after: change.metadata, content: .unknown)
-            case .removed:
-                plan(change.name, before: before, after: nil, content: .real)
+            let after = change.kind == .removed ? nil : change.metadata
+            if let difference = ObjectChange.between(before, after) { all.append(difference) }
+            plan(change.name, before: before, after: after, content: after == nil ? .real : .unknown)
+        }
+        for name in overlay.keys where !named.contains(name) {
+            try await revertToReal(name, into: &all)
+        }
+        return all.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
+    }
+
+    /// A planned restore of a snapshot the plan saved: every object its planned changes touched, or the
+    /// snapshot's did, becomes as it was then.
+    fileprivate func planRestore(of saved: [String: Entry]) async throws -> [ObjectChange] {
+        var all: [ObjectChange] = []
+        for name in Set(overlay.keys).union(saved.keys).sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
+            guard let then = saved[name] else {
+                try await revertToReal(name, into: &all)
+                continue
+            }
+            let before = try await lookUp(ObjectName(name))
+            switch then {
+            case .present(let metadata, let content):
+                if let change = ObjectChange.between(before, metadata) { all.append(change) }
+                plan(name, before: before, after: metadata, content: content)
+            case .deleted:
+                if let change = ObjectChange.between(before, nil) { all.append(change) }
+                plan(name, before: before, after: nil, content: .real)
             }
         }
+        return all
     }
+
+    /// Drops the planned state of `name`: it is the real bucket's again.
+    private func revertToReal(_ name: String, into all: inout [ObjectChange]) async throws {
+        let before = try await lookUp(ObjectName(name))
+        overlay[name] = nil
+        let real = try await lookUp(ObjectName(name))
+        if let change = ObjectChange.between(before, real) {
+            all.append(change)
+            changes.append(PlannedChange(object: name, before: before, after: real))
+        }
+    }
+
+    fileprivate var currentOverlay: [String: Entry] { overlay }
 
     fileprivate var plannedObjectCountChange: Int {
         // Each planned change, against the real bucket: a name planned present that is not there, and back.
@@ -254,23 +296,36 @@ private struct PlannedSnapshots: SnapshotStore {
 
     func saveSnapshot(named name: String) async throws -> SnapshotInfo {
         try SnapshotInfo.validate(name: name)
-        if let existing = try await stored.snapshots().first(where: { $0.name == name }) { throw SnapshotInfo.nameTaken(existing) }
-        return SnapshotInfo(name: name, created: plan.clock.now(), objectCount: try await objectCount())
+        if let existing = try await snapshots().first(where: { $0.name == name }) { throw SnapshotInfo.nameTaken(existing) }
+        let info = SnapshotInfo(name: name, created: plan.clock.now(), objectCount: try await objectCount())
+        plan.plannedSnapshots.append((info, plan.currentOverlay))
+        return info
     }
 
-    func snapshots() async throws -> [SnapshotInfo] { try await stored.snapshots() }
+    /// The stored snapshots, then those the plan saved.
+    func snapshots() async throws -> [SnapshotInfo] { try await stored.snapshots() + plan.plannedSnapshots.map(\.info) }
 
     func changes(from old: BucketState, to new: BucketState) async throws -> [ObjectChange] {
-        try await stored.changes(from: old, to: new)
+        for state in [old, new] {
+            if case .snapshot(let name) = state, plan.plannedSnapshots.contains(where: { $0.info.name == name }) {
+                throw StorageError.invalidArgument(
+                    "Snapshot \(name) is only planned in this dry run; snapshot diff compares snapshots that are stored.")
+            }
+        }
+        return try await stored.changes(from: old, to: new)
     }
 
     func restoreSnapshot(named name: String) async throws -> [ObjectChange] {
-        let restoring = try await stored.changes(from: .current, to: .snapshot(name))
-        try await plan.planRestore(restoring)
-        return restoring
+        if let saved = plan.plannedSnapshots.last(where: { $0.info.name == name }) {
+            return try await plan.planRestore(of: saved.overlay)
+        }
+        return try await plan.planRestore(try await stored.changes(from: .current, to: .snapshot(name)))
     }
 
     func removeSnapshot(named name: String) async throws -> SnapshotInfo {
+        if let index = plan.plannedSnapshots.firstIndex(where: { $0.info.name == name }) {
+            return plan.plannedSnapshots.remove(at: index).info
+        }
         // An unknown name gets the store's own message (with its suggestion).
         _ = try await stored.changes(from: .snapshot(name), to: .snapshot(name))
         guard let info = try await stored.snapshots().first(where: { $0.name == name }) else {

@@ -241,7 +241,9 @@ public struct JSONRenderer: ResultRenderer {
                 ("nextPageToken", listing.page.nextPageToken.map { .string($0) } ?? .null),
             ])
         case .metadata(let metadata): return metadata.jsonDocument
-        case .written(let metadata, _): return metadata.jsonDocument
+        case .written(let metadata, let dryRun):
+            guard dryRun, case .object(let fields) = metadata.jsonDocument else { return metadata.jsonDocument }
+            return marked(fields, true)
         case .saved(let object, let file, let size, let dryRun):
             // A dry run saves no file, and says so to people only.
             return dryRun ? nil : .object([("path", .string(object)), ("file", .string(file)), ("size", .integer(size))])

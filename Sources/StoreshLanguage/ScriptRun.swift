@@ -80,7 +80,7 @@ extension Interpreter {
         if end.stoppedEarly { return end.status }
         if options.dryRun {
             deliver(.note("dry run: nothing was saved"))
-        } else if end.failures > 0 {
+        } else if end.failures > 0 && script.changesBucket {
             output.notice(
                 "\(MessageText.counted(end.failures, "command")) failed and changed nothing; the changes of the other \(MessageText.counted(script.statements.count - end.failures, "command")) were saved")
         }
@@ -124,8 +124,11 @@ extension Interpreter {
                 if options.keepGoing { continue }
                 if options.dryRun {
                     deliver(.note("dry run: stopped at the error; nothing was saved"))
-                } else if transactional && script.statements.count > 1 {
-                    output.notice("nothing was saved: a script lands whole or not at all (--keep-going keeps what succeeds)")
+                } else if transactional && script.statements.count > 1 && script.changesBucket {
+                    output.notice(
+                        options.atPrompt
+                            ? "nothing was saved: a line lands whole or not at all"
+                            : "nothing was saved: a script lands whole or not at all (storesh run --keep-going keeps what succeeds)")
                 }
                 return ScriptEnd(status: .failed, keep: false, failures: failures, stoppedEarly: true)
             }

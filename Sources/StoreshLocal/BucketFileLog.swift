@@ -179,16 +179,23 @@ extension LocalBucket {
                 throw .invalidArgument("\(destination) is the bucket itself; give the path of the copy to write.")
             }
             if (target.st_mode & S_IFMT) == S_IFDIR {
-                throw .invalidArgument("\(destination) is a directory; give the path of the copy to write, e.g. \(destination)/\(URL(fileURLWithPath: path).lastPathComponent).")
+                let folder = destination.hasSuffix("/") ? String(destination.dropLast()) : destination
+                throw .invalidArgument(
+                    "\(destination) is a directory; give the path of the copy to write, e.g. \(folder)/\(URL(fileURLWithPath: path).lastPathComponent).")
             }
             let isBucket = (try? SQLiteConnection(path: BucketFileLog.uri(destination, "immutable=1"), flags: SQLITE_OPEN_READONLY | SQLITE_OPEN_URI))
                 .flatMap { try? $0.integer("PRAGMA application_id") } == BucketSchema.applicationID
-            guard isBucket || target.st_size == 0 else {
+            guard isBucket else {
                 throw .invalidArgument("\(destination) exists and is not a storesh bucket; storesh will not overwrite it.")
             }
             if BucketFileLog.isOpenElsewhere(destination) {
                 throw .invalidArgument("\(destination) is open in another storesh (a shell, a script or a server); close it first, then copy over it.")
             }
+        }
+        var folder = stat()
+        let directory = URL(fileURLWithPath: destination).deletingLastPathComponent().path
+        guard stat(directory, &folder) == 0, (folder.st_mode & S_IFMT) == S_IFDIR else {
+            throw .invalidArgument("Cannot write the copy \(destination): there is no directory \(directory).")
         }
         let temporary = BucketFileLog.temporaryName(beside: destination, for: "backup")
         defer { BucketFileLog.removeWithSidecars(temporary) }

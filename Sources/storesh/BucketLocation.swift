@@ -53,6 +53,14 @@ struct BucketLocation {
 
     /// A location as written: a scheme (`NAME://`) is never taken for a file path (rule B1).
     static func parse(_ text: String, source: String) throws(CommandLineError) -> BucketLocation {
+        // `gs:NAME` or `s3:/NAME` is a real bucket mistyped, not a file to create.
+        for scheme in ["gs", "s3"] {
+            let lowered = text.lowercased()
+            if lowered.hasPrefix(scheme + ":"), !lowered.hasPrefix(scheme + "://") {
+                let name = text.dropFirst(scheme.count + 1).drop { $0 == "/" }
+                throw CommandLineError("\(source) \(text): a real bucket is written \(scheme)://NAME (did you mean \(scheme)://\(name)?).")
+            }
+        }
         // A scheme is a letter, then letters, digits, +, - or . (RFC 3986), before "://".
         let bytes = Array(text.utf8)
         let schemeLength = bytes.prefix { byte in
@@ -72,7 +80,10 @@ struct BucketLocation {
         guard scheme == "gs" || scheme == "s3" else {
             throw CommandLineError("\(source) \(text): unknown kind of location '\(written)://'; a bucket is \(forms).")
         }
-        guard !name.isEmpty, !name.contains("/") else {
+        guard !name.isEmpty else {
+            throw CommandLineError("\(source) \(text): give the bucket's name, as \(scheme)://NAME.")
+        }
+        guard !name.contains("/") else {
             throw CommandLineError(
                 "\(source) \(text): give the bucket alone, as \(scheme)://NAME (paths inside it are for cd, ls and the other commands).")
         }
@@ -125,7 +136,7 @@ struct BucketLocation {
         } else {
             bucket = try LocalBucket.open(at: path, options: options)
         }
-        if !exists {
+        if !exists && !quiet {
             // Saying what was created also says which bucket the run uses (rule B2).
             let what = isDefault ? "the default bucket gs://\(bucket.name) from the teaching sample" : "an empty bucket gs://\(bucket.name)"
             FileHandle.standardError.write(Data("storesh: created \(what) at \(path)\n".utf8))

@@ -50,9 +50,9 @@ final class Shell {
         self.opened = opened
         output = ConsoleOutput(json: json, source: SourceText(name: "-", text: ""))
         output.color = color
-        interpreter = Interpreter(
-            bucket: opened.bucket, output: output, files: HostFiles(), options: RunOptions(json: json, color: color),
-            clock: opened.clock)
+        var options = RunOptions(json: json, color: color)
+        options.atPrompt = true
+        interpreter = Interpreter(bucket: opened.bucket, output: output, files: HostFiles(), options: options, clock: opened.clock)
         history = HistoryFile(path: historyPath)
     }
 

@@ -99,11 +99,15 @@ struct EndToEndTests {
         let unknown = try sandbox.storesh.run(["--bucket", "ftp://host/b", "-c", "ls"])
         #expect(unknown.status == 2)
         #expect(unknown.stderr.contains("unknown kind of location 'ftp://'; a bucket is a local bucket file (a path), gs://NAME"))
+        let nearMiss = try sandbox.storesh.run(["--bucket", "gs:my-app", "-c", "ls"])
+        #expect(nearMiss.status == 2 && nearMiss.stderr.contains("a real bucket is written gs://NAME (did you mean gs://my-app?)"))
+        let noName = try sandbox.storesh.run(["--bucket", "s3://", "-c", "ls"])
+        #expect(noName.status == 2 && noName.stderr.contains("give the bucket's name, as s3://NAME"))
         let withPath = try sandbox.storesh.run(["--bucket", "gs://b/images", "-c", "ls"])
         #expect(withPath.status == 2 && withPath.stderr.contains("give the bucket alone, as gs://NAME"))
         let json = try sandbox.storesh.run(["--json", "--bucket", "ftp://x", "-c", "ls"])
         #expect(json.stderr.hasPrefix("{\"error\":{\"code\":\"usage-error\",\"message\":\"--bucket ftp://x: unknown kind"))
-        for made in ["gs:", "s3:", "ftp:"] { #expect(!FileManager.default.fileExists(atPath: sandbox.file(made))) }
+        for made in ["gs:", "s3:", "ftp:", "gs:my-app"] { #expect(!FileManager.default.fileExists(atPath: sandbox.file(made))) }
     }
 
     @Test("rule B2: a bucket from STORESH_BUCKET is named once on stderr")

@@ -317,8 +317,13 @@ struct TrialFindingsTests {
         let session = try Session(["a"])
         let (_, dry) = try await session.run("meta set contentType=x -- a", dryRun: true)
         #expect(dry.lines.first?.hasSuffix(#","dryRun":true}"#) == true)
+        let (_, put) = try await session.run("put --data x b", dryRun: true)
+        #expect(put.lines.first?.hasPrefix(#"{"bucket":"teaching""#) == true && put.lines.first?.hasSuffix(#","dryRun":true}"#) == true)
+        // A script that only reads says nothing about saving.
+        let (_, reading) = try await session.run("ls\nmeta get missing", json: false)
+        #expect(reading.notices.isEmpty)
         let (_, failed) = try await session.run("put --data x b\nrm missing", json: false)
-        #expect(failed.notices == ["nothing was saved: a script lands whole or not at all (--keep-going keeps what succeeds)"])
+        #expect(failed.notices == ["nothing was saved: a script lands whole or not at all (storesh run --keep-going keeps what succeeds)"])
     }
 }
 

@@ -80,6 +80,31 @@ struct PlanTests {
         #expect(output.errors.isEmpty)
     }
 
+    @Test("a snapshot saved in a dry run can be listed and restored in it, not diffed; nothing is stored")
+    func plannedSnapshot() async throws {
+        let bucket = try await seeded()
+        let script = "put --data 1 n/a\nmeta set contentType=x/y -- docs/*\nsnapshot save mid\nput --data 2 n/b\nrm n/a\nsnapshot list\nsnapshot restore mid\nls n\ncat n/a"
+        let (status, output) = try await run(script, on: bucket)
+        #expect(status == .success, "\(output.errors)")
+        #expect(output.lines.contains { $0.hasPrefix("mid ") }, "the planned snapshot is listed: \(output.lines)")
+        #expect(output.lines.contains("would restore snapshot mid: 1 added, 1 removed, 0 changed"), "\(output.lines)")
+        #expect(output.lines.contains("a"), "n/a is back in the plan")
+        #expect(output.bytes == Data("1".utf8), "with the content the plan gave it")
+        #expect(try await bucket.snapshots().map(\.name) == ["start"])
+        let (diffStatus, diff) = try await run("snapshot save s2\nsnapshot diff s2", on: bucket)
+        #expect(diffStatus == .failed)
+        #expect(diff.errors.first?.message.contains("only planned in this dry run") == true)
+    }
+
+    @Test("a dry-run restore of a stored snapshot also undoes the plan's own changes")
+    func storedRestoreUndoesPlan() async throws {
+        let bucket = try await seeded()
+        let (status, output) = try await run("put --data new extra.txt\nsnapshot restore start\nls", on: bucket)
+        #expect(status == .success, "\(output.errors)")
+        #expect(output.lines.contains("extra.txt (removed)"), "\(output.lines)")
+        #expect(!output.lines.contains("extra.txt"), "not listed after the planned restore")
+    }
+
     @Test("a planned restore brings back what the snapshot holds, and says so")
     func plannedRestore() async throws {
         let bucket = try await seeded()

@@ -123,15 +123,19 @@ def test_backup_refusals(tmp_path):
     bucket = make_bucket(tmp_path, "b", [{"name": "x", "text": "one"}])
     document = tmp_path / "notes.txt"
     document.write_text("mine")
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
     cases = {
         str(document): b"exists and is not a storesh bucket; storesh will not overwrite it",
+        str(empty): b"exists and is not a storesh bucket; storesh will not overwrite it",
         bucket: b"is the bucket itself",
-        str(tmp_path): b"is a directory",
+        str(tmp_path) + "/": b"is a directory; give the path of the copy to write, e.g. " + str(tmp_path).encode() + b"/b.bucket",
+        str(tmp_path / "nodir" / "x.bucket"): b"there is no directory " + str(tmp_path / "nodir").encode(),
     }
     for destination, message in cases.items():
         status, _, err = storesh(tmp_path, "backup", "--bucket", bucket, destination)
         assert status == 1 and message in err, (destination, err)
-    assert document.read_text() == "mine"
+    assert document.read_text() == "mine" and empty.read_text() == ""
     status, _, err = storesh(tmp_path, "backup", "--bucket", str(tmp_path / "none.bucket"), str(tmp_path / "c.bucket"))
     assert status == 1 and b"does not exist" in err, err
     assert not os.path.exists(tmp_path / "none.bucket") and not os.path.exists(tmp_path / "c.bucket")

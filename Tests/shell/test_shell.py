@@ -285,6 +285,7 @@ def test_exit_after_a_failed_command_does_not_leave_and_leaving_closes_the_bucke
     prompt(shell)
     output = run(shell, "rm missing; exit")
     assert "Object missing does not exist." in output, "the rm failed, so the exit after it never ran"
+    assert "nothing was saved: a line lands whole or not at all" in output
     output = run(shell, "echo still-here")
     assert "still-here\r\n" in output
     leave(shell)
