@@ -94,6 +94,17 @@ void storesh_install_interrupt_handler(void) {
 
 int storesh_interrupt_pending(void) { return interrupt_pending; }
 
+int storesh_wait_readable(int fd) {
+    for (;;) {
+        if (interrupt_pending) return 0;
+        struct pollfd watched[2] = {{.fd = fd, .events = POLLIN}, {.fd = wake_pipe[0], .events = POLLIN}};
+        int ready = poll(watched, wake_pipe[0] >= 0 ? 2 : 1, -1);
+        if (ready < 0 && errno != EINTR) return -1;
+        if (interrupt_pending) return 0;
+        if (ready > 0 && watched[0].revents != 0) return 1;
+    }
+}
+
 void storesh_interrupt_clear(void) {
     interrupt_pending = 0;
     drain_wake_pipe();

@@ -179,10 +179,16 @@ func makeClock(flag: String?) throws(CommandLineError) -> any StorageClock {
     return SteppingClock(start: start)
 }
 
-/// A usage error found after argument parsing (exit status 2).
+/// A usage error found after argument parsing (exit status 2), or an interruption while reading a file argument.
 struct CommandLineError: Error, CustomStringConvertible {
     var description: String
+    /// Ctrl-C while reading: the run ends as interrupted (130), not as a usage error.
+    var isInterruption = false
     init(_ description: String) { self.description = description }
+    init(interrupted description: String) {
+        self.description = description
+        isInterruption = true
+    }
 }
 
 /// A session's bucket and the clock its changes and its rules' `request.time` share.

@@ -1,3 +1,4 @@
+import CStoreshTerminal
 import Foundation
 import StoreshCore
 
@@ -56,6 +57,14 @@ func readInputFile(_ path: String) throws(CommandLineError) -> Data {
         throw CommandLineError("cannot read \(path): there is no such file.")
     }
     guard !isDirectory.boolValue else { throw CommandLineError("cannot read \(path): it is a directory.") }
+    var status = stat()
+    if stat(path, &status) == 0, (status.st_mode & S_IFMT) != S_IFREG {
+        // A pipe or a device: opened without waiting for a writer, then read as data comes, so Ctrl-C ends it.
+        let descriptor = Foundation.open(path, O_RDONLY | O_NONBLOCK)
+        guard descriptor >= 0 else { throw CommandLineError("cannot read \(path): \(String(cString: strerror(errno))).") }
+        defer { Foundation.close(descriptor) }
+        return try readInterruptibly(descriptor, path: path)
+    }
     // Read through the descriptor, so that pipes (`run <(…)`, /dev/stdin) work as well as files.
     guard let handle = FileHandle(forReadingAtPath: path) else {
         throw CommandLineError("cannot read \(path): \(String(cString: strerror(errno))).")
@@ -65,6 +74,27 @@ func readInputFile(_ path: String) throws(CommandLineError) -> Data {
         return try handle.readToEnd() ?? Data()
     } catch {
         throw CommandLineError("cannot read \(path): \(error.localizedDescription)")
+    }
+}
+
+/// What a pipe or a device holds, read until its end or until Ctrl-C, which a read that waits for a writer (a
+/// FIFO) or never ends (/dev/zero) would otherwise not see.
+private func readInterruptibly(_ descriptor: Int32, path: String) throws(CommandLineError) -> Data {
+    var data = Data()
+    var chunk = [UInt8](repeating: 0, count: 1 << 16)
+    while true {
+        switch storesh_wait_readable(descriptor) {
+        case 0: throw CommandLineError(interrupted: "Interrupted while reading \(path); nothing was written.")
+        case 1: break
+        default: throw CommandLineError("cannot read \(path): \(String(cString: strerror(errno))).")
+        }
+        let count = chunk.withUnsafeMutableBytes { Foundation.read(descriptor, $0.baseAddress, $0.count) }
+        if count == 0 { return data }
+        if count < 0 {
+            if errno == EINTR || errno == EAGAIN { continue }
+            throw CommandLineError("cannot read \(path): \(String(cString: strerror(errno))).")
+        }
+        data.append(contentsOf: chunk[..<count])
     }
 }
 

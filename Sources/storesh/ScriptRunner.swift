@@ -78,6 +78,8 @@ struct HostFiles: LocalFiles {
         do {
             return try readInputFile(path)
         } catch {
+            // Ctrl-C while a put reads a pipe: the command is cancelled, and rolled back with the rest of the line.
+            if error.isInterruption { throw StorageError(.cancelled, error.description) }
             throw StorageError(.invalidArgument, error.description.prefix(1).uppercased() + error.description.dropFirst())
         }
     }

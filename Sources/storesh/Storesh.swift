@@ -153,6 +153,8 @@ enum Reporter {
         switch error {
         case let error as StorageError:
             (status, code, message) = (1, error.code.name, error.message)
+        case let error as CommandLineError where error.isInterruption:
+            (status, code, message) = (Interpreter.Status.interrupted.rawValue, StorageErrorCode.cancelled.name, error.description)
         case let error as CommandLineError:
             (status, code, message) = (2, "usage-error", error.description)
         default:

@@ -312,3 +312,19 @@ def test_tab_does_not_change_what_rules_why_explains(tmp_path):
     output = run(shell, "rules why")
     assert "allowed get on gs://teaching/images/forest.jpg" in output, output
     leave(shell)
+
+
+def test_ctrl_c_ends_a_put_that_reads_a_stream(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    shell = start(tmp_path)
+    prompt(shell)
+    for source in ("/dev/zero", str(fifo)):
+        shell.send(f"put {source} streamed.bin\r")
+        shell.expect_exact(f"put {source} streamed.bin\r\n")  # the line is taken: the put is reading
+        shell.kill(signal.SIGINT)
+        shell.expect_exact("(cancelled)")  # while it reads, or just before it starts
+        prompt(shell)
+    output = run(shell, "ls streamed.bin")
+    assert "(nothing under gs://teaching/streamed.bin)" in output
+    leave(shell)

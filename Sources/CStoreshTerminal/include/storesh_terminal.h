@@ -40,6 +40,9 @@ void storesh_editor_history_add(storesh_editor *editor, const char *line);
 void storesh_install_interrupt_handler(void);
 int storesh_interrupt_pending(void);
 void storesh_interrupt_clear(void);
+// Waits until `fd` can be read (or is at its end): 1; or until Ctrl-C: 0; -1 on an error. Reads from a pipe or a
+// device (a put from /dev/stdin, a FIFO) wait here, so that Ctrl-C ends them.
+int storesh_wait_readable(int fd);
 
 // Makes the C library decode multi-byte input: the user's locale, or C.UTF-8 when that is not UTF-8.
 void storesh_use_utf8_locale(void);
