@@ -269,7 +269,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     /// What a failed row checksum means for the user of this bucket file.
     static func damaged(_ mismatch: ChecksumMismatch, path: String) -> StorageError {
         .internalError(
-            "The bucket \(path) is damaged: the stored \(mismatch.what) does not match its checksum. storesh will not write to it; `storesh check` lists what is damaged; restore a copy, or export what can still be read.")
+            "The bucket \(path) is damaged: the stored \(mismatch.what) does not match its checksum. storesh will not write to it; `storesh check` lists what is damaged; restore a copy (storesh backup --bucket COPY \(path)), or export what can still be read.")
     }
 
     /// What an SQLite failure means for the user of this bucket file.
@@ -286,7 +286,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         }
         if error.isDamage {
             return .internalError(
-                "The bucket \(path) is damaged (SQLite: \(error.message)). storesh will not write to it; restore a copy, or export what can still be read."
+                "The bucket \(path) is damaged (SQLite: \(error.message)). storesh will not write to it; restore a copy (storesh backup --bucket COPY \(path)), or export what can still be read."
             )
         }
         if error.isReadOnly || error.primaryCode == SQLITE_PERM {

@@ -289,7 +289,7 @@ struct Check: AsyncParsableCommand {
             } else {
                 var lines = ["\(location): DAMAGED (\(counts))"] + report.problems.map { "  - " + $0 }
                 if report.unlistedProblems > 0 { lines.append("  … and \(report.unlistedProblems) more") }
-                lines.append("storesh will not write to it: restore a copy, or export what can still be read.")
+                lines.append("storesh will not write to it: restore a copy (storesh backup --bucket COPY \(location)), or export what can still be read.")
                 print(lines.joined(separator: "\n"))
             }
         }
