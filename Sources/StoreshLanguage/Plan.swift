@@ -22,6 +22,8 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
     /// Every change planned, in order.
     public private(set) var changes: [PlannedChange] = []
     private var overlay: [String: Entry] = [:]
+    /// Whether each object the plan touched exists in the real bucket (known when it is first planned).
+    private var existsInBucket: [String: Bool] = [:]
     private var plannedRules: (source: String, origin: String)?
     /// Snapshots the plan saved: each with the planned changes as they stood (the rest is the real bucket).
     fileprivate var plannedSnapshots: [(info: SnapshotInfo, overlay: [String: Entry])] = []
@@ -52,11 +54,11 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
 
     /// Savepoints cost nothing here: the plan so far is a value.
     public func withSavepoint<Value>(_ body: () async throws -> Value) async throws -> Value {
-        let saved = (overlay, changes, plannedRules, plannedSnapshots)
+        let saved = (overlay, existsInBucket, changes, plannedRules, plannedSnapshots)
         do {
             return try await body()
         } catch {
-            (overlay, changes, plannedRules, plannedSnapshots) = saved
+            (overlay, existsInBucket, changes, plannedRules, plannedSnapshots) = saved
             throw error
         }
     }
@@ -175,6 +177,8 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
     // MARK: Helpers
 
     private func plan(_ object: String, before: ObjectMetadata?, after: ObjectMetadata?, content: Content) {
+        // Before its first planned change, an object's state is the real bucket's.
+        if existsInBucket[object] == nil { existsInBucket[object] = before != nil }
         changes.append(PlannedChange(object: object, before: before, after: after))
         overlay[object] = after.map { .present($0, content: content) } ?? .deleted
     }
@@ -255,7 +259,7 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
         // Each planned change, against the real bucket: a name planned present that is not there, and back.
         var delta = 0
         for (name, entry) in overlay {
-            let wasThere = changes.first { $0.object == name }?.before != nil
+            let wasThere = existsInBucket[name] ?? false
             switch entry {
             case .present: if !wasThere { delta += 1 }
             case .deleted: if wasThere { delta -= 1 }

@@ -128,9 +128,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
                 throw StorageError.internalError(
                     "\(path) was made by a newer storesh (bucket format \(version); this one reads up to \(BucketSchema.version)).")
             }
-            // A big transaction (an import, a bulk edit) grows the log; once folded in, it is cut back, so no
-            // later process pays for reading it.
-            try connection.execute("PRAGMA synchronous = FULL; PRAGMA journal_size_limit = \(Self.logSizeLimit)")
+            try connection.execute(Self.connectionSettings)
             if version == 1 { try BucketSchema.upgradeFromVersion1(connection) }
             let name = try BucketSchema.readInfo("name", connection: connection)
             guard let name else {
@@ -175,15 +173,16 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     private func connectAgain() throws(StorageError) -> SQLiteConnection {
         let connection = try Self.connect(path, options: options, exists: true)
         do {
-            try connection.execute("PRAGMA synchronous = FULL; PRAGMA journal_size_limit = \(Self.logSizeLimit)")
+            try connection.execute(Self.connectionSettings)
         } catch {
             throw Self.describe(error, path: path, options: options)
         }
         return connection
     }
 
-    /// The size a log is cut back to after it has been folded into the file.
-    static let logSizeLimit = 4 << 20
+    /// How every connection to a bucket file is set up: each commit durable, and the log cut back to 4 MiB once
+    /// folded in, so that a big transaction (an import, a bulk edit) leaves no log for later processes to read.
+    static let connectionSettings = "PRAGMA synchronous = FULL; PRAGMA journal_size_limit = \(4 << 20)"
 
     /// Where to open a bucket that cannot be opened for writing. On a read-only file system SQLite cannot
     /// make the shared-memory file a WAL database needs, so the file is opened as immutable, which is

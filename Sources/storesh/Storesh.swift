@@ -265,14 +265,8 @@ struct Check: AsyncParsableCommand {
 
     func run() async throws {
         let location = try bucketOptions.location().path
-        let report: IntegrityReport
-        do {
-            report = try bucketOptions.openExisting(json: outputOptions.json).verify()
-        } catch let error as StorageError where outputOptions.json {
-            let document = JSONValue.object([("error", .object([("code", .string(error.code.name)), ("message", .string(error.message))]))])
-            FileHandle.standardError.write(Data((document.serialized + "\n").utf8))
-            throw ExitCode(1)
-        }
+        // A bucket that cannot be opened is the Reporter's to say (as JSON with --json, exit 1).
+        let report = try bucketOptions.openExisting(json: outputOptions.json).verify()
         if outputOptions.json {
             let document = JSONValue.object([
                 ("bucket", .string(location)), ("sound", .bool(report.isSound)), ("objects", .integer(Int64(report.objects))),
