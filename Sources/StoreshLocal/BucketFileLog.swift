@@ -19,7 +19,7 @@ enum BucketFileLog {
 
     /// Appends a new mark to the lineage (inside the committing transaction).
     static func advanceLineage(_ connection: SQLiteConnection) throws {
-        var marks = try BucketSchema.readInfo(lineageKey, connection: connection)?.split(separator: " ").map(String.init) ?? []
+        var marks = try lineage(connection) ?? []
         marks.append(newMark())
         try BucketSchema.writeInfo(lineageKey, marks.suffix(lineageLength).joined(separator: " "), connection: connection)
     }
@@ -128,7 +128,12 @@ enum BucketFileLog {
     private static func marks(readingURI uri: String) throws -> [String]? {
         let connection = try SQLiteConnection(path: uri, flags: SQLITE_OPEN_READONLY | SQLITE_OPEN_URI)
         defer { connection.close() }
-        return try BucketSchema.readInfo(lineageKey, connection: connection)?.split(separator: " ").map(String.init)
+        return try lineage(connection)
+    }
+
+    /// The marks a bucket keeps, oldest first; nil for a bucket older than lineages.
+    private static func lineage(_ connection: SQLiteConnection) throws -> [String]? {
+        try BucketSchema.readInfo(lineageKey, connection: connection)?.split(separator: " ").map(String.init)
     }
 
     private static func lastMark(readingURI uri: String) throws -> String? {
