@@ -12,6 +12,8 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
     ],
     targets: [
         // libedit for the interactive shell's line editing (pkg-config `libedit`, Debian `libedit-dev`).
@@ -35,11 +37,20 @@ let package = Package(
         .target(name: "StoreshRules", dependencies: ["StoreshCore"]),
         // The command language: lexer, parser, AST with source positions, interpreter over any Bucket.
         .target(name: "StoreshLanguage", dependencies: ["StoreshCore"]),
+        // `storesh serve`: a local bucket behind the Firebase Storage emulator's HTTP API (the Cloud Storage JSON
+        // API and the Firebase v0 API), on Hummingbird. The HTTP layer only: storage semantics stay in the core.
+        .target(
+            name: "StoreshServer",
+            dependencies: [
+                "StoreshCore", "StoreshLocal", "StoreshRules",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]),
 
         .executableTarget(
             name: "storesh",
             dependencies: [
-                "StoreshCore", "StoreshLocal", "StoreshLanguage", "StoreshRules", "CStoreshTerminal",
+                "StoreshCore", "StoreshLocal", "StoreshLanguage", "StoreshRules", "StoreshServer", "CStoreshTerminal",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             // The teaching sample (a link to samples/teaching.json), compiled in so that a lone binary can

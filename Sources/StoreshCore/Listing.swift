@@ -8,13 +8,19 @@ public struct ListOptions: Sendable, Equatable {
     /// Start at the first name at or after this one (Cloud Storage's `startOffset`; the Firebase SDKs do not
     /// expose it). Completion uses it to read only the page where the typed name would be.
     public var startOffset: String?
+    /// Stop before the first name at or after this one (Cloud Storage's `endOffset`).
+    public var endOffset: String?
     /// Give each item's metadata with the page (`ls -l`), as the service's list does.
     public var includeMetadata: Bool
 
-    public init(maxResults: Int? = nil, pageToken: String? = nil, startOffset: String? = nil, includeMetadata: Bool = false) {
+    public init(
+        maxResults: Int? = nil, pageToken: String? = nil, startOffset: String? = nil, endOffset: String? = nil,
+        includeMetadata: Bool = false
+    ) {
         self.maxResults = maxResults
         self.pageToken = pageToken
         self.startOffset = startOffset
+        self.endOffset = endOffset
         self.includeMetadata = includeMetadata
     }
 
@@ -45,6 +51,14 @@ public struct ListPage: Sendable, Equatable {
         self.nextPageToken = nextPageToken
         self.itemMetadata = itemMetadata
     }
+}
+
+/// How a listing shows the names it finds (rule V2).
+public enum ListingView: Sendable {
+    /// As Cloud Storage for Firebase shows them: names that the SDK could not make are hidden (rule L3).
+    case firebase
+    /// As the Cloud Storage JSON API shows them: every name as it is (rule G6).
+    case asStored
 }
 
 /// A position in the byte order of object names.
@@ -160,7 +174,15 @@ public enum Lister {
         of reference: StoragePath, bucket: String, options: ListOptions, index: some ObjectNameIndex,
         tokens: some PageTokenFormat
     ) throws -> ListPage {
-        let prefix = reference.listingPrefix
+        try page(prefix: reference.listingPrefix, delimited: true, view: .firebase, bucket: bucket, options: options, index: index, tokens: tokens)
+    }
+
+    /// One page of a listing of the names that start with `prefix` (any string), collapsed at the next `/` when
+    /// `delimited`, shown as `view` says. Prefixes are given without their final `/`, as in every listing.
+    public static func page(
+        prefix: String, delimited: Bool, view: ListingView, bucket: String, options: ListOptions,
+        index: some ObjectNameIndex, tokens: some PageTokenFormat
+    ) throws -> ListPage {
         let maxResults = try options.validatedMaxResults()
         var bound = NameBound.atOrAfter(prefix)
         if let token = options.pageToken {
@@ -178,12 +200,14 @@ public enum Lister {
         var last: (kind: ListPosition.EntryKind, name: String)?
         // Bounded: `bound` strictly increases at each step through a finite set of names.
         while let name = try index.firstName(from: bound, withPrefix: prefix) {
-            let entry = Self.entry(forName: name, prefixLength: prefix.utf8.count)
+            if let end = options.endOffset, !name.utf8.lexicographicallyPrecedes(end.utf8) { break }
+            let entry = delimited ? Self.entry(forName: name, prefixLength: prefix.utf8.count) : (.item, name)
             switch entry.kind {
             case .item: bound = .after(name)
             case .prefix: bound = .atOrAfter(NameBound.successor(ofPrefix: entry.name))
             }
-            guard isShown(entry) else { continue }  // rules L3, L8: hidden entries take no slot
+            // rules L3, L8: hidden entries take no slot
+            guard view == .asStored || isShown(entry) else { continue }
             if returned == maxResults, let last {
                 // Another shown entry exists, so this page is not the last (rule L9).
                 page.nextPageToken = tokens.token(

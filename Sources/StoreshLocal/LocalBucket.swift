@@ -485,16 +485,32 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     /// The synchronous form of `list`, for in-process callers that are not async.
     public func listPage(_ reference: StoragePath, options: ListOptions) throws(StorageError) -> ListPage {
         try read {
-            var page = try Lister.page(
+            let page = try Lister.page(
                 of: reference, bucket: name, options: options, index: NameIndex(connection: connection), tokens: LocalPageTokens())
-            if options.includeMetadata {
-                // Read with the page, in its transaction: a list answers with the objects as they are (R2: `list`).
-                page.itemMetadata = try page.items.map { item in
-                    guard let row = try fetchRow(item) else { throw StorageError.objectNotFound(item) }
-                    return row.metadata
-                }
-            }
-            return page
+            return try withItemMetadata(page, options)
+        }
+    }
+
+    /// The page with its items' metadata when the listing asked for it, read with the page, in its transaction:
+    /// a list answers with the objects as they are (R2: `list`).
+    private func withItemMetadata(_ page: ListPage, _ options: ListOptions) throws -> ListPage {
+        guard options.includeMetadata else { return page }
+        var page = page
+        page.itemMetadata = try page.items.map { item in
+            guard let row = try fetchRow(item) else { throw StorageError.objectNotFound(item) }
+            return row.metadata
+        }
+        return page
+    }
+
+    /// A page of the names under `prefix` (any string) as the Cloud Storage JSON API lists them (rules V2, G6):
+    /// every name as it is, collapsed at the next `/` when `delimited`.
+    public func listStoredNames(prefix: String, delimited: Bool, options: ListOptions) throws(StorageError) -> ListPage {
+        try read {
+            let page = try Lister.page(
+                prefix: prefix, delimited: delimited, view: .asStored, bucket: name, options: options,
+                index: NameIndex(connection: connection), tokens: LocalPageTokens())
+            return try withItemMetadata(page, options)
         }
     }
 
@@ -549,6 +565,14 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
             }
             try store(metadata, content: content, replacing: existing)
             return metadata
+        }
+    }
+
+    /// An object's metadata and content, read from one state of the bucket.
+    public func currentObjectWithContent(_ object: ObjectName) throws(StorageError) -> (ObjectMetadata, Data) {
+        try read {
+            guard let row = try fetchRow(object.rawValue) else { throw StorageError.objectNotFound(object.rawValue) }
+            return (row.metadata, try content(of: row.version))
         }
     }
 

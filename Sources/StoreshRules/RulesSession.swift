@@ -32,6 +32,19 @@ public final class RulesSession: RulesControl, @unchecked Sendable {
         if let store { try reloadRules(from: store) }
     }
 
+    /// A session under the same rules for requests made as `identity` (one request of a server): the compiled
+    /// rules are shared, not parsed again, and its decisions are not recorded.
+    public func session(as identity: Identity?) -> RulesSession {
+        let copy = lock.withLock { RulesSession(clock: clock, ruleset: ruleset, source: source, origin: origin, openDecision: openDecision) }
+        copy.identity = identity
+        copy.recording = false
+        return copy
+    }
+
+    private init(clock: any StorageClock, ruleset: CompiledRuleset?, source: String, origin: String, openDecision: AccessDecision) {
+        (self.clock, self.ruleset, self.source, self.origin, self.openDecision) = (clock, ruleset, source, origin, openDecision)
+    }
+
     // MARK: RulesControl
 
     public var identity: Identity? {

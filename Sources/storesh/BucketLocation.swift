@@ -112,9 +112,10 @@ struct BucketLocation {
     /// Opens the bucket, creating it if missing (and saying so on stderr): the default bucket from the
     /// bundled teaching sample, in a data directory made for it; any other as an empty bucket, in a
     /// directory that must exist already, so that a mistyped path is not quietly made.
-    func open(clock: any StorageClock, quiet: Bool) throws -> LocalBucket {
+    func open(clock: any StorageClock, quiet: Bool, nameForNewBucket: String? = nil) throws -> LocalBucket {
         try refuseRemote()
-        let options = Self.options(clock: clock)
+        var options = Self.options(clock: clock)
+        options.nameForNewBucket = nameForNewBucket
         // access(2), not FileManager or URL: opening an existing bucket is every run's first step.
         let exists = access(path, F_OK) == 0
         let directory = exists ? "" : URL(fileURLWithPath: path).deletingLastPathComponent().path

@@ -1,0 +1,415 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import StoreshCore
+
+/// The Cloud Storage JSON API (rule V1), as the official clients call it with `STORAGE_EMULATOR_HOST`: every
+/// request is the administrator's, as in the emulator, and names are listed as they are stored (rule V2).
+extension StorageAPI {
+    func respondCloudStorage(_ exchange: inout Exchange) async throws -> Response {
+        let method = exchange.method == .head ? .get : exchange.method
+        switch exchange.endpoint {
+        case .buckets:
+            switch method {
+            case .get:
+                return Reply.json(.object([
+                    ("kind", .string("storage#buckets")),
+                    ("items", .array([ObjectResource.bucket(bucket.name, baseURL: exchange.baseURL)])),
+                ]))
+            case .post:
+                let body = try await body(&exchange, limit: limits.maximumJSONBytes, what: "bucket resource")
+                let name = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any]
+                if name?["name"] as? String == bucket.name {
+                    throw HTTPFailure(.conflict, reason: "conflict", "You already own this bucket. Please select another name.")
+                }
+                throw HTTPFailure(
+                    .forbidden, reason: "forbidden",
+                    "storesh serve serves one bucket, gs://\(bucket.name); start another server on another bucket file to serve another.")
+            default: throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.get, .post], what: "the bucket list")
+            }
+        case .bucket:
+            guard method == .get else {
+                throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.get], what: "a bucket (storesh serve does not change or delete its bucket)")
+            }
+            return Reply.json(ObjectResource.bucket(bucket.name, baseURL: exchange.baseURL))
+        case .objects:
+            guard method == .get else {
+                throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.get], what: "the object list (uploads go to /upload/storage/v1/b/BUCKET/o)")
+            }
+            return try listObjects(exchange)
+        case .object(_, let name):
+            switch method {
+            case .get:
+                return try await getObject(exchange, name: try objectName(name), media: exchange.query["alt"] == "media")
+            case .patch, .put:
+                return try await patchObject(&exchange, name: try objectName(name), replacing: method == .put)
+            case .delete:
+                return try await deleteObject(exchange, name: try objectName(name))
+            default:
+                throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.get, .patch, .put, .delete], what: "an object")
+            }
+        case .download(_, let name):
+            guard method == .get else { throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.get], what: "a download") }
+            return try await getObject(exchange, name: try objectName(name), media: true)
+        case .copy(_, let source, let destinationBucket, let destination, let rewrite):
+            guard method == .post else { throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.post], what: "a copy") }
+            guard destinationBucket == bucket.name else {
+                throw HTTPFailure.notFound(
+                    "The destination bucket does not exist: this server serves gs://\(bucket.name) only, not gs://\(destinationBucket).")
+            }
+            return try await copyObject(&exchange, from: try objectName(source), to: try objectName(destination), rewrite: rewrite)
+        case .compose:
+            throw HTTPFailure(.notImplemented, reason: "notImplemented", "compose is not supported by storesh serve.")
+        case .upload:
+            return try await upload(&exchange)
+        default:
+            throw HTTPFailure.notFound("Not Found")
+        }
+    }
+
+    // MARK: List
+
+    private func listObjects(_ exchange: Exchange) throws -> Response {
+        let query = exchange.query
+        let delimited: Bool
+        switch query["delimiter"] {
+        case nil, "": delimited = false
+        case "/": delimited = true
+        case let other?:
+            throw HTTPFailure.badRequest("storesh serve lists with the delimiter '/' only, not '\(other)'.")
+        }
+        if query["matchGlob"] != nil { throw HTTPFailure.badRequest("matchGlob is not supported by storesh serve.") }
+        if try query.flag("includeTrailingDelimiter") {
+            throw HTTPFailure.badRequest("includeTrailingDelimiter is not supported by storesh serve.")
+        }
+        var maxResults = ListOptions.maximumResults
+        if let given = try query.integer("maxResults") {
+            // The service caps a larger page size at 1000; zero or less is an error.
+            guard given > 0 else { throw HTTPFailure.badRequest("Invalid value for the query parameter 'maxResults': \(given); it must be positive.") }
+            maxResults = Int(min(given, Int64(ListOptions.maximumResults)))
+        }
+        let options = ListOptions(
+            maxResults: maxResults, pageToken: query["pageToken"].flatMap { $0.isEmpty ? nil : $0 },
+            startOffset: query["startOffset"], endOffset: query["endOffset"], includeMetadata: true)
+        let page = try bucket.reader.listStoredNames(prefix: query["prefix"] ?? "", delimited: delimited, options: options)
+        var members: [(String, JSONValue)] = [("kind", .string("storage#objects"))]
+        if let token = page.nextPageToken { members.append(("nextPageToken", .string(token))) }
+        if !page.prefixes.isEmpty { members.append(("prefixes", .array(page.prefixes.map { .string($0 + "/") }))) }
+        if let objects = page.itemMetadata, !objects.isEmpty {
+            members.append(("items", .array(objects.map { ObjectResource.cloudStorage($0, baseURL: exchange.baseURL) })))
+        }
+        return Reply.json(.object(members))
+    }
+
+    // MARK: Get
+
+    private func getObject(_ exchange: Exchange, name: ObjectName, media: Bool) async throws -> Response {
+        let conditions = try Conditions(exchange.query)
+        let generation = try exchange.query.integer("generation")
+        if !media {
+            let object = try currentObject(name, generation: generation)
+            try checkForRead(conditions, object)
+            return Reply.json(ObjectResource.cloudStorage(object, baseURL: exchange.baseURL))
+        }
+        let (object, content) = try bucket.reader.currentObjectWithContent(name)
+        if let generation, generation != object.generation { throw StorageError.objectNotFound(name.rawValue) }
+        try checkForRead(conditions, object)
+        return try Reply.media(object, content: content, rangeHeader: exchange.request.headers[.range])
+    }
+
+    /// A read's conditions: a failed `…Match` is 412; a failed `…NotMatch` is 304, as the service answers.
+    private func checkForRead(_ conditions: Conditions, _ object: ObjectMetadata) throws {
+        guard conditions.precondition.isSatisfied(by: object) else {
+            throw StorageError.preconditionFailed(object.fullPath, conditions.precondition, actual: object)
+        }
+        if conditions.generationNotMatch == object.generation || conditions.metagenerationNotMatch == object.metageneration {
+            throw HTTPFailure(.notModified, reason: "notModified", "Not Modified")
+        }
+    }
+
+    // MARK: Patch, update, delete
+
+    /// PATCH merges (rules M4–M6); PUT (`update`) replaces every writable property with what the body gives.
+    private func patchObject(_ exchange: inout Exchange, name: ObjectName, replacing: Bool) async throws -> Response {
+        let conditions = try Conditions(exchange.query)
+        let generation = try exchange.query.integer("generation")
+        let body = try await jsonBody(&exchange, what: "object resource")
+        var requested = body.update
+        if replacing {
+            for property in WritableProperty.allCases where requested.properties[property] == nil { requested.properties[property] = .unset }
+            requested.clearsCustomMetadata = true
+            requested.customMetadata = (body.customMetadata ?? [:]).filter { if case .set = $0.value { true } else { false } }
+        }
+        let result = try await bucket.change { [requested] transaction in
+            var update = requested
+            let existing = try await transaction.metadata(of: name)
+            if let generation, generation != existing.generation { throw StorageError.objectNotFound(name.rawValue) }
+            var precondition = try conditions.precondition(given: existing, name: name.rawValue)
+            if replacing {
+                // A replacement keeps the download tokens, which clients never send back (rule G7).
+                if let tokens = existing.customMetadata[downloadTokensKey], update.customMetadata[downloadTokensKey] == nil {
+                    update.customMetadata[downloadTokensKey] = .set(tokens)
+                }
+            }
+            if precondition.generation == nil && generation != nil { precondition.generation = generation }
+            return try await transaction.updateMetadata(of: name, update, precondition: precondition)
+        }
+        return Reply.json(ObjectResource.cloudStorage(result.metadata, baseURL: exchange.baseURL))
+    }
+
+    private func deleteObject(_ exchange: Exchange, name: ObjectName) async throws -> Response {
+        let conditions = try Conditions(exchange.query)
+        let generation = try exchange.query.integer("generation")
+        try await bucket.change { transaction -> Void in
+            let existing = try await transaction.metadataIfPresent(of: name)
+            guard let existing, generation == nil || generation == existing.generation else {
+                throw StorageError.objectNotFound(name.rawValue)
+            }
+            try await transaction.delete(name, precondition: try conditions.precondition(given: existing, name: name.rawValue))
+        }
+        return Reply.empty()
+    }
+
+    // MARK: Copy and rewrite
+
+    /// The destination gets the source's content and metadata, with the body's properties laid over them: a new
+    /// object (new generation, metageneration 1). A rewrite answers in one call (`done: true`).
+    private func copyObject(_ exchange: inout Exchange, from source: ObjectName, to destination: ObjectName, rewrite: Bool)
+        async throws -> Response
+    {
+        let conditions = try Conditions(exchange.query)
+        let sourceConditions = try Conditions(exchange.query, prefix: "ifSource")
+        let sourceGeneration = try exchange.query.integer("sourceGeneration")
+        if rewrite, exchange.query["rewriteToken"].map({ !$0.isEmpty }) == true {
+            throw HTTPFailure.badRequest("Invalid rewriteToken: storesh serve finishes every rewrite in one call and issues none.")
+        }
+        let overrides = try await jsonBody(&exchange, what: "destination object resource")
+        let object = try await bucket.change { transaction in
+            let original = try await transaction.metadata(of: source)
+            if let sourceGeneration, sourceGeneration != original.generation { throw StorageError.objectNotFound(source.rawValue) }
+            guard sourceConditions.hold(for: original) else {
+                throw StorageError(.preconditionFailed, "Object \(source.rawValue) does not meet the request's source conditions. Nothing was changed.")
+            }
+            let content = try await transaction.read(source)
+            var options = WriteOptions(customMetadata: original.customMetadata)
+            for property in WritableProperty.allCases { options.properties[property] = original[property] }
+            if overrides.customMetadata != nil || overrides.clearsCustomMetadata || !overrides.properties.isEmpty {
+                let merged = try original.applying(overrides.update, now: original.updated).metadata
+                options.customMetadata = merged.customMetadata
+                for property in WritableProperty.allCases { options.properties[property] = merged[property] }
+            }
+            let existing = try await transaction.metadataIfPresent(of: destination)
+            return try await transaction.write(
+                content, to: destination, options: options,
+                precondition: try conditions.precondition(given: existing, name: destination.rawValue))
+        }
+        let resource = ObjectResource.cloudStorage(object, baseURL: exchange.baseURL)
+        guard rewrite else { return Reply.json(resource) }
+        return Reply.json(.object([
+            ("kind", .string("storage#rewriteResponse")),
+            ("totalBytesRewritten", .string(String(object.size))),
+            ("objectSize", .string(String(object.size))),
+            ("done", .bool(true)),
+            ("resource", resource),
+        ]))
+    }
+
+    // MARK: Uploads
+
+    private func upload(_ exchange: inout Exchange) async throws -> Response {
+        if let id = exchange.query["upload_id"] {
+            switch exchange.method {
+            case .put, .post: return try await resumableChunk(&exchange, id: id)
+            case .delete:
+                try uploads.withSession(id) { (session: inout UploadSessions.Session) throws(HTTPFailure) in session.state = .cancelled }
+                return Reply.empty(HTTPResponse.Status(code: 499, reasonPhrase: "Client Closed Request"))
+            default:
+                throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.put, .post, .delete], what: "a resumable upload")
+            }
+        }
+        guard exchange.method == .post else {
+            throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.post], what: "uploads (a resumable upload's chunks go to its upload URL)")
+        }
+        let conditions = try Conditions(exchange.query)
+        if exchange.query["kmsKeyName"] != nil { throw HTTPFailure.badRequest("kmsKeyName is not supported by storesh serve.") }
+        switch exchange.query["uploadType"] {
+        case "media":
+            var upload = UploadRequest(
+                name: try objectName(exchange.query["name"]), options: WriteOptions(), conditions: conditions, firebase: false)
+            if let type = exchange.request.headers[.contentType] { upload.options.properties[.contentType] = type }
+            if let encoding = exchange.query["contentEncoding"] { upload.options.properties[.contentEncoding] = encoding }
+            let content = try await body(&exchange, limit: limits.maximumObjectBytes, what: "object")
+            return Reply.json(uploaded(try await finishUpload(upload, content: content), content: content, exchange))
+        case "multipart":
+            let contentType = exchange.request.headers[.contentType]
+            let parts = try MultipartUpload(
+                body: try await body(&exchange, limit: limits.maximumObjectBytes + limits.maximumJSONBytes, what: "multipart upload"),
+                contentType: contentType)
+            let metadata = try ObjectMetadataBody(json: parts.metadata, what: "upload's metadata part")
+            var upload = try uploadRequest(metadata, exchange: exchange, conditions: conditions)
+            if upload.options.properties[.contentType] == nil, let type = parts.contentType { upload.options.properties[.contentType] = type }
+            guard parts.content.count <= limits.maximumObjectBytes else {
+                throw HTTPFailure(.contentTooLarge, reason: "uploadTooLarge", "The object is larger than \(limits.maximumObjectBytes) bytes, the limit of this server; nothing was changed.")
+            }
+            return Reply.json(uploaded(try await finishUpload(upload, content: parts.content), content: parts.content, exchange))
+        case "resumable":
+            let metadata = try await jsonBody(&exchange, what: "upload's metadata")
+            var upload = try uploadRequest(metadata, exchange: exchange, conditions: conditions)
+            if upload.options.properties[.contentType] == nil, let type = exchange.header("X-Upload-Content-Type") {
+                upload.options.properties[.contentType] = type
+            }
+            var declared: Int64?
+            if let text = exchange.header("X-Upload-Content-Length") {
+                guard let size = Int64(text), size >= 0 else {
+                    throw HTTPFailure.badRequest("Invalid X-Upload-Content-Length '\(text)': it must be a whole number of bytes.")
+                }
+                guard size <= limits.maximumObjectBytes else {
+                    throw HTTPFailure(.contentTooLarge, reason: "uploadTooLarge", "The object would be \(size) bytes, more than \(limits.maximumObjectBytes), the limit of this server.")
+                }
+                declared = size
+            }
+            let id = try uploads.start(upload, declaredSize: declared)
+            let location = "\(exchange.baseURL)/upload/storage/v1/b/\(bucket.name)/o?uploadType=resumable&upload_id=\(id)"
+            return Reply.empty(.ok, headers: [.location: location, HTTPField.Name("X-GUploader-UploadID")!: id])
+        case nil:
+            throw HTTPFailure.required("Required parameter: uploadType (media, multipart or resumable).")
+        case let other?:
+            throw HTTPFailure.badRequest("Invalid uploadType '\(other)': it is media, multipart or resumable.")
+        }
+    }
+
+    /// The upload of the object a metadata body names (or the `name` parameter).
+    private func uploadRequest(_ metadata: ObjectMetadataBody, exchange: Exchange, conditions: Conditions) throws -> UploadRequest {
+        if let given = exchange.query["name"], let named = metadata.name, given != named {
+            throw HTTPFailure.badRequest("The name parameter '\(given)' and the metadata's name '\(named)' differ.")
+        }
+        return UploadRequest(
+            name: try objectName(metadata.name ?? exchange.query["name"]), options: metadata.writeOptions,
+            expectedCRC32C: metadata.crc32c, conditions: conditions, firebase: false)
+    }
+
+    private func uploaded(_ object: ObjectMetadata, content: Data, _ exchange: Exchange) -> JSONValue {
+        ObjectResource.cloudStorage(object, baseURL: exchange.baseURL, crc32c: CRC32C.base64(of: content))
+    }
+
+    /// One chunk of a resumable upload (`Content-Range: bytes FIRST-LAST/TOTAL`, `TOTAL` may be `*`), or a status
+    /// query (`bytes */TOTAL`). Answers 308 with the bytes received so far until the last byte, then the object.
+    private func resumableChunk(_ exchange: inout Exchange, id: String) async throws -> Response {
+        let rangeHeader = exchange.request.headers[.contentRange]
+        let chunk = try await body(&exchange, limit: limits.maximumObjectBytes, what: "chunk")
+        let range = try ContentRange(rangeHeader, bodyLength: chunk.count)
+        let hashHeader = exchange.header("X-Goog-Hash")
+        // Decide under the session's lock what this chunk does; the object is written outside it.
+        enum Step { case answer(Response), finish(UploadRequest, Data) }
+        let step = try uploads.withSession(id) { (session: inout UploadSessions.Session) throws(HTTPFailure) -> Step in
+            switch session.state {
+            case .final(let status, let body):
+                return .answer(Reply.json(body, status: HTTPResponse.Status(code: status)))
+            case .cancelled:
+                throw HTTPFailure(HTTPResponse.Status(code: 499, reasonPhrase: "Client Closed Request"), reason: "cancelled", "The upload \(id) was cancelled.")
+            case .active: break
+            }
+            let received = Int64(session.received.count)
+            if let total = range.total {
+                if let declared = session.declaredSize, declared != total {
+                    throw HTTPFailure.badRequest("Content-Range gives the object's size as \(total) bytes, but the upload was started for \(declared).")
+                }
+                guard total <= limits.maximumObjectBytes else {
+                    throw HTTPFailure(.contentTooLarge, reason: "uploadTooLarge", "The object would be \(total) bytes, more than \(limits.maximumObjectBytes), the limit of this server.")
+                }
+                session.declaredSize = total
+            }
+            if let first = range.first {
+                guard first <= received else {
+                    throw HTTPFailure.badRequest("Content-Range starts at byte \(first), but only \(received) bytes of the upload have been received.")
+                }
+                // A chunk sent again after a lost answer overlaps what was kept: only its new bytes are taken.
+                let skip = Int(received - first)
+                if skip < chunk.count { session.received.append(chunk.dropFirst(skip)) }
+                if let total = session.declaredSize, Int64(session.received.count) > total {
+                    session.received.removeLast(session.received.count - Int(total))
+                    throw HTTPFailure.badRequest("Content-Range ends past the object's size of \(total) bytes.")
+                }
+            }
+            if let total = session.declaredSize, Int64(session.received.count) == total {
+                var upload = session.request
+                if let hashHeader, let crc = Self.hash("crc32c", in: hashHeader) { upload.expectedCRC32C = crc }
+                return .finish(upload, session.received)
+            }
+            var headers = HTTPFields()
+            if !session.received.isEmpty { headers[.range] = "bytes=0-\(session.received.count - 1)" }
+            return .answer(Reply.empty(HTTPResponse.Status(code: 308, reasonPhrase: "Resume Incomplete"), headers: headers))
+        }
+        switch step {
+        case .answer(let response): return response
+        case .finish(let upload, let content):
+            do {
+                let object = try await finishUpload(upload, content: content)
+                let resource = uploaded(object, content: content, exchange)
+                try? uploads.withSession(id) { (session: inout UploadSessions.Session) throws(HTTPFailure) in
+                    session.state = .final(status: 200, body: resource)
+                    session.received = Data()
+                }
+                return Reply.json(resource)
+            } catch let error as StorageError where error.code == .preconditionFailed || error.code == .nonMatchingChecksum {
+                // The upload cannot succeed by sending it again: it ends here.
+                let failure = HTTPFailure(error, bucket: bucket.name, object: upload.name.rawValue, firebase: false)
+                try? uploads.withSession(id) { (session: inout UploadSessions.Session) throws(HTTPFailure) in
+                    session.state = .final(status: Int(failure.status.code), body: failure.body(firebase: false))
+                    session.received = Data()
+                }
+                throw failure
+            }
+        }
+    }
+
+    /// One hash of an `X-Goog-Hash` header (`crc32c=…,md5=…`).
+    static func hash(_ name: String, in header: String) -> String? {
+        for piece in header.split(separator: ",") {
+            let trimmed = piece.trimmingCharacters(in: .whitespaces)
+            if trimmed.hasPrefix(name + "=") { return String(trimmed.dropFirst(name.count + 1)) }
+        }
+        return nil
+    }
+}
+
+/// A resumable chunk's `Content-Range`: `bytes FIRST-LAST/TOTAL`, `bytes FIRST-LAST/*`, or `bytes */TOTAL` (a
+/// status query, or the end of an upload whose bytes have all been sent).
+struct ContentRange {
+    var first: Int64?
+    var total: Int64?
+
+    init(_ header: String?, bodyLength: Int) throws(HTTPFailure) {
+        guard let header else {
+            // No range: the whole object in this one request.
+            first = 0
+            total = Int64(bodyLength)
+            return
+        }
+        let invalid = HTTPFailure.badRequest(
+            "Invalid Content-Range '\(header)': it must be 'bytes FIRST-LAST/TOTAL', 'bytes FIRST-LAST/*' or 'bytes */TOTAL'.")
+        guard header.hasPrefix("bytes ") else { throw invalid }
+        let parts = header.dropFirst(6).split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 2 else { throw invalid }
+        if parts[1] != "*" {
+            guard let total = Int64(parts[1]), total >= 0 else { throw invalid }
+            self.total = total
+        }
+        if parts[0] == "*" {
+            guard bodyLength == 0 else {
+                throw HTTPFailure.badRequest("Content-Range 'bytes */…' asks for the upload's status and carries no bytes, but this request has \(bodyLength).")
+            }
+            return
+        }
+        let bounds = parts[0].split(separator: "-", omittingEmptySubsequences: false)
+        guard bounds.count == 2, let first = Int64(bounds[0]), let last = Int64(bounds[1]), first >= 0, last >= first else {
+            throw invalid
+        }
+        guard last - first + 1 == Int64(bodyLength) else {
+            throw HTTPFailure.badRequest(
+                "Content-Range '\(header)' announces \(last - first + 1) bytes, but the request carries \(bodyLength).")
+        }
+        if let total, last >= total { throw HTTPFailure.badRequest("Content-Range '\(header)' ends past the object's size of \(total) bytes.") }
+        self.first = first
+    }
+}

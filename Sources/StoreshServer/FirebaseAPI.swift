@@ -1,0 +1,403 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import StoreshCore
+import StoreshRules
+
+/// Who makes a v0 request (rule V3).
+enum Caller: Sendable {
+    /// `Bearer owner` or `Firebase owner`: rules are bypassed.
+    case administrator
+    /// Anyone else, signed in (an emulator ID token's user) or not (nil): the bucket's security rules decide.
+    case person(Identity?)
+
+    /// The identity rules see, or nil for the administrator (`UploadRequest.identity`'s outer optional).
+    var rulesIdentity: Identity?? {
+        switch self {
+        case .administrator: nil
+        case .person(let identity): .some(identity)
+        }
+    }
+}
+
+/// Emulator ID tokens: JWTs whose payload is read without checking a signature, as the Firebase emulators do
+/// (an emulator's tokens are unsigned, `alg: none`). `user_id` (else `sub`) is the uid, and the payload's other
+/// scalar claims are `request.auth.token`.
+enum EmulatorToken {
+    static func identity(_ token: String) throws(HTTPFailure) -> Identity {
+        func refuse(_ why: String) -> HTTPFailure {
+            HTTPFailure(.unauthorized, reason: "authError", "Invalid Firebase ID token: \(why). Nothing was done.")
+        }
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3 else { throw refuse("a token has three dot-separated parts (header.payload.signature), this one has \(parts.count)") }
+        guard let data = base64URLDecode(parts[1]) else { throw refuse("its payload is not base64url") }
+        guard let payload = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
+            throw refuse("its payload is not a JSON object")
+        }
+        guard let uid = (payload["user_id"] ?? payload["sub"]) as? String, !uid.isEmpty else {
+            throw refuse("its payload names no user (a non-empty string user_id or sub)")
+        }
+        guard uid.utf8.count <= 128 else { throw refuse("its user id is longer than 128 bytes") }
+        var claims: [String: String] = [:]
+        for (key, value) in payload {
+            if let number = value as? NSNumber {
+                // JSON true/false arrive as NSNumber too: keep them as the words the rules read back.
+                claims[key] = ["c", "B"].contains(String(cString: number.objCType)) ? (number.boolValue ? "true" : "false") : number.stringValue
+            } else if let text = value as? String {
+                claims[key] = text
+            }
+        }
+        return Identity(uid: uid, claims: claims)
+    }
+
+    static func base64URLDecode(_ text: Substring) -> Data? {
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        return Data(base64Encoded: base64)
+    }
+}
+
+/// The Firebase v0 API (rule V1) and the emulator's internal endpoints. Requests are decided by the bucket's
+/// security rules unless made by the administrator (rule V3), and listings hide the names the SDK cannot make
+/// (rules V2, L3).
+extension StorageAPI {
+    func respondFirebase(_ exchange: inout Exchange) async throws -> Response {
+        let method = exchange.method == .head ? .get : exchange.method
+        switch exchange.endpoint {
+        case .setRules:
+            guard method == .put else { throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.put], what: "/internal/setRules") }
+            return try await setRules(&exchange)
+        case .reset:
+            guard method == .post else { throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.post], what: "/internal/reset") }
+            try await bucket.change { transaction -> Void in
+                // Bounded: every page deletes what it lists, and the bucket holds finitely many objects.
+                while true {
+                    let page = try await transaction.scan(prefix: "", after: nil, limit: 1000)
+                    for object in page.objects { try await transaction.delete(try ObjectName(object.fullPath), precondition: .none) }
+                    if page.resumeAfter == nil { break }
+                }
+            }
+            return Reply.json(.object([("message", .string("The bucket gs://\(bucket.name) is empty."))]))
+        case .firebaseRoot:
+            guard method == .get else { throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.get], what: "/v0/") }
+            return Reply.json(.object([("emulator", .string("storage")), ("server", .string("storesh serve")), ("bucket", .string(bucket.name))]))
+        case .firebaseBucket:
+            throw HTTPFailure.notFound("Not Found: the v0 API has no bucket resource; list its objects at /v0/b/\(bucket.name)/o.")
+        case .firebaseObjects:
+            switch method {
+            case .get: return try await listFirebase(exchange)
+            case .post, .put: return try await firebaseUpload(&exchange, pathName: nil)
+            default: throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.get, .post], what: "the object list")
+            }
+        case .firebaseObject(_, let name):
+            let override = exchange.header("X-HTTP-Method-Override")?.uppercased()
+            switch method {
+            case .get:
+                return try await getFirebase(exchange, name: try objectName(name))
+            case .patch:
+                return try await patchFirebase(&exchange, name: try objectName(name))
+            case .put where override == "PATCH":
+                return try await patchFirebase(&exchange, name: try objectName(name))
+            case .delete:
+                let target = try caller(exchange)
+                let session = try target.rulesIdentity.map { try bucket.rulesSession(as: $0) }
+                let object = try objectName(name)
+                try await bucket.change { transaction -> Void in
+                    try await (session?.guarding(transaction) ?? transaction).delete(object, precondition: .none)
+                }
+                return Reply.empty()
+            case .post where exchange.query["create_token"] != nil || exchange.query["delete_token"] != nil:
+                return try await changeTokens(exchange, name: try objectName(name))
+            case .post, .put:
+                return try await firebaseUpload(&exchange, pathName: name)
+            default:
+                throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.get, .patch, .post, .delete], what: "an object")
+            }
+        default:
+            throw HTTPFailure.notFound("Not Found")
+        }
+    }
+
+    /// Who makes the request: no Authorization header is signed out.
+    func caller(_ exchange: Exchange) throws(HTTPFailure) -> Caller {
+        guard let header = exchange.request.headers[.authorization] else { return .person(nil) }
+        let parts = header.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, ["firebase", "bearer"].contains(parts[0].lowercased()) else {
+            throw HTTPFailure(.unauthorized, reason: "authError", "The Authorization header must be 'Firebase TOKEN' or 'Bearer TOKEN'.")
+        }
+        if parts[1] == "owner" { return .administrator }
+        return .person(try EmulatorToken.identity(String(parts[1])))
+    }
+
+    /// The served bucket as `caller` may use it for reads.
+    private func readable(by caller: Caller) throws -> any Bucket {
+        guard case .person(let identity) = caller else { return bucket.reader }
+        return try bucket.rulesSession(as: identity).guarding(bucket.reader)
+    }
+
+    // MARK: List and get
+
+    private func listFirebase(_ exchange: Exchange) async throws -> Response {
+        let query = exchange.query
+        let prefix = query["prefix"] ?? ""
+        let reference = StoragePath(normalizing: prefix)
+        guard reference.listingPrefix == prefix else {
+            throw HTTPFailure.badRequest("The prefix parameter is required to be empty or end with a single / character (rule L1).")
+        }
+        guard query["delimiter"] == "/" else {
+            throw HTTPFailure.badRequest("The v0 API lists with delimiter=/ (as the Firebase SDKs send it); '\(query["delimiter"] ?? "")' is not supported.")
+        }
+        var maxResults: Int?
+        if let given = try query.integer("maxResults") { maxResults = Int(clamping: given) }
+        let options = ListOptions(maxResults: maxResults, pageToken: query["pageToken"].flatMap { $0.isEmpty ? nil : $0 })
+        let page = try await readable(by: try caller(exchange)).list(reference, options: options)
+        var members: [(String, JSONValue)] = [
+            ("prefixes", .array(page.prefixes.map { .string($0 + "/") })),
+            ("items", .array(page.items.map { .object([("name", .string($0)), ("bucket", .string(bucket.name))]) })),
+        ]
+        if let token = page.nextPageToken { members.append(("nextPageToken", .string(token))) }
+        return Reply.json(.object(members))
+    }
+
+    /// Metadata, or content with `alt=media`. A download token of the object lets anyone read its content, as a
+    /// download URL does; without one, rules decide (`get`) before the object is looked for (rule R3).
+    private func getFirebase(_ exchange: Exchange, name: ObjectName) async throws -> Response {
+        let who = try caller(exchange)
+        guard exchange.query["alt"] == "media" else {
+            return Reply.json(ObjectResource.firebase(try await readable(by: who).metadata(of: name)))
+        }
+        if let token = exchange.query["token"], !token.isEmpty,
+            let (object, content) = try? bucket.reader.currentObjectWithContent(name),
+            Self.tokens(of: object).contains(token)
+        {
+            return try Reply.media(object, content: content, rangeHeader: exchange.request.headers[.range])
+        }
+        _ = try await readable(by: who).metadata(of: name)
+        let (object, content) = try bucket.reader.currentObjectWithContent(name)
+        return try Reply.media(object, content: content, rangeHeader: exchange.request.headers[.range])
+    }
+
+    static func tokens(of object: ObjectMetadata) -> [String] {
+        (object.customMetadata[downloadTokensKey] ?? "").split(separator: ",").map(String.init).filter { !$0.isEmpty }
+    }
+
+    // MARK: Changes
+
+    /// A metadata update (rule R2's `update`): null deletes (rules M4, M5). Download tokens are kept; tokens given
+    /// under `metadata.firebaseStorageDownloadTokens` are added to them, as the service does (rule G7).
+    private func patchFirebase(_ exchange: inout Exchange, name: ObjectName) async throws -> Response {
+        let session = try caller(exchange).rulesIdentity.map { try bucket.rulesSession(as: $0) }
+        let body = try await jsonBody(&exchange, what: "metadata")
+        let result = try await bucket.change { transaction in
+            var update = body.update
+            let existing = try await transaction.metadataIfPresent(of: name)
+            let kept = existing.map(Self.tokens(of:)) ?? []
+            var tokens = kept
+            if case .set(let added)? = update.customMetadata[downloadTokensKey] {
+                tokens += added.split(separator: ",").map(String.init).filter { !tokens.contains($0) }
+            }
+            update.customMetadata[downloadTokensKey] = nil
+            if update.clearsCustomMetadata || tokens != kept, !tokens.isEmpty {
+                update.customMetadata[downloadTokensKey] = .set(tokens.joined(separator: ","))
+            }
+            return try await (session?.guarding(transaction) ?? transaction).updateMetadata(
+                of: name, update, precondition: existing.map(Precondition.matches) ?? .none)
+        }
+        return Reply.json(ObjectResource.firebase(result.metadata))
+    }
+
+    /// `create_token=true` adds a download token; `delete_token=T` removes one (a new one is made when none is
+    /// left). The administrator's only, as in the emulator.
+    private func changeTokens(_ exchange: Exchange, name: ObjectName) async throws -> Response {
+        guard case .administrator = try caller(exchange) else {
+            throw HTTPFailure(.forbidden, reason: "forbidden", "Missing admin credentials.")
+        }
+        let create = exchange.query["create_token"]
+        if let create, create != "true" {
+            throw HTTPFailure.badRequest("Invalid value for create_token: '\(create)'; it must be 'true'.")
+        }
+        let removed = exchange.query["delete_token"]
+        let result = try await bucket.change { transaction in
+            let existing = try await transaction.metadata(of: name)
+            var tokens = Self.tokens(of: existing)
+            if let removed { tokens.removeAll { $0 == removed } }
+            if create != nil || tokens.isEmpty { tokens.append(UUID().uuidString.lowercased()) }
+            return try await transaction.updateMetadata(
+                of: name, MetadataUpdate(customMetadata: [downloadTokensKey: .set(tokens.joined(separator: ","))]),
+                precondition: .matches(existing))
+        }
+        return Reply.json(ObjectResource.firebase(result.metadata))
+    }
+
+    // MARK: Uploads
+
+    /// A v0 upload: multipart (`X-Goog-Upload-Protocol: multipart`), resumable (`X-Goog-Upload-Protocol: resumable`
+    /// or any `X-Goog-Upload-Command`), or the raw body as the content.
+    private func firebaseUpload(_ exchange: inout Exchange, pathName: String?) async throws -> Response {
+        if let id = exchange.query["upload_id"] { return try await firebaseResumable(&exchange, id: id) }
+        let who = try caller(exchange)
+        let protocolName = exchange.header("X-Goog-Upload-Protocol")?.lowercased()
+        let command = exchange.header("X-Goog-Upload-Command")?.lowercased()
+        let queryName = exchange.query["name"]
+        func request(_ metadata: ObjectMetadataBody) throws -> UploadRequest {
+            let name = try objectName(pathName ?? queryName ?? metadata.name)
+            if let given = metadata.name, given != name.rawValue {
+                throw HTTPFailure.badRequest("The object's name in the URL ('\(name.rawValue)') and in the metadata ('\(given)') differ.")
+            }
+            return UploadRequest(
+                name: name, options: metadata.writeOptions, expectedCRC32C: metadata.crc32c, conditions: Conditions(),
+                firebase: true, identity: who.rulesIdentity)
+        }
+        if protocolName == "resumable" || command != nil {
+            guard command == "start" else {
+                throw HTTPFailure.badRequest("A resumable upload starts with X-Goog-Upload-Command: start; later commands go to its upload URL.")
+            }
+            var upload = try request(try await jsonBody(&exchange, what: "upload's metadata"))
+            if upload.options.properties[.contentType] == nil,
+                let type = exchange.header("X-Goog-Upload-Header-Content-Type") ?? exchange.header("X-Goog-Upload-Content-Type")
+            {
+                upload.options.properties[.contentType] = type
+            }
+            var declared: Int64?
+            if let text = exchange.header("X-Goog-Upload-Header-Content-Length") ?? exchange.header("X-Goog-Upload-Content-Length") {
+                guard let size = Int64(text), size >= 0 else {
+                    throw HTTPFailure.badRequest("Invalid X-Goog-Upload-Header-Content-Length '\(text)': it must be a whole number of bytes.")
+                }
+                guard size <= limits.maximumObjectBytes else {
+                    throw HTTPFailure(.contentTooLarge, reason: "uploadTooLarge", "The object would be \(size) bytes, more than \(limits.maximumObjectBytes), the limit of this server.")
+                }
+                declared = size
+            }
+            let id = try uploads.start(upload, declaredSize: declared)
+            let url = "\(exchange.baseURL)/v0/b/\(bucket.name)/o?name=\(PercentEncoding.encodeSegment(upload.name.rawValue))&upload_id=\(id)&upload_protocol=resumable"
+            return Reply.empty(.ok, headers: [
+                HTTPField.Name("X-Goog-Upload-Status")!: "active", HTTPField.Name("X-Goog-Upload-URL")!: url,
+                HTTPField.Name("X-Goog-Upload-Chunk-Granularity")!: "262144", HTTPField.Name("X-GUploader-UploadID")!: id,
+            ])
+        }
+        if protocolName == "multipart" {
+            let contentType = exchange.request.headers[.contentType]
+            let parts = try MultipartUpload(
+                body: try await body(&exchange, limit: limits.maximumObjectBytes + limits.maximumJSONBytes, what: "multipart upload"),
+                contentType: contentType)
+            var upload = try request(try ObjectMetadataBody(json: parts.metadata, what: "upload's metadata part"))
+            if upload.options.properties[.contentType] == nil, let type = parts.contentType { upload.options.properties[.contentType] = type }
+            guard parts.content.count <= limits.maximumObjectBytes else {
+                throw HTTPFailure(.contentTooLarge, reason: "uploadTooLarge", "The object is larger than \(limits.maximumObjectBytes) bytes, the limit of this server; nothing was changed.")
+            }
+            return Reply.json(ObjectResource.firebase(try await finishUpload(upload, content: parts.content)))
+        }
+        if let protocolName { throw HTTPFailure.badRequest("Unknown X-Goog-Upload-Protocol '\(protocolName)': it is multipart or resumable.") }
+        var upload = try request(ObjectMetadataBody())
+        if let type = exchange.request.headers[.contentType] { upload.options.properties[.contentType] = type }
+        let content = try await body(&exchange, limit: limits.maximumObjectBytes, what: "object")
+        return Reply.json(ObjectResource.firebase(try await finishUpload(upload, content: content)))
+    }
+
+    /// The commands of a v0 resumable upload at its upload URL: `upload`, `finalize` (or both), `query`, `cancel`.
+    /// Chunks need not carry the Authorization header (the iOS SDK sends none): the upload is its starter's.
+    private func firebaseResumable(_ exchange: inout Exchange, id: String) async throws -> Response {
+        let commands = Set((exchange.header("X-Goog-Upload-Command") ?? "").lowercased().split(separator: ",").map {
+            $0.trimmingCharacters(in: .whitespaces)
+        })
+        let known: Set<String> = ["upload", "finalize", "query", "cancel"]
+        guard !commands.isEmpty, commands.isSubset(of: known) else {
+            throw HTTPFailure.badRequest("X-Goog-Upload-Command must be upload, finalize, 'upload, finalize', query or cancel.")
+        }
+        let chunk = try await body(&exchange, limit: limits.maximumObjectBytes, what: "chunk")
+        var offset: Int64?
+        if let text = exchange.header("X-Goog-Upload-Offset") {
+            guard let value = Int64(text), value >= 0 else {
+                throw HTTPFailure.badRequest("Invalid X-Goog-Upload-Offset '\(text)': it must be a whole number of bytes.")
+            }
+            offset = value
+        }
+        func status(_ state: String, _ received: Int) -> HTTPFields {
+            [HTTPField.Name("X-Goog-Upload-Status")!: state, HTTPField.Name("X-Goog-Upload-Size-Received")!: String(received)]
+        }
+        enum Step { case answer(Response), finish(UploadRequest, Data) }
+        let step = try uploads.withSession(id) { (session: inout UploadSessions.Session) throws(HTTPFailure) -> Step in
+            if case .final(let code, let body) = session.state {
+                return .answer(Reply.json(body, status: HTTPResponse.Status(code: code), headers: status("final", Int(session.declaredSize ?? 0))))
+            }
+            if case .cancelled = session.state {
+                if commands == ["query"] { return .answer(Reply.empty(.ok, headers: status("cancelled", session.received.count))) }
+                throw HTTPFailure.badRequest("The upload \(id) was cancelled.")
+            }
+            if commands.contains("cancel") {
+                session.state = .cancelled
+                session.received = Data()
+                return .answer(Reply.empty(.ok, headers: status("cancelled", 0)))
+            }
+            if commands == ["query"] { return .answer(Reply.empty(.ok, headers: status("active", session.received.count))) }
+            if commands.contains("upload") {
+                let received = Int64(session.received.count)
+                let first = offset ?? received
+                guard first <= received else {
+                    throw HTTPFailure.badRequest("X-Goog-Upload-Offset is \(first), but only \(received) bytes of the upload have been received.")
+                }
+                let skip = Int(received - first)
+                if skip < chunk.count { session.received.append(chunk.dropFirst(skip)) }
+                guard session.received.count <= limits.maximumObjectBytes else {
+                    session.state = .cancelled
+                    session.received = Data()
+                    throw HTTPFailure(.contentTooLarge, reason: "uploadTooLarge", "The upload grew past \(limits.maximumObjectBytes) bytes, the limit of this server; it is cancelled.")
+                }
+            } else if !chunk.isEmpty {
+                throw HTTPFailure.badRequest("A finalize without upload carries no bytes, but this request has \(chunk.count).")
+            }
+            if let declared = session.declaredSize, Int64(session.received.count) > declared {
+                throw HTTPFailure.badRequest("The upload has \(session.received.count) bytes, more than the \(declared) announced at its start.")
+            }
+            guard commands.contains("finalize") else {
+                return .answer(Reply.empty(.ok, headers: status("active", session.received.count)))
+            }
+            if let declared = session.declaredSize, Int64(session.received.count) != declared {
+                throw HTTPFailure.badRequest("The upload cannot be finalized: \(session.received.count) of the \(declared) bytes announced have been received.")
+            }
+            return .finish(session.request, session.received)
+        }
+        switch step {
+        case .answer(let response): return response
+        case .finish(let upload, let content):
+            let answer: (Int, JSONValue)
+            do {
+                answer = (200, ObjectResource.firebase(try await finishUpload(upload, content: content)))
+            } catch let error as StorageError where error.code != .unavailable && error.code != .internalError {
+                let failure = HTTPFailure(error, bucket: bucket.name, object: upload.name.rawValue, firebase: true)
+                answer = (Int(failure.status.code), failure.body(firebase: true))
+            }
+            try? uploads.withSession(id) { (session: inout UploadSessions.Session) throws(HTTPFailure) in
+                session.state = .final(status: answer.0, body: answer.1)
+                session.declaredSize = Int64(content.count)
+                session.received = Data()
+            }
+            return Reply.json(answer.1, status: HTTPResponse.Status(code: answer.0), headers: status("final", content.count))
+        }
+    }
+
+    // MARK: Rules
+
+    /// `PUT /internal/setRules` with `{"rules":{"files":[{"name":…,"content":…}]}}`, as
+    /// `@firebase/rules-unit-testing` sends it. Rules with an error are refused, naming it, and change nothing.
+    private func setRules(_ exchange: inout Exchange) async throws -> Response {
+        let data = try await body(&exchange, limit: limits.maximumJSONBytes, what: "rules")
+        guard let body = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
+            throw HTTPFailure.badRequest("The request body must be a JSON object: {\"rules\":{\"files\":[{\"name\":…,\"content\":…}]}}.")
+        }
+        guard let files = (body["rules"] as? [String: Any])?["files"] as? [Any], !files.isEmpty else {
+            throw HTTPFailure.badRequest("Request body must include 'rules.files' array.")
+        }
+        guard files.count == 1, let file = files[0] as? [String: Any], let name = file["name"] as? String,
+            let content = file["content"] as? String
+        else {
+            throw HTTPFailure.badRequest("'rules.files' must hold one member with 'name' and 'content' strings.")
+        }
+        do {
+            try await bucket.loadRules(source: content, origin: name)
+        } catch let error as StorageError where error.code == .invalidArgument {
+            throw HTTPFailure.badRequest("There was an error updating rules: \(error.message)")
+        }
+        return Reply.json(.object([("message", .string("Rules updated successfully"))]))
+    }
+}

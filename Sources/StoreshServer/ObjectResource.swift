@@ -1,0 +1,208 @@
+import Foundation
+import StoreshCore
+
+/// The custom metadata key where Firebase keeps an object's download tokens, comma-separated (rule G7).
+let downloadTokensKey = "firebaseStorageDownloadTokens"
+
+/// Objects and buckets as the two APIs write them.
+enum ObjectResource {
+    /// An object of the Cloud Storage JSON API (`storage#object`): numbers as strings, every name as it is,
+    /// custom metadata (download tokens included) under `metadata`. `crc32c` when the content is at hand.
+    static func cloudStorage(_ object: ObjectMetadata, baseURL: String, crc32c: String? = nil) -> JSONValue {
+        let encoded = PercentEncoding.encodeSegment(object.fullPath)
+        var members: [(String, JSONValue)] = [
+            ("kind", .string("storage#object")),
+            ("id", .string("\(object.bucket)/\(object.fullPath)/\(object.generation)")),
+            ("selfLink", .string("\(baseURL)/storage/v1/b/\(object.bucket)/o/\(encoded)")),
+            ("mediaLink", .string("\(baseURL)/download/storage/v1/b/\(object.bucket)/o/\(encoded)?generation=\(object.generation)&alt=media")),
+            ("name", .string(object.fullPath)),
+            ("bucket", .string(object.bucket)),
+            ("generation", .string(String(object.generation))),
+            ("metageneration", .string(String(object.metageneration))),
+        ]
+        if let contentType = object.contentType { members.append(("contentType", .string(contentType))) }
+        members += [
+            ("storageClass", .string("STANDARD")),
+            ("size", .string(String(object.size))),
+            ("md5Hash", .string(object.md5Hash)),
+        ]
+        if let crc32c { members.append(("crc32c", .string(crc32c))) }
+        for property in [WritableProperty.contentEncoding, .contentDisposition, .contentLanguage, .cacheControl] {
+            if let value = object[property] { members.append((property.rawValue, .string(value))) }
+        }
+        members += [
+            ("etag", .string(etag(object))),
+            ("timeCreated", .string(object.timeCreated.rfc3339)),
+            ("updated", .string(object.updated.rfc3339)),
+            ("timeStorageClassUpdated", .string(object.timeCreated.rfc3339)),
+        ]
+        if !object.customMetadata.isEmpty { members.append(("metadata", customMetadata(object.customMetadata))) }
+        return .object(members)
+    }
+
+    /// An object of the Firebase v0 API: download tokens as `downloadTokens`, and not among the custom metadata.
+    static func firebase(_ object: ObjectMetadata, crc32c: String? = nil) -> JSONValue {
+        var members: [(String, JSONValue)] = [
+            ("name", .string(object.fullPath)),
+            ("bucket", .string(object.bucket)),
+            ("generation", .string(String(object.generation))),
+            ("metageneration", .string(String(object.metageneration))),
+        ]
+        if let contentType = object.contentType { members.append(("contentType", .string(contentType))) }
+        members += [
+            ("timeCreated", .string(object.timeCreated.rfc3339)),
+            ("updated", .string(object.updated.rfc3339)),
+            ("storageClass", .string("STANDARD")),
+            ("size", .string(String(object.size))),
+            ("md5Hash", .string(object.md5Hash)),
+        ]
+        for property in [WritableProperty.contentEncoding, .contentDisposition, .contentLanguage, .cacheControl] {
+            if let value = object[property] { members.append((property.rawValue, .string(value))) }
+        }
+        if let crc32c { members.append(("crc32c", .string(crc32c))) }
+        members.append(("etag", .string(etag(object))))
+        members.append(("downloadTokens", .string(object.customMetadata[downloadTokensKey] ?? "")))
+        var custom = object.customMetadata
+        custom[downloadTokensKey] = nil
+        if !custom.isEmpty { members.append(("metadata", customMetadata(custom))) }
+        return .object(members)
+    }
+
+    /// Changes with every change of content or metadata, as the service's etag does.
+    static func etag(_ object: ObjectMetadata) -> String {
+        var bytes: [UInt8] = []
+        for number in [object.generation, object.metageneration] {
+            withUnsafeBytes(of: number.bigEndian) { bytes += $0 }
+        }
+        return Data(bytes).base64EncodedString()
+    }
+
+    private static func customMetadata(_ map: [String: String]) -> JSONValue {
+        .object(map.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }.map { ($0.key, .string($0.value)) })
+    }
+
+    /// The served bucket (`storage#bucket`).
+    static func bucket(_ name: String, baseURL: String) -> JSONValue {
+        .object([
+            ("kind", .string("storage#bucket")),
+            ("id", .string(name)),
+            ("selfLink", .string("\(baseURL)/storage/v1/b/\(name)")),
+            ("projectNumber", .string("0")),
+            ("name", .string(name)),
+            ("metageneration", .string("1")),
+            ("location", .string("US-CENTRAL1")),
+            ("storageClass", .string("STANDARD")),
+            ("etag", .string("CAE=")),
+            ("locationType", .string("region")),
+        ])
+    }
+}
+
+/// What a request's JSON body says of an object's writable metadata: an upload's metadata, a PATCH, a copy's
+/// overrides. Every name is checked: a read-only property is ignored as the service ignores it, a property storesh
+/// does not keep and an unknown name are refused, never dropped silently.
+struct ObjectMetadataBody {
+    var name: String?
+    var properties: [WritableProperty: PropertyChange] = [:]
+    /// nil: `metadata` not given; `.some(nil)`: given as null (clears the map).
+    var customMetadata: [String: PropertyChange]?
+    var clearsCustomMetadata = false
+    var md5Hash: String?
+    var crc32c: String?
+
+    /// Names the service computes; a client may send them back (a whole resource read earlier), and they are ignored.
+    static let readOnlyNames: Set<String> = [
+        "kind", "id", "selfLink", "mediaLink", "bucket", "generation", "metageneration", "size", "etag", "timeCreated",
+        "updated", "timeStorageClassUpdated", "timeDeleted", "owner", "componentCount", "fullPath", "downloadTokens",
+        "contentEncryption", "hardDeleteTime", "softDeleteTime", "timeFinalized",
+    ]
+    /// Properties of the service that storesh does not keep: refused, since accepting them would lose them.
+    static let unsupportedNames: Set<String> = [
+        "acl", "storageClass", "customTime", "temporaryHold", "eventBasedHold", "retention", "retentionExpirationTime",
+        "kmsKeyName", "customerEncryption", "contexts", "restoreToken",
+    ]
+
+    init() {}
+
+    /// Reads `body` (a JSON object, or nothing); `what` names it in messages.
+    init(json body: Data, what: String) throws(HTTPFailure) {
+        guard !body.isEmpty, !body.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) else { return }
+        let parsed: Any
+        do {
+            parsed = try JSONSerialization.jsonObject(with: body, options: [])
+        } catch {
+            throw .badRequest("The \(what) is not valid JSON: \(Self.describe(error)).")
+        }
+        guard let object = parsed as? [String: Any] else { throw .badRequest("The \(what) must be a JSON object.") }
+        for (key, value) in object.sorted(by: { $0.key < $1.key }) {
+            if let property = WritableProperty(rawValue: key) {
+                properties[property] = try Self.change(value, field: key)
+                continue
+            }
+            switch key {
+            case "name":
+                guard let text = value as? String else { throw .badRequest("Invalid value for 'name' in the \(what): it must be a string.") }
+                name = text
+            case "metadata":
+                if value is NSNull {
+                    clearsCustomMetadata = true
+                    customMetadata = [:]
+                    continue
+                }
+                guard let map = value as? [String: Any] else {
+                    throw .badRequest("Invalid value for 'metadata' in the \(what): it must be an object of strings, or null.")
+                }
+                var changes: [String: PropertyChange] = [:]
+                for (key, value) in map {
+                    if key.isEmpty { throw .badRequest("Custom metadata keys must not be empty (rule M5).") }
+                    changes[key] = try Self.change(value, field: "metadata.\(key)")
+                }
+                customMetadata = changes
+            case "md5Hash":
+                guard let text = value as? String, ContentHash.isMD5Base64(text) else {
+                    throw .badRequest("Invalid value for 'md5Hash' in the \(what): it must be the base64 of a 16-byte MD5 digest.")
+                }
+                md5Hash = text
+            case "crc32c":
+                guard let text = value as? String, Data(base64Encoded: text)?.count == 4 else {
+                    throw .badRequest("Invalid value for 'crc32c' in the \(what): it must be the base64 of a 4-byte CRC32C.")
+                }
+                crc32c = text
+            case _ where Self.readOnlyNames.contains(key):
+                continue
+            case _ where Self.unsupportedNames.contains(key):
+                throw .badRequest("'\(key)' is not supported by storesh serve, which keeps the properties of rule M1 only.")
+            default:
+                throw .badRequest("Invalid JSON payload received. Unknown name \"\(key)\" in the \(what): Cannot find field.")
+            }
+        }
+    }
+
+    private static func change(_ value: Any, field: String) throws(HTTPFailure) -> PropertyChange {
+        if value is NSNull { return .unset }
+        // NSNumber bridges from JSON true/false and numbers: only strings are values here.
+        guard let text = value as? String, !(value is NSNumber) else {
+            throw .badRequest("Invalid value for '\(field)': it must be a string, or null to remove it.")
+        }
+        return .set(text)
+    }
+
+    private static func describe(_ error: any Error) -> String {
+        let message = (error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String
+        return message ?? "\(error)"
+    }
+
+    /// The update a PATCH makes (rules M4, M5).
+    var update: MetadataUpdate {
+        MetadataUpdate(
+            properties: properties, customMetadata: customMetadata ?? [:], clearsCustomMetadata: clearsCustomMetadata)
+    }
+
+    /// The metadata an upload sets.
+    var writeOptions: WriteOptions {
+        var options = WriteOptions(expectedMD5: md5Hash)
+        for case let (property, .set(value)) in properties { options.properties[property] = value }
+        for case let (key, .set(value)) in customMetadata ?? [:] { options.customMetadata[key] = value }
+        return options
+    }
+}

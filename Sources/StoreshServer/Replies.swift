@@ -1,0 +1,87 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import StoreshCore
+
+/// How the server writes its answers.
+enum Reply {
+    static func json(_ value: JSONValue, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]) -> Response {
+        var headers = headers
+        headers[.contentType] = "application/json; charset=UTF-8"
+        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: value.serialized)))
+    }
+
+    static func empty(_ status: HTTPResponse.Status = .noContent, headers: HTTPFields = [:]) -> Response {
+        var headers = headers
+        if status != .noContent { headers[.contentLength] = "0" }
+        return Response(status: status, headers: headers, body: ResponseBody())
+    }
+
+    static func failure(_ failure: HTTPFailure, firebase: Bool) -> Response {
+        json(failure.body(firebase: firebase), status: failure.status, headers: failure.headers)
+    }
+
+    /// An object's content (`alt=media`), whole or the one range asked for, with the headers clients check: the
+    /// hashes of the whole content (`X-Goog-Hash`), its generations and its stored size and encoding.
+    static func media(_ object: ObjectMetadata, content: Data, rangeHeader: String?) throws(HTTPFailure) -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = object.contentType ?? "application/octet-stream"
+        headers[.acceptRanges] = "bytes"
+        headers[.eTag] = "\"\(object.md5Hash)\""
+        headers[.lastModified] = httpDate(object.updated)
+        headers[HTTPField.Name("X-Goog-Generation")!] = String(object.generation)
+        headers[HTTPField.Name("X-Goog-Metageneration")!] = String(object.metageneration)
+        headers[HTTPField.Name("X-Goog-Stored-Content-Length")!] = String(object.size)
+        headers[HTTPField.Name("X-Goog-Stored-Content-Encoding")!] = object.contentEncoding ?? "identity"
+        headers[HTTPField.Name("X-Goog-Storage-Class")!] = "STANDARD"
+        if let value = object.cacheControl { headers[.cacheControl] = value }
+        if let value = object.contentDisposition { headers[.contentDisposition] = value }
+        if let value = object.contentLanguage { headers[.contentLanguage] = value }
+        if let value = object.contentEncoding, value != "identity" { headers[.contentEncoding] = value }
+        guard let range = try ByteRange.parse(rangeHeader, size: content.count) else {
+            headers[HTTPField.Name("X-Goog-Hash")!] = "crc32c=\(CRC32C.base64(of: content)),md5=\(object.md5Hash)"
+            return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: content)))
+        }
+        headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(content.count)"
+        let slice = content[content.startIndex + range.lowerBound..<content.startIndex + range.upperBound]
+        return Response(status: .partialContent, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: slice)))
+    }
+
+    /// An HTTP date (RFC 9110 IMF-fixdate).
+    static func httpDate(_ time: Timestamp) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return formatter.string(from: time.date)
+    }
+}
+
+/// The one range of a `Range: bytes=…` header (RFC 9110): nil for the whole content (no header, several ranges,
+/// or a header this server does not read, which HTTP says to ignore); a 416 for a range past the end.
+enum ByteRange {
+    static func parse(_ header: String?, size: Int) throws(HTTPFailure) -> Range<Int>? {
+        guard let header, header.hasPrefix("bytes="), !header.contains(",") else { return nil }
+        let spec = header.dropFirst("bytes=".count).trimmingCharacters(in: .whitespaces)
+        let parts = spec.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+        guard parts.count == 2 else { return nil }
+        let unsatisfiable = HTTPFailure(
+            .rangeNotSatisfiable, reason: "requestedRangeNotSatisfiable",
+            "The requested range '\(header)' is not satisfiable: the object is \(size) bytes long.",
+            headers: [.contentRange: "bytes */\(size)"])
+        if parts[0].isEmpty {
+            // A suffix: the last N bytes.
+            guard let length = Int(parts[1]), length >= 0 else { return nil }
+            guard length > 0, size > 0 else { throw unsatisfiable }
+            return max(0, size - length)..<size
+        }
+        guard let first = Int(parts[0]), first >= 0 else { return nil }
+        var end = size - 1
+        if !parts[1].isEmpty {
+            guard let last = Int(parts[1]), last >= first else { return nil }
+            end = min(last, size - 1)
+        }
+        guard first < size else { throw unsatisfiable }
+        return first..<(end + 1)
+    }
+}

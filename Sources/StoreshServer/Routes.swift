@@ -1,0 +1,225 @@
+import Foundation
+import Hummingbird
+
+/// Percent-encoding as URLs carry it, decoded strictly: a `%` not followed by two hex digits, or bytes that are not
+/// UTF-8, are a 400 naming what was wrong, never a guess (rule V4).
+enum PercentEncoding {
+    /// Decodes `text`; `plusIsSpace` for query strings, where `+` is a space as HTML forms write it.
+    static func decode(_ text: Substring, plusIsSpace: Bool, what: @autoclosure () -> String) throws(HTTPFailure) -> String {
+        let utf8 = Array(text.utf8)
+        guard utf8.contains(where: { $0 == UInt8(ascii: "%") || (plusIsSpace && $0 == UInt8(ascii: "+")) }) else {
+            return String(text)
+        }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(utf8.count)
+        var index = 0
+        while index < utf8.count {
+            let byte = utf8[index]
+            if byte == UInt8(ascii: "%") {
+                guard index + 2 < utf8.count, let high = hexValue(utf8[index + 1]), let low = hexValue(utf8[index + 2]) else {
+                    throw .badRequest("Invalid percent-encoding in \(what()): '%' must be followed by two hexadecimal digits.")
+                }
+                bytes.append(high << 4 | low)
+                index += 3
+            } else {
+                bytes.append(plusIsSpace && byte == UInt8(ascii: "+") ? UInt8(ascii: " ") : byte)
+                index += 1
+            }
+        }
+        guard let decoded = String(validating: bytes, as: UTF8.self) else {
+            throw .badRequest("Invalid percent-encoding in \(what()): the decoded bytes are not UTF-8.")
+        }
+        return decoded
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+
+    /// `text` with every byte but the unreserved ones (RFC 3986) escaped: an object name as one path segment
+    /// (`/` → `%2F`, rule G1).
+    static func encodeSegment(_ text: String) -> String {
+        var output = ""
+        output.reserveCapacity(text.utf8.count)
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                output.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                output += "%" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
+            }
+        }
+        return output
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String { count >= width ? self : String(repeating: "0", count: width - count) + self }
+}
+
+/// A request's query parameters, decoded. A parameter given twice is refused: which one a server takes is not
+/// something a client should have to guess.
+struct QueryParameters: Sendable {
+    private var values: [String: String] = [:]
+
+    init(_ query: String?) throws(HTTPFailure) {
+        guard let query, !query.isEmpty else { return }
+        for pair in query.split(separator: "&", omittingEmptySubsequences: true) {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let name = try PercentEncoding.decode(parts[0], plusIsSpace: true, what: "the query parameter name '\(parts[0])'")
+            let value = try PercentEncoding.decode(parts.count > 1 ? parts[1] : "", plusIsSpace: true, what: "the query parameter '\(name)'")
+            if values[name] != nil { throw .badRequest("The query parameter '\(name)' is given more than once.") }
+            values[name] = value
+        }
+    }
+
+    subscript(name: String) -> String? { values[name] }
+
+    /// A parameter that must be a whole number when given.
+    func integer(_ name: String) throws(HTTPFailure) -> Int64? {
+        guard let text = values[name] else { return nil }
+        guard let number = Int64(text) else {
+            throw .badRequest("Invalid value for the query parameter '\(name)': '\(text)' is not a whole number.")
+        }
+        return number
+    }
+
+    /// A true/false parameter; Python clients write `True` and `False`.
+    func flag(_ name: String) throws(HTTPFailure) -> Bool {
+        switch values[name]?.lowercased() {
+        case nil, "false": return false
+        case "true", "": return true
+        case let text?: throw .badRequest("Invalid value for the query parameter '\(name)': '\(text)' is neither true nor false.")
+        }
+    }
+}
+
+/// What a request's path names: the endpoints of the Cloud Storage JSON API (at `/storage/v1` and at `/`, plus its
+/// upload, download and batch paths), of the Firebase v0 API, and of the emulator's internal API (rule V1).
+enum Endpoint: Equatable, Sendable {
+    /// `GET /storage/v1/b`, `POST /storage/v1/b`.
+    case buckets
+    case bucket(String)
+    case objects(bucket: String)
+    case object(bucket: String, name: String)
+    /// `POST …/o/SOURCE/copyTo/b/BUCKET/o/DESTINATION` (`rewriteTo` with `rewrite`).
+    case copy(bucket: String, source: String, destinationBucket: String, destination: String, rewrite: Bool)
+    case compose(bucket: String, destination: String)
+    case upload(bucket: String)
+    case download(bucket: String, name: String)
+
+    case firebaseRoot
+    case firebaseBucket(String)
+    case firebaseObjects(bucket: String)
+    case firebaseObject(bucket: String, name: String)
+
+    case setRules
+    case reset
+
+    /// The endpoint of a raw (still percent-encoded) path; nil when nothing is there.
+    init?(path rawPath: String) throws(HTTPFailure) {
+        var path = Substring(rawPath)
+        func strip(_ prefix: String) -> Bool {
+            guard path.hasPrefix(prefix) else { return false }
+            path = path.dropFirst(prefix.count)
+            return true
+        }
+        if path == "/internal/setRules" { self = .setRules; return }
+        if path == "/internal/reset" { self = .reset; return }
+        if path == "/v0" || path == "/v0/" { self = .firebaseRoot; return }
+        if strip("/v0/b/") {
+            guard let endpoint = try Self.bucketPath(path, firebase: true) else { return nil }
+            self = endpoint
+            return
+        }
+        var kind = "json"
+        if strip("/upload/storage/v1/b/") {
+            kind = "upload"
+        } else if strip("/download/storage/v1/b/") {
+            kind = "download"
+        } else if strip("/storage/v1/b") || strip("/b") {
+            if path.isEmpty || path == "/" {
+                self = .buckets
+                return
+            }
+            guard path.hasPrefix("/") else { return nil }
+            path = path.dropFirst()
+        } else {
+            return nil
+        }
+        guard let endpoint = try Self.bucketPath(path, firebase: false) else { return nil }
+        switch (kind, endpoint) {
+        case ("json", _): self = endpoint
+        case ("upload", .objects(let bucket)): self = .upload(bucket: bucket)
+        case ("download", .object(let bucket, let name)): self = .download(bucket: bucket, name: name)
+        default: return nil
+        }
+    }
+
+    /// `BUCKET`, `BUCKET/o`, `BUCKET/o/NAME…` (the rest of the path is the name: clients that do not escape `/`
+    /// in names are served too), and the copy forms.
+    private static func bucketPath(_ path: Substring, firebase: Bool) throws(HTTPFailure) -> Endpoint? {
+        let bucketEnd = path.firstIndex(of: "/") ?? path.endIndex
+        let bucket = try PercentEncoding.decode(path[..<bucketEnd], plusIsSpace: false, what: "the bucket name")
+        if bucket.isEmpty { return nil }
+        var rest = path[bucketEnd...]
+        if rest.isEmpty || rest == "/" { return firebase ? .firebaseBucket(bucket) : .bucket(bucket) }
+        guard rest.hasPrefix("/o") else { return nil }
+        rest = rest.dropFirst(2)
+        if rest.isEmpty || rest == "/" { return firebase ? .firebaseObjects(bucket: bucket) : .objects(bucket: bucket) }
+        guard rest.hasPrefix("/") else { return nil }
+        rest = rest.dropFirst()
+        if !firebase {
+            let segments = rest.split(separator: "/", omittingEmptySubsequences: false)
+            if segments.count == 6, segments[1] == "copyTo" || segments[1] == "rewriteTo", segments[2] == "b", segments[4] == "o" {
+                return .copy(
+                    bucket: bucket, source: try decodeName(segments[0]),
+                    destinationBucket: try PercentEncoding.decode(segments[3], plusIsSpace: false, what: "the destination bucket name"),
+                    destination: try decodeName(segments[5]), rewrite: segments[1] == "rewriteTo")
+            }
+            if segments.count == 2, segments[1] == "compose" {
+                return .compose(bucket: bucket, destination: try decodeName(segments[0]))
+            }
+        }
+        let name = try decodeName(rest)
+        return firebase ? .firebaseObject(bucket: bucket, name: name) : .object(bucket: bucket, name: name)
+    }
+
+    private static func decodeName(_ text: Substring) throws(HTTPFailure) -> String {
+        try PercentEncoding.decode(text, plusIsSpace: false, what: "the object name")
+    }
+
+    /// The bucket a request is about, when it names one.
+    var bucket: String? {
+        switch self {
+        case .bucket(let bucket), .objects(let bucket), .object(let bucket, _), .copy(let bucket, _, _, _, _),
+            .compose(let bucket, _), .upload(let bucket), .download(let bucket, _), .firebaseBucket(let bucket),
+            .firebaseObjects(let bucket), .firebaseObject(let bucket, _):
+            bucket
+        case .buckets, .firebaseRoot, .setRules, .reset: nil
+        }
+    }
+
+    /// Whether the Firebase v0 API's shapes and rules apply.
+    var isFirebase: Bool {
+        switch self {
+        case .firebaseRoot, .firebaseBucket, .firebaseObjects, .firebaseObject: true
+        default: false
+        }
+    }
+
+    /// The object a request names, for messages.
+    var objectName: String? {
+        switch self {
+        case .object(_, let name), .download(_, let name), .firebaseObject(_, let name), .compose(_, let name): name
+        case .copy(_, let source, _, _, _): source
+        default: nil
+        }
+    }
+}

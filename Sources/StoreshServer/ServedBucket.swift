@@ -1,0 +1,123 @@
+import Foundation
+import StoreshCore
+import StoreshLocal
+import StoreshRules
+
+/// The bucket file a server serves, shared by every request: reads run in parallel on connections of their own,
+/// and changes are serialised by one writer that commits the changes waiting at the same moment together
+/// (group commit). Each change is still answered only once its commit is durable (rule V4), but concurrent clients
+/// share one disk flush instead of queueing for one each.
+final class ServedBucket: @unchecked Sendable {
+    /// The most changes one commit carries.
+    static let maximumGroup = 256
+
+    let name: String
+    /// The bucket file.
+    let path: String
+    private let writer: LocalBucket
+    private let readers: [LocalBucket]
+    /// The bucket's security rules, reloaded when another process (the shell, `rules load`) changed them.
+    private let rules: RulesSession
+
+    private let lock = NSLock()
+    private var nextReader = 0
+    private var waiting: [PendingChange] = []
+    private var committing = false
+
+    /// Serves `bucket` (a local bucket file, open), with `readerCount` further connections for reads.
+    init(_ bucket: LocalBucket, options: LocalBucketOptions, readerCount: Int) throws {
+        writer = bucket
+        name = bucket.name
+        path = bucket.path
+        var readOptions = options
+        readOptions.createIfMissing = false
+        readers = try (0..<max(1, readerCount)).map { _ throws(StorageError) in try LocalBucket.open(at: bucket.path, options: readOptions) }
+        rules = try RulesSession(store: bucket, clock: options.clock)
+    }
+
+    func close() {
+        for reader in readers { reader.close() }
+        writer.close()
+    }
+
+    /// A connection for reads, taken in turn.
+    var reader: LocalBucket {
+        lock.withLock {
+            nextReader = (nextReader + 1) % readers.count
+            return readers[nextReader]
+        }
+    }
+
+    // MARK: Rules
+
+    /// The rules in force for a request made as `identity` (nil: signed out), as the bucket keeps them now.
+    func rulesSession(as identity: Identity?) throws -> RulesSession {
+        try rules.reloadRules(from: reader)
+        return rules.session(as: identity)
+    }
+
+    /// Loads security rules into the bucket (checked first: a ruleset with an error changes nothing).
+    func loadRules(source: String, origin: String) async throws {
+        try await change { transaction -> Void in
+            guard let store = transaction.rulesStore else { throw StorageError.internalError("The bucket keeps no rules.") }
+            try self.rules.loadRules(source: source, origin: origin, into: store)
+        }
+        try rules.reloadRules(from: reader)
+    }
+
+    // MARK: Changes
+
+    /// Runs `body` as one change of the bucket, in a commit shared with the changes waiting beside it; returns
+    /// once that commit is durable. A change that fails is undone alone (a savepoint); the others still land.
+    func change<Value: Sendable>(_ body: @escaping @Sendable (any BucketTransaction) async throws -> Value) async throws -> Value {
+        let result: Result<any Sendable, any Error> = await withCheckedContinuation { continuation in
+            let pending = PendingChange(run: { try await body($0) }, finish: { continuation.resume(returning: $0) })
+            let starts = lock.withLock {
+                waiting.append(pending)
+                if committing { return false }
+                committing = true
+                return true
+            }
+            if starts { Task { await self.commitWaitingChanges() } }
+        }
+        return try result.get() as! Value
+    }
+
+    /// Commits the waiting changes a group at a time until none wait.
+    private func commitWaitingChanges() async {
+        // Bounded: each round takes at least one change, and ends when none wait.
+        while true {
+            let group: [PendingChange] = lock.withLock {
+                let group = Array(waiting.prefix(Self.maximumGroup))
+                waiting.removeFirst(group.count)
+                if group.isEmpty { committing = false }
+                return group
+            }
+            if group.isEmpty { return }
+            var results: [Result<any Sendable, any Error>] = []
+            results.reserveCapacity(group.count)
+            do {
+                try await writer.withTransaction(forWriting: true) { transaction in
+                    for change in group {
+                        do {
+                            results.append(.success(try await transaction.withSavepoint { try await change.run(transaction) }))
+                        } catch {
+                            results.append(.failure(error))
+                        }
+                    }
+                    return .commit(())
+                }
+            } catch {
+                // The commit failed (a busy or full disk): nothing of the group landed.
+                results = group.map { _ in .failure(error) }
+            }
+            for (change, result) in zip(group, results) { change.finish(result) }
+        }
+    }
+}
+
+/// A change waiting for the writer, and how to answer its request.
+private struct PendingChange: Sendable {
+    var run: @Sendable (any BucketTransaction) async throws -> any Sendable
+    var finish: @Sendable (Result<any Sendable, any Error>) -> Void
+}

@@ -1,0 +1,74 @@
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+import StoreshCore
+import StoreshLocal
+
+/// How `storesh serve` runs.
+public struct ServeConfiguration: Sendable {
+    public var host: String
+    /// 0 picks a free port (the one bound is given to `onListening`).
+    public var port: Int
+    public var limits: ServeLimits
+    /// Connections that read the bucket in parallel, beside the one that writes.
+    public var readerCount: Int
+
+    public init(host: String = "127.0.0.1", port: Int = 9199, limits: ServeLimits = ServeLimits(), readerCount: Int = 4) {
+        self.host = host
+        self.port = port
+        self.limits = limits
+        self.readerCount = readerCount
+    }
+}
+
+/// One request served, for the log line a terminal shows.
+public struct ServedRequest: Sendable {
+    public var method: String
+    /// The path as sent (percent-encoded), without the query.
+    public var path: String
+    public var status: Int
+    public var seconds: Double
+}
+
+/// A local bucket served over HTTP with the API of the Firebase Storage emulator (rules V1–V5).
+public final class StorageServer: Sendable {
+    private let api: StorageAPI
+    private let configuration: ServeConfiguration
+
+    /// Serves `bucket` (open; the server closes it when it stops).
+    public init(bucket: LocalBucket, options: LocalBucketOptions, configuration: ServeConfiguration) throws {
+        self.configuration = configuration
+        api = StorageAPI(
+            bucket: try ServedBucket(bucket, options: options, readerCount: configuration.readerCount), limits: configuration.limits)
+    }
+
+    /// Serves until SIGINT or SIGTERM, then stops accepting, lets the requests in progress finish (each change is
+    /// durable before it is answered), and closes the bucket. `onListening` is told the address bound.
+    public func run(
+        onListening: @escaping @Sendable (_ host: String, _ port: Int) -> Void,
+        log: (@Sendable (ServedRequest) -> Void)? = nil
+    ) async throws {
+        let api = self.api
+        let responder = CallbackResponder<BasicRequestContext> { request, _ in
+            let start = ContinuousClock.now
+            let response = await api.respond(to: request)
+            if let log {
+                let elapsed = ContinuousClock.now - start
+                let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+                log(ServedRequest(method: request.method.rawValue, path: request.uri.path, status: response.status.code, seconds: seconds))
+            }
+            return response
+        }
+        var logger = Logger(label: "storesh-serve")
+        logger.logLevel = .error
+        let host = configuration.host
+        let app = Application(
+            responder: responder,
+            configuration: ApplicationConfiguration(address: .hostname(host, port: configuration.port), serverName: "storesh"),
+            onServerRunning: { channel in onListening(host, channel.localAddress?.port ?? 0) },
+            logger: logger)
+        defer { api.bucket.close() }
+        try await app.runService(gracefulShutdownSignals: [.sigterm, .sigint])
+    }
+}

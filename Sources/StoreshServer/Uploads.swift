@@ -1,0 +1,201 @@
+import Foundation
+import StoreshCore
+
+/// A `multipart/related` body as uploads send it: the object's metadata (JSON) and then its content.
+struct MultipartUpload {
+    var metadata: Data
+    var content: Data
+    /// The content part's own `Content-Type`, which is the object's when the metadata names none.
+    var contentType: String?
+
+    init(body: Data, contentType header: String?) throws(HTTPFailure) {
+        guard let header, header.lowercased().hasPrefix("multipart/related") else {
+            throw .badRequest("A multipart upload's Content-Type must be multipart/related with a boundary, not '\(header ?? "")'.")
+        }
+        guard let boundary = Self.parameter("boundary", of: header), !boundary.isEmpty, boundary.utf8.count <= 200 else {
+            throw .badRequest("The multipart/related Content-Type names no boundary.")
+        }
+        let delimiter = Data(("--" + boundary).utf8)
+        // Parts are delimited by CRLF--BOUNDARY; the first delimiter may open the body, and the last ends in --.
+        guard let first = body.range(of: delimiter), body[body.startIndex..<first.lowerBound].allSatisfy({ $0 == 0x0D || $0 == 0x0A }) else {
+            throw .badRequest("The multipart body does not start with its boundary '--\(boundary)'.")
+        }
+        var parts: [(headers: [String: String], body: Data)] = []
+        var cursor = first.upperBound
+        let next = Data("\r\n".utf8) + delimiter
+        // Bounded: each round moves the cursor past one delimiter, and at most three parts are read.
+        while parts.count < 3 {
+            if body[cursor...].starts(with: Data("--".utf8)) { break }  // the closing delimiter
+            guard body[cursor...].starts(with: Data("\r\n".utf8)) else {
+                throw .badRequest("The multipart body is malformed: a boundary is not followed by a line break.")
+            }
+            cursor += 2
+            guard let end = body.range(of: next, in: cursor..<body.endIndex) else {
+                throw .badRequest("The multipart body is cut short: a part has no closing boundary '--\(boundary)--'.")
+            }
+            parts.append(try Self.part(body[cursor..<end.lowerBound]))
+            cursor = end.upperBound
+        }
+        guard parts.count == 2 else {
+            throw .badRequest("A multipart upload has exactly two parts, the metadata (JSON) and the content; this one has \(parts.count).")
+        }
+        metadata = parts[0].body
+        content = parts[1].body
+        contentType = parts[1].headers["content-type"]
+    }
+
+    /// One part: its headers up to an empty line, then its body.
+    private static func part(_ bytes: Data) throws(HTTPFailure) -> (headers: [String: String], body: Data) {
+        guard let split = bytes.range(of: Data("\r\n\r\n".utf8)) else {
+            if bytes.starts(with: Data("\r\n".utf8)) { return ([:], Data(bytes.dropFirst(2))) }
+            throw .badRequest("The multipart body is malformed: a part's headers do not end with an empty line.")
+        }
+        var headers: [String: String] = [:]
+        let text = String(decoding: bytes[bytes.startIndex..<split.lowerBound], as: UTF8.self)
+        for line in text.split(separator: "\r\n") {
+            guard let colon = line.firstIndex(of: ":") else {
+                throw .badRequest("The multipart body is malformed: '\(line.prefix(80))' is not a header line.")
+            }
+            headers[line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        return (headers, Data(bytes[split.upperBound...]))
+    }
+
+    /// A parameter of a header value (`boundary=…`, quoted or not).
+    static func parameter(_ name: String, of header: String) -> String? {
+        for piece in header.split(separator: ";").dropFirst() {
+            let pair = piece.split(separator: "=", maxSplits: 1)
+            guard pair.count == 2, pair[0].trimmingCharacters(in: .whitespaces).lowercased() == name else { continue }
+            var value = pair[1].trimmingCharacters(in: .whitespaces)
+            if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") { value = String(value.dropFirst().dropLast()) }
+            return value
+        }
+        return nil
+    }
+}
+
+/// What every upload needs to make its object, whatever its protocol.
+struct UploadRequest: Sendable {
+    var name: ObjectName
+    var options: WriteOptions
+    /// A CRC32C the content must have (base64), checked before anything is written.
+    var expectedCRC32C: String?
+    var conditions: Conditions
+    /// The Firebase v0 API: made by whom (nil: the administrator), and the object gets a download token.
+    var firebase: Bool
+    var identity: Identity??
+}
+
+/// Resumable uploads in progress, kept in memory: content lands in the bucket only when the last byte has arrived,
+/// in one change, so a half upload is never visible and one that a crash interrupts leaves nothing behind.
+final class UploadSessions: @unchecked Sendable {
+    enum State: Sendable {
+        case active
+        /// Finished: the answer it gave, given again to a client that asks again.
+        case final(status: Int, body: JSONValue)
+        case cancelled
+    }
+
+    struct Session: Sendable {
+        var request: UploadRequest
+        /// The size the client announced, when it did.
+        var declaredSize: Int64?
+        var received = Data()
+        var state = State.active
+        var lastUsed: Date
+    }
+
+    /// Sessions left idle this long are forgotten when room is needed.
+    static let idleLimit: TimeInterval = 3600
+
+    private let lock = NSLock()
+    private var sessions: [String: Session] = [:]
+    private let maximumSessions: Int
+
+    init(maximumSessions: Int) {
+        self.maximumSessions = maximumSessions
+    }
+
+    func start(_ request: UploadRequest, declaredSize: Int64?) throws(HTTPFailure) -> String {
+        let id = Self.newID()
+        let now = Date()
+        lock.lock()
+        defer { lock.unlock() }
+        if sessions.count >= maximumSessions {
+            sessions = sessions.filter { now.timeIntervalSince($0.value.lastUsed) < Self.idleLimit }
+        }
+        guard sessions.count < maximumSessions else {
+            throw HTTPFailure(
+                .tooManyRequests, reason: "rateLimitExceeded",
+                "\(maximumSessions) resumable uploads are in progress; finish or cancel one first.")
+        }
+        sessions[id] = Session(request: request, declaredSize: declaredSize, lastUsed: now)
+        return id
+    }
+
+    /// Runs `body` on the session `id` (a 404 when there is none), under the lock: requests on one session are
+    /// serialised, as their chunks must be.
+    func withSession<T>(_ id: String, _ body: (inout Session) throws(HTTPFailure) -> T) throws(HTTPFailure) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        guard var session = sessions[id] else {
+            throw .notFound("No such upload: '\(id)'. It finished, was cancelled, was never started here, or the server restarted since.")
+        }
+        session.lastUsed = Date()
+        defer { sessions[id] = session }
+        return try body(&session)
+    }
+
+    private static func newID() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<4).map { _ in String(generator.next() as UInt64, radix: 16).leftPadded16 }.joined()
+    }
+}
+
+extension String {
+    fileprivate var leftPadded16: String { String(repeating: "0", count: max(0, 16 - count)) + self }
+}
+
+/// The preconditions a request gives in its query (rule G5): `ifGenerationMatch` (0: must not exist),
+/// `ifMetagenerationMatch`, and their `NotMatch` forms.
+struct Conditions: Sendable {
+    var generationMatch: Int64?
+    var metagenerationMatch: Int64?
+    var generationNotMatch: Int64?
+    var metagenerationNotMatch: Int64?
+
+    init(_ query: QueryParameters, prefix: String = "if") throws(HTTPFailure) {
+        generationMatch = try query.integer(prefix + "GenerationMatch")
+        metagenerationMatch = try query.integer(prefix + "MetagenerationMatch")
+        generationNotMatch = try query.integer(prefix + "GenerationNotMatch")
+        // The Python client spells it `ifMetaGenerationNotMatch` on uploads.
+        let spelledByPython = try query.integer(prefix + "MetaGenerationNotMatch")
+        metagenerationNotMatch = try query.integer(prefix + "MetagenerationNotMatch") ?? spelledByPython
+    }
+
+    init() {}
+
+    var precondition: Precondition { Precondition(generation: generationMatch, metageneration: metagenerationMatch) }
+
+    var hasNotMatch: Bool { generationNotMatch != nil || metagenerationNotMatch != nil }
+
+    /// Whether `object` (nil: absent) passes every condition.
+    func hold(for object: ObjectMetadata?) -> Bool {
+        guard precondition.isSatisfied(by: object) else { return false }
+        if let object {
+            if generationNotMatch == object.generation || metagenerationNotMatch == object.metageneration { return false }
+        } else if metagenerationNotMatch != nil {
+            return false
+        }
+        return true
+    }
+
+    /// The precondition a change carries: the object's exact state when a `NotMatch` form needed it read.
+    func precondition(given object: ObjectMetadata?, name: String) throws -> Precondition {
+        guard hasNotMatch else { return precondition }
+        guard hold(for: object) else {
+            throw StorageError(.preconditionFailed, "Object \(name) does not meet the request's conditions. Nothing was changed.")
+        }
+        return object.map(Precondition.matches) ?? .doesNotExist
+    }
+}

@@ -1,0 +1,88 @@
+import ArgumentParser
+import Foundation
+import StoreshCore
+import StoreshLocal
+import StoreshServer
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Serve a local bucket over HTTP with the Firebase Storage emulator's API, for the official clients and SDKs.",
+        discussion: """
+            The Cloud Storage JSON API (at /storage/v1 and at /, with /upload and /download) and the Firebase v0 API \
+            (/v0/b/BUCKET/o…), over the same durable bucket file the shell and scripts use, which they may use at the \
+            same time. Point a client at it with the lines it prints (export STORAGE_EMULATOR_HOST=…, or the SDKs' \
+            connectStorageEmulator). The bucket is served under its own name (storesh serve --name NAME sets it when \
+            the file is created).
+
+            On the Cloud Storage JSON API and with `Bearer owner` or `Firebase owner`, requests are the \
+            administrator's; other v0 requests are decided by the bucket's security rules, with request.auth read \
+            from the (unsigned) emulator ID token. PUT /internal/setRules loads rules; POST /internal/reset empties \
+            the bucket.
+
+            Every answered change is durable. Ctrl-C or SIGTERM stops the server once the requests in progress are \
+            answered. Each request is logged on standard error when it is a terminal (--log, --no-log to choose).
+            """)
+
+    @OptionGroup var bucketOptions: BucketOptions
+
+    @Option(help: ArgumentHelp("The address to listen on; anything but loopback lets others in as the administrator.", valueName: "address"))
+    var host = "127.0.0.1"
+
+    @Option(help: ArgumentHelp("The port to listen on; 0 picks a free one.", valueName: "port"))
+    var port = 9199
+
+    @Option(help: ArgumentHelp("The bucket's name, when storesh serve creates the bucket file (e.g. demo-project.appspot.com).", valueName: "name"))
+    var name: String?
+
+    @Option(help: ArgumentHelp("The largest object an upload may make, in MiB (held in memory while it arrives).", valueName: "mib"))
+    var maxObjectSize = 256
+
+    @Flag(inversion: .prefixedNo, help: "Log one line per request on standard error (default: when it is a terminal).")
+    var log: Bool?
+
+    func validate() throws {
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be 0…65535, not \(port).") }
+        guard (1...4096).contains(maxObjectSize) else { throw ValidationError("--max-object-size must be 1…4096 MiB, not \(maxObjectSize).") }
+        if let name, name.isEmpty || name.contains("/") { throw ValidationError("--name must be a bucket name, without '/'.") }
+    }
+
+    func run() async throws {
+        let location = try bucketOptions.location()
+        try location.refuseRemote()
+        let clock = try makeClock(flag: bucketOptions.clock)
+        let bucket = try location.open(clock: clock, quiet: bucketOptions.quiet, nameForNewBucket: name)
+        _ = OpenBuckets.shared.keep(bucket)
+        if let name, bucket.name != name {
+            throw CommandLineError(
+                "The bucket file \(bucket.path) holds gs://\(bucket.name), not gs://\(name); serve it as gs://\(bucket.name), or give --bucket a new file to create gs://\(name).")
+        }
+        let configuration = ServeConfiguration(
+            host: host, port: port, limits: ServeLimits(maximumObjectBytes: maxObjectSize << 20))
+        let server = try StorageServer(bucket: bucket, options: BucketLocation.options(clock: clock), configuration: configuration)
+        let logs = log ?? (isatty(STDERR_FILENO) != 0)
+        let greeting = Self.greeting(bucket: bucket.name, path: bucket.path, warnOfAddress: !["127.0.0.1", "localhost", "::1"].contains(host))
+        let logLine: @Sendable (ServedRequest) -> Void = { request in
+            let milliseconds = (request.seconds * 1000).formatted(.number.precision(.fractionLength(1)))
+            FileHandle.standardError.write(Data("\(request.method) \(request.path) \(request.status) \(milliseconds) ms\n".utf8))
+        }
+        try await server.run(onListening: greeting, log: logs ? logLine : nil)
+        let path = bucket.path
+        FileHandle.standardError.write(Data("storesh serve: stopped; every answered change is in \(path).\n".utf8))
+    }
+
+    /// What a client needs, once the server listens: where, and the lines that point the clients at it.
+    static func greeting(bucket: String, path: String, warnOfAddress: Bool) -> @Sendable (String, Int) -> Void {
+        { host, port in
+            let address = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+            var text = "storesh serve: gs://\(bucket) (\(path)) at http://\(address)\n"
+            text += "  export STORAGE_EMULATOR_HOST=http://\(address)\n"
+            text += "  connectStorageEmulator(getStorage(app, \"gs://\(bucket)\"), \"\(host)\", \(port))   // Web SDK\n"
+            text += "  Storage.storage(url: \"gs://\(bucket)\").useEmulator(withHost: \"\(host)\", port: \(port))   // Apple SDK\n"
+            text += "Ctrl-C stops the server.\n"
+            if warnOfAddress {
+                text += "storesh serve: WARNING: listening on \(host), not loopback: anyone who can reach it can use `Bearer owner` and is the administrator of this bucket.\n"
+            }
+            FileHandle.standardOutput.write(Data(text.utf8))
+        }
+    }
+}
