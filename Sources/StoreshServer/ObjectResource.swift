@@ -170,6 +170,9 @@ struct ObjectMetadataBody {
                 crc32c = text
             case _ where Self.readOnlyNames.contains(key):
                 continue
+            case "storageClass" where value as? String == "STANDARD", "temporaryHold" where Self.isFalse(value),
+                "eventBasedHold" where Self.isFalse(value):
+                continue  // what this server reports, sent back whole by a client's `update`
             case _ where Self.unsupportedNames.contains(key):
                 throw .badRequest("'\(key)' is not supported by storesh serve, which keeps the properties of rule M1 only.")
             default:
@@ -186,6 +189,8 @@ struct ObjectMetadataBody {
         }
         return .set(text)
     }
+
+    private static func isFalse(_ value: Any) -> Bool { value is NSNull || (value as? NSNumber)?.boolValue == false }
 
     private static func describe(_ error: any Error) -> String {
         let message = (error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String
