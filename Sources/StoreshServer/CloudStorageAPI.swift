@@ -221,7 +221,7 @@ extension StorageAPI {
             switch exchange.method {
             case .put, .post: return try await resumableChunk(&exchange, id: id)
             case .delete:
-                try uploads.withSession(id) { (session: inout UploadSessions.Session) throws(HTTPFailure) in session.state = .cancelled }
+                try uploads.withSession(id) { (session: inout UploadSessions.Session) in session.state = .cancelled }
                 return Reply.empty(HTTPResponse.Status(code: 499, reasonPhrase: "Client Closed Request"))
             default:
                 throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.put, .post, .delete], what: "a resumable upload")
@@ -301,7 +301,7 @@ extension StorageAPI {
         let hashHeader = exchange.header("X-Goog-Hash")
         // Decide under the session's lock what this chunk does; the object is written outside it.
         enum Step { case answer(Response), finish(UploadRequest, Data) }
-        let step = try uploads.withSession(id) { (session: inout UploadSessions.Session) throws(HTTPFailure) -> Step in
+        let step = try uploads.withSession(id) { (session: inout UploadSessions.Session) throws -> Step in
             switch session.state {
             case .final(let status, let body):
                 return .answer(Reply.json(body, status: HTTPResponse.Status(code: status)))
@@ -346,7 +346,7 @@ extension StorageAPI {
             do {
                 let object = try await finishUpload(upload, content: content)
                 let resource = uploaded(object, content: content, exchange)
-                try? uploads.withSession(id) { (session: inout UploadSessions.Session) throws(HTTPFailure) in
+                try? uploads.withSession(id) { (session: inout UploadSessions.Session) in
                     session.state = .final(status: 200, body: resource)
                     session.received = Data()
                 }
@@ -354,7 +354,7 @@ extension StorageAPI {
             } catch let error as StorageError where error.code == .preconditionFailed || error.code == .nonMatchingChecksum {
                 // The upload cannot succeed by sending it again: it ends here.
                 let failure = HTTPFailure(error, bucket: bucket.name, object: upload.name.rawValue, firebase: false)
-                try? uploads.withSession(id) { (session: inout UploadSessions.Session) throws(HTTPFailure) in
+                try? uploads.withSession(id) { (session: inout UploadSessions.Session) in
                     session.state = .final(status: Int(failure.status.code), body: failure.body(firebase: false))
                     session.received = Data()
                 }
@@ -379,7 +379,7 @@ struct ContentRange {
     var first: Int64?
     var total: Int64?
 
-    init(_ header: String?, bodyLength: Int) throws(HTTPFailure) {
+    init(_ header: String?, bodyLength: Int) throws {
         guard let header else {
             // No range: the whole object in this one request.
             first = 0

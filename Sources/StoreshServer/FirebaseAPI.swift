@@ -24,7 +24,7 @@ enum Caller: Sendable {
 /// (an emulator's tokens are unsigned, `alg: none`). `user_id` (else `sub`) is the uid, and the payload's other
 /// scalar claims are `request.auth.token`.
 enum EmulatorToken {
-    static func identity(_ token: String) throws(HTTPFailure) -> Identity {
+    static func identity(_ token: String) throws -> Identity {
         func refuse(_ why: String) -> HTTPFailure {
             HTTPFailure(.unauthorized, reason: "authError", "Invalid Firebase ID token: \(why). Nothing was done.")
         }
@@ -119,7 +119,7 @@ extension StorageAPI {
     }
 
     /// Who makes the request: no Authorization header is signed out.
-    func caller(_ exchange: Exchange) throws(HTTPFailure) -> Caller {
+    func caller(_ exchange: Exchange) throws -> Caller {
         guard let header = exchange.request.headers[.authorization] else { return .person(nil) }
         let parts = header.split(separator: " ", maxSplits: 1)
         guard parts.count == 2, ["firebase", "bearer"].contains(parts[0].lowercased()) else {
@@ -316,7 +316,7 @@ extension StorageAPI {
             [HTTPField.Name("X-Goog-Upload-Status")!: state, HTTPField.Name("X-Goog-Upload-Size-Received")!: String(received)]
         }
         enum Step { case answer(Response), finish(UploadRequest, Data) }
-        let step = try uploads.withSession(id) { (session: inout UploadSessions.Session) throws(HTTPFailure) -> Step in
+        let step = try uploads.withSession(id) { (session: inout UploadSessions.Session) throws -> Step in
             if case .final(let code, let body) = session.state {
                 return .answer(Reply.json(body, status: HTTPResponse.Status(code: code), headers: status("final", Int(session.declaredSize ?? 0))))
             }
@@ -367,7 +367,7 @@ extension StorageAPI {
                 let failure = HTTPFailure(error, bucket: bucket.name, object: upload.name.rawValue, firebase: true)
                 answer = (Int(failure.status.code), failure.body(firebase: true))
             }
-            try? uploads.withSession(id) { (session: inout UploadSessions.Session) throws(HTTPFailure) in
+            try? uploads.withSession(id) { (session: inout UploadSessions.Session) in
                 session.state = .final(status: answer.0, body: answer.1)
                 session.declaredSize = Int64(content.count)
                 session.received = Data()

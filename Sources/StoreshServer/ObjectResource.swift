@@ -125,15 +125,15 @@ struct ObjectMetadataBody {
     init() {}
 
     /// Reads `body` (a JSON object, or nothing); `what` names it in messages.
-    init(json body: Data, what: String) throws(HTTPFailure) {
+    init(json body: Data, what: String) throws {
         guard !body.isEmpty, !body.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) else { return }
         let parsed: Any
         do {
             parsed = try JSONSerialization.jsonObject(with: body, options: [])
         } catch {
-            throw .badRequest("The \(what) is not valid JSON: \(Self.describe(error)).")
+            throw HTTPFailure.badRequest("The \(what) is not valid JSON: \(Self.describe(error)).")
         }
-        guard let object = parsed as? [String: Any] else { throw .badRequest("The \(what) must be a JSON object.") }
+        guard let object = parsed as? [String: Any] else { throw HTTPFailure.badRequest("The \(what) must be a JSON object.") }
         for (key, value) in object.sorted(by: { $0.key < $1.key }) {
             if let property = WritableProperty(rawValue: key) {
                 properties[property] = try Self.change(value, field: key)
@@ -141,7 +141,7 @@ struct ObjectMetadataBody {
             }
             switch key {
             case "name":
-                guard let text = value as? String else { throw .badRequest("Invalid value for 'name' in the \(what): it must be a string.") }
+                guard let text = value as? String else { throw HTTPFailure.badRequest("Invalid value for 'name' in the \(what): it must be a string.") }
                 name = text
             case "metadata":
                 if value is NSNull {
@@ -150,22 +150,22 @@ struct ObjectMetadataBody {
                     continue
                 }
                 guard let map = value as? [String: Any] else {
-                    throw .badRequest("Invalid value for 'metadata' in the \(what): it must be an object of strings, or null.")
+                    throw HTTPFailure.badRequest("Invalid value for 'metadata' in the \(what): it must be an object of strings, or null.")
                 }
                 var changes: [String: PropertyChange] = [:]
                 for (key, value) in map {
-                    if key.isEmpty { throw .badRequest("Custom metadata keys must not be empty (rule M5).") }
+                    if key.isEmpty { throw HTTPFailure.badRequest("Custom metadata keys must not be empty (rule M5).") }
                     changes[key] = try Self.change(value, field: "metadata.\(key)")
                 }
                 customMetadata = changes
             case "md5Hash":
                 guard let text = value as? String, ContentHash.isMD5Base64(text) else {
-                    throw .badRequest("Invalid value for 'md5Hash' in the \(what): it must be the base64 of a 16-byte MD5 digest.")
+                    throw HTTPFailure.badRequest("Invalid value for 'md5Hash' in the \(what): it must be the base64 of a 16-byte MD5 digest.")
                 }
                 md5Hash = text
             case "crc32c":
                 guard let text = value as? String, Data(base64Encoded: text)?.count == 4 else {
-                    throw .badRequest("Invalid value for 'crc32c' in the \(what): it must be the base64 of a 4-byte CRC32C.")
+                    throw HTTPFailure.badRequest("Invalid value for 'crc32c' in the \(what): it must be the base64 of a 4-byte CRC32C.")
                 }
                 crc32c = text
             case _ where Self.readOnlyNames.contains(key):
@@ -174,18 +174,18 @@ struct ObjectMetadataBody {
                 "eventBasedHold" where Self.isFalse(value):
                 continue  // what this server reports, sent back whole by a client's `update`
             case _ where Self.unsupportedNames.contains(key):
-                throw .badRequest("'\(key)' is not supported by storesh serve, which keeps the properties of rule M1 only.")
+                throw HTTPFailure.badRequest("'\(key)' is not supported by storesh serve, which keeps the properties of rule M1 only.")
             default:
-                throw .badRequest("Invalid JSON payload received. Unknown name \"\(key)\" in the \(what): Cannot find field.")
+                throw HTTPFailure.badRequest("Invalid JSON payload received. Unknown name \"\(key)\" in the \(what): Cannot find field.")
             }
         }
     }
 
-    private static func change(_ value: Any, field: String) throws(HTTPFailure) -> PropertyChange {
+    private static func change(_ value: Any, field: String) throws -> PropertyChange {
         if value is NSNull { return .unset }
         // NSNumber bridges from JSON true/false and numbers: only strings are values here.
         guard let text = value as? String, !(value is NSNumber) else {
-            throw .badRequest("Invalid value for '\(field)': it must be a string, or null to remove it.")
+            throw HTTPFailure.badRequest("Invalid value for '\(field)': it must be a string, or null to remove it.")
         }
         return .set(text)
     }

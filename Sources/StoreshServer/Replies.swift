@@ -23,7 +23,7 @@ enum Reply {
 
     /// An object's content (`alt=media`), whole or the one range asked for, with the headers clients check: the
     /// hashes of the whole content (`X-Goog-Hash`), its generations and its stored size and encoding.
-    static func media(_ object: ObjectMetadata, content: Data, rangeHeader: String?) throws(HTTPFailure) -> Response {
+    static func media(_ object: ObjectMetadata, content: Data, rangeHeader: String?) throws -> Response {
         var headers = HTTPFields()
         headers[.contentType] = object.contentType ?? "application/octet-stream"
         headers[.acceptRanges] = "bytes"
@@ -60,7 +60,7 @@ enum Reply {
 /// The one range of a `Range: bytes=…` header (RFC 9110): nil for the whole content (no header, several ranges,
 /// or a header this server does not read, which HTTP says to ignore); a 416 for a range past the end.
 enum ByteRange {
-    static func parse(_ header: String?, size: Int) throws(HTTPFailure) -> Range<Int>? {
+    static func parse(_ header: String?, size: Int) throws -> Range<Int>? {
         guard let header, header.hasPrefix("bytes="), !header.contains(",") else { return nil }
         let spec = header.dropFirst("bytes=".count).trimmingCharacters(in: .whitespaces)
         let parts = spec.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)

@@ -5,7 +5,7 @@ import Hummingbird
 /// UTF-8, are a 400 naming what was wrong, never a guess (rule V4).
 enum PercentEncoding {
     /// Decodes `text`; `plusIsSpace` for query strings, where `+` is a space as HTML forms write it.
-    static func decode(_ text: Substring, plusIsSpace: Bool, what: @autoclosure () -> String) throws(HTTPFailure) -> String {
+    static func decode(_ text: Substring, plusIsSpace: Bool, what: @autoclosure () -> String) throws -> String {
         let utf8 = Array(text.utf8)
         guard utf8.contains(where: { $0 == UInt8(ascii: "%") || (plusIsSpace && $0 == UInt8(ascii: "+")) }) else {
             return String(text)
@@ -17,7 +17,7 @@ enum PercentEncoding {
             let byte = utf8[index]
             if byte == UInt8(ascii: "%") {
                 guard index + 2 < utf8.count, let high = hexValue(utf8[index + 1]), let low = hexValue(utf8[index + 2]) else {
-                    throw .badRequest("Invalid percent-encoding in \(what()): '%' must be followed by two hexadecimal digits.")
+                    throw HTTPFailure.badRequest("Invalid percent-encoding in \(what()): '%' must be followed by two hexadecimal digits.")
                 }
                 bytes.append(high << 4 | low)
                 index += 3
@@ -27,7 +27,7 @@ enum PercentEncoding {
             }
         }
         guard let decoded = String(validating: bytes, as: UTF8.self) else {
-            throw .badRequest("Invalid percent-encoding in \(what()): the decoded bytes are not UTF-8.")
+            throw HTTPFailure.badRequest("Invalid percent-encoding in \(what()): the decoded bytes are not UTF-8.")
         }
         return decoded
     }
@@ -68,13 +68,13 @@ extension String {
 struct QueryParameters: Sendable {
     private var values: [String: String] = [:]
 
-    init(_ query: String?) throws(HTTPFailure) {
+    init(_ query: String?) throws {
         guard let query, !query.isEmpty else { return }
         for pair in query.split(separator: "&", omittingEmptySubsequences: true) {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let name = try PercentEncoding.decode(parts[0], plusIsSpace: true, what: "the query parameter name '\(parts[0])'")
             let value = try PercentEncoding.decode(parts.count > 1 ? parts[1] : "", plusIsSpace: true, what: "the query parameter '\(name)'")
-            if values[name] != nil { throw .badRequest("The query parameter '\(name)' is given more than once.") }
+            if values[name] != nil { throw HTTPFailure.badRequest("The query parameter '\(name)' is given more than once.") }
             values[name] = value
         }
     }
@@ -82,20 +82,20 @@ struct QueryParameters: Sendable {
     subscript(name: String) -> String? { values[name] }
 
     /// A parameter that must be a whole number when given.
-    func integer(_ name: String) throws(HTTPFailure) -> Int64? {
+    func integer(_ name: String) throws -> Int64? {
         guard let text = values[name] else { return nil }
         guard let number = Int64(text) else {
-            throw .badRequest("Invalid value for the query parameter '\(name)': '\(text)' is not a whole number.")
+            throw HTTPFailure.badRequest("Invalid value for the query parameter '\(name)': '\(text)' is not a whole number.")
         }
         return number
     }
 
     /// A true/false parameter; Python clients write `True` and `False`.
-    func flag(_ name: String) throws(HTTPFailure) -> Bool {
+    func flag(_ name: String) throws -> Bool {
         switch values[name]?.lowercased() {
         case nil, "false": return false
         case "true", "": return true
-        case let text?: throw .badRequest("Invalid value for the query parameter '\(name)': '\(text)' is neither true nor false.")
+        case let text?: throw HTTPFailure.badRequest("Invalid value for the query parameter '\(name)': '\(text)' is neither true nor false.")
         }
     }
 }
@@ -123,7 +123,7 @@ enum Endpoint: Equatable, Sendable {
     case reset
 
     /// The endpoint of a raw (still percent-encoded) path; nil when nothing is there.
-    init?(path rawPath: String) throws(HTTPFailure) {
+    init?(path rawPath: String) throws {
         var path = Substring(rawPath)
         func strip(_ prefix: String) -> Bool {
             guard path.hasPrefix(prefix) else { return false }
@@ -164,7 +164,7 @@ enum Endpoint: Equatable, Sendable {
 
     /// `BUCKET`, `BUCKET/o`, `BUCKET/o/NAME…` (the rest of the path is the name: clients that do not escape `/`
     /// in names are served too), and the copy forms.
-    private static func bucketPath(_ path: Substring, firebase: Bool) throws(HTTPFailure) -> Endpoint? {
+    private static func bucketPath(_ path: Substring, firebase: Bool) throws -> Endpoint? {
         let bucketEnd = path.firstIndex(of: "/") ?? path.endIndex
         let bucket = try PercentEncoding.decode(path[..<bucketEnd], plusIsSpace: false, what: "the bucket name")
         if bucket.isEmpty { return nil }
@@ -191,7 +191,7 @@ enum Endpoint: Equatable, Sendable {
         return firebase ? .firebaseObject(bucket: bucket, name: name) : .object(bucket: bucket, name: name)
     }
 
-    private static func decodeName(_ text: Substring) throws(HTTPFailure) -> String {
+    private static func decodeName(_ text: Substring) throws -> String {
         try PercentEncoding.decode(text, plusIsSpace: false, what: "the object name")
     }
 

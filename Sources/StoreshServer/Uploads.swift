@@ -8,17 +8,17 @@ struct MultipartUpload {
     /// The content part's own `Content-Type`, which is the object's when the metadata names none.
     var contentType: String?
 
-    init(body: Data, contentType header: String?) throws(HTTPFailure) {
+    init(body: Data, contentType header: String?) throws {
         guard let header, header.lowercased().hasPrefix("multipart/related") else {
-            throw .badRequest("A multipart upload's Content-Type must be multipart/related with a boundary, not '\(header ?? "")'.")
+            throw HTTPFailure.badRequest("A multipart upload's Content-Type must be multipart/related with a boundary, not '\(header ?? "")'.")
         }
         guard let boundary = Self.parameter("boundary", of: header), !boundary.isEmpty, boundary.utf8.count <= 200 else {
-            throw .badRequest("The multipart/related Content-Type names no boundary.")
+            throw HTTPFailure.badRequest("The multipart/related Content-Type names no boundary.")
         }
         let delimiter = Data(("--" + boundary).utf8)
         // Parts are delimited by CRLF--BOUNDARY; the first delimiter may open the body, and the last ends in --.
         guard let first = body.range(of: delimiter), body[body.startIndex..<first.lowerBound].allSatisfy({ $0 == 0x0D || $0 == 0x0A }) else {
-            throw .badRequest("The multipart body does not start with its boundary '--\(boundary)'.")
+            throw HTTPFailure.badRequest("The multipart body does not start with its boundary '--\(boundary)'.")
         }
         var parts: [(headers: [String: String], body: Data)] = []
         var cursor = first.upperBound
@@ -27,17 +27,17 @@ struct MultipartUpload {
         while parts.count < 3 {
             if body[cursor...].starts(with: Data("--".utf8)) { break }  // the closing delimiter
             guard body[cursor...].starts(with: Data("\r\n".utf8)) else {
-                throw .badRequest("The multipart body is malformed: a boundary is not followed by a line break.")
+                throw HTTPFailure.badRequest("The multipart body is malformed: a boundary is not followed by a line break.")
             }
             cursor += 2
             guard let end = body.range(of: next, in: cursor..<body.endIndex) else {
-                throw .badRequest("The multipart body is cut short: a part has no closing boundary '--\(boundary)--'.")
+                throw HTTPFailure.badRequest("The multipart body is cut short: a part has no closing boundary '--\(boundary)--'.")
             }
             parts.append(try Self.part(body[cursor..<end.lowerBound]))
             cursor = end.upperBound
         }
         guard parts.count == 2 else {
-            throw .badRequest("A multipart upload has exactly two parts, the metadata (JSON) and the content; this one has \(parts.count).")
+            throw HTTPFailure.badRequest("A multipart upload has exactly two parts, the metadata (JSON) and the content; this one has \(parts.count).")
         }
         metadata = parts[0].body
         content = parts[1].body
@@ -45,16 +45,16 @@ struct MultipartUpload {
     }
 
     /// One part: its headers up to an empty line, then its body.
-    private static func part(_ bytes: Data) throws(HTTPFailure) -> (headers: [String: String], body: Data) {
+    private static func part(_ bytes: Data) throws -> (headers: [String: String], body: Data) {
         guard let split = bytes.range(of: Data("\r\n\r\n".utf8)) else {
             if bytes.starts(with: Data("\r\n".utf8)) { return ([:], Data(bytes.dropFirst(2))) }
-            throw .badRequest("The multipart body is malformed: a part's headers do not end with an empty line.")
+            throw HTTPFailure.badRequest("The multipart body is malformed: a part's headers do not end with an empty line.")
         }
         var headers: [String: String] = [:]
         let text = String(decoding: bytes[bytes.startIndex..<split.lowerBound], as: UTF8.self)
         for line in text.split(separator: "\r\n") {
             guard let colon = line.firstIndex(of: ":") else {
-                throw .badRequest("The multipart body is malformed: '\(line.prefix(80))' is not a header line.")
+                throw HTTPFailure.badRequest("The multipart body is malformed: '\(line.prefix(80))' is not a header line.")
             }
             headers[line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
         }
@@ -116,7 +116,7 @@ final class UploadSessions: @unchecked Sendable {
         self.maximumSessions = maximumSessions
     }
 
-    func start(_ request: UploadRequest, declaredSize: Int64?) throws(HTTPFailure) -> String {
+    func start(_ request: UploadRequest, declaredSize: Int64?) throws -> String {
         let id = Self.newID()
         let now = Date()
         lock.lock()
@@ -135,11 +135,11 @@ final class UploadSessions: @unchecked Sendable {
 
     /// Runs `body` on the session `id` (a 404 when there is none), under the lock: requests on one session are
     /// serialised, as their chunks must be.
-    func withSession<T>(_ id: String, _ body: (inout Session) throws(HTTPFailure) -> T) throws(HTTPFailure) -> T {
+    func withSession<T>(_ id: String, _ body: (inout Session) throws -> T) throws -> T {
         lock.lock()
         defer { lock.unlock() }
         guard var session = sessions[id] else {
-            throw .notFound("No such upload: '\(id)'. It finished, was cancelled, was never started here, or the server restarted since.")
+            throw HTTPFailure.notFound("No such upload: '\(id)'. It finished, was cancelled, was never started here, or the server restarted since.")
         }
         session.lastUsed = Date()
         defer { sessions[id] = session }
@@ -164,7 +164,7 @@ struct Conditions: Sendable {
     var generationNotMatch: Int64?
     var metagenerationNotMatch: Int64?
 
-    init(_ query: QueryParameters, prefix: String = "if") throws(HTTPFailure) {
+    init(_ query: QueryParameters, prefix: String = "if") throws {
         generationMatch = try query.integer(prefix + "GenerationMatch")
         metagenerationMatch = try query.integer(prefix + "MetagenerationMatch")
         generationNotMatch = try query.integer(prefix + "GenerationNotMatch")

@@ -1,0 +1,196 @@
+"""The `serve` section of scripts/bench: the official Python client against `storesh serve` and against
+gcp-storage-emulator (from PyPI), side by side in one run, on buckets of 1,000 and 10,000 objects: upload, list
+everything in pages of 100, patch metadata; then a concurrent load of metadata reads and patches over 64
+connections with wrk. Prints medians, rates and ratios; never used as a test.
+
+    .venv/bin/python scripts/bench-serve.py STORESH_BINARY [SIZE…]
+"""
+import json
+import os
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+THREADS = 16
+PATCHES = 2000  # patched per bucket size (all of them at 1,000)
+LOAD_SECONDS = 10
+LOAD_CONNECTIONS = 64
+BUCKET = "bench-bucket"
+
+LOAD_SCRIPT = r"""
+-- Three metadata reads for each patch, on objects picked at random.
+local count = tonumber(os.getenv("BENCH_OBJECTS"))
+local bucket = os.getenv("BENCH_BUCKET")
+local n = 0
+request = function()
+  n = n + 1
+  local path = string.format("/storage/v1/b/%s/o/o%%2F%05d", bucket, math.random(0, count - 1))
+  if n % 4 == 0 then
+    return wrk.format("PATCH", path, {["Content-Type"] = "application/json"}, '{"metadata":{"load":"' .. n .. '"}}')
+  end
+  return wrk.format("GET", path)
+end
+"""
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_for(port, process):
+    for _ in range(500):  # bounded: 10 s
+        if process.poll() is not None:
+            raise SystemExit(f"the server ended: {process.stderr.read().decode() if process.stderr else ''}")
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.02)
+    raise SystemExit("the server did not start listening within 10 s")
+
+
+class Peer:
+    def __init__(self, kind, binary, workdir):
+        self.kind = kind
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        environment = dict(os.environ, HOME=workdir)
+        if kind == "storesh serve":
+            command = [binary, "serve", "--bucket", os.path.join(workdir, "bench.bucket"), "--name", BUCKET,
+                       "--port", str(self.port), "--no-log", "--quiet"]
+        else:
+            # In memory: its fastest form (storesh serve makes every answered change durable).
+            command = [os.path.join(os.path.dirname(sys.executable), "gcp-storage-emulator"), "start",
+                       "--port", str(self.port), "--default-bucket", BUCKET, "--in-memory"]
+        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=environment)
+        wait_for(self.port, self.process)
+
+    def stop(self):
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+def client_for(url):
+    os.environ["STORAGE_EMULATOR_HOST"] = url
+    os.environ["DISABLE_GCS_PYTHON_CLIENT_OTEL_BUCKET_METADATA"] = "true"
+    from google.auth.credentials import AnonymousCredentials
+    from google.cloud import storage
+    return storage.Client(project="bench", credentials=AnonymousCredentials())
+
+
+def timed(work):
+    start = time.perf_counter()
+    result = work()
+    return time.perf_counter() - start, result
+
+
+def measure(peer, size, results):
+    client = client_for(peer.url)
+    bucket = client.bucket(BUCKET)
+    names = [f"o/{index:05}" for index in range(size)]
+    existing = sum(1 for _ in client.list_blobs(BUCKET, prefix="o/"))
+
+    def upload(name):
+        bucket.blob(name).upload_from_string(name.encode(), content_type="text/plain")
+
+    with ThreadPoolExecutor(THREADS) as pool:
+        seconds, _ = timed(lambda: list(pool.map(upload, names[existing:])))
+    if existing < size:
+        results[(peer.kind, size, "upload /s")] = (size - existing) / seconds
+
+    page_times = []
+    listed = 0
+    pages = 0
+    iterator = client.list_blobs(BUCKET, prefix="o/", page_size=100).pages
+    while True:
+        start = time.perf_counter()
+        page = next(iterator, None)
+        if page is None:
+            break
+        count = sum(1 for _ in page)
+        page_times.append(time.perf_counter() - start)
+        listed += count
+        pages += 1
+    assert listed == size, f"{peer.kind} listed {listed} of {size}"
+    results[(peer.kind, size, "list ms/page")] = statistics.median(page_times) * 1000
+    results[(peer.kind, size, "list pages")] = pages
+
+    def patch(name):
+        blob = bucket.blob(name)
+        blob.metadata = {"reviewed": "yes", "size": str(size)}
+        blob.patch()
+
+    sample = names[:PATCHES]
+    with ThreadPoolExecutor(THREADS) as pool:
+        seconds, _ = timed(lambda: list(pool.map(patch, sample)))
+    results[(peer.kind, size, "patch /s")] = len(sample) / seconds
+
+    if shutil.which("wrk"):
+        with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
+            script.write(LOAD_SCRIPT)
+        load = subprocess.run(
+            ["wrk", "-t", "2", "-c", str(LOAD_CONNECTIONS), "-d", f"{LOAD_SECONDS}s", "--latency", "--timeout", "10s",
+             "-s", script.name, peer.url],
+            capture_output=True, text=True, env=dict(os.environ, BENCH_OBJECTS=str(size), BENCH_BUCKET=BUCKET))
+        os.unlink(script.name)
+        output = load.stdout
+        rate = re.search(r"Requests/sec:\s+([\d.]+)", output)
+        results[(peer.kind, size, "load req/s")] = float(rate.group(1)) if rate else 0.0
+        for label, key in (("50%", "load p50 ms"), ("99%", "load p99 ms")):
+            match = re.search(rf"{re.escape(label)}\s+([\d.]+)(us|ms|s)", output)
+            if match:
+                value = float(match.group(1)) * {"us": 0.001, "ms": 1, "s": 1000}[match.group(2)]
+                results[(peer.kind, size, key)] = value
+        non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
+        socket_errors = re.search(r"Socket errors: (.*)", output)
+        timeouts = re.search(r"timeout (\d+)", output)
+        results[(peer.kind, size, "load errors")] = (int(non2xx.group(1)) if non2xx else 0) + (
+            int(timeouts.group(1)) if timeouts else 0) + (0 if not socket_errors else sum(
+                int(n) for n in re.findall(r"\d+", socket_errors.group(1))))
+
+
+def main():
+    binary = sys.argv[1]
+    sizes = [int(size) for size in sys.argv[2:]] or [1000, 10000]
+    results = {}
+    kinds = ["storesh serve", "gcp-storage-emulator"]
+    for kind in kinds:
+        with tempfile.TemporaryDirectory() as workdir:
+            peer = Peer(kind, binary, workdir)
+            try:
+                # The same bucket grows from the first size to the next: each size is measured once its objects are in.
+                for size in sizes:
+                    print(f"  {kind}: {size} objects…", file=sys.stderr, flush=True)
+                    measure(peer, size, results)
+            finally:
+                peer.stop()
+    metrics = ["upload /s", "list ms/page", "list pages", "patch /s", "load req/s", "load p50 ms", "load p99 ms", "load errors"]
+    higher_is_better = {"upload /s", "patch /s", "load req/s"}
+    print(f"  {'':14}{'':>8}  {'storesh serve':>14}  {'gcp-storage-emulator':>21}  {'ratio':>8}")
+    for size in sizes:
+        for metric in metrics:
+            ours = results.get(("storesh serve", size, metric))
+            theirs = results.get(("gcp-storage-emulator", size, metric))
+            if ours is None or theirs is None:
+                continue
+            ratio = ""
+            if metric not in ("list pages", "load errors") and ours and theirs:
+                ratio = f"{(ours / theirs if metric in higher_is_better else theirs / ours):.1f}x"
+            print(f"  {metric:14}{size:>8}  {ours:>14.1f}  {theirs:>21.1f}  {ratio:>8}")
+    print("  (ratio: how many times better storesh serve is; list ms/page is the median time of one page of 100)")
+    json.dump({"|".join(map(str, key)): value for key, value in results.items()},
+              open(os.path.join(".bench", "serve.json"), "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main()
