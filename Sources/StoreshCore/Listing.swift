@@ -192,8 +192,12 @@ public enum Lister {
             }
             bound = position.resumeBound
         }
-        if let start = options.startOffset, start.utf8.starts(with: prefix.utf8), bound.precedes(start) {
-            bound = .atOrAfter(start)
+        if let start = options.startOffset {
+            if start.utf8.starts(with: prefix.utf8) {
+                if bound.precedes(start) { bound = .atOrAfter(start) }
+            } else if prefix.utf8.lexicographicallyPrecedes(start.utf8) {
+                return ListPage()  // every name with the prefix sorts before the start
+            }
         }
         var page = ListPage()
         var returned = 0

@@ -6,7 +6,7 @@ import StoreshCore
 /// The Cloud Storage JSON API (rule V1), as the official clients call it with `STORAGE_EMULATOR_HOST`: every
 /// request is the administrator's, as in the emulator, and names are listed as they are stored (rule V2).
 extension StorageAPI {
-    func respondCloudStorage(_ exchange: inout Exchange) async throws -> Response {
+    func respondCloudStorage(_ exchange: inout Exchange) async throws -> Answer {
         let method = exchange.method == .head ? .get : exchange.method
         switch exchange.endpoint {
         case .buckets:
@@ -69,7 +69,7 @@ extension StorageAPI {
 
     // MARK: List
 
-    private func listObjects(_ exchange: Exchange) throws -> Response {
+    private func listObjects(_ exchange: Exchange) throws -> Answer {
         let query = exchange.query
         let delimited: Bool
         switch query["delimiter"] {
@@ -103,7 +103,7 @@ extension StorageAPI {
 
     // MARK: Get
 
-    private func getObject(_ exchange: Exchange, name: ObjectName, media: Bool) async throws -> Response {
+    private func getObject(_ exchange: Exchange, name: ObjectName, media: Bool) async throws -> Answer {
         let conditions = try Conditions(exchange.query)
         let generation = try exchange.query.integer("generation")
         if !media {
@@ -130,7 +130,7 @@ extension StorageAPI {
     // MARK: Patch, update, delete
 
     /// PATCH merges (rules M4–M6); PUT (`update`) replaces every writable property with what the body gives.
-    private func patchObject(_ exchange: inout Exchange, name: ObjectName, replacing: Bool) async throws -> Response {
+    private func patchObject(_ exchange: inout Exchange, name: ObjectName, replacing: Bool) async throws -> Answer {
         let conditions = try Conditions(exchange.query)
         let generation = try exchange.query.integer("generation")
         let body = try await jsonBody(&exchange, what: "object resource")
@@ -157,7 +157,7 @@ extension StorageAPI {
         return Reply.json(ObjectResource.cloudStorage(result.metadata, baseURL: exchange.baseURL))
     }
 
-    private func deleteObject(_ exchange: Exchange, name: ObjectName) async throws -> Response {
+    private func deleteObject(_ exchange: Exchange, name: ObjectName) async throws -> Answer {
         let conditions = try Conditions(exchange.query)
         let generation = try exchange.query.integer("generation")
         try await bucket.change { transaction -> Void in
@@ -175,7 +175,7 @@ extension StorageAPI {
     /// The destination gets the source's content and metadata, with the body's properties laid over them: a new
     /// object (new generation, metageneration 1). A rewrite answers in one call (`done: true`).
     private func copyObject(_ exchange: inout Exchange, from source: ObjectName, to destination: ObjectName, rewrite: Bool)
-        async throws -> Response
+        async throws -> Answer
     {
         let conditions = try Conditions(exchange.query)
         let sourceConditions = try Conditions(exchange.query, prefix: "ifSource")
@@ -216,7 +216,7 @@ extension StorageAPI {
 
     // MARK: Uploads
 
-    private func upload(_ exchange: inout Exchange) async throws -> Response {
+    private func upload(_ exchange: inout Exchange) async throws -> Answer {
         if let id = exchange.query["upload_id"] {
             switch exchange.method {
             case .put, .post: return try await resumableChunk(&exchange, id: id)
@@ -294,19 +294,20 @@ extension StorageAPI {
 
     /// One chunk of a resumable upload (`Content-Range: bytes FIRST-LAST/TOTAL`, `TOTAL` may be `*`), or a status
     /// query (`bytes */TOTAL`). Answers 308 with the bytes received so far until the last byte, then the object.
-    private func resumableChunk(_ exchange: inout Exchange, id: String) async throws -> Response {
+    private func resumableChunk(_ exchange: inout Exchange, id: String) async throws -> Answer {
         let rangeHeader = exchange.request.headers[.contentRange]
         let chunk = try await body(&exchange, limit: limits.maximumObjectBytes, what: "chunk")
         let range = try ContentRange(rangeHeader, bodyLength: chunk.count)
         let hashHeader = exchange.header("X-Goog-Hash")
         // Decide under the session's lock what this chunk does; the object is written outside it.
-        enum Step { case answer(Response), finish(UploadRequest, Data) }
+        enum Step { case answer(Answer), finish(UploadRequest, Data) }
         let step = try uploads.withSession(id) { (session: inout UploadSessions.Session) throws -> Step in
             switch session.state {
             case .final(let status, let body):
                 return .answer(Reply.json(body, status: HTTPResponse.Status(code: status)))
             case .cancelled:
                 throw HTTPFailure(HTTPResponse.Status(code: 499, reasonPhrase: "Client Closed Request"), reason: "cancelled", "The upload \(id) was cancelled.")
+            case .finishing: throw UploadSessions.finishing
             case .active: break
             }
             let received = Int64(session.received.count)
@@ -334,6 +335,7 @@ extension StorageAPI {
             if let total = session.declaredSize, Int64(session.received.count) == total {
                 var upload = session.request
                 if let hashHeader, let crc = Self.hash("crc32c", in: hashHeader) { upload.expectedCRC32C = crc }
+                session.state = .finishing
                 return .finish(upload, session.received)
             }
             var headers = HTTPFields()
@@ -359,6 +361,9 @@ extension StorageAPI {
                     session.received = Data()
                 }
                 throw failure
+            } catch {
+                uploads.reopen(id)
+                throw error
             }
         }
     }

@@ -61,7 +61,7 @@ enum EmulatorToken {
 /// security rules unless made by the administrator (rule V3), and listings hide the names the SDK cannot make
 /// (rules V2, L3).
 extension StorageAPI {
-    func respondFirebase(_ exchange: inout Exchange) async throws -> Response {
+    func respondFirebase(_ exchange: inout Exchange) async throws -> Answer {
         let method = exchange.method == .head ? .get : exchange.method
         switch exchange.endpoint {
         case .setRules:
@@ -137,7 +137,7 @@ extension StorageAPI {
 
     // MARK: List and get
 
-    private func listFirebase(_ exchange: Exchange) async throws -> Response {
+    private func listFirebase(_ exchange: Exchange) async throws -> Answer {
         let query = exchange.query
         let prefix = query["prefix"] ?? ""
         let reference = StoragePath(normalizing: prefix)
@@ -161,7 +161,7 @@ extension StorageAPI {
 
     /// Metadata, or content with `alt=media`. A download token of the object lets anyone read its content, as a
     /// download URL does; without one, rules decide (`get`) before the object is looked for (rule R3).
-    private func getFirebase(_ exchange: Exchange, name: ObjectName) async throws -> Response {
+    private func getFirebase(_ exchange: Exchange, name: ObjectName) async throws -> Answer {
         let who = try caller(exchange)
         guard exchange.query["alt"] == "media" else {
             return Reply.json(ObjectResource.firebase(try await readable(by: who).metadata(of: name)))
@@ -185,7 +185,7 @@ extension StorageAPI {
 
     /// A metadata update (rule R2's `update`): null deletes (rules M4, M5). Download tokens are kept; tokens given
     /// under `metadata.firebaseStorageDownloadTokens` are added to them, as the service does (rule G7).
-    private func patchFirebase(_ exchange: inout Exchange, name: ObjectName) async throws -> Response {
+    private func patchFirebase(_ exchange: inout Exchange, name: ObjectName) async throws -> Answer {
         let session = try caller(exchange).rulesIdentity.map { try bucket.rulesSession(as: $0) }
         let body = try await jsonBody(&exchange, what: "metadata")
         let result = try await bucket.change { transaction in
@@ -208,7 +208,7 @@ extension StorageAPI {
 
     /// `create_token=true` adds a download token; `delete_token=T` removes one (a new one is made when none is
     /// left). The administrator's only, as in the emulator.
-    private func changeTokens(_ exchange: Exchange, name: ObjectName) async throws -> Response {
+    private func changeTokens(_ exchange: Exchange, name: ObjectName) async throws -> Answer {
         guard case .administrator = try caller(exchange) else {
             throw HTTPFailure(.forbidden, reason: "forbidden", "Missing admin credentials.")
         }
@@ -233,7 +233,7 @@ extension StorageAPI {
 
     /// A v0 upload: multipart (`X-Goog-Upload-Protocol: multipart`), resumable (`X-Goog-Upload-Protocol: resumable`
     /// or any `X-Goog-Upload-Command`), or the raw body as the content.
-    private func firebaseUpload(_ exchange: inout Exchange, pathName: String?) async throws -> Response {
+    private func firebaseUpload(_ exchange: inout Exchange, pathName: String?) async throws -> Answer {
         if let id = exchange.query["upload_id"] { return try await firebaseResumable(&exchange, id: id) }
         let who = try caller(exchange)
         let protocolName = exchange.header("X-Goog-Upload-Protocol")?.lowercased()
@@ -296,7 +296,7 @@ extension StorageAPI {
 
     /// The commands of a v0 resumable upload at its upload URL: `upload`, `finalize` (or both), `query`, `cancel`.
     /// Chunks need not carry the Authorization header (the iOS SDK sends none): the upload is its starter's.
-    private func firebaseResumable(_ exchange: inout Exchange, id: String) async throws -> Response {
+    private func firebaseResumable(_ exchange: inout Exchange, id: String) async throws -> Answer {
         let commands = Set((exchange.header("X-Goog-Upload-Command") ?? "").lowercased().split(separator: ",").map {
             $0.trimmingCharacters(in: .whitespaces)
         })
@@ -315,11 +315,12 @@ extension StorageAPI {
         func status(_ state: String, _ received: Int) -> HTTPFields {
             [HTTPField.Name("X-Goog-Upload-Status")!: state, HTTPField.Name("X-Goog-Upload-Size-Received")!: String(received)]
         }
-        enum Step { case answer(Response), finish(UploadRequest, Data) }
+        enum Step { case answer(Answer), finish(UploadRequest, Data) }
         let step = try uploads.withSession(id) { (session: inout UploadSessions.Session) throws -> Step in
             if case .final(let code, let body) = session.state {
                 return .answer(Reply.json(body, status: HTTPResponse.Status(code: code), headers: status("final", Int(session.declaredSize ?? 0))))
             }
+            if case .finishing = session.state { throw UploadSessions.finishing }
             if case .cancelled = session.state {
                 if commands == ["query"] { return .answer(Reply.empty(.ok, headers: status("cancelled", session.received.count))) }
                 throw HTTPFailure.badRequest("The upload \(id) was cancelled.")
@@ -355,6 +356,7 @@ extension StorageAPI {
             if let declared = session.declaredSize, Int64(session.received.count) != declared {
                 throw HTTPFailure.badRequest("The upload cannot be finalized: \(session.received.count) of the \(declared) bytes announced have been received.")
             }
+            session.state = .finishing
             return .finish(session.request, session.received)
         }
         switch step {
@@ -366,6 +368,9 @@ extension StorageAPI {
             } catch let error as StorageError where error.code != .unavailable && error.code != .internalError {
                 let failure = HTTPFailure(error, bucket: bucket.name, object: upload.name.rawValue, firebase: true)
                 answer = (Int(failure.status.code), failure.body(firebase: true))
+            } catch {
+                uploads.reopen(id)  // a busy or failing disk: the client may finalize again
+                throw error
             }
             try? uploads.withSession(id) { (session: inout UploadSessions.Session) in
                 session.state = .final(status: answer.0, body: answer.1)
@@ -380,7 +385,7 @@ extension StorageAPI {
 
     /// `PUT /internal/setRules` with `{"rules":{"files":[{"name":…,"content":…}]}}`, as
     /// `@firebase/rules-unit-testing` sends it. Rules with an error are refused, naming it, and change nothing.
-    private func setRules(_ exchange: inout Exchange) async throws -> Response {
+    private func setRules(_ exchange: inout Exchange) async throws -> Answer {
         let data = try await body(&exchange, limit: limits.maximumJSONBytes, what: "rules")
         guard let body = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
             throw HTTPFailure.badRequest("The request body must be a JSON object: {\"rules\":{\"files\":[{\"name\":…,\"content\":…}]}}.")

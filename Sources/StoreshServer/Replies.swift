@@ -3,27 +3,42 @@ import HTTPTypes
 import Hummingbird
 import StoreshCore
 
+/// An answer before it is a Hummingbird response: a batch carries its parts' answers in its own body.
+struct Answer: Sendable {
+    var status: HTTPResponse.Status
+    var headers: HTTPFields
+    var body: ByteBuffer
+
+    init(status: HTTPResponse.Status, headers: HTTPFields = [:], body: ByteBuffer = ByteBuffer()) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    var response: Response { Response(status: status, headers: headers, body: ResponseBody(byteBuffer: body)) }
+}
+
 /// How the server writes its answers.
 enum Reply {
-    static func json(_ value: JSONValue, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]) -> Response {
+    static func json(_ value: JSONValue, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]) -> Answer {
         var headers = headers
         headers[.contentType] = "application/json; charset=UTF-8"
-        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: value.serialized)))
+        return Answer(status: status, headers: headers, body: ByteBuffer(string: value.serialized))
     }
 
-    static func empty(_ status: HTTPResponse.Status = .noContent, headers: HTTPFields = [:]) -> Response {
+    static func empty(_ status: HTTPResponse.Status = .noContent, headers: HTTPFields = [:]) -> Answer {
         var headers = headers
         if status != .noContent { headers[.contentLength] = "0" }
-        return Response(status: status, headers: headers, body: ResponseBody())
+        return Answer(status: status, headers: headers)
     }
 
-    static func failure(_ failure: HTTPFailure, firebase: Bool) -> Response {
+    static func failure(_ failure: HTTPFailure, firebase: Bool) -> Answer {
         json(failure.body(firebase: firebase), status: failure.status, headers: failure.headers)
     }
 
     /// An object's content (`alt=media`), whole or the one range asked for, with the headers clients check: the
     /// hashes of the whole content (`X-Goog-Hash`), its generations and its stored size and encoding.
-    static func media(_ object: ObjectMetadata, content: Data, rangeHeader: String?) throws -> Response {
+    static func media(_ object: ObjectMetadata, content: Data, rangeHeader: String?) throws -> Answer {
         var headers = HTTPFields()
         headers[.contentType] = object.contentType ?? "application/octet-stream"
         headers[.acceptRanges] = "bytes"
@@ -40,20 +55,24 @@ enum Reply {
         if let value = object.contentEncoding, value != "identity" { headers[.contentEncoding] = value }
         guard let range = try ByteRange.parse(rangeHeader, size: content.count) else {
             headers[HTTPField.Name("X-Goog-Hash")!] = "crc32c=\(CRC32C.base64(of: content)),md5=\(object.md5Hash)"
-            return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: content)))
+            return Answer(status: .ok, headers: headers, body: ByteBuffer(bytes: content))
         }
         headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(content.count)"
         let slice = content[content.startIndex + range.lowerBound..<content.startIndex + range.upperBound]
-        return Response(status: .partialContent, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: slice)))
+        return Answer(status: .partialContent, headers: headers, body: ByteBuffer(bytes: slice))
     }
 
-    /// An HTTP date (RFC 9110 IMF-fixdate).
+    /// An HTTP date (RFC 9110 IMF-fixdate), written by hand: a DateFormatter costs more to make than the
+    /// request it would serve.
     static func httpDate(_ time: Timestamp) -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-        return formatter.string(from: time.date)
+        var seconds = time_t(time.microseconds / 1_000_000)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        func two(_ number: Int32) -> String { number < 10 ? "0\(number)" : "\(number)" }
+        return "\(days[Int(parts.tm_wday)]), \(two(parts.tm_mday)) \(months[Int(parts.tm_mon)]) \(parts.tm_year + 1900) "
+            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
     }
 }
 

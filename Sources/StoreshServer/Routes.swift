@@ -119,6 +119,9 @@ enum Endpoint: Equatable, Sendable {
     case firebaseObjects(bucket: String)
     case firebaseObject(bucket: String, name: String)
 
+    /// `POST /batch/storage/v1`: several JSON API requests in one `multipart/mixed` body.
+    case batch
+
     case setRules
     case reset
 
@@ -132,6 +135,7 @@ enum Endpoint: Equatable, Sendable {
         }
         if path == "/internal/setRules" { self = .setRules; return }
         if path == "/internal/reset" { self = .reset; return }
+        if path == "/batch/storage/v1" || path == "/batch" { self = .batch; return }
         if path == "/v0" || path == "/v0/" { self = .firebaseRoot; return }
         if strip("/v0/b/") {
             guard let endpoint = try Self.bucketPath(path, firebase: true) else { return nil }
@@ -202,7 +206,7 @@ enum Endpoint: Equatable, Sendable {
             .compose(let bucket, _), .upload(let bucket), .download(let bucket, _), .firebaseBucket(let bucket),
             .firebaseObjects(let bucket), .firebaseObject(let bucket, _):
             bucket
-        case .buckets, .firebaseRoot, .setRules, .reset: nil
+        case .buckets, .firebaseRoot, .setRules, .reset, .batch: nil
         }
     }
 

@@ -48,7 +48,7 @@ final class StorageAPI: Sendable {
         uploads = UploadSessions(maximumSessions: limits.maximumUploadSessions)
     }
 
-    func respond(to request: Request) async -> Response {
+    func respond(to request: Request) async -> Answer {
         let firebase = request.uri.path.hasPrefix("/v0")
         var endpoint: Endpoint?
         do {
@@ -64,10 +64,9 @@ final class StorageAPI: Sendable {
             var exchange = Exchange(
                 request: request, endpoint: found, query: try QueryParameters(request.uri.query),
                 baseURL: "http://" + (request.head.authority ?? "127.0.0.1"))
-            let isHead = request.method == .head
-            let response = found.isFirebase || found == .setRules || found == .reset
+            if found == .batch { return try await respondBatch(&exchange) }
+            return found.isFirebase || found == .setRules || found == .reset
                 ? try await respondFirebase(&exchange) : try await respondCloudStorage(&exchange)
-            return isHead ? response.createHeadResponse() : response
         } catch let failure as HTTPFailure {
             return Reply.failure(failure, firebase: firebase)
         } catch let error as StorageError {

@@ -52,7 +52,8 @@ public final class StorageServer: Sendable {
         let api = self.api
         let responder = CallbackResponder<BasicRequestContext> { request, _ in
             let start = ContinuousClock.now
-            let response = await api.respond(to: request)
+            var response = await api.respond(to: request).response
+            if request.method == .head { response = response.createHeadResponse() }
             if let log {
                 let elapsed = ContinuousClock.now - start
                 let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import StoreshCore
 
 /// A `multipart/related` body as uploads send it: the object's metadata (JSON) and then its content.
@@ -91,6 +92,8 @@ struct UploadRequest: Sendable {
 final class UploadSessions: @unchecked Sendable {
     enum State: Sendable {
         case active
+        /// Its last byte has arrived and its object is being written: a request meanwhile is asked to retry.
+        case finishing
         /// Finished: the answer it gave, given again to a client that asks again.
         case final(status: Int, body: JSONValue)
         case cancelled
@@ -104,6 +107,11 @@ final class UploadSessions: @unchecked Sendable {
         var state = State.active
         var lastUsed: Date
     }
+
+    /// The answer to a request on an upload whose object is being written.
+    static let finishing = HTTPFailure(
+        .serviceUnavailable, reason: "backendError", "The upload is being finished; ask again in a moment.",
+        headers: [.retryAfter: "1"])
 
     /// Sessions left idle this long are forgotten when room is needed.
     static let idleLimit: TimeInterval = 3600
@@ -135,6 +143,13 @@ final class UploadSessions: @unchecked Sendable {
 
     /// Runs `body` on the session `id` (a 404 when there is none), under the lock: requests on one session are
     /// serialised, as their chunks must be.
+    /// Puts the session back to work after its object could not be written for a reason a retry may cure.
+    func reopen(_ id: String) {
+        lock.withLock {
+            if case .finishing? = sessions[id]?.state { sessions[id]?.state = .active }
+        }
+    }
+
     func withSession<T>(_ id: String, _ body: (inout Session) throws -> T) throws -> T {
         lock.lock()
         defer { lock.unlock() }

@@ -20,7 +20,8 @@ struct Serve: AsyncParsableCommand {
             the bucket.
 
             Every answered change is durable. Ctrl-C or SIGTERM stops the server once the requests in progress are \
-            answered. Each request is logged on standard error when it is a terminal (--log, --no-log to choose).
+            answered. Each request is logged on standard error when it is a terminal and --quiet is not given (--log, \
+            --no-log to choose).
             """)
 
     @OptionGroup var bucketOptions: BucketOptions
@@ -37,7 +38,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The largest object an upload may make, in MiB (held in memory while it arrives).", valueName: "mib"))
     var maxObjectSize = 256
 
-    @Flag(inversion: .prefixedNo, help: "Log one line per request on standard error (default: when it is a terminal).")
+    @Flag(inversion: .prefixedNo, help: "Log one line per request on standard error (default: when it is a terminal, unless --quiet).")
     var log: Bool?
 
     func validate() throws {
@@ -59,8 +60,9 @@ struct Serve: AsyncParsableCommand {
         let configuration = ServeConfiguration(
             host: host, port: port, limits: ServeLimits(maximumObjectBytes: maxObjectSize << 20))
         let server = try StorageServer(bucket: bucket, options: BucketLocation.options(clock: clock), configuration: configuration)
-        let logs = log ?? (isatty(STDERR_FILENO) != 0)
-        let greeting = Self.greeting(bucket: bucket.name, path: bucket.path, warnOfAddress: !["127.0.0.1", "localhost", "::1"].contains(host))
+        let logs = log ?? (!bucketOptions.quiet && isatty(STDERR_FILENO) != 0)
+        let loopback = host == "localhost" || host == "::1" || host.hasPrefix("127.")
+        let greeting = Self.greeting(bucket: bucket.name, path: bucket.path, warnOfAddress: !loopback)
         let logLine: @Sendable (ServedRequest) -> Void = { request in
             let milliseconds = (request.seconds * 1000).formatted(.number.precision(.fractionLength(1)))
             FileHandle.standardError.write(Data("\(request.method) \(request.path) \(request.status) \(milliseconds) ms\n".utf8))

@@ -222,3 +222,27 @@ def test_v4_the_bucket_file_holds_what_clients_were_told(server, client):
     assert sorted(exported) == [f"n/{index:02}" for index in range(20) if index != 5]
     status, report = harness.check(server.home, server.bucket_file)
     assert status == 0, report
+
+
+def test_v1_batch_of_patches_and_deletes(server, client):
+    """client.batch(): many JSON API requests in one multipart/mixed body, answered part by part in order."""
+    bucket = client.bucket(server.name)
+    for index in range(30):
+        bucket.blob(f"batch/{index:02}").upload_from_string(b"b")
+    blobs = [bucket.blob(f"batch/{index:02}") for index in range(30)]
+    with client.batch():
+        for blob in blobs:
+            blob.metadata = {"batched": "yes"}
+            blob.patch()
+    assert all(blob.metadata == {"batched": "yes"} and blob.metageneration == 2 for blob in blobs)
+    with client.batch():
+        for blob in blobs[:10]:
+            bucket.delete_blob(blob.name)
+    assert [blob.name for blob in client.list_blobs(server.name, prefix="batch/")] == [
+        f"batch/{index:02}" for index in range(10, 30)]
+    # A failing part fails alone; the client raises for it once the batch is answered.
+    with pytest.raises(exceptions.NotFound):
+        with client.batch():
+            bucket.delete_blob("batch/10")
+            bucket.delete_blob("batch/missing")
+    assert bucket.get_blob("batch/10") is None
