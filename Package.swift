@@ -77,6 +77,7 @@ let package = Package(
         .testTarget(
             name: "StoreshLanguageTests",
             dependencies: ["StoreshCore", "StoreshLanguage", "StoreshLocal", "StoreshRules", "StoreshTestSupport", "StoreshFuzzing"]),
+        .testTarget(name: "StoreshServerTests", dependencies: ["StoreshServer", "StoreshCore", "StoreshLocal"]),
         // Runs the built `storesh` binary as a user would.
         .testTarget(name: "StoreshEndToEndTests", dependencies: ["StoreshCore", "StoreshLocal"]),
     ]

@@ -23,6 +23,8 @@ final class ServedBucket: @unchecked Sendable {
     private var nextReader = 0
     private var waiting: [PendingChange] = []
     private var committing = false
+    /// Commits made so far (a test checks that concurrent changes share them).
+    private(set) var commits = 0
 
     /// Serves `bucket` (a local bucket file, open), with `readerCount` further connections for reads.
     init(_ bucket: LocalBucket, options: LocalBucketOptions, readerCount: Int) throws {
@@ -107,6 +109,7 @@ final class ServedBucket: @unchecked Sendable {
                     }
                     return .commit(())
                 }
+                lock.withLock { commits += 1 }
             } catch {
                 // The commit failed (a busy or full disk): nothing of the group landed.
                 results = group.map { _ in .failure(error) }

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
@@ -52,7 +53,7 @@ public final class StorageServer: Sendable {
         let api = self.api
         let responder = CallbackResponder<BasicRequestContext> { request, _ in
             let start = ContinuousClock.now
-            var response = await api.respond(to: request).response
+            var response = await CrossOrigin.answer(request) { await api.respond(to: request) }.response
             if request.method == .head { response = response.createHeadResponse() }
             if let log {
                 let elapsed = ContinuousClock.now - start
@@ -71,5 +72,33 @@ public final class StorageServer: Sendable {
             logger: logger)
         defer { api.bucket.close() }
         try await app.runService(gracefulShutdownSignals: [.sigterm, .sigint])
+    }
+}
+
+/// Cross-origin requests (CORS): the Firebase Web SDK runs in a browser page served from another origin, which
+/// asks first (`OPTIONS`) and may read only the headers named as exposed (an upload's `X-Goog-Upload-*`).
+enum CrossOrigin {
+    static let exposedHeaders = [
+        "X-Goog-Upload-URL", "X-Goog-Upload-Status", "X-Goog-Upload-Size-Received", "X-Goog-Upload-Chunk-Granularity",
+        "X-GUploader-UploadID", "X-Goog-Hash", "X-Goog-Generation", "X-Goog-Metageneration", "Location", "Range",
+        "Content-Range", "ETag",
+    ].joined(separator: ", ")
+
+    static func answer(_ request: Request, otherwise respond: () async -> Answer) async -> Answer {
+        let origin = request.headers[.origin]
+        var answer: Answer
+        if request.method == .options {
+            answer = Answer(status: .noContent)
+            answer.headers[.accessControlAllowMethods] = "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"
+            answer.headers[.accessControlAllowHeaders] =
+                request.headers[.accessControlRequestHeaders] ?? "Authorization, Content-Type, X-Goog-Upload-Protocol, X-Goog-Upload-Command"
+            answer.headers[.accessControlMaxAge] = "3600"
+        } else {
+            answer = await respond()
+        }
+        answer.headers[.accessControlAllowOrigin] = origin ?? "*"
+        answer.headers[.accessControlExposeHeaders] = exposedHeaders
+        if origin != nil { answer.headers[.vary] = "Origin" }
+        return answer
     }
 }

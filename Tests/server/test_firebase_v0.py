@@ -255,3 +255,20 @@ def test_delete_and_the_internal_endpoints(ruled):
     multipart_upload(ruled, "users/ada/deep/2", b"2", ADA)
     assert ruled.request("POST", "/internal/reset").status_code == 200
     assert harness.export(ruled.home, ruled.bucket_file) == {}
+
+
+def test_web_sdk_in_a_browser_page_is_allowed_across_origins(server):
+    """The Web SDK runs in a page of another origin: the browser asks first (OPTIONS) and may read only the headers
+    the server exposes, an upload's X-Goog-Upload-* among them."""
+    origin = {"Origin": "http://localhost:5173"}
+    preflight = server.request("OPTIONS", f"/v0/b/{server.name}/o", headers={
+        **origin, "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "authorization,x-goog-upload-protocol,x-goog-upload-command"})
+    assert preflight.status_code == 204
+    assert preflight.headers["Access-Control-Allow-Origin"] == "http://localhost:5173"
+    assert "POST" in preflight.headers["Access-Control-Allow-Methods"]
+    assert "x-goog-upload-command" in preflight.headers["Access-Control-Allow-Headers"]
+    start = server.request("POST", f"/v0/b/{server.name}/o", params={"name": "web.txt"}, data="{}", headers={
+        **origin, **OWNER, "X-Goog-Upload-Protocol": "resumable", "X-Goog-Upload-Command": "start"})
+    assert start.headers["Access-Control-Allow-Origin"] == "http://localhost:5173"
+    assert "X-Goog-Upload-URL" in start.headers["Access-Control-Expose-Headers"]

@@ -1,0 +1,121 @@
+import Foundation
+import Testing
+@testable import StoreshServer
+
+/// How `storesh serve` reads the parts of a request: every malformed one is a 4xx naming it (rule V4).
+@Suite("Reading requests (rules V1, V4)")
+struct RequestParsingTests {
+    @Test("percent-decoding is strict: a bad escape or bytes that are not UTF-8 are refused")
+    func percentDecoding() throws {
+        #expect(try PercentEncoding.decode("a%2Fb%20c", plusIsSpace: false, what: "x") == "a/b c")
+        #expect(try PercentEncoding.decode("a+b", plusIsSpace: true, what: "x") == "a b")
+        #expect(try PercentEncoding.decode("a+b", plusIsSpace: false, what: "x") == "a+b")
+        #expect(try PercentEncoding.decode("%C3%A9", plusIsSpace: false, what: "x") == "é")
+        for bad in ["%zz", "%4", "%", "%FF", "%C3"] {
+            #expect(throws: HTTPFailure.self) { try PercentEncoding.decode(Substring(bad), plusIsSpace: false, what: "x") }
+        }
+        #expect(PercentEncoding.encodeSegment("dir/a b+é~") == "dir%2Fa%20b%2B%C3%A9~")
+    }
+
+    @Test("query parameters: decoded, and one given twice is refused")
+    func query() throws {
+        let query = try QueryParameters("prefix=a%2F&delimiter=/&versions=False&maxResults=10")
+        #expect(query["prefix"] == "a/" && query["delimiter"] == "/")
+        #expect(try query.flag("versions") == false)
+        #expect(try query.integer("maxResults") == 10)
+        #expect(throws: HTTPFailure.self) { try QueryParameters("a=1&a=2") }
+        #expect(throws: HTTPFailure.self) { try QueryParameters("maxResults=ten").integer("maxResults") }
+    }
+
+    @Test("rule V1: the paths of both APIs, names escaped whole or not")
+    func endpoints() throws {
+        #expect(try Endpoint(path: "/storage/v1/b") == .buckets)
+        #expect(try Endpoint(path: "/storage/v1/b/bkt") == .bucket("bkt"))
+        #expect(try Endpoint(path: "/b/bkt/o") == .objects(bucket: "bkt"))
+        #expect(try Endpoint(path: "/storage/v1/b/bkt/o/a%2Fb.txt") == .object(bucket: "bkt", name: "a/b.txt"))
+        #expect(try Endpoint(path: "/storage/v1/b/bkt/o/a/b.txt") == .object(bucket: "bkt", name: "a/b.txt"))
+        #expect(try Endpoint(path: "/storage/v1/b/bkt/o/a%2Fb/copyTo/b/bkt/o/c%2Fd") == .copy(
+            bucket: "bkt", source: "a/b", destinationBucket: "bkt", destination: "c/d", rewrite: false))
+        #expect(try Endpoint(path: "/upload/storage/v1/b/bkt/o") == .upload(bucket: "bkt"))
+        #expect(try Endpoint(path: "/download/storage/v1/b/bkt/o/x%20y") == .download(bucket: "bkt", name: "x y"))
+        #expect(try Endpoint(path: "/v0/b/bkt/o") == .firebaseObjects(bucket: "bkt"))
+        #expect(try Endpoint(path: "/v0/b/bkt/o/users%2Fada%2Fa.txt") == .firebaseObject(bucket: "bkt", name: "users/ada/a.txt"))
+        #expect(try Endpoint(path: "/batch/storage/v1") == .batch)
+        #expect(try Endpoint(path: "/internal/setRules") == .setRules)
+        #expect(try Endpoint(path: "/nothing/here") == nil)
+        #expect(try Endpoint(path: "/upload/storage/v1/b/bkt/o/name") == nil)
+        #expect(throws: HTTPFailure.self) { try Endpoint(path: "/storage/v1/b/bkt/o/a%zz") }
+    }
+
+    @Test("Content-Range of resumable chunks: the three forms, and a length that disagrees with the body")
+    func contentRange() throws {
+        let middle = try ContentRange("bytes 0-262143/*", bodyLength: 262144)
+        #expect(middle.first == 0 && middle.total == nil)
+        let last = try ContentRange("bytes 262144-300000/300001", bodyLength: 37857)
+        #expect(last.first == 262144 && last.total == 300001)
+        let query = try ContentRange("bytes */300001", bodyLength: 0)
+        #expect(query.first == nil && query.total == 300001)
+        let whole = try ContentRange(nil, bodyLength: 5)
+        #expect(whole.first == 0 && whole.total == 5)
+        for (header, length) in [("bytes 0-9/10", 5), ("0-9/10", 10), ("bytes 5-1/10", 5), ("bytes */10", 3), ("bytes 0-9/5", 10)] {
+            #expect(throws: HTTPFailure.self) { try ContentRange(header, bodyLength: length) }
+        }
+    }
+
+    @Test("multipart/related uploads: metadata then content, with a quoted boundary and binary content")
+    func multipart() throws {
+        let content = Data([0, 13, 10, 45, 45, 255])  // bytes that look like line breaks and dashes
+        var body = Data("--==b==\r\ncontent-type: application/json; charset=UTF-8\r\n\r\n{\"name\":\"x\"}\r\n--==b==\r\ncontent-type: image/png\r\n\r\n".utf8)
+        body += content + Data("\r\n--==b==--".utf8)
+        let upload = try MultipartUpload(body: body, contentType: "multipart/related; boundary=\"==b==\"")
+        #expect(upload.metadata == Data("{\"name\":\"x\"}".utf8))
+        #expect(upload.content == content && upload.contentType == "image/png")
+        #expect(throws: HTTPFailure.self) { try MultipartUpload(body: body, contentType: "multipart/related") }
+        #expect(throws: HTTPFailure.self) { try MultipartUpload(body: body.prefix(40), contentType: "multipart/related; boundary=\"==b==\"") }
+    }
+
+    @Test("batch bodies with LF line ends, as the Python client writes them")
+    func batch() throws {
+        let body = Data("""
+            --B
+            Content-Type: application/http
+            MIME-Version: 1.0
+
+            DELETE http://127.0.0.1:1/storage/v1/b/bkt/o/a?prettyPrint=false HTTP/1.1
+            Accept-Encoding: gzip
+
+
+            --B
+            Content-Type: application/http
+            Content-ID: <7>
+
+            PATCH /storage/v1/b/bkt/o/b HTTP/1.1
+            Content-Type: application/json
+
+            {"metadata": {"k": "v"}}
+            --B--
+
+            """.utf8)
+        let parts = try BatchParts.split(body, boundary: "B")
+        #expect(parts.count == 2)
+        #expect(parts[0].method == "DELETE" && parts[0].body.isEmpty && parts[0].contentID == "1")
+        #expect(parts[1].method == "PATCH" && parts[1].contentID == "7")
+        #expect(String(decoding: parts[1].body, as: UTF8.self) == "{\"metadata\": {\"k\": \"v\"}}")
+        let request = try parts[0].request(authority: "127.0.0.1:9199")
+        #expect(request.uri.path == "/storage/v1/b/bkt/o/a" && request.uri.query == "prettyPrint=false")
+    }
+
+    @Test("rule V3: emulator ID tokens give the uid and claims; garbled ones are refused")
+    func tokens() throws {
+        func encode(_ text: String) -> String {
+            Data(text.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+                .replacingOccurrences(of: "=", with: "")
+        }
+        let token = encode("{\"alg\":\"none\"}") + "." + encode("{\"sub\":\"s\",\"user_id\":\"ada\",\"email_verified\":true,\"age\":7}") + "."
+        let identity = try EmulatorToken.identity(token)
+        #expect(identity.uid == "ada" && identity.claims["email_verified"] == "true" && identity.claims["age"] == "7")
+        for bad in ["abc", "a.b", encode("{}") + "." + encode("[1]") + ".", encode("{}") + "." + encode("{\"sub\":1}") + "."] {
+            #expect(throws: HTTPFailure.self) { try EmulatorToken.identity(bad) }
+        }
+    }
+}
