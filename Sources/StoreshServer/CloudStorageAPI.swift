@@ -248,9 +248,7 @@ extension StorageAPI {
             let metadata = try ObjectMetadataBody(json: parts.metadata, what: "upload's metadata part")
             var upload = try uploadRequest(metadata, exchange: exchange, conditions: conditions)
             if upload.options.properties[.contentType] == nil, let type = parts.contentType { upload.options.properties[.contentType] = type }
-            guard parts.content.count <= limits.maximumObjectBytes else {
-                throw HTTPFailure(.contentTooLarge, reason: "uploadTooLarge", "The object is larger than \(limits.maximumObjectBytes) bytes, the limit of this server; nothing was changed.")
-            }
+            guard parts.content.count <= limits.maximumObjectBytes else { throw objectTooLarge(Int64(parts.content.count)) }
             return Reply.json(uploaded(try await finishUpload(upload, content: parts.content), content: parts.content, exchange))
         case "resumable":
             let metadata = try await jsonBody(&exchange, what: "upload's metadata")
@@ -258,16 +256,7 @@ extension StorageAPI {
             if upload.options.properties[.contentType] == nil, let type = exchange.header("X-Upload-Content-Type") {
                 upload.options.properties[.contentType] = type
             }
-            var declared: Int64?
-            if let text = exchange.header("X-Upload-Content-Length") {
-                guard let size = Int64(text), size >= 0 else {
-                    throw HTTPFailure.badRequest("Invalid X-Upload-Content-Length '\(text)': it must be a whole number of bytes.")
-                }
-                guard size <= limits.maximumObjectBytes else {
-                    throw HTTPFailure(.contentTooLarge, reason: "uploadTooLarge", "The object would be \(size) bytes, more than \(limits.maximumObjectBytes), the limit of this server.")
-                }
-                declared = size
-            }
+            let declared = try announcedSize(exchange, headers: ["X-Upload-Content-Length"])
             let id = try uploads.start(upload, declaredSize: declared)
             let location = "\(exchange.baseURL)/upload/storage/v1/b/\(bucket.name)/o?uploadType=resumable&upload_id=\(id)"
             return Reply.empty(.ok, headers: [.location: location, HTTPField.Name("X-GUploader-UploadID")!: id])
@@ -315,9 +304,7 @@ extension StorageAPI {
                 if let declared = session.declaredSize, declared != total {
                     throw HTTPFailure.badRequest("Content-Range gives the object's size as \(total) bytes, but the upload was started for \(declared).")
                 }
-                guard total <= limits.maximumObjectBytes else {
-                    throw HTTPFailure(.contentTooLarge, reason: "uploadTooLarge", "The object would be \(total) bytes, more than \(limits.maximumObjectBytes), the limit of this server.")
-                }
+                guard total <= limits.maximumObjectBytes else { throw objectTooLarge(total) }
                 session.declaredSize = total
             }
             if let first = range.first {

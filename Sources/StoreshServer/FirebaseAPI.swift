@@ -258,16 +258,8 @@ extension StorageAPI {
             {
                 upload.options.properties[.contentType] = type
             }
-            var declared: Int64?
-            if let text = exchange.header("X-Goog-Upload-Header-Content-Length") ?? exchange.header("X-Goog-Upload-Content-Length") {
-                guard let size = Int64(text), size >= 0 else {
-                    throw HTTPFailure.badRequest("Invalid X-Goog-Upload-Header-Content-Length '\(text)': it must be a whole number of bytes.")
-                }
-                guard size <= limits.maximumObjectBytes else {
-                    throw HTTPFailure(.contentTooLarge, reason: "uploadTooLarge", "The object would be \(size) bytes, more than \(limits.maximumObjectBytes), the limit of this server.")
-                }
-                declared = size
-            }
+            // The Web and Android SDKs write X-Goog-Upload-Header-…, the Apple SDK X-Goog-Upload-….
+            let declared = try announcedSize(exchange, headers: ["X-Goog-Upload-Header-Content-Length", "X-Goog-Upload-Content-Length"])
             let id = try uploads.start(upload, declaredSize: declared)
             let url = "\(exchange.baseURL)/v0/b/\(bucket.name)/o?name=\(PercentEncoding.encodeSegment(upload.name.rawValue))&upload_id=\(id)&upload_protocol=resumable"
             return Reply.empty(.ok, headers: [
@@ -282,9 +274,7 @@ extension StorageAPI {
                 contentType: contentType)
             var upload = try request(try ObjectMetadataBody(json: parts.metadata, what: "upload's metadata part"))
             if upload.options.properties[.contentType] == nil, let type = parts.contentType { upload.options.properties[.contentType] = type }
-            guard parts.content.count <= limits.maximumObjectBytes else {
-                throw HTTPFailure(.contentTooLarge, reason: "uploadTooLarge", "The object is larger than \(limits.maximumObjectBytes) bytes, the limit of this server; nothing was changed.")
-            }
+            guard parts.content.count <= limits.maximumObjectBytes else { throw objectTooLarge(Int64(parts.content.count)) }
             return Reply.json(ObjectResource.firebase(try await finishUpload(upload, content: parts.content)))
         }
         if let protocolName { throw HTTPFailure.badRequest("Unknown X-Goog-Upload-Protocol '\(protocolName)': it is multipart or resumable.") }
@@ -342,7 +332,7 @@ extension StorageAPI {
                 guard session.received.count <= limits.maximumObjectBytes else {
                     session.state = .cancelled
                     session.received = Data()
-                    throw HTTPFailure(.contentTooLarge, reason: "uploadTooLarge", "The upload grew past \(limits.maximumObjectBytes) bytes, the limit of this server; it is cancelled.")
+                    throw objectTooLarge(Int64(session.received.count))
                 }
             } else if !chunk.isEmpty {
                 throw HTTPFailure.badRequest("A finalize without upload carries no bytes, but this request has \(chunk.count).")

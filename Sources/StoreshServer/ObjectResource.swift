@@ -15,12 +15,7 @@ enum ObjectResource {
             ("id", .string("\(object.bucket)/\(object.fullPath)/\(object.generation)")),
             ("selfLink", .string("\(baseURL)/storage/v1/b/\(object.bucket)/o/\(encoded)")),
             ("mediaLink", .string("\(baseURL)/download/storage/v1/b/\(object.bucket)/o/\(encoded)?generation=\(object.generation)&alt=media")),
-            ("name", .string(object.fullPath)),
-            ("bucket", .string(object.bucket)),
-            ("generation", .string(String(object.generation))),
-            ("metageneration", .string(String(object.metageneration))),
-        ]
-        if let contentType = object.contentType { members.append(("contentType", .string(contentType))) }
+        ] + identity(object)
         members += [
             ("storageClass", .string("STANDARD")),
             ("size", .string(String(object.size))),
@@ -42,13 +37,7 @@ enum ObjectResource {
 
     /// An object of the Firebase v0 API: download tokens as `downloadTokens`, and not among the custom metadata.
     static func firebase(_ object: ObjectMetadata, crc32c: String? = nil) -> JSONValue {
-        var members: [(String, JSONValue)] = [
-            ("name", .string(object.fullPath)),
-            ("bucket", .string(object.bucket)),
-            ("generation", .string(String(object.generation))),
-            ("metageneration", .string(String(object.metageneration))),
-        ]
-        if let contentType = object.contentType { members.append(("contentType", .string(contentType))) }
+        var members = identity(object)
         members += [
             ("timeCreated", .string(object.timeCreated.rfc3339)),
             ("updated", .string(object.updated.rfc3339)),
@@ -66,6 +55,18 @@ enum ObjectResource {
         custom[downloadTokensKey] = nil
         if !custom.isEmpty { members.append(("metadata", customMetadata(custom))) }
         return .object(members)
+    }
+
+    /// The members both APIs begin an object with: which object, which version, and its type.
+    private static func identity(_ object: ObjectMetadata) -> [(String, JSONValue)] {
+        var members: [(String, JSONValue)] = [
+            ("name", .string(object.fullPath)),
+            ("bucket", .string(object.bucket)),
+            ("generation", .string(String(object.generation))),
+            ("metageneration", .string(String(object.metageneration))),
+        ]
+        if let contentType = object.contentType { members.append(("contentType", .string(contentType))) }
+        return members
     }
 
     /// Changes with every change of content or metadata, as the service's etag does.

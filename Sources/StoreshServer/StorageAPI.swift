@@ -97,6 +97,26 @@ final class StorageAPI: Sendable {
         try ObjectMetadataBody(json: try await body(&exchange, limit: limits.maximumJSONBytes, what: what), what: what)
     }
 
+    /// The size an upload announces in the first of `headers` it has (nil when none), refused beyond the limit.
+    func announcedSize(_ exchange: Exchange, headers: [String]) throws -> Int64? {
+        guard let (header, text) = headers.lazy.compactMap({ name in exchange.header(name).map { (name, $0) } }).first else {
+            return nil
+        }
+        guard let size = Int64(text), size >= 0 else {
+            throw HTTPFailure.badRequest("Invalid \(header) '\(text)': it must be a whole number of bytes.")
+        }
+        guard size <= limits.maximumObjectBytes else { throw objectTooLarge(size) }
+        return size
+    }
+
+    /// The refusal of an object over the limit (its size when known).
+    func objectTooLarge(_ size: Int64? = nil) -> HTTPFailure {
+        let what = size.map { "The object would be \($0) bytes, more than" } ?? "The object is larger than"
+        return HTTPFailure(
+            .contentTooLarge, reason: "uploadTooLarge",
+            "\(what) \(limits.maximumObjectBytes) bytes, the limit of this server (storesh serve --max-object-size); nothing was changed.")
+    }
+
     /// A name a request gives, checked by rule P5.
     func objectName(_ text: String?) throws -> ObjectName {
         guard let text else { throw HTTPFailure.required("Required parameter: name (the object's name).") }
