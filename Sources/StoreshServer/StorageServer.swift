@@ -71,7 +71,36 @@ public final class StorageServer: Sendable {
             onServerRunning: { channel in onListening(host, channel.localAddress?.port ?? 0) },
             logger: logger)
         defer { api.bucket.close() }
-        try await app.runService(gracefulShutdownSignals: [.sigterm, .sigint])
+        do {
+            try await app.runService(gracefulShutdownSignals: [.sigterm, .sigint])
+        } catch let error as IOError {
+            throw ServeError(listening: error, host: host, port: configuration.port)
+        } catch is SocketAddressError.UnknownHost {
+            throw ServeError(description: "Cannot listen on \(host): no such host or address (--host).")
+        }
+    }
+}
+
+/// Why the server could not start, in words a user can act on.
+public struct ServeError: Error, CustomStringConvertible {
+    public let description: String
+
+    init(description: String) {
+        self.description = description
+    }
+
+    init(listening error: IOError, host: String, port: Int) {
+        let address = "\(host):\(port)"
+        switch error.errnoCode {
+        case EADDRINUSE:
+            description = "Cannot listen on \(address): the port is in use (another storesh serve, or the Firebase emulator?). Choose another with --port, or --port 0 for a free one."
+        case EACCES:
+            description = "Cannot listen on \(address): ports below 1024 need privileges. Choose another with --port."
+        case EADDRNOTAVAIL:
+            description = "Cannot listen on \(address): no network interface of this machine has that address (--host)."
+        default:
+            description = "Cannot listen on \(address): \(String(cString: strerror(error.errnoCode)))."
+        }
     }
 }
 

@@ -134,3 +134,14 @@ def test_requests_are_logged_when_asked(tmp_path):
     lines = [line for line in err.splitlines() if line.startswith(("GET", "POST"))]
     assert lines[0].startswith("GET /v0/ 200 ") and lines[0].endswith(" ms")
     assert lines[1].startswith(f"GET /storage/v1/b/{server.name}/o/missing 404 ")
+
+
+def test_a_port_in_use_is_said_plainly(tmp_path):
+    server = Server(tmp_path, tmp_path / "served.bucket")
+    port = server.url.rsplit(":", 1)[1]
+    status, _, err = harness.storesh(tmp_path, "serve", "--bucket", str(tmp_path / "other.bucket"), "--port", port)
+    assert status == 1
+    assert f"Cannot listen on 127.0.0.1:{port}: the port is in use" in err.decode()
+    assert server.request("GET", "/v0/").status_code == 200  # the first server is unharmed
+    status, err = server.stop()
+    assert status == 0, err
