@@ -145,3 +145,21 @@ def test_a_port_in_use_is_said_plainly(tmp_path):
     assert server.request("GET", "/v0/").status_code == 200  # the first server is unharmed
     status, err = server.stop()
     assert status == 0, err
+
+
+def test_on_a_terminal_each_request_is_logged_and_ctrl_c_stops_the_server(tmp_path):
+    """In a real pseudo-terminal, as a developer runs it: the request log is on by default, and Ctrl-C (the
+    terminal's interrupt) stops the server cleanly."""
+    import pexpect
+    child = pexpect.spawn(harness.BINARY, ["serve", "--bucket", str(tmp_path / "tty.bucket"), "--port", "0"],
+                          env=harness.environment(tmp_path, TERM="xterm"), encoding="utf-8", timeout=30)
+    child.expect(r"at (http://127\.0\.0\.1:\d+)")
+    url = child.match.group(1)
+    child.expect_exact("Ctrl-C stops the server.")
+    assert requests.get(url + "/storage/v1/b/tty/o/missing", timeout=30).status_code == 404
+    child.expect(r"GET /storage/v1/b/tty/o/missing 404 \d+\.\d ms")
+    child.sendintr()
+    child.expect_exact("storesh serve: stopped; every answered change is in")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
