@@ -257,6 +257,14 @@ extension StorageAPI {
                 upload.options.properties[.contentType] = type
             }
             let declared = try announcedSize(exchange, headers: ["X-Upload-Content-Length"])
+            // As the service does, a condition that fails now fails before any byte is sent (it is checked again
+            // when the last byte lands).
+            if conditions.precondition != .none || conditions.hasNotMatch {
+                let existing = try currentObjectIfPresent(upload.name)
+                guard conditions.hold(for: existing) else {
+                    throw StorageError.preconditionFailed(upload.name.rawValue, conditions.precondition, actual: existing)
+                }
+            }
             let id = try uploads.start(upload, declaredSize: declared)
             let location = "\(exchange.baseURL)/upload/storage/v1/b/\(bucket.name)/o?uploadType=resumable&upload_id=\(id)"
             return Reply.empty(.ok, headers: [.location: location, HTTPField.Name("X-GUploader-UploadID")!: id])

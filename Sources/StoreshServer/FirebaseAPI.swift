@@ -389,7 +389,7 @@ extension StorageAPI {
             throw HTTPFailure.badRequest("'rules.files' must hold one member with 'name' and 'content' strings.")
         }
         do {
-            try await bucket.loadRules(source: content, origin: name)
+            try await bucket.loadRules(source: content, origin: "\(name) (PUT /internal/setRules)")
         } catch let error as StorageError where error.code == .invalidArgument {
             throw HTTPFailure.badRequest("There was an error updating rules: \(error.message)")
         }

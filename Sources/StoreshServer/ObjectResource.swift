@@ -194,8 +194,8 @@ struct ObjectMetadataBody {
     private static func isFalse(_ value: Any) -> Bool { value is NSNull || (value as? NSNumber)?.boolValue == false }
 
     private static func describe(_ error: any Error) -> String {
-        let message = (error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String
-        return message ?? "\(error)"
+        let message = (error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String ?? "\(error)"
+        return message.hasSuffix(".") ? String(message.dropLast()) : message
     }
 
     /// The update a PATCH makes (rules M4, M5).

@@ -132,6 +132,16 @@ final class StorageAPI: Sendable {
         return object
     }
 
+    /// The object as it is, or nil when there is none.
+    func currentObjectIfPresent(_ name: ObjectName) throws -> ObjectMetadata? {
+        do {
+            return try bucket.reader.currentMetadata(of: name)
+        } catch {
+            if error.code == .objectNotFound { return nil }
+            throw error
+        }
+    }
+
     /// Writes an upload's content as its object, in one change: checksums are checked first, then the request's
     /// conditions and (on the v0 API) the rules, on the object as it is when the change runs.
     func finishUpload(_ upload: UploadRequest, content: Data) async throws -> ObjectMetadata {

@@ -26,10 +26,24 @@ public struct ServeConfiguration: Sendable {
 /// One request served, for the log line a terminal shows.
 public struct ServedRequest: Sendable {
     public var method: String
-    /// The path as sent (percent-encoded), without the query.
+    /// The path and query as sent (percent-encoded), with the values that grant access elided.
     public var path: String
     public var status: Int
     public var seconds: Double
+}
+
+extension ServedRequest {
+    /// Query parameters whose values let whoever has them read an object or finish an upload.
+    static let secretParameters: Set<Substring> = ["token", "upload_id"]
+
+    static func loggable(path: String, query: String?) -> String {
+        guard let query, !query.isEmpty else { return path }
+        let shown = query.split(separator: "&").map { pair -> String in
+            let name = pair.split(separator: "=", maxSplits: 1).first ?? ""
+            return secretParameters.contains(name) ? "\(name)=…" : String(pair)
+        }
+        return path + "?" + shown.joined(separator: "&")
+    }
 }
 
 /// A local bucket served over HTTP with the API of the Firebase Storage emulator (rules V1–V5).
@@ -58,7 +72,9 @@ public final class StorageServer: Sendable {
             if let log {
                 let elapsed = ContinuousClock.now - start
                 let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-                log(ServedRequest(method: request.method.rawValue, path: request.uri.path, status: response.status.code, seconds: seconds))
+                log(ServedRequest(
+                    method: request.method.rawValue, path: ServedRequest.loggable(path: request.uri.path, query: request.uri.query), status: response.status.code,
+                    seconds: seconds))
             }
             return response
         }

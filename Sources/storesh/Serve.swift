@@ -51,6 +51,7 @@ struct Serve: AsyncParsableCommand {
         let location = try bucketOptions.location()
         try location.refuseRemote()
         let clock = try makeClock(flag: bucketOptions.clock)
+        let existed = access(location.path, F_OK) == 0
         let bucket = try location.open(clock: clock, quiet: bucketOptions.quiet, nameForNewBucket: name)
         _ = OpenBuckets.shared.keep(bucket)
         if let name, bucket.name != name {
@@ -67,7 +68,16 @@ struct Serve: AsyncParsableCommand {
             let milliseconds = (request.seconds * 1000).formatted(.number.precision(.fractionLength(1)))
             FileHandle.standardError.write(Data("\(request.method) \(request.path) \(request.status) \(milliseconds) ms\n".utf8))
         }
-        try await server.run(onListening: greeting, log: logs ? logLine : nil)
+        do {
+            try await server.run(onListening: greeting, log: logs ? logLine : nil)
+        } catch let error as ServeError {
+            // A server that never listened leaves no bucket file it created.
+            if !existed {
+                bucket.close()
+                for suffix in ["", "-wal", "-shm"] { unlink(bucket.path + suffix) }
+            }
+            throw error
+        }
         let path = bucket.path
         FileHandle.standardError.write(Data("storesh serve: stopped; every answered change is in \(path).\n".utf8))
     }
@@ -75,11 +85,13 @@ struct Serve: AsyncParsableCommand {
     /// What a client needs, once the server listens: where, and the lines that point the clients at it.
     static func greeting(bucket: String, path: String, warnOfAddress: Bool) -> @Sendable (String, Int) -> Void {
         { host, port in
-            let address = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+            // Clients reach a server that listens on every interface at loopback too.
+            let reachable = host == "0.0.0.0" ? "127.0.0.1" : host == "::" ? "::1" : host
+            let address = reachable.contains(":") ? "[\(reachable)]:\(port)" : "\(reachable):\(port)"
             var text = "storesh serve: gs://\(bucket) (\(path)) at http://\(address)\n"
             text += "  export STORAGE_EMULATOR_HOST=http://\(address)\n"
-            text += "  connectStorageEmulator(getStorage(app, \"gs://\(bucket)\"), \"\(host)\", \(port))   // Web SDK\n"
-            text += "  Storage.storage(url: \"gs://\(bucket)\").useEmulator(withHost: \"\(host)\", port: \(port))   // Apple SDK\n"
+            text += "  connectStorageEmulator(getStorage(app, \"gs://\(bucket)\"), \"\(reachable)\", \(port))   // Web SDK\n"
+            text += "  Storage.storage(url: \"gs://\(bucket)\").useEmulator(withHost: \"\(reachable)\", port: \(port))   // Apple SDK\n"
             text += "Ctrl-C stops the server.\n"
             if warnOfAddress {
                 text += "storesh serve: WARNING: listening on \(host), not loopback: anyone who can reach it can use `Bearer owner` and is the administrator of this bucket.\n"

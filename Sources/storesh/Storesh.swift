@@ -21,7 +21,7 @@ struct BucketOptions: ParsableArguments {
             valueName: "rfc3339"))
     var clock: String?
 
-    @Flag(name: .long, help: "Do not say which bucket is used when --bucket does not name it.")
+    @Flag(name: .long, help: "Do not say which bucket is used when --bucket does not name it (storesh serve: and log no requests).")
     var quiet = false
 
     /// Where the bucket is: a usage error (exit 2) for an empty or unknown location, before anything opens.

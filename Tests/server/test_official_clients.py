@@ -148,6 +148,9 @@ def test_g5_preconditions_give_412_and_change_nothing(server, client):
         bucket.blob("p.txt").upload_from_string(b"v2", if_generation_match=0)
     with pytest.raises(exceptions.PreconditionFailed):
         bucket.blob("p.txt").upload_from_string(b"v2", if_generation_match=blob.generation + 1)
+    # A resumable upload whose condition fails is refused when it starts, before its bytes are sent.
+    with pytest.raises(exceptions.PreconditionFailed):
+        bucket.blob("p.txt", chunk_size=262144).upload_from_file(io.BytesIO(b"v3" * 300000), if_generation_match=0)
     blob.content_type = "text/x"
     with pytest.raises(exceptions.PreconditionFailed):
         blob.patch(if_metageneration_match=blob.metageneration + 1)
