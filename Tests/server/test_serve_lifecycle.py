@@ -142,6 +142,7 @@ def test_a_port_in_use_is_said_plainly(tmp_path):
     status, _, err = harness.storesh(tmp_path, "serve", "--bucket", str(tmp_path / "other.bucket"), "--port", port)
     assert status == 1
     assert f"Cannot listen on 127.0.0.1:{port}: the port is in use" in err.decode()
+    assert not os.path.exists(tmp_path / "other.bucket")  # a server that never listened made no bucket
     assert server.request("GET", "/v0/").status_code == 200  # the first server is unharmed
     status, err = server.stop()
     assert status == 0, err
