@@ -23,8 +23,9 @@ final class ServedBucket: @unchecked Sendable {
     private var nextReader = 0
     private var waiting: [PendingChange] = []
     private var committing = false
-    /// Commits made so far (a test checks that concurrent changes share them).
+    /// Commits made so far, and the changes they carried (concurrent changes share commits).
     private(set) var commits = 0
+    private(set) var committedChanges = 0
 
     /// Serves `bucket` (a local bucket file, open), with `readerCount` further connections for reads.
     init(_ bucket: LocalBucket, options: LocalBucketOptions, readerCount: Int) throws {
@@ -109,7 +110,8 @@ final class ServedBucket: @unchecked Sendable {
                     }
                     return .commit(())
                 }
-                lock.withLock { commits += 1 }
+                let landed = results.filter { if case .success = $0 { true } else { false } }.count
+                lock.withLock { (commits, committedChanges) = (commits + 1, committedChanges + landed) }
             } catch {
                 // The commit failed (a busy or full disk): nothing of the group landed.
                 results = group.map { _ in .failure(error) }

@@ -60,10 +60,12 @@ public final class StorageServer: Sendable {
 
     /// Serves until SIGINT or SIGTERM, then stops accepting, lets the requests in progress finish (each change is
     /// durable before it is answered), and closes the bucket. `onListening` is told the address bound.
+    /// Returns how many changes landed, in how many commits.
+    @discardableResult
     public func run(
         onListening: @escaping @Sendable (_ host: String, _ port: Int) -> Void,
         log: (@Sendable (ServedRequest) -> Void)? = nil
-    ) async throws {
+    ) async throws -> (changes: Int, commits: Int) {
         let api = self.api
         let responder = CallbackResponder<BasicRequestContext> { request, _ in
             let start = ContinuousClock.now
@@ -94,6 +96,7 @@ public final class StorageServer: Sendable {
         } catch is SocketAddressError.UnknownHost {
             throw ServeError(description: "Cannot listen on \(host): no such host or address (--host).")
         }
+        return (api.bucket.committedChanges, api.bucket.commits)
     }
 }
 

@@ -68,8 +68,9 @@ struct Serve: AsyncParsableCommand {
             let milliseconds = (request.seconds * 1000).formatted(.number.precision(.fractionLength(1)))
             FileHandle.standardError.write(Data("\(request.method) \(request.path) \(request.status) \(milliseconds) ms\n".utf8))
         }
+        let served: (changes: Int, commits: Int)
         do {
-            try await server.run(onListening: greeting, log: logs ? logLine : nil)
+            served = try await server.run(onListening: greeting, log: logs ? logLine : nil)
         } catch let error as ServeError {
             // A server that never listened leaves no bucket file it created.
             if !existed {
@@ -79,7 +80,8 @@ struct Serve: AsyncParsableCommand {
             throw error
         }
         let path = bucket.path
-        FileHandle.standardError.write(Data("storesh serve: stopped; every answered change is in \(path).\n".utf8))
+        FileHandle.standardError.write(Data(
+            "storesh serve: stopped after \(MessageText.counted(served.changes, "change")) in \(MessageText.counted(served.commits, "commit")); every answered change is in \(path).\n".utf8))
     }
 
     /// What a client needs, once the server listens: where, and the lines that point the clients at it.
