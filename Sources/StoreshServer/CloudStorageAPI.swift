@@ -140,19 +140,14 @@ extension StorageAPI {
             requested.clearsCustomMetadata = true
             requested.customMetadata = (body.customMetadata ?? [:]).filter { if case .set = $0.value { true } else { false } }
         }
+        // On this API download tokens are custom metadata like any other (G6: it hides nothing): a client's
+        // `update` resends them, and one that leaves them out removes them, as the service does.
         let result = try await bucket.change { [requested] transaction in
-            var update = requested
             let existing = try await transaction.metadata(of: name)
             if let generation, generation != existing.generation { throw StorageError.objectNotFound(name.rawValue) }
             var precondition = try conditions.precondition(given: existing, name: name.rawValue)
-            if replacing {
-                // A replacement keeps the download tokens, which clients never send back (rule G7).
-                if let tokens = existing.customMetadata[downloadTokensKey], update.customMetadata[downloadTokensKey] == nil {
-                    update.customMetadata[downloadTokensKey] = .set(tokens)
-                }
-            }
             if precondition.generation == nil && generation != nil { precondition.generation = generation }
-            return try await transaction.updateMetadata(of: name, update, precondition: precondition)
+            return try await transaction.updateMetadata(of: name, requested, precondition: precondition)
         }
         return Reply.json(ObjectResource.cloudStorage(result.metadata, baseURL: exchange.baseURL))
     }
