@@ -23,9 +23,11 @@ final class ServedBucket: @unchecked Sendable {
     private var nextReader = 0
     private var waiting: [PendingChange] = []
     private var committing = false
+    private var commitCount = 0
+    private var committedChangeCount = 0
     /// Commits made so far, and the changes they carried (concurrent changes share commits).
-    private(set) var commits = 0
-    private(set) var committedChanges = 0
+    var commits: Int { lock.withLock { commitCount } }
+    var committedChanges: Int { lock.withLock { committedChangeCount } }
 
     /// Serves `bucket` (a local bucket file, open), with `readerCount` further connections for reads.
     init(_ bucket: LocalBucket, options: LocalBucketOptions, readerCount: Int) throws {
@@ -111,7 +113,7 @@ final class ServedBucket: @unchecked Sendable {
                     return .commit(())
                 }
                 let landed = results.filter { if case .success = $0 { true } else { false } }.count
-                lock.withLock { (commits, committedChanges) = (commits + 1, committedChanges + landed) }
+                lock.withLock { (commitCount, committedChangeCount) = (commitCount + 1, committedChangeCount + landed) }
             } catch {
                 // The commit failed (a busy or full disk): nothing of the group landed.
                 results = group.map { _ in .failure(error) }
