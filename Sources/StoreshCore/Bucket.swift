@@ -177,6 +177,15 @@ extension Bucket {
         try await write(content, to: object, options: options, precondition: .none)
     }
 
+    /// The object's metadata, or nil when there is no such object (other failures are thrown).
+    public func metadataIfPresent(of object: ObjectName) async throws -> ObjectMetadata? {
+        do {
+            return try await metadata(of: object)
+        } catch let error as StorageError where error.code == .objectNotFound {
+            return nil
+        }
+    }
+
     /// A delete whatever is there.
     public func delete(_ object: ObjectName) async throws {
         try await delete(object, precondition: .none)

@@ -156,7 +156,7 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
         if let expected = options.expectedMD5, expected != md5 {
             throw StorageError(.nonMatchingChecksum, "The content's MD5 is \(md5), not the expected \(expected); nothing was written.")
         }
-        let existing = try await lookUp(object)
+        let existing = try await metadataIfPresent(of: object)
         try require(precondition, object, existing)
         let now = clock.nextChangeTime()
         // The generation the bucket would give is its own; this one is larger than any the object had.
@@ -188,13 +188,6 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
         return .real
     }
 
-    private func lookUp(_ object: ObjectName) async throws -> ObjectMetadata? {
-        do {
-            return try await metadata(of: object)
-        } catch let error as StorageError where error.code == .objectNotFound {
-            return nil
-        }
-    }
 
     private func require(_ precondition: Precondition, _ object: ObjectName, _ existing: ObjectMetadata?) throws {
         guard precondition.isSatisfied(by: existing) else {
@@ -209,7 +202,7 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
         var all: [ObjectChange] = []
         let named = Set(restoring.map(\.name))
         for change in restoring {
-            let before = try await lookUp(ObjectName(change.name))
+            let before = try await metadataIfPresent(of: ObjectName(change.name))
             let after = change.kind == .removed ? nil : change.metadata
             if let difference = ObjectChange.between(before, after) { all.append(difference) }
             plan(change.name, before: before, after: after, content: after == nil ? .real : .unknown)
@@ -229,7 +222,7 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
                 try await revertToReal(name, into: &all)
                 continue
             }
-            let before = try await lookUp(ObjectName(name))
+            let before = try await metadataIfPresent(of: ObjectName(name))
             switch then {
             case .present(let metadata, let content):
                 if let change = ObjectChange.between(before, metadata) { all.append(change) }
@@ -244,9 +237,9 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
 
     /// Drops the planned state of `name`: it is the real bucket's again.
     private func revertToReal(_ name: String, into all: inout [ObjectChange]) async throws {
-        let before = try await lookUp(ObjectName(name))
+        let before = try await metadataIfPresent(of: ObjectName(name))
         overlay[name] = nil
-        let real = try await lookUp(ObjectName(name))
+        let real = try await metadataIfPresent(of: ObjectName(name))
         if let change = ObjectChange.between(before, real) {
             all.append(change)
             changes.append(PlannedChange(object: name, before: before, after: real))

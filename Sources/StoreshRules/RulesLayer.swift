@@ -68,7 +68,7 @@ class RulesLayer: Bucket, TransactionalBucket, @unchecked Sendable {
             try check(.get, object.rawValue)
             return try await inner.metadata(of: object)
         }
-        let existing = try await lookUp(object)
+        let existing = try await inner.metadataIfPresent(of: object)
         try check(.get, object.rawValue, existing: existing)
         guard let existing else { throw StorageError.objectNotFound(object.rawValue) }
         return existing
@@ -76,7 +76,7 @@ class RulesLayer: Bucket, TransactionalBucket, @unchecked Sendable {
 
     func read(_ object: ObjectName) async throws -> Data {
         if !session.isOpen {
-            let existing = try await lookUp(object)
+            let existing = try await inner.metadataIfPresent(of: object)
             try check(.get, object.rawValue, existing: existing)
             guard existing != nil else { throw StorageError.objectNotFound(object.rawValue) }
         } else {
@@ -95,7 +95,7 @@ class RulesLayer: Bucket, TransactionalBucket, @unchecked Sendable {
             return try await inner.updateMetadata(of: object, update, precondition: precondition)
         }
         let seen = known(object, precondition)
-        guard let existing = try await seen.asyncOr({ try await lookUp(object) }) else {
+        guard let existing = try await seen.asyncOr({ try await inner.metadataIfPresent(of: object) }) else {
             try check(.update, object.rawValue)
             throw StorageError.objectNotFound(object.rawValue)
         }
@@ -112,7 +112,7 @@ class RulesLayer: Bucket, TransactionalBucket, @unchecked Sendable {
             try check(.create, object.rawValue)
             return try await inner.write(content, to: object, options: options, precondition: precondition)
         }
-        let existing = try await lookUp(object)
+        let existing = try await inner.metadataIfPresent(of: object)
         let now = session.clock.now()
         // `request.resource` as the write will make it; its generation is the bucket's to give.
         let new = ObjectMetadata.newObject(
@@ -131,7 +131,7 @@ class RulesLayer: Bucket, TransactionalBucket, @unchecked Sendable {
             return try await inner.delete(object, precondition: precondition)
         }
         let seen = known(object, precondition)
-        let existing = try await seen.asyncOr({ try await lookUp(object) })
+        let existing = try await seen.asyncOr({ try await inner.metadataIfPresent(of: object) })
         try check(.delete, object.rawValue, existing: existing)
         guard let existing else { throw StorageError.objectNotFound(object.rawValue) }
         try require(precondition, of: object, existing)
@@ -144,14 +144,6 @@ class RulesLayer: Bucket, TransactionalBucket, @unchecked Sendable {
         try session.check(method, bucket: name, path: path, new: new, existing: existing)
     }
 
-    /// The object as it is, or nil when there is none.
-    private func lookUp(_ object: ObjectName) async throws -> ObjectMetadata? {
-        do {
-            return try await inner.metadata(of: object)
-        } catch let error as StorageError where error.code == .objectNotFound {
-            return nil
-        }
-    }
 
     /// The object as the last scan saw it, when the change names that very state.
     private func known(_ object: ObjectName, _ precondition: Precondition) -> ObjectMetadata? {

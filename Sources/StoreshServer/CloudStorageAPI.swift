@@ -255,7 +255,7 @@ extension StorageAPI {
             // As the service does, a condition that fails now fails before any byte is sent (it is checked again
             // when the last byte lands).
             if conditions.precondition != .none || conditions.hasNotMatch {
-                let existing = try currentObjectIfPresent(upload.name)
+                let existing = try await bucket.reader.metadataIfPresent(of: upload.name)
                 guard conditions.hold(for: existing) else {
                     throw StorageError.preconditionFailed(upload.name.rawValue, conditions.precondition, actual: existing)
                 }

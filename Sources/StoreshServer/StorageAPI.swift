@@ -132,16 +132,6 @@ final class StorageAPI: Sendable {
         return object
     }
 
-    /// The object as it is, or nil when there is none.
-    func currentObjectIfPresent(_ name: ObjectName) throws -> ObjectMetadata? {
-        do {
-            return try bucket.reader.currentMetadata(of: name)
-        } catch {
-            if error.code == .objectNotFound { return nil }
-            throw error
-        }
-    }
-
     /// Writes an upload's content as its object, in one change: checksums are checked first, then the request's
     /// conditions and (on the v0 API) the rules, on the object as it is when the change runs.
     func finishUpload(_ upload: UploadRequest, content: Data) async throws -> ObjectMetadata {
@@ -174,13 +164,3 @@ final class StorageAPI: Sendable {
     }
 }
 
-extension Bucket {
-    /// The object's metadata, or nil when there is no such object.
-    func metadataIfPresent(of name: ObjectName) async throws -> ObjectMetadata? {
-        do {
-            return try await metadata(of: name)
-        } catch let error as StorageError where error.code == .objectNotFound {
-            return nil
-        }
-    }
-}
