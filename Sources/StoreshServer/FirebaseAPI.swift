@@ -10,14 +10,6 @@ enum Caller: Sendable {
     case administrator
     /// Anyone else, signed in (an emulator ID token's user) or not (nil): the bucket's security rules decide.
     case person(Identity?)
-
-    /// The identity rules see, or nil for the administrator (`UploadRequest.identity`'s outer optional).
-    var rulesIdentity: Identity?? {
-        switch self {
-        case .administrator: nil
-        case .person(let identity): .some(identity)
-        }
-    }
 }
 
 /// Emulator ID tokens: JWTs whose payload is read without checking a signature, as the Firebase emulators do
@@ -100,7 +92,7 @@ extension StorageAPI {
                 return try await patchFirebase(&exchange, name: try objectName(name))
             case .delete:
                 let target = try caller(exchange)
-                let session = try target.rulesIdentity.map { try bucket.rulesSession(as: $0) }
+                let session = try rulesSession(for: target)
                 let object = try objectName(name)
                 try await bucket.change { transaction -> Void in
                     try await (session?.guarding(transaction) ?? transaction).delete(object, precondition: .none)
@@ -129,10 +121,15 @@ extension StorageAPI {
         return .person(try EmulatorToken.identity(String(parts[1])))
     }
 
+    /// The rules that decide `caller`'s requests; nil for the administrator, whom rules do not bind.
+    func rulesSession(for caller: Caller) throws -> RulesSession? {
+        guard case .person(let identity) = caller else { return nil }
+        return try bucket.rulesSession(as: identity)
+    }
+
     /// The served bucket as `caller` may use it for reads.
     private func readable(by caller: Caller) throws -> any Bucket {
-        guard case .person(let identity) = caller else { return bucket.reader }
-        return try bucket.rulesSession(as: identity).guarding(bucket.reader)
+        try rulesSession(for: caller)?.guarding(bucket.reader) ?? bucket.reader
     }
 
     // MARK: List and get
@@ -186,7 +183,7 @@ extension StorageAPI {
     /// A metadata update (rule R2's `update`): null deletes (rules M4, M5). Download tokens are kept; tokens given
     /// under `metadata.firebaseStorageDownloadTokens` are added to them, as the service does (rule G7).
     private func patchFirebase(_ exchange: inout Exchange, name: ObjectName) async throws -> Answer {
-        let session = try caller(exchange).rulesIdentity.map { try bucket.rulesSession(as: $0) }
+        let session = try rulesSession(for: try caller(exchange))
         let body = try await jsonBody(&exchange, what: "metadata")
         let result = try await bucket.change { transaction in
             var update = body.update
@@ -246,7 +243,7 @@ extension StorageAPI {
             }
             return UploadRequest(
                 name: name, options: metadata.writeOptions, expectedCRC32C: metadata.crc32c, conditions: Conditions(),
-                firebase: true, identity: who.rulesIdentity)
+                firebase: true, caller: who)
         }
         if protocolName == "resumable" || command != nil {
             guard command == "start" else {

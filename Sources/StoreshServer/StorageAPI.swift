@@ -149,7 +149,7 @@ final class StorageAPI: Sendable {
         if upload.firebase, options.customMetadata[downloadTokensKey] == nil {
             options.customMetadata[downloadTokensKey] = UUID().uuidString.lowercased()
         }
-        let session = try upload.identity.map { try bucket.rulesSession(as: $0) }
+        let session = try rulesSession(for: upload.caller)
         let conditions = upload.conditions
         let name = upload.name
         return try await bucket.change { [options] transaction in

@@ -82,9 +82,10 @@ struct UploadRequest: Sendable {
     /// A CRC32C the content must have (base64), checked before anything is written.
     var expectedCRC32C: String?
     var conditions: Conditions
-    /// The Firebase v0 API: made by whom (nil: the administrator), and the object gets a download token.
+    /// The Firebase v0 API: the object gets a download token.
     var firebase: Bool
-    var identity: Identity??
+    /// Who makes it: on the v0 API the rules decide for anyone but the administrator.
+    var caller = Caller.administrator
 }
 
 /// Resumable uploads in progress, kept in memory: content lands in the bucket only when the last byte has arrived,
