@@ -14,6 +14,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         // libedit for the interactive shell's line editing (pkg-config `libedit`, Debian `libedit-dev`).
@@ -47,10 +49,23 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]),
 
+        // Real buckets: Google Cloud Storage (and Firebase) over HTTP with AsyncHTTPClient, its credentials, and
+        // the retry policy of remote requests. Each backend is a `Bucket`; storage semantics stay in the core.
+        .target(
+            name: "StoreshRemote",
+            dependencies: [
+                "StoreshCore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ]),
+
         .executableTarget(
             name: "storesh",
             dependencies: [
-                "StoreshCore", "StoreshLocal", "StoreshLanguage", "StoreshRules", "StoreshServer", "CStoreshTerminal",
+                "StoreshCore", "StoreshLocal", "StoreshLanguage", "StoreshRules", "StoreshServer", "StoreshRemote",
+                "CStoreshTerminal",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             // The teaching sample (a link to samples/teaching.json), compiled in so that a lone binary can

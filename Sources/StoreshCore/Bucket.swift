@@ -128,6 +128,12 @@ public protocol Bucket: AnyObject, Sendable {
     func updateMetadata(of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition)
         async throws -> UpdateResult
 
+    /// Makes the object's writable metadata `after`'s, if the object is still `before` (its generation and
+    /// metageneration; else precondition-failed): how a planned change is applied (rule X2). A remote bucket does
+    /// it in one request; the default is an update with that precondition.
+    func applyMetadata(of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata) async throws
+        -> ObjectMetadata
+
     /// Writes content, creating or replacing the object (rule M3), if the object satisfies `precondition`
     /// (`.doesNotExist` for a create).
     func write(_ content: Data, to object: ObjectName, options: WriteOptions, precondition: Precondition)
@@ -162,6 +168,12 @@ extension Bucket {
     public var snapshotStore: (any SnapshotStore)? { nil }
     public var immediateReads: (any ImmediateReads)? { nil }
     public var rulesStore: (any RulesStore)? { nil }
+
+    public func applyMetadata(of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata) async throws
+        -> ObjectMetadata
+    {
+        try await updateMetadata(of: object, MetadataUpdate(from: before, to: after), precondition: .matches(before)).metadata
+    }
 
     /// An update with a precondition on the metageneration only (or none).
     public func updateMetadata(of object: ObjectName, _ update: MetadataUpdate, ifMetagenerationMatch: Int64? = nil)

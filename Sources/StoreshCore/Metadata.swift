@@ -167,6 +167,20 @@ public struct MetadataUpdate: Sendable, Equatable {
 
     public var isEmpty: Bool { properties.isEmpty && customMetadata.isEmpty && !clearsCustomMetadata }
 
+    /// The update that makes `before`'s writable metadata `after`'s: each property and custom key that differs,
+    /// set or unset (never a clearing of the whole map, so keys that did not change are not touched).
+    public init(from before: ObjectMetadata, to after: ObjectMetadata) {
+        self.init()
+        for difference in before.differences(to: after) {
+            let change: PropertyChange = difference.new.map { .set($0) } ?? .unset
+            if difference.key.hasPrefix("custom.") {
+                customMetadata[String(difference.key.dropFirst("custom.".count))] = change
+            } else if let property = WritableProperty(rawValue: difference.key) {
+                properties[property] = change
+            }
+        }
+    }
+
     /// Adds `key=value` as a user writes it: a writable property name, or `custom.NAME`
     /// (or `customMetadata.NAME`). Read-only and unknown names are invalid-argument (rule M7).
     public mutating func set(_ key: String, to value: String) throws(StorageError) {

@@ -105,7 +105,7 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
         let index = SortedNameIndex(objects.keys)
         var page: ListPage
         do {
-            page = try Lister.page(of: reference, bucket: name, options: options, index: index, tokens: PlanPageTokens())
+            page = try Lister.page(of: reference, bucket: name, options: options, index: index, tokens: PositionPageTokens(mark: "plan:"))
         } catch let error as StorageError where error == .malformedPageToken && options.pageToken != nil {
             // A token the real bucket issued before this folder had planned changes: that page as it is.
             return try await inner.list(reference, options: options)
@@ -263,27 +263,6 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
 
     fileprivate func planRules(source: String, origin: String) { plannedRules = (source, origin) }
     fileprivate var rulesPlanned: (source: String, origin: String)? { plannedRules }
-}
-
-/// Page tokens of planned listings: the position, readable, marked as the plan's.
-private struct PlanPageTokens: PageTokenFormat {
-    static let mark = "plan:"
-
-    func token(for position: ListPosition, bucket: String) -> String {
-        let fields = [bucket, position.prefix, String(position.lastEntryKind.rawValue), position.lastEntry]
-        return Self.mark + Data(fields.joined(separator: "\u{0}").utf8).base64EncodedString()
-    }
-
-    func position(decoding token: String, bucket: String, prefix: String) throws(StorageError) -> ListPosition {
-        guard token.hasPrefix(Self.mark), let data = Data(base64Encoded: String(token.dropFirst(Self.mark.count))) else {
-            throw .malformedPageToken
-        }
-        let fields = String(decoding: data, as: UTF8.self).split(separator: "\u{0}", omittingEmptySubsequences: false).map(String.init)
-        guard fields.count == 4, fields[0] == bucket, fields[1] == prefix, let kindByte = UInt8(fields[2]),
-            let kind = ListPosition.EntryKind(rawValue: kindByte)
-        else { throw .malformedPageToken }
-        return ListPosition(prefix: prefix, lastEntryKind: kind, lastEntry: fields[3])
-    }
 }
 
 /// Snapshots in a plan: saves, restores and removals are checked and planned, never done.

@@ -258,7 +258,7 @@ extension StorageAPI {
             // The Web and Android SDKs write X-Goog-Upload-Header-…, the Apple SDK X-Goog-Upload-….
             let declared = try announcedSize(exchange, headers: ["X-Goog-Upload-Header-Content-Length", "X-Goog-Upload-Content-Length"])
             let id = try uploads.start(upload, declaredSize: declared)
-            let url = "\(exchange.baseURL)/v0/b/\(bucket.name)/o?name=\(PercentEncoding.encodeSegment(upload.name.rawValue))&upload_id=\(id)&upload_protocol=resumable"
+            let url = "\(exchange.baseURL)/v0/b/\(bucket.name)/o?name=\(NameBytes.percentEncoded(upload.name.rawValue))&upload_id=\(id)&upload_protocol=resumable"
             return Reply.empty(.ok, headers: [
                 HTTPField.Name("X-Goog-Upload-Status")!: "active", HTTPField.Name("X-Goog-Upload-URL")!: url,
                 HTTPField.Name("X-Goog-Upload-Chunk-Granularity")!: "262144", HTTPField.Name("X-GUploader-UploadID")!: id,

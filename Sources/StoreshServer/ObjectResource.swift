@@ -9,7 +9,7 @@ enum ObjectResource {
     /// An object of the Cloud Storage JSON API (`storage#object`): numbers as strings, every name as it is,
     /// custom metadata (download tokens included) under `metadata`. `crc32c` when the content is at hand.
     static func cloudStorage(_ object: ObjectMetadata, baseURL: String, crc32c: String? = nil) -> JSONValue {
-        let encoded = PercentEncoding.encodeSegment(object.fullPath)
+        let encoded = NameBytes.percentEncoded(object.fullPath)
         var members: [(String, JSONValue)] = [
             ("kind", .string("storage#object")),
             ("id", .string("\(object.bucket)/\(object.fullPath)/\(object.generation)")),

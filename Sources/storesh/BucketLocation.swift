@@ -113,7 +113,6 @@ struct BucketLocation {
     /// bundled teaching sample, in a data directory made for it; any other as an empty bucket, in a
     /// directory that must exist already, so that a mistyped path is not quietly made.
     func open(clock: any StorageClock, quiet: Bool, nameForNewBucket: String? = nil) throws -> LocalBucket {
-        try refuseRemote()
         var options = Self.options(clock: clock)
         options.nameForNewBucket = nameForNewBucket
         // access(2), not FileManager or URL: opening an existing bucket is every run's first step.
@@ -149,16 +148,12 @@ struct BucketLocation {
 }
 
 extension BucketLocation {
-    /// Real buckets are recognised (never taken for a directory named `gs:`) but not opened yet.
-    func refuseRemote() throws(CommandLineError) {
-        let service: String
-        switch kind {
-        case .file: return
-        case .googleCloudStorage: service = "a Google Cloud Storage bucket"
-        case .s3: service = "an S3-compatible bucket"
-        }
-        throw CommandLineError(
-            "\(displayed) is \(service); this storesh (\(storeshVersion)) opens local bucket files only, and real buckets come in a later version. Use a local bucket file: --bucket FILE.")
+    /// Rule B3: a local-bucket feature asked of a real bucket is a usage error that says what to use instead.
+    func refuseRemote(_ feature: String = "this command works on local bucket files only", instead: String? = nil)
+        throws(CommandLineError)
+    {
+        if case .file = kind { return }
+        throw CommandLineError("\(displayed) is a real bucket: \(feature)." + (instead.map { " \($0)" } ?? ""))
     }
 
     /// Rule B2: says which bucket a run uses, once, on stderr before any result, when the command line did not

@@ -49,7 +49,8 @@ struct Serve: AsyncParsableCommand {
 
     func run() async throws {
         let location = try bucketOptions.location()
-        try location.refuseRemote()
+        try location.refuseRemote(
+            "storesh serve serves a local bucket file", instead: "Give --bucket a bucket file (it may be a new one).")
         let clock = try makeClock(flag: bucketOptions.clock)
         let existed = access(location.path, F_OK) == 0
         let bucket = try location.open(clock: clock, quiet: bucketOptions.quiet, nameForNewBucket: name)

@@ -10,7 +10,7 @@ let storeshVersion = "0.1.0"
 struct BucketOptions: ParsableArguments {
     @Option(
         name: .long, help: ArgumentHelp(
-            "The bucket: a local bucket file; gs://NAME and s3://NAME are recognised but not opened yet (default: $STORESH_BUCKET, else the default bucket).",
+            "The bucket: a local bucket file, or gs://NAME (Google Cloud Storage, Firebase) (default: $STORESH_BUCKET, else the default bucket).",
             valueName: "location"))
     var bucket: String?
 
@@ -33,16 +33,22 @@ struct BucketOptions: ParsableArguments {
     /// Opens the bucket of a shell or script session, whatever its kind (rule B1), creating a local one when
     /// missing, with the clock its changes and the session's rules share. With `--json` standard error holds JSON
     /// only, so the run does not say which bucket it uses.
-    func open(json: Bool = false) throws -> OpenedBucket {
+    func open(json: Bool = false) async throws -> OpenedBucket {
         let clock = try makeClock(flag: clock)
-        return OpenedBucket(bucket: OpenBuckets.shared.keep(try location().open(clock: clock, quiet: quiet || json)), clock: clock)
+        let location = try location()
+        if case .file = location.kind {
+            return OpenedBucket(bucket: OpenBuckets.shared.keep(try location.open(clock: clock, quiet: quiet || json)), clock: clock)
+        }
+        return OpenedBucket(bucket: OpenBuckets.shared.keep(try await location.openRemote(quiet: quiet || json)), clock: clock)
     }
 
     /// Opens a local bucket file, creating it when missing, for local-bucket features (archives): refused on a
     /// real bucket before anything runs (rule B3).
     func openLocal() throws -> LocalBucket {
         let location = try location()
-        try location.refuseRemote()
+        try location.refuseRemote(
+            "export and import of whole archives work on local bucket files",
+            instead: "Use a script of put and get for a real bucket's objects.")
         let bucket = try location.open(clock: try makeClock(flag: clock), quiet: quiet)
         _ = OpenBuckets.shared.keep(bucket)
         return bucket
@@ -52,7 +58,9 @@ struct BucketOptions: ParsableArguments {
     /// local-bucket features, refused on a real bucket before anything runs (rule B3).
     func openExisting(json: Bool = false) throws -> LocalBucket {
         let location = try location()
-        try location.refuseRemote()
+        try location.refuseRemote(
+            "check and backup verify and copy local bucket files",
+            instead: "Cloud Storage keeps a real bucket's integrity itself.")
         var options = BucketLocation.options(clock: try makeClock(flag: clock))
         options.createIfMissing = false
         let bucket = try LocalBucket.open(at: location.path, options: options)
@@ -93,13 +101,13 @@ struct Storesh: AsyncParsableCommand {
             // bad byte is a positioned error, as it is in a script file.
             let source = try decodeScript(
                 name: "-c", bytes: Self.rawValue(ofOption: "-c") ?? Array(command.utf8), json: outputOptions.json)
-            throw ExitCode(try await runScript(source, options: options) { try bucketOptions.open(json: options.json) })
+            throw ExitCode(try await runScript(source, options: options) { try await bucketOptions.open(json: options.json) })
         }
         if isatty(STDIN_FILENO) == 0 {
             let source = try decodeScript(name: "-", bytes: FileHandle.standardInput.readDataToEndOfFile(), json: outputOptions.json)
-            throw ExitCode(try await runScript(source, options: options) { try bucketOptions.open(json: options.json) })
+            throw ExitCode(try await runScript(source, options: options) { try await bucketOptions.open(json: options.json) })
         }
-        let shell = Shell(opened: try bucketOptions.open(json: outputOptions.json), json: outputOptions.json, historyPath: BucketLocation.historyPath())
+        let shell = Shell(opened: try await bucketOptions.open(json: outputOptions.json), json: outputOptions.json, historyPath: BucketLocation.historyPath())
         try shell.enforceRules()
         throw ExitCode(await shell.run())
     }
@@ -234,7 +242,7 @@ struct Run: AsyncParsableCommand {
         options.snapshotBefore = snapshot
         throw ExitCode(
             try await runScript(source, options: options) {
-                let opened = try bucketOptions.open(json: outputOptions.json)
+                let opened = try await bucketOptions.open(json: outputOptions.json)
                 // A taken name, or a bucket without snapshots (rule B3), is a mistake in the command line: say so
                 // before anything runs.
                 if let snapshot {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import StoreshCore
 @testable import StoreshServer
 
 /// How `storesh serve` reads the parts of a request: every malformed one is a 4xx naming it (rule V4).
@@ -14,7 +15,7 @@ struct RequestParsingTests {
         for bad in ["%zz", "%4", "%", "%FF", "%C3"] {
             #expect(throws: HTTPFailure.self) { try PercentEncoding.decode(Substring(bad), plusIsSpace: false, what: "x") }
         }
-        #expect(PercentEncoding.encodeSegment("dir/a b+é~") == "dir%2Fa%20b%2B%C3%A9~")
+        #expect(NameBytes.percentEncoded("dir/a b+é~") == "dir%2Fa%20b%2B%C3%A9~")
     }
 
     @Test("query parameters: decoded, and one given twice is refused")

@@ -1,0 +1,369 @@
+import Foundation
+import NIOHTTP1
+import StoreshCore
+
+/// Where the Cloud Storage JSON API is (rule G2): Google's service, or an emulator named by
+/// `$STORAGE_EMULATOR_HOST` (scheme optional, `http://` assumed) or `$FIREBASE_STORAGE_EMULATOR_HOST` (`host:port`).
+/// Against an emulator no OAuth is done: requests carry `Authorization: Bearer owner`.
+public struct CloudStorageEndpoint: Sendable, Equatable {
+    /// Without a trailing `/`: `https://storage.googleapis.com`, `http://127.0.0.1:9199`.
+    public var baseURL: String
+    /// The variable that named an emulator; nil for Google's service.
+    public var emulatorVariable: String?
+
+    public static let google = CloudStorageEndpoint(baseURL: "https://storage.googleapis.com", emulatorVariable: nil)
+
+    public var isEmulator: Bool { emulatorVariable != nil }
+
+    public init(baseURL: String, emulatorVariable: String?) {
+        self.baseURL = baseURL
+        self.emulatorVariable = emulatorVariable
+    }
+
+    /// The endpoint the environment names.
+    public static func resolve(_ environment: (String) -> String?) -> CloudStorageEndpoint {
+        for variable in ["STORAGE_EMULATOR_HOST", "FIREBASE_STORAGE_EMULATOR_HOST"] {
+            guard var host = environment(variable)?.trimmingCharacters(in: .whitespaces), !host.isEmpty else { continue }
+            if !host.contains("://") { host = "http://" + host }
+            while host.hasSuffix("/") { host.removeLast() }
+            return CloudStorageEndpoint(baseURL: host, emulatorVariable: variable)
+        }
+        return .google
+    }
+}
+
+/// What authorises a request: a header value, asked for each attempt (a token may be refreshed meanwhile).
+public protocol RequestAuthorizer: Sendable {
+    /// The `Authorization` header's value, or nil to send none.
+    func authorization() async throws -> String?
+    /// Extra headers every request carries (`x-goog-user-project`).
+    var extraHeaders: [(String, String)] { get }
+    /// How to say who is asking, for `whoami` and messages: "the emulator's owner", "service account …".
+    var description: String { get }
+}
+
+extension RequestAuthorizer {
+    public var extraHeaders: [(String, String)] { [] }
+}
+
+/// The administrator of an emulator (rule G2).
+public struct EmulatorOwner: RequestAuthorizer {
+    public init() {}
+    public func authorization() async throws -> String? { "Bearer owner" }
+    public var description: String { "the emulator's owner (Bearer owner)" }
+}
+
+/// A Google Cloud Storage bucket over the JSON API v1 (rules G1–G7): every Firebase Storage bucket is one.
+///
+/// Listings are the Firebase view of what the service lists as stored, with pages filled (rule G6). Every change
+/// carries the precondition it is given (rule G5), and is retried only when that precondition makes a repeat
+/// harmless (rule G4). There are no transactions: scripts are planned, then applied (rule X1).
+public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked Sendable {
+    public let name: String
+    public let endpoint: CloudStorageEndpoint
+    let http: RemoteHTTP
+    let authorizer: any RequestAuthorizer
+    /// Uploads larger than this go as resumable uploads, in chunks of this size.
+    let resumableThreshold: Int
+
+    static let tokens = PositionPageTokens(mark: "gs1:")
+
+    public init(
+        name: String, endpoint: CloudStorageEndpoint, http: RemoteHTTP, authorizer: any RequestAuthorizer,
+        resumableThreshold: Int = 8 << 20
+    ) {
+        self.name = name
+        self.endpoint = endpoint
+        self.http = http
+        self.authorizer = authorizer
+        self.resumableThreshold = resumableThreshold
+    }
+
+    public var capabilities: BucketCapabilities { [] }
+
+    public func close() { http.close() }
+
+    // MARK: URLs
+
+    private var bucketURL: String { "\(endpoint.baseURL)/storage/v1/b/\(NameBytes.percentEncoded(name))" }
+
+    private func objectURL(_ object: String, _ query: [(String, String?)] = []) -> String {
+        "\(bucketURL)/o/\(NameBytes.percentEncoded(object))" + Self.query(query)
+    }
+
+    static func query(_ parameters: [(String, String?)]) -> String {
+        let present = parameters.compactMap { name, value in value.map { "\(name)=\(NameBytes.percentEncoded($0))" } }
+        return present.isEmpty ? "" : "?" + present.joined(separator: "&")
+    }
+
+    private static func conditions(_ precondition: Precondition) -> [(String, String?)] {
+        [("ifGenerationMatch", precondition.generation.map(String.init)),
+         ("ifMetagenerationMatch", precondition.metageneration.map(String.init))]
+    }
+
+    // MARK: Requests
+
+    /// Sends a request with the authorizer's credentials; a failure status becomes the storage error it means.
+    func send(
+        _ method: HTTPMethod, _ url: String, headers: [(String, String)] = [], body: Data? = nil, repeatable: Bool,
+        object: String? = nil, precondition: Precondition = .none
+    ) async throws -> RemoteResponse {
+        let authorizer = self.authorizer
+        let request = RemoteRequest(
+            method: method, url: url, headers: authorizer.extraHeaders + headers, body: body, repeatable: repeatable)
+        let response = try await http.send(request) { try await authorizer.authorization() }
+        guard (200..<300).contains(response.status) || response.status == 308 else {
+            throw failure(response, object: object, precondition: precondition)
+        }
+        return response
+    }
+
+    /// A status as the error it means (spec E), with the service's own message where it says more.
+    func failure(_ response: RemoteResponse, object: String?, precondition: Precondition) -> StorageError {
+        let message = CloudStorageJSON.errorMessage(response.body)
+        let detail = message.map { " The service said: \($0)" } ?? ""
+        switch response.status {
+        case 400: return StorageError(.invalidArgument, message ?? "The service refused the request as invalid (400).")
+        case 401:
+            return StorageError(
+                .unauthenticated, "gs://\(name): the credentials were refused (401).\(detail) Check them with storesh whoami.")
+        case 403:
+            return StorageError(
+                .unauthorized, "No permission for gs://\(name)/\(object ?? "") (403).\(detail)")
+        case 404:
+            if object == nil || (message ?? "").lowercased().contains("bucket") {
+                return .bucketNotFound(name)
+            }
+            return .objectNotFound(object ?? "")
+        case 409, 412:
+            return StorageError(
+                .preconditionFailed,
+                "Object \(object ?? "") changed meanwhile (the service answered \(response.status)); nothing was overwritten. Read it again and decide anew.")
+        case 413: return StorageError(.invalidArgument, "The request is too large for the service (413).\(detail)")
+        case 408, 429, 500, 502, 503, 504:
+            let tries = response.attempts > 1 ? " after \(response.attempts) attempts" : ""
+            let code: StorageErrorCode = response.status >= 500 && response.status != 503 ? .internalError : .unavailable
+            return StorageError(code, "The service answered \(response.status)\(tries).\(detail)")
+        default:
+            return StorageError(.unknown, "The service answered \(response.status).\(detail)")
+        }
+    }
+
+    /// Checks that the bucket is there and the credentials work, so that a mistyped name is said at once. A 403
+    /// on the bucket itself is not fatal: Firebase users may read objects without the right to see the bucket.
+    public func verify() async throws {
+        do {
+            _ = try await send(.GET, bucketURL + "?fields=name", repeatable: true)
+        } catch let error as StorageError where error.code == .unauthorized {
+            return
+        }
+    }
+
+    // MARK: Listing
+
+    public func list(_ reference: StoragePath, options: ListOptions) async throws -> ListPage {
+        try await Lister.page(of: reference, bucket: name, options: options, source: self, tokens: Self.tokens)
+    }
+
+    public func storedPage(prefix: String, startOffset: String?, continuation: String?, maxResults: Int) async throws
+        -> StoredListingPage
+    {
+        try await listRequest(prefix: prefix, delimited: true, startOffset: startOffset, continuation: continuation, maxResults: maxResults)
+    }
+
+    private func listRequest(prefix: String, delimited: Bool, startOffset: String?, continuation: String?, maxResults: Int)
+        async throws -> StoredListingPage
+    {
+        let url = "\(bucketURL)/o" + Self.query([
+            ("prefix", prefix.isEmpty ? nil : prefix), ("delimiter", delimited ? "/" : nil),
+            ("maxResults", String(maxResults)), ("startOffset", startOffset), ("pageToken", continuation),
+        ])
+        let response = try await send(.GET, url, repeatable: true)
+        let document = try CloudStorageJSON.object(response.body, what: "a listing")
+        let items = try ((document["items"] as? [[String: Any]]) ?? []).map { try CloudStorageJSON.metadata($0, bucket: name) }
+        let prefixes = (document["prefixes"] as? [String]) ?? []
+        let next = (document["nextPageToken"] as? String).flatMap { $0.isEmpty ? nil : $0 }
+        return StoredListingPage(prefixes: prefixes, items: items, continuation: next)
+    }
+
+    public func scan(prefix: String, after: String?, limit: Int) async throws -> ObjectScanPage {
+        var objects: [ObjectMetadata] = []
+        var continuation: String?
+        // Bounded by the service's continuation, which must change at every page.
+        while true {
+            let page = try await listRequest(
+                prefix: prefix, delimited: false, startOffset: after, continuation: continuation,
+                maxResults: min(ListOptions.maximumResults, limit + 1))
+            // A service that ignores startOffset gives names before it: they are dropped here.
+            objects += page.items.filter { object in after.map { $0.utf8.lexicographicallyPrecedes(object.fullPath.utf8) } ?? true }
+            if objects.count > limit {
+                let taken = Array(objects.prefix(limit))
+                return ObjectScanPage(objects: taken, resumeAfter: taken.last?.fullPath)
+            }
+            guard let next = page.continuation, next != continuation else {
+                return ObjectScanPage(objects: objects, resumeAfter: nil)
+            }
+            if objects.count == limit { return ObjectScanPage(objects: objects, resumeAfter: objects.last?.fullPath) }
+            continuation = next
+        }
+    }
+
+    // MARK: Objects
+
+    public func metadata(of object: ObjectName) async throws -> ObjectMetadata {
+        let response = try await send(.GET, objectURL(object.rawValue), repeatable: true, object: object.rawValue)
+        return try CloudStorageJSON.metadata(try CloudStorageJSON.object(response.body, what: "a metadata read"), bucket: name)
+    }
+
+    public func read(_ object: ObjectName) async throws -> Data {
+        try await send(.GET, objectURL(object.rawValue, [("alt", "media")]), repeatable: true, object: object.rawValue).body
+    }
+
+    public func updateMetadata(of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition) async throws
+        -> UpdateResult
+    {
+        // The service's PATCH answers the object after; the update's old values come from a read, which also
+        // guards the PATCH when the caller gave no precondition (a read-modify-write never overwrites).
+        let before = try await metadata(of: object)
+        guard precondition.isSatisfied(by: before) else {
+            throw StorageError.preconditionFailed(object.rawValue, precondition, actual: before)
+        }
+        let (planned, changed) = try before.applying(update, now: before.updated)
+        guard changed else { return UpdateResult(metadata: before, previous: before, changed: false) }
+        let after = try await applyMetadata(of: object, from: before, to: planned)
+        return UpdateResult(metadata: after, previous: before, changed: true)
+    }
+
+    public func applyMetadata(of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata) async throws
+        -> ObjectMetadata
+    {
+        let guarded = Precondition(generation: before.generation, metageneration: before.metageneration)
+        let response = try await sendChange(
+            .PATCH, objectURL(object.rawValue, Self.conditions(guarded)), headers: [("Content-Type", "application/json")],
+            body: CloudStorageJSON.patchBody(from: before, to: after), object: object.rawValue, precondition: guarded
+        ) { current in
+            // A repeat refused because the first attempt landed: the object is as planned, one metageneration on.
+            current.metageneration == before.metageneration + 1 && current.differences(to: after).isEmpty
+        }
+        if let response { return try CloudStorageJSON.metadata(try CloudStorageJSON.object(response.body, what: "an update"), bucket: name) }
+        return try await metadata(of: object)
+    }
+
+    public func write(_ content: Data, to object: ObjectName, options: WriteOptions, precondition: Precondition) async throws
+        -> ObjectMetadata
+    {
+        try CustomMetadataLimits.validate(options.customMetadata)
+        var options = options
+        if options.properties[.contentType] == nil {
+            options.properties[.contentType] = ContentType.guess(forName: object.rawValue)
+        }
+        let resource = CloudStorageJSON.uploadResource(name: object.rawValue, options: options)
+        let md5 = ContentHash.md5Base64(content)
+        // A repeat refused because the first attempt landed: the object has this content, as first written.
+        let landed: @Sendable (ObjectMetadata) -> Bool = { current in
+            current.md5Hash == md5 && current.metageneration == 1 && current.generation != precondition.generation
+        }
+        let response: RemoteResponse?
+        if content.count > resumableThreshold {
+            response = try await resumableUpload(content, object: object.rawValue, resource: resource, precondition: precondition, landed: landed)
+        } else {
+            let boundary = "storesh-\(UUID().uuidString)"
+            var body = Data("--\(boundary)\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n".utf8)
+            body += Data(resource.serialized.utf8)
+            body += Data("\r\n--\(boundary)\r\nContent-Type: \(options.properties[.contentType] ?? "application/octet-stream")\r\n\r\n".utf8)
+            body += content
+            body += Data("\r\n--\(boundary)--\r\n".utf8)
+            let url = "\(endpoint.baseURL)/upload/storage/v1/b/\(NameBytes.percentEncoded(name))/o"
+                + Self.query([("uploadType", "multipart")] + Self.conditions(precondition))
+            response = try await sendChange(
+                .POST, url, headers: [("Content-Type", "multipart/related; boundary=\(boundary)")], body: body,
+                object: object.rawValue, precondition: precondition, landed: landed)
+        }
+        let metadata = try response.map { try CloudStorageJSON.metadata(try CloudStorageJSON.object($0.body, what: "an upload"), bucket: name) }
+        if let metadata, let expected = options.expectedMD5, metadata.md5Hash != expected {
+            throw StorageError(.nonMatchingChecksum, "The service stored \(object.rawValue) with MD5 \(metadata.md5Hash), not the expected \(expected).")
+        }
+        if let metadata { return metadata }
+        return try await self.metadata(of: object)
+    }
+
+    /// A resumable upload: a session, then chunks; a broken chunk is followed by a status query and the rest
+    /// is sent from where the service says it stands (the session itself makes the repeat harmless).
+    private func resumableUpload(
+        _ content: Data, object: String, resource: JSONValue, precondition: Precondition,
+        landed: @escaping @Sendable (ObjectMetadata) -> Bool
+    ) async throws -> RemoteResponse? {
+        let start = "\(endpoint.baseURL)/upload/storage/v1/b/\(NameBytes.percentEncoded(name))/o"
+            + Self.query([("uploadType", "resumable")] + Self.conditions(precondition))
+        // Opening a session changes nothing: it is repeatable.
+        let session = try await send(
+            .POST, start, headers: [("Content-Type", "application/json"), ("X-Upload-Content-Length", String(content.count))],
+            body: Data(resource.serialized.utf8), repeatable: true, object: object, precondition: precondition)
+        guard let location = session.header("Location") else {
+            throw StorageError.internalError("The service opened no upload session for \(object) (no Location header).")
+        }
+        var offset = 0
+        var rounds = 0
+        while true {
+            rounds += 1
+            guard rounds <= 4 * (content.count / resumableThreshold + 2) else {
+                throw StorageError(.unavailable, "The upload of \(object) made no progress; nothing was written.")
+            }
+            let end = min(content.count, offset + resumableThreshold)
+            let range = end > offset ? "bytes \(offset)-\(end - 1)/\(content.count)" : "bytes */\(content.count)"
+            let response: RemoteResponse
+            do {
+                response = try await send(
+                    .PUT, location, headers: [("Content-Range", range)], body: content.subdata(in: offset..<end),
+                    repeatable: true, object: object, precondition: precondition)
+            } catch let error as StorageError where error.code == .unavailable {
+                // Ask where the session stands, and go on from there.
+                let status = try await send(
+                    .PUT, location, headers: [("Content-Range", "bytes */\(content.count)")], repeatable: true, object: object)
+                if status.status != 308 { return status }
+                offset = Self.committedBytes(status)
+                continue
+            } catch let error as StorageError where error.code == .preconditionFailed {
+                if let current = try await metadataIfPresent(of: ObjectName(object)), landed(current) { return nil }
+                throw error
+            }
+            if response.status != 308 { return response }
+            offset = Self.committedBytes(response)
+        }
+    }
+
+    /// The bytes a session holds, from a 308's `Range: bytes=0-N`.
+    static func committedBytes(_ response: RemoteResponse) -> Int {
+        guard let range = response.header("Range"), let dash = range.lastIndex(of: "-"), let last = Int(range[range.index(after: dash)...])
+        else { return 0 }
+        return last + 1
+    }
+
+    public func delete(_ object: ObjectName, precondition: Precondition) async throws {
+        _ = try await sendChange(
+            .DELETE, objectURL(object.rawValue, Self.conditions(precondition)), object: object.rawValue,
+            precondition: precondition) { _ in false }
+    }
+
+    /// A change: repeated on failure only when a precondition guards it (rule G4). When a repeat is refused
+    /// (412, or 404 for a delete), the first attempt may have landed and only its answer was lost: `landed` says
+    /// whether the object is now as the change would leave it, and then the change succeeded (nil: no answer to
+    /// read; the caller reads the object).
+    private func sendChange(
+        _ method: HTTPMethod, _ url: String, headers: [(String, String)] = [], body: Data? = nil, object: String,
+        precondition: Precondition, landed: @escaping @Sendable (ObjectMetadata) -> Bool
+    ) async throws -> RemoteResponse? {
+        let repeatable = precondition.generation != nil || precondition.metageneration != nil
+        let authorizer = self.authorizer
+        let request = RemoteRequest(method: method, url: url, headers: authorizer.extraHeaders + headers, body: body, repeatable: repeatable)
+        let response = try await http.send(request) { try await authorizer.authorization() }
+        if (200..<300).contains(response.status) { return response }
+        if response.attempts > 1 {
+            if method == .DELETE && response.status == 404 { return nil }
+            if response.status == 412, let current = try await metadataIfPresent(of: ObjectName(object)), landed(current) {
+                return nil
+            }
+        }
+        throw failure(response, object: object, precondition: precondition)
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+import StoreshCore
+
+/// The Cloud Storage JSON API's documents as storesh reads and writes them (rule G1): object resources into
+/// `ObjectMetadata`, updates into PATCH bodies, error bodies into storage errors.
+enum CloudStorageJSON {
+    /// A JSON document of a response; anything else is the service misbehaving, said plainly.
+    static func object(_ data: Data, what: String) throws -> [String: Any] {
+        guard let value = try? JSONSerialization.jsonObject(with: data), let object = value as? [String: Any] else {
+            throw StorageError.internalError("The service answered \(what) with something that is not a JSON object.")
+        }
+        return object
+    }
+
+    /// An object resource (`storage#object`). Numbers come as strings; unset properties are absent.
+    static func metadata(_ resource: [String: Any], bucket: String) throws -> ObjectMetadata {
+        guard let name = resource["name"] as? String else {
+            throw StorageError.internalError("The service gave an object without a name.")
+        }
+        func number(_ key: String) throws -> Int64 {
+            if let text = resource[key] as? String, let value = Int64(text) { return value }
+            if let value = resource[key] as? NSNumber { return value.int64Value }
+            throw StorageError.internalError("The service gave object \(name) without a valid \(key).")
+        }
+        func time(_ key: String) throws -> Timestamp {
+            guard let text = resource[key] as? String, let value = Timestamp(rfc3339: text) else {
+                throw StorageError.internalError("The service gave object \(name) without a valid \(key).")
+            }
+            return value
+        }
+        var metadata = ObjectMetadata(
+            bucket: (resource["bucket"] as? String) ?? bucket, fullPath: name, generation: try number("generation"),
+            metageneration: try number("metageneration"), size: try number("size"), timeCreated: try time("timeCreated"),
+            updated: try time("updated"), md5Hash: (resource["md5Hash"] as? String) ?? "")
+        for property in WritableProperty.allCases {
+            if let value = resource[property.rawValue] as? String { metadata[property] = value }
+        }
+        if let custom = resource["metadata"] as? [String: Any] {
+            for (key, value) in custom {
+                if let value = value as? String { metadata.customMetadata[key] = value }
+            }
+        }
+        return metadata
+    }
+
+    /// A PATCH body that makes an object's writable metadata go from `before` to `after`: each changed property
+    /// set, or null to delete it; each changed custom key likewise (rules M4–M5). Keys that did not change,
+    /// download tokens among them (rule G7), are not sent, so they are kept.
+    static func patchBody(from before: ObjectMetadata, to after: ObjectMetadata) -> Data {
+        var members: [(String, JSONValue)] = []
+        var custom: [(String, JSONValue)] = []
+        for difference in before.differences(to: after) {
+            let value: JSONValue = difference.new.map { .string($0) } ?? .null
+            if difference.key.hasPrefix("custom.") {
+                custom.append((String(difference.key.dropFirst("custom.".count)), value))
+            } else {
+                members.append((difference.key, value))
+            }
+        }
+        if !custom.isEmpty { members.append(("metadata", .object(custom))) }
+        return Data(JSONValue.object(members).serialized.utf8)
+    }
+
+    /// The metadata of an upload: the name, the writable properties given, custom metadata and the MD5 to check.
+    static func uploadResource(name: String, options: WriteOptions) -> JSONValue {
+        var members: [(String, JSONValue)] = [("name", .string(name))]
+        for property in WritableProperty.allCases {
+            if let value = options.properties[property] { members.append((property.rawValue, .string(value))) }
+        }
+        if let md5 = options.expectedMD5 { members.append(("md5Hash", .string(md5))) }
+        if !options.customMetadata.isEmpty {
+            members.append(
+                ("metadata", .object(options.customMetadata.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) })))
+        }
+        return .object(members)
+    }
+
+    /// The message of an error body (`{"error":{"code":…,"message":…}}`), when there is one.
+    static func errorMessage(_ data: Data) -> String? {
+        guard let value = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+            let text = String(decoding: data.prefix(300), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            return text.isEmpty ? nil : text
+        }
+        if let error = value["error"] as? [String: Any] { return error["message"] as? String }
+        return value["error"] as? String
+    }
+}

@@ -1,0 +1,222 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import StoreshCore
+
+/// When a failed request is sent again (rule G4): 408, 429, 5xx and broken connections, with exponential backoff
+/// and jitter, until a total time is spent. A request that changes something is repeated only when the caller
+/// says a repeat is harmless (a precondition makes it so).
+public struct RetryPolicy: Sendable {
+    /// The first wait, doubled at each retry.
+    public var initialDelay: Double
+    /// No wait is longer than this.
+    public var maximumDelay: Double
+    /// No retry starts once this much time has passed since the first attempt.
+    public var giveUpAfter: Double
+
+    public init(initialDelay: Double = 1, maximumDelay: Double = 32, giveUpAfter: Double = 120) {
+        self.initialDelay = initialDelay
+        self.maximumDelay = maximumDelay
+        self.giveUpAfter = giveUpAfter
+    }
+
+    /// Statuses that say "try again later", not "this request is wrong".
+    static func isRetryable(status: Int) -> Bool { [408, 429, 500, 502, 503, 504].contains(status) }
+
+    /// The wait before retry number `retry` (0 for the first): the doubled delay, capped, with full jitter
+    /// between half of it and all of it, so that parallel requests refused together do not come back together.
+    func delay(beforeRetry retry: Int, retryAfter: Double?) -> Double {
+        let doubled = min(maximumDelay, initialDelay * pow(2, Double(min(retry, 30))))
+        let jittered = doubled * Double.random(in: 0.5...1)
+        guard let retryAfter else { return jittered }
+        return min(max(jittered, retryAfter), maximumDelay)
+    }
+}
+
+/// One request to a remote service.
+public struct RemoteRequest: Sendable {
+    public var method: HTTPMethod
+    public var url: String
+    public var headers: [(String, String)]
+    public var body: Data?
+    /// True when sending it twice does no harm: a read, or a change guarded by a precondition.
+    public var repeatable: Bool
+
+    public init(method: HTTPMethod, url: String, headers: [(String, String)] = [], body: Data? = nil, repeatable: Bool) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.repeatable = repeatable
+    }
+}
+
+/// A service's answer: its status, headers and whole body.
+public struct RemoteResponse: Sendable {
+    public var status: Int
+    public var headers: HTTPHeaders
+    public var body: Data
+    /// How many times the request was sent (1 when it was not retried).
+    public var attempts: Int
+
+    public func header(_ name: String) -> String? { headers.first(name: name) }
+}
+
+/// Where a request goes and what it says: a line for `--trace`, with every credential and token left out.
+public protocol RequestTrace: Sendable {
+    func sent(_ request: RemoteRequest, status: Int?, attempt: Int, milliseconds: Int)
+}
+
+/// The HTTP client every remote bucket shares: one pool of kept-alive connections (HTTP/2 where the service
+/// offers it over TLS), timeouts on every request, and the retry policy of G4.
+public final class RemoteHTTP: Sendable {
+    let client: HTTPClient
+    let policy: RetryPolicy
+    let trace: (any RequestTrace)?
+    /// Checked between attempts and during waits: Ctrl-C ends a wait at once.
+    let isCancelled: @Sendable () -> Bool
+    private let closed = LockedFlag()
+
+    /// The longest a request may take, headers and body; a stalled connection is a broken one.
+    static let requestTimeout: TimeAmount = .seconds(120)
+    /// The largest body read into memory.
+    static let largestBody = 1 << 31
+
+    public init(
+        policy: RetryPolicy = RetryPolicy(), connectionsPerHost: Int = 16, trace: (any RequestTrace)? = nil,
+        isCancelled: @escaping @Sendable () -> Bool = { false }
+    ) {
+        var configuration = HTTPClient.Configuration(
+            timeout: .init(connect: .seconds(15), read: .seconds(60)))
+        configuration.connectionPool = .init(
+            idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: max(1, connectionsPerHost))
+        configuration.httpVersion = .automatic
+        configuration.decompression = .disabled
+        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        self.policy = policy
+        self.trace = trace
+        self.isCancelled = isCancelled
+    }
+
+    /// Sends `request` with `authorization` (asked anew for each attempt, so that a token refreshed meanwhile is
+    /// used), retrying as the policy says; answers the service's last response, whatever its status.
+    public func send(_ request: RemoteRequest, authorization: @Sendable () async throws -> String?) async throws
+        -> RemoteResponse
+    {
+        let started = ContinuousClock.now
+        var retry = 0
+        while true {
+            if isCancelled() { throw StorageError(.cancelled, "Interrupted before the request was sent.") }
+            let attemptStarted = ContinuousClock.now
+            var retryAfter: Double?
+            let failure: Error
+            do {
+                var outgoing = HTTPClientRequest(url: request.url)
+                outgoing.method = request.method
+                for (name, value) in request.headers { outgoing.headers.add(name: name, value: value) }
+                if let value = try await authorization() { outgoing.headers.replaceOrAdd(name: "Authorization", value: value) }
+                if let body = request.body {
+                    outgoing.body = .bytes(ByteBuffer(bytes: body))
+                } else if [.POST, .PUT, .PATCH].contains(request.method) {
+                    outgoing.headers.replaceOrAdd(name: "Content-Length", value: "0")
+                }
+                let response = try await client.execute(outgoing, timeout: Self.requestTimeout)
+                let buffer = try await response.body.collect(upTo: Self.largestBody)
+                let body = Data(buffer.readableBytesView)
+                let status = Int(response.status.code)
+                trace?.sent(request, status: status, attempt: retry + 1, milliseconds: Self.milliseconds(since: attemptStarted))
+                let answer = RemoteResponse(status: status, headers: response.headers, body: body, attempts: retry + 1)
+                guard RetryPolicy.isRetryable(status: status), request.repeatable else { return answer }
+                retryAfter = response.headers.first(name: "Retry-After").flatMap(Double.init)
+                failure = RemoteFailure.status(answer)
+            } catch let error as StorageError {
+                throw error
+            } catch {
+                trace?.sent(request, status: nil, attempt: retry + 1, milliseconds: Self.milliseconds(since: attemptStarted))
+                guard request.repeatable, Self.isBrokenConnection(error) else { throw Self.describe(error, request) }
+                failure = error
+            }
+            let wait = policy.delay(beforeRetry: retry, retryAfter: retryAfter)
+            let spent = Double(Self.milliseconds(since: started)) / 1000
+            guard spent + wait <= policy.giveUpAfter else {
+                if case RemoteFailure.status(let answer) = failure { return answer }
+                throw Self.describe(failure, request, gaveUpAfter: retry + 1)
+            }
+            try await pause(seconds: wait)
+            retry += 1
+        }
+    }
+
+    /// Waits, in short steps so that Ctrl-C is noticed at once.
+    private func pause(seconds: Double) async throws {
+        let end = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        while ContinuousClock.now < end {
+            if isCancelled() { throw StorageError(.cancelled, "Interrupted while waiting to retry.") }
+            try await Task.sleep(for: min(.milliseconds(50), end - ContinuousClock.now))
+        }
+    }
+
+    /// Closes every connection; later requests fail. Closing twice does nothing.
+    public func close() {
+        guard closed.setOnce() else { return }
+        try? client.syncShutdown()
+    }
+
+    static func milliseconds(since start: ContinuousClock.Instant) -> Int {
+        let elapsed = ContinuousClock.now - start
+        return Int(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)
+    }
+
+    /// A connection that broke or timed out, which a repeat may get past. A refused connection is not one: no
+    /// service listens there, and saying so at once beats two minutes of retries; nor is anything else (a bad
+    /// URL, TLS that does not verify), which would fail the same way again.
+    static func isBrokenConnection(_ error: Error) -> Bool {
+        if let error = error as? HTTPClientError {
+            return [.remoteConnectionClosed, .connectTimeout, .readTimeout, .deadlineExceeded, .writeTimeout].contains(error)
+        }
+        return error is IOError || error is ChannelError
+    }
+
+    /// A transport failure as a storage error that says which service could not be reached.
+    static func describe(_ error: Error, _ request: RemoteRequest, gaveUpAfter attempts: Int? = nil) -> StorageError {
+        let host = URLComponents(string: request.url).map { "\($0.scheme ?? "http")://\($0.host ?? "")\($0.port.map { ":\($0)" } ?? "")" } ?? "the service"
+        let tries = attempts.map { " (gave up after \($0) attempts)" } ?? ""
+        return StorageError(.unavailable, "Could not reach \(host): \(Self.plain(error))\(tries).")
+    }
+
+    static func plain(_ error: Error) -> String {
+        if let error = error as? HTTPClientError {
+            switch error {
+            case .connectTimeout: return "the connection timed out"
+            case .readTimeout, .deadlineExceeded: return "the service did not answer in time"
+            case .remoteConnectionClosed: return "the service closed the connection"
+            default: return "\(error)"
+            }
+        }
+        if let error = error as? NIOConnectionError {
+            return "no connection could be made (\(error.connectionErrors.first.map { "\($0.error)" } ?? "\(error)"))"
+        }
+        return "\(error)"
+    }
+}
+
+/// A failure that a retry might get past.
+enum RemoteFailure: Error {
+    case status(RemoteResponse)
+}
+
+/// A flag set once, under a lock.
+final class LockedFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+
+    /// True the first time only.
+    func setOnce() -> Bool {
+        lock.withLock {
+            defer { value = true }
+            return !value
+        }
+    }
+}

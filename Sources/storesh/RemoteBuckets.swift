@@ -1,0 +1,53 @@
+import CStoreshTerminal
+import Foundation
+import StoreshCore
+import StoreshRemote
+
+extension BucketLocation {
+    /// Opens a real bucket (rule B1): its endpoint and credentials from the environment (rules G2, G3), checked
+    /// with one request so that a mistyped name or refused credentials are said before anything runs.
+    func openRemote(quiet: Bool, environment: Environment = Environment()) async throws -> any Bucket {
+        switch kind {
+        case .file:
+            preconditionFailure("a local location opens with open(clock:quiet:)")
+        case .s3:
+            throw CommandLineError("\(displayed): s3:// buckets come in a later version of storesh; this one opens local bucket files and gs://.")
+        case .googleCloudStorage(let name):
+            let endpoint = CloudStorageEndpoint.resolve { environment[$0] }
+            let authorizer: any RequestAuthorizer
+            if endpoint.isEmulator {
+                authorizer = EmulatorOwner()
+            } else {
+                throw StorageError(
+                    .unauthenticated,
+                    "\(displayed): this storesh reaches Cloud Storage emulators only (set STORAGE_EMULATOR_HOST=host:port, for example to a storesh serve); Google credentials come next.")
+            }
+            let http = RemoteHTTP(
+                policy: Self.retryPolicy(environment), connectionsPerHost: 64,
+                isCancelled: { storesh_interrupt_pending() != 0 })
+            let bucket = CloudStorageBucket(name: name, endpoint: endpoint, http: http, authorizer: authorizer)
+            do {
+                try await bucket.verify()
+            } catch {
+                bucket.close()
+                throw error
+            }
+            if !quiet, let unnamedSource {
+                FileHandle.standardError.write(Data("storesh: bucket \(displayed) (\(unnamedSource))\n".utf8))
+            }
+            if !quiet, let variable = endpoint.emulatorVariable {
+                FileHandle.standardError.write(Data("storesh: \(displayed) on the emulator at \(endpoint.baseURL) ($\(variable))\n".utf8))
+            }
+            return bucket
+        }
+    }
+
+    /// Rule G4's bounds: `$STORESH_RETRY_FOR` seconds in all (default 120), the first wait
+    /// `$STORESH_RETRY_FIRST_MS` (default 1000; the fault tests shorten it).
+    static func retryPolicy(_ environment: Environment) -> RetryPolicy {
+        var policy = RetryPolicy()
+        if let total = environment["STORESH_RETRY_FOR"].flatMap(Double.init), total >= 0 { policy.giveUpAfter = total }
+        if let first = environment["STORESH_RETRY_FIRST_MS"].flatMap(Double.init), first > 0 { policy.initialDelay = first / 1000 }
+        return policy
+    }
+}
