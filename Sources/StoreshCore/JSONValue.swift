@@ -1,3 +1,5 @@
+import Foundation
+
 /// A JSON value with ordered object keys, for output whose shape people read and tests compare
 /// (`--json` documents, archive lines). Foundation's serialisers do not keep key order.
 public indirect enum JSONValue: Sendable, Equatable {
@@ -99,5 +101,30 @@ extension Dictionary where Key == String {
     /// Entries in the byte order of their keys: a stable order for output.
     public var sortedByKeyBytes: [(key: String, value: Value)] {
         sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+    }
+}
+
+extension ObjectMetadata {
+    /// The metadata of a metadata document (`jsonDocument`), as JSONSerialization decodes it; nil when a member
+    /// is missing or of the wrong type.
+    public init?(jsonDocument document: [String: Any]) {
+        guard let bucket = document["bucket"] as? String, let fullPath = document["fullPath"] as? String,
+            let generation = (document["generation"] as? String).flatMap({ Int64($0) }),
+            let metageneration = (document["metageneration"] as? String).flatMap({ Int64($0) }),
+            let size = (document["size"] as? NSNumber)?.int64Value,
+            let timeCreated = (document["timeCreated"] as? String).flatMap({ Timestamp(rfc3339: $0) }),
+            let updated = (document["updated"] as? String).flatMap({ Timestamp(rfc3339: $0) }),
+            let md5Hash = document["md5Hash"] as? String
+        else { return nil }
+        self.init(
+            bucket: bucket, fullPath: fullPath, generation: generation, metageneration: metageneration, size: size,
+            timeCreated: timeCreated, updated: updated, md5Hash: md5Hash)
+        for property in WritableProperty.allCases {
+            if let value = document[property.rawValue] as? String { self[property] = value }
+        }
+        for (key, value) in (document["customMetadata"] as? [String: Any]) ?? [:] {
+            guard let value = value as? String else { return nil }
+            customMetadata[key] = value
+        }
     }
 }

@@ -39,6 +39,8 @@ public struct RunOptions: Sendable {
     public var snapshotBefore: String?
     /// Lines typed at the prompt, not a script: messages speak of the line.
     public var atPrompt = false
+    /// On a bucket without transactions: how many planned changes are sent at once (rule X2).
+    public var parallel = ApplySettings.defaultParallel
 
     public init(json: Bool = false, dryRun: Bool = false, keepGoing: Bool = false, color: Bool = false, defaultPageSize: Int? = nil) {
         self.json = json
@@ -70,8 +72,10 @@ public final class Interpreter {
     /// the session's rules around it.
     var target: any Bucket
 
-    let output: InterpreterOutput
+    public let output: InterpreterOutput
     private let files: LocalFiles
+    /// How a plan is applied to a bucket without transactions: its journal and its progress line (rules X2, X4).
+    public var applySettings = ApplySettings()
     /// Whether an `exit` ran in the last script (the shell leaves only then).
     public internal(set) var exitRan = false
     private var lastListing: (reference: StoragePath, maxResults: Int?, long: Bool, nextPageToken: String?)?

@@ -7,6 +7,19 @@ public struct PlannedChange: Sendable, Equatable {
     public var object: String
     public var before: ObjectMetadata?
     public var after: ObjectMetadata?
+    /// The content a planned write sends; nil for a metadata change or a delete.
+    public var content: Data?
+    /// Which of the script's commands planned it (0 for the first): apply keeps a command's changes after the
+    /// changes of the commands before it (rule X2).
+    public var step: Int
+
+    public init(object: String, before: ObjectMetadata?, after: ObjectMetadata?, content: Data? = nil, step: Int = 0) {
+        self.object = object
+        self.before = before
+        self.after = after
+        self.content = content
+        self.step = step
+    }
 }
 
 /// The bucket a dry run works on (rule X1): reads go to the real bucket with the changes planned so far laid
@@ -21,6 +34,8 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
     let clock: any StorageClock
     /// Every change planned, in order.
     public private(set) var changes: [PlannedChange] = []
+    /// The command being planned (the script's statement number), recorded with each change.
+    public var step = 0
     private var overlay: [String: Entry] = [:]
     /// Whether each object the plan touched exists in the real bucket (known when it is first planned).
     private var existsInBucket: [String: Bool] = [:]
@@ -165,6 +180,7 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
             generation: max(now.microseconds, (existing?.generation ?? 0) + 1), now: now,
             properties: options.properties, customMetadata: options.customMetadata)
         plan(object.rawValue, before: existing, after: metadata, content: .planned(content))
+        changes[changes.count - 1].content = content
         return metadata
     }
 
@@ -179,7 +195,7 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
     private func plan(_ object: String, before: ObjectMetadata?, after: ObjectMetadata?, content: Content) {
         // Before its first planned change, an object's state is the real bucket's.
         if existsInBucket[object] == nil { existsInBucket[object] = before != nil }
-        changes.append(PlannedChange(object: object, before: before, after: after))
+        changes.append(PlannedChange(object: object, before: before, after: after, step: step))
         overlay[object] = after.map { .present($0, content: content) } ?? .deleted
     }
 
@@ -242,7 +258,7 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
         let real = try await metadataIfPresent(of: ObjectName(name))
         if let change = ObjectChange.between(before, real) {
             all.append(change)
-            changes.append(PlannedChange(object: name, before: before, after: real))
+            changes.append(PlannedChange(object: name, before: before, after: real, step: step))
         }
     }
 

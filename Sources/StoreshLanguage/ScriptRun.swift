@@ -52,6 +52,7 @@ extension Interpreter {
     private func runPolicy(_ script: Script) async -> Status {
         let start = script.statements.first?.location ?? SourceLocation(line: 1, column: 1)
         guard let transactions = bucket.transactions else {
+            if script.changesBucket && !options.dryRun { return await planThenApply(script) }
             let steps: (any BucketTransaction)? = options.dryRun ? PlannedBucket(over: bucket, clock: clock) : nil
             target = guarded(steps ?? bucket)
             let end = await runStatements(script, steps: steps, transactional: false)
@@ -72,6 +73,66 @@ extension Interpreter {
             // Before the first command (the bucket could not be opened for the script), or at the commit.
             report(error, at: began ? script.statements.last?.location ?? start : start)
             return .failed
+        }
+    }
+
+    /// A script that changes a bucket without transactions (rule X1): planned whole against the real bucket,
+    /// nothing written; then, when no command failed (or with `--keep-going`), the plan's changes are applied
+    /// with preconditions, in parallel, journaled.
+    private func planThenApply(_ script: Script) async -> Status {
+        let plan = PlannedBucket(over: bucket, clock: clock)
+        target = guarded(plan)
+        let end = await runStatements(script, steps: plan, transactional: true)
+        if end.stoppedEarly || !end.keep { return end.status }
+        guard !plan.changes.isEmpty else { return conclude(end, script) }
+        let applied = await apply(plan.changes) { change in
+            script.statements.indices.contains(change.step) ? script.statements[change.step].location : SourceLocation(line: 1, column: 1)
+        }
+        return applied == .success ? conclude(end, script) : applied
+    }
+
+    /// Applies planned changes to the session's bucket and says how it went (rules X2–X5): each failure names its
+    /// object; a run that did not apply everything says what was and was not applied, and where the journal is.
+    public func apply(
+        _ changes: [PlannedChange], alreadyApplied: [Int: ObjectMetadata?] = [:], journal given: (any ApplyJournal)? = nil,
+        locate: (PlannedChange) -> SourceLocation = { _ in SourceLocation(line: 1, column: 1) }
+    ) async -> Status {
+        let journal: (any ApplyJournal)?
+        do {
+            journal = try given ?? applySettings.openJournal?(changes)
+        } catch {
+            report(error, at: SourceLocation(line: 1, column: 1))
+            output.notice("nothing was applied: the journal could not be written")
+            return .failed
+        }
+        let applier = PlanApplier(
+            bucket: bucket, changes: changes, parallel: options.parallel, keepGoing: options.keepGoing, journal: journal,
+            alreadyApplied: alreadyApplied, isCancelled: isCancelled, progress: applySettings.progress)
+        let outcome = await applier.apply(resumed: !alreadyApplied.isEmpty || given != nil)
+        applySettings.progressEnded?()
+        for failure in outcome.failures {
+            output.error(Diagnostic.running(failure.error, at: locate(changes[failure.index])))
+        }
+        let total = changes.count
+        let where_ = journal.map { " (journal: \($0.location))" } ?? ""
+        switch outcome.end {
+        case .complete:
+            // At the prompt a line's single change needs no notice: its result said it.
+            if !options.atPrompt || total > 1 {
+                output.notice("applied \(MessageText.counted(total, "change")) to gs://\(bucket.name)\(where_)")
+            }
+            return .success
+        case .stopped, .interrupted, .finishedWithFailures:
+            let why =
+                outcome.end == .interrupted ? "interrupted" : outcome.end == .stopped ? "stopped at the first failure (--keep-going goes on past failures)" : "some changes failed"
+            var lines = [
+                "\(why): applied \(outcome.applied.count) of \(MessageText.counted(total, "change")); \(outcome.failures.count) failed, \(outcome.notSent.count) not sent"
+            ]
+            if let journal, outcome.failures.count + outcome.notSent.count > 0 {
+                lines.append("finish with: storesh run --resume \(journal.location); put back what was applied with: storesh undo \(journal.location)")
+            }
+            for line in lines { output.notice(line) }
+            return outcome.end == .interrupted ? .interrupted : .failed
         }
     }
 
@@ -99,7 +160,8 @@ extension Interpreter {
             }
         }
         var failures = 0
-        for statement in script.statements {
+        for (number, statement) in script.statements.enumerated() {
+            (steps as? PlannedBucket)?.step = number
             if isCancelled() {
                 output.error(Diagnostic.running(Self.interruption, at: statement.location))
                 return ScriptEnd(status: .interrupted, keep: false, failures: failures, stoppedEarly: true)
@@ -134,5 +196,28 @@ extension Interpreter {
             }
         }
         return ScriptEnd(status: failures == 0 ? .success : .failed, keep: true, failures: failures, stoppedEarly: false)
+    }
+}
+
+extension Interpreter {
+    /// Prints planned changes as a dry run prints them (`storesh undo --dry-run`): each object, each property
+    /// old → new; deletions by name.
+    public func showPlan(_ changes: [PlannedChange]) {
+        var updated: [(name: String, differences: [PropertyDifference])] = []
+        var deleted: [String] = []
+        for change in changes {
+            switch (change.before, change.after) {
+            case (let before?, let after?): updated.append((change.object, before.differences(to: after)))
+            case (_?, nil): deleted.append(change.object)
+            case (nil, _): continue
+            }
+        }
+        if !updated.isEmpty {
+            deliver(.updates(UpdatesResult(updated: updated, unchanged: [], single: updated.count == 1, dryRun: true)))
+        }
+        if !deleted.isEmpty {
+            for name in deleted where deleted.count > 1 { deliver(.plannedDeletion(name)) }
+            deliver(.deleted(deleted, dryRun: true))
+        }
     }
 }

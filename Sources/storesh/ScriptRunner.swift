@@ -113,7 +113,9 @@ func decodeScript(name: String, bytes: some Collection<UInt8>, json: Bool) throw
 
 /// Parses and runs one script (a file, `-c` text or standard input), returning the exit status.
 /// The bucket is opened once the script has parsed; a failure to open it is thrown to the caller.
-func runScript(_ source: SourceText, options: RunOptions, open: () async throws -> OpenedBucket) async throws -> Int32 {
+func runScript(
+    _ source: SourceText, options: RunOptions, applyOptions: ApplyOptions, open: () async throws -> OpenedBucket
+) async throws -> Int32 {
     let output = ConsoleOutput(json: options.json, source: source)
     let script: Script
     do {
@@ -128,6 +130,7 @@ func runScript(_ source: SourceText, options: RunOptions, open: () async throws 
     let interpreter = Interpreter(bucket: opened.bucket, output: output, files: HostFiles(), options: options, clock: opened.clock)
     interpreter.isCancelled = { storesh_interrupt_pending() != 0 }
     interpreter.rules = try rulesSession(for: opened)
+    applyOptions.configure(interpreter, source: source.name, json: options.json)
     let status = await interpreter.run(script)
     output.flush()
     if let failure = output.writeFailure {

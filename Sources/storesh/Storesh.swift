@@ -85,11 +85,12 @@ struct Storesh: AsyncParsableCommand {
             (nothing ran), 130 interrupted.
             """,
         version: "storesh \(storeshVersion)",
-        subcommands: [Run.self, Serve.self, Check.self, Backup.self, Export.self, Import.self]
+        subcommands: [Run.self, Undo.self, Serve.self, Check.self, Backup.self, Export.self, Import.self]
     )
 
     @OptionGroup var bucketOptions: BucketOptions
     @OptionGroup var outputOptions: OutputOptions
+    @OptionGroup var applyOptions: ApplyOptions
 
     @Option(name: .customShort("c"), help: ArgumentHelp("Run TEXT as a script, then exit.", valueName: "text"))
     var command: String?
@@ -101,14 +102,15 @@ struct Storesh: AsyncParsableCommand {
             // bad byte is a positioned error, as it is in a script file.
             let source = try decodeScript(
                 name: "-c", bytes: Self.rawValue(ofOption: "-c") ?? Array(command.utf8), json: outputOptions.json)
-            throw ExitCode(try await runScript(source, options: options) { try await bucketOptions.open(json: options.json) })
+            throw ExitCode(try await runScript(source, options: options, applyOptions: applyOptions) { try await bucketOptions.open(json: options.json) })
         }
         if isatty(STDIN_FILENO) == 0 {
             let source = try decodeScript(name: "-", bytes: FileHandle.standardInput.readDataToEndOfFile(), json: outputOptions.json)
-            throw ExitCode(try await runScript(source, options: options) { try await bucketOptions.open(json: options.json) })
+            throw ExitCode(try await runScript(source, options: options, applyOptions: applyOptions) { try await bucketOptions.open(json: options.json) })
         }
         let shell = Shell(opened: try await bucketOptions.open(json: outputOptions.json), json: outputOptions.json, historyPath: BucketLocation.historyPath())
         try shell.enforceRules()
+        applyOptions.configure(shell.interpreter, source: "the prompt", json: outputOptions.json)
         throw ExitCode(await shell.run())
     }
 
@@ -207,9 +209,16 @@ struct Run: AsyncParsableCommand {
 
     @OptionGroup var bucketOptions: BucketOptions
     @OptionGroup var outputOptions: OutputOptions
+    @OptionGroup var applyOptions: ApplyOptions
 
     @Argument(help: ArgumentHelp("The script; - for standard input.", valueName: "file"))
-    var file: String
+    var file: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Finish a run on a real bucket that was interrupted, from its journal: the changes not applied yet are sent, none twice.",
+            valueName: "journal"))
+    var resume: String?
 
     @Flag(help: "Run without saving anything, and print the plan: each object, each property old → new.")
     var dryRun = false
@@ -237,11 +246,16 @@ struct Run: AsyncParsableCommand {
         if CommandLine.arguments.contains("-c") {
             throw CommandLineError("-c TEXT and run FILE each give the script; use one of them.")
         }
+        if let resume {
+            guard file == nil else { throw CommandLineError("run --resume JOURNAL finishes the journal's own plan; give no script with it.") }
+            throw ExitCode(try await resumeRun(resume))
+        }
+        guard let file else { throw CommandLineError("run needs a script: storesh run FILE (or --resume JOURNAL).") }
         let source = try decodeScript(name: file, bytes: try readInputFile(file), json: outputOptions.json)
         var options = RunOptions(json: outputOptions.json, dryRun: dryRun, keepGoing: keepGoing)
         options.snapshotBefore = snapshot
         throw ExitCode(
-            try await runScript(source, options: options) {
+            try await runScript(source, options: options, applyOptions: applyOptions) {
                 let opened = try await bucketOptions.open(json: outputOptions.json)
                 // A taken name, or a bucket without snapshots (rule B3), is a mistake in the command line: say so
                 // before anything runs.

@@ -1,0 +1,233 @@
+import ArgumentParser
+import CStoreshTerminal
+import Foundation
+import StoreshCore
+import StoreshLanguage
+
+/// A journal file (rule X4): created whole with the plan (and made durable) before the first change is sent;
+/// then one line per change as it lands, each written in one `write(2)` so that a kill -9 loses at most the
+/// line being written; made durable again when the run ends.
+final class JournalFile: ApplyJournal, @unchecked Sendable {
+    let location: String
+    private let descriptor: Int32
+    private let lock = NSLock()
+
+    /// A new journal holding the plan.
+    init(creating path: String, bucket: String, source: String, changes: [PlannedChange], clock: any StorageClock) throws {
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        descriptor = Foundation.open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            throw StorageError(.invalidArgument, "Cannot create the journal \(path): \(String(cString: strerror(errno))).")
+        }
+        location = path
+        var text = JournalRecord.header(bucket: bucket, source: source, changes: changes.count, created: clock.now()) + "\n"
+        for (index, change) in changes.enumerated() { text += JournalRecord.change(index, change) + "\n" }
+        try append(text)
+        try sync()
+    }
+
+    /// An existing journal, to go on with (a resumed run).
+    init(appendingTo path: String) throws {
+        descriptor = Foundation.open(path, O_WRONLY | O_APPEND | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            throw StorageError(.invalidArgument, "Cannot write to the journal \(path): \(String(cString: strerror(errno))).")
+        }
+        location = path
+    }
+
+    deinit { close(descriptor) }
+
+    func applied(_ index: Int, result: ObjectMetadata?, found: Bool) throws {
+        try append(JournalRecord.applied(index, result: result, found: found) + "\n")
+    }
+
+    func failed(_ index: Int, _ error: StorageError) throws {
+        try append(JournalRecord.failed(index, error) + "\n")
+    }
+
+    func ended(_ outcome: ApplyOutcome) throws {
+        try append(JournalRecord.ended(outcome) + "\n")
+        try sync()
+    }
+
+    private func append(_ text: String) throws {
+        let bytes = Array(text.utf8)
+        try lock.withLock {
+            let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+            guard written == bytes.count else {
+                throw StorageError(.unknown, "Cannot write the journal \(location): \(String(cString: strerror(errno))).")
+            }
+        }
+    }
+
+    private func sync() throws {
+        guard fsync(descriptor) == 0 else {
+            throw StorageError(.unknown, "Cannot make the journal \(location) durable: \(String(cString: strerror(errno))).")
+        }
+    }
+
+    /// Where a run's journal goes without `--journal`: `$XDG_STATE_HOME/storesh/journals` (falling back to
+    /// `~/.local/state/storesh/journals`), named by the time and the bucket.
+    static func defaultPath(bucket: String, environment: Environment = Environment()) -> String {
+        let state: String
+        if let xdg = environment["XDG_STATE_HOME"], xdg.hasPrefix("/") {
+            state = xdg + "/storesh"
+        } else {
+            let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+            state = home + "/.local/state/storesh"
+        }
+        let stamp = Timestamp(date: Date()).rfc3339.replacingOccurrences(of: ":", with: "")
+        let safeBucket = String(bucket.map { $0.isLetter || $0.isNumber || "-_.".contains($0) ? $0 : "_" })
+        return "\(state)/journals/\(stamp)-\(safeBucket)-\(getpid()).journal"
+    }
+}
+
+/// How many changes go at once and where the journal goes: the options of every run that may change a real
+/// bucket (rules X2, X4).
+struct ApplyOptions: ParsableArguments {
+    @Option(
+        help: ArgumentHelp(
+            "On a real bucket: how many changes are sent at once (default \(ApplySettings.defaultParallel)).", valueName: "n"))
+    var parallel: Int?
+
+    @Option(
+        help: ArgumentHelp(
+            "On a real bucket: where to write the journal of applied changes (default: a new file under $XDG_STATE_HOME/storesh/journals).",
+            valueName: "file"))
+    var journal: String?
+
+    func validate() throws {
+        if let parallel, !(1...256).contains(parallel) { throw ValidationError("--parallel must be 1…256, not \(parallel).") }
+    }
+
+    /// The interpreter's apply settings: a journal file, and a progress line on a terminal (never with --json).
+    func configure(_ interpreter: Interpreter, source: String, json: Bool) {
+        interpreter.options.parallel = parallel ?? ApplySettings.defaultParallel
+        let bucket = interpreter.bucket
+        let journal = self.journal
+        interpreter.applySettings.openJournal = { changes in
+            try JournalFile(
+                creating: journal ?? JournalFile.defaultPath(bucket: bucket.name), bucket: "gs://\(bucket.name)",
+                source: source, changes: changes, clock: SystemClock())
+        }
+        if !json && isatty(STDERR_FILENO) != 0 {
+            let line = ProgressLine()
+            interpreter.applySettings.progress = { line.show($0) }
+            interpreter.applySettings.progressEnded = { line.clear() }
+        }
+    }
+}
+
+/// The progress line of apply on a terminal: done/total, rate and time left, redrawn at most ten times a second.
+final class ProgressLine: @unchecked Sendable {
+    private let lock = NSLock()
+    private var lastDrawn: ContinuousClock.Instant?
+    private var drawn = false
+
+    func show(_ progress: ApplyProgress) {
+        let now = ContinuousClock.now
+        let text: String? = lock.withLock {
+            if let lastDrawn, now - lastDrawn < .milliseconds(100), progress.done < progress.total { return nil }
+            lastDrawn = now
+            drawn = true
+            let seconds = max(0.001, Double((now - progress.started).components.seconds) + Double((now - progress.started).components.attoseconds) / 1e18)
+            let rate = Double(progress.done) / seconds
+            let left = rate > 0 ? Int((Double(progress.total - progress.done) / rate).rounded(.up)) : nil
+            var text = "applying \(progress.done)/\(progress.total) · \(Int(rate.rounded()))/s"
+            if let left { text += " · \(left) s left" }
+            if progress.failed > 0 { text += " · \(progress.failed) failed" }
+            return text
+        }
+        guard let text else { return }
+        FileHandle.standardError.write(Data("\r\u{1B}[K\(text)".utf8))
+    }
+
+    func clear() {
+        guard lock.withLock({ drawn }) else { return }
+        FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))
+    }
+}
+
+/// `storesh undo JOURNAL`: puts back the old values of what a run applied (rule X4).
+struct Undo: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Put back what a run on a real bucket applied, from its journal (--dry-run shows the plan first).",
+        discussion: """
+            Each object the run changed gets its metadata from before the run, guarded by the state the run left \
+            it in: an object changed since is reported (precondition-failed) and not touched. An object the run \
+            created is deleted. Content the run replaced or deleted cannot be put back (the journal keeps metadata, \
+            not content): those objects are listed. The undo is journaled too.
+            """)
+
+    @OptionGroup var outputOptions: OutputOptions
+    @OptionGroup var applyOptions: ApplyOptions
+
+    @Argument(help: ArgumentHelp("The journal of the run to undo.", valueName: "journal"))
+    var file: String
+
+    @Flag(help: "Print the plan of the undo and change nothing.")
+    var dryRun = false
+
+    @Flag(help: "Go on past a change that fails (exit 1 if any failed).")
+    var keepGoing = false
+
+    @Flag(help: "Do not say which bucket is used.")
+    var quiet = false
+
+    func run() async throws {
+        let journal = try JournalRecord.parse(try readInputFile(file), source: file)
+        let (changes, impossible) = JournalRecord.undo(journal)
+        let interpreter = try await journalSession(journal, json: outputOptions.json, quiet: quiet, dryRun: dryRun, keepGoing: keepGoing)
+        for (object, reason) in impossible {
+            interpreter.output.notice("cannot undo the change to \(object): \(reason)")
+        }
+        guard !changes.isEmpty else {
+            interpreter.output.notice("nothing to undo: \(file) records no applied change that can be put back")
+            throw ExitCode(impossible.isEmpty ? 0 : 1)
+        }
+        if dryRun {
+            interpreter.showPlan(changes)
+            interpreter.output.notice("dry run: nothing was changed")
+            throw ExitCode(0)
+        }
+        applyOptions.configure(interpreter, source: "undo \(file)", json: outputOptions.json)
+        let status = await interpreter.apply(changes)
+        throw ExitCode(impossible.isEmpty ? status.rawValue : max(status.rawValue, 1))
+    }
+}
+
+/// A session on the bucket a journal names, for resuming or undoing its run.
+func journalSession(_ journal: JournalRecord.Contents, json: Bool, quiet: Bool, dryRun: Bool, keepGoing: Bool) async throws -> Interpreter {
+    storesh_install_interrupt_handler()
+    let location = try BucketLocation.parse(journal.bucket, source: "the journal's bucket")
+    let bucket = OpenBuckets.shared.keep(try await location.openRemote(quiet: quiet || json))
+    var options = RunOptions(json: json, dryRun: dryRun, keepGoing: keepGoing)
+    options.atPrompt = false
+    let interpreter = Interpreter(
+        bucket: bucket, output: ConsoleOutput(json: json, source: SourceText(name: journal.source, text: "")), files: HostFiles(),
+        options: options)
+    interpreter.isCancelled = { storesh_interrupt_pending() != 0 }
+    return interpreter
+}
+
+extension Run {
+    /// `run --resume JOURNAL`: the journal's plan, less what it records as applied, sent to its bucket; a change
+    /// that landed unrecorded (the run was killed in between) is found by its planned state and not sent again.
+    func resumeRun(_ path: String) async throws -> Int32 {
+        let journal = try JournalRecord.parse(try readInputFile(path), source: path)
+        if let given = bucketOptions.bucket, given != journal.bucket {
+            throw CommandLineError("\(path) is a journal of \(journal.bucket), not \(given); resume it without --bucket.")
+        }
+        if journal.end == ApplyOutcome.End.complete.rawValue {
+            FileHandle.standardError.write(Data("storesh: \(path): every change was applied already; nothing to resume\n".utf8))
+            return 0
+        }
+        let interpreter = try await journalSession(
+            journal, json: outputOptions.json, quiet: bucketOptions.quiet, dryRun: false, keepGoing: keepGoing)
+        applyOptions.configure(interpreter, source: path, json: outputOptions.json)
+        let status = await interpreter.apply(
+            journal.changes, alreadyApplied: journal.applied, journal: try JournalFile(appendingTo: path))
+        return status.rawValue
+    }
+}
