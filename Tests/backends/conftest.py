@@ -1,0 +1,121 @@
+"""The backends the conformance suite runs against: a local bucket file, and gs:// on two servers started here on
+127.0.0.1 and stopped after: `storesh serve` (full behaviour: paging, preconditions) and gcp-storage-emulator (from
+PyPI, a server no one here wrote: happy paths only; it pages nothing, ignores preconditions, does not delete
+metadata keys given null, and starts metageneration at 2).
+
+Each test gets an empty bucket: a new file, a reset of storesh serve, a wipe of the emulator.
+"""
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+import requests
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "faults"))
+import harness  # noqa: E402
+
+BUCKET = "conformance.appspot.com"
+VENV_BIN = os.path.join(os.path.dirname(__file__), "..", "..", ".venv", "bin")
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_until_answers(url, process, what):
+    """Bounded: a server that has not answered within 20 s has failed to start."""
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"{what} exited at start with status {process.returncode}")
+        try:
+            requests.get(url, timeout=1)
+            return
+        except requests.ConnectionError:
+            time.sleep(0.05)
+    process.kill()
+    raise AssertionError(f"{what} did not answer within 20 s")
+
+
+class Backend:
+    """One kind of bucket, and how to run storesh on it."""
+
+    def __init__(self, name, location, home, env=None, cannot=()):
+        self.name = name
+        self.location = location
+        self.home = home
+        self.env = env or {}
+        # What this server cannot do; tests that need it are marked, not silently passed.
+        self.cannot = set(cannot)
+        self.remote = location.startswith("gs://")
+
+    def run(self, *arguments, stdin=None, **extra):
+        env = dict(self.env, **extra)
+        status, out, err = harness.storesh(self.home, "--bucket", self.location, "--quiet", *arguments, stdin=stdin, **env)
+        return status, out.decode(), err.decode()
+
+    def ok(self, *arguments, stdin=None, **extra):
+        status, out, err = self.run(*arguments, stdin=stdin, **extra)
+        assert status == 0, f"{self.name}: {arguments}: {err}"
+        return out
+
+    def seed(self, names):
+        """Objects with these names (kept exactly as written, so hidden names can be made), content = name."""
+        script = "\n".join(f"put --raw --data '{name}' '{name}'" for name in names)
+        self.ok("-c", script)
+
+    def require(self, ability):
+        if ability in self.cannot:
+            pytest.xfail(f"{self.name} cannot do this: {ability}")
+
+
+@pytest.fixture(scope="session")
+def serve_process(tmp_path_factory):
+    home = tmp_path_factory.mktemp("serve")
+    process = harness.start(home, "serve", "--bucket", str(home / "served.bucket"), "--name", BUCKET, "--port", "0", "--no-log")
+    line = process.stdout.readline().decode()
+    match = re.search(r"at (http://127\.0\.0\.1:\d+)", line)
+    assert match, "storesh serve did not start: " + line + process.stderr.read().decode()
+    yield match.group(1)
+    process.terminate()
+    process.communicate(timeout=30)
+
+
+@pytest.fixture(scope="session")
+def emulator_process(tmp_path_factory):
+    home = tmp_path_factory.mktemp("emulator")
+    port = free_port()
+    log = open(home / "emulator.log", "wb")  # a pipe nobody reads would fill and hang the server
+    process = subprocess.Popen(
+        [os.path.join(VENV_BIN, "gcp-storage-emulator"), "start", "--host", "127.0.0.1", "--port", str(port),
+         "--in-memory", "--default-bucket", BUCKET], stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    wait_until_answers(url, process, "gcp-storage-emulator")
+    yield url
+    process.terminate()
+    process.wait(timeout=30)
+    log.close()
+
+
+BACKENDS = ["local", "storesh-serve", "gcp-storage-emulator"]
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request, tmp_path):
+    if request.param == "local":
+        return Backend("local", str(tmp_path / "conformance.bucket"), tmp_path)
+    state = {"XDG_STATE_HOME": str(tmp_path / "state"), "STORESH_RETRY_FIRST_MS": "20"}
+    if request.param == "storesh-serve":
+        url = request.getfixturevalue("serve_process")
+        requests.post(url + "/internal/reset", headers={"Authorization": "Bearer owner"}, timeout=30).raise_for_status()
+        return Backend("storesh-serve", f"gs://{BUCKET}", tmp_path, dict(state, STORAGE_EMULATOR_HOST=url))
+    url = request.getfixturevalue("emulator_process")
+    requests.get(url + "/wipe?keep-buckets=1", timeout=30).raise_for_status()
+    return Backend("gcp-storage-emulator", f"gs://{BUCKET}", tmp_path, dict(state, STORAGE_EMULATOR_HOST=url),
+                   cannot={"preconditions", "metadata-deletes", "metageneration"})
