@@ -40,6 +40,10 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
     /// Whether each object the plan touched exists in the real bucket (known when it is first planned).
     private var existsInBucket: [String: Bool] = [:]
     private var plannedRules: (source: String, origin: String)?
+    /// Objects as a scan of the real bucket read them: a plan over a pattern's objects reads each once, not once
+    /// for the pattern and again for its change (on a remote bucket, a request per object). The plan is made from
+    /// what it read; apply's preconditions catch what changed since.
+    private var read: [String: ObjectMetadata] = [:]
     /// Snapshots the plan saved: each with the planned changes as they stood (the rest is the real bucket).
     fileprivate var plannedSnapshots: [(info: SnapshotInfo, overlay: [String: Entry])] = []
 
@@ -84,7 +88,9 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
         switch overlay[object.rawValue] {
         case .present(let metadata, _): return metadata
         case .deleted: throw StorageError.objectNotFound(object.rawValue)
-        case nil: return try await inner.metadata(of: object)
+        case nil:
+            if let known = read[object.rawValue] { return known }
+            return try await inner.metadata(of: object)
         }
     }
 
@@ -131,6 +137,7 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
 
     public func scan(prefix: String, after: String?, limit: Int) async throws -> ObjectScanPage {
         let page = try await inner.scan(prefix: prefix, after: after, limit: limit)
+        for object in page.objects { read[object.fullPath] = object }
         let touched = overlay.keys.filter { name in
             name.utf8.starts(with: prefix.utf8) && (after.map { $0.utf8.lexicographicallyPrecedes(name.utf8) } ?? true)
         }

@@ -76,8 +76,19 @@ class Backend:
 
 
 @pytest.fixture(scope="session")
-def serve_process(tmp_path_factory):
-    home = tmp_path_factory.mktemp("serve")
+def serve_home(tmp_path_factory):
+    return tmp_path_factory.mktemp("serve")
+
+
+@pytest.fixture(scope="session")
+def serve_file(serve_home):
+    """The bucket file storesh serve serves (the shell may use it at the same time)."""
+    return str(serve_home / "served.bucket")
+
+
+@pytest.fixture(scope="session")
+def serve_process(serve_home):
+    home = serve_home
     process = harness.start(home, "serve", "--bucket", str(home / "served.bucket"), "--name", BUCKET, "--port", "0", "--no-log")
     line = process.stdout.readline().decode()
     match = re.search(r"at (http://127\.0\.0\.1:\d+)", line)

@@ -1,0 +1,212 @@
+"""Faults between storesh and a gs:// server, injected by the tests' own proxy in front of `storesh serve`: retries
+happen only where harmless (G4), a change made by someone else between plan and apply is reported and not
+overwritten (G5, X3), a dry run sends nothing that changes (X1), kill -9 and Ctrl-C during apply are finished by
+`run --resume` with every change applied exactly once, and `undo` puts the old values back (X4, X5).
+"""
+import json
+import os
+import random
+import signal
+import subprocess
+
+import pytest
+import requests
+
+import harness
+from conftest import BUCKET
+from faultproxy import FaultProxy, Rule
+
+
+class Remote:
+    """storesh on gs:// through the fault proxy, and direct access to the server behind it."""
+
+    def __init__(self, home, server_url, proxy):
+        self.home = home
+        self.server_url = server_url
+        self.proxy = proxy
+        self.env = {"STORAGE_EMULATOR_HOST": proxy.url, "XDG_STATE_HOME": str(home / "state"),
+                    "STORESH_RETRY_FIRST_MS": "20"}
+
+    def run(self, *arguments, stdin=None, **extra):
+        status, out, err = harness.storesh(self.home, "--bucket", f"gs://{BUCKET}", "--quiet", *arguments, stdin=stdin,
+                                           **dict(self.env, **extra))
+        return status, out.decode(), err.decode()
+
+    def start(self, *arguments):
+        return harness.start(self.home, "--bucket", f"gs://{BUCKET}", "--quiet", *arguments, **self.env)
+
+    def object(self, name):
+        quoted = requests.utils.quote(name, safe="")
+        answer = requests.get(f"{self.server_url}/storage/v1/b/{BUCKET}/o/{quoted}", timeout=30,
+                              headers={"Authorization": "Bearer owner"})
+        answer.raise_for_status()
+        return answer.json()
+
+    def list_all(self, prefix):
+        items, token = [], None
+        for _ in range(100):
+            page = requests.get(f"{self.server_url}/storage/v1/b/{BUCKET}/o", timeout=60,
+                                params={"prefix": prefix, **({"pageToken": token} if token else {})},
+                                headers={"Authorization": "Bearer owner"}).json()
+            items += page.get("items", [])
+            token = page.get("nextPageToken")
+            if not token:
+                return items
+        raise AssertionError("more than 100 pages")
+
+    def patch_directly(self, name, body):
+        quoted = requests.utils.quote(name, safe="")
+        requests.patch(f"{self.server_url}/storage/v1/b/{BUCKET}/o/{quoted}", json=body, timeout=30,
+                       headers={"Authorization": "Bearer owner"}).raise_for_status()
+
+    def seed(self, names, **properties):
+        """Objects imported straight into the served bucket file (the shell may share it with the server)."""
+        objects = [dict({"name": name, "text": name}, **properties) for name in names]
+        archive = self.home / "seed.json"
+        archive.write_text(json.dumps({"format": "storesh-bucket", "version": 1, "objects": objects}))
+        status, _, err = harness.storesh(self.home, "import", "--bucket", self.bucket_file, str(archive))
+        assert status == 0, err.decode()
+
+
+@pytest.fixture
+def remote(serve_process, serve_file, tmp_path):
+    requests.post(serve_process + "/internal/reset", headers={"Authorization": "Bearer owner"}, timeout=30).raise_for_status()
+    proxy = FaultProxy(serve_process)
+    made = Remote(tmp_path, serve_process, proxy)
+    made.bucket_file = serve_file
+    yield made
+    proxy.close()
+
+
+def test_G4_reads_are_retried_past_503_and_429(remote):
+    remote.seed(["r/a.txt"])
+    remote.proxy.rules = [Rule("GET", "503", path="/o?", on=[1, 2]), Rule("GET", "429", path="/o?", on=[3], retry_after=0)]
+    status, out, err = remote.run("-c", "ls r")
+    assert status == 0, err
+    assert "a.txt" in out
+    listings = [r for r in remote.proxy.requests if r[0] == "GET" and "/o?" in r[1]]
+    assert [r[2] for r in listings] == [503, 503, 429, 200]
+
+
+def test_G4_a_guarded_change_whose_answer_was_lost_is_repeated_and_lands_once(remote):
+    remote.seed(["c/a.txt"])
+    remote.proxy.rules = [Rule("PATCH", "reset-after-forward", on=[1])]
+    status, _, err = remote.run("-c", "meta set custom.k=v -- c/a.txt")
+    assert status == 0, err
+    patches = [r for r in remote.proxy.requests if r[0] == "PATCH"]
+    assert [r[2] for r in patches] == [None, 412]  # the repeat is refused: the first landed
+    assert remote.object("c/a.txt")["metageneration"] == "2"
+    assert remote.object("c/a.txt")["metadata"] == {"k": "v"}
+
+
+def test_G4_retries_stop_after_the_bounded_total(remote):
+    remote.seed(["s/a.txt"])
+    remote.proxy.rules = [Rule("PATCH", "503")]
+    status, _, err = remote.run("-c", "meta set custom.k=v -- s/a.txt", STORESH_RETRY_FOR="0.3")
+    assert status == 1
+    assert "503" in err and "attempts" in err and "(unavailable)" in err
+    assert "metadata" not in remote.object("s/a.txt")
+
+
+def test_G5_X3_a_change_made_between_plan_and_apply_is_reported_and_kept(remote):
+    names = [f"race/{letter}.txt" for letter in "abcde"]
+    remote.seed(names)
+    # The second writer changes race/c.txt just before storesh's first PATCH reaches the server.
+    second_writer = Rule("PATCH", "hook", on=[1], hook=lambda: remote.patch_directly("race/c.txt", {"metadata": {"other": "writer"}}))
+    remote.proxy.rules = [second_writer]
+    status, _, err = remote.run("run", "--keep-going", "--parallel", "1", "-", stdin=b"meta set custom.k=1 -- race/*\n")
+    assert status == 1
+    assert "race/c.txt changed meanwhile" in err and "(precondition-failed)" in err
+    assert "applied 4 of 5 changes; 1 failed" in err
+    assert remote.object("race/c.txt")["metadata"] == {"other": "writer"}
+    for name in names:
+        if name != "race/c.txt":
+            assert remote.object(name)["metadata"] == {"k": "1"}
+
+
+def test_X1_a_dry_run_sends_no_changing_request(remote, tmp_path):
+    remote.seed(["dry/a.txt", "dry/b.txt"])
+    (tmp_path / "new.txt").write_text("new")
+    script = f"meta set cacheControl=x -- dry/*\nrm dry/a.txt\nput {tmp_path / 'new.txt'} dry/new.txt\n".encode()
+    status, out, err = remote.run("run", "--dry-run", "-", stdin=script)
+    assert status == 0, err
+    assert "would" in out
+    assert remote.proxy.changing_requests() == []
+    assert [r[0] for r in remote.proxy.requests] and all(r[0] == "GET" for r in remote.proxy.requests)
+
+
+def journal_lines(path):
+    with open(path) as file:
+        return [json.loads(line) for line in file if line.strip()]
+
+
+@pytest.mark.parametrize("when", ["before-forward", "after-forward"])
+def test_X4_kill_9_during_apply_then_resume_applies_every_change_exactly_once(remote, when):
+    names = [f"bulk/{i:04}.jpg" for i in range(2000)]
+    remote.seed(names)
+    journal = str(remote.home / "bulk.journal")
+    at = random.Random().randint(50, 1900)
+    holder = {}
+
+    def kill():
+        os.kill(holder["process"].pid, signal.SIGKILL)
+
+    remote.proxy.rules = [Rule("PATCH", "hook" if when == "before-forward" else "hook-after-forward", on=[at], hook=kill)]
+    process = remote.start("--journal", journal, "-c", "meta set cacheControl=max-age=60 custom.fixed=yes -- bulk/**")
+    holder["process"] = process
+    process.communicate(timeout=300)
+    assert process.returncode == -signal.SIGKILL, f"killed at PATCH {at}"
+    recorded = [line for line in journal_lines(journal) if "applied" in line and "result" in line]
+    assert len(recorded) < 2000
+    remote.proxy.rules = []
+    status, _, err = remote.run("run", "--resume", journal)
+    assert status == 0, f"killed at PATCH {at}: {err}"
+    assert "applied 2000 changes" in err
+    for name in names[::97] + names[-3:]:
+        object = remote.object(name)
+        assert object["metadata"] == {"fixed": "yes"} and object["cacheControl"] == "max-age=60"
+    # Exactly once: each object took one metadata change (metageneration 1 → 2), wherever the kill fell.
+    listing = remote.list_all("bulk/")
+    assert len(listing) == 2000 and {item["metageneration"] for item in listing} == {"2"}
+    status, _, err = remote.run("run", "--resume", journal)
+    assert status == 0 and "nothing to resume" in err
+
+
+def test_X5_ctrl_c_during_apply_finishes_in_flight_and_exits_130(remote):
+    names = [f"int/{i:03}.txt" for i in range(300)]
+    remote.seed(names)
+    journal = str(remote.home / "int.journal")
+    holder = {}
+    remote.proxy.rules = [Rule("PATCH", "hook", on=[40], hook=lambda: os.kill(holder["process"].pid, signal.SIGINT))]
+    process = remote.start("--journal", journal, "-c", "meta set custom.k=v -- int/*")
+    holder["process"] = process
+    _, err = process.communicate(timeout=120)
+    err = err.decode()
+    assert process.returncode == 130, err
+    assert "interrupted: applied" in err and "storesh run --resume" in err
+    assert journal_lines(journal)[-1]["end"] == "interrupted"
+    applied = {line["applied"] for line in journal_lines(journal) if "applied" in line and "result" in line}
+    assert 0 < len(applied) < 300
+    remote.proxy.rules = []
+    status, _, err = remote.run("run", "--resume", journal)
+    assert status == 0, err
+    assert all(remote.object(name)["metadata"] == {"k": "v"} for name in names[::29])
+
+
+def test_X4_undo_puts_back_the_old_values_with_preconditions(remote):
+    names = [f"u/{i}.txt" for i in range(5)]
+    remote.seed(names, cacheControl="old", customMetadata={"keep": "1"})
+    journal = str(remote.home / "u.journal")
+    status, _, err = remote.run("--journal", journal, "-c", "meta set cacheControl=new custom.added=2 -- u/*")
+    assert status == 0, err
+    status, out, err = remote.run("undo", "--dry-run", journal)
+    assert status == 0 and "would update 5 objects" in out, out + err
+    assert remote.object("u/0.txt")["cacheControl"] == "new"
+    # Someone changes u/4.txt after the run: undo leaves it alone and says so.
+    remote.patch_directly("u/4.txt", {"contentLanguage": "fr"})
+    status, _, err = remote.run("undo", "--keep-going", journal)
+    assert status == 1 and "u/4.txt changed meanwhile" in err
+    for name in names[:4]:
+        object = remote.object(name)
+        assert object["cacheControl"] == "old" and object["metadata"] == {"keep": "1"}
+    assert remote.object("u/4.txt")["cacheControl"] == "new"
