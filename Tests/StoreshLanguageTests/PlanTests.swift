@@ -114,14 +114,20 @@ struct PlanTests {
         #expect(output.lines.contains("b.txt"))
     }
 
-    @Test("without a dry run, the same commands land on a bucket without transactions, one by one")
+    @Test("rule X1: without a dry run, a script on a bucket without transactions is planned whole, then applied")
     func withoutDryRun() async throws {
         let bucket = try await seeded()
+        let before = bucket.changeRequests
         let (status, _) = try await run("put --data x n\nmeta set contentType=a/b -- n\nrm missing\nrm n", on: bucket, dryRun: false)
         #expect(status == .failed)
-        // No transaction to undo them: what ran before the failure stays, and the rest never ran.
-        #expect(bucket.names.contains("n"))
-        #expect(bucket.changeRequests.suffix(3) == ["write n", "update n", "delete missing"])
+        // The plan stopped at `rm missing`: nothing was sent.
+        #expect(!bucket.names.contains("n"))
+        #expect(bucket.changeRequests == before)
+        let (applied, output) = try await run("put --data x n\nmeta set contentType=a/b -- n", on: bucket, dryRun: false)
+        #expect(applied == .success, "\(output.errors)")
+        // Applied in the script's order, each change guarded by the state the one before left.
+        #expect(bucket.changeRequests.suffix(2) == ["write n", "update n"])
+        #expect(try await bucket.metadata(of: ObjectName("n")).contentType == "a/b")
     }
 }
 
