@@ -153,6 +153,9 @@ public protocol Bucket: AnyObject, Sendable {
     /// Every way out of a program that opened a bucket closes it; closing twice does nothing.
     func close()
 
+    /// A real bucket: where its requests go and whose credentials they carry (`whoami`); nil for a local one.
+    var accessDescription: String? { get }
+
     /// With `.transactions`: the bucket's transactions.
     var transactions: (any TransactionalBucket)? { get }
     /// With `.snapshots`: the bucket's snapshots.
@@ -164,6 +167,7 @@ public protocol Bucket: AnyObject, Sendable {
 }
 
 extension Bucket {
+    public var accessDescription: String? { nil }
     public var transactions: (any TransactionalBucket)? { nil }
     public var snapshotStore: (any SnapshotStore)? { nil }
     public var immediateReads: (any ImmediateReads)? { nil }

@@ -225,6 +225,12 @@ public final class Interpreter {
             let text = last.map { $0.decision.explanation(for: $0.request) } ?? "no request has been decided yet"
             deliver(.decision(allowed: last?.decision.allowed, explanation: text))
         case .login(let uid, let claims):
+            if bucket.accessDescription != nil {
+                throw Diagnostic.running(
+                    .invalidArgument(
+                        "login on gs:// (the Firebase v0 API, where the project's security rules decide) comes in a later version of storesh; this one uses the credentials `whoami` names."),
+                    at: here)
+            }
             let rules = try requireRules(here)
             rules.identity = Identity(uid: uid.text, claims: Dictionary(claims.map { ($0.key.text, $0.value.text) }) { $1 })
             deliver(.signedIn(uid: uid.text))
@@ -232,7 +238,11 @@ public final class Interpreter {
             try requireRules(here).identity = nil
             deliver(.signedOut)
         case .whoami:
-            deliver(.identity(try requireRules(here).identity))
+            if let access = bucket.accessDescription {
+                deliver(.access(access))
+            } else {
+                deliver(.identity(try requireRules(here).identity))
+            }
         }
         return .next
     }

@@ -25,6 +25,8 @@ public enum CommandResult: Sendable {
     case signedIn(uid: String)
     case signedOut
     case identity(Identity?)
+    /// A real bucket's `whoami`: which API its requests go to and whose credentials they carry.
+    case access(String)
     case updates(UpdatesResult)
     case snapshotSaved(SnapshotInfo, dryRun: Bool)
     case snapshots([SnapshotInfo])
@@ -89,7 +91,7 @@ public struct HumanRenderer: ResultRenderer {
         case .deleted(let objects, let dryRun):
             let verb = dryRun ? "would delete" : "deleted"
             return [objects.count == 1 ? "\(verb) \(MessageText.oneLine(objects[0]))" : "\(verb) \(MessageText.counted(objects.count, "object"))"]
-        case .echo(let text), .help(let text): return [text]
+        case .echo(let text), .help(let text), .access(let text): return [text]
         case .rules(let source, let origin): return ["# rules from \(origin)", source]
         case .rulesLoaded(let file, let dryRun): return ["\(dryRun ? "would load" : "loaded") the rules of \(file)"]
         case .decision(_, let explanation): return [explanation]
@@ -260,6 +262,7 @@ public struct JSONRenderer: ResultRenderer {
             return .object([("allowed", allowed.map { .bool($0) } ?? .null), ("explanation", .string(explanation))])
         case .signedIn(let uid): return .object([("uid", .string(uid))])
         case .signedOut: return .object([("uid", .null)])
+        case .access(let text): return .object([("access", .string(text))])
         case .identity(let identity):
             return .object([
                 ("uid", identity.map { .string($0.uid) } ?? .null),

@@ -20,14 +20,19 @@ public struct CloudStorageEndpoint: Sendable, Equatable {
         self.emulatorVariable = emulatorVariable
     }
 
-    /// The endpoint the environment names.
+    /// The endpoint the environment names. `$STORESH_GCS_ENDPOINT` names an endpoint that is not an emulator
+    /// (a private or regional one): credentials are used there as at Google's.
     public static func resolve(_ environment: (String) -> String?) -> CloudStorageEndpoint {
-        for variable in ["STORAGE_EMULATOR_HOST", "FIREBASE_STORAGE_EMULATOR_HOST"] {
-            guard var host = environment(variable)?.trimmingCharacters(in: .whitespaces), !host.isEmpty else { continue }
+        func url(_ variable: String) -> String? {
+            guard var host = environment(variable)?.trimmingCharacters(in: .whitespaces), !host.isEmpty else { return nil }
             if !host.contains("://") { host = "http://" + host }
             while host.hasSuffix("/") { host.removeLast() }
-            return CloudStorageEndpoint(baseURL: host, emulatorVariable: variable)
+            return host
         }
+        for variable in ["STORAGE_EMULATOR_HOST", "FIREBASE_STORAGE_EMULATOR_HOST"] {
+            if let host = url(variable) { return CloudStorageEndpoint(baseURL: host, emulatorVariable: variable) }
+        }
+        if let host = url("STORESH_GCS_ENDPOINT") { return CloudStorageEndpoint(baseURL: host, emulatorVariable: nil) }
         return .google
     }
 }
@@ -50,7 +55,7 @@ extension RequestAuthorizer {
 public struct EmulatorOwner: RequestAuthorizer {
     public init() {}
     public func authorization() async throws -> String? { "Bearer owner" }
-    public var description: String { "the emulator's owner (Bearer owner)" }
+    public var description: String { "the emulator's administrator (Bearer owner)" }
 }
 
 /// A Google Cloud Storage bucket over the JSON API v1 (rules G1–G7): every Firebase Storage bucket is one.
@@ -80,6 +85,13 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
     }
 
     public var capabilities: BucketCapabilities { [] }
+
+    public var accessDescription: String? {
+        let decides =
+            endpoint.isEmulator
+            ? "security rules are bypassed" : "IAM decides what it may do (security rules apply to the Firebase SDKs, not here)"
+        return "gs://\(name) through the Cloud Storage JSON API at \(endpoint.baseURL), as \(authorizer.description); \(decides)"
+    }
 
     public func close() { http.close() }
 

@@ -113,18 +113,7 @@ public final class RemoteHTTP: Sendable {
             var retryAfter: Double?
             let failure: Error
             do {
-                var outgoing = HTTPClientRequest(url: request.url)
-                outgoing.method = request.method
-                for (name, value) in request.headers { outgoing.headers.add(name: name, value: value) }
-                if let value = try await authorization() { outgoing.headers.replaceOrAdd(name: "Authorization", value: value) }
-                if let body = request.body {
-                    outgoing.body = .bytes(ByteBuffer(bytes: body))
-                } else if [.POST, .PUT, .PATCH].contains(request.method) {
-                    outgoing.headers.replaceOrAdd(name: "Content-Length", value: "0")
-                }
-                let response = try await client.execute(outgoing, timeout: Self.requestTimeout)
-                let buffer = try await response.body.collect(upTo: Self.largestBody)
-                let body = Data(buffer.readableBytesView)
+                let (response, body) = try await attempt(request, authorization: try await authorization(), timeout: Self.requestTimeout)
                 let status = Int(response.status.code)
                 trace?.sent(request, status: status, attempt: retry + 1, milliseconds: Self.milliseconds(since: attemptStarted))
                 let answer = RemoteResponse(status: status, headers: response.headers, body: body, attempts: retry + 1)
@@ -147,6 +136,29 @@ public final class RemoteHTTP: Sendable {
             try await pause(seconds: wait)
             retry += 1
         }
+    }
+
+    /// One attempt, with its own time limit and no retry (asking whether a service is there at all).
+    public func sendOnce(_ request: RemoteRequest, timeout: TimeAmount) async throws -> RemoteResponse {
+        let (response, body) = try await attempt(request, authorization: nil, timeout: timeout)
+        return RemoteResponse(status: Int(response.status.code), headers: response.headers, body: body, attempts: 1)
+    }
+
+    private func attempt(_ request: RemoteRequest, authorization: String?, timeout: TimeAmount) async throws
+        -> (HTTPClientResponse, Data)
+    {
+        var outgoing = HTTPClientRequest(url: request.url)
+        outgoing.method = request.method
+        for (name, value) in request.headers { outgoing.headers.add(name: name, value: value) }
+        if let authorization { outgoing.headers.replaceOrAdd(name: "Authorization", value: authorization) }
+        if let body = request.body {
+            outgoing.body = .bytes(ByteBuffer(bytes: body))
+        } else if [.POST, .PUT, .PATCH].contains(request.method) {
+            outgoing.headers.replaceOrAdd(name: "Content-Length", value: "0")
+        }
+        let response = try await client.execute(outgoing, timeout: timeout)
+        let buffer = try await response.body.collect(upTo: Self.largestBody)
+        return (response, Data(buffer.readableBytesView))
     }
 
     /// Waits, in short steps so that Ctrl-C is noticed at once.

@@ -14,17 +14,18 @@ extension BucketLocation {
             throw CommandLineError("\(displayed): s3:// buckets come in a later version of storesh; this one opens local bucket files and gs://.")
         case .googleCloudStorage(let name):
             let endpoint = CloudStorageEndpoint.resolve { environment[$0] }
-            let authorizer: any RequestAuthorizer
-            if endpoint.isEmulator {
-                authorizer = EmulatorOwner()
-            } else {
-                throw StorageError(
-                    .unauthenticated,
-                    "\(displayed): this storesh reaches Cloud Storage emulators only (set STORAGE_EMULATOR_HOST=host:port, for example to a storesh serve); Google credentials come next.")
-            }
             let http = RemoteHTTP(
                 policy: Self.retryPolicy(environment), connectionsPerHost: 64,
                 isCancelled: { storesh_interrupt_pending() != 0 })
+            let authorizer: any RequestAuthorizer
+            do {
+                authorizer =
+                    endpoint.isEmulator
+                    ? EmulatorOwner() : try await GoogleCredentialSearch(environment: { Environment()[$0] }, http: http).find()
+            } catch {
+                http.close()
+                throw error
+            }
             let bucket = CloudStorageBucket(name: name, endpoint: endpoint, http: http, authorizer: authorizer)
             do {
                 try await bucket.verify()

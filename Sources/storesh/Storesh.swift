@@ -250,7 +250,7 @@ struct Run: AsyncParsableCommand {
             guard file == nil else { throw CommandLineError("run --resume JOURNAL finishes the journal's own plan; give no script with it.") }
             throw ExitCode(try await resumeRun(resume))
         }
-        guard let file else { throw CommandLineError("run needs a script: storesh run FILE (or --resume JOURNAL).") }
+        guard let file else { throw CommandLineError("run needs a script file: storesh run FILE (or storesh run --resume JOURNAL).") }
         let source = try decodeScript(name: file, bytes: try readInputFile(file), json: outputOptions.json)
         var options = RunOptions(json: outputOptions.json, dryRun: dryRun, keepGoing: keepGoing)
         options.snapshotBefore = snapshot

@@ -18,7 +18,7 @@ import requests
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "faults"))
 import harness  # noqa: E402
 
-BUCKET = "conformance.appspot.com"
+from backend_support import BUCKET  # noqa: E402
 VENV_BIN = os.path.join(os.path.dirname(__file__), "..", "..", ".venv", "bin")
 
 

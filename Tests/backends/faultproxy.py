@@ -37,6 +37,7 @@ class FaultProxy:
         self.upstream = urlsplit(upstream)
         self.rules = []
         self.requests = []  # (method, path, status or None)
+        self.headers = []  # each request's headers, as a dict with lower-case names
         self.lock = threading.Lock()
         proxy = self
 
@@ -47,6 +48,8 @@ class FaultProxy:
                 pass
 
             def handle_one(self):
+                with proxy.lock:
+                    proxy.headers.append({k.lower(): v for k, v in self.headers.items()})
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
                 with proxy.lock:

@@ -13,7 +13,7 @@ import pytest
 import requests
 
 import harness
-from conftest import BUCKET
+from backend_support import BUCKET
 from faultproxy import FaultProxy, Rule
 
 

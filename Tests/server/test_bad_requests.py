@@ -10,7 +10,7 @@ import http.client
 import pytest
 
 import harness
-from conftest import Server
+from serving import Server
 from test_firebase_v0 import RULES, emulator_token, load_rules
 
 LIMIT_MIB = 1

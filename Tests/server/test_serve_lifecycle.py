@@ -12,7 +12,7 @@ import pytest
 import requests
 
 import harness
-from conftest import Server
+from serving import Server
 
 
 def upload(server, name, content, session=None):

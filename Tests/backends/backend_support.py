@@ -1,0 +1,3 @@
+"""What the backend tests share by import (a name no other test folder uses)."""
+
+BUCKET = "conformance.appspot.com"
