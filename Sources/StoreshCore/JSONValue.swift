@@ -53,6 +53,13 @@ public indirect enum JSONValue: Sendable, Equatable {
 
     static func writeQuoted(_ text: String, to output: inout String) {
         output += "\""
+        // Most strings (names, dates, hashes) need no escape: appended whole, not a scalar at a time (journals
+        // of bulk edits write tens of thousands of metadata documents).
+        if !text.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            output += text
+            output += "\""
+            return
+        }
         for scalar in text.unicodeScalars {
             switch scalar {
             case "\"": output += "\\\""

@@ -24,9 +24,36 @@ public struct Timestamp: Hashable, Comparable, Sendable, CustomStringConvertible
         let days = seconds.floorDivided(by: 86_400)
         let secondOfDay = seconds - days * 86_400
         let (year, month, day) = Self.civilDate(daysSinceEpoch: days)
-        return String(
-            format: "%04lld-%02lld-%02lldT%02lld:%02lld:%02lld.%03lldZ",
-            year, month, day, secondOfDay / 3600, secondOfDay % 3600 / 60, secondOfDay % 60, millis)
+        // Digits written directly: String(format:) goes through CoreFoundation's formatter, and every metadata
+        // document (listings, journals of bulk edits) holds two of these.
+        var bytes = [UInt8](repeating: 0, count: 24)
+        func put(_ value: Int64, at start: Int, digits: Int) {
+            var rest = value
+            for index in stride(from: start + digits - 1, through: start, by: -1) {
+                bytes[index] = UInt8(ascii: "0") + UInt8(rest % 10)
+                rest /= 10
+            }
+        }
+        guard (0...9999).contains(year) else {
+            return String(
+                format: "%04lld-%02lld-%02lldT%02lld:%02lld:%02lld.%03lldZ",
+                year, month, day, secondOfDay / 3600, secondOfDay % 3600 / 60, secondOfDay % 60, millis)
+        }
+        put(year, at: 0, digits: 4)
+        bytes[4] = UInt8(ascii: "-")
+        put(month, at: 5, digits: 2)
+        bytes[7] = UInt8(ascii: "-")
+        put(day, at: 8, digits: 2)
+        bytes[10] = UInt8(ascii: "T")
+        put(secondOfDay / 3600, at: 11, digits: 2)
+        bytes[13] = UInt8(ascii: ":")
+        put(secondOfDay % 3600 / 60, at: 14, digits: 2)
+        bytes[16] = UInt8(ascii: ":")
+        put(secondOfDay % 60, at: 17, digits: 2)
+        bytes[19] = UInt8(ascii: ".")
+        put(millis, at: 20, digits: 3)
+        bytes[23] = UInt8(ascii: "Z")
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     public var description: String { rfc3339 }
