@@ -76,6 +76,17 @@ public struct ObjectMetadata: Sendable, Equatable {
     /// The last segment of the name (rule P3).
     public var name: String { NameBytes.lastSegment(of: fullPath) }
 
+    /// The custom metadata key where Firebase keeps an object's download tokens, comma-separated (rule G7): kept on
+    /// every update, and hidden from `meta get` unless `--raw`.
+    public static let downloadTokensKey = "firebaseStorageDownloadTokens"
+
+    /// The metadata without its download tokens, as `meta get` shows it (rule G7).
+    public var withoutDownloadTokens: ObjectMetadata {
+        var shown = self
+        shown.customMetadata[Self.downloadTokensKey] = nil
+        return shown
+    }
+
     public subscript(property: WritableProperty) -> String? {
         get {
             switch property {

@@ -150,7 +150,9 @@ public final class Interpreter {
             try await runPageNext(at: here)
         case .metaGet(let path, let raw):
             let name = try objectName(path, raw: raw, at: here)
-            deliver(.metadata(try await onTarget(path, name: name, at: here) { try await self.target.metadata(of: name) }))
+            let metadata = try await onTarget(path, name: name, at: here) { try await self.target.metadata(of: name) }
+            // Rule G7: download tokens are credentials of a kind; shown only when asked for with --raw.
+            deliver(.metadata(raw ? metadata : metadata.withoutDownloadTokens))
         case .metaSet(let command):
             try await runUpdate(command.update, targets: command.targets, at: here)
         case .metaUnset(let command):
@@ -334,6 +336,7 @@ public final class Interpreter {
         var unchanged: [String] = []
         for object in objects {
             try checkCancelled(at: here)
+            let update = try await keepingDownloadTokens(update, of: object, at: here)
             // A named object is updated as it is (one `update` request, as the service makes it); one that a
             // pattern found must not have changed since.
             let result = try await onTarget(object.word, name: object.name, at: here) {
@@ -347,6 +350,25 @@ public final class Interpreter {
             }
         }
         deliver(.updates(UpdatesResult(updated: updated, unchanged: unchanged, single: objects.count == 1, dryRun: options.dryRun)))
+    }
+
+    /// Rule G7: `meta unset custom` clears the custom metadata but keeps the download tokens (the object's
+    /// download URLs go on working); unsetting the key by name removes it.
+    private func keepingDownloadTokens(
+        _ update: MetadataUpdate, of object: (name: ObjectName, metadata: ObjectMetadata?, word: Word?), at here: SourceLocation
+    ) async throws -> MetadataUpdate {
+        let key = ObjectMetadata.downloadTokensKey
+        guard update.clearsCustomMetadata, update.customMetadata[key] == nil else { return update }
+        let current: ObjectMetadata?
+        if let known = object.metadata {
+            current = known
+        } else {
+            current = try await onTarget(object.word, name: object.name, at: here) { try await self.target.metadataIfPresent(of: object.name) }
+        }
+        guard let tokens = current?.customMetadata[key] else { return update }
+        var kept = update
+        kept.customMetadata[key] = .set(tokens)
+        return kept
     }
 
     // MARK: Snapshots

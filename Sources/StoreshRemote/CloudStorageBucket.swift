@@ -72,6 +72,8 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
     let resumableThreshold: Int
 
     static let tokens = PositionPageTokens(mark: "gs1:")
+    /// Tab completion's reads, from a short-lived cache of pages.
+    private var completions: CompletionReads!
 
     public init(
         name: String, endpoint: CloudStorageEndpoint, http: RemoteHTTP, authorizer: any RequestAuthorizer,
@@ -82,9 +84,12 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
         self.http = http
         self.authorizer = authorizer
         self.resumableThreshold = resumableThreshold
+        completions = CompletionReads(bucket: self)
     }
 
-    public var capabilities: BucketCapabilities { [] }
+    public var capabilities: BucketCapabilities { [.immediateReads] }
+
+    public var immediateReads: (any ImmediateReads)? { completions }
 
     public var accessDescription: String? {
         let decides =
@@ -308,6 +313,7 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
         let start = "\(endpoint.baseURL)/upload/storage/v1/b/\(NameBytes.percentEncoded(name))/o"
             + Self.query([("uploadType", "resumable")] + Self.conditions(precondition))
         // Opening a session changes nothing: it is repeatable.
+        completions.forget()
         let session = try await send(
             .POST, start, headers: [("Content-Type", "application/json"), ("X-Upload-Content-Length", String(content.count))],
             body: Data(resource.serialized.utf8), repeatable: true, object: object, precondition: precondition)
@@ -369,6 +375,7 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
         let authorizer = self.authorizer
         let request = RemoteRequest(method: method, url: url, headers: authorizer.extraHeaders + headers, body: body, repeatable: repeatable)
         let response = try await http.send(request) { try await authorizer.authorization() }
+        completions.forget()
         if (200..<300).contains(response.status) { return response }
         if response.attempts > 1 {
             if method == .DELETE && response.status == 404 { return nil }

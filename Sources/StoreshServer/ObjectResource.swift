@@ -1,8 +1,8 @@
 import Foundation
 import StoreshCore
 
-/// The custom metadata key where Firebase keeps an object's download tokens, comma-separated (rule G7).
-let downloadTokensKey = "firebaseStorageDownloadTokens"
+/// The custom metadata key where Firebase keeps an object's download tokens (rule G7).
+let downloadTokensKey = ObjectMetadata.downloadTokensKey
 
 /// Objects and buckets as the two APIs write them.
 enum ObjectResource {

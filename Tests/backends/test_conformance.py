@@ -165,3 +165,17 @@ def test_X1_dry_run_changes_nothing(backend):
     out = backend.ok("--json", "run", "--dry-run", "-", stdin=b"meta set cacheControl=none -- dry/*\nrm dry/a.txt\n")
     assert "dry/a.txt" in out
     assert [metadata(backend, n) for n in ("dry/a.txt", "dry/b.txt")] == before
+
+
+def test_G7_download_tokens_are_hidden_from_meta_get_and_kept_by_unset_custom(backend):
+    backend.require("metadata-deletes")
+    backend.ok("-c", "put --data x t.png; meta set custom.firebaseStorageDownloadTokens=tok-1 custom.a=1 -- t.png")
+    shown = metadata(backend, "t.png")
+    assert shown["customMetadata"] == {"a": "1"}
+    raw = json.loads(backend.ok("--json", "-c", "meta get --raw t.png"))
+    assert raw["customMetadata"] == {"a": "1", "firebaseStorageDownloadTokens": "tok-1"}
+    backend.ok("-c", "meta unset custom -- t.png")
+    raw = json.loads(backend.ok("--json", "-c", "meta get --raw t.png"))
+    assert raw["customMetadata"] == {"firebaseStorageDownloadTokens": "tok-1"}
+    backend.ok("-c", "meta unset custom.firebaseStorageDownloadTokens -- t.png")
+    assert "customMetadata" not in json.loads(backend.ok("--json", "-c", "meta get --raw t.png"))

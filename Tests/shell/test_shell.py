@@ -328,3 +328,29 @@ def test_ctrl_c_ends_a_put_that_reads_a_stream(tmp_path):
     output = run(shell, "ls streamed.bin")
     assert "(nothing under gs://teaching/streamed.bin)" in output
     leave(shell)
+
+
+def test_the_shell_on_a_real_bucket_prompt_tab_and_changes(tmp_path):
+    """gs:// at the prompt: the prompt names the bucket, Tab completes from pages read through a short-lived cache,
+    and a change typed at the prompt is planned, applied with its precondition, and seen by the next line."""
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "server"))
+    from serving import Server
+    bucket = make_bucket(tmp_path, "served", ["photos/cat.jpg", "photos/dog.jpg", "docs/readme.txt"])
+    server = Server(tmp_path, bucket, name="served")
+    try:
+        shell = start(tmp_path, "--bucket", "gs://served", STORAGE_EMULATOR_HOST=server.url,
+                      XDG_STATE_HOME=str(tmp_path / "state"))
+        prompt(shell, "gs://served/")
+        shell.send("cd pho\t\r")
+        prompt(shell, "gs://served/photos")
+        output = run(shell, "meta set custom.k=v -- c\t", "gs://served/photos")
+        assert "updated photos/cat.jpg" in output
+        output = run(shell, "meta get cat.jpg", "gs://served/photos")
+        assert "custom.k" in output and "metageneration  2" in output
+        output = run(shell, "whoami", "gs://served/photos")
+        assert "Bearer owner" in output
+        leave(shell)
+    finally:
+        status, err = server.stop()
+        assert status == 0, err

@@ -1,0 +1,87 @@
+import Dispatch
+import Foundation
+import StoreshCore
+
+/// Tab completion's reads on a real bucket: answered from pages read in the last half minute, else read now
+/// within a short time budget, so that a key press never holds the line editor for long. A read that takes longer
+/// goes on in the background and fills the cache: the next Tab finds it. Changes this process makes empty the
+/// cache, so that it never offers a name just deleted.
+final class CompletionReads: ImmediateReads, @unchecked Sendable {
+    unowned let bucket: CloudStorageBucket
+    /// How long a key press may wait for the service.
+    let budget: DispatchTimeInterval
+    /// How long a page read is used before it is read again.
+    let lifetime: Duration
+
+    private let lock = NSLock()
+    private var pages: [String: (page: ListPage, read: ContinuousClock.Instant)] = [:]
+    private var objects: [String: (metadata: ObjectMetadata, read: ContinuousClock.Instant)] = [:]
+
+    init(bucket: CloudStorageBucket, budget: DispatchTimeInterval = .milliseconds(400), lifetime: Duration = .seconds(30)) {
+        self.bucket = bucket
+        self.budget = budget
+        self.lifetime = lifetime
+    }
+
+    var name: String { bucket.name }
+
+    func listPage(_ reference: StoragePath, options: ListOptions) throws(StorageError) -> ListPage {
+        let key = [reference.listingPrefix, options.startOffset ?? "", options.pageToken ?? "", String(options.maxResults ?? 0)]
+            .joined(separator: "\u{0}")
+        if let cached = lock.withLock({ pages[key] }), ContinuousClock.now - cached.read < lifetime { return cached.page }
+        let bucket = self.bucket
+        return try briefly { [self] in
+            let page = try await bucket.list(reference, options: options)
+            lock.withLock { pages[key] = (page, .now) }
+            return page
+        }
+    }
+
+    func currentMetadata(of object: ObjectName) throws(StorageError) -> ObjectMetadata {
+        if let cached = lock.withLock({ objects[object.rawValue] }), ContinuousClock.now - cached.read < lifetime {
+            return cached.metadata
+        }
+        let bucket = self.bucket
+        return try briefly { [self] in
+            let metadata = try await bucket.metadata(of: object)
+            lock.withLock { objects[object.rawValue] = (metadata, .now) }
+            return metadata
+        }
+    }
+
+    /// Forgets every page and object read (after a change).
+    func forget() {
+        lock.withLock {
+            pages.removeAll()
+            objects.removeAll()
+        }
+    }
+
+    /// Runs `work` and waits for it at most the budget; a read still running then is left to finish (and fill the
+    /// cache) on its own.
+    private func briefly<Value: Sendable>(_ work: @escaping @Sendable () async throws -> Value) throws(StorageError) -> Value {
+        let outcome = Outcome<Value>()
+        let done = DispatchSemaphore(value: 0)
+        Task.detached {
+            do {
+                outcome.set(.success(try await work()))
+            } catch {
+                outcome.set(.failure(error as? StorageError ?? StorageError(.unknown, "\(error)")))
+            }
+            done.signal()
+        }
+        guard done.wait(timeout: .now() + budget) == .success, let result = outcome.value else {
+            throw StorageError(.unavailable, "gs://\(name) did not answer within Tab's time budget.")
+        }
+        return try result.get()
+    }
+}
+
+/// A result handed from a task to a waiting thread.
+private final class Outcome<Value: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: Result<Value, StorageError>?
+
+    func set(_ result: Result<Value, StorageError>) { lock.withLock { stored = result } }
+    var value: Result<Value, StorageError>? { lock.withLock { stored } }
+}
