@@ -172,10 +172,13 @@ struct Undo: AsyncParsableCommand {
     @Flag(help: "Go on past a change that fails (exit 1 if any failed).")
     var keepGoing = false
 
-    @Flag(help: "Do not say which bucket is used.")
-    var quiet = false
+    /// `--quiet` (the same option group as the other commands', so that the flag reaches this command wherever it
+    /// is written); `--bucket` is refused: the journal names its bucket.
+    @OptionGroup(visibility: .hidden) var bucketOptions: BucketOptions
+    var quiet: Bool { bucketOptions.quiet }
 
     func run() async throws {
+        if bucketOptions.bucket != nil { throw CommandLineError("undo works on the bucket its journal names; give no --bucket.") }
         let journal = try JournalRecord.parse(try readInputFile(file), source: file)
         let (changes, impossible) = JournalRecord.undo(journal)
         let interpreter = try await journalSession(journal, json: outputOptions.json, quiet: quiet, dryRun: dryRun, keepGoing: keepGoing)

@@ -1,0 +1,153 @@
+import ArgumentParser
+import CStoreshTerminal
+import Foundation
+import StoreshCore
+import StoreshLanguage
+import StoreshLocal
+
+/// `storesh copy SOURCE DEST`: a real bucket into a local file and back (or any kind into any other).
+struct Copy: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Copy the objects of one bucket into another (a bucket file, gs://NAME): content and every writable property.",
+        discussion: """
+            Each object is copied with its content, contentType, cacheControl, contentDisposition, contentEncoding, \
+            contentLanguage and custom metadata (download tokens included); the destination gives it a generation \
+            and times of its own. Objects the destination already holds as they are in the source are left alone, \
+            so copying again sends only what changed. A bucket file that does not exist is created, named after the \
+            source (gs://my-app.appspot.com copied into class.bucket stays gs://my-app.appspot.com). Into a bucket \
+            file the copy is one transaction: all of it lands, or none. Into gs:// it is applied as a script's \
+            changes are: each write guarded by what was read of the destination, --parallel at a time, journaled, \
+            finished after an interruption with storesh run --resume JOURNAL. Contents are held in memory.
+            """)
+
+    @OptionGroup var outputOptions: OutputOptions
+    @OptionGroup var applyOptions: ApplyOptions
+
+    @Argument(help: ArgumentHelp("The bucket to copy from: a bucket file or gs://NAME.", valueName: "source"))
+    var source: String
+
+    @Argument(help: ArgumentHelp("The bucket to copy into: a bucket file (created when missing) or gs://NAME.", valueName: "destination"))
+    var destination: String
+
+    @Option(help: ArgumentHelp("Copy only the objects under this folder (e.g. images/2024).", valueName: "folder"))
+    var prefix: String?
+
+    @Flag(help: "Print what would be copied and write nothing.")
+    var dryRun = false
+
+    @Flag(help: "Into gs://: go on past an object that fails (exit 1 if any failed).")
+    var keepGoing = false
+
+    /// `--quiet` (the same option group as the other commands', so that the flag reaches this command wherever it
+    /// is written); `--bucket` is refused: the buckets are the arguments.
+    @OptionGroup(visibility: .hidden) var bucketOptions: BucketOptions
+    var quiet: Bool { bucketOptions.quiet }
+
+    func run() async throws {
+        if bucketOptions.bucket != nil {
+            throw CommandLineError("copy takes its buckets as arguments: storesh copy SOURCE DESTINATION (not --bucket).")
+        }
+        let from = try BucketLocation.parse(source, source: "copy's source")
+        let to = try BucketLocation.parse(destination, source: "copy's destination")
+        guard from.displayed != to.displayed else { throw CommandLineError("copy: the source and the destination are the same bucket, \(from.displayed).") }
+        let folder = try Self.folderPrefix(prefix)
+        storesh_install_interrupt_handler()
+        let isCancelled: @Sendable () -> Bool = { storesh_interrupt_pending() != 0 }
+        let clock = SystemClock()
+        let sourceBucket = try await Self.open(from, clock: clock, quiet: quiet || outputOptions.json, mustExist: true, nameForNew: nil)
+        // A dry run makes nothing, not even the destination's file: a file not there yet is an empty bucket.
+        let destinationBucket: (any Bucket)?
+        if dryRun, case .file(let path) = to.kind, access(path, F_OK) != 0 {
+            destinationBucket = nil
+        } else {
+            destinationBucket = try await Self.open(
+                to, clock: clock, quiet: quiet || outputOptions.json, mustExist: false, nameForNew: sourceBucket.name)
+        }
+        let output = ConsoleOutput(json: outputOptions.json, source: SourceText(name: "copy", text: ""))
+        let plan = try await BucketCopy.plan(
+            from: sourceBucket, to: destinationBucket, destinationName: destinationBucket?.name ?? sourceBucket.name, prefix: folder,
+            parallel: applyOptions.parallel ?? ApplySettings.defaultParallel, isCancelled: isCancelled)
+        let summary = "\(MessageText.counted(plan.changes.count, "object")) (\(plan.bytes) bytes) from \(from.displayed) to \(to.displayed)"
+            + (plan.unchanged > 0 ? "; \(plan.unchanged) already there as they are" : "")
+        if dryRun || plan.changes.isEmpty {
+            if outputOptions.json {
+                output.result(Self.document(plan, from: from, to: to, dryRun: true).serialized)
+            } else {
+                for change in plan.changes {
+                    output.result("would copy \(MessageText.oneLine(change.object)) (\(change.after?.size ?? 0) B, \(change.after?.contentType ?? "no type"))")
+                }
+                output.notice(
+                    plan.changes.isEmpty
+                        ? "nothing to copy: \(to.displayed) holds the \(MessageText.counted(plan.unchanged, "object")) of \(from.displayed)\(folder.isEmpty ? "" : " under \(folder)") as they are"
+                        : "dry run: would copy \(summary)")
+            }
+            output.flush()
+            throw ExitCode(0)
+        }
+        guard let destinationBucket else { preconditionFailure("only a dry run plans without a destination") }
+        let status: Interpreter.Status
+        if let transactions = destinationBucket.transactions {
+            // Into a bucket file: one transaction, all of it or none.
+            let outcome = try await transactions.withTransaction(forWriting: true) { transaction -> TransactionOutcome<ApplyOutcome> in
+                let outcome = await PlanApplier(
+                    bucket: transaction, changes: plan.changes, parallel: 1, keepGoing: false, journal: nil, isCancelled: isCancelled
+                ).apply()
+                return outcome.end == .complete ? .commit(outcome) : .rollback(outcome)
+            }
+            for failure in outcome.failures {
+                output.error(Diagnostic.running(failure.error, at: SourceLocation(line: 1, column: 1)))
+            }
+            switch outcome.end {
+            case .complete: status = .success
+            case .interrupted: status = .interrupted
+            case .stopped, .finishedWithFailures: status = .failed
+            }
+            if status != .success { output.notice("nothing was copied: a copy into a bucket file lands whole or not at all") }
+        } else {
+            var options = RunOptions(json: outputOptions.json, keepGoing: keepGoing)
+            options.atPrompt = false
+            let interpreter = Interpreter(bucket: destinationBucket, output: output, files: HostFiles(), options: options)
+            interpreter.isCancelled = isCancelled
+            applyOptions.configure(interpreter, source: "copy \(from.displayed) \(to.displayed)", json: outputOptions.json)
+            status = await interpreter.apply(plan.changes)
+        }
+        if status == .success {
+            if outputOptions.json {
+                output.result(Self.document(plan, from: from, to: to, dryRun: false).serialized)
+            } else {
+                output.notice("copied \(summary)")
+            }
+        }
+        output.flush()
+        throw ExitCode(status.rawValue)
+    }
+
+    /// `images/2024` → `images/2024/`; the root is "".
+    static func folderPrefix(_ prefix: String?) throws -> String {
+        guard let prefix, !prefix.isEmpty else { return "" }
+        let path = StoragePath(normalizing: prefix)
+        guard !path.fullPath.isEmpty else { return "" }
+        return path.fullPath + "/"
+    }
+
+    static func document(_ plan: BucketCopy.Plan, from: BucketLocation, to: BucketLocation, dryRun: Bool) -> JSONValue {
+        .object([
+            ("copied", .array(plan.changes.map { .string($0.object) })), ("from", .string(from.displayed)),
+            ("to", .string(to.displayed)), ("bytes", .integer(plan.bytes)), ("unchanged", .integer(Int64(plan.unchanged))),
+            ("dryRun", .bool(dryRun)),
+        ])
+    }
+
+    /// A bucket of either kind; a source file must exist (a copy never creates what it reads).
+    static func open(_ location: BucketLocation, clock: any StorageClock, quiet: Bool, mustExist: Bool, nameForNew: String?)
+        async throws -> any Bucket
+    {
+        guard case .file(let path) = location.kind else {
+            return OpenBuckets.shared.keep(try await location.openRemote(quiet: quiet))
+        }
+        if mustExist && access(path, F_OK) != 0 {
+            throw CommandLineError("copy: there is no bucket file \(path) to copy from.")
+        }
+        return OpenBuckets.shared.keep(try location.open(clock: clock, quiet: quiet, nameForNewBucket: nameForNew))
+    }
+}
