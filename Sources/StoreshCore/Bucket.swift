@@ -156,6 +156,13 @@ public protocol Bucket: AnyObject, Sendable {
     /// A real bucket: where its requests go and whose credentials they carry (`whoami`); nil for a local one.
     var accessDescription: String? { get }
 
+    /// False when the bucket cannot make a change conditional on the object's state (the Firebase v0 API has no
+    /// preconditions): plans then say that a concurrent change may be overwritten.
+    var guardsChanges: Bool { get }
+
+    /// A real bucket that can be used as an end user of the app (rule F1); nil otherwise.
+    var endUserSignIn: (any EndUserSignIn)? { get }
+
     /// With `.transactions`: the bucket's transactions.
     var transactions: (any TransactionalBucket)? { get }
     /// With `.snapshots`: the bucket's snapshots.
@@ -168,6 +175,8 @@ public protocol Bucket: AnyObject, Sendable {
 
 extension Bucket {
     public var accessDescription: String? { nil }
+    public var guardsChanges: Bool { true }
+    public var endUserSignIn: (any EndUserSignIn)? { nil }
     public var transactions: (any TransactionalBucket)? { nil }
     public var snapshotStore: (any SnapshotStore)? { nil }
     public var immediateReads: (any ImmediateReads)? { nil }
@@ -220,6 +229,18 @@ extension Bucket {
         } while token != nil
         return all
     }
+}
+
+/// Signing in to a real bucket as an end user of the app (rule F1): requests then go through the Firebase Storage
+/// API, where the project's security rules decide, as they do for the apps.
+public protocol EndUserSignIn: AnyObject, Sendable {
+    /// Signs in with a Firebase ID token; answers who is signed in, for messages (never the token).
+    func signIn(idToken: String) throws(StorageError) -> String
+    /// Against an emulator only: signs in with an unsigned emulator token for `uid` (claims `true`, `false` and
+    /// numbers typed), as the Firebase emulator suite makes one.
+    func signIn(uid: String, claims: [String: String]) throws(StorageError) -> String
+    /// Back to the bucket's own credentials.
+    func signOut()
 }
 
 /// How a transaction ends when its work returns: its changes land, or are forgotten (a dry run, a failure).

@@ -51,6 +51,8 @@ public enum Command: Sendable, Equatable {
     case rulesLoad(Word)
     case rulesWhy
     case login(uid: Word, claims: [(key: Word, value: Word)])
+    /// `login --id-token TOKEN`: a real bucket, used as the user of a Firebase ID token (rule F1).
+    case loginToken(Word)
     case logout
     case whoami
     case snapshot(SnapshotCommand)
@@ -75,7 +77,7 @@ public enum Command: Sendable, Equatable {
         case .rulesShow: "rules show"
         case .rulesLoad: "rules load"
         case .rulesWhy: "rules why"
-        case .login: "login"
+        case .login, .loginToken: "login"
         case .logout: "logout"
         case .whoami: "whoami"
         case .snapshot(.save): "snapshot save"
@@ -111,6 +113,7 @@ public enum Command: Sendable, Equatable {
         case (.rulesLoad(let a), .rulesLoad(let b)): a == b
         case (.snapshot(let a), .snapshot(let b)): a == b
         case (.login(let a, let x), .login(let b, let y)): a == b && x.map(\.key) == y.map(\.key) && x.map(\.value) == y.map(\.value)
+        case (.loginToken(let a), .loginToken(let b)): a == b
         default: false
         }
     }

@@ -156,11 +156,16 @@ public enum CommandCatalog {
             summary: "which allow (file:line) granted the last request, or why none did", details: [],
             example: "rules why"),
         CommandDeclaration(
-            "login", usage: "login UID [--claim KEY=VALUE…]",
+            "login", usage: "login UID [--claim KEY=VALUE…] | login --id-token TOKEN",
             summary: "make requests as this user (request.auth.uid, request.auth.token.KEY)",
-            details: ["Claim values true, false and numbers are typed; others are strings."],
+            details: [
+                "Claim values true, false and numbers are typed; others are strings.",
+                "On gs:// requests then go through the Firebase Storage API, where the project's rules decide:",
+                "login UID makes an unsigned emulator token (emulators only); --id-token takes a user's Firebase",
+                "ID token (or set $STORESH_ID_TOKEN, which keeps it out of the history). logout goes back.",
+            ],
             example: "login uid --claim admin=false",
-            options: ["--claim"]),
+            options: ["--claim", "--id-token"]),
         CommandDeclaration(
             "logout", usage: "logout", summary: "make requests signed out (request.auth is null)", details: [],
             example: "logout"),

@@ -227,16 +227,29 @@ public final class Interpreter {
             let text = last.map { $0.decision.explanation(for: $0.request) } ?? "no request has been decided yet"
             deliver(.decision(allowed: last?.decision.allowed, explanation: text))
         case .login(let uid, let claims):
-            if bucket.accessDescription != nil {
-                throw Diagnostic.running(
-                    .invalidArgument(
-                        "login on gs:// (the Firebase v0 API, where the project's security rules decide) comes in a later version of storesh; this one uses the credentials `whoami` names."),
-                    at: here)
+            if let signIn = bucket.endUserSignIn {
+                let claimValues = Dictionary(claims.map { ($0.key.text, $0.value.text) }) { $1 }
+                let who = try located(uid.location) { try signIn.signIn(uid: uid.text, claims: claimValues) }
+                deliver(.access(Self.signedInThroughFirebase(who)))
+                return .next
             }
             let rules = try requireRules(here)
             rules.identity = Identity(uid: uid.text, claims: Dictionary(claims.map { ($0.key.text, $0.value.text) }) { $1 })
             deliver(.signedIn(uid: uid.text))
+        case .loginToken(let token):
+            guard let signIn = bucket.endUserSignIn else {
+                throw Diagnostic.running(
+                    .invalidArgument("login --id-token signs in to a real bucket (gs://); a local bucket's rules take login UID."),
+                    at: token.location)
+            }
+            let who = try located(token.location) { try signIn.signIn(idToken: token.text) }
+            deliver(.access(Self.signedInThroughFirebase(who)))
         case .logout:
+            if let signIn = bucket.endUserSignIn {
+                signIn.signOut()
+                deliver(.access("signed out: requests go through the Cloud Storage JSON API again (whoami says as whom)"))
+                return .next
+            }
             try requireRules(here).identity = nil
             deliver(.signedOut)
         case .whoami:
@@ -247,6 +260,10 @@ public final class Interpreter {
             }
         }
         return .next
+    }
+
+    static func signedInThroughFirebase(_ who: String) -> String {
+        "signed in as \(who): requests now go through the Firebase Storage API, where the project's security rules decide (logout goes back)"
     }
 
     private func requireRules(_ here: SourceLocation) throws -> RulesControl {

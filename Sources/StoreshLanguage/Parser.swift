@@ -92,6 +92,12 @@ public enum Parser {
             command = .snapshot(try parseSnapshot(&reader, after: name))
         case "login":
             let uid = try reader.required("a UID", for: "login", after: name)
+            if uid.text == "--id-token", uid.isBare {
+                let token = try reader.optionValue(for: uid)
+                try reader.expectEnd(for: "login")
+                command = .loginToken(token)
+                break
+            }
             var claims: [(key: Word, value: Word)] = []
             while let option = reader.next() {
                 guard option.text == "--claim", option.isBare else {

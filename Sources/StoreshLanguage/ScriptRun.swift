@@ -105,6 +105,9 @@ extension Interpreter {
             output.notice("nothing was applied: the journal could not be written")
             return .failed
         }
+        if !bucket.guardsChanges {
+            output.notice(Self.unguardedChanges)
+        }
         let applier = PlanApplier(
             bucket: bucket, changes: changes, parallel: options.parallel, keepGoing: options.keepGoing, journal: journal,
             alreadyApplied: alreadyApplied, isCancelled: isCancelled, progress: applySettings.progress)
@@ -128,18 +131,34 @@ extension Interpreter {
             var lines = [
                 "\(why): applied \(outcome.applied.count) of \(MessageText.counted(total, "change")); \(outcome.failures.count) failed, \(outcome.notSent.count) not sent"
             ]
-            if let journal, outcome.failures.count + outcome.notSent.count > 0 {
-                lines.append("finish with: storesh run --resume \(journal.location); put back what was applied with: storesh undo \(journal.location)")
+            if let journal {
+                // Resuming helps what was not sent or met a passing fault; an object that changed meanwhile or was
+                // refused needs a new plan.
+                let passing: Set<StorageErrorCode> = [.unavailable, .cancelled, .internalError, .unknown]
+                if !outcome.notSent.isEmpty || outcome.failures.contains(where: { passing.contains($0.error.code) }) {
+                    lines.append("finish with: storesh run --resume \(journal.location)")
+                }
+                if outcome.failures.contains(where: { !passing.contains($0.error.code) }) {
+                    lines.append("a change refused or overtaken by another writer is not resumed: run the script again to plan it anew")
+                }
+                if !outcome.applied.isEmpty {
+                    lines.append("put back what was applied with: storesh undo \(journal.location)")
+                }
             }
             for line in lines { output.notice(line) }
             return outcome.end == .interrupted ? .interrupted : .failed
         }
     }
 
+    /// Rule F1: the plan of a run through an API without preconditions says what that means.
+    static let unguardedChanges =
+        "the Firebase v0 API has no preconditions: each object is read just before it is changed, which narrows but does not close the window in which a change made meanwhile by someone else could be overwritten"
+
     /// After the transaction ended: what was saved.
     private func conclude(_ end: ScriptEnd, _ script: Script) -> Status {
         if end.stoppedEarly { return end.status }
         if options.dryRun {
+            if !bucket.guardsChanges && script.changesBucket { output.notice(Self.unguardedChanges) }
             deliver(.note("dry run: nothing was saved"))
         } else if end.failures > 0 && script.changesBucket {
             output.notice(

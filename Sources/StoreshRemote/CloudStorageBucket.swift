@@ -58,6 +58,17 @@ public struct EmulatorOwner: RequestAuthorizer {
     public var description: String { "the emulator's administrator (Bearer owner)" }
 }
 
+/// No Google credentials were found, but requests are made as an end user (rule F1): only if the user signs out
+/// does a request need them, and it then fails as the search did.
+public struct MissingCredentials: RequestAuthorizer {
+    let search: StorageError
+
+    public init(_ search: StorageError) { self.search = search }
+
+    public func authorization() async throws -> String? { throw search }
+    public var description: String { "no Google credentials (none were found)" }
+}
+
 /// A Google Cloud Storage bucket over the JSON API v1 (rules G1–G7): every Firebase Storage bucket is one.
 ///
 /// Listings are the Firebase view of what the service lists as stored, with pages filled (rule G6). Every change
@@ -74,6 +85,10 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
     static let tokens = PositionPageTokens(mark: "gs1:")
     /// Tab completion's reads, from a short-lived cache of pages.
     private var completions: CompletionReads!
+    /// Signed in as an end user (rule F1): requests go through the Firebase v0 API instead.
+    private var signedIn: EndUser?
+    private let signInLock = NSLock()
+    let firebase: FirebaseStorageAPI
 
     public init(
         name: String, endpoint: CloudStorageEndpoint, http: RemoteHTTP, authorizer: any RequestAuthorizer,
@@ -84,14 +99,26 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
         self.http = http
         self.authorizer = authorizer
         self.resumableThreshold = resumableThreshold
+        firebase = FirebaseStorageAPI(
+            bucket: name, baseURL: endpoint.isEmulator ? endpoint.baseURL : "https://firebasestorage.googleapis.com", http: http)
         completions = CompletionReads(bucket: self)
     }
+
+    /// The end user requests are made as, when signed in.
+    var user: EndUser? { signInLock.withLock { signedIn } }
 
     public var capabilities: BucketCapabilities { [.immediateReads] }
 
     public var immediateReads: (any ImmediateReads)? { completions }
 
+    public var guardsChanges: Bool { user == nil }
+
+    public var endUserSignIn: (any EndUserSignIn)? { self }
+
     public var accessDescription: String? {
+        if let user {
+            return "gs://\(name) through the Firebase Storage API v0 at \(firebase.baseURL), as \(user.description): the project's security rules decide, and changes carry no preconditions (the v0 API has none)"
+        }
         let decides =
             endpoint.isEmulator
             ? "security rules are bypassed" : "IAM decides what it may do (security rules apply to the Firebase SDKs, not here)"
@@ -179,7 +206,8 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
     // MARK: Listing
 
     public func list(_ reference: StoragePath, options: ListOptions) async throws -> ListPage {
-        try await Lister.page(of: reference, bucket: name, options: options, source: self, tokens: Self.tokens)
+        if let user { return try await firebase.list(reference, options: options, user: user) }
+        return try await Lister.page(of: reference, bucket: name, options: options, source: self, tokens: Self.tokens)
     }
 
     public func storedPage(prefix: String, startOffset: String?, continuation: String?, maxResults: Int) async throws
@@ -204,6 +232,13 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
     }
 
     public func scan(prefix: String, after: String?, limit: Int) async throws -> ObjectScanPage {
+        if let user {
+            // Walked whole at once (the v0 API has no flat listing to resume): one page, every object.
+            let all = try await firebase.everything(under: prefix, user: user)
+            return ObjectScanPage(
+                objects: all.filter { object in after.map { $0.utf8.lexicographicallyPrecedes(object.fullPath.utf8) } ?? true },
+                resumeAfter: nil)
+        }
         var objects: [ObjectMetadata] = []
         var continuation: String?
         // Bounded by the service's continuation, which must change at every page.
@@ -228,12 +263,14 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
     // MARK: Objects
 
     public func metadata(of object: ObjectName) async throws -> ObjectMetadata {
+        if let user { return try await firebase.metadata(of: object.rawValue, user: user) }
         let response = try await send(.GET, objectURL(object.rawValue), repeatable: true, object: object.rawValue)
         return try CloudStorageJSON.metadata(try CloudStorageJSON.object(response.body, what: "a metadata read"), bucket: name)
     }
 
     public func read(_ object: ObjectName) async throws -> Data {
-        try await send(.GET, objectURL(object.rawValue, [("alt", "media")]), repeatable: true, object: object.rawValue).body
+        if let user { return try await firebase.read(object.rawValue, user: user) }
+        return try await send(.GET, objectURL(object.rawValue, [("alt", "media")]), repeatable: true, object: object.rawValue).body
     }
 
     public func updateMetadata(of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition) async throws
@@ -254,6 +291,10 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
     public func applyMetadata(of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata) async throws
         -> ObjectMetadata
     {
+        if let user {
+            defer { completions.forget() }
+            return try await firebase.update(object.rawValue, from: before, to: after, user: user)
+        }
         let guarded = Precondition(generation: before.generation, metageneration: before.metageneration)
         let response = try await sendChange(
             .PATCH, objectURL(object.rawValue, Self.conditions(guarded)), headers: [("Content-Type", "application/json")],
@@ -275,6 +316,12 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
             options.properties[.contentType] = ContentType.guess(forName: object.rawValue)
         }
         let resource = CloudStorageJSON.uploadResource(name: object.rawValue, options: options)
+        if let user {
+            defer { completions.forget() }
+            return try await firebase.write(
+                content, to: object.rawValue, resource: resource,
+                contentType: options.properties[.contentType] ?? "application/octet-stream", precondition: precondition, user: user)
+        }
         let md5 = ContentHash.md5Base64(content)
         // A repeat refused because the first attempt landed: the object has this content, as first written.
         let landed: @Sendable (ObjectMetadata) -> Bool = { current in
@@ -358,6 +405,10 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
     }
 
     public func delete(_ object: ObjectName, precondition: Precondition) async throws {
+        if let user {
+            defer { completions.forget() }
+            return try await firebase.delete(object.rawValue, precondition: precondition, user: user)
+        }
         _ = try await sendChange(
             .DELETE, objectURL(object.rawValue, Self.conditions(precondition)), object: object.rawValue,
             precondition: precondition) { _ in false }
@@ -384,5 +435,44 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
             }
         }
         throw failure(response, object: object, precondition: precondition)
+    }
+}
+
+extension CloudStorageBucket: EndUserSignIn {
+    public func signIn(idToken: String) throws(StorageError) -> String {
+        let token = idToken.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !token.isEmpty, !token.contains(" ") else {
+            throw .invalidArgument("An ID token is one word (a JWT, as the Firebase SDKs' getIdToken() gives it).")
+        }
+        let claims = EndUser.claims(of: token)
+        let user = EndUser(idToken: token, uid: (claims?["user_id"] ?? claims?["sub"]) as? String, emulatorToken: false)
+        signInLock.withLock { signedIn = user }
+        completions.forget()
+        return user.description
+    }
+
+    public func signIn(uid: String, claims: [String: String]) throws(StorageError) -> String {
+        guard endpoint.isEmulator else {
+            throw .invalidArgument(
+                "login UID makes an unsigned emulator token, which only an emulator accepts; on a real project sign in with login --id-token TOKEN (a user's Firebase ID token).")
+        }
+        let project = Self.projectID(ofBucket: name)
+        let user = EndUser(idToken: EndUser.emulatorToken(uid: uid, claims: claims, project: project), uid: uid, emulatorToken: true)
+        signInLock.withLock { signedIn = user }
+        completions.forget()
+        return user.description
+    }
+
+    public func signOut() {
+        signInLock.withLock { signedIn = nil }
+        completions.forget()
+    }
+
+    /// The Firebase project a default bucket belongs to (`my-app.appspot.com`, `my-app.firebasestorage.app`).
+    static func projectID(ofBucket bucket: String) -> String {
+        for suffix in [".appspot.com", ".firebasestorage.app"] where bucket.hasSuffix(suffix) {
+            return String(bucket.dropLast(suffix.count))
+        }
+        return bucket
     }
 }

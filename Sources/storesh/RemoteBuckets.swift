@@ -17,18 +17,27 @@ extension BucketLocation {
             let http = RemoteHTTP(
                 policy: Self.retryPolicy(environment), connectionsPerHost: 64,
                 isCancelled: { storesh_interrupt_pending() != 0 })
+            let idToken = environment["STORESH_ID_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
             let authorizer: any RequestAuthorizer
             do {
                 authorizer =
                     endpoint.isEmulator
                     ? EmulatorOwner() : try await GoogleCredentialSearch(environment: { Environment()[$0] }, http: http).find()
+            } catch let error as StorageError where idToken != nil {
+                // An end user needs no Google credentials of their own.
+                authorizer = MissingCredentials(error)
             } catch {
                 http.close()
                 throw error
             }
             let bucket = CloudStorageBucket(name: name, endpoint: endpoint, http: http, authorizer: authorizer)
             do {
-                try await bucket.verify()
+                // Rule F1: signed in as an end user from the start; the bucket's own check is then the user's.
+                if let token = idToken {
+                    _ = try bucket.signIn(idToken: token)
+                } else {
+                    try await bucket.verify()
+                }
             } catch {
                 bucket.close()
                 throw error

@@ -22,6 +22,8 @@ struct HistoryFile {
     /// Adds a command; an empty line, or one starting with a blank (kept private, as in bash), is not kept.
     mutating func add(_ line: String) {
         guard !line.isEmpty, !line.hasPrefix(" ") else { return }
+        // An ID token is a credential: a line that carries one is never written to the history file.
+        guard !line.contains("--id-token") else { return }
         lines.removeAll { $0 == line }
         lines.append(line)
         if lines.count > Self.limit { lines.removeFirst(lines.count - Self.limit) }

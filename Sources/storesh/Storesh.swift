@@ -77,8 +77,10 @@ struct Storesh: AsyncParsableCommand {
         abstract: "A scriptable shell for cloud-storage buckets with the semantics of Cloud Storage for Firebase.",
         discussion: """
             On a terminal storesh opens a prompt; with -c TEXT, `run FILE`, or a script on standard input, it runs \
-            the script and exits. A script is one transaction: all its changes land, or none. Type `help` at the \
-            prompt (or storesh -c help) for the commands.
+            the script and exits. On a bucket file a script is one transaction: all its changes land, or none. On \
+            gs://NAME (Google Cloud Storage, Firebase) a script is planned, then applied with preconditions, in \
+            parallel, with a journal (run --resume JOURNAL finishes it, undo JOURNAL puts it back). Type `help` at \
+            the prompt (or storesh -c help) for the commands.
 
             The default bucket lives in $XDG_DATA_HOME/storesh (or ~/.local/share/storesh) and starts as the \
             teaching sample. Exit status: 0 everything ran, 1 a command failed, 2 usage or syntax error \

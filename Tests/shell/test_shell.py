@@ -350,7 +350,14 @@ def test_the_shell_on_a_real_bucket_prompt_tab_and_changes(tmp_path):
         assert "custom.k" in output and "metageneration  2" in output
         output = run(shell, "whoami", "gs://served/photos")
         assert "Bearer owner" in output
+        # Rule F1 at the prompt: an ID token is a credential, and its line is not kept in the history file.
+        output = run(shell, "login --id-token eyJhbGciOiJub25lIn0.eyJ1c2VyX2lkIjoiYWRhIn0.", "gs://served/photos")
+        assert "signed in as user ada" in output
+        output = run(shell, "logout", "gs://served/photos")
+        assert "signed out" in output
         leave(shell)
+        history = (tmp_path / ".local" / "share" / "storesh" / "history").read_text()
+        assert "logout" in history and "eyJ1c2VyX2lkIjoiYWRhIn0" not in history
     finally:
         status, err = server.stop()
         assert status == 0, err

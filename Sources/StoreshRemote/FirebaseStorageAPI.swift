@@ -1,0 +1,194 @@
+import Foundation
+import NIOHTTP1
+import StoreshCore
+
+/// Someone signed in as an end user of the app (rule F1): the ID token their requests carry.
+struct EndUser: Sendable {
+    /// `Authorization: Firebase TOKEN`; never printed.
+    var idToken: String
+    /// Who, for messages: the token's `user_id` (or `sub`), read without checking the signature (the service checks).
+    var uid: String?
+    var emulatorToken: Bool
+
+    var description: String {
+        let who = uid.map { "user \($0)" } ?? "the user of an ID token whose claims could not be read"
+        return emulatorToken ? "\(who) (an unsigned emulator token)" : "\(who) (Firebase ID token)"
+    }
+
+    /// The claims of a JWT, without checking its signature.
+    static func claims(of token: String) -> [String: Any]? {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count >= 2 else { return nil }
+        var payload = parts[1].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while payload.count % 4 != 0 { payload += "=" }
+        guard let data = Data(base64Encoded: payload) else { return nil }
+        return (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
+    }
+
+    /// An unsigned ID token as the Firebase emulator suite makes one (alg none, no signature), for `project`.
+    static func emulatorToken(uid: String, claims: [String: String], project: String) -> String {
+        let now = Int64(Date().timeIntervalSince1970)
+        var members: [(String, JSONValue)] = [
+            ("iss", .string("https://securetoken.google.com/\(project)")), ("aud", .string(project)),
+            ("auth_time", .integer(now)), ("iat", .integer(now)), ("exp", .integer(now + 3600)),
+            ("sub", .string(uid)), ("user_id", .string(uid)),
+            ("firebase", .object([("sign_in_provider", .string("custom")), ("identities", .object([]))])),
+        ]
+        for (key, value) in claims.sorted(by: { $0.key < $1.key }) {
+            let typed: JSONValue =
+                value == "true" ? .bool(true) : value == "false" ? .bool(false) : Int64(value).map { .integer($0) } ?? .string(value)
+            members.append((key, typed))
+        }
+        func encoded(_ value: JSONValue) -> String { ServiceAccountTokens.base64URL(Data(value.serialized.utf8)) }
+        return encoded(.object([("alg", .string("none")), ("typ", .string("JWT"))])) + "." + encoded(.object(members)) + "."
+    }
+}
+
+/// The Firebase Storage REST API v0 (`/v0/b/BUCKET/o…`), the one the Firebase SDKs use: lists apply L3 and page
+/// themselves, and the project's security rules decide every request. It has no preconditions.
+struct FirebaseStorageAPI: Sendable {
+    let bucket: String
+    /// `https://firebasestorage.googleapis.com`, or the emulator's base URL.
+    let baseURL: String
+    let http: RemoteHTTP
+
+    private var objectsURL: String { "\(baseURL)/v0/b/\(NameBytes.percentEncoded(bucket))/o" }
+
+    private func objectURL(_ name: String, _ query: String = "") -> String { "\(objectsURL)/\(NameBytes.percentEncoded(name))\(query)" }
+
+    private func send(
+        _ method: HTTPMethod, _ url: String, user: EndUser, headers: [(String, String)] = [], body: Data? = nil, object: String?
+    ) async throws -> RemoteResponse {
+        // No preconditions: only reads are repeated.
+        let request = RemoteRequest(method: method, url: url, headers: headers, body: body, repeatable: method == .GET)
+        let token = user.idToken
+        let response = try await http.send(request) { "Firebase \(token)" }
+        guard (200..<300).contains(response.status) else { throw failure(response, object: object) }
+        return response
+    }
+
+    /// A refusal in the words of spec E (the messages the SDKs give).
+    func failure(_ response: RemoteResponse, object: String?) -> StorageError {
+        let message = CloudStorageJSON.errorMessage(response.body)
+        switch response.status {
+        case 401: return .unauthenticated
+        case 403: return .unauthorized(bucket: bucket, path: object ?? "")
+        case 404: return object.map { .objectNotFound($0) } ?? .bucketNotFound(bucket)
+        case 400: return StorageError(.invalidArgument, message ?? "The service refused the request as invalid (400).")
+        case 429, 503: return StorageError(.unavailable, "The service answered \(response.status) after \(response.attempts) attempts.")
+        default: return StorageError(.unknown, "The service answered \(response.status).\(message.map { " \($0)" } ?? "")")
+        }
+    }
+
+    /// An object of the v0 API: the JSON API's fields, with download tokens apart (they go back among the custom
+    /// metadata, where the bucket keeps them).
+    func metadata(_ data: Data) throws -> ObjectMetadata {
+        let document = try CloudStorageJSON.object(data, what: "a metadata read")
+        var metadata = try CloudStorageJSON.metadata(document, bucket: bucket)
+        if let tokens = document["downloadTokens"] as? String, !tokens.isEmpty {
+            metadata.customMetadata[ObjectMetadata.downloadTokensKey] = tokens
+        }
+        return metadata
+    }
+
+    func list(_ reference: StoragePath, options: ListOptions, user: EndUser) async throws -> ListPage {
+        let maxResults = try options.validatedMaxResults()
+        let prefix = reference.listingPrefix
+        let url = objectsURL + CloudStorageBucket.query([
+            ("prefix", prefix), ("delimiter", "/"), ("maxResults", String(maxResults)), ("pageToken", options.pageToken),
+        ])
+        let response: RemoteResponse
+        do {
+            response = try await send(.GET, url, user: user, object: nil)
+        } catch let error as StorageError where error.code == .unauthorized {
+            throw StorageError.unauthorized(bucket: bucket, path: reference.fullPath)
+        }
+        let document = try CloudStorageJSON.object(response.body, what: "a listing")
+        var page = ListPage()
+        page.prefixes = ((document["prefixes"] as? [String]) ?? []).map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
+        page.items = ((document["items"] as? [[String: Any]]) ?? []).compactMap { $0["name"] as? String }
+        page.nextPageToken = (document["nextPageToken"] as? String).flatMap { $0.isEmpty ? nil : $0 }
+        if options.includeMetadata {
+            // The v0 list carries names only: each item's metadata is a request of its own, as in the SDKs.
+            var metadata: [ObjectMetadata] = []
+            for item in page.items { metadata.append(try await self.metadata(of: item, user: user)) }
+            page.itemMetadata = metadata
+        }
+        return page
+    }
+
+    /// Every object under `prefix`, in name order, walked folder by folder (the v0 API lists with a delimiter only).
+    func everything(under prefix: String, user: EndUser) async throws -> [ObjectMetadata] {
+        let slash = prefix.utf8.lastIndex(of: UInt8(ascii: "/")).map { prefix.utf8.distance(from: prefix.utf8.startIndex, to: $0) + 1 } ?? 0
+        var folders = [StoragePath(normalizing: NameBytes.prefix(of: prefix, byteCount: slash))]
+        var names: [String] = []
+        var visited = 0
+        while let folder = folders.popLast() {
+            visited += 1
+            guard visited <= 1_000_000 else { throw StorageError.internalError("More than a million folders under \(prefix).") }
+            var token: String?
+            repeat {
+                let page = try await list(folder, options: ListOptions(pageToken: token), user: user)
+                names += page.items.filter { $0.utf8.starts(with: prefix.utf8) }
+                folders += page.prefixes.filter { ($0 + "/").utf8.starts(with: prefix.utf8) || prefix.utf8.starts(with: ($0 + "/").utf8) }
+                    .map { StoragePath(normalizing: $0) }
+                token = page.nextPageToken
+            } while token != nil
+        }
+        names.sort { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        var objects: [ObjectMetadata] = []
+        for name in names { objects.append(try await metadata(of: name, user: user)) }
+        return objects
+    }
+
+    func metadata(of name: String, user: EndUser) async throws -> ObjectMetadata {
+        try metadata(try await send(.GET, objectURL(name), user: user, object: name).body)
+    }
+
+    func read(_ name: String, user: EndUser) async throws -> Data {
+        try await send(.GET, objectURL(name, "?alt=media"), user: user, object: name).body
+    }
+
+    /// The v0 API has no preconditions: the object is read just before the change and compared with the state the
+    /// change was computed from, which narrows the window for a concurrent change but cannot close it.
+    func update(_ name: String, from before: ObjectMetadata, to after: ObjectMetadata, user: EndUser) async throws -> ObjectMetadata {
+        let current = try await metadata(of: name, user: user)
+        guard current.generation == before.generation, current.metageneration == before.metageneration else {
+            throw StorageError.preconditionFailed(name, Precondition(generation: before.generation, metageneration: before.metageneration), actual: current)
+        }
+        let response = try await send(
+            .PATCH, objectURL(name), user: user, headers: [("Content-Type", "application/json")],
+            body: CloudStorageJSON.patchBody(from: before, to: after), object: name)
+        return try metadata(response.body)
+    }
+
+    func write(_ content: Data, to name: String, resource: JSONValue, contentType: String, precondition: Precondition, user: EndUser)
+        async throws -> ObjectMetadata
+    {
+        if precondition != .none {
+            let current = try? await metadata(of: name, user: user)
+            guard precondition.isSatisfied(by: current) else {
+                throw StorageError.preconditionFailed(name, precondition, actual: current)
+            }
+        }
+        let boundary = "storesh-\(UUID().uuidString)"
+        var body = Data("--\(boundary)\r\nContent-Type: application/json; charset=utf-8\r\n\r\n".utf8)
+        body += Data(resource.serialized.utf8)
+        body += Data("\r\n--\(boundary)\r\nContent-Type: \(contentType)\r\n\r\n".utf8)
+        body += content
+        body += Data("\r\n--\(boundary)--\r\n".utf8)
+        let response = try await send(
+            .POST, objectsURL + CloudStorageBucket.query([("name", name)]), user: user,
+            headers: [("Content-Type", "multipart/related; boundary=\(boundary)"), ("X-Goog-Upload-Protocol", "multipart")],
+            body: body, object: name)
+        return try metadata(response.body)
+    }
+
+    func delete(_ name: String, precondition: Precondition, user: EndUser) async throws {
+        if precondition != .none {
+            let current = try? await metadata(of: name, user: user)
+            guard precondition.isSatisfied(by: current) else { throw StorageError.preconditionFailed(name, precondition, actual: current) }
+        }
+        _ = try await send(.DELETE, objectURL(name), user: user, object: name)
+    }
+}

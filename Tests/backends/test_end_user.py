@@ -1,0 +1,91 @@
+"""Rule F1: signed in as an end user, storesh uses the Firebase Storage API v0 of `storesh serve`, so the bucket's
+security rules decide, as they do for the apps: `login UID` (an unsigned emulator token), `$STORESH_ID_TOKEN`,
+`logout`, `whoami`; a plan through an API without preconditions says so; the token is never printed or written.
+"""
+import base64
+import json
+import os
+
+import pytest
+import requests
+
+import harness
+from backend_support import BUCKET
+
+RULES = """rules_version = '2';
+service firebase.storage {
+  match /b/{bucket}/o {
+    match /{allPaths=**} {
+      allow read: if request.auth != null;
+      allow write: if request.auth.uid == 'ada';
+    }
+  }
+}
+"""
+
+
+def b64url(data):
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def emulator_token(uid):
+    header = {"alg": "none", "typ": "JWT"}
+    payload = {"iss": "https://securetoken.google.com/conformance", "aud": "conformance", "iat": 0, "exp": 4102444800,
+               "sub": uid, "user_id": uid, "firebase": {"sign_in_provider": "custom", "identities": {}}}
+    return b64url(json.dumps(header).encode()) + "." + b64url(json.dumps(payload).encode()) + "."
+
+
+@pytest.fixture
+def served(serve_process, serve_file, tmp_path):
+    owner = {"Authorization": "Bearer owner"}
+    requests.post(serve_process + "/internal/reset", headers=owner, timeout=30).raise_for_status()
+    requests.put(serve_process + "/internal/setRules", timeout=30,
+                 json={"rules": {"files": [{"name": "storage.rules", "content": RULES}]}}).raise_for_status()
+    env = {"STORAGE_EMULATOR_HOST": serve_process, "XDG_STATE_HOME": str(tmp_path / "state")}
+    status, _, err = harness.storesh(tmp_path, "--bucket", f"gs://{BUCKET}", "--quiet", "-c",
+                                     "put --data a photos/a.jpg; put --data b photos/b.jpg", **env)
+    assert status == 0, err.decode()
+    yield env
+    # Open rules again for the other tests of the session's server.
+    requests.put(serve_process + "/internal/setRules", timeout=30, json={"rules": {"files": [{"name": "storage.rules", "content":
+        "rules_version = '2';\nservice firebase.storage { match /b/{bucket}/o { match /{allPaths=**} { allow read, write; } } }"}]}})
+
+
+def run(tmp_path, env, script, **extra):
+    status, out, err = harness.storesh(tmp_path, "--bucket", f"gs://{BUCKET}", "--quiet", "-c", script, **dict(env, **extra))
+    return status, out.decode(), err.decode()
+
+
+def test_F1_login_uid_makes_the_rules_decide(served, tmp_path):
+    status, out, err = run(tmp_path, served, "login bob\nwhoami\nls photos")
+    assert status == 0, err
+    assert "Firebase Storage API v0" in out and "user bob" in out and "a.jpg" in out
+    status, out, err = run(tmp_path, served, "login bob\nmeta set custom.by=bob -- photos/a.jpg")
+    assert status == 1 and "User does not have permission to access gs://conformance.appspot.com/photos/a.jpg. (unauthorized)" in err
+    assert "no preconditions" in err
+    status, out, err = run(tmp_path, served, "login ada\nmeta set custom.by=ada -- photos/*\nlogout\nmeta get photos/b.jpg")
+    assert status == 0, err
+    assert "custom.by       ada" in out
+    status, out, err = run(tmp_path, served, "ls photos", STORESH_ID_TOKEN="not-a-token")
+    assert status == 1 and "(unauthenticated)" in err
+
+
+def test_F1_an_id_token_from_the_environment_is_never_printed_or_written(served, tmp_path):
+    token = emulator_token("ada")
+    status, out, err = run(tmp_path, served, "whoami\nmeta set custom.via=env -- photos/a.jpg", STORESH_ID_TOKEN=token)
+    assert status == 0, err
+    assert "user ada" in out
+    texts = [out, err]
+    for root, _, files in os.walk(tmp_path / "state"):
+        for name in files:
+            texts.append(open(os.path.join(root, name), encoding="utf-8", errors="replace").read())
+    assert len(texts) > 2  # the run's journal is among them
+    assert all(token not in text and token.split(".")[1] not in text for text in texts)
+
+
+def test_F1_a_dry_run_through_the_v0_api_says_it_has_no_preconditions(served, tmp_path):
+    status, out, err = run(tmp_path, served, "login ada\nmeta set custom.k=v -- photos/*", )
+    assert status == 0, err
+    status, out, err = harness.storesh(tmp_path, "--bucket", f"gs://{BUCKET}", "--quiet", "run", "--dry-run", "-",
+                                       stdin=b"login ada\nmeta set custom.k=w -- photos/*\n", **served)
+    assert status == 0 and "no preconditions" in err.decode()
