@@ -178,8 +178,10 @@ struct Undo: AsyncParsableCommand {
     var quiet: Bool { bucketOptions.quiet }
 
     func run() async throws {
-        if bucketOptions.bucket != nil { throw CommandLineError("undo works on the bucket its journal names; give no --bucket.") }
         let journal = try JournalRecord.parse(try readInputFile(file), source: file)
+        if let given = bucketOptions.bucket, given != journal.bucket {
+            throw CommandLineError("\(file) is a journal of \(journal.bucket), not \(given); undo works on the bucket its journal names.")
+        }
         let (changes, impossible) = JournalRecord.undo(journal)
         let interpreter = try await journalSession(journal, json: outputOptions.json, quiet: quiet, dryRun: dryRun, keepGoing: keepGoing)
         for (object, reason) in impossible {

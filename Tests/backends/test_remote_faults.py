@@ -210,3 +210,23 @@ def test_X4_undo_puts_back_the_old_values_with_preconditions(remote):
         object = remote.object(name)
         assert object["cacheControl"] == "old" and object["metadata"] == {"keep": "1"}
     assert remote.object("u/4.txt")["cacheControl"] == "new"
+
+
+def test_G4_slow_answers_are_waited_for_and_apply_stays_in_order(remote):
+    names = [f"slow/{i}.txt" for i in range(8)]
+    remote.seed(names)
+    remote.proxy.rules = [Rule("PATCH", "slow", seconds=0.3)]
+    status, _, err = remote.run("run", "--parallel", "4", "-", stdin=b"meta set custom.a=1 -- slow/*\nmeta set custom.b=2 -- slow/*\n")
+    assert status == 0, err
+    # Each object took its two changes in the script's order, one metageneration each.
+    assert all(remote.object(n)["metadata"] == {"a": "1", "b": "2"} and remote.object(n)["metageneration"] == "3" for n in names)
+
+
+def test_G4_a_change_without_a_precondition_is_never_repeated(remote):
+    """Through the v0 API (signed in as a user) changes carry no precondition: a 503 is reported, not retried."""
+    remote.seed(["once/a.txt"])
+    remote.proxy.rules = [Rule("PATCH", "503", path="/v0/", on=[1])]
+    status, _, err = remote.run("-c", "login ada\nmeta set custom.k=v -- once/a.txt")
+    assert status == 1 and "503" in err
+    assert [r for r in remote.proxy.requests if r[0] == "PATCH"] == [("PATCH", remote.proxy.requests[-1][1], 503)]
+    assert "metadata" not in remote.object("once/a.txt")
