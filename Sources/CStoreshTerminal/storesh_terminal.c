@@ -310,3 +310,11 @@ void storesh_terminal_size(int *rows, int *columns) {
         *columns = 0;
     }
 }
+
+#include <malloc.h>
+
+void storesh_map_large_buffers(void) {
+    // glibc raises its mmap threshold as mapped blocks are freed, after which 8 MiB chunks come from the heap and
+    // are never given back; a fixed threshold keeps a streamed transfer's memory near one chunk.
+    mallopt(M_MMAP_THRESHOLD, 1 << 20);
+}

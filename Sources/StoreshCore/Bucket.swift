@@ -142,6 +142,15 @@ public protocol Bucket: AnyObject, Sendable {
     /// The object's content.
     func read(_ object: ObjectName) async throws -> Data
 
+    /// Writes content read from `source` a piece at a time (a large file), as `write` does; a remote bucket never
+    /// holds it whole. The default reads it whole.
+    func write(from source: any ContentSource, to object: ObjectName, options: WriteOptions, precondition: Precondition)
+        async throws -> ObjectMetadata
+
+    /// Writes the object's content into `sink` a piece at a time, and answers its size; a remote bucket never holds
+    /// it whole. The default reads it whole.
+    func read(_ object: ObjectName, into sink: any ContentSink) async throws -> Int64
+
     /// Deletes the object if it satisfies `precondition`; object-not-found when absent.
     func delete(_ object: ObjectName, precondition: Precondition) async throws
 
@@ -186,6 +195,18 @@ extension Bucket {
         -> ObjectMetadata
     {
         try await updateMetadata(of: object, MetadataUpdate(from: before, to: after), precondition: .matches(before)).metadata
+    }
+
+    public func write(from source: any ContentSource, to object: ObjectName, options: WriteOptions, precondition: Precondition)
+        async throws -> ObjectMetadata
+    {
+        try await write(try source.readAll(), to: object, options: options, precondition: precondition)
+    }
+
+    public func read(_ object: ObjectName, into sink: any ContentSink) async throws -> Int64 {
+        let content = try await read(object)
+        try sink.write(content)
+        return Int64(content.count)
     }
 
     /// An update with a precondition on the metageneration only (or none).

@@ -179,10 +179,16 @@ public final class PlanApplier: @unchecked Sendable {
             try await bucket.delete(name, precondition: Precondition(generation: current.generation))
             return nil
         }
-        if let content = change.content {
+        if change.writesContent {
             var options = WriteOptions(customMetadata: after.customMetadata, expectedMD5: after.md5Hash)
             for property in WritableProperty.allCases { if let value = after[property] { options.properties[property] = value } }
             let precondition = current.map { Precondition(generation: $0.generation) } ?? .doesNotExist
+            if let source = change.source {
+                return try await bucket.write(from: source, to: name, options: options, precondition: precondition)
+            }
+            guard let content = change.content else {
+                throw StorageError.invalidArgument("The content of \(change.object) (\(change.contentOrigin ?? "a file")) is not at hand; nothing was written.")
+            }
             return try await bucket.write(content, to: name, options: options, precondition: precondition)
         }
         guard let current else { throw StorageError.objectNotFound(change.object) }
@@ -193,7 +199,7 @@ public final class PlanApplier: @unchecked Sendable {
     static func isAsPlanned(_ object: ObjectMetadata?, _ change: PlannedChange) -> Bool {
         guard let after = change.after else { return object == nil }
         guard let object else { return false }
-        if change.content != nil && object.md5Hash != after.md5Hash { return false }
+        if change.writesContent && object.md5Hash != after.md5Hash { return false }
         return object.differences(to: after).isEmpty
     }
 }
@@ -220,6 +226,8 @@ public enum JournalRecord {
             ("before", change.before?.jsonDocument ?? .null), ("after", change.after?.jsonDocument ?? .null),
         ]
         if let content = change.content { members.append(("content", .string(content.base64EncodedString()))) }
+        // A large file is named, not copied: a resumed run reads it again (and checks it is unchanged).
+        if let origin = change.contentOrigin { members.append(("contentFrom", .string(origin))) }
         return JSONValue.object(members).serialized
     }
 
@@ -254,7 +262,11 @@ public enum JournalRecord {
 
     /// Reads a journal; anything that is not one is invalid-argument naming the line. A last line cut short (the
     /// run was killed while writing it) is ignored: its change is then checked against the bucket on resume.
-    public static func parse(_ data: Data, source: String) throws(StorageError) -> Contents {
+    /// `reopen` opens the large files a plan names, for a run that will send them (nil: they are not needed, as in
+    /// an undo, which sends no content).
+    public static func parse(
+        _ data: Data, source: String, reopen: ((String) throws(StorageError) -> any ContentSource)? = nil
+    ) throws(StorageError) -> Contents {
         let lines = data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true)
         func document(_ index: Int) -> [String: Any]? {
             (try? JSONSerialization.jsonObject(with: Data(lines[index]))) as? [String: Any]
@@ -291,10 +303,18 @@ public enum JournalRecord {
                     guard let data = Data(base64Encoded: text) else { throw .invalidArgument("\(source):\(number + 1): bad content.") }
                     content = data
                 }
-                contents.changes.append(
-                    PlannedChange(
-                        object: object, before: try metadata("before"), after: try metadata("after"), content: content,
-                        step: (line["step"] as? NSNumber)?.intValue ?? 0))
+                var reopened: (any ContentSource)?
+                let origin = line["contentFrom"] as? String
+                if let origin, let reopen { reopened = try reopen(origin) }
+                let after = try metadata("after")
+                if let reopened, let after, reopened.md5Base64 != after.md5Hash || reopened.size != after.size {
+                    throw .invalidArgument("\(origin ?? "The file") changed since the run was planned (its MD5 is no longer \(after.md5Hash)); it is not uploaded.")
+                }
+                var change = PlannedChange(
+                    object: object, before: try metadata("before"), after: after, content: content, source: reopened,
+                    step: (line["step"] as? NSNumber)?.intValue ?? 0)
+                change.contentOrigin = origin
+                contents.changes.append(change)
             } else if let index = (line["applied"] as? NSNumber)?.intValue {
                 guard contents.changes.indices.contains(index) else {
                     throw .invalidArgument("\(source):\(number + 1): no change \(index) in the plan.")

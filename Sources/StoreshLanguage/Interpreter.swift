@@ -20,6 +20,40 @@ public protocol LocalFiles: Sendable {
     func write(_ data: Data, to path: String) throws(StorageError)
     /// Whether the path is an existing directory (`get OBJECT DIR` saves into it).
     func isDirectory(_ path: String) -> Bool
+    /// A large regular file as content read a piece at a time (`put` never holds it whole); nil for a small file,
+    /// a pipe or a device, which are read whole.
+    func source(_ path: String) throws(StorageError) -> (any ContentSource)?
+    /// A file written a piece at a time (`get` of a large object), whole or not at all.
+    func sink(writingTo path: String) throws(StorageError) -> any FileSink
+}
+
+/// A file being written a piece at a time: it appears at its path only when committed.
+public protocol FileSink: ContentSink {
+    func commit() throws(StorageError)
+    /// Leaves nothing behind.
+    func discard()
+}
+
+extension LocalFiles {
+    public func source(_ path: String) throws(StorageError) -> (any ContentSource)? { nil }
+
+    public func sink(writingTo path: String) throws(StorageError) -> any FileSink { WholeFileSink(files: self, path: path) }
+}
+
+/// A sink that gathers the content and writes the file whole at the end.
+final class WholeFileSink: FileSink, @unchecked Sendable {
+    let files: any LocalFiles
+    let path: String
+    private var data = Data()
+
+    init(files: any LocalFiles, path: String) {
+        self.files = files
+        self.path = path
+    }
+
+    func write(_ bytes: Data) throws { data += bytes }
+    func commit() throws(StorageError) { try files.write(data, to: path) }
+    func discard() { data = Data() }
 }
 
 /// How a script runs (contract, Invocation and Scripts).
@@ -161,7 +195,6 @@ public final class Interpreter {
             try await runPut(command, at: here)
         case .get(let objectWord, let fileWord, let raw):
             let name = try objectName(objectWord, raw: raw, at: here)
-            let content = try await onTarget(objectWord, name: name, at: here) { try await self.target.read(name) }
             // Like cp: a destination ending in / or naming a directory gets the object's own name.
             var file = fileWord?.text ?? name.lastSegment
             if let given = fileWord?.text, given.hasSuffix("/") || files.isDirectory(given) {
@@ -172,10 +205,21 @@ public final class Interpreter {
                     .invalidArgument("Object \(name) has no last segment to name a local file after; give LOCAL_FILE."),
                     at: objectWord.location)
             }
-            if !options.dryRun {
-                try located(fileWord?.location ?? objectWord.location) { try self.files.write(content, to: file) }
+            let size: Int64
+            if options.dryRun {
+                size = try await onTarget(objectWord, name: name, at: here) { try await self.target.metadata(of: name) }.size
+            } else {
+                // Written a piece at a time, and into place only once whole.
+                let sink = try located(fileWord?.location ?? objectWord.location) { try self.files.sink(writingTo: file) }
+                do {
+                    size = try await onTarget(objectWord, name: name, at: here) { try await self.target.read(name, into: sink) }
+                    try located(fileWord?.location ?? objectWord.location) { try sink.commit() }
+                } catch {
+                    sink.discard()
+                    throw error
+                }
             }
-            deliver(.saved(object: name.rawValue, file: file, size: Int64(content.count), dryRun: options.dryRun))
+            deliver(.saved(object: name.rawValue, file: file, size: size, dryRun: options.dryRun))
         case .cat(let objectWord, let raw):
             let name = try objectName(objectWord, raw: raw, at: here)
             let content = try await onTarget(objectWord, name: name, at: here) { try await self.target.read(name) }
@@ -418,11 +462,13 @@ public final class Interpreter {
     }
 
     private func runPut(_ command: PutCommand, at here: SourceLocation) async throws {
-        let content: Data
+        var content = Data()
+        var source: (any ContentSource)?
         let defaultName: String?
         switch command.source {
         case .file(let word):
-            content = try located(word.location) { try self.files.read(word.text) }
+            source = try located(word.location) { try self.files.source(word.text) }
+            if source == nil { content = try located(word.location) { try self.files.read(word.text) } }
             defaultName = URL(fileURLWithPath: word.text).lastPathComponent
         case .data(let word):
             content = Data(word.text.utf8)
@@ -455,7 +501,10 @@ public final class Interpreter {
             writeOptions.expectedMD5 = md5.text
         }
         let metadata = try await located(command.destination?.location ?? here) {
-            try await self.target.write(content, to: destination, options: writeOptions)
+            if let source {
+                return try await self.target.write(from: source, to: destination, options: writeOptions, precondition: .none)
+            }
+            return try await self.target.write(content, to: destination, options: writeOptions)
         }
         deliver(.written(metadata, dryRun: options.dryRun))
     }

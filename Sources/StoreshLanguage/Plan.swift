@@ -4,22 +4,41 @@ import StoreshCore
 /// A change a dry run (or, on a real bucket, the planning phase) decided on: the object, the state it was
 /// computed from, and the state it would leave (nil: deleted).
 public struct PlannedChange: Sendable, Equatable {
+    public static func == (a: PlannedChange, b: PlannedChange) -> Bool {
+        a.object == b.object && a.before == b.before && a.after == b.after && a.content == b.content && a.step == b.step
+            && a.source?.origin == b.source?.origin
+    }
+
     public var object: String
     public var before: ObjectMetadata?
     public var after: ObjectMetadata?
-    /// The content a planned write sends; nil for a metadata change or a delete.
+    /// The content a planned write sends; nil for a metadata change or a delete (or a write from `source`).
     public var content: Data?
+    /// A planned write of a large file: its content, read a piece at a time when it is sent.
+    public var source: (any ContentSource)? {
+        didSet { if let origin = source?.origin { contentOrigin = origin } }
+    }
+    /// Where a large file's content is (its path), as a journal names it; kept when the source is not reopened.
+    public var contentOrigin: String?
     /// Which of the script's commands planned it (0 for the first): apply keeps a command's changes after the
     /// changes of the commands before it (rule X2).
     public var step: Int
 
-    public init(object: String, before: ObjectMetadata?, after: ObjectMetadata?, content: Data? = nil, step: Int = 0) {
+    public init(
+        object: String, before: ObjectMetadata?, after: ObjectMetadata?, content: Data? = nil, source: (any ContentSource)? = nil,
+        step: Int = 0
+    ) {
         self.object = object
         self.before = before
         self.after = after
         self.content = content
+        self.source = source
+        self.contentOrigin = source?.origin
         self.step = step
     }
+
+    /// Whether the change writes content (a put, a copy), not only metadata.
+    public var writesContent: Bool { content != nil || source != nil || contentOrigin != nil }
 }
 
 /// The bucket a dry run works on (rule X1): reads go to the real bucket with the changes planned so far laid
@@ -55,6 +74,8 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
 
     enum Content {
         case planned(Data)
+        /// A planned write of a large file, read again when needed.
+        case plannedSource(any ContentSource)
         case real
         /// Brought back by a planned restore: the content is in the snapshot, which a plan does not read.
         case unknown
@@ -97,6 +118,7 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
     public func read(_ object: ObjectName) async throws -> Data {
         switch overlay[object.rawValue] {
         case .present(_, .planned(let content)): return content
+        case .present(_, .plannedSource(let source)): return try source.readAll()
         case .present(_, .unknown):
             throw StorageError.invalidArgument(
                 "The content of \(object.rawValue) is in the snapshot a planned restore brings it back from; a dry run does not read it.")
@@ -188,6 +210,28 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
             properties: options.properties, customMetadata: options.customMetadata)
         plan(object.rawValue, before: existing, after: metadata, content: .planned(content))
         changes[changes.count - 1].content = content
+        return metadata
+    }
+
+    /// A planned write of a large file: its size and MD5 are the source's, and its content is read only when sent.
+    public func write(from source: any ContentSource, to object: ObjectName, options: WriteOptions, precondition: Precondition)
+        async throws -> ObjectMetadata
+    {
+        try CustomMetadataLimits.validate(options.customMetadata)
+        if let expected = options.expectedMD5, expected != source.md5Base64 {
+            throw StorageError(
+                .nonMatchingChecksum, "The content's MD5 is \(source.md5Base64), not the expected \(expected); nothing was written.")
+        }
+        let existing = try await metadataIfPresent(of: object)
+        try require(precondition, object, existing)
+        let now = clock.nextChangeTime()
+        var metadata = ObjectMetadata.newObject(
+            bucket: name, name: object, content: Data(), generation: max(now.microseconds, (existing?.generation ?? 0) + 1), now: now,
+            properties: options.properties, customMetadata: options.customMetadata)
+        metadata.size = source.size
+        metadata.md5Hash = source.md5Base64
+        plan(object.rawValue, before: existing, after: metadata, content: .plannedSource(source))
+        changes[changes.count - 1].source = source
         return metadata
     }
 

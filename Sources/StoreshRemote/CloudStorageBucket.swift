@@ -150,12 +150,12 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
     /// Sends a request with the authorizer's credentials; a failure status becomes the storage error it means.
     func send(
         _ method: HTTPMethod, _ url: String, headers: [(String, String)] = [], body: Data? = nil, repeatable: Bool,
-        object: String? = nil, precondition: Precondition = .none
+        object: String? = nil, precondition: Precondition = .none, into sink: (any ContentSink)? = nil
     ) async throws -> RemoteResponse {
         let authorizer = self.authorizer
         let request = RemoteRequest(
             method: method, url: url, headers: authorizer.extraHeaders + headers, body: body, repeatable: repeatable)
-        let response = try await http.send(request) { try await authorizer.authorization() }
+        let response = try await http.send(request, into: sink) { try await authorizer.authorization() }
         guard (200..<300).contains(response.status) || response.status == 308 else {
             throw failure(response, object: object, precondition: precondition)
         }
@@ -273,6 +273,32 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
         return try await send(.GET, objectURL(object.rawValue, [("alt", "media")]), repeatable: true, object: object.rawValue).body
     }
 
+    public func read(_ object: ObjectName, into sink: any ContentSink) async throws -> Int64 {
+        if user != nil {
+            let content = try await read(object)
+            try sink.write(content)
+            return Int64(content.count)
+        }
+        let counter = CountingSink(sink)
+        _ = try await send(.GET, objectURL(object.rawValue, [("alt", "media")]), repeatable: true, object: object.rawValue, into: counter)
+        return counter.count
+    }
+
+    public func write(from source: any ContentSource, to object: ObjectName, options: WriteOptions, precondition: Precondition)
+        async throws -> ObjectMetadata
+    {
+        guard user == nil, source.size > Int64(resumableThreshold) else {
+            return try await write(try source.readAll(), to: object, options: options, precondition: precondition)
+        }
+        let (resource, _) = try uploadResource(object, options)
+        let md5 = source.md5Base64
+        let response = try await resumableUpload(
+            size: Int(source.size), read: { offset, length in try source.read(offset: Int64(offset), length: length) },
+            object: object.rawValue, resource: resource, precondition: precondition,
+            landed: { current in current.md5Hash == md5 && current.metageneration == 1 && current.generation != precondition.generation })
+        return try await uploaded(response, object: object, expectedMD5: options.expectedMD5 ?? md5)
+    }
+
     public func updateMetadata(of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition) async throws
         -> UpdateResult
     {
@@ -310,17 +336,11 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
     public func write(_ content: Data, to object: ObjectName, options: WriteOptions, precondition: Precondition) async throws
         -> ObjectMetadata
     {
-        try CustomMetadataLimits.validate(options.customMetadata)
-        var options = options
-        if options.properties[.contentType] == nil {
-            options.properties[.contentType] = ContentType.guess(forName: object.rawValue)
-        }
-        let resource = CloudStorageJSON.uploadResource(name: object.rawValue, options: options)
+        let (resource, contentType) = try uploadResource(object, options)
         if let user {
             defer { completions.forget() }
             return try await firebase.write(
-                content, to: object.rawValue, resource: resource,
-                contentType: options.properties[.contentType] ?? "application/octet-stream", precondition: precondition, user: user)
+                content, to: object.rawValue, resource: resource, contentType: contentType, precondition: precondition, user: user)
         }
         let md5 = ContentHash.md5Base64(content)
         // A repeat refused because the first attempt landed: the object has this content, as first written.
@@ -329,12 +349,14 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
         }
         let response: RemoteResponse?
         if content.count > resumableThreshold {
-            response = try await resumableUpload(content, object: object.rawValue, resource: resource, precondition: precondition, landed: landed)
+            response = try await resumableUpload(
+                size: content.count, read: { offset, length in content.subdata(in: offset..<min(content.count, offset + length)) },
+                object: object.rawValue, resource: resource, precondition: precondition, landed: landed)
         } else {
             let boundary = "storesh-\(UUID().uuidString)"
             var body = Data("--\(boundary)\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n".utf8)
             body += Data(resource.serialized.utf8)
-            body += Data("\r\n--\(boundary)\r\nContent-Type: \(options.properties[.contentType] ?? "application/octet-stream")\r\n\r\n".utf8)
+            body += Data("\r\n--\(boundary)\r\nContent-Type: \(contentType)\r\n\r\n".utf8)
             body += content
             body += Data("\r\n--\(boundary)--\r\n".utf8)
             let url = "\(endpoint.baseURL)/upload/storage/v1/b/\(NameBytes.percentEncoded(name))/o"
@@ -343,18 +365,40 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
                 .POST, url, headers: [("Content-Type", "multipart/related; boundary=\(boundary)")], body: body,
                 object: object.rawValue, precondition: precondition, landed: landed)
         }
-        let metadata = try response.map { try CloudStorageJSON.metadata(try CloudStorageJSON.object($0.body, what: "an upload"), bucket: name) }
-        if let metadata, let expected = options.expectedMD5, metadata.md5Hash != expected {
-            throw StorageError(.nonMatchingChecksum, "The service stored \(object.rawValue) with MD5 \(metadata.md5Hash), not the expected \(expected).")
+        return try await uploaded(response, object: object, expectedMD5: options.expectedMD5)
+    }
+
+    /// An upload's resource (name, writable properties, custom metadata, the MD5 to check) and its content type
+    /// (guessed from the name when not given, as the SDKs do).
+    private func uploadResource(_ object: ObjectName, _ options: WriteOptions) throws -> (JSONValue, String) {
+        try CustomMetadataLimits.validate(options.customMetadata)
+        var options = options
+        if options.properties[.contentType] == nil {
+            options.properties[.contentType] = ContentType.guess(forName: object.rawValue)
         }
-        if let metadata { return metadata }
-        return try await self.metadata(of: object)
+        return (CloudStorageJSON.uploadResource(name: object.rawValue, options: options), options.properties[.contentType] ?? "application/octet-stream")
+    }
+
+    /// The object an upload made (read again when its answer was lost and a repeat found it landed), checked
+    /// against the MD5 the caller expects.
+    private func uploaded(_ response: RemoteResponse?, object: ObjectName, expectedMD5: String?) async throws -> ObjectMetadata {
+        let metadata: ObjectMetadata
+        if let response {
+            metadata = try CloudStorageJSON.metadata(try CloudStorageJSON.object(response.body, what: "an upload"), bucket: name)
+        } else {
+            metadata = try await self.metadata(of: object)
+        }
+        if let expectedMD5, metadata.md5Hash != expectedMD5 {
+            throw StorageError(
+                .nonMatchingChecksum, "The service stored \(object.rawValue) with MD5 \(metadata.md5Hash), not the expected \(expectedMD5).")
+        }
+        return metadata
     }
 
     /// A resumable upload: a session, then chunks; a broken chunk is followed by a status query and the rest
     /// is sent from where the service says it stands (the session itself makes the repeat harmless).
     private func resumableUpload(
-        _ content: Data, object: String, resource: JSONValue, precondition: Precondition,
+        size: Int, read: (Int, Int) throws -> Data, object: String, resource: JSONValue, precondition: Precondition,
         landed: @escaping @Sendable (ObjectMetadata) -> Bool
     ) async throws -> RemoteResponse? {
         let start = "\(endpoint.baseURL)/upload/storage/v1/b/\(NameBytes.percentEncoded(name))/o"
@@ -362,7 +406,7 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
         // Opening a session changes nothing: it is repeatable.
         completions.forget()
         let session = try await send(
-            .POST, start, headers: [("Content-Type", "application/json"), ("X-Upload-Content-Length", String(content.count))],
+            .POST, start, headers: [("Content-Type", "application/json"), ("X-Upload-Content-Length", String(size))],
             body: Data(resource.serialized.utf8), repeatable: true, object: object, precondition: precondition)
         guard let location = session.header("Location") else {
             throw StorageError.internalError("The service opened no upload session for \(object) (no Location header).")
@@ -371,20 +415,20 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
         var rounds = 0
         while true {
             rounds += 1
-            guard rounds <= 4 * (content.count / resumableThreshold + 2) else {
+            guard rounds <= 4 * (size / resumableThreshold + 2) else {
                 throw StorageError(.unavailable, "The upload of \(object) made no progress; nothing was written.")
             }
-            let end = min(content.count, offset + resumableThreshold)
-            let range = end > offset ? "bytes \(offset)-\(end - 1)/\(content.count)" : "bytes */\(content.count)"
+            let end = min(size, offset + resumableThreshold)
+            let range = end > offset ? "bytes \(offset)-\(end - 1)/\(size)" : "bytes */\(size)"
             let response: RemoteResponse
             do {
                 response = try await send(
-                    .PUT, location, headers: [("Content-Range", range)], body: content.subdata(in: offset..<end),
+                    .PUT, location, headers: [("Content-Range", range)], body: try read(offset, end - offset),
                     repeatable: true, object: object, precondition: precondition)
             } catch let error as StorageError where error.code == .unavailable {
                 // Ask where the session stands, and go on from there.
                 let status = try await send(
-                    .PUT, location, headers: [("Content-Range", "bytes */\(content.count)")], repeatable: true, object: object)
+                    .PUT, location, headers: [("Content-Range", "bytes */\(size)")], repeatable: true, object: object)
                 if status.status != 308 { return status }
                 offset = Self.committedBytes(status)
                 continue
@@ -474,5 +518,18 @@ extension CloudStorageBucket: EndUserSignIn {
             return String(bucket.dropLast(suffix.count))
         }
         return bucket
+    }
+}
+
+/// Counts what passes into a sink.
+final class CountingSink: ContentSink, @unchecked Sendable {
+    let inner: any ContentSink
+    private(set) var count: Int64 = 0
+
+    init(_ inner: any ContentSink) { self.inner = inner }
+
+    func write(_ bytes: Data) throws {
+        try inner.write(bytes)
+        count += Int64(bytes.count)
     }
 }

@@ -102,9 +102,11 @@ public final class RemoteHTTP: Sendable {
 
     /// Sends `request` with `authorization` (asked anew for each attempt, so that a token refreshed meanwhile is
     /// used), retrying as the policy says; answers the service's last response, whatever its status.
-    public func send(_ request: RemoteRequest, authorization: @Sendable () async throws -> String?) async throws
-        -> RemoteResponse
-    {
+    /// With `sink`, a successful answer's body goes into it a piece at a time (and the response's body is empty);
+    /// a body that breaks off midway is an error, never retried (the sink holds part of it).
+    public func send(
+        _ request: RemoteRequest, into sink: (any ContentSink)? = nil, authorization: @Sendable () async throws -> String?
+    ) async throws -> RemoteResponse {
         let started = ContinuousClock.now
         var retry = 0
         while true {
@@ -113,7 +115,8 @@ public final class RemoteHTTP: Sendable {
             var retryAfter: Double?
             let failure: Error
             do {
-                let (response, body) = try await attempt(request, authorization: try await authorization(), timeout: Self.requestTimeout)
+                let (response, body) = try await attempt(
+                    request, authorization: try await authorization(), timeout: Self.requestTimeout, sink: sink)
                 let status = Int(response.status.code)
                 trace?.sent(request, status: status, attempt: retry + 1, milliseconds: Self.milliseconds(since: attemptStarted))
                 let answer = RemoteResponse(status: status, headers: response.headers, body: body, attempts: retry + 1)
@@ -122,6 +125,8 @@ public final class RemoteHTTP: Sendable {
                 failure = RemoteFailure.status(answer)
             } catch let error as StorageError {
                 throw error
+            } catch let error as StreamBroke {
+                throw Self.describe(error.cause, request)
             } catch {
                 trace?.sent(request, status: nil, attempt: retry + 1, milliseconds: Self.milliseconds(since: attemptStarted))
                 guard request.repeatable, Self.isBrokenConnection(error) else { throw Self.describe(error, request) }
@@ -144,8 +149,8 @@ public final class RemoteHTTP: Sendable {
         return RemoteResponse(status: Int(response.status.code), headers: response.headers, body: body, attempts: 1)
     }
 
-    private func attempt(_ request: RemoteRequest, authorization: String?, timeout: TimeAmount) async throws
-        -> (HTTPClientResponse, Data)
+    private func attempt(_ request: RemoteRequest, authorization: String?, timeout: TimeAmount, sink: (any ContentSink)? = nil)
+        async throws -> (HTTPClientResponse, Data)
     {
         var outgoing = HTTPClientRequest(url: request.url)
         outgoing.method = request.method
@@ -157,6 +162,16 @@ public final class RemoteHTTP: Sendable {
             outgoing.headers.replaceOrAdd(name: "Content-Length", value: "0")
         }
         let response = try await client.execute(outgoing, timeout: timeout)
+        if let sink, (200..<300).contains(Int(response.status.code)) {
+            do {
+                for try await piece in response.body { try sink.write(Data(piece.readableBytesView)) }
+            } catch let error as StorageError {
+                throw error
+            } catch {
+                throw StreamBroke(cause: error)
+            }
+            return (response, Data())
+        }
         let buffer = try await response.body.collect(upTo: Self.largestBody)
         return (response, Data(buffer.readableBytesView))
     }
@@ -212,6 +227,11 @@ public final class RemoteHTTP: Sendable {
         }
         return "\(error)"
     }
+}
+
+/// A download that broke off after part of it was written: not retried.
+struct StreamBroke: Error {
+    var cause: Error
 }
 
 /// A failure that a retry might get past.

@@ -85,7 +85,27 @@ class RulesLayer: Bucket, TransactionalBucket, @unchecked Sendable {
         return try await inner.read(object)
     }
 
+    /// Streamed, under the open rules (which need no object read first); under other rules, through `read`.
+    func read(_ object: ObjectName, into sink: any ContentSink) async throws -> Int64 {
+        guard session.isOpen else {
+            let content = try await read(object)
+            try sink.write(content)
+            return Int64(content.count)
+        }
+        try check(.get, object.rawValue)
+        return try await inner.read(object, into: sink)
+    }
+
     // MARK: Changes
+
+    /// Streamed, under the open rules; under other rules, through `write` (the rules see the whole resource).
+    func write(from source: any ContentSource, to object: ObjectName, options: WriteOptions, precondition: Precondition)
+        async throws -> ObjectMetadata
+    {
+        guard session.isOpen else { return try await write(try source.readAll(), to: object, options: options, precondition: precondition) }
+        try check(.create, object.rawValue)
+        return try await inner.write(from: source, to: object, options: options, precondition: precondition)
+    }
 
     func updateMetadata(of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition) async throws
         -> UpdateResult

@@ -220,7 +220,9 @@ extension Run {
     /// `run --resume JOURNAL`: the journal's plan, less what it records as applied, sent to its bucket; a change
     /// that landed unrecorded (the run was killed in between) is found by its planned state and not sent again.
     func resumeRun(_ path: String) async throws -> Int32 {
-        let journal = try JournalRecord.parse(try readInputFile(path), source: path)
+        let journal = try JournalRecord.parse(try readInputFile(path), source: path) { origin throws(StorageError) in
+            try FileContentSource(path: origin)
+        }
         if let given = bucketOptions.bucket, given != journal.bucket {
             throw CommandLineError("\(path) is a journal of \(journal.bucket), not \(given); resume it without --bucket.")
         }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CStoreshTerminal
 import Foundation
 import StoreshCore
 import StoreshLanguage
@@ -139,6 +140,9 @@ struct Storesh: AsyncParsableCommand {
     }
 
     static func main() async {
+        // Large transient buffers (the chunks of a streamed upload or download) are mapped and given back when
+        // freed, instead of glibc's moving threshold keeping them in the heap: memory stays near one chunk.
+        storesh_map_large_buffers()
         do {
             var command = try parseAsRoot()
             if var asyncCommand = command as? AsyncParsableCommand {

@@ -88,14 +88,19 @@ def serve_file(serve_home):
 
 @pytest.fixture(scope="session")
 def serve_process(serve_home):
-    home = serve_home
-    process = harness.start(home, "serve", "--bucket", str(home / "served.bucket"), "--name", BUCKET, "--port", "0", "--no-log")
+    # Its standard error goes to a file: a pipe nobody reads would fill up over the session and stop the server.
+    log = open(serve_home / "serve.log", "wb")
+    process = subprocess.Popen(
+        [harness.BINARY, "serve", "--bucket", str(serve_home / "served.bucket"), "--name", BUCKET, "--port", "0", "--no-log"],
+        stdout=subprocess.PIPE, stderr=log, env=harness.environment(serve_home))
     line = process.stdout.readline().decode()
     match = re.search(r"at (http://127\.0\.0\.1:\d+)", line)
-    assert match, "storesh serve did not start: " + line + process.stderr.read().decode()
+    assert match, "storesh serve did not start: " + line + open(serve_home / "serve.log").read()
     yield match.group(1)
     process.terminate()
-    process.communicate(timeout=30)
+    process.communicate(timeout=60)
+    log.close()
+    assert process.returncode == 0, open(serve_home / "serve.log").read()
 
 
 @pytest.fixture(scope="session")

@@ -72,6 +72,9 @@ class FaultProxy:
                 proxy.record(self.command, self.path, status)
                 self.send_response(status)
                 for name, value in headers:
+                    if name.lower() == "location":
+                        # An upload session's URL names the server: it is the proxy's to answer too.
+                        value = value.replace(f"http://{proxy.upstream.netloc}", proxy.url)
                     if name.lower() not in ("transfer-encoding", "connection", "content-length"):
                         self.send_header(name, value)
                 self.send_header("Content-Length", str(len(data)))

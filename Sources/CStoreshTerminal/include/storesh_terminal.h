@@ -50,4 +50,7 @@ void storesh_use_utf8_locale(void);
 // The terminal's size in rows and columns; 0 when standard output is not a terminal.
 void storesh_terminal_size(int *rows, int *columns);
 
+// Large transient buffers are mapped and given back to the system when freed (streamed uploads and downloads).
+void storesh_map_large_buffers(void);
+
 #endif
