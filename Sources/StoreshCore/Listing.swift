@@ -184,21 +184,7 @@ public enum Lister {
         index: some ObjectNameIndex, tokens: some PageTokenFormat
     ) throws -> ListPage {
         let maxResults = try options.validatedMaxResults()
-        var bound = NameBound.atOrAfter(prefix)
-        if let token = options.pageToken {
-            let position = try tokens.position(decoding: token, bucket: bucket, prefix: prefix)
-            guard position.prefix.utf8.elementsEqual(prefix.utf8), position.couldBeIssued else {
-                throw StorageError.malformedPageToken
-            }
-            bound = position.resumeBound
-        }
-        if let start = options.startOffset {
-            if start.utf8.starts(with: prefix.utf8) {
-                if bound.precedes(start) { bound = .atOrAfter(start) }
-            } else if prefix.utf8.lexicographicallyPrecedes(start.utf8) {
-                return ListPage()  // every name with the prefix sorts before the start
-            }
-        }
+        guard var bound = try startBound(prefix: prefix, bucket: bucket, options: options, tokens: tokens) else { return ListPage() }
         var page = ListPage()
         var returned = 0
         var last: (kind: ListPosition.EntryKind, name: String)?
@@ -226,6 +212,29 @@ public enum Lister {
             last = entry
         }
         return page
+    }
+
+    /// Where a page starts (rule L10): after the page token's position, at `startOffset` when later; nil when every
+    /// name with the prefix sorts before `startOffset` (an empty page). A token of another listing is refused.
+    static func startBound(prefix: String, bucket: String, options: ListOptions, tokens: some PageTokenFormat) throws
+        -> NameBound?
+    {
+        var bound = NameBound.atOrAfter(prefix)
+        if let token = options.pageToken {
+            let position = try tokens.position(decoding: token, bucket: bucket, prefix: prefix)
+            guard position.prefix.utf8.elementsEqual(prefix.utf8), position.couldBeIssued else {
+                throw StorageError.malformedPageToken
+            }
+            bound = position.resumeBound
+        }
+        if let start = options.startOffset {
+            if start.utf8.starts(with: prefix.utf8) {
+                if bound.precedes(start) { bound = .atOrAfter(start) }
+            } else if prefix.utf8.lexicographicallyPrecedes(start.utf8) {
+                return nil
+            }
+        }
+        return bound
     }
 
     /// Rule L2: the rest of the name after the prefix either holds a `/`, making it a prefix entry

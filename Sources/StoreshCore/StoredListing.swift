@@ -41,21 +41,7 @@ extension Lister {
     ) async throws -> ListPage {
         let prefix = reference.listingPrefix
         let maxResults = try options.validatedMaxResults()
-        var bound = NameBound.atOrAfter(prefix)
-        if let token = options.pageToken {
-            let position = try tokens.position(decoding: token, bucket: bucket, prefix: prefix)
-            guard position.prefix.utf8.elementsEqual(prefix.utf8), position.couldBeIssued else {
-                throw StorageError.malformedPageToken
-            }
-            bound = position.resumeBound
-        }
-        if let start = options.startOffset {
-            if start.utf8.starts(with: prefix.utf8) {
-                if bound.precedes(start) { bound = .atOrAfter(start) }
-            } else if prefix.utf8.lexicographicallyPrecedes(start.utf8) {
-                return ListPage()
-            }
-        }
+        guard let bound = try startBound(prefix: prefix, bucket: bucket, options: options, tokens: tokens) else { return ListPage() }
         var page = ListPage()
         var metadata: [ObjectMetadata] = []
         var last: (kind: ListPosition.EntryKind, name: String)?

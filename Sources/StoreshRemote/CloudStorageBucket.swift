@@ -353,16 +353,11 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
                 size: content.count, read: { offset, length in content.subdata(in: offset..<min(content.count, offset + length)) },
                 object: object.rawValue, resource: resource, precondition: precondition, landed: landed)
         } else {
-            let boundary = "storesh-\(UUID().uuidString)"
-            var body = Data("--\(boundary)\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n".utf8)
-            body += Data(resource.serialized.utf8)
-            body += Data("\r\n--\(boundary)\r\nContent-Type: \(contentType)\r\n\r\n".utf8)
-            body += content
-            body += Data("\r\n--\(boundary)--\r\n".utf8)
+            let upload = CloudStorageJSON.multipartUpload(resource: resource, contentType: contentType, content: content)
             let url = "\(endpoint.baseURL)/upload/storage/v1/b/\(NameBytes.percentEncoded(name))/o"
                 + Self.query([("uploadType", "multipart")] + Self.conditions(precondition))
             response = try await sendChange(
-                .POST, url, headers: [("Content-Type", "multipart/related; boundary=\(boundary)")], body: body,
+                .POST, url, headers: [("Content-Type", upload.contentType)], body: upload.body,
                 object: object.rawValue, precondition: precondition, landed: landed)
         }
         return try await uploaded(response, object: object, expectedMD5: options.expectedMD5)

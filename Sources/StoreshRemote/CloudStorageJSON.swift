@@ -75,6 +75,18 @@ enum CloudStorageJSON {
         return .object(members)
     }
 
+    /// A `multipart/related` upload body, as both APIs take it: the resource as JSON, then the content. Answers
+    /// the body and its Content-Type header.
+    static func multipartUpload(resource: JSONValue, contentType: String, content: Data) -> (body: Data, contentType: String) {
+        let boundary = "storesh-\(UUID().uuidString)"
+        var body = Data("--\(boundary)\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n".utf8)
+        body += Data(resource.serialized.utf8)
+        body += Data("\r\n--\(boundary)\r\nContent-Type: \(contentType)\r\n\r\n".utf8)
+        body += content
+        body += Data("\r\n--\(boundary)--\r\n".utf8)
+        return (body, "multipart/related; boundary=\(boundary)")
+    }
+
     /// The message of an error body (`{"error":{"code":…,"message":…}}`), when there is one.
     static func errorMessage(_ data: Data) -> String? {
         guard let value = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {

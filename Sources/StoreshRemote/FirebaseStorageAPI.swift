@@ -171,16 +171,11 @@ struct FirebaseStorageAPI: Sendable {
                 throw StorageError.preconditionFailed(name, precondition, actual: current)
             }
         }
-        let boundary = "storesh-\(UUID().uuidString)"
-        var body = Data("--\(boundary)\r\nContent-Type: application/json; charset=utf-8\r\n\r\n".utf8)
-        body += Data(resource.serialized.utf8)
-        body += Data("\r\n--\(boundary)\r\nContent-Type: \(contentType)\r\n\r\n".utf8)
-        body += content
-        body += Data("\r\n--\(boundary)--\r\n".utf8)
+        let upload = CloudStorageJSON.multipartUpload(resource: resource, contentType: contentType, content: content)
         let response = try await send(
             .POST, objectsURL + CloudStorageBucket.query([("name", name)]), user: user,
-            headers: [("Content-Type", "multipart/related; boundary=\(boundary)"), ("X-Goog-Upload-Protocol", "multipart")],
-            body: body, object: name)
+            headers: [("Content-Type", upload.contentType), ("X-Goog-Upload-Protocol", "multipart")], body: upload.body,
+            object: name)
         return try metadata(response.body)
     }
 
