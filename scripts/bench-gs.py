@@ -8,7 +8,11 @@ client (google-cloud-storage), side by side in one run, on the same `storesh ser
 
 Each run sets a value of its own, so that every run changes every object. Prints medians and ratios; never a test.
 
-    .venv/bin/python scripts/bench-gs.py STORESH_BINARY [OBJECTS] [LISTED]
+    .venv/bin/python scripts/bench-gs.py STORESH_BINARY [OBJECTS] [LISTED] [LATENCY_OBJECTS]
+
+A third part repeats the bulk edit on LATENCY_OBJECTS objects (default 1,000) through a proxy that adds 20 ms to
+every request, as a network to a real bucket does: there a sequential loop waits for each round trip, and the
+ratios are those of parallelism rather than of CPU.
 """
 import json
 import os
@@ -69,10 +73,53 @@ def timed(body, cpu=None):
     return wall
 
 
+def bulk_edit(binary, env, url, name, client, objects, runs, tag, parallel=None):
+    """The three contestants on `objects` objects under photos/, `runs` times; wall and client CPU times."""
+    times = {"storesh": [], "python, 16 threads": [], "python, sequential loop": []}
+    cpu = {label: [] for label in times}
+    bucket = client.bucket(name)
+    for run in range(runs):
+        value = f"{tag}-{run}"
+
+        def storesh():
+            done = subprocess.run(
+                [binary, "--bucket", f"gs://{name}", "--quiet", *(["--parallel", str(parallel)] if parallel else []), "-c",
+                 f'meta set cacheControl="public, max-age={run}" custom.reviewed=storesh-{value} -- photos/**'],
+                env=dict(env, STORAGE_EMULATOR_HOST=url), capture_output=True)
+            assert done.returncode == 0, done.stderr.decode()
+
+        def patch(blob, who):
+            blob.cache_control = f"public, max-age={run}"
+            blob.metadata = {"reviewed": f"{who}-{value}"}
+            blob.patch()
+
+        def threads():
+            blobs = list(client.list_blobs(bucket, prefix="photos/"))
+            with ThreadPoolExecutor(16) as pool:
+                list(pool.map(lambda blob: patch(blob, "threads"), blobs))
+
+        def sequential():
+            for blob in client.list_blobs(bucket, prefix="photos/"):
+                patch(blob, "loop")
+
+        times["storesh"].append(timed(storesh, cpu["storesh"]))
+        times["python, 16 threads"].append(timed(threads, cpu["python, 16 threads"]))
+        times["python, sequential loop"].append(timed(sequential, cpu["python, sequential loop"]))
+        print(f"  run {run + 1}: " + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in times.items()), flush=True)
+    check = bucket.get_blob("photos/000007.jpg")
+    assert check.metadata == {"reviewed": f"loop-{tag}-{runs - 1}"}, check.metadata
+    ours = statistics.median(times["storesh"])
+    for label, values in times.items():
+        median = statistics.median(values)
+        ratio = "" if label == "storesh" else f"   storesh is {median / ours:.1f}x faster"
+        print(f"  {label:26} {median:7.2f} s  {objects / median:8.0f} objects/s  client CPU {statistics.median(cpu[label]):6.2f} s{ratio}")
+
+
 def main():
     binary = os.path.abspath(sys.argv[1])
     objects = int(sys.argv[2]) if len(sys.argv) > 2 else 10_000
     listed = int(sys.argv[3]) if len(sys.argv) > 3 else 100_000
+    latency_objects = int(sys.argv[4]) if len(sys.argv) > 4 else 1_000
     home = tempfile.mkdtemp(prefix="bench-gs-")
     env = dict(os.environ, HOME=home, XDG_STATE_HOME=os.path.join(home, "state"))
 
@@ -80,54 +127,36 @@ def main():
     make_bucket(binary, home, bucket_file, [f"photos/{i:06}.jpg" for i in range(objects)])
     process, url = serve(binary, home, bucket_file)
     client = client_for(url)
-    times = {"storesh": [], "python, 16 threads": [], "python, sequential loop": []}
-    cpu = {label: [] for label in times}
     try:
         # storesh serve names its bucket after the file's; the client must use that name.
         name = json.loads(subprocess.run([binary, "--bucket", bucket_file, "--json", "-c", "pwd"], capture_output=True,
                                          env=env).stdout)["path"].split("/")[2]
-        bucket = client.bucket(name)
-        for run in range(RUNS):
-            value = f"run-{run}"
-
-            def storesh():
-                done = subprocess.run(
-                    [binary, "--bucket", f"gs://{name}", "--quiet", "-c",
-                     f'meta set cacheControl="public, max-age={run}" custom.reviewed=storesh-{value} -- photos/**'],
-                    env=dict(env, STORAGE_EMULATOR_HOST=url), capture_output=True)
-                assert done.returncode == 0, done.stderr.decode()
-
-            def patch(blob, tag):
-                blob.cache_control = f"public, max-age={run}"
-                blob.metadata = {"reviewed": f"{tag}-{value}"}
-                blob.patch()
-
-            def threads():
-                blobs = list(client.list_blobs(bucket, prefix="photos/"))
-                with ThreadPoolExecutor(16) as pool:
-                    list(pool.map(lambda blob: patch(blob, "threads"), blobs))
-
-            def sequential():
-                for blob in client.list_blobs(bucket, prefix="photos/"):
-                    patch(blob, "loop")
-
-            times["storesh"].append(timed(storesh, cpu["storesh"]))
-            times["python, 16 threads"].append(timed(threads, cpu["python, 16 threads"]))
-            times["python, sequential loop"].append(timed(sequential, cpu["python, sequential loop"]))
-            print(f"  run {run + 1}: " + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in times.items()), flush=True)
-        check = bucket.get_blob("photos/000007.jpg")
-        assert check.metadata == {"reviewed": f"loop-run-{RUNS - 1}"}, check.metadata
+        print(f"== updating cacheControl and one custom key on {objects:,} objects (median of {RUNS})")
+        bulk_edit(binary, env, url, name, client, objects, RUNS, "run")
     finally:
         process.terminate()
         process.wait()
 
-    print(f"== updating cacheControl and one custom key on {objects:,} objects (median of {RUNS})")
-    ours = statistics.median(times["storesh"])
-    for label, values in times.items():
-        median = statistics.median(values)
-        rate = objects / median
-        ratio = "" if label == "storesh" else f"   storesh is {median / ours:.1f}x faster"
-        print(f"  {label:26} {median:7.2f} s  {rate:8.0f} objects/s  client CPU {statistics.median(cpu[label]):6.2f} s{ratio}")
+    latency_file = os.path.join(home, "latency.bucket")
+    make_bucket(binary, home, latency_file, [f"photos/{i:06}.jpg" for i in range(latency_objects)])
+    process, url = serve(binary, home, latency_file)
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "Tests", "backends"))
+    from faultproxy import FaultProxy, Rule
+    proxy = FaultProxy(url)
+    for method in ("GET", "POST", "PUT", "PATCH", "DELETE"):
+        proxy.rules.append(Rule(method, "slow", seconds=0.020))
+    try:
+        client = client_for(proxy.url)
+        name = json.loads(subprocess.run([binary, "--bucket", latency_file, "--json", "-c", "pwd"], capture_output=True,
+                                         env=env).stdout)["path"].split("/")[2]
+        print(f"== the same on {latency_objects:,} objects with 20 ms added to every request (median of {RUNS})")
+        bulk_edit(binary, env, proxy.url, name, client, latency_objects, RUNS, "latency")
+        print(f"== the same, storesh with --parallel 64 (median of {RUNS})")
+        bulk_edit(binary, env, proxy.url, name, client, latency_objects, RUNS, "latency64", parallel=64)
+    finally:
+        proxy.close()
+        process.terminate()
+        process.wait()
 
     list_file = os.path.join(home, "list.bucket")
     make_bucket(binary, home, list_file, [f"folder/{i:07}" for i in range(listed)])
