@@ -93,6 +93,7 @@ let package = Package(
             name: "StoreshLanguageTests",
             dependencies: ["StoreshCore", "StoreshLanguage", "StoreshLocal", "StoreshRules", "StoreshTestSupport", "StoreshFuzzing"]),
         .testTarget(name: "StoreshServerTests", dependencies: ["StoreshServer", "StoreshCore", "StoreshLocal"]),
+        .testTarget(name: "StoreshRemoteTests", dependencies: ["StoreshRemote", "StoreshCore"]),
         // Runs the built `storesh` binary as a user would.
         .testTarget(name: "StoreshEndToEndTests", dependencies: ["StoreshCore", "StoreshLocal"]),
     ]

@@ -24,20 +24,34 @@ public struct Precondition: Sendable, Equatable {
     public var generation: Int64?
     /// `ifMetagenerationMatch`: the object's metadata generation.
     public var metageneration: Int64?
+    /// S3's `If-Match`: the object's ETag, for objects without generations (rule S3).
+    public var entityTag: String?
 
-    public init(generation: Int64? = nil, metageneration: Int64? = nil) {
+    public init(generation: Int64? = nil, metageneration: Int64? = nil, entityTag: String? = nil) {
         self.generation = generation
         self.metageneration = metageneration
+        self.entityTag = entityTag
     }
+
+    /// Whether the precondition asks anything (a change without one is never repeated, rule G4).
+    public var isConditional: Bool { generation != nil || metageneration != nil || entityTag != nil }
 
     /// No condition: the change applies to whatever is there.
     public static let none = Precondition()
     /// A create: there must be no object of that name.
     public static let doesNotExist = Precondition(generation: 0)
 
-    /// The object's current state, exactly (generation and metageneration).
+    /// The object's current state, exactly (generation and metageneration; an S3 object's ETag).
     public static func matches(_ object: ObjectMetadata) -> Precondition {
-        Precondition(generation: object.generation, metageneration: object.metageneration)
+        guard object.hasGenerations else { return Precondition(entityTag: object.entityTag) }
+        return Precondition(generation: object.generation, metageneration: object.metageneration)
+    }
+
+    /// The object's current content (its generation; an S3 object's ETag), whatever became of its metadata: what a
+    /// replacing write or a delete is guarded by.
+    public static func sameContent(as object: ObjectMetadata) -> Precondition {
+        guard object.hasGenerations else { return Precondition(entityTag: object.entityTag) }
+        return Precondition(generation: object.generation)
     }
 
     /// Whether `object` (nil: absent) satisfies the precondition.
@@ -46,6 +60,7 @@ public struct Precondition: Sendable, Equatable {
         if generation == 0 { return false }
         if let generation, generation != object.generation { return false }
         if let metageneration, metageneration != object.metageneration { return false }
+        if let entityTag, entityTag != object.entityTag { return false }
         return true
     }
 }
@@ -113,6 +128,9 @@ public protocol Bucket: AnyObject, Sendable {
     /// The bucket's name, as in `gs://NAME/`.
     var name: String { get }
 
+    /// How the bucket's URLs start: `gs` (a local bucket has Firebase's names), `s3` for an S3 bucket.
+    var scheme: String { get }
+
     /// What this bucket can do beyond the operations below; each capability comes with its accessor.
     var capabilities: BucketCapabilities { get }
 
@@ -162,6 +180,11 @@ public protocol Bucket: AnyObject, Sendable {
     /// Every way out of a program that opened a bucket closes it; closing twice does nothing.
     func close()
 
+    /// Refuses metadata this bucket cannot store as it is (S3 keeps custom keys in lower case, in at most 2 KB;
+    /// rule S2), naming the limit, before any request: so a plan fails at the command that made it. The default
+    /// accepts everything.
+    func validateStorable(_ metadata: ObjectMetadata) throws
+
     /// A real bucket: where its requests go and whose credentials they carry (`whoami`); nil for a local one.
     var accessDescription: String? { get }
 
@@ -183,6 +206,10 @@ public protocol Bucket: AnyObject, Sendable {
 }
 
 extension Bucket {
+    public var scheme: String { "gs" }
+    /// `gs://NAME`, `s3://NAME`: the bucket in messages.
+    public var url: String { "\(scheme)://\(name)" }
+    public func validateStorable(_ metadata: ObjectMetadata) throws {}
     public var accessDescription: String? { nil }
     public var guardsChanges: Bool { true }
     public var endUserSignIn: (any EndUserSignIn)? { nil }

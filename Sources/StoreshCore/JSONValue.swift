@@ -81,19 +81,24 @@ public indirect enum JSONValue: Sendable, Equatable {
 
 extension ObjectMetadata {
     /// The metadata document of the contract (`meta get --json`): the read-only properties always, the
-    /// writable ones only when set. generation and metageneration are strings, size a number.
+    /// writable ones only when set. generation and metageneration are strings, size a number. An S3 object has
+    /// `etag` (and `versionId` in a versioned bucket) instead of generations (rule S2).
     public var jsonDocument: JSONValue {
-        var members: [(String, JSONValue)] = [
-            ("bucket", .string(bucket)),
-            ("generation", .string(String(generation))),
-            ("metageneration", .string(String(metageneration))),
+        var members: [(String, JSONValue)] = [("bucket", .string(bucket))]
+        if hasGenerations {
+            members += [("generation", .string(String(generation))), ("metageneration", .string(String(metageneration)))]
+        }
+        if let entityTag { members.append(("etag", .string(entityTag))) }
+        if let versionID { members.append(("versionId", .string(versionID))) }
+        members += [
             ("fullPath", .string(fullPath)),
             ("name", .string(name)),
             ("size", .integer(size)),
             ("timeCreated", .string(timeCreated.rfc3339)),
             ("updated", .string(updated.rfc3339)),
-            ("md5Hash", .string(md5Hash)),
         ]
+        // An S3 object uploaded in parts has no MD5 of its content (rule S2).
+        if !md5Hash.isEmpty { members.append(("md5Hash", .string(md5Hash))) }
         for property in WritableProperty.allCases {
             if let value = self[property] { members.append((property.rawValue, .string(value))) }
         }
@@ -115,17 +120,23 @@ extension ObjectMetadata {
     /// The metadata of a metadata document (`jsonDocument`), as JSONSerialization decodes it; nil when a member
     /// is missing or of the wrong type.
     public init?(jsonDocument document: [String: Any]) {
+        let entityTag = document["etag"] as? String
+        func generationNumber(_ key: String) -> Int64? {
+            // An S3 object's document has an etag instead of generations.
+            guard let text = document[key] as? String else { return entityTag == nil ? nil : 0 }
+            return Int64(text)
+        }
         guard let bucket = document["bucket"] as? String, let fullPath = document["fullPath"] as? String,
-            let generation = (document["generation"] as? String).flatMap({ Int64($0) }),
-            let metageneration = (document["metageneration"] as? String).flatMap({ Int64($0) }),
+            let generation = generationNumber("generation"), let metageneration = generationNumber("metageneration"),
             let size = (document["size"] as? NSNumber)?.int64Value,
             let timeCreated = (document["timeCreated"] as? String).flatMap({ Timestamp(rfc3339: $0) }),
             let updated = (document["updated"] as? String).flatMap({ Timestamp(rfc3339: $0) }),
-            let md5Hash = document["md5Hash"] as? String
+            let md5Hash = document["md5Hash"] as? String ?? (entityTag == nil ? nil : "")
         else { return nil }
         self.init(
             bucket: bucket, fullPath: fullPath, generation: generation, metageneration: metageneration, size: size,
-            timeCreated: timeCreated, updated: updated, md5Hash: md5Hash)
+            timeCreated: timeCreated, updated: updated, md5Hash: md5Hash, entityTag: entityTag,
+            versionID: document["versionId"] as? String)
         for property in WritableProperty.allCases {
             if let value = document[property.rawValue] as? String { self[property] = value }
         }

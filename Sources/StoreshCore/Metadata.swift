@@ -50,12 +50,17 @@ public struct ObjectMetadata: Sendable, Equatable {
     public var contentType: String?
     /// Never holds an empty map's worth of meaning: an empty dictionary is "absent" (rule M5).
     public var customMetadata: [String: String]
+    /// An S3 object's ETag, quoted as the service gives it: what its changes are guarded by (rule S3). Nil where
+    /// objects have generations (a local bucket, Cloud Storage).
+    public var entityTag: String?
+    /// An S3 object's version id, in a versioned bucket (rule S2).
+    public var versionID: String?
 
     public init(
         bucket: String, fullPath: String, generation: Int64, metageneration: Int64, size: Int64,
         timeCreated: Timestamp, updated: Timestamp, md5Hash: String, cacheControl: String? = nil,
         contentDisposition: String? = nil, contentEncoding: String? = nil, contentLanguage: String? = nil,
-        contentType: String? = nil, customMetadata: [String: String] = [:]
+        contentType: String? = nil, customMetadata: [String: String] = [:], entityTag: String? = nil, versionID: String? = nil
     ) {
         self.bucket = bucket
         self.fullPath = fullPath
@@ -71,7 +76,12 @@ public struct ObjectMetadata: Sendable, Equatable {
         self.contentLanguage = contentLanguage
         self.contentType = contentType
         self.customMetadata = customMetadata
+        self.entityTag = entityTag
+        self.versionID = versionID
     }
+
+    /// False for an S3 object, which has no generation or metageneration (rule S2): both are then 0, and not shown.
+    public var hasGenerations: Bool { generation != 0 }
 
     /// The last segment of the name (rule P3).
     public var name: String { NameBytes.lastSegment(of: fullPath) }

@@ -58,8 +58,9 @@ extension ByteOrderedName {
 
 extension NameBytes {
     /// `text` with every byte but the unreserved ones (RFC 3986) escaped as `%XX`: an object name as one URL path
-    /// segment (`/` → `%2F`, rule G1), or a query value.
-    public static func percentEncoded(_ text: String) -> String {
+    /// segment (`/` → `%2F`, rule G1), or a query value. `keepingSlashes` leaves `/` as it is: an S3 key as a
+    /// URL path (AWS's UriEncode of a path).
+    public static func percentEncoded(_ text: String, keepingSlashes: Bool = false) -> String {
         let hex = Array("0123456789ABCDEF".utf8)
         var output: [UInt8] = []
         output.reserveCapacity(text.utf8.count)
@@ -67,6 +68,8 @@ extension NameBytes {
             switch byte {
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                output.append(byte)
+            case UInt8(ascii: "/") where keepingSlashes:
                 output.append(byte)
             default:
                 output += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]]

@@ -96,6 +96,8 @@ public struct StorageError: Error, Sendable, Equatable, CustomStringConvertible 
         case (let generation?, _, let actual?) where generation != actual.generation:
             state = "its generation is \(actual.generation), not \(generation)"
         case (_, let metageneration?, let actual?): state = "its metageneration is \(actual.metageneration), not \(metageneration)"
+        case (_, _, let actual?) where precondition.entityTag != nil && precondition.entityTag != actual.entityTag:
+            state = "its ETag is \(actual.entityTag ?? "(none)"), not \(precondition.entityTag ?? "")"
         default: state = "it is not as expected"
         }
         return StorageError(.preconditionFailed, "Object \(path) changed meanwhile: \(state). Nothing was changed.")

@@ -45,8 +45,8 @@ public struct StoragePath: ByteOrderedName, Sendable, CustomStringConvertible {
     /// The prefix that lists this reference (rule L1): `fullPath + "/"`, or nothing at the root.
     public var listingPrefix: String { isRoot ? "" : fullPath + "/" }
 
-    /// The reference as the SDK prints it (rule P3): `gs://BUCKET/FULLPATH`.
-    public func url(bucket: String) -> String { "gs://\(bucket)/\(fullPath)" }
+    /// The reference as the SDK prints it (rule P3): `gs://BUCKET/FULLPATH` (`s3://…` on an S3 bucket).
+    public func url(bucket: String, scheme: String = "gs") -> String { "\(scheme)://\(bucket)/\(fullPath)" }
 
     /// This path as an object name, for operations on one object. The root is not an object (rule M8),
     /// and the name must satisfy rule P5.
@@ -66,16 +66,17 @@ public struct StoragePath: ByteOrderedName, Sendable, CustomStringConvertible {
     /// - `/x` and `gs://BUCKET/x` are absolute; anything else is relative to `current`.
     /// - `.` is the current reference and `..` its parent; `..` at the root stays at the root.
     /// - `gs://OTHER/…` is `bucket-mismatch`.
-    public static func resolve(_ input: String, from current: StoragePath, bucket: String)
+    public static func resolve(_ input: String, from current: StoragePath, bucket: String, scheme: String = "gs")
         throws(StorageError) -> StoragePath
     {
         var base = current
         var rest = Substring(input)
-        if rest.hasPrefix("gs://") {
-            let afterScheme = rest.dropFirst("gs://".count)
+        let urlStart = scheme + "://"
+        if rest.hasPrefix(urlStart) {
+            let afterScheme = rest.dropFirst(urlStart.count)
             let bucketPart = Substring(afterScheme.utf8.prefix { $0 != NameBytes.slash })
             if bucketPart.isEmpty {
-                throw .invalidArgument("gs:// needs a bucket name: gs://\(bucket)/PATH.")
+                throw .invalidArgument("\(urlStart) needs a bucket name: \(urlStart)\(bucket)/PATH.")
             }
             if !bucketPart.utf8.elementsEqual(bucket.utf8) {
                 throw .bucketMismatch(provided: String(bucketPart), current: bucket)

@@ -58,6 +58,38 @@ public struct Timestamp: Hashable, Comparable, Sendable, CustomStringConvertible
 
     public var description: String { rfc3339 }
 
+    private static let weekdays = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+    private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+
+    /// An HTTP date (RFC 9110 IMF-fixdate, whole seconds): `Sun, 06 Nov 1994 08:49:37 GMT`. Written by hand: a
+    /// DateFormatter costs more to make than the request it would serve.
+    public var httpDate: String {
+        var seconds = time_t(microseconds / 1_000_000)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        func two(_ number: Int32) -> String { number < 10 ? "0\(number)" : "\(number)" }
+        return "\(Self.weekdays[Int(parts.tm_wday)]), \(two(parts.tm_mday)) \(Self.months[Int(parts.tm_mon)]) \(parts.tm_year + 1900) "
+            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
+    }
+
+    /// Parses an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), as `Last-Modified` carries it.
+    public init?(httpDate text: String) {
+        let fields = text.split(separator: " ")
+        guard fields.count == 6, fields[5] == "GMT", let day = Int32(fields[1]), let month = Self.months.firstIndex(of: String(fields[2])),
+            let year = Int32(fields[3])
+        else { return nil }
+        let clock = fields[4].split(separator: ":").compactMap { Int32($0) }
+        guard clock.count == 3 else { return nil }
+        var parts = tm()
+        parts.tm_year = year - 1900
+        parts.tm_mon = Int32(month)
+        parts.tm_mday = day
+        parts.tm_hour = clock[0]
+        parts.tm_min = clock[1]
+        parts.tm_sec = clock[2]
+        self.init(microseconds: Int64(timegm(&parts)) * 1_000_000)
+    }
+
     /// Parses RFC 3339 (`2026-11-21T09:30:00Z`, with optional fraction and a `Z` or `±HH:MM` offset).
     public init?(rfc3339 text: String) {
         let bytes = Array(text.utf8)

@@ -176,13 +176,13 @@ public final class PlanApplier: @unchecked Sendable {
         let name = try ObjectName(change.object)
         guard let after = change.after else {
             guard let current else { throw StorageError.objectNotFound(change.object) }
-            try await bucket.delete(name, precondition: Precondition(generation: current.generation))
+            try await bucket.delete(name, precondition: .sameContent(as: current))
             return nil
         }
         if change.writesContent {
             var options = WriteOptions(customMetadata: after.customMetadata, expectedMD5: after.md5Hash)
             for property in WritableProperty.allCases { if let value = after[property] { options.properties[property] = value } }
-            let precondition = current.map { Precondition(generation: $0.generation) } ?? .doesNotExist
+            let precondition = current.map { Precondition.sameContent(as: $0) } ?? .doesNotExist
             if let source = change.source {
                 return try await bucket.write(from: source, to: name, options: options, precondition: precondition)
             }
@@ -364,8 +364,10 @@ public enum JournalRecord {
 
 /// What the program around the interpreter gives apply: where the journal goes and how progress is shown.
 public struct ApplySettings {
-    /// Enough to keep a remote service busy without tripping its rate limits.
-    public static let defaultParallel = 16
+    /// At a typical round trip of 30 ms, 32 changes in flight are about the 1,000 writes a second that Cloud Storage
+    /// takes from a bucket before it ramps up: enough to keep a remote service busy without tripping its limits
+    /// (a 429 is retried after its Retry-After anyway). Over HTTP/2 they share one connection.
+    public static let defaultParallel = 32
 
     /// Opens the journal of a run about to apply `changes` (the program chooses the file and writes the plan).
     public var openJournal: (([PlannedChange]) throws -> any ApplyJournal)?

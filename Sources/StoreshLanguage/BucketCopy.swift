@@ -66,7 +66,7 @@ public enum BucketCopy {
         var objects: [ObjectMetadata] = []
         var after: String?
         repeat {
-            if isCancelled() { throw StorageError(.cancelled, "Interrupted while listing gs://\(bucket.name); nothing was copied.") }
+            if isCancelled() { throw StorageError(.cancelled, "Interrupted while listing \(bucket.url); nothing was copied.") }
             let page = try await bucket.scan(prefix: prefix, after: after, limit: 1000)
             objects += page.objects
             after = page.resumeAfter

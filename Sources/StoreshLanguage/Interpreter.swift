@@ -177,7 +177,7 @@ public final class Interpreter {
         case .cd(let path):
             current = try path.map { try navigationPath($0, command: "cd") } ?? .root
         case .pwd:
-            deliver(.path(current.url(bucket: target.name)))
+            deliver(.path(current.url(bucket: target.name, scheme: target.scheme)))
         case .ls(let list):
             try await runList(list, at: here)
         case .pageNext:
@@ -230,7 +230,7 @@ public final class Interpreter {
             for object in objects {
                 try checkCancelled(at: here)
                 // An object a pattern found is deleted only as it was found (rule G5).
-                let precondition = object.metadata.map { Precondition(generation: $0.generation) } ?? .none
+                let precondition = object.metadata.map { Precondition.sameContent(as: $0) } ?? .none
                 try await onTarget(object.word, name: object.name, at: here) {
                     try await self.target.delete(object.name, precondition: precondition)
                 }
@@ -262,7 +262,7 @@ public final class Interpreter {
             }
             let rules = try requireRules(here)
             guard let store = target.rulesStore else {
-                throw Diagnostic.running(.invalidArgument("gs://\(target.name) keeps no security rules that storesh may change."), at: here)
+                throw Diagnostic.running(.invalidArgument("\(target.url) keeps no security rules that storesh may change."), at: here)
             }
             try located(file.location) { try rules.loadRules(source: source, origin: file.text, into: store) }
             deliver(.rulesLoaded(file: file.text, dryRun: options.dryRun))
@@ -356,7 +356,7 @@ public final class Interpreter {
         }
         guard let token = last.nextPageToken else {
             throw Diagnostic.running(
-                .invalidArgument("The last listing of \(last.reference.url(bucket: target.name)) has no more pages."), at: here)
+                .invalidArgument("The last listing of \(last.reference.url(bucket: target.name, scheme: target.scheme)) has no more pages."), at: here)
         }
         let page = try await located(here) {
             try await self.target.list(
@@ -386,7 +386,7 @@ public final class Interpreter {
         deliver(
             .listing(
                 ListingResult(
-                    page: page, reference: reference, bucket: target.name, long: long, metadata: metadata,
+                    page: page, reference: reference, bucket: target.name, scheme: target.scheme, long: long, metadata: metadata,
                     referenceIsObject: referenceIsObject)))
     }
 
@@ -402,7 +402,8 @@ public final class Interpreter {
             // pattern found must not have changed since.
             let result = try await onTarget(object.word, name: object.name, at: here) {
                 try await self.target.updateMetadata(
-                    of: object.name, update, precondition: Precondition(metageneration: object.metadata?.metageneration))
+                    of: object.name, update,
+                    precondition: object.metadata.map { $0.hasGenerations ? Precondition(metageneration: $0.metageneration) : .matches($0) } ?? .none)
             }
             if result.changed {
                 updated.append((object.name.rawValue, result.previous.differences(to: result.metadata)))

@@ -27,18 +27,19 @@ public struct ObjectPattern: Sendable, CustomStringConvertible {
 
     /// Resolves a pattern word against the current reference like a path (rules P1, P2, P4): relative or
     /// absolute, `.` and `..` navigate, runs of `/` collapse.
-    public init(resolving word: Word, from current: StoragePath, bucket: String) throws(StorageError) {
+    public init(resolving word: Word, from current: StoragePath, bucket: String, scheme: String = "gs") throws(StorageError) {
         var characters = Array(zip(word.text.unicodeScalars, word.literal))
         var segments: [[(Unicode.Scalar, Bool)]] = current.segments.map { segment in
             segment.unicodeScalars.map { ($0, true) }
         }
         let text = word.text
-        if text.hasPrefix("gs://") {
-            let afterScheme = text.dropFirst("gs://".count)
+        let urlStart = scheme + "://"
+        if text.hasPrefix(urlStart) {
+            let afterScheme = text.dropFirst(urlStart.count)
             let bucketPart = afterScheme.prefix { $0 != "/" }
-            if bucketPart.isEmpty { throw .invalidArgument("gs:// needs a bucket name: gs://\(bucket)/PATH.") }
+            if bucketPart.isEmpty { throw .invalidArgument("\(urlStart) needs a bucket name: \(urlStart)\(bucket)/PATH.") }
             if bucketPart != bucket { throw .bucketMismatch(provided: String(bucketPart), current: bucket) }
-            characters.removeFirst("gs://".unicodeScalars.count + bucketPart.unicodeScalars.count)
+            characters.removeFirst(urlStart.unicodeScalars.count + bucketPart.unicodeScalars.count)
             segments = []
         } else if text.hasPrefix("/") {
             segments = []

@@ -87,6 +87,8 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
     }
 
     public var name: String { inner.name }
+    public var scheme: String { inner.scheme }
+    public func validateStorable(_ metadata: ObjectMetadata) throws { try inner.validateStorable(metadata) }
     public var capabilities: BucketCapabilities { inner.capabilities.subtracting(.transactions) }
     public var snapshotStore: (any SnapshotStore)? { inner.snapshotStore.map { PlannedSnapshots(plan: self, stored: $0) } }
     public var rulesStore: (any RulesStore)? { inner.rulesStore.map { PlannedRules(plan: self, stored: $0) } }
@@ -188,7 +190,10 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
         let existing = try await metadata(of: object)
         try require(precondition, object, existing)
         let (next, changed) = try existing.applying(update, now: clock.nextChangeTime())
-        if changed { plan(object.rawValue, before: existing, after: next, content: content(of: object.rawValue)) }
+        if changed {
+            try inner.validateStorable(next)
+            plan(object.rawValue, before: existing, after: next, content: content(of: object.rawValue))
+        }
         return UpdateResult(metadata: next, previous: existing, changed: changed)
     }
 
@@ -208,6 +213,7 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
             bucket: name, name: object, content: content,
             generation: max(now.microseconds, (existing?.generation ?? 0) + 1), now: now,
             properties: options.properties, customMetadata: options.customMetadata)
+        try inner.validateStorable(metadata)
         plan(object.rawValue, before: existing, after: metadata, content: .planned(content))
         changes[changes.count - 1].content = content
         return metadata
@@ -230,6 +236,7 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
             properties: options.properties, customMetadata: options.customMetadata)
         metadata.size = source.size
         metadata.md5Hash = source.md5Base64
+        try inner.validateStorable(metadata)
         plan(object.rawValue, before: existing, after: metadata, content: .plannedSource(source))
         changes[changes.count - 1].source = source
         return metadata

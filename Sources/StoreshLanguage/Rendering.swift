@@ -40,6 +40,8 @@ public struct ListingResult: Sendable {
     public var page: ListPage
     public var reference: StoragePath
     public var bucket: String
+    /// `gs`, `s3`: how the bucket's URLs start.
+    public var scheme: String
     public var long: Bool
     /// With `-l`: each item's metadata.
     public var metadata: [ObjectMetadata]
@@ -160,7 +162,7 @@ public struct HumanRenderer: ResultRenderer {
             lines = page.prefixes.map { folder(relative($0) + "/") } + page.items.map(relative)
         }
         if page.prefixes.isEmpty && page.items.isEmpty {
-            var note = "(nothing under \(MessageText.oneLine(listing.reference.url(bucket: listing.bucket))))"
+            var note = "(nothing under \(MessageText.oneLine(listing.reference.url(bucket: listing.bucket, scheme: listing.scheme))))"
             if listing.referenceIsObject { note += " — it is an object: meta get shows it (rule L5)" }
             lines.append(note)
         }
@@ -210,13 +212,13 @@ public struct HumanRenderer: ResultRenderer {
             if let value = metadata[property] { rows.append([property.rawValue, value]) }
         }
         for (key, value) in metadata.customMetadata.sortedByKeyBytes { rows.append(["custom." + key, value]) }
-        rows += [
-            ["timeCreated", metadata.timeCreated.rfc3339],
-            ["updated", metadata.updated.rfc3339],
-            ["generation", String(metadata.generation)],
-            ["metageneration", String(metadata.metageneration)],
-            ["md5Hash", metadata.md5Hash],
-        ]
+        rows += [["timeCreated", metadata.timeCreated.rfc3339], ["updated", metadata.updated.rfc3339]]
+        if metadata.hasGenerations {
+            rows += [["generation", String(metadata.generation)], ["metageneration", String(metadata.metageneration)]]
+        }
+        if let entityTag = metadata.entityTag { rows.append(["etag", entityTag]) }
+        if let versionID = metadata.versionID { rows.append(["versionId", versionID]) }
+        if !metadata.md5Hash.isEmpty { rows.append(["md5Hash", metadata.md5Hash]) }
         return Formatting.columns(rows.map { $0.map(MessageText.oneLine) })
     }
 }

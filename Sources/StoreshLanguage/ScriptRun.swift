@@ -30,7 +30,7 @@ extension Interpreter {
         let lacking = statement.command.declaration.requires.subtracting(bucket.capabilities)
         return .beforeRunning(
             .invalidArgument(
-                "`\(statement.command.name)` needs a bucket with \(lacking.names.joined(separator: " and ")); gs://\(bucket.name) has none, so nothing ran."),
+                "`\(statement.command.name)` needs a bucket with \(lacking.names.joined(separator: " and ")); \(bucket.url) has none, so nothing ran."),
             at: statement.location)
     }
 
@@ -122,7 +122,7 @@ extension Interpreter {
         case .complete:
             // At the prompt a line's single change needs no notice: its result said it.
             if !options.atPrompt || total > 1 {
-                output.notice("applied \(MessageText.counted(total, "change")) to gs://\(bucket.name)\(where_)")
+                output.notice("applied \(MessageText.counted(total, "change")) to \(bucket.url)\(where_)")
             }
             return .success
         case .stopped, .interrupted, .finishedWithFailures:

@@ -16,7 +16,7 @@ extension Interpreter {
         for word in targets {
             if !raw && ObjectPattern.isPattern(word) {
                 let pattern = try located(word.location) {
-                    try ObjectPattern(resolving: word, from: self.current, bucket: self.target.name)
+                    try ObjectPattern(resolving: word, from: self.current, bucket: self.target.name, scheme: self.target.scheme)
                 }
                 var after: String?
                 var matched = 0
@@ -79,7 +79,7 @@ extension Interpreter {
     }
 
     func resolve(_ word: Word) throws -> StoragePath {
-        try located(word.location) { try StoragePath.resolve(word.text, from: self.current, bucket: self.target.name) }
+        try located(word.location) { try StoragePath.resolve(word.text, from: self.current, bucket: self.target.name, scheme: self.target.scheme) }
     }
 
     /// The object a path word names (or, without one, the current reference); with `raw`, the word exactly.

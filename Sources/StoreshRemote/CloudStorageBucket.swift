@@ -461,7 +461,7 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
         _ method: HTTPMethod, _ url: String, headers: [(String, String)] = [], body: Data? = nil, object: String,
         precondition: Precondition, landed: @escaping @Sendable (ObjectMetadata) -> Bool
     ) async throws -> RemoteResponse? {
-        let repeatable = precondition.generation != nil || precondition.metageneration != nil
+        let repeatable = precondition.isConditional
         let authorizer = self.authorizer
         let request = RemoteRequest(method: method, url: url, headers: authorizer.extraHeaders + headers, body: body, repeatable: repeatable)
         let response = try await http.send(request) { try await authorizer.authorization() }

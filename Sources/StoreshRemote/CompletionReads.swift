@@ -7,7 +7,7 @@ import StoreshCore
 /// goes on in the background and fills the cache: the next Tab finds it. Changes this process makes empty the
 /// cache, so that it never offers a name just deleted.
 final class CompletionReads: ImmediateReads, @unchecked Sendable {
-    unowned let bucket: CloudStorageBucket
+    unowned let bucket: any Bucket
     /// How long a key press may wait for the service.
     let budget: DispatchTimeInterval
     /// How long a page read is used before it is read again.
@@ -17,7 +17,7 @@ final class CompletionReads: ImmediateReads, @unchecked Sendable {
     private var pages: [String: (page: ListPage, read: ContinuousClock.Instant)] = [:]
     private var objects: [String: (metadata: ObjectMetadata, read: ContinuousClock.Instant)] = [:]
 
-    init(bucket: CloudStorageBucket, budget: DispatchTimeInterval = .milliseconds(400), lifetime: Duration = .seconds(30)) {
+    init(bucket: any Bucket, budget: DispatchTimeInterval = .milliseconds(400), lifetime: Duration = .seconds(30)) {
         self.bucket = bucket
         self.budget = budget
         self.lifetime = lifetime

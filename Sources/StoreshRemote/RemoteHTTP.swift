@@ -107,6 +107,15 @@ public final class RemoteHTTP: Sendable {
     public func send(
         _ request: RemoteRequest, into sink: (any ContentSink)? = nil, authorization: @Sendable () async throws -> String?
     ) async throws -> RemoteResponse {
+        try await send(request, into: sink) { _ in try await authorization().map { [("Authorization", $0)] } ?? [] }
+    }
+
+    /// Sends `request` as above, with the headers `authorizing` gives for each attempt: a signature that covers the
+    /// request and the time of the attempt (SigV4), or a bearer token.
+    public func send(
+        _ request: RemoteRequest, into sink: (any ContentSink)? = nil,
+        authorizing: @Sendable (RemoteRequest) async throws -> [(String, String)]
+    ) async throws -> RemoteResponse {
         let started = ContinuousClock.now
         var retry = 0
         while true {
@@ -116,7 +125,7 @@ public final class RemoteHTTP: Sendable {
             let failure: Error
             do {
                 let (response, body) = try await attempt(
-                    request, authorization: try await authorization(), timeout: Self.requestTimeout, sink: sink)
+                    request, authorization: try await authorizing(request), timeout: Self.requestTimeout, sink: sink)
                 let status = Int(response.status.code)
                 trace?.sent(request, status: status, attempt: retry + 1, milliseconds: Self.milliseconds(since: attemptStarted))
                 let answer = RemoteResponse(status: status, headers: response.headers, body: body, attempts: retry + 1)
@@ -145,17 +154,17 @@ public final class RemoteHTTP: Sendable {
 
     /// One attempt, with its own time limit and no retry (asking whether a service is there at all).
     public func sendOnce(_ request: RemoteRequest, timeout: TimeAmount) async throws -> RemoteResponse {
-        let (response, body) = try await attempt(request, authorization: nil, timeout: timeout)
+        let (response, body) = try await attempt(request, authorization: [], timeout: timeout)
         return RemoteResponse(status: Int(response.status.code), headers: response.headers, body: body, attempts: 1)
     }
 
-    private func attempt(_ request: RemoteRequest, authorization: String?, timeout: TimeAmount, sink: (any ContentSink)? = nil)
-        async throws -> (HTTPClientResponse, Data)
-    {
+    private func attempt(
+        _ request: RemoteRequest, authorization: [(String, String)], timeout: TimeAmount, sink: (any ContentSink)? = nil
+    ) async throws -> (HTTPClientResponse, Data) {
         var outgoing = HTTPClientRequest(url: request.url)
         outgoing.method = request.method
         for (name, value) in request.headers { outgoing.headers.add(name: name, value: value) }
-        if let authorization { outgoing.headers.replaceOrAdd(name: "Authorization", value: authorization) }
+        for (name, value) in authorization { outgoing.headers.replaceOrAdd(name: name, value: value) }
         if let body = request.body {
             outgoing.body = .bytes(ByteBuffer(bytes: body))
         } else if [.POST, .PUT, .PATCH].contains(request.method) {

@@ -24,6 +24,8 @@ class RulesLayer: Bucket, TransactionalBucket, @unchecked Sendable {
     }
 
     var name: String { inner.name }
+    var scheme: String { inner.scheme }
+    func validateStorable(_ metadata: ObjectMetadata) throws { try inner.validateStorable(metadata) }
     var capabilities: BucketCapabilities { inner.capabilities }
     var transactions: (any TransactionalBucket)? { inner.transactions == nil ? nil : self }
     var snapshotStore: (any SnapshotStore)? { inner.snapshotStore }
@@ -38,7 +40,7 @@ class RulesLayer: Bucket, TransactionalBucket, @unchecked Sendable {
         forWriting: Bool, _ body: (any BucketTransaction) async throws -> TransactionOutcome<Value>
     ) async throws -> Value {
         guard let transactions = inner.transactions else {
-            throw StorageError.invalidArgument("gs://\(name) has no transactions.")
+            throw StorageError.invalidArgument("\(url) has no transactions.")
         }
         return try await transactions.withTransaction(forWriting: forWriting) { transaction in
             try await body(RulesLayerTransaction(transaction, session: self.session))
@@ -141,7 +143,7 @@ class RulesLayer: Bucket, TransactionalBucket, @unchecked Sendable {
         // Rule R2: writing content, new or over an existing object, is `create`.
         try check(.create, object.rawValue, new: new, existing: existing)
         try require(precondition, of: object, existing)
-        let decided = existing.map { Precondition(generation: $0.generation) } ?? .doesNotExist
+        let decided = existing.map { Precondition.sameContent(as: $0) } ?? .doesNotExist
         return try await inner.write(content, to: object, options: options, precondition: decided)
     }
 
@@ -155,7 +157,7 @@ class RulesLayer: Bucket, TransactionalBucket, @unchecked Sendable {
         try check(.delete, object.rawValue, existing: existing)
         guard let existing else { throw StorageError.objectNotFound(object.rawValue) }
         try require(precondition, of: object, existing)
-        try await inner.delete(object, precondition: Precondition(generation: existing.generation))
+        try await inner.delete(object, precondition: .sameContent(as: existing))
     }
 
     // MARK: Helpers

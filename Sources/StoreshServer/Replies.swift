@@ -43,7 +43,7 @@ enum Reply {
         headers[.contentType] = object.contentType ?? "application/octet-stream"
         headers[.acceptRanges] = "bytes"
         headers[.eTag] = "\"\(object.md5Hash)\""
-        headers[.lastModified] = httpDate(object.updated)
+        headers[.lastModified] = object.updated.httpDate
         headers[HTTPField.Name("X-Goog-Generation")!] = String(object.generation)
         headers[HTTPField.Name("X-Goog-Metageneration")!] = String(object.metageneration)
         headers[HTTPField.Name("X-Goog-Stored-Content-Length")!] = String(object.size)
@@ -60,19 +60,6 @@ enum Reply {
         headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(content.count)"
         let slice = content[content.startIndex + range.lowerBound..<content.startIndex + range.upperBound]
         return Answer(status: .partialContent, headers: headers, body: ByteBuffer(bytes: slice))
-    }
-
-    /// An HTTP date (RFC 9110 IMF-fixdate), written by hand: a DateFormatter costs more to make than the
-    /// request it would serve.
-    static func httpDate(_ time: Timestamp) -> String {
-        var seconds = time_t(time.microseconds / 1_000_000)
-        var parts = tm()
-        gmtime_r(&seconds, &parts)
-        let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
-        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
-        func two(_ number: Int32) -> String { number < 10 ? "0\(number)" : "\(number)" }
-        return "\(days[Int(parts.tm_wday)]), \(two(parts.tm_mday)) \(months[Int(parts.tm_mon)]) \(parts.tm_year + 1900) "
-            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
     }
 }
 

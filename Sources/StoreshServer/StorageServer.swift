@@ -14,12 +14,19 @@ public struct ServeConfiguration: Sendable {
     public var limits: ServeLimits
     /// Connections that read the bucket in parallel, beside the one that writes.
     public var readerCount: Int
+    /// Added before every answer, as a distant service's round trip would be: an app's loading states, or a
+    /// client's parallelism, can then be tried on loopback. The wait holds no thread.
+    public var latency: Duration
 
-    public init(host: String = "127.0.0.1", port: Int = 9199, limits: ServeLimits = ServeLimits(), readerCount: Int = 4) {
+    public init(
+        host: String = "127.0.0.1", port: Int = 9199, limits: ServeLimits = ServeLimits(), readerCount: Int = 4,
+        latency: Duration = .zero
+    ) {
         self.host = host
         self.port = port
         self.limits = limits
         self.readerCount = readerCount
+        self.latency = latency
     }
 }
 
@@ -67,8 +74,10 @@ public final class StorageServer: Sendable {
         log: (@Sendable (ServedRequest) -> Void)? = nil
     ) async throws -> (changes: Int, commits: Int) {
         let api = self.api
+        let latency = configuration.latency
         let responder = CallbackResponder<BasicRequestContext> { request, _ in
             let start = ContinuousClock.now
+            if latency > .zero { try? await Task.sleep(for: latency) }
             var response = await CrossOrigin.answer(request) { await api.respond(to: request) }.response
             if request.method == .head { response = response.createHeadResponse() }
             if let log {

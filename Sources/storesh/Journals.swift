@@ -108,7 +108,7 @@ struct ApplyOptions: ParsableArguments {
         let journal = self.journal
         interpreter.applySettings.openJournal = { changes in
             try JournalFile(
-                creating: journal ?? JournalFile.defaultPath(bucket: bucket.name), bucket: "gs://\(bucket.name)",
+                creating: journal ?? JournalFile.defaultPath(bucket: bucket.name), bucket: bucket.url,
                 source: source, changes: changes, clock: SystemClock())
         }
         if !json && isatty(STDERR_FILENO) != 0 {

@@ -10,8 +10,22 @@ extension BucketLocation {
         switch kind {
         case .file:
             preconditionFailure("a local location opens with open(clock:quiet:)")
-        case .s3:
-            throw CommandLineError("\(displayed): s3:// buckets come in a later version of storesh; this one opens local bucket files and gs://.")
+        case .s3(let name):
+            let configuration = try AWSConfiguration.resolve(bucket: name) { environment[$0] }
+            let http = RemoteHTTP(
+                policy: Self.retryPolicy(environment), connectionsPerHost: 64,
+                isCancelled: { storesh_interrupt_pending() != 0 })
+            let bucket = S3Bucket(name: name, configuration: configuration, http: http)
+            do {
+                try await bucket.verify()
+            } catch {
+                bucket.close()
+                throw error
+            }
+            if !quiet, let unnamedSource {
+                FileHandle.standardError.write(Data("storesh: bucket \(displayed) (\(unnamedSource))\n".utf8))
+            }
+            return bucket
         case .googleCloudStorage(let name):
             let endpoint = CloudStorageEndpoint.resolve { environment[$0] }
             let http = RemoteHTTP(

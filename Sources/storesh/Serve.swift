@@ -38,12 +38,18 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The largest object an upload may make, in MiB (held in memory while it arrives).", valueName: "mib"))
     var maxObjectSize = 256
 
+    @Option(help: ArgumentHelp(
+        "Wait this many milliseconds before each answer, as a distant service's round trip would (to try an app's loading states, or a client's parallelism, on one machine).",
+        valueName: "ms"))
+    var latency = 0
+
     @Flag(inversion: .prefixedNo, help: "Log one line per request on standard error (default: when it is a terminal, unless --quiet).")
     var log: Bool?
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0…65535, not \(port).") }
         guard (1...4096).contains(maxObjectSize) else { throw ValidationError("--max-object-size must be 1…4096 MiB, not \(maxObjectSize).") }
+        guard (0...60_000).contains(latency) else { throw ValidationError("--latency must be 0…60000 milliseconds, not \(latency).") }
         if let name, name.isEmpty || name.contains("/") { throw ValidationError("--name must be a bucket name, without '/'.") }
     }
 
@@ -60,7 +66,8 @@ struct Serve: AsyncParsableCommand {
                 "The bucket file \(bucket.path) holds gs://\(bucket.name), not gs://\(name); serve it as gs://\(bucket.name), or give --bucket a new file to create gs://\(name).")
         }
         let configuration = ServeConfiguration(
-            host: host, port: port, limits: ServeLimits(maximumObjectBytes: maxObjectSize << 20))
+            host: host, port: port, limits: ServeLimits(maximumObjectBytes: maxObjectSize << 20),
+            latency: .milliseconds(latency))
         let server = try StorageServer(bucket: bucket, options: BucketLocation.options(clock: clock), configuration: configuration)
         let logs = log ?? (!bucketOptions.quiet && isatty(STDERR_FILENO) != 0)
         let loopback = host == "localhost" || host == "::1" || host.hasPrefix("127.")

@@ -73,7 +73,7 @@ final class Shell {
 
     /// The visible prompt, `gs://teaching/images> `, with its colour escapes marked for libedit.
     var prompt: (marked: String, width: Int) {
-        let text = interpreter.current.url(bucket: bucket.name)
+        let text = interpreter.current.url(bucket: bucket.name, scheme: bucket.scheme)
         let marked = color ? "\u{1}\u{1B}[1;36m\u{1}\(text)\u{1}\u{1B}[0m\u{1}> " : "\(text)> "
         return (marked, text.count + 2)
     }

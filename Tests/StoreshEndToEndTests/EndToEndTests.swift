@@ -95,8 +95,9 @@ struct EndToEndTests {
                 #expect(result.stderr.hasPrefix("storesh: error: \(location) is a real bucket: "), "\(result.stderr)")
             }
         }
+        // Rule S4: without credentials, the error lists what was tried.
         let s3 = try sandbox.storesh.run(["-c", "ls"], environment: ["STORESH_BUCKET": "s3://media"])
-        #expect(s3.status == 2 && s3.stderr.contains("s3:// buckets come in a later version"))
+        #expect(s3.status == 1 && s3.stderr.contains("No AWS credentials were found. Tried: $AWS_ACCESS_KEY_ID"), "\(s3.stderr)")
         let unknown = try sandbox.storesh.run(["--bucket", "ftp://host/b", "-c", "ls"])
         #expect(unknown.status == 2)
         #expect(unknown.stderr.contains("unknown kind of location 'ftp://'; a bucket is a local bucket file (a path), gs://NAME"))

@@ -33,8 +33,10 @@ class Rule:
 
 
 class FaultProxy:
-    def __init__(self, upstream):
+    def __init__(self, upstream, keep_host=False):
         self.upstream = urlsplit(upstream)
+        # A signed request (SigV4) signs its Host header: it must reach the server as the client sent it.
+        self.keep_host = keep_host
         self.rules = []
         self.requests = []  # (method, path, status or None)
         self.headers = []  # each request's headers, as a dict with lower-case names
@@ -75,9 +77,12 @@ class FaultProxy:
                     if name.lower() == "location":
                         # An upload session's URL names the server: it is the proxy's to answer too.
                         value = value.replace(f"http://{proxy.upstream.netloc}", proxy.url)
-                    if name.lower() not in ("transfer-encoding", "connection", "content-length"):
+                    # A HEAD's Content-Length is the object's size, not its (empty) body's.
+                    dropped = ("transfer-encoding", "connection") + (() if self.command == "HEAD" else ("content-length",))
+                    if name.lower() not in dropped:
                         self.send_header(name, value)
-                self.send_header("Content-Length", str(len(data)))
+                if self.command != "HEAD":
+                    self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
 
@@ -99,7 +104,7 @@ class FaultProxy:
                 self.close_connection = True
                 self.connection.close()
 
-            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = handle_one
+            do_GET = do_HEAD = do_POST = do_PUT = do_PATCH = do_DELETE = handle_one
 
         class Server(ThreadingHTTPServer):
             def handle_error(self, request, client_address):
@@ -114,7 +119,8 @@ class FaultProxy:
     def forward(self, method, path, headers, body):
         connection = http.client.HTTPConnection(self.upstream.hostname, self.upstream.port, timeout=60)
         try:
-            outgoing = {k: v for k, v in headers.items() if k.lower() not in ("host", "connection")}
+            dropped = ("connection",) if self.keep_host else ("host", "connection")
+            outgoing = {k: v for k, v in headers.items() if k.lower() not in dropped}
             connection.request(method, path, body=body, headers=outgoing)
             response = connection.getresponse()
             return response.status, response.getheaders(), response.read()

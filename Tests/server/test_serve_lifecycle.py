@@ -6,6 +6,7 @@ import hashlib
 import os
 import signal
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -134,6 +135,27 @@ def test_requests_are_logged_when_asked(tmp_path):
     lines = [line for line in err.splitlines() if line.startswith(("GET", "POST"))]
     assert lines[0].startswith("GET /v0/ 200 ") and lines[0].endswith(" ms")
     assert lines[1].startswith(f"GET /storage/v1/b/{server.name}/o/missing 404 ")
+
+
+def test_latency_delays_every_answer_without_holding_the_server(tmp_path):
+    server = Server(tmp_path, tmp_path / "served.bucket", extra=("--latency", "400"))
+    try:
+        def timed_get(_):
+            start = time.monotonic()
+            assert server.request("GET", "/v0/").status_code == 200
+            return time.monotonic() - start
+
+        with ThreadPoolExecutor(8) as pool:
+            start = time.monotonic()
+            each = list(pool.map(timed_get, range(8)))
+            together = time.monotonic() - start
+        assert min(each) >= 0.4
+        # Eight waits one after another would take 3.2 s; they overlap, since a wait holds no thread.
+        assert together < 2.4, together
+    finally:
+        assert server.stop()[0] == 0
+    status, _, err = harness.storesh(tmp_path, "serve", "--bucket", str(tmp_path / "x.bucket"), "--latency", "70000")
+    assert status == 2 and b"--latency must be 0" in err, err
 
 
 def test_a_port_in_use_is_said_plainly(tmp_path):

@@ -1,0 +1,120 @@
+import Foundation
+import StoreshCore
+
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
+
+/// One element of an S3 answer, read with Foundation's XML parser (libxml2): its name, text and children.
+/// S3's documents are small and flat (a page of a listing, an error), so a tree is simplest to read.
+struct XMLElement {
+    var name: String
+    var text = ""
+    var children: [XMLElement] = []
+
+    /// The first child named `name`.
+    func child(_ name: String) -> XMLElement? { children.first { $0.name == name } }
+    /// Every child named `name`, in order.
+    func all(_ name: String) -> [XMLElement] { children.filter { $0.name == name } }
+    /// The text of the first child named `name`.
+    func text(of name: String) -> String? { child(name)?.text }
+
+    /// The document's root element, or nil when `data` is not XML.
+    static func parse(_ data: Data) -> XMLElement? {
+        let builder = TreeBuilder()
+        let parser = XMLParser(data: data)
+        parser.delegate = builder
+        guard parser.parse(), let root = builder.root else { return nil }
+        return root
+    }
+
+    private final class TreeBuilder: NSObject, XMLParserDelegate {
+        var stack: [XMLElement] = []
+        var root: XMLElement?
+
+        func parser(
+            _ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?, qualifiedName: String?,
+            attributes: [String: String] = [:]
+        ) {
+            stack.append(XMLElement(name: elementName))
+        }
+
+        func parser(_ parser: XMLParser, foundCharacters string: String) {
+            if !stack.isEmpty { stack[stack.count - 1].text += string }
+        }
+
+        func parser(_ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?, qualifiedName: String?) {
+            guard let element = stack.popLast() else { return }
+            if stack.isEmpty { root = element } else { stack[stack.count - 1].children.append(element) }
+        }
+    }
+}
+
+/// S3's answers: listings, errors, uploads.
+enum S3XML {
+    /// An error document's code and message (`<Error><Code>NoSuchKey</Code><Message>…</Message></Error>`).
+    static func error(_ body: Data) -> (code: String, message: String?)? {
+        guard let root = XMLElement.parse(body), root.name == "Error", let code = root.text(of: "Code") else { return nil }
+        return (code, root.text(of: "Message"))
+    }
+
+    /// A ListObjectsV2 page, asked with `encoding-type=url` (keys percent-encoded, so that any byte survives XML).
+    static func listing(_ body: Data, bucket: String) throws -> (prefixes: [String], items: [S3ListedObject], continuation: String?) {
+        guard let root = XMLElement.parse(body), root.name == "ListBucketResult" else {
+            throw StorageError.internalError("The service's listing is not the XML of ListObjectsV2.")
+        }
+        let encoded = root.text(of: "EncodingType") == "url"
+        func key(_ text: String) throws -> String {
+            guard encoded else { return text }
+            // Form encoding: a `+` is a space.
+            guard let decoded = text.replacingOccurrences(of: "+", with: " ").removingPercentEncoding else {
+                throw StorageError.internalError("The service listed a key that is not percent-encoded UTF-8: \(text).")
+            }
+            return decoded
+        }
+        let prefixes = try root.all("CommonPrefixes").compactMap { try $0.text(of: "Prefix").map(key) }
+        let items = try root.all("Contents").map { entry -> S3ListedObject in
+            guard let name = entry.text(of: "Key") else { throw StorageError.internalError("The service listed an object without a key.") }
+            return S3ListedObject(
+                key: try key(name), size: Int64(entry.text(of: "Size") ?? "") ?? 0, etag: entry.text(of: "ETag") ?? "",
+                lastModified: entry.text(of: "LastModified").flatMap { Timestamp(rfc3339: $0) })
+        }
+        let truncated = root.text(of: "IsTruncated") == "true"
+        let next = root.text(of: "NextContinuationToken").flatMap { $0.isEmpty ? nil : $0 }
+        return (prefixes, items, truncated ? next : nil)
+    }
+
+    /// The text of one element of an answer (`UploadId`, `ETag`), anywhere under the root.
+    static func value(_ name: String, in body: Data) -> String? {
+        func find(_ element: XMLElement) -> String? {
+            if element.name == name { return element.text }
+            for child in element.children { if let found = find(child) { return found } }
+            return nil
+        }
+        return XMLElement.parse(body).flatMap(find)
+    }
+
+    /// Text escaped for an XML element.
+    static func escaped(_ text: String) -> String {
+        var output = ""
+        for character in text {
+            switch character {
+            case "&": output += "&amp;"
+            case "<": output += "&lt;"
+            case ">": output += "&gt;"
+            case "\"": output += "&quot;"
+            case "'": output += "&apos;"
+            default: output.append(character)
+            }
+        }
+        return output
+    }
+}
+
+/// What a ListObjectsV2 entry says of an object: no content type or custom metadata (a HEAD reads those).
+struct S3ListedObject {
+    var key: String
+    var size: Int64
+    var etag: String
+    var lastModified: Timestamp?
+}
