@@ -330,9 +330,34 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
         try await send(.GET, objectPath(object.rawValue), repeatable: true, object: object.rawValue).body
     }
 
+    /// A download pinned to the object's ETag (`If-Match`): when the answer breaks off midway, it goes on from the
+    /// byte it reached with a ranged GET, so a large file is never fetched twice, and a change of the object
+    /// meanwhile is precondition-failed rather than a file of two versions.
     public func read(_ object: ObjectName, into sink: any ContentSink) async throws -> Int64 {
+        let key = object.rawValue
+        let pinned = try await metadata(of: object)
         let counter = CountingSink(sink)
-        _ = try await send(.GET, objectPath(object.rawValue), repeatable: true, object: object.rawValue, into: counter)
+        var resumes = 0
+        while true {
+            let offset = counter.count
+            var headers: [(String, String)] = pinned.entityTag.map { [("If-Match", $0)] } ?? []
+            if offset > 0 { headers.append(("Range", "bytes=\(offset)-")) }
+            do {
+                let response = try await send(
+                    .GET, objectPath(key), headers: headers, repeatable: true, object: key, precondition: .matches(pinned), into: counter)
+                if offset > 0, response.status != 206 {
+                    throw StorageError(
+                        .unavailable, "The download of \(key) broke off after \(offset) bytes and the service did not resume it (it ignored the range).")
+                }
+                break
+            } catch let error as StorageError where error.code == .unavailable && counter.count > offset && resumes < 20 {
+                // It broke off after some progress: go on from there (bounded, and only while it progresses).
+                resumes += 1
+            }
+        }
+        guard counter.count == pinned.size else {
+            throw StorageError(.unavailable, "The download of \(key) ended after \(counter.count) of \(pinned.size) bytes.")
+        }
         return counter.count
     }
 

@@ -18,7 +18,8 @@ class Rule:
     def __init__(self, method, action, path="", on=(), retry_after=None, seconds=0.0, hook=None):
         self.method = method
         self.path = path
-        self.action = action  # "503", "429", "reset", "reset-after-forward", "slow", "hook", "hook-after-forward"
+        # "503", "429", "reset", "reset-after-forward", "truncate-after-forward", "slow", "hook", "hook-after-forward"
+        self.action = action
         self.on = set(on)
         self.retry_after = retry_after
         self.seconds = seconds
@@ -71,6 +72,8 @@ class FaultProxy:
                     rule.hook()
                 if rule and rule.action == "reset-after-forward":
                     return self.reset()  # the server applied it; the client never hears so
+                if rule and rule.action == "truncate-after-forward":
+                    return self.truncate(status, headers, data)
                 proxy.record(self.command, self.path, status)
                 self.send_response(status)
                 for name, value in headers:
@@ -85,6 +88,20 @@ class FaultProxy:
                     self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
+
+            def truncate(self, status, headers, data):
+                """The whole answer's headers, half its body, then the connection closes."""
+                proxy.record(self.command, self.path, None)
+                self.send_response(status)
+                for name, value in headers:
+                    if name.lower() not in ("transfer-encoding", "connection", "content-length"):
+                        self.send_header(name, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data[:len(data) // 2])
+                self.wfile.flush()
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
 
             def answer(self, status, rule):
                 proxy.record(self.command, self.path, status)

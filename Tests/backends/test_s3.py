@@ -197,6 +197,29 @@ def test_multipart_upload_of_a_large_file_and_its_download(s3, tmp_path):
     assert "md5Hash" not in shown  # an upload in parts has no MD5 of the whole (rule S2)
 
 
+def test_S1_a_download_that_breaks_off_goes_on_with_a_ranged_get(s3, tmp_path):
+    content = os.urandom(1 << 20)
+    s3.put("dl/file.bin", content)
+    s3.proxy.rules = [Rule("GET", "truncate-after-forward", path="/dl/file.bin", on=[1])]
+    status, _, err = s3.run("-c", f"get dl/file.bin {tmp_path / 'back.bin'}")
+    assert status == 0, err
+    assert (tmp_path / "back.bin").read_bytes() == content
+    gets = [h for h in s3.proxy.headers if h.get("if-match")]
+    assert len(gets) == 2 and "range" not in gets[0]
+    # It goes on from what had arrived (at most the half the proxy sent), not from the start.
+    offset = int(re.fullmatch(r"bytes=(\d+)-", gets[1]["range"]).group(1))
+    assert 0 < offset <= len(content) // 2
+
+
+def test_S1_an_object_replaced_during_a_download_is_not_stitched_together(s3, tmp_path):
+    s3.put("dl/file.bin", os.urandom(1 << 20))
+    s3.proxy.rules = [Rule("GET", "truncate-after-forward", path="/dl/file.bin", on=[1]),
+                      Rule("GET", "hook", path="/dl/file.bin", on=[2], hook=lambda: s3.put("dl/file.bin", b"new"))]
+    status, _, err = s3.run("-c", f"get dl/file.bin {tmp_path / 'back.bin'}")
+    assert status == 1 and "(precondition-failed)" in err, err
+    assert not (tmp_path / "back.bin").exists()
+
+
 def test_S4_a_wrong_secret_is_unauthenticated_and_never_shown(s3):
     s3.put("w/a.txt")
     status, out, err = s3.run("-c", "ls w", AWS_SECRET_ACCESS_KEY="wrong-secret-4711")
