@@ -19,6 +19,21 @@ public struct Script: Sendable, Equatable {
     }
 }
 
+extension Script {
+    /// Every statement explained instead of run (`run --explain`): nothing changes. A `cd` is explained and also
+    /// run, so that the paths of the commands after it are the script's.
+    public var explained: Script {
+        Script(statements: statements.flatMap { statement -> [Statement] in
+            if case .explain = statement.command { return [statement] }
+            let explanation = Statement(
+                .explain(statement.command, text: "line \(statement.location.line): \(Interpreter.header(statement.command))"),
+                at: statement.location)
+            if case .cd = statement.command { return [explanation, statement] }
+            return [explanation]
+        })
+    }
+}
+
 /// One command and the position of its name.
 public struct Statement: Sendable, Equatable {
     public var command: Command
@@ -56,6 +71,9 @@ public enum Command: Sendable, Equatable {
     case logout
     case whoami
     case snapshot(SnapshotCommand)
+    /// `explain COMMAND`: the requests COMMAND stands for, in the SDK and the REST APIs; nothing runs. `text` is
+    /// COMMAND as written, for the heading.
+    indirect case explain(Command, text: String)
 
     /// The command's words in the command table.
     public var name: String {
@@ -80,6 +98,7 @@ public enum Command: Sendable, Equatable {
         case .login, .loginToken: "login"
         case .logout: "logout"
         case .whoami: "whoami"
+        case .explain: "explain"
         case .snapshot(.save): "snapshot save"
         case .snapshot(.list): "snapshot list"
         case .snapshot(.diff): "snapshot diff"
@@ -114,6 +133,7 @@ public enum Command: Sendable, Equatable {
         case (.snapshot(let a), .snapshot(let b)): a == b
         case (.login(let a, let x), .login(let b, let y)): a == b && x.map(\.key) == y.map(\.key) && x.map(\.value) == y.map(\.value)
         case (.loginToken(let a), .loginToken(let b)): a == b
+        case (.explain(let a, let x), .explain(let b, let y)): a == b && x == y
         default: false
         }
     }

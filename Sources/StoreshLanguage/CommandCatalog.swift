@@ -34,11 +34,16 @@ public struct CommandDeclaration: Sendable {
     /// What the bucket must be able to do for it (rule B3: refused before anything runs otherwise).
     public var requires: BucketCapabilities
     public var completion: CompletionKind
+    /// The Firebase SDK calls it stands for (`listAll()`, `updateMetadata(_:)`): shown by `help`, and `help
+    /// listAll` leads here. `explain` shows the calls with their arguments.
+    public var sdk: [String]
 
     init(
         _ name: String, usage: String, summary: String, details: [String] = [], example: String, options: [String] = [],
-        changesBucket: Bool = false, requires: BucketCapabilities = [], completion: CompletionKind = .nothing
+        changesBucket: Bool = false, requires: BucketCapabilities = [], completion: CompletionKind = .nothing,
+        sdk: [String] = []
     ) {
+        self.sdk = sdk
         self.name = name
         self.usage = usage
         self.summary = summary
@@ -68,10 +73,12 @@ public enum CommandCatalog {
                 "`.` is the current reference and `..` its parent; `..` at the root stays at the root. (The SDK",
                 "keeps . and .. as literal segments; storesh navigates with them.)",
             ], example: "cd images/mountains",
-            completion: .folders),
+            completion: .folders,
+            sdk: ["reference()", "child(_:)", "parent()", "root()"]),
         CommandDeclaration(
             "pwd", usage: "pwd", summary: "print the current reference as gs://BUCKET/FULLPATH", details: [],
-            example: "pwd"),
+            example: "pwd",
+            sdk: ["fullPath", "bucket", "name"]),
         CommandDeclaration(
             "ls", usage: "ls [-n N] [--all] [--token T] [-l] [PATH]",
             summary: "list one page of prefixes and items under PATH (default: here)",
@@ -82,15 +89,18 @@ public enum CommandCatalog {
                 "-l         size, updated and contentType of each item",
                 "Prefixes end in /. When more pages follow, `page next` shows the next one.",
             ], example: "ls -n 2 lessons/paging",
-            options: ["-n", "--all", "--token", "-l"], completion: .folders),
+            options: ["-n", "--all", "--token", "-l"], completion: .folders,
+            sdk: ["list(maxResults:)", "list(maxResults:pageToken:)", "listAll()", "StorageListResult", "pageToken", "prefixes", "items"]),
         CommandDeclaration(
             "page next", usage: "page next", summary: "the next page of the last paginated ls", details: [],
-            example: "page next"),
+            example: "page next",
+            sdk: ["list(maxResults:pageToken:)", "pageToken"]),
         CommandDeclaration(
             "meta get", usage: "meta get [--raw] [PATH]", summary: "all metadata of one object",
             details: ["--raw takes PATH as the exact object name, e.g. meta get --raw wrongPrefix//sadItem"],
             example: "meta get images/forest.jpg",
-            options: ["--raw"], completion: .objects),
+            options: ["--raw"], completion: .objects,
+            sdk: ["getMetadata()", "StorageMetadata"]),
         CommandDeclaration(
             "meta set", usage: "meta set KEY=VALUE… [--] [TARGET…]",
             summary: "update writable properties of each target (default: the current one)",
@@ -102,13 +112,15 @@ public enum CommandCatalog {
                 "characters are literal: 'a*b' names the object a*b.",
                 "An update that would change nothing changes nothing and is counted as unchanged.",
             ], example: "meta set cacheControl=\"public, max-age=3600\" custom.reviewed=yes -- images/**.jpg",
-            changesBucket: true, completion: .assignmentsThenObjects),
+            changesBucket: true, completion: .assignmentsThenObjects,
+            sdk: ["updateMetadata(_:)", "StorageMetadata", "customMetadata"]),
         CommandDeclaration(
             "meta unset", usage: "meta unset KEY… [--] [TARGET…]",
             summary: "delete properties of each target; `custom` clears customMetadata",
             details: ["Keys come first; the first word that is not a key, or --, starts the targets."],
             example: "meta unset custom.stale contentLanguage -- docs/*",
-            changesBucket: true, completion: .keysThenObjects),
+            changesBucket: true, completion: .keysThenObjects,
+            sdk: ["updateMetadata(_:)"]),
         CommandDeclaration(
             "put", usage: "put [--raw] [--content-type T] [--md5 B64] (LOCAL_FILE | --data TEXT) [DEST]",
             summary: "write an object from a local file or from TEXT",
@@ -118,22 +130,26 @@ public enum CommandCatalog {
                 "without normalising it, so that names like wrongPrefix//sadItem can be made.",
                 "--md5 checks the content's MD5 (base64).",
             ], example: "put --data 'hello' --content-type text/plain notes/hello.txt",
-            options: ["--raw", "--content-type", "--md5", "--data"], changesBucket: true, completion: .objects),
+            options: ["--raw", "--content-type", "--md5", "--data"], changesBucket: true, completion: .objects,
+            sdk: ["putDataAsync(_:metadata:)", "putFileAsync(from:metadata:)", "putData", "putFile"]),
         CommandDeclaration(
             "get", usage: "get [--raw] OBJECT [LOCAL_FILE]",
             summary: "download an object's content (default: its name, in the working directory)",
             details: ["A LOCAL_FILE that is a directory, or ends in /, gets the object's name in it."],
             example: "get images/forest.jpg /tmp/forest.jpg",
-            options: ["--raw"], completion: .objects),
+            options: ["--raw"], completion: .objects,
+            sdk: ["writeAsync(toFile:)", "write(toFile:)"]),
         CommandDeclaration(
             "cat", usage: "cat [--raw] OBJECT", summary: "print an object's content", details: [],
             example: "cat docs/readme.md",
-            options: ["--raw"], completion: .objects),
+            options: ["--raw"], completion: .objects,
+            sdk: ["data(maxSize:)", "getData"]),
         CommandDeclaration(
             "rm", usage: "rm [--raw] TARGET…", summary: "delete objects; targets may be patterns",
             details: ["--raw takes each TARGET as an exact object name: no normalising, no patterns."],
             example: "rm files/uid/file-00?.txt",
-            options: ["--raw"], changesBucket: true, completion: .objects),
+            options: ["--raw"], changesBucket: true, completion: .objects,
+            sdk: ["delete()"]),
         CommandDeclaration(
             "echo", usage: "echo WORD…", summary: "print words (for scripts and lessons)", details: [],
             example: "echo 'Listing the root:'"),
@@ -165,12 +181,15 @@ public enum CommandCatalog {
                 "ID token (or set $STORESH_ID_TOKEN, which keeps it out of the history). logout goes back.",
             ],
             example: "login uid --claim admin=false",
-            options: ["--claim", "--id-token"]),
+            options: ["--claim", "--id-token"],
+            sdk: ["Auth.auth().signIn", "getIDToken()", "request.auth"]),
         CommandDeclaration(
             "logout", usage: "logout", summary: "make requests signed out (request.auth is null)", details: [],
-            example: "logout"),
+            example: "logout",
+            sdk: ["Auth.auth().signOut()"]),
         CommandDeclaration(
-            "whoami", usage: "whoami", summary: "who requests are made as", details: [], example: "whoami"),
+            "whoami", usage: "whoami", summary: "who requests are made as", details: [], example: "whoami",
+            sdk: ["Auth.auth().currentUser"]),
         CommandDeclaration(
             "snapshot save", usage: "snapshot save NAME",
             summary: "keep the bucket's current state under NAME (cheap at any size)",
@@ -205,6 +224,16 @@ public enum CommandCatalog {
             details: [], example: "snapshot rm before-fix",
             changesBucket: true, requires: .snapshots, completion: .snapshotNames),
         CommandDeclaration(
+            "explain", usage: "explain COMMAND…",
+            summary: "the SDK call, REST requests and rules method of COMMAND; runs nothing",
+            details: [
+                "For each request: the Swift code of the Firebase SDK for Apple platforms, the Firebase Storage",
+                "REST API (v0, what the SDKs send), the Cloud Storage JSON API, and the security-rules method",
+                "(list, get, create, update, delete) that decides it. Patterns are expanded (a read), nothing",
+                "changes. `storesh run --explain FILE` explains every command of a script.",
+            ], example: "explain meta set cacheControl=\"public, max-age=300\" images/forest.jpg",
+            completion: .commandNames),
+        CommandDeclaration(
             "exit", usage: "exit | quit", summary: "leave the shell (in a script: stop here, keeping the changes)",
             details: [], example: "exit"),
     ]
@@ -212,10 +241,26 @@ public enum CommandCatalog {
     /// The help of a command by name (`meta set`, `ls`, `quit`, …).
     public static func help(for name: String) -> CommandHelp? { declaration(named: name) }
 
-    /// The helps a topic names: one command, or every subcommand of `meta` or `page`.
+    /// The helps a topic names: one command, or every subcommand of `meta` or `page`, or the commands that stand
+    /// for a Firebase SDK call (`listAll`, `updateMetadata`, `getMetadata()`), however it is written.
     public static func helps(for topic: String) -> [CommandHelp] {
         if let one = help(for: topic) { return [one] }
-        return commands.filter { $0.name.hasPrefix(topic + " ") }
+        let subcommands = commands.filter { $0.name.hasPrefix(topic + " ") }
+        if !subcommands.isEmpty { return subcommands }
+        let wanted = sdkKey(topic)
+        guard !wanted.isEmpty else { return [] }
+        return commands.filter { command in command.sdk.contains { sdkKey($0) == wanted } }
+    }
+
+    /// An SDK name without its arguments, receiver or case: `list(maxResults:)` and `List` are `list`;
+    /// `Auth.auth().signOut()` is `signout`.
+    static func sdkKey(_ name: String) -> String {
+        var text = Substring(name)
+        if let parenthesis = text.firstIndex(of: "(") , !text.hasPrefix("Auth.auth()") { text = text[..<parenthesis] }
+        if text.hasPrefix("Auth.auth().") { text = text.dropFirst("Auth.auth().".count) }
+        if let parenthesis = text.firstIndex(of: "(") { text = text[..<parenthesis] }
+        if text.hasSuffix("Async") && text.count > 5 { text = text.dropLast(5) }
+        return text.lowercased()
     }
 
     /// The declaration of a command by its words (`meta set`; `quit` is `exit`).
@@ -254,6 +299,7 @@ public enum CommandCatalog {
     public static func text(for command: CommandHelp) -> String {
         var lines = ["usage: \(command.usage)", "  \(command.summary)"]
         lines += command.details.map { "  " + $0 }
+        if !command.sdk.isEmpty { lines.append("Firebase SDK: \(command.sdk.joined(separator: ", ")) (explain \(command.name) … shows the call)") }
         lines.append("example: \(command.example)")
         return lines.joined(separator: "\n")
     }

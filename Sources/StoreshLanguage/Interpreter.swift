@@ -75,6 +75,8 @@ public struct RunOptions: Sendable {
     public var atPrompt = false
     /// On a bucket without transactions: how many planned changes are sent at once (rule X2).
     public var parallel = ApplySettings.defaultParallel
+    /// `run --explain`: each command is explained (SDK call, REST requests, rules method), none is run.
+    public var explainOnly = false
 
     public init(json: Bool = false, dryRun: Bool = false, keepGoing: Bool = false, color: Bool = false, defaultPageSize: Int? = nil) {
         self.json = json
@@ -112,7 +114,7 @@ public final class Interpreter {
     public var applySettings = ApplySettings()
     /// Whether an `exit` ran in the last script (the shell leaves only then).
     public internal(set) var exitRan = false
-    private var lastListing: (reference: StoragePath, maxResults: Int?, long: Bool, nextPageToken: String?)?
+    var lastListing: (reference: StoragePath, maxResults: Int?, long: Bool, nextPageToken: String?)?
 
     /// How many objects a pattern scan reads at a time.
     static let scanPageSize = 1000
@@ -250,6 +252,10 @@ public final class Interpreter {
             deliver(.help(text))
         case .exit:
             return .exit
+        case .explain(let inner, let text):
+            var explanation = try await explanation(of: inner, at: here)
+            explanation.command = text
+            deliver(.explanation(explanation))
         case .snapshot(let command):
             try await runSnapshot(command, at: here)
         case .rulesShow:
@@ -462,6 +468,21 @@ public final class Interpreter {
         }
     }
 
+    /// Where `put` writes: DEST as given, DEST/ with the file's name, or the file's name here.
+    func putDestination(_ command: PutCommand, defaultName: String?, at here: SourceLocation) throws -> ObjectName {
+        if let word = command.destination {
+            if command.raw { return try located(word.location) { try ObjectName(word.text) } }
+            if word.text.hasSuffix("/"), let defaultName {
+                // Like cp: DEST/ is a folder, and the file keeps its name in it.
+                let folder = try resolve(word)
+                return try located(word.location) { try folder.child(defaultName).objectName() }
+            }
+            return try objectName(word, raw: false, at: here)
+        }
+        if let defaultName { return try located(here) { try self.current.child(defaultName).objectName() } }
+        return try located(here) { try self.current.objectName() }
+    }
+
     private func runPut(_ command: PutCommand, at here: SourceLocation) async throws {
         var content = Data()
         var source: (any ContentSource)?
@@ -475,22 +496,7 @@ public final class Interpreter {
             content = Data(word.text.utf8)
             defaultName = nil
         }
-        let destination: ObjectName
-        if let word = command.destination {
-            if command.raw {
-                destination = try located(word.location) { try ObjectName(word.text) }
-            } else if word.text.hasSuffix("/"), let defaultName {
-                // Like cp: DEST/ is a folder, and the file keeps its name in it.
-                let folder = try resolve(word)
-                destination = try located(word.location) { try folder.child(defaultName).objectName() }
-            } else {
-                destination = try objectName(word, raw: false, at: here)
-            }
-        } else if let defaultName {
-            destination = try located(here) { try self.current.child(defaultName).objectName() }
-        } else {
-            destination = try located(here) { try self.current.objectName() }
-        }
+        let destination = try putDestination(command, defaultName: defaultName, at: here)
         var writeOptions = WriteOptions()
         if let type = command.contentType { writeOptions.properties[.contentType] = type.text }
         if let md5 = command.md5 {

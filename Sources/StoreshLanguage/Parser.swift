@@ -65,6 +65,12 @@ public enum Parser {
             } else {
                 command = .help(nil)
             }
+        case "explain":
+            let inner = reader.rest(skippingDoubleDash: false)
+            guard !inner.isEmpty else {
+                throw Diagnostic.syntax("`explain` needs a command: explain ls -n 2 photos", at: afterEnd(of: name))
+            }
+            command = .explain(try parseCommand(inner).command, text: inner.map(\.text).joined(separator: " "))
         case "exit", "quit":
             try reader.expectEnd(for: name.text)
             command = .exit

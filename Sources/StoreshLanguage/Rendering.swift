@@ -33,6 +33,7 @@ public enum CommandResult: Sendable {
     case snapshotDiff(from: String, to: String?, changes: [ObjectChange])
     case snapshotRestored(name: String, changes: [ObjectChange], dryRun: Bool)
     case snapshotRemoved(SnapshotInfo, dryRun: Bool)
+    case explanation(Explanation)
 }
 
 /// One page of `ls` or `page next`, with what the renderers need beyond the page.
@@ -94,6 +95,7 @@ public struct HumanRenderer: ResultRenderer {
             let verb = dryRun ? "would delete" : "deleted"
             return [objects.count == 1 ? "\(verb) \(MessageText.oneLine(objects[0]))" : "\(verb) \(MessageText.counted(objects.count, "object"))"]
         case .echo(let text), .help(let text), .access(let text): return [text]
+        case .explanation(let explanation): return Self.explain(explanation)
         case .rules(let source, let origin): return ["# rules from \(origin)", source]
         case .rulesLoaded(let file, let dryRun): return ["\(dryRun ? "would load" : "loaded") the rules of \(file)"]
         case .decision(_, let explanation): return [explanation]
@@ -200,6 +202,26 @@ public struct HumanRenderer: ResultRenderer {
             .joined(separator: ", ")
     }
 
+    /// `explain` for people: each request, numbered, in the SDK, the two REST APIs and the rules.
+    static func explain(_ explanation: Explanation) -> [String] {
+        var lines = ["explain: \(MessageText.oneLine(explanation.command))"]
+        for (index, request) in explanation.requests.enumerated() {
+            let number = explanation.requests.count > 1 ? "\(index + 1). " : ""
+            lines.append("\(number)\(request.purpose)")
+            func block(_ title: String, _ text: String?) {
+                guard let text else { return }
+                lines.append("   \(title):")
+                lines += text.split(separator: "\n", omittingEmptySubsequences: false).map { "     \($0)" }
+            }
+            block("Swift (Firebase SDK for Apple platforms)", request.swift)
+            block("Firebase Storage REST API (v0), what the SDKs send", request.firebaseREST)
+            block("Cloud Storage JSON API", request.cloudStorageREST)
+            if let method = request.rulesMethod { lines.append("   Security rules: allow \(method)") }
+            if let note = request.note { lines.append("   Note: \(note)") }
+        }
+        return lines
+    }
+
     /// `meta get` for people: one aligned line per property, custom keys as custom.NAME.
     static func describe(_ metadata: ObjectMetadata) -> [String] {
         var rows: [[String]] = [
@@ -258,6 +280,16 @@ public struct JSONRenderer: ResultRenderer {
         case .deleted(let objects, let dryRun): return marked([("deleted", .array(objects.map { .string($0) }))], dryRun)
         case .echo(let text): return .object([("echo", .string(text))])
         case .help(let text): return .object([("help", .string(text))])
+        case .explanation(let explanation):
+            return .object([
+                ("explain", .string(explanation.command)),
+                ("requests", .array(explanation.requests.map { request in
+                    .object([("purpose", .string(request.purpose))] + [
+                        ("swift", request.swift), ("firebaseREST", request.firebaseREST), ("cloudStorageREST", request.cloudStorageREST),
+                        ("rulesMethod", request.rulesMethod), ("note", request.note),
+                    ].compactMap { key, value in value.map { (key, JSONValue.string($0)) } })
+                })),
+            ])
         case .rules(let source, let origin): return .object([("origin", .string(origin)), ("source", .string(source))])
         case .rulesLoaded(let file, let dryRun): return marked([("loaded", .string(file))], dryRun)
         case .decision(let allowed, let explanation):

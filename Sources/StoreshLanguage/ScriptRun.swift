@@ -37,6 +37,7 @@ extension Interpreter {
     /// Runs a whole script and says what was saved. A script that needs what the bucket cannot do runs nothing
     /// (`unsupported`).
     public func run(_ script: Script) async -> Status {
+        let script = options.explainOnly ? script.explained : script
         if let refusal = unsupported(script) {
             output.error(refusal)
             return .usage

@@ -261,3 +261,33 @@ final class LockedFlag: @unchecked Sendable {
         }
     }
 }
+
+/// `--trace`: one line per request sent, on standard error, as it is answered. Headers and bodies are not shown,
+/// and the query parameters that grant access by themselves (a download token, an upload session, a presigned
+/// signature) are left out, so a trace can be pasted into a bug report or shown to a class.
+public struct RequestLog: RequestTrace {
+    public init() {}
+
+    /// Parameters whose value lets whoever holds it read or write (compared without case).
+    static let secretParameters: Set<String> = [
+        "token", "upload_id", "uploadid", "access_token", "key", "x-amz-signature", "x-amz-credential",
+        "x-amz-security-token", "x-goog-signature", "x-goog-credential",
+    ]
+
+    public func sent(_ request: RemoteRequest, status: Int?, attempt: Int, milliseconds: Int) {
+        let outcome = status.map { "\($0)" } ?? "no answer"
+        let repeated = attempt > 1 ? " (attempt \(attempt))" : ""
+        let line = "storesh: trace: \(request.method.rawValue) \(Self.redacted(request.url)) → \(outcome) in \(milliseconds) ms\(repeated)\n"
+        FileHandle.standardError.write(Data(line.utf8))
+    }
+
+    /// The URL with the values of secret parameters replaced by `…`.
+    static func redacted(_ url: String) -> String {
+        guard let mark = url.firstIndex(of: "?") else { return url }
+        let pairs = url[url.index(after: mark)...].split(separator: "&", omittingEmptySubsequences: false).map { pair -> String in
+            let name = pair.split(separator: "=", maxSplits: 1).first.map(String.init) ?? ""
+            return secretParameters.contains(name.lowercased()) ? "\(name)=…" : String(pair)
+        }
+        return url[..<mark] + "?" + pairs.joined(separator: "&")
+    }
+}

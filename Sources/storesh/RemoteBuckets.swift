@@ -6,14 +6,15 @@ import StoreshRemote
 extension BucketLocation {
     /// Opens a real bucket (rule B1): its endpoint and credentials from the environment (rules G2, G3), checked
     /// with one request so that a mistyped name or refused credentials are said before anything runs.
-    func openRemote(quiet: Bool, environment: Environment = Environment()) async throws -> any Bucket {
+    func openRemote(quiet: Bool, trace: Bool = false, environment: Environment = Environment()) async throws -> any Bucket {
+        let tracing = trace || environment["STORESH_TRACE"].map { !$0.isEmpty && $0 != "0" } == true
         switch kind {
         case .file:
             preconditionFailure("a local location opens with open(clock:quiet:)")
         case .s3(let name):
             let configuration = try AWSConfiguration.resolve(bucket: name) { environment[$0] }
             let http = RemoteHTTP(
-                policy: Self.retryPolicy(environment), connectionsPerHost: 64,
+                policy: Self.retryPolicy(environment), connectionsPerHost: 64, trace: tracing ? RequestLog() : nil,
                 isCancelled: { storesh_interrupt_pending() != 0 })
             let bucket = S3Bucket(name: name, configuration: configuration, http: http)
             do {
@@ -29,7 +30,7 @@ extension BucketLocation {
         case .googleCloudStorage(let name):
             let endpoint = CloudStorageEndpoint.resolve { environment[$0] }
             let http = RemoteHTTP(
-                policy: Self.retryPolicy(environment), connectionsPerHost: 64,
+                policy: Self.retryPolicy(environment), connectionsPerHost: 64, trace: tracing ? RequestLog() : nil,
                 isCancelled: { storesh_interrupt_pending() != 0 })
             let idToken = environment["STORESH_ID_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
             let authorizer: any RequestAuthorizer

@@ -11,7 +11,7 @@ let storeshVersion = "0.1.0"
 struct BucketOptions: ParsableArguments {
     @Option(
         name: .long, help: ArgumentHelp(
-            "The bucket: a local bucket file, or gs://NAME (Google Cloud Storage, Firebase) (default: $STORESH_BUCKET, else the default bucket).",
+            "The bucket: a local bucket file, gs://NAME (Google Cloud Storage, Firebase) or s3://NAME (S3-compatible) (default: $STORESH_BUCKET, else the default bucket).",
             valueName: "location"))
     var bucket: String?
 
@@ -24,6 +24,11 @@ struct BucketOptions: ParsableArguments {
 
     @Flag(name: .long, help: "Do not say which bucket is used when --bucket does not name it (storesh serve: and log no requests).")
     var quiet = false
+
+    @Flag(
+        name: .long,
+        help: "On a real bucket, print each request sent on standard error: method, URL, status, time (credentials and tokens left out; also $STORESH_TRACE=1).")
+    var trace = false
 
     /// Where the bucket is: a usage error (exit 2) for an empty or unknown location, before anything opens.
     func location() throws -> BucketLocation {
@@ -40,7 +45,8 @@ struct BucketOptions: ParsableArguments {
         if case .file = location.kind {
             return OpenedBucket(bucket: OpenBuckets.shared.keep(try location.open(clock: clock, quiet: quiet || json)), clock: clock)
         }
-        return OpenedBucket(bucket: OpenBuckets.shared.keep(try await location.openRemote(quiet: quiet || json)), clock: clock)
+        return OpenedBucket(
+            bucket: OpenBuckets.shared.keep(try await location.openRemote(quiet: quiet || json, trace: trace)), clock: clock)
     }
 
     /// Opens a local bucket file, creating it when missing, for local-bucket features (archives): refused on a
@@ -232,6 +238,9 @@ struct Run: AsyncParsableCommand {
     @Flag(help: "Report each failing command and keep the changes of those that succeeded (exit 1 if any failed).")
     var keepGoing = false
 
+    @Flag(help: "Run nothing: explain each command, with the Firebase SDK call, the REST requests and the rules method it stands for.")
+    var explain = false
+
     @Option(
         help: ArgumentHelp(
             "Save a snapshot of the bucket under this name just before the script's first command (in the same transaction).",
@@ -260,6 +269,7 @@ struct Run: AsyncParsableCommand {
         let source = try decodeScript(name: file, bytes: try readInputFile(file), json: outputOptions.json)
         var options = RunOptions(json: outputOptions.json, dryRun: dryRun, keepGoing: keepGoing)
         options.snapshotBefore = snapshot
+        options.explainOnly = explain
         throw ExitCode(
             try await runScript(source, options: options, applyOptions: applyOptions) {
                 let opened = try await bucketOptions.open(json: outputOptions.json)
@@ -267,7 +277,7 @@ struct Run: AsyncParsableCommand {
                 // before anything runs.
                 if let snapshot {
                     guard let store = opened.bucket.snapshotStore else {
-                        throw CommandLineError("--snapshot \(snapshot): gs://\(opened.bucket.name) keeps no snapshots.")
+                        throw CommandLineError("--snapshot \(snapshot): \(opened.bucket.url) keeps no snapshots.")
                     }
                     if try await store.snapshots().contains(where: { $0.name == snapshot }) {
                         throw CommandLineError(

@@ -45,7 +45,7 @@ struct CompleterTests {
         #expect(complete("page ") == ["next"])
         #expect(complete("ls --a") == ["--all"])
         #expect(complete("put --") == ["--raw", "--content-type", "--md5", "--data"])
-        #expect(complete("pwd; e") == ["echo", "exit"])
+        #expect(complete("pwd; e") == ["echo", "explain", "exit"])
         #expect(complete("help ") == CommandCatalog.firstWords)
         #expect(complete("help meta ") == ["get", "set", "unset"])
         #expect(complete("help set") == [])

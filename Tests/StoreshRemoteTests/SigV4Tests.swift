@@ -203,3 +203,16 @@ struct S3XMLTests {
         #expect(Timestamp(httpDate: "Sunday, 06-Nov-94 08:49:37 GMT") == nil)
     }
 }
+
+@Suite("--trace")
+struct RequestLogTests {
+    @Test("the values of parameters that grant access by themselves are left out")
+    func redaction() {
+        #expect(RequestLog.redacted("https://h/v0/b/b/o/a?alt=media&token=abc-123") == "https://h/v0/b/b/o/a?alt=media&token=…")
+        #expect(RequestLog.redacted("https://h/upload?uploadType=resumable&upload_id=XYZ&name=a")
+            == "https://h/upload?uploadType=resumable&upload_id=…&name=a")
+        #expect(RequestLog.redacted("https://s3/b/k?X-Amz-Credential=AKID%2F1&X-Amz-Signature=f00&partNumber=1")
+            == "https://s3/b/k?X-Amz-Credential=…&X-Amz-Signature=…&partNumber=1")
+        #expect(RequestLog.redacted("https://h/storage/v1/b/b/o") == "https://h/storage/v1/b/b/o")
+    }
+}

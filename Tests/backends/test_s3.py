@@ -245,6 +245,17 @@ def test_S4_no_secret_in_any_output_or_file_a_run_leaves(s3):
     assert leaked == []
 
 
+def test_trace_shows_each_request_sent_and_no_credential(s3):
+    s3.put("t/a.txt", b"a", ContentType="text/plain")
+    status, _, err = s3.run("--trace", "-c", "meta set custom.k=v -- t/a.txt")
+    assert status == 0, err
+    lines = [line for line in err.splitlines() if line.startswith("storesh: trace: ")]
+    assert [line.split()[2] for line in lines] == ["GET", "HEAD", "HEAD", "PUT"]
+    assert all(re.search(r" → 200 in \d+ ms$", line) for line in lines), lines
+    assert "/t/a.txt" in lines[-1]
+    assert s3.moto.secret not in err and "Signature=" not in err and "AWS4-HMAC-SHA256" not in err
+
+
 def test_S4_credentials_region_and_endpoint_from_a_profile(s3):
     s3.put("p/a.txt")
     aws = s3.home / ".aws"

@@ -1,0 +1,333 @@
+import Foundation
+import StoreshCore
+
+/// One request a command stands for, as a class meets it three ways: the Firebase SDK call for Apple platforms
+/// (Swift, as the Firebase docs write it), the REST request of the Firebase Storage API v0 that the SDKs send, and
+/// the Cloud Storage JSON API's; and the security-rules method that decides it (rules apply to the v0 API only).
+public struct ExplainedRequest: Sendable, Equatable {
+    /// What the request does: "list one page of photos/".
+    public var purpose: String
+    public var swift: String?
+    /// Method, URL and, for a change, the JSON body.
+    public var firebaseREST: String?
+    public var cloudStorageREST: String?
+    /// `list`, `get`, `create`, `update`, `delete`: nil when no request is made.
+    public var rulesMethod: String?
+    /// What storesh does that the SDK does not, or where the APIs differ.
+    public var note: String?
+
+    public init(
+        purpose: String, swift: String? = nil, firebaseREST: String? = nil, cloudStorageREST: String? = nil,
+        rulesMethod: String? = nil, note: String? = nil
+    ) {
+        self.purpose = purpose
+        self.swift = swift
+        self.firebaseREST = firebaseREST
+        self.cloudStorageREST = cloudStorageREST
+        self.rulesMethod = rulesMethod
+        self.note = note
+    }
+}
+
+/// `explain COMMAND`: the command, the requests it stands for.
+public struct Explanation: Sendable, Equatable {
+    public var command: String
+    public var requests: [ExplainedRequest]
+}
+
+/// How each command's requests are written in the SDK and the two REST APIs.
+enum Explainer {
+    static let firebaseHost = "https://firebasestorage.googleapis.com"
+    static let cloudStorageHost = "https://storage.googleapis.com"
+
+    /// A Swift string literal.
+    static func literal(_ text: String) -> String {
+        var output = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": output += "\\\""
+            case "\\": output += "\\\\"
+            case "\n": output += "\\n"
+            case "\r": output += "\\r"
+            case "\t": output += "\\t"
+            default: output.unicodeScalars.append(scalar)
+            }
+        }
+        return output + "\""
+    }
+
+    /// The SDK reference to `path`: `storage.reference().child("images/forest.jpg")`.
+    static func reference(_ path: String) -> String {
+        path.isEmpty ? "storage.reference()" : "storage.reference().child(\(literal(path)))"
+    }
+
+    static func query(_ parameters: [(String, String?)]) -> String {
+        let present = parameters.compactMap { name, value in value.map { "\(name)=\(NameBytes.percentEncoded($0))" } }
+        return present.isEmpty ? "" : "?" + present.joined(separator: "&")
+    }
+
+    static func firebaseObject(_ bucket: String, _ name: String) -> String {
+        "\(firebaseHost)/v0/b/\(NameBytes.percentEncoded(bucket))/o/\(NameBytes.percentEncoded(name))"
+    }
+
+    static func cloudStorageObject(_ bucket: String, _ name: String) -> String {
+        "\(cloudStorageHost)/storage/v1/b/\(NameBytes.percentEncoded(bucket))/o/\(NameBytes.percentEncoded(name))"
+    }
+
+    // MARK: Listing
+
+    static func list(bucket: String, path: StoragePath, maxResults: Int?, pageToken: String?, all: Bool, long: Bool) -> [ExplainedRequest] {
+        let prefix = path.listingPrefix
+        let size = maxResults ?? ListOptions.maximumResults
+        let swift: String
+        if all {
+            swift = "let result = try await \(reference(path.fullPath)).listAll()"
+        } else if let pageToken {
+            swift = "let result = try await \(reference(path.fullPath)).list(maxResults: \(size), pageToken: \(literal(pageToken)))"
+        } else {
+            swift = "let result = try await \(reference(path.fullPath)).list(maxResults: \(size))"
+        }
+        let parameters: [(String, String?)] = [
+            ("prefix", prefix.isEmpty ? nil : prefix), ("delimiter", "/"), ("maxResults", all ? nil : String(size)),
+            ("pageToken", pageToken),
+        ]
+        var requests = [
+            ExplainedRequest(
+                purpose: all ? "list every page of \(prefix.isEmpty ? "the root" : prefix) (listAll: one request per page, gathered in memory)"
+                    : "list one page of \(prefix.isEmpty ? "the root" : prefix): prefixes and items, \(size) at most",
+                swift: swift + "\n// result.prefixes, result.items" + (all ? "" : ", result.pageToken (nil on the last page)"),
+                firebaseREST: "GET \(firebaseHost)/v0/b/\(NameBytes.percentEncoded(bucket))/o" + query(parameters),
+                cloudStorageREST: "GET \(cloudStorageHost)/storage/v1/b/\(NameBytes.percentEncoded(bucket))/o" + query(parameters),
+                rulesMethod: "list",
+                note: "list needs rules_version = '2'. The JSON API lists names as stored (wrongPrefix//, lonelyItem/); the v0 API and storesh show the Firebase view (rule L3)."
+                    + (pageToken != nil ? " storesh's page tokens are its own; the SDK's come from the service." : ""))
+        ]
+        if long {
+            requests.append(ExplainedRequest(
+                purpose: "for each item listed: its size, update time and content type (ls -l)",
+                swift: "let metadata = try await item.getMetadata()",
+                firebaseREST: "GET \(firebaseObject(bucket, prefix + "ITEM"))",
+                cloudStorageREST: "(none: the JSON API's list carries each item's metadata)",
+                rulesMethod: "get",
+                note: "The SDK's list gives references only; each item's metadata is a request of its own."))
+        }
+        return requests
+    }
+
+    // MARK: Objects
+
+    static func getMetadata(bucket: String, name: String) -> ExplainedRequest {
+        ExplainedRequest(
+            purpose: "read the metadata of \(name)",
+            swift: "let metadata = try await \(reference(name)).getMetadata()",
+            firebaseREST: "GET \(firebaseObject(bucket, name))", cloudStorageREST: "GET \(cloudStorageObject(bucket, name))",
+            rulesMethod: "get")
+    }
+
+    /// The JSON body of an update, as both APIs take it: a property set or `null` to delete it; `metadata` holds
+    /// the custom keys, each set or `null`.
+    static func updateBody(_ update: MetadataUpdate) -> String {
+        var members: [(String, JSONValue)] = []
+        for property in WritableProperty.allCases {
+            switch update.properties[property] {
+            case .set(let value)?: members.append((property.rawValue, .string(value)))
+            case .unset?: members.append((property.rawValue, .null))
+            case nil: break
+            }
+        }
+        if update.clearsCustomMetadata && update.customMetadata.isEmpty {
+            members.append(("metadata", .null))
+        } else if !update.customMetadata.isEmpty {
+            members.append((
+                "metadata",
+                .object(update.customMetadata.sortedByKeyBytes.map { key, change in
+                    if case .set(let value) = change { return (key, .string(value)) }
+                    return (key, .null)
+                })))
+        }
+        return JSONValue.object(members).serialized
+    }
+
+    static func updateMetadata(bucket: String, name: String, update: MetadataUpdate) -> ExplainedRequest {
+        var lines = ["let newMetadata = StorageMetadata()"]
+        for property in WritableProperty.allCases {
+            switch update.properties[property] {
+            case .set(let value)?: lines.append("newMetadata.\(property.rawValue) = \(literal(value))")
+            case .unset?: lines.append("newMetadata.\(property.rawValue) = nil  // deletes the property")
+            case nil: break
+            }
+        }
+        let setKeys = update.customMetadata.sortedByKeyBytes.compactMap { key, change -> String? in
+            if case .set(let value) = change { return "\(literal(key)): \(literal(value))" }
+            return nil
+        }
+        let unsetKeys = update.customMetadata.sortedByKeyBytes.filter { $0.value == .unset }.map(\.key)
+        if !setKeys.isEmpty { lines.append("newMetadata.customMetadata = [\(setKeys.joined(separator: ", "))]") }
+        var note: String?
+        if !unsetKeys.isEmpty || update.clearsCustomMetadata {
+            note = "The Swift SDK's customMetadata is [String: String]: it cannot send null for a key. The REST body deletes "
+                + (unsetKeys.isEmpty ? "the whole map" : unsetKeys.joined(separator: ", ")) + " with null (the JavaScript SDK can)."
+        }
+        lines.append("let updated = try await \(reference(name)).updateMetadata(newMetadata)")
+        let body = updateBody(update)
+        return ExplainedRequest(
+            purpose: "update the metadata of \(name): only the properties named change (rules M4, M5)",
+            swift: lines.joined(separator: "\n"),
+            firebaseREST: "PATCH \(firebaseObject(bucket, name))\n\(body)",
+            cloudStorageREST: "PATCH \(cloudStorageObject(bucket, name))?ifMetagenerationMatch=M\n\(body)",
+            rulesMethod: "update",
+            note: [note, "storesh sends ifMetagenerationMatch with the metageneration it read, so a concurrent change is never overwritten (rule G5)."]
+                .compactMap { $0 }.joined(separator: " "))
+    }
+
+    static func upload(bucket: String, name: String, fromFile file: String?, contentType: String?) -> ExplainedRequest {
+        var lines: [String] = []
+        if let contentType {
+            lines += ["let metadata = StorageMetadata()", "metadata.contentType = \(literal(contentType))"]
+        }
+        let metadataArgument = contentType == nil ? "" : ", metadata: metadata"
+        if let file {
+            lines.append("let uploaded = try await \(reference(name)).putFileAsync(from: URL(fileURLWithPath: \(literal(file)))\(metadataArgument))")
+        } else {
+            lines.append("let uploaded = try await \(reference(name)).putDataAsync(data\(metadataArgument))")
+        }
+        return ExplainedRequest(
+            purpose: "upload \(name): new content, a new generation, metageneration 1 (rule M3)",
+            swift: lines.joined(separator: "\n"),
+            firebaseREST: "POST \(firebaseHost)/v0/b/\(NameBytes.percentEncoded(bucket))/o\(query([("name", name)]))\n(multipart: the metadata as JSON, then the content; large files as a resumable upload)",
+            cloudStorageREST: "POST \(cloudStorageHost)/upload/storage/v1/b/\(NameBytes.percentEncoded(bucket))/o\(query([("uploadType", "multipart")]))\n(multipart: {\"name\": \(literal(name))…}, then the content)",
+            rulesMethod: "create (update when the object exists)",
+            note: "contentType, when not given, is guessed from the name's extension, as the SDKs do.")
+    }
+
+    static func download(bucket: String, name: String, toFile file: String?) -> ExplainedRequest {
+        let swift =
+            file.map { "let url = try await \(reference(name)).writeAsync(toFile: URL(fileURLWithPath: \(literal($0))))" }
+            ?? "let data = try await \(reference(name)).data(maxSize: 10 * 1024 * 1024)"
+        return ExplainedRequest(
+            purpose: "download the content of \(name)", swift: swift,
+            firebaseREST: "GET \(firebaseObject(bucket, name))?alt=media", cloudStorageREST: "GET \(cloudStorageObject(bucket, name))?alt=media",
+            rulesMethod: "get")
+    }
+
+    static func delete(bucket: String, name: String) -> ExplainedRequest {
+        ExplainedRequest(
+            purpose: "delete \(name)", swift: "try await \(reference(name)).delete()",
+            firebaseREST: "DELETE \(firebaseObject(bucket, name))", cloudStorageREST: "DELETE \(cloudStorageObject(bucket, name))",
+            rulesMethod: "delete")
+    }
+
+    /// Where targets are patterns: the walk that finds them.
+    static func patternWalk(bucket: String, pattern: String, prefix: String, matched: Int) -> ExplainedRequest {
+        ExplainedRequest(
+            purpose: "find the objects \(pattern) names (\(matched) found): list every folder under \(prefix.isEmpty ? "the root" : prefix)",
+            swift: "// The SDK has no patterns: listAll() each folder, recursing into result.prefixes,\n// and keep the items whose names match.",
+            firebaseREST: "GET \(firebaseHost)/v0/b/\(NameBytes.percentEncoded(bucket))/o\(query([("prefix", prefix.isEmpty ? nil : prefix), ("delimiter", "/")])) (then each prefix in turn)",
+            cloudStorageREST: "GET \(cloudStorageHost)/storage/v1/b/\(NameBytes.percentEncoded(bucket))/o\(query([("prefix", prefix.isEmpty ? nil : prefix)])) (no delimiter: every name under it, page by page)",
+            rulesMethod: "list")
+    }
+
+    /// A command that makes no request, and what it stands for.
+    static func local(_ purpose: String, swift: String? = nil, note: String? = nil) -> ExplainedRequest {
+        ExplainedRequest(purpose: purpose, swift: swift, note: note)
+    }
+}
+
+extension Interpreter {
+    /// The requests `command` stands for, without running it: paths are resolved, and patterns are expanded by
+    /// reading the bucket (reads only), so that the explanation names the objects it would touch.
+    func explanation(of command: Command, at here: SourceLocation) async throws -> Explanation {
+        let bucket = target.name
+        var requests: [ExplainedRequest] = []
+
+        /// The requests for each object targets name: the walk that finds a pattern's, then the first object's
+        /// request and a count of the rest.
+        func perObject(_ targets: [Word], raw: Bool, _ make: (String) -> ExplainedRequest) async throws {
+            let objects = try await expand(targets, raw: raw, at: here)
+            for word in targets where !raw && ObjectPattern.isPattern(word) {
+                let pattern = try located(word.location) {
+                    try ObjectPattern(resolving: word, from: self.current, bucket: bucket, scheme: self.target.scheme)
+                }
+                let matched = objects.filter { $0.word == word }.count
+                requests.append(Explainer.patternWalk(bucket: bucket, pattern: word.text, prefix: pattern.literalPrefix, matched: matched))
+            }
+            guard let first = objects.first else { return }
+            var request = make(first.name.rawValue)
+            if objects.count > 1 {
+                request.purpose += " — and the same for each of the \(MessageText.counted(objects.count - 1, "other object"))"
+            }
+            requests.append(request)
+        }
+
+        switch command {
+        case .cd(let path):
+            let reference = try path.map { try navigationPath($0, command: "cd") } ?? .root
+            requests.append(Explainer.local(
+                "make \(reference.url(bucket: bucket, scheme: target.scheme)) the current reference: no request",
+                swift: "let ref = \(Explainer.reference(reference.fullPath))",
+                note: "A reference is a path; it need not name anything that exists."))
+        case .pwd:
+            requests.append(Explainer.local(
+                "print the current reference: no request", swift: "print(ref.fullPath)  // or ref.bucket, ref.name"))
+        case .ls(let list):
+            let reference = try list.path.map { try navigationPath($0, command: "ls") } ?? current
+            requests += Explainer.list(
+                bucket: bucket, path: reference, maxResults: list.maxResults?.value ?? (list.all ? nil : options.defaultPageSize),
+                pageToken: list.pageToken?.text, all: list.all, long: list.long)
+        case .pageNext:
+            guard let last = lastListing else {
+                throw Diagnostic.running(.invalidArgument("There is no listing to continue: `ls` first."), at: here)
+            }
+            requests += Explainer.list(
+                bucket: bucket, path: last.reference, maxResults: last.maxResults, pageToken: last.nextPageToken ?? "TOKEN", all: false,
+                long: false)
+        case .metaGet(let path, let raw):
+            requests.append(Explainer.getMetadata(bucket: bucket, name: try objectName(path, raw: raw, at: here).rawValue))
+        case .metaSet(let command):
+            try await perObject(command.targets, raw: false) { Explainer.updateMetadata(bucket: bucket, name: $0, update: command.update) }
+        case .metaUnset(let command):
+            try await perObject(command.targets, raw: false) { Explainer.updateMetadata(bucket: bucket, name: $0, update: command.update) }
+        case .put(let command):
+            var file: String?
+            var defaultName: String?
+            if case .file(let word) = command.source {
+                file = word.text
+                defaultName = URL(fileURLWithPath: word.text).lastPathComponent
+            }
+            let name = try putDestination(command, defaultName: defaultName, at: here)
+            requests.append(Explainer.upload(bucket: bucket, name: name.rawValue, fromFile: file, contentType: command.contentType?.text))
+        case .get(let objectWord, let fileWord, let raw):
+            let name = try objectName(objectWord, raw: raw, at: here)
+            requests.append(Explainer.download(bucket: bucket, name: name.rawValue, toFile: fileWord?.text ?? name.lastSegment))
+        case .cat(let objectWord, let raw):
+            requests.append(Explainer.download(bucket: bucket, name: try objectName(objectWord, raw: raw, at: here).rawValue, toFile: nil))
+        case .rm(let targets, let raw):
+            try await perObject(targets, raw: raw) { Explainer.delete(bucket: bucket, name: $0) }
+        case .echo, .help, .exit:
+            requests.append(Explainer.local("storesh itself: no request"))
+        case .explain(let inner, _):
+            return try await explanation(of: inner, at: here)
+        case .rulesShow, .rulesLoad, .rulesWhy:
+            requests.append(Explainer.local(
+                "security rules: no request of the SDKs",
+                note: "A project's rules are deployed with the Firebase CLI (firebase deploy --only storage) or the console; the emulator takes them at PUT /internal/setRules. storesh keeps them in the bucket file and checks every command against them, as the service checks every v0 request."))
+        case .login(let uid, _):
+            requests.append(Explainer.local(
+                "sign in as \(uid.text): request.auth.uid is \(uid.text) for the rules; no storage request",
+                swift: "try await Auth.auth().signIn(withCustomToken: token)  // or any other sign-in; Storage then sends the user's ID token",
+                note: "Every later v0 request carries Authorization: Firebase ID_TOKEN, which the rules read as request.auth."))
+        case .loginToken:
+            requests.append(Explainer.local(
+                "use a user's Firebase ID token: no storage request", swift: "let token = try await Auth.auth().currentUser?.getIDToken()"))
+        case .logout:
+            requests.append(Explainer.local("sign out: request.auth is null for the rules", swift: "try Auth.auth().signOut()"))
+        case .whoami:
+            requests.append(Explainer.local("who requests are made as: no request", swift: "let user = Auth.auth().currentUser"))
+        case .snapshot:
+            requests.append(Explainer.local(
+                "a snapshot of the whole bucket file: storesh's own, no request",
+                note: "Cloud Storage has no snapshots of a bucket; object versioning keeps old generations of each object instead."))
+        }
+        return Explanation(command: Self.header(command), requests: requests)
+    }
+}
