@@ -219,4 +219,14 @@ public final class SteppingClock: StorageClock, @unchecked Sendable {
     public func now() -> Timestamp {
         lock.withLock { next }
     }
+
+    /// Moves the clock past `time` (a bucket's latest change) when it is not already: a change it dates then never
+    /// comes before one the bucket holds, so no object's timeCreated is after its updated. Answers whether it moved.
+    public func move(past time: Timestamp) -> Bool {
+        lock.withLock {
+            guard next <= time else { return false }
+            next = Timestamp(microseconds: time.microseconds + Self.step)
+            return true
+        }
+    }
 }

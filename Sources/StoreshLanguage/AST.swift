@@ -38,6 +38,8 @@ extension Script {
 public struct Statement: Sendable, Equatable {
     public var command: Command
     public var location: SourceLocation
+    /// The command as written (for `run --echo`); empty for one made in code.
+    public var text: String = ""
 
     public init(_ command: Command, at location: SourceLocation) {
         self.command = command

@@ -77,6 +77,9 @@ public struct RunOptions: Sendable {
     public var parallel = ApplySettings.defaultParallel
     /// `run --explain`: each command is explained (SDK call, REST requests, rules method), none is run.
     public var explainOnly = false
+    /// `run --echo`: each command is printed, after a prompt of the current reference, before its output, so
+    /// that a lesson's script is its own transcript.
+    public var echo = false
 
     public init(json: Bool = false, dryRun: Bool = false, keepGoing: Bool = false, color: Bool = false, defaultPageSize: Int? = nil) {
         self.json = json
@@ -172,6 +175,9 @@ public final class Interpreter {
     /// Runs one command. Storage errors come back as diagnostics located at the word they concern.
     public func execute(_ statement: Statement) async throws -> Flow {
         let here = statement.location
+        if options.echo && !statement.text.isEmpty {
+            deliver(.command(statement.text, prompt: current.url(bucket: target.name, scheme: target.scheme)))
+        }
         if options.dryRun && statement.command.changesBucket {
             deliver(.planHeader(line: here.line, command: Self.header(statement.command)))
         }

@@ -45,6 +45,8 @@ public struct Word: Sendable, Equatable, CustomStringConvertible {
 /// The words of one command, as written between newlines and `;`.
 public struct WordList: Sendable, Equatable {
     public var words: [Word]
+    /// The command as written, from its first word to its last (a continued line joined with a space).
+    public var source: String = ""
     public var location: SourceLocation { words[0].location }
 }
 
@@ -113,16 +115,39 @@ public struct Lexer {
         var text = String.UnicodeScalarView()
         var literal: [Bool] = []
         var wordStart: SourceLocation?
+        // Where each line starts (scalar offsets), to find a command's text from its first word's location.
+        var lineStarts = [0]
+        for (offset, scalar) in scalars.enumerated() where scalar == "\n" { lineStarts.append(offset + 1) }
+        var lastWordEnd = 0
 
         func finishWord() {
-            if let start = wordStart { words.append(Word(String(text), literal: literal, at: start)) }
+            if let start = wordStart {
+                words.append(Word(String(text), literal: literal, at: start))
+                lastWordEnd = index
+            }
             text = String.UnicodeScalarView()
             literal = []
             wordStart = nil
         }
         func finishCommand() {
             finishWord()
-            if !words.isEmpty { commands.append(WordList(words: words)) }
+            if let first = words.first {
+                let start = lineStarts[first.location.line - 1] + first.location.column - 1
+                // A continued line is one command: its `\`, line break and indentation read as one space.
+                var source = String.UnicodeScalarView()
+                var offset = start
+                while offset < lastWordEnd {
+                    if scalars[offset] == "\\", offset + 1 < lastWordEnd, scalars[offset + 1] == "\n" || scalars[offset + 1] == "\r" {
+                        offset += scalars[offset + 1] == "\r" ? 3 : 2
+                        while offset < lastWordEnd, scalars[offset] == " " || scalars[offset] == "\t" { offset += 1 }
+                        if source.last != " " { source.append(" ") }
+                        continue
+                    }
+                    source.append(scalars[offset])
+                    offset += 1
+                }
+                commands.append(WordList(words: words, source: String(source)))
+            }
             words = []
         }
 

@@ -6,7 +6,9 @@ public enum Parser {
     public static func parse(_ source: SourceText) throws(Diagnostic) -> Script {
         var statements: [Statement] = []
         for words in try Lexer.commands(in: source.text) {
-            statements.append(try parseCommand(words.words))
+            var statement = try parseCommand(words.words)
+            statement.text = words.source
+            statements.append(statement)
         }
         return Script(statements: statements)
     }

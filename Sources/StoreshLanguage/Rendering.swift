@@ -34,6 +34,8 @@ public enum CommandResult: Sendable {
     case snapshotRestored(name: String, changes: [ObjectChange], dryRun: Bool)
     case snapshotRemoved(SnapshotInfo, dryRun: Bool)
     case explanation(Explanation)
+    /// `run --echo`: the command about to run, after the prompt the shell would show.
+    case command(String, prompt: String)
 }
 
 /// One page of `ls` or `page next`, with what the renderers need beyond the page.
@@ -96,6 +98,7 @@ public struct HumanRenderer: ResultRenderer {
             return [objects.count == 1 ? "\(verb) \(MessageText.oneLine(objects[0]))" : "\(verb) \(MessageText.counted(objects.count, "object"))"]
         case .echo(let text), .help(let text), .access(let text): return [text]
         case .explanation(let explanation): return Self.explain(explanation)
+        case .command(let text, let prompt): return ["\(MessageText.oneLine(prompt))> \(text)"]
         case .rules(let source, let origin): return ["# rules from \(origin)", source]
         case .rulesLoaded(let file, let dryRun): return ["\(dryRun ? "would load" : "loaded") the rules of \(file)"]
         case .decision(_, let explanation): return [explanation]
@@ -280,6 +283,7 @@ public struct JSONRenderer: ResultRenderer {
         case .deleted(let objects, let dryRun): return marked([("deleted", .array(objects.map { .string($0) }))], dryRun)
         case .echo(let text): return .object([("echo", .string(text))])
         case .help(let text): return .object([("help", .string(text))])
+        case .command(let text, let prompt): return .object([("command", .string(text)), ("at", .string(prompt))])
         case .explanation(let explanation):
             return .object([
                 ("explain", .string(explanation.command)),

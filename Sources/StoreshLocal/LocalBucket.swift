@@ -644,6 +644,11 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     // MARK: Bulk and maintenance
 
     /// The number of objects in the bucket.
+    /// The latest time an object of the bucket was written or updated; nil for an empty bucket.
+    public func latestChange() throws(StorageError) -> Timestamp? {
+        try read { try connection.integer("SELECT max(max(updated), max(time_created)) FROM objects").map { Timestamp(microseconds: $0) } }
+    }
+
     public func objectCount() throws(StorageError) -> Int {
         try read { Int(try connection.integer("SELECT count(*) FROM objects") ?? 0) }
     }

@@ -136,6 +136,14 @@ struct BucketLocation {
         } else {
             bucket = try LocalBucket.open(at: path, options: options)
         }
+        // `--clock T` on a bucket with changes dated after T: the clock moves on past them, so that no change of
+        // this run is dated before one the bucket holds (a timeCreated after its updated).
+        if exists, let stepping = clock as? SteppingClock, let latest = try bucket.latestChange(), stepping.move(past: latest),
+            !quiet
+        {
+            FileHandle.standardError.write(Data(
+                "storesh: the bucket's latest change is at \(latest.rfc3339), after the --clock time: this run's changes are dated from \(stepping.now().rfc3339) on.\n".utf8))
+        }
         if !exists && !quiet {
             // Saying what was created also says which bucket the run uses (rule B2).
             let what = isDefault ? "the default bucket gs://\(bucket.name) from the teaching sample" : "an empty bucket gs://\(bucket.name)"

@@ -241,6 +241,9 @@ struct Run: AsyncParsableCommand {
     @Flag(help: "Run nothing: explain each command, with the Firebase SDK call, the REST requests and the rules method it stands for.")
     var explain = false
 
+    @Flag(help: "Print each command, after the prompt the shell would show, before its output: a lesson's script as its own transcript.")
+    var echo = false
+
     @Option(
         help: ArgumentHelp(
             "Save a snapshot of the bucket under this name just before the script's first command (in the same transaction).",
@@ -270,6 +273,7 @@ struct Run: AsyncParsableCommand {
         var options = RunOptions(json: outputOptions.json, dryRun: dryRun, keepGoing: keepGoing)
         options.snapshotBefore = snapshot
         options.explainOnly = explain
+        options.echo = echo
         throw ExitCode(
             try await runScript(source, options: options, applyOptions: applyOptions) {
                 let opened = try await bucketOptions.open(json: outputOptions.json)
