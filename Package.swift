@@ -36,7 +36,13 @@ let package = Package(
             name: "StoreshLocal",
             dependencies: ["StoreshCore", "CSQLite", .product(name: "Crypto", package: "swift-crypto")]),
         // Security rules: the rules language, its evaluation, and the engine the local bucket asks.
-        .target(name: "StoreshRules", dependencies: ["StoreshCore"]),
+        // The sample rules (links to samples/rules/) are compiled in: `rules load --sample NAME` needs no file.
+        .target(
+            name: "StoreshRules", dependencies: ["StoreshCore"],
+            resources: [
+                .embedInCode("SampleRules/open.rules"), .embedInCode("SampleRules/owner-only.rules"),
+                .embedInCode("SampleRules/version1.rules"),
+            ]),
         // The command language: lexer, parser, AST with source positions, interpreter over any Bucket.
         .target(name: "StoreshLanguage", dependencies: ["StoreshCore"]),
         // `storesh serve`: a local bucket behind the Firebase Storage emulator's HTTP API (the Cloud Storage JSON

@@ -107,6 +107,10 @@ public protocol RulesControl: AnyObject {
     /// Checks the rules (errors name FILE:LINE:COLUMN in the rules text), keeps them in `store` (a transaction's,
     /// so that they land with the script or not at all) and puts them in force.
     func loadRules(source: String, origin: String, into store: any RulesStore) throws
+    /// The sample rules there are to load by name (`rules load --sample NAME`), with their text.
+    var samples: [(name: String, source: String)] { get }
+    /// The open rules of a new bucket, and how `rules show` names them.
+    var openRules: (source: String, origin: String) { get }
     /// The last decision, for `rules why`.
     var lastDecision: (request: AccessRequest, decision: AccessDecision)? { get }
     /// False while requests that are not the user's (an error's hint, Tab completion) are decided, so that

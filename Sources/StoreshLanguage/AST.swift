@@ -66,6 +66,10 @@ public enum Command: Sendable, Equatable {
     case exit
     case rulesShow
     case rulesLoad(Word)
+    /// `rules load --sample NAME`: one of the sample rules compiled in.
+    case rulesLoadSample(Word)
+    /// `rules reset`: the open rules of a new bucket again.
+    case rulesReset
     case rulesWhy
     case login(uid: Word, claims: [(key: Word, value: Word)])
     /// `login --id-token TOKEN`: a real bucket, used as the user of a Firebase ID token (rule F1).
@@ -95,7 +99,8 @@ public enum Command: Sendable, Equatable {
         case .help: "help"
         case .exit: "exit"
         case .rulesShow: "rules show"
-        case .rulesLoad: "rules load"
+        case .rulesLoad, .rulesLoadSample: "rules load"
+        case .rulesReset: "rules reset"
         case .rulesWhy: "rules why"
         case .login, .loginToken: "login"
         case .logout: "logout"
@@ -131,7 +136,8 @@ public enum Command: Sendable, Equatable {
         case (.rm(let a, let x), .rm(let b, let y)): a == b && x == y
         case (.echo(let a), .echo(let b)): a == b
         case (.help(let a), .help(let b)): a == b
-        case (.rulesLoad(let a), .rulesLoad(let b)): a == b
+        case (.rulesLoad(let a), .rulesLoad(let b)), (.rulesLoadSample(let a), .rulesLoadSample(let b)): a == b
+        case (.rulesReset, .rulesReset): true
         case (.snapshot(let a), .snapshot(let b)): a == b
         case (.login(let a, let x), .login(let b, let y)): a == b && x.map(\.key) == y.map(\.key) && x.map(\.value) == y.map(\.value)
         case (.loginToken(let a), .loginToken(let b)): a == b

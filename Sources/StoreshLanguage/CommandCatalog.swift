@@ -161,11 +161,17 @@ public enum CommandCatalog {
             "rules show", usage: "rules show", summary: "the security rules in force and where they came from",
             details: [], example: "rules show"),
         CommandDeclaration(
-            "rules load", usage: "rules load FILE", summary: "check and put in force the rules of a file",
+            "rules load", usage: "rules load FILE | rules load --sample NAME", summary: "check and put in force the rules of a file",
             details: [
                 "The rules are kept in the bucket. Errors name FILE:LINE:COLUMN. New buckets have open",
                 "rules_version 2 rules; under rules_version 1 every listing fails (rule L12).",
-            ], example: "rules load samples/rules/owner-only.rules",
+                "--sample NAME loads a sample compiled into storesh: owner-only (the teaching bucket's users",
+                "and images), version1 (rules_version 1: no listing), open.",
+            ], example: "rules load --sample owner-only",
+            options: ["--sample"], changesBucket: true, requires: .rulesAdministration),
+        CommandDeclaration(
+            "rules reset", usage: "rules reset", summary: "put back the open rules of a new bucket",
+            details: ["The same as rules load --sample open: anyone may read and write."], example: "rules reset",
             changesBucket: true, requires: .rulesAdministration),
         CommandDeclaration(
             "rules why", usage: "rules why",

@@ -307,7 +307,7 @@ extension Interpreter {
             requests.append(Explainer.local("storesh itself: no request"))
         case .explain(let inner, _):
             return try await explanation(of: inner, at: here)
-        case .rulesShow, .rulesLoad, .rulesWhy:
+        case .rulesShow, .rulesLoad, .rulesLoadSample, .rulesReset, .rulesWhy:
             requests.append(Explainer.local(
                 "security rules: no request of the SDKs",
                 note: "A project's rules are deployed with the Firebase CLI (firebase deploy --only storage) or the console; the emulator takes them at PUT /internal/setRules. storesh keeps them in the bucket file and checks every command against them, as the service checks every v0 request."))

@@ -272,12 +272,22 @@ public final class Interpreter {
             guard let source = String(data: data, encoding: .utf8) else {
                 throw Diagnostic.running(.invalidArgument("\(file.text) is not UTF-8 text."), at: file.location)
             }
-            let rules = try requireRules(here)
-            guard let store = target.rulesStore else {
-                throw Diagnostic.running(.invalidArgument("\(target.url) keeps no security rules that storesh may change."), at: here)
-            }
-            try located(file.location) { try rules.loadRules(source: source, origin: file.text, into: store) }
+            try loadRules(source, origin: file.text, at: file.location)
             deliver(.rulesLoaded(file: file.text, dryRun: options.dryRun))
+        case .rulesLoadSample(let sample):
+            let samples = try requireRules(here).samples
+            guard let source = samples.first(where: { $0.name == sample.text })?.source else {
+                var message = "There are no sample rules named \(sample.text); the samples are \(samples.map(\.name).joined(separator: ", "))"
+                if let near = Suggestion.nearest(to: sample.text, among: samples.map(\.name)) { message += " (did you mean \(near)?)" }
+                throw Diagnostic.running(.invalidArgument(message + "."), at: sample.location)
+            }
+            let origin = "the sample \(sample.text) (built in, as samples/rules/\(sample.text).rules)"
+            try loadRules(source, origin: origin, at: sample.location)
+            deliver(.rulesLoaded(file: origin, dryRun: options.dryRun))
+        case .rulesReset:
+            let open = try requireRules(here).openRules
+            try loadRules(open.source, origin: open.origin, at: here)
+            deliver(.rulesLoaded(file: open.origin, dryRun: options.dryRun))
         case .rulesWhy:
             let last = try requireRules(here).lastDecision
             let text = last.map { $0.decision.explanation(for: $0.request) } ?? "no request has been decided yet"
@@ -523,10 +533,20 @@ public final class Interpreter {
     }
 
     /// A dry run's header for a command: its words, and the snapshot it names.
+    /// Checks rules and puts them in force in the bucket (`rules load`, `rules reset`).
+    private func loadRules(_ source: String, origin: String, at location: SourceLocation) throws {
+        let rules = try requireRules(location)
+        guard let store = target.rulesStore else {
+            throw Diagnostic.running(.invalidArgument("\(target.url) keeps no security rules that storesh may change."), at: location)
+        }
+        try located(location) { try rules.loadRules(source: source, origin: origin, into: store) }
+    }
+
     static func header(_ command: Command) -> String {
         switch command {
         case .snapshot(.save(let name)), .snapshot(.restore(let name)), .snapshot(.remove(let name)): "\(command.name) \(name.text)"
         case .rulesLoad(let file): "rules load \(file.text)"
+        case .rulesLoadSample(let sample): "rules load --sample \(sample.text)"
         default: command.name
         }
     }

@@ -78,7 +78,9 @@ public enum Parser {
             command = .exit
         case "rules":
             guard let sub = reader.next() else {
-                throw Diagnostic.syntax("`rules` needs a subcommand: rules show, rules load FILE or rules why", at: afterEnd(of: name))
+                throw Diagnostic.syntax(
+                    "`rules` needs a subcommand: rules show, rules load FILE, rules load --sample NAME, rules reset or rules why",
+                    at: afterEnd(of: name))
             }
             switch sub.text {
             case "show":
@@ -89,8 +91,17 @@ public enum Parser {
                 command = .rulesWhy
             case "load":
                 let file = try reader.required("FILE", for: "rules load", after: sub)
-                try reader.expectEnd(for: "rules load")
-                command = .rulesLoad(file)
+                if file.text == "--sample" && file.isBare {
+                    let sample = try reader.required("a sample's name (owner-only, version1, open)", for: "rules load --sample", after: file)
+                    try reader.expectEnd(for: "rules load --sample")
+                    command = .rulesLoadSample(sample)
+                } else {
+                    try reader.expectEnd(for: "rules load")
+                    command = .rulesLoad(file)
+                }
+            case "reset":
+                try reader.expectEnd(for: "rules reset")
+                command = .rulesReset
             default:
                 var message = "unknown subcommand 'rules \(sub.text)'"
                 if let near = Suggestion.nearest(to: sub.text, among: CommandCatalog.subcommands(of: "rules")) { message += "; did you mean 'rules \(near)'?" }

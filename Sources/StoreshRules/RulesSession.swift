@@ -47,6 +47,10 @@ public final class RulesSession: RulesControl, @unchecked Sendable {
 
     // MARK: RulesControl
 
+    public var samples: [(name: String, source: String)] { SampleRules.all }
+
+    public var openRules: (source: String, origin: String) { (RulesEngine.openRules, RulesEngine.openRulesOrigin) }
+
     public var identity: Identity? {
         get { lock.withLock { signedIn } }
         set {

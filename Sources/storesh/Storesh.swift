@@ -94,7 +94,7 @@ struct Storesh: AsyncParsableCommand {
             (nothing ran), 130 interrupted.
             """,
         version: "storesh \(storeshVersion)",
-        subcommands: [Run.self, Undo.self, Copy.self, Serve.self, Check.self, Backup.self, Export.self, Import.self]
+        subcommands: [Run.self, Undo.self, Copy.self, Reset.self, Serve.self, Check.self, Backup.self, Export.self, Import.self]
     )
 
     @OptionGroup var bucketOptions: BucketOptions

@@ -53,3 +53,58 @@ def test_run_explain_explains_every_command_and_changes_nothing(tmp_path):
     assert documents[1]["requests"][-1]["rulesMethod"] == "update"
     status, out, _ = harness.storesh(tmp_path, "--quiet", "--json", "-c", "meta get images/forest.jpg")
     assert status == 0 and json.loads(out)["cacheControl"] != "no-cache"  # still there, and unchanged
+
+
+def test_reset_brings_the_default_bucket_back_to_the_sample_with_open_rules(tmp_path):
+    status, _, err = harness.storesh(tmp_path, "--quiet", "-c",
+                                     "rm images/forest.jpg; put --data x new.txt; rules load --sample owner-only; snapshot save before")
+    assert status == 0, err.decode()
+    status, _, err = harness.storesh(tmp_path, "reset")
+    assert status == 0 and "reset the default bucket gs://teaching to the teaching sample" in err.decode()
+    status, out, _ = harness.storesh(tmp_path, "--quiet", "-c", "ls images; ls new.txt; rules show; snapshot list")
+    text = out.decode()
+    assert "forest.jpg" in text and "(nothing under gs://teaching/new.txt)" in text
+    assert "# rules from (the open rules of a new bucket)" in text and "before" in text  # snapshots are kept
+    # The same as a new default bucket, object for object.
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    exports = [harness.storesh(home, "--quiet", "export")[1] for home in (tmp_path, fresh)]
+    names = [[o["name"] for o in json.loads(e)["objects"]] for e in exports]
+    assert names[0] == names[1]
+
+
+def test_reset_of_another_bucket_file_asks_first(tmp_path):
+    import pexpect
+    bucket = str(tmp_path / "class.bucket")
+    harness.storesh(tmp_path, "--bucket", bucket, "-c", "put --data x a.txt; put --data y b.txt")
+    status, _, err = harness.storesh(tmp_path, "reset", "--bucket", bucket, stdin=b"")
+    assert status == 2 and "Give --yes" in err.decode()
+    shell = pexpect.spawn(harness.BINARY, ["reset", "--bucket", bucket], env=harness.environment(tmp_path), timeout=30)
+    shell.expect_exact("delete its 2 objects and put back the open rules? Type yes to go on: ")
+    shell.sendline("no")
+    shell.expect_exact("nothing was changed.")
+    shell.expect(pexpect.EOF)
+    shell.close()
+    assert shell.exitstatus == 1
+    shell = pexpect.spawn(harness.BINARY, ["reset", "--bucket", bucket], env=harness.environment(tmp_path), timeout=30)
+    shell.expect_exact("Type yes to go on: ")
+    shell.sendline("yes")
+    shell.expect_exact("emptied gs://class (2 objects deleted)")
+    shell.expect(pexpect.EOF)
+    shell.close()
+    assert shell.exitstatus == 0
+    assert harness.storesh(tmp_path, "--bucket", bucket, "-c", "ls")[1] == b"(nothing under gs://class/)\n"
+
+
+def test_sample_rules_are_built_in_and_rules_reset_opens_the_bucket_again(tmp_path):
+    status, out, err = harness.storesh(tmp_path, "--quiet", "-c", "rules load --sample version1; rules show")
+    assert status == 0, err.decode()
+    # The text of samples/rules/version1.rules, from inside the binary.
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "samples", "rules", "version1.rules")) as sample:
+        assert sample.read() in out.decode()
+    status, _, err = harness.storesh(tmp_path, "--quiet", "-c", "ls")
+    assert status == 1 and "rules_version" in err.decode()  # rule L12: no listing under version 1
+    status, _, err = harness.storesh(tmp_path, "--quiet", "-c", "rules load --sample ownr-only")
+    assert status == 1 and "did you mean owner-only?" in err.decode()
+    status, out, err = harness.storesh(tmp_path, "--quiet", "-c", "rules reset; ls")
+    assert status == 0 and "correctPrefix/" in out.decode(), err.decode()

@@ -1,0 +1,61 @@
+import ArgumentParser
+import Foundation
+import StoreshCore
+import StoreshLocal
+import StoreshRules
+
+/// `storesh reset`: between two classes, the default bucket as new (the teaching sample, the open rules); with
+/// `--bucket FILE`, that bucket emptied. Snapshots are kept, so a reset can itself be undone with
+/// `snapshot restore`.
+struct Reset: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Bring the default bucket back to the teaching sample, open rules included; with --bucket FILE, empty that bucket.",
+        discussion: """
+            The objects are replaced in one transaction, then the rules; snapshots are kept (snapshot restore \
+            NAME brings the objects back). Emptying another bucket file asks first on a terminal, and needs --yes otherwise.
+            """)
+
+    @OptionGroup var bucketOptions: BucketOptions
+
+    @Flag(help: "Empty a bucket file other than the default one without asking.")
+    var yes = false
+
+    func run() async throws {
+        let location = try bucketOptions.location()
+        try location.refuseRemote(
+            "storesh reset resets local bucket files", instead: "A real bucket's objects are deleted with rm (a script, planned and journaled).")
+        let clock = try makeClock(flag: bucketOptions.clock)
+        let sample: [ArchivedObject]
+        if location.isDefault {
+            sample = try BucketArchive.parse(Data(PackageResources.teaching_json), source: "teaching sample").objects
+        } else {
+            guard access(location.path, F_OK) == 0 else {
+                throw CommandLineError("There is no bucket file \(location.path) to reset; the default bucket is reset without --bucket.")
+            }
+            sample = []
+        }
+        let bucket = try location.open(clock: clock, quiet: true)
+        _ = OpenBuckets.shared.keep(bucket)
+        let count = try bucket.objectCount()
+        if !location.isDefault && !yes {
+            let question = "Empty \(bucket.url) (\(location.path)): delete its \(MessageText.counted(count, "object")) and put back the open rules?"
+            guard isatty(STDIN_FILENO) != 0 else {
+                throw CommandLineError("\(question) Give --yes to do so without a terminal to ask at.")
+            }
+            FileHandle.standardError.write(Data("storesh: \(question) Type yes to go on: ".utf8))
+            guard readLine()?.trimmingCharacters(in: .whitespaces).lowercased() == "yes" else {
+                FileHandle.standardError.write(Data("storesh: nothing was changed.\n".utf8))
+                throw ExitCode(1)
+            }
+        }
+        try bucket.importObjects(sample, replacingEverything: true)
+        try bucket.storeRules(source: RulesEngine.openRules, origin: RulesEngine.openRulesOrigin)
+        let what =
+            location.isDefault
+            ? "reset the default bucket \(bucket.url) to the teaching sample (\(MessageText.counted(sample.count, "object"))) with open rules"
+            : "emptied \(bucket.url) (\(MessageText.counted(count, "object")) deleted) and put back the open rules"
+        if !bucketOptions.quiet {
+            FileHandle.standardError.write(Data("storesh: \(what), at \(bucket.path); its snapshots are kept.\n".utf8))
+        }
+    }
+}
