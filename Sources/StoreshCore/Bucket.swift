@@ -185,6 +185,9 @@ public protocol Bucket: AnyObject, Sendable {
     /// accepts everything.
     func validateStorable(_ metadata: ObjectMetadata) throws
 
+    /// How this bucket writes page tokens (`page token` decodes them for a class).
+    var pageTokens: any PageTokenFormat { get }
+
     /// A real bucket: where its requests go and whose credentials they carry (`whoami`); nil for a local one.
     var accessDescription: String? { get }
 

@@ -156,6 +156,8 @@ public protocol PageTokenFormat: Sendable {
     /// The position a token holds, for a listing of `prefix` in `bucket`; a token of another listing, or one
     /// this format did not issue, is invalid-argument (rule L10).
     func position(decoding token: String, bucket: String, prefix: String) throws(StorageError) -> ListPosition
+    /// What a token holds, whatever listing it belongs to (`page token`, for a class to see).
+    func contents(of token: String) throws(StorageError) -> (bucket: String, position: ListPosition)
 }
 
 extension StorageError {

@@ -110,6 +110,35 @@ extension NameBound {
     }
 }
 
+/// Tokens of one of two formats: written in the first, read in whichever issued them.
+public struct EitherPageTokens: PageTokenFormat {
+    public let first: any PageTokenFormat
+    public let second: any PageTokenFormat
+
+    public init(first: any PageTokenFormat, second: any PageTokenFormat) {
+        self.first = first
+        self.second = second
+    }
+
+    public func token(for position: ListPosition, bucket: String) -> String { first.token(for: position, bucket: bucket) }
+
+    public func position(decoding token: String, bucket: String, prefix: String) throws(StorageError) -> ListPosition {
+        do {
+            return try first.position(decoding: token, bucket: bucket, prefix: prefix)
+        } catch {
+            return try second.position(decoding: token, bucket: bucket, prefix: prefix)
+        }
+    }
+
+    public func contents(of token: String) throws(StorageError) -> (bucket: String, position: ListPosition) {
+        do {
+            return try first.contents(of: token)
+        } catch {
+            return try second.contents(of: token)
+        }
+    }
+}
+
 /// Page tokens that hold the position itself, readable once decoded: the bucket, the listing's prefix and the
 /// last entry, marked as one kind's (a plan's, a real bucket's). Real buckets resume from the position, so a
 /// token outlives the service's own continuation and any delete (rule L10).
@@ -124,13 +153,19 @@ public struct PositionPageTokens: PageTokenFormat {
     }
 
     public func position(decoding token: String, bucket: String, prefix: String) throws(StorageError) -> ListPosition {
+        let (tokenBucket, position) = try contents(of: token)
+        guard tokenBucket == bucket, position.prefix == prefix else { throw .malformedPageToken }
+        return position
+    }
+
+    public func contents(of token: String) throws(StorageError) -> (bucket: String, position: ListPosition) {
         guard token.hasPrefix(mark), let data = Data(base64Encoded: String(token.dropFirst(mark.count))) else {
             throw .malformedPageToken
         }
         let fields = String(decoding: data, as: UTF8.self).split(separator: "\u{0}", omittingEmptySubsequences: false).map(String.init)
-        guard fields.count == 4, fields[0] == bucket, fields[1] == prefix, let kindByte = UInt8(fields[2]),
-            let kind = ListPosition.EntryKind(rawValue: kindByte)
-        else { throw .malformedPageToken }
-        return ListPosition(prefix: prefix, lastEntryKind: kind, lastEntry: fields[3])
+        guard fields.count == 4, let kindByte = UInt8(fields[2]), let kind = ListPosition.EntryKind(rawValue: kindByte) else {
+            throw .malformedPageToken
+        }
+        return (fields[0], ListPosition(prefix: fields[1], lastEntryKind: kind, lastEntry: fields[3]))
     }
 }

@@ -53,6 +53,8 @@ public enum Command: Sendable, Equatable {
     case pwd
     case ls(ListCommand)
     case pageNext
+    /// `page token [TOKEN]`: what a page token holds (default: the last listing's).
+    case pageToken(Word?)
     /// `raw`: the path is the exact object name, not normalised (for names like `wrongPrefix//sadItem`).
     case metaGet(Word?, raw: Bool)
     case metaSet(MetaSetCommand)
@@ -88,6 +90,7 @@ public enum Command: Sendable, Equatable {
         case .pwd: "pwd"
         case .ls: "ls"
         case .pageNext: "page next"
+        case .pageToken: "page token"
         case .metaGet: "meta get"
         case .metaSet: "meta set"
         case .metaUnset: "meta unset"
@@ -135,6 +138,7 @@ public enum Command: Sendable, Equatable {
         case (.cat(let a, let x), .cat(let b, let y)): a == b && x == y
         case (.rm(let a, let x), .rm(let b, let y)): a == b && x == y
         case (.echo(let a), .echo(let b)): a == b
+        case (.pageToken(let a), .pageToken(let b)): a == b
         case (.help(let a), .help(let b)): a == b
         case (.rulesLoad(let a), .rulesLoad(let b)), (.rulesLoadSample(let a), .rulesLoadSample(let b)): a == b
         case (.rulesReset, .rulesReset): true

@@ -96,6 +96,14 @@ public enum CommandCatalog {
             example: "page next",
             sdk: ["list(maxResults:pageToken:)", "pageToken"]),
         CommandDeclaration(
+            "page token", usage: "page token [TOKEN]",
+            summary: "what a page token holds (default: the last page's)",
+            details: [
+                "A token holds where the next page starts: the last entry returned (its full name) in its",
+                "listing. It carries no generation: the next page starts after the name, whatever became of it.",
+            ], example: "page token",
+            sdk: ["pageToken"]),
+        CommandDeclaration(
             "meta get", usage: "meta get [--raw] [PATH]", summary: "all metadata of one object",
             details: ["--raw takes PATH as the exact object name, e.g. meta get --raw wrongPrefix//sadItem"],
             example: "meta get images/forest.jpg",

@@ -274,6 +274,10 @@ extension Interpreter {
             requests += Explainer.list(
                 bucket: bucket, path: reference, maxResults: list.maxResults?.value ?? (list.all ? nil : options.defaultPageSize),
                 pageToken: list.pageToken?.text, all: list.all, long: list.long)
+        case .pageToken:
+            requests.append(Explainer.local(
+                "read what a page token holds: no request",
+                note: "To the SDKs a pageToken is opaque: list(maxResults:pageToken:) sends it back as it came."))
         case .pageNext:
             guard let last = lastListing else {
                 throw Diagnostic.running(.invalidArgument("There is no listing to continue: `ls` first."), at: here)

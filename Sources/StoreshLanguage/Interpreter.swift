@@ -188,6 +188,14 @@ public final class Interpreter {
             deliver(.path(current.url(bucket: target.name, scheme: target.scheme)))
         case .ls(let list):
             try await runList(list, at: here)
+        case .pageToken(let word):
+            guard let token = word?.text ?? lastListing?.nextPageToken else {
+                throw Diagnostic.running(
+                    .invalidArgument("There is no page token to show: the last listing had no more pages. Give one: page token TOKEN."),
+                    at: here)
+            }
+            let (bucket, position) = try located(word?.location ?? here) { try self.target.pageTokens.contents(of: token) }
+            deliver(.pageToken(token: token, bucket: bucket, position: position, scheme: target.scheme))
         case .pageNext:
             try await runPageNext(at: here)
         case .metaGet(let path, let raw):

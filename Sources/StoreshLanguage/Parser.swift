@@ -28,13 +28,18 @@ public enum Parser {
             command = .ls(try parseList(&reader))
         case "page":
             guard let sub = reader.next() else {
-                throw Diagnostic.syntax("`page` needs a subcommand: page next", at: afterEnd(of: name))
+                throw Diagnostic.syntax("`page` needs a subcommand: page next or page token [TOKEN]", at: afterEnd(of: name))
             }
-            guard sub.text == "next" else {
-                throw Diagnostic.syntax("unknown subcommand 'page \(sub.text)'; the only one is `page next`", at: sub.location)
+            switch sub.text {
+            case "next":
+                try reader.expectEnd(for: "page next")
+                command = .pageNext
+            case "token":
+                command = .pageToken(try reader.optionalLast(for: "page token"))
+            default:
+                throw Diagnostic.syntax(
+                    "unknown subcommand 'page \(sub.text)'; the subcommands are `page next` and `page token [TOKEN]`", at: sub.location)
             }
-            try reader.expectEnd(for: "page next")
-            command = .pageNext
         case "meta":
             command = try parseMeta(name, &reader)
         case "put":

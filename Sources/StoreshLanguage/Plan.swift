@@ -86,8 +86,12 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
         self.clock = clock
     }
 
+    static let planTokens = PositionPageTokens(mark: "plan:")
+
     public var name: String { inner.name }
     public var scheme: String { inner.scheme }
+    /// A listing of a folder with planned changes gets a plan's token; the others, the bucket's own.
+    public var pageTokens: any PageTokenFormat { EitherPageTokens(first: Self.planTokens, second: inner.pageTokens) }
     public func validateStorable(_ metadata: ObjectMetadata) throws { try inner.validateStorable(metadata) }
     public var capabilities: BucketCapabilities { inner.capabilities.subtracting(.transactions) }
     public var snapshotStore: (any SnapshotStore)? { inner.snapshotStore.map { PlannedSnapshots(plan: self, stored: $0) } }
@@ -150,7 +154,7 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
         let index = SortedNameIndex(objects.keys)
         var page: ListPage
         do {
-            page = try Lister.page(of: reference, bucket: name, options: options, index: index, tokens: PositionPageTokens(mark: "plan:"))
+            page = try Lister.page(of: reference, bucket: name, options: options, index: index, tokens: Self.planTokens)
         } catch let error as StorageError where error == .malformedPageToken && options.pageToken != nil {
             // A token the real bucket issued before this folder had planned changes: that page as it is.
             return try await inner.list(reference, options: options)

@@ -34,6 +34,8 @@ public enum CommandResult: Sendable {
     case snapshotRestored(name: String, changes: [ObjectChange], dryRun: Bool)
     case snapshotRemoved(SnapshotInfo, dryRun: Bool)
     case explanation(Explanation)
+    /// `page token`: what a token holds.
+    case pageToken(token: String, bucket: String, position: ListPosition, scheme: String)
     /// `run --echo`: the command about to run, after the prompt the shell would show.
     case command(String, prompt: String)
 }
@@ -99,6 +101,15 @@ public struct HumanRenderer: ResultRenderer {
         case .echo(let text), .help(let text), .access(let text): return [text]
         case .explanation(let explanation): return Self.explain(explanation)
         case .command(let text, let prompt): return ["\(MessageText.oneLine(prompt))> \(text)"]
+        case .pageToken(let token, let bucket, let position, let scheme):
+            let folder = NameBytes.prefix(of: position.prefix, byteCount: max(0, position.prefix.utf8.count - 1))
+            let kind = position.lastEntryKind == .prefix ? "a prefix" : "an item"
+            return Formatting.columns([
+                ["token", token],
+                ["bucket", bucket],
+                ["listing", "\(scheme)://\(bucket)/\(folder) (prefix \"\(position.prefix)\")"],
+                ["last entry", "\(position.lastEntry) (\(kind))"],
+            ].map { $0.map(MessageText.oneLine) }) + ["The next page starts after the last entry; the token holds its name, not its generation."]
         case .rules(let source, let origin): return ["# rules from \(origin)", source]
         case .rulesLoaded(let file, let dryRun): return ["\(dryRun ? "would load" : "loaded") the rules of \(file)"]
         case .decision(_, let explanation): return [explanation]
@@ -172,8 +183,13 @@ public struct HumanRenderer: ResultRenderer {
             lines.append(note)
         }
         if let token = page.nextPageToken {
-            // At the prompt (a screenful page) the token is noise: `page next` is what to type.
-            lines.append(screenfulPages ? "… more: page next" : "… more entries: `page next` shows them (token \(token))")
+            if screenfulPages {
+                // At the prompt `page next` is what to type; the token is there for a class to look at
+                // (`page token` decodes it), dimmed on a terminal.
+                lines.append("… more: page next   " + (color ? "\u{1B}[2mtoken \(token)\u{1B}[0m" : "token \(token)"))
+            } else {
+                lines.append("… more entries: `page next` shows them (token \(token))")
+            }
         }
         return lines
     }
@@ -284,6 +300,12 @@ public struct JSONRenderer: ResultRenderer {
         case .echo(let text): return .object([("echo", .string(text))])
         case .help(let text): return .object([("help", .string(text))])
         case .command(let text, let prompt): return .object([("command", .string(text)), ("at", .string(prompt))])
+        case .pageToken(let token, let bucket, let position, _):
+            return .object([
+                ("token", .string(token)), ("bucket", .string(bucket)), ("prefix", .string(position.prefix)),
+                ("lastEntry", .string(position.lastEntry)),
+                ("lastEntryKind", .string(position.lastEntryKind == .prefix ? "prefix" : "item")),
+            ])
         case .explanation(let explanation):
             return .object([
                 ("explain", .string(explanation.command)),

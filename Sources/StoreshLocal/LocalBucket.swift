@@ -477,6 +477,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     public var snapshotStore: (any SnapshotStore)? { self }
     public var immediateReads: (any ImmediateReads)? { self }
     public var rulesStore: (any RulesStore)? { self }
+    public var pageTokens: any PageTokenFormat { LocalPageTokens() }
 
     public func list(_ reference: StoragePath, options: ListOptions) async throws -> ListPage {
         try listPage(reference, options: options)

@@ -18,6 +18,11 @@ public struct LocalPageTokens: PageTokenFormat {
     public func position(decoding token: String, bucket: String, prefix: String) throws(StorageError) -> ListPosition {
         try LocalPageToken(decoding: token, bucket: bucket, prefix: prefix).position
     }
+
+    public func contents(of token: String) throws(StorageError) -> (bucket: String, position: ListPosition) {
+        let decoded = try LocalPageToken(decoding: token)
+        return (decoded.bucket, decoded.position)
+    }
 }
 
 /// One token of the local format.
@@ -47,6 +52,22 @@ struct LocalPageToken: Sendable, Equatable {
 
     /// Decodes a token for a listing of `prefix` in `bucket`; anything else is invalid-argument (rule L10).
     init(decoding token: String, bucket: String, prefix: String) throws(StorageError) {
+        let decoded = try Self(decoding: token)
+        guard decoded.bucket.utf8.elementsEqual(bucket.utf8) else {
+            throw .invalidArgument(
+                "Invalid page token: it was issued for bucket '\(decoded.bucket)', not '\(bucket)' (rule L10).")
+        }
+        guard decoded.position.prefix.utf8.elementsEqual(prefix.utf8) else {
+            throw .invalidArgument(
+                "Invalid page token: it was issued for a listing of '\(Self.describe(prefix: decoded.position.prefix))', not '\(Self.describe(prefix: prefix))' (rule L10)."
+            )
+        }
+        self = decoded
+    }
+
+    /// Decodes a token whatever listing it belongs to (`page token`); a token storesh did not make is
+    /// invalid-argument.
+    init(decoding token: String) throws(StorageError) {
         let malformed = StorageError.malformedPageToken
         var base64 = token.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         guard !token.contains("+"), !token.contains("/"), !token.contains("=") else { throw malformed }
@@ -62,15 +83,6 @@ struct LocalPageToken: Sendable, Equatable {
             let kindByte = reader.byte(), let kind = ListPosition.EntryKind(rawValue: kindByte),
             let entry = reader.lengthPrefixedString(), reader.isAtEnd
         else { throw malformed }
-        guard tokenBucket.utf8.elementsEqual(bucket.utf8) else {
-            throw .invalidArgument(
-                "Invalid page token: it was issued for bucket '\(tokenBucket)', not '\(bucket)' (rule L10).")
-        }
-        guard tokenPrefix.utf8.elementsEqual(prefix.utf8) else {
-            throw .invalidArgument(
-                "Invalid page token: it was issued for a listing of '\(Self.describe(prefix: tokenPrefix))', not '\(Self.describe(prefix: prefix))' (rule L10)."
-            )
-        }
         self.init(bucket: tokenBucket, position: ListPosition(prefix: tokenPrefix, lastEntryKind: kind, lastEntry: entry))
     }
 

@@ -12,6 +12,7 @@ final class LocalTransaction: BucketTransaction, @unchecked Sendable {
     }
 
     var name: String { engine.name }
+    var pageTokens: any PageTokenFormat { LocalPageTokens() }
     var capabilities: BucketCapabilities { engine.capabilities.subtracting(.transactions) }
     var snapshotStore: (any SnapshotStore)? { engine }
     var immediateReads: (any ImmediateReads)? { engine }

@@ -108,6 +108,7 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
     var user: EndUser? { signInLock.withLock { signedIn } }
 
     public var capabilities: BucketCapabilities { [.immediateReads] }
+    public var pageTokens: any PageTokenFormat { Self.tokens }
 
     public var immediateReads: (any ImmediateReads)? { completions }
 

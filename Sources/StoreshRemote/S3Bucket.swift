@@ -57,6 +57,7 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
     }
 
     public var scheme: String { "s3" }
+    public var pageTokens: any PageTokenFormat { Self.tokens }
     public var capabilities: BucketCapabilities { [.immediateReads] }
     public var immediateReads: (any ImmediateReads)? { completions }
 

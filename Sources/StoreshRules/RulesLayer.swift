@@ -25,6 +25,7 @@ class RulesLayer: Bucket, TransactionalBucket, @unchecked Sendable {
 
     var name: String { inner.name }
     var scheme: String { inner.scheme }
+    var pageTokens: any PageTokenFormat { inner.pageTokens }
     func validateStorable(_ metadata: ObjectMetadata) throws { try inner.validateStorable(metadata) }
     var capabilities: BucketCapabilities { inner.capabilities }
     var transactions: (any TransactionalBucket)? { inner.transactions == nil ? nil : self }

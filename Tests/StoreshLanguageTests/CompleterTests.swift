@@ -42,7 +42,7 @@ struct CompleterTests {
         #expect(complete("me") == ["meta"])
         #expect(complete("meta ") == ["get", "set", "unset"])
         #expect(complete("meta u") == ["unset"])
-        #expect(complete("page ") == ["next"])
+        #expect(complete("page ") == ["next", "token"])
         #expect(complete("ls --a") == ["--all"])
         #expect(complete("put --") == ["--raw", "--content-type", "--md5", "--data"])
         #expect(complete("pwd; e") == ["echo", "explain", "exit"])

@@ -196,7 +196,7 @@ struct ParserTests {
         ("meta set a.jpg", 10, "needs at least one KEY=VALUE"),
         ("meta unset", 12, "needs at least one KEY"),
         ("page", 6, "`page` needs a subcommand"),
-        ("page prev", 6, "the only one is `page next`"),
+        ("page prev", 6, "the subcommands are `page next` and `page token [TOKEN]`"),
         ("put", 5, "needs a LOCAL_FILE or --data TEXT"),
         ("put --data a b c", 16, "one too many"),
         ("put --raw --data x", 5, "--raw needs a DEST"),

@@ -155,6 +155,7 @@ struct CommandTableTests {
         final class Plain: Bucket, @unchecked Sendable {
             let inner = MemoryBucket()
             var name: String { inner.name }
+            var pageTokens: any PageTokenFormat { inner.pageTokens }
             var capabilities: BucketCapabilities { [] }
             func list(_ reference: StoragePath, options: ListOptions) async throws -> ListPage { try await inner.list(reference, options: options) }
             func metadata(of object: ObjectName) async throws -> ObjectMetadata { try await inner.metadata(of: object) }
@@ -187,7 +188,7 @@ struct CommandTableTests {
             cd a; pwd; ls; page next; meta get a; meta set contentType=x a; meta unset contentType a; put --data x a
             get a; cat a; rm a; echo a; help; exit; rules show; rules load f; rules why; login u; logout; whoami
             snapshot save s; snapshot list; snapshot diff s; snapshot restore s; snapshot rm s; explain rm a
-            rules reset; rules load --sample open
+            rules reset; rules load --sample open; page token
             """))
         let changing = script.statements.filter(\.command.changesBucket).map(\.command.name)
         #expect(changing == [

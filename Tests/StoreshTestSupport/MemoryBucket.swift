@@ -5,6 +5,7 @@ import StoreshCore
 /// every request that changes something, so tests can prove that a dry run sends none. It keeps snapshots (as
 /// copies) and rules, so that every changing command of the language has something to change.
 public final class MemoryBucket: Bucket, SnapshotStore, RulesStore, @unchecked Sendable {
+    public var pageTokens: any PageTokenFormat { TestPageTokens() }
     public let name: String
     private let clock: any StorageClock
     private var objects: [String: (metadata: ObjectMetadata, content: Data)] = [:]

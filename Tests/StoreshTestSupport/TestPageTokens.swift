@@ -17,4 +17,10 @@ public struct TestPageTokens: PageTokenFormat {
         else { throw .malformedPageToken }
         return ListPosition(prefix: prefix, lastEntryKind: kind, lastEntry: fields[3])
     }
+
+    public func contents(of token: String) throws(StorageError) -> (bucket: String, position: ListPosition) {
+        let fields = token.split(separator: "|", maxSplits: 3, omittingEmptySubsequences: false).map(String.init)
+        guard fields.count == 4 else { throw .malformedPageToken }
+        return (fields[0], try position(decoding: token, bucket: fields[0], prefix: fields[1]))
+    }
 }
