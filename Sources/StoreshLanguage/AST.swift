@@ -20,6 +20,21 @@ public struct Script: Sendable, Equatable {
 }
 
 extension Script {
+    /// Whether a statement asks for a dry run (`dry-run COMMAND`).
+    public var asksForDryRun: Bool {
+        statements.contains { if case .dryRun = $0.command { return true } else { return false } }
+    }
+
+    /// The statements with their `dry-run` prefixes taken off (the run is then a dry run as a whole).
+    public var withoutDryRunPrefixes: Script {
+        Script(statements: statements.map { statement in
+            guard case .dryRun(let inner) = statement.command else { return statement }
+            var unwrapped = statement
+            unwrapped.command = inner
+            return unwrapped
+        })
+    }
+
     /// Every statement explained instead of run (`run --explain`): nothing changes. A `cd` is explained and also
     /// run, so that the paths of the commands after it are the script's.
     public var explained: Script {
@@ -82,6 +97,8 @@ public enum Command: Sendable, Equatable {
     /// `explain COMMAND`: the requests COMMAND stands for, in the SDK and the REST APIs; nothing runs. `text` is
     /// COMMAND as written, for the heading.
     indirect case explain(Command, text: String)
+    /// `dry-run COMMAND`: the line (or script) it is in runs as a dry run: nothing is saved, the plan is printed.
+    indirect case dryRun(Command)
 
     /// The command's words in the command table.
     public var name: String {
@@ -109,6 +126,7 @@ public enum Command: Sendable, Equatable {
         case .logout: "logout"
         case .whoami: "whoami"
         case .explain: "explain"
+        case .dryRun: "dry-run"
         case .snapshot(.save): "snapshot save"
         case .snapshot(.list): "snapshot list"
         case .snapshot(.diff): "snapshot diff"
@@ -146,6 +164,7 @@ public enum Command: Sendable, Equatable {
         case (.login(let a, let x), .login(let b, let y)): a == b && x.map(\.key) == y.map(\.key) && x.map(\.value) == y.map(\.value)
         case (.loginToken(let a), .loginToken(let b)): a == b
         case (.explain(let a, let x), .explain(let b, let y)): a == b && x == y
+        case (.dryRun(let a), .dryRun(let b)): a == b
         default: false
         }
     }

@@ -248,6 +248,14 @@ public enum CommandCatalog {
             ], example: "explain meta set cacheControl=\"public, max-age=300\" images/forest.jpg",
             completion: .commandNames),
         CommandDeclaration(
+            "dry-run", usage: "dry-run COMMAND…",
+            summary: "run the line without saving anything, and print what it would change",
+            details: [
+                "At the prompt, `dry-run` before a line shows its plan (each object, each property old → new)",
+                "and saves nothing; in a script it makes the whole script a dry run, as storesh run --dry-run.",
+            ], example: "dry-run meta set cacheControl=no-cache -- images/**",
+            completion: .commandNames),
+        CommandDeclaration(
             "exit", usage: "exit | quit", summary: "leave the shell (in a script: stop here, keeping the changes)",
             details: [], example: "exit"),
     ]

@@ -309,7 +309,7 @@ extension Interpreter {
             try await perObject(targets, raw: raw) { Explainer.delete(bucket: bucket, name: $0) }
         case .echo, .help, .exit:
             requests.append(Explainer.local("storesh itself: no request"))
-        case .explain(let inner, _):
+        case .explain(let inner, _), .dryRun(let inner):
             return try await explanation(of: inner, at: here)
         case .rulesShow, .rulesLoad, .rulesLoadSample, .rulesReset, .rulesWhy:
             requests.append(Explainer.local(

@@ -77,6 +77,8 @@ public struct RunOptions: Sendable {
     public var parallel = ApplySettings.defaultParallel
     /// `run --explain`: each command is explained (SDK call, REST requests, rules method), none is run.
     public var explainOnly = false
+    /// `--summary`: bulk changes print their summary by change, not each object.
+    public var summaryOnly = false
     /// `run --echo`: each command is printed, after a prompt of the current reference, before its output, so
     /// that a lesson's script is its own transcript.
     public var echo = false
@@ -117,6 +119,8 @@ public final class Interpreter {
     public var applySettings = ApplySettings()
     /// Whether an `exit` ran in the last script (the shell leaves only then).
     public internal(set) var exitRan = false
+    /// Objects the current run reported as updated, written or deleted (not in a dry run).
+    var reportedChanges = 0
     var lastListing: (reference: StoragePath, maxResults: Int?, long: Bool, nextPageToken: String?)?
 
     /// How many objects a pattern scan reads at a time.
@@ -162,8 +166,19 @@ public final class Interpreter {
 
     /// Prints a result: for people, or as JSON with `--json`.
     func deliver(_ result: CommandResult) {
+        if !options.dryRun {
+            // What the run has reported as changed so far: undone, and then said so, if the run fails.
+            switch result {
+            case .updates(let updates): reportedChanges += updates.updated.count
+            case .written: reportedChanges += 1
+            case .deleted(let objects, _): reportedChanges += objects.count
+            default: break
+            }
+        }
         let renderer: any ResultRenderer =
-            options.json ? JSONRenderer() : HumanRenderer(color: options.color, screenfulPages: options.defaultPageSize != nil)
+            options.json
+            ? JSONRenderer()
+            : HumanRenderer(color: options.color, screenfulPages: options.defaultPageSize != nil, summaryOnly: options.summaryOnly)
         renderer.render(result, to: output)
     }
 
@@ -266,6 +281,11 @@ public final class Interpreter {
             deliver(.help(text))
         case .exit:
             return .exit
+        case .dryRun(let inner):
+            // Taken off before a script runs (ScriptRun); a statement run on its own runs its command.
+            var unwrapped = statement
+            unwrapped.command = inner
+            return try await execute(unwrapped)
         case .explain(let inner, let text):
             var explanation = try await explanation(of: inner, at: here)
             explanation.command = text

@@ -72,6 +72,12 @@ public enum Parser {
             } else {
                 command = .help(nil)
             }
+        case "dry-run":
+            let inner = reader.rest(skippingDoubleDash: false)
+            guard !inner.isEmpty else {
+                throw Diagnostic.syntax("`dry-run` needs a command: dry-run meta set cacheControl=no-cache -- images/*", at: afterEnd(of: name))
+            }
+            command = .dryRun(try parseCommand(inner).command)
         case "explain":
             let inner = reader.rest(skippingDoubleDash: false)
             guard !inner.isEmpty else {

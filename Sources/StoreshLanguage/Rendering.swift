@@ -74,6 +74,20 @@ public struct HumanRenderer: ResultRenderer {
     public var color: Bool
     /// Pages are a screenful at the prompt: their footer says what to type, not the token.
     public var screenfulPages: Bool
+    /// `--summary`: a bulk change prints its summary by change, not each object.
+    public var summaryOnly = false
+
+    /// Up to this many lines, each changed object gets its name and one line per property; past it, one line per
+    /// object (a long plan stays readable in a terminal's scrollback).
+    static let screenful = 24
+    /// More changed objects than this, and the changes end with a summary grouped by change.
+    static let longPlan = 10
+
+    public init(color: Bool, screenfulPages: Bool, summaryOnly: Bool = false) {
+        self.color = color
+        self.screenfulPages = screenfulPages
+        self.summaryOnly = summaryOnly
+    }
 
     public func render(_ result: CommandResult, to output: InterpreterOutput) {
         lines(for: result, output: output).forEach(output.result)
@@ -121,8 +135,12 @@ public struct HumanRenderer: ResultRenderer {
             return ["signed in as \(MessageText.oneLine(identity.uid))" + (claims.isEmpty ? "" : " (claims: \(claims))")]
         case .updates(let updates):
             var lines: [String] = []
-            if updates.dryRun {
-                for entry in updates.updated { lines += Self.plan(name: entry.name, entry.differences) }
+            if !summaryOnly {
+                let blocks = updates.updated.flatMap { Self.plan(name: $0.name, $0.differences) }
+                lines += blocks.count <= Self.screenful ? blocks : updates.updated.map { Self.planLine(name: $0.name, $0.differences) }
+            }
+            if updates.updated.count > Self.longPlan || (summaryOnly && !updates.updated.isEmpty) {
+                lines += Self.summary(of: updates.updated)
             }
             let verb = updates.dryRun ? "would update" : "updated"
             if updates.single {
@@ -213,6 +231,32 @@ public struct HumanRenderer: ResultRenderer {
     static func plan(name: String, _ differences: [PropertyDifference]) -> [String] {
         let rows = differences.map { ["  " + $0.key, Formatting.planValue($0.old), "→", Formatting.planValue($0.new)] }
         return [MessageText.oneLine(name)] + Formatting.columns(rows)
+    }
+
+    /// One object's changes on one line: `name  key old → new; key old → new`.
+    static func planLine(name: String, _ differences: [PropertyDifference]) -> String {
+        MessageText.oneLine(name) + "  "
+            + differences.map { "\($0.key) \(Formatting.planValue($0.old)) → \(Formatting.planValue($0.new))" }.joined(separator: "; ")
+    }
+
+    /// A long plan's summary: each distinct change (property, old, new) with how many objects it is made to, most
+    /// first: `cacheControl: (not set) → "public, max-age=86400": 4812 objects`.
+    static func summary(of updated: [(name: String, differences: [PropertyDifference])]) -> [String] {
+        var counts: [String: Int] = [:]
+        var order: [String] = []
+        for entry in updated {
+            for difference in entry.differences {
+                let change = "\(difference.key): \(Formatting.planValue(difference.old)) → \(Formatting.planValue(difference.new))"
+                if counts[change] == nil { order.append(change) }
+                counts[change, default: 0] += 1
+            }
+        }
+        // Most objects first; changes made to as many objects keep the order they were first met in.
+        let sorted = order.enumerated().sorted { first, second in
+            let (a, b) = (counts[first.element]!, counts[second.element]!)
+            return a != b ? a > b : first.offset < second.offset
+        }
+        return ["summary, by change:"] + sorted.map { "  \(MessageText.oneLine($0.element)): \(MessageText.counted(counts[$0.element]!, "object"))" }
     }
 
     /// "1 added, 2 removed, 3 changed".

@@ -37,12 +37,17 @@ extension Interpreter {
     /// Runs a whole script and says what was saved. A script that needs what the bucket cannot do runs nothing
     /// (`unsupported`).
     public func run(_ script: Script) async -> Status {
-        let script = options.explainOnly ? script.explained : script
+        // `dry-run COMMAND` makes its line (its script) a dry run as a whole: never more saved than asked.
+        let askedForDryRun = script.asksForDryRun && !options.dryRun
+        if askedForDryRun { options.dryRun = true }
+        defer { if askedForDryRun { options.dryRun = false } }
+        let script = options.explainOnly ? script.withoutDryRunPrefixes.explained : script.withoutDryRunPrefixes
         if let refusal = unsupported(script) {
             output.error(refusal)
             return .usage
         }
         exitRan = false
+        reportedChanges = 0
         let status = await runPolicy(script)
         target = guarded(bucket)
         // A rolled-back `rules load` is undone in the bucket: the rules in force follow it.
@@ -207,10 +212,14 @@ extension Interpreter {
                 if options.dryRun {
                     deliver(.note("dry run: stopped at the error; nothing was saved"))
                 } else if transactional && script.statements.count > 1 && script.changesBucket {
+                    // The changes reported before the failure did not land: say so, with how many.
+                    let undone =
+                        reportedChanges > 0
+                        ? "; the \(MessageText.counted(reportedChanges, "change")) reported above \(reportedChanges == 1 ? "was" : "were") undone" : ""
                     output.notice(
                         options.atPrompt
-                            ? "nothing was saved: a line lands whole or not at all"
-                            : "nothing was saved: a script lands whole or not at all (storesh run --keep-going keeps what succeeds)")
+                            ? "nothing was saved: a line lands whole or not at all\(undone)"
+                            : "nothing was saved: a script lands whole or not at all\(undone) (storesh run --keep-going keeps what succeeds)")
                 }
                 return ScriptEnd(status: .failed, keep: false, failures: failures, stoppedEarly: true)
             }

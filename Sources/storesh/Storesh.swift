@@ -104,8 +104,11 @@ struct Storesh: AsyncParsableCommand {
     @Option(name: .customShort("c"), help: ArgumentHelp("Run TEXT as a script, then exit.", valueName: "text"))
     var command: String?
 
+    @OptionGroup var planOptions: PlanOptions
+
     func run() async throws {
-        let options = RunOptions(json: outputOptions.json)
+        var options = RunOptions(json: outputOptions.json, dryRun: planOptions.dryRun)
+        options.summaryOnly = planOptions.summary
         if let command {
             // Swift's arguments replace invalid UTF-8 with U+FFFD: decode the bytes as given instead, so that a
             // bad byte is a positioned error, as it is in a script file.
@@ -118,6 +121,8 @@ struct Storesh: AsyncParsableCommand {
             throw ExitCode(try await runScript(source, options: options, applyOptions: applyOptions) { try await bucketOptions.open(json: options.json) })
         }
         let shell = Shell(opened: try await bucketOptions.open(json: outputOptions.json), json: outputOptions.json, historyPath: BucketLocation.historyPath())
+        shell.interpreter.options.dryRun = planOptions.dryRun
+        shell.interpreter.options.summaryOnly = planOptions.summary
         try shell.enforceRules()
         applyOptions.configure(shell.interpreter, source: "the prompt", json: outputOptions.json)
         throw ExitCode(await shell.run())
@@ -211,6 +216,16 @@ struct OutputOptions: ParsableArguments {
     var json = false
 }
 
+/// `--dry-run` and `--summary`, for a script however it is given (`-c`, standard input, `run FILE`) and for the
+/// prompt. One group that the root command and `run` both declare, so that each reads its own.
+struct PlanOptions: ParsableArguments {
+    @Flag(help: "Run without saving anything, and print the plan: each object, each property old → new.")
+    var dryRun = false
+
+    @Flag(help: "A bulk change prints its summary by change (property: old → new: N objects), not each object.")
+    var summary = false
+}
+
 struct Run: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run a .store script: all of it lands, or (when a command fails) none of it.",
@@ -232,14 +247,14 @@ struct Run: AsyncParsableCommand {
             valueName: "journal"))
     var resume: String?
 
-    @Flag(help: "Run without saving anything, and print the plan: each object, each property old → new.")
-    var dryRun = false
+    @OptionGroup var planOptions: PlanOptions
 
     @Flag(help: "Report each failing command and keep the changes of those that succeeded (exit 1 if any failed).")
     var keepGoing = false
 
     @Flag(help: "Run nothing: explain each command, with the Firebase SDK call, the REST requests and the rules method it stands for.")
     var explain = false
+
 
     @Flag(help: "Print each command, after the prompt the shell would show, before its output: a lesson's script as its own transcript.")
     var echo = false
@@ -270,9 +285,10 @@ struct Run: AsyncParsableCommand {
         }
         guard let file else { throw CommandLineError("run needs a script file: storesh run FILE (or storesh run --resume JOURNAL).") }
         let source = try decodeScript(name: file, bytes: try readInputFile(file), json: outputOptions.json)
-        var options = RunOptions(json: outputOptions.json, dryRun: dryRun, keepGoing: keepGoing)
+        var options = RunOptions(json: outputOptions.json, dryRun: planOptions.dryRun, keepGoing: keepGoing)
         options.snapshotBefore = snapshot
         options.explainOnly = explain
+        options.summaryOnly = planOptions.summary
         options.echo = echo
         throw ExitCode(
             try await runScript(source, options: options, applyOptions: applyOptions) {

@@ -235,7 +235,14 @@ struct ScriptTests {
     func humanOutput() async throws {
         let session = try Session(["images/forest.jpg", "images/mountains/summit.jpg", "images/lake.png"])
         let (_, listed) = try await session.run("cd images; ls; meta set contentLanguage=en -- **", json: false)
-        #expect(listed.lines == ["mountains/", "forest.jpg", "lake.png", "updated 3 objects, 0 unchanged"])
+        // Each change, old → new, as a plan shows it.
+        #expect(listed.lines == [
+            "mountains/", "forest.jpg", "lake.png",
+            "images/forest.jpg", #"  contentLanguage  (not set)  →  "en""#,
+            "images/lake.png", #"  contentLanguage  (not set)  →  "en""#,
+            "images/mountains/summit.jpg", #"  contentLanguage  (not set)  →  "en""#,
+            "updated 3 objects, 0 unchanged",
+        ])
         let (_, long) = try await session.run("ls -l images", json: false)
         #expect(long.lines == [
             "   -  -                  -           mountains/", "17 B  2026-11-21 09:30Z  image/jpeg  forest.jpg",
@@ -323,7 +330,9 @@ struct TrialFindingsTests {
         let (_, reading) = try await session.run("ls\nmeta get missing", json: false)
         #expect(reading.notices.isEmpty)
         let (_, failed) = try await session.run("put --data x b\nrm missing", json: false)
-        #expect(failed.notices == ["nothing was saved: a script lands whole or not at all (storesh run --keep-going keeps what succeeds)"])
+        #expect(failed.notices == [
+            "nothing was saved: a script lands whole or not at all; the 1 change reported above was undone (storesh run --keep-going keeps what succeeds)"
+        ])
     }
 }
 

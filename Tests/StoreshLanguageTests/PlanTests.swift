@@ -188,7 +188,7 @@ struct CommandTableTests {
             cd a; pwd; ls; page next; meta get a; meta set contentType=x a; meta unset contentType a; put --data x a
             get a; cat a; rm a; echo a; help; exit; rules show; rules load f; rules why; login u; logout; whoami
             snapshot save s; snapshot list; snapshot diff s; snapshot restore s; snapshot rm s; explain rm a
-            rules reset; rules load --sample open; page token
+            rules reset; rules load --sample open; page token; dry-run rm a
             """))
         let changing = script.statements.filter(\.command.changesBucket).map(\.command.name)
         #expect(changing == [

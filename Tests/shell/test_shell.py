@@ -372,3 +372,16 @@ def test_the_shell_on_a_real_bucket_prompt_tab_and_changes(tmp_path):
     finally:
         status, err = server.stop()
         assert status == 0, err
+
+
+def test_dry_run_before_a_line_at_the_prompt_shows_its_plan_and_saves_nothing(tmp_path):
+    shell = start(tmp_path)
+    prompt(shell)
+    output = run(shell, "dry-run meta set cacheControl=no-store -- images/*.jpg; rm docs/readme.md")
+    assert "images/forest.jpg" in output and '→  "no-store"' in output
+    assert "would delete docs/readme.md" in output and "dry run: nothing was saved" in output
+    output = run(shell, "meta get images/forest.jpg; ls docs")
+    assert "no-store" not in output and "readme.md" in output
+    output = run(shell, "explain dry-run rm docs/readme.md")
+    assert 'storage.reference().child("docs/readme.md").delete()' in output
+    leave(shell)

@@ -1,6 +1,7 @@
 """Teaching with storesh, through the built binary: transcripts (`run --echo`), a reproducible clock that never dates
 a change before one the bucket holds, `run --explain`, and `--trace`."""
 import json
+import re
 import os
 import sys
 
@@ -108,3 +109,44 @@ def test_sample_rules_are_built_in_and_rules_reset_opens_the_bucket_again(tmp_pa
     assert status == 1 and "did you mean owner-only?" in err.decode()
     status, out, err = harness.storesh(tmp_path, "--quiet", "-c", "rules reset; ls")
     assert status == 0 and "correctPrefix/" in out.decode(), err.decode()
+
+
+def test_changes_are_printed_old_to_new_and_a_long_plan_ends_with_a_summary(tmp_path):
+    status, out, err = harness.storesh(tmp_path, "--quiet", "-c", "meta set contentLanguage=en -- images/*.jpg")
+    assert status == 0, err.decode()
+    assert out.decode().splitlines()[:2] == ["images/forest.jpg", '  contentLanguage  (not set)  →  "en"']
+    # Past a screenful: one line per object, then the summary grouped by change, then the count.
+    status, out, _ = harness.storesh(tmp_path, "--quiet", "-c", "meta set cacheControl=x -- files/uid/*")
+    lines = out.decode().splitlines()
+    assert re.fullmatch(r"files/uid/file-\d{3}\.\w+  cacheControl .* → \"x\"", lines[0]), lines[0]
+    assert lines[-6:] == ["summary, by change:",
+                          '  cacheControl: "no-cache" → "x": 75 objects',
+                          '  cacheControl: "private, max-age=0" → "x": 75 objects',
+                          '  cacheControl: "public, max-age=3600" → "x": 75 objects',
+                          '  cacheControl: (not set) → "x": 75 objects',
+                          "updated 300 objects, 0 unchanged"]
+    status, out, _ = harness.storesh(tmp_path, "--quiet", "--summary", "-c", "meta set cacheControl=y -- files/uid/*")
+    assert out.decode().splitlines() == ["summary, by change:", '  cacheControl: "x" → "y": 300 objects', "updated 300 objects, 0 unchanged"]
+
+
+def test_dry_run_with_c_and_standard_input_saves_nothing(tmp_path):
+    before = harness.storesh(tmp_path, "--quiet", "export")[1]
+    status, out, err = harness.storesh(tmp_path, "--quiet", "--dry-run", "-c", "meta set cacheControl=z -- images/*.jpg; rm docs/readme.md")
+    assert status == 0, err.decode()
+    assert "would update" in out.decode() and "would delete docs/readme.md" in out.decode()
+    assert out.decode().splitlines()[-1] == "dry run: nothing was saved"
+    status, out, _ = harness.storesh(tmp_path, "--quiet", "--dry-run", stdin=b"put --data x new.txt\n")
+    assert status == 0 and "would write new.txt" in out.decode()
+    # In a script, `dry-run COMMAND` makes the whole script a dry run.
+    status, out, _ = harness.storesh(tmp_path, "--quiet", "-c", "put --data x other.txt; dry-run rm docs/readme.md")
+    assert status == 0 and "would write other.txt" in out.decode() and "would delete docs/readme.md" in out.decode()
+    assert harness.storesh(tmp_path, "--quiet", "export")[1] == before
+
+
+def test_a_failed_script_says_its_reported_changes_were_undone(tmp_path):
+    status, out, err = harness.storesh(tmp_path, "--quiet", "-c", "meta set cacheControl=z -- images/*.jpg\nrm nothing/here")
+    assert status == 1
+    assert "updated 1 object" in out.decode() or "updated images/forest.jpg" in out.decode()
+    assert "nothing was saved: a script lands whole or not at all; the 1 change reported above was undone" in err.decode()
+    status, out, _ = harness.storesh(tmp_path, "--quiet", "--json", "-c", "meta get images/forest.jpg")
+    assert json.loads(out)["cacheControl"] != "z"
