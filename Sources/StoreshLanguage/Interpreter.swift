@@ -199,6 +199,7 @@ public final class Interpreter {
         switch statement.command {
         case .cd(let path):
             current = try path.map { try navigationPath($0, command: "cd") } ?? .root
+            if path != nil, !current.isRoot, let note = await emptyReferenceNote(current) { deliver(.note(note)) }
         case .pwd:
             deliver(.path(current.url(bucket: target.name, scheme: target.scheme)))
         case .ls(let list):
@@ -427,17 +428,19 @@ public final class Interpreter {
             }
         }
         var referenceIsObject = false
+        var suggestion: String?
         if page.prefixes.isEmpty && page.items.isEmpty, let name = try? reference.objectName() {
             // The hint's request is not the user's: `rules why` keeps explaining the listing.
             rules?.recordsDecisions = false
             defer { rules?.recordsDecisions = true }
             referenceIsObject = (try? await target.metadata(of: name)) != nil
+            if !referenceIsObject { suggestion = await nearestSibling(of: reference, items: false) }
         }
         deliver(
             .listing(
                 ListingResult(
                     page: page, reference: reference, bucket: target.name, scheme: target.scheme, long: long, metadata: metadata,
-                    referenceIsObject: referenceIsObject)))
+                    referenceIsObject: referenceIsObject, suggestion: suggestion)))
     }
 
     /// meta set / meta unset over every target, with the plan (old → new per property) in a dry run.
@@ -561,6 +564,24 @@ public final class Interpreter {
     }
 
     /// A dry run's header for a command: its words, and the snapshot it names.
+    /// After `cd`: a reference need not exist, but a class (or a typo) deserves to hear that nothing is there, and
+    /// which folder beside it was likely meant. Nil when something is there (or the rules hide it). The reads are
+    /// hints, not the user's requests.
+    private func emptyReferenceNote(_ reference: StoragePath) async -> String? {
+        rules?.recordsDecisions = false
+        defer { rules?.recordsDecisions = true }
+        guard let page = try? await target.list(reference, options: ListOptions(maxResults: 1)), page.prefixes.isEmpty,
+            page.items.isEmpty
+        else { return nil }
+        let url = reference.url(bucket: target.name, scheme: target.scheme)
+        if let name = try? reference.objectName(), (try? await target.metadata(of: name)) != nil {
+            return "(\(url) is an object, not a folder: nothing is under it)"
+        }
+        var note = "(nothing under \(url) yet"
+        if let near = await nearestSibling(of: reference, items: false) { note += "; did you mean \(near)?" }
+        return note + ")"
+    }
+
     /// Checks rules and puts them in force in the bucket (`rules load`, `rules reset`).
     private func loadRules(_ source: String, origin: String, at location: SourceLocation) throws {
         let rules = try requireRules(location)

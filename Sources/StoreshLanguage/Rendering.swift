@@ -52,6 +52,8 @@ public struct ListingResult: Sendable {
     public var metadata: [ObjectMetadata]
     /// For an empty listing: whether the listed reference is an object (rule L5), worth a hint.
     public var referenceIsObject: Bool
+    /// For an empty listing: a folder beside it with a near name (a typo's likely meaning).
+    public var suggestion: String? = nil
 }
 
 /// `meta set` / `meta unset` over their targets.
@@ -198,6 +200,7 @@ public struct HumanRenderer: ResultRenderer {
         if page.prefixes.isEmpty && page.items.isEmpty {
             var note = "(nothing under \(MessageText.oneLine(listing.reference.url(bucket: listing.bucket, scheme: listing.scheme))))"
             if listing.referenceIsObject { note += " — it is an object: meta get shows it (rule L5)" }
+            if let suggestion = listing.suggestion { note += " — did you mean \(MessageText.oneLine(suggestion))?" }
             lines.append(note)
         }
         if let token = page.nextPageToken {

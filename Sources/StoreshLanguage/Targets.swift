@@ -75,7 +75,21 @@ extension Interpreter {
         {
             return " \(name.rawValue) is a folder (a prefix), not an object; to change the objects in it, use \(name.rawValue)/* or \(name.rawValue)/**."
         }
+        if let near = await nearestSibling(of: StoragePath(normalizing: name.rawValue), items: true) { return " Did you mean \(near)?" }
         return ""
+    }
+
+    /// The name in the same folder nearest to `path`'s last segment (a typo's likely meaning), from one page of the
+    /// folder; nil when none is near. `items` offers objects too, else folders only (cd). A read for a hint: it
+    /// is not the user's request, and a failure only means no suggestion.
+    func nearestSibling(of path: StoragePath, items: Bool) async -> String? {
+        guard !path.isRoot else { return nil }
+        rules?.recordsDecisions = false
+        defer { rules?.recordsDecisions = true }
+        guard let page = try? await target.list(path.parent, options: ListOptions(maxResults: ListOptions.maximumResults)) else { return nil }
+        let candidates = page.prefixes + (items ? page.items : [])
+        let byLastSegment = Dictionary(candidates.map { (StoragePath(normalizing: $0).name, $0) }) { first, _ in first }
+        return Suggestion.nearest(to: path.name, among: Array(byLastSegment.keys)).flatMap { byLastSegment[$0] }
     }
 
     func resolve(_ word: Word) throws -> StoragePath {

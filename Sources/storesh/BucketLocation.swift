@@ -47,8 +47,12 @@ struct BucketLocation {
             location.unnamedSource = "$STORESH_BUCKET"
             return location
         }
-        let path = defaultDataDirectory(environment: environment) + "/default.bucket"
-        return BucketLocation(kind: .file(path: path), isDefault: true, unnamedSource: "the default bucket")
+        return BucketLocation(kind: .file(path: defaultPath(environment: environment)), isDefault: true, unnamedSource: "the default bucket")
+    }
+
+    /// Where the default bucket is.
+    static func defaultPath(environment: Environment = Environment()) -> String {
+        defaultDataDirectory(environment: environment) + "/default.bucket"
     }
 
     /// A location as written: a scheme (`NAME://`) is never taken for a file path (rule B1).
@@ -147,7 +151,11 @@ struct BucketLocation {
         if !exists && !quiet {
             // Saying what was created also says which bucket the run uses (rule B2).
             let what = isDefault ? "the default bucket gs://\(bucket.name) from the teaching sample" : "an empty bucket gs://\(bucket.name)"
-            FileHandle.standardError.write(Data("storesh: created \(what) at \(path)\n".utf8))
+            // A new empty bucket is often a mistyped name (`--bucket teaching`): say where the sample is.
+            let hint =
+                isDefault ? ""
+                : " (a new file, since there was none; the default bucket, with the teaching sample, is used without --bucket: \(BucketLocation.defaultPath()))"
+            FileHandle.standardError.write(Data("storesh: created \(what) at \(path)\(hint)\n".utf8))
         } else if !quiet {
             announce(bucket)
         }

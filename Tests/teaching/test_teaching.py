@@ -150,3 +150,18 @@ def test_a_failed_script_says_its_reported_changes_were_undone(tmp_path):
     assert "nothing was saved: a script lands whole or not at all; the 1 change reported above was undone" in err.decode()
     status, out, _ = harness.storesh(tmp_path, "--quiet", "--json", "-c", "meta get images/forest.jpg")
     assert json.loads(out)["cacheControl"] != "z"
+
+
+def test_typos_are_met_with_the_likely_name(tmp_path):
+    status, out, _ = harness.storesh(tmp_path, "--quiet", "-c", "ls imagse; cd imagse; cd /images/forest.jpg")
+    assert status == 0
+    assert out.decode().splitlines() == [
+        "(nothing under gs://teaching/imagse) — did you mean images?",
+        "(nothing under gs://teaching/imagse yet; did you mean images?)",
+        "(gs://teaching/images/forest.jpg is an object, not a folder: nothing is under it)",
+    ]
+    status, _, err = harness.storesh(tmp_path, "--quiet", "-c", "meta get images/mountains/sumit.jpg")
+    assert status == 1 and "Object images/mountains/sumit.jpg does not exist. Did you mean images/mountains/summit.jpg?" in err.decode()
+    status, _, err = harness.storesh(tmp_path, "--bucket", str(tmp_path / "teaching"), "-c", "ls")
+    assert status == 0
+    assert "created an empty bucket gs://teaching" in err.decode() and "the default bucket, with the teaching sample, is used without --bucket" in err.decode()
