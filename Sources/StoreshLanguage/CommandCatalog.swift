@@ -17,6 +17,11 @@ public enum CompletionKind: Sendable, Equatable {
     case commandNames
 }
 
+/// Where `help` lists a command.
+public enum CommandGroup: String, CaseIterable, Sendable {
+    case navigate, metadata, content, rules, snapshots, teaching
+}
+
 /// One command of the language, declared once: its words, options, what it may change and need, its help and
 /// example. The parser's errors, `help`, Tab completion, dry-run headers and the checks made before a script runs
 /// all read it.
@@ -37,6 +42,8 @@ public struct CommandDeclaration: Sendable {
     /// The Firebase SDK calls it stands for (`listAll()`, `updateMetadata(_:)`): shown by `help`, and `help
     /// listAll` leads here. `explain` shows the calls with their arguments.
     public var sdk: [String]
+    /// Where `help` lists it.
+    public var group: CommandGroup
 
     init(
         _ name: String, usage: String, summary: String, details: [String] = [], example: String, options: [String] = [],
@@ -44,6 +51,7 @@ public struct CommandDeclaration: Sendable {
         sdk: [String] = []
     ) {
         self.sdk = sdk
+        self.group = Self.group(of: name)
         self.name = name
         self.usage = usage
         self.summary = summary
@@ -53,6 +61,18 @@ public struct CommandDeclaration: Sendable {
         self.changesBucket = changesBucket
         self.requires = requires
         self.completion = completion
+    }
+
+    /// The group of a command by its words: the first word decides, but for the session's own commands.
+    static func group(of name: String) -> CommandGroup {
+        switch name.split(separator: " ")[0] {
+        case "cd", "pwd", "ls", "page": .navigate
+        case "meta": .metadata
+        case "put", "get", "cat", "rm": .content
+        case "rules", "login", "logout", "whoami": .rules
+        case "snapshot": .snapshots
+        default: .teaching
+        }
     }
 
     /// The first word (`meta` for `meta set`).
@@ -306,16 +326,43 @@ public enum CommandCatalog {
     /// The options of a command (by its words).
     public static func options(of name: String) -> [String] { declaration(named: name)?.options ?? [] }
 
-    /// The overview `help` prints: fits 80 columns, for terminals and projectors.
+    /// The overview `help` prints: a screenful of at most 80 columns, the commands by group (subcommands after
+    /// their first word: `meta get, set, unset`); `help COMMAND` has the rest.
     public static var overview: String {
-        var lines = ["Commands (one per line, or separated by ;), `help COMMAND` for more:"]
-        for command in commands {
-            lines.append("  " + command.usage)
-            lines.append("      " + command.summary)
+        var lines = ["storesh commands (help COMMAND for one, help scripts for running scripts):"]
+        for group in CommandGroup.allCases {
+            var words: [String] = []
+            var lastFirstWord: String?
+            for command in commands where command.group == group {
+                words.append(command.firstWord == lastFirstWord ? command.subcommand ?? command.name : command.name)
+                lastFirstWord = command.firstWord
+            }
+            lines.append("  " + group.rawValue.padding(toLength: 11, withPad: " ", startingAt: 0) + words.joined(separator: ", "))
         }
-        lines.append("Quote with '…' or \"…\"; # starts a comment; a line ending in \\ continues.")
+        lines.append("A Firebase SDK call leads to its command: help listAll, help updateMetadata.")
+        lines.append("One command per line, or several separated by ;. Quote with '…' or \"…\".")
+        lines.append("# starts a comment; a line ending in \\ continues. Tab completes as you type.")
         return lines.joined(separator: "\n")
     }
+
+    /// Topics of `help` that are not commands.
+    public static let topics: [String: String] = [
+        "scripts": """
+            Scripts: storesh run FILE, storesh -c 'TEXT', or commands on standard input.
+              --dry-run      plan the script and print the plan (each object, each property old → new);
+                             nothing is saved. At the prompt: dry-run COMMAND.
+              --keep-going   report each failing command and keep the changes of those that succeeded
+              --json         one JSON document per result; errors as JSON on stderr
+              --clock T      reproducible times: the first change at T, then 1 ms per change
+              --summary      a bulk change prints its summary by change, not each object
+              run --echo     print each command after its prompt before its output (a transcript)
+              run --explain  explain each command (SDK call, REST requests, rules method); run nothing
+            On a local bucket a script is one transaction: all of it lands, or (a command fails) none.
+            On gs:// and s3:// it is planned, then applied with preconditions and a journal
+            (run --resume JOURNAL, undo JOURNAL). Exit: 0 ran, 1 a command failed, 2 usage or syntax
+            error (nothing ran), 130 interrupted.
+            """
+    ]
 
     /// What `help COMMAND` prints.
     public static func text(for command: CommandHelp) -> String {

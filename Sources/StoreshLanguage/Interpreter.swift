@@ -274,7 +274,9 @@ public final class Interpreter {
             deliver(.echo(words.map(\.text).joined(separator: " ")))
         case .help(let topic):
             let text: String
-            if let topic {
+            if let topic, let about = CommandCatalog.topics[topic.text] {
+                text = about
+            } else if let topic {
                 text = CommandCatalog.helps(for: topic.text).map(CommandCatalog.text(for:)).joined(separator: "\n\n")
             } else {
                 text = CommandCatalog.overview

@@ -66,7 +66,7 @@ public enum Parser {
             let topic = reader.rest(skippingDoubleDash: false)
             if let first = topic.first {
                 let text = topic.map(\.text).joined(separator: " ")
-                let known = [text, first.text].first { !CommandCatalog.helps(for: $0).isEmpty }
+                let known = [text, first.text].first { !CommandCatalog.helps(for: $0).isEmpty || CommandCatalog.topics[$0] != nil }
                 guard let known else { throw unknownCommand(Word(text, at: first.location)) }
                 command = .help(Word(known, at: first.location))
             } else {

@@ -211,15 +211,14 @@ extension Interpreter {
                 if options.keepGoing { continue }
                 if options.dryRun {
                     deliver(.note("dry run: stopped at the error; nothing was saved"))
-                } else if transactional && script.statements.count > 1 && script.changesBucket {
-                    // The changes reported before the failure did not land: say so, with how many.
-                    let undone =
-                        reportedChanges > 0
-                        ? "; the \(MessageText.counted(reportedChanges, "change")) reported above \(reportedChanges == 1 ? "was" : "were") undone" : ""
+                } else if transactional && reportedChanges > 0 {
+                    // Changes were reported before the failure, and did not land: say so, with how many. (A line
+                    // that changed nothing before it failed has nothing to take back, and says nothing more.)
+                    let undone = "the \(MessageText.counted(reportedChanges, "change")) reported above \(reportedChanges == 1 ? "was" : "were") undone"
                     output.notice(
                         options.atPrompt
-                            ? "nothing was saved: a line lands whole or not at all\(undone)"
-                            : "nothing was saved: a script lands whole or not at all\(undone) (storesh run --keep-going keeps what succeeds)")
+                            ? "nothing was saved: a line lands whole or not at all; \(undone)"
+                            : "nothing was saved: a script lands whole or not at all; \(undone) (storesh run --keep-going keeps what succeeds)")
                 }
                 return ScriptEnd(status: .failed, keep: false, failures: failures, stoppedEarly: true)
             }

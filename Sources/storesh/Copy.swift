@@ -32,8 +32,10 @@ struct Copy: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Copy only the objects under this folder (e.g. images/2024).", valueName: "folder"))
     var prefix: String?
 
-    @Flag(help: "Print what would be copied and write nothing.")
-    var dryRun = false
+    /// `--dry-run`: print what would be copied and write nothing. (The group the root command declares too: a
+    /// flag of the root's would otherwise take it from this command's arguments.)
+    @OptionGroup var planOptions: PlanOptions
+    var dryRun: Bool { planOptions.dryRun }
 
     @Flag(help: "Into gs://: go on past an object that fails (exit 1 if any failed).")
     var keepGoing = false

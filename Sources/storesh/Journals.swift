@@ -166,8 +166,9 @@ struct Undo: AsyncParsableCommand {
     @Argument(help: ArgumentHelp("The journal of the run to undo.", valueName: "journal"))
     var file: String
 
-    @Flag(help: "Print the plan of the undo and change nothing.")
-    var dryRun = false
+    /// `--dry-run`: print the plan of the undo and change nothing (the root command's group, see Copy).
+    @OptionGroup var planOptions: PlanOptions
+    var dryRun: Bool { planOptions.dryRun }
 
     @Flag(help: "Go on past a change that fails (exit 1 if any failed).")
     var keepGoing = false

@@ -82,12 +82,20 @@ struct Storesh: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "storesh",
         abstract: "A scriptable shell for cloud-storage buckets with the semantics of Cloud Storage for Firebase.",
+        // Written out: no subcommand is needed (a prompt, -c, standard input), which the generated usage would
+        // show as a required <subcommand>.
+        usage: """
+            storesh [--bucket <location>] [--json] [--clock <rfc3339>] [--quiet] [--trace] [--dry-run] [--summary]
+            storesh [OPTIONS] -c <text>
+            storesh [OPTIONS] run <file> [--dry-run] [--keep-going] [--echo] [--explain] [--resume <journal>]
+            storesh <subcommand> [ARGUMENTS]      (see SUBCOMMANDS below; storesh help <subcommand>)
+            """,
         discussion: """
             On a terminal storesh opens a prompt; with -c TEXT, `run FILE`, or a script on standard input, it runs \
             the script and exits. On a bucket file a script is one transaction: all its changes land, or none. On \
             gs://NAME (Google Cloud Storage, Firebase) a script is planned, then applied with preconditions, in \
             parallel, with a journal (run --resume JOURNAL finishes it, undo JOURNAL puts it back). Type `help` at \
-            the prompt (or storesh -c help) for the commands.
+            the prompt (or storesh -c help) for the commands; s3://NAME buckets work the same way.
 
             The default bucket lives in $XDG_DATA_HOME/storesh (or ~/.local/share/storesh) and starts as the \
             teaching sample. Exit status: 0 everything ran, 1 a command failed, 2 usage or syntax error \
