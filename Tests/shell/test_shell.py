@@ -294,7 +294,10 @@ def test_exit_after_a_failed_command_does_not_leave_and_leaving_closes_the_bucke
     prompt(shell)
     output = run(shell, "rm missing; exit")
     assert "Object missing does not exist." in output, "the rm failed, so the exit after it never ran"
-    assert "nothing was saved: a line lands whole or not at all" in output
+    # The line changed nothing before it failed: there is nothing to take back, and nothing more is said.
+    assert "nothing was saved" not in output
+    output = run(shell, "put --data x kept.txt; rm missing")
+    assert "nothing was saved: a line lands whole or not at all; the 1 change reported above was undone" in output
     output = run(shell, "echo still-here")
     assert "still-here\r\n" in output
     leave(shell)
