@@ -48,10 +48,18 @@ extension Interpreter {
         }
         exitRan = false
         reportedChanges = 0
+        let identityBefore = rules?.identity
         let status = await runPolicy(script)
         target = guarded(bucket)
         // A rolled-back `rules load` is undone in the bucket: the rules in force follow it.
         if let store = bucket.rulesStore { try? rules?.reloadRules(from: store) }
+        // A `login` or `logout` is part of its line or script: undone with it when nothing of it lands (a failure
+        // without --keep-going, or a dry run), and said so, since who is signed in decides every later request.
+        if let rules, rules.identity != identityBefore, options.dryRun || (status != .success && !options.keepGoing) {
+            rules.identity = identityBefore
+            let now = identityBefore.map { "still signed in as \($0.uid)" } ?? "still signed out"
+            output.notice("the \(options.atPrompt ? "line's" : "script's") sign-in was undone with it: \(now)")
+        }
         return status
     }
 

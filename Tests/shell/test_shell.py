@@ -388,3 +388,16 @@ def test_dry_run_before_a_line_at_the_prompt_shows_its_plan_and_saves_nothing(tm
     output = run(shell, "explain dry-run rm docs/readme.md")
     assert 'storage.reference().child("docs/readme.md").delete()' in output
     leave(shell)
+
+
+def test_a_login_on_a_failed_line_is_undone_with_it_and_said_so(tmp_path):
+    shell = start(tmp_path)
+    prompt(shell)
+    output = run(shell, "login alice; rm missing")
+    assert "the line's sign-in was undone with it: still signed out" in output
+    assert "not signed in" in run(shell, "whoami")
+    run(shell, "login bob")
+    output = run(shell, "logout; rm missing")
+    assert "the line's sign-in was undone with it: still signed in as bob" in output
+    assert "signed in as bob" in run(shell, "whoami")
+    leave(shell)
