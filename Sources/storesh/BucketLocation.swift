@@ -116,7 +116,11 @@ struct BucketLocation {
     /// Opens the bucket, creating it if missing (and saying so on stderr): the default bucket from the
     /// bundled teaching sample, in a data directory made for it; any other as an empty bucket, in a
     /// directory that must exist already, so that a mistyped path is not quietly made.
-    func open(clock: any StorageClock, quiet: Bool, nameForNewBucket: String? = nil) throws -> LocalBucket {
+    /// `keepingClockAfterChanges`: a `--clock` before the bucket's latest change moves past it (false for a reset,
+    /// which replaces every object).
+    func open(clock: any StorageClock, quiet: Bool, nameForNewBucket: String? = nil, keepingClockAfterChanges: Bool = true) throws
+        -> LocalBucket
+    {
         var options = Self.options(clock: clock)
         options.nameForNewBucket = nameForNewBucket
         // access(2), not FileManager or URL: opening an existing bucket is every run's first step.
@@ -142,7 +146,8 @@ struct BucketLocation {
         }
         // `--clock T` on a bucket with changes dated after T: the clock moves on past them, so that no change of
         // this run is dated before one the bucket holds (a timeCreated after its updated).
-        if exists, let stepping = clock as? SteppingClock, let latest = try bucket.latestChange(), stepping.move(past: latest),
+        if exists, keepingClockAfterChanges, let stepping = clock as? SteppingClock, let latest = try bucket.latestChange(),
+            stepping.move(past: latest),
             !quiet
         {
             FileHandle.standardError.write(Data(

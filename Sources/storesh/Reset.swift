@@ -34,7 +34,7 @@ struct Reset: AsyncParsableCommand {
             }
             sample = []
         }
-        let bucket = try location.open(clock: clock, quiet: true)
+        let bucket = try location.open(clock: clock, quiet: true, keepingClockAfterChanges: false)
         _ = OpenBuckets.shared.keep(bucket)
         let count = try bucket.objectCount()
         if !location.isDefault && !yes {
