@@ -71,13 +71,16 @@ public enum Command: Sendable, Equatable {
     /// `page token [TOKEN]`: what a page token holds (default: the last listing's).
     case pageToken(Word?)
     /// `raw`: the path is the exact object name, not normalised (for names like `wrongPrefix//sadItem`).
-    case metaGet(Word?, raw: Bool)
+    /// Targets: none (the current reference), names or patterns; each object's metadata is printed.
+    case metaGet([Word], raw: Bool, filters: [MetadataFilter])
     case metaSet(MetaSetCommand)
     case metaUnset(MetaUnsetCommand)
     case put(PutCommand)
     case get(object: Word, file: Word?, raw: Bool)
     case cat(Word, raw: Bool)
-    case rm([Word], raw: Bool)
+    case rm([Word], raw: Bool, filters: [MetadataFilter])
+    /// `meta rename custom.OLD custom.NEW [--] TARGET…`: moves a custom key, keeping each object's value.
+    case metaRename(MetaRenameCommand)
     case echo([Word])
     case help(Word?)
     case exit
@@ -109,6 +112,7 @@ public enum Command: Sendable, Equatable {
         case .pageNext: "page next"
         case .pageToken: "page token"
         case .metaGet: "meta get"
+        case .metaRename: "meta rename"
         case .metaSet: "meta set"
         case .metaUnset: "meta unset"
         case .put: "put"
@@ -148,13 +152,14 @@ public enum Command: Sendable, Equatable {
             (.logout, .logout), (.whoami, .whoami):
             true
         case (.ls(let a), .ls(let b)): a == b
-        case (.metaGet(let a, let x), .metaGet(let b, let y)): a == b && x == y
+        case (.metaGet(let a, let x, let f), .metaGet(let b, let y, let g)): a == b && x == y && f == g
+        case (.metaRename(let a), .metaRename(let b)): a == b
         case (.metaSet(let a), .metaSet(let b)): a == b
         case (.metaUnset(let a), .metaUnset(let b)): a == b
         case (.put(let a), .put(let b)): a == b
         case (.get(let a, let f, let x), .get(let b, let g, let y)): a == b && f == g && x == y
         case (.cat(let a, let x), .cat(let b, let y)): a == b && x == y
-        case (.rm(let a, let x), .rm(let b, let y)): a == b && x == y
+        case (.rm(let a, let x, let f), .rm(let b, let y, let g)): a == b && x == y && f == g
         case (.echo(let a), .echo(let b)): a == b
         case (.pageToken(let a), .pageToken(let b)): a == b
         case (.help(let a), .help(let b)): a == b
@@ -203,9 +208,11 @@ public struct MetaSetCommand: Sendable, Equatable {
     public var assignments: [(key: Word, value: Word)]
     /// Paths or patterns; none means the current reference.
     public var targets: [Word]
+    /// `--where`: only the targets whose metadata pass every filter.
+    public var filters: [MetadataFilter] = []
 
     public static func == (lhs: MetaSetCommand, rhs: MetaSetCommand) -> Bool {
-        lhs.update == rhs.update && lhs.targets == rhs.targets
+        lhs.update == rhs.update && lhs.targets == rhs.targets && lhs.filters == rhs.filters
             && lhs.assignments.map(\.key) == rhs.assignments.map(\.key)
             && lhs.assignments.map(\.value) == rhs.assignments.map(\.value)
     }
@@ -216,6 +223,16 @@ public struct MetaUnsetCommand: Sendable, Equatable {
     public var update: MetadataUpdate
     public var keys: [Word]
     public var targets: [Word]
+    public var filters: [MetadataFilter] = []
+}
+
+/// `meta rename custom.OLD custom.NEW [--where F]… [--] [TARGET…]`.
+public struct MetaRenameCommand: Sendable, Equatable {
+    /// The custom keys, without `custom.`.
+    public var old: Word
+    public var new: Word
+    public var targets: [Word]
+    public var filters: [MetadataFilter] = []
 }
 
 /// `put [--raw] [--content-type T] [--md5 B64] (LOCAL_FILE | --data TEXT) [DEST]`.

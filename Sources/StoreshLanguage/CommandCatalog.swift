@@ -124,10 +124,13 @@ public enum CommandCatalog {
             ], example: "page token",
             sdk: ["pageToken"]),
         CommandDeclaration(
-            "meta get", usage: "meta get [--raw] [PATH]", summary: "all metadata of one object",
-            details: ["--raw takes PATH as the exact object name, e.g. meta get --raw wrongPrefix//sadItem"],
-            example: "meta get images/forest.jpg",
-            options: ["--raw"], completion: .objects,
+            "meta get", usage: "meta get [--raw] [--where F]… [TARGET…]", summary: "all metadata of each target (default: the current one)",
+            details: [
+                "--raw takes each TARGET as the exact object name, e.g. meta get --raw wrongPrefix//sadItem.",
+                "A TARGET may be a pattern (images/**.jpg); --where keeps the objects whose metadata pass it.",
+            ],
+            example: "meta get --where 'custom.camera exists' images/**",
+            options: ["--raw", "--where"], completion: .objects,
             sdk: ["getMetadata()", "StorageMetadata"]),
         CommandDeclaration(
             "meta set", usage: "meta set KEY=VALUE… [--] [TARGET…]",
@@ -139,15 +142,27 @@ public enum CommandCatalog {
                 "? one character, […] a set. A pattern that matches nothing is an error. Quoted, these",
                 "characters are literal: 'a*b' names the object a*b.",
                 "An update that would change nothing changes nothing and is counted as unchanged.",
-            ], example: "meta set cacheControl=\"public, max-age=3600\" custom.reviewed=yes -- images/**.jpg",
-            changesBucket: true, completion: .assignmentsThenObjects,
+                "--where F keeps the targets whose metadata pass F: KEY=GLOB, KEY!=GLOB, 'KEY exists',",
+                "'KEY missing' (KEY a property or custom.NAME; GLOB a shell pattern: image/*). Several: all.",
+            ], example: "meta set cacheControl=\"public, max-age=3600\" --where contentType=image/* -- images/**",
+            options: ["--where"], changesBucket: true, completion: .assignmentsThenObjects,
             sdk: ["updateMetadata(_:)", "StorageMetadata", "customMetadata"]),
         CommandDeclaration(
-            "meta unset", usage: "meta unset KEY… [--] [TARGET…]",
+            "meta unset", usage: "meta unset KEY… [--where F]… [--] [TARGET…]",
             summary: "delete properties of each target; `custom` clears customMetadata",
-            details: ["Keys come first; the first word that is not a key, or --, starts the targets."],
+            details: ["Keys come first; the first word that is not a key, or --, starts the targets. --where as in meta set."],
             example: "meta unset custom.stale contentLanguage -- docs/*",
+            options: ["--where"],
             changesBucket: true, completion: .keysThenObjects,
+            sdk: ["updateMetadata(_:)"]),
+        CommandDeclaration(
+            "meta rename", usage: "meta rename custom.OLD custom.NEW [--where F]… [--] [TARGET…]",
+            summary: "move a custom key to a new name, keeping each object's value",
+            details: [
+                "Objects without custom.OLD are unchanged; one whose custom.NEW holds another value is an error",
+                "(nothing is overwritten). One update per object, with a precondition.",
+            ], example: "meta rename custom.reviewr custom.reviewer -- files/**",
+            options: ["--where"], changesBucket: true, completion: .keysThenObjects,
             sdk: ["updateMetadata(_:)"]),
         CommandDeclaration(
             "put", usage: "put [--raw] [--content-type T] [--md5 B64] (LOCAL_FILE | --data TEXT) [DEST]",
@@ -173,10 +188,13 @@ public enum CommandCatalog {
             options: ["--raw"], completion: .objects,
             sdk: ["data(maxSize:)", "getData"]),
         CommandDeclaration(
-            "rm", usage: "rm [--raw] TARGET…", summary: "delete objects; targets may be patterns",
-            details: ["--raw takes each TARGET as an exact object name: no normalising, no patterns."],
-            example: "rm files/uid/file-00?.txt",
-            options: ["--raw"], changesBucket: true, completion: .objects,
+            "rm", usage: "rm [--raw] [--where F]… TARGET…", summary: "delete objects; targets may be patterns",
+            details: [
+                "--raw takes each TARGET as an exact object name: no normalising, no patterns.",
+                "--where F keeps the targets whose metadata pass F, as in meta set.",
+            ],
+            example: "rm --where 'custom.draft exists' files/uid/*",
+            options: ["--raw", "--where"], changesBucket: true, completion: .objects,
             sdk: ["delete()"]),
         CommandDeclaration(
             "echo", usage: "echo WORD…", summary: "print words (for scripts and lessons)", details: [],

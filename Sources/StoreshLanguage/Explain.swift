@@ -285,8 +285,17 @@ extension Interpreter {
             requests += Explainer.list(
                 bucket: bucket, path: last.reference, maxResults: last.maxResults, pageToken: last.nextPageToken ?? "TOKEN", all: false,
                 long: false)
-        case .metaGet(let path, let raw):
-            requests.append(Explainer.getMetadata(bucket: bucket, name: try objectName(path, raw: raw, at: here).rawValue))
+        case .metaGet(let targets, let raw, _):
+            try await perObject(targets, raw: raw) { Explainer.getMetadata(bucket: bucket, name: $0) }
+        case .metaRename(let command):
+            var update = MetadataUpdate()
+            update.customMetadata[command.new.text] = .set("VALUE")
+            update.customMetadata[command.old.text] = .unset
+            try await perObject(command.targets, raw: false) { name in
+                var request = Explainer.updateMetadata(bucket: bucket, name: name, update: update)
+                request.purpose = "read the metadata of \(name), then move custom.\(command.old.text) to custom.\(command.new.text) (VALUE: the object's own)"
+                return request
+            }
         case .metaSet(let command):
             try await perObject(command.targets, raw: false) { Explainer.updateMetadata(bucket: bucket, name: $0, update: command.update) }
         case .metaUnset(let command):
@@ -305,7 +314,7 @@ extension Interpreter {
             requests.append(Explainer.download(bucket: bucket, name: name.rawValue, toFile: fileWord?.text ?? name.lastSegment))
         case .cat(let objectWord, let raw):
             requests.append(Explainer.download(bucket: bucket, name: try objectName(objectWord, raw: raw, at: here).rawValue, toFile: nil))
-        case .rm(let targets, let raw):
+        case .rm(let targets, let raw, _):
             try await perObject(targets, raw: raw) { Explainer.delete(bucket: bucket, name: $0) }
         case .echo, .help, .exit:
             requests.append(Explainer.local("storesh itself: no request"))

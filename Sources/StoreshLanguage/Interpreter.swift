@@ -214,15 +214,26 @@ public final class Interpreter {
             deliver(.pageToken(token: token, bucket: bucket, position: position, scheme: target.scheme))
         case .pageNext:
             try await runPageNext(at: here)
-        case .metaGet(let path, let raw):
-            let name = try objectName(path, raw: raw, at: here)
-            let metadata = try await onTarget(path, name: name, at: here) { try await self.target.metadata(of: name) }
-            // Rule G7: download tokens are credentials of a kind; shown only when asked for with --raw.
-            deliver(.metadata(raw ? metadata : metadata.withoutDownloadTokens))
+        case .metaGet(let targets, let raw, let filters):
+            let objects = try await expand(targets, raw: raw, filters: filters, at: here)
+            for (index, object) in objects.enumerated() {
+                let metadata: ObjectMetadata
+                if let known = object.metadata {
+                    metadata = known
+                } else {
+                    metadata = try await onTarget(object.word, name: object.name, at: here) { try await self.target.metadata(of: object.name) }
+                }
+                // Several objects: a blank line between them, for people (JSON has one document each).
+                if index > 0 && !options.json { deliver(.echo("")) }
+                // Rule G7: download tokens are credentials of a kind; shown only when asked for with --raw.
+                deliver(.metadata(raw ? metadata : metadata.withoutDownloadTokens))
+            }
         case .metaSet(let command):
-            try await runUpdate(command.update, targets: command.targets, at: here)
+            try await runUpdate(command.update, targets: command.targets, filters: command.filters, at: here)
         case .metaUnset(let command):
-            try await runUpdate(command.update, targets: command.targets, at: here)
+            try await runUpdate(command.update, targets: command.targets, filters: command.filters, at: here)
+        case .metaRename(let command):
+            try await runRename(command, at: here)
         case .put(let command):
             try await runPut(command, at: here)
         case .get(let objectWord, let fileWord, let raw):
@@ -256,8 +267,8 @@ public final class Interpreter {
             let name = try objectName(objectWord, raw: raw, at: here)
             let content = try await onTarget(objectWord, name: name, at: here) { try await self.target.read(name) }
             deliver(.content(object: name.rawValue, content))
-        case .rm(let targets, let raw):
-            let objects = try await expand(targets, raw: raw, at: here)
+        case .rm(let targets, let raw, let filters):
+            let objects = try await expand(targets, raw: raw, filters: filters, at: here)
             var deleted: [String] = []
             for object in objects {
                 try checkCancelled(at: here)
@@ -446,8 +457,45 @@ public final class Interpreter {
     }
 
     /// meta set / meta unset over every target, with the plan (old → new per property) in a dry run.
-    private func runUpdate(_ update: MetadataUpdate, targets: [Word], at here: SourceLocation) async throws {
-        let objects = try await expand(targets, raw: false, at: here)
+    /// `meta rename custom.OLD custom.NEW`: on each target that has OLD, NEW takes its value and OLD goes, in one
+    /// update; an object whose NEW already holds another value is an error rather than a silent overwrite.
+    private func runRename(_ command: MetaRenameCommand, at here: SourceLocation) async throws {
+        let objects = try await expand(command.targets, raw: false, filters: command.filters, at: here)
+        var updated: [(name: String, differences: [PropertyDifference])] = []
+        var unchanged: [String] = []
+        for object in objects {
+            try checkCancelled(at: here)
+            let metadata: ObjectMetadata
+            if let known = object.metadata {
+                metadata = known
+            } else {
+                metadata = try await onTarget(object.word, name: object.name, at: here) { try await self.target.metadata(of: object.name) }
+            }
+            guard let value = metadata.customMetadata[command.old.text] else {
+                unchanged.append(object.name.rawValue)
+                continue
+            }
+            if let existing = metadata.customMetadata[command.new.text], existing != value {
+                throw Diagnostic.running(
+                    .invalidArgument(
+                        "\(object.name.rawValue) has custom.\(command.new.text) already (\(existing.debugDescription)); renaming custom.\(command.old.text) would overwrite it. Unset one first."),
+                    at: object.word?.location ?? here)
+            }
+            var update = MetadataUpdate()
+            update.customMetadata[command.new.text] = .set(value)
+            update.customMetadata[command.old.text] = .unset
+            let result = try await onTarget(object.word, name: object.name, at: here) {
+                try await self.target.updateMetadata(of: object.name, update, precondition: .matches(metadata))
+            }
+            updated.append((object.name.rawValue, result.previous.differences(to: result.metadata)))
+        }
+        deliver(.updates(UpdatesResult(
+            updated: updated, unchanged: unchanged, single: command.targets.count == 1 && !ObjectPattern.isPattern(command.targets[0]) && objects.count == 1,
+            dryRun: options.dryRun)))
+    }
+
+    private func runUpdate(_ update: MetadataUpdate, targets: [Word], filters: [MetadataFilter] = [], at here: SourceLocation) async throws {
+        let objects = try await expand(targets, raw: false, filters: filters, at: here)
         var updated: [(name: String, differences: [PropertyDifference])] = []
         var unchanged: [String] = []
         for object in objects {

@@ -55,11 +55,11 @@ public enum Parser {
             command = .cat(object, raw: raw)
         case "rm":
             let raw = reader.takeRaw()
-            let targets = reader.rest(skippingDoubleDash: true)
+            let (targets, filters) = try reader.targetsAndFilters()
             guard !targets.isEmpty else {
-                throw Diagnostic.syntax("`rm` needs at least one TARGET: rm [--raw] TARGET…", at: afterEnd(of: name))
+                throw Diagnostic.syntax("`rm` needs at least one TARGET: rm [--raw] [--where F] TARGET…", at: afterEnd(of: name))
             }
-            command = .rm(targets, raw: raw)
+            command = .rm(targets, raw: raw, filters: filters)
         case "echo":
             command = .echo(reader.rest(skippingDoubleDash: false))
         case "help":
@@ -245,20 +245,35 @@ public enum Parser {
 
     static func parseMeta(_ name: Word, _ reader: inout WordReader) throws(Diagnostic) -> Command {
         guard let sub = reader.next() else {
-            throw Diagnostic.syntax("`meta` needs a subcommand: meta get, meta set or meta unset", at: afterEnd(of: name))
+            throw Diagnostic.syntax("`meta` needs a subcommand: meta get, meta set, meta unset or meta rename", at: afterEnd(of: name))
         }
         switch sub.text {
         case "get":
             let raw = reader.takeRaw()
-            return .metaGet(try reader.optionalLast(for: "meta get"), raw: raw)
+            let (targets, filters) = try reader.targetsAndFilters()
+            return .metaGet(targets, raw: raw, filters: filters)
+        case "rename":
+            guard let old = reader.next(), let new = reader.next() else {
+                throw Diagnostic.syntax("`meta rename` needs two keys: meta rename custom.OLD custom.NEW [--] TARGET…", at: afterEnd(of: sub))
+            }
+            for key in [old, new] where !key.text.hasPrefix("custom.") || key.text.count == "custom.".count {
+                throw Diagnostic.syntax("`meta rename` moves a custom key: write it custom.NAME, not '\(key.text)'", at: key.location)
+            }
+            let (targets, filters) = try reader.targetsAndFilters()
+            return .metaRename(MetaRenameCommand(
+                old: Word(String(old.text.dropFirst("custom.".count)), at: old.location),
+                new: Word(String(new.text.dropFirst("custom.".count)), at: new.location), targets: targets, filters: filters))
         case "set":
             var update = MetadataUpdate()
             var assignments: [(key: Word, value: Word)] = []
             var targets: [Word] = []
             var afterDoubleDash = false
+            var filters: [MetadataFilter] = []
             while let word = reader.next() {
                 if !afterDoubleDash && word.text == "--" && word.isBare {
                     afterDoubleDash = true
+                } else if !afterDoubleDash && word.text == "--where" && word.isBare {
+                    filters.append(try MetadataFilter.parse(try reader.optionValue(for: word)))
                 } else if !afterDoubleDash, let equals = word.firstUnquoted("=") {
                     let (key, value) = word.split(at: equals)
                     do {
@@ -275,15 +290,20 @@ public enum Parser {
                 throw Diagnostic.syntax(
                     "`meta set` needs at least one KEY=VALUE, e.g. meta set contentType=image/jpeg", at: afterEnd(of: sub))
             }
-            return .metaSet(MetaSetCommand(update: update, assignments: assignments, targets: targets))
+            return .metaSet(MetaSetCommand(update: update, assignments: assignments, targets: targets, filters: filters))
         case "unset":
             var update = MetadataUpdate()
             var keys: [Word] = []
             var targets: [Word] = []
+            var filters: [MetadataFilter] = []
             while let word = reader.next() {
                 if word.text == "--" && word.isBare {
                     targets += reader.rest(skippingDoubleDash: false)
                     break
+                }
+                if word.text == "--where" && word.isBare {
+                    filters.append(try MetadataFilter.parse(try reader.optionValue(for: word)))
+                    continue
                 }
                 if targets.isEmpty && looksLikeKey(word, isFirst: keys.isEmpty) {
                     do {
@@ -300,13 +320,13 @@ public enum Parser {
                 throw Diagnostic.syntax(
                     "`meta unset` needs at least one KEY, e.g. meta unset cacheControl", at: afterEnd(of: sub))
             }
-            return .metaUnset(MetaUnsetCommand(update: update, keys: keys, targets: targets))
+            return .metaUnset(MetaUnsetCommand(update: update, keys: keys, targets: targets, filters: filters))
         default:
             var message = "unknown subcommand 'meta \(sub.text)'"
             if let near = Suggestion.nearest(to: sub.text, among: CommandCatalog.subcommands(of: "meta")) {
                 message += "; did you mean 'meta \(near)'?"
             } else {
-                message += "; use meta get, meta set or meta unset"
+                message += "; use meta get, meta set, meta unset or meta rename"
             }
             throw Diagnostic.syntax(message, at: sub.location)
         }
@@ -429,6 +449,26 @@ struct WordReader {
             throw Diagnostic.syntax("`\(command)` needs \(what)", at: Parser.afterEnd(of: name))
         }
         return word
+    }
+
+    /// The rest of the words as targets, with the `--where F` options among them taken out. A bare `--` before
+    /// the first target ends the options (what follows is targets only, `--where` included); after one, it is a
+    /// target like any other word, as it always was.
+    mutating func targetsAndFilters() throws(Diagnostic) -> (targets: [Word], filters: [MetadataFilter]) {
+        var targets: [Word] = []
+        var filters: [MetadataFilter] = []
+        while let word = next() {
+            if word.text == "--" && word.isBare && targets.isEmpty {
+                targets += rest(skippingDoubleDash: false)
+                break
+            }
+            if word.text == "--where" && word.isBare {
+                filters.append(try MetadataFilter.parse(try optionValue(for: word)))
+            } else {
+                targets.append(word)
+            }
+        }
+        return (targets, filters)
     }
 
     /// Takes a leading `--raw` option.

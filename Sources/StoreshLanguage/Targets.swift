@@ -44,6 +44,34 @@ extension Interpreter {
         return objects
     }
 
+    /// The objects targets name (as `expand`), with only those whose metadata pass every `--where` filter. A named
+    /// object is read for it; one that does not exist is kept, so that the command says so.
+    func expand(_ targets: [Word], raw: Bool, filters: [MetadataFilter], at here: SourceLocation) async throws
+        -> [(name: ObjectName, metadata: ObjectMetadata?, word: Word?)]
+    {
+        let objects = try await expand(targets, raw: raw, at: here)
+        guard !filters.isEmpty else { return objects }
+        var kept: [(name: ObjectName, metadata: ObjectMetadata?, word: Word?)] = []
+        for object in objects {
+            try checkCancelled(at: here)
+            let metadata: ObjectMetadata?
+            if let known = object.metadata {
+                metadata = known
+            } else {
+                metadata = try await onTarget(object.word, name: object.name, at: here) { try await self.target.metadataIfPresent(of: object.name) }
+            }
+            guard let metadata else {
+                kept.append(object)
+                continue
+            }
+            if filters.allSatisfy({ $0.admits(metadata) }) { kept.append((object.name, metadata, object.word)) }
+        }
+        if kept.isEmpty {
+            deliver(.note("(no target passes --where \(filters.map(\.text).joined(separator: " --where ")): nothing to do)"))
+        }
+        return kept
+    }
+
     /// Runs a bucket call on one target. An object-not-found gets a hint when the likely mistake is known:
     /// quoted wildcards (literal), a name that normalising changed (rule P1), or a folder (a prefix).
     func onTarget<T>(_ word: Word?, name: ObjectName, at here: SourceLocation, _ body: () async throws -> T)

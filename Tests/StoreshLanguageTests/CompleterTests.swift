@@ -40,14 +40,14 @@ struct CompleterTests {
     @Test("commands, subcommands and options")
     func commands() {
         #expect(complete("me") == ["meta"])
-        #expect(complete("meta ") == ["get", "set", "unset"])
+        #expect(complete("meta ") == ["get", "set", "unset", "rename"])
         #expect(complete("meta u") == ["unset"])
         #expect(complete("page ") == ["next", "token"])
         #expect(complete("ls --a") == ["--all"])
         #expect(complete("put --") == ["--raw", "--content-type", "--md5", "--data"])
         #expect(complete("pwd; e") == ["echo", "explain", "exit"])
         #expect(complete("help ") == CommandCatalog.firstWords)
-        #expect(complete("help meta ") == ["get", "set", "unset"])
+        #expect(complete("help meta ") == ["get", "set", "unset", "rename"])
         #expect(complete("help set") == [])
     }
 

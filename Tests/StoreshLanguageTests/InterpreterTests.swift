@@ -313,7 +313,7 @@ struct TrialFindingsTests {
         let (_, put) = try await session.run("put photo.jpg albums/2026/", json: false)
         #expect(put.lines == ["wrote albums/2026/photo.jpg (3 B, image/jpeg)"])
         let (_, help) = try await session.run("help meta", json: false)
-        #expect(help.lines[0].hasPrefix("usage: meta get [--raw] [PATH]"))
+        #expect(help.lines[0].hasPrefix("usage: meta get [--raw] [--where F]… [TARGET…]"))
         #expect(help.lines[0].contains("usage: meta set") && help.lines[0].contains("usage: meta unset"))
         let (_, overview) = try await session.run("help", json: false)
         #expect(overview.lines[0].split(separator: "\n").allSatisfy { $0.count <= 80 })

@@ -127,17 +127,26 @@ struct ParserTests {
         #expect(list.maxResults?.value == 5 && list.pageToken?.text == "T" && list.long && list.path?.text == "photos")
         guard case .ls(let all) = try command("ls --all") else { Issue.record("not ls"); return }
         #expect(all.all)
-        guard case .metaGet(let path, let raw) = try command("meta get a/b") else { Issue.record("not meta get"); return }
-        #expect(path?.text == "a/b" && !raw)
-        guard case .metaGet(let rawPath, true) = try command("meta get --raw a//b") else { Issue.record("no --raw"); return }
-        #expect(rawPath?.text == "a//b")
+        guard case .metaGet(let paths, let raw, let filters) = try command("meta get a/b") else { Issue.record("not meta get"); return }
+        #expect(paths.map(\.text) == ["a/b"] && !raw && filters.isEmpty)
+        guard case .metaGet(let rawPaths, true, _) = try command("meta get --raw a//b") else { Issue.record("no --raw"); return }
+        #expect(rawPaths.map(\.text) == ["a//b"])
+        guard case .metaGet(let filtered, false, let where_) = try command("meta get --where 'custom.camera exists' --where contentType!=image/* a/**")
+        else { Issue.record("no --where"); return }
+        #expect(filtered.map(\.text) == ["a/**"] && where_.map(\.key) == ["custom.camera", "contentType"])
+        #expect(where_.map(\.test) == [.exists, .doesNotMatch("image/*")])
+        #expect(throws: Diagnostic.self) { try command("rm --where contentTyp=x a") }
+        #expect(throws: Diagnostic.self) { try command("rm --where 'custom.a is b' a") }
+        guard case .metaRename(let rename) = try command("meta rename custom.old custom.new -- a/*") else { Issue.record("not rename"); return }
+        #expect(rename.old.text == "old" && rename.new.text == "new" && rename.targets.map(\.text) == ["a/*"])
+        #expect(throws: Diagnostic.self) { try command("meta rename contentType custom.new a") }
         guard case .get(let object, let file, false) = try command("get a/b /tmp/x") else { Issue.record("not get"); return }
         #expect(object.text == "a/b" && file?.text == "/tmp/x")
         guard case .cat(let catted, true) = try command("cat --raw lonelyItem/") else { Issue.record("not cat"); return }
         #expect(catted.text == "lonelyItem/")
-        guard case .rm(let targets, false) = try command("rm a 'b*' -- -c") else { Issue.record("not rm"); return }
+        guard case .rm(let targets, false, _) = try command("rm a 'b*' -- -c") else { Issue.record("not rm"); return }
         #expect(targets.map(\.text) == ["a", "b*", "--", "-c"])
-        guard case .rm(let rawTargets, true) = try command("rm --raw a//b") else { Issue.record("not rm --raw"); return }
+        guard case .rm(let rawTargets, true, _) = try command("rm --raw a//b") else { Issue.record("not rm --raw"); return }
         #expect(rawTargets.map(\.text) == ["a//b"])
         guard case .echo(let echoed) = try command("echo a  b") else { Issue.record("not echo"); return }
         #expect(echoed.map(\.text) == ["a", "b"])
@@ -204,7 +213,7 @@ struct ParserTests {
         ("cat", 5, "`cat` needs OBJECT"),
         ("rm", 4, "`rm` needs at least one TARGET"),
         ("help lss", 6, "did you mean 'ls'?"),
-        ("ls\nmeta get a b", 12, "'b' is extra"),
+        ("ls\ncat a b", 7, "'b' is extra"),
     ])
     func mistakes(text: String, column: Int, message: String) throws {
         let error = try #require(syntaxError(text))

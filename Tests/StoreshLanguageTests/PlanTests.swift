@@ -188,15 +188,15 @@ struct CommandTableTests {
             cd a; pwd; ls; page next; meta get a; meta set contentType=x a; meta unset contentType a; put --data x a
             get a; cat a; rm a; echo a; help; exit; rules show; rules load f; rules why; login u; logout; whoami
             snapshot save s; snapshot list; snapshot diff s; snapshot restore s; snapshot rm s; explain rm a
-            rules reset; rules load --sample open; page token; dry-run rm a
+            rules reset; rules load --sample open; page token; dry-run rm a; meta rename custom.a custom.b a
             """))
         let changing = script.statements.filter(\.command.changesBucket).map(\.command.name)
         #expect(changing == [
             "meta set", "meta unset", "put", "rm", "rules load", "snapshot save", "snapshot restore", "snapshot rm", "rules reset",
-            "rules load",
+            "rules load", "meta rename",
         ])
         #expect(Set(script.statements.map(\.command.name)) == Set(CommandCatalog.commands.map(\.name)))
         #expect(CommandCatalog.firstWords.first == "cd" && CommandCatalog.firstWords.last == "quit")
-        #expect(CommandCatalog.subcommands(of: "meta") == ["get", "set", "unset"])
+        #expect(CommandCatalog.subcommands(of: "meta") == ["get", "set", "unset", "rename"])
     }
 }

@@ -165,3 +165,28 @@ def test_typos_are_met_with_the_likely_name(tmp_path):
     status, _, err = harness.storesh(tmp_path, "--bucket", str(tmp_path / "teaching"), "-c", "ls")
     assert status == 0
     assert "created an empty bucket gs://teaching" in err.decode() and "the default bucket, with the teaching sample, is used without --bucket" in err.decode()
+
+
+def test_targets_chosen_by_metadata_meta_get_of_a_pattern_and_meta_rename(tmp_path):
+    status, out, err = harness.storesh(tmp_path, "--quiet", "--json", "-c",
+                                       "meta get --where contentType=image/png images/** files/bob/*")
+    assert status == 0, err.decode()
+    assert [json.loads(line)["fullPath"] for line in out.decode().splitlines()] == ["images/lake.png", "files/bob/avatar.png"]
+    status, out, _ = harness.storesh(tmp_path, "--quiet", "--json", "-c", "meta get --where 'custom.activity exists' images/**")
+    assert [json.loads(line)["fullPath"] for line in out.decode().splitlines()] == ["images/forest.jpg", "images/mountains/summit.jpg"]
+    status, out, err = harness.storesh(tmp_path, "--quiet", "-c",
+                                       "meta set cacheControl=no-cache --where contentType!=image/jpeg -- images/**")
+    assert status == 0 and "updated images/lake.png" in out.decode(), err.decode()
+    status, out, _ = harness.storesh(tmp_path, "--quiet", "-c", "rm --where size=0 images/**")
+    assert "(no target passes --where size=0: nothing to do)" in out.decode() and "deleted 0 objects" in out.decode()
+    # meta rename moves a key, keeping each object's value; objects without it are left alone.
+    status, out, err = harness.storesh(tmp_path, "--quiet", "-c", "meta rename custom.location custom.place -- images/**")
+    assert status == 0, err.decode()
+    assert 'custom.place     (not set)              →  "Yosemite, CA, USA"' in out.decode() or "custom.place" in out.decode()
+    status, out, _ = harness.storesh(tmp_path, "--quiet", "--json", "-c", "meta get images/forest.jpg images/lake.png")
+    documents = [json.loads(line) for line in out.decode().splitlines()]
+    assert documents[0]["customMetadata"] == {"activity": "Hiking", "place": "Yosemite, CA, USA"}
+    assert documents[1]["customMetadata"] == {"place": "Lake Tahoe, CA, USA"}
+    # A rename that would overwrite another value is refused; nothing changes.
+    status, _, err = harness.storesh(tmp_path, "--quiet", "-c", "meta rename custom.activity custom.place -- images/forest.jpg")
+    assert status == 1 and "has custom.place already" in err.decode()
