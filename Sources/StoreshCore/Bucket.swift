@@ -239,6 +239,22 @@ extension Bucket {
         return Int64(content.count)
     }
 
+    /// An update as a remote bucket makes it (rules M4–M6): read the object, check `precondition` against it, merge
+    /// the update, and send the result with `applyMetadata`, itself guarded by the state read, so that a
+    /// read-modify-write never overwrites a concurrent change. An update that would change nothing sends nothing.
+    public func updateByReadingThenApplying(of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition)
+        async throws -> UpdateResult
+    {
+        let before = try await metadata(of: object)
+        guard precondition.isSatisfied(by: before) else {
+            throw StorageError.preconditionFailed(object.rawValue, precondition, actual: before)
+        }
+        let (planned, changed) = try before.applying(update, now: before.updated)
+        guard changed else { return UpdateResult(metadata: before, previous: before, changed: false) }
+        let after = try await applyMetadata(of: object, from: before, to: planned)
+        return UpdateResult(metadata: after, previous: before, changed: true)
+    }
+
     /// An update with a precondition on the metageneration only (or none).
     public func updateMetadata(of object: ObjectName, _ update: MetadataUpdate, ifMetagenerationMatch: Int64? = nil)
         async throws -> UpdateResult

@@ -305,14 +305,7 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
     {
         // The service's PATCH answers the object after; the update's old values come from a read, which also
         // guards the PATCH when the caller gave no precondition (a read-modify-write never overwrites).
-        let before = try await metadata(of: object)
-        guard precondition.isSatisfied(by: before) else {
-            throw StorageError.preconditionFailed(object.rawValue, precondition, actual: before)
-        }
-        let (planned, changed) = try before.applying(update, now: before.updated)
-        guard changed else { return UpdateResult(metadata: before, previous: before, changed: false) }
-        let after = try await applyMetadata(of: object, from: before, to: planned)
-        return UpdateResult(metadata: after, previous: before, changed: true)
+        try await updateByReadingThenApplying(of: object, update, precondition: precondition)
     }
 
     public func applyMetadata(of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata) async throws

@@ -367,14 +367,7 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
     public func updateMetadata(of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition) async throws
         -> UpdateResult
     {
-        let before = try await metadata(of: object)
-        guard precondition.isSatisfied(by: before) else {
-            throw StorageError.preconditionFailed(object.rawValue, precondition, actual: before)
-        }
-        let (planned, changed) = try before.applying(update, now: before.updated)
-        guard changed else { return UpdateResult(metadata: before, previous: before, changed: false) }
-        let after = try await applyMetadata(of: object, from: before, to: planned)
-        return UpdateResult(metadata: after, previous: before, changed: true)
+        try await updateByReadingThenApplying(of: object, update, precondition: precondition)
     }
 
     /// Rule S3: a copy of the object onto itself that replaces its metadata with `after`'s, guarded by the ETag and

@@ -13,9 +13,7 @@ extension BucketLocation {
             preconditionFailure("a local location opens with open(clock:quiet:)")
         case .s3(let name):
             let configuration = try AWSConfiguration.resolve(bucket: name) { environment[$0] }
-            let http = RemoteHTTP(
-                policy: Self.retryPolicy(environment), connectionsPerHost: 64, trace: tracing ? RequestLog() : nil,
-                isCancelled: { storesh_interrupt_pending() != 0 })
+            let http = Self.client(environment, tracing: tracing)
             let bucket = S3Bucket(name: name, configuration: configuration, http: http)
             do {
                 try await bucket.verify()
@@ -29,9 +27,7 @@ extension BucketLocation {
             return bucket
         case .googleCloudStorage(let name):
             let endpoint = CloudStorageEndpoint.resolve { environment[$0] }
-            let http = RemoteHTTP(
-                policy: Self.retryPolicy(environment), connectionsPerHost: 64, trace: tracing ? RequestLog() : nil,
-                isCancelled: { storesh_interrupt_pending() != 0 })
+            let http = Self.client(environment, tracing: tracing)
             let idToken = environment["STORESH_ID_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
             let authorizer: any RequestAuthorizer
             do {
@@ -65,6 +61,14 @@ extension BucketLocation {
             }
             return bucket
         }
+    }
+
+    /// The HTTP client a real bucket's requests go through: G4's retries, Ctrl-C noticed between attempts, and
+    /// `--trace`.
+    static func client(_ environment: Environment, tracing: Bool) -> RemoteHTTP {
+        RemoteHTTP(
+            policy: retryPolicy(environment), connectionsPerHost: 64, trace: tracing ? RequestLog() : nil,
+            isCancelled: { storesh_interrupt_pending() != 0 })
     }
 
     /// Rule G4's bounds: `$STORESH_RETRY_FOR` seconds in all (default 120), the first wait
