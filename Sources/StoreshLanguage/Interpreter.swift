@@ -323,13 +323,14 @@ public final class Interpreter {
                 if let near = Suggestion.nearest(to: sample.text, among: samples.map(\.name)) { message += " (did you mean \(near)?)" }
                 throw Diagnostic.running(.invalidArgument(message + "."), at: sample.location)
             }
-            let origin = "the sample \(sample.text) (built in, as samples/rules/\(sample.text).rules)"
+            // Named as the file it is built from, so that `rules show` and `rules why` (FILE:LINE) read naturally.
+            let origin = "samples/rules/\(sample.text).rules"
             try loadRules(source, origin: origin, at: sample.location)
-            deliver(.rulesLoaded(file: origin, dryRun: options.dryRun))
+            deliver(.rulesLoaded(file: origin + " (the sample built into storesh)", dryRun: options.dryRun))
         case .rulesReset:
             let open = try requireRules(here).openRules
             try loadRules(open.source, origin: open.origin, at: here)
-            deliver(.rulesLoaded(file: open.origin, dryRun: options.dryRun))
+            deliver(.rulesReset(dryRun: options.dryRun))
         case .rulesWhy:
             let last = try requireRules(here).lastDecision
             let text = last.map { $0.decision.explanation(for: $0.request) } ?? "no request has been decided yet"

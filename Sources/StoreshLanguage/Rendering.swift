@@ -21,6 +21,8 @@ public enum CommandResult: Sendable {
     case help(String)
     case rules(source: String, origin: String)
     case rulesLoaded(file: String, dryRun: Bool)
+    /// `rules reset`: the open rules of a new bucket again.
+    case rulesReset(dryRun: Bool)
     case decision(allowed: Bool?, explanation: String)
     case signedIn(uid: String)
     case signedOut
@@ -128,6 +130,7 @@ public struct HumanRenderer: ResultRenderer {
             ].map { $0.map(MessageText.oneLine) }) + ["The next page starts after the last entry; the token holds its name, not its generation."]
         case .rules(let source, let origin): return ["# rules from \(origin)", source]
         case .rulesLoaded(let file, let dryRun): return ["\(dryRun ? "would load" : "loaded") the rules of \(file)"]
+        case .rulesReset(let dryRun): return ["\(dryRun ? "would put" : "put") back the open rules of a new bucket"]
         case .decision(_, let explanation): return [explanation]
         case .signedIn(let uid): return ["signed in as \(MessageText.oneLine(uid))"]
         case .signedOut: return ["signed out: request.auth is null"]
@@ -365,6 +368,7 @@ public struct JSONRenderer: ResultRenderer {
             ])
         case .rules(let source, let origin): return .object([("origin", .string(origin)), ("source", .string(source))])
         case .rulesLoaded(let file, let dryRun): return marked([("loaded", .string(file))], dryRun)
+        case .rulesReset(let dryRun): return marked([("rulesReset", .bool(true))], dryRun)
         case .decision(let allowed, let explanation):
             return .object([("allowed", allowed.map { .bool($0) } ?? .null), ("explanation", .string(explanation))])
         case .signedIn(let uid): return .object([("uid", .string(uid))])
