@@ -133,7 +133,7 @@ public enum CommandCatalog {
             options: ["--raw", "--where"], completion: .objects,
             sdk: ["getMetadata()", "StorageMetadata"]),
         CommandDeclaration(
-            "meta set", usage: "meta set KEY=VALUE… [--] [TARGET…]",
+            "meta set", usage: "meta set KEY=VALUE… [--where F]… [--] [TARGET…]",
             summary: "update writable properties of each target (default: the current one)",
             details: [
                 "KEY is contentType, cacheControl, contentDisposition, contentEncoding, contentLanguage,",
@@ -307,9 +307,19 @@ public enum CommandCatalog {
         if let one = help(for: topic) { return [one] }
         let subcommands = commands.filter { $0.name.hasPrefix(topic + " ") }
         if !subcommands.isEmpty { return subcommands }
+        // `help token`: the overview lists subcommands after their first word (`page next, token`).
+        let bySubcommand = commands.filter { $0.subcommand == topic }
+        if bySubcommand.count == 1 { return bySubcommand }
         let wanted = sdkKey(topic)
         guard !wanted.isEmpty else { return [] }
         return commands.filter { command in command.sdk.contains { sdkKey($0) == wanted } }
+    }
+
+    /// What `help TOPIC` prints: a topic (`scripts`), or the help of each command it names; nil for neither.
+    public static func helpText(for topic: String) -> String? {
+        if let about = topics[topic] { return about }
+        let helps = helps(for: topic)
+        return helps.isEmpty ? nil : helps.map(text(for:)).joined(separator: "\n\n")
     }
 
     /// An SDK name without its arguments, receiver or case: `list(maxResults:)` and `List` are `list`;

@@ -57,6 +57,10 @@ public struct Completer {
         guard let declaration = CommandCatalog.declaration(named: name) else { return [] }
         // The words after the command's own.
         let arguments = words.dropFirst(subcommands.isEmpty ? 1 : 2)
+        // `explain COMMAND…` and `dry-run COMMAND…` complete COMMAND as if it stood alone.
+        if name == "explain" || name == "dry-run" {
+            return candidates(words: Array(arguments), typed: typed, truncated: &truncated)
+        }
         if typed.hasPrefix("-") { return Self.plain(declaration.options) }
         switch declaration.completion {
         case .nothing: return []

@@ -217,14 +217,40 @@ enum Explainer {
             rulesMethod: "delete")
     }
 
-    /// Where targets are patterns: the walk that finds them.
-    static func patternWalk(bucket: String, pattern: String, prefix: String, matched: Int) -> ExplainedRequest {
-        ExplainedRequest(
-            purpose: "find the objects \(pattern) names (\(matched) found): list every folder under \(prefix.isEmpty ? "the root" : prefix)",
+    /// Where targets are patterns: the listing that finds them. A pattern within one folder (`images/*.jpg`) needs
+    /// that folder's listing; one with `**`, or a wildcard in a folder's name, every folder under its fixed start.
+    static func patternWalk(bucket: String, pattern: String, prefix: String, recursive: Bool, matched: Int) -> ExplainedRequest {
+        // The SDK and the v0 API list a folder; the JSON API takes any prefix of names.
+        let folder = prefix.lastIndex(of: "/").map { String(prefix[...$0]) } ?? ""
+        let folderQuery = query([("prefix", folder.isEmpty ? nil : folder), ("delimiter", "/")])
+        let bucketObjects = "/b/\(NameBytes.percentEncoded(bucket))/o"
+        guard recursive else {
+            // Every match is an item of one folder.
+            return ExplainedRequest(
+                purpose: "find the objects \(pattern) names (\(matched) found): list \(folder.isEmpty ? "the root" : folder)",
+                swift: "let result = try await \(reference(String(folder.dropLast()))).listAll()\n// The SDK has no patterns: keep the result.items whose names match.",
+                firebaseREST: "GET \(firebaseHost)/v0\(bucketObjects)\(folderQuery)",
+                cloudStorageREST: "GET \(cloudStorageHost)/storage/v1\(bucketObjects)\(folderQuery)",
+                rulesMethod: "list")
+        }
+        return ExplainedRequest(
+            purpose: "find the objects \(pattern) names (\(matched) found): list every folder under \(folder.isEmpty ? "the root" : folder)",
             swift: "// The SDK has no patterns: listAll() each folder, recursing into result.prefixes,\n// and keep the items whose names match.",
-            firebaseREST: "GET \(firebaseHost)/v0/b/\(NameBytes.percentEncoded(bucket))/o\(query([("prefix", prefix.isEmpty ? nil : prefix), ("delimiter", "/")])) (then each prefix in turn)",
-            cloudStorageREST: "GET \(cloudStorageHost)/storage/v1/b/\(NameBytes.percentEncoded(bucket))/o\(query([("prefix", prefix.isEmpty ? nil : prefix)])) (no delimiter: every name under it, page by page)",
+            firebaseREST: "GET \(firebaseHost)/v0\(bucketObjects)\(folderQuery) (then each prefix in turn)",
+            cloudStorageREST: "GET \(cloudStorageHost)/storage/v1\(bucketObjects)\(query([("prefix", prefix.isEmpty ? nil : prefix)])) (no delimiter: every name under it, page by page)",
             rulesMethod: "list")
+    }
+
+    /// `--where`: each target's metadata is read to decide. The JSON API's listing carries it; the SDK's and the
+    /// v0 API's list give names only, so each found object is a getMetadata() of its own.
+    static func filterReads(bucket: String, filters: [String], read: Int, passed: Int, firstName: String?, listed: Bool) -> ExplainedRequest {
+        let object = firstName ?? "OBJECT"
+        return ExplainedRequest(
+            purpose: "keep the objects whose metadata pass --where \(filters.joined(separator: " --where ")): \(passed) of \(read)",
+            swift: "let metadata = try await \(reference(object)).getMetadata()  // for each object found\n// and keep it when the metadata pass the filter (the SDK has no filter)",
+            firebaseREST: "GET \(firebaseObject(bucket, object))  (for each object found)",
+            cloudStorageREST: listed ? "(none: the JSON API's listing above carries each object's metadata)" : "GET \(cloudStorageObject(bucket, object))  (for each object named)",
+            rulesMethod: "get")
     }
 
     /// A command that makes no request, and what it stands for.
@@ -240,23 +266,63 @@ extension Interpreter {
         let bucket = target.name
         var requests: [ExplainedRequest] = []
 
-        /// The requests for each object targets name: the walk that finds a pattern's, then the first object's
-        /// request and a count of the rest.
-        func perObject(_ targets: [Word], raw: Bool, _ make: (String) -> ExplainedRequest) async throws {
-            let objects = try await expand(targets, raw: raw, at: here)
+        /// The requests for each object targets name: the walk that finds a pattern's, the reads that `--where`
+        /// needs, then the first object's request and a count of the rest. `wouldChange` leaves out the objects an
+        /// update would not change: storesh sends them no request.
+        func perObject(
+            _ targets: [Word], raw: Bool, filters: [MetadataFilter], wouldChange: ((ObjectMetadata) throws -> Bool)? = nil,
+            _ make: (String) -> ExplainedRequest
+        ) async throws {
+            let found = try await expand(targets, raw: raw, at: here)
             for word in targets where !raw && ObjectPattern.isPattern(word) {
                 let pattern = try located(word.location) {
                     try ObjectPattern(resolving: word, from: self.current, bucket: bucket, scheme: self.target.scheme)
                 }
-                let matched = objects.filter { $0.word == word }.count
-                requests.append(Explainer.patternWalk(bucket: bucket, pattern: word.text, prefix: pattern.literalPrefix, matched: matched))
+                let matched = found.filter { $0.word == word }.count
+                requests.append(Explainer.patternWalk(
+                    bucket: bucket, pattern: word.text, prefix: pattern.literalPrefix, recursive: pattern.crossesSegments, matched: matched))
             }
-            guard let first = objects.first else { return }
+            var objects = found
+            if !filters.isEmpty {
+                objects = try await expand(targets, raw: raw, filters: filters, at: here)
+                requests.append(Explainer.filterReads(
+                    bucket: bucket, filters: filters.map(\.text), read: found.count, passed: objects.count,
+                    firstName: found.first?.name.rawValue, listed: targets.allSatisfy { !raw && ObjectPattern.isPattern($0) }))
+            }
+            // Objects an update would not change: the SDK would still send the request (and change nothing);
+            // storesh sends none. The example is an object it would change, when there is one.
+            var unchanged = Set<ObjectName>()
+            if let wouldChange {
+                for object in objects {
+                    let metadata: ObjectMetadata?
+                    if let known = object.metadata {
+                        metadata = known
+                    } else {
+                        metadata = try await self.target.metadataIfPresent(of: object.name)
+                    }
+                    // A missing object counts as changed: the command would fail on it, and says so when run.
+                    if let metadata, try !wouldChange(metadata) { unchanged.insert(object.name) }
+                }
+            }
+            guard let first = objects.first(where: { !unchanged.contains($0.name) }) ?? objects.first else { return }
             var request = make(first.name.rawValue)
-            if objects.count > 1 {
-                request.purpose += " — and the same for each of the \(MessageText.counted(objects.count - 1, "other object"))"
+            switch objects.count {
+            case 1: break
+            case 2: request.purpose += " — and the same for 1 other object"
+            default: request.purpose += " — and the same for each of the \(objects.count - 1) other objects"
+            }
+            if unchanged.count == objects.count {
+                let already = (objects.count == 1 ? "It is" : "All are") + " already as asked: the SDK's request would change nothing; storesh sends none."
+                request.note = [already, request.note].compactMap { $0 }.joined(separator: " ")
+            } else if !unchanged.isEmpty {
+                request.purpose += " (\(unchanged.count) already as asked: storesh sends \(unchanged.count == 1 ? "it" : "them") no request)"
             }
             requests.append(request)
+        }
+
+        /// Whether `update` would change an object (rule M4: an update that changes nothing is no change).
+        func changes(_ update: MetadataUpdate) -> (ObjectMetadata) throws -> Bool {
+            { metadata in try metadata.applying(update, now: metadata.updated).changed }
         }
 
         switch command {
@@ -285,21 +351,22 @@ extension Interpreter {
             requests += Explainer.list(
                 bucket: bucket, path: last.reference, maxResults: last.maxResults, pageToken: last.nextPageToken ?? "TOKEN", all: false,
                 long: false)
-        case .metaGet(let targets, let raw, _):
-            try await perObject(targets, raw: raw) { Explainer.getMetadata(bucket: bucket, name: $0) }
+        case .metaGet(let targets, let raw, let filters):
+            try await perObject(targets, raw: raw, filters: filters) { Explainer.getMetadata(bucket: bucket, name: $0) }
         case .metaRename(let command):
             var update = MetadataUpdate()
             update.customMetadata[command.new.text] = .set("VALUE")
             update.customMetadata[command.old.text] = .unset
-            try await perObject(command.targets, raw: false) { name in
+            let old = command.old.text
+            try await perObject(command.targets, raw: false, filters: command.filters, wouldChange: { $0.customMetadata[old] != nil }) { name in
                 var request = Explainer.updateMetadata(bucket: bucket, name: name, update: update)
                 request.purpose = "read the metadata of \(name), then move custom.\(command.old.text) to custom.\(command.new.text) (VALUE: the object's own)"
                 return request
             }
         case .metaSet(let command):
-            try await perObject(command.targets, raw: false) { Explainer.updateMetadata(bucket: bucket, name: $0, update: command.update) }
+            try await perObject(command.targets, raw: false, filters: command.filters, wouldChange: changes(command.update)) { Explainer.updateMetadata(bucket: bucket, name: $0, update: command.update) }
         case .metaUnset(let command):
-            try await perObject(command.targets, raw: false) { Explainer.updateMetadata(bucket: bucket, name: $0, update: command.update) }
+            try await perObject(command.targets, raw: false, filters: command.filters, wouldChange: changes(command.update)) { Explainer.updateMetadata(bucket: bucket, name: $0, update: command.update) }
         case .put(let command):
             var file: String?
             var defaultName: String?
@@ -314,8 +381,8 @@ extension Interpreter {
             requests.append(Explainer.download(bucket: bucket, name: name.rawValue, toFile: fileWord?.text ?? name.lastSegment))
         case .cat(let objectWord, let raw):
             requests.append(Explainer.download(bucket: bucket, name: try objectName(objectWord, raw: raw, at: here).rawValue, toFile: nil))
-        case .rm(let targets, let raw, _):
-            try await perObject(targets, raw: raw) { Explainer.delete(bucket: bucket, name: $0) }
+        case .rm(let targets, let raw, let filters):
+            try await perObject(targets, raw: raw, filters: filters) { Explainer.delete(bucket: bucket, name: $0) }
         case .echo, .help, .exit:
             requests.append(Explainer.local("storesh itself: no request"))
         case .explain(let inner, _), .dryRun(let inner):

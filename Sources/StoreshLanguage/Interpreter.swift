@@ -172,6 +172,9 @@ public final class Interpreter {
             case .updates(let updates): reportedChanges += updates.updated.count
             case .written: reportedChanges += 1
             case .deleted(let objects, _): reportedChanges += objects.count
+            // The rules in force and the snapshots are part of the bucket: undone with the rest.
+            case .rulesLoaded, .rulesReset, .snapshotSaved, .snapshotRemoved: reportedChanges += 1
+            case .snapshotRestored(_, let changes, _): reportedChanges += max(changes.count, 1)
             default: break
             }
         }
@@ -284,15 +287,7 @@ public final class Interpreter {
         case .echo(let words):
             deliver(.echo(words.map(\.text).joined(separator: " ")))
         case .help(let topic):
-            let text: String
-            if let topic, let about = CommandCatalog.topics[topic.text] {
-                text = about
-            } else if let topic {
-                text = CommandCatalog.helps(for: topic.text).map(CommandCatalog.text(for:)).joined(separator: "\n\n")
-            } else {
-                text = CommandCatalog.overview
-            }
-            deliver(.help(text))
+            deliver(.help(topic.map { CommandCatalog.helpText(for: $0.text) ?? "" } ?? CommandCatalog.overview))
         case .exit:
             return .exit
         case .dryRun(let inner):
@@ -443,18 +438,22 @@ public final class Interpreter {
         }
         var referenceIsObject = false
         var suggestion: String?
+        var hidden: String?
         if page.prefixes.isEmpty && page.items.isEmpty, let name = try? reference.objectName() {
             // The hint's request is not the user's: `rules why` keeps explaining the listing.
             rules?.recordsDecisions = false
             defer { rules?.recordsDecisions = true }
             referenceIsObject = (try? await target.metadata(of: name)) != nil
-            if !referenceIsObject { suggestion = await nearestSibling(of: reference, items: false) }
+            if !referenceIsObject {
+                hidden = await hiddenName(under: reference)
+                if hidden == nil { suggestion = await nearestSibling(of: reference, items: false) }
+            }
         }
         deliver(
             .listing(
                 ListingResult(
                     page: page, reference: reference, bucket: target.name, scheme: target.scheme, long: long, metadata: metadata,
-                    referenceIsObject: referenceIsObject, suggestion: suggestion)))
+                    referenceIsObject: referenceIsObject, suggestion: suggestion, hiddenName: hidden)))
     }
 
     /// meta set / meta unset over every target, with the plan (old → new per property) in a dry run.
@@ -627,6 +626,9 @@ public final class Interpreter {
         let url = reference.url(bucket: target.name, scheme: target.scheme)
         if let name = try? reference.objectName(), (try? await target.metadata(of: name)) != nil {
             return "(\(url) is an object, not a folder: nothing is under it)"
+        }
+        if let hidden = await hiddenName(under: reference) {
+            return "(nothing under \(url) that a listing shows: \(MessageText.hiddenName(hidden)))"
         }
         var note = "(nothing under \(url) yet"
         if let near = await nearestSibling(of: reference, items: false) { note += "; did you mean \(near)?" }

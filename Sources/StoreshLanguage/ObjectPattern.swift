@@ -20,6 +20,15 @@ public struct ObjectPattern: Sendable, CustomStringConvertible {
 
     public var description: String { text }
 
+    /// True when matches may lie in several folders: a `**`, or a wildcard in a folder's segment. Otherwise every
+    /// match is an item of one folder, which one listing shows.
+    public var crossesSegments: Bool {
+        guard let lastSlash = tokens.lastIndex(of: .scalar("/")) else {
+            return tokens.contains(.globstar)
+        }
+        return tokens.contains(.globstar) || tokens[..<lastSlash].contains { if case .scalar = $0 { false } else { true } }
+    }
+
     /// True when the word has an unquoted `*`, `?` or `[`: it is a pattern, not a path.
     public static func isPattern(_ word: Word) -> Bool {
         word.firstUnquoted("*") != nil || word.firstUnquoted("?") != nil || word.firstUnquoted("[") != nil

@@ -55,7 +55,7 @@ public enum Parser {
             command = .cat(object, raw: raw)
         case "rm":
             let raw = reader.takeRaw()
-            let (targets, filters) = try reader.targetsAndFilters()
+            let (targets, filters) = try reader.targetsAndFilters(for: "rm")
             guard !targets.isEmpty else {
                 throw Diagnostic.syntax("`rm` needs at least one TARGET: rm [--raw] [--where F] TARGET…", at: afterEnd(of: name))
             }
@@ -250,7 +250,7 @@ public enum Parser {
         switch sub.text {
         case "get":
             let raw = reader.takeRaw()
-            let (targets, filters) = try reader.targetsAndFilters()
+            let (targets, filters) = try reader.targetsAndFilters(for: "meta get")
             return .metaGet(targets, raw: raw, filters: filters)
         case "rename":
             guard let old = reader.next(), let new = reader.next() else {
@@ -259,7 +259,12 @@ public enum Parser {
             for key in [old, new] where !key.text.hasPrefix("custom.") || key.text.count == "custom.".count {
                 throw Diagnostic.syntax("`meta rename` moves a custom key: write it custom.NAME, not '\(key.text)'", at: key.location)
             }
-            let (targets, filters) = try reader.targetsAndFilters()
+            if old.text == new.text {
+                // Moving a key onto itself would read its value, set it, then delete the same key: data lost.
+                throw Diagnostic.syntax(
+                    "`meta rename` needs two different keys; \(old.text) and \(new.text) are the same", at: new.location)
+            }
+            let (targets, filters) = try reader.targetsAndFilters(for: "meta rename")
             return .metaRename(MetaRenameCommand(
                 old: Word(String(old.text.dropFirst("custom.".count)), at: old.location),
                 new: Word(String(new.text.dropFirst("custom.".count)), at: new.location), targets: targets, filters: filters))
@@ -274,6 +279,8 @@ public enum Parser {
                     afterDoubleDash = true
                 } else if !afterDoubleDash && word.text == "--where" && word.isBare {
                     filters.append(try MetadataFilter.parse(try reader.optionValue(for: word)))
+                } else if !afterDoubleDash && word.isBare && word.text.hasPrefix("--") && word.text.count > 2 {
+                    try refuseStrayOption(word, for: "meta set")
                 } else if !afterDoubleDash, let equals = word.firstUnquoted("=") {
                     let (key, value) = word.split(at: equals)
                     do {
@@ -305,6 +312,7 @@ public enum Parser {
                     filters.append(try MetadataFilter.parse(try reader.optionValue(for: word)))
                     continue
                 }
+                try refuseStrayOption(word, for: "meta unset")
                 if targets.isEmpty && looksLikeKey(word, isFirst: keys.isEmpty) {
                     do {
                         try update.unset(word.text)
@@ -399,6 +407,20 @@ public enum Parser {
     }
 
     /// An option the command does not declare, with the nearest it does.
+    /// Among targets, a bare word like `--summary` is a mistyped or misplaced option, not an object: taking it for
+    /// a name would only fail later as "object --summary does not exist". After a bare `--` it is a name.
+    static func refuseStrayOption(_ word: Word, for command: String) throws(Diagnostic) {
+        guard word.isBare, word.text.hasPrefix("--"), word.text.count > 2 else { return }
+        if CommandCatalog.options(of: command).contains(word.text) {
+            throw Diagnostic.syntax(
+                "'\(word.text)' goes before the targets: \(CommandCatalog.declaration(named: command)?.usage ?? command)",
+                at: word.location)
+        }
+        var error = unknownOption(word, for: command)
+        error.message += " (an object whose name starts with -- goes after a bare --)"
+        throw error
+    }
+
     static func unknownOption(_ word: Word, for command: String) -> Diagnostic {
         let known = CommandCatalog.options(of: command)
         var message = "`\(command)` has no option '\(word.text)'"
@@ -454,17 +476,20 @@ struct WordReader {
     /// The rest of the words as targets, with the `--where F` options among them taken out. A bare `--` before
     /// the first target ends the options (what follows is targets only, `--where` included); after one, it is a
     /// target like any other word, as it always was.
-    mutating func targetsAndFilters() throws(Diagnostic) -> (targets: [Word], filters: [MetadataFilter]) {
+    mutating func targetsAndFilters(for command: String) throws(Diagnostic) -> (targets: [Word], filters: [MetadataFilter]) {
         var targets: [Word] = []
         var filters: [MetadataFilter] = []
+        var afterDoubleDash = false
         while let word = next() {
             if word.text == "--" && word.isBare && targets.isEmpty {
                 targets += rest(skippingDoubleDash: false)
                 break
             }
+            if word.text == "--" && word.isBare { afterDoubleDash = true }
             if word.text == "--where" && word.isBare {
                 filters.append(try MetadataFilter.parse(try optionValue(for: word)))
             } else {
+                if !afterDoubleDash { try Parser.refuseStrayOption(word, for: command) }
                 targets.append(word)
             }
         }

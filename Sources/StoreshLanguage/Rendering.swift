@@ -56,6 +56,8 @@ public struct ListingResult: Sendable {
     public var referenceIsObject: Bool
     /// For an empty listing: a folder beside it with a near name (a typo's likely meaning).
     public var suggestion: String? = nil
+    /// For an empty listing: a name stored under the reference that no listing shows (rule L3).
+    public var hiddenName: String? = nil
 }
 
 /// `meta set` / `meta unset` over their targets.
@@ -204,6 +206,7 @@ public struct HumanRenderer: ResultRenderer {
             var note = "(nothing under \(MessageText.oneLine(listing.reference.url(bucket: listing.bucket, scheme: listing.scheme))))"
             if listing.referenceIsObject { note += " — it is an object: meta get shows it (rule L5)" }
             if let suggestion = listing.suggestion { note += " — did you mean \(MessageText.oneLine(suggestion))?" }
+            if let hidden = listing.hiddenName { note += " — " + MessageText.hiddenName(hidden) }
             lines.append(note)
         }
         if let token = page.nextPageToken {

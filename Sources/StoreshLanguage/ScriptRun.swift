@@ -49,10 +49,19 @@ extension Interpreter {
         exitRan = false
         reportedChanges = 0
         let identityBefore = rules?.identity
+        let rulesBefore = rules?.currentRules().origin
         let status = await runPolicy(script)
         target = guarded(bucket)
-        // A rolled-back `rules load` is undone in the bucket: the rules in force follow it.
+        // A rolled-back `rules load` is undone in the bucket: the rules in force follow it, and a class is told
+        // which rules are in force, not left believing the loaded ones are.
         if let store = bucket.rulesStore { try? rules?.reloadRules(from: store) }
+        if let rules, status != .success, !options.keepGoing, !options.dryRun, let rulesBefore,
+            rulesLoadedBy(script), rules.currentRules().origin == rulesBefore
+        {
+            // An origin in parentheses describes rules without a file: "(the open rules of a new bucket)".
+            let described = rulesBefore.hasPrefix("(") && rulesBefore.hasSuffix(")")
+            output.notice("the rules in force are still " + (described ? String(rulesBefore.dropFirst().dropLast()) : "those of \(rulesBefore)"))
+        }
         // A `login` or `logout` is part of its line or script: undone with it when nothing of it lands (a failure
         // without --keep-going, or a dry run), and said so, since who is signed in decides every later request.
         if let rules, rules.identity != identityBefore, options.dryRun || (status != .success && !options.keepGoing) {
@@ -61,6 +70,16 @@ extension Interpreter {
             output.notice("the \(options.atPrompt ? "line's" : "script's") sign-in was undone with it: \(now)")
         }
         return status
+    }
+
+    /// Whether the script puts rules in force.
+    private func rulesLoadedBy(_ script: Script) -> Bool {
+        script.statements.contains { statement in
+            switch statement.command {
+            case .rulesLoad, .rulesLoadSample, .rulesReset: true
+            default: false
+            }
+        }
     }
 
     private func runPolicy(_ script: Script) async -> Status {
@@ -226,7 +245,7 @@ extension Interpreter {
                     output.notice(
                         options.atPrompt
                             ? "nothing was saved: a line lands whole or not at all; \(undone)"
-                            : "nothing was saved: a script lands whole or not at all; \(undone) (storesh run --keep-going keeps what succeeds)")
+                            : "nothing was saved: a script lands whole or not at all; \(undone) (--keep-going keeps what succeeds)")
                 }
                 return ScriptEnd(status: .failed, keep: false, failures: failures, stoppedEarly: true)
             }

@@ -116,8 +116,20 @@ extension Interpreter {
         defer { rules?.recordsDecisions = true }
         guard let page = try? await target.list(path.parent, options: ListOptions(maxResults: ListOptions.maximumResults)) else { return nil }
         let candidates = page.prefixes + (items ? page.items : [])
+        // The name itself is no suggestion: a folder the parent lists but whose own listing is empty holds only
+        // names no listing shows (`hiddenName`).
         let byLastSegment = Dictionary(candidates.map { (StoragePath(normalizing: $0).name, $0) }) { first, _ in first }
+            .filter { $0.key != path.name }
         return Suggestion.nearest(to: path.name, among: Array(byLastSegment.keys)).flatMap { byLastSegment[$0] }
+    }
+
+    /// A name stored under `path` that no listing shows as an item (rule L3: `wrongPrefix//sadItem`, `lonelyItem/`),
+    /// for an empty listing whose parent lists it as a folder. A read for a hint, as `nearestSibling`.
+    func hiddenName(under path: StoragePath) async -> String? {
+        guard !path.isRoot else { return nil }
+        rules?.recordsDecisions = false
+        defer { rules?.recordsDecisions = true }
+        return try? await target.scan(prefix: path.listingPrefix, after: nil, limit: 1).objects.first?.fullPath
     }
 
     func resolve(_ word: Word) throws -> StoragePath {
@@ -160,5 +172,12 @@ extension Interpreter {
         } catch let error as StorageError {
             throw Diagnostic.running(error, at: location)
         }
+    }
+}
+
+extension MessageText {
+    /// For an empty listing of a folder that holds names no listing shows (rule L3).
+    static func hiddenName(_ name: String) -> String {
+        "it holds \(oneLine(name)), a name no listing shows as an item (rule L3); meta get --raw '\(oneLine(name))' shows it"
     }
 }

@@ -37,8 +37,8 @@ struct Copy: AsyncParsableCommand {
     @OptionGroup var planOptions: PlanOptions
     var dryRun: Bool { planOptions.dryRun }
 
-    @Flag(help: "Into gs://: go on past an object that fails (exit 1 if any failed).")
-    var keepGoing = false
+    /// `--keep-going`: go on past a change that fails (exit 1 if any failed); the root command's group too.
+    var keepGoing: Bool { planOptions.keepGoing }
 
     /// `--quiet` (the same option group as the other commands', so that the flag reaches this command wherever it
     /// is written); `--bucket` is refused: the buckets are the arguments.

@@ -170,8 +170,8 @@ struct Undo: AsyncParsableCommand {
     @OptionGroup var planOptions: PlanOptions
     var dryRun: Bool { planOptions.dryRun }
 
-    @Flag(help: "Go on past a change that fails (exit 1 if any failed).")
-    var keepGoing = false
+    /// `--keep-going`: go on past a change that fails (exit 1 if any failed); the root command's group too.
+    var keepGoing: Bool { planOptions.keepGoing }
 
     /// `--quiet` (the same option group as the other commands', so that the flag reaches this command wherever it
     /// is written); `--bucket` is refused: the journal names its bucket.
@@ -232,7 +232,7 @@ extension Run {
             return 0
         }
         let interpreter = try await journalSession(
-            journal, json: outputOptions.json, quiet: bucketOptions.quiet, dryRun: false, keepGoing: keepGoing)
+            journal, json: outputOptions.json, quiet: bucketOptions.quiet, dryRun: false, keepGoing: planOptions.keepGoing)
         applyOptions.configure(interpreter, source: path, json: outputOptions.json)
         let status = await interpreter.apply(
             journal.changes, alreadyApplied: journal.applied, journal: try JournalFile(appendingTo: path))

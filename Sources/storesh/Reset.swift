@@ -25,8 +25,10 @@ struct Reset: AsyncParsableCommand {
         try location.refuseRemote(
             "storesh reset resets local bucket files", instead: "A real bucket's objects are deleted with rm (a script, planned and journaled).")
         let clock = try makeClock(flag: bucketOptions.clock)
+        // The default bucket named by its path is still the default bucket: reset it to the sample, not empty it.
+        let isDefault = location.isDefault || Self.isSameFile(location.path, BucketLocation.defaultPath())
         let sample: [ArchivedObject]
-        if location.isDefault {
+        if isDefault {
             sample = try BucketArchive.parse(Data(PackageResources.teaching_json), source: "teaching sample").objects
         } else {
             guard access(location.path, F_OK) == 0 else {
@@ -37,25 +39,34 @@ struct Reset: AsyncParsableCommand {
         let bucket = try location.open(clock: clock, quiet: true, keepingClockAfterChanges: false)
         _ = OpenBuckets.shared.keep(bucket)
         let count = try bucket.objectCount()
-        if !location.isDefault && !yes {
+        if !isDefault && !yes {
             let question = "Empty \(bucket.url) (\(location.path)): delete its \(MessageText.counted(count, "object")) and put back the open rules?"
             guard isatty(STDIN_FILENO) != 0 else {
                 throw CommandLineError("\(question) Give --yes to do so without a terminal to ask at.")
             }
             FileHandle.standardError.write(Data("storesh: \(question) Type yes to go on: ".utf8))
-            guard readLine()?.trimmingCharacters(in: .whitespaces).lowercased() == "yes" else {
-                FileHandle.standardError.write(Data("storesh: nothing was changed.\n".utf8))
+            let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased()
+            guard answer == "yes" || answer == "y" else {
+                FileHandle.standardError.write(Data("storesh: not yes: nothing was changed.\n".utf8))
                 throw ExitCode(1)
             }
         }
         try bucket.importObjects(sample, replacingEverything: true)
         try bucket.storeRules(source: RulesEngine.openRules, origin: RulesEngine.openRulesOrigin)
         let what =
-            location.isDefault
+            isDefault
             ? "reset the default bucket \(bucket.url) to the teaching sample (\(MessageText.counted(sample.count, "object"))) with open rules"
             : "emptied \(bucket.url) (\(MessageText.counted(count, "object")) deleted) and put back the open rules"
         if !bucketOptions.quiet {
             FileHandle.standardError.write(Data("storesh: \(what), at \(bucket.path); its snapshots are kept.\n".utf8))
         }
+    }
+
+    /// Whether two paths name one file (a link or another spelling of the default bucket's path).
+    static func isSameFile(_ a: String, _ b: String) -> Bool {
+        var first = stat()
+        var second = stat()
+        guard stat(a, &first) == 0, stat(b, &second) == 0 else { return false }
+        return first.st_dev == second.st_dev && first.st_ino == second.st_ino
     }
 }

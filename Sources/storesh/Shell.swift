@@ -74,8 +74,10 @@ final class Shell {
     /// The visible prompt, `gs://teaching/images> `, with its colour escapes marked for libedit.
     var prompt: (marked: String, width: Int) {
         let text = interpreter.current.url(bucket: bucket.name, scheme: bucket.scheme)
-        let marked = color ? "\u{1}\u{1B}[1;36m\u{1}\(text)\u{1}\u{1B}[0m\u{1}> " : "\(text)> "
-        return (marked, text.count + 2)
+        // `storesh --dry-run` at the prompt: every line is a dry run, and the prompt says so.
+        let mode = interpreter.options.dryRun ? "(dry run) " : ""
+        let marked = color ? "\(mode)\u{1}\u{1B}[1;36m\u{1}\(text)\u{1}\u{1B}[0m\u{1}> " : "\(mode)\(text)> "
+        return (marked, mode.count + text.count + 2)
     }
 
     func run() async -> Int32 {
@@ -90,6 +92,7 @@ final class Shell {
         defer { storesh_editor_close(editor) }
         for line in history.lines { storesh_editor_history_add(editor, line) }
         print("storesh \(storeshVersion) · `help` for commands · Tab completes · Ctrl-D leaves")
+        if interpreter.options.dryRun { print("dry run (--dry-run): each line shows what it would change; nothing is saved") }
         while true {
             storesh_interrupt_clear()
             let currentPrompt = prompt

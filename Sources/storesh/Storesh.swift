@@ -85,9 +85,9 @@ struct Storesh: AsyncParsableCommand {
         // Written out: no subcommand is needed (a prompt, -c, standard input), which the generated usage would
         // show as a required <subcommand>.
         usage: """
-            storesh [--bucket <location>] [--json] [--clock <rfc3339>] [--quiet] [--trace] [--dry-run] [--summary]
+            storesh [--bucket <location>] [--json] [--clock <rfc3339>] [--quiet] [--trace] [--dry-run] [--summary] [--keep-going]
             storesh [OPTIONS] -c <text>
-            storesh [OPTIONS] run <file> [--dry-run] [--keep-going] [--echo] [--explain] [--resume <journal>]
+            storesh [OPTIONS] run <file> [--echo] [--explain] [--snapshot <name>] [--resume <journal>]
             storesh <subcommand> [ARGUMENTS]      (see SUBCOMMANDS below; storesh help <subcommand>)
             """,
         discussion: """
@@ -115,7 +115,7 @@ struct Storesh: AsyncParsableCommand {
     @OptionGroup var planOptions: PlanOptions
 
     func run() async throws {
-        var options = RunOptions(json: outputOptions.json, dryRun: planOptions.dryRun)
+        var options = RunOptions(json: outputOptions.json, dryRun: planOptions.dryRun, keepGoing: planOptions.keepGoing)
         options.summaryOnly = planOptions.summary
         if let command {
             // Swift's arguments replace invalid UTF-8 with U+FFFD: decode the bytes as given instead, so that a
@@ -131,6 +131,7 @@ struct Storesh: AsyncParsableCommand {
         let shell = Shell(opened: try await bucketOptions.open(json: outputOptions.json), json: outputOptions.json, historyPath: BucketLocation.historyPath())
         shell.interpreter.options.dryRun = planOptions.dryRun
         shell.interpreter.options.summaryOnly = planOptions.summary
+        shell.interpreter.options.keepGoing = planOptions.keepGoing
         try shell.enforceRules()
         applyOptions.configure(shell.interpreter, source: "the prompt", json: outputOptions.json)
         throw ExitCode(await shell.run())
@@ -162,6 +163,18 @@ struct Storesh: AsyncParsableCommand {
         // Large transient buffers (the chunks of a streamed upload or download) are mapped and given back when
         // freed, instead of glibc's moving threshold keeping them in the heap: memory stays near one chunk.
         storesh_map_large_buffers()
+        // `storesh help listAll`, `storesh help meta set`: the language's help, where no subcommand has that name
+        // (argument-parser's own `help` would print the overview and say nothing of the topic).
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        if arguments.count > 1, arguments[0] == "help", !configuration.subcommands.contains(where: { $0._commandName == arguments[1] }) {
+            let topic = arguments.dropFirst().joined(separator: " ")
+            guard let text = CommandCatalog.helpText(for: topic) else {
+                leave(Reporter.report(CommandLineError(
+                    "storesh help \(topic): no subcommand, command or topic has that name; storesh --help lists the subcommands, storesh -c help the commands.")))
+            }
+            print(text)
+            leave(0)
+        }
         do {
             var command = try parseAsRoot()
             if var asyncCommand = command as? AsyncParsableCommand {
@@ -232,6 +245,9 @@ struct PlanOptions: ParsableArguments {
 
     @Flag(help: "A bulk change prints its summary by change (property: old → new: N objects), not each object.")
     var summary = false
+
+    @Flag(help: "Report each failing command and keep the changes of those that succeeded (exit 1 if any failed).")
+    var keepGoing = false
 }
 
 struct Run: AsyncParsableCommand {
@@ -256,9 +272,6 @@ struct Run: AsyncParsableCommand {
     var resume: String?
 
     @OptionGroup var planOptions: PlanOptions
-
-    @Flag(help: "Report each failing command and keep the changes of those that succeeded (exit 1 if any failed).")
-    var keepGoing = false
 
     @Flag(help: "Run nothing: explain each command, with the Firebase SDK call, the REST requests and the rules method it stands for.")
     var explain = false
@@ -293,7 +306,7 @@ struct Run: AsyncParsableCommand {
         }
         guard let file else { throw CommandLineError("run needs a script file: storesh run FILE (or storesh run --resume JOURNAL).") }
         let source = try decodeScript(name: file, bytes: try readInputFile(file), json: outputOptions.json)
-        var options = RunOptions(json: outputOptions.json, dryRun: planOptions.dryRun, keepGoing: keepGoing)
+        var options = RunOptions(json: outputOptions.json, dryRun: planOptions.dryRun, keepGoing: planOptions.keepGoing)
         options.snapshotBefore = snapshot
         options.explainOnly = explain
         options.summaryOnly = planOptions.summary

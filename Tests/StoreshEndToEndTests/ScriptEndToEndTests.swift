@@ -63,7 +63,7 @@ struct ScriptEndToEndTests {
         #expect(result.status == 1)
         #expect(
             result.stderr
-                == "-c:1:47: error: Object docs/none does not exist. (object-not-found)\nstoresh: nothing was saved: a script lands whole or not at all; the 2 changes reported above were undone (storesh run --keep-going keeps what succeeds)\n")
+                == "-c:1:47: error: Object docs/none does not exist. (object-not-found)\nstoresh: nothing was saved: a script lands whole or not at all; the 2 changes reported above were undone (--keep-going keeps what succeeds)\n")
         #expect(try export() == before)
     }
 

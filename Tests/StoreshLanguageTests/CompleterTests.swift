@@ -51,6 +51,15 @@ struct CompleterTests {
         #expect(complete("help set") == [])
     }
 
+    @Test("after explain and dry-run, the command completes as if it stood alone")
+    func explainedCommands() {
+        #expect(complete("explain me") == ["meta"])
+        #expect(complete("explain meta s") == ["set"])
+        #expect(complete("dry-run meta set cache") == ["cacheControl="])
+        #expect(complete("explain ls --a") == ["--all"])
+        #expect(complete("dry-run rm images/l") == ["images/lake.png"])
+    }
+
     @Test("inside quotes the insertion is escaped for the quote, which the shell closes")
     func quotes() {
         let result = Completer(source: source, current: .root).complete("cat 'docs/read")

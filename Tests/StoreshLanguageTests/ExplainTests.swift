@@ -61,7 +61,7 @@ struct ExplainTests {
         let requests = try await explained("explain rm images/*.jpg", in: session)
         #expect(requests.count == 2 && requests[0]["rulesMethod"] as? String == "list")
         #expect((requests[0]["purpose"] as! String).contains("(2 found)"))
-        #expect((requests[1]["purpose"] as! String).hasSuffix("and the same for each of the 1 other object"))
+        #expect((requests[1]["purpose"] as! String).hasSuffix("and the same for 1 other object"))
         #expect(requests[1]["swift"] as? String == "try await storage.reference().child(\"images/a.jpg\").delete()")
         #expect(try await session.names().count == 3)
         #expect(try await explained("explain meta get images/c.png", in: session)[0]["rulesMethod"] as? String == "get")

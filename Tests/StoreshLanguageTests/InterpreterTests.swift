@@ -331,7 +331,7 @@ struct TrialFindingsTests {
         #expect(reading.notices.isEmpty)
         let (_, failed) = try await session.run("put --data x b\nrm missing", json: false)
         #expect(failed.notices == [
-            "nothing was saved: a script lands whole or not at all; the 1 change reported above was undone (storesh run --keep-going keeps what succeeds)"
+            "nothing was saved: a script lands whole or not at all; the 1 change reported above was undone (--keep-going keeps what succeeds)"
         ])
     }
 }

@@ -140,6 +140,15 @@ struct ParserTests {
         guard case .metaRename(let rename) = try command("meta rename custom.old custom.new -- a/*") else { Issue.record("not rename"); return }
         #expect(rename.old.text == "old" && rename.new.text == "new" && rename.targets.map(\.text) == ["a/*"])
         #expect(throws: Diagnostic.self) { try command("meta rename contentType custom.new a") }
+        // Renaming a key onto itself would delete it: refused before anything runs.
+        #expect(syntaxError("meta rename custom.a custom.a -- x")?.message.contains("the same") == true)
+        // An option-looking word among targets is a mistyped option, not an object; after a bare -- it is a name.
+        #expect(syntaxError("meta set --summary cacheControl=z -- a")?.message.contains("no option '--summary'") == true)
+        #expect(syntaxError("meta unset --where-not contentType a")?.location == SourceLocation(line: 1, column: 12))
+        #expect(syntaxError("rm a --raw")?.message.contains("goes before the targets") == true)
+        #expect(syntaxError("meta get a --rwa")?.message.contains("did you mean '--raw'") == true)
+        guard case .metaSet(let set) = try command("meta set cacheControl=x -- --odd") else { Issue.record("not meta set"); return }
+        #expect(set.targets.map(\.text) == ["--odd"])
         guard case .get(let object, let file, false) = try command("get a/b /tmp/x") else { Issue.record("not get"); return }
         #expect(object.text == "a/b" && file?.text == "/tmp/x")
         guard case .cat(let catted, true) = try command("cat --raw lonelyItem/") else { Issue.record("not cat"); return }

@@ -401,3 +401,35 @@ def test_a_login_on_a_failed_line_is_undone_with_it_and_said_so(tmp_path):
     assert "the line's sign-in was undone with it: still signed in as bob" in output
     assert "signed in as bob" in run(shell, "whoami")
     leave(shell)
+
+
+def test_a_shell_opened_with_dry_run_says_so_in_its_banner_and_prompt(tmp_path):
+    shell = start(tmp_path, "--dry-run")
+    shell.expect_exact("nothing is saved")
+    prompt(shell, "(dry run) gs://teaching/")
+    output = run(shell, "rm docs/readme.md", path="(dry run) gs://teaching/")
+    assert "would delete docs/readme.md" in output and "dry run: nothing was saved" in output
+    leave(shell)
+    assert "readme.md" in subprocess.run([BINARY, "--quiet", "-c", "ls docs"], env=environment(tmp_path),
+                                         capture_output=True, text=True).stdout
+
+
+def test_tab_after_explain_completes_the_explained_command(tmp_path):
+    shell = start(tmp_path)
+    prompt(shell)
+    shell.send("explain meta set cache\t")
+    shell.expect_exact("Control=")  # the terminal shows what Tab added
+    shell.send("x images/forest.jpg\r")
+    prompt(shell)
+    assert "newMetadata.cacheControl = \"x\"" in shell.before
+    leave(shell)
+
+
+def test_a_rules_load_on_a_failed_line_is_undone_and_said_so(tmp_path):
+    shell = start(tmp_path)
+    prompt(shell)
+    output = run(shell, "rules load --sample owner-only; rm missing")
+    assert "the 1 change reported above was undone" in output
+    assert "the rules in force are still the open rules of a new bucket" in output
+    assert "the open rules of a new bucket" in run(shell, "rules show")
+    leave(shell)

@@ -190,3 +190,48 @@ def test_targets_chosen_by_metadata_meta_get_of_a_pattern_and_meta_rename(tmp_pa
     # A rename that would overwrite another value is refused; nothing changes.
     status, _, err = harness.storesh(tmp_path, "--quiet", "-c", "meta rename custom.activity custom.place -- images/forest.jpg")
     assert status == 1 and "has custom.place already" in err.decode()
+
+
+def test_explain_applies_where_and_leaves_out_objects_an_update_would_not_change(tmp_path):
+    status, out, err = harness.storesh(tmp_path, "--quiet", "-c", "explain rm --where 'custom.activity exists' images/**")
+    assert status == 0, err.decode()
+    text = out.decode()
+    assert "keep the objects whose metadata pass --where custom.activity exists: 2 of 5" in text
+    assert 'storage.reference().child("images/forest.jpg").getMetadata()' in text  # the SDK reads to filter
+    assert "delete images/forest.jpg — and the same for 1 other object" in text
+    # One folder's pattern is one listing, not a walk of every folder.
+    status, out, _ = harness.storesh(tmp_path, "--quiet", "-c", "explain meta set cacheControl=x -- images/*.jpg")
+    assert 'storage.reference().child("images").listAll()' in out.decode() and "every folder" not in out.decode()
+    # An update that would change nothing makes no request.
+    harness.storesh(tmp_path, "--quiet", "-c", "meta set cacheControl=same -- images/forest.jpg")
+    status, out, _ = harness.storesh(tmp_path, "--quiet", "-c", "explain meta set cacheControl=same -- images/**")
+    assert "— and the same for each of the 4 other objects (1 already as asked: storesh sends it no request)" in out.decode()
+
+
+def test_a_folder_of_hidden_names_points_at_them_not_at_itself(tmp_path):
+    status, out, _ = harness.storesh(tmp_path, "--quiet", "-c", "ls wrongPrefix; cd lonelyItem")
+    assert status == 0
+    lines = out.decode().splitlines()
+    assert "did you mean" not in out.decode()
+    assert lines[0].startswith("(nothing under gs://teaching/wrongPrefix) — it holds wrongPrefix//sadItem")
+    assert "meta get --raw 'lonelyItem/' shows it" in lines[1]
+
+
+def test_reset_of_the_default_bucket_by_its_path_brings_the_sample_back(tmp_path):
+    harness.storesh(tmp_path, "--quiet", "-c", "rm images/forest.jpg")
+    default = str(tmp_path / "data" / "storesh" / "default.bucket")
+    status, _, err = harness.storesh(tmp_path, "reset", "--bucket", default, stdin=b"")
+    assert status == 0 and "to the teaching sample" in err.decode(), err.decode()
+    assert b"forest.jpg" in harness.storesh(tmp_path, "--quiet", "-c", "ls images")[1]
+
+
+def test_keep_going_with_c_and_help_by_subcommand_or_sdk_name(tmp_path):
+    status, out, err = harness.storesh(tmp_path, "--quiet", "--keep-going", "-c", "put --data x kept.txt; rm nothing/here")
+    assert status == 1 and "the changes of the other 1 command were saved" in err.decode()
+    assert b"kept.txt" in harness.storesh(tmp_path, "--quiet", "-c", "ls")[1]
+    status, out, _ = harness.storesh(tmp_path, "--quiet", "-c", "help token")
+    assert status == 0 and out.decode().startswith("usage: page token")
+    status, out, _ = harness.storesh(tmp_path, "help", "listAll")
+    assert status == 0 and out.decode().startswith("usage: ls")
+    status, _, err = harness.storesh(tmp_path, "help", "lsit")
+    assert status == 2 and "no subcommand, command or topic" in err.decode()
