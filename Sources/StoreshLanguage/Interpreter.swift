@@ -210,7 +210,10 @@ public final class Interpreter {
         case .pageToken(let word):
             guard let token = word?.text ?? lastListing?.nextPageToken else {
                 throw Diagnostic.running(
-                    .invalidArgument("There is no page token to show: the last listing had no more pages. Give one: page token TOKEN."),
+                    .invalidArgument(
+                        lastListing == nil
+                            ? "There is no page token to show: no listing yet. List a page first (ls -n 2), or give one: page token TOKEN."
+                            : "There is no page token to show: the last listing had no more pages. Give one: page token TOKEN."),
                     at: here)
             }
             let (bucket, position) = try located(word?.location ?? here) { try self.target.pageTokens.contents(of: token) }

@@ -8,6 +8,14 @@ public enum Parser {
         for words in try Lexer.commands(in: source.text) {
             var statement = try parseCommand(words.words)
             statement.text = words.source
+            // `explain COMMAND` heads its explanation with COMMAND as typed, quotes included, so that it can be
+            // run as it reads (the words alone have lost their quotes).
+            if case .explain(let inner, _) = statement.command, words.words.count > 1,
+                words.words[1].location.line == words.words[0].location.line
+            {
+                let offset = words.words[1].location.column - words.words[0].location.column
+                statement.command = .explain(inner, text: String(String.UnicodeScalarView(words.source.unicodeScalars.dropFirst(offset))))
+            }
             statements.append(statement)
         }
         return Script(statements: statements)

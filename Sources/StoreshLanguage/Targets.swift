@@ -101,7 +101,7 @@ extension Interpreter {
         if let page = try? await target.list(StoragePath(normalizing: name.rawValue), options: ListOptions(maxResults: 1)),
             !page.prefixes.isEmpty || !page.items.isEmpty
         {
-            return " \(name.rawValue) is a folder (a prefix), not an object; to change the objects in it, use \(name.rawValue)/* or \(name.rawValue)/**."
+            return " \(name.rawValue) is a folder (a prefix), not an object; its objects are \(name.rawValue)/* (directly in it) or \(name.rawValue)/** (all under it)."
         }
         if let near = await nearestSibling(of: StoragePath(normalizing: name.rawValue), items: true) { return " Did you mean \(near)?" }
         return ""

@@ -201,7 +201,7 @@ extension LocalBucket: SnapshotStore {
         if let near = Suggestion.nearest(to: name, among: names) {
             message += "; did you mean \(near)?"
         } else {
-            message += names.isEmpty ? "; this bucket has none (snapshot save NAME takes one)." : "; snapshot list shows the \(names.count)."
+            message += names.isEmpty ? "; this bucket has none (snapshot save NAME takes one)." : "; the bucket has \(MessageText.counted(names.count, "snapshot")), which snapshot list shows."
         }
         throw StorageError.invalidArgument(message)
     }

@@ -297,7 +297,7 @@ struct TrialFindingsTests {
         let (_, normalised) = try await session.run("meta get wrongPrefix//sadItem")
         #expect(normalised.errors.first?.message == "Object wrongPrefix/sadItem does not exist. Paths are normalised (rule P1); to name 'wrongPrefix//sadItem' exactly, use --raw.")
         let (_, folder) = try await session.run("meta set contentType=x -- images")
-        #expect(folder.errors.first?.message.hasSuffix("images is a folder (a prefix), not an object; to change the objects in it, use images/* or images/**.") == true)
+        #expect(folder.errors.first?.message.hasSuffix("images is a folder (a prefix), not an object; its objects are images/* (directly in it) or images/** (all under it).") == true)
         let (_, pattern) = try await session.run("ls images/*")
         #expect(pattern.errors.first?.message.hasPrefix("`ls` takes a path, not a pattern") == true)
         let (_, object) = try await session.run("ls images/forest.jpg", json: false)
