@@ -300,14 +300,10 @@ extension Interpreter {
             var unchanged = Set<ObjectName>()
             if let wouldChange {
                 for object in objects {
-                    let metadata: ObjectMetadata?
-                    if let known = object.metadata {
-                        metadata = known
-                    } else {
-                        metadata = try await self.target.metadataIfPresent(of: object.name)
-                    }
                     // A missing object counts as changed: the command would fail on it, and says so when run.
-                    if let metadata, try !wouldChange(metadata) { unchanged.insert(object.name) }
+                    if let metadata = try await metadataIfPresent(of: object, at: here), try !wouldChange(metadata) {
+                        unchanged.insert(object.name)
+                    }
                 }
             }
             guard let first = objects.first(where: { !unchanged.contains($0.name) }) ?? objects.first else { return }

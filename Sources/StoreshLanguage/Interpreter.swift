@@ -223,12 +223,7 @@ public final class Interpreter {
         case .metaGet(let targets, let raw, let filters):
             let objects = try await expand(targets, raw: raw, filters: filters, at: here)
             for (index, object) in objects.enumerated() {
-                let metadata: ObjectMetadata
-                if let known = object.metadata {
-                    metadata = known
-                } else {
-                    metadata = try await onTarget(object.word, name: object.name, at: here) { try await self.target.metadata(of: object.name) }
-                }
+                let metadata = try await self.metadata(of: object, at: here)
                 // Several objects: a blank line between them, for people (JSON has one document each).
                 if index > 0 && !options.json { deliver(.echo("")) }
                 // Rule G7: download tokens are credentials of a kind; shown only when asked for with --raw.
@@ -468,12 +463,7 @@ public final class Interpreter {
         var unchanged: [String] = []
         for object in objects {
             try checkCancelled(at: here)
-            let metadata: ObjectMetadata
-            if let known = object.metadata {
-                metadata = known
-            } else {
-                metadata = try await onTarget(object.word, name: object.name, at: here) { try await self.target.metadata(of: object.name) }
-            }
+            let metadata = try await self.metadata(of: object, at: here)
             guard let value = metadata.customMetadata[command.old.text] else {
                 unchanged.append(object.name.rawValue)
                 continue
@@ -523,17 +513,11 @@ public final class Interpreter {
     /// Rule G7: `meta unset custom` clears the custom metadata but keeps the download tokens (the object's
     /// download URLs go on working); unsetting the key by name removes it.
     private func keepingDownloadTokens(
-        _ update: MetadataUpdate, of object: (name: ObjectName, metadata: ObjectMetadata?, word: Word?), at here: SourceLocation
+        _ update: MetadataUpdate, of object: ExpandedTarget, at here: SourceLocation
     ) async throws -> MetadataUpdate {
         let key = ObjectMetadata.downloadTokensKey
         guard update.clearsCustomMetadata, update.customMetadata[key] == nil else { return update }
-        let current: ObjectMetadata?
-        if let known = object.metadata {
-            current = known
-        } else {
-            current = try await onTarget(object.word, name: object.name, at: here) { try await self.target.metadataIfPresent(of: object.name) }
-        }
-        guard let tokens = current?.customMetadata[key] else { return update }
+        guard let tokens = try await metadataIfPresent(of: object, at: here)?.customMetadata[key] else { return update }
         var kept = update
         kept.customMetadata[key] = .set(tokens)
         return kept

@@ -414,7 +414,6 @@ public enum Parser {
         return PutCommand(raw: raw, contentType: contentType, md5: md5, source: source, destination: destination)
     }
 
-    /// An option the command does not declare, with the nearest it does.
     /// Among targets, a bare word like `--summary` is a mistyped or misplaced option, not an object: taking it for
     /// a name would only fail later as "object --summary does not exist". After a bare `--` it is a name.
     static func refuseStrayOption(_ word: Word, for command: String) throws(Diagnostic) {
@@ -429,6 +428,7 @@ public enum Parser {
         throw error
     }
 
+    /// An option the command does not declare, with the nearest it does.
     static func unknownOption(_ word: Word, for command: String) -> Diagnostic {
         let known = CommandCatalog.options(of: command)
         var message = "`\(command)` has no option '\(word.text)'"

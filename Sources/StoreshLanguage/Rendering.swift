@@ -156,7 +156,7 @@ public struct HumanRenderer: ResultRenderer {
                         ? "\(MessageText.oneLine(updates.unchanged[0])): unchanged (already as asked)"
                         : "\(verb) \(MessageText.oneLine(updates.updated[0].name))")
             } else {
-                lines.append("\(verb) \(MessageText.counted(updates.updated.count, "object")), \(updates.unchanged.count) unchanged")
+                lines.append("\(verb) \(MessageText.counted(updates.updated.count, "object")), \(MessageText.grouped(updates.unchanged.count)) unchanged")
             }
             return lines
         case .snapshotSaved(let info, let dryRun):

@@ -162,7 +162,7 @@ extension Interpreter {
             let why =
                 outcome.end == .interrupted ? "interrupted" : outcome.end == .stopped ? "stopped at the first failure (--keep-going goes on past failures)" : "some changes failed"
             var lines = [
-                "\(why): applied \(outcome.applied.count) of \(MessageText.counted(total, "change")); \(outcome.failures.count) failed, \(outcome.notSent.count) not sent"
+                "\(why): applied \(MessageText.grouped(outcome.applied.count)) of \(MessageText.counted(total, "change")); \(MessageText.grouped(outcome.failures.count)) failed, \(MessageText.grouped(outcome.notSent.count)) not sent"
             ]
             if let journal {
                 // Resuming helps what was not sent or met a passing fault; an object that changed meanwhile or was

@@ -7,11 +7,11 @@ import StoreshCore
 extension Interpreter {
     /// The objects that targets name, in order: each path as given (it must be a valid name), each
     /// pattern expanded to its matches in name order. No target means the current reference.
-    func expand(_ targets: [Word], raw: Bool, at here: SourceLocation) async throws -> [(name: ObjectName, metadata: ObjectMetadata?, word: Word?)] {
+    func expand(_ targets: [Word], raw: Bool, at here: SourceLocation) async throws -> [ExpandedTarget] {
         guard !targets.isEmpty else {
             return [(try located(here) { try self.current.objectName() }, nil, nil)]
         }
-        var objects: [(name: ObjectName, metadata: ObjectMetadata?, word: Word?)] = []
+        var objects: [ExpandedTarget] = []
         var seen = Set<ObjectName>()
         for word in targets {
             if !raw && ObjectPattern.isPattern(word) {
@@ -47,20 +47,14 @@ extension Interpreter {
     /// The objects targets name (as `expand`), with only those whose metadata pass every `--where` filter. A named
     /// object is read for it; one that does not exist is kept, so that the command says so.
     func expand(_ targets: [Word], raw: Bool, filters: [MetadataFilter], at here: SourceLocation) async throws
-        -> [(name: ObjectName, metadata: ObjectMetadata?, word: Word?)]
+        -> [ExpandedTarget]
     {
         let objects = try await expand(targets, raw: raw, at: here)
         guard !filters.isEmpty else { return objects }
-        var kept: [(name: ObjectName, metadata: ObjectMetadata?, word: Word?)] = []
+        var kept: [ExpandedTarget] = []
         for object in objects {
             try checkCancelled(at: here)
-            let metadata: ObjectMetadata?
-            if let known = object.metadata {
-                metadata = known
-            } else {
-                metadata = try await onTarget(object.word, name: object.name, at: here) { try await self.target.metadataIfPresent(of: object.name) }
-            }
-            guard let metadata else {
+            guard let metadata = try await metadataIfPresent(of: object, at: here) else {
                 kept.append(object)
                 continue
             }
@@ -70,6 +64,18 @@ extension Interpreter {
             deliver(.note("(no target passes --where \(filters.map(\.text).joined(separator: " --where ")): nothing to do)"))
         }
         return kept
+    }
+
+    /// The metadata of a target: as a pattern's scan found it, else read; nil when the object does not exist.
+    func metadataIfPresent(of object: ExpandedTarget, at here: SourceLocation) async throws -> ObjectMetadata? {
+        if let known = object.metadata { return known }
+        return try await onTarget(object.word, name: object.name, at: here) { try await self.target.metadataIfPresent(of: object.name) }
+    }
+
+    /// The metadata of a target that must exist: object-not-found, with its hint, otherwise.
+    func metadata(of object: ExpandedTarget, at here: SourceLocation) async throws -> ObjectMetadata {
+        if let known = object.metadata { return known }
+        return try await onTarget(object.word, name: object.name, at: here) { try await self.target.metadata(of: object.name) }
     }
 
     /// Runs a bucket call on one target. An object-not-found gets a hint when the likely mistake is known:
@@ -174,6 +180,10 @@ extension Interpreter {
         }
     }
 }
+
+/// An object a command's targets name: its name, its metadata when a pattern's scan read it, and the word that
+/// named it (for messages; nil for the current reference).
+typealias ExpandedTarget = (name: ObjectName, metadata: ObjectMetadata?, word: Word?)
 
 extension MessageText {
     /// For an empty listing of a folder that holds names no listing shows (rule L3).

@@ -161,7 +161,7 @@ def test_X4_kill_9_during_apply_then_resume_applies_every_change_exactly_once(re
     remote.proxy.rules = []
     status, _, err = remote.run("run", "--resume", journal)
     assert status == 0, f"killed at PATCH {at}: {err}"
-    assert "applied 2000 changes" in err
+    assert "applied 2,000 changes" in err
     for name in names[::97] + names[-3:]:
         object = remote.object(name)
         assert object["metadata"] == {"fixed": "yes"} and object["cacheControl"] == "max-age=60"
