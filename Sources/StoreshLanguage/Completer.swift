@@ -18,10 +18,13 @@ public struct Completer {
 
     let source: ImmediateReads
     let current: StoragePath
+    /// The names `rules load --sample` takes (the session's rules know them; none without rules).
+    let ruleSamples: [String]
 
-    public init(source: ImmediateReads, current: StoragePath) {
+    public init(source: ImmediateReads, current: StoragePath, ruleSamples: [String] = []) {
         self.source = source
         self.current = current
+        self.ruleSamples = ruleSamples
     }
 
     /// What completing the word under the cursor found.
@@ -62,6 +65,7 @@ public struct Completer {
             return candidates(words: Array(arguments), typed: typed, truncated: &truncated)
         }
         if typed.hasPrefix("-") { return Self.plain(declaration.options) }
+        if name == "rules load" && arguments.last == "--sample" { return Self.plain(ruleSamples) }
         switch declaration.completion {
         case .nothing: return []
         case .folders: return paths(typed, foldersOnly: true)

@@ -150,7 +150,7 @@ final class Shell {
         // Under the session's rules; Tab's reads are decided but never recorded, so `rules why` goes on explaining
         // the last command.
         guard let reads = (interpreter.rules?.guarding(bucket) ?? bucket).immediateReads else { return storesh_cc_error }
-        let result = Completer(source: reads, current: interpreter.current).complete(lineBeforeCursor)
+        let result = Completer(source: reads, current: interpreter.current, ruleSamples: interpreter.rules?.samples.map(\.name) ?? []).complete(lineBeforeCursor)
         let candidates = result.candidates
         guard !candidates.isEmpty else { return storesh_cc_error }
         // From a truncated page nothing beyond the typed text is known to be common to all candidates.

@@ -60,6 +60,14 @@ struct CompleterTests {
         #expect(complete("dry-run rm images/l") == ["images/lake.png"])
     }
 
+    @Test("rules load --sample offers the samples the session's rules know")
+    func ruleSamples() {
+        let completer = Completer(source: source, current: .root, ruleSamples: ["owner-only", "version1", "open"])
+        #expect(completer.complete("rules load --sample ").candidates.map(\.word) == ["owner-only", "version1", "open"])
+        #expect(completer.complete("rules load --sample o").candidates.map(\.word) == ["owner-only", "open"])
+        #expect(completer.complete("rules load --sample open ").candidates.isEmpty)
+    }
+
     @Test("inside quotes the insertion is escaped for the quote, which the shell closes")
     func quotes() {
         let result = Completer(source: source, current: .root).complete("cat 'docs/read")
