@@ -307,12 +307,13 @@ public enum CommandCatalog {
         if let one = help(for: topic) { return [one] }
         let subcommands = commands.filter { $0.name.hasPrefix(topic + " ") }
         if !subcommands.isEmpty { return subcommands }
-        // `help token`: the overview lists subcommands after their first word (`page next, token`).
-        let bySubcommand = commands.filter { $0.subcommand == topic }
-        if bySubcommand.count == 1 { return bySubcommand }
+        // An SDK call (`help list` is `ls`, for list(maxResults:)), then a subcommand alone (`help token`: the
+        // overview lists subcommands after their first word, `page next, token`).
         let wanted = sdkKey(topic)
-        guard !wanted.isEmpty else { return [] }
-        return commands.filter { command in command.sdk.contains { sdkKey($0) == wanted } }
+        var found = wanted.isEmpty ? [] : commands.filter { command in command.sdk.contains { sdkKey($0) == wanted } }
+        let bySubcommand = commands.filter { $0.subcommand == topic }
+        if bySubcommand.count == 1, !found.contains(where: { $0.name == bySubcommand[0].name }) { found += bySubcommand }
+        return found
     }
 
     /// What `help TOPIC` prints: a topic (`scripts`), or the help of each command it names; nil for neither.

@@ -233,14 +233,14 @@ enum Explainer {
         guard recursive else {
             // Every match is an item of one folder.
             return ExplainedRequest(
-                purpose: "find the objects \(pattern) names (\(matched) found): list \(folder.isEmpty ? "the root" : folder)",
+                purpose: "find the objects \(pattern) names (\(MessageText.grouped(matched)) found): list \(folder.isEmpty ? "the root" : folder)",
                 swift: "let result = try await \(reference(String(folder.dropLast()))).listAll()\n// The SDK has no patterns: keep the result.items whose names match.",
                 firebaseREST: "GET \(firebaseHost)/v0\(bucketObjects)\(folderQuery)",
                 cloudStorageREST: "GET \(cloudStorageHost)/storage/v1\(bucketObjects)\(folderQuery)",
                 rulesMethod: "list")
         }
         return ExplainedRequest(
-            purpose: "find the objects \(pattern) names (\(matched) found): list every folder under \(folder.isEmpty ? "the root" : folder)",
+            purpose: "find the objects \(pattern) names (\(MessageText.grouped(matched)) found): list every folder under \(folder.isEmpty ? "the root" : folder)",
             swift: "// The SDK has no patterns: listAll() each folder, recursing into result.prefixes,\n// and keep the items whose names match.",
             firebaseREST: "GET \(firebaseHost)/v0\(bucketObjects)\(folderQuery) (then each prefix in turn)",
             cloudStorageREST: "GET \(cloudStorageHost)/storage/v1\(bucketObjects)\(query([("prefix", prefix.isEmpty ? nil : prefix)])) (no delimiter: every name under it, page by page)",
@@ -252,7 +252,7 @@ enum Explainer {
     static func filterReads(bucket: String, filters: [String], read: Int, passed: Int, firstName: String?, listed: Bool) -> ExplainedRequest {
         let object = firstName ?? "OBJECT"
         return ExplainedRequest(
-            purpose: "keep the objects whose metadata pass --where \(filters.joined(separator: " --where ")): \(passed) of \(read)",
+            purpose: "keep the objects whose metadata pass --where \(filters.joined(separator: " --where ")): \(MessageText.grouped(passed)) of \(MessageText.grouped(read))",
             swift: "let metadata = try await \(reference(object)).getMetadata()  // for each object found\n// and keep it when the metadata pass the filter (the SDK has no filter)",
             firebaseREST: "GET \(firebaseObject(bucket, object))  (for each object found)",
             cloudStorageREST: listed ? "(none: the JSON API's listing above carries each object's metadata)" : "GET \(cloudStorageObject(bucket, object))  (for each object named)",
@@ -296,28 +296,34 @@ extension Interpreter {
                     firstName: found.first?.name.rawValue, listed: targets.allSatisfy { !raw && ObjectPattern.isPattern($0) }))
             }
             // Objects an update would not change: the SDK would still send the request (and change nothing);
-            // storesh sends none. The example is an object it would change, when there is one.
+            // storesh sends none. The example is an object it would change, when there is one. A named object
+            // that does not exist is said: the request would fail.
             var unchanged = Set<ObjectName>()
-            if let wouldChange {
-                for object in objects {
-                    // A missing object counts as changed: the command would fail on it, and says so when run.
-                    if let metadata = try await metadataIfPresent(of: object, at: here), try !wouldChange(metadata) {
-                        unchanged.insert(object.name)
-                    }
+            var missing = Set<ObjectName>()
+            for object in objects where wouldChange != nil || object.metadata == nil {
+                guard let metadata = try await metadataIfPresent(of: object, at: here) else {
+                    missing.insert(object.name)
+                    continue
                 }
+                if let wouldChange, try !wouldChange(metadata) { unchanged.insert(object.name) }
             }
-            guard let first = objects.first(where: { !unchanged.contains($0.name) }) ?? objects.first else { return }
+            let changing = objects.filter { !unchanged.contains($0.name) }
+            guard let first = changing.first ?? objects.first else { return }
             var request = make(first.name.rawValue)
-            switch objects.count {
-            case 1: break
+            switch changing.count {
+            case 0, 1: break
             case 2: request.purpose += " — and the same for 1 other object"
-            default: request.purpose += " — and the same for each of the \(objects.count - 1) other objects"
+            default: request.purpose += " — and the same for each of the \(MessageText.grouped(changing.count - 1)) other objects"
             }
-            if unchanged.count == objects.count {
+            if changing.isEmpty {
                 let already = (objects.count == 1 ? "It is" : "All are") + " already as asked: the SDK's request would change nothing; storesh sends none."
                 request.note = [already, request.note].compactMap { $0 }.joined(separator: " ")
             } else if !unchanged.isEmpty {
-                request.purpose += " (\(unchanged.count) already as asked: storesh sends \(unchanged.count == 1 ? "it" : "them") no request)"
+                request.purpose += "; \(MessageText.grouped(unchanged.count)) more \(unchanged.count == 1 ? "is" : "are") already as asked: storesh sends \(unchanged.count == 1 ? "it" : "them") no request"
+            }
+            if missing.contains(first.name) {
+                let fails = "\(first.name.rawValue) does not exist: the request would fail with object-not-found."
+                request.note = [fails, request.note].compactMap { $0 }.joined(separator: " ")
             }
             requests.append(request)
         }

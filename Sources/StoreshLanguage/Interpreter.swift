@@ -556,6 +556,7 @@ public final class Interpreter {
     func putDestination(_ command: PutCommand, defaultName: String?, at here: SourceLocation) throws -> ObjectName {
         if let word = command.destination {
             if command.raw { return try located(word.location) { try ObjectName(word.text) } }
+            try refusePattern(word)
             if word.text.hasSuffix("/"), let defaultName {
                 // Like cp: DEST/ is a folder, and the file keeps its name in it.
                 let folder = try resolve(word)

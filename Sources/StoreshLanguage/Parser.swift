@@ -293,7 +293,11 @@ public enum Parser {
                     let (key, value) = word.split(at: equals)
                     do {
                         try update.set(key.text, to: value.text)
-                    } catch {
+                    } catch var error {
+                        // `cacheControl=public, max-age=60`: the blank split one value into two words.
+                        if let previous = assignments.last, error.code == .invalidArgument, error.message.hasPrefix("Unknown metadata property") {
+                            error.message += " (a value with a blank in it is quoted: \(previous.key.text)=\"\(previous.value.text) \(word.text)\")"
+                        }
                         throw Diagnostic.beforeRunning(error, at: key.location)
                     }
                     assignments.append((key, value))

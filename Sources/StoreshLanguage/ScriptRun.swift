@@ -192,7 +192,8 @@ extension Interpreter {
         if end.stoppedEarly { return end.status }
         if options.dryRun {
             if !bucket.guardsChanges && script.changesBucket { output.notice(Self.unguardedChanges) }
-            deliver(.note("dry run: nothing was saved"))
+            // A line that could not change anything (`ls` in a `storesh --dry-run` session) has nothing to not save.
+            if script.changesBucket { deliver(.note("dry run: nothing was saved")) }
         } else if end.failures > 0 && script.changesBucket {
             output.notice(
                 "\(MessageText.counted(end.failures, "command")) failed and changed nothing; the changes of the other \(MessageText.counted(script.statements.count - end.failures, "command")) were saved")

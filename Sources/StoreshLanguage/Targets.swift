@@ -145,16 +145,30 @@ extension Interpreter {
     /// The object a path word names (or, without one, the current reference); with `raw`, the word exactly.
     func objectName(_ word: Word?, raw: Bool = false, at here: SourceLocation) throws -> ObjectName {
         if raw, let word { return try located(word.location) { try ObjectName(word.text) } }
+        if let word { try refusePattern(word) }
         let path = try word.map(resolve) ?? current
         return try located(word?.location ?? here) { try path.objectName() }
     }
+
+    /// Where one name goes (put, get, cat), an unquoted * ? [ is a pattern typed by mistake: taken literally it
+    /// would make an object named `images/*` that every later pattern matches.
+    func refusePattern(_ word: Word) throws {
+        guard ObjectPattern.isPattern(word) else { return }
+        throw Diagnostic.running(
+            .invalidArgument(
+                "'\(word.text)' is a pattern, and this command takes one object's name; patterns work in \(Self.patternCommands) (quote * ? [, or use --raw, to put them in a name)."),
+            at: word.location)
+    }
+
+    /// The commands whose targets may be patterns.
+    static let patternCommands = "meta get, meta set, meta unset, meta rename and rm"
 
     /// A path for cd and ls, which take no patterns.
     func navigationPath(_ word: Word, command: String) throws -> StoragePath {
         if ObjectPattern.isPattern(word) {
             throw Diagnostic.running(
                 .invalidArgument(
-                    "`\(command)` takes a path, not a pattern; patterns work in meta set, meta unset and rm (quote * ? [ to use them literally)."),
+                    "`\(command)` takes a path, not a pattern; patterns work in \(Self.patternCommands) (quote * ? [ to use them literally)."),
                 at: word.location)
         }
         return try resolve(word)

@@ -356,7 +356,7 @@ struct Check: AsyncParsableCommand {
             print(document.serialized)
         } else {
             let counts =
-                "\(MessageText.counted(report.objects, "object")), \(MessageText.counted(report.snapshots, "snapshot")), \(MessageText.counted(report.keptVersions, "version")) kept for snapshots, \(report.contentBytes) bytes of content checked"
+                "\(MessageText.counted(report.objects, "object")), \(MessageText.counted(report.snapshots, "snapshot")), \(MessageText.counted(report.keptVersions, "version")) kept for snapshots, \(MessageText.grouped(Int(report.contentBytes))) bytes of content checked"
             if report.isSound {
                 print("\(location): sound (\(counts))")
             } else {

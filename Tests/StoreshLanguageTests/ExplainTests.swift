@@ -80,6 +80,9 @@ struct ExplainTests {
             #expect(status == .success && output.lines.joined().contains("usage: \(command)"), "\(name)")
         }
         #expect(throws: Diagnostic.self) { try Parser.parse(SourceText(name: "t", text: "help listEverything")) }
+        // `list` is the SDK's list(maxResults:) first, then the subcommand of that name; `token` a subcommand alone.
+        #expect(CommandCatalog.helps(for: "list").map(\.name) == ["ls", "page next", "snapshot list"])
+        #expect(CommandCatalog.helps(for: "token").map(\.name) == ["page token"])
     }
 
     @Test("run --explain: every command explained, a cd followed, nothing changed")

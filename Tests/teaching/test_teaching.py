@@ -205,7 +205,7 @@ def test_explain_applies_where_and_leaves_out_objects_an_update_would_not_change
     # An update that would change nothing makes no request.
     harness.storesh(tmp_path, "--quiet", "-c", "meta set cacheControl=same -- images/forest.jpg")
     status, out, _ = harness.storesh(tmp_path, "--quiet", "-c", "explain meta set cacheControl=same -- images/**")
-    assert "— and the same for each of the 4 other objects (1 already as asked: storesh sends it no request)" in out.decode()
+    assert "— and the same for each of the 3 other objects; 1 more is already as asked: storesh sends it no request" in out.decode()
 
 
 def test_a_folder_of_hidden_names_points_at_them_not_at_itself(tmp_path):
@@ -235,3 +235,16 @@ def test_keep_going_with_c_and_help_by_subcommand_or_sdk_name(tmp_path):
     assert status == 0 and out.decode().startswith("usage: ls")
     status, _, err = harness.storesh(tmp_path, "help", "lsit")
     assert status == 2 and "no subcommand, command or topic" in err.decode()
+
+
+def test_explain_says_when_a_named_object_does_not_exist(tmp_path):
+    status, out, err = harness.storesh(tmp_path, "--quiet", "-c", "explain meta set cacheControl=x -- images/nosuch.png")
+    assert status == 0, err.decode()
+    assert "images/nosuch.png does not exist: the request would fail with object-not-found." in out.decode()
+
+
+def test_a_dry_run_session_says_nothing_was_saved_only_where_something_could_have_been(tmp_path):
+    status, out, _ = harness.storesh(tmp_path, "--quiet", "--dry-run", "-c", "ls docs")
+    assert status == 0 and "nothing was saved" not in out.decode()
+    status, out, _ = harness.storesh(tmp_path, "--quiet", "--dry-run", "-c", "rm docs/readme.md")
+    assert status == 0 and out.decode().splitlines()[-1] == "dry run: nothing was saved"
