@@ -13,8 +13,13 @@ final class ConsoleOutput: InterpreterOutput {
     var source: SourceText
     /// The first failed write to standard output; the run then ends with status 1.
     private(set) var writeFailure: StorageError?
-    /// At the prompt: the prompt's width, so that an error's caret stands under the typed line.
-    var promptWidth: Int?
+    /// At the prompt: the prompt's width, so that an error's caret stands under the typed line. Setting it starts
+    /// a new line at the prompt.
+    var promptWidth: Int? {
+        didSet { printedSinceLine = false }
+    }
+    /// Whether anything was printed since the typed line: the caret then needs the line above it again.
+    private var printedSinceLine = false
     /// Colour for `error:` on a terminal.
     var color = false
 
@@ -29,10 +34,12 @@ final class ConsoleOutput: InterpreterOutput {
     func result(_ line: String) {
         record { try stdout.write(line + "\n") }
         endsWithNewline = true
+        printedSinceLine = true
     }
 
     func resultBytes(_ bytes: Data) {
         record { try stdout.write(bytes: bytes) }
+        printedSinceLine = true
         if let last = bytes.last { endsWithNewline = last == UInt8(ascii: "\n") }
     }
 
@@ -48,11 +55,17 @@ final class ConsoleOutput: InterpreterOutput {
             if diagnostic.phase == .interrupted || !endsWithNewline {
                 text = "\n" + message
             } else {
-                let caret = String(repeating: " ", count: promptWidth + diagnostic.location.column - 1) + "^"
+                var caret = String(repeating: " ", count: promptWidth + diagnostic.location.column - 1) + "^"
+                // `rules load …; ls files/bob`: output stands between the typed line and the error, so the line is
+                // shown again, where the prompt had it, for the caret to point into.
+                if printedSinceLine, let line = source.line(diagnostic.location.line) {
+                    caret = String(repeating: " ", count: promptWidth) + line + "\n" + caret
+                }
                 text = "\(caret)\n\(message)"
             }
         }
         endsWithNewline = true
+        printedSinceLine = true
         FileHandle.standardError.write(Data((text + "\n").utf8))
     }
 
@@ -60,6 +73,7 @@ final class ConsoleOutput: InterpreterOutput {
         guard !json else { return }  // with --json, standard error holds JSON documents only
         flush()
         FileHandle.standardError.write(Data("storesh: \(text)\n".utf8))
+        printedSinceLine = true
     }
 
     func flush() {

@@ -433,3 +433,18 @@ def test_a_rules_load_on_a_failed_line_is_undone_and_said_so(tmp_path):
     assert "the rules in force are still the open rules of a new bucket" in output
     assert "the open rules of a new bucket" in run(shell, "rules show")
     leave(shell)
+
+
+def test_an_error_after_output_shows_the_typed_line_again_above_its_caret(tmp_path):
+    shell = start(tmp_path)
+    prompt(shell)
+    width = len("gs://teaching/> ")
+    # Nothing printed before the error: the caret stands right under the typed line.
+    lines = run(shell, "echo hello; ls --al").replace("\r", "").splitlines()
+    assert lines[1] == " " * (width + len("echo hello; ls ")) + "^"
+    # The echo's output stands between the typed line and the error: the line comes again, the caret under it.
+    lines = run(shell, "echo hello; meta get images/nope.jpg").replace("\r", "").splitlines()
+    at = lines.index("hello")
+    assert lines[at + 1] == " " * width + "echo hello; meta get images/nope.jpg"
+    assert lines[at + 2] == " " * (width + len("echo hello; meta get ")) + "^"
+    leave(shell)
