@@ -130,7 +130,8 @@ public struct HumanRenderer: ResultRenderer {
                 ["listing", "\(scheme)://\(bucket)/\(folder) (prefix \"\(position.prefix)\")"],
                 ["last entry", "\(position.lastEntry) (\(kind))"],
             ].map { $0.map(MessageText.oneLine) }) + ["The next page starts after the last entry; the token holds its name, not its generation."]
-        case .rules(let source, let origin): return ["# rules from \(origin)", source]
+        case .rules(let source, let origin):
+            return [MessageText.rulesDescription(origin).map { "# \($0)" } ?? "# rules from \(origin)", source]
         case .rulesLoaded(let file, let dryRun): return ["\(dryRun ? "would load" : "loaded") the rules of \(file)"]
         case .rulesReset(let dryRun): return ["\(dryRun ? "would put" : "put") back the open rules of a new bucket"]
         case .decision(_, let explanation): return [explanation]

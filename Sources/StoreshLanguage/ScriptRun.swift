@@ -58,9 +58,7 @@ extension Interpreter {
         if let rules, status != .success, !options.keepGoing, !options.dryRun, let rulesBefore,
             rulesLoadedBy(script), rules.currentRules().origin == rulesBefore
         {
-            // An origin in parentheses describes rules without a file: "(the open rules of a new bucket)".
-            let described = rulesBefore.hasPrefix("(") && rulesBefore.hasSuffix(")")
-            output.notice("the rules in force are still " + (described ? String(rulesBefore.dropFirst().dropLast()) : "those of \(rulesBefore)"))
+            output.notice("the rules in force are still " + (MessageText.rulesDescription(rulesBefore) ?? "those of \(rulesBefore)"))
         }
         // A `login` or `logout` is part of its line or script: undone with it when nothing of it lands (a failure
         // without --keep-going, or a dry run), and said so, since who is signed in decides every later request.
@@ -192,6 +190,9 @@ extension Interpreter {
         if end.stoppedEarly { return end.status }
         if options.dryRun {
             if !bucket.guardsChanges && script.changesBucket { output.notice(Self.unguardedChanges) }
+            if end.failures > 0 {
+                output.notice("\(MessageText.counted(end.failures, "command")) failed; the plan above shows what the others would change")
+            }
             // A line that could not change anything (`ls` in a `storesh --dry-run` session) has nothing to not save.
             if script.changesBucket { deliver(.note("dry run: nothing was saved")) }
         } else if end.failures > 0 && script.changesBucket {

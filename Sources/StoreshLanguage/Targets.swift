@@ -200,6 +200,12 @@ extension Interpreter {
 typealias ExpandedTarget = (name: ObjectName, metadata: ObjectMetadata?, word: Word?)
 
 extension MessageText {
+    /// Rules that come from no file have an origin in parentheses, a description ("(the open rules of a new
+    /// bucket)"): that description, to be read in a sentence; nil for a file's name.
+    static func rulesDescription(_ origin: String) -> String? {
+        origin.hasPrefix("(") && origin.hasSuffix(")") ? String(origin.dropFirst().dropLast()) : nil
+    }
+
     /// For an empty listing of a folder that holds names no listing shows (rule L3).
     static func hiddenName(_ name: String) -> String {
         "it holds \(oneLine(name)), a name no listing shows as an item (rule L3); meta get --raw '\(oneLine(name))' shows it"

@@ -65,7 +65,7 @@ def test_reset_brings_the_default_bucket_back_to_the_sample_with_open_rules(tmp_
     status, out, _ = harness.storesh(tmp_path, "--quiet", "-c", "ls images; ls new.txt; rules show; snapshot list")
     text = out.decode()
     assert "forest.jpg" in text and "(nothing under gs://teaching/new.txt)" in text
-    assert "# rules from (the open rules of a new bucket)" in text and "before" in text  # snapshots are kept
+    assert "# the open rules of a new bucket" in text and "before" in text  # snapshots are kept
     # The same as a new default bucket, object for object.
     fresh = tmp_path / "fresh"
     fresh.mkdir()
