@@ -290,7 +290,7 @@ extension Interpreter {
             }
             var objects = found
             if !filters.isEmpty {
-                objects = try await expand(targets, raw: raw, filters: filters, at: here)
+                objects = try await passing(found, filters: filters, at: here)
                 requests.append(Explainer.filterReads(
                     bucket: bucket, filters: filters.map(\.text), read: found.count, passed: objects.count,
                     firstName: found.first?.name.rawValue, listed: targets.allSatisfy { !raw && ObjectPattern.isPattern($0) }))

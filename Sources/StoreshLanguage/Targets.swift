@@ -51,6 +51,16 @@ extension Interpreter {
     {
         let objects = try await expand(targets, raw: raw, at: here)
         guard !filters.isEmpty else { return objects }
+        let kept = try await passing(objects, filters: filters, at: here)
+        if kept.isEmpty {
+            deliver(.note("(no target passes --where \(filters.map(\.text).joined(separator: " --where ")): nothing to do)"))
+        }
+        return kept
+    }
+
+    /// The objects whose metadata pass every filter, each with its metadata. A named object is read for it; one
+    /// that does not exist is kept, so that the command says so.
+    func passing(_ objects: [ExpandedTarget], filters: [MetadataFilter], at here: SourceLocation) async throws -> [ExpandedTarget] {
         var kept: [ExpandedTarget] = []
         for object in objects {
             try checkCancelled(at: here)
@@ -59,9 +69,6 @@ extension Interpreter {
                 continue
             }
             if filters.allSatisfy({ $0.admits(metadata) }) { kept.append((object.name, metadata, object.word)) }
-        }
-        if kept.isEmpty {
-            deliver(.note("(no target passes --where \(filters.map(\.text).joined(separator: " --where ")): nothing to do)"))
         }
         return kept
     }
