@@ -164,13 +164,11 @@ enum Explainer {
         }
         let unsetKeys = update.customMetadata.sortedByKeyBytes.filter { $0.value == .unset }.map(\.key)
         if !setKeys.isEmpty { lines.append("newMetadata.customMetadata = [\(setKeys.joined(separator: ", "))]") }
+        var note: String?
         if !unsetKeys.isEmpty || update.clearsCustomMetadata {
             // Without this line the Swift reads as an update that names nothing.
             let what = unsetKeys.isEmpty ? "the custom metadata" : unsetKeys.map { literal($0) }.joined(separator: ", ")
             lines.append("// [String: String] cannot delete \(what): the REST request below does (see the note)")
-        }
-        var note: String?
-        if !unsetKeys.isEmpty || update.clearsCustomMetadata {
             note = "The Swift SDK's customMetadata is [String: String]: it cannot send null for a key. The REST body deletes "
                 + (unsetKeys.isEmpty ? "the whole map" : unsetKeys.joined(separator: ", ")) + " with null (the JavaScript SDK can)."
         }

@@ -287,7 +287,7 @@ public enum Parser {
                     afterDoubleDash = true
                 } else if !afterDoubleDash && word.text == "--where" && word.isBare {
                     filters.append(try MetadataFilter.parse(try reader.optionValue(for: word)))
-                } else if !afterDoubleDash && word.isBare && word.text.hasPrefix("--") && word.text.count > 2 {
+                } else if !afterDoubleDash && word.isLongOption {
                     try refuseStrayOption(word, for: "meta set")
                 } else if !afterDoubleDash, let equals = word.firstUnquoted("=") {
                     let (key, value) = word.split(at: equals)
@@ -421,7 +421,7 @@ public enum Parser {
     /// Among targets, a bare word like `--summary` is a mistyped or misplaced option, not an object: taking it for
     /// a name would only fail later as "object --summary does not exist". After a bare `--` it is a name.
     static func refuseStrayOption(_ word: Word, for command: String) throws(Diagnostic) {
-        guard word.isBare, word.text.hasPrefix("--"), word.text.count > 2 else { return }
+        guard word.isLongOption else { return }
         if CommandCatalog.options(of: command).contains(word.text) {
             throw Diagnostic.syntax(
                 "'\(word.text)' goes before the targets: \(CommandCatalog.declaration(named: command)?.usage ?? command)",
@@ -527,5 +527,10 @@ extension Word {
     /// A bare word starting with `-` (and more than just `-`) is an option.
     var isOption: Bool {
         text.hasPrefix("-") && text.count > 1 && !literal.first!
+    }
+
+    /// A bare `--NAME` (not the `--` that ends options): among targets, a mistyped or misplaced option.
+    var isLongOption: Bool {
+        isBare && text.hasPrefix("--") && text.count > 2
     }
 }

@@ -49,14 +49,15 @@ extension Interpreter {
         exitRan = false
         reportedChanges = 0
         let identityBefore = rules?.identity
-        let rulesBefore = rules?.currentRules().origin
+        // Only a script that puts rules in force (the commands that need rules administration) can roll them back.
+        let rulesBefore = script.requiredCapabilities.contains(.rulesAdministration) ? rules?.currentRules().origin : nil
         let status = await runPolicy(script)
         target = guarded(bucket)
         // A rolled-back `rules load` is undone in the bucket: the rules in force follow it, and a class is told
         // which rules are in force, not left believing the loaded ones are.
         if let store = bucket.rulesStore { try? rules?.reloadRules(from: store) }
         if let rules, status != .success, !options.keepGoing, !options.dryRun, let rulesBefore,
-            rulesLoadedBy(script), rules.currentRules().origin == rulesBefore
+            rules.currentRules().origin == rulesBefore
         {
             output.notice("the rules in force are still " + (MessageText.rulesDescription(rulesBefore) ?? "those of \(rulesBefore)"))
         }
@@ -68,16 +69,6 @@ extension Interpreter {
             output.notice("the \(options.atPrompt ? "line's" : "script's") sign-in was undone with it: \(now)")
         }
         return status
-    }
-
-    /// Whether the script puts rules in force.
-    private func rulesLoadedBy(_ script: Script) -> Bool {
-        script.statements.contains { statement in
-            switch statement.command {
-            case .rulesLoad, .rulesLoadSample, .rulesReset: true
-            default: false
-            }
-        }
     }
 
     private func runPolicy(_ script: Script) async -> Status {
