@@ -27,9 +27,11 @@ let package = Package(
 
         // Storage semantics only: paths, metadata, the listing rules, errors, the Bucket interface.
         // Knows nothing of terminals or files.
+        // CRC-32C in C, on the processor's CRC32 instruction where there is one.
+        .target(name: "CStoreshChecksum"),
         .target(
             name: "StoreshCore",
-            dependencies: [.product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["CStoreshChecksum", .product(name: "Crypto", package: "swift-crypto")]
         ),
         // The local bucket: one durable SQLite file, its page tokens, plus the JSON export/import format.
         .target(

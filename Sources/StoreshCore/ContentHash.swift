@@ -1,3 +1,4 @@
+import CStoreshChecksum
 import Crypto
 import Foundation
 
@@ -25,23 +26,21 @@ public enum ContentHash {
 /// CRC-32C (Castagnoli), the checksum Cloud Storage reports beside MD5 (`crc32c` in an object resource,
 /// `X-Goog-Hash: crc32c=…`): the official clients check an upload's result and a download against it.
 public struct CRC32C: Sendable {
-    /// The reflected Castagnoli polynomial.
-    private static let table: [UInt32] = (0..<256).map { index in
-        var crc = UInt32(index)
-        for _ in 0..<8 { crc = crc & 1 == 1 ? (crc >> 1) ^ 0x82F6_3B78 : crc >> 1 }
-        return crc
-    }
-
     private var state: UInt32 = 0xFFFF_FFFF
 
     public init() {}
 
-    public mutating func update(_ bytes: some Sequence<UInt8>) {
-        var crc = state
-        Self.table.withUnsafeBufferPointer { table in
-            for byte in bytes { crc = table[Int((crc ^ UInt32(byte)) & 0xFF)] ^ (crc >> 8) }
-        }
-        state = crc
+    public mutating func update(_ bytes: UnsafeRawBufferPointer) {
+        guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
+        state = storesh_crc32c_update(state, base.assumingMemoryBound(to: UInt8.self), bytes.count)
+    }
+
+    public mutating func update(_ bytes: Data) {
+        bytes.withUnsafeBytes { update($0) }
+    }
+
+    public mutating func update(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { update($0) }
     }
 
     public var value: UInt32 { state ^ 0xFFFF_FFFF }

@@ -125,10 +125,19 @@ public struct ObjectMetadata: Sendable, Equatable {
         bucket: String, name: ObjectName, content: some Collection<UInt8>, generation: Int64, now: Timestamp,
         properties: [WritableProperty: String] = [:], customMetadata: [String: String] = [:]
     ) -> ObjectMetadata {
+        newObject(
+            bucket: bucket, name: name, size: Int64(content.count), md5Hash: ContentHash.md5Base64(content), generation: generation,
+            now: now, properties: properties, customMetadata: customMetadata)
+    }
+
+    /// A new object whose content is known by its size and MD5 (content that is streamed, never whole in memory).
+    public static func newObject(
+        bucket: String, name: ObjectName, size: Int64, md5Hash: String, generation: Int64, now: Timestamp,
+        properties: [WritableProperty: String] = [:], customMetadata: [String: String] = [:]
+    ) -> ObjectMetadata {
         var metadata = ObjectMetadata(
             bucket: bucket, fullPath: name.rawValue, generation: generation, metageneration: 1,
-            size: Int64(content.count), timeCreated: now, updated: now, md5Hash: ContentHash.md5Base64(content),
-            customMetadata: customMetadata)
+            size: size, timeCreated: now, updated: now, md5Hash: md5Hash, customMetadata: customMetadata)
         for (property, value) in properties { metadata[property] = value }
         if metadata.contentType == nil {
             metadata.contentType = ContentType.guess(forName: name.rawValue)

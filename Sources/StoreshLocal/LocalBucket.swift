@@ -569,6 +569,83 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         }
     }
 
+    /// Content up to this size is written and read whole; larger content a piece at a time.
+    static let streamedPieceBytes = 1 << 20
+
+    /// Writes content from `source` a piece at a time (`streamedPieceBytes`), so that an object of any size
+    /// passes through bounded memory; its MD5 is the source's.
+    public func write(from source: any ContentSource, to object: ObjectName, options writeOptions: WriteOptions, precondition: Precondition)
+        async throws -> ObjectMetadata
+    {
+        if source.size <= Int64(Self.streamedPieceBytes) {
+            return try await write(try source.readAll(), to: object, options: writeOptions, precondition: precondition)
+        }
+        try CustomMetadataLimits.validate(writeOptions.customMetadata)
+        let md5 = source.md5Base64
+        if let expected = writeOptions.expectedMD5, expected != md5 {
+            throw StorageError(.nonMatchingChecksum, "The content's MD5 is \(md5), not the expected \(expected); nothing was written.")
+        }
+        return try change {
+            let existing = try fetchRow(object.rawValue)
+            let now = options.clock.nextChangeTime()
+            let metadata = ObjectMetadata.newObject(
+                bucket: name, name: object, size: source.size, md5Hash: md5, generation: try nextGeneration(now: now), now: now,
+                properties: writeOptions.properties, customMetadata: writeOptions.customMetadata)
+            guard precondition.isSatisfied(by: existing?.metadata) else {
+                throw StorageError.preconditionFailed(object.rawValue, precondition, actual: existing?.metadata)
+            }
+            let insert = try connection.statement("INSERT INTO contents (data) VALUES (zeroblob(?1))")
+            insert.bind(1, source.size)
+            try insert.step()
+            insert.reset()
+            let contentID = sqlite3_last_insert_rowid(connection.handle)
+            let blob = try SQLiteBlob(connection, table: "contents", column: "data", row: contentID, writable: true)
+            defer { blob.close() }
+            var offset: Int64 = 0
+            // Bounded: each round writes at least one byte, up to the source's size.
+            while offset < source.size {
+                let piece = try source.read(offset: offset, length: Int(min(Int64(Self.streamedPieceBytes), source.size - offset)))
+                guard !piece.isEmpty else {
+                    throw StorageError.internalError("The content ended after \(offset) of its \(source.size) bytes; nothing was written.")
+                }
+                try blob.write(piece, at: Int(offset))
+                offset += Int64(piece.count)
+            }
+            try store(metadata, contentID: contentID, replacing: existing)
+            return metadata
+        }
+    }
+
+    /// An object's metadata, with its content handed to `piece` a piece at a time (at most `streamedPieceBytes`
+    /// in memory), from one state of the bucket. The content's MD5 is checked as it passes: damage is thrown
+    /// after the last piece, so a caller that keeps the pieces aside must drop them then.
+    public func currentObject(_ object: ObjectName, contentPieces piece: (Data) throws -> Void) throws(StorageError) -> ObjectMetadata {
+        try read {
+            guard let row = try fetchRow(object.rawValue) else { throw StorageError.objectNotFound(object.rawValue) }
+            let version = row.version
+            let blob: SQLiteBlob
+            do {
+                blob = try SQLiteBlob(connection, table: "contents", column: "data", row: version.contentID, writable: false)
+            } catch {
+                throw ChecksumMismatch(what: "content of object \(version.name.debugDescription) (missing)")
+            }
+            defer { blob.close() }
+            var md5 = MD5Accumulator()
+            var offset = 0
+            // Bounded: each round reads at least one byte, up to the blob's size.
+            while offset < blob.size {
+                let bytes = try blob.read(at: offset, count: min(Self.streamedPieceBytes, blob.size - offset))
+                md5.update(bytes)
+                try piece(bytes)
+                offset += bytes.count
+            }
+            guard md5.base64() == version.md5Hash else {
+                throw ChecksumMismatch(what: "content of object \(version.name.debugDescription) (its MD5 differs)")
+            }
+            return row.metadata
+        }
+    }
+
     /// An object's metadata and content, read from one state of the bucket.
     public func currentObjectWithContent(_ object: ObjectName) throws(StorageError) -> (ObjectMetadata, Data) {
         try read {
@@ -802,8 +879,12 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         insertContent.bind(1, content)
         try insertContent.step()
         insertContent.reset()
-        let version = StoredVersion(
-            metadata, contentID: sqlite3_last_insert_rowid(connection.handle), born: try epochs().current)
+        try store(metadata, contentID: sqlite3_last_insert_rowid(connection.handle), replacing: existing)
+    }
+
+    /// Makes `metadata` the live version of its name, over content stored already as `contentID`.
+    private func store(_ metadata: ObjectMetadata, contentID: Int64, replacing existing: LiveRow?) throws {
+        let version = StoredVersion(metadata, contentID: contentID, born: try epochs().current)
         guard let existing else { return try insertLive(version) }
         let kept = try keepIfSnapshotted(existing.version)
         try replaceLive(version)

@@ -50,6 +50,12 @@ final class LocalTransaction: BucketTransaction, @unchecked Sendable {
         try await engine.write(content, to: object, options: options, precondition: precondition)
     }
 
+    func write(from source: any ContentSource, to object: ObjectName, options: WriteOptions, precondition: Precondition)
+        async throws -> ObjectMetadata
+    {
+        try await engine.write(from: source, to: object, options: options, precondition: precondition)
+    }
+
     func read(_ object: ObjectName) async throws -> Data {
         try await engine.read(object)
     }

@@ -159,3 +159,43 @@ final class SQLiteStatement {
         return Data(bytes: bytes, count: count)
     }
 }
+
+/// One blob opened for incremental I/O (`sqlite3_blob_*`), so that large content is written and read a piece at
+/// a time rather than bound or fetched whole. Valid while its row is unchanged; closed by its owner.
+final class SQLiteBlob {
+    private var raw: OpaquePointer?
+    private let connection: SQLiteConnection
+    let size: Int
+
+    init(_ connection: SQLiteConnection, table: String, column: String, row: Int64, writable: Bool) throws(SQLiteError) {
+        self.connection = connection
+        var raw: OpaquePointer?
+        let status = sqlite3_blob_open(connection.handle, "main", table, column, row, writable ? 1 : 0, &raw)
+        guard status == SQLITE_OK, let raw else { throw connection.lastError(status) }
+        self.raw = raw
+        size = Int(sqlite3_blob_bytes(raw))
+    }
+
+    deinit { close() }
+
+    func close() {
+        if let raw { sqlite3_blob_close(raw) }
+        raw = nil
+    }
+
+    func write(_ bytes: Data, at offset: Int) throws(SQLiteError) {
+        let status = bytes.withUnsafeBytes { buffer in
+            sqlite3_blob_write(raw, buffer.baseAddress, Int32(buffer.count), Int32(offset))
+        }
+        if status != SQLITE_OK { throw connection.lastError(status) }
+    }
+
+    func read(at offset: Int, count: Int) throws(SQLiteError) -> Data {
+        var data = Data(count: count)
+        let status = data.withUnsafeMutableBytes { buffer in
+            sqlite3_blob_read(raw, buffer.baseAddress, Int32(count), Int32(offset))
+        }
+        if status != SQLITE_OK { throw connection.lastError(status) }
+        return data
+    }
+}

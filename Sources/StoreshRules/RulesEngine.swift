@@ -18,6 +18,8 @@ public enum RulesEngine {
         """
     public static let openRulesOrigin = "(the open rules of a new bucket)"
     static let openRuleset = CompiledRuleset(try! RulesParser.parse(openRules), origin: openRulesOrigin)
+    /// Rules that grant nothing: what stands for stored rules that cannot be used.
+    static let denyingRuleset = CompiledRuleset(Ruleset(version: "2", functions: [], matches: []), origin: "(no rules)")
     /// What the open rules (from `origin`) decide for every request, without parsing them: their one allow, at
     /// line 5, grants it.
     static func openDecision(origin: String) -> AccessDecision {

@@ -46,7 +46,15 @@ struct EvaluationError: Error {
 /// Evaluates a ruleset for one request. A struct made per request, so it must never be captured by a closure
 /// (each capture would copy it): expressions are evaluated in loops.
 struct RulesEvaluator {
+    /// What one request's evaluation has spent: expressions evaluated, and how deeply evaluation has nested
+    /// (function bodies within calls). Shared by reference, as the evaluator is copied into calls.
+    final class Budget {
+        var evaluated = 0
+        var nesting = 0
+    }
+
     let request: AccessRequest
+    let budget = Budget()
     /// `request.auth` (made once per sign-in), `request.resource` and `resource`.
     let auth: RulesValue
     let newResource: RulesValue
@@ -78,7 +86,26 @@ struct RulesEvaluator {
         }
     }
 
+    /// Evaluation nests at most this deep: an expression's own depth (bounded by the parser) within calls
+    /// (bounded by `maximumCallDepth`), so that no ruleset can exhaust a thread's stack.
+    static let maximumNesting = 256
+
     func evaluate(_ expression: RulesExpression, _ scope: Scope) throws(EvaluationError) -> RulesValue {
+        budget.evaluated += 1
+        budget.nesting += 1
+        defer { budget.nesting -= 1 }
+        guard budget.evaluated <= RulesLimits.maximumEvaluatedExpressions else {
+            throw EvaluationError(
+                message: "the rules evaluated more than \(RulesLimits.maximumEvaluatedExpressions) expressions for this request (the service's limit)",
+                line: expression.line ?? 0)
+        }
+        guard budget.nesting <= Self.maximumNesting else {
+            throw EvaluationError(message: "evaluation nests more than \(Self.maximumNesting) levels deep", line: expression.line ?? 0)
+        }
+        return try evaluateCounted(expression, scope)
+    }
+
+    private func evaluateCounted(_ expression: RulesExpression, _ scope: Scope) throws(EvaluationError) -> RulesValue {
         switch expression {
         case .literal(let value): return value
         case .identifier(let name, let line):
@@ -124,6 +151,12 @@ struct RulesEvaluator {
             }
         case .conditional(let condition, let then, let otherwise):
             return try truth(try evaluate(condition, scope), line: 0) ? try evaluate(then, scope) : try evaluate(otherwise, scope)
+        case .logical(let all, let operands, let line):
+            // Left to right, stopping at the first operand that decides the chain.
+            for operand in operands {
+                if try truth(try evaluate(operand, scope), line: line) != all { return .bool(!all) }
+            }
+            return .bool(all)
         case .binary(let symbol, let leftExpression, let rightExpression, let line):
             if symbol == "&&" || symbol == "||" {
                 let left = try truth(try evaluate(leftExpression, scope), line: line)

@@ -17,6 +17,10 @@ public final class RulesSession: RulesControl, @unchecked Sendable {
     private var origin: String
     /// With the open rules: the decision for every request.
     private var openDecision: AccessDecision
+    /// Why the stored rules cannot be used (kept before storesh bounded rules, or damaged), when they cannot:
+    /// every request they would decide is then denied, and the bucket still opens so that `rules load` or
+    /// `rules reset` can replace them.
+    private var unusable: String?
     private var signedIn: Identity?
     /// `request.auth` for the signed-in identity, made once per sign-in rather than once per request.
     private var authValue: RulesValue = .null
@@ -35,15 +39,24 @@ public final class RulesSession: RulesControl, @unchecked Sendable {
     /// A session under the same rules for requests made as `identity` (one request of a server): the compiled
     /// rules are shared, not parsed again, and its decisions are not recorded.
     public func session(as identity: Identity?) -> RulesSession {
-        let copy = lock.withLock { RulesSession(clock: clock, ruleset: ruleset, source: source, origin: origin, openDecision: openDecision) }
+        let copy = lock.withLock {
+            RulesSession(clock: clock, ruleset: ruleset, source: source, origin: origin, openDecision: openDecision, unusable: unusable)
+        }
         copy.identity = identity
         copy.recording = false
         return copy
     }
 
-    private init(clock: any StorageClock, ruleset: CompiledRuleset?, source: String, origin: String, openDecision: AccessDecision) {
+    private init(
+        clock: any StorageClock, ruleset: CompiledRuleset?, source: String, origin: String, openDecision: AccessDecision,
+        unusable: String?
+    ) {
         (self.clock, self.ruleset, self.source, self.origin, self.openDecision) = (clock, ruleset, source, origin, openDecision)
+        self.unusable = unusable
     }
+
+    /// Why the stored rules cannot be used, when they cannot (see `unusable`).
+    public var problem: String? { lock.withLock { unusable } }
 
     // MARK: RulesControl
 
@@ -66,7 +79,12 @@ public final class RulesSession: RulesControl, @unchecked Sendable {
         set { lock.withLock { recording = newValue } }
     }
 
-    public func currentRules() -> (source: String, origin: String) { lock.withLock { (source, origin) } }
+    public func currentRules() -> (source: String, origin: String) {
+        lock.withLock {
+            guard let unusable else { return (source, origin) }
+            return (source, "\(origin), which cannot be used (\(unusable)): every request they would decide is denied until rules load or rules reset")
+        }
+    }
 
     public func loadRules(source: String, origin: String, into store: any RulesStore) throws {
         let parsed = try RulesEngine.parse(source, origin: origin)
@@ -81,14 +99,19 @@ public final class RulesSession: RulesControl, @unchecked Sendable {
         }
         // Every command and script ends with a reload: parse only when the stored rules changed.
         if lock.withLock({ source == stored.source && origin == stored.origin }) { return }
-        put(try RulesEngine.parse(stored.source, origin: stored.origin), source: stored.source, origin: stored.origin)
+        do throws(StorageError) {
+            put(try RulesEngine.parse(stored.source, origin: stored.origin), source: stored.source, origin: stored.origin)
+        } catch {
+            // Never a reason not to open the bucket: the rules are what must be replaced.
+            put(RulesEngine.denyingRuleset, source: stored.source, origin: stored.origin, unusable: error.message)
+        }
     }
 
-    private func put(_ parsed: CompiledRuleset?, source: String, origin: String) {
+    private func put(_ parsed: CompiledRuleset?, source: String, origin: String, unusable: String? = nil) {
         // The open rules, loaded from a file or stored, are the open rules.
         let compiled = source == RulesEngine.openRules ? nil : parsed
         let decision = RulesEngine.openDecision(origin: origin)
-        lock.withLock { (ruleset, self.source, self.origin, openDecision) = (compiled, source, origin, decision) }
+        lock.withLock { (ruleset, self.source, self.origin, openDecision, self.unusable) = (compiled, source, origin, decision, unusable) }
     }
 
     public func guarding(_ bucket: any Bucket) -> any Bucket {
@@ -112,11 +135,24 @@ public final class RulesSession: RulesControl, @unchecked Sendable {
             let request = AccessRequest(
                 method: method, bucket: bucket, path: path, time: time, newResource: new.map(ObjectSnapshot.init),
                 existingResource: existing.map(ObjectSnapshot.init), auth: signedIn)
-            let decision = ruleset.map { RulesEngine.decide(request, ruleset: $0, auth: authValue) } ?? openDecision
+            let decision: AccessDecision
+            if let unusable {
+                decision = AccessDecision(
+                    allowed: false, denial: .unauthorized(bucket: bucket, path: path),
+                    reasons: ["the stored rules (\(origin)) cannot be used: \(unusable)"])
+            } else {
+                decision = ruleset.map { RulesEngine.decide(request, ruleset: $0, auth: authValue) } ?? openDecision
+            }
             if record && recording { last = (request, decision) }
             return decision
         }
         if !decision.allowed { throw decision.denial ?? StorageError.unauthorized(bucket: bucket, path: path) }
+    }
+
+    /// Decides a request without making it (an upload's start, decided before its bytes arrive); not recorded.
+    /// Throws its denial.
+    public func authorize(_ method: AccessMethod, bucket: String, path: String, new: ObjectMetadata?, existing: ObjectMetadata?) throws {
+        try check(method, bucket: bucket, path: path, new: new, existing: existing, record: false)
     }
 
     /// The bare decision, for the benchmark of one decision.

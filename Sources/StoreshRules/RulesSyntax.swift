@@ -9,6 +9,21 @@ public struct RulesSyntaxError: Error, Sendable, Equatable, CustomStringConverti
     public var description: String { "\(line):\(column): \(message)" }
 }
 
+/// The bounds of a rules text, as the service has them: rules are input a request can send (`PUT
+/// /internal/setRules`), so the parser and the evaluator must stay within a fixed stack and time whatever the text.
+/// A text beyond them is refused with a positioned error, never parsed or evaluated on.
+public enum RulesLimits {
+    /// The largest rules text, in UTF-8 bytes (the service's 256 KB).
+    public static let maximumSourceBytes = 256 * 1024
+    /// How deeply expressions may nest: parentheses, operators, calls, lists. A chain of `&&` or `||` is one
+    /// level however long.
+    public static let maximumExpressionDepth = 100
+    /// How deeply match blocks may nest.
+    public static let maximumMatchDepth = 32
+    /// Expressions evaluated for one request, function calls included; beyond it the allow grants nothing.
+    public static let maximumEvaluatedExpressions = 1_000
+}
+
 /// A parsed ruleset (the subset of the Cloud Storage rules language that storesh enforces).
 public struct Ruleset: Sendable {
     public var version: String
@@ -81,7 +96,21 @@ public indirect enum RulesExpression: Sendable {
     case map([(String, RulesExpression)])
     case unary(String, RulesExpression, line: Int)
     case binary(String, RulesExpression, RulesExpression, line: Int)
+    /// `a && b && …` (`all`) or `a || b || …` (any), kept flat: a long chain makes no deep tree.
+    case logical(all: Bool, [RulesExpression], line: Int)
     case conditional(RulesExpression, RulesExpression, RulesExpression)
+}
+
+extension RulesExpression {
+    /// The line an expression is on, where it knows it.
+    var line: Int? {
+        switch self {
+        case .identifier(_, let line), .request(let line), .member(_, _, let line), .index(_, _, let line), .call(_, _, let line),
+            .unary(_, _, let line), .binary(_, _, _, let line), .logical(_, _, let line):
+            line
+        case .literal, .requestField, .resource, .list, .map, .conditional: nil
+        }
+    }
 }
 
 /// The fields of `request` (rule R4).
@@ -225,6 +254,12 @@ enum RulesLexer {
 /// nested `match` blocks, `allow METHODS: if COND;`, `function name(args) { let x = …; return EXPR; }`.
 public enum RulesParser {
     public static func parse(_ text: String) throws(RulesSyntaxError) -> Ruleset {
+        let bytes = text.utf8.count
+        guard bytes <= RulesLimits.maximumSourceBytes else {
+            throw RulesSyntaxError(
+                message: "the rules are \(bytes) bytes long; a rules file is at most \(RulesLimits.maximumSourceBytes) bytes (256 KB)",
+                line: 1, column: 1)
+        }
         var parser = Parser(tokens: try RulesLexer.tokens(text), scalars: Array(text.unicodeScalars))
         return try parser.ruleset()
     }
@@ -233,6 +268,18 @@ public enum RulesParser {
         let tokens: [RulesToken]
         let scalars: [Unicode.Scalar]
         var position = 0
+        /// How deep the expression being parsed is (bounded by `RulesLimits.maximumExpressionDepth`).
+        var depth = 0
+        /// How deep the match block being parsed is.
+        var matchDepth = 0
+
+        /// Goes one level deeper into an expression at `token`, refusing past the limit.
+        mutating func enter(at token: RulesToken) throws(RulesSyntaxError) {
+            depth += 1
+            guard depth <= RulesLimits.maximumExpressionDepth else {
+                throw error("the expression nests more than \(RulesLimits.maximumExpressionDepth) levels deep", at: token)
+            }
+        }
 
         var current: RulesToken { tokens[position] }
 
@@ -310,6 +357,11 @@ public enum RulesParser {
 
         mutating func match() throws(RulesSyntaxError) -> MatchBlock {
             let keyword = next()
+            matchDepth += 1
+            defer { matchDepth -= 1 }
+            guard matchDepth <= RulesLimits.maximumMatchDepth else {
+                throw error("match blocks nest more than \(RulesLimits.maximumMatchDepth) deep", at: keyword)
+            }
             guard case .path(let text) = current.kind else { throw error("expected a path after match") }
             let pathToken = next()
             var segments: [MatchBlock.Segment] = []
@@ -416,6 +468,8 @@ public enum RulesParser {
         // Expressions, lowest precedence first.
 
         mutating func expression() throws(RulesSyntaxError) -> RulesExpression {
+            try enter(at: current)
+            defer { depth -= 1 }
             let condition = try binary(level: 0)
             if current.kind == .symbol("?") {
                 _ = next()
@@ -430,7 +484,22 @@ public enum RulesParser {
 
         mutating func binary(level: Int) throws(RulesSyntaxError) -> RulesExpression {
             guard level < Self.levels.count else { return try unary() }
+            let first = current
             var left = try binary(level: level + 1)
+            if level <= 1 {
+                // `||` (level 0) and `&&` (level 1): the operands of a chain, kept in one flat node.
+                let symbol = level == 0 ? "||" : "&&"
+                guard current.kind == .symbol(symbol) else { return left }
+                var operands = [left]
+                while current.kind == .symbol(symbol) {
+                    _ = next()
+                    operands.append(try binary(level: level + 1))
+                }
+                return .logical(all: level == 1, operands, line: first.line)
+            }
+            // Any other operator makes the chain's tree one level deeper at each step.
+            let entered = depth
+            defer { depth = entered }
             while true {
                 let token = current
                 let symbol: String
@@ -439,6 +508,7 @@ public enum RulesParser {
                 case .identifier("in") where Self.levels[level].contains("in"): symbol = "in"
                 default: return left
                 }
+                try enter(at: token)
                 _ = next()
                 left = .binary(symbol, left, try binary(level: level + 1), line: token.line)
             }
@@ -447,6 +517,8 @@ public enum RulesParser {
         mutating func unary() throws(RulesSyntaxError) -> RulesExpression {
             let token = current
             if token.kind == .symbol("!") || token.kind == .symbol("-") {
+                try enter(at: token)
+                defer { depth -= 1 }
                 _ = next()
                 guard case .symbol(let symbol) = token.kind else { return try unary() }
                 return .unary(symbol, try unary(), line: token.line)
@@ -456,8 +528,12 @@ public enum RulesParser {
 
         mutating func postfix() throws(RulesSyntaxError) -> RulesExpression {
             var value = try primary()
+            // Each member, index or call wraps the value so far: one level deeper.
+            let entered = depth
+            defer { depth = entered }
             while true {
                 let token = current
+                if token.kind == .symbol(".") || token.kind == .symbol("[") || token.kind == .symbol("(") { try enter(at: token) }
                 if token.kind == .symbol(".") {
                     _ = next()
                     let name = try identifier("a name after '.'")

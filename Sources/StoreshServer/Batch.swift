@@ -9,6 +9,10 @@ import StoreshCore
 /// thousand patches cost a few disk flushes, not a thousand.
 extension StorageAPI {
     static let maximumBatchParts = 1000
+    /// The most bytes of answers one batch holds (its parts' bodies together).
+    static let maximumBatchAnswerBytes = 32 << 20
+    /// Parts of one batch that run at once.
+    static let batchParallelism = 32
 
     func respondBatch(_ exchange: inout Exchange) async throws -> Answer {
         guard exchange.method == .post else {
@@ -28,15 +32,26 @@ extension StorageAPI {
         }
         let authority = exchange.request.head.authority
         let answers = await withTaskGroup(of: (Int, Answer).self) { group in
+            var answers = [Answer?](repeating: nil, count: parts.count)
+            var total = 0
+            // At most `batchParallelism` parts at once; answers are kept until the batch is answered whole, so their
+            // bytes are counted, and parts past the bound are refused rather than held.
+            var started = 0
+            func record(_ index: Int, _ answer: Answer) {
+                total += answer.body.readableBytes
+                answers[index] = total <= Self.maximumBatchAnswerBytes ? answer : Reply.failure(
+                    HTTPFailure(
+                        .contentTooLarge, reason: "responseTooLarge",
+                        "The batch's answers would exceed \(Self.maximumBatchAnswerBytes >> 20) MiB; this request was not answered. Send it in a smaller batch."),
+                    firebase: false)
+            }
             for (index, part) in parts.enumerated() {
+                if started >= Self.batchParallelism, let (done, answer) = await group.next() { record(done, answer) }
+                started += 1
                 group.addTask {
                     do {
                         let request = try part.request(authority: authority)
-                        if let endpoint = try Endpoint(path: request.uri.path),
-                            endpoint == .batch || endpoint.isFirebase || { if case .upload = endpoint { true } else { false } }()
-                        {
-                            throw HTTPFailure.badRequest("A batch may hold JSON API requests only, not \(request.uri.path).")
-                        }
+                        try Self.refuseInBatch(request)
                         return (index, await self.respond(to: request))
                     } catch let failure as HTTPFailure {
                         return (index, Reply.failure(failure, firebase: false))
@@ -45,8 +60,7 @@ extension StorageAPI {
                     }
                 }
             }
-            var answers = [Answer?](repeating: nil, count: parts.count)
-            for await (index, answer) in group { answers[index] = answer }
+            for await (index, answer) in group { record(index, answer) }
             return answers.map { $0! }
         }
         let responseBoundary = "batch_storesh_" + UUID().uuidString.replacingOccurrences(of: "-", with: "")
@@ -65,6 +79,22 @@ extension StorageAPI {
         }
         output.writeString("--\(responseBoundary)--\r\n")
         return Answer(status: .ok, headers: [.contentType: "multipart/mixed; boundary=\(responseBoundary)"], body: output)
+    }
+}
+
+extension StorageAPI {
+    /// A batch carries metadata requests of the JSON API, as the service's does: no uploads or downloads of
+    /// content (whose answers would all be held at once), no v0 or internal endpoint, no batch in a batch.
+    static func refuseInBatch(_ request: Request) throws {
+        let path = request.uri.path
+        let endpoint = try Endpoint(path: path)
+        switch endpoint {
+        case .buckets?, .bucket?, .objects?, .object?, .copy?, .compose?, nil: break
+        default: throw HTTPFailure.badRequest("A batch may hold JSON API metadata requests only, not \(path).")
+        }
+        if let query = request.uri.query, (try? QueryParameters(query))?["alt"] == "media" {
+            throw HTTPFailure.badRequest("A batch may not download content (alt=media): download \(path) on its own.")
+        }
     }
 }
 

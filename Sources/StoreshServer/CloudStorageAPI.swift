@@ -111,7 +111,10 @@ extension StorageAPI {
             try checkForRead(conditions, object)
             return Reply.json(ObjectResource.cloudStorage(object, baseURL: exchange.baseURL))
         }
-        let (object, content) = try bucket.reader.currentObjectWithContent(name)
+        // Conditions first, on the metadata: a refused read reads no content.
+        let current = try currentObject(name, generation: generation)
+        try checkForRead(conditions, current)
+        let (object, content) = try download(name)
         if let generation, generation != object.generation { throw StorageError.objectNotFound(name.rawValue) }
         try checkForRead(conditions, object)
         return try Reply.media(object, content: content, rangeHeader: exchange.request.headers[.range])
@@ -216,7 +219,10 @@ extension StorageAPI {
             switch exchange.method {
             case .put, .post: return try await resumableChunk(&exchange, id: id)
             case .delete:
-                try uploads.withSession(id) { (session: inout UploadSessions.Session) in session.state = .cancelled }
+                try uploads.withSession(id) { (session: inout UploadSessions.Session) in
+                    if case .receiving = session.state { throw UploadSessions.busy }
+                    if session.state.inProgress { session.end(.cancelled) }
+                }
                 return Reply.empty(HTTPResponse.Status(code: 499, reasonPhrase: "Client Closed Request"))
             default:
                 throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.put, .post, .delete], what: "a resumable upload")
@@ -233,17 +239,13 @@ extension StorageAPI {
                 name: try objectName(exchange.query["name"]), options: WriteOptions(), conditions: conditions, firebase: false)
             if let type = exchange.request.headers[.contentType] { upload.options.properties[.contentType] = type }
             if let encoding = exchange.query["contentEncoding"] { upload.options.properties[.contentEncoding] = encoding }
-            let content = try await body(&exchange, limit: limits.maximumObjectBytes, what: "object")
+            let content = try await receiveObject(&exchange)
             return Reply.json(uploaded(try await finishUpload(upload, content: content), content: content, exchange))
         case "multipart":
-            let contentType = exchange.request.headers[.contentType]
-            let parts = try MultipartUpload(
-                body: try await body(&exchange, limit: limits.maximumObjectBytes + limits.maximumJSONBytes, what: "multipart upload"),
-                contentType: contentType)
+            let parts = try await receiveMultipart(&exchange)
             let metadata = try ObjectMetadataBody(json: parts.metadata, what: "upload's metadata part")
             var upload = try uploadRequest(metadata, exchange: exchange, conditions: conditions)
             if upload.options.properties[.contentType] == nil, let type = parts.contentType { upload.options.properties[.contentType] = type }
-            guard parts.content.count <= limits.maximumObjectBytes else { throw objectTooLarge(Int64(parts.content.count)) }
             return Reply.json(uploaded(try await finishUpload(upload, content: parts.content), content: parts.content, exchange))
         case "resumable":
             let metadata = try await jsonBody(&exchange, what: "upload's metadata")
@@ -260,7 +262,7 @@ extension StorageAPI {
                     throw StorageError.preconditionFailed(upload.name.rawValue, conditions.precondition, actual: existing)
                 }
             }
-            let id = try uploads.start(upload, declaredSize: declared)
+            let id = try uploads.start(upload, declaredSize: declared, spool: Spool(directory: spoolDirectory))
             let location = "\(exchange.baseURL)/upload/storage/v1/b/\(bucket.name)/o?uploadType=resumable&upload_id=\(id)"
             return Reply.empty(.ok, headers: [.location: location, HTTPField.Name("X-GUploader-UploadID")!: id])
         case nil:
@@ -280,75 +282,106 @@ extension StorageAPI {
             expectedCRC32C: metadata.crc32c, conditions: conditions, firebase: false)
     }
 
-    private func uploaded(_ object: ObjectMetadata, content: Data, _ exchange: Exchange) -> JSONValue {
-        ObjectResource.cloudStorage(object, baseURL: exchange.baseURL, crc32c: CRC32C.base64(of: content))
+    private func uploaded(_ object: ObjectMetadata, content: SpooledContent, _ exchange: Exchange) -> JSONValue {
+        ObjectResource.cloudStorage(object, baseURL: exchange.baseURL, crc32c: content.crc32cBase64)
     }
 
     /// One chunk of a resumable upload (`Content-Range: bytes FIRST-LAST/TOTAL`, `TOTAL` may be `*`), or a status
     /// query (`bytes */TOTAL`). Answers 308 with the bytes received so far until the last byte, then the object.
+    /// The chunk's place and size are checked before its bytes are read, which stream into the session's spool.
     private func resumableChunk(_ exchange: inout Exchange, id: String) async throws -> Answer {
         let rangeHeader = exchange.request.headers[.contentRange]
-        let chunk = try await body(&exchange, limit: limits.maximumObjectBytes, what: "chunk")
-        let range = try ContentRange(rangeHeader, bodyLength: chunk.count)
+        let declaredLength = exchange.request.headers[.contentLength].flatMap(Int64.init)
+        let range = try ContentRange(rangeHeader, bodyLength: declaredLength)
         let hashHeader = exchange.header("X-Goog-Hash")
-        // Decide under the session's lock what this chunk does; the object is written outside it.
-        enum Step { case answer(Answer), finish(UploadRequest, Data) }
-        let step = try uploads.withSession(id) { (session: inout UploadSessions.Session) throws -> Step in
+        let limit = Int64(limits.maximumObjectBytes)
+        // Decide under the session's lock where this chunk goes; its bytes arrive outside it.
+        enum Start { case answer(Answer), receive(Spool, skip: Int64, total: Int64?) }
+        let start = try uploads.withSession(id) { (session: inout UploadSessions.Session) throws -> Start in
             switch session.state {
             case .final(let status, let body):
                 return .answer(Reply.json(body, status: HTTPResponse.Status(code: status)))
             case .cancelled:
                 throw HTTPFailure(HTTPResponse.Status(code: 499, reasonPhrase: "Client Closed Request"), reason: "cancelled", "The upload \(id) was cancelled.")
-            case .finishing: throw UploadSessions.finishing
+            case .finishing, .receiving: throw UploadSessions.busy
             case .active: break
             }
-            let received = Int64(session.received.count)
+            let received = session.received
             if let total = range.total {
                 if let declared = session.declaredSize, declared != total {
                     throw HTTPFailure.badRequest("Content-Range gives the object's size as \(total) bytes, but the upload was started for \(declared).")
                 }
-                guard total <= limits.maximumObjectBytes else { throw objectTooLarge(total) }
-                session.declaredSize = total
-            }
-            if let first = range.first {
-                guard first <= received else {
-                    throw HTTPFailure.badRequest("Content-Range starts at byte \(first), but only \(received) bytes of the upload have been received.")
-                }
-                // A chunk sent again after a lost answer overlaps what was kept: only its new bytes are taken.
-                let skip = Int(received - first)
-                if skip < chunk.count { session.received.append(chunk.dropFirst(skip)) }
-                if let total = session.declaredSize, Int64(session.received.count) > total {
-                    session.received.removeLast(session.received.count - Int(total))
-                    throw HTTPFailure.badRequest("Content-Range ends past the object's size of \(total) bytes.")
+                guard total <= limit else {
+                    session.end(.cancelled)
+                    throw objectTooLarge(total)
                 }
             }
-            if let total = session.declaredSize, Int64(session.received.count) == total {
+            if let end = range.end, end > limit {
+                session.end(.cancelled)
+                throw objectTooLarge(end)
+            }
+            let first = range.first ?? received
+            guard first <= received else {
+                throw HTTPFailure.badRequest("Content-Range starts at byte \(first), but only \(received) bytes of the upload have been received.")
+            }
+            if range.total != nil { session.declaredSize = range.total }
+            session.state = .receiving
+            return .receive(session.spool!, skip: received - first, total: session.declaredSize)
+        }
+        guard case .receive(let spool, let skip, let total) = start else {
+            if case .answer(let answer) = start { return answer }
+            throw HTTPFailure(.internalServerError, reason: "backendError", "unreachable")
+        }
+        let sizeBefore = spool.size
+        do {
+            let length = try await receive(
+                &exchange, into: spool, limit: min(limit, total ?? limit), skipping: skip,
+                tooLarge: total.map { _ in HTTPFailure.badRequest("Content-Range ends past the object's size of \(total!) bytes.") }
+                    ?? self.objectTooLarge())
+            try range.check(bodyLength: length, header: rangeHeader)
+        } catch {
+            try? spool.truncate(to: sizeBefore)
+            let over = (error as? HTTPFailure)?.status == .contentTooLarge
+            try? uploads.withSession(id) { (session: inout UploadSessions.Session) in
+                if over { session.end(.cancelled) } else { session.state = .active }
+            }
+            throw error
+        }
+        enum Step { case answer(Answer), finish(UploadRequest, Spool) }
+        let step = try uploads.withSession(id) { (session: inout UploadSessions.Session) throws -> Step in
+            session.state = .active
+            if range.whole {
+                // No Content-Range: this request carried the whole object.
+                if let declared = session.declaredSize, declared != session.received {
+                    throw HTTPFailure.badRequest(
+                        "The upload was started for \(declared) bytes, but has \(session.received) and its last request gave no Content-Range.")
+                }
+                session.declaredSize = session.received
+            }
+            if let total = session.declaredSize, session.received == total {
                 var upload = session.request
                 if let hashHeader, let crc = Self.hash("crc32c", in: hashHeader) { upload.expectedCRC32C = crc }
                 session.state = .finishing
-                return .finish(upload, session.received)
+                return .finish(upload, spool)
             }
             var headers = HTTPFields()
-            if !session.received.isEmpty { headers[.range] = "bytes=0-\(session.received.count - 1)" }
+            if session.received > 0 { headers[.range] = "bytes=0-\(session.received - 1)" }
             return .answer(Reply.empty(HTTPResponse.Status(code: 308, reasonPhrase: "Resume Incomplete"), headers: headers))
         }
         switch step {
         case .answer(let response): return response
-        case .finish(let upload, let content):
+        case .finish(let upload, let spool):
             do {
+                let content = try spool.content()
                 let object = try await finishUpload(upload, content: content)
                 let resource = uploaded(object, content: content, exchange)
-                try? uploads.withSession(id) { (session: inout UploadSessions.Session) in
-                    session.state = .final(status: 200, body: resource)
-                    session.received = Data()
-                }
+                try? uploads.withSession(id) { (session: inout UploadSessions.Session) in session.end(.final(status: 200, body: resource)) }
                 return Reply.json(resource)
-            } catch let error as StorageError where error.code == .preconditionFailed || error.code == .nonMatchingChecksum {
+            } catch let error as StorageError where error.code == .preconditionFailed || error.code == .nonMatchingChecksum || error.code == .unauthorized {
                 // The upload cannot succeed by sending it again: it ends here.
                 let failure = HTTPFailure(error, bucket: bucket.name, object: upload.name.rawValue, firebase: false)
                 try? uploads.withSession(id) { (session: inout UploadSessions.Session) in
-                    session.state = .final(status: Int(failure.status.code), body: failure.body(firebase: false))
-                    session.received = Data()
+                    session.end(.final(status: Int(failure.status.code), body: failure.body(firebase: false)))
                 }
                 throw failure
             } catch {
@@ -369,16 +402,20 @@ extension StorageAPI {
 }
 
 /// A resumable chunk's `Content-Range`: `bytes FIRST-LAST/TOTAL`, `bytes FIRST-LAST/*`, or `bytes */TOTAL` (a
-/// status query, or the end of an upload whose bytes have all been sent).
+/// status query, or the end of an upload whose bytes have all been sent). Read before the chunk's bytes, whose
+/// count is checked against it once they have arrived.
 struct ContentRange {
     var first: Int64?
+    /// One past the last byte the chunk carries.
+    var end: Int64?
     var total: Int64?
+    /// No header: the whole object in this one request.
+    var whole = false
 
-    init(_ header: String?, bodyLength: Int) throws {
+    init(_ header: String?, bodyLength: Int64?) throws {
         guard let header else {
-            // No range: the whole object in this one request.
             first = 0
-            total = Int64(bodyLength)
+            whole = true
             return
         }
         let invalid = HTTPFailure.badRequest(
@@ -391,20 +428,32 @@ struct ContentRange {
             self.total = total
         }
         if parts[0] == "*" {
-            guard bodyLength == 0 else {
+            if let bodyLength, bodyLength > 0 {
                 throw HTTPFailure.badRequest("Content-Range 'bytes */…' asks for the upload's status and carries no bytes, but this request has \(bodyLength).")
             }
+            end = nil
             return
         }
         let bounds = parts[0].split(separator: "-", omittingEmptySubsequences: false)
-        guard bounds.count == 2, let first = Int64(bounds[0]), let last = Int64(bounds[1]), first >= 0, last >= first else {
+        guard bounds.count == 2, let first = Int64(bounds[0]), let last = Int64(bounds[1]), first >= 0, last >= first, last < Int64.max else {
             throw invalid
         }
-        guard last - first + 1 == Int64(bodyLength) else {
-            throw HTTPFailure.badRequest(
-                "Content-Range '\(header)' announces \(last - first + 1) bytes, but the request carries \(bodyLength).")
+        if let bodyLength, last - first + 1 != bodyLength {
+            throw HTTPFailure.badRequest("Content-Range '\(header)' announces \(last - first + 1) bytes, but the request carries \(bodyLength).")
         }
         if let total, last >= total { throw HTTPFailure.badRequest("Content-Range '\(header)' ends past the object's size of \(total) bytes.") }
         self.first = first
+        end = last + 1
+    }
+
+    /// Checks the count of bytes that arrived against the range (a body without a declared length).
+    func check(bodyLength: Int64, header: String?) throws {
+        if whole {
+            return
+        }
+        let announced = first.flatMap { first in end.map { $0 - first } } ?? 0
+        guard bodyLength == announced else {
+            throw HTTPFailure.badRequest("Content-Range '\(header ?? "")' announces \(announced) bytes, but the request carried \(bodyLength).")
+        }
     }
 }

@@ -164,13 +164,16 @@ extension StorageAPI {
             return Reply.json(ObjectResource.firebase(try await readable(by: who).metadata(of: name)))
         }
         if let token = exchange.query["token"], !token.isEmpty,
-            let (object, content) = try? bucket.reader.currentObjectWithContent(name),
-            Self.tokens(of: object).contains(token)
+            let object = try? bucket.reader.currentMetadata(of: name), Self.tokens(of: object).contains(token)
         {
-            return try Reply.media(object, content: content, rangeHeader: exchange.request.headers[.range])
+            let (current, content) = try download(name)
+            // The object may have changed between the two reads: its content is served only under a token it has.
+            if Self.tokens(of: current).contains(token) {
+                return try Reply.media(current, content: content, rangeHeader: exchange.request.headers[.range])
+            }
         }
         _ = try await readable(by: who).metadata(of: name)
-        let (object, content) = try bucket.reader.currentObjectWithContent(name)
+        let (object, content) = try download(name)
         return try Reply.media(object, content: content, rangeHeader: exchange.request.headers[.range])
     }
 
@@ -257,7 +260,8 @@ extension StorageAPI {
             }
             // The Web and Android SDKs write X-Goog-Upload-Header-…, the Apple SDK X-Goog-Upload-….
             let declared = try announcedSize(exchange, headers: ["X-Goog-Upload-Header-Content-Length", "X-Goog-Upload-Content-Length"])
-            let id = try uploads.start(upload, declaredSize: declared)
+            try await authorizeUploadStart(upload, declaredSize: declared)
+            let id = try uploads.start(upload, declaredSize: declared, spool: Spool(directory: spoolDirectory))
             let url = "\(exchange.baseURL)/v0/b/\(bucket.name)/o?name=\(NameBytes.percentEncoded(upload.name.rawValue))&upload_id=\(id)&upload_protocol=resumable"
             return Reply.empty(.ok, headers: [
                 HTTPField.Name("X-Goog-Upload-Status")!: "active", HTTPField.Name("X-Goog-Upload-URL")!: url,
@@ -265,24 +269,23 @@ extension StorageAPI {
             ])
         }
         if protocolName == "multipart" {
-            let contentType = exchange.request.headers[.contentType]
-            let parts = try MultipartUpload(
-                body: try await body(&exchange, limit: limits.maximumObjectBytes + limits.maximumJSONBytes, what: "multipart upload"),
-                contentType: contentType)
+            let parts = try await receiveMultipart(&exchange)
             var upload = try request(try ObjectMetadataBody(json: parts.metadata, what: "upload's metadata part"))
             if upload.options.properties[.contentType] == nil, let type = parts.contentType { upload.options.properties[.contentType] = type }
-            guard parts.content.count <= limits.maximumObjectBytes else { throw objectTooLarge(Int64(parts.content.count)) }
-            return Reply.json(ObjectResource.firebase(try await finishUpload(upload, content: parts.content)))
+            return Reply.json(ObjectResource.firebase(try await finishUpload(upload, content: parts.content), crc32c: parts.content.crc32cBase64))
         }
         if let protocolName { throw HTTPFailure.badRequest("Unknown X-Goog-Upload-Protocol '\(protocolName)': it is multipart or resumable.") }
         var upload = try request(ObjectMetadataBody())
         if let type = exchange.request.headers[.contentType] { upload.options.properties[.contentType] = type }
-        let content = try await body(&exchange, limit: limits.maximumObjectBytes, what: "object")
-        return Reply.json(ObjectResource.firebase(try await finishUpload(upload, content: content)))
+        // The whole object in one request: decided on what the request announces before its bytes are read.
+        try await authorizeUploadStart(upload, declaredSize: exchange.request.headers[.contentLength].flatMap(Int64.init))
+        let content = try await receiveObject(&exchange)
+        return Reply.json(ObjectResource.firebase(try await finishUpload(upload, content: content), crc32c: content.crc32cBase64))
     }
 
     /// The commands of a v0 resumable upload at its upload URL: `upload`, `finalize` (or both), `query`, `cancel`.
-    /// Chunks need not carry the Authorization header (the iOS SDK sends none): the upload is its starter's.
+    /// Chunks need not carry the Authorization header (the iOS SDK sends none): the upload is its starter's. A
+    /// chunk's place is checked before its bytes are read, which stream into the session's spool.
     private func firebaseResumable(_ exchange: inout Exchange, id: String) async throws -> Answer {
         let commands = Set((exchange.header("X-Goog-Upload-Command") ?? "").lowercased().split(separator: ",").map {
             $0.trimmingCharacters(in: .whitespaces)
@@ -291,7 +294,6 @@ extension StorageAPI {
         guard !commands.isEmpty, commands.isSubset(of: known) else {
             throw HTTPFailure.badRequest("X-Goog-Upload-Command must be upload, finalize, 'upload, finalize', query or cancel.")
         }
-        let chunk = try await body(&exchange, limit: limits.maximumObjectBytes, what: "chunk")
         var offset: Int64?
         if let text = exchange.header("X-Goog-Upload-Offset") {
             guard let value = Int64(text), value >= 0 else {
@@ -299,59 +301,88 @@ extension StorageAPI {
             }
             offset = value
         }
-        func status(_ state: String, _ received: Int) -> HTTPFields {
+        let declaredLength = exchange.request.headers[.contentLength].flatMap(Int64.init)
+        let limit = Int64(limits.maximumObjectBytes)
+        func status(_ state: String, _ received: Int64) -> HTTPFields {
             [HTTPField.Name("X-Goog-Upload-Status")!: state, HTTPField.Name("X-Goog-Upload-Size-Received")!: String(received)]
         }
-        enum Step { case answer(Answer), finish(UploadRequest, Data) }
-        let step = try uploads.withSession(id) { (session: inout UploadSessions.Session) throws -> Step in
+        enum Start { case answer(Answer), receive(Spool, skip: Int64, total: Int64?), finalize }
+        let start = try uploads.withSession(id) { (session: inout UploadSessions.Session) throws -> Start in
             if case .final(let code, let body) = session.state {
-                return .answer(Reply.json(body, status: HTTPResponse.Status(code: code), headers: status("final", Int(session.declaredSize ?? 0))))
+                return .answer(Reply.json(body, status: HTTPResponse.Status(code: code), headers: status("final", session.declaredSize ?? 0)))
             }
-            if case .finishing = session.state { throw UploadSessions.finishing }
+            if case .finishing = session.state { throw UploadSessions.busy }
+            if case .receiving = session.state { throw UploadSessions.busy }
             if case .cancelled = session.state {
-                if commands == ["query"] { return .answer(Reply.empty(.ok, headers: status("cancelled", session.received.count))) }
+                if commands == ["query"] { return .answer(Reply.empty(.ok, headers: status("cancelled", 0))) }
                 throw HTTPFailure.badRequest("The upload \(id) was cancelled.")
             }
             if commands.contains("cancel") {
-                session.state = .cancelled
-                session.received = Data()
+                session.end(.cancelled)
                 return .answer(Reply.empty(.ok, headers: status("cancelled", 0)))
             }
-            if commands == ["query"] { return .answer(Reply.empty(.ok, headers: status("active", session.received.count))) }
-            if commands.contains("upload") {
-                let received = Int64(session.received.count)
-                let first = offset ?? received
-                guard first <= received else {
-                    throw HTTPFailure.badRequest("X-Goog-Upload-Offset is \(first), but only \(received) bytes of the upload have been received.")
+            if commands == ["query"] { return .answer(Reply.empty(.ok, headers: status("active", session.received))) }
+            guard commands.contains("upload") else {
+                if let declaredLength, declaredLength > 0 {
+                    throw HTTPFailure.badRequest("A finalize without upload carries no bytes, but this request has \(declaredLength).")
                 }
-                let skip = Int(received - first)
-                if skip < chunk.count { session.received.append(chunk.dropFirst(skip)) }
-                guard session.received.count <= limits.maximumObjectBytes else {
-                    session.state = .cancelled
-                    session.received = Data()
-                    throw objectTooLarge(Int64(session.received.count))
+                return .finalize
+            }
+            let received = session.received
+            let first = offset ?? received
+            guard first <= received else {
+                throw HTTPFailure.badRequest("X-Goog-Upload-Offset is \(first), but only \(received) bytes of the upload have been received.")
+            }
+            if let declaredLength, first + declaredLength > limit {
+                session.end(.cancelled)
+                throw objectTooLarge(first + declaredLength)
+            }
+            session.state = .receiving
+            return .receive(session.spool!, skip: received - first, total: session.declaredSize)
+        }
+        var chunkLength: Int64 = 0
+        switch start {
+        case .answer(let answer): return answer
+        case .finalize: break
+        case .receive(let spool, let skip, let total):
+            let sizeBefore = spool.size
+            do {
+                chunkLength = try await receive(
+                    &exchange, into: spool, limit: min(limit, total ?? limit), skipping: skip,
+                    tooLarge: total.map { HTTPFailure.badRequest("The upload would have more than the \($0) bytes announced at its start.") }
+                        ?? self.objectTooLarge())
+            } catch {
+                try? spool.truncate(to: sizeBefore)
+                let over = (error as? HTTPFailure)?.status == .contentTooLarge
+                try? uploads.withSession(id) { (session: inout UploadSessions.Session) in
+                    if over { session.end(.cancelled) } else { session.state = .active }
                 }
-            } else if !chunk.isEmpty {
-                throw HTTPFailure.badRequest("A finalize without upload carries no bytes, but this request has \(chunk.count).")
+                throw error
             }
-            if let declared = session.declaredSize, Int64(session.received.count) > declared {
-                throw HTTPFailure.badRequest("The upload has \(session.received.count) bytes, more than the \(declared) announced at its start.")
-            }
+        }
+        if !commands.contains("upload"), chunkLength > 0 {
+            throw HTTPFailure.badRequest("A finalize without upload carries no bytes, but this request has \(chunkLength).")
+        }
+        enum Step { case answer(Answer), finish(UploadRequest, Spool) }
+        let step = try uploads.withSession(id) { (session: inout UploadSessions.Session) throws -> Step in
+            if case .receiving = session.state { session.state = .active }
+            guard case .active = session.state, let spool = session.spool else { throw UploadSessions.busy }
             guard commands.contains("finalize") else {
-                return .answer(Reply.empty(.ok, headers: status("active", session.received.count)))
+                return .answer(Reply.empty(.ok, headers: status("active", session.received)))
             }
-            if let declared = session.declaredSize, Int64(session.received.count) != declared {
-                throw HTTPFailure.badRequest("The upload cannot be finalized: \(session.received.count) of the \(declared) bytes announced have been received.")
+            if let declared = session.declaredSize, session.received != declared {
+                throw HTTPFailure.badRequest("The upload cannot be finalized: \(session.received) of the \(declared) bytes announced have been received.")
             }
             session.state = .finishing
-            return .finish(session.request, session.received)
+            return .finish(session.request, spool)
         }
         switch step {
         case .answer(let response): return response
-        case .finish(let upload, let content):
+        case .finish(let upload, let spool):
             let answer: (Int, JSONValue)
             do {
-                answer = (200, ObjectResource.firebase(try await finishUpload(upload, content: content)))
+                let content = try spool.content()
+                answer = (200, ObjectResource.firebase(try await finishUpload(upload, content: content), crc32c: content.crc32cBase64))
             } catch let error as StorageError where error.code != .unavailable && error.code != .internalError {
                 let failure = HTTPFailure(error, bucket: bucket.name, object: upload.name.rawValue, firebase: true)
                 answer = (Int(failure.status.code), failure.body(firebase: true))
@@ -359,12 +390,12 @@ extension StorageAPI {
                 uploads.reopen(id)  // a busy or failing disk: the client may finalize again
                 throw error
             }
+            let size = spool.size
             try? uploads.withSession(id) { (session: inout UploadSessions.Session) in
-                session.state = .final(status: answer.0, body: answer.1)
-                session.declaredSize = Int64(content.count)
-                session.received = Data()
+                session.end(.final(status: answer.0, body: answer.1))
+                session.declaredSize = size
             }
-            return Reply.json(answer.1, status: HTTPResponse.Status(code: answer.0), headers: status("final", content.count))
+            return Reply.json(answer.1, status: HTTPResponse.Status(code: answer.0), headers: status("final", size))
         }
     }
 

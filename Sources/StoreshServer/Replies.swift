@@ -8,14 +8,34 @@ struct Answer: Sendable {
     var status: HTTPResponse.Status
     var headers: HTTPFields
     var body: ByteBuffer
+    /// Content sent from a spool a piece at a time instead of `body` (a download larger than a spool keeps in
+    /// memory), so that no answer holds a whole large object.
+    var streamed: SpooledContent?
 
-    init(status: HTTPResponse.Status, headers: HTTPFields = [:], body: ByteBuffer = ByteBuffer()) {
+    init(status: HTTPResponse.Status, headers: HTTPFields = [:], body: ByteBuffer = ByteBuffer(), streamed: SpooledContent? = nil) {
         self.status = status
         self.headers = headers
         self.body = body
+        self.streamed = streamed
     }
 
-    var response: Response { Response(status: status, headers: headers, body: ResponseBody(byteBuffer: body)) }
+    var response: Response {
+        guard let streamed else { return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: body)) }
+        let size = streamed.size
+        return Response(
+            status: status, headers: headers,
+            body: ResponseBody(contentLength: Int(size)) { writer in
+                var offset: Int64 = 0
+                // Bounded: each round sends at least one byte, up to the content's size.
+                while offset < size {
+                    let piece = try streamed.read(offset: offset, length: Spool.pieceBytes)
+                    guard !piece.isEmpty else { break }
+                    try await writer.write(ByteBuffer(bytes: piece))
+                    offset += Int64(piece.count)
+                }
+                try await writer.finish(nil)
+            })
+    }
 }
 
 /// How the server writes its answers.
@@ -38,7 +58,7 @@ enum Reply {
 
     /// An object's content (`alt=media`), whole or the one range asked for, with the headers clients check: the
     /// hashes of the whole content (`X-Goog-Hash`), its generations and its stored size and encoding.
-    static func media(_ object: ObjectMetadata, content: Data, rangeHeader: String?) throws -> Answer {
+    static func media(_ object: ObjectMetadata, content: SpooledContent, rangeHeader: String?) throws -> Answer {
         var headers = HTTPFields()
         headers[.contentType] = object.contentType ?? "application/octet-stream"
         headers[.acceptRanges] = "bytes"
@@ -53,13 +73,23 @@ enum Reply {
         if let value = object.contentDisposition { headers[.contentDisposition] = value }
         if let value = object.contentLanguage { headers[.contentLanguage] = value }
         if let value = object.contentEncoding, value != "identity" { headers[.contentEncoding] = value }
-        guard let range = try ByteRange.parse(rangeHeader, size: content.count) else {
-            headers[HTTPField.Name("X-Goog-Hash")!] = "crc32c=\(CRC32C.base64(of: content)),md5=\(object.md5Hash)"
-            return Answer(status: .ok, headers: headers, body: ByteBuffer(bytes: content))
+        guard let range = try ByteRange.parse(rangeHeader, size: Int(content.size)) else {
+            headers[HTTPField.Name("X-Goog-Hash")!] = "crc32c=\(content.crc32cBase64),md5=\(object.md5Hash)"
+            return body(content, range: 0..<content.size, status: .ok, headers: headers)
         }
-        headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(content.count)"
-        let slice = content[content.startIndex + range.lowerBound..<content.startIndex + range.upperBound]
-        return Answer(status: .partialContent, headers: headers, body: ByteBuffer(bytes: slice))
+        headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(content.size)"
+        return body(content, range: Int64(range.lowerBound)..<Int64(range.upperBound), status: .partialContent, headers: headers)
+    }
+
+    /// Bytes `range` of `content`: in the answer when small, streamed from the spool when not.
+    private static func body(_ content: SpooledContent, range: Range<Int64>, status: HTTPResponse.Status, headers: HTTPFields) -> Answer {
+        let slice = SpooledContent(
+            spool: content.spool, range: content.range.lowerBound + range.lowerBound..<content.range.lowerBound + range.upperBound,
+            md5Base64: "", crc32cBase64: "")
+        if slice.size <= Int64(Spool.memoryBytes), let bytes = try? slice.read(offset: 0, length: Int(slice.size)) {
+            return Answer(status: status, headers: headers, body: ByteBuffer(bytes: bytes))
+        }
+        return Answer(status: status, headers: headers, streamed: slice)
     }
 }
 

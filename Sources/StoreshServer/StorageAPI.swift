@@ -8,7 +8,8 @@ import StoreshRules
 
 /// The limits of one server: a request beyond them is a 4xx with a message, and changes nothing (rule V4).
 public struct ServeLimits: Sendable {
-    /// The largest object an upload may make; its content is held in memory until it lands.
+    /// The largest object an upload may make (its bytes wait in a file beside the bucket until they land, never
+    /// whole in memory).
     public var maximumObjectBytes: Int
     /// The largest JSON body (metadata, rules).
     public var maximumJSONBytes: Int
@@ -42,16 +43,26 @@ final class StorageAPI: Sendable {
     let uploads: UploadSessions
     let limits: ServeLimits
 
+    /// Where spools make their files: beside the bucket.
+    let spoolDirectory: String
+
     init(bucket: ServedBucket, limits: ServeLimits) {
         self.bucket = bucket
         self.limits = limits
         uploads = UploadSessions(maximumSessions: limits.maximumUploadSessions)
+        spoolDirectory = (bucket.path as NSString).deletingLastPathComponent.isEmpty ? "." : (bucket.path as NSString).deletingLastPathComponent
     }
 
     func respond(to request: Request) async -> Answer {
         let firebase = request.uri.path.hasPrefix("/v0")
         var endpoint: Endpoint?
         do {
+            // A body in a coding this server does not undo would be stored as it came (RFC 9112: 501).
+            if let coding = request.headers[.transferEncoding], coding.lowercased().trimmingCharacters(in: .whitespaces) != "chunked" {
+                throw HTTPFailure(
+                    .notImplemented, reason: "notImplemented",
+                    "Transfer-Encoding '\(coding)' is not supported: storesh serve takes bodies as they are or chunked; nothing was done.")
+            }
             guard let found = try Endpoint(path: request.uri.path) else {
                 throw HTTPFailure.notFound("Not Found: storesh serve has no endpoint at \(request.uri.path).")
             }
@@ -85,12 +96,91 @@ final class StorageAPI: Sendable {
             .contentTooLarge, reason: "uploadTooLarge",
             "The \(what) is larger than \(limit) bytes, the limit of this server; nothing was changed.")
         if let declared = exchange.request.headers[.contentLength].flatMap(Int.init), declared > limit { throw tooLarge }
+        let buffer: ByteBuffer
         do {
-            let buffer = try await exchange.request.body.collect(upTo: limit)
-            return Data(buffer.readableBytesView)
+            buffer = try await exchange.request.body.collect(upTo: limit)
         } catch is NIOTooManyBytesError {
             throw tooLarge
+        } catch {
+            throw Self.unreadableBody(error)
         }
+        try Self.checkComplete(exchange, received: Int64(buffer.readableBytes))
+        return Data(buffer.readableBytesView)
+    }
+
+    /// Streams the body into `spool`, dropping its first `skipping` bytes (a chunk sent again overlaps what was
+    /// kept), and refuses with `tooLarge` as soon as the spool would hold more than `limit` bytes — before reading
+    /// when the declared length says so. Returns the body's length. On failure the spool is as it was.
+    @discardableResult
+    func receive(
+        _ exchange: inout Exchange, into spool: Spool, limit: Int64, skipping: Int64 = 0, tooLarge: @autoclosure () -> HTTPFailure
+    ) async throws -> Int64 {
+        let start = spool.size
+        if let declared = exchange.request.headers[.contentLength].flatMap(Int64.init), start + declared - skipping > limit {
+            throw tooLarge()
+        }
+        var length: Int64 = 0
+        do {
+            for try await piece in exchange.request.body {
+                let count = Int64(piece.readableBytes)
+                let kept = max(0, min(count, length + count - skipping))
+                length += count
+                guard kept > 0 else { continue }
+                guard spool.size + kept <= limit else { throw tooLarge() }
+                try piece.withUnsafeReadableBytes { bytes in
+                    try spool.append(UnsafeRawBufferPointer(rebasing: bytes[Int(count - kept)...]))
+                }
+            }
+            try Self.checkComplete(exchange, received: length)
+        } catch {
+            try? spool.truncate(to: start)
+            if error is HTTPFailure || error is StorageError { throw error }
+            throw Self.unreadableBody(error)
+        }
+        return length
+    }
+
+    /// A body that ended before the length its request declared.
+    static func checkComplete(_ exchange: Exchange, received: Int64) throws {
+        if let declared = exchange.request.headers[.contentLength].flatMap(Int64.init), received < declared {
+            throw HTTPFailure.badRequest("The request's body was cut short: \(received) of the \(declared) bytes its Content-Length declares arrived; nothing was changed.")
+        }
+    }
+
+    /// A body the server could not read (a malformed chunk size, a connection closed mid-body): the client's.
+    static func unreadableBody(_ error: any Error) -> HTTPFailure {
+        HTTPFailure.badRequest("The request's body could not be read (\(error)): it is malformed or was cut short; nothing was changed.")
+    }
+
+    /// A request whose body is an object's whole content, received into a spool of its own.
+    func receiveObject(_ exchange: inout Exchange) async throws -> SpooledContent {
+        let spool = Spool(directory: spoolDirectory)
+        try await receive(&exchange, into: spool, limit: Int64(limits.maximumObjectBytes), tooLarge: objectTooLarge())
+        return try spool.content()
+    }
+
+    /// A `multipart/related` upload's body (metadata and content), received into a spool of its own.
+    func receiveMultipart(_ exchange: inout Exchange) async throws -> MultipartUpload {
+        let contentType = exchange.request.headers[.contentType]
+        // Refused before any byte is read when it cannot be a multipart upload.
+        guard contentType?.lowercased().hasPrefix("multipart/related") == true else {
+            throw HTTPFailure.badRequest("A multipart upload's Content-Type must be multipart/related with a boundary, not '\(contentType ?? "")'.")
+        }
+        let spool = Spool(directory: spoolDirectory)
+        try await receive(
+            &exchange, into: spool, limit: Int64(limits.maximumObjectBytes + limits.maximumJSONBytes) + 4096, tooLarge: objectTooLarge())
+        let parts = try MultipartUpload(spool: spool, contentType: contentType, maximumMetadataBytes: limits.maximumJSONBytes)
+        guard parts.content.size <= limits.maximumObjectBytes else { throw objectTooLarge(parts.content.size) }
+        return parts
+    }
+
+    /// The content of an object, through a spool (in memory when small, else in a file), checked against its MD5.
+    func download(_ name: ObjectName) throws -> (ObjectMetadata, SpooledContent) {
+        let spool = Spool(directory: spoolDirectory)
+        let object = try bucket.reader.currentObject(name) { piece throws(StorageError) in
+            do { try spool.append(piece) } catch let error as StorageError { throw error } catch { throw .internalError("\(error)") }
+        }
+        return (object, try spool.content())
     }
 
     func jsonBody(_ exchange: inout Exchange, what: String) async throws -> ObjectMetadataBody {
@@ -109,9 +199,9 @@ final class StorageAPI: Sendable {
         return size
     }
 
-    /// The refusal of an object over the limit (its size when known).
+    /// The refusal of an object over the limit (its size when known and over the limit).
     func objectTooLarge(_ size: Int64? = nil) -> HTTPFailure {
-        let what = size.map { "The object would be \($0) bytes, more than" } ?? "The object is larger than"
+        let what = size.flatMap { $0 > limits.maximumObjectBytes ? "The object would be \($0) bytes, more than" : nil } ?? "The object is larger than"
         return HTTPFailure(
             .contentTooLarge, reason: "uploadTooLarge",
             "\(what) \(limits.maximumObjectBytes) bytes, the limit of this server (storesh serve --max-object-size); nothing was changed.")
@@ -134,16 +224,16 @@ final class StorageAPI: Sendable {
 
     /// Writes an upload's content as its object, in one change: checksums are checked first, then the request's
     /// conditions and (on the v0 API) the rules, on the object as it is when the change runs.
-    func finishUpload(_ upload: UploadRequest, content: Data) async throws -> ObjectMetadata {
-        if let expected = upload.expectedCRC32C, expected != CRC32C.base64(of: content) {
+    func finishUpload(_ upload: UploadRequest, content: SpooledContent) async throws -> ObjectMetadata {
+        if let expected = upload.expectedCRC32C, expected != content.crc32cBase64 {
             throw StorageError(
                 .nonMatchingChecksum,
-                "Provided CRC32C \"\(expected)\" doesn't match calculated CRC32C \"\(CRC32C.base64(of: content))\"; nothing was written.")
+                "Provided CRC32C \"\(expected)\" doesn't match calculated CRC32C \"\(content.crc32cBase64)\"; nothing was written.")
         }
-        if let expected = upload.options.expectedMD5, expected != ContentHash.md5Base64(content) {
+        if let expected = upload.options.expectedMD5, expected != content.md5Base64 {
             throw StorageError(
                 .nonMatchingChecksum,
-                "Provided MD5 hash \"\(expected)\" doesn't match calculated MD5 hash \"\(ContentHash.md5Base64(content))\"; nothing was written.")
+                "Provided MD5 hash \"\(expected)\" doesn't match calculated MD5 hash \"\(content.md5Base64)\"; nothing was written.")
         }
         var options = upload.options
         if upload.firebase, options.customMetadata[downloadTokensKey] == nil {
@@ -159,8 +249,23 @@ final class StorageAPI: Sendable {
                 let existing = try await transaction.metadataIfPresent(of: name)
                 precondition = try conditions.precondition(given: existing, name: name.rawValue)
             }
-            return try await target.write(content, to: name, options: options, precondition: precondition)
+            return try await target.write(from: content, to: name, options: options, precondition: precondition)
         }
+    }
+
+    /// Decides at an upload's start what its end will be decided on (the service checks a resumable upload's
+    /// rules when it starts, so a refused client sends no bytes): `create` of the object as announced.
+    func authorizeUploadStart(_ upload: UploadRequest, declaredSize: Int64?) async throws {
+        guard let session = try rulesSession(for: upload.caller) else { return }
+        let reader = bucket.reader
+        let existing = try await reader.metadataIfPresent(of: upload.name)
+        try session.authorize(
+            .create, bucket: bucket.name, path: upload.name.rawValue,
+            new: ObjectMetadata.newObject(
+                bucket: bucket.name, name: upload.name, size: declaredSize ?? 0, md5Hash: ContentHash.md5Base64(Data()),
+                generation: (existing?.generation ?? 0) + 1, now: Timestamp(date: Date()), properties: upload.options.properties,
+                customMetadata: upload.options.customMetadata),
+            existing: existing)
     }
 }
 

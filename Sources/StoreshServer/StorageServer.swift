@@ -17,16 +17,19 @@ public struct ServeConfiguration: Sendable {
     /// Added before every answer, as a distant service's round trip would be: an app's loading states, or a
     /// client's parallelism, can then be tried on loopback. The wait holds no thread.
     public var latency: Duration
+    /// Which pages and host names the server answers (`--cors`, `--allow-host`).
+    public var originPolicy: OriginPolicy
 
     public init(
         host: String = "127.0.0.1", port: Int = 9199, limits: ServeLimits = ServeLimits(), readerCount: Int = 4,
-        latency: Duration = .zero
+        latency: Duration = .zero, originPolicy: OriginPolicy = OriginPolicy()
     ) {
         self.host = host
         self.port = port
         self.limits = limits
         self.readerCount = readerCount
         self.latency = latency
+        self.originPolicy = originPolicy
     }
 }
 
@@ -65,6 +68,10 @@ public final class StorageServer: Sendable {
             bucket: try ServedBucket(bucket, options: options, readerCount: configuration.readerCount), limits: configuration.limits)
     }
 
+    /// Why the bucket's stored security rules cannot be used, when they cannot (every v0 request they would
+    /// decide is then denied until rules are loaded).
+    public var rulesProblem: String? { try? api.bucket.rulesSession(as: nil).problem }
+
     /// Serves until SIGINT or SIGTERM, then stops accepting, lets the requests in progress finish (each change is
     /// durable before it is answered), and closes the bucket. `onListening` is told the address bound.
     /// Returns how many changes landed, in how many commits.
@@ -75,10 +82,12 @@ public final class StorageServer: Sendable {
     ) async throws -> (changes: Int, commits: Int) {
         let api = self.api
         let latency = configuration.latency
+        let policy = configuration.originPolicy
+        let listening = configuration.host
         let responder = CallbackResponder<BasicRequestContext> { request, _ in
             let start = ContinuousClock.now
             if latency > .zero { try? await Task.sleep(for: latency) }
-            var response = await CrossOrigin.answer(request) { await api.respond(to: request) }.response
+            var response = await Self.answer(request, policy: policy, listening: listening) { await api.respond(to: request) }.response
             if request.method == .head { response = response.createHeadResponse() }
             if let log {
                 let elapsed = ContinuousClock.now - start
@@ -132,30 +141,17 @@ public struct ServeError: Error, CustomStringConvertible {
     }
 }
 
-/// Cross-origin requests (CORS): the Firebase Web SDK runs in a browser page served from another origin, which
-/// asks first (`OPTIONS`) and may read only the headers named as exposed (an upload's `X-Goog-Upload-*`).
-enum CrossOrigin {
-    static let exposedHeaders = [
-        "X-Goog-Upload-URL", "X-Goog-Upload-Status", "X-Goog-Upload-Size-Received", "X-Goog-Upload-Chunk-Granularity",
-        "X-GUploader-UploadID", "X-Goog-Hash", "X-Goog-Generation", "X-Goog-Metageneration", "Location", "Range",
-        "Content-Range", "ETag",
-    ].joined(separator: ", ")
-
-    static func answer(_ request: Request, otherwise respond: () async -> Answer) async -> Answer {
-        let origin = request.headers[.origin]
-        var answer: Answer
-        if request.method == .options {
-            answer = Answer(status: .noContent)
-            answer.headers[.accessControlAllowMethods] = "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"
-            answer.headers[.accessControlAllowHeaders] =
-                request.headers[.accessControlRequestHeaders] ?? "Authorization, Content-Type, X-Goog-Upload-Protocol, X-Goog-Upload-Command"
-            answer.headers[.accessControlMaxAge] = "3600"
-        } else {
-            answer = await respond()
+extension StorageServer {
+    /// Answers `request` unless the origin policy refuses it. Cross-origin requests (CORS): the Firebase Web SDK
+    /// runs in a page served from another origin, which asks first (`OPTIONS`) and may read only the headers named
+    /// as exposed (an upload's `X-Goog-Upload-*`).
+    static func answer(_ request: Request, policy: OriginPolicy, listening: String, otherwise respond: () async -> Answer) async -> Answer {
+        if let refusal = policy.refusal(request, listening: listening) {
+            return Reply.failure(refusal, firebase: request.uri.path.hasPrefix("/v0"))
         }
-        answer.headers[.accessControlAllowOrigin] = origin ?? "*"
-        answer.headers[.accessControlExposeHeaders] = exposedHeaders
-        if origin != nil { answer.headers[.vary] = "Origin" }
+        let origin = request.headers[.origin]
+        var answer = request.method == .options ? Answer(status: .noContent) : await respond()
+        answer.headers.append(contentsOf: OriginPolicy.crossOriginHeaders(origin: origin, preflight: request.method == .options ? request : nil))
         return answer
     }
 }

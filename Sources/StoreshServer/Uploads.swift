@@ -2,14 +2,18 @@ import Foundation
 import HTTPTypes
 import StoreshCore
 
-/// A `multipart/related` body as uploads send it: the object's metadata (JSON) and then its content.
+/// A `multipart/related` body as uploads send it: the object's metadata (JSON) and then its content, read from
+/// the spool the body was received into (the content stays there).
 struct MultipartUpload {
     var metadata: Data
-    var content: Data
+    var content: SpooledContent
     /// The content part's own `Content-Type`, which is the object's when the metadata names none.
     var contentType: String?
 
-    init(body: Data, contentType header: String?) throws {
+    /// The most bytes of headers a part may have.
+    static let maximumPartHeaderBytes = 16 << 10
+
+    init(spool: Spool, contentType header: String?, maximumMetadataBytes: Int) throws {
         guard let header, header.lowercased().hasPrefix("multipart/related") else {
             throw HTTPFailure.badRequest("A multipart upload's Content-Type must be multipart/related with a boundary, not '\(header ?? "")'.")
         }
@@ -18,48 +22,59 @@ struct MultipartUpload {
         }
         let delimiter = Data(("--" + boundary).utf8)
         // Parts are delimited by CRLF--BOUNDARY; the first delimiter may open the body, and the last ends in --.
-        guard let first = body.range(of: delimiter), body[body.startIndex..<first.lowerBound].allSatisfy({ $0 == 0x0D || $0 == 0x0A }) else {
+        guard let first = try spool.firstOffset(of: delimiter, from: 0), first <= 64,
+            try spool.read(offset: 0, length: Int(first)).allSatisfy({ $0 == 0x0D || $0 == 0x0A })
+        else {
             throw HTTPFailure.badRequest("The multipart body does not start with its boundary '--\(boundary)'.")
         }
-        var parts: [(headers: [String: String], body: Data)] = []
-        var cursor = first.upperBound
+        var parts: [(headers: [String: String], body: Range<Int64>)] = []
+        var cursor = first + Int64(delimiter.count)
         let next = Data("\r\n".utf8) + delimiter
         // Bounded: each round moves the cursor past one delimiter, and at most three parts are read.
         while parts.count < 3 {
-            if body[cursor...].starts(with: Data("--".utf8)) { break }  // the closing delimiter
-            guard body[cursor...].starts(with: Data("\r\n".utf8)) else {
+            let opening = try spool.read(offset: cursor, length: 2)
+            if opening == Data("--".utf8) { break }  // the closing delimiter
+            guard opening == Data("\r\n".utf8) else {
                 throw HTTPFailure.badRequest("The multipart body is malformed: a boundary is not followed by a line break.")
             }
             cursor += 2
-            guard let end = body.range(of: next, in: cursor..<body.endIndex) else {
+            guard let end = try spool.firstOffset(of: next, from: cursor) else {
                 throw HTTPFailure.badRequest("The multipart body is cut short: a part has no closing boundary '--\(boundary)--'.")
             }
-            parts.append(try Self.part(body[cursor..<end.lowerBound]))
-            cursor = end.upperBound
+            parts.append(try Self.part(spool, cursor..<end))
+            cursor = end + Int64(next.count)
         }
         guard parts.count == 2 else {
             throw HTTPFailure.badRequest("A multipart upload has exactly two parts, the metadata (JSON) and the content; this one has \(parts.count).")
         }
-        metadata = parts[0].body
-        content = parts[1].body
+        let metadataRange = parts[0].body
+        guard metadataRange.count <= maximumMetadataBytes else {
+            throw HTTPFailure(
+                .contentTooLarge, reason: "uploadTooLarge",
+                "The upload's metadata part is larger than \(maximumMetadataBytes) bytes, the limit of this server; nothing was changed.")
+        }
+        metadata = try spool.read(offset: metadataRange.lowerBound, length: metadataRange.count)
+        content = try spool.content(parts[1].body)
         contentType = parts[1].headers["content-type"]
     }
 
     /// One part: its headers up to an empty line, then its body.
-    private static func part(_ bytes: Data) throws -> (headers: [String: String], body: Data) {
-        guard let split = bytes.range(of: Data("\r\n\r\n".utf8)) else {
-            if bytes.starts(with: Data("\r\n".utf8)) { return ([:], Data(bytes.dropFirst(2))) }
-            throw HTTPFailure.badRequest("The multipart body is malformed: a part's headers do not end with an empty line.")
+    private static func part(_ spool: Spool, _ range: Range<Int64>) throws -> (headers: [String: String], body: Range<Int64>) {
+        let start = try spool.read(offset: range.lowerBound, length: Int(min(Int64(maximumPartHeaderBytes), Int64(range.count))))
+        guard let split = start.range(of: Data("\r\n\r\n".utf8)) else {
+            if start.starts(with: Data("\r\n".utf8)) { return ([:], range.lowerBound + 2..<range.upperBound) }
+            throw HTTPFailure.badRequest(
+                "The multipart body is malformed: a part's headers do not end with an empty line within \(maximumPartHeaderBytes) bytes.")
         }
         var headers: [String: String] = [:]
-        let text = String(decoding: bytes[bytes.startIndex..<split.lowerBound], as: UTF8.self)
+        let text = String(decoding: start[start.startIndex..<split.lowerBound], as: UTF8.self)
         for line in text.split(separator: "\r\n") {
             guard let colon = line.firstIndex(of: ":") else {
                 throw HTTPFailure.badRequest("The multipart body is malformed: '\(line.prefix(80))' is not a header line.")
             }
             headers[line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
         }
-        return (headers, Data(bytes[split.upperBound...]))
+        return (headers, range.lowerBound + Int64(split.upperBound - start.startIndex)..<range.upperBound)
     }
 
     /// A parameter of a header value (`boundary=…`, quoted or not).
@@ -88,34 +103,58 @@ struct UploadRequest: Sendable {
     var caller = Caller.administrator
 }
 
-/// Resumable uploads in progress, kept in memory: content lands in the bucket only when the last byte has arrived,
-/// in one change, so a half upload is never visible and one that a crash interrupts leaves nothing behind.
+/// Resumable uploads in progress. Their bytes wait in a spool (a file beside the bucket past a small size) and
+/// land in the bucket only when the last byte has arrived, in one change, so a half upload is never visible and
+/// one that a crash interrupts leaves nothing behind. A session ends when its upload lands or fails for good, is
+/// cancelled, or idles out; only sessions in progress count against the limit, and an ended one is remembered a
+/// while (without its bytes) to answer a client that asks again.
 final class UploadSessions: @unchecked Sendable {
     enum State: Sendable {
         case active
+        /// A request's bytes are arriving: another request on the session meanwhile is asked to retry.
+        case receiving
         /// Its last byte has arrived and its object is being written: a request meanwhile is asked to retry.
         case finishing
         /// Finished: the answer it gave, given again to a client that asks again.
         case final(status: Int, body: JSONValue)
         case cancelled
+
+        var inProgress: Bool {
+            switch self {
+            case .active, .receiving, .finishing: true
+            case .final, .cancelled: false
+            }
+        }
     }
 
     struct Session: Sendable {
         var request: UploadRequest
         /// The size the client announced, when it did.
         var declaredSize: Int64?
-        var received = Data()
+        /// The bytes received so far; nil once the session has ended.
+        var spool: Spool?
         var state = State.active
         var lastUsed: Date
+
+        var received: Int64 { spool?.size ?? 0 }
+
+        /// Ends the session with `state`, letting its bytes go.
+        mutating func end(_ state: State) {
+            self.state = state
+            spool = nil
+        }
     }
 
-    /// The answer to a request on an upload whose object is being written.
-    static let finishing = HTTPFailure(
-        .serviceUnavailable, reason: "backendError", "The upload is being finished; ask again in a moment.",
+    /// The answer to a request on an upload whose bytes are arriving or whose object is being written.
+    static let busy = HTTPFailure(
+        .serviceUnavailable, reason: "backendError", "Another request of this upload is in progress; ask again in a moment.",
         headers: [.retryAfter: "1"])
 
-    /// Sessions left idle this long are forgotten when room is needed.
+    /// Sessions in progress left idle this long end, and their bytes go.
     static let idleLimit: TimeInterval = 3600
+    /// Ended sessions are remembered this long, and at most this many.
+    static let endedMemory: TimeInterval = 600
+    static let maximumEnded = 4096
 
     private let lock = NSLock()
     private var sessions: [String: Session] = [:]
@@ -125,25 +164,43 @@ final class UploadSessions: @unchecked Sendable {
         self.maximumSessions = maximumSessions
     }
 
-    func start(_ request: UploadRequest, declaredSize: Int64?) throws -> String {
+    func start(_ request: UploadRequest, declaredSize: Int64?, spool: Spool) throws -> String {
         let id = Self.newID()
         let now = Date()
         lock.lock()
         defer { lock.unlock() }
-        if sessions.count >= maximumSessions {
-            sessions = sessions.filter { now.timeIntervalSince($0.value.lastUsed) < Self.idleLimit }
-        }
-        guard sessions.count < maximumSessions else {
+        forgetStale(now: now)
+        let inProgress = sessions.values.count { $0.state.inProgress }
+        guard inProgress < maximumSessions else {
             throw HTTPFailure(
                 .tooManyRequests, reason: "rateLimitExceeded",
-                "\(maximumSessions) resumable uploads are in progress; finish or cancel one first.")
+                "\(maximumSessions) resumable uploads are in progress; finish or cancel one first (an upload idle for \(Int(Self.idleLimit / 60)) minutes ends by itself).")
         }
-        sessions[id] = Session(request: request, declaredSize: declaredSize, lastUsed: now)
+        sessions[id] = Session(request: request, declaredSize: declaredSize, spool: spool, lastUsed: now)
         return id
     }
 
-    /// Runs `body` on the session `id` (a 404 when there is none), under the lock: requests on one session are
-    /// serialised, as their chunks must be.
+    /// Ends idle sessions in progress, and forgets ended ones past their memory.
+    private func forgetStale(now: Date) {
+        var ended = 0
+        for (id, session) in sessions {
+            let idle = now.timeIntervalSince(session.lastUsed)
+            switch session.state {
+            case .active where idle >= Self.idleLimit: sessions[id]?.end(.cancelled)
+            case .final, .cancelled:
+                if idle >= Self.endedMemory { sessions[id] = nil } else { ended += 1 }
+            default: break
+            }
+        }
+        if ended > Self.maximumEnded {
+            let oldest = sessions.filter { !$0.value.state.inProgress }.sorted { $0.value.lastUsed < $1.value.lastUsed }
+            for (id, _) in oldest.prefix(ended - Self.maximumEnded) { sessions[id] = nil }
+        }
+    }
+
+    /// Sessions in progress now (for tests and the limit).
+    var inProgressCount: Int { lock.withLock { sessions.values.count { $0.state.inProgress } } }
+
     /// Puts the session back to work after its object could not be written for a reason a retry may cure.
     func reopen(_ id: String) {
         lock.withLock {
@@ -151,6 +208,8 @@ final class UploadSessions: @unchecked Sendable {
         }
     }
 
+    /// Runs `body` on the session `id` (a 404 when there is none), under the lock: requests on one session are
+    /// serialised, as their chunks must be.
     func withSession<T>(_ id: String, _ body: (inout Session) throws -> T) throws -> T {
         lock.lock()
         defer { lock.unlock() }

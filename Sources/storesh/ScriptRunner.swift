@@ -157,5 +157,10 @@ func runScript(
 /// The security rules of a shell or script session: the bucket's own rules, deciding every request the session's
 /// commands make (export, import, check and backup are administration and bypass them).
 func rulesSession(for opened: OpenedBucket) throws -> RulesSession {
-    try RulesSession(store: opened.bucket.rulesStore, clock: opened.clock)
+    let session = try RulesSession(store: opened.bucket.rulesStore, clock: opened.clock)
+    if let problem = session.problem {
+        FileHandle.standardError.write(Data(
+            "storesh: warning: the bucket's security rules cannot be used (\(problem)); every request they would decide is denied until `rules load FILE` or `rules reset` replaces them\n".utf8))
+    }
+    return session
 }

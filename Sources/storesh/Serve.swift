@@ -43,6 +43,20 @@ struct Serve: AsyncParsableCommand {
         valueName: "ms"))
     var latency = 0
 
+    @Option(
+        name: .customLong("cors"),
+        help: ArgumentHelp(
+            "Also answer web pages of this origin (scheme://host:port; * for any). Pages served from localhost, 127.0.0.1 and [::1] are answered without it; any other page's request is refused.",
+            valueName: "origin"))
+    var corsOrigins: [String] = []
+
+    @Option(
+        name: .customLong("allow-host"),
+        help: ArgumentHelp(
+            "Also answer requests that reach the server under this host name (a container's service name, say). Loopback, IP addresses and --host are answered without it; other names are refused (DNS rebinding).",
+            valueName: "name"))
+    var allowedHosts: [String] = []
+
     @Flag(inversion: .prefixedNo, help: "Log one line per request on standard error (default: when it is a terminal, unless --quiet).")
     var log: Bool?
 
@@ -51,6 +65,16 @@ struct Serve: AsyncParsableCommand {
         guard (1...4096).contains(maxObjectSize) else { throw ValidationError("--max-object-size must be 1…4096 MiB, not \(maxObjectSize).") }
         guard (0...60_000).contains(latency) else { throw ValidationError("--latency must be 0…60000 milliseconds, not \(latency).") }
         if let name, name.isEmpty || name.contains("/") { throw ValidationError("--name must be a bucket name, without '/'.") }
+        for origin in corsOrigins where origin != "*" {
+            guard let url = URLComponents(string: origin), ["http", "https"].contains(url.scheme ?? ""), url.host?.isEmpty == false,
+                url.path.isEmpty, url.query == nil
+            else {
+                throw ValidationError("--cors takes an origin such as http://192.168.1.20:3000 (scheme, host and port only) or *, not '\(origin)'.")
+            }
+        }
+        for host in allowedHosts where host.isEmpty || host.contains(":") || host.contains("/") {
+            throw ValidationError("--allow-host takes a host name without a port, such as storage.test, not '\(host)'.")
+        }
     }
 
     func run() async throws {
@@ -67,8 +91,12 @@ struct Serve: AsyncParsableCommand {
         }
         let configuration = ServeConfiguration(
             host: host, port: port, limits: ServeLimits(maximumObjectBytes: maxObjectSize << 20),
-            latency: .milliseconds(latency))
+            latency: .milliseconds(latency), originPolicy: OriginPolicy(origins: corsOrigins, hosts: allowedHosts))
         let server = try StorageServer(bucket: bucket, options: BucketLocation.options(clock: clock), configuration: configuration)
+        if let problem = server.rulesProblem {
+            FileHandle.standardError.write(Data(
+                "storesh serve: warning: the bucket's security rules cannot be used (\(problem)); every v0 request they would decide is denied until rules are loaded (PUT /internal/setRules, or rules load in the shell)\n".utf8))
+        }
         let logs = log ?? (!bucketOptions.quiet && isatty(STDERR_FILENO) != 0)
         let loopback = host == "localhost" || host == "::1" || host.hasPrefix("127.")
         let greeting = Self.greeting(bucket: bucket.name, path: bucket.path, warnOfAddress: !loopback)

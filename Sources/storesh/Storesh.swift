@@ -4,6 +4,7 @@ import Foundation
 import StoreshCore
 import StoreshLanguage
 import StoreshLocal
+import StoreshRules
 
 let storeshVersion = "0.1.0"
 
@@ -345,19 +346,34 @@ struct Check: AsyncParsableCommand {
     func run() async throws {
         let location = try bucketOptions.location().path
         // A bucket that cannot be opened is the Reporter's to say (as JSON with --json, exit 1).
-        let report = try bucketOptions.openExisting(json: outputOptions.json).verify()
+        let bucket = try bucketOptions.openExisting(json: outputOptions.json)
+        let report = try bucket.verify()
+        // Rules the shell would refuse to load (kept before storesh bounded them) leave every rules-decided
+        // request denied: said here, since only `rules load` or `rules reset` mends them.
+        var rulesProblem: String?
+        if report.isSound, let stored = try? bucket.storedRules() {
+            do {
+                _ = try RulesParser.parse(stored.source)
+            } catch {
+                rulesProblem = "the stored security rules (\(stored.origin)) cannot be used: \(error.line):\(error.column): \(error.message)"
+            }
+        }
         if outputOptions.json {
             let document = JSONValue.object([
                 ("bucket", .string(location)), ("sound", .bool(report.isSound)), ("objects", .integer(Int64(report.objects))),
                 ("snapshots", .integer(Int64(report.snapshots))), ("keptVersions", .integer(Int64(report.keptVersions))),
                 ("contentBytes", .integer(report.contentBytes)),
                 ("problems", .array(report.problems.map { .string($0) })), ("unlistedProblems", .integer(Int64(report.unlistedProblems))),
+                ("rulesProblem", rulesProblem.map(JSONValue.string) ?? .null),
             ])
             print(document.serialized)
         } else {
             let counts =
                 "\(MessageText.counted(report.objects, "object")), \(MessageText.counted(report.snapshots, "snapshot")), \(MessageText.counted(report.keptVersions, "version")) kept for snapshots, \(MessageText.grouped(Int(report.contentBytes))) bytes of content checked"
-            if report.isSound {
+            if report.isSound, let rulesProblem {
+                print("\(location): RULES UNUSABLE (\(counts))\n  - \(rulesProblem)")
+                print("Every request the rules would decide is denied. Replace them: storesh --bucket \(location) -c 'rules reset' (or rules load FILE).")
+            } else if report.isSound {
                 print("\(location): sound (\(counts))")
             } else {
                 var lines = ["\(location): DAMAGED (\(counts))"] + report.problems.map { "  - " + $0 }
@@ -366,7 +382,7 @@ struct Check: AsyncParsableCommand {
                 print(lines.joined(separator: "\n"))
             }
         }
-        throw ExitCode(report.isSound ? 0 : 1)
+        throw ExitCode(report.isSound && rulesProblem == nil ? 0 : 1)
     }
 }
 

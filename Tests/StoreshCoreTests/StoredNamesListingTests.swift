@@ -63,4 +63,30 @@ struct CRC32CTests {
         split.update(Array("56789".utf8))
         #expect(split.value == crc.value)
     }
+
+    @Test("the C implementation agrees with the definition, at every length and alignment, in pieces or whole")
+    func agreesWithTheDefinition() {
+        func bitwise(_ bytes: ArraySlice<UInt8>) -> UInt32 {
+            var crc: UInt32 = 0xFFFF_FFFF
+            for byte in bytes {
+                crc ^= UInt32(byte)
+                for _ in 0..<8 { crc = crc & 1 == 1 ? (crc >> 1) ^ 0x82F6_3B78 : crc >> 1 }
+            }
+            return crc ^ 0xFFFF_FFFF
+        }
+        var generator = SystemRandomNumberGenerator()
+        let bytes = (0..<300).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        for start in 0..<9 {
+            for end in stride(from: start, through: bytes.count, by: 7) {
+                var whole = CRC32C()
+                whole.update(Array(bytes[start..<end]))
+                #expect(whole.value == bitwise(bytes[start..<end]))
+                var pieces = CRC32C()
+                let middle = (start + end) / 2
+                pieces.update(Array(bytes[start..<middle]))
+                pieces.update(Array(bytes[middle..<end]))
+                #expect(pieces.value == whole.value)
+            }
+        }
+    }
 }
