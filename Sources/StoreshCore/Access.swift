@@ -1,9 +1,39 @@
+/// A token claim's value, typed as the token's JSON has it: `"admin": true` is a bool and `"admin": "true"` a
+/// string, so that a rule's `== true` or `== '7'` decides as it would on the service.
+public enum ClaimValue: Sendable, Equatable, CustomStringConvertible {
+    case string(String)
+    case bool(Bool)
+    case integer(Int64)
+    case float(Double)
+
+    /// A claim given as text (`login ada admin=true level=3`): a bool or a number when it reads as one.
+    public init(text: String) {
+        if text == "true" || text == "false" {
+            self = .bool(text == "true")
+        } else if let number = Int64(text) {
+            self = .integer(number)
+        } else {
+            self = .string(text)
+        }
+    }
+
+    /// As the `login` command writes it.
+    public var description: String {
+        switch self {
+        case .string(let text): text
+        case .bool(let flag): flag ? "true" : "false"
+        case .integer(let number): String(number)
+        case .float(let number): String(number)
+        }
+    }
+}
+
 /// Who makes requests (rule R4's `request.auth`): a user id and the token's claims.
 public struct Identity: Sendable, Equatable {
     public var uid: String
-    public var claims: [String: String]
+    public var claims: [String: ClaimValue]
 
-    public init(uid: String, claims: [String: String] = [:]) {
+    public init(uid: String, claims: [String: ClaimValue] = [:]) {
         self.uid = uid
         self.claims = claims
     }

@@ -336,7 +336,7 @@ public final class Interpreter {
                 return .next
             }
             let rules = try requireRules(here)
-            rules.identity = Identity(uid: uid.text, claims: Dictionary(claims.map { ($0.key.text, $0.value.text) }) { $1 })
+            rules.identity = Identity(uid: uid.text, claims: Dictionary(claims.map { ($0.key.text, ClaimValue(text: $0.value.text)) }) { $1 })
             deliver(.signedIn(uid: uid.text))
         case .loginToken(let token):
             guard let signIn = bucket.endUserSignIn else {

@@ -381,7 +381,7 @@ public struct JSONRenderer: ResultRenderer {
         case .identity(let identity):
             return .object([
                 ("uid", identity.map { .string($0.uid) } ?? .null),
-                ("claims", .object(identity?.claims.sortedByKeyBytes.map { ($0.key, .string($0.value)) } ?? [])),
+                ("claims", .object(identity?.claims.sortedByKeyBytes.map { ($0.key, .string($0.value.description)) } ?? [])),
             ])
         case .updates(let updates):
             return marked(

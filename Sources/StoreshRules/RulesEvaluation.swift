@@ -368,12 +368,14 @@ struct RulesEvaluator {
         .map(Dictionary(uniqueKeysWithValues: RequestField.allCases.map { ($0.rawValue, requestField($0)) }))
     }
 
-    /// Claims given as text are typed when they read as a bool or a number (`admin=true`, `level=3`).
-    static func claimValue(_ text: String) -> RulesValue {
-        if text == "true" { return .bool(true) }
-        if text == "false" { return .bool(false) }
-        if let number = Int64(text) { return .integer(number) }
-        return .string(text)
+    /// A claim as the rules read it, with the type its token gave it.
+    static func claimValue(_ claim: ClaimValue) -> RulesValue {
+        switch claim {
+        case .string(let text): .string(text)
+        case .bool(let flag): .bool(flag)
+        case .integer(let number): .integer(number)
+        case .float(let number): .float(number)
+        }
     }
 }
 

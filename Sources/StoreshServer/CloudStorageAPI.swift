@@ -145,9 +145,11 @@ extension StorageAPI {
         }
         // On this API download tokens are custom metadata like any other (G6: it hides nothing): a client's
         // `update` resends them, and one that leaves them out removes them, as the service does.
+        let baseURL = exchange.baseURL
         let result = try await bucket.change { [requested] transaction in
             let existing = try await transaction.metadata(of: name)
             if let generation, generation != existing.generation { throw StorageError.objectNotFound(name.rawValue) }
+            try body.refuseReadOnlyChanges(against: ObjectResource.cloudStorage(existing, baseURL: baseURL), object: existing)
             var precondition = try conditions.precondition(given: existing, name: name.rawValue)
             if precondition.generation == nil && generation != nil { precondition.generation = generation }
             return try await transaction.updateMetadata(of: name, requested, precondition: precondition)

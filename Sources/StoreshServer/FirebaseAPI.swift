@@ -30,13 +30,19 @@ enum EmulatorToken {
             throw refuse("its payload names no user (a non-empty string user_id or sub)")
         }
         guard uid.utf8.count <= 128 else { throw refuse("its user id is longer than 128 bytes") }
-        var claims: [String: String] = [:]
+        var claims: [String: ClaimValue] = [:]
         for (key, value) in payload {
             if let number = value as? NSNumber {
-                // JSON true/false arrive as NSNumber too: keep them as the words the rules read back.
-                claims[key] = ["c", "B"].contains(String(cString: number.objCType)) ? (number.boolValue ? "true" : "false") : number.stringValue
+                // JSON true/false arrive as NSNumber too, told apart by their type code; the rest are numbers.
+                if ["c", "B"].contains(String(cString: number.objCType)) {
+                    claims[key] = .bool(number.boolValue)
+                } else if let whole = Int64(exactly: number.doubleValue), !number.stringValue.contains(".") {
+                    claims[key] = .integer(whole)
+                } else {
+                    claims[key] = .float(number.doubleValue)
+                }
             } else if let text = value as? String {
-                claims[key] = text
+                claims[key] = .string(text)
             }
         }
         return Identity(uid: uid, claims: claims)
@@ -191,6 +197,7 @@ extension StorageAPI {
         let result = try await bucket.change { transaction in
             var update = body.update
             let existing = try await transaction.metadataIfPresent(of: name)
+            if let existing { try body.refuseReadOnlyChanges(against: ObjectResource.firebase(existing), object: existing) }
             let kept = existing.map(Self.tokens(of:)) ?? []
             var tokens = kept
             if case .set(let added)? = update.customMetadata[downloadTokensKey] {

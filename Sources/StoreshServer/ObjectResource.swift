@@ -110,6 +110,9 @@ struct ObjectMetadataBody {
     var clearsCustomMetadata = false
     var md5Hash: String?
     var crc32c: String?
+    /// Read-only properties the body gave, with their values as text: an update may send them back unchanged,
+    /// but not change them (rule M7).
+    var readOnly: [String: String] = [:]
 
     /// Names the service computes; a client may send them back (a whole resource read earlier), and they are ignored.
     static let readOnlyNames: Set<String> = [
@@ -170,7 +173,13 @@ struct ObjectMetadataBody {
                 }
                 crc32c = text
             case _ where Self.readOnlyNames.contains(key):
-                continue
+                if let text = value as? String, !(value is NSNumber) {
+                    readOnly[key] = text
+                } else if let number = value as? NSNumber {
+                    readOnly[key] = number.stringValue
+                } else if !(value is NSNull) {
+                    readOnly[key] = "\(value)"
+                }
             case "storageClass" where value as? String == "STANDARD", "temporaryHold" where Self.isFalse(value),
                 "eventBasedHold" where Self.isFalse(value):
                 continue  // what this server reports, sent back whole by a client's `update`
@@ -196,6 +205,35 @@ struct ObjectMetadataBody {
     private static func describe(_ error: any Error) -> String {
         let message = (error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String ?? "\(error)"
         return message.hasSuffix(".") ? String(message.dropLast()) : message
+    }
+
+    /// Refuses a read-only property given with another value than `resource` (the object as this API writes it)
+    /// has: such a property is the service's to set (rule M7). One sent back unchanged passes, as clients resend
+    /// whole resources.
+    func refuseReadOnlyChanges(against resource: JSONValue, object: ObjectMetadata) throws {
+        guard case .object(let members) = resource else { return }
+        var given = readOnly.filter { Self.checkedReadOnlyNames.contains($0.key) }
+        if let md5Hash { given["md5Hash"] = md5Hash }
+        if let name { given["name"] = name }
+        for (key, value) in given.sorted(by: { $0.key < $1.key }) {
+            let current = members.first { $0.0 == key }.flatMap { member -> String? in
+                if case .string(let text) = member.1 { return text }
+                return nil
+            }
+            if current != value { throw Self.readOnly(key) }
+        }
+    }
+
+    /// The read-only properties an update is held to: the object's identity, version and content. Links, kinds
+    /// and the like are sent back as a client saw them (through another host name, say) and mean nothing here.
+    static let checkedReadOnlyNames: Set<String> = [
+        "bucket", "generation", "metageneration", "size", "md5Hash", "timeCreated", "updated", "etag",
+    ]
+
+    private static func readOnly(_ key: String) -> HTTPFailure {
+        HTTPFailure(
+            .badRequest, reason: "invalid",
+            "'\(key)' is read-only: the service sets it, and an update may not change it (rule M7); nothing was changed.")
     }
 
     /// The update a PATCH makes (rules M4, M5).

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
 import StoreshCore
@@ -19,6 +20,11 @@ public struct ServeConfiguration: Sendable {
     public var latency: Duration
     /// Which pages and host names the server answers (`--cors`, `--allow-host`).
     public var originPolicy: OriginPolicy
+    /// A connection that sends nothing this long (a request's header or body stalled, or idle between requests)
+    /// is closed, so that half-open connections cannot pile up (rule V4: clients never hang the server).
+    public var idleTimeout: Duration = .seconds(60)
+    /// Connections served at once; more wait to be accepted until one closes.
+    public var maximumConnections = 1024
 
     public init(
         host: String = "127.0.0.1", port: Int = 9199, limits: ServeLimits = ServeLimits(), readerCount: Int = 4,
@@ -101,9 +107,13 @@ public final class StorageServer: Sendable {
         var logger = Logger(label: "storesh-serve")
         logger.logLevel = .error
         let host = configuration.host
+        Self.raiseDescriptorLimit(toAtLeast: configuration.maximumConnections + 256)
         let app = Application(
             responder: responder,
-            configuration: ApplicationConfiguration(address: .hostname(host, port: configuration.port), serverName: "storesh"),
+            server: .http1(configuration: HTTP1Channel.Configuration(idleTimeout: TimeAmount(configuration.idleTimeout))),
+            configuration: ApplicationConfiguration(
+                address: .hostname(host, port: configuration.port), serverName: "storesh",
+                availableConnectionsDelegate: MaximumAvailableConnections(configuration.maximumConnections)),
             onServerRunning: { channel in onListening(host, channel.localAddress?.port ?? 0) },
             logger: logger)
         defer { api.bucket.close() }
@@ -115,6 +125,17 @@ public final class StorageServer: Sendable {
             throw ServeError(description: "Cannot listen on \(host): no such host or address (--host).")
         }
         return (api.bucket.committedChanges, api.bucket.commits)
+    }
+}
+
+extension StorageServer {
+    /// Each connection, each spool file and the bucket's connections take a descriptor: the soft limit (often
+    /// 1,024) is raised toward the hard one so that the connection bound, not the descriptor limit, is met first.
+    static func raiseDescriptorLimit(toAtLeast wanted: Int) {
+        var limit = rlimit()
+        guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < rlim_t(wanted) else { return }
+        limit.rlim_cur = min(limit.rlim_max, rlim_t(wanted))
+        _ = setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
     }
 }
 

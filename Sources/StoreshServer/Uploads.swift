@@ -240,12 +240,20 @@ struct Conditions: Sendable {
     var metagenerationNotMatch: Int64?
 
     init(_ query: QueryParameters, prefix: String = "if") throws {
-        generationMatch = try query.integer(prefix + "GenerationMatch")
-        metagenerationMatch = try query.integer(prefix + "MetagenerationMatch")
-        generationNotMatch = try query.integer(prefix + "GenerationNotMatch")
+        // Generations are never negative: a negative condition is a malformed request, not one that fails.
+        func number(_ name: String) throws -> Int64? {
+            guard let value = try query.integer(name) else { return nil }
+            guard value >= 0 else {
+                throw HTTPFailure.badRequest("Invalid value for the query parameter '\(name)': \(value); generations are zero or more.")
+            }
+            return value
+        }
+        generationMatch = try number(prefix + "GenerationMatch")
+        metagenerationMatch = try number(prefix + "MetagenerationMatch")
+        generationNotMatch = try number(prefix + "GenerationNotMatch")
         // The Python client spells it `ifMetaGenerationNotMatch` on uploads.
-        let spelledByPython = try query.integer(prefix + "MetaGenerationNotMatch")
-        metagenerationNotMatch = try query.integer(prefix + "MetagenerationNotMatch") ?? spelledByPython
+        let spelledByPython = try number(prefix + "MetaGenerationNotMatch")
+        metagenerationNotMatch = try number(prefix + "MetagenerationNotMatch") ?? spelledByPython
     }
 
     init() {}

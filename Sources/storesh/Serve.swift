@@ -35,7 +35,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The bucket's name, when storesh serve creates the bucket file (e.g. demo-project.appspot.com).", valueName: "name"))
     var name: String?
 
-    @Option(help: ArgumentHelp("The largest object an upload may make, in MiB (held in memory while it arrives).", valueName: "mib"))
+    @Option(help: ArgumentHelp("The largest object an upload may make, in MiB (its bytes wait in a file beside the bucket until the upload lands).", valueName: "mib"))
     var maxObjectSize = 256
 
     @Option(help: ArgumentHelp(
@@ -57,12 +57,17 @@ struct Serve: AsyncParsableCommand {
             valueName: "name"))
     var allowedHosts: [String] = []
 
+    @Option(help: ArgumentHelp(
+        "Close a connection that sends nothing for this many seconds (a stalled request, or an idle client).", valueName: "seconds"))
+    var idleTimeout = 60
+
     @Flag(inversion: .prefixedNo, help: "Log one line per request on standard error (default: when it is a terminal, unless --quiet).")
     var log: Bool?
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0…65535, not \(port).") }
         guard (1...4096).contains(maxObjectSize) else { throw ValidationError("--max-object-size must be 1…4096 MiB, not \(maxObjectSize).") }
+        guard (1...3600).contains(idleTimeout) else { throw ValidationError("--idle-timeout must be 1…3600 seconds, not \(idleTimeout).") }
         guard (0...60_000).contains(latency) else { throw ValidationError("--latency must be 0…60000 milliseconds, not \(latency).") }
         if let name, name.isEmpty || name.contains("/") { throw ValidationError("--name must be a bucket name, without '/'.") }
         for origin in corsOrigins where origin != "*" {
@@ -89,9 +94,10 @@ struct Serve: AsyncParsableCommand {
             throw CommandLineError(
                 "The bucket file \(bucket.path) holds gs://\(bucket.name), not gs://\(name); serve it as gs://\(bucket.name), or give --bucket a new file to create gs://\(name).")
         }
-        let configuration = ServeConfiguration(
+        var configuration = ServeConfiguration(
             host: host, port: port, limits: ServeLimits(maximumObjectBytes: maxObjectSize << 20),
             latency: .milliseconds(latency), originPolicy: OriginPolicy(origins: corsOrigins, hosts: allowedHosts))
+        configuration.idleTimeout = .seconds(idleTimeout)
         let server = try StorageServer(bucket: bucket, options: BucketLocation.options(clock: clock), configuration: configuration)
         if let problem = server.rulesProblem {
             FileHandle.standardError.write(Data(

@@ -31,7 +31,7 @@ final class RulesFixture {
     deinit { try? FileManager.default.removeItem(atPath: directory) }
 
     func signIn(_ uid: String?, claims: [String: String] = [:]) {
-        rules.identity = uid.map { Identity(uid: $0, claims: claims) }
+        rules.identity = uid.map { Identity(uid: $0, claims: claims.mapValues(ClaimValue.init(text:))) }
     }
 
     /// nil when allowed, else the error's code.

@@ -141,9 +141,11 @@ struct RequestParsingTests {
             Data(text.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
                 .replacingOccurrences(of: "=", with: "")
         }
-        let token = encode("{\"alg\":\"none\"}") + "." + encode("{\"sub\":\"s\",\"user_id\":\"ada\",\"email_verified\":true,\"age\":7}") + "."
+        let token = encode("{\"alg\":\"none\"}") + "." + encode("{\"sub\":\"s\",\"user_id\":\"ada\",\"email_verified\":true,\"age\":7,\"admin\":\"true\",\"role\":\"7\",\"score\":1.5}") + "."
         let identity = try EmulatorToken.identity(token)
-        #expect(identity.uid == "ada" && identity.claims["email_verified"] == "true" && identity.claims["age"] == "7")
+        #expect(identity.uid == "ada" && identity.claims["email_verified"] == .bool(true) && identity.claims["age"] == .integer(7))
+        // A claim keeps its token's type: a string that reads as a bool or a number stays a string.
+        #expect(identity.claims["admin"] == .string("true") && identity.claims["role"] == .string("7") && identity.claims["score"] == .float(1.5))
         for bad in ["abc", "a.b", encode("{}") + "." + encode("[1]") + ".", encode("{}") + "." + encode("{\"sub\":1}") + "."] {
             #expect(throws: HTTPFailure.self) { try EmulatorToken.identity(bad) }
         }
