@@ -16,6 +16,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
     ],
     targets: [
         // libedit for the interactive shell's line editing (pkg-config `libedit`, Debian `libedit-dev`).
@@ -56,6 +57,10 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                // The request parser's errors, and the HTTP parts a handler of the connection sees.
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
             ]),
 
         // Real buckets: Google Cloud Storage (and Firebase) over HTTP with AsyncHTTPClient, its credentials, and
@@ -82,7 +87,7 @@ let package = Package(
             resources: [.embedInCode("teaching.json")]
         ),
         // The fuzz engine for the language, and its driver (scripts/fuzz).
-        .target(name: "StoreshFuzzing", dependencies: ["StoreshCore", "StoreshLanguage", "StoreshLocal"]),
+        .target(name: "StoreshFuzzing", dependencies: ["StoreshCore", "StoreshLanguage", "StoreshLocal", "StoreshRules"]),
         .executableTarget(
             name: "storesh-fuzz", dependencies: ["StoreshCore", "StoreshLanguage", "StoreshLocal", "StoreshFuzzing"]),
         // In-process benchmarks driven by scripts/bench.
@@ -94,7 +99,7 @@ let package = Package(
         .testTarget(name: "StoreshCoreTests", dependencies: ["StoreshCore", "StoreshTestSupport"]),
         .testTarget(
             name: "StoreshRulesTests",
-            dependencies: ["StoreshCore", "StoreshRules", "StoreshLocal", "StoreshLanguage", "StoreshTestSupport"]),
+            dependencies: ["StoreshCore", "StoreshRules", "StoreshLocal", "StoreshLanguage", "StoreshTestSupport", "StoreshFuzzing"]),
         .testTarget(
             name: "StoreshLocalTests",
             dependencies: ["StoreshCore", "StoreshLocal", "StoreshRules", "StoreshTestSupport", "StoreshFuzzing"]),

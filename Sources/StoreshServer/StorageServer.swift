@@ -110,7 +110,9 @@ public final class StorageServer: Sendable {
         Self.raiseDescriptorLimit(toAtLeast: configuration.maximumConnections + 256)
         let app = Application(
             responder: responder,
-            server: .http1(configuration: HTTP1Channel.Configuration(idleTimeout: TimeAmount(configuration.idleTimeout))),
+            server: .http1(
+                configuration: HTTP1Channel.Configuration(
+                    additionalChannelHandlers: [ParseErrorAnswer()], idleTimeout: TimeAmount(configuration.idleTimeout))),
             configuration: ApplicationConfiguration(
                 address: .hostname(host, port: configuration.port), serverName: "storesh",
                 availableConnectionsDelegate: MaximumAvailableConnections(configuration.maximumConnections)),

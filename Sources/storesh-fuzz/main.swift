@@ -1,10 +1,30 @@
 // Fuzzes the command language: storesh-fuzz [INPUTS] [SEED]  (default 1,000,000 inputs, a random seed).
 // Every 100th accepted script also runs in a dry run against a scratch bucket, which must be unchanged after.
+// storesh-fuzz rules [INPUTS] [SEED] fuzzes the security rules' parser and evaluator instead (default 20,000).
 import Foundation
 import StoreshCore
 import StoreshFuzzing
 import StoreshLanguage
 import StoreshLocal
+
+if CommandLine.arguments.dropFirst().first == "rules" {
+    let rest = CommandLine.arguments.dropFirst(2).map { $0 }
+    let count = rest.first.flatMap { Int($0.replacingOccurrences(of: ",", with: "")) } ?? 20_000
+    let seed = rest.count > 1 ? UInt64(rest[1]) ?? 1 : UInt64.random(in: 1...UInt64.max)
+    let start = Date()
+    var fuzzer = RulesFuzzer(seed: seed)
+    let report = fuzzer.run(inputs: count)
+    print("rules, seed \(seed): \(report.inputs) texts in \(String(format: "%.1f", Date().timeIntervalSince(start))) s")
+    print("accepted \(report.accepted), refused with a positioned error \(report.rejected), \(report.decisions) decisions")
+    print("slowest parse or decision \(String(format: "%.0f", report.slowestMicroseconds)) µs")
+    if report.failures.isEmpty {
+        print("no crash, no unpositioned refusal, no slow decision")
+        exit(0)
+    }
+    print("FAILURES:")
+    report.failures.prefix(20).forEach { print("  " + $0) }
+    exit(1)
+}
 
 let arguments = CommandLine.arguments.dropFirst().map { $0 }
 let count = arguments.first.flatMap { Int($0.replacingOccurrences(of: ",", with: "")) } ?? 1_000_000

@@ -4,6 +4,7 @@ import StoreshCore
 import StoreshLanguage
 import StoreshLocal
 import StoreshTestSupport
+import StoreshFuzzing
 @testable import StoreshRules
 
 /// A local bucket with rules in force (the rules layer around it), and a way to run requests as someone.
@@ -362,5 +363,40 @@ struct OpenRulesTests {
         #expect(evaluated.allowed && fast.allowed)
         #expect(fast.explanation(for: request) == evaluated.explanation(for: request))
         #expect(fast.explanation(for: request) == "allowed update on gs://teaching/images/forest.jpg by `allow read, write: if true;` at (the open rules of a new bucket):5")
+    }
+}
+
+/// Rules are input a request can send (issue 26): a short run of the rules fuzzer (scripts/fuzz rules runs more).
+@Suite("Rules under hostile input (short fuzz run)")
+struct RulesFuzzTests {
+    @Test("deep nesting, long chains, calls and random bytes: no crash, refusals positioned, decisions bounded")
+    func fuzz() {
+        var fuzzer = RulesFuzzer(seed: 26)
+        let report = fuzzer.run(inputs: 600)
+        #expect(report.failures.isEmpty, "\(report.failures.prefix(5))")
+        #expect(report.accepted > 0 && report.rejected > 0)
+    }
+
+    @Test("the limits: 256 KB of text, 100 levels of expression, 32 of match blocks, with positions")
+    func limits() throws {
+        let deep = RulesFuzzer.wrapping(String(repeating: "(", count: 101) + "true" + String(repeating: ")", count: 101))
+        #expect(throws: RulesSyntaxError.self) { try RulesParser.parse(deep) }
+        let fits = RulesFuzzer.wrapping(String(repeating: "(", count: 99) + "true" + String(repeating: ")", count: 99))
+        _ = try RulesParser.parse(fits)
+        let chain = RulesFuzzer.wrapping(Array(repeating: "true", count: 20_000).joined(separator: " && "))
+        _ = try RulesParser.parse(chain)  // a chain is one level, however long
+        let large = RulesFuzzer.wrapping(Array(repeating: "true", count: 40_000).joined(separator: " && "))
+        do throws(RulesSyntaxError) {
+            _ = try RulesParser.parse(large)
+            Issue.record("a text over 256 KB was parsed")
+        } catch {
+            #expect(error.line == 1 && error.column == 1 && error.message.contains("262144"))
+        }
+        do throws(RulesSyntaxError) {
+            _ = try RulesParser.parse("service firebase.storage {\n" + String(repeating: "match /a {\n", count: 40) + String(repeating: "}\n", count: 40) + "}\n")
+            Issue.record("40 nested match blocks were parsed")
+        } catch {
+            #expect(error.line == 34 && error.message.contains("32"))
+        }
     }
 }

@@ -164,13 +164,20 @@ def raw_request(server, head, body=b"", read_timeout=20):
     with socket.create_connection((host, int(port)), timeout=read_timeout) as connection:
         connection.sendall(head.encode() + body)
         answer = b""
+
+        def complete():
+            head, separator, body = answer.partition(b"\r\n\r\n")
+            length = re.search(rb"content-length: *(\d+)", head, re.I)
+            return separator and len(body) >= (int(length.group(1)) if length else 0)
+
         try:
-            while b"\r\n\r\n" not in answer or len(answer) < 20:
+            # Bounded: each round reads at least one byte, until the answer is whole, the server closes, or the timeout.
+            while not complete():
                 piece = connection.recv(65536)
                 if not piece:
                     break
                 answer += piece
-        except socket.timeout:
+        except (socket.timeout, ConnectionResetError):
             pass
         return answer
 
@@ -382,3 +389,13 @@ def test_a_negative_generation_condition_is_a_400(server):
     assert server.request("POST", f"/upload/storage/v1/b/{server.name}/o",
                           params={"uploadType": "media", "name": "g", "ifGenerationMatch": "-1"}, data=b"x").status_code == 400
     assert server.request("GET", f"/storage/v1/b/{server.name}/o/g").status_code == 404
+
+
+def test_headers_past_the_limit_are_refused_with_a_message(server):
+    answer = raw_request(server, "GET /v0/ HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + "a" * (100 << 10) + "\r\n\r\n")
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 431"), head[:200]
+    assert b"headers are larger" in body, answer[:400]
+    answer = raw_request(server, "NOT-HTTP\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 400") and b"could not be read as HTTP/1.1" in answer, answer[:400]
+    assert answers(server)
