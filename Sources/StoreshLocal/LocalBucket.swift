@@ -611,6 +611,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
                 try blob.write(piece, at: Int(offset))
                 offset += Int64(piece.count)
             }
+            blob.close()  // before the rows around it change
             try store(metadata, contentID: contentID, replacing: existing)
             return metadata
         }

@@ -198,9 +198,6 @@ final class UploadSessions: @unchecked Sendable {
         }
     }
 
-    /// Sessions in progress now (for tests and the limit).
-    var inProgressCount: Int { lock.withLock { sessions.values.count { $0.state.inProgress } } }
-
     /// Puts the session back to work after its object could not be written for a reason a retry may cure.
     func reopen(_ id: String) {
         lock.withLock {

@@ -387,3 +387,42 @@ struct LocalBucketDurabilityTests {
         #expect(LocalBucket.defaultName(forFile: "/x/???.bucket") == "local")
     }
 }
+
+/// Content from a source, in memory here: what the server's spools and `put` of a large file hand the bucket.
+private struct BytesSource: ContentSource {
+    let bytes: Data
+    var size: Int64 { Int64(bytes.count) }
+    var md5Base64: String { ContentHash.md5Base64(bytes) }
+    var origin: String? { nil }
+    func read(offset: Int64, length: Int) throws -> Data {
+        Data(bytes[Int(offset)..<min(bytes.count, Int(offset) + length)])
+    }
+}
+
+@Suite("Local bucket: large content a piece at a time")
+struct LocalBucketStreamingTests {
+    let directory = TemporaryDirectory()
+
+    @Test("a write from a source larger than a piece lands whole, and reads back whole and in pieces, MD5 checked")
+    func streamedWriteAndRead() async throws {
+        let bucket = try openBucket(directory.file("stream.bucket"))
+        var generator = SystemRandomNumberGenerator()
+        let bytes = Data((0..<(3 * LocalBucket.streamedPieceBytes + 17)).map { _ in UInt8.random(in: 0...255, using: &generator) })
+        let written = try await bucket.write(
+            from: BytesSource(bytes: bytes), to: objectName("big/one.bin"), options: WriteOptions(), precondition: .none)
+        #expect(written.size == Int64(bytes.count) && written.md5Hash == ContentHash.md5Base64(bytes))
+        #expect(try await bucket.read(objectName("big/one.bin")) == bytes)
+        var pieces: [Data] = []
+        let read = try bucket.currentObject(objectName("big/one.bin")) { pieces.append($0) }
+        #expect(read == written && pieces.count == 4 && pieces.reduce(Data(), +) == bytes)
+        #expect(pieces.allSatisfy { $0.count <= LocalBucket.streamedPieceBytes })
+        // A failed precondition writes nothing, content included.
+        await #expect(throws: StorageError.self) {
+            try await bucket.write(
+                from: BytesSource(bytes: bytes), to: objectName("big/one.bin"), options: WriteOptions(), precondition: .doesNotExist)
+        }
+        #expect(try await bucket.read(objectName("big/one.bin")) == bytes)
+        let report = try bucket.verify()
+        #expect(report.isSound && report.objects == 1 && report.contentBytes == Int64(bytes.count), "\(report.problems)")
+    }
+}
