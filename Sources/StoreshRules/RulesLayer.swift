@@ -110,21 +110,13 @@ class RulesLayer: Bucket, TransactionalBucket, @unchecked Sendable {
             return try await inner.write(from: source, to: object, options: options, precondition: precondition)
         }
         let existing = try await inner.metadataIfPresent(of: object)
-        let new = prospective(object, size: source.size, md5Hash: source.md5Base64, options: options, existing: existing)
+        let new = session.prospective(object, in: name, size: source.size, md5Hash: source.md5Base64, options: options, existing: existing)
         try check(.create, object.rawValue, new: new, existing: existing)
         try require(precondition, of: object, existing)
         let decided = existing.map { Precondition.sameContent(as: $0) } ?? .doesNotExist
         return try await inner.write(from: source, to: object, options: options, precondition: decided)
     }
 
-    /// `request.resource` as a write will make it; its generation is the bucket's to give.
-    func prospective(_ object: ObjectName, size: Int64, md5Hash: String, options: WriteOptions, existing: ObjectMetadata?) -> ObjectMetadata {
-        let now = session.clock.now()
-        return ObjectMetadata.newObject(
-            bucket: name, name: object, size: size, md5Hash: md5Hash,
-            generation: max(now.microseconds, (existing?.generation ?? 0) + 1), now: now, properties: options.properties,
-            customMetadata: options.customMetadata)
-    }
 
     func updateMetadata(of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition) async throws
         -> UpdateResult
@@ -152,8 +144,8 @@ class RulesLayer: Bucket, TransactionalBucket, @unchecked Sendable {
             return try await inner.write(content, to: object, options: options, precondition: precondition)
         }
         let existing = try await inner.metadataIfPresent(of: object)
-        let new = prospective(
-            object, size: Int64(content.count), md5Hash: ContentHash.md5Base64(content), options: options, existing: existing)
+        let new = session.prospective(
+            object, in: name, size: Int64(content.count), md5Hash: ContentHash.md5Base64(content), options: options, existing: existing)
         // Rule R2: writing content, new or over an existing object, is `create`.
         try check(.create, object.rawValue, new: new, existing: existing)
         try require(precondition, of: object, existing)

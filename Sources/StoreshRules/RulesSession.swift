@@ -149,10 +149,25 @@ public final class RulesSession: RulesControl, @unchecked Sendable {
         if !decision.allowed { throw decision.denial ?? StorageError.unauthorized(bucket: bucket, path: path) }
     }
 
-    /// Decides a request without making it (an upload's start, decided before its bytes arrive); not recorded.
-    /// Throws its denial.
-    public func authorize(_ method: AccessMethod, bucket: String, path: String, new: ObjectMetadata?, existing: ObjectMetadata?) throws {
-        try check(method, bucket: bucket, path: path, new: new, existing: existing, record: false)
+    /// `request.resource` as a write will make it; its generation is the bucket's to give.
+    func prospective(
+        _ object: ObjectName, in bucket: String, size: Int64, md5Hash: String, options: WriteOptions, existing: ObjectMetadata?
+    ) -> ObjectMetadata {
+        let now = clock.now()
+        return ObjectMetadata.newObject(
+            bucket: bucket, name: object, size: size, md5Hash: md5Hash,
+            generation: max(now.microseconds, (existing?.generation ?? 0) + 1), now: now, properties: options.properties,
+            customMetadata: options.customMetadata)
+    }
+
+    /// Decides the `create` of an object of `size` bytes with `options` before its bytes arrive (an upload's
+    /// start), on the resource as the write would make it; not recorded. Throws its denial.
+    public func authorizeCreate(
+        of object: ObjectName, in bucket: String, size: Int64, options: WriteOptions, existing: ObjectMetadata?
+    ) throws {
+        // The content is not there yet: its MD5 is the empty content's, as the service's is before any byte.
+        let new = prospective(object, in: bucket, size: size, md5Hash: ContentHash.md5Base64(Data()), options: options, existing: existing)
+        try check(.create, bucket: bucket, path: object.rawValue, new: new, existing: existing, record: false)
     }
 
     /// The bare decision, for the benchmark of one decision.

@@ -334,21 +334,10 @@ extension StorageAPI {
             if case .answer(let answer) = start { return answer }
             throw HTTPFailure(.internalServerError, reason: "backendError", "unreachable")
         }
-        let sizeBefore = spool.size
-        do {
-            let length = try await receive(
-                &exchange, into: spool, limit: min(limit, total ?? limit), skipping: skip,
-                tooLarge: total.map { _ in HTTPFailure.badRequest("Content-Range ends past the object's size of \(total!) bytes.") }
-                    ?? self.objectTooLarge())
-            try range.check(bodyLength: length, header: rangeHeader)
-        } catch {
-            try? spool.truncate(to: sizeBefore)
-            let over = (error as? HTTPFailure)?.status == .contentTooLarge
-            try? uploads.withSession(id) { (session: inout UploadSessions.Session) in
-                if over { session.end(.cancelled) } else { session.state = .active }
-            }
-            throw error
-        }
+        try await receiveChunk(
+            &exchange, session: id, into: spool, limit: min(limit, total ?? limit), skipping: skip,
+            tooLarge: total.map { HTTPFailure.badRequest("Content-Range ends past the object's size of \($0) bytes.") } ?? self.objectTooLarge(),
+            check: { try range.check(bodyLength: $0, header: rangeHeader) })
         enum Step { case answer(Answer), finish(UploadRequest, Spool) }
         let step = try uploads.withSession(id) { (session: inout UploadSessions.Session) throws -> Step in
             session.state = .active

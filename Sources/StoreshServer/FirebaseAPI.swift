@@ -352,20 +352,10 @@ extension StorageAPI {
         case .answer(let answer): return answer
         case .finalize: break
         case .receive(let spool, let skip, let total):
-            let sizeBefore = spool.size
-            do {
-                chunkLength = try await receive(
-                    &exchange, into: spool, limit: min(limit, total ?? limit), skipping: skip,
-                    tooLarge: total.map { HTTPFailure.badRequest("The upload would have more than the \($0) bytes announced at its start.") }
-                        ?? self.objectTooLarge())
-            } catch {
-                try? spool.truncate(to: sizeBefore)
-                let over = (error as? HTTPFailure)?.status == .contentTooLarge
-                try? uploads.withSession(id) { (session: inout UploadSessions.Session) in
-                    if over { session.end(.cancelled) } else { session.state = .active }
-                }
-                throw error
-            }
+            chunkLength = try await receiveChunk(
+                &exchange, session: id, into: spool, limit: min(limit, total ?? limit), skipping: skip,
+                tooLarge: total.map { HTTPFailure.badRequest("The upload would have more than the \($0) bytes announced at its start.") }
+                    ?? self.objectTooLarge())
         }
         if !commands.contains("upload"), chunkLength > 0 {
             throw HTTPFailure.badRequest("A finalize without upload carries no bytes, but this request has \(chunkLength).")

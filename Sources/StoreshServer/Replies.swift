@@ -8,11 +8,14 @@ struct Answer: Sendable {
     var status: HTTPResponse.Status
     var headers: HTTPFields
     var body: ByteBuffer
-    /// Content sent from a spool a piece at a time instead of `body` (a download larger than a spool keeps in
-    /// memory), so that no answer holds a whole large object.
-    var streamed: SpooledContent?
+    /// Bytes of a spool sent a piece at a time instead of `body` (a download larger than a spool keeps in memory),
+    /// so that no answer holds a whole large object.
+    var streamed: (spool: Spool, range: Range<Int64>)?
 
-    init(status: HTTPResponse.Status, headers: HTTPFields = [:], body: ByteBuffer = ByteBuffer(), streamed: SpooledContent? = nil) {
+    init(
+        status: HTTPResponse.Status, headers: HTTPFields = [:], body: ByteBuffer = ByteBuffer(),
+        streamed: (spool: Spool, range: Range<Int64>)? = nil
+    ) {
         self.status = status
         self.headers = headers
         self.body = body
@@ -21,14 +24,14 @@ struct Answer: Sendable {
 
     var response: Response {
         guard let streamed else { return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: body)) }
-        let size = streamed.size
+        let (spool, range) = streamed
         return Response(
             status: status, headers: headers,
-            body: ResponseBody(contentLength: Int(size)) { writer in
-                var offset: Int64 = 0
-                // Bounded: each round sends at least one byte, up to the content's size.
-                while offset < size {
-                    let piece = try streamed.read(offset: offset, length: Spool.pieceBytes)
+            body: ResponseBody(contentLength: range.count) { writer in
+                var offset = range.lowerBound
+                // Bounded: each round sends at least one byte, up to the range's end.
+                while offset < range.upperBound {
+                    let piece = try spool.read(offset: offset, length: Int(min(Int64(Spool.pieceBytes), range.upperBound - offset)))
                     guard !piece.isEmpty else { break }
                     try await writer.write(ByteBuffer(bytes: piece))
                     offset += Int64(piece.count)
@@ -75,21 +78,19 @@ enum Reply {
         if let value = object.contentEncoding, value != "identity" { headers[.contentEncoding] = value }
         guard let range = try ByteRange.parse(rangeHeader, size: Int(content.size)) else {
             headers[HTTPField.Name("X-Goog-Hash")!] = "crc32c=\(content.crc32cBase64),md5=\(object.md5Hash)"
-            return body(content, range: 0..<content.size, status: .ok, headers: headers)
+            return try body(content, range: 0..<content.size, status: .ok, headers: headers)
         }
         headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(content.size)"
-        return body(content, range: Int64(range.lowerBound)..<Int64(range.upperBound), status: .partialContent, headers: headers)
+        return try body(content, range: Int64(range.lowerBound)..<Int64(range.upperBound), status: .partialContent, headers: headers)
     }
 
     /// Bytes `range` of `content`: in the answer when small, streamed from the spool when not.
-    private static func body(_ content: SpooledContent, range: Range<Int64>, status: HTTPResponse.Status, headers: HTTPFields) -> Answer {
-        let slice = SpooledContent(
-            spool: content.spool, range: content.range.lowerBound + range.lowerBound..<content.range.lowerBound + range.upperBound,
-            md5Base64: "", crc32cBase64: "")
-        if slice.size <= Int64(Spool.memoryBytes), let bytes = try? slice.read(offset: 0, length: Int(slice.size)) {
-            return Answer(status: status, headers: headers, body: ByteBuffer(bytes: bytes))
+    private static func body(_ content: SpooledContent, range: Range<Int64>, status: HTTPResponse.Status, headers: HTTPFields) throws -> Answer {
+        let bytes = content.range.lowerBound + range.lowerBound..<content.range.lowerBound + range.upperBound
+        guard bytes.count > Int64(Spool.memoryBytes) else {
+            return Answer(status: status, headers: headers, body: ByteBuffer(bytes: try content.spool.read(offset: bytes.lowerBound, length: Int(bytes.count))))
         }
-        return Answer(status: status, headers: headers, streamed: slice)
+        return Answer(status: status, headers: headers, streamed: (content.spool, bytes))
     }
 }
 

@@ -85,8 +85,9 @@ final class Spool: @unchecked Sendable {
         return nil
     }
 
-    /// Bytes `range` of the spool as content of its own, with its checksums computed in one pass.
-    func content(_ range: Range<Int64>) throws -> SpooledContent {
+    /// Bytes `range` of the spool as content of its own, with its checksums computed in one pass (its MD5 only
+    /// when not `knownMD5` already).
+    func content(_ range: Range<Int64>, knownMD5: String? = nil) throws -> SpooledContent {
         var md5 = MD5Accumulator()
         var crc = CRC32C()
         var offset = range.lowerBound
@@ -94,11 +95,11 @@ final class Spool: @unchecked Sendable {
         while offset < range.upperBound {
             let piece = try read(offset: offset, length: Int(min(Int64(Self.pieceBytes), range.upperBound - offset)))
             guard !piece.isEmpty else { break }
-            md5.update(piece)
+            if knownMD5 == nil { md5.update(piece) }
             crc.update(piece)
             offset += Int64(piece.count)
         }
-        return SpooledContent(spool: self, range: range, md5Base64: md5.base64(), crc32cBase64: crc.base64)
+        return SpooledContent(spool: self, range: range, md5Base64: knownMD5 ?? md5.base64(), crc32cBase64: crc.base64)
     }
 
     /// All of it as content.

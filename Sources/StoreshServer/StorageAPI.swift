@@ -140,6 +140,29 @@ final class StorageAPI: Sendable {
         return length
     }
 
+    /// A resumable upload's chunk, received into its session's spool (as `receive` does) and then `check`ed by its
+    /// count of bytes. On any failure the spool is as it was, and the session goes back to work, or ends when the
+    /// chunk passed the object limit (the upload cannot succeed). Returns the chunk's length.
+    @discardableResult
+    func receiveChunk(
+        _ exchange: inout Exchange, session id: String, into spool: Spool, limit: Int64, skipping: Int64,
+        tooLarge: @autoclosure () -> HTTPFailure, check: (Int64) throws -> Void = { _ in }
+    ) async throws -> Int64 {
+        let sizeBefore = spool.size
+        do {
+            let length = try await receive(&exchange, into: spool, limit: limit, skipping: skipping, tooLarge: tooLarge())
+            try check(length)
+            return length
+        } catch {
+            try? spool.truncate(to: sizeBefore)
+            let over = (error as? HTTPFailure)?.status == .contentTooLarge
+            try? uploads.withSession(id) { (session: inout UploadSessions.Session) in
+                if over { session.end(.cancelled) } else { session.state = .active }
+            }
+            throw error
+        }
+    }
+
     /// A body that ended before the length its request declared.
     static func checkComplete(_ exchange: Exchange, received: Int64) throws {
         if let declared = exchange.request.headers[.contentLength].flatMap(Int64.init), received < declared {
@@ -180,7 +203,8 @@ final class StorageAPI: Sendable {
         let object = try bucket.reader.currentObject(name) { piece throws(StorageError) in
             do { try spool.append(piece) } catch let error as StorageError { throw error } catch { throw .internalError("\(error)") }
         }
-        return (object, try spool.content())
+        // Its MD5 was checked as it was read: the pass over the spool computes only its CRC32C.
+        return (object, try spool.content(0..<spool.size, knownMD5: object.md5Hash))
     }
 
     func jsonBody(_ exchange: inout Exchange, what: String) async throws -> ObjectMetadataBody {
@@ -257,15 +281,9 @@ final class StorageAPI: Sendable {
     /// rules when it starts, so a refused client sends no bytes): `create` of the object as announced.
     func authorizeUploadStart(_ upload: UploadRequest, declaredSize: Int64?) async throws {
         guard let session = try rulesSession(for: upload.caller) else { return }
-        let reader = bucket.reader
-        let existing = try await reader.metadataIfPresent(of: upload.name)
-        try session.authorize(
-            .create, bucket: bucket.name, path: upload.name.rawValue,
-            new: ObjectMetadata.newObject(
-                bucket: bucket.name, name: upload.name, size: declaredSize ?? 0, md5Hash: ContentHash.md5Base64(Data()),
-                generation: (existing?.generation ?? 0) + 1, now: Timestamp(date: Date()), properties: upload.options.properties,
-                customMetadata: upload.options.customMetadata),
-            existing: existing)
+        let existing = try await bucket.reader.metadataIfPresent(of: upload.name)
+        try session.authorizeCreate(
+            of: upload.name, in: bucket.name, size: declaredSize ?? 0, options: upload.options, existing: existing)
     }
 }
 

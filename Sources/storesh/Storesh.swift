@@ -348,16 +348,10 @@ struct Check: AsyncParsableCommand {
         // A bucket that cannot be opened is the Reporter's to say (as JSON with --json, exit 1).
         let bucket = try bucketOptions.openExisting(json: outputOptions.json)
         let report = try bucket.verify()
-        // Rules the shell would refuse to load (kept before storesh bounded them) leave every rules-decided
-        // request denied: said here, since only `rules load` or `rules reset` mends them.
-        var rulesProblem: String?
-        if report.isSound, let stored = try? bucket.storedRules() {
-            do {
-                _ = try RulesParser.parse(stored.source)
-            } catch {
-                rulesProblem = "the stored security rules (\(stored.origin)) cannot be used: \(error.line):\(error.column): \(error.message)"
-            }
-        }
+        // Rules that cannot be used (kept before storesh bounded them) leave every rules-decided request denied:
+        // said here, since only `rules load` or `rules reset` mends them. Read as every session reads them.
+        let rulesProblem = report.isSound
+            ? (try? RulesSession(store: bucket).problem).map { "the stored security rules cannot be used: \($0)" } : nil
         if outputOptions.json {
             let document = JSONValue.object([
                 ("bucket", .string(location)), ("sound", .bool(report.isSound)), ("objects", .integer(Int64(report.objects))),
