@@ -34,10 +34,16 @@ let package = Package(
             name: "StoreshCore",
             dependencies: ["CStoreshChecksum", .product(name: "Crypto", package: "swift-crypto")]
         ),
+        // SQLite's C interface, wrapped once: connections, cached statements, incremental blob I/O.
+        .target(name: "StoreshSQLite", dependencies: ["CSQLite"]),
         // The local bucket: one durable SQLite file, its page tokens, plus the JSON export/import format.
         .target(
             name: "StoreshLocal",
-            dependencies: ["StoreshCore", "CSQLite", .product(name: "Crypto", package: "swift-crypto")]),
+            dependencies: ["StoreshCore", "StoreshSQLite", "CSQLite", .product(name: "Crypto", package: "swift-crypto")]),
+        // Plans and their execution, for any bucket: the dry run's planned bucket, the applier, the journal, undo
+        // and resume. A plan's working state is a private temporary SQLite database, so that a plan of millions of
+        // changes needs no more memory than a small one.
+        .target(name: "StoreshExecution", dependencies: ["StoreshCore", "StoreshSQLite", "CSQLite"]),
         // Security rules: the rules language, its evaluation, and the engine the local bucket asks.
         // The sample rules (links to samples/rules/) are compiled in: `rules load --sample NAME` needs no file.
         .target(
@@ -47,7 +53,7 @@ let package = Package(
                 .embedInCode("SampleRules/version1.rules"),
             ]),
         // The command language: lexer, parser, AST with source positions, interpreter over any Bucket.
-        .target(name: "StoreshLanguage", dependencies: ["StoreshCore"]),
+        .target(name: "StoreshLanguage", dependencies: ["StoreshCore", "StoreshExecution"]),
         // `storesh serve`: a local bucket behind the Firebase Storage emulator's HTTP API (the Cloud Storage JSON
         // API and the Firebase v0 API), on Hummingbird. The HTTP layer only: storage semantics stay in the core.
         .target(
@@ -78,8 +84,8 @@ let package = Package(
         .executableTarget(
             name: "storesh",
             dependencies: [
-                "StoreshCore", "StoreshLocal", "StoreshLanguage", "StoreshRules", "StoreshServer", "StoreshRemote",
-                "CStoreshTerminal",
+                "StoreshCore", "StoreshLocal", "StoreshLanguage", "StoreshExecution", "StoreshRules", "StoreshServer",
+                "StoreshRemote", "CStoreshTerminal",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             // The teaching sample (a link to samples/teaching.json), compiled in so that a lone binary can
@@ -102,10 +108,11 @@ let package = Package(
             dependencies: ["StoreshCore", "StoreshRules", "StoreshLocal", "StoreshLanguage", "StoreshTestSupport", "StoreshFuzzing"]),
         .testTarget(
             name: "StoreshLocalTests",
-            dependencies: ["StoreshCore", "StoreshLocal", "StoreshRules", "StoreshTestSupport", "StoreshFuzzing"]),
+            dependencies: ["StoreshCore", "StoreshLocal", "StoreshSQLite", "StoreshRules", "StoreshTestSupport", "StoreshFuzzing"]),
         .testTarget(
             name: "StoreshLanguageTests",
             dependencies: ["StoreshCore", "StoreshLanguage", "StoreshLocal", "StoreshRules", "StoreshTestSupport", "StoreshFuzzing"]),
+        .testTarget(name: "StoreshExecutionTests", dependencies: ["StoreshExecution", "StoreshCore", "StoreshTestSupport"]),
         .testTarget(name: "StoreshServerTests", dependencies: ["StoreshServer", "StoreshCore", "StoreshLocal"]),
         .testTarget(name: "StoreshRemoteTests", dependencies: ["StoreshRemote", "StoreshCore"]),
         // Runs the built `storesh` binary as a user would.

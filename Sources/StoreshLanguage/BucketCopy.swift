@@ -1,5 +1,6 @@
 import Foundation
 import StoreshCore
+import StoreshExecution
 
 /// `storesh copy`: the objects of one bucket into another, whatever their kinds (a local file, gs://), content and
 /// every writable property (content type, cache control, disposition, encoding, language, custom metadata with
@@ -9,7 +10,7 @@ import StoreshCore
 public enum BucketCopy {
     public struct Plan: Sendable {
         /// Writes, in name order, each with its content.
-        public var changes: [PlannedChange]
+        public var changes: PlanStore
         /// Objects the destination already holds as they are in the source.
         public var unchanged: Int
         /// Bytes of content to write.
@@ -36,6 +37,9 @@ public enum BucketCopy {
             }
         }
         var changes = [PlannedChange?](repeating: nil, count: wanted.count)
+        let store = try PlanStore()
+        var written = 0
+        var bytes: Int64 = 0
         try await withThrowingTaskGroup(of: (Int, PlannedChange).self) { group in
             var next = 0
             func start() {
@@ -54,11 +58,17 @@ public enum BucketCopy {
             for _ in 0..<max(1, parallel) { start() }
             while let (index, change) = try await group.next() {
                 changes[index] = change
+                // Into the plan's store in name order, as soon as the ones before have come.
+                while written < changes.count, let next = changes[written] {
+                    try store.append(next)
+                    bytes += Int64(next.content?.count ?? 0)
+                    changes[written] = nil
+                    written += 1
+                }
                 start()
             }
         }
-        let planned = changes.compactMap { $0 }
-        return Plan(changes: planned, unchanged: unchanged, bytes: planned.reduce(0) { $0 + Int64($1.content?.count ?? 0) })
+        return Plan(changes: store, unchanged: unchanged, bytes: bytes)
     }
 
     /// Every object under `prefix`, in name order.

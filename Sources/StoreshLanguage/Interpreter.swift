@@ -1,5 +1,6 @@
 import Foundation
 import StoreshCore
+import StoreshExecution
 
 /// Where the interpreter's results and errors go.
 public protocol InterpreterOutput: AnyObject {
@@ -221,11 +222,12 @@ public final class Interpreter {
         case .pageNext:
             try await runPageNext(at: here)
         case .metaGet(let targets, let raw, let filters):
-            let objects = try await expand(targets, raw: raw, filters: filters, at: here)
-            for (index, object) in objects.enumerated() {
+            var shown = 0
+            try await forEachTarget(targets, raw: raw, filters: filters, at: here) { object in
                 let metadata = try await self.metadata(of: object, at: here)
                 // Several objects: a blank line between them, for people (JSON has one document each).
-                if index > 0 && !options.json { deliver(.echo("")) }
+                if shown > 0 && !options.json { deliver(.echo("")) }
+                shown += 1
                 // Rule G7: download tokens are credentials of a kind; shown only when asked for with --raw.
                 deliver(.metadata(raw ? metadata : metadata.withoutDownloadTokens))
             }
@@ -269,19 +271,17 @@ public final class Interpreter {
             let content = try await onTarget(objectWord, name: name, at: here) { try await self.target.read(name) }
             deliver(.content(object: name.rawValue, content))
         case .rm(let targets, let raw, let filters):
-            let objects = try await expand(targets, raw: raw, filters: filters, at: here)
-            var deleted: [String] = []
-            for object in objects {
-                try checkCancelled(at: here)
+            let results = BulkResults(.deletions, output: output, options: options)
+            try await forEachTarget(targets, raw: raw, filters: filters, at: here) { object in
                 // An object a pattern found is deleted only as it was found (rule G5).
                 let precondition = object.metadata.map { Precondition.sameContent(as: $0) } ?? .none
                 try await onTarget(object.word, name: object.name, at: here) {
                     try await self.target.delete(object.name, precondition: precondition)
                 }
-                deleted.append(object.name.rawValue)
-                if options.dryRun && objects.count > 1 { deliver(.plannedDeletion(object.name.rawValue)) }
+                results.deleted(object.name.rawValue)
             }
-            deliver(.deleted(deleted, dryRun: options.dryRun))
+            if !options.dryRun { reportedChanges += results.deletedCount }
+            results.finish(single: true)
         case .echo(let words):
             deliver(.echo(words.map(\.text).joined(separator: " ")))
         case .help(let topic):
@@ -458,15 +458,12 @@ public final class Interpreter {
     /// `meta rename custom.OLD custom.NEW`: on each target that has OLD, NEW takes its value and OLD goes, in one
     /// update; an object whose NEW already holds another value is an error rather than a silent overwrite.
     private func runRename(_ command: MetaRenameCommand, at here: SourceLocation) async throws {
-        let objects = try await expand(command.targets, raw: false, filters: command.filters, at: here)
-        var updated: [(name: String, differences: [PropertyDifference])] = []
-        var unchanged: [String] = []
-        for object in objects {
-            try checkCancelled(at: here)
+        let results = BulkResults(.updates, output: output, options: options)
+        try await forEachTarget(command.targets, raw: false, filters: command.filters, at: here) { object in
             let metadata = try await self.metadata(of: object, at: here)
             guard let value = metadata.customMetadata[command.old.text] else {
-                unchanged.append(object.name.rawValue)
-                continue
+                results.unchanged(object.name.rawValue)
+                return
             }
             if let existing = metadata.customMetadata[command.new.text], existing != value {
                 throw Diagnostic.running(
@@ -480,19 +477,15 @@ public final class Interpreter {
             let result = try await onTarget(object.word, name: object.name, at: here) {
                 try await self.target.updateMetadata(of: object.name, update, precondition: .matches(metadata))
             }
-            updated.append((object.name.rawValue, result.previous.differences(to: result.metadata)))
+            results.updated(object.name.rawValue, result.previous.differences(to: result.metadata))
         }
-        deliver(.updates(UpdatesResult(
-            updated: updated, unchanged: unchanged, single: command.targets.count == 1 && !ObjectPattern.isPattern(command.targets[0]) && objects.count == 1,
-            dryRun: options.dryRun)))
+        if !options.dryRun { reportedChanges += results.updatedCount }
+        results.finish(single: command.targets.count == 1 && !ObjectPattern.isPattern(command.targets[0]))
     }
 
     private func runUpdate(_ update: MetadataUpdate, targets: [Word], filters: [MetadataFilter] = [], at here: SourceLocation) async throws {
-        let objects = try await expand(targets, raw: false, filters: filters, at: here)
-        var updated: [(name: String, differences: [PropertyDifference])] = []
-        var unchanged: [String] = []
-        for object in objects {
-            try checkCancelled(at: here)
+        let results = BulkResults(.updates, output: output, options: options)
+        try await forEachTarget(targets, raw: false, filters: filters, at: here) { object in
             let update = try await keepingDownloadTokens(update, of: object, at: here)
             // A named object is updated as it is (one `update` request, as the service makes it); one that a
             // pattern found must not have changed since.
@@ -502,12 +495,13 @@ public final class Interpreter {
                     precondition: object.metadata.map { $0.hasGenerations ? Precondition(metageneration: $0.metageneration) : .matches($0) } ?? .none)
             }
             if result.changed {
-                updated.append((object.name.rawValue, result.previous.differences(to: result.metadata)))
+                results.updated(object.name.rawValue, result.previous.differences(to: result.metadata))
             } else {
-                unchanged.append(object.name.rawValue)
+                results.unchanged(object.name.rawValue)
             }
         }
-        deliver(.updates(UpdatesResult(updated: updated, unchanged: unchanged, single: objects.count == 1, dryRun: options.dryRun)))
+        if !options.dryRun { reportedChanges += results.updatedCount }
+        results.finish(single: true)
     }
 
     /// Rule G7: `meta unset custom` clears the custom metadata but keeps the download tokens (the object's

@@ -1,5 +1,6 @@
 import Foundation
 import StoreshCore
+import StoreshExecution
 
 /// How a script runs (contract, Scripts; rule X1): the transaction policy, apart from what each command does.
 ///
@@ -75,7 +76,13 @@ extension Interpreter {
         let start = script.statements.first?.location ?? SourceLocation(line: 1, column: 1)
         guard let transactions = bucket.transactions else {
             if script.changesBucket && !options.dryRun { return await planThenApply(script) }
-            let steps: (any BucketTransaction)? = options.dryRun ? PlannedBucket(over: bucket, clock: clock) : nil
+            let steps: (any BucketTransaction)?
+            do {
+                steps = options.dryRun ? try PlannedBucket(over: bucket, clock: clock) : nil
+            } catch {
+                report(error, at: start)
+                return .failed
+            }
             target = guarded(steps ?? bucket)
             let end = await runStatements(script, steps: steps, transactional: false)
             return conclude(end, script)
@@ -85,7 +92,7 @@ extension Interpreter {
             let forWriting = !options.dryRun && (script.changesBucket || options.snapshotBefore != nil)
             let end = try await transactions.withTransaction(forWriting: forWriting) { transaction -> TransactionOutcome<ScriptEnd> in
                 began = true
-                let steps: any BucketTransaction = options.dryRun ? PlannedBucket(over: transaction, clock: clock) : transaction
+                let steps: any BucketTransaction = options.dryRun ? try PlannedBucket(over: transaction, clock: clock) : transaction
                 target = guarded(steps)
                 let end = await runStatements(script, steps: steps, transactional: true)
                 return end.keep && !options.dryRun ? .commit(end) : .rollback(end)
@@ -102,12 +109,18 @@ extension Interpreter {
     /// nothing written; then, when no command failed (or with `--keep-going`), the plan's changes are applied
     /// with preconditions, in parallel, journaled.
     private func planThenApply(_ script: Script) async -> Status {
-        let plan = PlannedBucket(over: bucket, clock: clock)
+        let plan: PlannedBucket
+        do {
+            plan = try PlannedBucket(over: bucket, clock: clock)
+        } catch {
+            report(error, at: script.statements.first?.location ?? SourceLocation(line: 1, column: 1))
+            return .failed
+        }
         target = guarded(plan)
         let end = await runStatements(script, steps: plan, transactional: true)
         if end.stoppedEarly || !end.keep { return end.status }
-        guard !plan.changes.isEmpty else { return conclude(end, script) }
-        let applied = await apply(plan.changes) { change in
+        guard plan.changeCount > 0 else { return conclude(end, script) }
+        let applied = await apply(plan.store) { change in
             script.statements.indices.contains(change.step) ? script.statements[change.step].location : SourceLocation(line: 1, column: 1)
         }
         return applied == .success ? conclude(end, script) : applied
@@ -116,12 +129,12 @@ extension Interpreter {
     /// Applies planned changes to the session's bucket and says how it went (rules X2–X5): each failure names its
     /// object; a run that did not apply everything says what was and was not applied, and where the journal is.
     public func apply(
-        _ changes: [PlannedChange], alreadyApplied: [Int: ObjectMetadata?] = [:], journal given: (any ApplyJournal)? = nil,
+        _ plan: PlanStore, journal given: (any ApplyJournal)? = nil,
         locate: (PlannedChange) -> SourceLocation = { _ in SourceLocation(line: 1, column: 1) }
     ) async -> Status {
         let journal: (any ApplyJournal)?
         do {
-            journal = try given ?? applySettings.openJournal?(changes)
+            journal = try given ?? applySettings.openJournal?(plan)
         } catch {
             report(error, at: SourceLocation(line: 1, column: 1))
             output.notice("nothing was applied: the journal could not be written")
@@ -131,14 +144,18 @@ extension Interpreter {
             output.notice(Self.unguardedChanges)
         }
         let applier = PlanApplier(
-            bucket: bucket, changes: changes, parallel: options.parallel, keepGoing: options.keepGoing, journal: journal,
-            alreadyApplied: alreadyApplied, isCancelled: isCancelled, progress: applySettings.progress)
-        let outcome = await applier.apply(resumed: !alreadyApplied.isEmpty || given != nil)
+            bucket: bucket, plan: plan, parallel: options.parallel, keepGoing: options.keepGoing, journal: journal,
+            isCancelled: isCancelled, progress: applySettings.progress)
+        let outcome = await applier.apply(resumed: given != nil)
         applySettings.progressEnded?()
         for failure in outcome.failures {
-            output.error(Diagnostic.running(failure.error, at: locate(changes[failure.index])))
+            let change = try? plan.change(failure.index)
+            output.error(Diagnostic.running(failure.error, at: change.map(locate) ?? SourceLocation(line: 1, column: 1)))
         }
-        let total = changes.count
+        if outcome.failed > outcome.failures.count {
+            output.notice("… and \(MessageText.grouped(outcome.failed - outcome.failures.count)) more failures\(journal.map { " (the journal \($0.location) lists each)" } ?? "")")
+        }
+        let total = plan.count
         let where_ = journal.map { " (journal: \($0.location))" } ?? ""
         switch outcome.end {
         case .complete:
@@ -151,19 +168,18 @@ extension Interpreter {
             let why =
                 outcome.end == .interrupted ? "interrupted" : outcome.end == .stopped ? "stopped at the first failure (--keep-going goes on past failures)" : "some changes failed"
             var lines = [
-                "\(why): applied \(MessageText.grouped(outcome.applied.count)) of \(MessageText.counted(total, "change")); \(MessageText.grouped(outcome.failures.count)) failed, \(MessageText.grouped(outcome.notSent.count)) not sent"
+                "\(why): applied \(MessageText.grouped(outcome.applied)) of \(MessageText.counted(total, "change")); \(MessageText.grouped(outcome.failed)) failed, \(MessageText.grouped(outcome.notSent)) not sent"
             ]
             if let journal {
                 // Resuming helps what was not sent or met a passing fault; an object that changed meanwhile or was
                 // refused needs a new plan.
-                let passing: Set<StorageErrorCode> = [.unavailable, .cancelled, .internalError, .unknown]
-                if !outcome.notSent.isEmpty || outcome.failures.contains(where: { passing.contains($0.error.code) }) {
+                if outcome.notSent > 0 || outcome.hasPassingFailures {
                     lines.append("finish with: storesh run --resume \(journal.location)")
                 }
-                if outcome.failures.contains(where: { !passing.contains($0.error.code) }) {
+                if outcome.hasLastingFailures {
                     lines.append("a change refused or overtaken by another writer is not resumed: run the script again to plan it anew")
                 }
-                if !outcome.applied.isEmpty {
+                if outcome.applied > 0 {
                     lines.append("put back what was applied with: storesh undo \(journal.location)")
                 }
             }
@@ -250,14 +266,14 @@ extension Interpreter {
 extension Interpreter {
     /// Prints planned changes as a dry run prints them (`storesh undo --dry-run`): each object, each property
     /// old → new; deletions by name.
-    public func showPlan(_ changes: [PlannedChange]) {
+    public func showPlan(_ plan: PlanStore) throws {
         var updated: [(name: String, differences: [PropertyDifference])] = []
         var deleted: [String] = []
-        for change in changes {
+        try plan.forEachChange { _, change in
             switch (change.before, change.after) {
             case (let before?, let after?): updated.append((change.object, before.differences(to: after)))
             case (_?, nil): deleted.append(change.object)
-            case (nil, _): continue
+            case (nil, _): return
             }
         }
         if !updated.isEmpty {

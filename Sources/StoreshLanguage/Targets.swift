@@ -5,14 +5,33 @@ import StoreshCore
 /// expanded by walking the bucket a page at a time, and errors placed at the word they concern, with a hint when
 /// the likely mistake is known.
 extension Interpreter {
-    /// The objects that targets name, in order: each path as given (it must be a valid name), each
-    /// pattern expanded to its matches in name order. No target means the current reference.
-    func expand(_ targets: [Word], raw: Bool, at here: SourceLocation) async throws -> [ExpandedTarget] {
-        guard !targets.isEmpty else {
-            return [(try located(here) { try self.current.objectName() }, nil, nil)]
+    /// Calls `body` with each object that targets name, in order, as they are found: each path as given (it must
+    /// be a valid name), each pattern's matches in name order, read a page at a time, so that a pattern over
+    /// millions of objects is never held whole. An object two targets name is passed once. No target means the
+    /// current reference. With `filters`, only objects whose metadata pass every `--where` filter are passed (a
+    /// named object is read for it; one that does not exist is passed, so that the command says so), and when
+    /// none does, a note says so. Returns how many objects were passed.
+    @discardableResult
+    func forEachTarget(
+        _ targets: [Word], raw: Bool, filters: [MetadataFilter] = [], at here: SourceLocation,
+        _ body: (ExpandedTarget) async throws -> Void
+    ) async throws -> Int {
+        var passed = 0
+        func offer(_ object: ExpandedTarget) async throws {
+            if !filters.isEmpty, let metadata = try await metadataIfPresent(of: object, at: here) {
+                guard filters.allSatisfy({ $0.admits(metadata) }) else { return }
+                passed += 1
+                return try await body((object.name, metadata, object.word))
+            }
+            passed += 1
+            try await body(object)
         }
-        var objects: [ExpandedTarget] = []
-        var seen = Set<ObjectName>()
+        if targets.isEmpty {
+            try await offer((try located(here) { try self.current.objectName() }, nil, nil))
+        }
+        // What earlier targets named, to pass each object once without remembering every object passed.
+        var named = Set<ObjectName>()
+        var patterns: [ObjectPattern] = []
         for word in targets {
             if !raw && ObjectPattern.isPattern(word) {
                 let pattern = try located(word.location) {
@@ -28,7 +47,9 @@ extension Interpreter {
                     for metadata in page.objects where pattern.matches(metadata.fullPath) {
                         let name = try located(word.location) { try ObjectName(metadata.fullPath) }
                         matched += 1
-                        if seen.insert(name).inserted { objects.append((name, metadata, word)) }
+                        if named.contains(name) || patterns.contains(where: { $0.matches(metadata.fullPath) }) { continue }
+                        try checkCancelled(at: here)
+                        try await offer((name, metadata, word))
                     }
                     after = page.resumeAfter
                 } while after != nil
@@ -36,26 +57,31 @@ extension Interpreter {
                     throw Diagnostic.running(
                         StorageError(.objectNotFound, "No object matches the pattern \(pattern.text)."), at: word.location)
                 }
+                patterns.append(pattern)
             } else {
                 let name = try objectName(word, raw: raw, at: here)
-                if seen.insert(name).inserted { objects.append((name, nil, word)) }
+                guard named.insert(name).inserted else { continue }
+                // Passed already by an earlier pattern when it exists.
+                if patterns.contains(where: { $0.matches(name.rawValue) }),
+                    try await onTarget(word, name: name, at: here, { try await self.target.metadataIfPresent(of: name) }) != nil
+                {
+                    continue
+                }
+                try await offer((name, nil, word))
             }
         }
-        return objects
-    }
-
-    /// The objects targets name (as `expand`), with only those whose metadata pass every `--where` filter. A named
-    /// object is read for it; one that does not exist is kept, so that the command says so.
-    func expand(_ targets: [Word], raw: Bool, filters: [MetadataFilter], at here: SourceLocation) async throws
-        -> [ExpandedTarget]
-    {
-        let objects = try await expand(targets, raw: raw, at: here)
-        guard !filters.isEmpty else { return objects }
-        let kept = try await passing(objects, filters: filters, at: here)
-        if kept.isEmpty {
+        if passed == 0 && !filters.isEmpty {
             deliver(.note("(no target passes --where \(filters.map(\.text).joined(separator: " --where ")): nothing to do)"))
         }
-        return kept
+        return passed
+    }
+
+    /// The objects that targets name, in order (as `forEachTarget` passes them), gathered: for commands over a
+    /// few objects (explain).
+    func expand(_ targets: [Word], raw: Bool, at here: SourceLocation) async throws -> [ExpandedTarget] {
+        var objects: [ExpandedTarget] = []
+        try await forEachTarget(targets, raw: raw, at: here) { objects.append($0) }
+        return objects
     }
 
     /// The objects whose metadata pass every filter, each with its metadata. A named object is read for it; one

@@ -1,3 +1,4 @@
+import StoreshSQLite
 import CSQLite
 import Foundation
 import StoreshCore

@@ -1,3 +1,4 @@
+import StoreshSQLite
 import Foundation
 import StoreshCore
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import CStoreshTerminal
 import Foundation
 import StoreshCore
+import StoreshExecution
 import StoreshLanguage
 import StoreshLocal
 
@@ -71,15 +72,15 @@ struct Copy: AsyncParsableCommand {
             parallel: applyOptions.parallel ?? ApplySettings.defaultParallel, isCancelled: isCancelled)
         let summary = "\(MessageText.counted(plan.changes.count, "object")) (\(plan.bytes) bytes) from \(from.displayed) to \(to.displayed)"
             + (plan.unchanged > 0 ? "; \(plan.unchanged) already there as they are" : "")
-        if dryRun || plan.changes.isEmpty {
+        if dryRun || plan.changes.count == 0 {
             if outputOptions.json {
-                output.result(Self.document(plan, from: from, to: to, dryRun: true).serialized)
+                output.result(try Self.document(plan, from: from, to: to, dryRun: true).serialized)
             } else {
-                for change in plan.changes {
+                try plan.changes.forEachChange { _, change in
                     output.result("would copy \(MessageText.oneLine(change.object)) (\(change.after?.size ?? 0) B, \(change.after?.contentType ?? "no type"))")
                 }
                 output.notice(
-                    plan.changes.isEmpty
+                    plan.changes.count == 0
                         ? "nothing to copy: \(to.displayed) holds the \(MessageText.counted(plan.unchanged, "object")) of \(from.displayed)\(folder.isEmpty ? "" : " under \(folder)") as they are"
                         : "dry run: would copy \(summary)")
             }
@@ -92,7 +93,7 @@ struct Copy: AsyncParsableCommand {
             // Into a bucket file: one transaction, all of it or none.
             let outcome = try await transactions.withTransaction(forWriting: true) { transaction -> TransactionOutcome<ApplyOutcome> in
                 let outcome = await PlanApplier(
-                    bucket: transaction, changes: plan.changes, parallel: 1, keepGoing: false, journal: nil, isCancelled: isCancelled
+                    bucket: transaction, plan: plan.changes, parallel: 1, keepGoing: false, journal: nil, isCancelled: isCancelled
                 ).apply()
                 return outcome.end == .complete ? .commit(outcome) : .rollback(outcome)
             }
@@ -115,7 +116,7 @@ struct Copy: AsyncParsableCommand {
         }
         if status == .success {
             if outputOptions.json {
-                output.result(Self.document(plan, from: from, to: to, dryRun: false).serialized)
+                output.result(try Self.document(plan, from: from, to: to, dryRun: false).serialized)
             } else {
                 output.notice("copied \(summary)")
             }
@@ -132,9 +133,11 @@ struct Copy: AsyncParsableCommand {
         return path.fullPath + "/"
     }
 
-    static func document(_ plan: BucketCopy.Plan, from: BucketLocation, to: BucketLocation, dryRun: Bool) -> JSONValue {
-        .object([
-            ("copied", .array(plan.changes.map { .string($0.object) })), ("from", .string(from.displayed)),
+    static func document(_ plan: BucketCopy.Plan, from: BucketLocation, to: BucketLocation, dryRun: Bool) throws -> JSONValue {
+        var copied: [JSONValue] = []
+        try plan.changes.forEachChange { _, change in copied.append(.string(change.object)) }
+        return .object([
+            ("copied", .array(copied)), ("from", .string(from.displayed)),
             ("to", .string(to.displayed)), ("bytes", .integer(plan.bytes)), ("unchanged", .integer(Int64(plan.unchanged))),
             ("dryRun", .bool(dryRun)),
         ])

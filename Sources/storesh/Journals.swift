@@ -2,6 +2,7 @@ import ArgumentParser
 import CStoreshTerminal
 import Foundation
 import StoreshCore
+import StoreshExecution
 import StoreshLanguage
 
 /// A journal file (rule X4): created whole with the plan (and made durable) before the first change is sent;
@@ -12,8 +13,8 @@ final class JournalFile: ApplyJournal, @unchecked Sendable {
     private let descriptor: Int32
     private let lock = NSLock()
 
-    /// A new journal holding the plan.
-    init(creating path: String, bucket: String, source: String, changes: [PlannedChange], clock: any StorageClock) throws {
+    /// A new journal holding the plan, written a batch of changes at a time.
+    init(creating path: String, bucket: String, source: String, plan: PlanStore, clock: any StorageClock) throws {
         let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         descriptor = Foundation.open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0o600)
@@ -21,8 +22,14 @@ final class JournalFile: ApplyJournal, @unchecked Sendable {
             throw StorageError(.invalidArgument, "Cannot create the journal \(path): \(String(cString: strerror(errno))).")
         }
         location = path
-        var text = JournalRecord.header(bucket: bucket, source: source, changes: changes.count, created: clock.now()) + "\n"
-        for (index, change) in changes.enumerated() { text += JournalRecord.change(index, change) + "\n" }
+        var text = JournalRecord.header(bucket: bucket, source: source, changes: plan.count, created: clock.now()) + "\n"
+        try plan.forEachChange { index, change in
+            text += JournalRecord.change(index, change) + "\n"
+            if text.utf8.count >= 1 << 20 {
+                try append(text)
+                text = ""
+            }
+        }
         try append(text)
         try sync()
     }
@@ -106,10 +113,10 @@ struct ApplyOptions: ParsableArguments {
         interpreter.options.parallel = parallel ?? ApplySettings.defaultParallel
         let bucket = interpreter.bucket
         let journal = self.journal
-        interpreter.applySettings.openJournal = { changes in
+        interpreter.applySettings.openJournal = { plan in
             try JournalFile(
                 creating: journal ?? JournalFile.defaultPath(bucket: bucket.name), bucket: bucket.url,
-                source: source, changes: changes, clock: SystemClock())
+                source: source, plan: plan, clock: SystemClock())
         }
         if !json && isatty(STDERR_FILENO) != 0 {
             let line = ProgressLine()
@@ -179,21 +186,21 @@ struct Undo: AsyncParsableCommand {
     var quiet: Bool { bucketOptions.quiet }
 
     func run() async throws {
-        let journal = try JournalRecord.parse(try readInputFile(file), source: file)
+        let journal = try readJournal(file)
         if let given = bucketOptions.bucket, given != journal.bucket {
             throw CommandLineError("\(file) is a journal of \(journal.bucket), not \(given); undo works on the bucket its journal names.")
         }
-        let (changes, impossible) = JournalRecord.undo(journal)
+        let (changes, impossible) = try JournalRecord.undo(journal)
         let interpreter = try await journalSession(journal, json: outputOptions.json, quiet: quiet, dryRun: dryRun, keepGoing: keepGoing)
         for (object, reason) in impossible {
             interpreter.output.notice("cannot undo the change to \(object): \(reason)")
         }
-        guard !changes.isEmpty else {
+        guard changes.count > 0 else {
             interpreter.output.notice("nothing to undo: \(file) records no applied change that can be put back")
             throw ExitCode(impossible.isEmpty ? 0 : 1)
         }
         if dryRun {
-            interpreter.showPlan(changes)
+            try interpreter.showPlan(changes)
             interpreter.output.notice("dry run: nothing was changed")
             throw ExitCode(0)
         }
@@ -221,9 +228,7 @@ extension Run {
     /// `run --resume JOURNAL`: the journal's plan, less what it records as applied, sent to its bucket; a change
     /// that landed unrecorded (the run was killed in between) is found by its planned state and not sent again.
     func resumeRun(_ path: String) async throws -> Int32 {
-        let journal = try JournalRecord.parse(try readInputFile(path), source: path) { origin throws(StorageError) in
-            try FileContentSource(path: origin)
-        }
+        let journal = try readJournal(path) { origin throws(StorageError) in try FileContentSource(path: origin) }
         if let given = bucketOptions.bucket, given != journal.bucket {
             throw CommandLineError("\(path) is a journal of \(journal.bucket), not \(given); resume it without --bucket.")
         }
@@ -234,8 +239,44 @@ extension Run {
         let interpreter = try await journalSession(
             journal, json: outputOptions.json, quiet: bucketOptions.quiet, dryRun: false, keepGoing: planOptions.keepGoing)
         applyOptions.configure(interpreter, source: path, json: outputOptions.json)
-        let status = await interpreter.apply(
-            journal.changes, alreadyApplied: journal.applied, journal: try JournalFile(appendingTo: path))
+        let status = await interpreter.apply(journal.plan, journal: try JournalFile(appendingTo: path))
         return status.rawValue
     }
+}
+
+/// Reads a journal a line at a time (a journal of millions of changes is gigabytes) into a plan store.
+func readJournal(_ path: String, reopen: ((String) throws(StorageError) -> any ContentSource)? = nil) throws -> JournalRecord.Contents {
+    var status = stat()
+    guard path != "-", stat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else {
+        // Not a regular file (missing, a directory, a pipe): read whole, with the messages every file argument gets.
+        let data = try readInputFile(path)
+        var lines = data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)[...]
+        let endsInNewline = data.last == UInt8(ascii: "\n")
+        if endsInNewline { lines = lines.dropLast() }
+        return try JournalRecord.read(
+            source: path,
+            nextLine: {
+                guard let line = lines.popFirst() else { return nil }
+                return (Array(line), !lines.isEmpty || endsInNewline)
+            }, reopen: reopen)
+    }
+    guard let file = fopen(path, "r") else {
+        throw CommandLineError("Cannot read \(path): \(String(cString: strerror(errno))).")
+    }
+    defer { fclose(file) }
+    var buffer: UnsafeMutablePointer<CChar>?
+    var capacity = 0
+    defer { free(buffer) }
+    return try JournalRecord.read(
+        source: path,
+        nextLine: {
+            let length = getline(&buffer, &capacity, file)
+            guard length >= 0, let buffer else {
+                if ferror(file) != 0 { throw CommandLineError("Cannot read \(path): \(String(cString: strerror(errno))).") }
+                return nil
+            }
+            let bytes = UnsafeRawBufferPointer(start: buffer, count: length)
+            let ended = length > 0 && bytes[length - 1] == UInt8(ascii: "\n")
+            return (Array(bytes.prefix(ended ? length - 1 : length)), ended)
+        }, reopen: reopen)
 }

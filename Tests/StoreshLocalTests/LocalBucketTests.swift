@@ -3,6 +3,7 @@ import Testing
 import StoreshTestSupport
 import StoreshCore
 @testable import StoreshLocal
+import StoreshSQLite
 
 /// A fresh directory for one test, removed afterwards.
 final class TemporaryDirectory {

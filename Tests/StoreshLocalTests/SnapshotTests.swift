@@ -3,6 +3,7 @@ import Testing
 import StoreshTestSupport
 import StoreshCore
 @testable import StoreshLocal
+import StoreshSQLite
 import StoreshFuzzing
 
 @Suite("Local bucket: snapshots, row checksums, and the version-1 upgrade")

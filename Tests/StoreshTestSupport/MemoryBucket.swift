@@ -8,11 +8,22 @@ public final class MemoryBucket: Bucket, SnapshotStore, RulesStore, @unchecked S
     public var pageTokens: any PageTokenFormat { TestPageTokens() }
     public let name: String
     private let clock: any StorageClock
-    private var objects: [String: (metadata: ObjectMetadata, content: Data)] = [:]
+    /// Apply sends changes from many tasks at once: every access to the objects holds the lock.
+    private let lock = NSLock()
+    private var storedObjects: [String: (metadata: ObjectMetadata, content: Data)] = [:]
+    private var objects: [String: (metadata: ObjectMetadata, content: Data)] {
+        get { lock.withLock { storedObjects } }
+        _modify {
+            lock.lock()
+            defer { lock.unlock() }
+            yield &storedObjects
+        }
+    }
     private var saved: [(info: SnapshotInfo, objects: [String: (metadata: ObjectMetadata, content: Data)])] = []
     private var rules: (source: String, origin: String)?
     /// Every request that changed (or tried to change) something, as "METHOD NAME".
-    public private(set) var changeRequests: [String] = []
+    public var changeRequests: [String] { lock.withLock { recordedRequests } }
+    private var recordedRequests: [String] = []
 
     public init(name: String = "memory", clock: any StorageClock = SteppingClock(start: Timestamp(rfc3339: "2026-11-21T09:30:00Z")!)) {
         self.name = name
@@ -65,7 +76,7 @@ public final class MemoryBucket: Bucket, SnapshotStore, RulesStore, @unchecked S
     public func updateMetadata(of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition) async throws
         -> UpdateResult
     {
-        changeRequests.append("update \(object.rawValue)")
+        lock.withLock { recordedRequests.append("update \(object.rawValue)") }
         guard let stored = objects[object.rawValue] else { throw StorageError.objectNotFound(object.rawValue) }
         guard precondition.isSatisfied(by: stored.metadata) else {
             throw StorageError.preconditionFailed(object.rawValue, precondition, actual: stored.metadata)
@@ -78,7 +89,7 @@ public final class MemoryBucket: Bucket, SnapshotStore, RulesStore, @unchecked S
     public func write(_ content: Data, to object: ObjectName, options: WriteOptions, precondition: Precondition) async throws
         -> ObjectMetadata
     {
-        changeRequests.append("write \(object.rawValue)")
+        lock.withLock { recordedRequests.append("write \(object.rawValue)") }
         let existing = objects[object.rawValue]?.metadata
         guard precondition.isSatisfied(by: existing) else {
             throw StorageError.preconditionFailed(object.rawValue, precondition, actual: existing)
@@ -92,7 +103,7 @@ public final class MemoryBucket: Bucket, SnapshotStore, RulesStore, @unchecked S
     }
 
     public func delete(_ object: ObjectName, precondition: Precondition) async throws {
-        changeRequests.append("delete \(object.rawValue)")
+        lock.withLock { recordedRequests.append("delete \(object.rawValue)") }
         guard let stored = objects[object.rawValue] else { throw StorageError.objectNotFound(object.rawValue) }
         guard precondition.isSatisfied(by: stored.metadata) else {
             throw StorageError.preconditionFailed(object.rawValue, precondition, actual: stored.metadata)
@@ -103,7 +114,7 @@ public final class MemoryBucket: Bucket, SnapshotStore, RulesStore, @unchecked S
     // MARK: Snapshots, as copies
 
     public func saveSnapshot(named name: String) async throws -> SnapshotInfo {
-        changeRequests.append("snapshot save \(name)")
+        lock.withLock { recordedRequests.append("snapshot save \(name)") }
         try SnapshotInfo.validate(name: name)
         if let existing = saved.first(where: { $0.info.name == name }) { throw SnapshotInfo.nameTaken(existing.info) }
         let info = SnapshotInfo(name: name, created: clock.now(), objectCount: objects.count)
@@ -120,14 +131,14 @@ public final class MemoryBucket: Bucket, SnapshotStore, RulesStore, @unchecked S
     }
 
     public func restoreSnapshot(named name: String) async throws -> [ObjectChange] {
-        changeRequests.append("snapshot restore \(name)")
+        lock.withLock { recordedRequests.append("snapshot restore \(name)") }
         let restoring = try await changes(from: .current, to: .snapshot(name))
         objects = try state(.snapshot(name))
         return restoring
     }
 
     public func removeSnapshot(named name: String) async throws -> SnapshotInfo {
-        changeRequests.append("snapshot rm \(name)")
+        lock.withLock { recordedRequests.append("snapshot rm \(name)") }
         guard let index = saved.firstIndex(where: { $0.info.name == name }) else {
             throw StorageError.invalidArgument("No snapshot named \"\(name)\".")
         }
@@ -152,7 +163,7 @@ public final class MemoryBucket: Bucket, SnapshotStore, RulesStore, @unchecked S
     public func storedRules() throws -> (source: String, origin: String)? { rules }
 
     public func storeRules(source: String, origin: String) throws {
-        changeRequests.append("rules load \(origin)")
+        lock.withLock { recordedRequests.append("rules load \(origin)") }
         rules = (source, origin)
     }
 }

@@ -48,42 +48,31 @@ public struct PlannedChange: Sendable, Equatable {
 /// Later commands of the script see the earlier ones' planned changes: `put` then `meta set` on the new object
 /// plans both. What the plan cannot know is said when asked: the content of an object that a planned
 /// `snapshot restore` brings back, and planned snapshots (`snapshot diff` compares stored ones).
+///
+/// The plan and the planned state of each object are kept in a `PlanStore`, not in memory: a bulk edit of
+/// millions of objects is planned in the memory of a small one.
 public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
     let inner: any Bucket
     let clock: any StorageClock
-    /// Every change planned, in order.
-    public private(set) var changes: [PlannedChange] = []
+    /// Every change planned, in order, and the planned state of each object.
+    public let store: PlanStore
     /// The command being planned (the script's statement number), recorded with each change.
     public var step = 0
-    private var overlay: [String: Entry] = [:]
-    /// Whether each object the plan touched exists in the real bucket (known when it is first planned).
-    private var existsInBucket: [String: Bool] = [:]
     private var plannedRules: (source: String, origin: String)?
-    /// Objects as a scan of the real bucket read them: a plan over a pattern's objects reads each once, not once
-    /// for the pattern and again for its change (on a remote bucket, a request per object). The plan is made from
-    /// what it read; apply's preconditions catch what changed since.
-    private var read: [String: ObjectMetadata] = [:]
-    /// Snapshots the plan saved: each with the planned changes as they stood (the rest is the real bucket).
-    fileprivate var plannedSnapshots: [(info: SnapshotInfo, overlay: [String: Entry])] = []
+    /// Objects as the last pages of a scan of the real bucket read them: a plan over a pattern's objects reads
+    /// each once, not once for the pattern and again for its change (on a remote bucket, a request per object).
+    /// The plan is made from what it read; apply's preconditions catch what changed since. Two pages are kept:
+    /// the one whose objects are being planned and the one read ahead.
+    private var lastRead: [String: ObjectMetadata] = [:]
+    private var readBefore: [String: ObjectMetadata] = [:]
+    /// Snapshots the plan saved: each with the planned changes as they stood (kept in the store under `saved`).
+    fileprivate var plannedSnapshots: [(info: SnapshotInfo, saved: Int)] = []
+    private var savedCount = 0
 
-    enum Entry {
-        /// The object as planned; its content when the plan knows it (a planned write), else the real one's.
-        case present(ObjectMetadata, content: Content)
-        case deleted
-    }
-
-    enum Content {
-        case planned(Data)
-        /// A planned write of a large file, read again when needed.
-        case plannedSource(any ContentSource)
-        case real
-        /// Brought back by a planned restore: the content is in the snapshot, which a plan does not read.
-        case unknown
-    }
-
-    public init(over inner: any Bucket, clock: any StorageClock) {
+    public init(over inner: any Bucket, clock: any StorageClock, store: PlanStore? = nil) throws {
         self.inner = inner
         self.clock = clock
+        self.store = try store ?? PlanStore()
     }
 
     static let planTokens = PositionPageTokens(mark: "plan:")
@@ -98,13 +87,15 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
     public var rulesStore: (any RulesStore)? { inner.rulesStore.map { PlannedRules(plan: self, stored: $0) } }
     public func close() {}
 
-    /// Savepoints cost nothing here: the plan so far is a value.
+    /// The changes planned so far.
+    public var changeCount: Int { store.count }
+
     public func withSavepoint<Value>(_ body: () async throws -> Value) async throws -> Value {
-        let saved = (overlay, existsInBucket, changes, plannedRules, plannedSnapshots)
+        let saved = (plannedRules, plannedSnapshots)
         do {
-            return try await body()
+            return try await store.withSavepoint(body)
         } catch {
-            (overlay, existsInBucket, changes, plannedRules, plannedSnapshots) = saved
+            (plannedRules, plannedSnapshots) = saved
             throw error
         }
     }
@@ -112,45 +103,42 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
     // MARK: Reads
 
     public func metadata(of object: ObjectName) async throws -> ObjectMetadata {
-        switch overlay[object.rawValue] {
-        case .present(let metadata, _): return metadata
-        case .deleted: throw StorageError.objectNotFound(object.rawValue)
-        case nil:
-            if let known = read[object.rawValue] { return known }
-            return try await inner.metadata(of: object)
+        if let entry = try store.entry(object.rawValue) {
+            guard let state = entry.state else { throw StorageError.objectNotFound(object.rawValue) }
+            return state
         }
+        if let known = lastRead[object.rawValue] ?? readBefore[object.rawValue] { return known }
+        return try await inner.metadata(of: object)
     }
 
     public func read(_ object: ObjectName) async throws -> Data {
-        switch overlay[object.rawValue] {
-        case .present(_, .planned(let content)): return content
-        case .present(_, .plannedSource(let source)): return try source.readAll()
-        case .present(_, .unknown):
+        guard let entry = try store.entry(object.rawValue) else { return try await inner.read(object) }
+        guard entry.state != nil else { throw StorageError.objectNotFound(object.rawValue) }
+        switch entry.content {
+        case .real: return try await inner.read(object)
+        case .unknown:
             throw StorageError.invalidArgument(
                 "The content of \(object.rawValue) is in the snapshot a planned restore brings it back from; a dry run does not read it.")
-        case .deleted: throw StorageError.objectNotFound(object.rawValue)
-        case .present(_, .real), nil: return try await inner.read(object)
+        case .planned(let change):
+            switch try store.plannedContent(ofChange: change) {
+            case .data(let data): return data
+            case .source(let source): return try source.readAll()
+            case nil: throw StorageError.internalError("The planned content of \(object.rawValue) is missing from the plan.")
+            }
         }
     }
 
     public func list(_ reference: StoragePath, options: ListOptions) async throws -> ListPage {
         let prefix = reference.listingPrefix
-        let touched = overlay.keys.filter { $0.utf8.starts(with: prefix.utf8) }
-        guard !touched.isEmpty else { return try await inner.list(reference, options: options) }
+        guard try store.touches(prefix: prefix) else { return try await inner.list(reference, options: options) }
         // Planned changes under this folder: list the planned state of its objects, with the same listing rules.
         var objects: [String: ObjectMetadata] = [:]
         var after: String?
         repeat {
-            let page = try await inner.scan(prefix: prefix, after: after, limit: 1000)
+            let page = try await scan(prefix: prefix, after: after, limit: 1000)
             for object in page.objects { objects[object.fullPath] = object }
             after = page.resumeAfter
         } while after != nil
-        for name in touched {
-            switch overlay[name] {
-            case .present(let metadata, _): objects[name] = metadata
-            case .deleted, nil: objects[name] = nil
-            }
-        }
         let index = SortedNameIndex(objects.keys)
         var page: ListPage
         do {
@@ -165,25 +153,21 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
 
     public func scan(prefix: String, after: String?, limit: Int) async throws -> ObjectScanPage {
         let page = try await inner.scan(prefix: prefix, after: after, limit: limit)
-        for object in page.objects { read[object.fullPath] = object }
-        let touched = overlay.keys.filter { name in
-            name.utf8.starts(with: prefix.utf8) && (after.map { $0.utf8.lexicographicallyPrecedes(name.utf8) } ?? true)
-        }
-        guard !touched.isEmpty else { return page }
-        // The real page's range, with the planned state of the names in it (and, past the real page's end when
-        // it is the last, every planned name left).
-        let end = page.resumeAfter
-        var objects: [String: ObjectMetadata] = Dictionary(page.objects.map { ($0.fullPath, $0) }) { $1 }
-        for name in touched where end.map({ !$0.utf8.lexicographicallyPrecedes(name.utf8) }) ?? true {
-            switch overlay[name] {
-            case .present(let metadata, _): objects[name] = metadata
-            case .deleted, nil: objects[name] = nil
-            }
-        }
+        readBefore = lastRead
+        lastRead = Dictionary(page.objects.map { ($0.fullPath, $0) }) { $1 }
+        // The planned states in the real page's range (up to its end, or every one left when it is the last),
+        // at most a page of them: past that many, the page ends where they do.
+        let planned = try store.entries(prefix: prefix, after: after, through: page.resumeAfter, limit: limit + 1)
+        guard !planned.isEmpty else { return page }
+        let end: String? = planned.count > limit ? planned[limit - 1].name : page.resumeAfter
+        func inRange(_ name: String) -> Bool { end.map { !$0.utf8.lexicographicallyPrecedes(name.utf8) } ?? true }
+        var objects: [String: ObjectMetadata] = [:]
+        for object in page.objects where inRange(object.fullPath) { objects[object.fullPath] = object }
+        for (name, entry) in planned.prefix(limit) { objects[name] = entry.state }
         let names = objects.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
         let taken = names.prefix(limit)
-        let more = end != nil || names.count > limit
-        return ObjectScanPage(objects: taken.compactMap { objects[$0] }, resumeAfter: more ? (taken.last ?? end) : nil)
+        let more = names.count > limit ? taken.last : end
+        return ObjectScanPage(objects: taken.compactMap { objects[$0] }, resumeAfter: more)
     }
 
     // MARK: Changes, planned
@@ -196,7 +180,7 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
         let (next, changed) = try existing.applying(update, now: clock.nextChangeTime())
         if changed {
             try inner.validateStorable(next)
-            plan(object.rawValue, before: existing, after: next, content: content(of: object.rawValue))
+            try plan(PlannedChange(object: object.rawValue, before: existing, after: next, step: step), content: content(of: object.rawValue))
         }
         return UpdateResult(metadata: next, previous: existing, changed: changed)
     }
@@ -218,8 +202,7 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
             generation: max(now.microseconds, (existing?.generation ?? 0) + 1), now: now,
             properties: options.properties, customMetadata: options.customMetadata)
         try inner.validateStorable(metadata)
-        plan(object.rawValue, before: existing, after: metadata, content: .planned(content))
-        changes[changes.count - 1].content = content
+        try plan(PlannedChange(object: object.rawValue, before: existing, after: metadata, content: content, step: step), content: .planned(change: store.count))
         return metadata
     }
 
@@ -241,31 +224,28 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
         metadata.size = source.size
         metadata.md5Hash = source.md5Base64
         try inner.validateStorable(metadata)
-        plan(object.rawValue, before: existing, after: metadata, content: .plannedSource(source))
-        changes[changes.count - 1].source = source
+        try plan(PlannedChange(object: object.rawValue, before: existing, after: metadata, source: source, step: step), content: .planned(change: store.count))
         return metadata
     }
 
     public func delete(_ object: ObjectName, precondition: Precondition) async throws {
         let existing = try await metadata(of: object)
         try require(precondition, object, existing)
-        plan(object.rawValue, before: existing, after: nil, content: .real)
+        try plan(PlannedChange(object: object.rawValue, before: existing, after: nil, step: step), content: .real)
     }
 
     // MARK: Helpers
 
-    private func plan(_ object: String, before: ObjectMetadata?, after: ObjectMetadata?, content: Content) {
-        // Before its first planned change, an object's state is the real bucket's.
-        if existsInBucket[object] == nil { existsInBucket[object] = before != nil }
-        changes.append(PlannedChange(object: object, before: before, after: after, step: step))
-        overlay[object] = after.map { .present($0, content: content) } ?? .deleted
+    /// Records a change and the state it leaves. Before its first planned change, an object's state is the real
+    /// bucket's.
+    private func plan(_ change: PlannedChange, content: PlanStore.ContentKind) throws {
+        try store.append(change)
+        try store.plan(change.object, state: change.after, content: content, existed: change.before != nil)
     }
 
-    private func content(of object: String) -> Content {
-        if case .present(_, let content) = overlay[object] { return content }
-        return .real
+    private func content(of object: String) throws -> PlanStore.ContentKind {
+        try store.entry(object)?.content ?? .real
     }
-
 
     private func require(_ precondition: Precondition, _ object: ObjectName, _ existing: ObjectMetadata?) throws {
         guard precondition.isSatisfied(by: existing) else {
@@ -279,36 +259,42 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
     fileprivate func planRestore(_ restoring: [ObjectChange]) async throws -> [ObjectChange] {
         var all: [ObjectChange] = []
         let named = Set(restoring.map(\.name))
+        var others: [String] = []
+        var after: String?
+        while true {
+            let batch = try store.entries(prefix: "", after: after, limit: 1000)
+            guard let last = batch.last else { break }
+            others += batch.map(\.name).filter { !named.contains($0) }
+            after = last.name
+        }
         for change in restoring {
             let before = try await metadataIfPresent(of: ObjectName(change.name))
             let after = change.kind == .removed ? nil : change.metadata
             if let difference = ObjectChange.between(before, after) { all.append(difference) }
-            plan(change.name, before: before, after: after, content: after == nil ? .real : .unknown)
+            try plan(PlannedChange(object: change.name, before: before, after: after, step: step), content: after == nil ? .real : .unknown)
         }
-        for name in overlay.keys where !named.contains(name) {
-            try await revertToReal(name, into: &all)
-        }
+        for name in others { try await revertToReal(name, into: &all) }
         return all.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
     }
 
     /// A planned restore of a snapshot the plan saved: every object its planned changes touched, or the
     /// snapshot's did, becomes as it was then.
-    fileprivate func planRestore(of saved: [String: Entry]) async throws -> [ObjectChange] {
+    fileprivate func planRestore(ofSaved saved: Int) async throws -> [ObjectChange] {
         var all: [ObjectChange] = []
-        for name in Set(overlay.keys).union(saved.keys).sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
-            guard let then = saved[name] else {
-                try await revertToReal(name, into: &all)
-                continue
+        var after: String?
+        while true {
+            let batch = try store.namesPlannedNowOrSaved(saved, after: after, limit: 1000)
+            guard let last = batch.last else { break }
+            for (name, then) in batch {
+                guard let then else {
+                    try await revertToReal(name, into: &all)
+                    continue
+                }
+                let before = try await metadataIfPresent(of: ObjectName(name))
+                if let change = ObjectChange.between(before, then.state) { all.append(change) }
+                try plan(PlannedChange(object: name, before: before, after: then.state, step: step), content: then.state == nil ? .real : then.content)
             }
-            let before = try await metadataIfPresent(of: ObjectName(name))
-            switch then {
-            case .present(let metadata, let content):
-                if let change = ObjectChange.between(before, metadata) { all.append(change) }
-                plan(name, before: before, after: metadata, content: content)
-            case .deleted:
-                if let change = ObjectChange.between(before, nil) { all.append(change) }
-                plan(name, before: before, after: nil, content: .real)
-            }
+            after = last.name
         }
         return all
     }
@@ -316,27 +302,18 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
     /// Drops the planned state of `name`: it is the real bucket's again.
     private func revertToReal(_ name: String, into all: inout [ObjectChange]) async throws {
         let before = try await metadataIfPresent(of: ObjectName(name))
-        overlay[name] = nil
+        try store.forget(name)
         let real = try await metadataIfPresent(of: ObjectName(name))
         if let change = ObjectChange.between(before, real) {
             all.append(change)
-            changes.append(PlannedChange(object: name, before: before, after: real, step: step))
+            try store.append(PlannedChange(object: name, before: before, after: real, step: step))
         }
     }
 
-    fileprivate var currentOverlay: [String: Entry] { overlay }
-
-    fileprivate var plannedObjectCountChange: Int {
-        // Each planned change, against the real bucket: a name planned present that is not there, and back.
-        var delta = 0
-        for (name, entry) in overlay {
-            let wasThere = existsInBucket[name] ?? false
-            switch entry {
-            case .present: if !wasThere { delta += 1 }
-            case .deleted: if wasThere { delta -= 1 }
-            }
-        }
-        return delta
+    fileprivate func saveSnapshot(_ info: SnapshotInfo) throws {
+        savedCount += 1
+        try store.saveEntries(as: savedCount)
+        plannedSnapshots.append((info, savedCount))
     }
 
     fileprivate func planRules(source: String, origin: String) { plannedRules = (source, origin) }
@@ -352,7 +329,7 @@ private struct PlannedSnapshots: SnapshotStore {
         try SnapshotInfo.validate(name: name)
         if let existing = try await snapshots().first(where: { $0.name == name }) { throw SnapshotInfo.nameTaken(existing) }
         let info = SnapshotInfo(name: name, created: plan.clock.now(), objectCount: try await objectCount())
-        plan.plannedSnapshots.append((info, plan.currentOverlay))
+        try plan.saveSnapshot(info)
         return info
     }
 
@@ -371,14 +348,16 @@ private struct PlannedSnapshots: SnapshotStore {
 
     func restoreSnapshot(named name: String) async throws -> [ObjectChange] {
         if let saved = plan.plannedSnapshots.last(where: { $0.info.name == name }) {
-            return try await plan.planRestore(of: saved.overlay)
+            return try await plan.planRestore(ofSaved: saved.saved)
         }
         return try await plan.planRestore(try await stored.changes(from: .current, to: .snapshot(name)))
     }
 
     func removeSnapshot(named name: String) async throws -> SnapshotInfo {
         if let index = plan.plannedSnapshots.firstIndex(where: { $0.info.name == name }) {
-            return plan.plannedSnapshots.remove(at: index).info
+            let removed = plan.plannedSnapshots.remove(at: index)
+            try plan.store.dropSavedEntries(removed.saved)
+            return removed.info
         }
         // An unknown name gets the store's own message (with its suggestion).
         _ = try await stored.changes(from: .snapshot(name), to: .snapshot(name))
@@ -388,7 +367,7 @@ private struct PlannedSnapshots: SnapshotStore {
         return info
     }
 
-    func objectCount() async throws -> Int { try await stored.objectCount() + plan.plannedObjectCountChange }
+    func objectCount() async throws -> Int { try await stored.objectCount() + plan.store.objectCountChange() }
 }
 
 /// The rules a plan would store: checked and kept in the plan.

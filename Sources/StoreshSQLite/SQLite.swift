@@ -1,29 +1,28 @@
 import CSQLite
 import Foundation
-import StoreshCore
 
 /// SQLite's way of being told a text or blob must be copied before `bind` returns.
 private let SQLITE_TRANSIENT = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
 /// An SQLite failure, with the primary result code so the engine can say what it means for a bucket.
-struct SQLiteError: Error, CustomStringConvertible {
-    let code: Int32
-    let message: String
+public struct SQLiteError: Error, CustomStringConvertible {
+    public let code: Int32
+    public let message: String
 
-    var primaryCode: Int32 { code & 0xFF }
-    var isBusy: Bool { primaryCode == SQLITE_BUSY || primaryCode == SQLITE_LOCKED }
-    var isDamage: Bool { primaryCode == SQLITE_CORRUPT || primaryCode == SQLITE_NOTADB }
-    var isReadOnly: Bool { primaryCode == SQLITE_READONLY }
-    var isDiskFull: Bool { primaryCode == SQLITE_FULL }
-    var description: String { message }
+    public var primaryCode: Int32 { code & 0xFF }
+    public var isBusy: Bool { primaryCode == SQLITE_BUSY || primaryCode == SQLITE_LOCKED }
+    public var isDamage: Bool { primaryCode == SQLITE_CORRUPT || primaryCode == SQLITE_NOTADB }
+    public var isReadOnly: Bool { primaryCode == SQLITE_READONLY }
+    public var isDiskFull: Bool { primaryCode == SQLITE_FULL }
+    public var description: String { message }
 }
 
 /// One connection to one database file. Not thread-safe: its owner serialises access.
-final class SQLiteConnection {
-    private(set) var handle: OpaquePointer?
+public final class SQLiteConnection {
+    public private(set) var handle: OpaquePointer?
     private var statements: [String: SQLiteStatement] = [:]
 
-    init(path: String, flags: Int32) throws(SQLiteError) {
+    public init(path: String, flags: Int32) throws(SQLiteError) {
         var handle: OpaquePointer?
         let status = sqlite3_open_v2(path, &handle, flags | SQLITE_OPEN_NOMUTEX, nil)
         self.handle = handle
@@ -37,25 +36,25 @@ final class SQLiteConnection {
 
     deinit { close() }
 
-    func close() {
+    public func close() {
         statements.removeAll()  // finalised by their deinit, before the connection closes
         if let handle { sqlite3_close_v2(handle) }
         handle = nil
     }
 
-    func lastError(_ status: Int32) -> SQLiteError {
+    public func lastError(_ status: Int32) -> SQLiteError {
         SQLiteError(code: status, message: String(cString: sqlite3_errmsg(handle)))
     }
 
     /// Runs SQL that returns no rows (may hold several statements).
-    func execute(_ sql: String) throws(SQLiteError) {
+    public func execute(_ sql: String) throws(SQLiteError) {
         let status = sqlite3_exec(handle, sql, nil, nil, nil)
         if status != SQLITE_OK { throw lastError(status) }
     }
 
     /// A prepared statement, cached for the life of the connection and reset here: a caller must finish
     /// with it before anything else asks for the same SQL.
-    func statement(_ sql: String) throws(SQLiteError) -> SQLiteStatement {
+    public func statement(_ sql: String) throws(SQLiteError) -> SQLiteStatement {
         if let cached = statements[sql] {
             cached.reset()
             return cached
@@ -69,33 +68,33 @@ final class SQLiteConnection {
     }
 
     /// The first column of the first row of a query, as an integer.
-    func integer(_ sql: String) throws(SQLiteError) -> Int64? {
+    public func integer(_ sql: String) throws(SQLiteError) -> Int64? {
         let statement = try statement(sql)
         defer { statement.reset() }
         return try statement.step() ? statement.int64(0) : nil
     }
 
-    var isAutocommit: Bool { sqlite3_get_autocommit(handle) != 0 }
+    public var isAutocommit: Bool { sqlite3_get_autocommit(handle) != 0 }
 }
 
 /// A prepared statement. Columns and parameters are 0-based and 1-based, as in SQLite.
-final class SQLiteStatement {
-    let raw: OpaquePointer
-    unowned let connection: SQLiteConnection
+public final class SQLiteStatement {
+    public let raw: OpaquePointer
+    public unowned let connection: SQLiteConnection
 
-    init(raw: OpaquePointer, connection: SQLiteConnection) {
+    public init(raw: OpaquePointer, connection: SQLiteConnection) {
         self.raw = raw
         self.connection = connection
     }
 
     deinit { sqlite3_finalize(raw) }
 
-    func reset() {
+    public func reset() {
         sqlite3_reset(raw)
         sqlite3_clear_bindings(raw)
     }
 
-    func bind(_ index: Int32, _ value: String?) {
+    public func bind(_ index: Int32, _ value: String?) {
         guard let value else {
             sqlite3_bind_null(raw, index)
             return
@@ -109,7 +108,7 @@ final class SQLiteStatement {
         }
     }
 
-    func bind(_ index: Int32, _ value: Int64?) {
+    public func bind(_ index: Int32, _ value: Int64?) {
         guard let value else {
             sqlite3_bind_null(raw, index)
             return
@@ -117,7 +116,7 @@ final class SQLiteStatement {
         sqlite3_bind_int64(raw, index, value)
     }
 
-    func bind(_ index: Int32, _ value: Data?) {
+    public func bind(_ index: Int32, _ value: Data?) {
         guard let value else {
             sqlite3_bind_null(raw, index)
             return
@@ -131,7 +130,7 @@ final class SQLiteStatement {
 
     /// Advances to the next row: true when there is one, false when done.
     @discardableResult
-    func step() throws(SQLiteError) -> Bool {
+    public func step() throws(SQLiteError) -> Bool {
         let status = sqlite3_step(raw)
         switch status {
         case SQLITE_ROW: return true
@@ -143,17 +142,17 @@ final class SQLiteStatement {
         }
     }
 
-    func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(raw, column) }
+    public func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(raw, column) }
 
-    func isNull(_ column: Int32) -> Bool { sqlite3_column_type(raw, column) == SQLITE_NULL }
+    public func isNull(_ column: Int32) -> Bool { sqlite3_column_type(raw, column) == SQLITE_NULL }
 
-    func string(_ column: Int32) -> String? {
+    public func string(_ column: Int32) -> String? {
         guard let text = sqlite3_column_text(raw, column) else { return nil }
         let count = Int(sqlite3_column_bytes(raw, column))
         return String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self)
     }
 
-    func data(_ column: Int32) -> Data {
+    public func data(_ column: Int32) -> Data {
         let count = Int(sqlite3_column_bytes(raw, column))
         guard count > 0, let bytes = sqlite3_column_blob(raw, column) else { return Data() }
         return Data(bytes: bytes, count: count)
@@ -162,12 +161,12 @@ final class SQLiteStatement {
 
 /// One blob opened for incremental I/O (`sqlite3_blob_*`), so that large content is written and read a piece at
 /// a time rather than bound or fetched whole. Valid while its row is unchanged; closed by its owner.
-final class SQLiteBlob {
+public final class SQLiteBlob {
     private var raw: OpaquePointer?
     private let connection: SQLiteConnection
-    let size: Int
+    public let size: Int
 
-    init(_ connection: SQLiteConnection, table: String, column: String, row: Int64, writable: Bool) throws(SQLiteError) {
+    public init(_ connection: SQLiteConnection, table: String, column: String, row: Int64, writable: Bool) throws(SQLiteError) {
         self.connection = connection
         var raw: OpaquePointer?
         let status = sqlite3_blob_open(connection.handle, "main", table, column, row, writable ? 1 : 0, &raw)
@@ -178,19 +177,19 @@ final class SQLiteBlob {
 
     deinit { close() }
 
-    func close() {
+    public func close() {
         if let raw { sqlite3_blob_close(raw) }
         raw = nil
     }
 
-    func write(_ bytes: Data, at offset: Int) throws(SQLiteError) {
+    public func write(_ bytes: Data, at offset: Int) throws(SQLiteError) {
         let status = bytes.withUnsafeBytes { buffer in
             sqlite3_blob_write(raw, buffer.baseAddress, Int32(buffer.count), Int32(offset))
         }
         if status != SQLITE_OK { throw connection.lastError(status) }
     }
 
-    func read(at offset: Int, count: Int) throws(SQLiteError) -> Data {
+    public func read(at offset: Int, count: Int) throws(SQLiteError) -> Data {
         var data = Data(count: count)
         let status = data.withUnsafeMutableBytes { buffer in
             sqlite3_blob_read(raw, buffer.baseAddress, Int32(count), Int32(offset))

@@ -1,0 +1,434 @@
+import Foundation
+import StoreshCore
+
+/// Where apply records what it did (rule X4): each applied change before the run reports it, so that a run
+/// stopped anywhere (Ctrl-C, kill -9, a lost network) can be finished or undone.
+public protocol ApplyJournal: AnyObject, Sendable {
+    /// Where the journal is, for messages (`storesh run --resume PATH`).
+    var location: String { get }
+    /// The change numbered `index` landed, leaving the object as `result` (nil: deleted). `found` when a resumed
+    /// run found it already applied (its first run applied it and stopped before recording it).
+    func applied(_ index: Int, result: ObjectMetadata?, found: Bool) throws
+    /// The change numbered `index` failed and was not applied.
+    func failed(_ index: Int, _ error: StorageError) throws
+    /// How the run ended.
+    func ended(_ outcome: ApplyOutcome) throws
+}
+
+/// How far apply has come, for a progress line.
+public struct ApplyProgress: Sendable {
+    public var done: Int
+    public var total: Int
+    public var failed: Int
+    public var started: ContinuousClock.Instant
+}
+
+/// How an apply ended.
+public struct ApplyOutcome: Sendable {
+    public enum End: String, Sendable {
+        /// Every change was applied.
+        case complete
+        /// A change failed (without `--keep-going`): the rest were not sent.
+        case stopped
+        /// Ctrl-C: what was in flight finished; the rest were not sent.
+        case interrupted
+        /// With `--keep-going`: every change was tried; some failed.
+        case finishedWithFailures = "finished-with-failures"
+    }
+
+    public var end: End
+    /// How many changes are applied, in this run or before it (a resumed run).
+    public var applied: Int
+    /// How many failed.
+    public var failed: Int
+    /// How many were not sent.
+    public var notSent: Int
+    /// The first failures, in change order (at most `shownFailures`), with why: a run of millions may fail
+    /// millions of times, and the journal holds them all.
+    public var failures: [(index: Int, error: StorageError)]
+    /// Whether a failure was a passing fault (unavailable, cancelled, …) that resuming may get past.
+    public var hasPassingFailures: Bool
+    /// Whether a failure was a refusal or a change overtaken by another writer, which resuming does not mend.
+    public var hasLastingFailures: Bool
+
+    public static let shownFailures = 100
+    /// Failures that resuming may get past.
+    public static let passingCodes: Set<StorageErrorCode> = [.unavailable, .cancelled, .internalError, .unknown]
+}
+
+/// Sends a plan's changes to a bucket (rules X2–X5): each with the precondition of the state it was planned from
+/// (G5), many at once but never two for one object together and never a command's before the previous
+/// command's, recorded in the journal as each lands.
+///
+/// The plan is read from its store a batch at a time, and what each change became is recorded there: memory
+/// holds the changes in flight, not the plan.
+public final class PlanApplier: @unchecked Sendable {
+    let bucket: any Bucket
+    let plan: PlanStore
+    let parallel: Int
+    let keepGoing: Bool
+    let journal: (any ApplyJournal)?
+    let isCancelled: @Sendable () -> Bool
+    let progress: (@Sendable (ApplyProgress) -> Void)?
+
+    private let lock = NSLock()
+    private var done = 0
+    private var failed = 0
+    private var total = 0
+
+    public init(
+        bucket: any Bucket, plan: PlanStore, parallel: Int, keepGoing: Bool, journal: (any ApplyJournal)?,
+        isCancelled: @escaping @Sendable () -> Bool, progress: (@Sendable (ApplyProgress) -> Void)? = nil
+    ) {
+        self.bucket = bucket
+        self.plan = plan
+        self.parallel = max(1, parallel)
+        self.keepGoing = keepGoing
+        self.journal = journal
+        self.isCancelled = isCancelled
+        self.progress = progress
+    }
+
+    /// In a resumed run a change may have landed before the journal heard of it (the first run was killed in
+    /// between): a refused precondition is then checked against the planned state.
+    private var checkForLanded = false
+
+    /// How many changes are read from the plan at a time.
+    static let batchSize = 512
+
+    /// Applies every change not applied yet, in order: a command's changes after the previous command's have all
+    /// ended, and a change to an object only once the earlier change to it has; up to `parallel` at a time.
+    public func apply(resumed: Bool = false) async -> ApplyOutcome {
+        checkForLanded = resumed
+        let started = ContinuousClock.now
+        var stopped = false
+        var interrupted = false
+        var readFailure: StorageError?
+        do {
+            // A resumed run tries again what failed before.
+            try plan.forgetFailures()
+            let counts = try plan.outcomeCounts()
+            total = plan.count
+            done = counts.applied
+        } catch {
+            readFailure = error
+        }
+        await withTaskGroup(of: String.self) { group in
+            var inFlight: Set<String> = []
+            var running = 0
+            var step: Int?
+            var next = 0
+            func finishOne() async {
+                guard let object = await group.next() else { return }
+                running -= 1
+                inFlight.remove(object)
+            }
+            reading: while readFailure == nil {
+                let batch: (changes: [PlanStore.PendingChange], next: Int?)
+                do {
+                    batch = try plan.pending(from: next, limit: Self.batchSize)
+                } catch let error as StorageError {
+                    readFailure = error
+                    break
+                } catch {
+                    readFailure = .internalError("\(error)")
+                    break
+                }
+                guard let following = batch.next else { break }
+                next = following
+                for pending in batch.changes {
+                    let change = pending.change
+                    if change.step != step {
+                        while running > 0 { await finishOne() }
+                        step = change.step
+                    }
+                    while running >= parallel || inFlight.contains(change.object) { await finishOne() }
+                    if isCancelled() { interrupted = true }
+                    if lock.withLock({ failed > 0 }) && !keepGoing { stopped = true }
+                    if interrupted || stopped { break reading }
+                    inFlight.insert(change.object)
+                    running += 1
+                    group.addTask {
+                        await self.send(pending, started: started)
+                        return change.object
+                    }
+                }
+            }
+            while running > 0 { await finishOne() }
+        }
+        if lock.withLock({ failed > 0 }) && !keepGoing { stopped = true }
+        let counts: (applied: Int, failed: Int) = (try? plan.outcomeCounts()) ?? lock.withLock { (done - failed, failed) }
+        var failures = (try? plan.failures(limit: ApplyOutcome.shownFailures)) ?? []
+        // The plan's own file failing (a full disk) stops the run: said first, at no change of the plan.
+        if let readFailure { failures.insert((0, readFailure), at: 0) }
+        let outcome = ApplyOutcome(
+            end: interrupted ? .interrupted : stopped || readFailure != nil ? .stopped : counts.failed == 0 ? .complete : .finishedWithFailures,
+            applied: counts.applied, failed: counts.failed, notSent: max(0, total - counts.applied - counts.failed),
+            failures: failures,
+            hasPassingFailures: (try? plan.hasFailures { ApplyOutcome.passingCodes.contains($0) }) ?? true,
+            hasLastingFailures: (try? plan.hasFailures { !ApplyOutcome.passingCodes.contains($0) }) ?? false)
+        try? journal?.ended(outcome)
+        return outcome
+    }
+
+    private func send(_ pending: PlanStore.PendingChange, started: ContinuousClock.Instant) async {
+        let (index, change) = (pending.index, pending.change)
+        // A later change of an object guarded by what the earlier one left, not by the plan's guess (a write's
+        // generation is the service's to choose).
+        var current = change.before
+        if pending.touches > 1, let landed = try? plan.landed(change.object) { current = landed }
+        do {
+            let result = try await perform(change, from: current)
+            try record(pending, result: result, found: false)
+        } catch let error as StorageError {
+            if checkForLanded, error.code == .preconditionFailed || error.code == .objectNotFound,
+                let now = try? await bucket.metadataIfPresent(of: ObjectName(change.object)), Self.isAsPlanned(now, change)
+            {
+                try? record(pending, result: now, found: true)
+            } else {
+                fail(index, error)
+            }
+        } catch {
+            fail(index, StorageError.internalError("\(error)"))
+        }
+        if let progress {
+            let snapshot = lock.withLock { ApplyProgress(done: done, total: total, failed: failed, started: started) }
+            progress(snapshot)
+        }
+    }
+
+    private func fail(_ index: Int, _ error: StorageError) {
+        lock.withLock {
+            done += 1
+            failed += 1
+        }
+        try? plan.record(.failed(error), ofChange: index)
+        try? journal?.failed(index, error)
+    }
+
+    private func record(_ pending: PlanStore.PendingChange, result: ObjectMetadata?, found: Bool) throws {
+        // Journal first: a change is reported only once it is recorded (rule X4).
+        try journal?.applied(pending.index, result: result, found: found)
+        try plan.record(.applied(result: result, found: found), ofChange: pending.index)
+        if pending.touches > 1 { try plan.setLanded(pending.change.object, result) }
+        lock.withLock { done += 1 }
+    }
+
+    /// One change, guarded by the state it goes from (rule G5).
+    private func perform(_ change: PlannedChange, from current: ObjectMetadata?) async throws -> ObjectMetadata? {
+        let name = try ObjectName(change.object)
+        guard let after = change.after else {
+            guard let current else { throw StorageError.objectNotFound(change.object) }
+            try await bucket.delete(name, precondition: .sameContent(as: current))
+            return nil
+        }
+        if change.writesContent {
+            var options = WriteOptions(customMetadata: after.customMetadata, expectedMD5: after.md5Hash)
+            for property in WritableProperty.allCases { if let value = after[property] { options.properties[property] = value } }
+            let precondition = current.map { Precondition.sameContent(as: $0) } ?? .doesNotExist
+            if let source = change.source {
+                return try await bucket.write(from: source, to: name, options: options, precondition: precondition)
+            }
+            guard let content = change.content else {
+                throw StorageError.invalidArgument("The content of \(change.object) (\(change.contentOrigin ?? "a file")) is not at hand; nothing was written.")
+            }
+            return try await bucket.write(content, to: name, options: options, precondition: precondition)
+        }
+        guard let current else { throw StorageError.objectNotFound(change.object) }
+        return try await bucket.applyMetadata(of: name, from: current, to: after)
+    }
+
+    /// Whether the object is as the change would leave it (a resumed run's change that had landed unrecorded).
+    static func isAsPlanned(_ object: ObjectMetadata?, _ change: PlannedChange) -> Bool {
+        guard let after = change.after else { return object == nil }
+        guard let object else { return false }
+        if change.writesContent && object.md5Hash != after.md5Hash { return false }
+        return object.differences(to: after).isEmpty
+    }
+}
+
+// MARK: The journal's records
+
+/// The journal's lines (rule X4), one JSON document each: a header, the whole plan, then one line per change
+/// applied or failed, and how the run ended. Content of planned writes is kept (base64) so that a resumed run
+/// can send it; no credential is ever written.
+public enum JournalRecord {
+    public static let format = "storesh-journal"
+    public static let version = 1
+
+    public static func header(bucket: String, source: String, changes: Int, created: Timestamp) -> String {
+        JSONValue.object([
+            ("format", .string(format)), ("version", .integer(Int64(version))), ("bucket", .string(bucket)),
+            ("source", .string(source)), ("created", .string(created.rfc3339)), ("changes", .integer(Int64(changes))),
+        ]).serialized
+    }
+
+    public static func change(_ index: Int, _ change: PlannedChange) -> String {
+        var members: [(String, JSONValue)] = [
+            ("change", .integer(Int64(index))), ("step", .integer(Int64(change.step))), ("object", .string(change.object)),
+            ("before", change.before?.jsonDocument ?? .null), ("after", change.after?.jsonDocument ?? .null),
+        ]
+        if let content = change.content { members.append(("content", .string(content.base64EncodedString()))) }
+        // A large file is named, not copied: a resumed run reads it again (and checks it is unchanged).
+        if let origin = change.contentOrigin { members.append(("contentFrom", .string(origin))) }
+        return JSONValue.object(members).serialized
+    }
+
+    public static func applied(_ index: Int, result: ObjectMetadata?, found: Bool) -> String {
+        var members: [(String, JSONValue)] = [("applied", .integer(Int64(index))), ("result", result?.jsonDocument ?? .null)]
+        if found { members.append(("found", .bool(true))) }
+        return JSONValue.object(members).serialized
+    }
+
+    public static func failed(_ index: Int, _ error: StorageError) -> String {
+        JSONValue.object([
+            ("failed", .integer(Int64(index))), ("code", .string(error.code.name)), ("message", .string(error.message)),
+        ]).serialized
+    }
+
+    public static func ended(_ outcome: ApplyOutcome) -> String {
+        JSONValue.object([
+            ("end", .string(outcome.end.rawValue)), ("applied", .integer(Int64(outcome.applied))),
+            ("failed", .integer(Int64(outcome.failed))), ("notSent", .integer(Int64(outcome.notSent))),
+        ]).serialized
+    }
+
+    /// A journal read back: its bucket, its plan (with what was applied, and the state each applied change left),
+    /// and how its last run ended.
+    public struct Contents: Sendable {
+        public var bucket: String
+        public var source: String
+        public var plan: PlanStore
+        /// How the last run on it ended; nil when it never said (kill -9, a lost machine).
+        public var end: String?
+    }
+
+    /// Reads a journal a line at a time (`nextLine` gives each line without its newline, and whether the line
+    /// ended in one; nil at the end) into a plan store; anything that is not one is invalid-argument naming the
+    /// line. A last line cut short (the run was killed while writing it) is ignored: its change is then checked
+    /// against the bucket on resume. `reopen` opens the large files a plan names, for a run that will send them
+    /// (nil: they are not needed, as in an undo, which sends no content).
+    public static func read(
+        source: String, nextLine: () throws -> (line: [UInt8], ended: Bool)?,
+        reopen: ((String) throws(StorageError) -> any ContentSource)? = nil
+    ) throws -> Contents {
+        func document(_ bytes: [UInt8]) -> [String: Any]? {
+            (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any]
+        }
+        var number = 1
+        func nextNonEmpty() throws -> (line: [UInt8], ended: Bool)? {
+            while let next = try nextLine() {
+                defer { number += 1 }
+                if !next.line.isEmpty { return next }
+            }
+            return nil
+        }
+        guard let first = try nextNonEmpty(), let header = document(first.line), header["format"] as? String == format,
+            let bucket = header["bucket"] as? String, let count = (header["changes"] as? NSNumber)?.intValue
+        else {
+            throw StorageError.invalidArgument("\(source) is not a storesh journal (its first line is not a journal header).")
+        }
+        guard (header["version"] as? NSNumber)?.intValue == version else {
+            throw StorageError.invalidArgument("\(source) is a journal of another version of storesh; this one reads version \(version).")
+        }
+        let plan = try PlanStore()
+        var contents = Contents(bucket: bucket, source: header["source"] as? String ?? "", plan: plan)
+        while let (bytes, ended) = try nextNonEmpty() {
+            let at = number - 1
+            guard let line = document(bytes) else {
+                if !ended { break }
+                throw StorageError.invalidArgument("\(source):\(at): not a journal record.")
+            }
+            func metadata(_ key: String) throws(StorageError) -> ObjectMetadata? {
+                guard let value = line[key], !(value is NSNull) else { return nil }
+                guard let document = value as? [String: Any], let metadata = ObjectMetadata(jsonDocument: document) else {
+                    throw .invalidArgument("\(source):\(at): '\(key)' is not a metadata document.")
+                }
+                return metadata
+            }
+            if let end = line["end"] as? String {
+                contents.end = end
+            } else if let index = (line["change"] as? NSNumber)?.intValue {
+                guard index == plan.count, let object = line["object"] as? String else {
+                    throw StorageError.invalidArgument("\(source):\(at): change \(index) is out of order.")
+                }
+                var content: Data?
+                if let text = line["content"] as? String {
+                    guard let data = Data(base64Encoded: text) else { throw StorageError.invalidArgument("\(source):\(at): bad content.") }
+                    content = data
+                }
+                var reopened: (any ContentSource)?
+                let origin = line["contentFrom"] as? String
+                if let origin, let reopen { reopened = try reopen(origin) }
+                let after = try metadata("after")
+                if let reopened, let after, reopened.md5Base64 != after.md5Hash || reopened.size != after.size {
+                    throw StorageError.invalidArgument(
+                        "\(origin ?? "The file") changed since the run was planned (its MD5 is no longer \(after.md5Hash)); it is not uploaded.")
+                }
+                let before = try metadata("before")
+                var change = PlannedChange(
+                    object: object, before: before, after: after, content: content, source: reopened,
+                    step: (line["step"] as? NSNumber)?.intValue ?? 0)
+                change.contentOrigin = origin
+                try plan.append(change)
+                try plan.plan(object, state: after, content: .real, existed: before != nil)
+            } else if let index = (line["applied"] as? NSNumber)?.intValue {
+                guard index >= 0 && index < plan.count else {
+                    throw StorageError.invalidArgument("\(source):\(at): no change \(index) in the plan.")
+                }
+                let result = try metadata("result")
+                try plan.record(.applied(result: result, found: line["found"] as? Bool ?? false), ofChange: index)
+                if let object = try plan.change(index)?.object, (try plan.entry(object)?.touches ?? 0) > 1 {
+                    try plan.setLanded(object, result)
+                }
+            }
+        }
+        guard plan.count == count else {
+            throw StorageError.invalidArgument(
+                "\(source): the plan holds \(plan.count) of its \(count) changes; the journal was cut short before its run began.")
+        }
+        return contents
+    }
+
+    /// The plan that puts back what `journal`'s applied changes changed (rule X4), newest first, each guarded by
+    /// the state the change left; and the applied changes that cannot be undone, with why.
+    public static func undo(_ journal: Contents) throws -> (plan: PlanStore, impossible: [(object: String, reason: String)]) {
+        let undo = try PlanStore()
+        var impossible: [(String, String)] = []
+        // An object changed several times goes back to its state before the first change; undo runs as one
+        // command, every object at most once.
+        try journal.plan.appliedObjects { object, original, result in
+            switch (original, result) {
+            case (nil, nil):
+                return
+            case (nil, let now?):
+                try undo.append(PlannedChange(object: object, before: now, after: nil))
+            case (let old?, let now?) where old.generation == now.generation:
+                var restored = now
+                for property in WritableProperty.allCases { restored[property] = old[property] }
+                restored.customMetadata = old.customMetadata
+                try undo.append(PlannedChange(object: object, before: now, after: restored))
+            case (_?, _):
+                impossible.append((object, "its old content was replaced or deleted, and the journal keeps only metadata"))
+            }
+        }
+        return (undo, impossible)
+    }
+}
+
+/// What the program around the interpreter gives apply: where the journal goes and how progress is shown.
+public struct ApplySettings {
+    /// At a typical round trip of 30 ms, 32 changes in flight are about the 1,000 writes a second that Cloud Storage
+    /// takes from a bucket before it ramps up: enough to keep a remote service busy without tripping its limits
+    /// (a 429 is retried after its Retry-After anyway). Over HTTP/2 they share one connection.
+    public static let defaultParallel = 32
+
+    /// Opens the journal of a run about to apply a plan (the program chooses the file and writes the plan).
+    public var openJournal: ((PlanStore) throws -> any ApplyJournal)?
+    /// Called as changes land (from any thread); nil shows nothing.
+    public var progress: (@Sendable (ApplyProgress) -> Void)?
+    /// Called once apply ends, to clear a progress line.
+    public var progressEnded: (() -> Void)?
+
+    public init() {}
+}

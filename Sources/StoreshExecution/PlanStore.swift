@@ -1,0 +1,527 @@
+import CSQLite
+import Foundation
+import StoreshCore
+import StoreshSQLite
+
+/// A plan's working state: its changes in order, the planned state of every object they touch (what later commands
+/// of the script read), and what apply made of each change. It lives in a private temporary SQLite database, which
+/// SQLite keeps in memory up to its cache (16 MiB here) and spills to a file of its own past that, deleted when the
+/// plan is closed: a plan of 10 million changes needs no more memory than one of ten.
+///
+/// Changes are numbered from 0 in the order they were planned. Thread-safe: apply records outcomes from many tasks.
+public final class PlanStore: @unchecked Sendable {
+    private let connection: SQLiteConnection
+    private let lock = NSLock()
+    /// Large files that planned writes send, by change: their content stays in its file until it is sent.
+    private var sources: [Int: any ContentSource] = [:]
+    private var changeCount = 0
+    private var savepointDepth = 0
+
+    /// How much of the plan SQLite keeps in memory before it spills to its file.
+    static let cacheKiB = 16 * 1024
+
+    /// Where an object's planned content is.
+    public enum ContentKind: Sendable, Equatable {
+        /// The object's content is the real bucket's (a metadata change).
+        case real
+        /// The content the planned change numbered so sends.
+        case planned(change: Int)
+        /// Brought back by a planned restore: the content is in a snapshot, which a plan does not read.
+        case unknown
+    }
+
+    /// The planned state of one object.
+    public struct Entry: Sendable {
+        /// Nil: the plan deletes it.
+        public var state: ObjectMetadata?
+        public var content: ContentKind
+        /// Whether the object was in the real bucket before its first planned change.
+        public var existed: Bool
+        /// How many planned changes touch it (apply guards a later one by what the earlier one left).
+        public var touches: Int
+    }
+
+    public init() throws(StorageError) {
+        do {
+            // "": a private temporary database, deleted when closed.
+            connection = try SQLiteConnection(path: "", flags: SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+            try connection.execute(
+                """
+                PRAGMA cache_size = -\(Self.cacheKiB); PRAGMA synchronous = OFF; PRAGMA temp_store = FILE;
+                CREATE TABLE changes (
+                    id INTEGER PRIMARY KEY, step INTEGER NOT NULL, object TEXT NOT NULL, before BLOB, after BLOB,
+                    content BLOB, origin TEXT);
+                CREATE TABLE overlay (
+                    name TEXT PRIMARY KEY, state BLOB, content INTEGER NOT NULL, content_change INTEGER,
+                    existed INTEGER NOT NULL, touches INTEGER NOT NULL, landed BLOB, has_landed INTEGER NOT NULL DEFAULT 0)
+                    WITHOUT ROWID;
+                CREATE TABLE outcomes (
+                    change INTEGER PRIMARY KEY, applied INTEGER NOT NULL, result BLOB, found INTEGER NOT NULL,
+                    code TEXT, message TEXT);
+                CREATE TABLE saved_overlays (
+                    saved INTEGER NOT NULL, name TEXT NOT NULL, state BLOB, content INTEGER NOT NULL,
+                    content_change INTEGER, PRIMARY KEY (saved, name)) WITHOUT ROWID;
+                BEGIN;
+                """)
+        } catch {
+            throw StorageError.internalError("Cannot make a plan's working file: \(error.message).")
+        }
+    }
+
+    deinit { connection.close() }
+
+    /// Runs `body` under the lock, turning SQLite failures into storage errors.
+    private func locked<T>(_ body: () throws -> T) throws(StorageError) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        do {
+            return try body()
+        } catch let error as StorageError {
+            throw error
+        } catch let error as SQLiteError {
+            if error.isDiskFull {
+                throw StorageError(.unknown, "The plan's working file filled the disk of the temporary directory (TMPDIR): \(error.message).")
+            }
+            throw StorageError.internalError("The plan's working file: \(error.message).")
+        } catch let error as PackedReader.Malformed {
+            throw StorageError.internalError("The plan's working file holds a damaged record (\(error)).")
+        } catch {
+            throw StorageError.internalError("\(error)")
+        }
+    }
+
+    // MARK: Changes
+
+    /// How many changes the plan holds.
+    public var count: Int { lock.withLock { changeCount } }
+
+    /// Adds a change after the others; returns its number.
+    @discardableResult
+    public func append(_ change: PlannedChange) throws(StorageError) -> Int {
+        try locked {
+            let insert = try connection.statement(
+                "INSERT INTO changes (id, step, object, before, after, content, origin) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")
+            defer { insert.reset() }
+            let index = changeCount
+            insert.bind(1, Int64(index))
+            insert.bind(2, Int64(change.step))
+            insert.bind(3, change.object)
+            insert.bind(4, change.before.map { Data($0.packed) })
+            insert.bind(5, change.after.map { Data($0.packed) })
+            insert.bind(6, change.content)
+            insert.bind(7, change.contentOrigin)
+            try insert.step()
+            if let source = change.source { sources[index] = source }
+            changeCount += 1
+            return index
+        }
+    }
+
+    /// Up to `limit` changes from number `start` on, in order.
+    public func changes(from start: Int, limit: Int) throws(StorageError) -> [(index: Int, change: PlannedChange)] {
+        try locked {
+            let select = try connection.statement(
+                "SELECT id, step, object, before, after, content, origin FROM changes WHERE id >= ?1 ORDER BY id LIMIT ?2")
+            defer { select.reset() }
+            select.bind(1, Int64(start))
+            select.bind(2, Int64(limit))
+            var found: [(Int, PlannedChange)] = []
+            while try select.step() {
+                let index = Int(select.int64(0))
+                var change = PlannedChange(
+                    object: select.string(2) ?? "", before: try Self.metadata(select, 3), after: try Self.metadata(select, 4),
+                    content: select.isNull(5) ? nil : select.data(5), source: sources[index], step: Int(select.int64(1)))
+                change.contentOrigin = select.string(6)
+                found.append((index, change))
+            }
+            return found
+        }
+    }
+
+    /// The change numbered `index`.
+    public func change(_ index: Int) throws(StorageError) -> PlannedChange? {
+        try changes(from: index, limit: 1).first { $0.index == index }?.change
+    }
+
+    /// Every change, in order, a batch at a time (a plan may not fit in memory).
+    public func forEachChange(_ body: (Int, PlannedChange) throws -> Void) throws {
+        var next = 0
+        while true {
+            let batch = try changes(from: next, limit: 1000)
+            guard let last = batch.last else { return }
+            for (index, change) in batch { try body(index, change) }
+            next = last.index + 1
+        }
+    }
+
+    /// The content a planned write sends, when the plan holds it.
+    func plannedContent(ofChange index: Int) throws(StorageError) -> PlannedContent? {
+        try locked {
+            if let source = sources[index] { return .source(source) }
+            let select = try connection.statement("SELECT content FROM changes WHERE id = ?1")
+            defer { select.reset() }
+            select.bind(1, Int64(index))
+            guard try select.step(), !select.isNull(0) else { return nil }
+            return .data(select.data(0))
+        }
+    }
+
+    enum PlannedContent {
+        case data(Data)
+        case source(any ContentSource)
+    }
+
+    private static func metadata(_ statement: SQLiteStatement, _ column: Int32) throws -> ObjectMetadata? {
+        guard !statement.isNull(column) else { return nil }
+        let data = statement.data(column)
+        return try data.withUnsafeBytes { buffer throws(PackedReader.Malformed) in try ObjectMetadata(packed: buffer) }
+    }
+
+    // MARK: The planned state of objects
+
+    /// The planned state of `name`; nil when no change touched it.
+    public func entry(_ name: String) throws(StorageError) -> Entry? {
+        try locked {
+            let select = try connection.statement("SELECT state, content, content_change, existed, touches FROM overlay WHERE name = ?1")
+            defer { select.reset() }
+            select.bind(1, name)
+            guard try select.step() else { return nil }
+            return try Self.entry(select, from: 0)
+        }
+    }
+
+    private static func entry(_ statement: SQLiteStatement, from column: Int32) throws -> Entry {
+        Entry(
+            state: try metadata(statement, column), content: contentKind(statement, column + 1),
+            existed: statement.int64(column + 3) != 0, touches: Int(statement.int64(column + 4)))
+    }
+
+    private static func contentKind(_ statement: SQLiteStatement, _ column: Int32) -> ContentKind {
+        switch statement.int64(column) {
+        case 1: .planned(change: Int(statement.int64(column + 1)))
+        case 2: .unknown
+        default: .real
+        }
+    }
+
+    private static func bind(_ kind: ContentKind, _ statement: SQLiteStatement, at index: Int32) {
+        switch kind {
+        case .real: statement.bind(index, Int64(0)); statement.bind(index + 1, nil as Int64?)
+        case .planned(let change): statement.bind(index, Int64(1)); statement.bind(index + 1, Int64(change))
+        case .unknown: statement.bind(index, Int64(2)); statement.bind(index + 1, nil as Int64?)
+        }
+    }
+
+    /// Records the planned state of `name` after one more change; `existed` counts only on its first.
+    public func plan(_ name: String, state: ObjectMetadata?, content: ContentKind, existed: Bool) throws(StorageError) {
+        try locked {
+            let upsert = try connection.statement(
+                """
+                INSERT INTO overlay (name, state, content, content_change, existed, touches) VALUES (?1, ?2, ?3, ?4, ?5, 1)
+                ON CONFLICT (name) DO UPDATE SET state = excluded.state, content = excluded.content,
+                content_change = excluded.content_change, touches = touches + 1
+                """)
+            defer { upsert.reset() }
+            upsert.bind(1, name)
+            upsert.bind(2, state.map { Data($0.packed) })
+            Self.bind(content, upsert, at: 3)
+            upsert.bind(5, Int64(existed ? 1 : 0))
+            try upsert.step()
+        }
+    }
+
+    /// Forgets the planned state of `name`: it is the real bucket's again.
+    public func forget(_ name: String) throws(StorageError) {
+        try locked {
+            let delete = try connection.statement("DELETE FROM overlay WHERE name = ?1")
+            defer { delete.reset() }
+            delete.bind(1, name)
+            try delete.step()
+        }
+    }
+
+    /// Planned states of names that start with `prefix`, after `after` and up to `through` (nil: no bound), in
+    /// byte order, at most `limit`.
+    public func entries(prefix: String, after: String?, through: String? = nil, limit: Int) throws(StorageError) -> [(name: String, entry: Entry)] {
+        try locked {
+            // Names with the prefix are one run in byte order; the end is checked here, not in SQL (a prefix's
+            // successor need not be valid UTF-8).
+            let select = try connection.statement(
+                """
+                SELECT name, state, content, content_change, existed, touches FROM overlay
+                WHERE name >= ?1 AND (?2 IS NULL OR name > ?2) AND (?3 IS NULL OR name <= ?3) ORDER BY name LIMIT ?4
+                """)
+            defer { select.reset() }
+            select.bind(1, prefix)
+            select.bind(2, after)
+            select.bind(3, through)
+            select.bind(4, Int64(limit))
+            var found: [(String, Entry)] = []
+            while try select.step() {
+                let name = select.string(0) ?? ""
+                guard name.utf8.starts(with: prefix.utf8) else { break }
+                found.append((name, try Self.entry(select, from: 1)))
+            }
+            return found
+        }
+    }
+
+    /// Whether any planned change touches a name that starts with `prefix`.
+    public func touches(prefix: String) throws(StorageError) -> Bool {
+        !(try entries(prefix: prefix, after: nil, limit: 1).isEmpty)
+    }
+
+    /// How many objects the plan adds, less those it deletes, against the real bucket.
+    public func objectCountChange() throws(StorageError) -> Int {
+        try locked {
+            let added = try connection.integer("SELECT count(*) FROM overlay WHERE state IS NOT NULL AND existed = 0") ?? 0
+            let removed = try connection.integer("SELECT count(*) FROM overlay WHERE state IS NULL AND existed = 1") ?? 0
+            return Int(added - removed)
+        }
+    }
+
+    // MARK: Planned states saved with a planned snapshot
+
+    /// Keeps the planned state of every object as it stands, under `saved`.
+    public func saveEntries(as saved: Int) throws(StorageError) {
+        try locked {
+            let copy = try connection.statement(
+                "INSERT INTO saved_overlays SELECT ?1, name, state, content, content_change FROM overlay")
+            defer { copy.reset() }
+            copy.bind(1, Int64(saved))
+            try copy.step()
+        }
+    }
+
+    public func dropSavedEntries(_ saved: Int) throws(StorageError) {
+        try locked {
+            let delete = try connection.statement("DELETE FROM saved_overlays WHERE saved = ?1")
+            defer { delete.reset() }
+            delete.bind(1, Int64(saved))
+            try delete.step()
+        }
+    }
+
+    /// Names either planned now or saved under `saved`, after `after`, at most `limit`, in byte order; with the
+    /// saved state (nil: not planned then).
+    public func namesPlannedNowOrSaved(_ saved: Int, after: String?, limit: Int) throws(StorageError)
+        -> [(name: String, then: (state: ObjectMetadata?, content: ContentKind)?)]
+    {
+        try locked {
+            let select = try connection.statement(
+                """
+                SELECT n.name, s.name IS NOT NULL, s.state, s.content, s.content_change FROM
+                (SELECT name FROM overlay UNION SELECT name FROM saved_overlays WHERE saved = ?1) n
+                LEFT JOIN saved_overlays s ON s.saved = ?1 AND s.name = n.name
+                WHERE ?2 IS NULL OR n.name > ?2 ORDER BY n.name LIMIT ?3
+                """)
+            defer { select.reset() }
+            select.bind(1, Int64(saved))
+            select.bind(2, after)
+            select.bind(3, Int64(limit))
+            var found: [(String, (ObjectMetadata?, ContentKind)?)] = []
+            while try select.step() {
+                let name = select.string(0) ?? ""
+                found.append((name, select.int64(1) != 0 ? (try Self.metadata(select, 2), Self.contentKind(select, 3)) : nil))
+            }
+            return found
+        }
+    }
+
+    // MARK: Savepoints
+
+    /// Runs `body`; when it throws, the plan is as it was before (changes, planned states, saved ones).
+    public func withSavepoint<Value>(_ body: () async throws -> Value) async throws -> Value {
+        let name = try locked { () -> String in
+            savepointDepth += 1
+            let name = "plan\(savepointDepth)"
+            try connection.execute("SAVEPOINT \(name)")
+            return name
+        }
+        let countBefore = count
+        do {
+            let value = try await body()
+            try locked {
+                try connection.execute("RELEASE \(name)")
+                savepointDepth -= 1
+            }
+            return value
+        } catch {
+            try locked {
+                try connection.execute("ROLLBACK TO \(name); RELEASE \(name)")
+                savepointDepth -= 1
+                changeCount = countBefore
+                sources = sources.filter { $0.key < countBefore }
+            }
+            throw error
+        }
+    }
+
+    // MARK: Outcomes (apply)
+
+    /// A change apply has still to send, and how many changes touch its object.
+    public struct PendingChange: Sendable {
+        public var index: Int
+        public var change: PlannedChange
+        public var touches: Int
+    }
+
+    /// Of the `limit` changes from number `start` on, those not applied yet, in order; and the number to read
+    /// on from (nil: the plan ends here).
+    public func pending(from start: Int, limit: Int) throws(StorageError) -> (changes: [PendingChange], next: Int?) {
+        let batch = try changes(from: start, limit: limit)
+        return try locked {
+            let state = try connection.statement(
+                "SELECT (SELECT applied FROM outcomes WHERE change = ?1), (SELECT touches FROM overlay WHERE name = ?2)")
+            defer { state.reset() }
+            var found: [PendingChange] = []
+            for (index, change) in batch {
+                state.reset()
+                state.bind(1, Int64(index))
+                state.bind(2, change.object)
+                _ = try state.step()
+                if !state.isNull(0) && state.int64(0) == 1 { continue }
+                found.append(PendingChange(index: index, change: change, touches: state.isNull(1) ? 1 : Int(state.int64(1))))
+            }
+            return (found, batch.last.map { $0.index + 1 })
+        }
+    }
+
+    /// What the last applied change of `object` left (`.some(nil)`: deleted it); nil when none has landed.
+    public func landed(_ object: String) throws(StorageError) -> ObjectMetadata?? {
+        try locked {
+            let select = try connection.statement("SELECT landed FROM overlay WHERE name = ?1 AND has_landed = 1")
+            defer { select.reset() }
+            select.bind(1, object)
+            guard try select.step() else { return nil }
+            return .some(try Self.metadata(select, 0))
+        }
+    }
+
+    public func setLanded(_ object: String, _ result: ObjectMetadata?) throws(StorageError) {
+        try locked {
+            let update = try connection.statement("UPDATE overlay SET landed = ?2, has_landed = 1 WHERE name = ?1")
+            defer { update.reset() }
+            update.bind(1, object)
+            update.bind(2, result.map { Data($0.packed) })
+            try update.step()
+        }
+    }
+
+    /// What apply made of a change.
+    public enum Outcome: Sendable {
+        /// It landed, leaving the object as `result` (nil: deleted); `found` when a resumed run found it landed.
+        case applied(result: ObjectMetadata?, found: Bool)
+        case failed(StorageError)
+    }
+
+    public func record(_ outcome: Outcome, ofChange index: Int) throws(StorageError) {
+        try locked {
+            let insert = try connection.statement(
+                "INSERT OR REPLACE INTO outcomes (change, applied, result, found, code, message) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")
+            defer { insert.reset() }
+            insert.bind(1, Int64(index))
+            switch outcome {
+            case .applied(let result, let found):
+                insert.bind(2, Int64(1))
+                insert.bind(3, result.map { Data($0.packed) })
+                insert.bind(4, Int64(found ? 1 : 0))
+            case .failed(let error):
+                insert.bind(2, Int64(0))
+                insert.bind(4, Int64(0))
+                insert.bind(5, error.code.name)
+                insert.bind(6, error.message)
+            }
+            try insert.step()
+        }
+    }
+
+    /// The state an applied change left (`.some(nil)`: deleted); nil when it was not applied.
+    public func appliedResult(ofChange index: Int) throws(StorageError) -> ObjectMetadata?? {
+        try locked {
+            let select = try connection.statement("SELECT result FROM outcomes WHERE change = ?1 AND applied = 1")
+            defer { select.reset() }
+            select.bind(1, Int64(index))
+            guard try select.step() else { return nil }
+            return .some(try Self.metadata(select, 0))
+        }
+    }
+
+    /// How many changes were applied and how many failed (in this run or the runs it resumes).
+    public func outcomeCounts() throws(StorageError) -> (applied: Int, failed: Int) {
+        try locked {
+            let applied = try connection.integer("SELECT count(*) FROM outcomes WHERE applied = 1") ?? 0
+            let failed = try connection.integer("SELECT count(*) FROM outcomes WHERE applied = 0") ?? 0
+            return (Int(applied), Int(failed))
+        }
+    }
+
+    /// Forgets failures (a resumed run tries those changes again).
+    public func forgetFailures() throws(StorageError) {
+        try locked { try connection.execute("DELETE FROM outcomes WHERE applied = 0") }
+    }
+
+    /// For undo: each object applied changes touched, newest last change first, with the state before its first
+    /// applied change and the state its last one left.
+    public func appliedObjects(_ body: (_ object: String, _ before: ObjectMetadata?, _ result: ObjectMetadata?) throws -> Void) throws {
+        try locked { try connection.execute("CREATE INDEX IF NOT EXISTS changes_object ON changes (object, id)") }
+        var afterLast: Int64 = .max
+        while true {
+            // A batch at a time, newest first, by each object's last applied change.
+            let batch: [(String, ObjectMetadata?, ObjectMetadata?, Int64)] = try locked {
+                let select = try connection.statement(
+                    """
+                    SELECT c.object, min(c.id), max(c.id) AS last FROM changes c JOIN outcomes o ON o.change = c.id AND o.applied = 1
+                    GROUP BY c.object HAVING last < ?1 ORDER BY last DESC LIMIT 1000
+                    """)
+                defer { select.reset() }
+                select.bind(1, afterLast)
+                var rows: [(String, Int64, Int64)] = []
+                while try select.step() { rows.append((select.string(0) ?? "", select.int64(1), select.int64(2))) }
+                return try rows.map { object, first, last in
+                    let before = try connection.statement("SELECT before FROM changes WHERE id = ?1")
+                    before.bind(1, first)
+                    _ = try before.step()
+                    let old = try Self.metadata(before, 0)
+                    before.reset()
+                    let result = try connection.statement("SELECT result FROM outcomes WHERE change = ?1")
+                    result.bind(1, last)
+                    _ = try result.step()
+                    let now = try Self.metadata(result, 0)
+                    result.reset()
+                    return (object, old, now, last)
+                }
+            }
+            guard let last = batch.last?.3 else { return }
+            for (object, before, result, _) in batch { try body(object, before, result) }
+            afterLast = last
+        }
+    }
+
+    /// The first `limit` failures, in change order.
+    public func failures(limit: Int) throws(StorageError) -> [(index: Int, error: StorageError)] {
+        try locked {
+            let select = try connection.statement("SELECT change, code, message FROM outcomes WHERE applied = 0 ORDER BY change LIMIT ?1")
+            defer { select.reset() }
+            select.bind(1, Int64(limit))
+            var found: [(Int, StorageError)] = []
+            while try select.step() {
+                let code = StorageErrorCode(rawValue: select.string(1) ?? "") ?? .unknown
+                found.append((Int(select.int64(0)), StorageError(code, select.string(2) ?? "")))
+            }
+            return found
+        }
+    }
+
+    /// Whether any failure has one of these codes.
+    public func hasFailures(where matches: (StorageErrorCode) -> Bool) throws(StorageError) -> Bool {
+        try locked {
+            let select = try connection.statement("SELECT DISTINCT code FROM outcomes WHERE applied = 0")
+            defer { select.reset() }
+            while try select.step() {
+                if matches(StorageErrorCode(rawValue: select.string(0) ?? "") ?? .unknown) { return true }
+            }
+            return false
+        }
+    }
+}

@@ -1,0 +1,262 @@
+import Foundation
+import StoreshCore
+
+/// The result of a command over many objects (`meta set`, `meta unset`, `meta rename`, `rm`), printed as the
+/// objects pass rather than gathered first: a bulk edit of ten million objects keeps in memory only what its
+/// summary counts. For people, the plan of a few objects is shown in blocks (as `UpdatesResult` is), a longer one a
+/// line per object as it comes, then the summary by change; as JSON, the command's one document, written in
+/// pieces once it is long.
+final class BulkResults {
+    enum Kind {
+        case updates
+        case deletions
+    }
+
+    private let kind: Kind
+    private let output: InterpreterOutput
+    private let json: Bool
+    private let color: Bool
+    private let summaryOnly: Bool
+    private let dryRun: Bool
+
+    private(set) var updatedCount = 0
+    private(set) var unchangedCount = 0
+    private(set) var deletedCount = 0
+    private var firstName: String?
+
+    /// People: the first objects' blocks, held while they fit a screen; nil once the plan is printed a line each.
+    private var blocks: [(name: String, differences: [PropertyDifference])]? = []
+    private var blockLines = 0
+    /// The summary by change: each distinct change with how many objects it is made to, in the order first met.
+    private var counts: [String: Int] = [:]
+    private var order: [String] = []
+    private var otherChanges = 0
+    /// Distinct changes past this many are counted together (each object may have a value of its own).
+    static let distinctChangesShown = 1000
+
+    /// JSON: the members held until the document is long enough to be written in pieces.
+    private var heldUpdated: [JSONValue] = []
+    private var heldNames: [String] = []
+    private var streaming = false
+    /// JSON, once streaming: the names of the second array (unchanged), kept until the first array ends.
+    private var spilled: NameSpill?
+    /// Entries a JSON document holds before it is written in pieces.
+    static let wholeDocumentEntries = 1000
+
+    init(_ kind: Kind, output: InterpreterOutput, options: RunOptions) {
+        self.kind = kind
+        self.output = output
+        self.json = options.json
+        self.color = options.color
+        self.summaryOnly = options.summaryOnly
+        self.dryRun = options.dryRun
+    }
+
+    func updated(_ name: String, _ differences: [PropertyDifference]) {
+        updatedCount += 1
+        if firstName == nil { firstName = name }
+        if json { return holdOrWrite(updated: JSONRenderer.changedDocument(path: name, differences)) }
+        count(differences)
+        guard !summaryOnly else { return }
+        if blocks != nil {
+            let lines = HumanRenderer.plan(name: name, differences).count
+            if blockLines + lines <= HumanRenderer.screenful {
+                blocks?.append((name, differences))
+                blockLines += lines
+                return
+            }
+            // Longer than a screen: a line per object from here on, starting with those held.
+            for held in blocks ?? [] { output.result(HumanRenderer.planLine(name: held.name, held.differences)) }
+            blocks = nil
+        }
+        output.result(HumanRenderer.planLine(name: name, differences))
+    }
+
+    func unchanged(_ name: String) {
+        unchangedCount += 1
+        if firstName == nil { firstName = name }
+        if json { holdOrWrite(name: name) }
+    }
+
+    func deleted(_ name: String) {
+        deletedCount += 1
+        if firstName == nil { firstName = name }
+        if json { return holdOrWrite(name: name) }
+        if dryRun && !summaryOnly {
+            // The first object waits: a command that deletes one object says so in its last line alone.
+            if deletedCount == 2, let firstName { output.result("would delete \(MessageText.oneLine(firstName))") }
+            if deletedCount >= 2 { output.result("would delete \(MessageText.oneLine(name))") }
+        }
+    }
+
+    /// The last lines (people), or the document's end (JSON). `single`: the command named one object.
+    func finish(single: Bool) {
+        if json { return finishDocument() }
+        switch kind {
+        case .updates:
+            for held in blocks ?? [] { output.result(contentsOf: HumanRenderer.plan(name: held.name, held.differences)) }
+            if updatedCount > HumanRenderer.longPlan || (summaryOnly && updatedCount > 0) {
+                output.result("summary, by change:")
+                let sorted = order.enumerated().sorted { first, second in
+                    let (a, b) = (counts[first.element]!, counts[second.element]!)
+                    return a != b ? a > b : first.offset < second.offset
+                }
+                for (_, change) in sorted {
+                    output.result("  \(MessageText.oneLine(change)): \(MessageText.counted(counts[change]!, "object"))")
+                }
+                if otherChanges > 0 {
+                    output.result("  (\(MessageText.counted(otherChanges, "other change")), each to fewer objects)")
+                }
+            }
+            let verb = dryRun ? "would update" : "updated"
+            if single && updatedCount + unchangedCount == 1, let firstName {
+                output.result(
+                    updatedCount == 0 ? "\(MessageText.oneLine(firstName)): unchanged (already as asked)" : "\(verb) \(MessageText.oneLine(firstName))")
+            } else {
+                output.result("\(verb) \(MessageText.counted(updatedCount, "object")), \(MessageText.grouped(unchangedCount)) unchanged")
+            }
+        case .deletions:
+            let verb = dryRun ? "would delete" : "deleted"
+            output.result(
+                deletedCount == 1 && firstName != nil ? "\(verb) \(MessageText.oneLine(firstName!))" : "\(verb) \(MessageText.counted(deletedCount, "object"))")
+        }
+    }
+
+    // MARK: People
+
+    private func count(_ differences: [PropertyDifference]) {
+        for difference in differences {
+            let change = "\(difference.key): \(Formatting.planValue(difference.old)) → \(Formatting.planValue(difference.new))"
+            if let known = counts[change] {
+                counts[change] = known + 1
+            } else if order.count < Self.distinctChangesShown {
+                counts[change] = 1
+                order.append(change)
+            } else {
+                otherChanges += 1
+            }
+        }
+    }
+
+    // MARK: JSON
+
+    private var firstArray: String { kind == .updates ? "updated" : "deleted" }
+
+    private func holdOrWrite(updated document: JSONValue) {
+        if streaming { return piece((heldUpdatedWritten() ? "," : "") + document.serialized) }
+        heldUpdated.append(document)
+        startStreamingIfLong()
+    }
+
+    private func holdOrWrite(name: String) {
+        guard streaming else {
+            heldNames.append(name)
+            return startStreamingIfLong()
+        }
+        switch kind {
+        case .deletions: piece((heldUpdatedWritten() ? "," : "") + JSONValue.string(name).serialized)
+        case .updates: spill(name)
+        }
+    }
+
+    private var writtenInFirstArray = 0
+    private func heldUpdatedWritten() -> Bool {
+        defer { writtenInFirstArray += 1 }
+        return writtenInFirstArray > 0
+    }
+
+    private func startStreamingIfLong() {
+        guard heldUpdated.count + heldNames.count >= Self.wholeDocumentEntries else { return }
+        streaming = true
+        piece("{\"\(firstArray)\":[")
+        let first = kind == .updates ? heldUpdated.map(\.serialized) : heldNames.map { JSONValue.string($0).serialized }
+        for member in first { piece((heldUpdatedWritten() ? "," : "") + member) }
+        if kind == .updates { heldNames.forEach(spill) }
+        heldUpdated = []
+        heldNames = []
+    }
+
+    private func spill(_ name: String) {
+        if spilled == nil { spilled = NameSpill() }
+        spilled?.append(name)
+    }
+
+    private func finishDocument() {
+        let dryRunMember: [(String, JSONValue)] = dryRun ? [("dryRun", .bool(true))] : []
+        guard streaming else {
+            let members: [(String, JSONValue)] =
+                kind == .updates
+                ? [("updated", .array(heldUpdated)), ("unchanged", .array(heldNames.map { .string($0) }))]
+                : [("deleted", .array(heldNames.map { .string($0) }))]
+            return output.result(JSONValue.object(members + dryRunMember).serialized)
+        }
+        piece("]")
+        if kind == .updates {
+            piece(",\"unchanged\":[")
+            var first = true
+            spilled?.forEach { name in
+                piece((first ? "" : ",") + JSONValue.string(name).serialized)
+                first = false
+            }
+            piece("]")
+        }
+        piece((dryRun ? ",\"dryRun\":true" : "") + "}\n")
+    }
+
+    private var pending = ""
+    /// Pieces of the document, written a few kilobytes at a time.
+    private func piece(_ text: String) {
+        pending += text
+        if pending.utf8.count >= 1 << 16 || text.hasSuffix("\n") {
+            output.resultBytes(Data(pending.utf8))
+            pending = ""
+        }
+    }
+}
+
+/// Names kept for later in a temporary file that is gone once closed (`tmpfile`), past a few thousand held in
+/// memory.
+private final class NameSpill {
+    private var held: [String] = []
+    private var file: UnsafeMutablePointer<FILE>?
+    static let heldInMemory = 4096
+
+    func append(_ name: String) {
+        if file == nil && held.count < Self.heldInMemory { return held.append(name) }
+        if file == nil { file = tmpfile() }
+        guard let file else { return held.append(name) }
+        var line = Array(name.utf8)
+        // A line per name; a name with a newline (or that starts with a quote) is written as its JSON string.
+        if line.contains(UInt8(ascii: "\n")) || line.first == UInt8(ascii: "\"") {
+            line = Array(JSONValue.string(name).serialized.utf8)
+        }
+        line.append(UInt8(ascii: "\n"))
+        fwrite(line, 1, line.count, file)
+    }
+
+    func forEach(_ body: (String) -> Void) {
+        held.forEach(body)
+        guard let file else { return }
+        rewind(file)
+        var buffer: UnsafeMutablePointer<CChar>?
+        var capacity = 0
+        defer { free(buffer) }
+        while true {
+            let length = getline(&buffer, &capacity, file)
+            guard length > 0, let buffer else { break }
+            let bytes = UnsafeRawBufferPointer(start: buffer, count: length - 1)
+            let text = String(decoding: bytes, as: UTF8.self)
+            if text.hasPrefix("\""), let data = text.data(using: .utf8), let decoded = try? JSONSerialization.jsonObject(with: data, options: .fragmentsAllowed) as? String {
+                body(decoded)
+            } else {
+                body(text)
+            }
+        }
+    }
+
+    deinit { if let file { fclose(file) } }
+}
+
+extension InterpreterOutput {
+    func result(contentsOf lines: [String]) { lines.forEach(result) }
+}

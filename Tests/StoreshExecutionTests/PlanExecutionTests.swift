@@ -1,0 +1,152 @@
+import Foundation
+import StoreshCore
+import StoreshExecution
+import StoreshTestSupport
+import Testing
+
+/// The execution layer on its own, against the in-memory bucket: plans are kept in their store, not in memory,
+/// and apply reads them a batch at a time.
+@Suite("Plans and apply (rules X1–X5), streamed through a plan store")
+struct PlanExecutionTests {
+    /// More objects than apply reads from the plan at a time, so that batches follow each other.
+    static let objectCount = 3 * 512 + 17
+
+    func seeded() -> MemoryBucket {
+        let bucket = MemoryBucket()
+        bucket.seed((0..<Self.objectCount).map { String(format: "users/u%05d/photo.jpg", $0) })
+        return bucket
+    }
+
+    /// Plans `meta set cacheControl=…` over every object, as a dry run would, a scan page at a time.
+    func plan(over bucket: MemoryBucket, value: String) async throws -> PlannedBucket {
+        let planned = try PlannedBucket(over: bucket, clock: SteppingClock(start: Timestamp(rfc3339: "2026-11-25T09:00:00Z")!))
+        var after: String?
+        repeat {
+            let page = try await planned.scan(prefix: "users/", after: after, limit: 1000)
+            for object in page.objects {
+                var update = MetadataUpdate()
+                update.properties[.cacheControl] = .set(value)
+                _ = try await planned.updateMetadata(
+                    of: ObjectName(object.fullPath), update, precondition: Precondition(metageneration: object.metageneration))
+            }
+            after = page.resumeAfter
+        } while after != nil
+        return planned
+    }
+
+    final class Counter: @unchecked Sendable {
+        let lock = NSLock()
+        var value = 0
+        func next() -> Int { lock.withLock { value += 1; return value } }
+    }
+
+    final class RecordingJournal: ApplyJournal, @unchecked Sendable {
+        let location = "(memory)"
+        let lock = NSLock()
+        var applied: [Int] = []
+        var ended: ApplyOutcome?
+        func applied(_ index: Int, result: ObjectMetadata?, found: Bool) throws { lock.withLock { applied.append(index) } }
+        func failed(_ index: Int, _ error: StorageError) throws {}
+        func ended(_ outcome: ApplyOutcome) throws { lock.withLock { ended = outcome } }
+    }
+
+    @Test("a plan larger than apply's batch applies every change exactly once, and a dry run changes nothing")
+    func everyChangeOnce() async throws {
+        let bucket = seeded()
+        let planned = try await plan(over: bucket, value: "no-cache")
+        #expect(planned.changeCount == Self.objectCount)
+        for name in bucket.names { #expect(try await bucket.metadata(of: ObjectName(name)).cacheControl == nil) }
+        let journal = RecordingJournal()
+        let outcome = await PlanApplier(
+            bucket: bucket, plan: planned.store, parallel: 8, keepGoing: false, journal: journal, isCancelled: { false }
+        ).apply()
+        #expect(outcome.end == .complete)
+        #expect(outcome.applied == Self.objectCount && outcome.failed == 0 && outcome.notSent == 0)
+        #expect(journal.applied.sorted() == Array(0..<Self.objectCount))
+        for name in bucket.names {
+            let object = try await bucket.metadata(of: ObjectName(name))
+            #expect(object.cacheControl == "no-cache" && object.metageneration == 2)
+        }
+    }
+
+    @Test("a later command's changes wait for the earlier command's, and are guarded by what those left")
+    func commandsInOrder() async throws {
+        let bucket = seeded()
+        let planned = try await plan(over: bucket, value: "first")
+        planned.step = 1
+        _ = try await {
+            var after: String?
+            repeat {
+                let page = try await planned.scan(prefix: "users/", after: after, limit: 700)
+                for object in page.objects {
+                    // The second command sees the first one's planned state.
+                    #expect(object.cacheControl == "first")
+                    var update = MetadataUpdate()
+                    update.properties[.cacheControl] = .set("second")
+                    _ = try await planned.updateMetadata(of: ObjectName(object.fullPath), update, precondition: .none)
+                }
+                after = page.resumeAfter
+            } while after != nil
+        }()
+        #expect(planned.changeCount == 2 * Self.objectCount)
+        let outcome = await PlanApplier(
+            bucket: bucket, plan: planned.store, parallel: 16, keepGoing: false, journal: nil, isCancelled: { false }
+        ).apply()
+        #expect(outcome.end == .complete && outcome.applied == 2 * Self.objectCount)
+        for name in bucket.names {
+            let object = try await bucket.metadata(of: ObjectName(name))
+            #expect(object.cacheControl == "second" && object.metageneration == 3)
+        }
+    }
+
+    @Test("stopped part-way, the plan resumed applies the rest once; its journal's undo puts every object back")
+    func resumeThenUndo() async throws {
+        let bucket = seeded()
+        let planned = try await plan(over: bucket, value: "no-cache")
+        // Ctrl-C after a few hundred changes.
+        let asked = Counter()
+        let first = await PlanApplier(
+            bucket: bucket, plan: planned.store, parallel: 4, keepGoing: false, journal: nil,
+            isCancelled: { asked.next() > 300 }
+        ).apply()
+        #expect(first.end == .interrupted)
+        #expect(first.applied > 0 && first.applied < Self.objectCount && first.notSent == Self.objectCount - first.applied)
+        let journal = RecordingJournal()
+        let second = await PlanApplier(
+            bucket: bucket, plan: planned.store, parallel: 4, keepGoing: false, journal: journal, isCancelled: { false }
+        ).apply(resumed: true)
+        #expect(second.end == .complete && second.applied == Self.objectCount)
+        // Only what the first run left was sent again.
+        #expect(journal.applied.count == Self.objectCount - first.applied)
+        for name in bucket.names { #expect(try await bucket.metadata(of: ObjectName(name)).metageneration == 2) }
+
+        // The journal as a file would hold it, read back, and undone.
+        var lines = [JournalRecord.header(bucket: "gs://memory", source: "-c", changes: planned.changeCount, created: Timestamp(microseconds: 0))]
+        try planned.store.forEachChange { index, change in lines.append(JournalRecord.change(index, change)) }
+        for index in 0..<planned.changeCount {
+            let result = try planned.store.appliedResult(ofChange: index)
+            lines.append(JournalRecord.applied(index, result: result ?? nil, found: false))
+        }
+        var remaining = lines[...]
+        let contents = try JournalRecord.read(source: "journal", nextLine: {
+            remaining.popFirst().map { (Array($0.utf8), true) }
+        })
+        let (undo, impossible) = try JournalRecord.undo(contents)
+        #expect(impossible.isEmpty && undo.count == Self.objectCount)
+        let undone = await PlanApplier(bucket: bucket, plan: undo, parallel: 8, keepGoing: false, journal: nil, isCancelled: { false }).apply()
+        #expect(undone.end == .complete)
+        for name in bucket.names { #expect(try await bucket.metadata(of: ObjectName(name)).cacheControl == nil) }
+    }
+
+    @Test("metadata round-trips through its packed form")
+    func packedMetadata() throws {
+        var metadata = ObjectMetadata(
+            bucket: "b", fullPath: "a/é/x\ny", generation: -5, metageneration: 1 << 40, size: 0,
+            timeCreated: Timestamp(microseconds: -1), updated: Timestamp(microseconds: 1_795_000_000_000_000), md5Hash: "",
+            cacheControl: "", contentType: "image/jpeg", customMetadata: ["k": "v", "": "empty key"], entityTag: "\"e\"")
+        metadata.versionID = "v1"
+        let packed = metadata.packed
+        #expect(try packed.withUnsafeBytes { try ObjectMetadata(packed: $0) } == metadata)
+        #expect(throws: PackedReader.Malformed.self) { try packed.dropLast().withUnsafeBytes { try ObjectMetadata(packed: $0) } }
+    }
+}
