@@ -3,7 +3,7 @@ import StoreshCore
 
 /// The result of a command over many objects (`meta set`, `meta unset`, `meta rename`, `rm`), printed as the
 /// objects pass rather than gathered first: a bulk edit of ten million objects keeps in memory only what its
-/// summary counts. For people, the plan of a few objects is shown in blocks (as `UpdatesResult` is), a longer one a
+/// summary counts. For people, the plan of a few objects is shown in blocks (`HumanRenderer.plan`), a longer one a
 /// line per object as it comes, then the summary by change; as JSON, the command's one document, written in
 /// pieces once it is long.
 final class BulkResults {
@@ -18,6 +18,12 @@ final class BulkResults {
     private let color: Bool
     private let summaryOnly: Bool
     private let dryRun: Bool
+
+    /// Up to this many lines, each changed object gets its name and one line per property; past it, one line per
+    /// object (a long plan stays readable in a terminal's scrollback).
+    static let screenful = 24
+    /// More changed objects than this, and the changes end with a summary grouped by change.
+    static let longPlan = 10
 
     private(set) var updatedCount = 0
     private(set) var unchangedCount = 0
@@ -60,7 +66,7 @@ final class BulkResults {
         guard !summaryOnly else { return }
         if blocks != nil {
             let lines = HumanRenderer.plan(name: name, differences).count
-            if blockLines + lines <= HumanRenderer.screenful {
+            if blockLines + lines <= Self.screenful {
                 blocks?.append((name, differences))
                 blockLines += lines
                 return
@@ -95,7 +101,7 @@ final class BulkResults {
         switch kind {
         case .updates:
             for held in blocks ?? [] { output.result(contentsOf: HumanRenderer.plan(name: held.name, held.differences)) }
-            if updatedCount > HumanRenderer.longPlan || (summaryOnly && updatedCount > 0) {
+            if updatedCount > Self.longPlan || (summaryOnly && updatedCount > 0) {
                 output.result("summary, by change:")
                 let sorted = order.enumerated().sorted { first, second in
                     let (a, b) = (counts[first.element]!, counts[second.element]!)
@@ -143,7 +149,7 @@ final class BulkResults {
     private var firstArray: String { kind == .updates ? "updated" : "deleted" }
 
     private func holdOrWrite(updated document: JSONValue) {
-        if streaming { return piece((heldUpdatedWritten() ? "," : "") + document.serialized) }
+        if streaming { return pieceOfFirstArray(document.serialized) }
         heldUpdated.append(document)
         startStreamingIfLong()
     }
@@ -154,15 +160,16 @@ final class BulkResults {
             return startStreamingIfLong()
         }
         switch kind {
-        case .deletions: piece((heldUpdatedWritten() ? "," : "") + JSONValue.string(name).serialized)
+        case .deletions: pieceOfFirstArray(JSONValue.string(name).serialized)
         case .updates: spill(name)
         }
     }
 
-    private var writtenInFirstArray = 0
-    private func heldUpdatedWritten() -> Bool {
-        defer { writtenInFirstArray += 1 }
-        return writtenInFirstArray > 0
+    /// Whether the first array (updated, deleted) has a member written: the next one is after a comma.
+    private var firstArrayStarted = false
+    private func pieceOfFirstArray(_ member: String) {
+        piece((firstArrayStarted ? "," : "") + member)
+        firstArrayStarted = true
     }
 
     private func startStreamingIfLong() {
@@ -170,7 +177,7 @@ final class BulkResults {
         streaming = true
         piece("{\"\(firstArray)\":[")
         let first = kind == .updates ? heldUpdated.map(\.serialized) : heldNames.map { JSONValue.string($0).serialized }
-        for member in first { piece((heldUpdatedWritten() ? "," : "") + member) }
+        first.forEach(pieceOfFirstArray)
         if kind == .updates { heldNames.forEach(spill) }
         heldUpdated = []
         heldNames = []

@@ -168,11 +168,10 @@ public final class Interpreter {
     /// Prints a result: for people, or as JSON with `--json`.
     func deliver(_ result: CommandResult) {
         if !options.dryRun {
-            // What the run has reported as changed so far: undone, and then said so, if the run fails.
+            // What the run has reported as changed so far: undone, and then said so, if the run fails. (Bulk
+            // commands count their objects as `BulkResults` prints them.)
             switch result {
-            case .updates(let updates): reportedChanges += updates.updated.count
             case .written: reportedChanges += 1
-            case .deleted(let objects, _): reportedChanges += objects.count
             // The rules in force and the snapshots are part of the bucket: undone with the rest.
             case .rulesLoaded, .rulesReset, .snapshotSaved, .snapshotRemoved: reportedChanges += 1
             case .snapshotRestored(_, let changes, _): reportedChanges += max(changes.count, 1)
@@ -182,7 +181,7 @@ public final class Interpreter {
         let renderer: any ResultRenderer =
             options.json
             ? JSONRenderer()
-            : HumanRenderer(color: options.color, screenfulPages: options.defaultPageSize != nil, summaryOnly: options.summaryOnly)
+            : HumanRenderer(color: options.color, screenfulPages: options.defaultPageSize != nil)
         renderer.render(result, to: output)
     }
 

@@ -14,9 +14,6 @@ public enum CommandResult: Sendable {
     case written(ObjectMetadata, dryRun: Bool)
     case saved(object: String, file: String, size: Int64, dryRun: Bool)
     case content(object: String, Data)
-    /// One object of a multi-object `rm` in a dry run (people only).
-    case plannedDeletion(String)
-    case deleted([String], dryRun: Bool)
     case echo(String)
     case help(String)
     case rules(source: String, origin: String)
@@ -29,7 +26,6 @@ public enum CommandResult: Sendable {
     case identity(Identity?)
     /// A real bucket's `whoami`: which API its requests go to and whose credentials they carry.
     case access(String)
-    case updates(UpdatesResult)
     case snapshotSaved(SnapshotInfo, dryRun: Bool)
     case snapshots([SnapshotInfo])
     case snapshotDiff(from: String, to: String?, changes: [ObjectChange])
@@ -60,15 +56,6 @@ public struct ListingResult: Sendable {
     public var hiddenName: String? = nil
 }
 
-/// `meta set` / `meta unset` over their targets.
-public struct UpdatesResult: Sendable {
-    public var updated: [(name: String, differences: [PropertyDifference])]
-    public var unchanged: [String]
-    /// One target: the summary names it.
-    public var single: Bool
-    public var dryRun: Bool
-}
-
 /// Prints results.
 public protocol ResultRenderer {
     func render(_ result: CommandResult, to output: InterpreterOutput)
@@ -80,19 +67,10 @@ public struct HumanRenderer: ResultRenderer {
     public var color: Bool
     /// Pages are a screenful at the prompt: their footer says what to type, not the token.
     public var screenfulPages: Bool
-    /// `--summary`: a bulk change prints its summary by change, not each object.
-    public var summaryOnly = false
 
-    /// Up to this many lines, each changed object gets its name and one line per property; past it, one line per
-    /// object (a long plan stays readable in a terminal's scrollback).
-    static let screenful = 24
-    /// More changed objects than this, and the changes end with a summary grouped by change.
-    static let longPlan = 10
-
-    public init(color: Bool, screenfulPages: Bool, summaryOnly: Bool = false) {
+    public init(color: Bool, screenfulPages: Bool) {
         self.color = color
         self.screenfulPages = screenfulPages
-        self.summaryOnly = summaryOnly
     }
 
     public func render(_ result: CommandResult, to output: InterpreterOutput) {
@@ -114,10 +92,6 @@ public struct HumanRenderer: ResultRenderer {
         case .content(_, let data):
             output.resultBytes(data)
             return []
-        case .plannedDeletion(let object): return ["would delete \(MessageText.oneLine(object))"]
-        case .deleted(let objects, let dryRun):
-            let verb = dryRun ? "would delete" : "deleted"
-            return [objects.count == 1 ? "\(verb) \(MessageText.oneLine(objects[0]))" : "\(verb) \(MessageText.counted(objects.count, "object"))"]
         case .echo(let text), .help(let text), .access(let text): return [text]
         case .explanation(let explanation): return Self.explain(explanation)
         case .command(let text, let prompt): return ["\(MessageText.oneLine(prompt))> \(text)"]
@@ -141,25 +115,6 @@ public struct HumanRenderer: ResultRenderer {
             guard let identity else { return ["not signed in: request.auth is null"] }
             let claims = identity.claims.sortedByKeyBytes.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
             return ["signed in as \(MessageText.oneLine(identity.uid))" + (claims.isEmpty ? "" : " (claims: \(claims))")]
-        case .updates(let updates):
-            var lines: [String] = []
-            if !summaryOnly {
-                let blocks = updates.updated.flatMap { Self.plan(name: $0.name, $0.differences) }
-                lines += blocks.count <= Self.screenful ? blocks : updates.updated.map { Self.planLine(name: $0.name, $0.differences) }
-            }
-            if updates.updated.count > Self.longPlan || (summaryOnly && !updates.updated.isEmpty) {
-                lines += Self.summary(of: updates.updated)
-            }
-            let verb = updates.dryRun ? "would update" : "updated"
-            if updates.single {
-                lines.append(
-                    updates.updated.isEmpty
-                        ? "\(MessageText.oneLine(updates.unchanged[0])): unchanged (already as asked)"
-                        : "\(verb) \(MessageText.oneLine(updates.updated[0].name))")
-            } else {
-                lines.append("\(verb) \(MessageText.counted(updates.updated.count, "object")), \(MessageText.grouped(updates.unchanged.count)) unchanged")
-            }
-            return lines
         case .snapshotSaved(let info, let dryRun):
             return ["\(dryRun ? "would save" : "saved") snapshot \(info.name) (\(MessageText.counted(info.objectCount, "object")))"]
         case .snapshots(let all):
@@ -249,26 +204,6 @@ public struct HumanRenderer: ResultRenderer {
             + differences.map { "\($0.key) \(Formatting.planValue($0.old)) → \(Formatting.planValue($0.new))" }.joined(separator: "; ")
     }
 
-    /// A long plan's summary: each distinct change (property, old, new) with how many objects it is made to, most
-    /// first: `cacheControl: (not set) → "public, max-age=86400": 4812 objects`.
-    static func summary(of updated: [(name: String, differences: [PropertyDifference])]) -> [String] {
-        var counts: [String: Int] = [:]
-        var order: [String] = []
-        for entry in updated {
-            for difference in entry.differences {
-                let change = "\(difference.key): \(Formatting.planValue(difference.old)) → \(Formatting.planValue(difference.new))"
-                if counts[change] == nil { order.append(change) }
-                counts[change, default: 0] += 1
-            }
-        }
-        // Most objects first; changes made to as many objects keep the order they were first met in.
-        let sorted = order.enumerated().sorted { first, second in
-            let (a, b) = (counts[first.element]!, counts[second.element]!)
-            return a != b ? a > b : first.offset < second.offset
-        }
-        return ["summary, by change:"] + sorted.map { "  \(MessageText.oneLine($0.element)): \(MessageText.counted(counts[$0.element]!, "object"))" }
-    }
-
     /// "1 added, 2 removed, 3 changed".
     static func tally(_ changes: [ObjectChange]) -> String {
         ObjectChange.Kind.allCases.map { kind in "\(changes.filter { $0.kind == kind }.count) \(kind.rawValue)" }
@@ -331,7 +266,7 @@ public struct JSONRenderer: ResultRenderer {
             .object(fields + (dryRun ? [("dryRun", .bool(true))] : []))
         }
         switch result {
-        case .planHeader, .note, .plannedDeletion: return nil
+        case .planHeader, .note: return nil
         case .path(let url): return .object([("path", .string(url))])
         case .listing(let listing):
             let items: [JSONValue] = listing.long ? listing.metadata.map(\.jsonDocument) : listing.page.items.map { .string($0) }
@@ -350,7 +285,6 @@ public struct JSONRenderer: ResultRenderer {
             let body: (String, JSONValue) =
                 String(data: data, encoding: .utf8).map { ("text", .string($0)) } ?? ("base64", .string(data.base64EncodedString()))
             return .object([("path", .string(object)), body])
-        case .deleted(let objects, let dryRun): return marked([("deleted", .array(objects.map { .string($0) }))], dryRun)
         case .echo(let text): return .object([("echo", .string(text))])
         case .help(let text): return .object([("help", .string(text))])
         case .command(let text, let prompt): return .object([("command", .string(text)), ("at", .string(prompt))])
@@ -383,12 +317,6 @@ public struct JSONRenderer: ResultRenderer {
                 ("uid", identity.map { .string($0.uid) } ?? .null),
                 ("claims", .object(identity?.claims.sortedByKeyBytes.map { ($0.key, .string($0.value.description)) } ?? [])),
             ])
-        case .updates(let updates):
-            return marked(
-                [
-                    ("updated", .array(updates.updated.map { Self.changedDocument(path: $0.name, $0.differences) })),
-                    ("unchanged", .array(updates.unchanged.map { .string($0) })),
-                ], updates.dryRun)
         case .snapshotSaved(let info, let dryRun): return marked([("saved", Self.document(info))], dryRun)
         case .snapshots(let all): return .object([("snapshots", .array(all.map(Self.document)))])
         case .snapshotDiff(let from, let to, let changes):

@@ -267,21 +267,18 @@ extension Interpreter {
     /// Prints planned changes as a dry run prints them (`storesh undo --dry-run`): each object, each property
     /// old → new; deletions by name.
     public func showPlan(_ plan: PlanStore) throws {
-        var updated: [(name: String, differences: [PropertyDifference])] = []
-        var deleted: [String] = []
+        var shown = options
+        shown.dryRun = true
+        // Updates first, then deletions, each printed as it is read from the plan.
+        let updates = BulkResults(.updates, output: output, options: shown)
         try plan.forEachChange { _, change in
-            switch (change.before, change.after) {
-            case (let before?, let after?): updated.append((change.object, before.differences(to: after)))
-            case (_?, nil): deleted.append(change.object)
-            case (nil, _): return
-            }
+            if let before = change.before, let after = change.after { updates.updated(change.object, before.differences(to: after)) }
         }
-        if !updated.isEmpty {
-            deliver(.updates(UpdatesResult(updated: updated, unchanged: [], single: updated.count == 1, dryRun: true)))
+        if updates.updatedCount > 0 { updates.finish(single: true) }
+        let deletions = BulkResults(.deletions, output: output, options: shown)
+        try plan.forEachChange { _, change in
+            if change.before != nil && change.after == nil { deletions.deleted(change.object) }
         }
-        if !deleted.isEmpty {
-            for name in deleted where deleted.count > 1 { deliver(.plannedDeletion(name)) }
-            deliver(.deleted(deleted, dryRun: true))
-        }
+        if deletions.deletedCount > 0 { deletions.finish(single: true) }
     }
 }
