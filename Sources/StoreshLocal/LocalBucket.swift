@@ -958,54 +958,30 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
 enum CustomMetadataColumn {
     static func encode(_ custom: [String: String]) -> Data? {
         guard !custom.isEmpty else { return nil }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(custom.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count + 4 })
+        var writer = PackedWriter(capacity: custom.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count + 4 })
         for (key, value) in custom.sortedByKeyBytes {
-            append(key, to: &bytes)
-            append(value, to: &bytes)
+            writer.string(key)
+            writer.string(value)
         }
-        return Data(bytes)
+        return Data(writer.bytes)
     }
 
     static func decode(_ data: Data?) throws -> [String: String] {
         guard let data, !data.isEmpty else { return [:] }
         return try data.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) throws -> [String: String] in
             var custom: [String: String] = [:]
-            var offset = 0
-            func string() throws -> String {
-                var length = 0
-                var shift = 0
-                while true {
-                    guard offset < buffer.count, shift < 63 else { throw damaged }
-                    let byte = buffer[offset]
-                    offset += 1
-                    length |= Int(byte & 0x7F) << shift
-                    if byte & 0x80 == 0 { break }
-                    shift += 7
+            var reader = PackedReader(buffer)
+            do {
+                while !reader.isAtEnd {
+                    let key = try reader.string()
+                    custom[key] = try reader.string()
                 }
-                guard length <= buffer.count - offset,
-                    let text = String(validating: buffer[offset..<offset + length], as: UTF8.self)
-                else { throw damaged }
-                offset += length
-                return text
-            }
-            while offset < buffer.count {
-                let key = try string()
-                custom[key] = try string()
+            } catch {
+                throw damaged
             }
             return custom
         }
     }
 
     static let damaged = StorageError.internalError("A stored customMetadata value is damaged.")
-
-    private static func append(_ text: String, to bytes: inout [UInt8]) {
-        var length = UInt64(text.utf8.count)
-        repeat {
-            let low = UInt8(length & 0x7F)
-            length >>= 7
-            bytes.append(length == 0 ? low : low | 0x80)
-        } while length != 0
-        bytes += text.utf8
-    }
 }

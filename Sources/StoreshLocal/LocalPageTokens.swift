@@ -39,11 +39,13 @@ struct LocalPageToken: Sendable, Equatable {
     }
 
     var encoded: String {
-        var bytes: [UInt8] = [Self.version]
-        for text in [bucket, position.prefix] { Self.appendLengthPrefixed(text, to: &bytes) }
-        bytes.append(position.lastEntryKind.rawValue)
-        Self.appendLengthPrefixed(position.lastEntry, to: &bytes)
-        bytes += Self.check(bytes)
+        var writer = PackedWriter()
+        writer.byte(Self.version)
+        writer.string(bucket)
+        writer.string(position.prefix)
+        writer.byte(position.lastEntryKind.rawValue)
+        writer.string(position.lastEntry)
+        let bytes = writer.bytes + Self.check(writer.bytes)
         return Data(bytes).base64EncodedString()
             .replacingOccurrences(of: "+", with: "-")
             .replacingOccurrences(of: "/", with: "_")
@@ -78,11 +80,14 @@ struct LocalPageToken: Sendable, Equatable {
         guard Array(bytes.suffix(Self.checkLength)) == Self.check(body), body.first == Self.version else {
             throw malformed
         }
-        var reader = ByteReader(bytes: Array(body.dropFirst()))
-        guard let tokenBucket = reader.lengthPrefixedString(), let tokenPrefix = reader.lengthPrefixedString(),
-            let kindByte = reader.byte(), let kind = ListPosition.EntryKind(rawValue: kindByte),
-            let entry = reader.lengthPrefixedString(), reader.isAtEnd
-        else { throw malformed }
+        let fields = Array(body.dropFirst()).withUnsafeBytes { buffer -> (String, String, UInt8, String)? in
+            var reader = PackedReader(buffer)
+            guard let fields = try? (reader.string(), reader.string(), reader.byte(), reader.string()), reader.isAtEnd else { return nil }
+            return fields
+        }
+        guard let (tokenBucket, tokenPrefix, kindByte, entry) = fields, let kind = ListPosition.EntryKind(rawValue: kindByte) else {
+            throw malformed
+        }
         self.init(bucket: tokenBucket, position: ListPosition(prefix: tokenPrefix, lastEntryKind: kind, lastEntry: entry))
     }
 
@@ -90,45 +95,7 @@ struct LocalPageToken: Sendable, Equatable {
         "/" + NameBytes.prefix(of: prefix, byteCount: max(0, prefix.utf8.count - 1))
     }
 
-    private static func appendLengthPrefixed(_ text: String, to bytes: inout [UInt8]) {
-        var length = UInt64(text.utf8.count)
-        repeat {  // LEB128 varint
-            let low = UInt8(length & 0x7F)
-            length >>= 7
-            bytes.append(length == 0 ? low : low | 0x80)
-        } while length != 0
-        bytes += text.utf8
-    }
-
     private static func check(_ bytes: some Sequence<UInt8>) -> [UInt8] {
         Array(SHA256.hash(data: Array(bytes)).prefix(checkLength))
-    }
-
-    private struct ByteReader {
-        let bytes: [UInt8]
-        var offset = 0
-
-        var isAtEnd: Bool { offset == bytes.count }
-
-        mutating func byte() -> UInt8? {
-            guard offset < bytes.count else { return nil }
-            defer { offset += 1 }
-            return bytes[offset]
-        }
-
-        mutating func lengthPrefixedString() -> String? {
-            var length: UInt64 = 0
-            var shift: UInt64 = 0
-            while true {
-                guard let next = byte(), shift < 63 else { return nil }
-                length |= UInt64(next & 0x7F) << shift
-                if next & 0x80 == 0 { break }
-                shift += 7
-            }
-            guard length <= UInt64(bytes.count - offset) else { return nil }
-            let slice = bytes[offset..<offset + Int(length)]
-            offset += Int(length)
-            return String(validating: slice, as: UTF8.self)
-        }
     }
 }
