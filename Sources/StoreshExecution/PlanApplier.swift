@@ -210,7 +210,7 @@ public final class PlanApplier: @unchecked Sendable {
         // Journal first: a change is reported only once it is recorded (rule X4).
         try journal?.applied(pending.index, result: result, found: found)
         try plan.record(.applied(result: result, found: found), ofChange: pending.index)
-        if pending.touches > 1 { try plan.setLanded(pending.change.object, result) }
+        if pending.touches > 1 { try plan.setLanded(ofChange: pending.index, result) }
         lock.withLock { done += 1 }
     }
 
@@ -378,9 +378,7 @@ public enum JournalRecord {
                 }
                 let result = try metadata("result")
                 try plan.record(.applied(result: result, found: line["found"] as? Bool ?? false), ofChange: index)
-                if let object = try plan.change(index)?.object, (try plan.entry(object)?.touches ?? 0) > 1 {
-                    try plan.setLanded(object, result)
-                }
+                try plan.setLanded(ofChange: index, result)
             }
         }
         guard plan.count == count else {

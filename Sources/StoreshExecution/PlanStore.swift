@@ -398,11 +398,14 @@ public final class PlanStore: @unchecked Sendable {
         }
     }
 
-    public func setLanded(_ object: String, _ result: ObjectMetadata?) throws(StorageError) {
+    /// Records what the applied change numbered `index` left, for a later change of its object to be guarded by;
+    /// kept only for objects that more than one change touches.
+    public func setLanded(ofChange index: Int, _ result: ObjectMetadata?) throws(StorageError) {
         try locked {
-            let update = try connection.statement("UPDATE overlay SET landed = ?2, has_landed = 1 WHERE name = ?1")
+            let update = try connection.statement(
+                "UPDATE overlay SET landed = ?2, has_landed = 1 WHERE name = (SELECT object FROM changes WHERE id = ?1) AND touches > 1")
             defer { update.reset() }
-            update.bind(1, object)
+            update.bind(1, Int64(index))
             update.bind(2, result.map { Data($0.packed) })
             try update.step()
         }

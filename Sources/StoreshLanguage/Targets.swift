@@ -18,13 +18,9 @@ extension Interpreter {
     ) async throws -> Int {
         var passed = 0
         func offer(_ object: ExpandedTarget) async throws {
-            if !filters.isEmpty, let metadata = try await metadataIfPresent(of: object, at: here) {
-                guard filters.allSatisfy({ $0.admits(metadata) }) else { return }
-                passed += 1
-                return try await body((object.name, metadata, object.word))
-            }
+            guard let kept = try await admitted(object, filters: filters, at: here) else { return }
             passed += 1
-            try await body(object)
+            try await body(kept)
         }
         if targets.isEmpty {
             try await offer((try located(here) { try self.current.objectName() }, nil, nil))
@@ -84,19 +80,21 @@ extension Interpreter {
         return objects
     }
 
-    /// The objects whose metadata pass every filter, each with its metadata. A named object is read for it; one
-    /// that does not exist is kept, so that the command says so.
+    /// The objects whose metadata pass every filter, each with its metadata (as `admitted`).
     func passing(_ objects: [ExpandedTarget], filters: [MetadataFilter], at here: SourceLocation) async throws -> [ExpandedTarget] {
         var kept: [ExpandedTarget] = []
         for object in objects {
             try checkCancelled(at: here)
-            guard let metadata = try await metadataIfPresent(of: object, at: here) else {
-                kept.append(object)
-                continue
-            }
-            if filters.allSatisfy({ $0.admits(metadata) }) { kept.append((object.name, metadata, object.word)) }
+            if let object = try await admitted(object, filters: filters, at: here) { kept.append(object) }
         }
         return kept
+    }
+
+    /// The object with its metadata when it passes every filter, else nil. Without filters, the object as it is;
+    /// with them, a named object is read for them, and one that does not exist is kept, so that the command says so.
+    func admitted(_ object: ExpandedTarget, filters: [MetadataFilter], at here: SourceLocation) async throws -> ExpandedTarget? {
+        guard !filters.isEmpty, let metadata = try await metadataIfPresent(of: object, at: here) else { return object }
+        return filters.allSatisfy({ $0.admits(metadata) }) ? (object.name, metadata, object.word) : nil
     }
 
     /// The metadata of a target: as a pattern's scan found it, else read; nil when the object does not exist.
