@@ -112,7 +112,7 @@ extension ObjectMetadata {
 extension Dictionary where Key == String {
     /// Entries in the byte order of their keys: a stable order for output.
     public var sortedByKeyBytes: [(key: String, value: Value)] {
-        sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+        count < 2 ? map { $0 } : sorted { NameBytes.precedes($0.key, $1.key) }
     }
 }
 

@@ -303,7 +303,7 @@ public enum CustomMetadataLimits {
 
 /// One writable property that differs between two states of an object: the plan of a dry run and the
 /// changes of a snapshot diff (`custom.NAME` for keys of customMetadata; nil is "not set").
-public struct PropertyDifference: Sendable, Equatable {
+public struct PropertyDifference: Sendable, Hashable {
     public var key: String
     public var old: String?
     public var new: String?

@@ -246,16 +246,18 @@ public final class PlanStore: @unchecked Sendable {
         try locked {
             // Names with the prefix are one run in byte order; the end is checked here, not in SQL (a prefix's
             // successor need not be valid UTF-8).
+            // Each bound alone in its comparison, so that the name index bounds the walk at both ends (an `IS
+            // NULL OR` form would make SQLite walk every earlier name on each page).
+            let resumes = after.map { $0.utf8.lexicographicallyPrecedes(prefix.utf8) == false } ?? false
             let select = try connection.statement(
                 """
                 SELECT name, state, content, content_change, existed, touches FROM overlay
-                WHERE name >= ?1 AND (?2 IS NULL OR name > ?2) AND (?3 IS NULL OR name <= ?3) ORDER BY name LIMIT ?4
+                WHERE name \(resumes ? ">" : ">=") ?1 \(through == nil ? "" : "AND name <= ?3") ORDER BY name LIMIT ?2
                 """)
             defer { select.reset() }
-            select.bind(1, prefix)
-            select.bind(2, after)
-            select.bind(3, through)
-            select.bind(4, Int64(limit))
+            select.bind(1, resumes ? after : prefix)
+            select.bind(2, Int64(limit))
+            if let through { select.bind(3, through) }
             var found: [(String, Entry)] = []
             while try select.step() {
                 let name = select.string(0) ?? ""

@@ -34,8 +34,10 @@ final class BulkResults {
     private var blocks: [(name: String, differences: [PropertyDifference])]? = []
     private var blockLines = 0
     /// The summary by change: each distinct change with how many objects it is made to, in the order first met.
-    private var counts: [String: Int] = [:]
-    private var order: [String] = []
+    /// Keyed by the difference itself, formatted only when printed: hashing three short strings per property is
+    /// far cheaper than formatting a line for each of a million objects.
+    private var counts: [PropertyDifference: Int] = [:]
+    private var order: [PropertyDifference] = []
     private var otherChanges = 0
     /// Distinct changes past this many are counted together (each object may have a value of its own).
     static let distinctChangesShown = 1000
@@ -108,7 +110,8 @@ final class BulkResults {
                     return a != b ? a > b : first.offset < second.offset
                 }
                 for (_, change) in sorted {
-                    output.result("  \(MessageText.oneLine(change)): \(MessageText.counted(counts[change]!, "object"))")
+                    let text = "\(change.key): \(Formatting.planValue(change.old)) → \(Formatting.planValue(change.new))"
+                    output.result("  \(MessageText.oneLine(text)): \(MessageText.counted(counts[change]!, "object"))")
                 }
                 if otherChanges > 0 {
                     output.result("  (\(MessageText.counted(otherChanges, "other change")), each to fewer objects)")
@@ -131,8 +134,7 @@ final class BulkResults {
     // MARK: People
 
     private func count(_ differences: [PropertyDifference]) {
-        for difference in differences {
-            let change = "\(difference.key): \(Formatting.planValue(difference.old)) → \(Formatting.planValue(difference.new))"
+        for change in differences {
             if let known = counts[change] {
                 counts[change] = known + 1
             } else if order.count < Self.distinctChangesShown {

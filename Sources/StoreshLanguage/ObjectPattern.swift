@@ -74,7 +74,12 @@ public struct ObjectPattern: Sendable, CustomStringConvertible {
             prefix.append(scalar)
         }
         self.literalPrefix = String(prefix)
+        self.isPrefixThenAnything = tokens.count == prefix.count + 1 && tokens.last == .globstar
     }
+
+    /// True for `PREFIX**` (`users/**`, the common bulk edit): a name matches when it starts with the prefix, with
+    /// no need to match it a character at a time.
+    private let isPrefixThenAnything: Bool
 
     private static func compile(_ characters: [(Unicode.Scalar, Bool)], pattern: String) throws(StorageError) -> [Token] {
         var tokens: [Token] = []
@@ -134,6 +139,7 @@ public struct ObjectPattern: Sendable, CustomStringConvertible {
 
     /// Whether the whole name matches.
     public func matches(_ name: String) -> Bool {
+        if isPrefixThenAnything { return name.utf8.starts(with: literalPrefix.utf8) }
         let scalars = Array(name.unicodeScalars)
         var failed = Set<Int>()  // (token, scalar) states known not to match, so backtracking stays polynomial
         return match(0, 0, scalars, &failed)

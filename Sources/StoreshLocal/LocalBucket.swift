@@ -64,7 +64,11 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     /// The epoch and newest snapshot as this transaction sees them; read at most once per transaction.
     /// Forgotten whenever a transaction or savepoint ends, since a rollback may undo a snapshot.
     var cachedEpochs: Epochs?
-
+    /// The rows the latest scan of this explicit transaction read, by name: the update of an object a pattern
+    /// found then uses its row as scanned instead of reading it again. Kept only inside an explicit transaction,
+    /// which holds the write lock, so nothing else changes them; any change but the update of a row itself, and
+    /// any rollback, forgets them. At most one scan page.
+    private var scannedRows: [String: LiveRow] = [:]
 
     private init(path: String, name: String, connection: SQLiteConnection, options: LocalBucketOptions, ownsConnection: Bool = true) {
         self.path = path
@@ -362,6 +366,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
             inExplicitTransaction = true
             transactionWrote = false
             cachedEpochs = nil
+            scannedRows = [:]
         }
     }
 
@@ -371,6 +376,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
             try commit(wrote: transactionWrote)
             inExplicitTransaction = false
             cachedEpochs = nil
+            scannedRows = [:]
         }
     }
 
@@ -379,6 +385,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
             guard inExplicitTransaction else { return }
             inExplicitTransaction = false
             cachedEpochs = nil
+            scannedRows = [:]
             if !connection.isAutocommit { try connection.execute("ROLLBACK") }
         }
     }
@@ -397,6 +404,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     func undoCommand() async throws {
         try locked {
             cachedEpochs = nil
+            scannedRows = [:]
             try connection.execute("ROLLBACK TO command; RELEASE command")
         }
     }
@@ -430,14 +438,29 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
 
     /// A change: alone, it is its own IMMEDIATE transaction; inside an explicit transaction it is a
     /// savepoint, so a failed change leaves nothing behind while earlier ones stay.
-    func change<T>(_ body: () throws -> T) throws(StorageError) -> T {
+    ///
+    /// `.checkedFirst` is for a body that reads and checks everything before it writes, and then writes in one
+    /// statement or inside `atomically`: inside an explicit transaction it needs no savepoint of its own (a
+    /// failed statement leaves nothing behind by itself), which a bulk edit of a million objects would pay
+    /// for each of them. Either way the scanned rows are forgotten, but for the one a `.checkedFirst` body
+    /// updates (it forgets that one itself).
+    func change<T>(_ writes: ChangeWrites = .anyOrder, _ body: () throws -> T) throws(StorageError) -> T {
         try locked {
             if inExplicitTransaction {
                 transactionWrote = true
-                try connection.execute("SAVEPOINT change")
+                if writes == .checkedFirst {
+                    do {
+                        return try body()
+                    } catch {
+                        scannedRows = [:]
+                        throw error
+                    }
+                }
+                scannedRows = [:]
+                try connection.statement("SAVEPOINT change").step()
                 do {
                     let result = try body()
-                    try connection.execute("RELEASE change")
+                    try connection.statement("RELEASE change").step()
                     return result
                 } catch {
                     cachedEpochs = nil
@@ -456,6 +479,29 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
                 if !connection.isAutocommit { try? connection.execute("ROLLBACK") }
                 throw error
             }
+        }
+    }
+
+    /// How a change's body writes (see `change`).
+    enum ChangeWrites {
+        /// Reads and writes in any order: a savepoint makes them one.
+        case anyOrder
+        /// Reads and checks first, then one statement or `atomically`.
+        case checkedFirst
+    }
+
+    /// Several statements of a `.checkedFirst` change that must land together: a savepoint inside an
+    /// explicit transaction (alone, the change is its own transaction already).
+    func atomically(_ body: () throws -> Void) throws {
+        guard inExplicitTransaction else { return try body() }
+        try connection.statement("SAVEPOINT writes").step()
+        do {
+            try body()
+            try connection.statement("RELEASE writes").step()
+        } catch {
+            cachedEpochs = nil
+            try? connection.execute("ROLLBACK TO writes; RELEASE writes")
+            throw error
         }
     }
 
@@ -531,16 +577,24 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     public func updateMetadata(of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition)
         async throws -> UpdateResult
     {
-        try change {
-            guard let row = try fetchRow(object.rawValue) else { throw StorageError.objectNotFound(object.rawValue) }
+        try change(.checkedFirst) {
+            let scanned = scannedRows.removeValue(forKey: object.rawValue)
+            guard let row = try scanned ?? fetchRow(object.rawValue) else { throw StorageError.objectNotFound(object.rawValue) }
             let now = options.clock.nextChangeTime()
             let (next, changed) = try row.metadata.applying(update, now: now)
             guard precondition.isSatisfied(by: row.metadata) else {
                 throw StorageError.preconditionFailed(object.rawValue, precondition, actual: row.metadata)
             }
             if changed {
-                try keepIfSnapshotted(row.version)
-                try replaceLive(StoredVersion(next, contentID: row.version.contentID, born: try epochs().current))
+                let version = StoredVersion(next, contentID: row.version.contentID, born: try epochs().current)
+                if try isSnapshotted(row.version) {
+                    try atomically {
+                        try keepIfSnapshotted(row.version)
+                        try replaceLive(version, id: row.id, bornChanges: true)
+                    }
+                } else {
+                    try replaceLive(version, id: row.id, bornChanges: version.born != row.version.born)
+                }
             }
             return UpdateResult(metadata: next, previous: row.metadata, changed: changed)
         }
@@ -683,15 +737,18 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     /// The synchronous form of `scan`.
     public func scanPage(prefix: String, after: String?, limit: Int) throws(StorageError) -> ObjectScanPage {
         try read {
-            // Walking names under a prefix is a listing of the folder it starts in.
+            // One bound, so that the name index is entered where the page starts: with `name >= prefix AND name >
+            // after` SQLite would walk every earlier name of the prefix again, and a walk of a million names, a page
+            // at a time, would take quadratic time.
+            let resumes = after.map { $0.utf8.lexicographicallyPrecedes(prefix.utf8) == false } ?? false
             let statement = try connection.statement(
-                "SELECT \(LiveRow.columns) FROM objects WHERE name >= ?1 AND (?2 IS NULL OR name > ?2) ORDER BY name LIMIT ?3")
+                "SELECT \(LiveRow.columns) FROM objects WHERE name \(resumes ? ">" : ">=") ?1 ORDER BY name LIMIT ?2")
             defer { statement.reset() }
-            statement.bind(1, prefix)
-            statement.bind(2, after)
-            statement.bind(3, Int64(limit) + 1)
+            statement.bind(1, resumes ? after : prefix)
+            statement.bind(2, Int64(limit) + 1)
             var objects: [ObjectMetadata] = []
             var more = false
+            scannedRows.removeAll(keepingCapacity: true)
             while try statement.step() {
                 let row = try LiveRow(statement, bucket: name)
                 guard row.metadata.fullPath.utf8.starts(with: prefix.utf8) else { break }
@@ -700,6 +757,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
                     break
                 }
                 objects.append(row.metadata)
+                if inExplicitTransaction { scannedRows[row.version.name] = row }
             }
             return ObjectScanPage(objects: objects, resumeAfter: more ? objects.last?.fullPath : nil)
         }
@@ -820,13 +878,19 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     /// Returns whether it did (then the version's content stays referenced).
     @discardableResult
     func keepIfSnapshotted(_ version: StoredVersion) throws -> Bool {
+        guard try isSnapshotted(version) else { return false }
         let epochs = try epochs()
-        guard let newest = epochs.newestSnapshot, version.born <= newest else { return false }
         let insert = try connection.statement(StoredVersion.insertKept)
         defer { insert.reset() }
         version.bindKept(insert, died: epochs.current)
         try insert.step()
         return true
+    }
+
+    /// Whether a snapshot sees the version (it was born before the newest snapshot was taken).
+    func isSnapshotted(_ version: StoredVersion) throws -> Bool {
+        guard let newest = try epochs().newestSnapshot else { return false }
+        return version.born <= newest
     }
 
     /// Deletes a live version, keeping it first if a snapshot sees it, and its content if nothing else does.
@@ -875,6 +939,33 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         try update.step()
     }
 
+    /// Overwrites the live row `id` (of the version's name), by its row id: no lookup of the name. Its
+    /// `born` is written only when it changes, since that column is indexed.
+    private func replaceLive(_ version: StoredVersion, id: Int64, bornChanges: Bool) throws {
+        let update = try connection.statement(
+            bornChanges ? Self.replaceRowWithBorn : Self.replaceRowKeepingBorn)
+        defer { update.reset() }
+        version.bindLive(update)
+        update.bind(17, id)
+        try update.step()
+        guard sqlite3_changes(connection.handle) == 1 else {
+            throw StorageError.internalError("The row of \(version.name.debugDescription) changed while it was being updated; nothing was changed.")
+        }
+    }
+
+    private static let replaceRowKeepingBorn = """
+        UPDATE objects SET generation = ?2, metageneration = ?3, size = ?4, time_created = ?5, updated = ?6,
+        md5_hash = ?7, cache_control = ?8, content_disposition = ?9, content_encoding = ?10,
+        content_language = ?11, content_type = ?12, custom_metadata = ?13, content_id = ?14,
+        checksum = ?16 WHERE id = ?17 AND name = ?1 AND born = ?15
+        """
+    private static let replaceRowWithBorn = """
+        UPDATE objects SET generation = ?2, metageneration = ?3, size = ?4, time_created = ?5, updated = ?6,
+        md5_hash = ?7, cache_control = ?8, content_disposition = ?9, content_encoding = ?10,
+        content_language = ?11, content_type = ?12, custom_metadata = ?13, content_id = ?14, born = ?15,
+        checksum = ?16 WHERE id = ?17 AND name = ?1
+        """
+
     /// Creates or replaces the object `metadata.fullPath` with new content; `existing` is its live row.
     private func store(_ metadata: ObjectMetadata, content: Data, replacing existing: LiveRow?) throws {
         let insertContent = try connection.statement("INSERT INTO contents (data) VALUES (?1)")
@@ -910,14 +1001,17 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
 
     /// A live object row: its version and the metadata it describes.
     struct LiveRow {
-        static let columns = "\(BucketSchema.metadataColumns), checksum"
+        static let columns = "\(BucketSchema.metadataColumns), checksum, id"
 
         var version: StoredVersion
         var metadata: ObjectMetadata
+        /// The row's id in `objects`.
+        var id: Int64
 
         init(_ statement: SQLiteStatement, bucket: String) throws {
             version = try StoredVersion(statement, from: 0, died: false)
             metadata = try version.metadata(bucket: bucket)
+            id = statement.int64(StoredVersion.columnCount + 1)
         }
     }
 
