@@ -427,6 +427,8 @@ public struct ApplySettings {
     public var progress: (@Sendable (ApplyProgress) -> Void)?
     /// Called once apply ends, to clear a progress line.
     public var progressEnded: (() -> Void)?
+    /// Keeps a dry run's plan (`--plan FILE`) and returns where; nil keeps none.
+    public var keepPlan: ((PlanStore) throws -> String)?
 
     public init() {}
 }

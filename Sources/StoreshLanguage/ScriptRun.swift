@@ -20,6 +20,28 @@ extension Interpreter {
         var failures: Int
         /// True when the run stopped before the end (an error without `--keep-going`, Ctrl-C): it has said why.
         var stoppedEarly: Bool
+        /// A dry run's plan, kept (`--plan`): what happened, said once the run has concluded.
+        var keptPlan: KeptPlan? = nil
+    }
+
+    /// What became of a dry run's plan that was to be kept.
+    enum KeptPlan {
+        case kept(path: String, changes: Int)
+        case notKept(reason: String)
+    }
+
+    /// Keeps the plan of a dry run that ran to its end without failures, when the program asked (`--plan`).
+    func keepPlan(_ plan: PlannedBucket, _ end: ScriptEnd, _ script: Script) -> KeptPlan? {
+        guard let keep = applySettings.keepPlan, options.dryRun else { return nil }
+        if end.stoppedEarly || end.failures > 0 {
+            return .notKept(reason: "the plan was not kept: \(end.failures > 0 ? "a command failed" : "the run stopped early"), and a plan is kept only whole")
+        }
+        do {
+            return .kept(path: try keep(plan.store), changes: plan.changeCount)
+        } catch {
+            _ = report(error, at: script.statements.last?.location ?? SourceLocation(line: 1, column: 1))
+            return .notKept(reason: "the plan was not kept (see the error above); the dry run changed nothing")
+        }
     }
 
     /// Rule B3: the first command that needs what the bucket cannot do, as an error made before anything runs.
@@ -85,7 +107,7 @@ extension Interpreter {
             }
             target = guarded(steps ?? bucket)
             let end = await runStatements(script, steps: steps, transactional: false)
-            return conclude(end, script)
+            return conclude(end, script, keeping: steps as? PlannedBucket)
         }
         var began = false
         do {
@@ -94,7 +116,9 @@ extension Interpreter {
                 began = true
                 let steps: any BucketTransaction = options.dryRun ? try PlannedBucket(over: transaction, clock: clock) : transaction
                 target = guarded(steps)
-                let end = await runStatements(script, steps: steps, transactional: true)
+                var end = await runStatements(script, steps: steps, transactional: true)
+                // A dry run's plan lives as long as its planned bucket: kept (`--plan`) before the transaction ends.
+                if let plan = steps as? PlannedBucket { end.keptPlan = keepPlan(plan, end, script) }
                 return end.keep && !options.dryRun ? .commit(end) : .rollback(end)
             }
             return conclude(end, script)
@@ -120,7 +144,7 @@ extension Interpreter {
         let end = await runStatements(script, steps: plan, transactional: true)
         if end.stoppedEarly || !end.keep { return end.status }
         guard plan.changeCount > 0 else { return conclude(end, script) }
-        let applied = await apply(plan.store) { change in
+        let applied = await apply(plan.store) { _, change in
             script.statements.indices.contains(change.step) ? script.statements[change.step].location : SourceLocation(line: 1, column: 1)
         }
         return applied == .success ? conclude(end, script) : applied
@@ -128,9 +152,12 @@ extension Interpreter {
 
     /// Applies planned changes to the session's bucket and says how it went (rules X2–X5): each failure names its
     /// object; a run that did not apply everything says what was and was not applied, and where the journal is.
+    ///
+    /// `locate` places a failed change (by its number and the change) in what the user gave: the command of the
+    /// script that planned it, or the line of a kept plan.
     public func apply(
         _ plan: PlanStore, journal given: (any ApplyJournal)? = nil,
-        locate: (PlannedChange) -> SourceLocation = { _ in SourceLocation(line: 1, column: 1) }
+        locate: (Int, PlannedChange) -> SourceLocation = { _, _ in SourceLocation(line: 1, column: 1) }
     ) async -> Status {
         let journal: (any ApplyJournal)?
         do {
@@ -148,13 +175,7 @@ extension Interpreter {
             isCancelled: isCancelled, progress: applySettings.progress)
         let outcome = await applier.apply(resumed: given != nil)
         applySettings.progressEnded?()
-        for failure in outcome.failures {
-            let change = try? plan.change(failure.index)
-            output.error(Diagnostic.running(failure.error, at: change.map(locate) ?? SourceLocation(line: 1, column: 1)))
-        }
-        if outcome.failed > outcome.failures.count {
-            output.notice("… and \(MessageText.grouped(outcome.failed - outcome.failures.count)) more failures\(journal.map { " (the journal \($0.location) lists each)" } ?? "")")
-        }
+        reportFailures(of: outcome, in: plan, journal: journal, locate: locate)
         let total = plan.count
         let where_ = journal.map { " (journal: \($0.location))" } ?? ""
         switch outcome.end {
@@ -188,14 +209,71 @@ extension Interpreter {
         }
     }
 
+    /// Each failed change (the first `ApplyOutcome.shownFailures`) as an error at its place, then how many more.
+    private func reportFailures(
+        of outcome: ApplyOutcome, in plan: PlanStore, journal: (any ApplyJournal)?, locate: (Int, PlannedChange) -> SourceLocation
+    ) {
+        for failure in outcome.failures {
+            let change = try? plan.change(failure.index)
+            output.error(Diagnostic.running(failure.error, at: change.map { locate(failure.index, $0) } ?? SourceLocation(line: 1, column: 1)))
+        }
+        if outcome.failed > outcome.failures.count {
+            output.notice("… and \(MessageText.grouped(outcome.failed - outcome.failures.count)) more failures\(journal.map { " (the journal \($0.location) lists each)" } ?? "")")
+        }
+    }
+
+    /// Applies a plan a dry run kept (`storesh apply PLAN`) as it was reviewed: each change guarded by the state it
+    /// was planned from, so that an object changed since is refused, never overwritten (rule G5). On a bucket with
+    /// transactions the plan is one transaction: all of it lands or, when a change is refused (without
+    /// `--keep-going`), none of it. Elsewhere it is applied and journaled as a run's plan is (resumable, undoable).
+    /// A failed change is placed at its line in the plan file (`locate`).
+    public func applyKept(_ plan: PlanStore, locate: @escaping (Int, PlannedChange) -> SourceLocation) async -> Status {
+        guard let transactions = bucket.transactions else { return await apply(plan, locate: locate) }
+        let total = plan.count
+        do {
+            return try await transactions.withTransaction(forWriting: true) { transaction -> TransactionOutcome<Status> in
+                let applier = PlanApplier(
+                    bucket: guarded(transaction), plan: plan, parallel: 1, keepGoing: options.keepGoing, journal: nil,
+                    isCancelled: isCancelled, progress: applySettings.progress)
+                let outcome = await applier.apply()
+                applySettings.progressEnded?()
+                reportFailures(of: outcome, in: plan, journal: nil, locate: locate)
+                let changedSince = outcome.hasLastingFailures
+                    ? "; an object changed since the plan was made is refused, not overwritten: make the plan again (the dry run) and review it" : ""
+                switch outcome.end {
+                case .complete:
+                    output.notice("applied \(MessageText.counted(total, "change")) to \(bucket.url)")
+                    return .commit(.success)
+                case .finishedWithFailures where options.keepGoing:
+                    output.notice(
+                        "applied \(MessageText.grouped(outcome.applied)) of \(MessageText.counted(total, "change")) to \(bucket.url); \(MessageText.grouped(outcome.failed)) failed and were left as they are\(changedSince)")
+                    return .commit(.failed)
+                case .interrupted:
+                    output.notice("interrupted: nothing was applied (the plan is one transaction); the bucket is as it was")
+                    return .rollback(.interrupted)
+                default:
+                    output.notice("nothing was applied: the plan is one transaction, and a change failed (--keep-going applies the others)\(changedSince)")
+                    return .rollback(.failed)
+                }
+            }
+        } catch {
+            _ = report(error, at: SourceLocation(line: 1, column: 1))
+            return .failed
+        }
+    }
+
     /// Rule F1: the plan of a run through an API without preconditions says what that means.
     static let unguardedChanges =
         "the Firebase v0 API has no preconditions: each object is read just before it is changed, which narrows but does not close the window in which a change made meanwhile by someone else could be overwritten"
 
-    /// After the transaction ended: what was saved.
-    private func conclude(_ end: ScriptEnd, _ script: Script) -> Status {
-        if end.stoppedEarly { return end.status }
-        if options.dryRun {
+    /// After the transaction ended: what was saved. `keeping`: a dry run's plan not kept yet (no transaction).
+    private func conclude(_ end: ScriptEnd, _ script: Script, keeping plan: PlannedBucket? = nil) -> Status {
+        var end = end
+        if let plan { end.keptPlan = keepPlan(plan, end, script) }
+        var status: Status = end.failures == 0 ? .success : .failed
+        if end.stoppedEarly {
+            status = end.status
+        } else if options.dryRun {
             if !bucket.guardsChanges && script.changesBucket { output.notice(Self.unguardedChanges) }
             if end.failures > 0 {
                 output.notice("\(MessageText.counted(end.failures, "command")) failed; the plan above shows what the others would change")
@@ -206,7 +284,20 @@ extension Interpreter {
             output.notice(
                 "\(MessageText.counted(end.failures, "command")) failed and changed nothing; the changes of the other \(MessageText.counted(script.statements.count - end.failures, "command")) were saved")
         }
-        return end.failures == 0 ? .success : .failed
+        switch end.keptPlan {
+        case .kept(let path, let changes)?:
+            output.notice(
+                changes == 0
+                    ? "the plan has no change; kept in \(path) all the same"
+                    : "plan of \(MessageText.counted(changes, "change")) kept in \(path): review it, then apply it with: storesh apply \(path)")
+        case .notKept(let reason)?:
+            output.notice(reason)
+            // Asked to keep the plan and did not: not a success, even when every command ran.
+            if status == .success { status = .failed }
+        case nil:
+            break
+        }
+        return status
     }
 
     /// The statements in order, each as a step of `steps` with `--keep-going`.
@@ -280,5 +371,15 @@ extension Interpreter {
             if change.before != nil && change.after == nil { deletions.deleted(change.object) }
         }
         if deletions.deletedCount > 0 { deletions.finish(single: true) }
+        // Writes (put, copy): each with its size, then how many.
+        var writes = 0
+        try plan.forEachChange { _, change in
+            guard change.writesContent, let after = change.after else { return }
+            writes += 1
+            if !options.summaryOnly && !options.json {
+                output.result("would write \(MessageText.oneLine(change.object)) (\(MessageText.counted(Int(after.size), "byte")))")
+            }
+        }
+        if writes > 0 && !options.json { output.result("would write \(MessageText.counted(writes, "object"))") }
     }
 }

@@ -212,6 +212,8 @@ struct CommandLineError: Error, CustomStringConvertible {
 struct OpenedBucket {
     var bucket: any Bucket
     var clock: any StorageClock
+    /// Where it is, as a kept plan names it: a local bucket file's absolute path, else its URL.
+    var location: String
 }
 
 /// Every bucket this process opened, so that every way out of storesh closes them (`Storesh.leave`).

@@ -47,6 +47,7 @@ struct Copy: AsyncParsableCommand {
     var quiet: Bool { bucketOptions.quiet }
 
     func run() async throws {
+        try planOptions.refusePlan("copy")
         if bucketOptions.bucket != nil {
             throw CommandLineError("copy takes its buckets as arguments: storesh copy SOURCE DESTINATION (not --bucket).")
         }

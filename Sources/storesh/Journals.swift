@@ -22,16 +22,31 @@ final class JournalFile: ApplyJournal, @unchecked Sendable {
             throw StorageError(.invalidArgument, "Cannot create the journal \(path): \(String(cString: strerror(errno))).")
         }
         location = path
+        try Self.writePlan(bucket: bucket, source: source, plan: plan, clock: clock) { try append($0) }
+        try sync()
+    }
+
+    /// A journal's first lines: the header and every change of the plan, handed to `write` about 1 MiB at a time.
+    /// A plan kept by a dry run (`--plan FILE`) is these lines alone: a journal of a run not started yet.
+    static func writePlan(
+        bucket: String, source: String, plan: PlanStore, clock: any StorageClock, _ write: (String) throws -> Void
+    ) throws {
         var text = JournalRecord.header(bucket: bucket, source: source, changes: plan.count, created: clock.now()) + "\n"
         try plan.forEachChange { index, change in
             text += JournalRecord.change(index, change) + "\n"
             if text.utf8.count >= 1 << 20 {
-                try append(text)
+                try write(text)
                 text = ""
             }
         }
-        try append(text)
-        try sync()
+        try write(text)
+    }
+
+    /// Keeps a dry run's plan in `path` (replacing what was there only once the whole plan is written).
+    static func keepPlan(_ plan: PlanStore, at path: String, bucket: String, source: String, clock: any StorageClock) throws {
+        try writeFileAtomically(path) { output in
+            try writePlan(bucket: bucket, source: source, plan: plan, clock: clock) { try output.write($0) }
+        }
     }
 
     /// An existing journal, to go on with (a resumed run).
@@ -186,6 +201,7 @@ struct Undo: AsyncParsableCommand {
     var quiet: Bool { bucketOptions.quiet }
 
     func run() async throws {
+        try planOptions.refusePlan("undo")
         let journal = try readJournal(file)
         if let given = bucketOptions.bucket, given != journal.bucket {
             throw CommandLineError("\(file) is a journal of \(journal.bucket), not \(given); undo works on the bucket its journal names.")

@@ -127,8 +127,11 @@ func decodeScript(name: String, bytes: some Collection<UInt8>, json: Bool) throw
 
 /// Parses and runs one script (a file, `-c` text or standard input), returning the exit status.
 /// The bucket is opened once the script has parsed; a failure to open it is thrown to the caller.
+///
+/// `keepingPlanIn`: a dry run's plan is kept in that file (`--plan`), for `storesh apply`.
 func runScript(
-    _ source: SourceText, options: RunOptions, applyOptions: ApplyOptions, open: () async throws -> OpenedBucket
+    _ source: SourceText, options: RunOptions, applyOptions: ApplyOptions, keepingPlanIn planPath: String? = nil,
+    open: () async throws -> OpenedBucket
 ) async throws -> Int32 {
     let output = ConsoleOutput(json: options.json, source: source)
     let script: Script
@@ -145,6 +148,13 @@ func runScript(
     interpreter.isCancelled = { storesh_interrupt_pending() != 0 }
     interpreter.rules = try rulesSession(for: opened)
     applyOptions.configure(interpreter, source: source.name, json: options.json)
+    if let planPath {
+        let clock = opened.clock
+        interpreter.applySettings.keepPlan = { plan in
+            try JournalFile.keepPlan(plan, at: planPath, bucket: opened.location, source: source.name, clock: clock)
+            return planPath
+        }
+    }
     let status = await interpreter.run(script)
     output.flush()
     if let failure = output.writeFailure {

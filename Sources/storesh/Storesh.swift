@@ -43,11 +43,14 @@ struct BucketOptions: ParsableArguments {
     func open(json: Bool = false) async throws -> OpenedBucket {
         let clock = try makeClock(flag: clock)
         let location = try location()
-        if case .file = location.kind {
-            return OpenedBucket(bucket: OpenBuckets.shared.keep(try location.open(clock: clock, quiet: quiet || json)), clock: clock)
+        if case .file(let path) = location.kind {
+            return OpenedBucket(
+                bucket: OpenBuckets.shared.keep(try location.open(clock: clock, quiet: quiet || json)), clock: clock,
+                location: URL(fileURLWithPath: path).standardizedFileURL.path)
         }
         return OpenedBucket(
-            bucket: OpenBuckets.shared.keep(try await location.openRemote(quiet: quiet || json, trace: trace)), clock: clock)
+            bucket: OpenBuckets.shared.keep(try await location.openRemote(quiet: quiet || json, trace: trace)), clock: clock,
+            location: location.displayed)
     }
 
     /// Opens a local bucket file, creating it when missing, for local-bucket features (archives): refused on a
@@ -89,13 +92,15 @@ struct Storesh: AsyncParsableCommand {
             storesh [--bucket <location>] [--json] [--clock <rfc3339>] [--quiet] [--trace] [--dry-run] [--summary] [--keep-going]
             storesh [OPTIONS] -c <text>
             storesh [OPTIONS] run <file> [--echo] [--explain] [--snapshot <name>] [--resume <journal>]
+            storesh [OPTIONS] --dry-run --plan <file> -c <text>      (then: storesh apply <file>)
             storesh <subcommand> [ARGUMENTS]      (see SUBCOMMANDS below; storesh help <subcommand>)
             """,
         discussion: """
             On a terminal storesh opens a prompt; with -c TEXT, `run FILE`, or a script on standard input, it runs \
             the script and exits. On a bucket file a script is one transaction: all its changes land, or none. On \
             gs://NAME (Google Cloud Storage, Firebase) a script is planned, then applied with preconditions, in \
-            parallel, with a journal (run --resume JOURNAL finishes it, undo JOURNAL puts it back). Type `help` at \
+            parallel, with a journal (run --resume JOURNAL finishes it, undo JOURNAL puts it back). A dry run's plan \
+            can be kept (--dry-run --plan FILE) and applied later as reviewed (storesh apply FILE). Type `help` at \
             the prompt (or storesh -c help) for the commands; s3://NAME buckets work the same way.
 
             The default bucket lives in $XDG_DATA_HOME/storesh (or ~/.local/share/storesh) and starts as the \
@@ -103,7 +108,7 @@ struct Storesh: AsyncParsableCommand {
             (nothing ran), 130 interrupted.
             """,
         version: "storesh \(storeshVersion)",
-        subcommands: [Run.self, Undo.self, Copy.self, Reset.self, Serve.self, Check.self, Backup.self, Export.self, Import.self]
+        subcommands: [Run.self, Apply.self, Undo.self, Copy.self, Reset.self, Serve.self, Check.self, Backup.self, Export.self, Import.self]
     )
 
     @OptionGroup var bucketOptions: BucketOptions
@@ -123,11 +128,14 @@ struct Storesh: AsyncParsableCommand {
             // bad byte is a positioned error, as it is in a script file.
             let source = try decodeScript(
                 name: "-c", bytes: Self.rawValue(ofOption: "-c") ?? Array(command.utf8), json: outputOptions.json)
-            throw ExitCode(try await runScript(source, options: options, applyOptions: applyOptions) { try await bucketOptions.open(json: options.json) })
+            throw ExitCode(try await runScript(source, options: options, applyOptions: applyOptions, keepingPlanIn: planOptions.plan) { try await bucketOptions.open(json: options.json) })
         }
         if isatty(STDIN_FILENO) == 0 {
             let source = try decodeScript(name: "-", bytes: FileHandle.standardInput.readDataToEndOfFile(), json: outputOptions.json)
-            throw ExitCode(try await runScript(source, options: options, applyOptions: applyOptions) { try await bucketOptions.open(json: options.json) })
+            throw ExitCode(try await runScript(source, options: options, applyOptions: applyOptions, keepingPlanIn: planOptions.plan) { try await bucketOptions.open(json: options.json) })
+        }
+        if planOptions.plan != nil {
+            throw CommandLineError("--plan keeps the plan of a script (-c TEXT, run FILE or standard input), not of the prompt's lines.")
         }
         let shell = Shell(opened: try await bucketOptions.open(json: outputOptions.json), json: outputOptions.json, historyPath: BucketLocation.historyPath())
         shell.interpreter.options.dryRun = planOptions.dryRun
@@ -249,6 +257,24 @@ struct PlanOptions: ParsableArguments {
 
     @Flag(help: "Report each failing command and keep the changes of those that succeeded (exit 1 if any failed).")
     var keepGoing = false
+
+    @Option(
+        help: ArgumentHelp(
+            "With --dry-run: keep the plan in this file, to review and apply later as it is (storesh apply FILE); an object changed meanwhile is refused.",
+            valueName: "file"))
+    var plan: String?
+
+    func validate() throws {
+        if plan != nil && !dryRun {
+            throw ValidationError("--plan keeps the plan of a dry run: add --dry-run (storesh --dry-run --plan FILE -c '…'), then storesh apply FILE.")
+        }
+        if plan?.isEmpty == true { throw ValidationError("--plan needs a file name.") }
+    }
+
+    /// `--plan` is for a script's run: refused by the commands that have plans of their own (undo, copy).
+    func refusePlan(_ command: String) throws {
+        if plan != nil { throw CommandLineError("--plan keeps the plan of a script; \(command) --dry-run prints its plan, which is applied by running \(command) without --dry-run.") }
+    }
 }
 
 struct Run: AsyncParsableCommand {
@@ -302,6 +328,7 @@ struct Run: AsyncParsableCommand {
             throw CommandLineError("-c TEXT and run FILE each give the script; use one of them.")
         }
         if let resume {
+            try planOptions.refusePlan("run --resume")
             guard file == nil else { throw CommandLineError("run --resume JOURNAL finishes the journal's own plan; give no script with it.") }
             throw ExitCode(try await resumeRun(resume))
         }
@@ -312,8 +339,9 @@ struct Run: AsyncParsableCommand {
         options.explainOnly = explain
         options.summaryOnly = planOptions.summary
         options.echo = echo
+        if explain { try planOptions.refusePlan("run --explain") }
         throw ExitCode(
-            try await runScript(source, options: options, applyOptions: applyOptions) {
+            try await runScript(source, options: options, applyOptions: applyOptions, keepingPlanIn: planOptions.plan) {
                 let opened = try await bucketOptions.open(json: outputOptions.json)
                 // A taken name, or a bucket without snapshots (rule B3), is a mistake in the command line: say so
                 // before anything runs.

@@ -264,3 +264,34 @@ def test_large_files_are_streamed_in_chunks_both_ways(remote, tmp_path):
     assert peak < size >> 10, f"peak memory {peak} KiB for a {size >> 20} MiB download"
     assert harness.digest(str(tmp_path / "back.bin")) == harness.digest(str(big))
     assert not [p for p in os.listdir(tmp_path) if ".partial-" in p]
+
+
+def test_X1_G5_a_kept_plan_is_applied_later_as_reviewed_journaled_and_undoable(remote):
+    """`--dry-run --plan FILE` on a real bucket sends nothing that changes; `storesh apply FILE` later sends the plan
+    guarded by the state each object was planned from: an object someone changed meanwhile is refused, not
+    overwritten; the apply is journaled like a run's, so undo puts it back."""
+    names = [f"kept/{i}.txt" for i in range(6)]
+    remote.seed(names, cacheControl="old")
+    plan = str(remote.home / "fix.plan")
+    status, out, err = remote.run("--dry-run", "--plan", plan, "-c", "meta set cacheControl=new -- kept/*")
+    assert status == 0 and "would update 6 objects" in out, out + err
+    assert not [r for r in remote.proxy.requests if r[0] in ("PATCH", "POST", "PUT", "DELETE")]
+    header = journal_lines(plan)[0]
+    assert header["bucket"] == f"gs://{BUCKET}" and header["changes"] == 6
+    assert all(remote.object(name)["cacheControl"] == "old" for name in names)
+
+    remote.patch_directly("kept/3.txt", {"cacheControl": "someone-else"})
+    journal = str(remote.home / "apply.journal")
+    status, _, err = remote.run("apply", "--keep-going", "--journal", journal, plan)
+    assert status == 1, err
+    assert "kept/3.txt changed meanwhile" in err and f"{plan}:5:1:" in err
+    assert remote.object("kept/3.txt")["cacheControl"] == "someone-else"
+    assert all(remote.object(name)["cacheControl"] == "new" for name in names if name != "kept/3.txt")
+    # The plan file is as it was reviewed; the journal records what landed.
+    assert len(journal_lines(plan)) == 7
+    assert sum(1 for line in journal_lines(journal) if "applied" in line and "result" in line) == 5
+
+    status, _, err = remote.run("undo", journal)
+    assert status == 0, err
+    assert all(remote.object(name)["cacheControl"] == "old" for name in names if name != "kept/3.txt")
+    assert remote.object("kept/3.txt")["cacheControl"] == "someone-else"

@@ -1,0 +1,95 @@
+import ArgumentParser
+import CStoreshTerminal
+import Foundation
+import StoreshCore
+import StoreshExecution
+import StoreshLanguage
+
+/// `storesh apply PLAN`: applies the plan a dry run kept (`--dry-run --plan PLAN`), as it was reviewed.
+struct Apply: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Apply a plan kept by a dry run (storesh --dry-run --plan FILE …) as it was reviewed.",
+        discussion: """
+            Each change is guarded by the state of the object when the plan was made: an object changed since is \
+            refused (precondition-failed), never overwritten, and nothing is planned anew. On a local bucket the \
+            plan is one transaction: all of it lands, or (when a change is refused) none of it, unless \
+            --keep-going. On a real bucket it is applied as a run's plan is: in parallel, journaled (--journal), \
+            resumable (run --resume JOURNAL) and undoable (undo JOURNAL). The plan file is not changed, and \
+            --dry-run prints it.
+            """)
+
+    @OptionGroup var outputOptions: OutputOptions
+    @OptionGroup var applyOptions: ApplyOptions
+
+    @Argument(help: ArgumentHelp("The plan a dry run kept.", valueName: "plan"))
+    var file: String
+
+    /// `--dry-run` prints the plan; `--keep-going` applies what can be; `--plan` is refused (the group every
+    /// command shares, see Copy).
+    @OptionGroup var planOptions: PlanOptions
+
+    /// `--quiet`, `--clock`; `--bucket` must name the plan's own bucket.
+    @OptionGroup var bucketOptions: BucketOptions
+
+    func run() async throws {
+        try planOptions.refusePlan("apply")
+        let kept = try readJournal(file) { origin throws(StorageError) in try FileContentSource(path: origin) }
+        let started = try kept.plan.outcomeCounts()
+        if kept.end != nil || started.applied + started.failed > 0 {
+            throw CommandLineError(
+                "\(file) is the journal of a run that has started, not a plan to apply: finish it with storesh run --resume \(file), or put it back with storesh undo \(file).")
+        }
+        let location = try BucketLocation.parse(kept.bucket, source: "the plan's bucket")
+        if case .file(let path) = location.kind {
+            guard access(path, F_OK) == 0 else {
+                throw CommandLineError("\(file) is a plan for the bucket \(path), which does not exist (any longer); nothing was applied.")
+            }
+        }
+        if let given = bucketOptions.bucket {
+            let givenLocation = try BucketLocation.parse(given, source: "--bucket")
+            guard givenLocation.sameBucket(as: location) else {
+                throw CommandLineError("\(file) is a plan for \(kept.bucket), not \(given); it applies to the bucket it was made on.")
+            }
+        }
+        storesh_install_interrupt_handler()
+        var options = bucketOptions
+        options.bucket = kept.bucket
+        let opened = try await options.open(json: outputOptions.json)
+        var runOptions = RunOptions(json: outputOptions.json, dryRun: planOptions.dryRun, keepGoing: planOptions.keepGoing)
+        runOptions.atPrompt = false
+        runOptions.summaryOnly = planOptions.summary
+        let interpreter = Interpreter(
+            bucket: opened.bucket, output: ConsoleOutput(json: outputOptions.json, source: SourceText(name: file, text: "")),
+            files: HostFiles(), options: runOptions, clock: opened.clock)
+        interpreter.isCancelled = { storesh_interrupt_pending() != 0 }
+        interpreter.rules = try rulesSession(for: opened)
+        if planOptions.dryRun {
+            try interpreter.showPlan(kept.plan)
+            interpreter.output.notice("dry run of the plan \(file): nothing was changed")
+            throw ExitCode(0)
+        }
+        guard kept.plan.count > 0 else {
+            interpreter.output.notice("\(file) plans no change: nothing to apply")
+            throw ExitCode(0)
+        }
+        applyOptions.configure(interpreter, source: file, json: outputOptions.json)
+        // Line 1 of a plan is its header; change N is on line N + 2.
+        let status = await interpreter.applyKept(kept.plan) { index, _ in SourceLocation(line: index + 2, column: 1) }
+        throw ExitCode(status.rawValue)
+    }
+}
+
+extension BucketLocation {
+    /// Whether two locations name one bucket: the same file (however its path is written), or the same URL.
+    func sameBucket(as other: BucketLocation) -> Bool {
+        switch (kind, other.kind) {
+        case (.file(let first), .file(let second)):
+            var a = stat()
+            var b = stat()
+            guard stat(first, &a) == 0, stat(second, &b) == 0 else { return first == second }
+            return a.st_dev == b.st_dev && a.st_ino == b.st_ino
+        default:
+            return kind == other.kind
+        }
+    }
+}
