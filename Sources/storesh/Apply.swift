@@ -8,6 +8,7 @@ import StoreshLanguage
 /// `storesh apply PLAN`: applies the plan a dry run kept (`--dry-run --plan PLAN`), as it was reviewed.
 struct Apply: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "apply",
         abstract: "Apply a plan kept by a dry run (storesh --dry-run --plan FILE …) as it was reviewed.",
         discussion: """
             Each change is guarded by the state of the object when the plan was made: an object changed since is \

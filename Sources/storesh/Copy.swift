@@ -9,6 +9,7 @@ import StoreshLocal
 /// `storesh copy SOURCE DEST`: a real bucket into a local file and back (or any kind into any other).
 struct Copy: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "copy",
         abstract: "Copy the objects of one bucket into another (a bucket file, gs://NAME): content and every writable property.",
         discussion: """
             Each object is copied with its content, contentType, cacheControl, contentDisposition, contentEncoding, \

@@ -174,6 +174,7 @@ final class ProgressLine: @unchecked Sendable {
 /// `storesh undo JOURNAL`: puts back the old values of what a run applied (rule X4).
 struct Undo: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "undo",
         abstract: "Put back what a run on a real bucket applied, from its journal (--dry-run shows the plan first).",
         discussion: """
             Each object the run changed gets its metadata from before the run, guarded by the state the run left \

@@ -9,6 +9,7 @@ import StoreshRules
 /// `snapshot restore`.
 struct Reset: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "reset",
         abstract: "Bring the default bucket back to the teaching sample, open rules included; with --bucket FILE, empty that bucket.",
         discussion: """
             The objects are replaced in one transaction, then the rules; snapshots are kept (snapshot restore \

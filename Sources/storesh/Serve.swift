@@ -6,6 +6,7 @@ import StoreshServer
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "serve",
         abstract: "Serve a local bucket over HTTP with the Firebase Storage emulator's API, for the official clients and SDKs.",
         discussion: """
             The Cloud Storage JSON API (at /storage/v1 and at /, with /upload and /download) and the Firebase v0 API \

@@ -279,6 +279,7 @@ struct PlanOptions: ParsableArguments {
 
 struct Run: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "run",
         abstract: "Run a .store script: all of it lands, or (when a command fails) none of it.",
         discussion: """
             The script is parsed whole first: a syntax error anywhere runs nothing (exit 2). A script file may \
@@ -361,6 +362,7 @@ struct Run: AsyncParsableCommand {
 
 struct Check: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "check",
         abstract: "Verify a bucket file and report what was found (exit 0 sound, 1 damaged or unreadable).",
         discussion: """
             Checks SQLite's structure of the file, every stored row against its checksum, every object's \
@@ -410,6 +412,7 @@ struct Check: AsyncParsableCommand {
 
 struct Backup: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "backup",
         abstract: "Write a consistent copy of a bucket file (objects, snapshots and rules), even while it is in use.",
         discussion: """
             SQLite itself makes the copy, from one state of the bucket, while shells, scripts or servers may go on \
@@ -434,6 +437,7 @@ struct Backup: AsyncParsableCommand {
 
 struct Export: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "export",
         abstract: "Write the whole bucket, metadata and content, as readable JSON.",
         discussion: "One object per line, in name order. The file is written whole or not at all.")
 
@@ -457,6 +461,7 @@ struct Export: AsyncParsableCommand {
 
 struct Import: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "import",
         abstract: "Add the objects of a JSON archive to the bucket, all of them or none.",
         discussion: """
             Objects already in the bucket with the same names are replaced; with --replace, the bucket holds \
