@@ -248,7 +248,7 @@ public final class PlanStore: @unchecked Sendable {
             // successor need not be valid UTF-8).
             // Each bound alone in its comparison, so that the name index bounds the walk at both ends (an `IS
             // NULL OR` form would make SQLite walk every earlier name on each page).
-            let resumes = after.map { $0.utf8.lexicographicallyPrecedes(prefix.utf8) == false } ?? false
+            let resumes = after.map { !NameBytes.precedes($0, prefix) } ?? false
             let select = try connection.statement(
                 """
                 SELECT name, state, content, content_change, existed, touches FROM overlay

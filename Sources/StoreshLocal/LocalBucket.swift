@@ -740,7 +740,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
             // One bound, so that the name index is entered where the page starts: with `name >= prefix AND name >
             // after` SQLite would walk every earlier name of the prefix again, and a walk of a million names, a page
             // at a time, would take quadratic time.
-            let resumes = after.map { $0.utf8.lexicographicallyPrecedes(prefix.utf8) == false } ?? false
+            let resumes = after.map { !NameBytes.precedes($0, prefix) } ?? false
             let statement = try connection.statement(
                 "SELECT \(LiveRow.columns) FROM objects WHERE name \(resumes ? ">" : ">=") ?1 ORDER BY name LIMIT ?2")
             defer { statement.reset() }
@@ -925,20 +925,6 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         try insert.step()
     }
 
-    /// Overwrites the live version of the same name.
-    private func replaceLive(_ version: StoredVersion) throws {
-        let update = try connection.statement(
-            """
-            UPDATE objects SET generation = ?2, metageneration = ?3, size = ?4, time_created = ?5, updated = ?6,
-            md5_hash = ?7, cache_control = ?8, content_disposition = ?9, content_encoding = ?10,
-            content_language = ?11, content_type = ?12, custom_metadata = ?13, content_id = ?14, born = ?15,
-            checksum = ?16 WHERE name = ?1
-            """)
-        defer { update.reset() }
-        version.bindLive(update)
-        try update.step()
-    }
-
     /// Overwrites the live row `id` (of the version's name), by its row id: no lookup of the name. Its
     /// `born` is written only when it changes, since that column is indexed.
     private func replaceLive(_ version: StoredVersion, id: Int64, bornChanges: Bool) throws {
@@ -980,7 +966,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         let version = StoredVersion(metadata, contentID: contentID, born: try epochs().current)
         guard let existing else { return try insertLive(version) }
         let kept = try keepIfSnapshotted(existing.version)
-        try replaceLive(version)
+        try replaceLive(version, id: existing.id, bornChanges: version.born != existing.version.born)
         if !kept { try releaseContent(existing.version.contentID, of: existing.version.name) }
     }
 
