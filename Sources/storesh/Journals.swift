@@ -107,7 +107,7 @@ final class JournalFile: ApplyJournal, @unchecked Sendable {
 
 /// How many changes go at once and where the journal goes: the options of every run that may change a real
 /// bucket (rules X2, X4).
-struct ApplyOptions: ParsableArguments {
+struct ApplyOptions: ParsableArguments, ApplyArguments {
     @Option(
         help: ArgumentHelp(
             "On a real bucket: how many changes are sent at once (default \(ApplySettings.defaultParallel)).", valueName: "n"))
@@ -119,10 +119,27 @@ struct ApplyOptions: ParsableArguments {
             valueName: "file"))
     var journal: String?
 
-    func validate() throws {
+    func validate() throws { try Self.check(parallel: parallel) }
+
+    static func check(parallel: Int?) throws {
         if let parallel, !(1...256).contains(parallel) { throw ValidationError("--parallel must be 1…256, not \(parallel).") }
     }
+}
 
+/// The values of `--parallel` and `--journal`, however they were read: by argument-parser (`ApplyOptions`) or by
+/// the everyday root parse (`ApplyArgumentValues`); and how they configure an interpreter.
+protocol ApplyArguments {
+    var parallel: Int? { get }
+    var journal: String? { get }
+}
+
+/// `--parallel` and `--journal` as plain values.
+struct ApplyArgumentValues: ApplyArguments, Equatable {
+    var parallel: Int?
+    var journal: String?
+}
+
+extension ApplyArguments {
     /// The interpreter's apply settings: a journal file, and a progress line on a terminal (never with --json).
     func configure(_ interpreter: Interpreter, source: String, json: Bool) {
         interpreter.options.parallel = parallel ?? ApplySettings.defaultParallel

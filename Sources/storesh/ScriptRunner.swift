@@ -130,7 +130,7 @@ func decodeScript(name: String, bytes: some Collection<UInt8>, json: Bool) throw
 ///
 /// `keepingPlanIn`: a dry run's plan is kept in that file (`--plan`), for `storesh apply`.
 func runScript(
-    _ source: SourceText, options: RunOptions, applyOptions: ApplyOptions, keepingPlanIn planPath: String? = nil,
+    _ source: SourceText, options: RunOptions, applyOptions: some ApplyArguments, keepingPlanIn planPath: String? = nil,
     open: () async throws -> OpenedBucket
 ) async throws -> Int32 {
     let output = ConsoleOutput(json: options.json, source: source)

@@ -8,8 +8,8 @@ import StoreshRules
 
 let storeshVersion = "0.1.0"
 
-/// Options every command takes.
-struct BucketOptions: ParsableArguments {
+/// Options every command takes: argument-parser's declaration of them.
+struct BucketOptions: ParsableArguments, BucketArguments {
     @Option(
         name: .long, help: ArgumentHelp(
             "The bucket: a local bucket file, gs://NAME (Google Cloud Storage, Firebase) or s3://NAME (S3-compatible) (default: $STORESH_BUCKET, else the default bucket).",
@@ -30,7 +30,26 @@ struct BucketOptions: ParsableArguments {
         name: .long,
         help: "On a real bucket, print each request sent on standard error: method, URL, status, time (credentials and tokens left out; also $STORESH_TRACE=1).")
     var trace = false
+}
 
+/// The values of the bucket options (`--bucket`, `--clock`, `--quiet`, `--trace`), however they were read: by
+/// argument-parser (`BucketOptions`) or by the everyday root parse (`BucketArgumentValues`); and what they open.
+protocol BucketArguments {
+    var bucket: String? { get }
+    var clock: String? { get }
+    var quiet: Bool { get }
+    var trace: Bool { get }
+}
+
+/// The bucket options as plain values.
+struct BucketArgumentValues: BucketArguments, Equatable {
+    var bucket: String?
+    var clock: String?
+    var quiet = false
+    var trace = false
+}
+
+extension BucketArguments {
     /// Where the bucket is: a usage error (exit 2) for an empty or unknown location, before anything opens.
     func location() throws -> BucketLocation {
         if bucket?.isEmpty == true { throw CommandLineError("--bucket needs a bucket: \(BucketLocation.forms).") }
@@ -121,29 +140,7 @@ struct Storesh: AsyncParsableCommand {
     @OptionGroup var planOptions: PlanOptions
 
     func run() async throws {
-        var options = RunOptions(json: outputOptions.json, dryRun: planOptions.dryRun, keepGoing: planOptions.keepGoing)
-        options.summaryOnly = planOptions.summary
-        if let command {
-            // Swift's arguments replace invalid UTF-8 with U+FFFD: decode the bytes as given instead, so that a
-            // bad byte is a positioned error, as it is in a script file.
-            let source = try decodeScript(
-                name: "-c", bytes: Self.rawValue(ofOption: "-c") ?? Array(command.utf8), json: outputOptions.json)
-            throw ExitCode(try await runScript(source, options: options, applyOptions: applyOptions, keepingPlanIn: planOptions.plan) { try await bucketOptions.open(json: options.json) })
-        }
-        if isatty(STDIN_FILENO) == 0 {
-            let source = try decodeScript(name: "-", bytes: FileHandle.standardInput.readDataToEndOfFile(), json: outputOptions.json)
-            throw ExitCode(try await runScript(source, options: options, applyOptions: applyOptions, keepingPlanIn: planOptions.plan) { try await bucketOptions.open(json: options.json) })
-        }
-        if planOptions.plan != nil {
-            throw CommandLineError("--plan keeps the plan of a script (-c TEXT, run FILE or standard input), not of the prompt's lines.")
-        }
-        let shell = Shell(opened: try await bucketOptions.open(json: outputOptions.json), json: outputOptions.json, historyPath: BucketLocation.historyPath())
-        shell.interpreter.options.dryRun = planOptions.dryRun
-        shell.interpreter.options.summaryOnly = planOptions.summary
-        shell.interpreter.options.keepGoing = planOptions.keepGoing
-        try shell.enforceRules()
-        applyOptions.configure(shell.interpreter, source: "the prompt", json: outputOptions.json)
-        throw ExitCode(await shell.run())
+        try await RootInvocation(self).run()
     }
 
     /// The bytes of the argument after `option` (`-c TEXT`) or joined to it (`-cTEXT`), as the system gave
@@ -185,6 +182,10 @@ struct Storesh: AsyncParsableCommand {
             leave(0)
         }
         do {
+            if let everyday = EverydayInvocation.parse(arguments) {
+                try await everyday.run()
+                leave(0)
+            }
             var command = try parseAsRoot()
             if var asyncCommand = command as? AsyncParsableCommand {
                 try await asyncCommand.run()
@@ -197,6 +198,60 @@ struct Storesh: AsyncParsableCommand {
         } catch {
             leave(Reporter.report(error))
         }
+    }
+}
+
+/// What the root command was asked (the prompt, or a script from -c or standard input, with the root's options),
+/// as plain values: argument-parser's `Storesh` and the everyday parse (`EverydayInvocation`) both make one, and
+/// this runs it.
+struct RootInvocation: Equatable {
+    var bucket = BucketArgumentValues()
+    var json = false
+    var apply = ApplyArgumentValues()
+    var command: String?
+    var dryRun = false
+    var summary = false
+    var keepGoing = false
+    var plan: String?
+
+    init() {}
+
+    init(_ root: Storesh) {
+        bucket = BucketArgumentValues(
+            bucket: root.bucketOptions.bucket, clock: root.bucketOptions.clock, quiet: root.bucketOptions.quiet,
+            trace: root.bucketOptions.trace)
+        json = root.outputOptions.json
+        apply = ApplyArgumentValues(parallel: root.applyOptions.parallel, journal: root.applyOptions.journal)
+        command = root.command
+        dryRun = root.planOptions.dryRun
+        summary = root.planOptions.summary
+        keepGoing = root.planOptions.keepGoing
+        plan = root.planOptions.plan
+    }
+
+    func run() async throws {
+        var options = RunOptions(json: json, dryRun: dryRun, keepGoing: keepGoing)
+        options.summaryOnly = summary
+        if let command {
+            // Swift's arguments replace invalid UTF-8 with U+FFFD: decode the bytes as given instead, so that a
+            // bad byte is a positioned error, as it is in a script file.
+            let source = try decodeScript(name: "-c", bytes: Storesh.rawValue(ofOption: "-c") ?? Array(command.utf8), json: json)
+            throw ExitCode(try await runScript(source, options: options, applyOptions: apply, keepingPlanIn: plan) { try await bucket.open(json: json) })
+        }
+        if isatty(STDIN_FILENO) == 0 {
+            let source = try decodeScript(name: "-", bytes: FileHandle.standardInput.readDataToEndOfFile(), json: json)
+            throw ExitCode(try await runScript(source, options: options, applyOptions: apply, keepingPlanIn: plan) { try await bucket.open(json: json) })
+        }
+        if plan != nil {
+            throw CommandLineError("--plan keeps the plan of a script (-c TEXT, run FILE or standard input), not of the prompt's lines.")
+        }
+        let shell = Shell(opened: try await bucket.open(json: json), json: json, historyPath: BucketLocation.historyPath())
+        shell.interpreter.options.dryRun = dryRun
+        shell.interpreter.options.summaryOnly = summary
+        shell.interpreter.options.keepGoing = keepGoing
+        try shell.enforceRules()
+        apply.configure(shell.interpreter, source: "the prompt", json: json)
+        throw ExitCode(await shell.run())
     }
 }
 
@@ -264,7 +319,10 @@ struct PlanOptions: ParsableArguments {
             valueName: "file"))
     var plan: String?
 
-    func validate() throws {
+    func validate() throws { try Self.check(plan: plan, dryRun: dryRun) }
+
+    /// What the declaration cannot say: `--plan` needs `--dry-run`, and a file name.
+    static func check(plan: String?, dryRun: Bool) throws {
         if plan != nil && !dryRun {
             throw ValidationError("--plan keeps the plan of a dry run: add --dry-run (storesh --dry-run --plan FILE -c '…'), then storesh apply FILE.")
         }
