@@ -6,9 +6,10 @@ import StoreshCore
 public protocol ApplyJournal: AnyObject, Sendable {
     /// Where the journal is, for messages (`storesh run --resume PATH`).
     var location: String { get }
-    /// The change numbered `index` landed, leaving the object as `result` (nil: deleted). `found` when a resumed
-    /// run found it already applied (its first run applied it and stopped before recording it).
-    func applied(_ index: Int, result: ObjectMetadata?, found: Bool) throws
+    /// The change numbered `index` landed, leaving the object as `result` (nil: deleted), where the plan expected
+    /// `planned`. `found` when a resumed run found it already applied (its first run applied it and stopped
+    /// before recording it).
+    func applied(_ index: Int, result: ObjectMetadata?, planned: ObjectMetadata?, found: Bool) throws
     /// The change numbered `index` failed and was not applied.
     func failed(_ index: Int, _ error: StorageError) throws
     /// How the run ended.
@@ -208,7 +209,7 @@ public final class PlanApplier: @unchecked Sendable {
 
     private func record(_ pending: PlanStore.PendingChange, result: ObjectMetadata?, found: Bool) throws {
         // Journal first: a change is reported only once it is recorded (rule X4).
-        try journal?.applied(pending.index, result: result, found: found)
+        try journal?.applied(pending.index, result: result, planned: pending.change.after, found: found)
         try plan.record(.applied(result: result, found: found), ofChange: pending.index)
         if pending.touches > 1 { try plan.setLanded(ofChange: pending.index, result) }
         lock.withLock { done += 1 }
@@ -254,7 +255,11 @@ public final class PlanApplier: @unchecked Sendable {
 /// can send it; no credential is ever written.
 public enum JournalRecord {
     public static let format = "storesh-journal"
-    public static let version = 1
+    /// Version 1 wrote every state whole; version 2 writes a change's `after` as it differs from its `before`
+    /// (`afterChanges`) and an applied change's result as it differs from its `after` (`resultChanges`): half the
+    /// bytes, about 580 per metadata change. Both are read.
+    public static let version = 2
+    static let readableVersions = 1...2
 
     public static func header(bucket: String, source: String, changes: Int, created: Timestamp) -> String {
         JSONValue.object([
@@ -266,18 +271,53 @@ public enum JournalRecord {
     public static func change(_ index: Int, _ change: PlannedChange) -> String {
         var members: [(String, JSONValue)] = [
             ("change", .integer(Int64(index))), ("step", .integer(Int64(change.step))), ("object", .string(change.object)),
-            ("before", change.before?.jsonDocument ?? .null), ("after", change.after?.jsonDocument ?? .null),
         ]
+        if let before = change.before?.jsonDocument, let after = change.after?.jsonDocument {
+            members += [("before", before), ("afterChanges", difference(after, from: before))]
+        } else {
+            members += [("before", change.before?.jsonDocument ?? .null), ("after", change.after?.jsonDocument ?? .null)]
+        }
         if let content = change.content { members.append(("content", .string(content.base64EncodedString()))) }
         // A large file is named, not copied: a resumed run reads it again (and checks it is unchanged).
         if let origin = change.contentOrigin { members.append(("contentFrom", .string(origin))) }
         return JSONValue.object(members).serialized
     }
 
-    public static func applied(_ index: Int, result: ObjectMetadata?, found: Bool) -> String {
-        var members: [(String, JSONValue)] = [("applied", .integer(Int64(index))), ("result", result?.jsonDocument ?? .null)]
+    /// An applied change: the state it left (`result`), written as it differs from the planned one when there was
+    /// one (`resultChanges`: most often only the time of the change).
+    public static func applied(_ index: Int, result: ObjectMetadata?, planned: ObjectMetadata?, found: Bool) -> String {
+        var members: [(String, JSONValue)] = [("applied", .integer(Int64(index)))]
+        if let result = result?.jsonDocument, let planned = planned?.jsonDocument {
+            members.append(("resultChanges", difference(result, from: planned)))
+        } else {
+            members.append(("result", result?.jsonDocument ?? .null))
+        }
         if found { members.append(("found", .bool(true))) }
         return JSONValue.object(members).serialized
+    }
+
+    /// The members of the object `document` that `base` lacks or has otherwise, and a null for each member of
+    /// `base` that `document` lacks. Members are whole: a changed custom metadata is its whole object.
+    static func difference(_ document: JSONValue, from base: JSONValue) -> JSONValue {
+        guard case .object(let members) = document, case .object(let baseMembers) = base else { return document }
+        var changed: [(String, JSONValue)] = []
+        for (key, value) in members where !baseMembers.contains(where: { $0.0 == key && $0.1 == value }) {
+            changed.append((key, value))
+        }
+        for (key, _) in baseMembers where !members.contains(where: { $0.0 == key }) { changed.append((key, .null)) }
+        return .object(changed)
+    }
+
+    /// A state's metadata document, as JSONSerialization reads one.
+    private static func metadataDocument(_ metadata: ObjectMetadata) -> [String: Any] {
+        (try? JSONSerialization.jsonObject(with: Data(metadata.jsonDocument.serialized.utf8))) as? [String: Any] ?? [:]
+    }
+
+    /// `base` with a `difference` laid over it (a null member removes the member).
+    static func applying(_ difference: [String: Any], to base: [String: Any]) -> [String: Any] {
+        var document = base
+        for (key, value) in difference { document[key] = value is NSNull ? nil : value }
+        return document
     }
 
     public static func failed(_ index: Int, _ error: StorageError) -> String {
@@ -328,8 +368,9 @@ public enum JournalRecord {
         else {
             throw StorageError.invalidArgument("\(source) is not a storesh journal (its first line is not a journal header).")
         }
-        guard (header["version"] as? NSNumber)?.intValue == version else {
-            throw StorageError.invalidArgument("\(source) is a journal of another version of storesh; this one reads version \(version).")
+        guard let lineVersion = (header["version"] as? NSNumber)?.intValue, readableVersions.contains(lineVersion) else {
+            throw StorageError.invalidArgument(
+                "\(source) is a journal of another version of storesh; this one reads versions \(readableVersions.lowerBound) to \(readableVersions.upperBound).")
         }
         let plan = try PlanStore()
         var contents = Contents(bucket: bucket, source: header["source"] as? String ?? "", plan: plan)
@@ -339,7 +380,16 @@ public enum JournalRecord {
                 if !ended { break }
                 throw StorageError.invalidArgument("\(source):\(at): not a journal record.")
             }
-            func metadata(_ key: String) throws(StorageError) -> ObjectMetadata? {
+            /// The state under `key`, or under `key`Changes as it differs from `base`.
+            func metadata(_ key: String, differingFrom base: ObjectMetadata? = nil) throws(StorageError) -> ObjectMetadata? {
+                if let base, let difference = line[key + "Changes"] {
+                    guard let difference = difference as? [String: Any],
+                        let metadata = ObjectMetadata(jsonDocument: applying(difference, to: metadataDocument(base)))
+                    else {
+                        throw .invalidArgument("\(source):\(at): '\(key)Changes' is not a difference of metadata documents.")
+                    }
+                    return metadata
+                }
                 guard let value = line[key], !(value is NSNull) else { return nil }
                 guard let document = value as? [String: Any], let metadata = ObjectMetadata(jsonDocument: document) else {
                     throw .invalidArgument("\(source):\(at): '\(key)' is not a metadata document.")
@@ -360,23 +410,22 @@ public enum JournalRecord {
                 var reopened: (any ContentSource)?
                 let origin = line["contentFrom"] as? String
                 if let origin, let reopen { reopened = try reopen(origin) }
-                let after = try metadata("after")
+                let before = try metadata("before")
+                let after = try metadata("after", differingFrom: before)
                 if let reopened, let after, reopened.md5Base64 != after.md5Hash || reopened.size != after.size {
                     throw StorageError.invalidArgument(
                         "\(origin ?? "The file") changed since the run was planned (its MD5 is no longer \(after.md5Hash)); it is not uploaded.")
                 }
-                let before = try metadata("before")
                 var change = PlannedChange(
                     object: object, before: before, after: after, content: content, source: reopened,
                     step: (line["step"] as? NSNumber)?.intValue ?? 0)
                 change.contentOrigin = origin
-                try plan.append(change)
-                try plan.plan(object, state: after, content: .real, existed: before != nil)
+                try plan.plan(change, content: .real)
             } else if let index = (line["applied"] as? NSNumber)?.intValue {
                 guard index >= 0 && index < plan.count else {
                     throw StorageError.invalidArgument("\(source):\(at): no change \(index) in the plan.")
                 }
-                let result = try metadata("result")
+                let result = try metadata("result", differingFrom: try plan.change(index)?.after)
                 try plan.record(.applied(result: result, found: line["found"] as? Bool ?? false), ofChange: index)
                 try plan.setLanded(ofChange: index, result)
             }
@@ -390,9 +439,9 @@ public enum JournalRecord {
 
     /// The plan that puts back what `journal`'s applied changes changed (rule X4), newest first, each guarded by
     /// the state the change left; and the applied changes that cannot be undone, with why.
-    public static func undo(_ journal: Contents) throws -> (plan: PlanStore, impossible: [(object: String, reason: String)]) {
+    public static func undo(_ journal: Contents) throws -> (plan: PlanStore, impossible: ChangesNotUndone) {
         let undo = try PlanStore()
-        var impossible: [(String, String)] = []
+        var impossible = ChangesNotUndone()
         // An object changed several times goes back to its state before the first change; undo runs as one
         // command, every object at most once.
         try journal.plan.appliedObjects { object, original, result in
@@ -407,7 +456,7 @@ public enum JournalRecord {
                 restored.customMetadata = old.customMetadata
                 try undo.append(PlannedChange(object: object, before: now, after: restored))
             case (_?, _):
-                impossible.append((object, "its old content was replaced or deleted, and the journal keeps only metadata"))
+                impossible.add(object, "its old content was replaced or deleted, and the journal keeps only metadata")
             }
         }
         return (undo, impossible)
@@ -431,4 +480,20 @@ public struct ApplySettings {
     public var keepPlan: ((PlanStore) throws -> String)?
 
     public init() {}
+}
+
+/// The applied changes an undo cannot put back: how many, and the first of them with why. A journal of millions of
+/// uploads is not listed whole in memory.
+public struct ChangesNotUndone: Sendable {
+    /// How many are named; the others are counted.
+    public static let named = 1000
+    public private(set) var count = 0
+    public private(set) var first: [(object: String, reason: String)] = []
+
+    public var isEmpty: Bool { count == 0 }
+
+    mutating func add(_ object: String, _ reason: String) {
+        count += 1
+        if first.count < Self.named { first.append((object, reason)) }
+    }
 }

@@ -98,23 +98,51 @@ public final class PlanStore: @unchecked Sendable {
     /// Adds a change after the others; returns its number.
     @discardableResult
     public func append(_ change: PlannedChange) throws(StorageError) -> Int {
+        try locked { try insert(change, packedAfter: change.after?.packed) }
+    }
+
+    /// Adds a change after the others, and makes the state it leaves its object in that object's planned state
+    /// (its content where `content` says); returns its number.
+    @discardableResult
+    public func plan(_ change: PlannedChange, content: ContentKind) throws(StorageError) -> Int {
         try locked {
-            let insert = try connection.statement(
-                "INSERT INTO changes (id, step, object, before, after, content, origin) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")
-            defer { insert.reset() }
-            let index = changeCount
-            insert.bind(1, Int64(index))
-            insert.bind(2, Int64(change.step))
-            insert.bind(3, change.object)
-            insert.bind(4, change.before.map { Data($0.packed) })
-            insert.bind(5, change.after.map { Data($0.packed) })
-            insert.bind(6, change.content)
-            insert.bind(7, change.contentOrigin)
-            try insert.step()
-            if let source = change.source { sources[index] = source }
-            changeCount += 1
+            // Packed once: the change's `after` and the object's planned state are the same bytes.
+            let packedAfter = change.after?.packed
+            let index = try insert(change, packedAfter: packedAfter)
+            let upsert = try connection.statement(
+                """
+                INSERT INTO overlay (name, state, content, content_change, existed, touches) VALUES (?1, ?2, ?3, ?4, ?5, 1)
+                ON CONFLICT (name) DO UPDATE SET state = excluded.state, content = excluded.content,
+                content_change = excluded.content_change, touches = touches + 1
+                """)
+            defer { upsert.reset() }
+            upsert.bind(1, change.object)
+            upsert.bind(2, bytes: packedAfter)
+            Self.bind(content, upsert, at: 3)
+            // Counts only on the object's first change.
+            upsert.bind(5, Int64(change.before != nil ? 1 : 0))
+            try upsert.step()
             return index
         }
+    }
+
+    /// Inserts a change (under the lock).
+    private func insert(_ change: PlannedChange, packedAfter: [UInt8]?) throws -> Int {
+        let insert = try connection.statement(
+            "INSERT INTO changes (id, step, object, before, after, content, origin) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")
+        defer { insert.reset() }
+        let index = changeCount
+        insert.bind(1, Int64(index))
+        insert.bind(2, Int64(change.step))
+        insert.bind(3, change.object)
+        insert.bind(4, bytes: change.before?.packed)
+        insert.bind(5, bytes: packedAfter)
+        insert.bind(6, change.content)
+        insert.bind(7, change.contentOrigin)
+        try insert.step()
+        if let source = change.source { sources[index] = source }
+        changeCount += 1
+        return index
     }
 
     /// Up to `limit` changes from number `start` on, in order.
@@ -209,24 +237,6 @@ public final class PlanStore: @unchecked Sendable {
         case .real: statement.bind(index, Int64(0)); statement.bind(index + 1, nil as Int64?)
         case .planned(let change): statement.bind(index, Int64(1)); statement.bind(index + 1, Int64(change))
         case .unknown: statement.bind(index, Int64(2)); statement.bind(index + 1, nil as Int64?)
-        }
-    }
-
-    /// Records the planned state of `name` after one more change; `existed` counts only on its first.
-    public func plan(_ name: String, state: ObjectMetadata?, content: ContentKind, existed: Bool) throws(StorageError) {
-        try locked {
-            let upsert = try connection.statement(
-                """
-                INSERT INTO overlay (name, state, content, content_change, existed, touches) VALUES (?1, ?2, ?3, ?4, ?5, 1)
-                ON CONFLICT (name) DO UPDATE SET state = excluded.state, content = excluded.content,
-                content_change = excluded.content_change, touches = touches + 1
-                """)
-            defer { upsert.reset() }
-            upsert.bind(1, name)
-            upsert.bind(2, state.map { Data($0.packed) })
-            Self.bind(content, upsert, at: 3)
-            upsert.bind(5, Int64(existed ? 1 : 0))
-            try upsert.step()
         }
     }
 
@@ -408,7 +418,7 @@ public final class PlanStore: @unchecked Sendable {
                 "UPDATE overlay SET landed = ?2, has_landed = 1 WHERE name = (SELECT object FROM changes WHERE id = ?1) AND touches > 1")
             defer { update.reset() }
             update.bind(1, Int64(index))
-            update.bind(2, result.map { Data($0.packed) })
+            update.bind(2, bytes: result?.packed)
             try update.step()
         }
     }
@@ -429,7 +439,7 @@ public final class PlanStore: @unchecked Sendable {
             switch outcome {
             case .applied(let result, let found):
                 insert.bind(2, Int64(1))
-                insert.bind(3, result.map { Data($0.packed) })
+                insert.bind(3, bytes: result?.packed)
                 insert.bind(4, Int64(found ? 1 : 0))
             case .failed(let error):
                 insert.bind(2, Int64(0))

@@ -103,7 +103,12 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
     // MARK: Reads
 
     public func metadata(of object: ObjectName) async throws -> ObjectMetadata {
-        if let entry = try store.entry(object.rawValue) {
+        try await metadata(of: object, entry: try store.entry(object.rawValue))
+    }
+
+    /// The planned state of `object` when the plan has one (`entry`), else the real bucket's.
+    private func metadata(of object: ObjectName, entry: PlanStore.Entry?) async throws -> ObjectMetadata {
+        if let entry {
             guard let state = entry.state else { throw StorageError.objectNotFound(object.rawValue) }
             return state
         }
@@ -175,12 +180,14 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
     public func updateMetadata(of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition) async throws
         -> UpdateResult
     {
-        let existing = try await metadata(of: object)
+        // Read once: the state the change starts from, and where the object's content is.
+        let entry = try store.entry(object.rawValue)
+        let existing = try await metadata(of: object, entry: entry)
         try require(precondition, object, existing)
         let (next, changed) = try existing.applying(update, now: clock.nextChangeTime())
         if changed {
             try inner.validateStorable(next)
-            try plan(PlannedChange(object: object.rawValue, before: existing, after: next, step: step), content: content(of: object.rawValue))
+            try store.plan(PlannedChange(object: object.rawValue, before: existing, after: next, step: step), content: entry?.content ?? .real)
         }
         return UpdateResult(metadata: next, previous: existing, changed: changed)
     }
@@ -202,7 +209,7 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
             generation: max(now.microseconds, (existing?.generation ?? 0) + 1), now: now,
             properties: options.properties, customMetadata: options.customMetadata)
         try inner.validateStorable(metadata)
-        try plan(PlannedChange(object: object.rawValue, before: existing, after: metadata, content: content, step: step), content: .planned(change: store.count))
+        try store.plan(PlannedChange(object: object.rawValue, before: existing, after: metadata, content: content, step: step), content: .planned(change: store.count))
         return metadata
     }
 
@@ -224,28 +231,17 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
         metadata.size = source.size
         metadata.md5Hash = source.md5Base64
         try inner.validateStorable(metadata)
-        try plan(PlannedChange(object: object.rawValue, before: existing, after: metadata, source: source, step: step), content: .planned(change: store.count))
+        try store.plan(PlannedChange(object: object.rawValue, before: existing, after: metadata, source: source, step: step), content: .planned(change: store.count))
         return metadata
     }
 
     public func delete(_ object: ObjectName, precondition: Precondition) async throws {
         let existing = try await metadata(of: object)
         try require(precondition, object, existing)
-        try plan(PlannedChange(object: object.rawValue, before: existing, after: nil, step: step), content: .real)
+        try store.plan(PlannedChange(object: object.rawValue, before: existing, after: nil, step: step), content: .real)
     }
 
     // MARK: Helpers
-
-    /// Records a change and the state it leaves. Before its first planned change, an object's state is the real
-    /// bucket's.
-    private func plan(_ change: PlannedChange, content: PlanStore.ContentKind) throws {
-        try store.append(change)
-        try store.plan(change.object, state: change.after, content: content, existed: change.before != nil)
-    }
-
-    private func content(of object: String) throws -> PlanStore.ContentKind {
-        try store.entry(object)?.content ?? .real
-    }
 
     private func require(_ precondition: Precondition, _ object: ObjectName, _ existing: ObjectMetadata?) throws {
         guard precondition.isSatisfied(by: existing) else {
@@ -271,7 +267,7 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
             let before = try await metadataIfPresent(of: ObjectName(change.name))
             let after = change.kind == .removed ? nil : change.metadata
             if let difference = ObjectChange.between(before, after) { all.append(difference) }
-            try plan(PlannedChange(object: change.name, before: before, after: after, step: step), content: after == nil ? .real : .unknown)
+            try store.plan(PlannedChange(object: change.name, before: before, after: after, step: step), content: after == nil ? .real : .unknown)
         }
         for name in others { try await revertToReal(name, into: &all) }
         return all.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
@@ -292,7 +288,7 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
                 }
                 let before = try await metadataIfPresent(of: ObjectName(name))
                 if let change = ObjectChange.between(before, then.state) { all.append(change) }
-                try plan(PlannedChange(object: name, before: before, after: then.state, step: step), content: then.state == nil ? .real : then.content)
+                try store.plan(PlannedChange(object: name, before: before, after: then.state, step: step), content: then.state == nil ? .real : then.content)
             }
             after = last.name
         }

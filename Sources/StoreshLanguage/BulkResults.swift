@@ -39,6 +39,8 @@ final class BulkResults {
     private var counts: [PropertyDifference: Int] = [:]
     private var order: [PropertyDifference] = []
     private var otherChanges = 0
+    /// The last objects' differences, while each object has the same ones, and how many objects they are.
+    private var run: (differences: [PropertyDifference], objects: Int)?
     /// Distinct changes past this many are counted together (each object may have a value of its own).
     static let distinctChangesShown = 1000
 
@@ -102,6 +104,7 @@ final class BulkResults {
         if json { return finishDocument() }
         switch kind {
         case .updates:
+            countRun()
             for held in blocks ?? [] { output.result(contentsOf: HumanRenderer.plan(name: held.name, held.differences)) }
             if updatedCount > Self.longPlan || (summaryOnly && updatedCount > 0) {
                 output.result("summary, by change:")
@@ -133,15 +136,29 @@ final class BulkResults {
 
     // MARK: People
 
+    /// Counts an object's differences: a run of objects with the same differences as the one before (a bulk edit
+    /// most often makes one change to every object) is compared, not hashed, and counted once when it ends.
     private func count(_ differences: [PropertyDifference]) {
-        for change in differences {
+        if let run, run.differences == differences {
+            self.run?.objects += 1
+            return
+        }
+        countRun()
+        run = (differences, 1)
+    }
+
+    /// Adds the run of identical differences to the summary's counts.
+    private func countRun() {
+        guard let run else { return }
+        self.run = nil
+        for change in run.differences {
             if let known = counts[change] {
-                counts[change] = known + 1
+                counts[change] = known + run.objects
             } else if order.count < Self.distinctChangesShown {
-                counts[change] = 1
+                counts[change] = run.objects
                 order.append(change)
             } else {
-                otherChanges += 1
+                otherChanges += run.objects
             }
         }
     }

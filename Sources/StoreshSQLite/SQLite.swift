@@ -128,6 +128,18 @@ public final class SQLiteStatement {
         }
     }
 
+    /// Binds bytes as a blob, without first copying them into a `Data`.
+    public func bind(_ index: Int32, bytes value: [UInt8]?) {
+        guard let value else {
+            sqlite3_bind_null(raw, index)
+            return
+        }
+        value.withUnsafeBytes { buffer in
+            let pointer = buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!
+            _ = sqlite3_bind_blob64(raw, index, pointer, sqlite3_uint64(buffer.count), SQLITE_TRANSIENT)
+        }
+    }
+
     /// Advances to the next row: true when there is one, false when done.
     @discardableResult
     public func step() throws(SQLiteError) -> Bool {

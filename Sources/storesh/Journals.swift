@@ -60,8 +60,8 @@ final class JournalFile: ApplyJournal, @unchecked Sendable {
 
     deinit { close(descriptor) }
 
-    func applied(_ index: Int, result: ObjectMetadata?, found: Bool) throws {
-        try append(JournalRecord.applied(index, result: result, found: found) + "\n")
+    func applied(_ index: Int, result: ObjectMetadata?, planned: ObjectMetadata?, found: Bool) throws {
+        try append(JournalRecord.applied(index, result: result, planned: planned, found: found) + "\n")
     }
 
     func failed(_ index: Int, _ error: StorageError) throws {
@@ -226,8 +226,11 @@ struct Undo: AsyncParsableCommand {
         }
         let (changes, impossible) = try JournalRecord.undo(journal)
         let interpreter = try await journalSession(journal, json: outputOptions.json, quiet: quiet, dryRun: dryRun, keepGoing: keepGoing)
-        for (object, reason) in impossible {
+        for (object, reason) in impossible.first {
             interpreter.output.notice("cannot undo the change to \(object): \(reason)")
+        }
+        if impossible.count > impossible.first.count {
+            interpreter.output.notice("… and \(MessageText.counted(impossible.count - impossible.first.count, "more change")) that cannot be undone, for the same reason")
         }
         guard changes.count > 0 else {
             interpreter.output.notice("nothing to undo: \(file) records no applied change that can be put back")

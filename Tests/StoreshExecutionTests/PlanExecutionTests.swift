@@ -45,7 +45,7 @@ struct PlanExecutionTests {
         let lock = NSLock()
         var applied: [Int] = []
         var ended: ApplyOutcome?
-        func applied(_ index: Int, result: ObjectMetadata?, found: Bool) throws { lock.withLock { applied.append(index) } }
+        func applied(_ index: Int, result: ObjectMetadata?, planned: ObjectMetadata?, found: Bool) throws { lock.withLock { applied.append(index) } }
         func failed(_ index: Int, _ error: StorageError) throws {}
         func ended(_ outcome: ApplyOutcome) throws { lock.withLock { ended = outcome } }
     }
@@ -125,7 +125,7 @@ struct PlanExecutionTests {
         try planned.store.forEachChange { index, change in lines.append(JournalRecord.change(index, change)) }
         for index in 0..<planned.changeCount {
             let result = try planned.store.appliedResult(ofChange: index)
-            lines.append(JournalRecord.applied(index, result: result ?? nil, found: false))
+            lines.append(JournalRecord.applied(index, result: result ?? nil, planned: try planned.store.change(index)?.after, found: false))
         }
         var remaining = lines[...]
         let contents = try JournalRecord.read(source: "journal", nextLine: {
@@ -136,6 +136,76 @@ struct PlanExecutionTests {
         let undone = await PlanApplier(bucket: bucket, plan: undo, parallel: 8, keepGoing: false, journal: nil, isCancelled: { false }).apply()
         #expect(undone.end == .complete)
         for name in bucket.names { #expect(try await bucket.metadata(of: ObjectName(name)).cacheControl == nil) }
+    }
+
+    @Test("a journal reads back the same states whether written whole (version 1) or as differences (version 2)")
+    func journalVersionsReadAlike() async throws {
+        let bucket = seeded()
+        let planned = try await plan(over: bucket, value: "no-cache")
+        let applied = await PlanApplier(bucket: bucket, plan: planned.store, parallel: 4, keepGoing: false, journal: nil, isCancelled: { false }).apply()
+        #expect(applied.end == .complete)
+        func read(_ lines: [String]) throws -> JournalRecord.Contents {
+            var remaining = lines[...]
+            return try JournalRecord.read(source: "journal", nextLine: { remaining.popFirst().map { (Array($0.utf8), true) } })
+        }
+        var current = [JournalRecord.header(bucket: "gs://memory", source: "-c", changes: planned.changeCount, created: Timestamp(microseconds: 0))]
+        // Version 1, as storesh wrote it before: every state whole.
+        var whole = [current[0].replacingOccurrences(of: "\"version\":2", with: "\"version\":1")]
+        try planned.store.forEachChange { index, change in
+            current.append(JournalRecord.change(index, change))
+            whole.append(
+                JSONValue.object([
+                    ("change", .integer(Int64(index))), ("step", .integer(0)), ("object", .string(change.object)),
+                    ("before", change.before!.jsonDocument), ("after", change.after!.jsonDocument),
+                ]).serialized)
+        }
+        for index in 0..<planned.changeCount {
+            let result = try #require(try planned.store.appliedResult(ofChange: index) ?? nil)
+            current.append(JournalRecord.applied(index, result: result, planned: try planned.store.change(index)?.after, found: false))
+            whole.append(JSONValue.object([("applied", .integer(Int64(index))), ("result", result.jsonDocument)]).serialized)
+        }
+        #expect(whole[0].contains("\"version\":1") && current[0].contains("\"version\":2"))
+        // Version 2 is the smaller: the after state and the result are written as what changed.
+        #expect(current.joined().utf8.count * 10 < whole.joined().utf8.count * 6)
+        let (fromWhole, fromDifferences) = (try read(whole), try read(current))
+        for index in 0..<planned.changeCount {
+            #expect(try fromWhole.plan.change(index) == fromDifferences.plan.change(index))
+            #expect(try fromDifferences.plan.change(index) == planned.store.change(index))
+            #expect(try fromWhole.plan.appliedResult(ofChange: index) == fromDifferences.plan.appliedResult(ofChange: index))
+            #expect(try fromDifferences.plan.appliedResult(ofChange: index) == planned.store.appliedResult(ofChange: index))
+        }
+        // A version this storesh does not know is refused, naming the versions it reads.
+        #expect(throws: StorageError.self) {
+            try read([current[0].replacingOccurrences(of: "\"version\":2", with: "\"version\":3")])
+        }
+    }
+
+    @Test("undo of a journal of more overwrites than it names counts the rest instead of keeping them all")
+    func undoCountsWhatItCannotPutBack() async throws {
+        let bucket = seeded()
+        let planned = try PlannedBucket(over: bucket, clock: SteppingClock(start: Timestamp(rfc3339: "2026-11-25T09:00:00Z")!))
+        for name in bucket.names {
+            _ = try await planned.write(Data("new".utf8), to: ObjectName(name), options: WriteOptions(), precondition: .none)
+        }
+        let applied = await PlanApplier(bucket: bucket, plan: planned.store, parallel: 8, keepGoing: false, journal: nil, isCancelled: { false }).apply()
+        #expect(applied.end == .complete)
+        var lines = [JournalRecord.header(bucket: "gs://memory", source: "-c", changes: planned.changeCount, created: Timestamp(microseconds: 0))]
+        try planned.store.forEachChange { index, change in lines.append(JournalRecord.change(index, change)) }
+        for index in 0..<planned.changeCount {
+            lines.append(
+                JournalRecord.applied(
+                    index, result: try planned.store.appliedResult(ofChange: index) ?? nil, planned: try planned.store.change(index)?.after,
+                    found: false))
+        }
+        var remaining = lines[...]
+        let contents = try JournalRecord.read(source: "journal", nextLine: { remaining.popFirst().map { (Array($0.utf8), true) } })
+        let (undo, impossible) = try JournalRecord.undo(contents)
+        // Every object's old content is gone: nothing to put back, each counted, the first ones named.
+        #expect(undo.count == 0)
+        #expect(impossible.count == Self.objectCount && Self.objectCount > ChangesNotUndone.named)
+        #expect(impossible.first.count == ChangesNotUndone.named)
+        // In undo's order: the newest change first.
+        #expect(impossible.first.map(\.object) == Array(bucket.names.reversed().prefix(ChangesNotUndone.named)))
     }
 
     @Test("metadata round-trips through its packed form")
