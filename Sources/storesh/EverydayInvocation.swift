@@ -10,7 +10,7 @@
 /// every usage error. `EverydayInvocationTests` checks both parsers agree on every root option, and that this
 /// list names exactly the options the declarations in `Storesh.swift` declare.
 enum EverydayInvocation {
-    /// The root's flags and options by name; what each sets in the `Storesh` value.
+    /// The root's flags and options by name, each a member of `RootInvocation`.
     enum Argument: Int, CaseIterable {
         case bucket, clock, quiet, trace, json, parallel, journal, command, dryRun, summary, keepGoing, plan
 
