@@ -218,7 +218,7 @@ public enum Lister {
 
     /// Where a page starts (rule L10): after the page token's position, at `startOffset` when later; nil when every
     /// name with the prefix sorts before `startOffset` (an empty page). A token of another listing is refused.
-    static func startBound(prefix: String, bucket: String, options: ListOptions, tokens: some PageTokenFormat) throws
+    public static func startBound(prefix: String, bucket: String, options: ListOptions, tokens: some PageTokenFormat) throws
         -> NameBound?
     {
         var bound = NameBound.atOrAfter(prefix)
@@ -241,7 +241,7 @@ public enum Lister {
 
     /// Rule L2: the rest of the name after the prefix either holds a `/`, making it a prefix entry
     /// (up to and including that first `/`), or it is an item.
-    static func entry(forName name: String, prefixLength: Int) -> (kind: ListPosition.EntryKind, name: String) {
+    public static func entry(forName name: String, prefixLength: Int) -> (kind: ListPosition.EntryKind, name: String) {
         let utf8 = name.utf8
         let restStart = utf8.index(utf8.startIndex, offsetBy: prefixLength)
         if let slash = utf8[restStart...].firstIndex(of: UInt8(ascii: "/")) {
@@ -251,7 +251,7 @@ public enum Lister {
     }
 
     /// The validity filter (rule L3), on an entry's full name (a prefix with its trailing `/`).
-    static func isShown(_ entry: (kind: ListPosition.EntryKind, name: String)) -> Bool {
+    public static func isShown(_ entry: (kind: ListPosition.EntryKind, name: String)) -> Bool {
         var name = Substring(entry.name).utf8[...]
         if entry.kind == .prefix { name = name.dropLast() }
         return hasOnlyNonEmptySegments(name)

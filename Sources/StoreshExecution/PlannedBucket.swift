@@ -136,23 +136,60 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
     public func list(_ reference: StoragePath, options: ListOptions) async throws -> ListPage {
         let prefix = reference.listingPrefix
         guard try store.touches(prefix: prefix) else { return try await inner.list(reference, options: options) }
-        // Planned changes under this folder: list the planned state of its objects, with the same listing rules.
-        var objects: [String: ObjectMetadata] = [:]
-        var after: String?
-        repeat {
-            let page = try await scan(prefix: prefix, after: after, limit: 1000)
-            for object in page.objects { objects[object.fullPath] = object }
-            after = page.resumeAfter
-        } while after != nil
-        let index = SortedNameIndex(objects.keys)
-        var page: ListPage
+        // Planned changes under this folder: the listing rules run over the planned state of its objects, from
+        // where the page starts. Of each entry only its first name is gathered, until there is one more shown
+        // entry than the page holds: the page is the same as over every name, and memory holds a page however
+        // large the folder.
+        let maxResults = try options.validatedMaxResults()
+        let start: NameBound?
         do {
-            page = try Lister.page(of: reference, bucket: name, options: options, index: index, tokens: Self.planTokens)
+            start = try Lister.startBound(prefix: prefix, bucket: name, options: options, tokens: Self.planTokens)
         } catch let error as StorageError where error == .malformedPageToken && options.pageToken != nil {
             // A token the real bucket issued before this folder had planned changes: that page as it is.
             return try await inner.list(reference, options: options)
         }
-        if options.includeMetadata { page.itemMetadata = page.items.compactMap { objects[$0] } }
+        guard let start else { return ListPage() }
+        var firstNames: [String] = []
+        var items: [String: ObjectMetadata] = [:]
+        var shown = 0
+        var current: (kind: ListPosition.EntryKind, name: String)?
+        /// Takes one name in byte order; false once the page has all it needs.
+        func take(_ object: ObjectMetadata) -> Bool {
+            let name = object.fullPath
+            if let end = options.endOffset, !NameBytes.precedes(name, end) { return false }
+            let entry = Lister.entry(forName: name, prefixLength: prefix.utf8.count)
+            if let current, current.kind == entry.kind, NameBytes.sameBytes(current.name, entry.name) { return true }
+            current = entry
+            // Hidden entries take no slot (rule L3), and the rules would pass over them: not kept.
+            guard Lister.isShown(entry) else { return true }
+            shown += 1
+            firstNames.append(name)
+            if options.includeMetadata && entry.kind == .item { items[name] = object }
+            return shown <= maxResults
+        }
+        var after: String?
+        var full = false
+        switch start {
+        case .after(let bound): after = bound
+        case .atOrAfter(let bound):
+            // A scan resumes after a name: a name exactly at the bound is asked for first.
+            if !NameBytes.sameBytes(bound, prefix) {
+                after = bound
+                if let object = try? ObjectName(bound), let state = try await metadataIfPresent(of: object) { full = !take(state) }
+            }
+        }
+        while !full {
+            let page = try await scan(prefix: prefix, after: after, limit: 1000)
+            for object in page.objects where !take(object) {
+                full = true
+                break
+            }
+            guard let next = page.resumeAfter else { break }
+            after = next
+        }
+        var page = try Lister.page(
+            of: reference, bucket: name, options: options, index: SortedNameIndex(firstNames), tokens: Self.planTokens)
+        if options.includeMetadata { page.itemMetadata = page.items.compactMap { items[$0] } }
         return page
     }
 

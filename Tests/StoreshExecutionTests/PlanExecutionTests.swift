@@ -138,6 +138,59 @@ struct PlanExecutionTests {
         for name in bucket.names { #expect(try await bucket.metadata(of: ObjectName(name)).cacheControl == nil) }
     }
 
+    @Test("a folder with planned changes lists, page by page, as the bucket would after them, across many scan pages")
+    func plannedListingPages() async throws {
+        // Items and subfolders interleaved over several scan pages (1,000 names each).
+        var names: [String] = []
+        for index in 0..<1_100 {
+            names.append(String(format: "f/%05d.txt", index))
+            if index % 3 == 0 { names += (0..<2).map { String(format: "f/%05d-dir/%d", index, $0) } }
+        }
+        let real = MemoryBucket()
+        real.seed(names)
+        let after = MemoryBucket()
+        after.seed(names)
+        let planned = try PlannedBucket(over: real, clock: SteppingClock(start: Timestamp(rfc3339: "2026-11-25T09:00:00Z")!))
+        // Deletions (an item, a whole subfolder, a subfolder's one object of several) and additions (items and a
+        // new subfolder), planned and made for real in the other bucket.
+        var deleted = ["f/00002.txt", "f/00999.txt", "f/00003-dir/1"] + (0..<2).map { "f/00600-dir/\($0)" }
+        deleted += names.filter { $0.hasPrefix("f/0100") && $0.hasSuffix(".txt") }
+        for name in deleted {
+            try await planned.delete(ObjectName(name), precondition: .none)
+            try await after.delete(ObjectName(name), precondition: .none)
+        }
+        for name in ["f/00002.txt", "f/00500-new/a", "f/zz-last.txt", "f/00001.txt-b"] {
+            _ = try await planned.write(Data("n".utf8), to: ObjectName(name), options: WriteOptions(), precondition: .none)
+            _ = try await after.write(Data("n".utf8), to: ObjectName(name), options: WriteOptions(), precondition: .none)
+        }
+        let folder = StoragePath(normalizing: "f")
+        func all(_ bucket: any Bucket, _ options: ListOptions) async throws -> (entries: [String], pages: Int) {
+            var entries: [String] = []
+            var options = options
+            var pages = 0
+            repeat {
+                let page = try await bucket.list(folder, options: options)
+                // In the listing's order: prefixes and items merged by name.
+                entries += (page.prefixes.map { $0 + "/" } + page.items).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+                if options.includeMetadata { #expect(page.itemMetadata?.map(\.fullPath) == page.items) }
+                options.pageToken = page.nextPageToken
+                pages += 1
+            } while options.pageToken != nil
+            return (entries, pages)
+        }
+        for options in [
+            ListOptions(maxResults: 97), ListOptions(maxResults: 1000, includeMetadata: true), ListOptions(),
+            ListOptions(maxResults: 50, startOffset: "f/00600"), ListOptions(maxResults: 3, startOffset: "f/00601.txt", endOffset: "f/00700"),
+            ListOptions(maxResults: 61, startOffset: "f/00500-new/", endOffset: "f/01000"),
+        ] {
+            let (plannedEntries, plannedPages) = try await all(planned, options)
+            let (expectedEntries, expectedPages) = try await all(after, options)
+            #expect(plannedEntries == expectedEntries, "\(options)")
+            #expect(plannedPages == expectedPages, "\(options)")
+            #expect(!plannedEntries.isEmpty)
+        }
+    }
+
     @Test("a journal reads back the same states whether written whole (version 1) or as differences (version 2)")
     func journalVersionsReadAlike() async throws {
         let bucket = seeded()
