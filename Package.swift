@@ -44,6 +44,9 @@ let package = Package(
         // and resume. A plan's working state is a private temporary SQLite database, so that a plan of millions of
         // changes needs no more memory than a small one.
         .target(name: "StoreshExecution", dependencies: ["StoreshCore", "StoreshSQLite", "CSQLite"]),
+        // The wire formats: each API's requests and documents, built once for the backends that send them, the
+        // server that answers them and `explain`, which shows them.
+        .target(name: "StoreshWire", dependencies: ["StoreshCore"]),
         // Security rules: the rules language, its evaluation, and the engine the local bucket asks.
         // The sample rules (links to samples/rules/) are compiled in: `rules load --sample NAME` needs no file.
         .target(
@@ -53,7 +56,7 @@ let package = Package(
                 .embedInCode("SampleRules/version1.rules"),
             ]),
         // The command language: lexer, parser, AST with source positions, interpreter over any Bucket.
-        .target(name: "StoreshLanguage", dependencies: ["StoreshCore", "StoreshExecution"]),
+        .target(name: "StoreshLanguage", dependencies: ["StoreshCore", "StoreshExecution", "StoreshWire"]),
         // `storesh serve`: a local bucket behind the Firebase Storage emulator's HTTP API (the Cloud Storage JSON
         // API and the Firebase v0 API), on Hummingbird. The HTTP layer only: storage semantics stay in the core.
         .target(
@@ -74,7 +77,7 @@ let package = Package(
         .target(
             name: "StoreshRemote",
             dependencies: [
-                "StoreshCore",
+                "StoreshCore", "StoreshWire",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -1,5 +1,6 @@
 import Foundation
 import StoreshCore
+import StoreshWire
 
 /// One request a command stands for, as a class meets it three ways: the Firebase SDK call for Apple platforms
 /// (Swift, as the Firebase docs write it), the REST request of the Firebase Storage API v0 that the SDKs send, and
@@ -38,7 +39,7 @@ public struct Explanation: Sendable, Equatable {
 /// How each command's requests are written in the SDK and the two REST APIs.
 enum Explainer {
     static let firebaseHost = "https://firebasestorage.googleapis.com"
-    static let cloudStorageHost = "https://storage.googleapis.com"
+    static let cloudStorageHost = CloudStorageWire.baseURL
 
     /// A Swift string literal.
     static func literal(_ text: String) -> String {
@@ -72,7 +73,7 @@ enum Explainer {
     }
 
     static func cloudStorageObject(_ bucket: String, _ name: String) -> String {
-        "\(cloudStorageHost)/storage/v1/b/\(NameBytes.percentEncoded(bucket))/o/\(NameBytes.percentEncoded(name))"
+        cloudStorageHost + CloudStorageWire.objectPath(bucket, name)
     }
 
     // MARK: Listing
@@ -149,7 +150,9 @@ enum Explainer {
         return JSONValue.object(members).serialized
     }
 
-    static func updateMetadata(bucket: String, name: String, update: MetadataUpdate) -> ExplainedRequest {
+    /// `state`: the object as storesh read it, when it exists; the REST requests are then the ones storesh sends
+    /// (`CloudStorageWire`): guarded by its generation and metageneration, the body naming only what changes.
+    static func updateMetadata(bucket: String, name: String, update: MetadataUpdate, state: ObjectMetadata?) -> ExplainedRequest {
         var lines = ["let newMetadata = StorageMetadata()"]
         for property in WritableProperty.allCases {
             switch update.properties[property] {
@@ -173,14 +176,21 @@ enum Explainer {
                 + (unsetKeys.isEmpty ? "the whole map" : unsetKeys.joined(separator: ", ")) + " with null (the JavaScript SDK can)."
         }
         lines.append("let updated = try await \(reference(name)).updateMetadata(newMetadata)")
+        // The v0 line is the SDK's request: the fields the app set. The JSON API line is storesh's own.
+        let cloudStorage: String
         let body = updateBody(update)
+        if let state, let after = try? state.applying(update, now: state.updated).metadata, state.differences(to: after).count > 0 {
+            cloudStorage = CloudStorageWire.patch(bucket: bucket, object: name, from: state, to: after).rendered(baseURL: cloudStorageHost)
+        } else {
+            cloudStorage = "PATCH \(cloudStorageObject(bucket, name))" + CloudStorageWire.query([("ifGenerationMatch", "G"), ("ifMetagenerationMatch", "M")]) + "\n\(body)"
+        }
         return ExplainedRequest(
             purpose: "update the metadata of \(name): only the properties named change (rules M4, M5)",
             swift: lines.joined(separator: "\n"),
             firebaseREST: "PATCH \(firebaseObject(bucket, name))\n\(body)",
-            cloudStorageREST: "PATCH \(cloudStorageObject(bucket, name))?ifMetagenerationMatch=M\n\(body)",
+            cloudStorageREST: cloudStorage,
             rulesMethod: "update",
-            note: [note, "storesh sends ifMetagenerationMatch with the metageneration it read, so a concurrent change is never overwritten (rule G5)."]
+            note: [note, "storesh sends ifGenerationMatch and ifMetagenerationMatch with the generation and metageneration it read, and only what changes, so a concurrent change is never overwritten (rule G5)."]
                 .compactMap { $0 }.joined(separator: " "))
     }
 
@@ -234,15 +244,21 @@ enum Explainer {
                 purpose: "find the objects \(pattern) names (\(MessageText.grouped(matched)) found): list \(folder.isEmpty ? "the root" : folder)",
                 swift: "let result = try await \(reference(String(folder.dropLast()))).listAll()\n// The SDK has no patterns: keep the result.items whose names match.",
                 firebaseREST: "GET \(firebaseHost)/v0\(bucketObjects)\(folderQuery)",
-                cloudStorageREST: "GET \(cloudStorageHost)/storage/v1\(bucketObjects)\(folderQuery)",
+                cloudStorageREST: scanRequest(bucket: bucket, prefix: prefix),
                 rulesMethod: "list")
         }
         return ExplainedRequest(
             purpose: "find the objects \(pattern) names (\(MessageText.grouped(matched)) found): list every folder under \(folder.isEmpty ? "the root" : folder)",
             swift: "// The SDK has no patterns: listAll() each folder, recursing into result.prefixes,\n// and keep the items whose names match.",
             firebaseREST: "GET \(firebaseHost)/v0\(bucketObjects)\(folderQuery) (then each prefix in turn)",
-            cloudStorageREST: "GET \(cloudStorageHost)/storage/v1\(bucketObjects)\(query([("prefix", prefix.isEmpty ? nil : prefix)])) (no delimiter: every name under it, page by page)",
+            cloudStorageREST: scanRequest(bucket: bucket, prefix: prefix),
             rulesMethod: "list")
+    }
+
+    /// The JSON API's walk of every name under `prefix`, as target expansion makes it (`Bucket.scan`).
+    static func scanRequest(bucket: String, prefix: String) -> String {
+        CloudStorageWire.scanPage(bucket: bucket, prefix: prefix, after: nil, limit: Interpreter.scanPageSize).rendered(baseURL: cloudStorageHost)
+            + " (no delimiter: every name under it, then the next page from the last name)"
     }
 
     /// `--where`: each target's metadata is read to decide. The JSON API's listing carries it; the SDK's and the
@@ -275,7 +291,7 @@ extension Interpreter {
         /// update would not change: storesh sends them no request.
         func perObject(
             _ targets: [Word], raw: Bool, filters: [MetadataFilter], wouldChange: ((ObjectMetadata) throws -> Bool)? = nil,
-            _ make: (String) -> ExplainedRequest
+            _ make: (_ name: String, _ state: ObjectMetadata?) -> ExplainedRequest
         ) async throws {
             let found = try await expand(targets, raw: raw, at: here)
             for word in targets where !raw && ObjectPattern.isPattern(word) {
@@ -298,16 +314,25 @@ extension Interpreter {
             // that does not exist is said: the request would fail.
             var unchanged = Set<ObjectName>()
             var missing = Set<ObjectName>()
+            // The state of the object the example request is for: the first one changed, else the first.
+            var firstRead: (name: ObjectName, state: ObjectMetadata)?
+            var firstChanged: (name: ObjectName, state: ObjectMetadata)?
             for object in objects where wouldChange != nil || object.metadata == nil {
                 guard let metadata = try await metadataIfPresent(of: object, at: here) else {
                     missing.insert(object.name)
                     continue
                 }
-                if let wouldChange, try !wouldChange(metadata) { unchanged.insert(object.name) }
+                if firstRead == nil { firstRead = (object.name, metadata) }
+                if let wouldChange, try !wouldChange(metadata) {
+                    unchanged.insert(object.name)
+                } else if firstChanged == nil {
+                    firstChanged = (object.name, metadata)
+                }
             }
             let changing = objects.filter { !unchanged.contains($0.name) }
             guard let first = changing.first ?? objects.first else { return }
-            var request = make(first.name.rawValue)
+            let state = [firstChanged, firstRead].compactMap { $0 }.first { $0.name == first.name }?.state ?? first.metadata
+            var request = make(first.name.rawValue, state)
             switch changing.count {
             case 0, 1: break
             case 2: request.purpose += " — and the same for 1 other object"
@@ -358,21 +383,28 @@ extension Interpreter {
                 bucket: bucket, path: last.reference, maxResults: last.maxResults, pageToken: last.nextPageToken ?? "TOKEN", all: false,
                 long: false)
         case .metaGet(let targets, let raw, let filters):
-            try await perObject(targets, raw: raw, filters: filters) { Explainer.getMetadata(bucket: bucket, name: $0) }
+            try await perObject(targets, raw: raw, filters: filters) { name, _ in Explainer.getMetadata(bucket: bucket, name: name) }
         case .metaRename(let command):
             var update = MetadataUpdate()
             update.customMetadata[command.new.text] = .set("VALUE")
             update.customMetadata[command.old.text] = .unset
             let old = command.old.text
-            try await perObject(command.targets, raw: false, filters: command.filters, wouldChange: { $0.customMetadata[old] != nil }) { name in
-                var request = Explainer.updateMetadata(bucket: bucket, name: name, update: update)
+            try await perObject(command.targets, raw: false, filters: command.filters, wouldChange: { $0.customMetadata[old] != nil }) { name, state in
+                // The object's own value moves, when storesh read it.
+                var update = update
+                if let value = state?.customMetadata[old] { update.customMetadata[command.new.text] = .set(value) }
+                var request = Explainer.updateMetadata(bucket: bucket, name: name, update: update, state: state)
                 request.purpose = "read the metadata of \(name), then move custom.\(command.old.text) to custom.\(command.new.text) (VALUE: the object's own)"
                 return request
             }
         case .metaSet(let command):
-            try await perObject(command.targets, raw: false, filters: command.filters, wouldChange: changes(command.update)) { Explainer.updateMetadata(bucket: bucket, name: $0, update: command.update) }
+            try await perObject(command.targets, raw: false, filters: command.filters, wouldChange: changes(command.update)) { name, state in
+                Explainer.updateMetadata(bucket: bucket, name: name, update: command.update, state: state)
+            }
         case .metaUnset(let command):
-            try await perObject(command.targets, raw: false, filters: command.filters, wouldChange: changes(command.update)) { Explainer.updateMetadata(bucket: bucket, name: $0, update: command.update) }
+            try await perObject(command.targets, raw: false, filters: command.filters, wouldChange: changes(command.update)) { name, state in
+                Explainer.updateMetadata(bucket: bucket, name: name, update: command.update, state: state)
+            }
         case .put(let command):
             var file: String?
             var defaultName: String?
@@ -388,7 +420,7 @@ extension Interpreter {
         case .cat(let objectWord, let raw):
             requests.append(Explainer.download(bucket: bucket, name: try objectName(objectWord, raw: raw, at: here).rawValue, toFile: nil))
         case .rm(let targets, let raw, let filters):
-            try await perObject(targets, raw: raw, filters: filters) { Explainer.delete(bucket: bucket, name: $0) }
+            try await perObject(targets, raw: raw, filters: filters) { name, _ in Explainer.delete(bucket: bucket, name: name) }
         case .echo, .help, .exit:
             requests.append(Explainer.local("storesh itself: no request"))
         case .explain(let inner, _), .dryRun(let inner):

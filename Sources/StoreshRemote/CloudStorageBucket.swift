@@ -1,6 +1,7 @@
 import Foundation
 import NIOHTTP1
 import StoreshCore
+import StoreshWire
 
 /// Where the Cloud Storage JSON API is (rule G2): Google's service, or an emulator named by
 /// `$STORAGE_EMULATOR_HOST` (scheme optional, `http://` assumed) or `$FIREBASE_STORAGE_EMULATOR_HOST` (`host:port`).
@@ -130,21 +131,14 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
 
     // MARK: URLs
 
-    private var bucketURL: String { "\(endpoint.baseURL)/storage/v1/b/\(NameBytes.percentEncoded(name))" }
+    private var bucketURL: String { endpoint.baseURL + CloudStorageWire.bucketPath(name) }
 
     private func objectURL(_ object: String, _ query: [(String, String?)] = []) -> String {
-        "\(bucketURL)/o/\(NameBytes.percentEncoded(object))" + Self.query(query)
+        endpoint.baseURL + CloudStorageWire.objectPath(name, object) + CloudStorageWire.query(query)
     }
 
-    static func query(_ parameters: [(String, String?)]) -> String {
-        let present = parameters.compactMap { name, value in value.map { "\(name)=\(NameBytes.percentEncoded($0))" } }
-        return present.isEmpty ? "" : "?" + present.joined(separator: "&")
-    }
-
-    private static func conditions(_ precondition: Precondition) -> [(String, String?)] {
-        [("ifGenerationMatch", precondition.generation.map(String.init)),
-         ("ifMetagenerationMatch", precondition.metageneration.map(String.init))]
-    }
+    /// The URL of a request built by `CloudStorageWire` (the one `explain` shows).
+    private func url(_ request: WireRequest) -> String { endpoint.baseURL + request.target }
 
     // MARK: Requests
 
@@ -214,17 +208,14 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
     public func storedPage(prefix: String, startOffset: String?, continuation: String?, maxResults: Int) async throws
         -> StoredListingPage
     {
-        try await listRequest(prefix: prefix, delimited: true, startOffset: startOffset, continuation: continuation, maxResults: maxResults)
+        try await listPage(
+            CloudStorageWire.list(
+                bucket: name, prefix: prefix, delimited: true, maxResults: maxResults, startOffset: startOffset, pageToken: continuation))
     }
 
-    private func listRequest(prefix: String, delimited: Bool, startOffset: String?, continuation: String?, maxResults: Int)
-        async throws -> StoredListingPage
-    {
-        let url = "\(bucketURL)/o" + Self.query([
-            ("prefix", prefix.isEmpty ? nil : prefix), ("delimiter", delimited ? "/" : nil),
-            ("maxResults", String(maxResults)), ("startOffset", startOffset), ("pageToken", continuation),
-        ])
-        let response = try await send(.GET, url, repeatable: true)
+    /// One page of objects.list.
+    private func listPage(_ request: WireRequest) async throws -> StoredListingPage {
+        let response = try await send(.GET, url(request), repeatable: true)
         let document = try CloudStorageJSON.object(response.body, what: "a listing")
         let items = try ((document["items"] as? [[String: Any]]) ?? []).map { try CloudStorageJSON.metadata($0, bucket: name) }
         let prefixes = (document["prefixes"] as? [String]) ?? []
@@ -244,9 +235,8 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
         var continuation: String?
         // Bounded by the service's continuation, which must change at every page.
         while true {
-            let page = try await listRequest(
-                prefix: prefix, delimited: false, startOffset: after, continuation: continuation,
-                maxResults: min(ListOptions.maximumResults, limit + 1))
+            let page = try await listPage(
+                CloudStorageWire.scanPage(bucket: name, prefix: prefix, after: after, limit: limit, pageToken: continuation))
             // A service that ignores startOffset gives names before it: they are dropped here.
             objects += page.items.filter { object in after.map { $0.utf8.lexicographicallyPrecedes(object.fullPath.utf8) } ?? true }
             if objects.count > limit {
@@ -265,7 +255,8 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
 
     public func metadata(of object: ObjectName) async throws -> ObjectMetadata {
         if let user { return try await firebase.metadata(of: object.rawValue, user: user) }
-        let response = try await send(.GET, objectURL(object.rawValue), repeatable: true, object: object.rawValue)
+        let response = try await send(
+            .GET, url(CloudStorageWire.metadata(bucket: name, object: object.rawValue)), repeatable: true, object: object.rawValue)
         return try CloudStorageJSON.metadata(try CloudStorageJSON.object(response.body, what: "a metadata read"), bucket: name)
     }
 
@@ -316,9 +307,10 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
             return try await firebase.update(object.rawValue, from: before, to: after, user: user)
         }
         let guarded = Precondition(generation: before.generation, metageneration: before.metageneration)
+        let request = CloudStorageWire.patch(bucket: name, object: object.rawValue, from: before, to: after)
         let response = try await sendChange(
-            .PATCH, objectURL(object.rawValue, Self.conditions(guarded)), headers: [("Content-Type", "application/json")],
-            body: CloudStorageJSON.patchBody(from: before, to: after), object: object.rawValue, precondition: guarded
+            .PATCH, url(request), headers: [("Content-Type", "application/json")], body: request.body ?? Data(),
+            object: object.rawValue, precondition: guarded
         ) { current in
             // A repeat refused because the first attempt landed: the object is as planned, one metageneration on.
             current.metageneration == before.metageneration + 1 && current.differences(to: after).isEmpty
@@ -349,7 +341,7 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
         } else {
             let upload = CloudStorageJSON.multipartUpload(resource: resource, contentType: contentType, content: content)
             let url = "\(endpoint.baseURL)/upload/storage/v1/b/\(NameBytes.percentEncoded(name))/o"
-                + Self.query([("uploadType", "multipart")] + Self.conditions(precondition))
+                + CloudStorageWire.query([("uploadType", "multipart")] + CloudStorageWire.conditions(precondition))
             response = try await sendChange(
                 .POST, url, headers: [("Content-Type", upload.contentType)], body: upload.body,
                 object: object.rawValue, precondition: precondition, landed: landed)
@@ -391,7 +383,7 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
         landed: @escaping @Sendable (ObjectMetadata) -> Bool
     ) async throws -> RemoteResponse? {
         let start = "\(endpoint.baseURL)/upload/storage/v1/b/\(NameBytes.percentEncoded(name))/o"
-            + Self.query([("uploadType", "resumable")] + Self.conditions(precondition))
+            + CloudStorageWire.query([("uploadType", "resumable")] + CloudStorageWire.conditions(precondition))
         // Opening a session changes nothing: it is repeatable.
         completions.forget()
         let session = try await send(
@@ -443,8 +435,8 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
             return try await firebase.delete(object.rawValue, precondition: precondition, user: user)
         }
         _ = try await sendChange(
-            .DELETE, objectURL(object.rawValue, Self.conditions(precondition)), object: object.rawValue,
-            precondition: precondition) { _ in false }
+            .DELETE, url(CloudStorageWire.delete(bucket: name, object: object.rawValue, precondition: precondition)),
+            object: object.rawValue, precondition: precondition) { _ in false }
     }
 
     /// A change: repeated on failure only when a precondition guards it (rule G4). When a repeat is refused

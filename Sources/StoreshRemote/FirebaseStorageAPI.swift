@@ -1,6 +1,7 @@
 import Foundation
 import NIOHTTP1
 import StoreshCore
+import StoreshWire
 
 /// Someone signed in as an end user of the app (rule F1): the ID token their requests carry.
 struct EndUser: Sendable {
@@ -94,7 +95,7 @@ struct FirebaseStorageAPI: Sendable {
     func list(_ reference: StoragePath, options: ListOptions, user: EndUser) async throws -> ListPage {
         let maxResults = try options.validatedMaxResults()
         let prefix = reference.listingPrefix
-        let url = objectsURL + CloudStorageBucket.query([
+        let url = objectsURL + CloudStorageWire.query([
             ("prefix", prefix), ("delimiter", "/"), ("maxResults", String(maxResults)), ("pageToken", options.pageToken),
         ])
         let response: RemoteResponse
@@ -173,7 +174,7 @@ struct FirebaseStorageAPI: Sendable {
         }
         let upload = CloudStorageJSON.multipartUpload(resource: resource, contentType: contentType, content: content)
         let response = try await send(
-            .POST, objectsURL + CloudStorageBucket.query([("name", name)]), user: user,
+            .POST, objectsURL + CloudStorageWire.query([("name", name)]), user: user,
             headers: [("Content-Type", upload.contentType), ("X-Goog-Upload-Protocol", "multipart")], body: upload.body,
             object: name)
         return try metadata(response.body)

@@ -42,17 +42,27 @@ struct ExplainTests {
             newMetadata.contentType = "image/jpeg"
             let updated = try await storage.reference().child("images/forest.jpg").updateMetadata(newMetadata)
             """)
+        // The SDK's request: the fields the app set.
         #expect(set[0]["firebaseREST"] as? String == """
             PATCH https://firebasestorage.googleapis.com/v0/b/teaching/o/images%2Fforest.jpg
             {"cacheControl":"public,max-age=300","contentType":"image/jpeg"}
             """)
+        // storesh's own request, as CloudStorageWire builds the backend's: guarded by the state it read (rule G5),
+        // the body naming only what changes (the content type is image/jpeg already).
+        let generation = try await session.bucket.metadata(of: ObjectName("images/forest.jpg")).generation
+        #expect(set[0]["cloudStorageREST"] as? String == """
+            PATCH https://storage.googleapis.com/storage/v1/b/teaching/o/images%2Fforest.jpg?ifGenerationMatch=\(generation)&ifMetagenerationMatch=1
+            {"cacheControl":"public,max-age=300"}
+            """)
         #expect(set[0]["rulesMethod"] as? String == "update")
+        _ = try await session.run("meta set custom.old=x -- images/forest.jpg")
         let unset = try await explained("explain meta unset contentType custom.old -- images/forest.jpg", in: session)
         #expect((unset[0]["swift"] as! String).contains("newMetadata.contentType = nil"))
         #expect((unset[0]["firebaseREST"] as! String).hasSuffix("{\"contentType\":null,\"metadata\":{\"old\":null}}"))
+        #expect((unset[0]["cloudStorageREST"] as! String).contains("?ifGenerationMatch=\(generation)&ifMetagenerationMatch=2\n"))
         // Nothing ran.
         let (_, output) = try await session.run("meta get images/forest.jpg")
-        #expect(!output.lines[0].contains("cacheControl"))
+        #expect(!output.lines.joined().contains("cacheControl"))
     }
 
     @Test("a pattern: the walk that finds its objects, then one request for each; get, delete, upload")

@@ -41,6 +41,7 @@ class FaultProxy:
         self.rules = []
         self.requests = []  # (method, path, status or None)
         self.headers = []  # each request's headers, as a dict with lower-case names
+        self.exchanges = []  # (method, path, body) of each request as it arrived
         self.lock = threading.Lock()
         proxy = self
 
@@ -55,6 +56,8 @@ class FaultProxy:
                     proxy.headers.append({k.lower(): v for k, v in self.headers.items()})
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
+                with proxy.lock:
+                    proxy.exchanges.append((self.command, self.path, body))
                 with proxy.lock:
                     # Every rule counts its matching requests, whichever fires.
                     firing = [r for r in proxy.rules if r.fires(self.command, self.path)]

@@ -300,3 +300,40 @@ def test_X1_G5_a_kept_plan_is_applied_later_as_reviewed_journaled_and_undoable(r
     assert status == 0, err
     assert all(remote.object(name)["cacheControl"] == "old" for name in names if name != "kept/3.txt")
     assert remote.object("kept/3.txt")["cacheControl"] == "someone-else"
+
+
+def test_explain_shows_the_requests_storesh_sends(remote):
+    """explain's JSON API requests are built by the code that builds the backend's (StoreshWire): method, path,
+    query and body equal what storesh then sends, as the proxy recorded it."""
+    remote.seed(["wire/a b.txt", "wire/c.txt", "wire/sub/d.txt"])
+
+    def explained(command):
+        status, out, err = remote.run("--json", "-c", f"explain {command}")
+        assert status == 0, err
+        return json.loads(out.splitlines()[0])["requests"]
+
+    def sent(command):
+        remote.proxy.exchanges.clear()
+        status, _, err = remote.run("-c", command)
+        assert status == 0, err
+        return list(remote.proxy.exchanges)
+
+    def as_explained(exchange):
+        method, path, body = exchange
+        return f"{method} https://storage.googleapis.com{path}" + (f"\n{body.decode()}" if body else "")
+
+    # An update: guarded by the generation and metageneration read, the body naming only what changes.
+    command = 'meta set cacheControl=max-age=60 custom.k=v -- "wire/a b.txt"'
+    explanation = explained(command)[-1]["cloudStorageREST"]
+    patches = [exchange for exchange in sent(command) if exchange[0] == "PATCH"]
+    assert [as_explained(exchange) for exchange in patches] == [explanation]
+    assert "ifGenerationMatch=" in explanation and "ifMetagenerationMatch=1" in explanation
+    # The same again changes nothing: explain says no request goes, and none does.
+    assert "sends none" in explained(command)[-1]["note"]
+    assert [exchange for exchange in sent(command) if exchange[0] == "PATCH"] == []
+
+    # A pattern within one folder: the walk that finds its objects is a flat scan of the folder's names.
+    command = "meta set custom.k=w -- wire/*"
+    walk = explained(command)[0]["cloudStorageREST"]
+    listings = [exchange for exchange in sent(command) if exchange[0] == "GET" and "/o?" in exchange[1]]
+    assert as_explained(listings[0]) == walk.split(" (")[0]

@@ -3,9 +3,9 @@ import StoreshCore
 
 /// The Cloud Storage JSON API's documents as storesh reads and writes them (rule G1): object resources into
 /// `ObjectMetadata`, updates into PATCH bodies, error bodies into storage errors.
-enum CloudStorageJSON {
+public enum CloudStorageJSON {
     /// A JSON document of a response; anything else is the service misbehaving, said plainly.
-    static func object(_ data: Data, what: String) throws -> [String: Any] {
+    public static func object(_ data: Data, what: String) throws -> [String: Any] {
         guard let value = try? JSONSerialization.jsonObject(with: data), let object = value as? [String: Any] else {
             throw StorageError.internalError("The service answered \(what) with something that is not a JSON object.")
         }
@@ -13,7 +13,7 @@ enum CloudStorageJSON {
     }
 
     /// An object resource (`storage#object`). Numbers come as strings; unset properties are absent.
-    static func metadata(_ resource: [String: Any], bucket: String) throws -> ObjectMetadata {
+    public static func metadata(_ resource: [String: Any], bucket: String) throws -> ObjectMetadata {
         guard let name = resource["name"] as? String else {
             throw StorageError.internalError("The service gave an object without a name.")
         }
@@ -46,7 +46,7 @@ enum CloudStorageJSON {
     /// A PATCH body that makes an object's writable metadata go from `before` to `after`: each changed property
     /// set, or null to delete it; each changed custom key likewise (rules M4–M5). Keys that did not change,
     /// download tokens among them (rule G7), are not sent, so they are kept.
-    static func patchBody(from before: ObjectMetadata, to after: ObjectMetadata) -> Data {
+    public static func patchBody(from before: ObjectMetadata, to after: ObjectMetadata) -> Data {
         var members: [(String, JSONValue)] = []
         var custom: [(String, JSONValue)] = []
         for difference in before.differences(to: after) {
@@ -62,7 +62,7 @@ enum CloudStorageJSON {
     }
 
     /// The metadata of an upload: the name, the writable properties given, custom metadata and the MD5 to check.
-    static func uploadResource(name: String, options: WriteOptions) -> JSONValue {
+    public static func uploadResource(name: String, options: WriteOptions) -> JSONValue {
         var members: [(String, JSONValue)] = [("name", .string(name))]
         for property in WritableProperty.allCases {
             if let value = options.properties[property] { members.append((property.rawValue, .string(value))) }
@@ -77,7 +77,7 @@ enum CloudStorageJSON {
 
     /// A `multipart/related` upload body, as both APIs take it: the resource as JSON, then the content. Answers
     /// the body and its Content-Type header.
-    static func multipartUpload(resource: JSONValue, contentType: String, content: Data) -> (body: Data, contentType: String) {
+    public static func multipartUpload(resource: JSONValue, contentType: String, content: Data) -> (body: Data, contentType: String) {
         let boundary = "storesh-\(UUID().uuidString)"
         var body = Data("--\(boundary)\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n".utf8)
         body += Data(resource.serialized.utf8)
@@ -88,7 +88,7 @@ enum CloudStorageJSON {
     }
 
     /// The message of an error body (`{"error":{"code":…,"message":…}}`), when there is one.
-    static func errorMessage(_ data: Data) -> String? {
+    public static func errorMessage(_ data: Data) -> String? {
         guard let value = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
             let text = String(decoding: data.prefix(300), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             return text.isEmpty ? nil : text

@@ -1,0 +1,95 @@
+import Foundation
+import StoreshCore
+
+/// One request of an HTTP API as storesh sends it: its method, its path and query after the service's base URL
+/// (percent-encoded), and its body. The `gs://` backend sends these, and `explain` prints the same values: a
+/// lesson shows exactly what goes over the wire.
+public struct WireRequest: Sendable, Equatable {
+    public var method: String
+    /// The path and query after the base URL: `/storage/v1/b/teaching/o/images%2Fforest.jpg?ifMetagenerationMatch=1`.
+    public var target: String
+    public var body: Data?
+
+    public init(method: String, target: String, body: Data? = nil) {
+        self.method = method
+        self.target = target
+        self.body = body
+    }
+
+    /// As `explain` prints it: the method and URL, then the body (text) on the next line when there is one.
+    public func rendered(baseURL: String) -> String {
+        "\(method) \(baseURL)\(target)" + (body.map { "\n" + String(decoding: $0, as: UTF8.self) } ?? "")
+    }
+}
+
+/// The Cloud Storage JSON API v1's requests (rule G1), built once for the backend that sends them and for
+/// `explain`, which shows them.
+public enum CloudStorageWire {
+    /// The service's base URL; an emulator's replaces it.
+    public static let baseURL = "https://storage.googleapis.com"
+
+    /// `/storage/v1/b/BUCKET`.
+    public static func bucketPath(_ bucket: String) -> String { "/storage/v1/b/\(NameBytes.percentEncoded(bucket))" }
+
+    /// `/storage/v1/b/BUCKET/o/OBJECT`, the object's name percent-encoded whole (its `/` too).
+    public static func objectPath(_ bucket: String, _ object: String) -> String {
+        "\(bucketPath(bucket))/o/\(NameBytes.percentEncoded(object))"
+    }
+
+    /// A query string of the parameters that have a value, in order: `?a=1&b=2`, or nothing.
+    public static func query(_ parameters: [(String, String?)]) -> String {
+        let present = parameters.compactMap { name, value in value.map { "\(name)=\(NameBytes.percentEncoded($0))" } }
+        return present.isEmpty ? "" : "?" + present.joined(separator: "&")
+    }
+
+    /// A change's preconditions as query parameters (rule G5).
+    public static func conditions(_ precondition: Precondition) -> [(String, String?)] {
+        [("ifGenerationMatch", precondition.generation.map(String.init)),
+         ("ifMetagenerationMatch", precondition.metageneration.map(String.init))]
+    }
+
+    /// objects.list: a page of the names under `prefix`, collapsed at the next `/` when `delimited` (a folder's
+    /// prefixes and items) or every name under it (a scan), each item with its metadata.
+    public static func list(
+        bucket: String, prefix: String, delimited: Bool, maxResults: Int?, startOffset: String? = nil, pageToken: String? = nil
+    ) -> WireRequest {
+        WireRequest(
+            method: "GET",
+            target: "\(bucketPath(bucket))/o" + query([
+                ("prefix", prefix.isEmpty ? nil : prefix), ("delimiter", delimited ? "/" : nil),
+                ("maxResults", maxResults.map(String.init)), ("startOffset", startOffset), ("pageToken", pageToken),
+            ]))
+    }
+
+    /// The first request of a scan's page (`Bucket.scan`): every name under `prefix` after `after`, with its
+    /// metadata, one more than `limit` asked so that the page knows whether another follows.
+    public static func scanPage(bucket: String, prefix: String, after: String?, limit: Int, pageToken: String? = nil) -> WireRequest {
+        list(
+            bucket: bucket, prefix: prefix, delimited: false, maxResults: min(ListOptions.maximumResults, limit + 1),
+            startOffset: after, pageToken: pageToken)
+    }
+
+    /// objects.get: an object's metadata.
+    public static func metadata(bucket: String, object: String) -> WireRequest {
+        WireRequest(method: "GET", target: objectPath(bucket, object))
+    }
+
+    /// objects.patch from the state `before` to `after`, guarded by `before`'s generation and metageneration, so
+    /// that a concurrent change is never overwritten: the body names only what changes (rules M4, M5, G5).
+    public static func patch(bucket: String, object: String, from before: ObjectMetadata, to after: ObjectMetadata) -> WireRequest {
+        WireRequest(
+            method: "PATCH",
+            target: objectPath(bucket, object) + query(conditions(guarding: before)),
+            body: CloudStorageJSON.patchBody(from: before, to: after))
+    }
+
+    /// The precondition of a change computed from `state`.
+    public static func conditions(guarding state: ObjectMetadata) -> [(String, String?)] {
+        conditions(Precondition(generation: state.generation, metageneration: state.metageneration))
+    }
+
+    /// objects.delete, guarded by `precondition`.
+    public static func delete(bucket: String, object: String, precondition: Precondition) -> WireRequest {
+        WireRequest(method: "DELETE", target: objectPath(bucket, object) + query(conditions(precondition)))
+    }
+}
