@@ -63,10 +63,8 @@ enum Explainer {
         path.isEmpty ? "storage.reference()" : "storage.reference().child(\(literal(path)))"
     }
 
-    static func query(_ parameters: [(String, String?)]) -> String {
-        let present = parameters.compactMap { name, value in value.map { "\(name)=\(NameBytes.percentEncoded($0))" } }
-        return present.isEmpty ? "" : "?" + present.joined(separator: "&")
-    }
+    /// A query string, written as the backends write theirs.
+    static func query(_ parameters: [(String, String?)]) -> String { CloudStorageWire.query(parameters) }
 
     static func firebaseObject(_ bucket: String, _ name: String) -> String {
         "\(firebaseHost)/v0/b/\(NameBytes.percentEncoded(bucket))/o/\(NameBytes.percentEncoded(name))"
@@ -224,11 +222,13 @@ enum Explainer {
             rulesMethod: "get")
     }
 
-    static func delete(bucket: String, name: String) -> ExplainedRequest {
+    static func delete(bucket: String, name: String, precondition: Precondition) -> ExplainedRequest {
         ExplainedRequest(
             purpose: "delete \(name)", swift: "try await \(reference(name)).delete()",
-            firebaseREST: "DELETE \(firebaseObject(bucket, name))", cloudStorageREST: "DELETE \(cloudStorageObject(bucket, name))",
-            rulesMethod: "delete")
+            firebaseREST: "DELETE \(firebaseObject(bucket, name))",
+            cloudStorageREST: CloudStorageWire.delete(bucket: bucket, object: name, precondition: precondition).rendered(baseURL: cloudStorageHost),
+            rulesMethod: "delete",
+            note: precondition == .none ? nil : "storesh deletes an object a pattern found only as it was found (ifGenerationMatch, rule G5).")
     }
 
     /// Where targets are patterns: the listing that finds them. A pattern within one folder (`images/*.jpg`) needs
@@ -291,7 +291,7 @@ extension Interpreter {
         /// update would not change: storesh sends them no request.
         func perObject(
             _ targets: [Word], raw: Bool, filters: [MetadataFilter], wouldChange: ((ObjectMetadata) throws -> Bool)? = nil,
-            _ make: (_ name: String, _ state: ObjectMetadata?) -> ExplainedRequest
+            _ make: (_ object: ExpandedTarget, _ state: ObjectMetadata?) -> ExplainedRequest
         ) async throws {
             let found = try await expand(targets, raw: raw, at: here)
             for word in targets where !raw && ObjectPattern.isPattern(word) {
@@ -332,7 +332,7 @@ extension Interpreter {
             let changing = objects.filter { !unchanged.contains($0.name) }
             guard let first = changing.first ?? objects.first else { return }
             let state = [firstChanged, firstRead].compactMap { $0 }.first { $0.name == first.name }?.state ?? first.metadata
-            var request = make(first.name.rawValue, state)
+            var request = make(first, state)
             switch changing.count {
             case 0, 1: break
             case 2: request.purpose += " — and the same for 1 other object"
@@ -383,13 +383,14 @@ extension Interpreter {
                 bucket: bucket, path: last.reference, maxResults: last.maxResults, pageToken: last.nextPageToken ?? "TOKEN", all: false,
                 long: false)
         case .metaGet(let targets, let raw, let filters):
-            try await perObject(targets, raw: raw, filters: filters) { name, _ in Explainer.getMetadata(bucket: bucket, name: name) }
+            try await perObject(targets, raw: raw, filters: filters) { object, _ in Explainer.getMetadata(bucket: bucket, name: object.name.rawValue) }
         case .metaRename(let command):
             var update = MetadataUpdate()
             update.customMetadata[command.new.text] = .set("VALUE")
             update.customMetadata[command.old.text] = .unset
             let old = command.old.text
-            try await perObject(command.targets, raw: false, filters: command.filters, wouldChange: { $0.customMetadata[old] != nil }) { name, state in
+            try await perObject(command.targets, raw: false, filters: command.filters, wouldChange: { $0.customMetadata[old] != nil }) { object, state in
+                let name = object.name.rawValue
                 // The object's own value moves, when storesh read it.
                 var update = update
                 if let value = state?.customMetadata[old] { update.customMetadata[command.new.text] = .set(value) }
@@ -398,12 +399,12 @@ extension Interpreter {
                 return request
             }
         case .metaSet(let command):
-            try await perObject(command.targets, raw: false, filters: command.filters, wouldChange: changes(command.update)) { name, state in
-                Explainer.updateMetadata(bucket: bucket, name: name, update: command.update, state: state)
+            try await perObject(command.targets, raw: false, filters: command.filters, wouldChange: changes(command.update)) { object, state in
+                Explainer.updateMetadata(bucket: bucket, name: object.name.rawValue, update: command.update, state: state)
             }
         case .metaUnset(let command):
-            try await perObject(command.targets, raw: false, filters: command.filters, wouldChange: changes(command.update)) { name, state in
-                Explainer.updateMetadata(bucket: bucket, name: name, update: command.update, state: state)
+            try await perObject(command.targets, raw: false, filters: command.filters, wouldChange: changes(command.update)) { object, state in
+                Explainer.updateMetadata(bucket: bucket, name: object.name.rawValue, update: command.update, state: state)
             }
         case .put(let command):
             var file: String?
@@ -420,7 +421,9 @@ extension Interpreter {
         case .cat(let objectWord, let raw):
             requests.append(Explainer.download(bucket: bucket, name: try objectName(objectWord, raw: raw, at: here).rawValue, toFile: nil))
         case .rm(let targets, let raw, let filters):
-            try await perObject(targets, raw: raw, filters: filters) { name, _ in Explainer.delete(bucket: bucket, name: name) }
+            try await perObject(targets, raw: raw, filters: filters) { object, _ in
+                Explainer.delete(bucket: bucket, name: object.name.rawValue, precondition: deletePrecondition(object))
+            }
         case .echo, .help, .exit:
             requests.append(Explainer.local("storesh itself: no request"))
         case .explain(let inner, _), .dryRun(let inner):

@@ -337,3 +337,10 @@ def test_explain_shows_the_requests_storesh_sends(remote):
     walk = explained(command)[0]["cloudStorageREST"]
     listings = [exchange for exchange in sent(command) if exchange[0] == "GET" and "/o?" in exchange[1]]
     assert as_explained(listings[0]) == walk.split(" (")[0]
+
+    # A delete of an object a pattern found: only as it was found.
+    command = "rm wire/c*"
+    explanation = explained(command)[-1]["cloudStorageREST"]
+    deletes = [exchange for exchange in sent(command) if exchange[0] == "DELETE"]
+    assert [as_explained(exchange) for exchange in deletes] == [explanation]
+    assert "ifGenerationMatch=" in explanation
