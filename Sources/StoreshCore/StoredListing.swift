@@ -35,6 +35,21 @@ extension Lister {
     /// Usually one request per page: it asks for one entry more than the page holds, to know whether the page is
     /// the last. Entries before the position are dropped here too, so a service that ignores `startOffset` still
     /// gives the right pages (more slowly).
+    /// What a page's first request to the stored listing asks (`storedPage`'s start and size), as `page` asks it:
+    /// `explain` shows it. Nil when the page is empty without a request.
+    public static func firstStoredRequest(prefix: String, bucket: String, options: ListOptions, tokens: some PageTokenFormat)
+        throws -> (startOffset: String?, maxResults: Int)?
+    {
+        guard let bound = try startBound(prefix: prefix, bucket: bucket, options: options, tokens: tokens) else { return nil }
+        return storedRequest(prefix: prefix, from: bound, pageSize: try options.validatedMaxResults(), held: 0)
+    }
+
+    /// A request to the stored listing: from the page's start, for the entries the page still lacks and one more
+    /// (to know whether the page is the last).
+    static func storedRequest(prefix: String, from bound: NameBound, pageSize: Int, held: Int) -> (startOffset: String?, maxResults: Int) {
+        (bound.name == prefix ? nil : bound.name, min(ListOptions.maximumResults, pageSize - held + 1))
+    }
+
     public static func page(
         of reference: StoragePath, bucket: String, options: ListOptions, source: some StoredListingSource,
         tokens: some PageTokenFormat
@@ -48,9 +63,10 @@ extension Lister {
         var continuation: String?
         // Bounded: each request goes on from the service's continuation, which must change every time.
         while true {
+            let request = storedRequest(
+                prefix: prefix, from: bound, pageSize: maxResults, held: page.prefixes.count + page.items.count)
             let stored = try await source.storedPage(
-                prefix: prefix, startOffset: bound.name == prefix ? nil : bound.name, continuation: continuation,
-                maxResults: min(ListOptions.maximumResults, maxResults - (page.prefixes.count + page.items.count) + 1))
+                prefix: prefix, startOffset: request.startOffset, continuation: continuation, maxResults: request.maxResults)
             for entry in merged(stored) {
                 guard bound.admits(entry.kind, entry.name) else { continue }
                 if let end = options.endOffset, !entry.name.utf8.lexicographicallyPrecedes(end.utf8) { return finished(page, metadata, options) }

@@ -76,7 +76,10 @@ enum Explainer {
 
     // MARK: Listing
 
-    static func list(bucket: String, path: StoragePath, maxResults: Int?, pageToken: String?, all: Bool, long: Bool) -> [ExplainedRequest] {
+    /// `tokens`: the bucket's page tokens, to read where storesh's own request starts.
+    static func list(
+        bucket: String, path: StoragePath, maxResults: Int?, pageToken: String?, all: Bool, long: Bool, tokens: any PageTokenFormat
+    ) throws -> [ExplainedRequest] {
         let prefix = path.listingPrefix
         let size = maxResults ?? ListOptions.maximumResults
         let swift: String
@@ -97,7 +100,7 @@ enum Explainer {
                     : "list one page of \(prefix.isEmpty ? "the root" : prefix): prefixes and items, \(size) at most",
                 swift: swift + "\n// result.prefixes, result.items" + (all ? "" : ", result.pageToken (nil on the last page)"),
                 firebaseREST: "GET \(firebaseHost)/v0/b/\(NameBytes.percentEncoded(bucket))/o" + query(parameters),
-                cloudStorageREST: "GET \(cloudStorageHost)/storage/v1/b/\(NameBytes.percentEncoded(bucket))/o" + query(parameters),
+                cloudStorageREST: try storedListing(bucket: bucket, prefix: prefix, maxResults: size, pageToken: pageToken, tokens: tokens),
                 rulesMethod: "list",
                 note: "list needs rules_version = '2'. The JSON API lists names as stored (wrongPrefix//, lonelyItem/); the v0 API and storesh show the Firebase view (rule L3)."
                     + (pageToken != nil ? " storesh's page tokens are its own; the SDK's come from the service." : ""))
@@ -112,6 +115,19 @@ enum Explainer {
                 note: "The SDK's list gives references only; each item's metadata is a request of its own."))
         }
         return requests
+    }
+
+    /// The JSON API listing storesh sends for a page (`Lister.page` over the stored listing): one entry more than
+    /// the page, and, for a page after the first, its own token's position as `startOffset`.
+    static func storedListing(bucket: String, prefix: String, maxResults: Int, pageToken: String?, tokens: any PageTokenFormat) throws -> String {
+        let options = ListOptions(maxResults: maxResults, pageToken: pageToken)
+        guard let first = try Lister.firstStoredRequest(prefix: prefix, bucket: bucket, options: options, tokens: tokens) else {
+            return "(none: the page starts past every name)"
+        }
+        let request = CloudStorageWire.list(
+            bucket: bucket, prefix: prefix, delimited: true, maxResults: first.maxResults, startOffset: first.startOffset)
+        return request.rendered(baseURL: cloudStorageHost)
+            + (first.maxResults > maxResults ? " (storesh asks one entry more, to know whether another page follows)" : "")
     }
 
     // MARK: Objects
@@ -368,20 +384,22 @@ extension Interpreter {
                 "print the current reference: no request", swift: "print(ref.fullPath)  // or ref.bucket, ref.name"))
         case .ls(let list):
             let reference = try list.path.map { try navigationPath($0, command: "ls") } ?? current
-            requests += Explainer.list(
-                bucket: bucket, path: reference, maxResults: list.maxResults?.value ?? (list.all ? nil : options.defaultPageSize),
-                pageToken: list.pageToken?.text, all: list.all, long: list.long)
+            requests += try located(here) {
+                try Explainer.list(
+                    bucket: bucket, path: reference, maxResults: list.maxResults?.value ?? (list.all ? nil : options.defaultPageSize),
+                    pageToken: list.pageToken?.text, all: list.all, long: list.long, tokens: target.pageTokens)
+            }
         case .pageToken:
             requests.append(Explainer.local(
                 "read what a page token holds: no request",
                 note: "To the SDKs a pageToken is opaque: list(maxResults:pageToken:) sends it back as it came."))
         case .pageNext:
-            guard let last = lastListing else {
-                throw Diagnostic.running(.invalidArgument("There is no listing to continue: `ls` first."), at: here)
+            let last = try continuedListing(at: here)
+            requests += try located(here) {
+                try Explainer.list(
+                    bucket: bucket, path: last.reference, maxResults: last.maxResults, pageToken: last.token, all: false,
+                    long: false, tokens: target.pageTokens)
             }
-            requests += Explainer.list(
-                bucket: bucket, path: last.reference, maxResults: last.maxResults, pageToken: last.nextPageToken ?? "TOKEN", all: false,
-                long: false)
         case .metaGet(let targets, let raw, let filters):
             try await perObject(targets, raw: raw, filters: filters) { object, _ in Explainer.getMetadata(bucket: bucket, name: object.name.rawValue) }
         case .metaRename(let command):

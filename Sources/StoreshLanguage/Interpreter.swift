@@ -406,7 +406,9 @@ public final class Interpreter {
         try await deliverPage(page, of: reference, long: list.long, at: here)
     }
 
-    private func runPageNext(at here: SourceLocation) async throws {
+    /// The listing `page next` continues and the token it sends; an error when there is none (`explain page next`
+    /// says the same).
+    func continuedListing(at here: SourceLocation) throws -> (reference: StoragePath, maxResults: Int?, long: Bool, token: String) {
         guard let last = lastListing else {
             throw Diagnostic.running(.invalidArgument("There is no listing to continue: `page next` follows an ls."), at: here)
         }
@@ -414,9 +416,14 @@ public final class Interpreter {
             throw Diagnostic.running(
                 .invalidArgument("The last listing of \(last.reference.url(bucket: target.name, scheme: target.scheme)) has no more pages."), at: here)
         }
+        return (last.reference, last.maxResults, last.long, token)
+    }
+
+    private func runPageNext(at here: SourceLocation) async throws {
+        let last = try continuedListing(at: here)
         let page = try await located(here) {
             try await self.target.list(
-                last.reference, options: ListOptions(maxResults: last.maxResults, pageToken: token, includeMetadata: last.long))
+                last.reference, options: ListOptions(maxResults: last.maxResults, pageToken: last.token, includeMetadata: last.long))
         }
         lastListing?.nextPageToken = page.nextPageToken
         try await deliverPage(page, of: last.reference, long: last.long, at: here)

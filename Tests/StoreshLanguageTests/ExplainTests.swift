@@ -24,8 +24,9 @@ struct ExplainTests {
             "let result = try await storage.reference().child(\"files/uid\").list(maxResults: 100)"))
         #expect(requests[0]["firebaseREST"] as? String
             == "GET https://firebasestorage.googleapis.com/v0/b/teaching/o?prefix=files%2Fuid%2F&delimiter=%2F&maxResults=100")
+        // storesh's own request: one entry more than the page, to know whether another follows.
         #expect(requests[0]["cloudStorageREST"] as? String
-            == "GET https://storage.googleapis.com/storage/v1/b/teaching/o?prefix=files%2Fuid%2F&delimiter=%2F&maxResults=100")
+            == "GET https://storage.googleapis.com/storage/v1/b/teaching/o?prefix=files%2Fuid%2F&delimiter=%2F&maxResults=101 (storesh asks one entry more, to know whether another page follows)")
         #expect(requests[0]["rulesMethod"] as? String == "list")
         let all = try await explained("explain ls --all files/uid", in: session)
         #expect((all[0]["swift"] as! String).hasPrefix("let result = try await storage.reference().child(\"files/uid\").listAll()"))

@@ -338,6 +338,12 @@ def test_explain_shows_the_requests_storesh_sends(remote):
     listings = [exchange for exchange in sent(command) if exchange[0] == "GET" and "/o?" in exchange[1]]
     assert as_explained(listings[0]) == walk.split(" (")[0]
 
+    # A page of a folder: the stored listing storesh reads, one entry more than the page.
+    command = "ls -n 2 wire"
+    explanation = explained(command)[0]["cloudStorageREST"].split(" (")[0]
+    listings = [exchange for exchange in sent(command) if exchange[0] == "GET" and "delimiter=" in exchange[1]]
+    assert as_explained(listings[0]) == explanation
+
     # A delete of an object a pattern found: only as it was found.
     command = "rm wire/c*"
     explanation = explained(command)[-1]["cloudStorageREST"]
