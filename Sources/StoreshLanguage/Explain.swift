@@ -193,7 +193,9 @@ enum Explainer {
         // The v0 line is the SDK's request: the fields the app set. The JSON API line is storesh's own.
         let cloudStorage: String
         let body = updateBody(update)
-        if let state, let after = try? state.applying(update, now: state.updated).metadata, state.differences(to: after).count > 0 {
+        if let state, let after = try? state.applying(Interpreter.keepingDownloadTokens(update, of: state), now: state.updated).metadata,
+            state.differences(to: after).count > 0
+        {
             cloudStorage = CloudStorageWire.patch(bucket: bucket, object: name, from: state, to: after).rendered(baseURL: cloudStorageHost)
         } else {
             cloudStorage = "PATCH \(cloudStorageObject(bucket, name))" + CloudStorageWire.query([("ifGenerationMatch", "G"), ("ifMetagenerationMatch", "M")]) + "\n\(body)"
@@ -369,7 +371,7 @@ extension Interpreter {
 
         /// Whether `update` would change an object (rule M4: an update that changes nothing is no change).
         func changes(_ update: MetadataUpdate) -> (ObjectMetadata) throws -> Bool {
-            { metadata in try metadata.applying(update, now: metadata.updated).changed }
+            { metadata in try metadata.applying(Interpreter.keepingDownloadTokens(update, of: metadata), now: metadata.updated).changed }
         }
 
         switch command {

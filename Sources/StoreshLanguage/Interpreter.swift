@@ -514,9 +514,14 @@ public final class Interpreter {
     private func keepingDownloadTokens(
         _ update: MetadataUpdate, of object: ExpandedTarget, at here: SourceLocation
     ) async throws -> MetadataUpdate {
+        guard update.clearsCustomMetadata, update.customMetadata[ObjectMetadata.downloadTokensKey] == nil else { return update }
+        return Self.keepingDownloadTokens(update, of: try await metadataIfPresent(of: object, at: here))
+    }
+
+    /// The update sent to an object in `state` (rule G7, above); `explain` shows the same.
+    static func keepingDownloadTokens(_ update: MetadataUpdate, of state: ObjectMetadata?) -> MetadataUpdate {
         let key = ObjectMetadata.downloadTokensKey
-        guard update.clearsCustomMetadata, update.customMetadata[key] == nil else { return update }
-        guard let tokens = try await metadataIfPresent(of: object, at: here)?.customMetadata[key] else { return update }
+        guard update.clearsCustomMetadata, update.customMetadata[key] == nil, let tokens = state?.customMetadata[key] else { return update }
         var kept = update
         kept.customMetadata[key] = .set(tokens)
         return kept

@@ -66,6 +66,18 @@ struct ExplainTests {
         #expect(!output.lines.joined().contains("cacheControl"))
     }
 
+    @Test("rule G7: explain meta unset custom shows the request storesh sends, which keeps the download tokens")
+    func unsetCustomKeepsTokens() async throws {
+        let session = try Session(["images/forest.jpg", "images/lake.png"])
+        _ = try await session.run("meta set custom.firebaseStorageDownloadTokens=tok custom.k=v -- images/forest.jpg")
+        _ = try await session.run("meta set custom.firebaseStorageDownloadTokens=tok -- images/lake.png")
+        let requests = try await explained("explain meta unset custom -- images/forest.jpg images/lake.png", in: session)
+        let rest = try #require(requests.last?["cloudStorageREST"] as? String)
+        #expect(rest.hasSuffix("\n{\"metadata\":{\"k\":null}}"))
+        // lake.png holds only its token: storesh sends it nothing, as explain says.
+        #expect((requests.last?["purpose"] as? String)?.contains("1 more is already as asked") == true)
+    }
+
     @Test("a pattern: the walk that finds its objects, then one request for each; get, delete, upload")
     func patternsAndObjects() async throws {
         let session = try Session(["images/a.jpg", "images/b.jpg", "images/c.png"])
