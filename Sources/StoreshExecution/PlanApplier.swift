@@ -380,10 +380,10 @@ public enum JournalRecord {
                 if !ended { break }
                 throw StorageError.invalidArgument("\(source):\(at): not a journal record.")
             }
-            /// The state under `key`, or under `key`Changes as it differs from `base`.
+            /// The state under `key`, or under `key`Changes as it differs from `base` (which must then exist).
             func metadata(_ key: String, differingFrom base: ObjectMetadata? = nil) throws(StorageError) -> ObjectMetadata? {
-                if let base, let difference = line[key + "Changes"] {
-                    guard let difference = difference as? [String: Any],
+                if let difference = line[key + "Changes"] {
+                    guard let base, let difference = difference as? [String: Any],
                         let metadata = ObjectMetadata(jsonDocument: applying(difference, to: metadataDocument(base)))
                     else {
                         throw .invalidArgument("\(source):\(at): '\(key)Changes' is not a difference of metadata documents.")

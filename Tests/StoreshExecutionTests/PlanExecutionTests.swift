@@ -227,6 +227,11 @@ struct PlanExecutionTests {
             #expect(try fromWhole.plan.appliedResult(ofChange: index) == fromDifferences.plan.appliedResult(ofChange: index))
             #expect(try fromDifferences.plan.appliedResult(ofChange: index) == planned.store.appliedResult(ofChange: index))
         }
+        // A difference with nothing to differ from is a damaged line, not a deletion.
+        let orphan = #"{"change":0,"step":0,"object":"users/u00000/photo.jpg","before":null,"afterChanges":{"cacheControl":"x"}}"#
+        #expect(throws: StorageError.self) {
+            try read([current[0].replacingOccurrences(of: "\"changes\":\(planned.changeCount)", with: "\"changes\":1"), orphan])
+        }
         // A version this storesh does not know is refused, naming the versions it reads.
         #expect(throws: StorageError.self) {
             try read([current[0].replacingOccurrences(of: "\"version\":2", with: "\"version\":3")])
