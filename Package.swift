@@ -62,7 +62,7 @@ let package = Package(
         .target(
             name: "StoreshServer",
             dependencies: [
-                "StoreshCore", "StoreshLocal", "StoreshRules",
+                "StoreshCore", "StoreshLocal", "StoreshRules", "StoreshWire",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -122,7 +122,7 @@ let package = Package(
             dependencies: ["StoreshCore", "StoreshLanguage", "StoreshLocal", "StoreshRules", "StoreshTestSupport", "StoreshFuzzing"]),
         .testTarget(name: "StoreshExecutionTests", dependencies: ["StoreshExecution", "StoreshCore", "StoreshTestSupport"]),
         .testTarget(name: "StoreshServerTests", dependencies: ["StoreshServer", "StoreshCore", "StoreshLocal"]),
-        .testTarget(name: "StoreshRemoteTests", dependencies: ["StoreshRemote", "StoreshCore"]),
+        .testTarget(name: "StoreshRemoteTests", dependencies: ["StoreshRemote", "StoreshCore", "StoreshWire"]),
         // The command line's own parsing, in process (the storesh executable's module).
         .testTarget(
             name: "StoreshCommandLineTests",

@@ -4,6 +4,7 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import StoreshCore
+import StoreshWire
 
 /// When a failed request is sent again (rule G4): 408, 429, 5xx and broken connections, with exponential backoff
 /// and jitter, until a total time is spent. A request that changes something is repeated only when the caller
@@ -268,26 +269,11 @@ final class LockedFlag: @unchecked Sendable {
 public struct RequestLog: RequestTrace {
     public init() {}
 
-    /// Parameters whose value lets whoever holds it read or write (compared without case).
-    static let secretParameters: Set<String> = [
-        "token", "upload_id", "uploadid", "access_token", "key", "x-amz-signature", "x-amz-credential",
-        "x-amz-security-token", "x-goog-signature", "x-goog-credential",
-    ]
-
     public func sent(_ request: RemoteRequest, status: Int?, attempt: Int, milliseconds: Int) {
         let outcome = status.map { "\($0)" } ?? "no answer"
         let repeated = attempt > 1 ? " (attempt \(attempt))" : ""
-        let line = "storesh: trace: \(request.method.rawValue) \(Self.redacted(request.url)) → \(outcome) in \(milliseconds) ms\(repeated)\n"
+        let line = "storesh: trace: \(request.method.rawValue) \(SecretParameters.redacted(request.url)) → \(outcome) in \(milliseconds) ms\(repeated)\n"
         FileHandle.standardError.write(Data(line.utf8))
     }
 
-    /// The URL with the values of secret parameters replaced by `…`.
-    static func redacted(_ url: String) -> String {
-        guard let mark = url.firstIndex(of: "?") else { return url }
-        let pairs = url[url.index(after: mark)...].split(separator: "&", omittingEmptySubsequences: false).map { pair -> String in
-            let name = pair.split(separator: "=", maxSplits: 1).first.map(String.init) ?? ""
-            return secretParameters.contains(name.lowercased()) ? "\(name)=…" : String(pair)
-        }
-        return url[..<mark] + "?" + pairs.joined(separator: "&")
-    }
 }

@@ -5,6 +5,7 @@ import HummingbirdCore
 import Logging
 import NIOCore
 import StoreshCore
+import StoreshWire
 import StoreshLocal
 
 /// How `storesh serve` runs.
@@ -49,16 +50,10 @@ public struct ServedRequest: Sendable {
 }
 
 extension ServedRequest {
-    /// Query parameters whose values let whoever has them read an object or finish an upload.
-    static let secretParameters: Set<Substring> = ["token", "upload_id"]
-
+    /// The path and query, with the values that grant access elided (as a client's trace elides them).
     static func loggable(path: String, query: String?) -> String {
         guard let query, !query.isEmpty else { return path }
-        let shown = query.split(separator: "&").map { pair -> String in
-            let name = pair.split(separator: "=", maxSplits: 1).first ?? ""
-            return secretParameters.contains(name) ? "\(name)=…" : String(pair)
-        }
-        return path + "?" + shown.joined(separator: "&")
+        return SecretParameters.redacted(path + "?" + query)
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import StoreshCore
+import StoreshWire
 import Testing
 @testable import StoreshRemote
 
@@ -208,11 +209,11 @@ struct S3XMLTests {
 struct RequestLogTests {
     @Test("the values of parameters that grant access by themselves are left out")
     func redaction() {
-        #expect(RequestLog.redacted("https://h/v0/b/b/o/a?alt=media&token=abc-123") == "https://h/v0/b/b/o/a?alt=media&token=…")
-        #expect(RequestLog.redacted("https://h/upload?uploadType=resumable&upload_id=XYZ&name=a")
+        #expect(SecretParameters.redacted("https://h/v0/b/b/o/a?alt=media&token=abc-123") == "https://h/v0/b/b/o/a?alt=media&token=…")
+        #expect(SecretParameters.redacted("https://h/upload?uploadType=resumable&upload_id=XYZ&name=a")
             == "https://h/upload?uploadType=resumable&upload_id=…&name=a")
-        #expect(RequestLog.redacted("https://s3/b/k?X-Amz-Credential=AKID%2F1&X-Amz-Signature=f00&partNumber=1")
+        #expect(SecretParameters.redacted("https://s3/b/k?X-Amz-Credential=AKID%2F1&X-Amz-Signature=f00&partNumber=1")
             == "https://s3/b/k?X-Amz-Credential=…&X-Amz-Signature=…&partNumber=1")
-        #expect(RequestLog.redacted("https://h/storage/v1/b/b/o") == "https://h/storage/v1/b/b/o")
+        #expect(SecretParameters.redacted("https://h/storage/v1/b/b/o") == "https://h/storage/v1/b/b/o")
     }
 }

@@ -151,3 +151,18 @@ struct RequestParsingTests {
         }
     }
 }
+
+@Suite("The served request log")
+struct ServedRequestLogTests {
+    @Test("it leaves out the values that grant access, as a client's --trace does: tokens, upload sessions, signatures, any case")
+    func redaction() {
+        #expect(ServedRequest.loggable(path: "/v0/b/b/o/a", query: "alt=media&token=abc-123") == "/v0/b/b/o/a?alt=media&token=…")
+        #expect(ServedRequest.loggable(path: "/upload/storage/v1/b/b/o", query: "uploadType=resumable&upload_id=XYZ")
+            == "/upload/storage/v1/b/b/o?uploadType=resumable&upload_id=…")
+        // A signed URL, or an API key, sent to the emulator: its log shows neither.
+        #expect(ServedRequest.loggable(path: "/b/o", query: "X-Goog-Signature=f00&Key=k1&Token=t")
+            == "/b/o?X-Goog-Signature=…&Key=…&Token=…")
+        #expect(ServedRequest.loggable(path: "/storage/v1/b/b/o", query: nil) == "/storage/v1/b/b/o")
+        #expect(ServedRequest.loggable(path: "/storage/v1/b/b/o", query: "prefix=a%2F") == "/storage/v1/b/b/o?prefix=a%2F")
+    }
+}

@@ -1,0 +1,20 @@
+/// The query parameters whose values grant access by themselves: a download token, an upload session, an OAuth
+/// token or API key, a presigned URL's signature and credential. A client's `--trace` and a server's request log
+/// show URLs with these values elided, so that either can be pasted into a bug report or projected in class.
+public enum SecretParameters {
+    /// Compared without case.
+    public static let names: Set<String> = [
+        "token", "upload_id", "uploadid", "access_token", "key", "x-amz-signature", "x-amz-credential",
+        "x-amz-security-token", "x-goog-signature", "x-goog-credential",
+    ]
+
+    /// `url` (a whole URL, or a path and query) with the value of each secret parameter replaced by `…`.
+    public static func redacted(_ url: String) -> String {
+        guard let mark = url.firstIndex(of: "?") else { return url }
+        let pairs = url[url.index(after: mark)...].split(separator: "&", omittingEmptySubsequences: false).map { pair -> String in
+            let name = pair.split(separator: "=", maxSplits: 1).first.map(String.init) ?? ""
+            return names.contains(name.lowercased()) ? "\(name)=…" : String(pair)
+        }
+        return url[..<mark] + "?" + pairs.joined(separator: "&")
+    }
+}
