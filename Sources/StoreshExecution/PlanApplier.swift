@@ -220,13 +220,13 @@ public final class PlanApplier: @unchecked Sendable {
         let name = try ObjectName(change.object)
         guard let after = change.after else {
             guard let current else { throw StorageError.objectNotFound(change.object) }
-            try await bucket.delete(name, precondition: .sameContent(as: current))
+            try await bucket.delete(name, precondition: Self.deletePrecondition(current: current))
             return nil
         }
         if change.writesContent {
             var options = WriteOptions(customMetadata: after.customMetadata, expectedMD5: after.md5Hash)
             for property in WritableProperty.allCases { if let value = after[property] { options.properties[property] = value } }
-            let precondition = current.map { Precondition.sameContent(as: $0) } ?? .doesNotExist
+            let precondition = Self.writePrecondition(current: current)
             if let source = change.source {
                 return try await bucket.write(from: source, to: name, options: options, precondition: precondition)
             }
@@ -237,6 +237,14 @@ public final class PlanApplier: @unchecked Sendable {
         }
         guard let current else { throw StorageError.objectNotFound(change.object) }
         return try await bucket.applyMetadata(of: name, from: current, to: after)
+    }
+
+    /// What a delete applied from a plan requires (rule G5): the content it was planned from. `explain` shows it.
+    public static func deletePrecondition(current: ObjectMetadata) -> Precondition { .sameContent(as: current) }
+
+    /// What a write applied from a plan requires: the content it was planned from, or no object at all.
+    public static func writePrecondition(current: ObjectMetadata?) -> Precondition {
+        current.map { Precondition.sameContent(as: $0) } ?? .doesNotExist
     }
 
     /// Whether the object is as the change would leave it (a resumed run's change that had landed unrecorded).

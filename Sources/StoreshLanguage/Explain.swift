@@ -1,5 +1,6 @@
 import Foundation
 import StoreshCore
+import StoreshExecution
 import StoreshWire
 
 /// One request a command stands for, as a class meets it three ways: the Firebase SDK call for Apple platforms
@@ -210,7 +211,9 @@ enum Explainer {
                 .compactMap { $0 }.joined(separator: " "))
     }
 
-    static func upload(bucket: String, name: String, fromFile file: String?, contentType: String?) -> ExplainedRequest {
+    /// `current`: the object the upload would replace, as storesh read it (nil: none); on a real bucket storesh
+    /// writes only over that (or only where nothing is).
+    static func upload(bucket: String, name: String, fromFile file: String?, contentType: String?, current: ObjectMetadata?) -> ExplainedRequest {
         var lines: [String] = []
         if let contentType {
             lines += ["let metadata = StorageMetadata()", "metadata.contentType = \(literal(contentType))"]
@@ -225,7 +228,10 @@ enum Explainer {
             purpose: "upload \(name): new content, a new generation, metageneration 1 (rule M3)",
             swift: lines.joined(separator: "\n"),
             firebaseREST: "POST \(firebaseHost)/v0/b/\(NameBytes.percentEncoded(bucket))/o\(query([("name", name)]))\n(multipart: the metadata as JSON, then the content; large files as a resumable upload)",
-            cloudStorageREST: "POST \(cloudStorageHost)/upload/storage/v1/b/\(NameBytes.percentEncoded(bucket))/o\(query([("uploadType", "multipart")]))\n(multipart: {\"name\": \(literal(name))…}, then the content)",
+            cloudStorageREST: CloudStorageWire.upload(
+                bucket: bucket, uploadType: "multipart", precondition: PlanApplier.writePrecondition(current: current)
+            ).rendered(baseURL: cloudStorageHost)
+                + "\n(multipart: {\"name\": \(literal(name))…}, then the content; large files as a resumable upload)",
             rulesMethod: "create (update when the object exists)",
             note: "contentType, when not given, is guessed from the name's extension, as the SDKs do.")
     }
@@ -240,13 +246,15 @@ enum Explainer {
             rulesMethod: "get")
     }
 
-    static func delete(bucket: String, name: String, precondition: Precondition) -> ExplainedRequest {
-        ExplainedRequest(
+    /// `state`: the object as storesh read it; on a real bucket storesh deletes it only as it was read.
+    static func delete(bucket: String, name: String, state: ObjectMetadata?) -> ExplainedRequest {
+        let precondition = state.map { PlanApplier.deletePrecondition(current: $0) } ?? .none
+        return ExplainedRequest(
             purpose: "delete \(name)", swift: "try await \(reference(name)).delete()",
             firebaseREST: "DELETE \(firebaseObject(bucket, name))",
             cloudStorageREST: CloudStorageWire.delete(bucket: bucket, object: name, precondition: precondition).rendered(baseURL: cloudStorageHost),
             rulesMethod: "delete",
-            note: precondition == .none ? nil : "storesh deletes an object a pattern found only as it was found (ifGenerationMatch, rule G5).")
+            note: state == nil ? nil : "storesh deletes an object only as it read it (ifGenerationMatch, rule G5): a concurrent change is never lost.")
     }
 
     /// Where targets are patterns: the listing that finds them. A pattern within one folder (`images/*.jpg`) needs
@@ -434,15 +442,17 @@ extension Interpreter {
                 defaultName = URL(fileURLWithPath: word.text).lastPathComponent
             }
             let name = try putDestination(command, defaultName: defaultName, at: here)
-            requests.append(Explainer.upload(bucket: bucket, name: name.rawValue, fromFile: file, contentType: command.contentType?.text))
+            let current = try await metadataIfPresent(of: (name, nil, command.destination), at: here)
+            requests.append(Explainer.upload(
+                bucket: bucket, name: name.rawValue, fromFile: file, contentType: command.contentType?.text, current: current))
         case .get(let objectWord, let fileWord, let raw):
             let name = try objectName(objectWord, raw: raw, at: here)
             requests.append(Explainer.download(bucket: bucket, name: name.rawValue, toFile: fileWord?.text ?? name.lastSegment))
         case .cat(let objectWord, let raw):
             requests.append(Explainer.download(bucket: bucket, name: try objectName(objectWord, raw: raw, at: here).rawValue, toFile: nil))
         case .rm(let targets, let raw, let filters):
-            try await perObject(targets, raw: raw, filters: filters) { object, _ in
-                Explainer.delete(bucket: bucket, name: object.name.rawValue, precondition: deletePrecondition(object))
+            try await perObject(targets, raw: raw, filters: filters) { object, state in
+                Explainer.delete(bucket: bucket, name: object.name.rawValue, state: state)
             }
         case .echo, .help, .exit:
             requests.append(Explainer.local("storesh itself: no request"))

@@ -272,7 +272,8 @@ public final class Interpreter {
         case .rm(let targets, let raw, let filters):
             let results = BulkResults(.deletions, output: output, options: options)
             try await forEachTarget(targets, raw: raw, filters: filters, at: here) { object in
-                let precondition = deletePrecondition(object)
+                // An object a pattern found is deleted only as it was found (rule G5).
+                let precondition = object.metadata.map { Precondition.sameContent(as: $0) } ?? .none
                 try await onTarget(object.word, name: object.name, at: here) {
                     try await self.target.delete(object.name, precondition: precondition)
                 }

@@ -230,12 +230,6 @@ extension Interpreter {
 /// named it (for messages; nil for the current reference).
 typealias ExpandedTarget = (name: ObjectName, metadata: ObjectMetadata?, word: Word?)
 
-/// What deleting a target requires (rule G5): an object a pattern found is deleted only as it was found; one named
-/// is deleted as it is. `rm` sends it, and `explain rm` shows it.
-func deletePrecondition(_ object: ExpandedTarget) -> Precondition {
-    object.metadata.map { Precondition.sameContent(as: $0) } ?? .none
-}
-
 extension MessageText {
     /// Rules that come from no file have an origin in parentheses, a description ("(the open rules of a new
     /// bucket)"): that description, to be read in a sentence; nil for a file's name.

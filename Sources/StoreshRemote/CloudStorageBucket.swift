@@ -340,10 +340,8 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
                 object: object.rawValue, resource: resource, precondition: precondition, landed: landed)
         } else {
             let upload = CloudStorageJSON.multipartUpload(resource: resource, contentType: contentType, content: content)
-            let url = "\(endpoint.baseURL)/upload/storage/v1/b/\(NameBytes.percentEncoded(name))/o"
-                + CloudStorageWire.query([("uploadType", "multipart")] + CloudStorageWire.conditions(precondition))
             response = try await sendChange(
-                .POST, url, headers: [("Content-Type", upload.contentType)], body: upload.body,
+                .POST, url(CloudStorageWire.upload(bucket: name, uploadType: "multipart", precondition: precondition)), headers: [("Content-Type", upload.contentType)], body: upload.body,
                 object: object.rawValue, precondition: precondition, landed: landed)
         }
         return try await uploaded(response, object: object, expectedMD5: options.expectedMD5)
@@ -382,8 +380,7 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
         size: Int, read: (Int, Int) throws -> Data, object: String, resource: JSONValue, precondition: Precondition,
         landed: @escaping @Sendable (ObjectMetadata) -> Bool
     ) async throws -> RemoteResponse? {
-        let start = "\(endpoint.baseURL)/upload/storage/v1/b/\(NameBytes.percentEncoded(name))/o"
-            + CloudStorageWire.query([("uploadType", "resumable")] + CloudStorageWire.conditions(precondition))
+        let start = url(CloudStorageWire.upload(bucket: name, uploadType: "resumable", precondition: precondition))
         // Opening a session changes nothing: it is repeatable.
         completions.forget()
         let session = try await send(

@@ -88,6 +88,12 @@ public enum CloudStorageWire {
         conditions(Precondition(generation: state.generation, metageneration: state.metageneration))
     }
 
+    /// An upload (objects.insert) of `uploadType` (`multipart`: the resource and the content in one body;
+    /// `resumable`: a session, then the content in chunks), guarded by `precondition`.
+    public static func upload(bucket: String, uploadType: String, precondition: Precondition) -> WireRequest {
+        WireRequest(method: "POST", target: "/upload\(bucketPath(bucket))/o" + query([("uploadType", uploadType)] + conditions(precondition)))
+    }
+
     /// objects.delete, guarded by `precondition`.
     public static func delete(bucket: String, object: String, precondition: Precondition) -> WireRequest {
         WireRequest(method: "DELETE", target: objectPath(bucket, object) + query(conditions(precondition)))

@@ -344,9 +344,19 @@ def test_explain_shows_the_requests_storesh_sends(remote):
     listings = [exchange for exchange in sent(command) if exchange[0] == "GET" and "delimiter=" in exchange[1]]
     assert as_explained(listings[0]) == explanation
 
-    # A delete of an object a pattern found: only as it was found.
-    command = "rm wire/c*"
-    explanation = explained(command)[-1]["cloudStorageREST"]
-    deletes = [exchange for exchange in sent(command) if exchange[0] == "DELETE"]
-    assert [as_explained(exchange) for exchange in deletes] == [explanation]
-    assert "ifGenerationMatch=" in explanation
+    # An upload where nothing is (ifGenerationMatch=0), then over what the first left: the endpoint and query
+    # storesh sends (the multipart body's boundary is its own each time).
+    (remote.home / "up.txt").write_text("up")
+    command = f"put {remote.home / 'up.txt'} wire/up.txt"
+    for guard in ("ifGenerationMatch=0", "ifGenerationMatch="):
+        explanation = explained(command)[-1]["cloudStorageREST"].split("\n")[0]
+        posts = [exchange for exchange in sent(command) if exchange[0] == "POST"]
+        assert [f"POST https://storage.googleapis.com{path}" for _, path, _ in posts] == [explanation]
+        assert guard in explanation
+
+    # Deletes, of an object a pattern found and of one named: each only as it was read.
+    for command in ("rm wire/c*", "rm wire/up.txt"):
+        explanation = explained(command)[-1]["cloudStorageREST"]
+        deletes = [exchange for exchange in sent(command) if exchange[0] == "DELETE"]
+        assert [as_explained(exchange) for exchange in deletes] == [explanation]
+        assert "ifGenerationMatch=" in explanation
