@@ -456,7 +456,9 @@ public final class Interpreter {
         deliver(
             .listing(
                 ListingResult(
-                    page: page, reference: reference, bucket: target.name, scheme: target.scheme, long: long, metadata: metadata,
+                    // Rule G7: download tokens are credentials of a kind; a listing never shows them (meta get --raw does).
+                    page: page, reference: reference, bucket: target.name, scheme: target.scheme, long: long,
+                    metadata: metadata.map(\.withoutDownloadTokens),
                     referenceIsObject: referenceIsObject, suggestion: suggestion, hiddenName: hidden)))
     }
 

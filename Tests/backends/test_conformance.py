@@ -172,12 +172,15 @@ def test_X1_dry_run_changes_nothing(backend):
     assert [metadata(backend, n) for n in ("dry/a.txt", "dry/b.txt")] == before
 
 
-def test_G7_download_tokens_are_hidden_from_meta_get_and_kept_by_unset_custom(backend):
+def test_G7_download_tokens_are_hidden_from_meta_get_and_listings_and_kept_by_unset_custom(backend):
     backend.require("metadata-deletes")
     backend.require("mixed-case-custom-keys")
     backend.ok("-c", "put --data x t.png; meta set custom.firebaseStorageDownloadTokens=tok-1 custom.a=1 -- t.png")
     shown = metadata(backend, "t.png")
     assert shown["customMetadata"] == {"a": "1"}
+    listed = backend.ok("--json", "-c", "ls -l")
+    assert [item["customMetadata"] for item in json.loads(listed)["items"] if item["fullPath"] == "t.png"] == [{"a": "1"}]
+    assert "tok-1" not in listed
     raw = json.loads(backend.ok("--json", "-c", "meta get --raw t.png"))
     assert raw["customMetadata"] == {"a": "1", "firebaseStorageDownloadTokens": "tok-1"}
     backend.ok("-c", "meta unset custom -- t.png")
