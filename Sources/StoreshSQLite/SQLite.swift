@@ -116,25 +116,18 @@ public final class SQLiteStatement {
         sqlite3_bind_int64(raw, index, value)
     }
 
-    public func bind(_ index: Int32, _ value: Data?) {
+    public func bind(_ index: Int32, _ value: Data?) { bindBlob(index, value) }
+
+    /// Binds bytes as a blob, without first copying them into a `Data`.
+    public func bind(_ index: Int32, bytes value: [UInt8]?) { bindBlob(index, value) }
+
+    private func bindBlob(_ index: Int32, _ value: (some ContiguousBytes)?) {
         guard let value else {
             sqlite3_bind_null(raw, index)
             return
         }
         value.withUnsafeBytes { buffer in
             // A zero-length blob must still be a blob, not NULL: give SQLite a valid pointer.
-            let pointer = buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!
-            _ = sqlite3_bind_blob64(raw, index, pointer, sqlite3_uint64(buffer.count), SQLITE_TRANSIENT)
-        }
-    }
-
-    /// Binds bytes as a blob, without first copying them into a `Data`.
-    public func bind(_ index: Int32, bytes value: [UInt8]?) {
-        guard let value else {
-            sqlite3_bind_null(raw, index)
-            return
-        }
-        value.withUnsafeBytes { buffer in
             let pointer = buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!
             _ = sqlite3_bind_blob64(raw, index, pointer, sqlite3_uint64(buffer.count), SQLITE_TRANSIENT)
         }

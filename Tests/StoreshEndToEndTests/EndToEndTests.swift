@@ -30,6 +30,18 @@ final class Sandbox {
             "{\"format\":\"storesh-bucket\",\"version\":1,\"objects\":[\n" + lines.joined(separator: ",\n") + "\n]}\n",
             to: name)
     }
+
+    /// The bucket file the script, snapshot and plan suites work on: `t.bucket`, made by `storesh import` of five
+    /// objects docs/0000…docs/0004.
+    func seededBucket() throws -> String {
+        let bucket = file("t.bucket")
+        let seeded = try storesh.run(["import", "--bucket", bucket, try archive("seed.json", prefix: "docs", count: 5)])
+        #expect(seeded.status == 0)
+        return bucket
+    }
+
+    /// The whole of a bucket file, as `storesh export` writes it.
+    func export(_ bucket: String) throws -> String { try storesh.run(["export", "--bucket", bucket]).stdout }
 }
 
 let clock = "2026-11-21T09:30:00.000Z"

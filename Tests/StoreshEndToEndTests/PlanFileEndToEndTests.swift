@@ -8,13 +8,9 @@ struct PlanFileEndToEndTests {
     var bucket: String { sandbox.file("t.bucket") }
     var plan: String { sandbox.file("fix.plan") }
 
-    init() throws {
-        let seeded = try sandbox.storesh.run(
-            ["import", "--bucket", sandbox.file("t.bucket"), try sandbox.archive("seed.json", prefix: "docs", count: 5)])
-        #expect(seeded.status == 0)
-    }
+    init() throws { _ = try sandbox.seededBucket() }
 
-    func export() throws -> String { try sandbox.storesh.run(["export", "--bucket", bucket]).stdout }
+    func export() throws -> String { try sandbox.export(bucket) }
 
     /// An object's cacheControl, or "" when it has none.
     func cacheControl(_ name: String) throws -> String {

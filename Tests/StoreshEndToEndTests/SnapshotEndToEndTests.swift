@@ -6,13 +6,9 @@ struct SnapshotEndToEndTests {
     let sandbox = Sandbox()
     var bucket: String { sandbox.file("t.bucket") }
 
-    init() throws {
-        let seeded = try sandbox.storesh.run(
-            ["import", "--bucket", sandbox.file("t.bucket"), try sandbox.archive("seed.json", prefix: "docs", count: 5)])
-        #expect(seeded.status == 0)
-    }
+    init() throws { _ = try sandbox.seededBucket() }
 
-    func export() throws -> String { try sandbox.storesh.run(["export", "--bucket", bucket]).stdout }
+    func export() throws -> String { try sandbox.export(bucket) }
 
     func run(_ text: String, json: Bool = false) throws -> StoreshProcess.Result {
         try sandbox.storesh.run(["--bucket", bucket] + (json ? ["--json"] : []) + ["-c", text])

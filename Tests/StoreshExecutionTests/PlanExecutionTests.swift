@@ -50,6 +50,26 @@ struct PlanExecutionTests {
         func ended(_ outcome: ApplyOutcome) throws { lock.withLock { ended = outcome } }
     }
 
+    /// The journal a run of `planned` would leave, a line each, once every change was applied: its header, its
+    /// changes, and what each applied change left.
+    func journalLines(of planned: PlannedBucket) throws -> [String] {
+        var lines = [JournalRecord.header(bucket: "gs://memory", source: "-c", changes: planned.changeCount, created: Timestamp(microseconds: 0))]
+        try planned.store.forEachChange { index, change in lines.append(JournalRecord.change(index, change)) }
+        for index in 0..<planned.changeCount {
+            lines.append(
+                JournalRecord.applied(
+                    index, result: try planned.store.appliedResult(ofChange: index) ?? nil, planned: try planned.store.change(index)?.after,
+                    found: false))
+        }
+        return lines
+    }
+
+    /// Journal lines read back, as from a file.
+    func readJournal(_ lines: [String]) throws -> JournalRecord.Contents {
+        var remaining = lines[...]
+        return try JournalRecord.read(source: "journal", nextLine: { remaining.popFirst().map { (Array($0.utf8), true) } })
+    }
+
     @Test("a plan larger than apply's batch applies every change exactly once, and a dry run changes nothing")
     func everyChangeOnce() async throws {
         let bucket = seeded()
@@ -121,17 +141,7 @@ struct PlanExecutionTests {
         for name in bucket.names { #expect(try await bucket.metadata(of: ObjectName(name)).metageneration == 2) }
 
         // The journal as a file would hold it, read back, and undone.
-        var lines = [JournalRecord.header(bucket: "gs://memory", source: "-c", changes: planned.changeCount, created: Timestamp(microseconds: 0))]
-        try planned.store.forEachChange { index, change in lines.append(JournalRecord.change(index, change)) }
-        for index in 0..<planned.changeCount {
-            let result = try planned.store.appliedResult(ofChange: index)
-            lines.append(JournalRecord.applied(index, result: result ?? nil, planned: try planned.store.change(index)?.after, found: false))
-        }
-        var remaining = lines[...]
-        let contents = try JournalRecord.read(source: "journal", nextLine: {
-            remaining.popFirst().map { (Array($0.utf8), true) }
-        })
-        let (undo, impossible) = try JournalRecord.undo(contents)
+        let (undo, impossible) = try JournalRecord.undo(try readJournal(try journalLines(of: planned)))
         #expect(impossible.isEmpty && undo.count == Self.objectCount)
         let undone = await PlanApplier(bucket: bucket, plan: undo, parallel: 8, keepGoing: false, journal: nil, isCancelled: { false }).apply()
         #expect(undone.end == .complete)
@@ -197,15 +207,10 @@ struct PlanExecutionTests {
         let planned = try await plan(over: bucket, value: "no-cache")
         let applied = await PlanApplier(bucket: bucket, plan: planned.store, parallel: 4, keepGoing: false, journal: nil, isCancelled: { false }).apply()
         #expect(applied.end == .complete)
-        func read(_ lines: [String]) throws -> JournalRecord.Contents {
-            var remaining = lines[...]
-            return try JournalRecord.read(source: "journal", nextLine: { remaining.popFirst().map { (Array($0.utf8), true) } })
-        }
-        var current = [JournalRecord.header(bucket: "gs://memory", source: "-c", changes: planned.changeCount, created: Timestamp(microseconds: 0))]
+        let current = try journalLines(of: planned)
         // Version 1, as storesh wrote it before: every state whole.
         var whole = [current[0].replacingOccurrences(of: "\"version\":2", with: "\"version\":1")]
         try planned.store.forEachChange { index, change in
-            current.append(JournalRecord.change(index, change))
             whole.append(
                 JSONValue.object([
                     ("change", .integer(Int64(index))), ("step", .integer(0)), ("object", .string(change.object)),
@@ -214,13 +219,12 @@ struct PlanExecutionTests {
         }
         for index in 0..<planned.changeCount {
             let result = try #require(try planned.store.appliedResult(ofChange: index) ?? nil)
-            current.append(JournalRecord.applied(index, result: result, planned: try planned.store.change(index)?.after, found: false))
             whole.append(JSONValue.object([("applied", .integer(Int64(index))), ("result", result.jsonDocument)]).serialized)
         }
         #expect(whole[0].contains("\"version\":1") && current[0].contains("\"version\":2"))
         // Version 2 is the smaller: the after state and the result are written as what changed.
         #expect(current.joined().utf8.count * 10 < whole.joined().utf8.count * 6)
-        let (fromWhole, fromDifferences) = (try read(whole), try read(current))
+        let (fromWhole, fromDifferences) = (try readJournal(whole), try readJournal(current))
         for index in 0..<planned.changeCount {
             #expect(try fromWhole.plan.change(index) == fromDifferences.plan.change(index))
             #expect(try fromDifferences.plan.change(index) == planned.store.change(index))
@@ -230,11 +234,11 @@ struct PlanExecutionTests {
         // A difference with nothing to differ from is a damaged line, not a deletion.
         let orphan = #"{"change":0,"step":0,"object":"users/u00000/photo.jpg","before":null,"afterChanges":{"cacheControl":"x"}}"#
         #expect(throws: StorageError.self) {
-            try read([current[0].replacingOccurrences(of: "\"changes\":\(planned.changeCount)", with: "\"changes\":1"), orphan])
+            try readJournal([current[0].replacingOccurrences(of: "\"changes\":\(planned.changeCount)", with: "\"changes\":1"), orphan])
         }
         // A version this storesh does not know is refused, naming the versions it reads.
         #expect(throws: StorageError.self) {
-            try read([current[0].replacingOccurrences(of: "\"version\":2", with: "\"version\":3")])
+            try readJournal([current[0].replacingOccurrences(of: "\"version\":2", with: "\"version\":3")])
         }
     }
 
@@ -247,17 +251,7 @@ struct PlanExecutionTests {
         }
         let applied = await PlanApplier(bucket: bucket, plan: planned.store, parallel: 8, keepGoing: false, journal: nil, isCancelled: { false }).apply()
         #expect(applied.end == .complete)
-        var lines = [JournalRecord.header(bucket: "gs://memory", source: "-c", changes: planned.changeCount, created: Timestamp(microseconds: 0))]
-        try planned.store.forEachChange { index, change in lines.append(JournalRecord.change(index, change)) }
-        for index in 0..<planned.changeCount {
-            lines.append(
-                JournalRecord.applied(
-                    index, result: try planned.store.appliedResult(ofChange: index) ?? nil, planned: try planned.store.change(index)?.after,
-                    found: false))
-        }
-        var remaining = lines[...]
-        let contents = try JournalRecord.read(source: "journal", nextLine: { remaining.popFirst().map { (Array($0.utf8), true) } })
-        let (undo, impossible) = try JournalRecord.undo(contents)
+        let (undo, impossible) = try JournalRecord.undo(try readJournal(try journalLines(of: planned)))
         // Every object's old content is gone: nothing to put back, each counted, the first ones named.
         #expect(undo.count == 0)
         #expect(impossible.count == Self.objectCount && Self.objectCount > ChangesNotUndone.named)
