@@ -21,7 +21,7 @@ public struct DryRunCheck {
     /// nil when the invariant holds, else what broke.
     public func callAsFunction(_ text: String) async -> String? {
         guard let script = try? Parser.parse(SourceText(name: "fuzz", text: text)) else { return "accepted, then rejected" }
-        let interpreter = Interpreter(bucket: bucket, output: DiscardedOutput(), files: files, options: RunOptions(dryRun: true))
+        let interpreter = Session(bucket: bucket, output: DiscardedOutput(), files: files, options: RunOptions(dryRun: true))
         _ = await interpreter.run(script)
         var now = ""
         do {
@@ -34,7 +34,7 @@ public struct DryRunCheck {
 }
 
 /// Output that is thrown away: the fuzzer checks effects, not text.
-public final class DiscardedOutput: InterpreterOutput {
+public final class DiscardedOutput: SessionOutput {
     public init() {}
     public func result(_ line: String) {}
     public func resultBytes(_ bytes: Data) {}

@@ -15,15 +15,24 @@ public struct ScriptFuzzer {
         public var failures: [String] = []
     }
 
-    /// Words the generator draws from: commands, options, keys, and the characters the lexer treats specially.
-    static let vocabulary: [String] = [
-        "cd", "pwd", "ls", "page", "next", "meta", "get", "set", "unset", "put", "cat", "rm", "echo", "help", "exit",
-        "quit", "-n", "--all", "--token", "-l", "--raw", "--content-type", "--md5", "--data", "--", "contentType=x",
-        "cacheControl=no-cache", "custom.k=v", "custom", "custom.", "size=1", "contentTyp", "a", "a/b", "a//b", "/",
-        "..", ".", "gs://fuzz/a", "gs://other/", "*", "**", "?", "[a-z]", "[!", "]", "'", "\"", "\\", ";", "#", "=", " ",
-        "\t", "\n", "\r\n", "0", "1000", "1001", "-1", "é", "\u{301}", "\u{0}", "\u{1B}[31m", "🙂", "AQh0", "x*y",
-        "'a b'", "\"c\\\"d\"", "\"\\q\"", String(repeating: "z", count: 1100),
-    ]
+    /// Words the generator draws from: every command's words, aliases and options (from the command table, so a
+    /// new command is fuzzed as soon as it is declared), keys, and the characters the lexer treats specially.
+    static let vocabulary: [String] = {
+        var words: [String] = []
+        for declaration in CommandCatalog.commands {
+            for word in declaration.name.split(separator: " ").map(String.init) + declaration.aliases + declaration.options
+            where !words.contains(word) {
+                words.append(word)
+            }
+        }
+        return words + [
+            "--", "contentType=x", "cacheControl=no-cache", "custom.k=v", "custom", "custom.", "custom.j", "size=1",
+            "contentTyp", "contentType=image/*", "'custom.k exists'", "a", "a/b", "a//b", "/", "..", ".", "gs://fuzz/a",
+            "gs://other/", "*", "**", "?", "[a-z]", "[!", "]", "'", "\"", "\\", ";", "#", "=", " ", "\t", "\n", "\r\n", "0",
+            "1000", "1001", "-1", "é", "\u{301}", "\u{0}", "\u{1B}[31m", "🙂", "AQh0", "x*y", "'a b'", "\"c\\\"d\"",
+            "\"\\q\"", "open", "owner-only", "before", String(repeating: "z", count: 1100),
+        ]
+    }()
 
     static let seeds: [String] = [
         "cd images\nls -n 2\npage next\nmeta get forest.jpg\n",

@@ -13,7 +13,7 @@ final class BulkResults {
     }
 
     private let kind: Kind
-    private let output: InterpreterOutput
+    private let output: SessionOutput
     private let json: Bool
     private let color: Bool
     private let summaryOnly: Bool
@@ -53,7 +53,7 @@ final class BulkResults {
     /// Entries a JSON document holds before it is written in pieces.
     static let wholeDocumentEntries = 1000
 
-    init(_ kind: Kind, output: InterpreterOutput, options: RunOptions) {
+    init(_ kind: Kind, output: SessionOutput, options: RunOptions) {
         self.kind = kind
         self.output = output
         self.json = options.json
@@ -283,6 +283,6 @@ private final class NameSpill {
     deinit { if let file { fclose(file) } }
 }
 
-extension InterpreterOutput {
+extension SessionOutput {
     func result(contentsOf lines: [String]) { lines.forEach(result) }
 }

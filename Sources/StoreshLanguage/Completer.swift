@@ -50,9 +50,6 @@ public struct Completer {
     }
 
     func candidates(words: [String], typed: String, truncated: inout Bool) -> [CompletionCandidate] {
-        func paths(_ typed: String, foldersOnly: Bool) -> [CompletionCandidate] {
-            self.paths(typed, foldersOnly: foldersOnly, truncated: &truncated)
-        }
         guard let command = words.first else { return Self.plain(CommandCatalog.firstWords) }
         let subcommands = CommandCatalog.subcommands(of: command)
         if words.count == 1 && !subcommands.isEmpty { return Self.plain(subcommands) }
@@ -61,21 +58,32 @@ public struct Completer {
         // The words after the command's own.
         let arguments = words.dropFirst(subcommands.isEmpty ? 1 : 2)
         // `explain COMMAND…` and `dry-run COMMAND…` complete COMMAND as if it stood alone.
-        if name == "explain" || name == "dry-run" {
+        if case .commandLine = declaration.completion {
             return candidates(words: Array(arguments), typed: typed, truncated: &truncated)
         }
         if typed.hasPrefix("-") { return Self.plain(declaration.options) }
-        if name == "rules load" && arguments.last == "--sample" { return Self.plain(ruleSamples) }
-        switch declaration.completion {
+        if let option = arguments.last, let kind = declaration.optionCompletions[option] {
+            return complete(kind, arguments: [], typed: typed, truncated: &truncated)
+        }
+        return complete(declaration.completion, arguments: Array(arguments), typed: typed, truncated: &truncated)
+    }
+
+    /// The candidates a kind of argument offers, after a command's `arguments`.
+    func complete(_ kind: CompletionKind, arguments: [String], typed: String, truncated: inout Bool) -> [CompletionCandidate] {
+        func paths(_ typed: String, foldersOnly: Bool) -> [CompletionCandidate] {
+            self.paths(typed, foldersOnly: foldersOnly, truncated: &truncated)
+        }
+        switch kind {
         case .nothing: return []
         case .folders: return paths(typed, foldersOnly: true)
         case .objects: return paths(typed, foldersOnly: false)
+        case .commandLine: return candidates(words: arguments, typed: typed, truncated: &truncated)
+        case .ruleSamples: return Self.plain(ruleSamples)
         case .commandNames:
             guard let topic = arguments.first else { return Self.plain(CommandCatalog.firstWords) }
             return arguments.count == 1 ? Self.plain(CommandCatalog.subcommands(of: topic)) : []
-        case .snapshotNames:
-            // One name; `snapshot diff` compares two.
-            return arguments.count < (name == "snapshot diff" ? 2 : 1) ? Self.plain((try? source.snapshotNames()) ?? []) : []
+        case .snapshotNames(let count):
+            return arguments.count < count ? Self.plain((try? source.snapshotNames()) ?? []) : []
         case .assignmentsThenObjects:
             if arguments.contains("--") { return paths(typed, foldersOnly: false) }
             if typed.contains("=") { return [] }
@@ -84,7 +92,7 @@ public struct Completer {
             return keys(assignments: true) + (hasAssignment ? paths(typed, foldersOnly: false) : [])
         case .keysThenObjects:
             if arguments.contains("--") { return paths(typed, foldersOnly: false) }
-            if arguments.allSatisfy({ Parser.looksLikeKey(Word($0, at: SourceLocation(line: 1, column: 1)), isFirst: false) }) {
+            if arguments.allSatisfy({ MetaUnsetCommand.looksLikeKey(Word($0, at: SourceLocation(line: 1, column: 1)), isFirst: false) }) {
                 return keys(assignments: false) + paths(typed, foldersOnly: false)
             }
             return paths(typed, foldersOnly: false)

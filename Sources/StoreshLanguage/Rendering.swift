@@ -1,7 +1,7 @@
 import Foundation
 import StoreshCore
 
-/// What a command produced, as a value: the interpreter makes these, and a renderer prints them for people or as
+/// What a command produced, as a value: commands make these, and a renderer prints them for people or as
 /// the contract's JSON documents (one per result, on one line).
 public enum CommandResult: Sendable {
     /// A dry run's header before each changing command (people only).
@@ -58,7 +58,7 @@ public struct ListingResult: Sendable {
 
 /// Prints results.
 public protocol ResultRenderer {
-    func render(_ result: CommandResult, to output: InterpreterOutput)
+    func render(_ result: CommandResult, to output: SessionOutput)
 }
 
 /// Results for people: aligned columns, sizes and dates for reading, plans old → new.
@@ -73,11 +73,11 @@ public struct HumanRenderer: ResultRenderer {
         self.screenfulPages = screenfulPages
     }
 
-    public func render(_ result: CommandResult, to output: InterpreterOutput) {
+    public func render(_ result: CommandResult, to output: SessionOutput) {
         lines(for: result, output: output).forEach(output.result)
     }
 
-    private func lines(for result: CommandResult, output: InterpreterOutput) -> [String] {
+    private func lines(for result: CommandResult, output: SessionOutput) -> [String] {
         switch result {
         case .planHeader(let line, let command): return ["# line \(line): \(command)"]
         case .note(let text): return [text]
@@ -257,7 +257,7 @@ public struct HumanRenderer: ResultRenderer {
 public struct JSONRenderer: ResultRenderer {
     public init() {}
 
-    public func render(_ result: CommandResult, to output: InterpreterOutput) {
+    public func render(_ result: CommandResult, to output: SessionOutput) {
         if let document = document(for: result) { output.result(document.serialized) }
     }
 

@@ -11,7 +11,7 @@ import StoreshExecution
 ///   transaction where there is one, so the plan is made on one state of it), their changes are computed and
 ///   shown, and nothing is sent.
 /// - On a bucket without transactions, each command's changes land as it runs.
-extension Interpreter {
+extension Session {
     /// How the statements of a script ended.
     struct ScriptEnd {
         var status: Status
@@ -305,7 +305,7 @@ extension Interpreter {
         if let name = options.snapshotBefore {
             let start = SourceLocation(line: 1, column: 1)
             do {
-                try await runSnapshot(.save(Word(name, at: start)), at: start)
+                _ = try await SnapshotSaveCommand(Word(name, at: start)).run(in: self, at: start)
             } catch {
                 report(error, at: start)
                 return ScriptEnd(status: .failed, keep: false, failures: 1, stoppedEarly: true)
@@ -354,7 +354,7 @@ extension Interpreter {
     }
 }
 
-extension Interpreter {
+extension Session {
     /// Prints planned changes as a dry run prints them (`storesh undo --dry-run`): each object, each property
     /// old → new; deletions by name.
     public func showPlan(_ plan: PlanStore) throws {

@@ -4,7 +4,7 @@ import StoreshCore
 /// Which objects a command's words name: paths resolved against the current reference (rules P1–P6), patterns
 /// expanded by walking the bucket a page at a time, and errors placed at the word they concern, with a hint when
 /// the likely mistake is known.
-extension Interpreter {
+extension Session {
     /// Calls `body` with each object that targets name, in order, as they are found: each path as given (it must
     /// be a valid name), each pattern's matches in name order, read a page at a time, so that a pattern over
     /// millions of objects is never held whole. An object two targets name is passed once. No target means the

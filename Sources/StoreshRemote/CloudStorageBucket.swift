@@ -157,35 +157,14 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
         return response
     }
 
-    /// A status as the error it means (spec E), with the service's own message where it says more.
+    /// A status as the error it means (spec E: `StatusErrors`), with the service's own message where it says more.
     func failure(_ response: RemoteResponse, object: String?, precondition: Precondition) -> StorageError {
         let message = CloudStorageJSON.errorMessage(response.body)
-        let detail = message.map { " The service said: \($0)" } ?? ""
-        switch response.status {
-        case 400: return StorageError(.invalidArgument, message ?? "The service refused the request as invalid (400).")
-        case 401:
-            return StorageError(
-                .unauthenticated, "gs://\(name): the credentials were refused (401).\(detail) Check them with storesh whoami.")
-        case 403:
-            return StorageError(
-                .unauthorized, "No permission for gs://\(name)/\(object ?? "") (403).\(detail)")
-        case 404:
-            if object == nil || (message ?? "").lowercased().contains("bucket") {
-                return .bucketNotFound(name)
-            }
-            return .objectNotFound(object ?? "")
-        case 409, 412:
-            return StorageError(
-                .preconditionFailed,
-                "Object \(object ?? "") changed meanwhile (the service answered \(response.status)); nothing was overwritten. Read it again and decide anew.")
-        case 413: return StorageError(.invalidArgument, "The request is too large for the service (413).\(detail)")
-        case 408, 429, 500, 502, 503, 504:
-            let tries = response.attempts > 1 ? " after \(response.attempts) attempts" : ""
-            let code: StorageErrorCode = response.status >= 500 && response.status != 503 ? .internalError : .unavailable
-            return StorageError(code, "The service answered \(response.status)\(tries).\(detail)")
-        default:
-            return StorageError(.unknown, "The service answered \(response.status).\(detail)")
-        }
+        return StatusErrors.error(
+            StatusErrors.Answer(status: response.status, attempts: response.attempts, message: message),
+            bucket: name, bucketURL: "gs://\(name)", object: object,
+            bucketMissing: (message ?? "").lowercased().contains("bucket"),
+            audience: .credentials(hint: "Check them with storesh whoami."))
     }
 
     /// Checks that the bucket is there and the credentials work, so that a mistyped name is said at once. A 403

@@ -68,17 +68,11 @@ struct FirebaseStorageAPI: Sendable {
         return response
     }
 
-    /// A refusal in the words of spec E (the messages the SDKs give).
+    /// A refusal in the words of spec E (the messages the SDKs give: `StatusErrors`).
     func failure(_ response: RemoteResponse, object: String?) -> StorageError {
-        let message = CloudStorageJSON.errorMessage(response.body)
-        switch response.status {
-        case 401: return .unauthenticated
-        case 403: return .unauthorized(bucket: bucket, path: object ?? "")
-        case 404: return object.map { .objectNotFound($0) } ?? .bucketNotFound(bucket)
-        case 400: return StorageError(.invalidArgument, message ?? "The service refused the request as invalid (400).")
-        case 429, 503: return StorageError(.unavailable, "The service answered \(response.status) after \(response.attempts) attempts.")
-        default: return StorageError(.unknown, "The service answered \(response.status).\(message.map { " \($0)" } ?? "")")
-        }
+        StatusErrors.error(
+            StatusErrors.Answer(status: response.status, attempts: response.attempts, message: CloudStorageJSON.errorMessage(response.body)),
+            bucket: bucket, bucketURL: "gs://\(bucket)", object: object, audience: .securityRules)
     }
 
     /// An object of the v0 API: the JSON API's fields, with download tokens apart (they go back among the custom

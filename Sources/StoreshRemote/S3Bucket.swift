@@ -1,6 +1,7 @@
 import Foundation
 import NIOHTTP1
 import StoreshCore
+import StoreshWire
 
 /// An S3-compatible bucket (AWS S3, MinIO, R2, Ceph) over the S3 REST API, signed with SigV4 (rules S1–S4).
 ///
@@ -103,12 +104,13 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
             return " The service said: \(error.code)\(message.map { ": \($0)" } ?? "")."
         } ?? ""
         let path = "s3://\(name)/\(object ?? "")"
+        let credentialsHint = "Check the key from \(configuration.credentials.source) (storesh whoami says which)."
         switch (response.status, error?.code) {
         case (_, "NoSuchBucket"): return .bucketNotFound(name)
         case (_, "InvalidAccessKeyId"), (_, "SignatureDoesNotMatch"), (_, "ExpiredToken"), (_, "InvalidToken"), (_, "TokenRefreshRequired"):
             return StorageError(
                 .unauthenticated,
-                "s3://\(name): the credentials were refused (\(response.status)).\(detail) Check the key from \(configuration.credentials.source) (storesh whoami says which).")
+                "s3://\(name): the credentials were refused (\(response.status)).\(detail) \(credentialsHint)")
         case (_, "RequestTimeTooSkewed"):
             return StorageError(.unauthenticated, "s3://\(name): this machine's clock is too far from the service's.\(detail)")
         case (_, "BadDigest"), (_, "InvalidDigest"):
@@ -117,22 +119,11 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
             return StorageError(.invalidArgument, "\(path) is larger than the service takes in one request.\(detail)")
         case (_, "MetadataTooLarge"):
             return StorageError(.invalidArgument, "The metadata of \(path) is over S3's 2 KB of user metadata.\(detail)")
-        case (403, _):
-            return StorageError(.unauthorized, "No permission for \(path) (403).\(detail)")
-        case (404, _):
-            return object == nil ? .bucketNotFound(name) : .objectNotFound(object ?? "")
-        case (409, _), (412, _):
-            return StorageError(
-                .preconditionFailed,
-                "Object \(object ?? "") changed meanwhile (the service answered \(response.status)); nothing was overwritten. Read it again and decide anew.")
-        case (400, _):
-            return StorageError(.invalidArgument, "The service refused the request for \(path) as invalid (400).\(detail)")
-        case (408, _), (429, _), (500, _), (502, _), (503, _), (504, _):
-            let tries = response.attempts > 1 ? " after \(response.attempts) attempts" : ""
-            let code: StorageErrorCode = response.status >= 500 && response.status != 503 ? .internalError : .unavailable
-            return StorageError(code, "The service answered \(response.status)\(tries).\(detail)")
         default:
-            return StorageError(.unknown, "The service answered \(response.status) for \(path).\(detail)")
+            return StatusErrors.error(
+                StatusErrors.Answer(status: response.status, attempts: response.attempts, message: error?.message, detail: detail),
+                bucket: name, bucketURL: "s3://\(name)", object: object,
+                audience: .credentials(hint: credentialsHint))
         }
     }
 

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import StoreshCore
+import StoreshWire
 
 /// A request the server refuses or could not carry out: the status, the reason word of the Cloud Storage JSON
 /// API's error body (`invalid`, `notFound`, `conditionNotMet`, …) and a message for people. Every refusal is
@@ -34,26 +35,24 @@ struct HTTPFailure: Error, Sendable {
     }
 
     /// The failure of a bucket operation, as the Cloud Storage JSON API answers it (`firebase`: as the Firebase
-    /// v0 API does, which keeps the SDK's messages of spec E).
+    /// v0 API does, which keeps the SDK's messages of spec E). The status is the one every client reads back
+    /// (`StatusErrors`).
     init(_ error: StorageError, bucket: String, object: String?, firebase: Bool) {
+        let (status, reason) = StatusErrors.answer(for: error.code)
+        let message: String
         switch error.code {
-        case .objectNotFound:
-            let message = firebase ? error.message : "No such object: \(bucket)/\(object ?? "")"
-            self.init(.notFound, reason: "notFound", message)
-        case .bucketNotFound:
-            self.init(.notFound, reason: "notFound", firebase ? error.message : "The specified bucket does not exist.")
-        case .unauthenticated: self.init(.unauthorized, reason: "required", error.message)
-        case .unauthorized: self.init(.forbidden, reason: "forbidden", error.message)
-        case .preconditionFailed:
-            self.init(
-                .preconditionFailed, reason: "conditionNotMet",
-                "At least one of the pre-conditions you specified did not hold. \(error.message)")
-        case .nonMatchingChecksum, .invalidArgument, .pathError, .bucketMismatch:
-            self.init(.badRequest, reason: "invalid", error.message)
-        case .cancelled: self.init(HTTPResponse.Status(code: 499, reasonPhrase: "Client Closed Request"), reason: "cancelled", error.message)
-        case .unavailable: self.init(.serviceUnavailable, reason: "backendError", error.message)
-        case .unknown, .internalError: self.init(.internalServerError, reason: "backendError", error.message)
+        case .objectNotFound where !firebase: message = "No such object: \(bucket)/\(object ?? "")"
+        case .bucketNotFound where !firebase: message = "The specified bucket does not exist."
+        case .preconditionFailed: message = "At least one of the pre-conditions you specified did not hold. \(error.message)"
+        default: message = error.message
         }
+        // The statuses with their standard reason phrases; 499 is nginx's "client closed request".
+        let standard: [HTTPResponse.Status] = [
+            .badRequest, .unauthorized, .forbidden, .notFound, .preconditionFailed, .internalServerError, .serviceUnavailable,
+        ]
+        self.init(
+            standard.first { $0.code == status } ?? HTTPResponse.Status(code: status, reasonPhrase: "Client Closed Request"),
+            reason: reason, message)
     }
 
     /// The Cloud Storage JSON API's error body; the Firebase v0 API's is the same without `errors`.

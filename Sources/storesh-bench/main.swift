@@ -260,7 +260,7 @@ func bulk(bucketPath: String, rulesFile: String) async throws {
         session.identity = Identity(uid: "bench")
         rules = session
     }
-    final class Silent: InterpreterOutput {
+    final class Silent: SessionOutput {
         func result(_ line: String) {}
         func resultBytes(_ bytes: Data) {}
         func error(_ diagnostic: Diagnostic) { FileHandle.standardError.write(Data("\(diagnostic)\n".utf8)) }
@@ -273,7 +273,7 @@ func bulk(bucketPath: String, rulesFile: String) async throws {
     }
     let script = try Parser.parse(SourceText(
         name: "bulk", text: "meta set cacheControl=\"public, max-age=60\" custom.reviewed=yes -- users/u00???/photos/*"))
-    let interpreter = Interpreter(bucket: bucket, output: Silent(), files: NoFiles())
+    let interpreter = Session(bucket: bucket, output: Silent(), files: NoFiles())
     interpreter.rules = rules
     let status = await interpreter.run(script)
     guard status == .success else { fail("the bulk script failed") }

@@ -59,7 +59,7 @@ struct Apply: AsyncParsableCommand {
         var runOptions = RunOptions(json: outputOptions.json, dryRun: planOptions.dryRun, keepGoing: planOptions.keepGoing)
         runOptions.atPrompt = false
         runOptions.summaryOnly = planOptions.summary
-        let interpreter = Interpreter(
+        let interpreter = Session(
             bucket: opened.bucket, output: ConsoleOutput(json: outputOptions.json, source: SourceText(name: file, text: "")),
             files: HostFiles(), options: runOptions, clock: opened.clock)
         interpreter.isCancelled = { storesh_interrupt_pending() != 0 }

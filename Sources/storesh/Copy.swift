@@ -90,7 +90,7 @@ struct Copy: AsyncParsableCommand {
             throw ExitCode(0)
         }
         guard let destinationBucket else { preconditionFailure("only a dry run plans without a destination") }
-        let status: Interpreter.Status
+        let status: Session.Status
         if let transactions = destinationBucket.transactions {
             // Into a bucket file: one transaction, all of it or none.
             let outcome = try await transactions.withTransaction(forWriting: true) { transaction -> TransactionOutcome<ApplyOutcome> in
@@ -111,7 +111,7 @@ struct Copy: AsyncParsableCommand {
         } else {
             var options = RunOptions(json: outputOptions.json, keepGoing: keepGoing)
             options.atPrompt = false
-            let interpreter = Interpreter(bucket: destinationBucket, output: output, files: HostFiles(), options: options)
+            let interpreter = Session(bucket: destinationBucket, output: output, files: HostFiles(), options: options)
             interpreter.isCancelled = isCancelled
             applyOptions.configure(interpreter, source: "copy \(from.displayed) \(to.displayed)", json: outputOptions.json)
             status = await interpreter.apply(plan.changes)

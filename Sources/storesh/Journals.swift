@@ -141,7 +141,7 @@ struct ApplyArgumentValues: ApplyArguments, Equatable {
 
 extension ApplyArguments {
     /// The interpreter's apply settings: a journal file, and a progress line on a terminal (never with --json).
-    func configure(_ interpreter: Interpreter, source: String, json: Bool) {
+    func configure(_ interpreter: Session, source: String, json: Bool) {
         interpreter.options.parallel = parallel ?? ApplySettings.defaultParallel
         let bucket = interpreter.bucket
         let journal = self.journal
@@ -248,13 +248,13 @@ struct Undo: AsyncParsableCommand {
 }
 
 /// A session on the bucket a journal names, for resuming or undoing its run.
-func journalSession(_ journal: JournalRecord.Contents, json: Bool, quiet: Bool, dryRun: Bool, keepGoing: Bool) async throws -> Interpreter {
+func journalSession(_ journal: JournalRecord.Contents, json: Bool, quiet: Bool, dryRun: Bool, keepGoing: Bool) async throws -> Session {
     storesh_install_interrupt_handler()
     let location = try BucketLocation.parse(journal.bucket, source: "the journal's bucket")
     let bucket = OpenBuckets.shared.keep(try await location.openRemote(quiet: quiet || json))
     var options = RunOptions(json: json, dryRun: dryRun, keepGoing: keepGoing)
     options.atPrompt = false
-    let interpreter = Interpreter(
+    let interpreter = Session(
         bucket: bucket, output: ConsoleOutput(json: json, source: SourceText(name: journal.source, text: "")), files: HostFiles(),
         options: options)
     interpreter.isCancelled = { storesh_interrupt_pending() != 0 }

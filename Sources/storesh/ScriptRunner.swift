@@ -7,7 +7,7 @@ import StoreshRules
 
 /// Results to standard output (buffered, every write checked), errors to standard error: as text
 /// (`FILE:LINE:COLUMN: error: …`), or as JSON documents with `--json`.
-final class ConsoleOutput: InterpreterOutput {
+final class ConsoleOutput: SessionOutput {
     private let stdout = CheckedOutput(descriptor: STDOUT_FILENO, name: "standard output")
     let json: Bool
     var source: SourceText
@@ -121,7 +121,7 @@ func decodeScript(name: String, bytes: some Collection<UInt8>, json: Bool) throw
         return try SourceText(name: name, bytes: bytes)
     } catch {
         ConsoleOutput(json: json, source: SourceText(name: name, text: "")).error(error)
-        throw ExitCode(Interpreter.Status.usage.rawValue)
+        throw ExitCode(Session.Status.usage.rawValue)
     }
 }
 
@@ -139,12 +139,12 @@ func runScript(
         script = try Parser.parse(source)
     } catch {
         output.error(error)
-        return Interpreter.Status.usage.rawValue
+        return Session.Status.usage.rawValue
     }
     // Before the bucket opens: Ctrl-C from then on ends the run through the interpreter, which closes it.
     storesh_install_interrupt_handler()
     let opened = try await open()
-    let interpreter = Interpreter(bucket: opened.bucket, output: output, files: HostFiles(), options: options, clock: opened.clock)
+    let interpreter = Session(bucket: opened.bucket, output: output, files: HostFiles(), options: options, clock: opened.clock)
     interpreter.isCancelled = { storesh_interrupt_pending() != 0 }
     interpreter.rules = try rulesSession(for: opened)
     applyOptions.configure(interpreter, source: source.name, json: options.json)
@@ -159,7 +159,7 @@ func runScript(
     output.flush()
     if let failure = output.writeFailure {
         FileHandle.standardError.write(Data("storesh: error: \(failure.message) (\(failure.code.name))\n".utf8))
-        return status == .success ? Interpreter.Status.failed.rawValue : status.rawValue
+        return status == .success ? Session.Status.failed.rawValue : status.rawValue
     }
     return status.rawValue
 }

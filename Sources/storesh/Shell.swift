@@ -40,7 +40,7 @@ struct HistoryFile {
 final class Shell {
     let opened: OpenedBucket
     var bucket: any Bucket { opened.bucket }
-    let interpreter: Interpreter
+    let interpreter: Session
     let output: ConsoleOutput
     let color: Bool
     var history: HistoryFile
@@ -54,7 +54,7 @@ final class Shell {
         output.color = color
         var options = RunOptions(json: json, color: color)
         options.atPrompt = true
-        interpreter = Interpreter(bucket: opened.bucket, output: output, files: HostFiles(), options: options, clock: opened.clock)
+        interpreter = Session(bucket: opened.bucket, output: output, files: HostFiles(), options: options, clock: opened.clock)
         history = HistoryFile(path: historyPath)
     }
 

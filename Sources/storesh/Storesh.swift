@@ -266,7 +266,7 @@ enum Reporter {
         case let error as StorageError:
             (status, code, message) = (1, error.code.name, error.message)
         case let error as CommandLineError where error.isInterruption:
-            (status, code, message) = (Interpreter.Status.interrupted.rawValue, StorageErrorCode.cancelled.name, error.description)
+            (status, code, message) = (Session.Status.interrupted.rawValue, StorageErrorCode.cancelled.name, error.description)
         case let error as CommandLineError:
             (status, code, message) = (2, "usage-error", error.description)
         default:

@@ -25,11 +25,11 @@ final class CountingSource: ImmediateReads {
 
 @Suite("Tab completion")
 struct CompleterTests {
-    let session: Session
+    let session: LanguageSandbox
     let source: CountingSource
 
     init() throws {
-        session = try Session(["images/forest.jpg", "images/mountains/summit.jpg", "images/lake.png", "docs/read me.md", "docs/notes.txt"])
+        session = try LanguageSandbox(["images/forest.jpg", "images/mountains/summit.jpg", "images/lake.png", "docs/read me.md", "docs/notes.txt"])
         source = CountingSource(session.bucket)
     }
 
@@ -40,14 +40,14 @@ struct CompleterTests {
     @Test("commands, subcommands and options")
     func commands() {
         #expect(complete("me") == ["meta"])
-        #expect(complete("meta ") == ["get", "set", "unset", "rename"])
+        #expect(complete("meta ") == ["get", "set", "unset", "rename", "copy"])
         #expect(complete("meta u") == ["unset"])
         #expect(complete("page ") == ["next", "token"])
         #expect(complete("ls --a") == ["--all"])
         #expect(complete("put --") == ["--raw", "--content-type", "--md5", "--data"])
         #expect(complete("pwd; e") == ["echo", "explain", "exit"])
         #expect(complete("help ") == CommandCatalog.firstWords)
-        #expect(complete("help meta ") == ["get", "set", "unset", "rename"])
+        #expect(complete("help meta ") == ["get", "set", "unset", "rename", "copy"])
         #expect(complete("help set") == [])
     }
 

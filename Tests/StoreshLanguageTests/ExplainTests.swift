@@ -8,7 +8,7 @@ import StoreshTestSupport
 /// rules method, as the Firebase docs write them; nothing runs.
 @Suite("explain (teaching)")
 struct ExplainTests {
-    func explained(_ text: String, in session: Session) async throws -> [[String: Any]] {
+    func explained(_ text: String, in session: LanguageSandbox) async throws -> [[String: Any]] {
         let (status, output) = try await session.run(text)
         #expect(status == .success, "\(output.errors)")
         let document = try JSONSerialization.jsonObject(with: Data(output.lines.last!.utf8)) as! [String: Any]
@@ -17,7 +17,7 @@ struct ExplainTests {
 
     @Test("a page of a listing: list(maxResults:), the v0 and JSON API URLs, rules method list")
     func list() async throws {
-        let session = try Session(["files/uid/a.txt"])
+        let session = try LanguageSandbox(["files/uid/a.txt"])
         let requests = try await explained("explain ls -n 100 files/uid", in: session)
         #expect(requests.count == 1)
         #expect((requests[0]["swift"] as! String).hasPrefix(
@@ -34,7 +34,7 @@ struct ExplainTests {
 
     @Test("updateMetadata: StorageMetadata's fields set, nil for an unset, null in the REST body; rules method update")
     func updateMetadata() async throws {
-        let session = try Session(["images/forest.jpg"])
+        let session = try LanguageSandbox(["images/forest.jpg"])
         let set = try await explained(
             "explain meta set cacheControl=\"public,max-age=300\" contentType=image/jpeg images/forest.jpg", in: session)
         #expect(set[0]["swift"] as? String == """
@@ -68,7 +68,7 @@ struct ExplainTests {
 
     @Test("rule G7: explain meta unset custom shows the request storesh sends, which keeps the download tokens")
     func unsetCustomKeepsTokens() async throws {
-        let session = try Session(["images/forest.jpg", "images/lake.png"])
+        let session = try LanguageSandbox(["images/forest.jpg", "images/lake.png"])
         _ = try await session.run("meta set custom.firebaseStorageDownloadTokens=tok custom.k=v -- images/forest.jpg")
         _ = try await session.run("meta set custom.firebaseStorageDownloadTokens=tok -- images/lake.png")
         let requests = try await explained("explain meta unset custom -- images/forest.jpg images/lake.png", in: session)
@@ -80,7 +80,7 @@ struct ExplainTests {
 
     @Test("a pattern: the walk that finds its objects, then one request for each; get, delete, upload")
     func patternsAndObjects() async throws {
-        let session = try Session(["images/a.jpg", "images/b.jpg", "images/c.png"])
+        let session = try LanguageSandbox(["images/a.jpg", "images/b.jpg", "images/c.png"])
         let requests = try await explained("explain rm images/*.jpg", in: session)
         #expect(requests.count == 2 && requests[0]["rulesMethod"] as? String == "list")
         #expect((requests[0]["purpose"] as! String).contains("(2 found)"))
@@ -95,7 +95,7 @@ struct ExplainTests {
 
     @Test("help with an SDK name leads to the storesh command")
     func helpBySDKName() async throws {
-        let session = try Session()
+        let session = try LanguageSandbox()
         for (name, command) in [("listAll", "ls"), ("listAll()", "ls"), ("updateMetadata", "meta set"), ("getMetadata", "meta get"),
             ("putData", "put"), ("delete()", "rm")]
         {
@@ -110,12 +110,12 @@ struct ExplainTests {
 
     @Test("run --explain: every command explained, a cd followed, nothing changed")
     func explainWholeScript() async throws {
-        let session = try Session(["images/a.jpg"])
+        let session = try LanguageSandbox(["images/a.jpg"])
         let output = CapturedOutput()
         let script = try Parser.parse(SourceText(name: "t", text: "cd images\nmeta set cacheControl=x a.jpg\nrm a.jpg\n"))
         var options = RunOptions(json: true)
         options.explainOnly = true
-        let interpreter = Interpreter(bucket: session.bucket, output: output, files: session.files, options: options)
+        let interpreter = Session(bucket: session.bucket, output: output, files: session.files, options: options)
         #expect(await interpreter.run(script) == .success)
         #expect(output.lines.count == 3)
         #expect(output.lines[1].contains("\"explain\":\"line 2: meta set\"") && output.lines[1].contains("images%2Fa.jpg"))

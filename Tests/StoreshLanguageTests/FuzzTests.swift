@@ -9,7 +9,7 @@ import StoreshLocal
 struct FuzzTests {
     @Test("random and mutated scripts: no crash, every rejection positioned, dry runs change nothing")
     func shortRun() async throws {
-        let session = try Session(["a", "a/b", "a//b", "images/forest.jpg", "lonelyItem/"])
+        let session = try LanguageSandbox(["a", "a/b", "a//b", "images/forest.jpg", "lonelyItem/"])
         let check = try DryRunCheck(bucket: session.bucket, files: session.files)
         var fuzzer = ScriptFuzzer(seed: 2026) { await check($0) }
         let report = await fuzzer.run(inputs: 20_000, interpretEvery: 50)

@@ -6,7 +6,7 @@ import StoreshTestSupport
 @testable import StoreshLanguage
 
 /// Results and errors as the interpreter gives them.
-final class CapturedOutput: InterpreterOutput {
+final class CapturedOutput: SessionOutput {
     var lines: [String] = []
     var bytes = Data()
     var errors: [Diagnostic] = []
@@ -32,7 +32,7 @@ final class MemoryFiles: LocalFiles, @unchecked Sendable {
 }
 
 /// A bucket in a temporary file and an interpreter on it.
-final class Session {
+final class LanguageSandbox {
     let directory = NSTemporaryDirectory() + "storesh-lang-" + UUID().uuidString
     let bucket: LocalBucket
     let files = MemoryFiles()
@@ -49,11 +49,11 @@ final class Session {
 
     /// Runs a script; results are JSON documents unless `json` is false.
     func run(_ text: String, json: Bool = true, dryRun: Bool = false, keepGoing: Bool = false) async throws
-        -> (status: Interpreter.Status, output: CapturedOutput)
+        -> (status: Session.Status, output: CapturedOutput)
     {
         let output = CapturedOutput()
         let script = try Parser.parse(SourceText(name: "t", text: text))
-        let interpreter = Interpreter(
+        let interpreter = Session(
             bucket: bucket, output: output, files: files, options: RunOptions(json: json, dryRun: dryRun, keepGoing: keepGoing))
         return (await interpreter.run(script), output)
     }
@@ -77,7 +77,7 @@ func shape(_ line: String) -> String {
 struct SpecInLanguageTests {
     @Test("rule L3: the seed example, reference by reference")
     func seed() async throws {
-        let session = try Session(["correctPrefix/happyItem", "wrongPrefix//sadItem", "lonelyItem/"])
+        let session = try LanguageSandbox(["correctPrefix/happyItem", "wrongPrefix//sadItem", "lonelyItem/"])
         let (status, output) = try await session.run("ls\nls correctPrefix\nls wrongPrefix\nls lonelyItem")
         #expect(status == .success)
         #expect(output.lines == [
@@ -88,7 +88,7 @@ struct SpecInLanguageTests {
 
     @Test("rule L7 with page next, and rule L9: no token on the last page")
     func paging() async throws {
-        let session = try Session(["a/1", "b/1", "c", "d", "e/1"])
+        let session = try LanguageSandbox(["a/1", "b/1", "c", "d", "e/1"])
         let (status, output) = try await session.run("ls -n 2\npage next\npage next")
         #expect(status == .success)
         #expect(output.lines.map(shape) == [listing(["a", "b"], [], true), listing([], ["c", "d"], true), listing(["e"], [])])
@@ -100,7 +100,7 @@ struct SpecInLanguageTests {
 
     @Test("rule L6: -n out of range is invalid-argument with the exact text, at the number")
     func maxResults() async throws {
-        let session = try Session(["a"])
+        let session = try LanguageSandbox(["a"])
         for text in ["ls -n 0", "ls -n 1001"] {
             let (status, output) = try await session.run(text)
             #expect(status == .failed)
@@ -112,7 +112,7 @@ struct SpecInLanguageTests {
 
     @Test("rule L10: a token resumes after its entry; a foreign or forged token is refused")
     func tokens() async throws {
-        let session = try Session(["a", "b", "c", "x/1", "x/2"])
+        let session = try LanguageSandbox(["a", "b", "c", "x/1", "x/2"])
         let (_, first) = try await session.run("ls -n 2")
         let token = try #require(first.lines.first?.firstMatch(of: #/"nextPageToken":"([^"]*)"/#)?.1)
         let (_, resumed) = try await session.run("ls --token \(token)")
@@ -127,7 +127,7 @@ struct SpecInLanguageTests {
 
     @Test("rules P1–P4: cd and pwd navigate and normalise")
     func navigation() async throws {
-        let session = try Session()
+        let session = try LanguageSandbox()
         let (_, output) = try await session.run(
             "cd //images///mountains/; pwd; cd ..; pwd; cd ../../..; pwd; cd gs://teaching/docs; pwd; cd; pwd")
         #expect(output.lines == [
@@ -142,7 +142,7 @@ struct SpecInLanguageTests {
 
     @Test("rules M3 and P6: put guesses the type, computes MD5, and --raw keeps odd names")
     func put() async throws {
-        let session = try Session()
+        let session = try LanguageSandbox()
         let (status, output) = try await session.run(
             "put --data hello notes/hello.txt\nput --raw --data sad wrongPrefix//sadItem\nput --md5 XUFAKrxLKna5cZ2REBfFkg== --data hello checked\nls")
         #expect(status == .success, "\(output.errors)")
@@ -157,7 +157,7 @@ struct SpecInLanguageTests {
 
     @Test("rules M4–M6: partial updates, custom merges, metageneration, unchanged re-runs")
     func updates() async throws {
-        let session = try Session(["images/forest.jpg"])
+        let session = try LanguageSandbox(["images/forest.jpg"])
         let script = #"meta set cacheControl="public, max-age=60" custom.location="Yosemite, CA, USA" custom.activity=Hiking -- images/forest.jpg"#
         let (status, output) = try await session.run(script + "\nmeta unset custom.activity -- images/forest.jpg\nmeta get images/forest.jpg")
         #expect(status == .success)
@@ -172,7 +172,7 @@ struct SpecInLanguageTests {
 
     @Test("rule M8: a missing object, and the root, in meta get")
     func missing() async throws {
-        let session = try Session()
+        let session = try LanguageSandbox()
         let (_, output) = try await session.run("meta get nowhere/x")
         #expect(output.errors.first?.message == "Object nowhere/x does not exist.")
         #expect(output.errors.first?.code == "object-not-found")
@@ -185,7 +185,7 @@ struct SpecInLanguageTests {
 struct ScriptTests {
     @Test("a failing command rolls back the whole script")
     func rollback() async throws {
-        let session = try Session(["keep"])
+        let session = try LanguageSandbox(["keep"])
         let (status, output) = try await session.run("put --data x new1\nrm keep\nmeta get missing\nput --data y new2")
         #expect(status == .failed)
         #expect(output.errors.map(\.location.line) == [3])
@@ -194,7 +194,7 @@ struct ScriptTests {
 
     @Test("--keep-going keeps what succeeded, undoes a failed bulk command whole, and fails at the end")
     func keepGoing() async throws {
-        let session = try Session(["a/1", "a/2", "b"])
+        let session = try LanguageSandbox(["a/1", "a/2", "b"])
         // The second command fails on its second target after changing the first: nothing of it may stay.
         let (status, output) = try await session.run(
             "put --data x new\nmeta set contentType=text/x -- a/1 missing\nrm b", keepGoing: true)
@@ -206,7 +206,7 @@ struct ScriptTests {
 
     @Test("a dry run prints the plan, old → new, and saves nothing")
     func dryRun() async throws {
-        let session = try Session(["images/a.jpg", "images/b.jpg", "docs/x"])
+        let session = try LanguageSandbox(["images/a.jpg", "images/b.jpg", "docs/x"])
         let before = try await session.bucket.scan(prefix: "", after: nil, limit: 100).objects
         let (status, output) = try await session.run(
             "meta set cacheControl=no-cache -- images/*.jpg\nrm docs/x\nput --data new fresh", json: false, dryRun: true)
@@ -222,7 +222,7 @@ struct ScriptTests {
 
     @Test("patterns expand in name order; one that matches nothing is object-not-found naming it")
     func patterns() async throws {
-        let session = try Session(["p/b.jpg", "p/a.jpg", "p/c.png", "p/sub/d.jpg"])
+        let session = try LanguageSandbox(["p/b.jpg", "p/a.jpg", "p/c.png", "p/sub/d.jpg"])
         let (_, output) = try await session.run("rm p/*.jpg")
         #expect(output.lines == [#"{"deleted":["p/a.jpg","p/b.jpg"]}"#])
         let (status, none) = try await session.run("cd p; meta set contentType=x -- *.gif")
@@ -233,7 +233,7 @@ struct ScriptTests {
 
     @Test("human output: prefixes end in /, summaries count objects")
     func humanOutput() async throws {
-        let session = try Session(["images/forest.jpg", "images/mountains/summit.jpg", "images/lake.png"])
+        let session = try LanguageSandbox(["images/forest.jpg", "images/mountains/summit.jpg", "images/lake.png"])
         let (_, listed) = try await session.run("cd images; ls; meta set contentLanguage=en -- **", json: false)
         // Each change, old → new, as a plan shows it.
         #expect(listed.lines == [
@@ -252,7 +252,7 @@ struct ScriptTests {
 
     @Test("get and cat read content; exit stops a script and keeps its changes")
     func contentAndExit() async throws {
-        let session = try Session(["docs/readme.md"])
+        let session = try LanguageSandbox(["docs/readme.md"])
         let (status, output) = try await session.run("cat docs/readme.md\nget docs/readme.md\nput --data x kept\nexit\nrm kept", json: false)
         #expect(status == .success)
         #expect(output.bytes == Data("docs/readme.md".utf8))
@@ -262,9 +262,9 @@ struct ScriptTests {
 
     @Test("Ctrl-C stops the run, rolls it back and reports it")
     func interruption() async throws {
-        let session = try Session(["a"])
+        let session = try LanguageSandbox(["a"])
         let output = CapturedOutput()
-        let interpreter = Interpreter(bucket: session.bucket, output: output, files: session.files, options: RunOptions())
+        let interpreter = Session(bucket: session.bucket, output: output, files: session.files, options: RunOptions())
         let calls = Counter()
         interpreter.isCancelled = { calls.increment() > 2 }
         let script = try Parser.parse(SourceText(name: "t", text: "put --data 1 b\nput --data 2 c\nput --data 3 d\nput --data 4 e"))
@@ -278,7 +278,7 @@ struct ScriptTests {
 struct TrialFindingsTests {
     @Test("binary content goes through get and cat byte for byte")
     func binaryContent() async throws {
-        let session = try Session()
+        let session = try LanguageSandbox()
         let bytes = Data((0...255).map { UInt8($0) } + [0xFF, 0xFE, 0x00, 0xC3])
         _ = try await session.bucket.write(bytes, to: ObjectName("bin/all.bytes"), options: WriteOptions())
         let (status, output) = try await session.run("cat bin/all.bytes\nget bin/all.bytes\nget bin/all.bytes downloads", json: false)
@@ -290,7 +290,7 @@ struct TrialFindingsTests {
 
     @Test("--raw reaches names that normalising would change; hints say when to use it, and when a path is a folder")
     func rawNamesAndHints() async throws {
-        let session = try Session(["wrongPrefix//sadItem", "lonelyItem/", "images/forest.jpg"])
+        let session = try LanguageSandbox(["wrongPrefix//sadItem", "lonelyItem/", "images/forest.jpg"])
         let (status, output) = try await session.run("meta get --raw wrongPrefix//sadItem\ncat --raw lonelyItem/", json: false)
         #expect(status == .success, "\(output.errors)")
         #expect(output.lines.contains("fullPath        wrongPrefix//sadItem"))
@@ -308,7 +308,7 @@ struct TrialFindingsTests {
 
     @Test("put into a folder keeps the file's name; help for meta and page lists their subcommands")
     func folderDestinationsAndHelp() async throws {
-        let session = try Session()
+        let session = try LanguageSandbox()
         session.files.files["photo.jpg"] = Data([1, 2, 3])
         let (_, put) = try await session.run("put photo.jpg albums/2026/", json: false)
         #expect(put.lines == ["wrote albums/2026/photo.jpg (3 B, image/jpeg)"])
@@ -321,7 +321,7 @@ struct TrialFindingsTests {
 
     @Test("a dry run marks its JSON results; a failed script says nothing was saved")
     func dryRunMarksAndNotices() async throws {
-        let session = try Session(["a"])
+        let session = try LanguageSandbox(["a"])
         let (_, dry) = try await session.run("meta set contentType=x -- a", dryRun: true)
         #expect(dry.lines.first?.hasSuffix(#","dryRun":true}"#) == true)
         let (_, put) = try await session.run("put --data x b", dryRun: true)

@@ -113,31 +113,41 @@ struct LexerTests {
 
 @Suite("Parser (contract, Commands)")
 struct ParserTests {
-    func command(_ text: String) throws -> Command {
+    func command(_ text: String) throws -> any LanguageCommand {
         try Parser.parse(SourceText(name: "t", text: text)).statements[0].command
     }
 
+    /// The command `text` parses to, as the type it must be (a failed expectation otherwise).
+    func command<T: LanguageCommand>(_ text: String, as type: T.Type, sourceLocation: Testing.SourceLocation = #_sourceLocation) throws -> T {
+        let parsed = try command(text)
+        guard let typed = parsed as? T else {
+            Issue.record("'\(text)' parsed as \(parsed.name), not \(T.declaration.name)", sourceLocation: sourceLocation)
+            throw ParsedAsAnother()
+        }
+        return typed
+    }
+
+    struct ParsedAsAnother: Error {}
+
     @Test("every command of the contract parses")
     func allCommands() throws {
-        #expect(try command("cd") == .cd(nil))
-        #expect(try command("pwd") == .pwd)
-        #expect(try command("page next") == .pageNext)
-        #expect(try command("exit") == .exit && (try command("quit")) == .exit)
-        guard case .ls(let list) = try command("ls -n 5 --token T -l photos") else { Issue.record("not ls"); return }
-        #expect(list.maxResults?.value == 5 && list.pageToken?.text == "T" && list.long && list.path?.text == "photos")
-        guard case .ls(let all) = try command("ls --all") else { Issue.record("not ls"); return }
-        #expect(all.all)
-        guard case .metaGet(let paths, let raw, let filters) = try command("meta get a/b") else { Issue.record("not meta get"); return }
-        #expect(paths.map(\.text) == ["a/b"] && !raw && filters.isEmpty)
-        guard case .metaGet(let rawPaths, true, _) = try command("meta get --raw a//b") else { Issue.record("no --raw"); return }
-        #expect(rawPaths.map(\.text) == ["a//b"])
-        guard case .metaGet(let filtered, false, let where_) = try command("meta get --where 'custom.camera exists' --where contentType!=image/* a/**")
-        else { Issue.record("no --where"); return }
-        #expect(filtered.map(\.text) == ["a/**"] && where_.map(\.key) == ["custom.camera", "contentType"])
-        #expect(where_.map(\.test) == [.exists, .doesNotMatch("image/*")])
+        #expect(try command("cd", as: CdCommand.self) == CdCommand(path: nil))
+        #expect(try command("pwd").isEqual(to: PwdCommand()))
+        #expect(try command("page next").isEqual(to: PageNextCommand()))
+        #expect(try command("exit").isEqual(to: ExitCommand()) && command("quit").isEqual(to: ExitCommand()))
+        let list = try command("ls -n 5 --token T -l photos", as: ListCommand.self)
+        #expect(list.maxResults == 5 && list.pageToken?.text == "T" && list.long && list.path?.text == "photos")
+        #expect(try command("ls --all", as: ListCommand.self).all)
+        let metaGet = try command("meta get a/b", as: MetaGetCommand.self)
+        #expect(metaGet.targets.map(\.text) == ["a/b"] && !metaGet.raw && metaGet.filters.isEmpty)
+        let rawGet = try command("meta get --raw a//b", as: MetaGetCommand.self)
+        #expect(rawGet.raw && rawGet.targets.map(\.text) == ["a//b"])
+        let filtered = try command("meta get --where 'custom.camera exists' --where contentType!=image/* a/**", as: MetaGetCommand.self)
+        #expect(!filtered.raw && filtered.targets.map(\.text) == ["a/**"] && filtered.filters.map(\.key) == ["custom.camera", "contentType"])
+        #expect(filtered.filters.map(\.test) == [.exists, .doesNotMatch("image/*")])
         #expect(throws: Diagnostic.self) { try command("rm --where contentTyp=x a") }
         #expect(throws: Diagnostic.self) { try command("rm --where 'custom.a is b' a") }
-        guard case .metaRename(let rename) = try command("meta rename custom.old custom.new -- a/*") else { Issue.record("not rename"); return }
+        let rename = try command("meta rename custom.old custom.new -- a/*", as: MetaRenameCommand.self)
         #expect(rename.old.text == "old" && rename.new.text == "new" && rename.targets.map(\.text) == ["a/*"])
         #expect(throws: Diagnostic.self) { try command("meta rename contentType custom.new a") }
         // Renaming a key onto itself would delete it: refused before anything runs.
@@ -147,55 +157,49 @@ struct ParserTests {
         #expect(syntaxError("meta unset --where-not contentType a")?.location == SourceLocation(line: 1, column: 12))
         #expect(syntaxError("rm a --raw")?.message.contains("goes before the targets") == true)
         #expect(syntaxError("meta get a --rwa")?.message.contains("did you mean '--raw'") == true)
-        guard case .metaSet(let set) = try command("meta set cacheControl=x -- --odd") else { Issue.record("not meta set"); return }
-        #expect(set.targets.map(\.text) == ["--odd"])
-        guard case .get(let object, let file, false) = try command("get a/b /tmp/x") else { Issue.record("not get"); return }
-        #expect(object.text == "a/b" && file?.text == "/tmp/x")
-        guard case .cat(let catted, true) = try command("cat --raw lonelyItem/") else { Issue.record("not cat"); return }
-        #expect(catted.text == "lonelyItem/")
-        guard case .rm(let targets, false, _) = try command("rm a 'b*' -- -c") else { Issue.record("not rm"); return }
-        #expect(targets.map(\.text) == ["a", "b*", "--", "-c"])
-        guard case .rm(let rawTargets, true, _) = try command("rm --raw a//b") else { Issue.record("not rm --raw"); return }
-        #expect(rawTargets.map(\.text) == ["a//b"])
-        guard case .echo(let echoed) = try command("echo a  b") else { Issue.record("not echo"); return }
-        #expect(echoed.map(\.text) == ["a", "b"])
-        guard case .help(let topic) = try command("help meta set") else { Issue.record("not help"); return }
-        #expect(topic?.text == "meta set")
+        #expect(try command("meta set cacheControl=x -- --odd", as: MetaSetCommand.self).targets.map(\.text) == ["--odd"])
+        let get = try command("get a/b /tmp/x", as: GetCommand.self)
+        #expect(get.object.text == "a/b" && get.file?.text == "/tmp/x" && !get.raw)
+        let cat = try command("cat --raw lonelyItem/", as: CatCommand.self)
+        #expect(cat.object.text == "lonelyItem/" && cat.raw)
+        let rm = try command("rm a 'b*' -- -c", as: RmCommand.self)
+        #expect(rm.targets.map(\.text) == ["a", "b*", "--", "-c"] && !rm.raw)
+        let rawRm = try command("rm --raw a//b", as: RmCommand.self)
+        #expect(rawRm.raw && rawRm.targets.map(\.text) == ["a//b"])
+        #expect(try command("echo a  b", as: EchoCommand.self).words.map(\.text) == ["a", "b"])
+        #expect(try command("help meta set", as: HelpCommand.self).topic?.text == "meta set")
+        // A command inside explain and dry-run is parsed as it would be alone.
+        let explained = try command("explain rm --raw a//b", as: ExplainCommand.self)
+        #expect((explained.explained as? RmCommand)?.targets.map(\.text) == ["a//b"] && explained.text == "rm --raw a//b")
+        #expect(try command("dry-run snapshot save s1", as: DryRunCommand.self).planned is SnapshotSaveCommand)
     }
 
     @Test("meta set: words with = before -- are assignments, the rest targets")
     func metaSet() throws {
-        guard case .metaSet(let set) = try command(#"meta set contentType=image/jpeg custom.location="Yosemite, CA, USA" a.jpg -- b=c.jpg"#) else {
-            Issue.record("not meta set")
-            return
-        }
+        let set = try command(#"meta set contentType=image/jpeg custom.location="Yosemite, CA, USA" a.jpg -- b=c.jpg"#, as: MetaSetCommand.self)
         #expect(set.update.properties[.contentType] == .set("image/jpeg"))
         #expect(set.update.customMetadata["location"] == .set("Yosemite, CA, USA"))
         #expect(set.targets.map(\.text) == ["a.jpg", "b=c.jpg"])
         #expect(set.assignments.map(\.value.text) == ["image/jpeg", "Yosemite, CA, USA"])
-        guard case .metaSet(let quoted) = try command("meta set cacheControl=x 'a=b'") else { return }
-        #expect(quoted.targets.map(\.text) == ["a=b"])
+        #expect(try command("meta set cacheControl=x 'a=b'", as: MetaSetCommand.self).targets.map(\.text) == ["a=b"])
     }
 
     @Test("meta unset: keys first, then targets")
     func metaUnset() throws {
-        guard case .metaUnset(let unset) = try command("meta unset custom.stale contentLanguage docs/a contentType") else {
-            Issue.record("not meta unset")
-            return
-        }
+        let unset = try command("meta unset custom.stale contentLanguage docs/a contentType", as: MetaUnsetCommand.self)
         #expect(unset.keys.map(\.text) == ["custom.stale", "contentLanguage"])
         #expect(unset.targets.map(\.text) == ["docs/a", "contentType"])
         #expect(unset.update.customMetadata["stale"] == .unset && unset.update.properties[.contentLanguage] == .unset)
-        guard case .metaUnset(let all) = try command("meta unset custom -- x") else { return }
+        let all = try command("meta unset custom -- x", as: MetaUnsetCommand.self)
         #expect(all.update.clearsCustomMetadata && all.targets.map(\.text) == ["x"])
     }
 
     @Test("put: a local file or --data, an optional DEST, --raw")
     func put() throws {
-        #expect(try command("put --data hello a/b") == .put(PutCommand(
+        #expect(try command("put --data hello a/b", as: PutCommand.self) == PutCommand(
             source: .data(Word("hello", at: SourceLocation(line: 1, column: 12))),
-            destination: Word("a/b", at: SourceLocation(line: 1, column: 18)))))
-        guard case .put(let raw) = try command("put --raw --content-type text/plain --md5 X file.txt wrong//name") else { return }
+            destination: Word("a/b", at: SourceLocation(line: 1, column: 18))))
+        let raw = try command("put --raw --content-type text/plain --md5 X file.txt wrong//name", as: PutCommand.self)
         #expect(raw.raw && raw.contentType?.text == "text/plain" && raw.md5?.text == "X")
         #expect(raw.source == .file(Word("file.txt", at: SourceLocation(line: 1, column: 45))))
         #expect(raw.destination?.text == "wrong//name")
@@ -214,7 +218,7 @@ struct ParserTests {
         ("meta set a.jpg", 10, "needs at least one KEY=VALUE"),
         ("meta unset", 12, "needs at least one KEY"),
         ("page", 6, "`page` needs a subcommand"),
-        ("page prev", 6, "the subcommands are `page next` and `page token [TOKEN]`"),
+        ("page prev", 6, "unknown subcommand 'page prev'; use page next or page token"),
         ("put", 5, "needs a LOCAL_FILE or --data TEXT"),
         ("put --data a b c", 16, "one too many"),
         ("put --raw --data x", 5, "--raw needs a DEST"),

@@ -11,14 +11,14 @@ import StoreshTestSupport
 struct PlanTests {
     /// Runs `text` on a memory bucket (no transactions: each change would land at once).
     func run(_ text: String, on bucket: MemoryBucket, dryRun: Bool = true, json: Bool = false) async throws
-        -> (status: Interpreter.Status, output: CapturedOutput)
+        -> (status: Session.Status, output: CapturedOutput)
     {
         let files = MemoryFiles()
         files.files["photo.jpg"] = Data("jpeg".utf8)
         files.files["open.rules"] = Data(
             "rules_version = '2';\nservice firebase.storage { match /b/{bucket}/o { match /{all=**} { allow read; } } }\n".utf8)
         let output = CapturedOutput()
-        let interpreter = Interpreter(bucket: bucket, output: output, files: files, options: RunOptions(json: json, dryRun: dryRun))
+        let interpreter = Session(bucket: bucket, output: output, files: files, options: RunOptions(json: json, dryRun: dryRun))
         interpreter.rules = try RulesSession(store: bucket)
         return (await interpreter.run(try Parser.parse(SourceText(name: "t", text: text))), output)
     }
@@ -135,7 +135,7 @@ struct PlanTests {
 struct LocalDryRunTests {
     @Test("a dry run takes no write lock: it plans while another process holds the bucket for writing")
     func noWriteLock() async throws {
-        let session = try Session(["a", "b"])
+        let session = try LanguageSandbox(["a", "b"])
         let holder = try LocalBucket.open(at: session.bucket.path, options: LocalBucketOptions(createIfMissing: false))
         try await holder.withTransaction(forWriting: true) { _ -> TransactionOutcome<Void> in
             let (status, output) = try await session.run("meta set contentType=x/y -- *\nrm a\nput --data n c", json: false, dryRun: true)
@@ -174,7 +174,7 @@ struct CommandTableTests {
         }
         let bucket = Plain()
         let output = CapturedOutput()
-        let interpreter = Interpreter(bucket: bucket, output: output, files: MemoryFiles())
+        let interpreter = Session(bucket: bucket, output: output, files: MemoryFiles())
         let status = await interpreter.run(try Parser.parse(SourceText(name: "t", text: "put --data x a\nls\nsnapshot save s")))
         #expect(status == .usage)
         #expect(output.errors.first?.message == "`snapshot save` needs a bucket with snapshots; gs://memory has none, so nothing ran.")
@@ -188,15 +188,15 @@ struct CommandTableTests {
             cd a; pwd; ls; page next; meta get a; meta set contentType=x a; meta unset contentType a; put --data x a
             get a; cat a; rm a; echo a; help; exit; rules show; rules load f; rules why; login u; logout; whoami
             snapshot save s; snapshot list; snapshot diff s; snapshot restore s; snapshot rm s; explain rm a
-            rules reset; rules load --sample open; page token; dry-run rm a; meta rename custom.a custom.b a
+            rules reset; rules load --sample open; page token; dry-run rm a; meta rename custom.a custom.b a; meta copy a b
             """))
         let changing = script.statements.filter(\.command.changesBucket).map(\.command.name)
         #expect(changing == [
             "meta set", "meta unset", "put", "rm", "rules load", "snapshot save", "snapshot restore", "snapshot rm", "rules reset",
-            "rules load", "meta rename",
+            "rules load", "meta rename", "meta copy",
         ])
         #expect(Set(script.statements.map(\.command.name)) == Set(CommandCatalog.commands.map(\.name)))
         #expect(CommandCatalog.firstWords.first == "cd" && CommandCatalog.firstWords.last == "quit")
-        #expect(CommandCatalog.subcommands(of: "meta") == ["get", "set", "unset", "rename"])
+        #expect(CommandCatalog.subcommands(of: "meta") == ["get", "set", "unset", "rename", "copy"])
     }
 }

@@ -275,7 +275,7 @@ struct RulesTests {
 
 @Suite("Rules in the language")
 struct RulesLanguageTests {
-    final class Lines: InterpreterOutput {
+    final class Lines: SessionOutput {
         var lines: [String] = []
         var errors: [Diagnostic] = []
         func result(_ line: String) { lines.append(line) }
@@ -294,9 +294,9 @@ struct RulesLanguageTests {
         func isDirectory(_ path: String) -> Bool { false }
     }
 
-    func run(_ session: RulesFixture, _ text: String) async throws -> (Interpreter.Status, Lines) {
+    func run(_ session: RulesFixture, _ text: String) async throws -> (Session.Status, Lines) {
         let output = Lines()
-        let interpreter = Interpreter(
+        let interpreter = Session(
             bucket: session.raw, output: output, files: Files(folder: session.directory), clock: session.raw.clock)
         interpreter.rules = session.rules
         return (await interpreter.run(try Parser.parse(SourceText(name: "t", text: text))), output)

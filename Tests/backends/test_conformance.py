@@ -128,6 +128,27 @@ def test_M4_M5_partial_update_and_custom_merge(backend):
     assert "cacheControl" not in after and after["contentType"] == "image/jpeg"
 
 
+def test_M4_M5_meta_copy_makes_each_destination_like_the_source(backend):
+    """meta copy: SRC's writable properties and custom metadata onto each DEST, what SRC lacks removed; DEST's
+    content and its own download tokens (rule G7) stay, and SRC does not change."""
+    backend.require("metadata-deletes")
+    backend.ok("-c", "put --data src c/src.jpg; meta set cacheControl=max-age=60 contentLanguage=en custom.a=1 -- c/src.jpg")
+    token = "custom.firebaseStorageDownloadTokens=tok-1" if "mixed-case-custom-keys" not in backend.cannot else ""
+    backend.ok("-c", f"put --data one c/one.jpg; meta set contentDisposition=inline custom.b=2 {token} -- c/one.jpg")
+    backend.ok("-c", "put --data two c/two.txt")
+    source = metadata(backend, "c/src.jpg")
+    backend.ok("-c", "meta copy c/src.jpg -- c/one.jpg c/two.txt")
+    writable = ("contentType", "cacheControl", "contentDisposition", "contentEncoding", "contentLanguage", "customMetadata")
+    for name, content in (("c/one.jpg", "one"), ("c/two.txt", "two")):
+        copied = metadata(backend, name)
+        assert {key: copied.get(key) for key in writable} == {key: source.get(key) for key in writable}, name
+        assert backend.ok("-c", f"cat {name}") == content
+    assert metadata(backend, "c/src.jpg") == source
+    if token:
+        raw = json.loads(backend.ok("--json", "-c", "meta get --raw c/one.jpg"))
+        assert raw["customMetadata"] == {"a": "1", "firebaseStorageDownloadTokens": "tok-1"}
+
+
 def test_M6_a_change_bumps_metageneration_and_no_change_does_not(backend):
     backend.require("metageneration")
     backend.ok("-c", "put --data x g.txt")

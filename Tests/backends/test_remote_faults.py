@@ -332,6 +332,13 @@ def test_explain_shows_the_requests_storesh_sends(remote):
     assert "sends none" in explained(command)[-1]["note"]
     assert [exchange for exchange in sent(command) if exchange[0] == "PATCH"] == []
 
+    # meta copy: SRC's read, then one PATCH per DEST that would change, as explain shows it.
+    command = 'meta copy "wire/a b.txt" -- wire/c.txt'
+    explanation = explained(command)[-1]["cloudStorageREST"]
+    patches = [exchange for exchange in sent(command) if exchange[0] == "PATCH"]
+    assert [as_explained(exchange) for exchange in patches] == [explanation]
+    assert '"cacheControl":"max-age=60"' in explanation.replace(" ", "")
+
     # A pattern within one folder: the walk that finds its objects is a flat scan of the folder's names.
     command = "meta set custom.k=w -- wire/*"
     walk = explained(command)[0]["cloudStorageREST"]

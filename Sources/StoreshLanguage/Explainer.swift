@@ -194,7 +194,7 @@ enum Explainer {
         // The v0 line is the SDK's request: the fields the app set. The JSON API line is storesh's own.
         let cloudStorage: String
         let body = updateBody(update)
-        if let state, let after = try? state.applying(Interpreter.keepingDownloadTokens(update, of: state), now: state.updated).metadata,
+        if let state, let after = try? state.applying(Session.keepingDownloadTokens(update, of: state), now: state.updated).metadata,
             state.differences(to: after).count > 0
         {
             cloudStorage = CloudStorageWire.patch(bucket: bucket, object: name, from: state, to: after).rendered(baseURL: cloudStorageHost)
@@ -283,7 +283,7 @@ enum Explainer {
 
     /// The JSON API's walk of every name under `prefix`, as target expansion makes it (`Bucket.scan`).
     static func scanRequest(bucket: String, prefix: String) -> String {
-        CloudStorageWire.scanPage(bucket: bucket, prefix: prefix, after: nil, limit: Interpreter.scanPageSize).rendered(baseURL: cloudStorageHost)
+        CloudStorageWire.scanPage(bucket: bucket, prefix: prefix, after: nil, limit: Session.scanPageSize).rendered(baseURL: cloudStorageHost)
             + " (no delimiter: every name under it, then the next page from the last name)"
     }
 
@@ -305,180 +305,79 @@ enum Explainer {
     }
 }
 
-extension Interpreter {
+extension Session {
     /// The requests `command` stands for, without running it: paths are resolved, and patterns are expanded by
     /// reading the bucket (reads only), so that the explanation names the objects it would touch.
-    func explanation(of command: Command, at here: SourceLocation) async throws -> Explanation {
+    func explanation(of command: any LanguageCommand, at here: SourceLocation) async throws -> Explanation {
+        Explanation(command: command.header, requests: try await command.explain(in: self, at: here))
+    }
+
+    /// The requests for each object targets name: the walk that finds a pattern's, the reads that `--where` needs,
+    /// then the first object's request and a count of the rest. `wouldChange` leaves out the objects an update would
+    /// not change: storesh sends them no request.
+    func explainEach(
+        _ targets: [Word], raw: Bool, filters: [MetadataFilter], at here: SourceLocation,
+        wouldChange: ((ObjectMetadata) throws -> Bool)? = nil,
+        _ make: (_ object: ExpandedTarget, _ state: ObjectMetadata?) -> ExplainedRequest
+    ) async throws -> [ExplainedRequest] {
         let bucket = target.name
         var requests: [ExplainedRequest] = []
-
-        /// The requests for each object targets name: the walk that finds a pattern's, the reads that `--where`
-        /// needs, then the first object's request and a count of the rest. `wouldChange` leaves out the objects an
-        /// update would not change: storesh sends them no request.
-        func perObject(
-            _ targets: [Word], raw: Bool, filters: [MetadataFilter], wouldChange: ((ObjectMetadata) throws -> Bool)? = nil,
-            _ make: (_ object: ExpandedTarget, _ state: ObjectMetadata?) -> ExplainedRequest
-        ) async throws {
-            let found = try await expand(targets, raw: raw, at: here)
-            for word in targets where !raw && ObjectPattern.isPattern(word) {
-                let pattern = try located(word.location) {
-                    try ObjectPattern(resolving: word, from: self.current, bucket: bucket, scheme: self.target.scheme)
-                }
-                let matched = found.filter { $0.word == word }.count
-                requests.append(Explainer.patternWalk(
-                    bucket: bucket, pattern: word.text, prefix: pattern.literalPrefix, recursive: pattern.crossesSegments, matched: matched))
+        let found = try await expand(targets, raw: raw, at: here)
+        for word in targets where !raw && ObjectPattern.isPattern(word) {
+            let pattern = try located(word.location) {
+                try ObjectPattern(resolving: word, from: self.current, bucket: bucket, scheme: self.target.scheme)
             }
-            var objects = found
-            if !filters.isEmpty {
-                objects = try await passing(found, filters: filters, at: here)
-                requests.append(Explainer.filterReads(
-                    bucket: bucket, filters: filters.map(\.text), read: found.count, passed: objects.count,
-                    firstName: found.first?.name.rawValue, listed: targets.allSatisfy { !raw && ObjectPattern.isPattern($0) }))
-            }
-            // Objects an update would not change: the SDK would still send the request (and change nothing);
-            // storesh sends none. The example is an object it would change, when there is one. A named object
-            // that does not exist is said: the request would fail.
-            var unchanged = Set<ObjectName>()
-            var missing = Set<ObjectName>()
-            // The state of the object the example request is for: the first one changed, else the first.
-            var firstRead: (name: ObjectName, state: ObjectMetadata)?
-            var firstChanged: (name: ObjectName, state: ObjectMetadata)?
-            for object in objects where wouldChange != nil || object.metadata == nil {
-                guard let metadata = try await metadataIfPresent(of: object, at: here) else {
-                    missing.insert(object.name)
-                    continue
-                }
-                if firstRead == nil { firstRead = (object.name, metadata) }
-                if let wouldChange, try !wouldChange(metadata) {
-                    unchanged.insert(object.name)
-                } else if firstChanged == nil {
-                    firstChanged = (object.name, metadata)
-                }
-            }
-            let changing = objects.filter { !unchanged.contains($0.name) }
-            guard let first = changing.first ?? objects.first else { return }
-            let state = [firstChanged, firstRead].compactMap { $0 }.first { $0.name == first.name }?.state ?? first.metadata
-            var request = make(first, state)
-            switch changing.count {
-            case 0, 1: break
-            case 2: request.purpose += " — and the same for 1 other object"
-            default: request.purpose += " — and the same for each of the \(MessageText.grouped(changing.count - 1)) other objects"
-            }
-            if changing.isEmpty {
-                let already = (objects.count == 1 ? "It is" : "All are") + " already as asked: the SDK's request would change nothing; storesh sends none."
-                request.note = [already, request.note].compactMap { $0 }.joined(separator: " ")
-            } else if !unchanged.isEmpty {
-                request.purpose += "; \(MessageText.grouped(unchanged.count)) more \(unchanged.count == 1 ? "is" : "are") already as asked: storesh sends \(unchanged.count == 1 ? "it" : "them") no request"
-            }
-            if missing.contains(first.name) {
-                let fails = "\(first.name.rawValue) does not exist: the request would fail with object-not-found."
-                request.note = [fails, request.note].compactMap { $0 }.joined(separator: " ")
-            }
-            requests.append(request)
+            let matched = found.filter { $0.word == word }.count
+            requests.append(Explainer.patternWalk(
+                bucket: bucket, pattern: word.text, prefix: pattern.literalPrefix, recursive: pattern.crossesSegments, matched: matched))
         }
-
-        /// Whether `update` would change an object (rule M4: an update that changes nothing is no change).
-        func changes(_ update: MetadataUpdate) -> (ObjectMetadata) throws -> Bool {
-            { metadata in try metadata.applying(Interpreter.keepingDownloadTokens(update, of: metadata), now: metadata.updated).changed }
+        var objects = found
+        if !filters.isEmpty {
+            objects = try await passing(found, filters: filters, at: here)
+            requests.append(Explainer.filterReads(
+                bucket: bucket, filters: filters.map(\.text), read: found.count, passed: objects.count,
+                firstName: found.first?.name.rawValue, listed: targets.allSatisfy { !raw && ObjectPattern.isPattern($0) }))
         }
-
-        switch command {
-        case .cd(let path):
-            let reference = try path.map { try navigationPath($0, command: "cd") } ?? .root
-            requests.append(Explainer.local(
-                "make \(reference.url(bucket: bucket, scheme: target.scheme)) the current reference: no request",
-                swift: "let ref = \(Explainer.reference(reference.fullPath))",
-                note: "A reference is a path; it need not name anything that exists."))
-        case .pwd:
-            requests.append(Explainer.local(
-                "print the current reference: no request", swift: "print(ref.fullPath)  // or ref.bucket, ref.name"))
-        case .ls(let list):
-            let reference = try list.path.map { try navigationPath($0, command: "ls") } ?? current
-            requests += try located(here) {
-                try Explainer.list(
-                    bucket: bucket, path: reference, maxResults: list.maxResults?.value ?? (list.all ? nil : options.defaultPageSize),
-                    pageToken: list.pageToken?.text, all: list.all, long: list.long, tokens: target.pageTokens)
+        // Objects an update would not change: the SDK would still send the request (and change nothing);
+        // storesh sends none. The example is an object it would change, when there is one. A named object
+        // that does not exist is said: the request would fail.
+        var unchanged = Set<ObjectName>()
+        var missing = Set<ObjectName>()
+        // The state of the object the example request is for: the first one changed, else the first.
+        var firstRead: (name: ObjectName, state: ObjectMetadata)?
+        var firstChanged: (name: ObjectName, state: ObjectMetadata)?
+        for object in objects where wouldChange != nil || object.metadata == nil {
+            guard let metadata = try await metadataIfPresent(of: object, at: here) else {
+                missing.insert(object.name)
+                continue
             }
-        case .pageToken:
-            requests.append(Explainer.local(
-                "read what a page token holds: no request",
-                note: "To the SDKs a pageToken is opaque: list(maxResults:pageToken:) sends it back as it came."))
-        case .pageNext:
-            let last = try continuedListing(at: here)
-            requests += try located(here) {
-                try Explainer.list(
-                    bucket: bucket, path: last.reference, maxResults: last.maxResults, pageToken: last.token, all: false,
-                    long: false, tokens: target.pageTokens)
+            if firstRead == nil { firstRead = (object.name, metadata) }
+            if let wouldChange, try !wouldChange(metadata) {
+                unchanged.insert(object.name)
+            } else if firstChanged == nil {
+                firstChanged = (object.name, metadata)
             }
-        case .metaGet(let targets, let raw, let filters):
-            try await perObject(targets, raw: raw, filters: filters) { object, _ in Explainer.getMetadata(bucket: bucket, name: object.name.rawValue) }
-        case .metaRename(let command):
-            var update = MetadataUpdate()
-            update.customMetadata[command.new.text] = .set("VALUE")
-            update.customMetadata[command.old.text] = .unset
-            let old = command.old.text
-            try await perObject(command.targets, raw: false, filters: command.filters, wouldChange: { $0.customMetadata[old] != nil }) { object, state in
-                let name = object.name.rawValue
-                // The object's own value moves, when storesh read it.
-                var update = update
-                if let value = state?.customMetadata[old] { update.customMetadata[command.new.text] = .set(value) }
-                var request = Explainer.updateMetadata(bucket: bucket, name: name, update: update, state: state)
-                request.purpose = "read the metadata of \(name), then move custom.\(command.old.text) to custom.\(command.new.text) (VALUE: the object's own)"
-                return request
-            }
-        case .metaSet(let command):
-            try await perObject(command.targets, raw: false, filters: command.filters, wouldChange: changes(command.update)) { object, state in
-                Explainer.updateMetadata(bucket: bucket, name: object.name.rawValue, update: command.update, state: state)
-            }
-        case .metaUnset(let command):
-            try await perObject(command.targets, raw: false, filters: command.filters, wouldChange: changes(command.update)) { object, state in
-                Explainer.updateMetadata(bucket: bucket, name: object.name.rawValue, update: command.update, state: state)
-            }
-        case .put(let command):
-            var file: String?
-            var defaultName: String?
-            if case .file(let word) = command.source {
-                file = word.text
-                defaultName = URL(fileURLWithPath: word.text).lastPathComponent
-            }
-            let name = try putDestination(command, defaultName: defaultName, at: here)
-            let current = try await metadataIfPresent(of: (name, nil, command.destination), at: here)
-            requests.append(Explainer.upload(
-                bucket: bucket, name: name.rawValue, fromFile: file, contentType: command.contentType?.text, current: current))
-        case .get(let objectWord, let fileWord, let raw):
-            let name = try objectName(objectWord, raw: raw, at: here)
-            requests.append(Explainer.download(bucket: bucket, name: name.rawValue, toFile: fileWord?.text ?? name.lastSegment))
-        case .cat(let objectWord, let raw):
-            requests.append(Explainer.download(bucket: bucket, name: try objectName(objectWord, raw: raw, at: here).rawValue, toFile: nil))
-        case .rm(let targets, let raw, let filters):
-            try await perObject(targets, raw: raw, filters: filters) { object, state in
-                Explainer.delete(bucket: bucket, name: object.name.rawValue, state: state)
-            }
-        case .echo, .help, .exit:
-            requests.append(Explainer.local("storesh itself: no request"))
-        case .explain(let inner, _), .dryRun(let inner):
-            return try await explanation(of: inner, at: here)
-        case .rulesShow, .rulesLoad, .rulesLoadSample, .rulesReset, .rulesWhy:
-            requests.append(Explainer.local(
-                "security rules: no request of the SDKs",
-                note: "A project's rules are deployed with the Firebase CLI (firebase deploy --only storage) or the console; the emulator takes them at PUT /internal/setRules. storesh keeps them in the bucket file and checks every command against them, as the service checks every v0 request."))
-        case .login(let uid, _):
-            requests.append(Explainer.local(
-                "sign in as \(uid.text): request.auth.uid is \(uid.text) for the rules; no storage request",
-                swift: "try await Auth.auth().signIn(withCustomToken: token)  // or any other sign-in; Storage then sends the user's ID token",
-                note: "Every later v0 request carries Authorization: Firebase ID_TOKEN, which the rules read as request.auth."))
-        case .loginToken:
-            requests.append(Explainer.local(
-                "use a user's Firebase ID token: no storage request", swift: "let token = try await Auth.auth().currentUser?.getIDToken()"))
-        case .logout:
-            requests.append(Explainer.local("sign out: request.auth is null for the rules", swift: "try Auth.auth().signOut()"))
-        case .whoami:
-            requests.append(Explainer.local("who requests are made as: no request", swift: "let user = Auth.auth().currentUser"))
-        case .snapshot:
-            requests.append(Explainer.local(
-                "a snapshot of the whole bucket file: storesh's own, no request",
-                note: "Cloud Storage has no snapshots of a bucket; object versioning keeps old generations of each object instead."))
         }
-        return Explanation(command: Self.header(command), requests: requests)
+        let changing = objects.filter { !unchanged.contains($0.name) }
+        guard let first = changing.first ?? objects.first else { return requests }
+        let state = [firstChanged, firstRead].compactMap { $0 }.first { $0.name == first.name }?.state ?? first.metadata
+        var request = make(first, state)
+        switch changing.count {
+        case 0, 1: break
+        case 2: request.purpose += " — and the same for 1 other object"
+        default: request.purpose += " — and the same for each of the \(MessageText.grouped(changing.count - 1)) other objects"
+        }
+        if changing.isEmpty {
+            let already = (objects.count == 1 ? "It is" : "All are") + " already as asked: the SDK's request would change nothing; storesh sends none."
+            request.note = [already, request.note].compactMap { $0 }.joined(separator: " ")
+        } else if !unchanged.isEmpty {
+            request.purpose += "; \(MessageText.grouped(unchanged.count)) more \(unchanged.count == 1 ? "is" : "are") already as asked: storesh sends \(unchanged.count == 1 ? "it" : "them") no request"
+        }
+        if missing.contains(first.name) {
+            let fails = "\(first.name.rawValue) does not exist: the request would fail with object-not-found."
+            request.note = [fails, request.note].compactMap { $0 }.joined(separator: " ")
+        }
+        requests.append(request)
+        return requests
     }
 }

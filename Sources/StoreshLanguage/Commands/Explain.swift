@@ -1,0 +1,51 @@
+import StoreshCore
+
+/// `explain COMMAND…`: the requests COMMAND stands for, in the SDK and the REST APIs, and the rules method that
+/// decides each; nothing runs.
+public struct ExplainCommand: LanguageCommand, Equatable {
+    public var explained: any LanguageCommand
+    /// COMMAND as written, for the heading.
+    public var text: String
+
+    public init(_ explained: any LanguageCommand, text: String) {
+        self.explained = explained
+        self.text = text
+    }
+
+    public static let declaration = CommandDeclaration(
+        "explain", usage: "explain COMMAND…",
+        summary: "the SDK call, REST requests and rules method of COMMAND; runs nothing",
+        details: [
+            "For each request: the Swift code of the Firebase SDK for Apple platforms, the Firebase Storage",
+            "REST API (v0, what the SDKs send), the Cloud Storage JSON API, and the security-rules method",
+            "(list, get, create, update, delete) that decides it. Patterns are expanded (a read), nothing",
+            "changes. `storesh run --explain FILE` explains every command of a script.",
+        ], example: "explain meta set cacheControl=\"public, max-age=300\" images/forest.jpg",
+        completion: .commandLine)
+
+    public init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
+        let inner = arguments.rest(skippingDoubleDash: false)
+        guard !inner.isEmpty else {
+            throw Diagnostic.syntax("`explain` needs a command: explain ls -n 2 photos", at: arguments.afterName)
+        }
+        explained = try Parser.parseCommand(inner).command
+        text = inner.map(\.text).joined(separator: " ")
+    }
+
+    public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
+        var explanation = try await session.explanation(of: explained, at: here)
+        explanation.command = text
+        session.deliver(.explanation(explanation))
+        return .next
+    }
+
+    public var header: String { explained.header }
+
+    public func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] {
+        try await explained.explain(in: session, at: here)
+    }
+
+    public static func == (lhs: ExplainCommand, rhs: ExplainCommand) -> Bool {
+        lhs.explained.isEqual(to: rhs.explained) && lhs.text == rhs.text
+    }
+}

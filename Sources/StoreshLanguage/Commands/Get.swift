@@ -1,0 +1,63 @@
+import StoreshCore
+
+/// `get [--raw] OBJECT [LOCAL_FILE]`: downloads an object's content into a local file, whole or not at all.
+public struct GetCommand: LanguageCommand, Equatable {
+    public var object: Word
+    public var file: Word?
+    public var raw: Bool
+
+    public init(object: Word, file: Word? = nil, raw: Bool = false) {
+        self.object = object
+        self.file = file
+        self.raw = raw
+    }
+
+    public static let declaration = CommandDeclaration(
+        "get", usage: "get [--raw] OBJECT [LOCAL_FILE]",
+        summary: "download an object's content (default: its name, in the working directory)",
+        details: ["A LOCAL_FILE that is a directory, or ends in /, gets the object's name in it."],
+        example: "get images/forest.jpg /tmp/forest.jpg",
+        options: ["--raw"], completion: .objects,
+        sdk: ["writeAsync(toFile:)", "write(toFile:)"])
+
+    public init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
+        raw = arguments.takeRaw()
+        object = try arguments.required("OBJECT")
+        file = try arguments.optionalLast()
+    }
+
+    public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
+        let name = try session.objectName(object, raw: raw, at: here)
+        // Like cp: a destination ending in / or naming a directory gets the object's own name.
+        var path = file?.text ?? name.lastSegment
+        if let given = file?.text, given.hasSuffix("/") || session.files.isDirectory(given) {
+            path = (given.hasSuffix("/") ? given : given + "/") + name.lastSegment
+        }
+        guard !path.isEmpty, !path.hasSuffix("/") else {
+            throw Diagnostic.running(
+                .invalidArgument("Object \(name) has no last segment to name a local file after; give LOCAL_FILE."), at: object.location)
+        }
+        let size: Int64
+        if session.options.dryRun {
+            size = try await session.onTarget(object, name: name, at: here) { try await session.target.metadata(of: name) }.size
+        } else {
+            // Written a piece at a time, and into place only once whole.
+            let fileLocation = file?.location ?? object.location
+            let sink = try session.located(fileLocation) { try session.files.sink(writingTo: path) }
+            do {
+                size = try await session.onTarget(object, name: name, at: here) { try await session.target.read(name, into: sink) }
+                try session.located(fileLocation) { try sink.commit() }
+            } catch {
+                sink.discard()
+                throw error
+            }
+        }
+        session.deliver(.saved(object: name.rawValue, file: path, size: size, dryRun: session.options.dryRun))
+        return .next
+    }
+
+    public func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] {
+        let name = try session.objectName(object, raw: raw, at: here)
+        return [Explainer.download(bucket: session.target.name, name: name.rawValue, toFile: file?.text ?? name.lastSegment)]
+    }
+}

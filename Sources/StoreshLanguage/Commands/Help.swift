@@ -1,0 +1,32 @@
+import StoreshCore
+
+/// `help [COMMAND]`: the overview, or a command's usage, details, SDK calls and example; a topic (`scripts`) or an
+/// SDK call's name (`listAll`) leads to its commands.
+public struct HelpCommand: LocalCommand, Equatable {
+    public var topic: Word?
+
+    public init(topic: Word?) { self.topic = topic }
+
+    public static let declaration = CommandDeclaration(
+        "help", usage: "help [COMMAND]", summary: "usage and an example for each command", example: "help meta set",
+        completion: .commandNames)
+
+    public static let explanation = Explainer.local("storesh itself: no request")
+
+    public init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
+        let words = arguments.rest(skippingDoubleDash: false)
+        guard let first = words.first else {
+            topic = nil
+            return
+        }
+        let text = words.map(\.text).joined(separator: " ")
+        let known = [text, first.text].first { !CommandCatalog.helps(for: $0).isEmpty || CommandCatalog.topics[$0] != nil }
+        guard let known else { throw Parser.unknownCommand(Word(text, at: first.location)) }
+        topic = Word(known, at: first.location)
+    }
+
+    public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
+        session.deliver(.help(topic.map { CommandCatalog.helpText(for: $0.text) ?? "" } ?? CommandCatalog.overview))
+        return .next
+    }
+}

@@ -1,0 +1,50 @@
+import StoreshCore
+
+/// `meta get [--raw] [--where F]… [TARGET…]`: each target's metadata. `--raw` takes each path as the exact object
+/// name (for names like `wrongPrefix//sadItem`) and shows download tokens (rule G7).
+public struct MetaGetCommand: LanguageCommand, Equatable {
+    public var targets: [Word]
+    public var raw: Bool
+    public var filters: [MetadataFilter]
+
+    public init(targets: [Word], raw: Bool = false, filters: [MetadataFilter] = []) {
+        self.targets = targets
+        self.raw = raw
+        self.filters = filters
+    }
+
+    public static let declaration = CommandDeclaration(
+        "meta get", usage: "meta get [--raw] [--where F]… [TARGET…]", summary: "all metadata of each target (default: the current one)",
+        details: [
+            "--raw takes each TARGET as the exact object name, e.g. meta get --raw wrongPrefix//sadItem.",
+            "A TARGET may be a pattern (images/**.jpg); --where keeps the objects whose metadata pass it.",
+        ],
+        example: "meta get --where 'custom.camera exists' images/**",
+        options: ["--raw", "--where"], completion: .objects,
+        sdk: ["getMetadata()", "StorageMetadata"])
+
+    public init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
+        raw = arguments.takeRaw()
+        (targets, filters) = try arguments.targetsAndFilters()
+    }
+
+    public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
+        var shown = 0
+        try await session.forEachTarget(targets, raw: raw, filters: filters, at: here) { object in
+            let metadata = try await session.metadata(of: object, at: here)
+            // Several objects: a blank line between them, for people (JSON has one document each).
+            if shown > 0 && !session.options.json { session.deliver(.echo("")) }
+            shown += 1
+            // Rule G7: download tokens are credentials of a kind; shown only when asked for with --raw.
+            session.deliver(.metadata(raw ? metadata : metadata.withoutDownloadTokens))
+        }
+        return .next
+    }
+
+    public func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] {
+        let bucket = session.target.name
+        return try await session.explainEach(targets, raw: raw, filters: filters, at: here) { object, _ in
+            Explainer.getMetadata(bucket: bucket, name: object.name.rawValue)
+        }
+    }
+}

@@ -1,0 +1,63 @@
+import StoreshCore
+
+/// `meta unset KEY… [--where F]… [--] [TARGET…]`: deletes properties of each target; `custom` clears
+/// customMetadata (rule M5).
+public struct MetaUnsetCommand: MetadataUpdateCommand, Equatable {
+    public var update: MetadataUpdate
+    public var keys: [Word]
+    public var targets: [Word]
+    public var filters: [MetadataFilter] = []
+
+    public static let declaration = CommandDeclaration(
+        "meta unset", usage: "meta unset KEY… [--where F]… [--] [TARGET…]",
+        summary: "delete properties of each target; `custom` clears customMetadata",
+        details: ["Keys come first; the first word that is not a key, or --, starts the targets. --where as in meta set."],
+        example: "meta unset custom.stale contentLanguage -- docs/*",
+        options: ["--where"],
+        changesBucket: true, completion: .keysThenObjects,
+        sdk: ["updateMetadata(_:)"])
+
+    public init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
+        update = MetadataUpdate()
+        keys = []
+        targets = []
+        while let word = arguments.next() {
+            if word.text == "--" && word.isBare {
+                targets += arguments.rest(skippingDoubleDash: false)
+                break
+            }
+            if word.text == "--where" && word.isBare {
+                filters.append(try MetadataFilter.parse(try arguments.optionValue(for: word)))
+                continue
+            }
+            try Parser.refuseStrayOption(word, for: name)
+            if targets.isEmpty && Self.looksLikeKey(word, isFirst: keys.isEmpty) {
+                do {
+                    try update.unset(word.text)
+                } catch {
+                    throw Diagnostic.beforeRunning(error, at: word.location)
+                }
+                keys.append(word)
+            } else {
+                targets.append(word)
+            }
+        }
+        guard !keys.isEmpty else {
+            throw Diagnostic.syntax("`meta unset` needs at least one KEY, e.g. meta unset cacheControl", at: arguments.afterName)
+        }
+    }
+
+    /// A word is a key when it names a property (writable or not, so that read-only ones get their error),
+    /// `custom`, or `custom.NAME`; the first word is also taken as a key when it is a near miss of one, so that a
+    /// typo is reported rather than taken for a target. (Tab completion offers keys by the same test.)
+    public static func looksLikeKey(_ word: Word, isFirst: Bool) -> Bool {
+        let text = word.text
+        if MetadataProperty(rawValue: text) != nil || text == "custom"
+            || MetadataKey.customPrefixes.contains(where: { text.hasPrefix($0) })
+        {
+            return true
+        }
+        let keyNames = MetadataProperty.allCases.map(\.rawValue) + ["custom"]
+        return isFirst && !text.contains("/") && Suggestion.nearest(to: text, among: keyNames) != nil
+    }
+}

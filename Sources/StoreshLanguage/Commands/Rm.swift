@@ -1,0 +1,54 @@
+import StoreshCore
+
+/// `rm [--raw] [--where F]… TARGET…`: deletes objects; targets may be patterns.
+public struct RmCommand: LanguageCommand, Equatable {
+    public var targets: [Word]
+    public var raw: Bool
+    public var filters: [MetadataFilter]
+
+    public init(targets: [Word], raw: Bool = false, filters: [MetadataFilter] = []) {
+        self.targets = targets
+        self.raw = raw
+        self.filters = filters
+    }
+
+    public static let declaration = CommandDeclaration(
+        "rm", usage: "rm [--raw] [--where F]… TARGET…", summary: "delete objects; targets may be patterns",
+        details: [
+            "--raw takes each TARGET as an exact object name: no normalising, no patterns.",
+            "--where F keeps the targets whose metadata pass F, as in meta set.",
+        ],
+        example: "rm --where 'custom.draft exists' files/uid/*",
+        options: ["--raw", "--where"], changesBucket: true, completion: .objects,
+        sdk: ["delete()"])
+
+    public init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
+        raw = arguments.takeRaw()
+        (targets, filters) = try arguments.targetsAndFilters()
+        guard !targets.isEmpty else {
+            throw Diagnostic.syntax("`rm` needs at least one TARGET: rm [--raw] [--where F] TARGET…", at: arguments.afterName)
+        }
+    }
+
+    public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
+        let results = BulkResults(.deletions, output: session.output, options: session.options)
+        try await session.forEachTarget(targets, raw: raw, filters: filters, at: here) { object in
+            // An object a pattern found is deleted only as it was found (rule G5).
+            let precondition = object.metadata.map { Precondition.sameContent(as: $0) } ?? .none
+            try await session.onTarget(object.word, name: object.name, at: here) {
+                try await session.target.delete(object.name, precondition: precondition)
+            }
+            results.deleted(object.name.rawValue)
+        }
+        if !session.options.dryRun { session.reportedChanges += results.deletedCount }
+        results.finish(single: true)
+        return .next
+    }
+
+    public func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] {
+        let bucket = session.target.name
+        return try await session.explainEach(targets, raw: raw, filters: filters, at: here) { object, state in
+            Explainer.delete(bucket: bucket, name: object.name.rawValue, state: state)
+        }
+    }
+}

@@ -1,0 +1,171 @@
+import StoreshCore
+
+/// What `explain` says of the `snapshot` commands: storesh's own, no request.
+private let snapshotExplanation = Explainer.local(
+    "a snapshot of the whole bucket file: storesh's own, no request",
+    note: "Cloud Storage has no snapshots of a bucket; object versioning keeps old generations of each object instead.")
+
+/// A snapshot's name, checked as it is read.
+func snapshotName(_ arguments: inout CommandArguments) throws(Diagnostic) -> Word {
+    let word = try arguments.required("a snapshot NAME")
+    do {
+        try SnapshotInfo.validate(name: word.text)
+    } catch {
+        throw Diagnostic.beforeRunning(error, at: word.location)
+    }
+    return word
+}
+
+extension Session {
+    /// The bucket's snapshots, or the error of a bucket that keeps none.
+    func requireSnapshots(_ here: SourceLocation) throws -> any SnapshotStore {
+        guard let store = target.snapshotStore else {
+            throw Diagnostic.running(.invalidArgument("This bucket keeps no snapshots."), at: here)
+        }
+        return store
+    }
+}
+
+/// A snapshot command that names one snapshot (`snapshot save|restore|rm NAME`): read the same way, headed by its
+/// name in a dry run.
+public protocol NamedSnapshotCommand: LocalCommand {
+    var snapshot: Word { get }
+    init(_ snapshot: Word)
+}
+
+extension NamedSnapshotCommand {
+    public init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
+        self.init(try snapshotName(&arguments))
+        try arguments.expectEnd()
+    }
+
+    public var header: String { "\(name) \(snapshot.text)" }
+
+    public static var explanation: ExplainedRequest { snapshotExplanation }
+}
+
+/// `snapshot save NAME`: the bucket's current state kept under NAME.
+public struct SnapshotSaveCommand: NamedSnapshotCommand, Equatable {
+    public var snapshot: Word
+
+    public init(_ snapshot: Word) { self.snapshot = snapshot }
+
+    public static let declaration = CommandDeclaration(
+        "snapshot save", usage: "snapshot save NAME",
+        summary: "keep the bucket's current state under NAME (cheap at any size)",
+        details: [
+            "NAME: 1 to 100 letters, digits, '.', '_' or '-'. Later changes never alter a snapshot.",
+            "In a script, the snapshot is part of the script's transaction. `storesh run --snapshot",
+            "NAME FILE` takes one before the script's first command. Rules do not apply to snapshots.",
+        ], example: "snapshot save before-fix",
+        changesBucket: true, requires: .snapshots, completion: .snapshotNames(count: 1))
+
+    public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
+        let store = try session.requireSnapshots(here)
+        let info = try await session.located(snapshot.location) { try await store.saveSnapshot(named: snapshot.text) }
+        session.deliver(.snapshotSaved(info, dryRun: session.options.dryRun))
+        return .next
+    }
+}
+
+/// `snapshot list`: the snapshots, oldest first.
+public struct SnapshotListCommand: LocalCommand, Equatable {
+    public init() {}
+
+    public static let declaration = CommandDeclaration(
+        "snapshot list", usage: "snapshot list", summary: "the snapshots, oldest first, with their object counts",
+        example: "snapshot list", requires: .snapshots)
+
+    public static var explanation: ExplainedRequest { snapshotExplanation }
+
+    public init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
+        try arguments.expectEnd()
+    }
+
+    public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
+        session.deliver(.snapshots(try await session.requireSnapshots(here).snapshots()))
+        return .next
+    }
+}
+
+/// `snapshot diff NAME [NAME2]`: what changed from one snapshot to another, or to the bucket as it is now.
+public struct SnapshotDiffCommand: LocalCommand, Equatable {
+    public var from: Word
+    public var to: Word?
+
+    public init(from: Word, to: Word?) {
+        self.from = from
+        self.to = to
+    }
+
+    public static let declaration = CommandDeclaration(
+        "snapshot diff", usage: "snapshot diff NAME [NAME2]",
+        summary: "what changed from snapshot NAME to NAME2 (default: to now)",
+        details: [
+            "Objects added (+), removed (-), and for each changed one, each property old → new,",
+            "as in a dry-run plan; new content shows as generation, size and md5Hash.",
+        ], example: "snapshot diff before-fix",
+        requires: .snapshots, completion: .snapshotNames(count: 2))
+
+    public static var explanation: ExplainedRequest { snapshotExplanation }
+
+    public init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
+        from = try snapshotName(&arguments)
+        to = arguments.isAtEnd ? nil : try snapshotName(&arguments)
+        try arguments.expectEnd()
+    }
+
+    public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
+        let store = try session.requireSnapshots(here)
+        // An unknown name is reported at its own word.
+        let known = Set(try await store.snapshots().map(\.name))
+        let unknown = [from, to].compactMap { $0 }.first { !known.contains($0.text) }
+        let changes = try await session.located(unknown?.location ?? from.location) {
+            try await store.changes(from: .snapshot(from.text), to: to.map { .snapshot($0.text) } ?? .current)
+        }
+        session.deliver(.snapshotDiff(from: from.text, to: to?.text, changes: changes))
+        return .next
+    }
+}
+
+/// `snapshot restore NAME`: the bucket exactly as it was in the snapshot.
+public struct SnapshotRestoreCommand: NamedSnapshotCommand, Equatable {
+    public var snapshot: Word
+
+    public init(_ snapshot: Word) { self.snapshot = snapshot }
+
+    public static let declaration = CommandDeclaration(
+        "snapshot restore", usage: "snapshot restore NAME",
+        summary: "make the bucket exactly as it was in snapshot NAME",
+        details: [
+            "Objects made since are deleted; changed and deleted ones come back with their content,",
+            "metadata and generations. The snapshot is kept. With --dry-run, prints what it would change.",
+        ], example: "snapshot restore before-fix",
+        changesBucket: true, requires: .snapshots, completion: .snapshotNames(count: 1))
+
+    public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
+        let store = try session.requireSnapshots(here)
+        let changes = try await session.located(snapshot.location) { try await store.restoreSnapshot(named: snapshot.text) }
+        session.deliver(.snapshotRestored(name: snapshot.text, changes: changes, dryRun: session.options.dryRun))
+        return .next
+    }
+}
+
+/// `snapshot rm NAME`: forgets a snapshot and what only it kept.
+public struct SnapshotRemoveCommand: NamedSnapshotCommand, Equatable {
+    public var snapshot: Word
+
+    public init(_ snapshot: Word) { self.snapshot = snapshot }
+
+    public static let declaration = CommandDeclaration(
+        "snapshot rm", usage: "snapshot rm NAME", summary: "forget snapshot NAME and what only it kept",
+        example: "snapshot rm before-fix",
+        changesBucket: true, requires: .snapshots, completion: .snapshotNames(count: 1))
+
+    public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
+        let store = try session.requireSnapshots(here)
+        let info = try await session.located(snapshot.location) { try await store.removeSnapshot(named: snapshot.text) }
+        session.deliver(.snapshotRemoved(info, dryRun: session.options.dryRun))
+        return .next
+    }
+}
