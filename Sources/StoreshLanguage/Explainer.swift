@@ -39,7 +39,7 @@ public struct Explanation: Sendable, Equatable {
 
 /// How each command's requests are written in the SDK and the two REST APIs.
 enum Explainer {
-    static let firebaseHost = "https://firebasestorage.googleapis.com"
+    static let firebaseHost = FirebaseWire.baseURL
     static let cloudStorageHost = CloudStorageWire.baseURL
 
     /// A Swift string literal.
@@ -67,9 +67,6 @@ enum Explainer {
     /// A query string, written as the backends write theirs.
     static func query(_ parameters: [(String, String?)]) -> String { CloudStorageWire.query(parameters) }
 
-    static func firebaseObject(_ bucket: String, _ name: String) -> String {
-        "\(firebaseHost)/v0/b/\(NameBytes.percentEncoded(bucket))/o/\(NameBytes.percentEncoded(name))"
-    }
 
     static func cloudStorageObject(_ bucket: String, _ name: String) -> String {
         cloudStorageHost + CloudStorageWire.objectPath(bucket, name)
@@ -91,16 +88,13 @@ enum Explainer {
         } else {
             swift = "let result = try await \(reference(path.fullPath)).list(maxResults: \(size))"
         }
-        let parameters: [(String, String?)] = [
-            ("prefix", prefix.isEmpty ? nil : prefix), ("delimiter", "/"), ("maxResults", all ? nil : String(size)),
-            ("pageToken", pageToken),
-        ]
         var requests = [
             ExplainedRequest(
                 purpose: all ? "list every page of \(prefix.isEmpty ? "the root" : prefix) (listAll: one request per page, gathered in memory)"
                     : "list one page of \(prefix.isEmpty ? "the root" : prefix): prefixes and items, \(size) at most",
                 swift: swift + "\n// result.prefixes, result.items" + (all ? "" : ", result.pageToken (nil on the last page)"),
-                firebaseREST: "GET \(firebaseHost)/v0/b/\(NameBytes.percentEncoded(bucket))/o" + query(parameters),
+                firebaseREST: FirebaseWire.list(bucket: bucket, prefix: prefix, maxResults: all ? nil : maxResults, pageToken: pageToken)
+                    .rendered(baseURL: firebaseHost),
                 cloudStorageREST: try storedListing(bucket: bucket, prefix: prefix, maxResults: size, pageToken: pageToken, tokens: tokens),
                 rulesMethod: "list",
                 note: "list needs rules_version = '2'. The JSON API lists names as stored (wrongPrefix//, lonelyItem/); the v0 API and storesh show the Firebase view (rule L3)."
@@ -110,7 +104,7 @@ enum Explainer {
             requests.append(ExplainedRequest(
                 purpose: "for each item listed: its size, update time and content type (ls -l)",
                 swift: "let metadata = try await item.getMetadata()",
-                firebaseREST: "GET \(firebaseObject(bucket, prefix + "ITEM"))",
+                firebaseREST: FirebaseWire.metadata(bucket: bucket, object: prefix + "ITEM").rendered(baseURL: firebaseHost),
                 cloudStorageREST: "(none: the JSON API's list carries each item's metadata)",
                 rulesMethod: "get",
                 note: "The SDK's list gives references only; each item's metadata is a request of its own."))
@@ -137,7 +131,8 @@ enum Explainer {
         ExplainedRequest(
             purpose: "read the metadata of \(name)",
             swift: "let metadata = try await \(reference(name)).getMetadata()",
-            firebaseREST: "GET \(firebaseObject(bucket, name))", cloudStorageREST: "GET \(cloudStorageObject(bucket, name))",
+            firebaseREST: FirebaseWire.metadata(bucket: bucket, object: name).rendered(baseURL: firebaseHost),
+            cloudStorageREST: CloudStorageWire.metadata(bucket: bucket, object: name).rendered(baseURL: cloudStorageHost),
             rulesMethod: "get")
     }
 
@@ -191,20 +186,25 @@ enum Explainer {
                 + (unsetKeys.isEmpty ? "the whole map" : unsetKeys.joined(separator: ", ")) + " with null (the JavaScript SDK can)."
         }
         lines.append("let updated = try await \(reference(name)).updateMetadata(newMetadata)")
-        // The v0 line is the SDK's request: the fields the app set. The JSON API line is storesh's own.
+        // With the object's state read, both lines are the requests storesh sends (the body naming only what changes,
+        // as an SDK would name only what the app set); without it, the fields the update names.
         let cloudStorage: String
+        let firebase: String
         let body = updateBody(update)
         if let state, let after = try? state.applying(Session.keepingDownloadTokens(update, of: state), now: state.updated).metadata,
             state.differences(to: after).count > 0
         {
             cloudStorage = CloudStorageWire.patch(bucket: bucket, object: name, from: state, to: after).rendered(baseURL: cloudStorageHost)
+            firebase = FirebaseWire.patch(bucket: bucket, object: name, body: CloudStorageJSON.patchBody(from: state, to: after))
+                .rendered(baseURL: firebaseHost)
         } else {
+            firebase = FirebaseWire.patch(bucket: bucket, object: name, body: Data(body.utf8)).rendered(baseURL: firebaseHost)
             cloudStorage = "PATCH \(cloudStorageObject(bucket, name))" + CloudStorageWire.query([("ifGenerationMatch", "G"), ("ifMetagenerationMatch", "M")]) + "\n\(body)"
         }
         return ExplainedRequest(
             purpose: "update the metadata of \(name): only the properties named change (rules M4, M5)",
             swift: lines.joined(separator: "\n"),
-            firebaseREST: "PATCH \(firebaseObject(bucket, name))\n\(body)",
+            firebaseREST: firebase,
             cloudStorageREST: cloudStorage,
             rulesMethod: "update",
             note: [note, "storesh sends ifGenerationMatch and ifMetagenerationMatch with the generation and metageneration it read, and only what changes, so a concurrent change is never overwritten (rule G5)."]
@@ -227,7 +227,8 @@ enum Explainer {
         return ExplainedRequest(
             purpose: "upload \(name): new content, a new generation, metageneration 1 (rule M3)",
             swift: lines.joined(separator: "\n"),
-            firebaseREST: "POST \(firebaseHost)/v0/b/\(NameBytes.percentEncoded(bucket))/o\(query([("name", name)]))\n(multipart: the metadata as JSON, then the content; large files as a resumable upload)",
+            firebaseREST: FirebaseWire.upload(bucket: bucket, object: name).rendered(baseURL: firebaseHost)
+                + "\n(multipart: the metadata as JSON, then the content; large files as a resumable upload)",
             cloudStorageREST: CloudStorageWire.upload(
                 bucket: bucket, uploadType: "multipart", precondition: PlanApplier.writePrecondition(current: current)
             ).rendered(baseURL: cloudStorageHost)
@@ -242,7 +243,8 @@ enum Explainer {
             ?? "let data = try await \(reference(name)).data(maxSize: 10 * 1024 * 1024)"
         return ExplainedRequest(
             purpose: "download the content of \(name)", swift: swift,
-            firebaseREST: "GET \(firebaseObject(bucket, name))?alt=media", cloudStorageREST: "GET \(cloudStorageObject(bucket, name))?alt=media",
+            firebaseREST: FirebaseWire.download(bucket: bucket, object: name).rendered(baseURL: firebaseHost),
+            cloudStorageREST: "GET \(cloudStorageObject(bucket, name))?alt=media",
             rulesMethod: "get")
     }
 
@@ -251,7 +253,7 @@ enum Explainer {
         let precondition = state.map { PlanApplier.deletePrecondition(current: $0) } ?? .none
         return ExplainedRequest(
             purpose: "delete \(name)", swift: "try await \(reference(name)).delete()",
-            firebaseREST: "DELETE \(firebaseObject(bucket, name))",
+            firebaseREST: FirebaseWire.delete(bucket: bucket, object: name).rendered(baseURL: firebaseHost),
             cloudStorageREST: CloudStorageWire.delete(bucket: bucket, object: name, precondition: precondition).rendered(baseURL: cloudStorageHost),
             rulesMethod: "delete",
             note: state == nil ? nil : "storesh deletes an object only as it read it (ifGenerationMatch, rule G5): a concurrent change is never lost.")
@@ -262,21 +264,20 @@ enum Explainer {
     static func patternWalk(bucket: String, pattern: String, prefix: String, recursive: Bool, matched: Int) -> ExplainedRequest {
         // The SDK and the v0 API list a folder; the JSON API takes any prefix of names.
         let folder = prefix.lastIndex(of: "/").map { String(prefix[...$0]) } ?? ""
-        let folderQuery = query([("prefix", folder.isEmpty ? nil : folder), ("delimiter", "/")])
-        let bucketObjects = "/b/\(NameBytes.percentEncoded(bucket))/o"
+        let folderListing = FirebaseWire.list(bucket: bucket, prefix: folder, maxResults: nil, pageToken: nil).rendered(baseURL: firebaseHost)
         guard recursive else {
             // Every match is an item of one folder.
             return ExplainedRequest(
                 purpose: "find the objects \(pattern) names (\(MessageText.grouped(matched)) found): list \(folder.isEmpty ? "the root" : folder)",
                 swift: "let result = try await \(reference(String(folder.dropLast()))).listAll()\n// The SDK has no patterns: keep the result.items whose names match.",
-                firebaseREST: "GET \(firebaseHost)/v0\(bucketObjects)\(folderQuery)",
+                firebaseREST: folderListing,
                 cloudStorageREST: scanRequest(bucket: bucket, prefix: prefix),
                 rulesMethod: "list")
         }
         return ExplainedRequest(
             purpose: "find the objects \(pattern) names (\(MessageText.grouped(matched)) found): list every folder under \(folder.isEmpty ? "the root" : folder)",
             swift: "// The SDK has no patterns: listAll() each folder, recursing into result.prefixes,\n// and keep the items whose names match.",
-            firebaseREST: "GET \(firebaseHost)/v0\(bucketObjects)\(folderQuery) (then each prefix in turn)",
+            firebaseREST: folderListing + " (then each prefix in turn)",
             cloudStorageREST: scanRequest(bucket: bucket, prefix: prefix),
             rulesMethod: "list")
     }
@@ -294,7 +295,7 @@ enum Explainer {
         return ExplainedRequest(
             purpose: "keep the objects whose metadata pass --where \(filters.joined(separator: " --where ")): \(MessageText.grouped(passed)) of \(MessageText.grouped(read))",
             swift: "let metadata = try await \(reference(object)).getMetadata()  // for each object found\n// and keep it when the metadata pass the filter (the SDK has no filter)",
-            firebaseREST: "GET \(firebaseObject(bucket, object))  (for each object found)",
+            firebaseREST: FirebaseWire.metadata(bucket: bucket, object: object).rendered(baseURL: firebaseHost) + "  (for each object found)",
             cloudStorageREST: listed ? "(none: the JSON API's listing above carries each object's metadata)" : "GET \(cloudStorageObject(bucket, object))  (for each object named)",
             rulesMethod: "get")
     }

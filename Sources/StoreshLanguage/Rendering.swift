@@ -222,7 +222,7 @@ public struct HumanRenderer: ResultRenderer {
                 lines += text.split(separator: "\n", omittingEmptySubsequences: false).map { "     \($0)" }
             }
             block("Swift (Firebase SDK for Apple platforms)", request.swift)
-            block("Firebase Storage REST API (v0), what the SDKs send", request.firebaseREST)
+            block("Firebase Storage REST API (v0), the SDKs' API (as storesh sends it when signed in)", request.firebaseREST)
             block("Cloud Storage JSON API", request.cloudStorageREST)
             if let method = request.rulesMethod { lines.append("   Security rules: allow \(method)") }
             if let note = request.note { lines.append("   Note: \(note)") }

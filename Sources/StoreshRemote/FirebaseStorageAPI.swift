@@ -53,15 +53,12 @@ struct FirebaseStorageAPI: Sendable {
     let baseURL: String
     let http: RemoteHTTP
 
-    private var objectsURL: String { "\(baseURL)/v0/b/\(NameBytes.percentEncoded(bucket))/o" }
-
-    private func objectURL(_ name: String, _ query: String = "") -> String { "\(objectsURL)/\(NameBytes.percentEncoded(name))\(query)" }
-
-    private func send(
-        _ method: HTTPMethod, _ url: String, user: EndUser, headers: [(String, String)] = [], body: Data? = nil, object: String?
-    ) async throws -> RemoteResponse {
+    /// Sends a request of the v0 API as `FirebaseWire` builds it (and `explain` shows it), as `user`.
+    private func send(_ wire: WireRequest, user: EndUser, headers: [(String, String)] = [], object: String?) async throws -> RemoteResponse {
+        let method = HTTPMethod(rawValue: wire.method)
         // No preconditions: only reads are repeated.
-        let request = RemoteRequest(method: method, url: url, headers: headers, body: body, repeatable: method == .GET)
+        let request = RemoteRequest(
+            method: method, url: baseURL + wire.target, headers: headers, body: wire.body, repeatable: method == .GET)
         let token = user.idToken
         let response = try await http.send(request) { "Firebase \(token)" }
         guard (200..<300).contains(response.status) else { throw failure(response, object: object) }
@@ -87,14 +84,13 @@ struct FirebaseStorageAPI: Sendable {
     }
 
     func list(_ reference: StoragePath, options: ListOptions, user: EndUser) async throws -> ListPage {
-        let maxResults = try options.validatedMaxResults()
-        let prefix = reference.listingPrefix
-        let url = objectsURL + CloudStorageWire.query([
-            ("prefix", prefix), ("delimiter", "/"), ("maxResults", String(maxResults)), ("pageToken", options.pageToken),
-        ])
+        // Checked here, and sent only when asked for, as the SDKs do (the service's default is the same 1000).
+        _ = try options.validatedMaxResults()
+        let request = FirebaseWire.list(
+            bucket: bucket, prefix: reference.listingPrefix, maxResults: options.maxResults, pageToken: options.pageToken)
         let response: RemoteResponse
         do {
-            response = try await send(.GET, url, user: user, object: nil)
+            response = try await send(request, user: user, object: nil)
         } catch let error as StorageError where error.code == .unauthorized {
             throw StorageError.unauthorized(bucket: bucket, path: reference.fullPath)
         }
@@ -137,11 +133,11 @@ struct FirebaseStorageAPI: Sendable {
     }
 
     func metadata(of name: String, user: EndUser) async throws -> ObjectMetadata {
-        try metadata(try await send(.GET, objectURL(name), user: user, object: name).body)
+        try metadata(try await send(FirebaseWire.metadata(bucket: bucket, object: name), user: user, object: name).body)
     }
 
     func read(_ name: String, user: EndUser) async throws -> Data {
-        try await send(.GET, objectURL(name, "?alt=media"), user: user, object: name).body
+        try await send(FirebaseWire.download(bucket: bucket, object: name), user: user, object: name).body
     }
 
     /// The v0 API has no preconditions: the object is read just before the change and compared with the state the
@@ -152,8 +148,8 @@ struct FirebaseStorageAPI: Sendable {
             throw StorageError.preconditionFailed(name, Precondition(generation: before.generation, metageneration: before.metageneration), actual: current)
         }
         let response = try await send(
-            .PATCH, objectURL(name), user: user, headers: [("Content-Type", "application/json")],
-            body: CloudStorageJSON.patchBody(from: before, to: after), object: name)
+            FirebaseWire.patch(bucket: bucket, object: name, body: CloudStorageJSON.patchBody(from: before, to: after)), user: user,
+            headers: [("Content-Type", "application/json")], object: name)
         return try metadata(response.body)
     }
 
@@ -167,10 +163,10 @@ struct FirebaseStorageAPI: Sendable {
             }
         }
         let upload = CloudStorageJSON.multipartUpload(resource: resource, contentType: contentType, content: content)
+        var request = FirebaseWire.upload(bucket: bucket, object: name)
+        request.body = upload.body
         let response = try await send(
-            .POST, objectsURL + CloudStorageWire.query([("name", name)]), user: user,
-            headers: [("Content-Type", upload.contentType), ("X-Goog-Upload-Protocol", "multipart")], body: upload.body,
-            object: name)
+            request, user: user, headers: [("Content-Type", upload.contentType), ("X-Goog-Upload-Protocol", "multipart")], object: name)
         return try metadata(response.body)
     }
 
@@ -179,6 +175,6 @@ struct FirebaseStorageAPI: Sendable {
             let current = try? await metadata(of: name, user: user)
             guard precondition.isSatisfied(by: current) else { throw StorageError.preconditionFailed(name, precondition, actual: current) }
         }
-        _ = try await send(.DELETE, objectURL(name), user: user, object: name)
+        _ = try await send(FirebaseWire.delete(bucket: bucket, object: name), user: user, object: name)
     }
 }

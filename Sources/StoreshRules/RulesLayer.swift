@@ -31,6 +31,9 @@ class RulesLayer: Bucket, TransactionalBucket, @unchecked Sendable {
     var transactions: (any TransactionalBucket)? { inner.transactions == nil ? nil : self }
     var snapshotStore: (any SnapshotStore)? { inner.snapshotStore }
     var rulesStore: (any RulesStore)? { inner.rulesStore }
+    var accessDescription: String? { inner.accessDescription }
+    var guardsChanges: Bool { inner.guardsChanges }
+    var endUserSignIn: (any EndUserSignIn)? { inner.endUserSignIn }
     var immediateReads: (any ImmediateReads)? {
         inner.immediateReads.map { GuardedImmediateReads(inner: $0, session: session) }
     }

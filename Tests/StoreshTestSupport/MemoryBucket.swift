@@ -43,6 +43,12 @@ public final class MemoryBucket: Bucket, SnapshotStore, RulesStore, @unchecked S
     public var names: [String] { objects.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) } }
 
     public var capabilities: BucketCapabilities { [.snapshots, .rulesAdministration] }
+    /// What `accessDescription` says (nil: a bucket with no remote access to describe).
+    public var access: String?
+    /// False: a bucket that cannot make changes conditional (as the Firebase v0 API).
+    public var guardsChangesDeclared = true
+    public var accessDescription: String? { access }
+    public var guardsChanges: Bool { guardsChangesDeclared }
     public var snapshotStore: (any SnapshotStore)? { self }
     public var rulesStore: (any RulesStore)? { self }
     public func close() {}

@@ -361,6 +361,28 @@ def test_explain_shows_the_requests_storesh_sends(remote):
         assert [f"POST https://storage.googleapis.com{path}" for _, path, _ in posts] == [explanation]
         assert guard in explanation
 
+    # Signed in as an end user (rule F1), storesh sends the Firebase v0 API's requests, as explain shows them
+    # (FirebaseWire builds both).
+    def sent_signed_in(command):
+        return sent(f"login ada; {command}")
+
+    def as_firebase(exchange):
+        method, path, body = exchange
+        return f"{method} https://firebasestorage.googleapis.com{path}" + (f"\n{body.decode()}" if body else "")
+
+    for command in ("ls -n 2 wire", "ls wire/sub"):
+        explanation = explained(command)[0]["firebaseREST"]
+        listings = [exchange for exchange in sent_signed_in(command) if exchange[0] == "GET" and "/v0/" in exchange[1]]
+        assert as_firebase(listings[0]) == explanation
+    command = "meta set cacheControl=max-age=90 custom.k=signed -- wire/c.txt"
+    explanation = explained(command)[-1]["firebaseREST"]
+    patches = [exchange for exchange in sent_signed_in(command) if exchange[0] == "PATCH"]
+    assert [as_firebase(exchange) for exchange in patches] == [explanation]
+    command = "rm wire/sub/d.txt"
+    explanation = explained(command)[-1]["firebaseREST"]
+    deletes = [exchange for exchange in sent_signed_in(command) if exchange[0] == "DELETE"]
+    assert [as_firebase(exchange) for exchange in deletes] == [explanation]
+
     # Deletes, of an object a pattern found and of one named: each only as it was read.
     for command in ("rm wire/c*", "rm wire/up.txt"):
         explanation = explained(command)[-1]["cloudStorageREST"]

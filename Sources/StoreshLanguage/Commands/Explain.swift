@@ -17,7 +17,7 @@ public struct ExplainCommand: LanguageCommand, Equatable {
         summary: "the SDK call, REST requests and rules method of COMMAND; runs nothing",
         details: [
             "For each request: the Swift code of the Firebase SDK for Apple platforms, the Firebase Storage",
-            "REST API (v0, what the SDKs send), the Cloud Storage JSON API, and the security-rules method",
+            "REST API (v0, the SDKs' API), the Cloud Storage JSON API, and the security-rules method",
             "(list, get, create, update, delete) that decides it. Patterns are expanded (a read), nothing",
             "changes. `storesh run --explain FILE` explains every command of a script.",
         ], example: "explain meta set cacheControl=\"public, max-age=300\" images/forest.jpg",

@@ -59,8 +59,11 @@ public struct ListCommand: LanguageCommand, Equatable {
         path = word
     }
 
-    /// The page size sent: `-n`, else the session's screenful at the prompt (none for `--all`).
-    func pageSize(in session: Session) -> Int? { maxResults ?? (all ? nil : session.options.defaultPageSize) }
+    /// The page size asked: `-n`, else the session's screenful at the prompt, else the most a page holds, as the
+    /// SDK's `list(maxResults:)` asks it; none for `--all`, which asks page after page as `listAll()` does.
+    func pageSize(in session: Session) -> Int? {
+        all ? maxResults : maxResults ?? session.options.defaultPageSize ?? ListOptions.maximumResults
+    }
 
     public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
         let reference = try path.map { try session.navigationPath($0, command: name) } ?? session.current

@@ -70,11 +70,9 @@ public struct MetaCopyCommand: LanguageCommand, Equatable {
             wouldChange: { !MetadataUpdate(from: $0, to: Self.copying(copied, onto: $0)).isEmpty }
         ) { object, state in
             let name = object.name.rawValue
-            guard let state else {
-                return Explainer.updateMetadata(bucket: bucket, name: name, update: MetadataUpdate(), state: nil)
-            }
-            var request = Explainer.updateMetadata(
-                bucket: bucket, name: name, update: MetadataUpdate(from: state, to: Self.copying(copied, onto: state)), state: state)
+            // A DEST that does not exist: the request is shown as it would go out (and explainEach says it fails).
+            let update = state.map { MetadataUpdate(from: $0, to: Self.copying(copied, onto: $0)) } ?? MetadataUpdate()
+            var request = Explainer.updateMetadata(bucket: bucket, name: name, update: update, state: state)
             request.purpose = "read the metadata of \(name), then make it \(copied.fullPath)'s: what differs is set, what \(copied.fullPath) lacks is removed"
             return request
         }

@@ -1,0 +1,54 @@
+import Foundation
+import StoreshCore
+
+/// The Firebase Storage REST API v0 (`/v0/b/BUCKET/o…`), the one the Firebase SDKs send, where the project's
+/// security rules decide: its requests built once for the client storesh is when signed in as an end user
+/// (rule F1) and for `explain`, which shows them.
+public enum FirebaseWire {
+    /// The service's base URL; an emulator's replaces it.
+    public static let baseURL = "https://firebasestorage.googleapis.com"
+
+    /// `/v0/b/BUCKET/o`.
+    public static func objectsPath(_ bucket: String) -> String { "/v0/b/\(NameBytes.percentEncoded(bucket))/o" }
+
+    /// `/v0/b/BUCKET/o/OBJECT`, the object's name percent-encoded whole (its `/` too).
+    public static func objectPath(_ bucket: String, _ object: String) -> String {
+        "\(objectsPath(bucket))/\(NameBytes.percentEncoded(object))"
+    }
+
+    /// A page of a folder as the SDKs ask for it (`list(maxResults:pageToken:)`; `listAll()` asks page after page
+    /// without a size): the folder's prefix (none at the root), `/` as the delimiter, the size and the token given.
+    public static func list(bucket: String, prefix: String, maxResults: Int?, pageToken: String?) -> WireRequest {
+        WireRequest(
+            method: "GET",
+            target: objectsPath(bucket) + CloudStorageWire.query([
+                ("prefix", prefix.isEmpty ? nil : prefix), ("delimiter", "/"), ("maxResults", maxResults.map(String.init)),
+                ("pageToken", pageToken),
+            ]))
+    }
+
+    /// An object's metadata (`getMetadata()`).
+    public static func metadata(bucket: String, object: String) -> WireRequest {
+        WireRequest(method: "GET", target: objectPath(bucket, object))
+    }
+
+    /// An object's content (`data(maxSize:)`, `write(toFile:)`).
+    public static func download(bucket: String, object: String) -> WireRequest {
+        WireRequest(method: "GET", target: objectPath(bucket, object) + "?alt=media")
+    }
+
+    /// `updateMetadata(_:)`: the v0 API takes no preconditions; the body names what changes (`null` deletes).
+    public static func patch(bucket: String, object: String, body: Data) -> WireRequest {
+        WireRequest(method: "PATCH", target: objectPath(bucket, object), body: body)
+    }
+
+    /// `putData`, `putFile`: a multipart upload (the resource, then the content) to the name given.
+    public static func upload(bucket: String, object: String) -> WireRequest {
+        WireRequest(method: "POST", target: objectsPath(bucket) + CloudStorageWire.query([("name", object)]))
+    }
+
+    /// `delete()`.
+    public static func delete(bucket: String, object: String) -> WireRequest {
+        WireRequest(method: "DELETE", target: objectPath(bucket, object))
+    }
+}
