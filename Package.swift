@@ -121,7 +121,13 @@ let package = Package(
             name: "StoreshLanguageTests",
             dependencies: ["StoreshCore", "StoreshLanguage", "StoreshLocal", "StoreshRules", "StoreshTestSupport", "StoreshFuzzing"]),
         .testTarget(name: "StoreshExecutionTests", dependencies: ["StoreshExecution", "StoreshCore", "StoreshTestSupport"]),
-        .testTarget(name: "StoreshServerTests", dependencies: ["StoreshServer", "StoreshCore", "StoreshLocal"]),
+        .testTarget(
+            name: "StoreshServerTests",
+            dependencies: [
+                "StoreshServer", "StoreshCore", "StoreshLocal", "StoreshWire",
+                // The routes in process, in Hummingbird's router test mode (the end-to-end suites run the binary).
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ]),
         .testTarget(name: "StoreshRemoteTests", dependencies: ["StoreshRemote", "StoreshCore", "StoreshWire"]),
         // The command line's own parsing, in process (the storesh executable's module).
         .testTarget(

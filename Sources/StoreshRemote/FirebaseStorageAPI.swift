@@ -72,16 +72,8 @@ struct FirebaseStorageAPI: Sendable {
             bucket: bucket, bucketURL: "gs://\(bucket)", object: object, audience: .securityRules)
     }
 
-    /// An object of the v0 API: the JSON API's fields, with download tokens apart (they go back among the custom
-    /// metadata, where the bucket keeps them).
-    func metadata(_ data: Data) throws -> ObjectMetadata {
-        let document = try CloudStorageJSON.object(data, what: "a metadata read")
-        var metadata = try CloudStorageJSON.metadata(document, bucket: bucket)
-        if let tokens = document["downloadTokens"] as? String, !tokens.isEmpty {
-            metadata.customMetadata[ObjectMetadata.downloadTokensKey] = tokens
-        }
-        return metadata
-    }
+    /// An object of the v0 API (`ObjectResource` reads it as `storesh serve` writes it).
+    func metadata(_ data: Data) throws -> ObjectMetadata { try ObjectResource.firebaseMetadata(data, bucket: bucket) }
 
     func list(_ reference: StoragePath, options: ListOptions, user: EndUser) async throws -> ListPage {
         // Checked here, and sent only when asked for, as the SDKs do (the service's default is the same 1000).

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import StoreshCore
+import StoreshWire
 
 /// The Cloud Storage JSON API (rule V1), as the official clients call it with `STORAGE_EMULATOR_HOST`: every
 /// request is the administrator's, as in the emulator, and names are listed as they are stored (rule V2).

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import StoreshCore
+import StoreshWire
 import StoreshRules
 
 /// Who makes a v0 request (rule V3).

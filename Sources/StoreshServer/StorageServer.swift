@@ -81,30 +81,13 @@ public final class StorageServer: Sendable {
         onListening: @escaping @Sendable (_ host: String, _ port: Int) -> Void,
         log: (@Sendable (ServedRequest) -> Void)? = nil
     ) async throws -> (changes: Int, commits: Int) {
-        let api = self.api
-        let latency = configuration.latency
-        let policy = configuration.originPolicy
-        let listening = configuration.host
-        let responder = CallbackResponder<BasicRequestContext> { request, _ in
-            let start = ContinuousClock.now
-            if latency > .zero { try? await Task.sleep(for: latency) }
-            var response = await Self.answer(request, policy: policy, listening: listening) { await api.respond(to: request) }.response
-            if request.method == .head { response = response.createHeadResponse() }
-            if let log {
-                let elapsed = ContinuousClock.now - start
-                let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-                log(ServedRequest(
-                    method: request.method.rawValue, path: ServedRequest.loggable(path: request.uri.path, query: request.uri.query), status: response.status.code,
-                    seconds: seconds))
-            }
-            return response
-        }
+        let router = self.router(log: log)
         var logger = Logger(label: "storesh-serve")
         logger.logLevel = .error
         let host = configuration.host
         Self.raiseDescriptorLimit(toAtLeast: configuration.maximumConnections + 256)
         let app = Application(
-            responder: responder,
+            router: router,
             server: .http1(
                 configuration: HTTP1Channel.Configuration(
                     additionalChannelHandlers: [ParseErrorAnswer()], idleTimeout: TimeAmount(configuration.idleTimeout))),
@@ -160,16 +143,24 @@ public struct ServeError: Error, CustomStringConvertible {
 }
 
 extension StorageServer {
-    /// Answers `request` unless the origin policy refuses it. Cross-origin requests (CORS): the Firebase Web SDK
-    /// runs in a page served from another origin, which asks first (`OPTIONS`) and may read only the headers named
-    /// as exposed (an upload's `X-Goog-Upload-*`).
-    static func answer(_ request: Request, policy: OriginPolicy, listening: String, otherwise respond: () async -> Answer) async -> Answer {
-        if let refusal = policy.refusal(request, listening: listening) {
-            return Reply.failure(refusal, firebase: request.uri.path.hasPrefix("/v0"))
+    /// The methods the APIs answer (any other is refused by the router).
+    static let methods: [HTTPRequest.Method] = [.get, .head, .post, .put, .patch, .delete, .options]
+
+    /// The routes of `storesh serve`, each through the middlewares (the request log when `log` is given, the
+    /// latency asked for, the origin policy, HEAD as GET). Every path goes to `StorageAPI`, which reads it strictly
+    /// (`Endpoint`: percent-decoding, names with `/` in them, the batch's inner requests) and answers in each API's
+    /// shapes, a 404 included.
+    func router(log: (@Sendable (ServedRequest) -> Void)?) -> Router<BasicRequestContext> {
+        let router = Router()
+        if let log { router.add(middleware: RequestLogMiddleware(log: log)) }
+        router.add(middleware: LatencyMiddleware(latency: configuration.latency))
+        router.add(middleware: OriginPolicyMiddleware(policy: configuration.originPolicy, listening: configuration.host))
+        router.add(middleware: HeadMiddleware())
+        let api = self.api
+        let responder = CallbackResponder<BasicRequestContext> { request, _ in await api.respond(to: request).response }
+        for path: RouterPath in ["/", "**"] {
+            for method in Self.methods { router.on(path, method: method, responder: responder) }
         }
-        let origin = request.headers[.origin]
-        var answer = request.method == .options ? Answer(status: .noContent) : await respond()
-        answer.headers.append(contentsOf: OriginPolicy.crossOriginHeaders(origin: origin, preflight: request.method == .options ? request : nil))
-        return answer
+        return router
     }
 }

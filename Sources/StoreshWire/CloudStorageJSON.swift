@@ -70,7 +70,7 @@ public enum CloudStorageJSON {
         if let md5 = options.expectedMD5 { members.append(("md5Hash", .string(md5))) }
         if !options.customMetadata.isEmpty {
             members.append(
-                ("metadata", .object(options.customMetadata.sorted { $0.key < $1.key }.map { ($0.key, .string($0.value)) })))
+                ("metadata", .object(options.customMetadata.sortedByKeyBytes.map { ($0.key, .string($0.value)) })))
         }
         return .object(members)
     }

@@ -150,8 +150,8 @@ struct BucketLocation {
             stepping.move(past: latest),
             !quiet
         {
-            FileHandle.standardError.write(Data(
-                "storesh: the bucket's latest change is at \(latest.rfc3339), after the --clock time: this run's changes are dated from \(stepping.now().rfc3339) on.\n".utf8))
+            Diagnostics.notice(
+                "the bucket's latest change is at \(latest.rfc3339), after the --clock time: this run's changes are dated from \(stepping.now().rfc3339) on.")
         }
         if !exists && !quiet {
             // Saying what was created also says which bucket the run uses (rule B2).
@@ -160,7 +160,7 @@ struct BucketLocation {
             let hint =
                 isDefault ? ""
                 : " (a new file, since there was none; the default bucket, with the teaching sample, is used without --bucket: \(BucketLocation.defaultPath()))"
-            FileHandle.standardError.write(Data("storesh: created \(what) at \(path)\(hint)\n".utf8))
+            Diagnostics.notice("created \(what) at \(path)\(hint)")
         } else if !quiet {
             announce(bucket)
         }
@@ -181,7 +181,7 @@ extension BucketLocation {
     /// name it.
     func announce(_ bucket: any Bucket) {
         guard let unnamedSource else { return }
-        FileHandle.standardError.write(Data("storesh: bucket gs://\(bucket.name) (\(unnamedSource), \(displayed))\n".utf8))
+        Diagnostics.notice("bucket gs://\(bucket.name) (\(unnamedSource), \(displayed))")
     }
 }
 

@@ -179,12 +179,12 @@ final class ProgressLine: @unchecked Sendable {
             return text
         }
         guard let text else { return }
-        FileHandle.standardError.write(Data("\r\u{1B}[K\(text)".utf8))
+        Diagnostics.progress(text)
     }
 
     func clear() {
         guard lock.withLock({ drawn }) else { return }
-        FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))
+        Diagnostics.progress(nil)
     }
 }
 
@@ -270,7 +270,7 @@ extension Run {
             throw CommandLineError("\(path) is a journal of \(journal.bucket), not \(given); resume it without --bucket.")
         }
         if journal.end == ApplyOutcome.End.complete.rawValue {
-            FileHandle.standardError.write(Data("storesh: \(path): every change was applied already; nothing to resume\n".utf8))
+            Diagnostics.notice("\(path): every change was applied already; nothing to resume")
             return 0
         }
         let interpreter = try await journalSession(

@@ -22,7 +22,7 @@ extension BucketLocation {
                 throw error
             }
             if !quiet, let unnamedSource {
-                FileHandle.standardError.write(Data("storesh: bucket \(displayed) (\(unnamedSource))\n".utf8))
+                Diagnostics.notice("bucket \(displayed) (\(unnamedSource))")
             }
             return bucket
         case .googleCloudStorage(let name):
@@ -54,10 +54,10 @@ extension BucketLocation {
                 throw error
             }
             if !quiet, let unnamedSource {
-                FileHandle.standardError.write(Data("storesh: bucket \(displayed) (\(unnamedSource))\n".utf8))
+                Diagnostics.notice("bucket \(displayed) (\(unnamedSource))")
             }
             if !quiet, let variable = endpoint.emulatorVariable {
-                FileHandle.standardError.write(Data("storesh: \(displayed) on the emulator at \(endpoint.baseURL) ($\(variable))\n".utf8))
+                Diagnostics.notice("\(displayed) on the emulator at \(endpoint.baseURL) ($\(variable))")
             }
             return bucket
         }

@@ -45,10 +45,10 @@ struct Reset: AsyncParsableCommand {
             guard isatty(STDIN_FILENO) != 0 else {
                 throw CommandLineError("\(question) Give --yes to do so without a terminal to ask at.")
             }
-            FileHandle.standardError.write(Data("storesh: \(question) Type yes to go on: ".utf8))
+            Diagnostics.ask("\(question) Type yes to go on:")
             let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased()
             guard answer == "yes" || answer == "y" else {
-                FileHandle.standardError.write(Data("storesh: not yes: nothing was changed.\n".utf8))
+                Diagnostics.notice("not yes: nothing was changed.")
                 throw ExitCode(1)
             }
         }
@@ -59,7 +59,7 @@ struct Reset: AsyncParsableCommand {
             ? "reset the default bucket \(bucket.url) to the teaching sample (\(MessageText.counted(sample.count, "object"))) with open rules"
             : "emptied \(bucket.url) (\(MessageText.counted(count, "object")) deleted) and put back the open rules"
         if !bucketOptions.quiet {
-            FileHandle.standardError.write(Data("storesh: \(what), at \(bucket.path); its snapshots are kept.\n".utf8))
+            Diagnostics.notice("\(what), at \(bucket.path); its snapshots are kept.")
         }
     }
 

@@ -66,13 +66,13 @@ final class ConsoleOutput: SessionOutput {
         }
         endsWithNewline = true
         printedSinceLine = true
-        FileHandle.standardError.write(Data((text + "\n").utf8))
+        Diagnostics.line(text)
     }
 
     func notice(_ text: String) {
         guard !json else { return }  // with --json, standard error holds JSON documents only
         flush()
-        FileHandle.standardError.write(Data("storesh: \(text)\n".utf8))
+        Diagnostics.notice(text)
         printedSinceLine = true
     }
 
@@ -158,7 +158,7 @@ func runScript(
     let status = await interpreter.run(script)
     output.flush()
     if let failure = output.writeFailure {
-        FileHandle.standardError.write(Data("storesh: error: \(failure.message) (\(failure.code.name))\n".utf8))
+        Diagnostics.error(failure)
         return status == .success ? Session.Status.failed.rawValue : status.rawValue
     }
     return status.rawValue
@@ -169,8 +169,8 @@ func runScript(
 func rulesSession(for opened: OpenedBucket) throws -> RulesSession {
     let session = try RulesSession(store: opened.bucket.rulesStore, clock: opened.clock)
     if let problem = session.problem {
-        FileHandle.standardError.write(Data(
-            "storesh: warning: the bucket's security rules cannot be used (\(problem)); every request they would decide is denied until `rules load FILE` or `rules reset` replaces them\n".utf8))
+        Diagnostics.warning(
+            "the bucket's security rules cannot be used (\(problem)); every request they would decide is denied until `rules load FILE` or `rules reset` replaces them")
     }
     return session
 }

@@ -101,15 +101,16 @@ struct Serve: AsyncParsableCommand {
         configuration.idleTimeout = .seconds(idleTimeout)
         let server = try StorageServer(bucket: bucket, options: BucketLocation.options(clock: clock), configuration: configuration)
         if let problem = server.rulesProblem {
-            FileHandle.standardError.write(Data(
-                "storesh serve: warning: the bucket's security rules cannot be used (\(problem)); every v0 request they would decide is denied until rules are loaded (PUT /internal/setRules, or rules load in the shell)\n".utf8))
+            Diagnostics.warning(
+                "the bucket's security rules cannot be used (\(problem)); every v0 request they would decide is denied until rules are loaded (PUT /internal/setRules, or rules load in the shell)",
+                from: "storesh serve")
         }
         let logs = log ?? (!bucketOptions.quiet && isatty(STDERR_FILENO) != 0)
         let loopback = host == "localhost" || host == "::1" || host.hasPrefix("127.")
         let greeting = Self.greeting(bucket: bucket.name, path: bucket.path, warnOfAddress: !loopback)
         let logLine: @Sendable (ServedRequest) -> Void = { request in
             let milliseconds = (request.seconds * 1000).formatted(.number.precision(.fractionLength(1)))
-            FileHandle.standardError.write(Data("\(request.method) \(request.path) \(request.status) \(milliseconds) ms\n".utf8))
+            Diagnostics.line("\(request.method) \(request.path) \(request.status) \(milliseconds) ms")
         }
         let served: (changes: Int, commits: Int)
         do {
@@ -123,8 +124,9 @@ struct Serve: AsyncParsableCommand {
             throw error
         }
         let path = bucket.path
-        FileHandle.standardError.write(Data(
-            "storesh serve: stopped after \(MessageText.counted(served.changes, "change")) in \(MessageText.counted(served.commits, "commit")); every answered change is in \(path).\n".utf8))
+        Diagnostics.notice(
+            "stopped after \(MessageText.counted(served.changes, "change")) in \(MessageText.counted(served.commits, "commit")); every answered change is in \(path).",
+            from: "storesh serve")
     }
 
     /// What a client needs, once the server listens: where, and the lines that point the clients at it.

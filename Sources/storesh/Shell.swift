@@ -86,7 +86,7 @@ final class Shell {
         interpreter.isCancelled = { storesh_interrupt_pending() != 0 }
         let context = Unmanaged.passUnretained(self).toOpaque()
         guard let editor = storesh_editor_open("storesh", context, completeCallback) else {
-            FileHandle.standardError.write(Data("storesh: error: cannot start line editing on this terminal\n".utf8))
+            Diagnostics.error("cannot start line editing on this terminal")
             return 1
         }
         defer { storesh_editor_close(editor) }

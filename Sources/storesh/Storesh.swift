@@ -175,7 +175,7 @@ struct Storesh: AsyncParsableCommand {
         if arguments.count > 1, arguments[0] == "help", !configuration.subcommands.contains(where: { $0._commandName == arguments[1] }) {
             let topic = arguments.dropFirst().joined(separator: " ")
             guard let text = CommandCatalog.helpText(for: topic) else {
-                leave(Reporter.report(CommandLineError(
+                leave(Diagnostics.report(CommandLineError(
                     "storesh help \(topic): no subcommand, command or topic has that name; storesh --help lists the subcommands, storesh -c help the commands.")))
             }
             print(text)
@@ -196,7 +196,7 @@ struct Storesh: AsyncParsableCommand {
         } catch let error as ExitCode {
             leave(error.rawValue)
         } catch {
-            leave(Reporter.report(error))
+            leave(Diagnostics.report(error))
         }
     }
 }
@@ -252,46 +252,6 @@ struct RootInvocation: Equatable {
         try shell.enforceRules()
         apply.configure(shell.interpreter, source: "the prompt", json: json)
         throw ExitCode(await shell.run())
-    }
-}
-
-/// The one place that decides what an error outside a script says and the exit status it gives, for every entry
-/// point (errors inside a script are the interpreter's diagnostics, rendered by ConsoleOutput): usage errors 2,
-/// storage errors 1, help and --version 0. With `--json`, the message is a JSON document as in scripts.
-enum Reporter {
-    static func report(_ error: Error) -> Int32 {
-        let json = CommandLine.arguments.prefix { $0 != "--" }.contains("--json")
-        let (status, code, message): (Int32, String, String)
-        switch error {
-        case let error as StorageError:
-            (status, code, message) = (1, error.code.name, error.message)
-        case let error as CommandLineError where error.isInterruption:
-            (status, code, message) = (Session.Status.interrupted.rawValue, StorageErrorCode.cancelled.name, error.description)
-        case let error as CommandLineError:
-            (status, code, message) = (2, "usage-error", error.description)
-        default:
-            // Help and --version exit 0; every usage error exits 2, as the contract says (not 64).
-            let exit = Storesh.exitCode(for: error)
-            let text = Storesh.fullMessage(for: error)
-            if exit == .success {
-                if !text.isEmpty { print(text) }
-                return 0
-            }
-            var plain = text.hasPrefix("Error: ") ? String(text.dropFirst("Error: ".count)) : text
-            // `storesh ls`: a command of the language given as an argument.
-            if let match = plain.firstMatch(of: #/Unexpected argument '([^']+)'/#),
-                CommandCatalog.firstWords.contains(String(match.1))
-            {
-                plain += "\n(commands of the language run with -c: storesh -c '\(match.1) …', or from a script: storesh run FILE)"
-            }
-            (status, code, message) = (exit == .validationFailure ? 2 : exit.rawValue, "usage-error", plain)
-        }
-        let text =
-            json
-            ? JSONValue.object([("error", .object([("code", .string(code)), ("message", .string(message))]))]).serialized
-            : "storesh: error: \(message)" + (code == "usage-error" ? "" : " (\(code))")
-        FileHandle.standardError.write(Data((text + "\n").utf8))
-        return status
     }
 }
 
@@ -433,7 +393,7 @@ struct Check: AsyncParsableCommand {
 
     func run() async throws {
         let location = try bucketOptions.location().path
-        // A bucket that cannot be opened is the Reporter's to say (as JSON with --json, exit 1).
+        // A bucket that cannot be opened is for Diagnostics to say (as JSON with --json, exit 1).
         let bucket = try bucketOptions.openExisting(json: outputOptions.json)
         let report = try bucket.verify()
         // Rules that cannot be used (kept before storesh bounded them) leave every rules-decided request denied:
@@ -488,8 +448,7 @@ struct Backup: AsyncParsableCommand {
     func run() async throws {
         let bucket = try bucketOptions.openExisting()
         try bucket.backup(to: file)
-        FileHandle.standardError.write(
-            Data("storesh: backed up gs://\(bucket.name) (\(MessageText.counted(try bucket.objectCount(), "object"))) from \(bucket.path) to \(file)\n".utf8))
+        Diagnostics.notice("backed up gs://\(bucket.name) (\(MessageText.counted(try bucket.objectCount(), "object"))) from \(bucket.path) to \(file)")
     }
 }
 
@@ -513,7 +472,7 @@ struct Export: AsyncParsableCommand {
             return
         }
         try writeFileAtomically(file) { output in try BucketArchive.export(bucket) { try output.write($0) } }
-        FileHandle.standardError.write(Data("exported \(MessageText.counted(try bucket.objectCount(), "object")) to \(file)\n".utf8))
+        Diagnostics.line("exported \(MessageText.counted(try bucket.objectCount(), "object")) to \(file)")
     }
 }
 
@@ -541,6 +500,6 @@ struct Import: AsyncParsableCommand {
         let objects = MessageText.counted(archive.objects.count, "object")
         let summary =
             replace ? "gs://\(bucket.name) now holds exactly the archive's \(objects)" : "imported \(objects) into gs://\(bucket.name)"
-        FileHandle.standardError.write(Data("\(summary)\n".utf8))
+        Diagnostics.line(summary)
     }
 }

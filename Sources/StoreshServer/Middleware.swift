@@ -1,0 +1,62 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+
+/// The layers every answer of `storesh serve` passes through, outermost first: the request log, the latency asked
+/// for, the origin policy. The router (`StorageServer.router`) puts them around the APIs.
+
+/// Tells `log` of each request answered, with its status and how long it took (latency included); the path's
+/// values that grant access are elided (`ServedRequest.loggable`).
+struct RequestLogMiddleware<Context: RequestContext>: RouterMiddleware {
+    let log: @Sendable (ServedRequest) -> Void
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let start = ContinuousClock.now
+        let response = try await next(request, context)
+        let elapsed = ContinuousClock.now - start
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        log(ServedRequest(
+            method: request.method.rawValue, path: ServedRequest.loggable(path: request.uri.path, query: request.uri.query),
+            status: response.status.code, seconds: seconds))
+        return response
+    }
+}
+
+/// Waits `latency` before each answer, as a distant service's round trip would: an app's loading states, or a
+/// client's parallelism, can then be tried on loopback. The wait holds no thread.
+struct LatencyMiddleware<Context: RequestContext>: RouterMiddleware {
+    let latency: Duration
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        if latency > .zero { try? await Task.sleep(for: latency) }
+        return try await next(request, context)
+    }
+}
+
+/// The origin policy (`--cors`, `--allow-host`): a request from a page or host it does not allow is refused
+/// before anything runs. Cross-origin requests (CORS): the Firebase Web SDK runs in a page served from another
+/// origin, which asks first (`OPTIONS`, answered here) and may read only the headers named as exposed (an
+/// upload's `X-Goog-Upload-*`).
+struct OriginPolicyMiddleware<Context: RequestContext>: RouterMiddleware {
+    let policy: OriginPolicy
+    /// The address the server listens on (a loopback one accepts only loopback host names).
+    let listening: String
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        if let refusal = policy.refusal(request, listening: listening) {
+            return Reply.failure(refusal, firebase: request.uri.path.hasPrefix("/v0")).response
+        }
+        var response = request.method == .options ? Answer(status: .noContent).response : try await next(request, context)
+        response.headers.append(
+            contentsOf: OriginPolicy.crossOriginHeaders(origin: request.headers[.origin], preflight: request.method == .options ? request : nil))
+        return response
+    }
+}
+
+/// A `HEAD` is answered as its `GET` would be, without the body.
+struct HeadMiddleware<Context: RequestContext>: RouterMiddleware {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let response = try await next(request, context)
+        return request.method == .head ? response.createHeadResponse() : response
+    }
+}

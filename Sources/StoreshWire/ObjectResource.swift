@@ -1,0 +1,109 @@
+import Foundation
+import StoreshCore
+
+/// Objects and buckets as the two APIs write them (what `storesh serve` answers) and read back (what the `gs://`
+/// clients decode): one place for both directions, tested as a round trip.
+public enum ObjectResource {
+    /// An object of the Cloud Storage JSON API (`storage#object`): numbers as strings, every name as it is,
+    /// custom metadata (download tokens included) under `metadata`. `crc32c` when the content is at hand.
+    public static func cloudStorage(_ object: ObjectMetadata, baseURL: String, crc32c: String? = nil) -> JSONValue {
+        let encoded = NameBytes.percentEncoded(object.fullPath)
+        var members: [(String, JSONValue)] = [
+            ("kind", .string("storage#object")),
+            ("id", .string("\(object.bucket)/\(object.fullPath)/\(object.generation)")),
+            ("selfLink", .string("\(baseURL)/storage/v1/b/\(object.bucket)/o/\(encoded)")),
+            ("mediaLink", .string("\(baseURL)/download/storage/v1/b/\(object.bucket)/o/\(encoded)?generation=\(object.generation)&alt=media")),
+        ] + identity(object)
+        members += [
+            ("storageClass", .string("STANDARD")),
+            ("size", .string(String(object.size))),
+            ("md5Hash", .string(object.md5Hash)),
+        ]
+        if let crc32c { members.append(("crc32c", .string(crc32c))) }
+        for property in [WritableProperty.contentEncoding, .contentDisposition, .contentLanguage, .cacheControl] {
+            if let value = object[property] { members.append((property.rawValue, .string(value))) }
+        }
+        members += [
+            ("etag", .string(etag(object))),
+            ("timeCreated", .string(object.timeCreated.rfc3339)),
+            ("updated", .string(object.updated.rfc3339)),
+            ("timeStorageClassUpdated", .string(object.timeCreated.rfc3339)),
+        ]
+        if !object.customMetadata.isEmpty { members.append(("metadata", customMetadata(object.customMetadata))) }
+        return .object(members)
+    }
+
+    /// An object of the Firebase v0 API: download tokens as `downloadTokens`, and not among the custom metadata.
+    public static func firebase(_ object: ObjectMetadata, crc32c: String? = nil) -> JSONValue {
+        var members = identity(object)
+        members += [
+            ("timeCreated", .string(object.timeCreated.rfc3339)),
+            ("updated", .string(object.updated.rfc3339)),
+            ("storageClass", .string("STANDARD")),
+            ("size", .string(String(object.size))),
+            ("md5Hash", .string(object.md5Hash)),
+        ]
+        for property in [WritableProperty.contentEncoding, .contentDisposition, .contentLanguage, .cacheControl] {
+            if let value = object[property] { members.append((property.rawValue, .string(value))) }
+        }
+        if let crc32c { members.append(("crc32c", .string(crc32c))) }
+        members.append(("etag", .string(etag(object))))
+        members.append(("downloadTokens", .string(object.customMetadata[ObjectMetadata.downloadTokensKey] ?? "")))
+        var custom = object.customMetadata
+        custom[ObjectMetadata.downloadTokensKey] = nil
+        if !custom.isEmpty { members.append(("metadata", customMetadata(custom))) }
+        return .object(members)
+    }
+
+    /// The members both APIs begin an object with: which object, which version, and its type.
+    private static func identity(_ object: ObjectMetadata) -> [(String, JSONValue)] {
+        var members: [(String, JSONValue)] = [
+            ("name", .string(object.fullPath)),
+            ("bucket", .string(object.bucket)),
+            ("generation", .string(String(object.generation))),
+            ("metageneration", .string(String(object.metageneration))),
+        ]
+        if let contentType = object.contentType { members.append(("contentType", .string(contentType))) }
+        return members
+    }
+
+    /// Changes with every change of content or metadata, as the service's etag does.
+    public static func etag(_ object: ObjectMetadata) -> String {
+        var bytes: [UInt8] = []
+        for number in [object.generation, object.metageneration] {
+            withUnsafeBytes(of: number.bigEndian) { bytes += $0 }
+        }
+        return Data(bytes).base64EncodedString()
+    }
+
+    private static func customMetadata(_ map: [String: String]) -> JSONValue {
+        .object(map.sortedByKeyBytes.map { ($0.key, .string($0.value)) })
+    }
+
+    /// The served bucket (`storage#bucket`).
+    public static func bucket(_ name: String, baseURL: String) -> JSONValue {
+        .object([
+            ("kind", .string("storage#bucket")),
+            ("id", .string(name)),
+            ("selfLink", .string("\(baseURL)/storage/v1/b/\(name)")),
+            ("projectNumber", .string("0")),
+            ("name", .string(name)),
+            ("metageneration", .string("1")),
+            ("location", .string("US-CENTRAL1")),
+            ("storageClass", .string("STANDARD")),
+            ("etag", .string("CAE=")),
+            ("locationType", .string("region")),
+        ])
+    }
+
+    /// An object of the Firebase v0 API read back: the JSON API's fields, with the download tokens returned to the
+    /// custom metadata, where the bucket keeps them.
+    public static func firebaseMetadata(_ data: Data, bucket: String) throws -> ObjectMetadata {
+        let document = try CloudStorageJSON.object(data, what: "a metadata read")
+        var metadata = try CloudStorageJSON.metadata(document, bucket: bucket)
+        if let tokens = document["downloadTokens"] as? String, !tokens.isEmpty {
+            metadata.customMetadata[ObjectMetadata.downloadTokensKey] = tokens
+        }
+        return metadata
+    }
+}

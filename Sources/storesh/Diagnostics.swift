@@ -1,0 +1,71 @@
+import ArgumentParser
+import Foundation
+import StoreshCore
+import StoreshLanguage
+
+/// Standard error, for every part of the command line (scripts, the prompt, subcommands, `storesh serve`'s start
+/// and log): the one place that decides how an error, a warning or a notice reads, and what exit status an error
+/// outside a script gives (usage errors 2, storage errors 1, an interruption 130, help and --version 0; inside a
+/// script the run's `Session.Status` decides). With `--json`, an error is a JSON document, as in scripts. Results
+/// go to standard output; nothing else writes here.
+enum Diagnostics {
+    /// A remark about the run (which bucket, what was created or saved): `storesh: TEXT`.
+    static func notice(_ text: String, from program: String = "storesh") { write("\(program): \(text)\n") }
+
+    /// Something that may be wrong but does not stop the run: `storesh: warning: TEXT`.
+    static func warning(_ text: String, from program: String = "storesh") { write("\(program): warning: \(text)\n") }
+
+    /// A storage error that ends a run whose script itself succeeded (its output could not be written).
+    static func error(_ error: StorageError) { write("storesh: error: \(error.message) (\(error.code.name))\n") }
+
+    /// An error of the terminal or the machine, with no code of spec E.
+    static func error(_ message: String) { write("storesh: error: \(message)\n") }
+
+    /// A question asked on the terminal; the answer is typed after it.
+    static func ask(_ question: String) { write("storesh: \(question) ") }
+
+    /// A progress line drawn over the last one (on a terminal); nil clears it.
+    static func progress(_ text: String?) { write("\r\u{1B}[K" + (text ?? "")) }
+
+    /// A line already in its final form: a script's located diagnostic with its caret or as JSON, a served
+    /// request, a summary.
+    static func line(_ text: String) { write(text + "\n") }
+
+    private static func write(_ text: String) { FileHandle.standardError.write(Data(text.utf8)) }
+
+    /// An error outside a script: said, and the exit status it gives.
+    static func report(_ error: Error) -> Int32 {
+        let json = CommandLine.arguments.prefix { $0 != "--" }.contains("--json")
+        let (status, code, message): (Int32, String, String)
+        switch error {
+        case let error as StorageError:
+            (status, code, message) = (1, error.code.name, error.message)
+        case let error as CommandLineError where error.isInterruption:
+            (status, code, message) = (Session.Status.interrupted.rawValue, StorageErrorCode.cancelled.name, error.description)
+        case let error as CommandLineError:
+            (status, code, message) = (2, "usage-error", error.description)
+        default:
+            // Help and --version exit 0; every usage error exits 2, as the contract says (not 64).
+            let exit = Storesh.exitCode(for: error)
+            let text = Storesh.fullMessage(for: error)
+            if exit == .success {
+                if !text.isEmpty { print(text) }
+                return 0
+            }
+            var plain = text.hasPrefix("Error: ") ? String(text.dropFirst("Error: ".count)) : text
+            // `storesh ls`: a command of the language given as an argument.
+            if let match = plain.firstMatch(of: #/Unexpected argument '([^']+)'/#),
+                CommandCatalog.firstWords.contains(String(match.1))
+            {
+                plain += "\n(commands of the language run with -c: storesh -c '\(match.1) …', or from a script: storesh run FILE)"
+            }
+            (status, code, message) = (exit == .validationFailure ? 2 : exit.rawValue, "usage-error", plain)
+        }
+        let text =
+            json
+            ? JSONValue.object([("error", .object([("code", .string(code)), ("message", .string(message))]))]).serialized
+            : "storesh: error: \(message)" + (code == "usage-error" ? "" : " (\(code))")
+        line(text)
+        return status
+    }
+}

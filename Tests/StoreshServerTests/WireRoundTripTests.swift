@@ -1,0 +1,66 @@
+import Foundation
+import StoreshCore
+import StoreshWire
+import Testing
+@testable import StoreshServer
+
+/// The wire both ways: what `storesh serve` writes, the `gs://` clients read back as it was, and what the clients
+/// send, the server reads as the change it stands for (rules G1, M4, M5, G7).
+@Suite("The wire, both ways")
+struct WireRoundTripTests {
+    /// An object with every property, custom keys beyond ASCII, and download tokens.
+    static let object: ObjectMetadata = {
+        var object = ObjectMetadata(
+            bucket: "app.appspot.com", fullPath: "photos/é/a b.jpg", generation: 1_795_602_528_206_312, metageneration: 3,
+            size: 12, timeCreated: Timestamp(rfc3339: "2026-11-21T09:30:00Z")!, updated: Timestamp(rfc3339: "2026-11-22T10:00:00.123Z")!,
+            md5Hash: "XUFAKrxLKna5cZ2REBfFkg==")
+        for property in WritableProperty.allCases { object[property] = "value of \(property.rawValue)" }
+        object.customMetadata = ["é": "3", "Z": "1", "f": "4", "a": "2", ObjectMetadata.downloadTokensKey: "t1,t2"]
+        return object
+    }()
+
+    func data(_ document: JSONValue) -> Data { Data(document.serialized.utf8) }
+
+    @Test("an object resource of the JSON API and of the v0 API reads back as the object it was written from")
+    func resources() throws {
+        let written = ObjectResource.cloudStorage(Self.object, baseURL: "http://127.0.0.1:9199", crc32c: "AAAAAA==")
+        let read = try CloudStorageJSON.metadata(try CloudStorageJSON.object(data(written), what: "a test"), bucket: "other")
+        #expect(read == Self.object)
+        #expect(try ObjectResource.firebaseMetadata(data(ObjectResource.firebase(Self.object)), bucket: "other") == Self.object)
+        // Custom keys in byte order, as everywhere else storesh writes them.
+        guard case .object(let members) = written, case .object(let custom)? = members.first(where: { $0.0 == "metadata" })?.1 else {
+            Issue.record("no metadata member")
+            return
+        }
+        #expect(custom.map(\.0) == ["Z", "a", "f", ObjectMetadata.downloadTokensKey, "é"])
+    }
+
+    @Test("a PATCH body the clients send is read by the server as the update from the state it was made from")
+    func patches() throws {
+        var after = Self.object
+        after.cacheControl = "no-cache"
+        after.contentLanguage = nil
+        after.customMetadata["a"] = nil
+        after.customMetadata["new"] = "x"
+        let body = try ObjectMetadataBody(json: CloudStorageJSON.patchBody(from: Self.object, to: after), what: "a test")
+        let (applied, changed) = try Self.object.applying(body.update, now: Self.object.updated)
+        #expect(changed)
+        #expect(applied.differences(to: after).isEmpty)
+        // Download tokens are not sent, so they are kept (rule G7).
+        #expect(body.customMetadata?[ObjectMetadata.downloadTokensKey] == nil)
+    }
+
+    @Test("an upload's resource is read by the server as the metadata it asked for")
+    func uploads() throws {
+        var options = WriteOptions(expectedMD5: "XUFAKrxLKna5cZ2REBfFkg==")
+        options.properties[.contentType] = "image/jpeg"
+        options.properties[.cacheControl] = "public, max-age=60"
+        options.customMetadata = ["b": "2", "a": "1"]
+        let resource = CloudStorageJSON.uploadResource(name: "photos/a.jpg", options: options)
+        let body = try ObjectMetadataBody(json: data(resource), what: "a test")
+        #expect(body.name == "photos/a.jpg")
+        #expect(body.writeOptions.properties == options.properties)
+        #expect(body.writeOptions.customMetadata == options.customMetadata)
+        #expect(body.writeOptions.expectedMD5 == options.expectedMD5)
+    }
+}
