@@ -84,12 +84,6 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
     let resumableThreshold: Int
 
     static let tokens = PositionPageTokens(mark: "gs1:")
-    /// Tab completion's reads, from a short-lived cache of pages.
-    private var completions: CompletionReads!
-    /// Signed in as an end user (rule F1): requests go through the Firebase v0 API instead.
-    private var signedIn: EndUser?
-    private let signInLock = NSLock()
-    let firebase: FirebaseStorageAPI
 
     public init(
         name: String, endpoint: CloudStorageEndpoint, http: RemoteHTTP, authorizer: any RequestAuthorizer,
@@ -100,27 +94,15 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
         self.http = http
         self.authorizer = authorizer
         self.resumableThreshold = resumableThreshold
-        firebase = FirebaseStorageAPI(
-            bucket: name, baseURL: endpoint.isEmulator ? endpoint.baseURL : "https://firebasestorage.googleapis.com", http: http)
-        completions = CompletionReads(bucket: self)
     }
 
-    /// The end user requests are made as, when signed in.
-    var user: EndUser? { signInLock.withLock { signedIn } }
+    /// The v0 API's base URL for this endpoint: the emulator's, or Google's.
+    var firebaseBaseURL: String { endpoint.isEmulator ? endpoint.baseURL : FirebaseWire.baseURL }
 
-    public var capabilities: BucketCapabilities { [.immediateReads] }
+    public var capabilities: BucketCapabilities { [] }
     public var pageTokens: any PageTokenFormat { Self.tokens }
 
-    public var immediateReads: (any ImmediateReads)? { completions }
-
-    public var guardsChanges: Bool { user == nil }
-
-    public var endUserSignIn: (any EndUserSignIn)? { self }
-
     public var accessDescription: String? {
-        if let user {
-            return "gs://\(name) through the Firebase Storage API v0 at \(firebase.baseURL), as \(user.description): the project's security rules decide, and changes carry no preconditions (the v0 API has none)"
-        }
         let decides =
             endpoint.isEmulator
             ? "security rules are bypassed" : "IAM decides what it may do (security rules apply to the Firebase SDKs, not here)"
@@ -180,8 +162,7 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
     // MARK: Listing
 
     public func list(_ reference: StoragePath, options: ListOptions) async throws -> ListPage {
-        if let user { return try await firebase.list(reference, options: options, user: user) }
-        return try await Lister.page(of: reference, bucket: name, options: options, source: self, tokens: Self.tokens)
+        try await Lister.page(of: reference, bucket: name, options: options, source: self, tokens: Self.tokens)
     }
 
     public func storedPage(prefix: String, startOffset: String?, continuation: String?, maxResults: Int) async throws
@@ -203,13 +184,6 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
     }
 
     public func scan(prefix: String, after: String?, limit: Int) async throws -> ObjectScanPage {
-        if let user {
-            // Walked whole at once (the v0 API has no flat listing to resume): one page, every object.
-            let all = try await firebase.everything(under: prefix, user: user)
-            return ObjectScanPage(
-                objects: all.filter { object in after.map { $0.utf8.lexicographicallyPrecedes(object.fullPath.utf8) } ?? true },
-                resumeAfter: nil)
-        }
         var objects: [ObjectMetadata] = []
         var continuation: String?
         // Bounded by the service's continuation, which must change at every page.
@@ -233,23 +207,16 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
     // MARK: Objects
 
     public func metadata(of object: ObjectName) async throws -> ObjectMetadata {
-        if let user { return try await firebase.metadata(of: object.rawValue, user: user) }
         let response = try await send(
             .GET, url(CloudStorageWire.metadata(bucket: name, object: object.rawValue)), repeatable: true, object: object.rawValue)
         return try CloudStorageJSON.metadata(try CloudStorageJSON.object(response.body, what: "a metadata read"), bucket: name)
     }
 
     public func read(_ object: ObjectName) async throws -> Data {
-        if let user { return try await firebase.read(object.rawValue, user: user) }
-        return try await send(.GET, objectURL(object.rawValue, [("alt", "media")]), repeatable: true, object: object.rawValue).body
+        try await send(.GET, objectURL(object.rawValue, [("alt", "media")]), repeatable: true, object: object.rawValue).body
     }
 
     public func read(_ object: ObjectName, into sink: any ContentSink) async throws -> Int64 {
-        if user != nil {
-            let content = try await read(object)
-            try sink.write(content)
-            return Int64(content.count)
-        }
         let counter = CountingSink(sink)
         _ = try await send(.GET, objectURL(object.rawValue, [("alt", "media")]), repeatable: true, object: object.rawValue, into: counter)
         return counter.count
@@ -258,10 +225,10 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
     public func write(from source: any ContentSource, to object: ObjectName, options: WriteOptions, precondition: Precondition)
         async throws -> ObjectMetadata
     {
-        guard user == nil, source.size > Int64(resumableThreshold) else {
+        guard source.size > Int64(resumableThreshold) else {
             return try await write(try source.readAll(), to: object, options: options, precondition: precondition)
         }
-        let (resource, _) = try uploadResource(object, options)
+        let (resource, _) = try Self.uploadResource(object, options)
         let md5 = source.md5Base64
         let response = try await resumableUpload(
             size: Int(source.size), read: { offset, length in try source.read(offset: Int64(offset), length: length) },
@@ -281,10 +248,6 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
     public func applyMetadata(of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata) async throws
         -> ObjectMetadata
     {
-        if let user {
-            defer { completions.forget() }
-            return try await firebase.update(object.rawValue, from: before, to: after, user: user)
-        }
         let guarded = Precondition(generation: before.generation, metageneration: before.metageneration)
         let request = CloudStorageWire.patch(bucket: name, object: object.rawValue, from: before, to: after)
         let response = try await sendChange(
@@ -301,12 +264,7 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
     public func write(_ content: Data, to object: ObjectName, options: WriteOptions, precondition: Precondition) async throws
         -> ObjectMetadata
     {
-        let (resource, contentType) = try uploadResource(object, options)
-        if let user {
-            defer { completions.forget() }
-            return try await firebase.write(
-                content, to: object.rawValue, resource: resource, contentType: contentType, precondition: precondition, user: user)
-        }
+        let (resource, contentType) = try Self.uploadResource(object, options)
         let md5 = ContentHash.md5Base64(content)
         // A repeat refused because the first attempt landed: the object has this content, as first written.
         let landed: @Sendable (ObjectMetadata) -> Bool = { current in
@@ -328,7 +286,9 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
 
     /// An upload's resource (name, writable properties, custom metadata, the MD5 to check) and its content type
     /// (guessed from the name when not given, as the SDKs do).
-    private func uploadResource(_ object: ObjectName, _ options: WriteOptions) throws -> (JSONValue, String) {
+    /// An upload's resource (its content type guessed from the name when not given) and its content type, as both
+    /// APIs take it.
+    static func uploadResource(_ object: ObjectName, _ options: WriteOptions) throws -> (JSONValue, String) {
         try CustomMetadataLimits.validate(options.customMetadata)
         var options = options
         if options.properties[.contentType] == nil {
@@ -361,7 +321,6 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
     ) async throws -> RemoteResponse? {
         let start = url(CloudStorageWire.upload(bucket: name, uploadType: "resumable", precondition: precondition))
         // Opening a session changes nothing: it is repeatable.
-        completions.forget()
         let session = try await send(
             .POST, start, headers: [("Content-Type", "application/json"), ("X-Upload-Content-Length", String(size))],
             body: Data(resource.serialized.utf8), repeatable: true, object: object, precondition: precondition)
@@ -406,10 +365,6 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
     }
 
     public func delete(_ object: ObjectName, precondition: Precondition) async throws {
-        if let user {
-            defer { completions.forget() }
-            return try await firebase.delete(object.rawValue, precondition: precondition, user: user)
-        }
         _ = try await sendChange(
             .DELETE, url(CloudStorageWire.delete(bucket: name, object: object.rawValue, precondition: precondition)),
             object: object.rawValue, precondition: precondition) { _ in false }
@@ -427,7 +382,6 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
         let authorizer = self.authorizer
         let request = RemoteRequest(method: method, url: url, headers: authorizer.extraHeaders + headers, body: body, repeatable: repeatable)
         let response = try await http.send(request) { try await authorizer.authorization() }
-        completions.forget()
         if (200..<300).contains(response.status) { return response }
         if response.attempts > 1 {
             if method == .DELETE && response.status == 404 { return nil }
@@ -436,45 +390,6 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
             }
         }
         throw failure(response, object: object, precondition: precondition)
-    }
-}
-
-extension CloudStorageBucket: EndUserSignIn {
-    public func signIn(idToken: String) throws(StorageError) -> String {
-        let token = idToken.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !token.isEmpty, !token.contains(" ") else {
-            throw .invalidArgument("An ID token is one word (a JWT, as the Firebase SDKs' getIdToken() gives it).")
-        }
-        let claims = EndUser.claims(of: token)
-        let user = EndUser(idToken: token, uid: (claims?["user_id"] ?? claims?["sub"]) as? String, emulatorToken: false)
-        signInLock.withLock { signedIn = user }
-        completions.forget()
-        return user.description
-    }
-
-    public func signIn(uid: String, claims: [String: String]) throws(StorageError) -> String {
-        guard endpoint.isEmulator else {
-            throw .invalidArgument(
-                "login UID makes an unsigned emulator token, which only an emulator accepts; on a real project sign in with login --id-token TOKEN (a user's Firebase ID token).")
-        }
-        let project = Self.projectID(ofBucket: name)
-        let user = EndUser(idToken: EndUser.emulatorToken(uid: uid, claims: claims, project: project), uid: uid, emulatorToken: true)
-        signInLock.withLock { signedIn = user }
-        completions.forget()
-        return user.description
-    }
-
-    public func signOut() {
-        signInLock.withLock { signedIn = nil }
-        completions.forget()
-    }
-
-    /// The Firebase project a default bucket belongs to (`my-app.appspot.com`, `my-app.firebasestorage.app`).
-    static func projectID(ofBucket bucket: String) -> String {
-        for suffix in [".appspot.com", ".firebasestorage.app"] where bucket.hasSuffix(suffix) {
-            return String(bucket.dropLast(suffix.count))
-        }
-        return bucket
     }
 }
 

@@ -41,7 +41,7 @@ extension BucketLocation {
                 http.close()
                 throw error
             }
-            let bucket = CloudStorageBucket(name: name, endpoint: endpoint, http: http, authorizer: authorizer)
+            let bucket = FirebaseProjectBucket(CloudStorageBucket(name: name, endpoint: endpoint, http: http, authorizer: authorizer))
             do {
                 // Rule F1: signed in as an end user from the start; the bucket's own check is then the user's.
                 if let token = idToken {

@@ -65,6 +65,19 @@ struct Serve: AsyncParsableCommand {
     @Flag(inversion: .prefixedNo, help: "Log one line per request on standard error (default: when it is a terminal, unless --quiet).")
     var log: Bool?
 
+    @Option(
+        name: .customLong("import"),
+        help: ArgumentHelp(
+            "Start with exactly the objects of a Firebase emulator export (a directory that firebase emulators:export or --export-on-exit wrote); a new bucket file is named after its bucket.",
+            valueName: "dir"))
+    var importDirectory: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "When the server stops, write the bucket as a Firebase emulator export to this directory (replaced whole), as firebase emulators:start --export-on-exit does.",
+            valueName: "dir"))
+    var exportOnExit: String?
+
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0…65535, not \(port).") }
         guard (1...4096).contains(maxObjectSize) else { throw ValidationError("--max-object-size must be 1…4096 MiB, not \(maxObjectSize).") }
@@ -89,8 +102,24 @@ struct Serve: AsyncParsableCommand {
             "storesh serve serves a local bucket file", instead: "Give --bucket a bucket file (it may be a new one).")
         let clock = try makeClock(flag: bucketOptions.clock)
         let existed = access(location.path, F_OK) == 0
-        let bucket = try location.open(clock: clock, quiet: bucketOptions.quiet, nameForNewBucket: name)
+        // Read whole before anything opens: a damaged export starts nothing.
+        let imported = try importDirectory.map { try FirebaseEmulatorExport.read(directory: $0) }
+        var nameForNewBucket = name
+        if nameForNewBucket == nil, let imported {
+            // A new bucket file takes the export's bucket name, as the emulator would serve it.
+            nameForNewBucket = FirebaseExportImport.bucketName(of: imported)
+        }
+        let bucket = try location.open(clock: clock, quiet: bucketOptions.quiet, nameForNewBucket: nameForNewBucket)
         _ = OpenBuckets.shared.keep(bucket)
+        if let imported, let importDirectory {
+            let (objects, from) = try FirebaseExportImport.objects(of: imported, for: bucket.name, directory: importDirectory)
+            try bucket.importObjects(objects, replacingEverything: true)
+            if !bucketOptions.quiet {
+                Diagnostics.notice(
+                    FirebaseExportImport.summary(count: objects.count, from: from, into: bucket.name, replace: true) + " from \(importDirectory)",
+                    from: "storesh serve")
+            }
+        }
         if let name, bucket.name != name {
             throw CommandLineError(
                 "The bucket file \(bucket.path) holds gs://\(bucket.name), not gs://\(name); serve it as gs://\(bucket.name), or give --bucket a new file to create gs://\(name).")
@@ -127,6 +156,15 @@ struct Serve: AsyncParsableCommand {
         Diagnostics.notice(
             "stopped after \(MessageText.counted(served.changes, "change")) in \(MessageText.counted(served.commits, "commit")); every answered change is in \(path).",
             from: "storesh serve")
+        if let exportOnExit {
+            // The server has closed the bucket: the export reads the file again, as it now is.
+            let closed = try location.open(clock: clock, quiet: true)
+            defer { closed.close() }
+            try FirebaseEmulatorExport.write(closed, to: exportOnExit)
+            Diagnostics.notice(
+                "exported \(MessageText.counted(try closed.objectCount(), "object")) to \(exportOnExit) (the Firebase emulator's layout)",
+                from: "storesh serve")
+        }
     }
 
     /// What a client needs, once the server listens: where, and the lines that point the clients at it.

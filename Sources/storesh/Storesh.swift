@@ -74,12 +74,13 @@ extension BucketArguments {
 
     /// Opens a local bucket file, creating it when missing, for local-bucket features (archives): refused on a
     /// real bucket before anything runs (rule B3).
-    func openLocal() throws -> LocalBucket {
+    /// `nameForNewBucket`: the name a bucket file this creates gets (default: the file's name).
+    func openLocal(nameForNewBucket: String? = nil) throws -> LocalBucket {
         let location = try location()
         try location.refuseRemote(
             "export and import of whole archives work on local bucket files",
             instead: "Use a script of put and get for a real bucket's objects.")
-        let bucket = try location.open(clock: try makeClock(flag: clock), quiet: quiet)
+        let bucket = try location.open(clock: try makeClock(flag: clock), quiet: quiet, nameForNewBucket: nameForNewBucket)
         _ = OpenBuckets.shared.keep(bucket)
         return bucket
     }
@@ -452,19 +453,44 @@ struct Backup: AsyncParsableCommand {
     }
 }
 
+/// The layouts `storesh export` writes and `storesh import` reads.
+enum ArchiveFormat: String, ExpressibleByArgument, CaseIterable {
+    /// storesh's own archive: one JSON file, one object per line.
+    case json
+    /// The Firebase Storage emulator's export directory (firebase-tools' `--import DIR`, `--export-on-exit DIR`).
+    case firebase
+}
+
 struct Export: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "export",
-        abstract: "Write the whole bucket, metadata and content, as readable JSON.",
-        discussion: "One object per line, in name order. The file is written whole or not at all.")
+        abstract: "Write the whole bucket, metadata and content, as readable JSON or as a Firebase emulator export.",
+        discussion: """
+            json (the default): one object per line, in name order; the file is written whole or not at all.             firebase: a directory as `firebase emulators:export` writes it (firebase-export-metadata.json,             storage_export/ with buckets.json, blobs/ and metadata/), for `firebase emulators:start --import DIR`;             the directory is replaced whole.
+            """)
 
     @OptionGroup var bucketOptions: BucketOptions
 
-    @Argument(help: ArgumentHelp("Where to write; - or nothing for standard output.", valueName: "file"))
+    @Option(help: ArgumentHelp("json, or firebase for the Firebase emulator's export directory.", valueName: "format"))
+    var format = ArchiveFormat.json
+
+    @Argument(help: ArgumentHelp("Where to write; - or nothing for standard output (json only).", valueName: "file"))
     var file: String?
+
+    func validate() throws {
+        if format == .firebase, file == nil || file == "-" {
+            throw ValidationError("--format firebase writes a directory: give it, e.g. storesh export --format firebase ./emulator-data")
+        }
+    }
 
     func run() async throws {
         let bucket = try bucketOptions.openLocal()
+        if format == .firebase, let file {
+            try FirebaseEmulatorExport.write(bucket, to: file)
+            Diagnostics.line(
+                "exported \(MessageText.counted(try bucket.objectCount(), "object")) of gs://\(bucket.name) to \(file) (firebase emulators:start --only storage --import \(file) reads it)")
+            return
+        }
         guard let file, file != "-" else {
             let output = CheckedOutput(descriptor: STDOUT_FILENO, name: "standard output")
             try BucketArchive.export(bucket) { try output.write($0) }
@@ -479,21 +505,32 @@ struct Export: AsyncParsableCommand {
 struct Import: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "import",
-        abstract: "Add the objects of a JSON archive to the bucket, all of them or none.",
+        abstract: "Add the objects of a JSON archive, or of a Firebase emulator export, to the bucket, all of them or none.",
         discussion: """
-            Objects already in the bucket with the same names are replaced; with --replace, the bucket holds \
-            exactly the archive's objects afterwards. The archive is checked whole before anything is written.
+            Objects already in the bucket with the same names are replaced; with --replace, the bucket holds             exactly the archive's objects afterwards. The archive is checked whole before anything is written.             --format firebase reads a directory that `firebase emulators:export` (or --export-on-exit) wrote:             contents, metadata, custom metadata, download tokens, generations and times.
             """)
 
     @OptionGroup var bucketOptions: BucketOptions
 
-    @Argument(help: ArgumentHelp("The archive to read; - for standard input.", valueName: "file"))
+    @Option(help: ArgumentHelp("json, or firebase for the Firebase emulator's export directory.", valueName: "format"))
+    var format = ArchiveFormat.json
+
+    @Argument(help: ArgumentHelp("The archive to read (- for standard input), or with --format firebase the export's directory.", valueName: "file"))
     var file: String
 
     @Flag(help: "Remove every object that is not in the archive.")
     var replace = false
 
     func run() async throws {
+        if format == .firebase {
+            let contents = try FirebaseEmulatorExport.read(directory: file)
+            // A new bucket file is named after the export's bucket, as the emulator served it.
+            let bucket = try bucketOptions.openLocal(nameForNewBucket: FirebaseExportImport.bucketName(of: contents))
+            let (objects, from) = try FirebaseExportImport.objects(of: contents, for: bucket.name, directory: file)
+            try bucket.importObjects(objects, replacingEverything: replace)
+            Diagnostics.line(FirebaseExportImport.summary(count: objects.count, from: from, into: bucket.name, replace: replace))
+            return
+        }
         let archive = try BucketArchive.parse(try readInputFile(file), source: file)
         let bucket = try bucketOptions.openLocal()
         try bucket.importObjects(archive.objects, replacingEverything: replace)
@@ -501,5 +538,32 @@ struct Import: AsyncParsableCommand {
         let summary =
             replace ? "gs://\(bucket.name) now holds exactly the archive's \(objects)" : "imported \(objects) into gs://\(bucket.name)"
         Diagnostics.line(summary)
+    }
+}
+
+/// Which of an emulator export's objects go into a local bucket (it holds one bucket; an export may list several).
+enum FirebaseExportImport {
+    /// The objects of the export's bucket named as the local one; or, when there is no such bucket and the export
+    /// holds one bucket's objects only, those (the emulator's default bucket, imported under the local name).
+    static func objects(of contents: FirebaseEmulatorExport.Contents, for bucket: String, directory: String) throws
+        -> (objects: [ArchivedObject], from: String)
+    {
+        let named = Set(contents.objects.map(\.bucket))
+        if named.contains(bucket) || named.isEmpty { return (contents.objects.filter { $0.bucket == bucket }.map(\.object), bucket) }
+        if named.count == 1, let only = named.first { return (contents.objects.map(\.object), only) }
+        throw CommandLineError(
+            "\(directory) holds objects of \(named.sorted().map { "gs://\($0)" }.joined(separator: ", ")), none of gs://\(bucket): import it into a bucket named as one of them (storesh import --bucket NEW.bucket … names a new bucket after none, so give serve --name).")
+    }
+
+    /// The bucket an export is of, when it is of one: the one its objects name, else the one it lists.
+    static func bucketName(of contents: FirebaseEmulatorExport.Contents) -> String? {
+        let named = Set(contents.objects.map(\.bucket))
+        return named.count == 1 ? named.first : named.isEmpty && contents.buckets.count == 1 ? contents.buckets.first : nil
+    }
+
+    static func summary(count: Int, from: String, into bucket: String, replace: Bool) -> String {
+        let objects = MessageText.counted(count, "object")
+        let source = from == bucket ? "" : " (gs://\(from) in the export)"
+        return replace ? "gs://\(bucket) now holds exactly the export's \(objects)\(source)" : "imported \(objects)\(source) into gs://\(bucket)"
     }
 }

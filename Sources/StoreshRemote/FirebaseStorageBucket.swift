@@ -45,16 +45,37 @@ struct EndUser: Sendable {
     }
 }
 
-/// The Firebase Storage REST API v0 (`/v0/b/BUCKET/o…`), the one the Firebase SDKs use: lists apply L3 and page
-/// themselves, and the project's security rules decide every request. It has no preconditions.
-struct FirebaseStorageAPI: Sendable {
+/// A bucket as one end user of the app reaches it (rule F1): through the Firebase Storage REST API v0
+/// (`/v0/b/BUCKET/o…`), the one the Firebase SDKs use, where lists apply L3 and page themselves and the project's
+/// security rules decide every request. The v0 API has no preconditions: a change is checked against the object
+/// read just before it, which narrows the window for a concurrent change but cannot close it (`guardsChanges`).
+final class FirebaseStorageBucket: Bucket, Sendable {
     let bucket: String
     /// `https://firebasestorage.googleapis.com`, or the emulator's base URL.
     let baseURL: String
     let http: RemoteHTTP
+    let user: EndUser
+
+    init(bucket: String, baseURL: String, http: RemoteHTTP, user: EndUser) {
+        self.bucket = bucket
+        self.baseURL = baseURL
+        self.http = http
+        self.user = user
+    }
+
+    var name: String { bucket }
+    var capabilities: BucketCapabilities { [] }
+    var pageTokens: any PageTokenFormat { CloudStorageBucket.tokens }
+    var guardsChanges: Bool { false }
+    var accessDescription: String? {
+        "gs://\(bucket) through the Firebase Storage API v0 at \(baseURL), as \(user.description): the project's security rules decide, and changes carry no preconditions (the v0 API has none)"
+    }
+
+    /// The connections are the bucket's that signed in, closed with it.
+    func close() {}
 
     /// Sends a request of the v0 API as `FirebaseWire` builds it (and `explain` shows it), as `user`.
-    private func send(_ wire: WireRequest, user: EndUser, headers: [(String, String)] = [], object: String?) async throws -> RemoteResponse {
+    private func send(_ wire: WireRequest, headers: [(String, String)] = [], object: String?) async throws -> RemoteResponse {
         let method = HTTPMethod(rawValue: wire.method)
         // No preconditions: only reads are repeated.
         let request = RemoteRequest(
@@ -75,14 +96,14 @@ struct FirebaseStorageAPI: Sendable {
     /// An object of the v0 API (`ObjectResource` reads it as `storesh serve` writes it).
     func metadata(_ data: Data) throws -> ObjectMetadata { try ObjectResource.firebaseMetadata(data, bucket: bucket) }
 
-    func list(_ reference: StoragePath, options: ListOptions, user: EndUser) async throws -> ListPage {
+    func list(_ reference: StoragePath, options: ListOptions) async throws -> ListPage {
         // Checked here, and sent only when asked for, as the SDKs do (the service's default is the same 1000).
         _ = try options.validatedMaxResults()
         let request = FirebaseWire.list(
             bucket: bucket, prefix: reference.listingPrefix, maxResults: options.maxResults, pageToken: options.pageToken)
         let response: RemoteResponse
         do {
-            response = try await send(request, user: user, object: nil)
+            response = try await send(request, object: nil)
         } catch let error as StorageError where error.code == .unauthorized {
             throw StorageError.unauthorized(bucket: bucket, path: reference.fullPath)
         }
@@ -94,14 +115,14 @@ struct FirebaseStorageAPI: Sendable {
         if options.includeMetadata {
             // The v0 list carries names only: each item's metadata is a request of its own, as in the SDKs.
             var metadata: [ObjectMetadata] = []
-            for item in page.items { metadata.append(try await self.metadata(of: item, user: user)) }
+            for item in page.items { metadata.append(try await self.metadata(ofName: item)) }
             page.itemMetadata = metadata
         }
         return page
     }
 
     /// Every object under `prefix`, in name order, walked folder by folder (the v0 API lists with a delimiter only).
-    func everything(under prefix: String, user: EndUser) async throws -> [ObjectMetadata] {
+    func everything(under prefix: String) async throws -> [ObjectMetadata] {
         let slash = prefix.utf8.lastIndex(of: UInt8(ascii: "/")).map { prefix.utf8.distance(from: prefix.utf8.startIndex, to: $0) + 1 } ?? 0
         var folders = [StoragePath(normalizing: NameBytes.prefix(of: prefix, byteCount: slash))]
         var names: [String] = []
@@ -111,7 +132,7 @@ struct FirebaseStorageAPI: Sendable {
             guard visited <= 1_000_000 else { throw StorageError.internalError("More than a million folders under \(prefix).") }
             var token: String?
             repeat {
-                let page = try await list(folder, options: ListOptions(pageToken: token), user: user)
+                let page = try await list(folder, options: ListOptions(pageToken: token))
                 names += page.items.filter { $0.utf8.starts(with: prefix.utf8) }
                 folders += page.prefixes.filter { ($0 + "/").utf8.starts(with: prefix.utf8) || prefix.utf8.starts(with: ($0 + "/").utf8) }
                     .map { StoragePath(normalizing: $0) }
@@ -120,36 +141,52 @@ struct FirebaseStorageAPI: Sendable {
         }
         names.sort { $0.utf8.lexicographicallyPrecedes($1.utf8) }
         var objects: [ObjectMetadata] = []
-        for name in names { objects.append(try await metadata(of: name, user: user)) }
+        for name in names { objects.append(try await metadata(ofName: name)) }
         return objects
     }
 
-    func metadata(of name: String, user: EndUser) async throws -> ObjectMetadata {
-        try metadata(try await send(FirebaseWire.metadata(bucket: bucket, object: name), user: user, object: name).body)
+    func metadata(ofName name: String) async throws -> ObjectMetadata {
+        try metadata(try await send(FirebaseWire.metadata(bucket: bucket, object: name), object: name).body)
     }
 
-    func read(_ name: String, user: EndUser) async throws -> Data {
-        try await send(FirebaseWire.download(bucket: bucket, object: name), user: user, object: name).body
+    func metadata(of object: ObjectName) async throws -> ObjectMetadata { try await metadata(ofName: object.rawValue) }
+
+    func read(_ object: ObjectName) async throws -> Data {
+        try await send(FirebaseWire.download(bucket: bucket, object: object.rawValue), object: object.rawValue).body
+    }
+
+    /// Every object under `prefix` after `after`, walked whole at once (the v0 API has no flat listing to resume):
+    /// one page.
+    func scan(prefix: String, after: String?, limit: Int) async throws -> ObjectScanPage {
+        let all = try await everything(under: prefix)
+        return ObjectScanPage(
+            objects: all.filter { object in after.map { $0.utf8.lexicographicallyPrecedes(object.fullPath.utf8) } ?? true },
+            resumeAfter: nil)
+    }
+
+    func updateMetadata(of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition) async throws -> UpdateResult {
+        try await updateByReadingThenApplying(of: object, update, precondition: precondition)
     }
 
     /// The v0 API has no preconditions: the object is read just before the change and compared with the state the
     /// change was computed from, which narrows the window for a concurrent change but cannot close it.
-    func update(_ name: String, from before: ObjectMetadata, to after: ObjectMetadata, user: EndUser) async throws -> ObjectMetadata {
-        let current = try await metadata(of: name, user: user)
+    func applyMetadata(of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata) async throws -> ObjectMetadata {
+        let name = object.rawValue
+        let current = try await metadata(ofName: name)
         guard current.generation == before.generation, current.metageneration == before.metageneration else {
             throw StorageError.preconditionFailed(name, Precondition(generation: before.generation, metageneration: before.metageneration), actual: current)
         }
         let response = try await send(
-            FirebaseWire.patch(bucket: bucket, object: name, body: CloudStorageJSON.patchBody(from: before, to: after)), user: user,
+            FirebaseWire.patch(bucket: bucket, object: name, body: CloudStorageJSON.patchBody(from: before, to: after)),
             headers: [("Content-Type", "application/json")], object: name)
         return try metadata(response.body)
     }
 
-    func write(_ content: Data, to name: String, resource: JSONValue, contentType: String, precondition: Precondition, user: EndUser)
-        async throws -> ObjectMetadata
-    {
+    func write(_ content: Data, to object: ObjectName, options: WriteOptions, precondition: Precondition) async throws -> ObjectMetadata {
+        let name = object.rawValue
+        let (resource, contentType) = try CloudStorageBucket.uploadResource(object, options)
         if precondition != .none {
-            let current = try? await metadata(of: name, user: user)
+            let current = try? await metadata(ofName: name)
             guard precondition.isSatisfied(by: current) else {
                 throw StorageError.preconditionFailed(name, precondition, actual: current)
             }
@@ -158,15 +195,16 @@ struct FirebaseStorageAPI: Sendable {
         var request = FirebaseWire.upload(bucket: bucket, object: name)
         request.body = upload.body
         let response = try await send(
-            request, user: user, headers: [("Content-Type", upload.contentType), ("X-Goog-Upload-Protocol", "multipart")], object: name)
+            request, headers: [("Content-Type", upload.contentType), ("X-Goog-Upload-Protocol", "multipart")], object: name)
         return try metadata(response.body)
     }
 
-    func delete(_ name: String, precondition: Precondition, user: EndUser) async throws {
+    func delete(_ object: ObjectName, precondition: Precondition) async throws {
+        let name = object.rawValue
         if precondition != .none {
-            let current = try? await metadata(of: name, user: user)
+            let current = try? await metadata(ofName: name)
             guard precondition.isSatisfied(by: current) else { throw StorageError.preconditionFailed(name, precondition, actual: current) }
         }
-        _ = try await send(FirebaseWire.delete(bucket: bucket, object: name), user: user, object: name)
+        _ = try await send(FirebaseWire.delete(bucket: bucket, object: name), object: name)
     }
 }

@@ -1,0 +1,128 @@
+import Foundation
+import StoreshCore
+
+/// A `gs://` bucket as a session uses it: through the Cloud Storage JSON API with the bucket's credentials
+/// (`CloudStorageBucket`), until `login` makes requests an end user's, through the Firebase v0 API where the
+/// project's security rules decide (`FirebaseStorageBucket`, rule F1); `logout` goes back. Each mode is a bucket
+/// of its own; this one forwards every request to the one in force, and keeps Tab completion's short-lived reads,
+/// forgotten at every change and every sign-in.
+public final class FirebaseProjectBucket: Bucket, EndUserSignIn, @unchecked Sendable {
+    /// The bucket through the JSON API, with the credentials found (rule G2).
+    public let administrator: CloudStorageBucket
+    private var signedIn: FirebaseStorageBucket?
+    private let lock = NSLock()
+    private var completions: CompletionReads!
+
+    public init(_ administrator: CloudStorageBucket) {
+        self.administrator = administrator
+        completions = CompletionReads(bucket: self)
+    }
+
+    /// The bucket requests go to now.
+    var current: any Bucket { lock.withLock { signedIn } ?? administrator }
+
+    public var name: String { administrator.name }
+    public var capabilities: BucketCapabilities { [.immediateReads] }
+    public var pageTokens: any PageTokenFormat { current.pageTokens }
+    public var accessDescription: String? { current.accessDescription }
+    public var guardsChanges: Bool { current.guardsChanges }
+    public var endUserSignIn: (any EndUserSignIn)? { self }
+    public var immediateReads: (any ImmediateReads)? { completions }
+    public func validateStorable(_ metadata: ObjectMetadata) throws { try current.validateStorable(metadata) }
+    public func close() { administrator.close() }
+
+    /// Checks that the bucket is there and the credentials work (rule B2).
+    public func verify() async throws { try await administrator.verify() }
+
+    public func list(_ reference: StoragePath, options: ListOptions) async throws -> ListPage {
+        try await current.list(reference, options: options)
+    }
+
+    public func scan(prefix: String, after: String?, limit: Int) async throws -> ObjectScanPage {
+        try await current.scan(prefix: prefix, after: after, limit: limit)
+    }
+
+    public func metadata(of object: ObjectName) async throws -> ObjectMetadata { try await current.metadata(of: object) }
+
+    public func read(_ object: ObjectName) async throws -> Data { try await current.read(object) }
+
+    public func read(_ object: ObjectName, into sink: any ContentSink) async throws -> Int64 {
+        try await current.read(object, into: sink)
+    }
+
+    // Changes: what completion read before may be stale after.
+
+    public func updateMetadata(of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition) async throws
+        -> UpdateResult
+    {
+        defer { completions.forget() }
+        return try await current.updateMetadata(of: object, update, precondition: precondition)
+    }
+
+    public func applyMetadata(of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata) async throws
+        -> ObjectMetadata
+    {
+        defer { completions.forget() }
+        return try await current.applyMetadata(of: object, from: before, to: after)
+    }
+
+    public func write(_ content: Data, to object: ObjectName, options: WriteOptions, precondition: Precondition) async throws
+        -> ObjectMetadata
+    {
+        defer { completions.forget() }
+        return try await current.write(content, to: object, options: options, precondition: precondition)
+    }
+
+    public func write(from source: any ContentSource, to object: ObjectName, options: WriteOptions, precondition: Precondition)
+        async throws -> ObjectMetadata
+    {
+        defer { completions.forget() }
+        return try await current.write(from: source, to: object, options: options, precondition: precondition)
+    }
+
+    public func delete(_ object: ObjectName, precondition: Precondition) async throws {
+        defer { completions.forget() }
+        try await current.delete(object, precondition: precondition)
+    }
+
+    // MARK: Signing in (rule F1)
+
+    private func signIn(_ user: EndUser) -> String {
+        let bucket = FirebaseStorageBucket(
+            bucket: name, baseURL: administrator.firebaseBaseURL, http: administrator.http, user: user)
+        lock.withLock { signedIn = bucket }
+        completions.forget()
+        return user.description
+    }
+
+    public func signIn(idToken: String) throws(StorageError) -> String {
+        let token = idToken.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !token.isEmpty, !token.contains(" ") else {
+            throw .invalidArgument("An ID token is one word (a JWT, as the Firebase SDKs' getIdToken() gives it).")
+        }
+        let claims = EndUser.claims(of: token)
+        return signIn(EndUser(idToken: token, uid: (claims?["user_id"] ?? claims?["sub"]) as? String, emulatorToken: false))
+    }
+
+    public func signIn(uid: String, claims: [String: String]) throws(StorageError) -> String {
+        guard administrator.endpoint.isEmulator else {
+            throw .invalidArgument(
+                "login UID makes an unsigned emulator token, which only an emulator accepts; on a real project sign in with login --id-token TOKEN (a user's Firebase ID token).")
+        }
+        let project = Self.projectID(ofBucket: name)
+        return signIn(EndUser(idToken: EndUser.emulatorToken(uid: uid, claims: claims, project: project), uid: uid, emulatorToken: true))
+    }
+
+    public func signOut() {
+        lock.withLock { signedIn = nil }
+        completions.forget()
+    }
+
+    /// The Firebase project a default bucket belongs to (`my-app.appspot.com`, `my-app.firebasestorage.app`).
+    static func projectID(ofBucket bucket: String) -> String {
+        for suffix in [".appspot.com", ".firebasestorage.app"] where bucket.hasSuffix(suffix) {
+            return String(bucket.dropLast(suffix.count))
+        }
+        return bucket
+    }
+}
