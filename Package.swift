@@ -17,6 +17,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
+        // Hummingbird's own: a live page's event stream ends when the server shuts down gracefully.
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         // libedit for the interactive shell's line editing (pkg-config `libedit`, Debian `libedit-dev`).
@@ -64,6 +66,7 @@ let package = Package(
             dependencies: [
                 "StoreshCore", "StoreshLocal", "StoreshRules", "StoreshWire",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 // The request parser's errors, and the HTTP parts a handler of the connection sees.

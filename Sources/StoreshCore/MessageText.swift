@@ -6,6 +6,21 @@ public enum MessageText {
         text.unicodeScalars.contains { $0.properties.generalCategory == .control } ? text.debugDescription : text
     }
 
+    /// A size as people read it: `512 B`, `1.2 KiB`, `3.4 MiB`.
+    public static func byteCount(_ bytes: Int64) -> String {
+        if bytes < 1024 { return "\(bytes) B" }
+        let units = ["KiB", "MiB", "GiB", "TiB"]
+        var value = Double(bytes) / 1024
+        var unit = 0
+        while value >= 1024 && unit < units.count - 1 {
+            value /= 1024
+            unit += 1
+        }
+        let rounded = (value * 10).rounded() / 10
+        return rounded.truncatingRemainder(dividingBy: 1) == 0
+            ? "\(Int(rounded)) \(units[unit])" : "\(rounded) \(units[unit])"
+    }
+
     /// `1 object`, `2 objects`, `4,812 objects`.
     public static func counted(_ count: Int, _ noun: String) -> String { "\(grouped(count)) \(noun)\(count == 1 ? "" : "s")" }
 

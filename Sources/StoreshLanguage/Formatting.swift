@@ -3,19 +3,7 @@ import StoreshCore
 /// How values look in human output.
 enum Formatting {
     /// `512 B`, `1.2 KiB`, `3.4 MiB`.
-    static func size(_ bytes: Int64) -> String {
-        if bytes < 1024 { return "\(bytes) B" }
-        let units = ["KiB", "MiB", "GiB", "TiB"]
-        var value = Double(bytes) / 1024
-        var unit = 0
-        while value >= 1024 && unit < units.count - 1 {
-            value /= 1024
-            unit += 1
-        }
-        let rounded = (value * 10).rounded() / 10
-        return rounded.truncatingRemainder(dividingBy: 1) == 0
-            ? "\(Int(rounded)) \(units[unit])" : "\(rounded) \(units[unit])"
-    }
+    static func size(_ bytes: Int64) -> String { MessageText.byteCount(bytes) }
 
     /// `2026-11-21 09:30Z` (UTC, as the Z says), for listings.
     static func shortDate(_ timestamp: Timestamp) -> String {

@@ -505,6 +505,13 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         }
     }
 
+    /// A number that moves whenever another connection (this process's or another's: a shell, a script, a server)
+    /// commits a change to the bucket file: SQLite's `data_version`. Cheap to ask; `storesh serve`'s live page
+    /// asks it a few times a second while it is open.
+    public func changeCounter() throws(StorageError) -> Int64 {
+        try locked { try connection.integer("PRAGMA data_version") ?? 0 }
+    }
+
     /// A read of several statements that must see one state of the bucket.
     func read<T>(_ body: () throws -> T) throws(StorageError) -> T {
         try locked {

@@ -16,6 +16,8 @@ final class ServedBucket: @unchecked Sendable {
     let path: String
     private let writer: LocalBucket
     private let readers: [LocalBucket]
+    /// Changes to the file by anyone, for the live page.
+    let watch: BucketWatch
     /// The bucket's security rules, reloaded when another process (the shell, `rules load`) changed them.
     private let rules: RulesSession
 
@@ -37,10 +39,12 @@ final class ServedBucket: @unchecked Sendable {
         var readOptions = options
         readOptions.createIfMissing = false
         readers = try (0..<max(1, readerCount)).map { _ throws(StorageError) in try LocalBucket.open(at: bucket.path, options: readOptions) }
+        watch = BucketWatch(try LocalBucket.open(at: bucket.path, options: readOptions))
         rules = try RulesSession(store: bucket, clock: options.clock)
     }
 
     func close() {
+        watch.close()
         for reader in readers { reader.close() }
         writer.close()
     }

@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdCore
 import Logging
 import NIOCore
+import ServiceLifecycle
 import StoreshCore
 import StoreshWire
 import StoreshLocal
@@ -147,9 +148,9 @@ extension StorageServer {
     static let methods: [HTTPRequest.Method] = [.get, .head, .post, .put, .patch, .delete, .options]
 
     /// The routes of `storesh serve`, each through the middlewares (the request log when `log` is given, the
-    /// latency asked for, the origin policy, HEAD as GET). Every path goes to `StorageAPI`, which reads it strictly
-    /// (`Endpoint`: percent-decoding, names with `/` in them, the batch's inner requests) and answers in each API's
-    /// shapes, a 404 included.
+    /// latency asked for, the origin policy, HEAD as GET): the root is the bucket in a browser (`BucketPage`), and
+    /// every other path goes to `StorageAPI`, which reads it strictly (`Endpoint`: percent-decoding, names with `/`
+    /// in them, the batch's inner requests) and answers in each API's shapes, a 404 included.
     func router(log: (@Sendable (ServedRequest) -> Void)?) -> Router<BasicRequestContext> {
         let router = Router()
         if let log { router.add(middleware: RequestLogMiddleware(log: log)) }
@@ -157,10 +158,42 @@ extension StorageServer {
         router.add(middleware: OriginPolicyMiddleware(policy: configuration.originPolicy, listening: configuration.host))
         router.add(middleware: HeadMiddleware())
         let api = self.api
-        let responder = CallbackResponder<BasicRequestContext> { request, _ in await api.respond(to: request).response }
-        for path: RouterPath in ["/", "**"] {
-            for method in Self.methods { router.on(path, method: method, responder: responder) }
+        // The bucket in a browser, at the root (no API has a path there).
+        let page = CallbackResponder<BasicRequestContext> { request, _ in
+            do {
+                return try await BucketPage.answer(api.bucket, query: try QueryParameters(request.uri.query)).response
+            } catch let failure as HTTPFailure {
+                return Reply.failure(failure, firebase: false).response
+            } catch {
+                let failure = error as? StorageError ?? StorageError.internalError("\(error)")
+                return Reply.failure(HTTPFailure(failure, bucket: api.bucket.name, object: nil, firebase: false), firebase: false).response
+            }
         }
+        for method: HTTPRequest.Method in [.get, .head] { router.on("/", method: method, responder: page) }
+        // The page's live updates: an event each time the bucket file changes, by anyone, until the page closes or
+        // the server stops.
+        let events = CallbackResponder<BasicRequestContext> { _, _ in
+            // Listening before the answer's head goes out: a change made once the page has heard back is never
+            // missed.
+            let (changes, end) = api.bucket.watch.changes()
+            var headers = HTTPFields()
+            headers[.contentType] = "text/event-stream"
+            headers[.cacheControl] = "no-store"
+            return Response(status: .ok, headers: headers, body: ResponseBody { writer in
+                defer { end() }
+                try await withGracefulShutdownHandler {
+                    try await writer.write(ByteBuffer(string: "retry: 1000\n\n"))
+                    for await _ in changes { try await writer.write(ByteBuffer(string: "event: change\ndata: bucket\n\n")) }
+                } onGracefulShutdown: {
+                    end()
+                }
+                try await writer.finish(nil)
+            })
+        }
+        router.on("/_storesh/events", method: .get, responder: events)
+        let responder = CallbackResponder<BasicRequestContext> { request, _ in await api.respond(to: request).response }
+        for method in Self.methods where method != .get && method != .head { router.on("/", method: method, responder: responder) }
+        for method in Self.methods { router.on("**", method: method, responder: responder) }
         return router
     }
 }

@@ -177,6 +177,7 @@ struct Serve: AsyncParsableCommand {
             text += "  export STORAGE_EMULATOR_HOST=http://\(address)\n"
             text += "  connectStorageEmulator(getStorage(app, \"gs://\(bucket)\"), \"\(reachable)\", \(port))   // Web SDK\n"
             text += "  Storage.storage(url: \"gs://\(bucket)\").useEmulator(withHost: \"\(reachable)\", port: \(port))   // Apple SDK\n"
+            text += "  http://\(address)/ in a browser: the bucket, its folders and metadata\n"
             text += "Ctrl-C stops the server.\n"
             if warnOfAddress {
                 text += "storesh serve: WARNING: listening on \(host), not loopback: anyone who can reach it can use `Bearer owner` and is the administrator of this bucket.\n"

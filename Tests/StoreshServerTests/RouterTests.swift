@@ -53,6 +53,13 @@ struct RouterTests {
             try await client.execute(uri: "/v0/b/demo-app.appspot.com/o/photos%2Fa%20b.txt?alt=media", method: .get) { response in
                 #expect(String(buffer: response.body) == "hello")
             }
+            // The root is the bucket in a browser; other methods there are the APIs' (no endpoint).
+            try await client.execute(uri: "/?path=photos/", method: .get) { response in
+                #expect(response.status == .ok)
+                #expect(response.headers[.contentType] == "text/html; charset=utf-8")
+                #expect(String(buffer: response.body).contains("a b.txt"))
+            }
+            try await client.execute(uri: "/", method: .delete) { response in #expect(response.status == .notFound) }
             try await client.execute(uri: "/nowhere/at/all", method: .get) { response in
                 #expect(response.status == .notFound)
                 #expect(String(buffer: response.body).contains("\"reason\":\"notFound\""))
