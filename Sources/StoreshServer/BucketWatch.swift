@@ -23,18 +23,20 @@ final class BucketWatch: @unchecked Sendable {
         let id = UUID()
         let (stream, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         continuation.onTermination = { [weak self] _ in self?.remove(id) }
-        let starts = lock.withLock {
-            if closed {
-                continuation.finish()
-                return false
-            }
+        // The count to compare with is read when the loop starts, under the lock that `close` takes, so that the
+        // connection is never used once closed. (A stream is finished outside the lock: its end takes the lock.)
+        enum Start { case closed, running, from(Int64?) }
+        let start: Start = lock.withLock {
+            if closed { return .closed }
             listeners[id] = continuation
-            defer { looking = true }
-            return !looking
+            if looking { return .running }
+            looking = true
+            return .from(try? connection.changeCounter())
         }
-        if starts {
-            let last = try? connection.changeCounter()
-            Task { await self.look(from: last) }
+        switch start {
+        case .closed: continuation.finish()
+        case .running: break
+        case .from(let count): Task { await self.look(from: count) }
         }
         return (stream, { continuation.finish() })
     }
@@ -43,38 +45,34 @@ final class BucketWatch: @unchecked Sendable {
         _ = lock.withLock { listeners.removeValue(forKey: id) }
     }
 
-    /// Looks for changes while anyone listens; the last listener gone, it stops.
+    /// Looks for changes while anyone listens; the last listener gone, or the watch closed, it stops.
     private func look(from start: Int64?) async {
         var last = start
         while true {
             try? await Task.sleep(for: Self.interval)
-            let now = try? connection.changeCounter()
-            let (listening, closing): ([AsyncStream<Void>.Continuation]?, Bool) = lock.withLock {
+            let seen: (now: Int64?, listening: [AsyncStream<Void>.Continuation])? = lock.withLock {
                 if listeners.isEmpty || closed {
                     looking = false
-                    return (nil, closed)
+                    return nil
                 }
-                return (Array(listeners.values), false)
+                return (try? connection.changeCounter(), Array(listeners.values))
             }
-            guard let listening else {
-                // The connection is the loop's while it runs: closed here when the server stopped meanwhile.
-                if closing { connection.close() }
-                return
-            }
-            if now != last {
-                last = now
-                for listener in listening { listener.yield() }
+            guard let seen else { return }
+            if seen.now != last {
+                last = seen.now
+                for listener in seen.listening { listener.yield() }
             }
         }
     }
 
-    /// Ends every stream and closes the connection (the server stops).
+    /// Ends every stream and closes the connection (the server stops): at once, so that the bucket file is left
+    /// whole when the process ends right after.
     func close() {
-        let (all, idle) = lock.withLock {
+        let all: [AsyncStream<Void>.Continuation] = lock.withLock {
             closed = true
-            return (Array(listeners.values), !looking)
+            connection.close()
+            return Array(listeners.values)
         }
         for listener in all { listener.finish() }
-        if idle { connection.close() }
     }
 }

@@ -42,7 +42,9 @@ class Server:
         return f"/{api}/b/{self.name}/o/{quoted}"
 
     def stop(self, sig=signal.SIGTERM):
-        """Stops the server; returns its exit status and standard error."""
+        """Stops the server; returns its exit status and standard error (the same again once stopped)."""
+        if getattr(self, "stopped", None) is not None:
+            return self.stopped
         if self.process.poll() is None:
             self.process.send_signal(sig)
         try:
@@ -50,4 +52,5 @@ class Server:
         except subprocess.TimeoutExpired:
             self.process.kill()
             raise AssertionError("storesh serve did not stop within 30 s of " + str(sig))
-        return self.process.returncode, err.decode()
+        self.stopped = (self.process.returncode, err.decode())
+        return self.stopped

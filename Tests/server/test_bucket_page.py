@@ -1,6 +1,7 @@
 """The bucket in a browser (issue 25, first slice): `GET /` of storesh serve is a page of plain HTML that shows a
 folder as the listing rules show it, pages with the page token in the link, an object's metadata with a link to
 its content, and the rules in force; it needs no JavaScript and escapes every name."""
+import os
 from html.parser import HTMLParser
 from urllib.parse import urljoin
 
@@ -130,4 +131,7 @@ def test_the_page_hears_of_every_change_by_a_client_or_a_shell_and_the_server_st
     assert next_event() == "event: change"
     listed, _ = page(server, path="live/")
     assert {"client.txt", "shell.txt"} <= set(listed.links.values())
-    # A page left open does not keep the server from stopping (the fixture checks it stops with status 0).
+    # A page left open does not keep the server from stopping, and the bucket is left as one file.
+    status, err = server.stop()
+    assert status == 0, err
+    assert not os.path.exists(server.bucket_file + "-wal") and not os.path.exists(server.bucket_file + "-shm")
