@@ -192,7 +192,7 @@ extension Session {
     }
 
     /// The commands whose targets may be patterns.
-    static let patternCommands = "meta get, meta set, meta unset, meta rename and rm"
+    static let patternCommands = "meta get, meta set, meta unset, meta rename, rm and the DEST of meta copy"
 
     /// A path for cd and ls, which take no patterns.
     func navigationPath(_ word: Word, command: String) throws -> StoragePath {

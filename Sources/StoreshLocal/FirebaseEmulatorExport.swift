@@ -114,8 +114,9 @@ public enum FirebaseEmulatorExport {
         } catch {
             throw .invalidArgument("\(file): \(error.message)")
         }
+        // Numbers as the emulator writes them, or as strings (an older export, or the JSON API's habit).
         func number(_ key: String) -> Int64? {
-            if let value = fields[key] as? NSNumber, !(fields[key] is Bool) { return value.int64Value }
+            if let value = fields[key] as? NSNumber { return value.int64Value }
             return (fields[key] as? String).flatMap { Int64($0) }
         }
         if let size = number("size"), size != Int64(content.count) {

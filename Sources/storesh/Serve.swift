@@ -109,14 +109,16 @@ struct Serve: AsyncParsableCommand {
             // A new bucket file takes the export's bucket name, as the emulator would serve it.
             nameForNewBucket = FirebaseExportImport.bucketName(of: imported)
         }
-        let bucket = try location.open(clock: clock, quiet: bucketOptions.quiet, nameForNewBucket: nameForNewBucket)
+        // With --import, what the bucket holds is the export's, and said so once (not that a new file was empty).
+        let bucket = try location.open(clock: clock, quiet: bucketOptions.quiet || imported != nil, nameForNewBucket: nameForNewBucket)
         _ = OpenBuckets.shared.keep(bucket)
         if let imported, let importDirectory {
             let (objects, from) = try FirebaseExportImport.objects(of: imported, for: bucket.name, directory: importDirectory)
             try bucket.importObjects(objects, replacingEverything: true)
             if !bucketOptions.quiet {
+                let made = existed ? "" : "created \(bucket.path); "
                 Diagnostics.notice(
-                    FirebaseExportImport.summary(count: objects.count, from: from, into: bucket.name, replace: true) + " from \(importDirectory)",
+                    made + FirebaseExportImport.summary(count: objects.count, from: from, into: bucket.name, replace: true) + " from \(importDirectory)",
                     from: "storesh serve")
             }
         }
@@ -154,7 +156,7 @@ struct Serve: AsyncParsableCommand {
         }
         let path = bucket.path
         Diagnostics.notice(
-            "stopped after \(MessageText.counted(served.changes, "change")) in \(MessageText.counted(served.commits, "commit")); every answered change is in \(path).",
+            "stopped after \(MessageText.counted(served.changes, "change")) by its clients in \(MessageText.counted(served.commits, "commit")); every answered change is in \(path).",
             from: "storesh serve")
         if let exportOnExit {
             // The server has closed the bucket: the export reads the file again, as it now is.

@@ -65,6 +65,10 @@ struct MetaCopyTests {
         #expect(output.errors.first?.location == SourceLocation(line: 1, column: 11))
         let (destStatus, destOutput) = try await session.run("meta copy images/forest.jpg images/lake.jpg images/nope.jpg")
         #expect(destStatus == .failed && destOutput.errors.first?.location == SourceLocation(line: 1, column: 45))
+        // SRC is one object; a pattern there is said so, at its word (DEST may be one).
+        let (patternStatus, patternOutput) = try await session.run("meta copy images/*.jpg images/lake.jpg")
+        #expect(patternStatus == .failed && patternOutput.errors.first?.location == SourceLocation(line: 1, column: 11))
+        #expect(patternOutput.errors.first?.message.contains("copies from one object") == true)
         #expect(try await session.bucket.scan(prefix: "", after: nil, limit: 100).objects == before)
     }
 

@@ -161,6 +161,9 @@ def test_serve_imports_an_export_and_writes_one_on_exit_with_what_the_clients_ch
     finally:
         status, err = server.stop(signal.SIGINT)
     assert status == 0, err
+    # One line says what the served bucket holds: the export's objects (not that a new file was empty).
+    assert f"gs://{BUCKET} now holds exactly the export's 3 objects from {source}" in err
+    assert "created an empty bucket" not in err
     exported = read_export(out)
     assert set(exported) == {name for name, _, _ in OBJECTS} | {"new/upload.txt"}
     text, content = exported["new/upload.txt"]

@@ -48,6 +48,12 @@ public struct MetaCopyCommand: LanguageCommand, Equatable {
 
     /// SRC's metadata, read once (a missing SRC is an error at its word, with the usual hint).
     func sourceMetadata(in session: Session, at here: SourceLocation) async throws -> ObjectMetadata {
+        if ObjectPattern.isPattern(source) {
+            throw Diagnostic.running(
+                .invalidArgument(
+                    "meta copy copies from one object: SRC '\(source.text)' is a pattern (DEST may be one: meta copy images/forest.jpg -- images/*.jpg)."),
+                at: source.location)
+        }
         let name = try session.objectName(source, raw: false, at: here)
         return try await session.onTarget(source, name: name, at: here) { try await session.target.metadata(of: name) }
     }
