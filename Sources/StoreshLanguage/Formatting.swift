@@ -2,9 +2,6 @@ import StoreshCore
 
 /// How values look in human output.
 enum Formatting {
-    /// `512 B`, `1.2 KiB`, `3.4 MiB`.
-    static func size(_ bytes: Int64) -> String { MessageText.byteCount(bytes) }
-
     /// `2026-11-21 09:30Z` (UTC, as the Z says), for listings.
     static func shortDate(_ timestamp: Timestamp) -> String {
         let text = timestamp.rfc3339

@@ -86,9 +86,9 @@ public struct HumanRenderer: ResultRenderer {
         case .metadata(let metadata): return Self.describe(metadata)
         case .written(let metadata, let dryRun):
             let type = metadata.contentType.flatMap { $0.isEmpty ? nil : $0 } ?? "no content type"
-            return ["\(dryRun ? "would write" : "wrote") \(MessageText.oneLine(metadata.fullPath)) (\(Formatting.size(metadata.size)), \(type))"]
+            return ["\(dryRun ? "would write" : "wrote") \(MessageText.oneLine(metadata.fullPath)) (\(MessageText.byteCount(metadata.size)), \(type))"]
         case .saved(let object, let file, let size, let dryRun):
-            return ["\(dryRun ? "would save" : "saved") \(MessageText.oneLine(object)) (\(Formatting.size(size))) to \(file)"]
+            return ["\(dryRun ? "would save" : "saved") \(MessageText.oneLine(object)) (\(MessageText.byteCount(size))) to \(file)"]
         case .content(_, let data):
             output.resultBytes(data)
             return []
@@ -152,7 +152,7 @@ public struct HumanRenderer: ResultRenderer {
         if listing.long {
             var rows = page.prefixes.map { ["-", "-", "-", folder(relative($0) + "/")] }
             rows += listing.metadata.map {
-                [Formatting.size($0.size), Formatting.shortDate($0.updated), $0.contentType ?? "-", relative($0.fullPath)]
+                [MessageText.byteCount($0.size), Formatting.shortDate($0.updated), $0.contentType ?? "-", relative($0.fullPath)]
             }
             lines = Formatting.columns(rows, rightAligned: [0])
         } else {
@@ -183,7 +183,7 @@ public struct HumanRenderer: ResultRenderer {
             switch change.kind {
             case .added:
                 let type = change.metadata.contentType.flatMap { $0.isEmpty ? nil : $0 } ?? "no content type"
-                return ["\(MessageText.oneLine(change.name)) (added: \(Formatting.size(change.metadata.size)), \(type))"]
+                return ["\(MessageText.oneLine(change.name)) (added: \(MessageText.byteCount(change.metadata.size)), \(type))"]
             case .removed:
                 return ["\(MessageText.oneLine(change.name)) (removed)"]
             case .changed:
@@ -236,7 +236,7 @@ public struct HumanRenderer: ResultRenderer {
             ["bucket", metadata.bucket],
             ["fullPath", metadata.fullPath],
             ["name", metadata.name],
-            ["size", "\(metadata.size) (\(Formatting.size(metadata.size)))"],
+            ["size", "\(metadata.size) (\(MessageText.byteCount(metadata.size)))"],
         ]
         for property in WritableProperty.allCases {
             if let value = metadata[property] { rows.append([property.rawValue, value]) }

@@ -17,12 +17,7 @@ public struct DryRunCommand: LanguageCommand, Equatable {
         completion: .commandLine)
 
     public init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
-        let inner = arguments.rest(skippingDoubleDash: false)
-        guard !inner.isEmpty else {
-            throw Diagnostic.syntax(
-                "`dry-run` needs a command: dry-run meta set cacheControl=no-cache -- images/*", at: arguments.afterName)
-        }
-        planned = try Parser.parseCommand(inner).command
+        planned = try arguments.innerCommand(usage: "dry-run meta set cacheControl=no-cache -- images/*").command
     }
 
     /// The prefix is taken off before a script runs (`Script.withoutDryRunPrefixes`, which makes the run a dry run);

@@ -24,12 +24,9 @@ public struct ExplainCommand: LanguageCommand, Equatable {
         completion: .commandLine)
 
     public init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
-        let inner = arguments.rest(skippingDoubleDash: false)
-        guard !inner.isEmpty else {
-            throw Diagnostic.syntax("`explain` needs a command: explain ls -n 2 photos", at: arguments.afterName)
-        }
-        explained = try Parser.parseCommand(inner).command
-        text = inner.map(\.text).joined(separator: " ")
+        let (explained, words) = try arguments.innerCommand(usage: "explain ls -n 2 photos")
+        self.explained = explained
+        text = words.map(\.text).joined(separator: " ")
     }
 
     public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {

@@ -131,6 +131,16 @@ public struct CommandArguments {
         return (targets, filters)
     }
 
+    /// The rest of the words as a command of its own (`explain COMMAND…`, `dry-run COMMAND…`), parsed as it would
+    /// be alone; `usage` is the example the error for a missing command gives. Answers the command and its words.
+    mutating func innerCommand(usage: String) throws(Diagnostic) -> (command: any LanguageCommand, words: [Word]) {
+        let words = rest(skippingDoubleDash: false)
+        guard !words.isEmpty else {
+            throw Diagnostic.syntax("`\(commandName)` needs a command: \(usage)", at: afterName)
+        }
+        return (try Parser.parseCommand(words).command, words)
+    }
+
     /// Takes a leading `--raw` option.
     mutating func takeRaw() -> Bool {
         guard index < words.count, words[index].text == "--raw", words[index].isBare else { return false }
