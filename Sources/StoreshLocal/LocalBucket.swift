@@ -549,10 +549,11 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     /// The page with its items' metadata when the listing asked for it, read with the page, in its transaction:
     /// a list answers with the objects as they are (R2: `list`).
     private func withItemMetadata(_ page: ListPage, _ options: ListOptions) throws -> ListPage {
-        guard options.includeMetadata else { return page }
+        guard options.includeMetadata, !page.items.isEmpty else { return page }
         var page = page
+        let rows = try fetchRows(page.items)
         page.itemMetadata = try page.items.map { item in
-            guard let row = try fetchRow(item) else { throw StorageError.objectNotFound(item) }
+            guard let row = rows[item] else { throw StorageError.objectNotFound(item) }
             return row.metadata
         }
         return page
@@ -1014,6 +1015,27 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         statement.bind(1, name)
         return try statement.step() ? try LiveRow(statement, bucket: self.name) : nil
     }
+    /// The live rows of `names`, read by one statement (a page's items, not one read per item): the names go
+    /// in as one JSON array, so the statement is the same whatever the page's size, and each is one index seek.
+    func fetchRows(_ names: [String]) throws -> [String: LiveRow] {
+        let statement = try connection.statement(
+            "SELECT \(LiveRow.columns), name FROM objects WHERE name IN (SELECT value FROM json_each(?1))")
+        defer { statement.reset() }
+        var list = "["
+        for (index, name) in names.enumerated() {
+            if index > 0 { list += "," }
+            list += JSONValue.quoted(name)
+        }
+        statement.bind(1, list + "]")
+        var rows: [String: LiveRow] = [:]
+        rows.reserveCapacity(names.count)
+        while try statement.step() {
+            guard let name = statement.string(StoredVersion.columnCount + 2) else { continue }
+            rows[name] = try LiveRow(statement, bucket: self.name)
+        }
+        return rows
+    }
+
     /// The listing's view of the name index: one indexed seek per call.
     private struct NameIndex: ObjectNameIndex {
         let connection: SQLiteConnection

@@ -60,6 +60,18 @@ struct PreconditionTests {
         #expect(try await bucket.list(try StoragePath(normalizing: "f"), options: ListOptions()).itemMetadata == nil)
     }
 
+    @Test("a page's metadata is read for all its items at once, whatever their names hold, in the page's order")
+    func pageWithMetadataOfAwkwardNames() async throws {
+        let bucket = try openBucket(directory.file("p.bucket"))
+        let names = ["g/quote\"d", "g/back\\slash", "g/tab\tname", "g/ünï cödé", "g/日本", "g/😀", "g/[x]*?"]
+        try await bucket.put(names)
+        let page = try await bucket.list(try StoragePath(normalizing: "g"), options: ListOptions(maxResults: 1000, includeMetadata: true))
+        #expect(Set(page.items) == Set(names))
+        #expect(page.itemMetadata?.map(\.fullPath) == page.items)
+        let small = try await bucket.list(try StoragePath(normalizing: "g"), options: ListOptions(maxResults: 2, includeMetadata: true))
+        #expect(small.itemMetadata?.map(\.fullPath) == Array(page.items.prefix(2)))
+    }
+
     @Test("the local bucket declares what it can do, and gives each capability")
     func capabilities() throws {
         let bucket = try openBucket(directory.file("p.bucket"))
