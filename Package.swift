@@ -21,10 +21,14 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
-        // libedit for the interactive shell's line editing (pkg-config `libedit`, Debian `libedit-dev`).
-        .systemLibrary(name: "CLibEdit", pkgConfig: "libedit", providers: [.apt(["libedit-dev"])]),
-        // The shell's C layer over libedit (its variadic calls, a UTF-8 character reader, the SIGINT flag).
-        .target(name: "CStoreshTerminal", dependencies: ["CLibEdit"]),
+        // The shell's C layer over libedit (its variadic calls, a UTF-8 character reader, the SIGINT flag). It
+        // builds against libedit's header (Debian `libedit-dev`) and loads the library when the prompt opens, so
+        // that a script or `storesh -c` does not pay for loading it.
+        .target(name: "CStoreshTerminal", linkerSettings: [.linkedLibrary("dl")]),
+        // libxml2's SAX parser for S3's answers, loaded on the first answer (Debian `libxml2-dev` for its headers).
+        .target(
+            name: "CStoreshXML", cSettings: [.unsafeFlags(["-I/usr/include/libxml2"])],
+            linkerSettings: [.linkedLibrary("dl")]),
         // SQLite, the local bucket's storage engine (pkg-config `sqlite3`, Debian `libsqlite3-dev`).
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
 
@@ -80,7 +84,7 @@ let package = Package(
         .target(
             name: "StoreshRemote",
             dependencies: [
-                "StoreshCore", "StoreshWire",
+                "StoreshCore", "StoreshWire", "CStoreshXML",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),

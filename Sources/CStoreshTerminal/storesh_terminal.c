@@ -1,5 +1,6 @@
 #include "storesh_terminal.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <histedit.h>
 #include <langinfo.h>
@@ -13,6 +14,54 @@
 #include <termios.h>
 #include <unistd.h>
 #include <wchar.h>
+
+// libedit is loaded when the prompt opens, not when the process starts: a script or `storesh -c` never edits a
+// line, and the dynamic loader's work for libedit and the libraries it needs (libtinfo, libbsd, libmd) was a
+// measurable part of their cold start (issue 23). The header's declarations give the calls their types.
+static struct {
+    __typeof__(el_init) *el_init;
+    __typeof__(el_end) *el_end;
+    __typeof__(el_get) *el_get;
+    __typeof__(el_set) *el_set;
+    __typeof__(el_gets) *el_gets;
+    __typeof__(el_line) *el_line;
+    __typeof__(el_reset) *el_reset;
+    __typeof__(el_resize) *el_resize;
+    __typeof__(el_insertstr) *el_insertstr;
+    __typeof__(history_init) *history_init;
+    __typeof__(history_end) *history_end;
+    __typeof__(history) *history;
+} libedit;
+static char libedit_problem[512];
+
+static int load_libedit(void) {
+    if (libedit.el_init != NULL) return 1;
+    void *library = dlopen("libedit.so.2", RTLD_NOW | RTLD_LOCAL);
+    if (library == NULL) library = dlopen("libedit.so", RTLD_NOW | RTLD_LOCAL);
+    if (library == NULL) {
+        const char *reason = dlerror();
+        snprintf(libedit_problem, sizeof libedit_problem, "libedit cannot be loaded (%s); install libedit2",
+                 reason ? reason : "not found");
+        return 0;
+    }
+#define STORESH_LOAD(name)                                                                                     \
+    if ((*(void **)&libedit.name = dlsym(library, #name)) == NULL) {                                           \
+        snprintf(libedit_problem, sizeof libedit_problem, "libedit has no %s: it is not the expected library", \
+                 #name);                                                                                       \
+        return 0;                                                                                              \
+    }
+    STORESH_LOAD(el_end) STORESH_LOAD(el_get) STORESH_LOAD(el_set) STORESH_LOAD(el_gets) STORESH_LOAD(el_line)
+    STORESH_LOAD(el_reset) STORESH_LOAD(el_resize) STORESH_LOAD(el_insertstr) STORESH_LOAD(history_init)
+    STORESH_LOAD(history_end) STORESH_LOAD(history)
+    // Last: a non-NULL el_init means every call is there.
+    STORESH_LOAD(el_init)
+#undef STORESH_LOAD
+    return 1;
+}
+
+const char *storesh_editor_problem(void) {
+    return libedit_problem[0] ? libedit_problem : "libedit cannot start on this terminal";
+}
 
 struct storesh_editor {
     EditLine *el;
@@ -118,7 +167,7 @@ void storesh_use_utf8_locale(void) {
 
 static storesh_editor *editor_of(EditLine *el) {
     storesh_editor *editor = NULL;
-    el_get(el, EL_CLIENTDATA, &editor);
+    libedit.el_get(el, EL_CLIENTDATA, &editor);
     return editor;
 }
 
@@ -142,7 +191,7 @@ static int read_character(EditLine *el, wchar_t *character) {
         }
         if (resize_pending) {
             resize_pending = 0;
-            el_resize(el);  // as libedit itself does: the next key redraws at the new width
+            libedit.el_resize(el);  // as libedit itself does: the next key redraws at the new width
         }
         unsigned char byte;
         if (editor->pending_count > 0) {
@@ -192,7 +241,7 @@ static unsigned char complete_command(EditLine *el, int character) {
     (void)character;
     storesh_editor *editor = editor_of(el);
     if (editor == NULL || editor->complete == NULL) return CC_ERROR;
-    const LineInfo *line = el_line(el);
+    const LineInfo *line = libedit.el_line(el);
     size_t length = (size_t)(line->cursor - line->buffer);
     char *before = malloc(length + 1);
     if (before == NULL) return CC_ERROR;
@@ -214,35 +263,36 @@ static unsigned char interrupt_command(EditLine *el, int character) {
 }
 
 storesh_editor *storesh_editor_open(const char *program, void *context, storesh_complete_fn complete) {
+    if (!load_libedit()) return NULL;
     storesh_editor *editor = calloc(1, sizeof *editor);
     if (editor == NULL) return NULL;
     editor->context = context;
     editor->complete = complete;
-    editor->el = el_init(program, stdin, stdout, stderr);
-    editor->history = history_init();
+    editor->el = libedit.el_init(program, stdin, stdout, stderr);
+    editor->history = libedit.history_init();
     if (editor->el == NULL || editor->history == NULL) {
         storesh_editor_close(editor);
         return NULL;
     }
-    history(editor->history, &editor->event, H_SETSIZE, 1000);
-    history(editor->history, &editor->event, H_SETUNIQUE, 1);
-    el_set(editor->el, EL_CLIENTDATA, editor);
-    el_set(editor->el, EL_EDITOR, "emacs");
+    libedit.history(editor->history, &editor->event, H_SETSIZE, 1000);
+    libedit.history(editor->history, &editor->event, H_SETUNIQUE, 1);
+    libedit.el_set(editor->el, EL_CLIENTDATA, editor);
+    libedit.el_set(editor->el, EL_EDITOR, "emacs");
     // storesh handles the signals itself (libedit's own handling restarts reads, hiding Ctrl-C).
-    el_set(editor->el, EL_SIGNAL, 0);
+    libedit.el_set(editor->el, EL_SIGNAL, 0);
     if (tcgetattr(STDIN_FILENO, &saved_terminal) == 0) have_saved_terminal = 1;
     install(SIGWINCH, on_resize);
     install(SIGTERM, on_fatal);
     install(SIGHUP, on_fatal);
     signal(SIGQUIT, SIG_IGN);  // as interactive shells do: a pasted Ctrl-\ must not end the session
-    el_set(editor->el, EL_HIST, history, editor->history);
-    el_set(editor->el, EL_PROMPT_ESC, prompt_of, '\1');
-    el_set(editor->el, EL_GETCFN, read_character);
-    el_set(editor->el, EL_ADDFN, "storesh-complete", "Complete commands, keys and paths", complete_command);
-    el_set(editor->el, EL_BIND, "^I", "storesh-complete", NULL);
+    libedit.el_set(editor->el, EL_HIST, libedit.history, editor->history);
+    libedit.el_set(editor->el, EL_PROMPT_ESC, prompt_of, '\1');
+    libedit.el_set(editor->el, EL_GETCFN, read_character);
+    libedit.el_set(editor->el, EL_ADDFN, "storesh-complete", "Complete commands, keys and paths", complete_command);
+    libedit.el_set(editor->el, EL_BIND, "^I", "storesh-complete", NULL);
     // Ctrl-R: the last command that starts with what is typed (libedit's incremental search mode garbles
     // arrow keys pressed inside it).
-    el_set(editor->el, EL_BIND, "^R", "ed-search-prev-history", NULL);
+    libedit.el_set(editor->el, EL_BIND, "^R", "ed-search-prev-history", NULL);
     // The keys terminals send for Ctrl/Alt-arrows, Home, End, Delete, Insert and Page Up/Down, so that none of
     // them types its escape sequence into the line.
     static const char *const bindings[][2] = {
@@ -254,17 +304,17 @@ storesh_editor *storesh_editor_open(const char *program, void *context, storesh_
         {"\033[2~", "ed-unassigned"}, {"\033[5~", "ed-unassigned"}, {"\033[6~", "ed-unassigned"},
     };
     for (size_t index = 0; index < sizeof bindings / sizeof bindings[0]; index++) {
-        el_set(editor->el, EL_BIND, bindings[index][0], bindings[index][1], NULL);
+        libedit.el_set(editor->el, EL_BIND, bindings[index][0], bindings[index][1], NULL);
     }
-    el_set(editor->el, EL_ADDFN, "storesh-interrupt", "Drop the line", interrupt_command);
-    el_set(editor->el, EL_BIND, "^C", "storesh-interrupt", NULL);
+    libedit.el_set(editor->el, EL_ADDFN, "storesh-interrupt", "Drop the line", interrupt_command);
+    libedit.el_set(editor->el, EL_BIND, "^C", "storesh-interrupt", NULL);
     return editor;
 }
 
 void storesh_editor_close(storesh_editor *editor) {
     if (editor == NULL) return;
-    if (editor->el) el_end(editor->el);
-    if (editor->history) history_end(editor->history);
+    if (editor->el) libedit.el_end(editor->el);
+    if (editor->history) libedit.history_end(editor->history);
     free(editor->prompt);
     free(editor);
 }
@@ -277,11 +327,11 @@ void storesh_editor_set_prompt(storesh_editor *editor, const char *prompt) {
 const char *storesh_editor_read_line(storesh_editor *editor, int *interrupted) {
     int count = 0;
     editor->interrupted = 0;
-    const char *line = el_gets(editor->el, &count);
+    const char *line = libedit.el_gets(editor->el, &count);
     *interrupted = editor->interrupted;
     if (editor->interrupted) {
         interrupt_pending = 0;
-        el_reset(editor->el);
+        libedit.el_reset(editor->el);
         return NULL;
     }
     if (line == NULL || count <= 0) return NULL;
@@ -289,15 +339,15 @@ const char *storesh_editor_read_line(storesh_editor *editor, int *interrupted) {
 }
 
 int storesh_editor_insert(storesh_editor *editor, const char *text) {
-    return el_insertstr(editor->el, text);
+    return libedit.el_insertstr(editor->el, text);
 }
 
 void storesh_editor_history_clear(storesh_editor *editor) {
-    history(editor->history, &editor->event, H_CLEAR);
+    libedit.history(editor->history, &editor->event, H_CLEAR);
 }
 
 void storesh_editor_history_add(storesh_editor *editor, const char *line) {
-    history(editor->history, &editor->event, H_ENTER, line);
+    libedit.history(editor->history, &editor->event, H_ENTER, line);
 }
 
 void storesh_terminal_size(int *rows, int *columns) {

@@ -98,7 +98,8 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
 
     /// A status (and S3's error code, when the answer has a body) as the error it means (spec E).
     func failure(_ response: RemoteResponse, object: String?, precondition: Precondition) -> StorageError {
-        let error = S3XML.error(response.body)
+        // Without libxml2 the status alone says what failed.
+        let error = (try? S3XML.error(response.body)) ?? nil
         let detail = error.map { error in
             let message = error.message.map { $0.hasSuffix(".") ? String($0.dropLast()) : $0 }
             return " The service said: \(error.code)\(message.map { ": \($0)" } ?? "")."
@@ -399,11 +400,11 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
             precondition: .matches(before), acceptFailure: true)
         completions.forget()
         // A copy may answer 200 with an error in its body.
-        if (200..<300).contains(response.status), S3XML.error(response.body) == nil {
+        if (200..<300).contains(response.status), try S3XML.error(response.body) == nil {
             // The copy's answer says what changed; the rest is `after`.
             var result = after
-            result.entityTag = S3XML.value("ETag", in: response.body) ?? entityTag
-            if let time = S3XML.value("LastModified", in: response.body).flatMap({ Timestamp(rfc3339: $0) }) {
+            result.entityTag = try S3XML.value("ETag", in: response.body) ?? entityTag
+            if let time = try S3XML.value("LastModified", in: response.body).flatMap({ Timestamp(rfc3339: $0) }) {
                 result.timeCreated = time
                 result.updated = time
             }
@@ -501,7 +502,7 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
         let path = objectPath(object.rawValue)
         let started = try await send(
             .POST, path, query: [("uploads", "")], headers: headers, repeatable: true, object: object.rawValue)
-        guard let uploadID = S3XML.value("UploadId", in: started.body) else {
+        guard let uploadID = try S3XML.value("UploadId", in: started.body) else {
             throw StorageError.internalError("The service started no multipart upload for \(object.rawValue) (no UploadId).")
         }
         do {
@@ -527,7 +528,7 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
             let response = try await send(
                 .POST, path, query: [("uploadId", uploadID)], headers: [("Content-Type", "application/xml")] + Self.conditions(precondition),
                 body: Data(manifest.utf8), repeatable: true, object: object.rawValue, precondition: precondition, acceptFailure: true)
-            if (200..<300).contains(response.status), let error = S3XML.error(response.body) {
+            if (200..<300).contains(response.status), let error = try S3XML.error(response.body) {
                 throw StorageError(.internalError, "The service did not complete the upload of \(object.rawValue): \(error.code).")
             }
             if response.status == 404, response.attempts > 1 {

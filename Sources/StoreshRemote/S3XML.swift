@@ -1,11 +1,9 @@
 import Foundation
 import StoreshCore
 
-#if canImport(FoundationXML)
-import FoundationXML
-#endif
+import CStoreshXML
 
-/// One element of an S3 answer, read with Foundation's XML parser (libxml2): its name, text and children.
+/// One element of an S3 answer, read with libxml2's streaming parser (`CStoreshXML`): its name, text and children.
 /// S3's documents are small and flat (a page of a listing, an error), so a tree is simplest to read.
 struct XMLElement {
     var name: String
@@ -19,33 +17,46 @@ struct XMLElement {
     /// The text of the first child named `name`.
     func text(of name: String) -> String? { child(name)?.text }
 
-    /// The document's root element, or nil when `data` is not XML.
-    static func parse(_ data: Data) -> XMLElement? {
+    /// The document's root element; nil when `data` is not well-formed XML. Throws when libxml2 cannot be loaded.
+    static func parse(_ data: Data) throws(StorageError) -> XMLElement? {
+        // An empty answer is no document (and has no address to give the parser).
+        if data.isEmpty { return nil }
         let builder = TreeBuilder()
-        let parser = XMLParser(data: data)
-        parser.delegate = builder
-        guard parser.parse(), let root = builder.root else { return nil }
-        return root
+        let parsed = data.withUnsafeBytes { bytes in
+            withExtendedLifetime(builder) {
+                storesh_xml_parse(
+                    bytes.baseAddress!.assumingMemoryBound(to: CChar.self), Int32(clamping: bytes.count),
+                    Unmanaged.passUnretained(builder).toOpaque(),
+                    { context, name in TreeBuilder.of(context).start(String(cString: name!)) },
+                    { context, text, length in
+                        TreeBuilder.of(context).append(UnsafeRawBufferPointer(start: text, count: Int(length)))
+                    },
+                    { context in TreeBuilder.of(context).end() })
+            }
+        }
+        if parsed < 0 { throw StorageError.internalError(String(cString: storesh_xml_problem())) }
+        return parsed == 1 ? builder.root : nil
     }
 
-    private final class TreeBuilder: NSObject, XMLParserDelegate {
-        var stack: [XMLElement] = []
+    private final class TreeBuilder {
+        /// The open elements, each with its text's bytes so far: text arrives in pieces, decoded once whole.
+        var stack: [(element: XMLElement, text: [UInt8])] = []
         var root: XMLElement?
 
-        func parser(
-            _ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?, qualifiedName: String?,
-            attributes: [String: String] = [:]
-        ) {
-            stack.append(XMLElement(name: elementName))
+        static func of(_ context: UnsafeMutableRawPointer?) -> TreeBuilder {
+            Unmanaged<TreeBuilder>.fromOpaque(context!).takeUnretainedValue()
         }
 
-        func parser(_ parser: XMLParser, foundCharacters string: String) {
-            if !stack.isEmpty { stack[stack.count - 1].text += string }
+        func start(_ name: String) { stack.append((XMLElement(name: name), [])) }
+
+        func append(_ bytes: UnsafeRawBufferPointer) {
+            if !stack.isEmpty { stack[stack.count - 1].text.append(contentsOf: bytes) }
         }
 
-        func parser(_ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?, qualifiedName: String?) {
-            guard let element = stack.popLast() else { return }
-            if stack.isEmpty { root = element } else { stack[stack.count - 1].children.append(element) }
+        func end() {
+            guard case (var element, let text)? = stack.popLast() else { return }
+            element.text = String(decoding: text, as: UTF8.self)
+            if stack.isEmpty { root = element } else { stack[stack.count - 1].element.children.append(element) }
         }
     }
 }
@@ -53,14 +64,14 @@ struct XMLElement {
 /// S3's answers: listings, errors, uploads.
 enum S3XML {
     /// An error document's code and message (`<Error><Code>NoSuchKey</Code><Message>…</Message></Error>`).
-    static func error(_ body: Data) -> (code: String, message: String?)? {
-        guard let root = XMLElement.parse(body), root.name == "Error", let code = root.text(of: "Code") else { return nil }
+    static func error(_ body: Data) throws(StorageError) -> (code: String, message: String?)? {
+        guard let root = try XMLElement.parse(body), root.name == "Error", let code = root.text(of: "Code") else { return nil }
         return (code, root.text(of: "Message"))
     }
 
     /// A ListObjectsV2 page, asked with `encoding-type=url` (keys percent-encoded, so that any byte survives XML).
     static func listing(_ body: Data, bucket: String) throws -> (prefixes: [String], items: [S3ListedObject], continuation: String?) {
-        guard let root = XMLElement.parse(body), root.name == "ListBucketResult" else {
+        guard let root = try XMLElement.parse(body), root.name == "ListBucketResult" else {
             throw StorageError.internalError("The service's listing is not the XML of ListObjectsV2.")
         }
         let encoded = root.text(of: "EncodingType") == "url"
@@ -85,13 +96,13 @@ enum S3XML {
     }
 
     /// The text of one element of an answer (`UploadId`, `ETag`), anywhere under the root.
-    static func value(_ name: String, in body: Data) -> String? {
+    static func value(_ name: String, in body: Data) throws(StorageError) -> String? {
         func find(_ element: XMLElement) -> String? {
             if element.name == name { return element.text }
             for child in element.children { if let found = find(child) { return found } }
             return nil
         }
-        return XMLElement.parse(body).flatMap(find)
+        return try XMLElement.parse(body).flatMap(find)
     }
 
     /// Text escaped for an XML element.

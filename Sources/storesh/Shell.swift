@@ -86,7 +86,7 @@ final class Shell {
         interpreter.isCancelled = { storesh_interrupt_pending() != 0 }
         let context = Unmanaged.passUnretained(self).toOpaque()
         guard let editor = storesh_editor_open("storesh", context, completeCallback) else {
-            Diagnostics.error("cannot start line editing on this terminal")
+            Diagnostics.error("cannot start line editing: \(String(cString: storesh_editor_problem()))")
             return 1
         }
         defer { storesh_editor_close(editor) }

@@ -192,8 +192,33 @@ struct S3XMLTests {
         #expect(page.items[0].etag == "\"9dd4e461268c8034f5c8564e155c67a6\"" && page.items[0].size == 1)
         #expect(S3Bucket.md5(fromEntityTag: page.items[0].etag) == ContentHash.md5Base64(Data("x".utf8)))
         #expect(S3Bucket.md5(fromEntityTag: "\"9dd4e461268c8034f5c8564e155c67a6-2\"") == "")
-        #expect(S3XML.error(Data("<Error><Code>NoSuchKey</Code><Message>gone</Message></Error>".utf8))! == ("NoSuchKey", "gone"))
+        #expect(try S3XML.error(Data("<Error><Code>NoSuchKey</Code><Message>gone</Message></Error>".utf8))! == ("NoSuchKey", "gone"))
         #expect(throws: StorageError.self) { try S3XML.listing(Data("not xml".utf8), bucket: "media") }
+    }
+
+    @Test("text arrives whole: entities, character references, CDATA and multi-byte characters across the parser's buffers")
+    func textInPieces() throws {
+        let long = String(repeating: "é日😀a", count: 2_000)
+        let body = Data("<R><A>x &amp; &#233;&#x65E5; <![CDATA[<raw>]]> y</A><B>\(long)</B><C/></R>".utf8)
+        let root = try #require(try XMLElement.parse(body))
+        #expect(root.name == "R" && root.children.map(\.name) == ["A", "B", "C"])
+        #expect(root.text(of: "A") == "x & é日 <raw> y")
+        #expect(root.text(of: "B") == long && root.text(of: "C") == "")
+        #expect(try S3XML.value("B", in: body) == long)
+        #expect(try XMLElement.parse(Data("<R><A></R>".utf8)) == nil, "not well-formed")
+        #expect(try XMLElement.parse(Data()) == nil)
+    }
+
+    @Test("an answer's external entity is never read: a file's content does not reach the tree")
+    func noExternalEntities() throws {
+        let secret = FileManager.default.temporaryDirectory.appendingPathComponent("storesh-xxe-\(UUID().uuidString).txt").path
+        try Data("SECRET".utf8).write(to: URL(fileURLWithPath: secret))
+        defer { try? FileManager.default.removeItem(atPath: secret) }
+        let body = Data("""
+            <?xml version="1.0"?><!DOCTYPE R [<!ENTITY x SYSTEM "file://\(secret)">]><R><Code>&x;</Code></R>
+            """.utf8)
+        let text = try XMLElement.parse(body)?.text(of: "Code")
+        #expect(text?.contains("SECRET") != true)
     }
 
     @Test("HTTP dates both ways")

@@ -18,8 +18,10 @@ extern const unsigned char storesh_cc_error;
 typedef unsigned char (*storesh_complete_fn)(void *context, storesh_editor *editor, const char *line_before_cursor);
 
 // Opens an editor on the terminal (standard input and output) with emacs bindings, reverse history search
-// on Ctrl-R, and Tab bound to `complete`. Returns NULL if libedit cannot start.
+// on Ctrl-R, and Tab bound to `complete`. Returns NULL if libedit cannot be loaded or cannot start; then
+// storesh_editor_problem() says why.
 storesh_editor *storesh_editor_open(const char *program, void *context, storesh_complete_fn complete);
+const char *storesh_editor_problem(void);
 void storesh_editor_close(storesh_editor *editor);
 
 // The prompt. Bytes between two '\1' are non-printing (colour escapes), so line editing keeps its columns.
