@@ -42,28 +42,6 @@ enum Explainer {
     static let firebaseHost = FirebaseWire.baseURL
     static let cloudStorageHost = CloudStorageWire.baseURL
 
-    /// A Swift string literal.
-    static func literal(_ text: String) -> String {
-        var output = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": output += "\\\""
-            case "\\": output += "\\\\"
-            case "\n": output += "\\n"
-            case "\r": output += "\\r"
-            case "\t": output += "\\t"
-            case _ where scalar.properties.generalCategory == .control: output += "\\u{\(String(scalar.value, radix: 16))}"
-            default: output.unicodeScalars.append(scalar)
-            }
-        }
-        return output + "\""
-    }
-
-    /// The SDK reference to `path`: `storage.reference().child("images/forest.jpg")`.
-    static func reference(_ path: String) -> String {
-        path.isEmpty ? "storage.reference()" : "storage.reference().child(\(literal(path)))"
-    }
-
     /// A query string, written as the backends write theirs.
     static func query(_ parameters: [(String, String?)]) -> String { CloudStorageWire.query(parameters) }
 
@@ -82,11 +60,9 @@ enum Explainer {
         let size = maxResults ?? ListOptions.maximumResults
         let swift: String
         if all {
-            swift = "let result = try await \(reference(path.fullPath)).listAll()"
-        } else if let pageToken {
-            swift = "let result = try await \(reference(path.fullPath)).list(maxResults: \(size), pageToken: \(literal(pageToken)))"
+            swift = "let result = try await \(SwiftSDK.list(path.fullPath, maxResults: nil, pageToken: nil))"
         } else {
-            swift = "let result = try await \(reference(path.fullPath)).list(maxResults: \(size))"
+            swift = "let result = try await \(SwiftSDK.list(path.fullPath, maxResults: size, pageToken: pageToken))"
         }
         var requests = [
             ExplainedRequest(
@@ -130,7 +106,7 @@ enum Explainer {
     static func getMetadata(bucket: String, name: String) -> ExplainedRequest {
         ExplainedRequest(
             purpose: "read the metadata of \(name)",
-            swift: "let metadata = try await \(reference(name)).getMetadata()",
+            swift: "let metadata = try await \(SwiftSDK.getMetadata(name))",
             firebaseREST: FirebaseWire.metadata(bucket: bucket, object: name).rendered(baseURL: firebaseHost),
             cloudStorageREST: CloudStorageWire.metadata(bucket: bucket, object: name).rendered(baseURL: cloudStorageHost),
             rulesMethod: "get")
@@ -166,13 +142,13 @@ enum Explainer {
         var lines = ["let newMetadata = StorageMetadata()"]
         for property in WritableProperty.allCases {
             switch update.properties[property] {
-            case .set(let value)?: lines.append("newMetadata.\(property.rawValue) = \(literal(value))")
+            case .set(let value)?: lines.append("newMetadata.\(property.rawValue) = \(SwiftSDK.literal(value))")
             case .unset?: lines.append("newMetadata.\(property.rawValue) = nil  // deletes the property")
             case nil: break
             }
         }
         let setKeys = update.customMetadata.sortedByKeyBytes.compactMap { key, change -> String? in
-            if case .set(let value) = change { return "\(literal(key)): \(literal(value))" }
+            if case .set(let value) = change { return "\(SwiftSDK.literal(key)): \(SwiftSDK.literal(value))" }
             return nil
         }
         let unsetKeys = update.customMetadata.sortedByKeyBytes.filter { $0.value == .unset }.map(\.key)
@@ -180,12 +156,12 @@ enum Explainer {
         var note: String?
         if !unsetKeys.isEmpty || update.clearsCustomMetadata {
             // Without this line the Swift reads as an update that names nothing.
-            let what = unsetKeys.isEmpty ? "the custom metadata" : unsetKeys.map { literal($0) }.joined(separator: ", ")
+            let what = unsetKeys.isEmpty ? "the custom metadata" : unsetKeys.map { SwiftSDK.literal($0) }.joined(separator: ", ")
             lines.append("// [String: String] cannot delete \(what): the REST request below does (see the note)")
             note = "The Swift SDK's customMetadata is [String: String]: it cannot send null for a key. The REST body deletes "
                 + (unsetKeys.isEmpty ? "the whole map" : unsetKeys.joined(separator: ", ")) + " with null (the JavaScript SDK can)."
         }
-        lines.append("let updated = try await \(reference(name)).updateMetadata(newMetadata)")
+        lines.append("let updated = try await \(SwiftSDK.updateMetadata(name))")
         // With the object's state read, both lines are the requests storesh sends (the body naming only what changes,
         // as an SDK would name only what the app set); without it, the fields the update names.
         let cloudStorage: String
@@ -216,13 +192,13 @@ enum Explainer {
     static func upload(bucket: String, name: String, fromFile file: String?, contentType: String?, current: ObjectMetadata?) -> ExplainedRequest {
         var lines: [String] = []
         if let contentType {
-            lines += ["let metadata = StorageMetadata()", "metadata.contentType = \(literal(contentType))"]
+            lines += ["let metadata = StorageMetadata()", "metadata.contentType = \(SwiftSDK.literal(contentType))"]
         }
         let metadataArgument = contentType == nil ? "" : ", metadata: metadata"
         if let file {
-            lines.append("let uploaded = try await \(reference(name)).putFileAsync(from: URL(fileURLWithPath: \(literal(file)))\(metadataArgument))")
+            lines.append("let uploaded = try await \(SwiftSDK.reference(name)).putFileAsync(from: URL(fileURLWithPath: \(SwiftSDK.literal(file)))\(metadataArgument))")
         } else {
-            lines.append("let uploaded = try await \(reference(name)).putDataAsync(data\(metadataArgument))")
+            lines.append("let uploaded = try await \(SwiftSDK.putData(name, metadata: contentType == nil ? nil : "metadata"))")
         }
         return ExplainedRequest(
             purpose: "upload \(name): new content, a new generation, metageneration 1 (rule M3)",
@@ -232,15 +208,15 @@ enum Explainer {
             cloudStorageREST: CloudStorageWire.upload(
                 bucket: bucket, uploadType: "multipart", precondition: PlanApplier.writePrecondition(current: current)
             ).rendered(baseURL: cloudStorageHost)
-                + "\n(multipart: {\"name\": \(literal(name))…}, then the content; large files as a resumable upload)",
+                + "\n(multipart: {\"name\": \(SwiftSDK.literal(name))…}, then the content; large files as a resumable upload)",
             rulesMethod: "create (update when the object exists)",
             note: "contentType, when not given, is guessed from the name's extension, as the SDKs do.")
     }
 
     static func download(bucket: String, name: String, toFile file: String?) -> ExplainedRequest {
         let swift =
-            file.map { "let url = try await \(reference(name)).writeAsync(toFile: URL(fileURLWithPath: \(literal($0))))" }
-            ?? "let data = try await \(reference(name)).data(maxSize: 10 * 1024 * 1024)"
+            file.map { "let url = try await \(SwiftSDK.reference(name)).writeAsync(toFile: URL(fileURLWithPath: \(SwiftSDK.literal($0))))" }
+            ?? "let data = try await \(SwiftSDK.data(name))"
         return ExplainedRequest(
             purpose: "download the content of \(name)", swift: swift,
             firebaseREST: FirebaseWire.download(bucket: bucket, object: name).rendered(baseURL: firebaseHost),
@@ -252,7 +228,7 @@ enum Explainer {
     static func delete(bucket: String, name: String, state: ObjectMetadata?) -> ExplainedRequest {
         let precondition = state.map { PlanApplier.deletePrecondition(current: $0) } ?? .none
         return ExplainedRequest(
-            purpose: "delete \(name)", swift: "try await \(reference(name)).delete()",
+            purpose: "delete \(name)", swift: "try await \(SwiftSDK.delete(name))",
             firebaseREST: FirebaseWire.delete(bucket: bucket, object: name).rendered(baseURL: firebaseHost),
             cloudStorageREST: CloudStorageWire.delete(bucket: bucket, object: name, precondition: precondition).rendered(baseURL: cloudStorageHost),
             rulesMethod: "delete",
@@ -269,7 +245,7 @@ enum Explainer {
             // Every match is an item of one folder.
             return ExplainedRequest(
                 purpose: "find the objects \(pattern) names (\(MessageText.grouped(matched)) found): list \(folder.isEmpty ? "the root" : folder)",
-                swift: "let result = try await \(reference(String(folder.dropLast()))).listAll()\n// The SDK has no patterns: keep the result.items whose names match.",
+                swift: "let result = try await \(SwiftSDK.list(String(folder.dropLast()), maxResults: nil, pageToken: nil))\n// The SDK has no patterns: keep the result.items whose names match.",
                 firebaseREST: folderListing,
                 cloudStorageREST: scanRequest(bucket: bucket, prefix: prefix),
                 rulesMethod: "list")
@@ -294,7 +270,7 @@ enum Explainer {
         let object = firstName ?? "OBJECT"
         return ExplainedRequest(
             purpose: "keep the objects whose metadata pass --where \(filters.joined(separator: " --where ")): \(MessageText.grouped(passed)) of \(MessageText.grouped(read))",
-            swift: "let metadata = try await \(reference(object)).getMetadata()  // for each object found\n// and keep it when the metadata pass the filter (the SDK has no filter)",
+            swift: "let metadata = try await \(SwiftSDK.getMetadata(object))  // for each object found\n// and keep it when the metadata pass the filter (the SDK has no filter)",
             firebaseREST: FirebaseWire.metadata(bucket: bucket, object: object).rendered(baseURL: firebaseHost) + "  (for each object found)",
             cloudStorageREST: listed ? "(none: the JSON API's listing above carries each object's metadata)" : "GET \(cloudStorageObject(bucket, object))  (for each object named)",
             rulesMethod: "get")

@@ -26,6 +26,8 @@ public final class RulesSession: RulesControl, @unchecked Sendable {
     private var authValue: RulesValue = .null
     private var last: (request: AccessRequest, decision: AccessDecision)?
     private var recording = true
+    /// Told of every decision, the unrecorded ones included (a server's request log).
+    private var observer: (@Sendable (AccessRequest, AccessDecision) -> Void)?
 
     /// A session under the rules `store` keeps (the open rules of a new bucket when it keeps none, or there is
     /// no store).
@@ -37,13 +39,17 @@ public final class RulesSession: RulesControl, @unchecked Sendable {
     }
 
     /// A session under the same rules for requests made as `identity` (one request of a server): the compiled
-    /// rules are shared, not parsed again, and its decisions are not recorded.
-    public func session(as identity: Identity?) -> RulesSession {
+    /// rules are shared, not parsed again, and its decisions are not recorded for `rules why`; each is given to
+    /// `observer`, when there is one.
+    public func session(
+        as identity: Identity?, observer: (@Sendable (AccessRequest, AccessDecision) -> Void)? = nil
+    ) -> RulesSession {
         let copy = lock.withLock {
             RulesSession(clock: clock, ruleset: ruleset, source: source, origin: origin, openDecision: openDecision, unusable: unusable)
         }
         copy.identity = identity
         copy.recording = false
+        copy.observer = observer
         return copy
     }
 
@@ -131,7 +137,8 @@ public final class RulesSession: RulesControl, @unchecked Sendable {
     ) throws {
         let time = clock.now()
         // One lock for the decision and its record: evaluating never calls back into the session.
-        let decision = lock.withLock { () -> AccessDecision in
+        let (request, decision, observer) = lock.withLock {
+            () -> (AccessRequest, AccessDecision, (@Sendable (AccessRequest, AccessDecision) -> Void)?) in
             let request = AccessRequest(
                 method: method, bucket: bucket, path: path, time: time, newResource: new.map(ObjectSnapshot.init),
                 existingResource: existing.map(ObjectSnapshot.init), auth: signedIn)
@@ -144,8 +151,9 @@ public final class RulesSession: RulesControl, @unchecked Sendable {
                 decision = ruleset.map { RulesEngine.decide(request, ruleset: $0, auth: authValue) } ?? openDecision
             }
             if record && recording { last = (request, decision) }
-            return decision
+            return (request, decision, self.observer)
         }
+        observer?(request, decision)
         if !decision.allowed { throw decision.denial ?? StorageError.unauthorized(bucket: bucket, path: path) }
     }
 

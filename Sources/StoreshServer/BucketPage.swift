@@ -12,8 +12,22 @@ enum BucketPage {
     /// Entries per page: a screenful that still shows paging in a class.
     static let pageSize = 50
 
-    /// The page for `query`: `path` (a folder, default the root), `token` (a page of it), `object` (its metadata).
-    static func answer(_ bucket: ServedBucket, query: QueryParameters) async throws -> Answer {
+    /// Requests shown beside the bucket; the request log's own view (`?view=requests`) shows every one kept.
+    static let requestsBeside = 12
+
+    /// The page for `query`: `path` (a folder, default the root), `token` (a page of it), `object` (its metadata);
+    /// or, with `view=requests`, the request log alone in large type, for a projector.
+    static func answer(_ bucket: ServedBucket, journal: RequestJournal, query: QueryParameters) async throws -> Answer {
+        var headers = HTTPFields()
+        headers[.contentType] = "text/html; charset=utf-8"
+        // The page is the bucket as it is now; a reload must ask again.
+        headers[.cacheControl] = "no-store"
+        if query["view"] == "requests" {
+            let html = document(
+                title: "Requests to gs://\(bucket.name) · storesh", heading: "Requests to gs://\(escaped(bucket.name))",
+                main: requestLog(journal.recent(RequestJournal.capacity), bucket: bucket.name, full: true), wide: true)
+            return Answer(status: .ok, headers: headers, body: ByteBuffer(string: html))
+        }
         let folder = StoragePath(normalizing: query["path"] ?? "")
         let token = query["token"].flatMap { $0.isEmpty ? nil : $0 }
         let page = try await bucket.reader.list(
@@ -29,11 +43,8 @@ enum BucketPage {
         }
         let rules = try? bucket.rulesSession(as: nil).currentRules()
         let html = render(
-            bucket: bucket.name, folder: folder, token: token, page: page, object: object, missing: missing, rules: rules)
-        var headers = HTTPFields()
-        headers[.contentType] = "text/html; charset=utf-8"
-        // The page is the bucket as it is now; a reload must ask again.
-        headers[.cacheControl] = "no-store"
+            bucket: bucket.name, folder: folder, token: token, page: page, object: object, missing: missing, rules: rules,
+            requests: journal.recent(requestsBeside))
         return Answer(status: .ok, headers: headers, body: ByteBuffer(string: html))
     }
 
@@ -62,24 +73,35 @@ enum BucketPage {
         return "/?" + parameters.joined(separator: "&")
     }
 
+    /// The page around `main`: its head, header and live script.
+    static func document(title: String, heading: String, navigation: String = "", main: String, wide: Bool = false) -> String {
+        """
+        <!doctype html>
+        <html lang="en">
+        <head>
+        <meta charset="utf-8">
+        <meta name="viewport" content="width=device-width, initial-scale=1">
+        <title>\(escaped(title))</title>
+        <style>\(style)</style>
+        </head>
+        <body\(wide ? " class=\"projected\"" : "")>
+        <header><h1>\(heading)</h1>\(navigation)
+        <p id="live" class="note" aria-live="polite">Reload to see changes (live updates need JavaScript).</p></header>
+        <main>
+        \(main)</main>
+        <script>\(liveScript)</script>
+        </body>
+        </html>
+
+        """
+    }
+
     static func render(
         bucket: String, folder: StoragePath, token: String?, page: ListPage, object: ObjectMetadata?, missing: String?,
-        rules: (source: String, origin: String)?
+        rules: (source: String, origin: String)?, requests: [ServedExchange]
     ) -> String {
         let prefix = folder.listingPrefix
         var html = """
-            <!doctype html>
-            <html lang="en">
-            <head>
-            <meta charset="utf-8">
-            <meta name="viewport" content="width=device-width, initial-scale=1">
-            <title>gs://\(escaped(bucket))/\(escaped(prefix)) · storesh</title>
-            <style>\(style)</style>
-            </head>
-            <body>
-            <header><h1>gs://\(escaped(bucket))</h1>\(breadcrumb(bucket: bucket, folder: folder))
-            <p id="live" class="note" aria-live="polite">Reload to see changes (live updates need JavaScript).</p></header>
-            <main>
             <section class="listing" aria-labelledby="listing-title">
             <h2 id="listing-title">\(prefix.isEmpty ? "the root" : escaped(prefix))</h2>
 
@@ -119,8 +141,40 @@ enum BucketPage {
             let origin = rules.origin.hasPrefix("(") ? rules.origin : "(\(rules.origin))"
             html += "<section class=\"rules\"><details><summary>Security rules in force \(escaped(origin))</summary><pre>\(escaped(rules.source))</pre></details></section>\n"
         }
-        html += "</main>\n<script>\(liveScript)</script>\n</body>\n</html>\n"
-        return html
+        html += requestLog(requests, bucket: bucket, full: false)
+        return document(
+            title: "gs://\(bucket)/\(prefix) · storesh", heading: "gs://\(escaped(bucket))",
+            navigation: breadcrumb(bucket: bucket, folder: folder), main: html)
+    }
+
+    /// The requests that reached the server, newest first, each as the SDK call it stands for, the HTTP exchange,
+    /// who made it and what the rules decided: the words say allowed or denied, colour adds nothing to them.
+    static func requestLog(_ requests: [ServedExchange], bucket: String, full: Bool) -> String {
+        var html = "<section class=\"requests\" aria-labelledby=\"requests-title\">\n<h2 id=\"requests-title\">Requests this server received</h2>\n"
+        if !full {
+            html += "<p class=\"note\"><a href=\"/?view=requests\">The request log alone, in large type</a> · the last \(requestsBeside) here, newest first</p>\n"
+        } else {
+            html += "<p class=\"note\"><a href=\"/\">Back to gs://\(escaped(bucket))</a> · the last \(RequestJournal.capacity) at most, newest first</p>\n"
+        }
+        guard !requests.isEmpty else {
+            return html + "<p class=\"empty\">None yet: requests from an app, an SDK, the shell on gs:// or curl appear here as they arrive.</p>\n</section>\n"
+        }
+        html += "<ol class=\"exchanges\">\n"
+        for exchange in requests {
+            let denied = exchange.verdicts.contains { !$0.allowed }
+            html += "<li class=\"exchange\(denied ? " denied" : "")\" id=\"request-\(exchange.number)\">\n"
+            if let call = exchange.call { html += "<p class=\"call\"><code>\(escaped(call))</code></p>\n" }
+            let time = String(exchange.time.rfc3339.dropFirst(11).prefix(8))
+            html += "<p class=\"http\">#\(exchange.number) <code>\(escaped(exchange.method)) \(escaped(exchange.target))</code> → <strong>\(exchange.status) \(escaped(exchange.reason))</strong> in \(String(format: "%.1f", exchange.milliseconds)) ms · \(escaped(exchange.caller)) · \(time)</p>\n"
+            for verdict in exchange.verdicts {
+                // The decision's first word (allowed, denied) in bold: it is what the class looks for.
+                let (word, rest) = verdict.text.firstIndex(of: " ").map { (String(verdict.text[..<$0]), String(verdict.text[$0...])) } ?? (verdict.text, "")
+                html += "<p class=\"verdict \(verdict.allowed ? "allowed" : "denied")\">Rules: <strong>\(escaped(word))</strong>\(escaped(rest).replacingOccurrences(of: "\n", with: "<br>"))</p>\n"
+            }
+            if let note = exchange.rulesNote { html += "<p class=\"verdict\">Rules: \(escaped(note))</p>\n" }
+            html += "</li>\n"
+        }
+        return html + "</ol>\n</section>\n"
     }
 
     /// gs://BUCKET / a / b /, each part a link to its folder.
@@ -175,13 +229,22 @@ enum BucketPage {
           var live = document.getElementById("live");
           var events = new EventSource("/_storesh/events");
           events.onopen = function () { live.textContent = "Live: changes to the bucket appear here as they happen."; };
-          events.addEventListener("change", function () {
+          // One read of the page at a time, and at most one more after it, however many events arrive.
+          var reading = false, again = null;
+          function refresh(why) {
+            if (reading) { again = why; return; }
+            reading = true;
             fetch(location.href, { cache: "no-store" }).then(function (answer) { return answer.text(); }).then(function (html) {
               var next = new DOMParser().parseFromString(html, "text/html").querySelector("main");
               if (next) { document.querySelector("main").replaceWith(next); }
-              live.textContent = "Updated at " + new Date().toLocaleTimeString() + ": the bucket changed.";
+              live.textContent = "Updated at " + new Date().toLocaleTimeString() + ": " + why + ".";
+            }).finally(function () {
+              reading = false;
+              if (again) { var later = again; again = null; refresh(later); }
             });
-          });
+          }
+          events.addEventListener("change", function () { refresh("the bucket changed"); });
+          events.addEventListener("request", function () { refresh("a request arrived"); });
         })();
         """
 
@@ -194,6 +257,10 @@ enum BucketPage {
         li.prefix a{font-weight:bold}.kind,.size,.token,.count,.note{color:#444;font-size:.85em}
         a[aria-current]{text-decoration:underline double}dl{display:grid;grid-template-columns:max-content 1fr;gap:.2em 1em}
         dt{font-weight:bold}dd{margin:0;word-break:break-all}pre{white-space:pre-wrap;font-size:.8em}
-        .rules{grid-column:1/-1}
+        .rules,.requests{grid-column:1/-1}
+        ol.exchanges{list-style:none;padding:0}li.exchange{border-left:6px solid #888;padding:.3em .8em;margin:.6em 0}
+        li.exchange.denied{border-left:6px double #111}li.exchange p{margin:.15em 0}.call code{font-size:1.05em}
+        .http{font-size:.9em}.verdict{font-size:.9em}code{word-break:break-all}
+        body.projected{font-size:28px;max-width:none}body.projected main{display:block}
         """
 }

@@ -6,11 +6,20 @@ import StoreshWire
 import StoreshRules
 
 /// Who makes a v0 request (rule V3).
-enum Caller: Sendable {
+enum Caller: Sendable, CustomStringConvertible {
     /// `Bearer owner` or `Firebase owner`: rules are bypassed.
     case administrator
     /// Anyone else, signed in (an emulator ID token's user) or not (nil): the bucket's security rules decide.
     case person(Identity?)
+
+    /// As the request log names it.
+    var description: String {
+        switch self {
+        case .administrator: "the owner (Authorization: Bearer owner), whom rules do not bind"
+        case .person(nil): "signed out"
+        case .person(let identity?): "signed in as \(identity.uid)"
+        }
+    }
 }
 
 /// Emulator ID tokens: JWTs whose payload is read without checking a signature, as the Firebase emulators do
@@ -119,7 +128,13 @@ extension StorageAPI {
 
     /// Who makes the request: no Authorization header is signed out.
     func caller(_ exchange: Exchange) throws -> Caller {
-        guard let header = exchange.request.headers[.authorization] else { return .person(nil) }
+        let caller = try Self.caller(authorization: exchange.request.headers[.authorization])
+        RequestTrace.current?.caller = caller.description
+        return caller
+    }
+
+    private static func caller(authorization header: String?) throws -> Caller {
+        guard let header else { return .person(nil) }
         let parts = header.split(separator: " ", maxSplits: 1)
         guard parts.count == 2, ["firebase", "bearer"].contains(parts[0].lowercased()) else {
             throw HTTPFailure(.unauthorized, reason: "authError", "The Authorization header must be 'Firebase TOKEN' or 'Bearer TOKEN'.")
@@ -130,6 +145,8 @@ extension StorageAPI {
 
     /// The rules that decide `caller`'s requests; nil for the administrator, whom rules do not bind.
     func rulesSession(for caller: Caller) throws -> RulesSession? {
+        // An upload's later requests are decided as its first one's caller: the log names that caller.
+        RequestTrace.current?.caller = caller.description
         guard case .person(let identity) = caller else { return nil }
         return try bucket.rulesSession(as: identity)
     }

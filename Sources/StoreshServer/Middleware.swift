@@ -1,23 +1,42 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import StoreshCore
 
 /// The layers every answer of `storesh serve` passes through, outermost first: the request log, the latency asked
 /// for, the origin policy. The router (`StorageServer.router`) puts them around the APIs.
 
 /// Tells `log` of each request answered, with its status and how long it took (latency included); the path's
-/// values that grant access are elided (`ServedRequest.loggable`).
+/// values that grant access are elided (`ServedRequest.loggable`). The API's requests also go to `journal`, the
+/// page's request log, with the SDK call each stands for, its caller and its rules decisions (`RequestTrace`).
 struct RequestLogMiddleware<Context: RequestContext>: RouterMiddleware {
-    let log: @Sendable (ServedRequest) -> Void
+    let log: (@Sendable (ServedRequest) -> Void)?
+    let journal: RequestJournal
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let start = ContinuousClock.now
-        let response = try await next(request, context)
+        let path = request.uri.path
+        let trace = RequestJournal.records(method: request.method, path: path) ? RequestTrace() : nil
+        let response = try await RequestTrace.$current.withValue(trace) { try await next(request, context) }
         let elapsed = ContinuousClock.now - start
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        log(ServedRequest(
-            method: request.method.rawValue, path: ServedRequest.loggable(path: request.uri.path, query: request.uri.query),
-            status: response.status.code, seconds: seconds))
+        let target = ServedRequest.loggable(path: path, query: request.uri.query)
+        log?(ServedRequest(method: request.method.rawValue, path: target, status: response.status.code, seconds: seconds))
+        if let trace {
+            let verdicts = trace.verdicts
+            let (defaultCaller, note) = ServedExchange.defaultCaller(path: path)
+            let caller = trace.caller ?? defaultCaller
+            journal.record { number in
+                ServedExchange(
+                    number: number, time: Timestamp(date: Date()), method: request.method.rawValue, target: target,
+                    status: response.status.code, reason: ServedExchange.reasonPhrase(response.status.code), milliseconds: seconds * 1000, caller: caller,
+                    call: ServedExchange.call(
+                        method: request.method, path: path, query: request.uri.query,
+                        methodOverride: request.headers[HTTPField.Name("X-HTTP-Method-Override")!]),
+                    verdicts: verdicts,
+                    rulesNote: verdicts.isEmpty ? (trace.caller?.hasPrefix("the owner") == true ? "rules do not apply to the owner" : note) : nil)
+            }
+        }
         return response
     }
 }

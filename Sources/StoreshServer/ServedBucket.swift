@@ -59,10 +59,12 @@ final class ServedBucket: @unchecked Sendable {
 
     // MARK: Rules
 
-    /// The rules in force for a request made as `identity` (nil: signed out), as the bucket keeps them now.
+    /// The rules in force for a request made as `identity` (nil: signed out), as the bucket keeps them now. Its
+    /// decisions go to the request's log entry (`RequestTrace`), wherever the request's change runs.
     func rulesSession(as identity: Identity?) throws -> RulesSession {
         try rules.reloadRules(from: reader)
-        return rules.session(as: identity)
+        guard let trace = RequestTrace.current else { return rules.session(as: identity) }
+        return rules.session(as: identity, observer: { request, decision in trace.decided(request, decision) })
     }
 
     /// Loads security rules into the bucket (checked first: a ruleset with an error changes nothing).

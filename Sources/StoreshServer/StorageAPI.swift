@@ -42,6 +42,8 @@ final class StorageAPI: Sendable {
     let bucket: ServedBucket
     let uploads: UploadSessions
     let limits: ServeLimits
+    /// The requests answered, for the page's request log.
+    let journal = RequestJournal()
 
     /// Where spools make their files: beside the bucket.
     let spoolDirectory: String

@@ -97,7 +97,10 @@ public final class StorageServer: Sendable {
                 availableConnectionsDelegate: MaximumAvailableConnections(configuration.maximumConnections)),
             onServerRunning: { channel in onListening(host, channel.localAddress?.port ?? 0) },
             logger: logger)
-        defer { api.bucket.close() }
+        defer {
+            api.journal.close()
+            api.bucket.close()
+        }
         do {
             try await app.runService(gracefulShutdownSignals: [.sigterm, .sigint])
         } catch let error as IOError {
@@ -153,7 +156,7 @@ extension StorageServer {
     /// in them, the batch's inner requests) and answers in each API's shapes, a 404 included.
     func router(log: (@Sendable (ServedRequest) -> Void)?) -> Router<BasicRequestContext> {
         let router = Router()
-        if let log { router.add(middleware: RequestLogMiddleware(log: log)) }
+        router.add(middleware: RequestLogMiddleware(log: log, journal: api.journal))
         router.add(middleware: LatencyMiddleware(latency: configuration.latency))
         router.add(middleware: OriginPolicyMiddleware(policy: configuration.originPolicy, listening: configuration.host))
         router.add(middleware: HeadMiddleware())
@@ -161,7 +164,7 @@ extension StorageServer {
         // The bucket in a browser, at the root (no API has a path there).
         let page = CallbackResponder<BasicRequestContext> { request, _ in
             do {
-                return try await BucketPage.answer(api.bucket, query: try QueryParameters(request.uri.query)).response
+                return try await BucketPage.answer(api.bucket, journal: api.journal, query: try QueryParameters(request.uri.query)).response
             } catch let failure as HTTPFailure {
                 return Reply.failure(failure, firebase: false).response
             } catch {
@@ -173,17 +176,32 @@ extension StorageServer {
         // The page's live updates: an event each time the bucket file changes, by anyone, until the page closes or
         // the server stops.
         let events = CallbackResponder<BasicRequestContext> { _, _ in
-            // Listening before the answer's head goes out: a change made once the page has heard back is never
-            // missed.
-            let (changes, end) = api.bucket.watch.changes()
+            // Listening before the answer's head goes out: a change made, or a request answered, once the page has
+            // heard back is never missed.
+            let (changes, endChanges) = api.bucket.watch.changes()
+            let (arrivals, endArrivals) = api.journal.arrivals()
+            // Both streams in one, an event name per element; a change and a request close together may come as one.
+            let (events, merged) = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingNewest(2))
+            let forwarders = [
+                Task { for await _ in changes { merged.yield("change") }; merged.finish() },
+                Task { for await _ in arrivals { merged.yield("request") }; merged.finish() },
+            ]
+            let end: @Sendable () -> Void = {
+                endChanges()
+                endArrivals()
+                merged.finish()
+            }
             var headers = HTTPFields()
             headers[.contentType] = "text/event-stream"
             headers[.cacheControl] = "no-store"
             return Response(status: .ok, headers: headers, body: ResponseBody { writer in
-                defer { end() }
+                defer {
+                    end()
+                    for forwarder in forwarders { forwarder.cancel() }
+                }
                 try await withGracefulShutdownHandler {
                     try await writer.write(ByteBuffer(string: "retry: 1000\n\n"))
-                    for await _ in changes { try await writer.write(ByteBuffer(string: "event: change\ndata: bucket\n\n")) }
+                    for await event in events { try await writer.write(ByteBuffer(string: "event: \(event)\ndata: \(event)\n\n")) }
                 } onGracefulShutdown: {
                     end()
                 }

@@ -61,7 +61,9 @@ def screenshot(driver, name):
 
 
 def entries(driver):
-    return [element.text.split(" ")[0] for element in driver.find_elements(By.CSS_SELECTOR, "ul.entries li a")]
+    # Read in one script: a live update may replace the list between two reads of its elements.
+    return driver.execute_script(
+        'return Array.from(document.querySelectorAll("ul.entries li a"), a => a.innerText.split(" ")[0]);')
 
 
 def wait_for(driver, condition, seconds=15):
@@ -115,3 +117,28 @@ def test_a_change_made_in_a_shell_appears_without_reloading(served, chrome, tmp_
     assert chrome.execute_script("return window.storeshMarker") == 1
     assert "the bucket changed" in chrome.find_element(By.ID, "live").text
     screenshot(chrome, "live.png")
+
+
+def test_a_denied_request_appears_live_in_the_request_log_with_its_rule(served, chrome, tmp_path):
+    rules = tmp_path / "storage.rules"
+    rules.write_text("rules_version = '2';\nservice firebase.storage {\n  match /b/{bucket}/o {\n"
+                     "    match /images/{all=**} { allow read: if request.auth != null; }\n  }\n}\n")
+    status, _, err = harness.storesh(tmp_path, "--bucket", served.bucket_file, "--quiet", "-c", f"rules load {rules}")
+    assert status == 0, err.decode()
+    chrome.get(served.url + "/?view=requests")
+    wait_for(chrome, lambda: "Live" in chrome.find_element(By.ID, "live").text)
+    chrome.execute_script("window.storeshMarker = 1")
+    # An app signed out asks for an image's metadata, as the SDK's getMetadata() does.
+    path = "/v0/b/" + BUCKET + "/o/images%2Fforest.jpg"
+    assert served.request("GET", path).status_code == 403
+
+    def newest():
+        return chrome.execute_script('var e = document.querySelector("li.exchange"); return e ? e.innerText : "";')
+    wait_for(chrome, lambda: "403" in newest())
+    entry = newest()
+    assert 'storage.reference().child("images/forest.jpg").getMetadata()' in entry
+    assert f"GET {path}" in entry and "403 Forbidden" in entry and "signed out" in entry
+    assert "denied get on gs://" + BUCKET + "/images/forest.jpg" in entry and "storage.rules:4" in entry
+    assert chrome.find_elements(By.CSS_SELECTOR, "li.exchange.denied p.verdict.denied strong")[0].text == "denied"
+    assert chrome.execute_script("return window.storeshMarker") == 1, "updated in place, not reloaded"
+    screenshot(chrome, "request-log.png")

@@ -116,22 +116,91 @@ def test_the_page_hears_of_every_change_by_a_client_or_a_shell_and_the_server_st
     assert events.status_code == 200 and events.headers["Content-Type"] == "text/event-stream"
     lines = events.iter_lines(chunk_size=1, decode_unicode=True)
 
-    def next_event():
+    def events_until(*names):
+        """Reads events until each of `names` came, in any order; returns every event read."""
+        seen, waiting = [], set(names)
         for line in lines:
             if line.startswith("event: "):
-                return line
-        raise AssertionError("the event stream ended")
+                seen.append(line[len("event: "):])
+                waiting.discard(seen[-1])
+                if not waiting:
+                    return seen
+        raise AssertionError(f"the event stream ended after {seen}")
 
     assert next(lines).startswith("retry:")
+    # A client's upload: a request the log shows, and a change of the bucket.
     client.bucket(BUCKET).blob("live/client.txt").upload_from_string(b"from a client")
-    assert next_event() == "event: change"
-    # Another process on the same file: the shell.
+    assert set(events_until("change", "request")) == {"change", "request"}
+    # Another process on the same file: the shell. Its change is no request to this server.
     status, _, err = harness.storesh(tmp_path, "--bucket", server.bucket_file, "--quiet", "-c", "put --data shell live/shell.txt")
     assert status == 0, err.decode()
-    assert next_event() == "event: change"
+    assert events_until("change") == ["change"]
     listed, _ = page(server, path="live/")
     assert {"client.txt", "shell.txt"} <= set(listed.links.values())
     # A page left open does not keep the server from stopping, and the bucket is left as one file.
     status, err = server.stop()
     assert status == 0, err
     assert not os.path.exists(server.bucket_file + "-wal") and not os.path.exists(server.bucket_file + "-shm")
+
+
+LOG_RULES = """rules_version = '2';
+service firebase.storage {
+  match /b/{bucket}/o {
+    match /public/{all=**} { allow read: if true; }
+    match /private/{uid}/{all=**} { allow read: if request.auth != null && request.auth.uid == uid; }
+  }
+}
+"""
+
+
+def unsigned_token(uid):
+    """An emulator ID token (alg none, no signature), as createMockUserToken makes one."""
+    import base64
+    import json
+
+    def part(value):
+        return base64.urlsafe_b64encode(json.dumps(value).encode()).rstrip(b"=").decode()
+    return part({"alg": "none", "type": "JWT"}) + "." + part({"sub": uid, "user_id": uid}) + "."
+
+
+def exchanges(html):
+    """The request log's entries, newest first, each as its text."""
+    import re
+    return [re.sub(r"<[^>]+>", "", entry) for entry in re.findall(r'<li class="exchange[^"]*"[^>]*>(.*?)</li>', html, re.S)]
+
+
+def test_the_request_log_shows_each_requests_sdk_call_exchange_caller_and_rules_decision(server, tmp_path):
+    status, _, err = harness.storesh(tmp_path, "--bucket", server.bucket_file, "--quiet", "-c",
+                                     "put --data hi public/a.txt\nput --data secret private/ada/b.txt")
+    assert status == 0, err.decode()
+    rules = tmp_path / "storage.rules"
+    rules.write_text(LOG_RULES)
+    status, _, err = harness.storesh(tmp_path, "--bucket", server.bucket_file, "--quiet", "-c", f"rules load {rules}")
+    assert status == 0, err.decode()
+    _, html = page(server, view="requests")
+    assert "None yet" in html
+    private = "/v0/b/" + BUCKET + "/o/private%2Fada%2Fb.txt"
+    assert server.request("GET", private).status_code == 403
+    assert server.request("GET", private, headers={"Authorization": "Firebase " + unsigned_token("ada")}).status_code == 200
+    listed = server.request("GET", "/v0/b/" + BUCKET + "/o", params={"prefix": "public/", "delimiter": "/", "maxResults": "5"})
+    assert listed.status_code == 200
+    assert server.request("GET", "/storage/v1/b/" + BUCKET + "/o/public%2Fa.txt").status_code == 200
+    assert server.request("GET", private, params={"alt": "media", "token": "not-a-real-token"}).status_code == 403
+    page(server)  # the page's own reads are not requests of the log
+
+    _, html = page(server, view="requests")
+    logged = exchanges(html)
+    assert len(logged) == 5, logged
+    media, admin, listing, signed_in, denied = logged
+    # The SDK call each request stands for, its HTTP exchange, who made it, and what the rules decided.
+    assert 'storage.reference().child(&quot;private/ada/b.txt&quot;).getMetadata()' in denied
+    assert f"GET {private} → 403 Forbidden" in denied and "signed out" in denied
+    assert "denied get on gs://" + BUCKET + "/private/ada/b.txt" in denied and "storage.rules:5" in denied
+    assert "signed in as ada" in signed_in and "allowed get" in signed_in and "storage.rules:5" in signed_in
+    assert 'child(&quot;public&quot;).list(maxResults: 5)' in listing and "allowed list" in listing and "storage.rules:4" in listing
+    assert "objects.get (Cloud Storage JSON API)" in admin and "the administrator" in admin and "rules do not apply" in admin
+    assert ".data(maxSize: 10 * 1024 * 1024)" in media and "not-a-real-token" not in html
+    assert '<li class="exchange denied"' in html
+    # Beside the bucket: the same log, newest first.
+    _, beside = page(server)
+    assert exchanges(beside)[0] == exchanges(page(server, view="requests")[1])[0]

@@ -1,4 +1,5 @@
 import StoreshCore
+import StoreshWire
 
 /// `cd [PATH]`: the current reference, which later paths are relative to.
 public struct CdCommand: LanguageCommand, Equatable {
@@ -32,7 +33,7 @@ public struct CdCommand: LanguageCommand, Equatable {
         return [
             Explainer.local(
                 "make \(reference.url(bucket: session.target.name, scheme: session.target.scheme)) the current reference: no request",
-                swift: "let ref = \(Explainer.reference(reference.fullPath))",
+                swift: "let ref = \(SwiftSDK.reference(reference.fullPath))",
                 note: "A reference is a path; it need not name anything that exists.")
         ]
     }

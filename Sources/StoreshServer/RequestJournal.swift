@@ -1,0 +1,184 @@
+import Foundation
+import HTTPTypes
+import StoreshCore
+import StoreshWire
+
+/// One API request that reached the server, as a class reads it in the request log of the bucket's page: the SDK
+/// call it stands for, the HTTP exchange, who made it, and what the security rules decided (each method checked,
+/// allowed or denied, by which statement or why none allowed it): the `explain` of what just happened.
+public struct ServedExchange: Sendable {
+    /// One rules decision: `allowed get on gs://b/a.txt by `allow read: if true` at storage.rules:4`, or a denial
+    /// with its reasons.
+    public struct Verdict: Sendable, Equatable {
+        public var allowed: Bool
+        public var text: String
+    }
+
+    /// Counted from 1 since the server started.
+    public var number: Int
+    public var time: Timestamp
+    public var method: String
+    /// The path and query as sent, with the values that grant access elided.
+    public var target: String
+    public var status: Int
+    /// The status's reason phrase as the answer gave it (`Forbidden`).
+    public var reason: String
+    public var milliseconds: Double
+    /// `signed out`, `signed in as alice`, `the owner (rules do not apply)`, …
+    public var caller: String
+    /// The Swift SDK call it stands for, or the JSON API method; nil when it stands for none (a malformed path).
+    public var call: String?
+    public var verdicts: [Verdict]
+    /// Why no rule decided, when none did.
+    public var rulesNote: String?
+}
+
+/// The request being answered, as its log entry gathers it: who made it, and each rules decision taken for it.
+/// Rules sessions made for the request report to it (`ServedBucket.rulesSession`), also from the writer's task,
+/// where a change runs away from the request's own task.
+final class RequestTrace: @unchecked Sendable {
+    @TaskLocal static var current: RequestTrace?
+
+    private let lock = NSLock()
+    private var callerText: String?
+    private var verdictList: [ServedExchange.Verdict] = []
+
+    var caller: String? {
+        get { lock.withLock { callerText } }
+        set { lock.withLock { callerText = newValue } }
+    }
+
+    var verdicts: [ServedExchange.Verdict] { lock.withLock { verdictList } }
+
+    func decided(_ request: AccessRequest, _ decision: AccessDecision) {
+        let verdict = ServedExchange.Verdict(allowed: decision.allowed, text: decision.explanation(for: request))
+        // An upload is decided before its bytes arrive and again as it lands: the same words once.
+        lock.withLock { if verdictList.last != verdict { verdictList.append(verdict) } }
+    }
+}
+
+/// The last requests the server answered, newest last, and who waits to hear of the next: the page's log.
+final class RequestJournal: @unchecked Sendable {
+    /// Enough for a lesson's worth of scrolling; older ones are dropped.
+    static let capacity = 200
+
+    private let lock = NSLock()
+    private var entries: [ServedExchange] = []
+    private var count = 0
+    private var listeners: [UUID: AsyncStream<Void>.Continuation] = [:]
+
+    /// Whether a request belongs in the class's log: the API's, not the page's own reads, its event stream, a
+    /// browser's icon request or a cross-origin preflight.
+    static func records(method: HTTPRequest.Method, path: String) -> Bool {
+        method != .options && path != "/" && !path.hasPrefix("/_storesh/") && path != "/favicon.ico"
+    }
+
+    func record(_ make: (Int) -> ServedExchange) {
+        let listening: [AsyncStream<Void>.Continuation] = lock.withLock {
+            count += 1
+            entries.append(make(count))
+            if entries.count > Self.capacity { entries.removeFirst(entries.count - Self.capacity) }
+            return Array(listeners.values)
+        }
+        for listener in listening { listener.yield() }
+    }
+
+    /// The last `limit` requests, newest first.
+    func recent(_ limit: Int) -> [ServedExchange] {
+        lock.withLock { Array(entries.suffix(limit).reversed()) }
+    }
+
+    /// A stream with an element for each request recorded from now on (several close together may come as one),
+    /// and how to end it.
+    func arrivals() -> (stream: AsyncStream<Void>, end: @Sendable () -> Void) {
+        let id = UUID()
+        let (stream, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        continuation.onTermination = { [weak self] _ in
+            guard let self else { return }
+            _ = self.lock.withLock { self.listeners.removeValue(forKey: id) }
+        }
+        lock.withLock { listeners[id] = continuation }
+        return (stream, { continuation.finish() })
+    }
+
+    /// Ends every stream (the server stops).
+    func close() {
+        let all = lock.withLock { Array(listeners.values) }
+        for listener in all { listener.finish() }
+    }
+}
+
+extension ServedExchange {
+    /// What a request stands for: the Swift SDK call whose request it is (the v0 API), the JSON API's method, or
+    /// the emulator's internal endpoint; nil when its path names nothing.
+    static func call(method: HTTPRequest.Method, path: String, query: String?, methodOverride: String?) -> String? {
+        guard let endpoint = try? Endpoint(path: path) else { return nil }
+        let parameters = (try? QueryParameters(query)) ?? (try! QueryParameters(nil))
+        let method = method == .head ? .get : method
+        switch endpoint {
+        case .firebaseObjects:
+            if method == .get {
+                var folder = parameters["prefix"] ?? ""
+                if folder.hasSuffix("/") { folder.removeLast() }
+                let size = parameters["maxResults"].flatMap { Int($0) }
+                // The SDK's listAll pages without a size; a later page of it carries its token.
+                return SwiftSDK.list(folder, maxResults: size, pageToken: size == nil ? nil : parameters["pageToken"])
+                    + (size == nil && parameters["pageToken"] != nil ? "  // a later page" : "")
+            }
+            if parameters["upload_id"] != nil { return "(the rest of a resumable putDataAsync or putFileAsync)" }
+            return parameters["name"].map { SwiftSDK.putData($0, metadata: "metadata") }
+        case .firebaseObject(_, let name):
+            switch method {
+            case .get: return parameters["alt"] == "media" ? SwiftSDK.data(name) : SwiftSDK.getMetadata(name)
+            case .patch: return SwiftSDK.updateMetadata(name)
+            case .put where methodOverride?.uppercased() == "PATCH": return SwiftSDK.updateMetadata(name)
+            case .delete: return SwiftSDK.delete(name)
+            case .post where parameters["create_token"] != nil: return "(a new download token for \(name), as the console makes)"
+            case .post where parameters["delete_token"] != nil: return "(a download token of \(name) revoked, as the console does)"
+            default: return SwiftSDK.putData(name, metadata: "metadata")
+            }
+        case .firebaseRoot, .firebaseBucket: return "(the v0 API's root)"
+        case .objects: return method == .get ? "objects.list (Cloud Storage JSON API)" : "objects.insert (Cloud Storage JSON API)"
+        case .object:
+            switch method {
+            case .get: return parameters["alt"] == "media" ? "objects.get ?alt=media (Cloud Storage JSON API)" : "objects.get (Cloud Storage JSON API)"
+            case .patch: return "objects.patch (Cloud Storage JSON API)"
+            case .put: return "objects.update (Cloud Storage JSON API)"
+            case .delete: return "objects.delete (Cloud Storage JSON API)"
+            default: return "objects (Cloud Storage JSON API)"
+            }
+        case .upload: return "objects.insert (Cloud Storage JSON API upload)"
+        case .download: return "objects.get ?alt=media (Cloud Storage JSON API download)"
+        case .copy(_, _, _, _, let rewrite): return rewrite ? "objects.rewrite (Cloud Storage JSON API)" : "objects.copy (Cloud Storage JSON API)"
+        case .compose: return "objects.compose (Cloud Storage JSON API)"
+        case .buckets, .bucket: return "buckets (Cloud Storage JSON API)"
+        case .batch: return "batch (Cloud Storage JSON API: several requests in one)"
+        case .setRules: return "loading security rules (the emulator's /internal/setRules, as @firebase/rules-unit-testing does)"
+        case .reset: return "clearStorage() (the emulator's /internal/reset, as @firebase/rules-unit-testing does)"
+        }
+    }
+
+    /// The reason phrase of a status the APIs answer (the response keeps only its code), with the two the services
+    /// use that HTTP does not name: 308 for a resumable upload's next step, and nginx's 499.
+    static func reasonPhrase(_ code: Int) -> String {
+        switch code {
+        case 308: return "Resume Incomplete"
+        case 499: return "Client Closed Request"
+        default:
+            let known: [HTTPResponse.Status] = [
+                .ok, .created, .noContent, .partialContent, .notModified, .badRequest, .unauthorized, .forbidden, .notFound,
+                .methodNotAllowed, .conflict, .gone, .lengthRequired, .preconditionFailed, .contentTooLarge,
+                .unsupportedMediaType, .rangeNotSatisfiable, .tooManyRequests, .internalServerError, .notImplemented,
+                .serviceUnavailable,
+            ]
+            return known.first { $0.code == code }?.reasonPhrase ?? ""
+        }
+    }
+
+    /// Who a request was made as when its handler did not say: the JSON API is the project's administrator's.
+    static func defaultCaller(path: String) -> (caller: String, rulesNote: String?) {
+        if path.hasPrefix("/v0") { return ("signed out", nil) }
+        if path.hasPrefix("/internal/") { return ("the emulator's test tools", "rules do not apply to the emulator's internal API") }
+        return ("the administrator", "rules do not apply: the Cloud Storage JSON API is the project's administrator's (service accounts, the Admin SDK)")
+    }
+}
