@@ -69,7 +69,8 @@ final class ServedBucket: @unchecked Sendable {
 
     /// Loads security rules into the bucket (checked first: a ruleset with an error changes nothing).
     func loadRules(source: String, origin: String) async throws {
-        try await change { transaction -> Void in
+        // Not one of the clients' changes (`storesh serve`'s rules file, or the tests' setRules, put them in force).
+        try await change(counted: false) { transaction -> Void in
             guard let store = transaction.rulesStore else { throw StorageError.internalError("The bucket keeps no rules.") }
             try self.rules.loadRules(source: source, origin: origin, into: store)
         }
@@ -80,9 +81,12 @@ final class ServedBucket: @unchecked Sendable {
 
     /// Runs `body` as one change of the bucket, in a commit shared with the changes waiting beside it; returns
     /// once that commit is durable. A change that fails is undone alone (a savepoint); the others still land.
-    func change<Value: Sendable>(_ body: @escaping @Sendable (any BucketTransaction) async throws -> Value) async throws -> Value {
+    /// `counted`: whether `committedChanges` counts it (the clients' changes).
+    func change<Value: Sendable>(
+        counted: Bool = true, _ body: @escaping @Sendable (any BucketTransaction) async throws -> Value
+    ) async throws -> Value {
         let result: Result<any Sendable, any Error> = await withCheckedContinuation { continuation in
-            let pending = PendingChange(run: { try await body($0) }, finish: { continuation.resume(returning: $0) })
+            let pending = PendingChange(run: { try await body($0) }, finish: { continuation.resume(returning: $0) }, counted: counted)
             let starts = lock.withLock {
                 waiting.append(pending)
                 if committing { return false }
@@ -118,7 +122,9 @@ final class ServedBucket: @unchecked Sendable {
                     }
                     return .commit(())
                 }
-                let landed = results.filter { if case .success = $0 { true } else { false } }.count
+                let landed = zip(group, results).filter { change, result in
+                    if case .success = result { change.counted } else { false }
+                }.count
                 lock.withLock { (commitCount, committedChangeCount) = (commitCount + 1, committedChangeCount + landed) }
             } catch {
                 // The commit failed (a busy or full disk): nothing of the group landed.
@@ -133,4 +139,5 @@ final class ServedBucket: @unchecked Sendable {
 private struct PendingChange: Sendable {
     var run: @Sendable (any BucketTransaction) async throws -> any Sendable
     var finish: @Sendable (Result<any Sendable, any Error>) -> Void
+    var counted: Bool
 }

@@ -74,6 +74,12 @@ public final class StorageServer: Sendable {
     /// decide is then denied until rules are loaded).
     public var rulesProblem: String? { try? api.bucket.rulesSession(as: nil).problem }
 
+    /// Checks `source` (an error names `origin`:LINE:COLUMN), then keeps it as the bucket's rules and puts it in
+    /// force for the requests that follow.
+    public func loadRules(source: String, origin: String) async throws {
+        try await api.bucket.loadRules(source: source, origin: origin)
+    }
+
     /// Serves until SIGINT or SIGTERM, then stops accepting, lets the requests in progress finish (each change is
     /// durable before it is answered), and closes the bucket. `onListening` is told the address bound.
     /// Returns how many changes landed, in how many commits.

@@ -20,6 +20,10 @@ struct Serve: AsyncParsableCommand {
             from the (unsigned) emulator ID token. PUT /internal/setRules loads rules; POST /internal/reset empties \
             the bucket.
 
+            In a Firebase project, firebase.json (here or in a directory above; --config FILE, --no-config) gives \
+            the host and port (emulators.storage) and the rules file (storage.rules), which is loaded at start and \
+            again whenever it changes, as firebase emulators:start does; --host and --port come first.
+
             Every answered change is durable. Ctrl-C or SIGTERM stops the server once the requests in progress are \
             answered. Each request is logged on standard error when it is a terminal and --quiet is not given (--log, \
             --no-log to choose).
@@ -27,11 +31,22 @@ struct Serve: AsyncParsableCommand {
 
     @OptionGroup var bucketOptions: BucketOptions
 
-    @Option(help: ArgumentHelp("The address to listen on; anything but loopback lets others in as the administrator.", valueName: "address"))
-    var host = "127.0.0.1"
+    @Option(help: ArgumentHelp(
+        "The address to listen on (default: firebase.json's emulators.storage.host, else 127.0.0.1); anything but loopback lets others in as the administrator.",
+        valueName: "address"))
+    var host: String?
 
-    @Option(help: ArgumentHelp("The port to listen on; 0 picks a free one.", valueName: "port"))
-    var port = 9199
+    @Option(help: ArgumentHelp(
+        "The port to listen on (default: firebase.json's emulators.storage.port, else 9199); 0 picks a free one.", valueName: "port"))
+    var port: Int?
+
+    @Option(help: ArgumentHelp(
+        "The Firebase project file to read, as firebase emulators:start does: emulators.storage.host and .port, and storage.rules, loaded at start and again whenever the file changes (default: firebase.json here or in a directory above).",
+        valueName: "firebase.json"))
+    var config: String?
+
+    @Flag(name: .customLong("no-config"), help: "Read no firebase.json.")
+    var noConfig = false
 
     @Option(help: ArgumentHelp("The bucket's name, when storesh serve creates the bucket file (e.g. demo-project.appspot.com).", valueName: "name"))
     var name: String?
@@ -79,7 +94,8 @@ struct Serve: AsyncParsableCommand {
     var exportOnExit: String?
 
     func validate() throws {
-        guard (0...65535).contains(port) else { throw ValidationError("--port must be 0…65535, not \(port).") }
+        if let port, !(0...65535).contains(port) { throw ValidationError("--port must be 0…65535, not \(port).") }
+        if config != nil && noConfig { throw ValidationError("--config names the firebase.json to read; --no-config reads none: give one of them.") }
         guard (1...4096).contains(maxObjectSize) else { throw ValidationError("--max-object-size must be 1…4096 MiB, not \(maxObjectSize).") }
         guard (1...3600).contains(idleTimeout) else { throw ValidationError("--idle-timeout must be 1…3600 seconds, not \(idleTimeout).") }
         guard (0...60_000).contains(latency) else { throw ValidationError("--latency must be 0…60000 milliseconds, not \(latency).") }
@@ -102,6 +118,15 @@ struct Serve: AsyncParsableCommand {
             "storesh serve serves a local bucket file", instead: "Give --bucket a bucket file (it may be a new one).")
         let clock = try makeClock(flag: bucketOptions.clock)
         let existed = access(location.path, F_OK) == 0
+        // The project's firebase.json, as the emulator reads it (the command line's options come first); read before
+        // anything opens, so that a mistake in it starts nothing.
+        let projectPath = noConfig ? nil : config ?? FirebaseProjectFile.find()
+        let project = try projectPath.map { path throws(CommandLineError) in try FirebaseProjectFile.read(path) }
+        for rules in project?.rules ?? [] {
+            if case .failure(let problem) = RulesFileWatch.text(of: rules.path), let project {
+                throw CommandLineError("\(project.path) names \(problem.description); nothing was started.")
+            }
+        }
         // Read whole before anything opens: a damaged export starts nothing.
         let imported = try importDirectory.map { try FirebaseEmulatorExport.read(directory: $0) }
         var nameForNewBucket = name
@@ -126,12 +151,32 @@ struct Serve: AsyncParsableCommand {
             throw CommandLineError(
                 "The bucket file \(bucket.path) holds gs://\(bucket.name), not gs://\(name); serve it as gs://\(bucket.name), or give --bucket a new file to create gs://\(name).")
         }
+        let host = self.host ?? project?.host ?? "127.0.0.1"
+        let rulesPath = project?.rulesPath(for: bucket.name)
+        let rulesText = try rulesPath.map { path throws(CommandLineError) in try RulesFileWatch.text(of: path).get() }
         var configuration = ServeConfiguration(
-            host: host, port: port, limits: ServeLimits(maximumObjectBytes: maxObjectSize << 20),
+            host: host, port: port ?? project?.port ?? 9199, limits: ServeLimits(maximumObjectBytes: maxObjectSize << 20),
             latency: .milliseconds(latency), originPolicy: OriginPolicy(origins: corsOrigins, hosts: allowedHosts))
         configuration.idleTimeout = .seconds(idleTimeout)
         let server = try StorageServer(bucket: bucket, options: BucketLocation.options(clock: clock), configuration: configuration)
-        if let problem = server.rulesProblem {
+        var watchTask: Task<Void, Never>?
+        if let rulesPath, let rulesText, let project {
+            do {
+                try await server.loadRules(source: rulesText, origin: rulesPath)
+            } catch {
+                let reason = (error as? StorageError)?.message ?? "\(error)"
+                throw CommandLineError("\(project.path) names the rules \(rulesPath), which cannot be loaded: \(reason)")
+            }
+            if !bucketOptions.quiet {
+                Diagnostics.notice(
+                    "the rules of \(rulesPath) (named by \(project.path)) are in force, and again whenever the file changes",
+                    from: "storesh serve")
+            }
+            let watch = RulesFileWatch(path: rulesPath, load: { text in try await server.loadRules(source: text, origin: rulesPath) })
+            watchTask = Task { await watch.run(from: rulesText) }
+        }
+        defer { watchTask?.cancel() }
+        if rulesText == nil, let problem = server.rulesProblem {
             Diagnostics.warning(
                 "the bucket's security rules cannot be used (\(problem)); every v0 request they would decide is denied until rules are loaded (PUT /internal/setRules, or rules load in the shell)",
                 from: "storesh serve")

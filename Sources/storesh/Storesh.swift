@@ -101,7 +101,13 @@ extension BucketArguments {
     }
 }
 
+/// The process's entry: synchronous, so that a local script can run on the main thread alone
+/// (`ThisThreadExecutor`); everything else waits for Swift's executors.
 @main
+enum StoreshProcess {
+    static func main() { Storesh.start() }
+}
+
 struct Storesh: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "storesh",
@@ -166,7 +172,7 @@ struct Storesh: AsyncParsableCommand {
         Foundation.exit(status)
     }
 
-    static func main() async {
+    static func start() -> Never {
         // Large transient buffers (the chunks of a streamed upload or download) are mapped and given back when
         // freed, instead of glibc's moving threshold keeping them in the heap: memory stays near one chunk.
         storesh_map_large_buffers()
@@ -182,22 +188,33 @@ struct Storesh: AsyncParsableCommand {
             print(text)
             leave(0)
         }
+        if let everyday = EverydayInvocation.parse(arguments) {
+            if everyday.runsOnThisThread {
+                leave(ThisThreadExecutor.run { await exitStatus { try await everyday.run() } })
+            }
+            leave(waitingForSwiftsExecutors { await exitStatus { try await everyday.run() } })
+        }
+        leave(waitingForSwiftsExecutors {
+            await exitStatus {
+                var command = try parseAsRoot()
+                if var asyncCommand = command as? AsyncParsableCommand {
+                    try await asyncCommand.run()
+                } else {
+                    try command.run()
+                }
+            }
+        })
+    }
+
+    /// The exit status of `body`: 0 when it returns, the status it throws, or its error's (reported).
+    static func exitStatus(_ body: () async throws -> Void) async -> Int32 {
         do {
-            if let everyday = EverydayInvocation.parse(arguments) {
-                try await everyday.run()
-                leave(0)
-            }
-            var command = try parseAsRoot()
-            if var asyncCommand = command as? AsyncParsableCommand {
-                try await asyncCommand.run()
-            } else {
-                try command.run()
-            }
-            leave(0)
+            try await body()
+            return 0
         } catch let error as ExitCode {
-            leave(error.rawValue)
+            return error.rawValue
         } catch {
-            leave(Diagnostics.report(error))
+            return Diagnostics.report(error)
         }
     }
 }
@@ -228,6 +245,15 @@ struct RootInvocation: Equatable {
         summary = root.planOptions.summary
         keepGoing = root.planOptions.keepGoing
         plan = root.planOptions.plan
+    }
+
+    /// A script (`-c`, standard input) on a local bucket file: it awaits nothing but SQLite, and runs on the main
+    /// thread alone (`ThisThreadExecutor`).
+    var runsOnThisThread: Bool {
+        guard command != nil || isatty(STDIN_FILENO) == 0,
+            let location = try? BucketLocation.resolve(flag: bucket.bucket), case .file = location.kind
+        else { return false }
+        return true
     }
 
     func run() async throws {

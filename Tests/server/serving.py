@@ -17,11 +17,13 @@ BUCKET = "demo-app.appspot.com"
 class Server:
     """One running `storesh serve`: its URL, its bucket file, and the process."""
 
-    def __init__(self, home, bucket_file, name=BUCKET, extra=()):
+    def __init__(self, home, bucket_file, name=BUCKET, extra=(), config=None):
+        """`config`: a firebase.json to read; by default none is (not one in a directory above the tests')."""
         self.home = home
         self.bucket_file = str(bucket_file)
         self.name = name
         arguments = ["serve", "--bucket", self.bucket_file, "--port", "0", "--no-log", *extra]
+        arguments += ["--config", str(config)] if config else ["--no-config"]
         if not os.path.exists(self.bucket_file):
             arguments += ["--name", name]
         self.process = harness.start(home, *arguments)

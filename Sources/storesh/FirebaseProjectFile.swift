@@ -1,0 +1,144 @@
+import Foundation
+import StoreshCore
+
+/// What `storesh serve` takes from a Firebase project's `firebase.json`, as `firebase emulators:start --only storage`
+/// does: where the storage emulator listens (`emulators.storage.host`, `.port`) and the security rules file
+/// (`storage.rules`, or the entry of a `storage` list whose `bucket` is the one served, else its first). A project's
+/// tests can then swap the emulator for storesh serve without repeating its configuration.
+struct FirebaseProjectFile: Equatable {
+    /// The file read, as found or given.
+    var path: String
+    var host: String?
+    var port: Int?
+    /// The rules files it names, each for a bucket or for any, relative to the current directory (the project file
+    /// names them relative to itself).
+    var rules: [(bucket: String?, path: String)] = []
+
+    static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.path == rhs.path && lhs.host == rhs.host && lhs.port == rhs.port
+            && lhs.rules.map(\.bucket) == rhs.rules.map(\.bucket) && lhs.rules.map(\.path) == rhs.rules.map(\.path)
+    }
+
+    /// The rules file for `bucket`: the entry naming it, else the first.
+    func rulesPath(for bucket: String) -> String? {
+        (rules.first { $0.bucket == bucket } ?? rules.first)?.path
+    }
+
+    /// The `firebase.json` of the project the current directory is in: here or in a directory above, as the
+    /// Firebase CLI finds its project.
+    static func find(from directory: String = FileManager.default.currentDirectoryPath) -> String? {
+        var current = URL(fileURLWithPath: directory).standardizedFileURL
+        // Bounded: each round goes one directory up, and the root's parent is the root.
+        while true {
+            let candidate = current.appendingPathComponent("firebase.json").path
+            if FileManager.default.isReadableFile(atPath: candidate) { return candidate }
+            let parent = current.deletingLastPathComponent()
+            if parent.path == current.path { return nil }
+            current = parent
+        }
+    }
+
+    /// Reads `path`. Errors name the file and the key.
+    static func read(_ path: String) throws(CommandLineError) -> FirebaseProjectFile {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw CommandLineError("\(path) cannot be read: \(error.localizedDescription)")
+        }
+        guard let root = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
+            throw CommandLineError("\(path) is not a Firebase project file: its text is not a JSON object.")
+        }
+        var project = FirebaseProjectFile(path: path)
+        if let emulators = root["emulators"] {
+            guard let emulators = emulators as? [String: Any] else { throw CommandLineError("\(path): emulators must be an object.") }
+            if let storage = emulators["storage"] {
+                guard let storage = storage as? [String: Any] else { throw CommandLineError("\(path): emulators.storage must be an object.") }
+                if let host = storage["host"] {
+                    guard let host = host as? String, !host.isEmpty else {
+                        throw CommandLineError("\(path): emulators.storage.host must be a host name or address, such as \"127.0.0.1\".")
+                    }
+                    project.host = host
+                }
+                if let port = storage["port"] {
+                    // The CLI takes the port as a number or as a string of digits.
+                    let number = (port as? NSNumber).flatMap { Int(exactly: $0.doubleValue) } ?? (port as? String).flatMap { Int($0) }
+                    guard let number, (0...65535).contains(number), !(port is Bool) else {
+                        throw CommandLineError("\(path): emulators.storage.port must be a port number 0…65535, not \(port).")
+                    }
+                    project.port = number
+                }
+            }
+        }
+        if let storage = root["storage"] {
+            let entries: [[String: Any]]
+            if let single = storage as? [String: Any] {
+                entries = [single]
+            } else if let list = storage as? [[String: Any]] {
+                entries = list
+            } else {
+                throw CommandLineError("\(path): storage must be an object ({\"rules\": \"storage.rules\"}) or a list of them.")
+            }
+            let directory = (path as NSString).deletingLastPathComponent
+            for entry in entries {
+                guard let rules = entry["rules"] else { continue }
+                guard let rules = rules as? String, !rules.isEmpty else { throw CommandLineError("\(path): storage.rules must name a file.") }
+                let resolved = rules.hasPrefix("/") || directory.isEmpty ? rules : (directory as NSString).appendingPathComponent(rules)
+                project.rules.append((entry["bucket"] as? String, resolved))
+            }
+        }
+        return project
+    }
+}
+
+/// Keeps the served rules those of a file: reads it every half second while the server runs and, when its text
+/// changed, loads it, saying so; a text with an error is reported and the rules in force stay (as the emulator does
+/// when the rules file changes).
+struct RulesFileWatch {
+    static let interval: Duration = .milliseconds(500)
+
+    let path: String
+    /// Loads a text into the server; throws its error (positioned in the file).
+    let load: @Sendable (_ source: String) async throws -> Void
+
+    /// The text of the rules file at `path`, or why it cannot be read.
+    static func text(of path: String) -> Result<String, CommandLineError> {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            return .failure(CommandLineError("the rules file \(path) cannot be read"))
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            return .failure(CommandLineError("the rules file \(path) is not UTF-8 text"))
+        }
+        return .success(text)
+    }
+
+    /// Watches from `loaded` (the text in force) until cancelled.
+    func run(from loaded: String) async {
+        var last = loaded
+        var lastProblem: String?
+        while !Task.isCancelled {
+            try? await Task.sleep(for: Self.interval)
+            if Task.isCancelled { return }
+            switch Self.text(of: path) {
+            case .failure(let problem):
+                // Said once, not every half second (an editor may replace the file in two steps).
+                if problem.description != lastProblem {
+                    Diagnostics.warning("\(problem.description); the rules in force stay", from: "storesh serve")
+                    lastProblem = problem.description
+                }
+            case .success(let text) where text != last:
+                last = text
+                lastProblem = nil
+                do {
+                    try await load(text)
+                    Diagnostics.notice("\(path) changed: its rules are in force", from: "storesh serve")
+                } catch {
+                    let reason = (error as? StorageError)?.message ?? "\(error)"
+                    Diagnostics.warning("\(path) changed, but its rules were not loaded: \(reason); the rules in force stay", from: "storesh serve")
+                }
+            case .success:
+                break
+            }
+        }
+    }
+}
