@@ -206,9 +206,15 @@ public protocol Bucket: AnyObject, Sendable {
     var immediateReads: (any ImmediateReads)? { get }
     /// With `.rulesAdministration`: where the bucket keeps its security rules.
     var rulesStore: (any RulesStore)? { get }
+
+    /// This bucket as a transaction, when it is one (a layer around it must stay one). A requirement rather than a
+    /// cast: `as? any BucketTransaction` searches the whole binary's conformances the first time for each type,
+    /// which every cold run paid (issue 23).
+    var asTransaction: (any BucketTransaction)? { get }
 }
 
 extension Bucket {
+    public var asTransaction: (any BucketTransaction)? { nil }
     public var scheme: String { "gs" }
     /// `gs://NAME`, `s3://NAME`: the bucket in messages.
     public var url: String { "\(scheme)://\(name)" }
@@ -335,6 +341,10 @@ public protocol BucketTransaction: Bucket {
     /// transaction goes on with those of earlier steps (a script's `--keep-going`: a bulk edit whose 300th object
     /// fails is undone alone).
     func withSavepoint<Value>(_ body: () async throws -> Value) async throws -> Value
+}
+
+extension BucketTransaction {
+    public var asTransaction: (any BucketTransaction)? { self }
 }
 
 /// Reads that answer at once, without awaiting: what a key press can afford, since Tab is answered inside

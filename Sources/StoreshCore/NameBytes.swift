@@ -11,6 +11,17 @@ public enum NameBytes {
     }
 
     /// The text after the last `/`, or the whole name.
+    /// Segments joined by `/`. Written out: the generic `joined(separator:)` of substrings looks up its
+    /// witnesses at run time, which a cold run paid on its first path (issue 23).
+    static func path(of segments: [Substring]) -> String {
+        var path = ""
+        for index in segments.indices {
+            if index > segments.startIndex { path += "/" }
+            path += segments[index]
+        }
+        return path
+    }
+
     static func lastSegment(of name: String) -> String {
         guard let slash = name.utf8.lastIndex(of: slash) else { return name }
         return String(Substring(name.utf8[name.utf8.index(after: slash)...]))

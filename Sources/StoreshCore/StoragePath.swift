@@ -16,7 +16,7 @@ public struct StoragePath: ByteOrderedName, Sendable, CustomStringConvertible {
     /// leading and trailing `/` are dropped. `.` and `..` are kept as literal segments here;
     /// `resolve(_:from:bucket:)` is the navigator that interprets them (rule P2).
     public init(normalizing path: String) {
-        self.fullPath = NameBytes.segments(of: path, omittingEmpty: true).joined(separator: "/")
+        self.fullPath = NameBytes.path(of: NameBytes.segments(of: path, omittingEmpty: true))
     }
 
     /// The segments of the path (none at the root).
@@ -94,7 +94,7 @@ public struct StoragePath: ByteOrderedName, Sendable, CustomStringConvertible {
             default: segments.append(segment)
             }
         }
-        return StoragePath(unchecked: segments.joined(separator: "/"))
+        return StoragePath(unchecked: NameBytes.path(of: segments))
     }
 }
 

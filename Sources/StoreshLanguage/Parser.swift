@@ -25,8 +25,11 @@ public enum Parser {
     /// One command from its words: its type is looked up by its first words, and reads the rest.
     public static func parseCommand(_ words: [Word]) throws(Diagnostic) -> Statement {
         let (type, nameWordCount) = try CommandCatalog.type(for: words)
-        var arguments = CommandArguments(
-            words: words, nameWordCount: nameWordCount, commandName: words[..<nameWordCount].map(\.text).joined(separator: " "))
+        // Joined by hand: the generic `joined` of a slice's texts looked up its witnesses at run time, in every
+        // cold run (issue 23).
+        var commandName = words[0].text
+        for word in words[1..<nameWordCount] { commandName += " " + word.text }
+        var arguments = CommandArguments(words: words, nameWordCount: nameWordCount, commandName: commandName)
         return Statement(try type.init(parsing: &arguments), at: words[0].location)
     }
 

@@ -121,7 +121,7 @@ public final class RulesSession: RulesControl, @unchecked Sendable {
     }
 
     public func guarding(_ bucket: any Bucket) -> any Bucket {
-        if let transaction = bucket as? any BucketTransaction { return RulesLayerTransaction(transaction, session: self) }
+        if let transaction = bucket.asTransaction { return RulesLayerTransaction(transaction, session: self) }
         return RulesLayer(bucket, session: self)
     }
 

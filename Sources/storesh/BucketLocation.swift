@@ -146,7 +146,9 @@ struct BucketLocation {
         }
         // `--clock T` on a bucket with changes dated after T: the clock moves on past them, so that no change of
         // this run is dated before one the bucket holds (a timeCreated after its updated).
-        if exists, keepingClockAfterChanges, let stepping = clock as? SteppingClock, let latest = try bucket.latestChange(),
+        // The metatype first: a cast that fails looks for a bridging conformance in the whole binary (issue 23).
+        if exists, keepingClockAfterChanges, type(of: clock) == SteppingClock.self, let stepping = clock as? SteppingClock,
+            let latest = try bucket.latestChange(),
             stepping.move(past: latest),
             !quiet
         {
@@ -212,8 +214,13 @@ struct CommandLineError: Error, CustomStringConvertible {
 struct OpenedBucket {
     var bucket: any Bucket
     var clock: any StorageClock
-    /// Where it is, as a kept plan names it: a local bucket file's absolute path, else its URL.
-    var location: String
+    /// The bucket file as given, or a real bucket's URL.
+    var given: String
+    var isFile: Bool
+
+    /// Where it is, as a kept plan names it: a local bucket file's absolute path, else its URL. Made when asked:
+    /// Foundation's URL standardising was a measurable part of every cold run (issue 23).
+    var location: String { isFile ? URL(fileURLWithPath: given).standardizedFileURL.path : given }
 }
 
 /// Every bucket this process opened, so that every way out of storesh closes them (`Storesh.leave`).

@@ -65,11 +65,11 @@ extension BucketArguments {
         if case .file(let path) = location.kind {
             return OpenedBucket(
                 bucket: OpenBuckets.shared.keep(try location.open(clock: clock, quiet: quiet || json)), clock: clock,
-                location: URL(fileURLWithPath: path).standardizedFileURL.path)
+                given: path, isFile: true)
         }
         return OpenedBucket(
             bucket: OpenBuckets.shared.keep(try await location.openRemote(quiet: quiet || json, trace: trace)), clock: clock,
-            location: location.displayed)
+            given: location.displayed, isFile: false)
     }
 
     /// Opens a local bucket file, creating it when missing, for local-bucket features (archives): refused on a

@@ -23,21 +23,20 @@ final class ThisThreadExecutor: TaskExecutor, @unchecked Sendable {
         condition.unlock()
     }
 
-    /// The value of `body`, run here.
-    static func run<Value: Sendable>(_ body: @escaping @Sendable () async -> Value) -> Value {
+    /// The exit status `body` returns, run here. (An exit status, not any value: a generic result's type would be
+    /// made at run time, with a search of the binary's conformances.)
+    static func run(_ body: @escaping @Sendable () async -> Int32) -> Int32 {
         let executor = ThisThreadExecutor()
-        let result = Mutex<Value?>(nil)
-        Task(executorPreference: executor) {
-            let value = await body()
-            result.withLock { $0 = value }
-            executor.finish()
-        }
+        Task(executorPreference: executor) { executor.finish(with: await body()) }
         executor.runUntilFinished()
-        return result.withLock { $0! }
+        return executor.condition.withLock { executor.status }
     }
 
-    private func finish() {
+    private var status: Int32 = 0
+
+    private func finish(with status: Int32) {
         condition.lock()
+        self.status = status
         finished = true
         condition.signal()
         condition.unlock()
