@@ -523,7 +523,7 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
                 if piece.isEmpty { break }
             }
             let manifest = "<CompleteMultipartUpload>"
-                + parts.map { "<Part><PartNumber>\($0.number)</PartNumber><ETag>\(S3XML.escaped($0.entityTag))</ETag></Part>" }.joined()
+                + parts.map { "<Part><PartNumber>\($0.number)</PartNumber><ETag>\(MarkupText.escaped($0.entityTag))</ETag></Part>" }.joined()
                 + "</CompleteMultipartUpload>"
             let response = try await send(
                 .POST, path, query: [("uploadId", uploadID)], headers: [("Content-Type", "application/xml")] + Self.conditions(precondition),

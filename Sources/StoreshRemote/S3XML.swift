@@ -104,22 +104,6 @@ enum S3XML {
         }
         return try XMLElement.parse(body).flatMap(find)
     }
-
-    /// Text escaped for an XML element.
-    static func escaped(_ text: String) -> String {
-        var output = ""
-        for character in text {
-            switch character {
-            case "&": output += "&amp;"
-            case "<": output += "&lt;"
-            case ">": output += "&gt;"
-            case "\"": output += "&quot;"
-            case "'": output += "&apos;"
-            default: output.append(character)
-            }
-        }
-        return output
-    }
 }
 
 /// What a ListObjectsV2 entry says of an object: no content type or custom metadata (a HEAD reads those).

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import StoreshCore
+import StoreshWire
 
 /// The bucket in a browser (`GET /` of `storesh serve`): a folder as the listing rules show it (prefixes and items,
 /// hidden names not shown as items, as an SDK's list would), a page at a time with the page token in the link, an
@@ -49,21 +50,7 @@ enum BucketPage {
     }
 
     /// Text made safe for HTML, in text and in attribute values.
-    static func escaped(_ text: String) -> String {
-        var output = ""
-        output.reserveCapacity(text.utf8.count)
-        for character in text.unicodeScalars {
-            switch character {
-            case "&": output += "&amp;"
-            case "<": output += "&lt;"
-            case ">": output += "&gt;"
-            case "\"": output += "&quot;"
-            case "'": output += "&#39;"
-            default: output.unicodeScalars.append(character)
-            }
-        }
-        return output
-    }
+    static func escaped(_ text: String) -> String { MarkupText.escaped(text) }
 
     /// A link to this page with these parameters.
     static func link(path: String, token: String? = nil, object: String? = nil) -> String {
@@ -124,6 +111,7 @@ enum BucketPage {
             }
             html += "</ul>\n"
         }
+        html += uploadForm(bucket: bucket, prefix: prefix)
         html += "<p class=\"count\">\(page.prefixes.count) \(page.prefixes.count == 1 ? "prefix" : "prefixes"), \(page.items.count) \(page.items.count == 1 ? "item" : "items") on this page (at most \(pageSize))</p>\n"
         if let next = page.nextPageToken {
             html += "<p class=\"paging\"><a rel=\"next\" href=\"\(escaped(link(path: prefix, token: next)))\">Next page</a> <span class=\"token\">pageToken \(escaped(next))</span></p>\n"
@@ -217,8 +205,58 @@ enum BucketPage {
             html += "<p class=\"note\">\(count) download \(count == 1 ? "token" : "tokens") (not shown: a token opens the object to anyone who has it)</p>\n"
         }
         let download = "/download/storage/v1/b/\(NameBytes.percentEncoded(bucket))/o/\(NameBytes.percentEncoded(object.fullPath))?alt=media"
-        html += "<p><a class=\"download\" href=\"\(escaped(download))\" download>Download the content</a></p>\n</section>\n"
+        html += "<p><a class=\"download\" href=\"\(escaped(download))\" download>Download the content</a></p>\n"
+        html += editForm(bucket: bucket, object: object, custom: custom)
+        return html + "</section>\n"
+    }
+
+    /// Where the page's edits go: the Cloud Storage JSON API of this server, as the administrator, as any client's.
+    static func objectResource(bucket: String, name: String) -> String {
+        "/storage/v1/b/\(NameBytes.percentEncoded(bucket))/o/\(NameBytes.percentEncoded(name))"
+    }
+
+    /// The object's writable properties and custom metadata as a form, and its deletion. The page's script sends
+    /// them to the JSON API with the generation and metageneration shown (`ifGenerationMatch`,
+    /// `ifMetagenerationMatch`), so that a change made meanwhile, by anyone, is refused rather than overwritten;
+    /// they are requests like any client's, in the request log. Without a script the form stays hidden.
+    static func editForm(bucket: String, object: ObjectMetadata, custom: [String: String]) -> String {
+        var html = """
+            <p class="note scriptless">Editing needs JavaScript: the page sends its changes to this server's API.</p>
+            <form class="edit" hidden data-object="\(escaped(objectResource(bucket: bucket, name: object.fullPath)))" \
+            data-generation="\(object.generation)" data-metageneration="\(object.metageneration)" \
+            data-folder="\(escaped(link(path: NameBytes.folder(ofPrefix: object.fullPath))))">
+            <h3>Edit</h3>
+            <p class="note">As the administrator, on the object as shown (generation \(object.generation), metageneration \(object.metageneration)): a change made since is refused, not overwritten. An emptied field is removed.</p>
+
+            """
+        for property in WritableProperty.allCases {
+            let value = escaped(object[property] ?? "")
+            html += "<p><label>\(property.rawValue) <input class=\"property\" name=\"\(property.rawValue)\" value=\"\(value)\" data-was=\"\(value)\"></label></p>\n"
+        }
+        html += "<fieldset><legend>customMetadata</legend>\n"
+        let rows = custom.sortedByKeyBytes.map { ($0.key, $0.value) } + [("", "")]
+        for (key, value) in rows {
+            html += "<p class=\"custom-row\"><input class=\"key\" aria-label=\"key\" value=\"\(escaped(key))\" data-was=\"\(escaped(key))\" placeholder=\"new key\"> <input class=\"value\" aria-label=\"value of \(escaped(key.isEmpty ? "the new key" : key))\" value=\"\(escaped(value))\" data-was=\"\(escaped(value))\"></p>\n"
+        }
+        html += """
+            </fieldset>
+            <p><button type="submit">Save</button> <button type="button" class="delete">Delete \(escaped(object.name))</button></p>
+            <p class="outcome" role="status"></p>
+            </form>
+
+            """
         return html
+    }
+
+    /// Files from the computer into the folder shown, each only where no object has its name (`ifGenerationMatch=0`).
+    static func uploadForm(bucket: String, prefix: String) -> String {
+        """
+        <form class="upload" hidden data-upload="/upload/storage/v1/b/\(escaped(NameBytes.percentEncoded(bucket)))/o" data-prefix="\(escaped(prefix))">
+        <p><label>Upload into \(prefix.isEmpty ? "the root" : escaped(prefix)) <input type="file" name="files" multiple></label> <button type="submit">Upload</button></p>
+        <p class="outcome" role="status"></p>
+        </form>
+
+        """
     }
 
     /// The page keeps itself current where scripts run: it listens to `/_storesh/events` and, at each change of the
@@ -229,19 +267,109 @@ enum BucketPage {
           var live = document.getElementById("live");
           var events = new EventSource("/_storesh/events");
           events.onopen = function () { live.textContent = "Live: changes to the bucket appear here as they happen."; };
-          // One read of the page at a time, and at most one more after it, however many events arrive.
+          // The forms are the script's: shown only where it runs.
+          function showForms() {
+            document.querySelectorAll("form.edit, form.upload").forEach(function (form) { form.hidden = false; });
+            document.querySelectorAll(".scriptless").forEach(function (note) { note.hidden = true; });
+          }
+          showForms();
+          // One read of the page at a time, and at most one more after it, however many events arrive. An edit
+          // being typed, or files chosen, are not swept away: the page waits until they are sent (an edit's
+          // preconditions catch a change made meanwhile).
           var reading = false, again = null;
           function refresh(why) {
-            if (reading) { again = why; return; }
+            if (reading || document.querySelector("form[data-dirty]")) {
+              again = why;
+              if (!reading) live.textContent = "The bucket changed (" + why + "): shown once your edit or upload is sent.";
+              return;
+            }
             reading = true;
             fetch(location.href, { cache: "no-store" }).then(function (answer) { return answer.text(); }).then(function (html) {
               var next = new DOMParser().parseFromString(html, "text/html").querySelector("main");
-              if (next) { document.querySelector("main").replaceWith(next); }
+              if (next) {
+                var outcomes = Array.from(document.querySelectorAll("main .outcome"), function (p) { return p.textContent; });
+                document.querySelector("main").replaceWith(next);
+                showForms();
+                // What the last edit did stays in view.
+                document.querySelectorAll("main .outcome").forEach(function (p, index) { if (outcomes[index]) p.textContent = outcomes[index]; });
+              }
               live.textContent = "Updated at " + new Date().toLocaleTimeString() + ": " + why + ".";
             }).finally(function () {
               reading = false;
               if (again) { var later = again; again = null; refresh(later); }
             });
+          }
+          function failure(answer) {
+            return answer.json().then(function (body) { return body.error && body.error.message || answer.statusText; },
+                                      function () { return answer.statusText; });
+          }
+          function touched(event) {
+            var form = event.target.closest && event.target.closest("form.edit, form.upload");
+            if (form) form.dataset.dirty = "1";
+          }
+          document.addEventListener("input", touched);
+          document.addEventListener("change", touched);
+          document.addEventListener("submit", function (event) {
+            var form = event.target;
+            if (form.matches("form.edit")) { event.preventDefault(); save(form); }
+            if (form.matches("form.upload")) { event.preventDefault(); upload(form); }
+          });
+          document.addEventListener("click", function (event) {
+            if (event.target.matches && event.target.matches("form.edit button.delete")) remove(event.target.form);
+          });
+          function conditions(form, withMetageneration) {
+            return "?ifGenerationMatch=" + form.dataset.generation + (withMetageneration ? "&ifMetagenerationMatch=" + form.dataset.metageneration : "");
+          }
+          function settle(form, text) {
+            delete form.dataset.dirty;
+            form.querySelector(".outcome").textContent = text;
+            refresh(text.replace(/[.]$/, ""));
+          }
+          // Only what changed: a property set, or null to remove it; custom keys likewise, under metadata.
+          function save(form) {
+            var body = {}, metadata = {}, before = {}, after = {};
+            form.querySelectorAll("input.property").forEach(function (input) {
+              if (input.value !== input.dataset.was) body[input.name] = input.value === "" ? null : input.value;
+            });
+            form.querySelectorAll(".custom-row").forEach(function (row) {
+              var key = row.querySelector(".key"), value = row.querySelector(".value");
+              if (key.dataset.was) before[key.dataset.was] = value.dataset.was;
+              if (key.value !== "" && value.value !== "") after[key.value] = value.value;
+            });
+            Object.keys(before).forEach(function (key) { if (!(key in after)) metadata[key] = null; });
+            Object.keys(after).forEach(function (key) { if (before[key] !== after[key]) metadata[key] = after[key]; });
+            if (Object.keys(metadata).length) body.metadata = metadata;
+            if (!Object.keys(body).length) { form.querySelector(".outcome").textContent = "Nothing to save: no field changed."; return; }
+            fetch(form.dataset.object + conditions(form, true), {
+              method: "PATCH", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body)
+            }).then(function (answer) {
+              if (answer.ok) return answer.json().then(function (object) { settle(form, "Saved: metageneration " + object.metageneration + "."); });
+              if (answer.status === 412) return settle(form, "Not saved: the object changed since the page showed it. Nothing was changed; it is shown as it is now.");
+              return failure(answer).then(function (message) { settle(form, "Not saved (" + answer.status + "): " + message); });
+            }, function (error) { form.querySelector(".outcome").textContent = "Not saved: " + error; });
+          }
+          function remove(form) {
+            fetch(form.dataset.object + conditions(form, false), { method: "DELETE" }).then(function (answer) {
+              if (answer.ok) { location.href = form.dataset.folder; return; }
+              if (answer.status === 412) return settle(form, "Not deleted: the object changed since the page showed it. It is shown as it is now.");
+              return failure(answer).then(function (message) { settle(form, "Not deleted (" + answer.status + "): " + message); });
+            });
+          }
+          // One file after another; each only where nothing has its name (ifGenerationMatch=0).
+          function upload(form) {
+            var files = Array.from(form.querySelector("input[type=file]").files), done = [], outcome = form.querySelector(".outcome");
+            if (!files.length) { outcome.textContent = "Choose a file first."; return; }
+            (function next() {
+              if (!files.length) { settle(form, done.join(" ")); return; }
+              var file = files.shift(), name = form.dataset.prefix + file.name;
+              fetch(form.dataset.upload + "?uploadType=media&ifGenerationMatch=0&name=" + encodeURIComponent(name), {
+                method: "POST", headers: { "Content-Type": file.type || "application/octet-stream" }, body: file
+              }).then(function (answer) {
+                if (answer.ok) { done.push("Uploaded " + name + "."); return; }
+                if (answer.status === 412) { done.push(name + " exists: not replaced."); return; }
+                return failure(answer).then(function (message) { done.push(name + " not uploaded (" + answer.status + "): " + message); });
+              }).then(next);
+            })();
           }
           events.addEventListener("change", function () { refresh("the bucket changed"); });
           events.addEventListener("request", function () { refresh("a request arrived"); });
@@ -261,6 +389,7 @@ enum BucketPage {
         ol.exchanges{list-style:none;padding:0}li.exchange{border-left:6px solid #888;padding:.3em .8em;margin:.6em 0}
         li.exchange.denied{border-left:6px double #111}li.exchange p{margin:.15em 0}.call code{font-size:1.05em}
         .http{font-size:.9em}.verdict{font-size:.9em}code{word-break:break-all}
+        form input,form button{font:inherit;max-width:100%}fieldset{border:1px solid #888}.outcome{font-weight:bold}
         body.projected{font-size:28px;max-width:none}body.projected main{display:block}
         """
 }

@@ -142,3 +142,107 @@ def test_a_denied_request_appears_live_in_the_request_log_with_its_rule(served, 
     assert chrome.find_elements(By.CSS_SELECTOR, "li.exchange.denied p.verdict.denied strong")[0].text == "denied"
     assert chrome.execute_script("return window.storeshMarker") == 1, "updated in place, not reloaded"
     screenshot(chrome, "request-log.png")
+
+
+def retyped(driver, selector, text):
+    """Replaces the text of the field at `selector`; False when a live update replaced it meanwhile."""
+    from selenium.common.exceptions import StaleElementReferenceException
+    try:
+        field = driver.find_element(By.CSS_SELECTOR, selector)
+        field.clear()
+        field.send_keys(text)
+        return field.get_attribute("value") == text and driver.execute_script(
+            'return !!document.querySelector("form.edit[data-dirty]");')
+    except StaleElementReferenceException:
+        return False
+
+
+def chosen(driver, path):
+    """Chooses the file at `path` in the upload form; False when a live update replaced the form meanwhile."""
+    from selenium.common.exceptions import StaleElementReferenceException
+    try:
+        driver.find_element(By.CSS_SELECTOR, "form.upload input[type=file]").send_keys(path)
+        return driver.execute_script('return !!document.querySelector("form.upload[data-dirty]");')
+    except StaleElementReferenceException:
+        return False
+
+
+def meta(tmp_path, served, name):
+    status, out, err = harness.storesh(tmp_path, "--bucket", served.bucket_file, "--json", "-c", f"meta get {name}")
+    assert status == 0, err.decode()
+    import json
+    return json.loads(out)
+
+
+def test_an_edit_from_the_page_is_refused_after_a_concurrent_change_then_saved_and_files_upload(served, chrome, tmp_path):
+    chrome.get(served.url + "/?path=images%2F&object=images%2Fforest.jpg")
+    wait_for(chrome, lambda: "Live" in chrome.find_element(By.ID, "live").text)
+    assert chrome.find_element(By.CSS_SELECTOR, "form.edit").is_displayed()
+    # The first key typed holds live updates back; until then one may replace the form.
+    wait_for(chrome, lambda: retyped(chrome, "form.edit input[name=cacheControl]", "no-store"))
+    # Meanwhile a shell changes the object the page shows.
+    status, _, err = harness.storesh(tmp_path, "--bucket", served.bucket_file, "--quiet", "-c",
+                                     "meta set contentLanguage=fr -- images/forest.jpg")
+    assert status == 0, err.decode()
+    chrome.find_element(By.CSS_SELECTOR, "form.edit button[type=submit]").click()
+
+    def outcome():
+        return chrome.execute_script('var o = document.querySelector("form.edit .outcome"); return o ? o.textContent : "";')
+    wait_for(chrome, lambda: outcome().startswith("Not saved: the object changed"))
+    shown = meta(tmp_path, served, "images/forest.jpg")
+    assert shown["cacheControl"] == "public,max-age=60" and shown["contentLanguage"] == "fr", "nothing of the page's edit landed"
+    # The page now shows the object as it is; the same edit on it is saved, with a key added and one removed.
+    wait_for(chrome, lambda: chrome.execute_script(
+        'return document.querySelector("form.edit").dataset.metageneration') == str(shown["metageneration"]))
+    wait_for(chrome, lambda: retyped(chrome, "form.edit input[name=cacheControl]", "no-store"))
+    form = chrome.find_element(By.CSS_SELECTOR, "form.edit")
+    rows = form.find_elements(By.CSS_SELECTOR, ".custom-row")
+    rows[0].find_element(By.CSS_SELECTOR, ".value").clear()  # activity: removed
+    rows[-1].find_element(By.CSS_SELECTOR, ".key").send_keys("reviewed")
+    rows[-1].find_element(By.CSS_SELECTOR, ".value").send_keys("yes")
+    form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    wait_for(chrome, lambda: outcome().startswith("Saved: metageneration"))
+    saved = meta(tmp_path, served, "images/forest.jpg")
+    assert saved["cacheControl"] == "no-store" and saved["contentLanguage"] == "fr"
+    custom = {key: value for key, value in saved.get("customMetadata", {}).items() if key != "firebaseStorageDownloadTokens"}
+    assert custom == {"reviewed": "yes"}
+    assert int(saved["metageneration"]) == int(shown["metageneration"]) + 1
+    screenshot(chrome, "edit.png")
+
+    # A file from the computer into the folder shown; a second upload of the same name replaces nothing.
+    upload = tmp_path / "note.txt"
+    upload.write_text("from the page")
+    for attempt in ("Uploaded images/note.txt.", "images/note.txt exists: not replaced."):
+        wait_for(chrome, lambda: chosen(chrome, str(upload)))
+        chrome.find_element(By.CSS_SELECTOR, "form.upload button[type=submit]").click()
+        wait_for(chrome, lambda: attempt in chrome.execute_script(
+            'return document.querySelector("form.upload .outcome").textContent;'))
+    wait_for(chrome, lambda: "note.txt" in entries(chrome))
+    status, out, _ = harness.storesh(tmp_path, "--bucket", served.bucket_file, "-c", "cat images/note.txt")
+    assert status == 0 and out == b"from the page"
+
+    # The page's requests are in the request log like any client's: the refused PATCH and the saved one.
+    chrome.get(served.url + "/?view=requests")
+    log = chrome.execute_script('return document.querySelector("section.requests").innerText;')
+    assert "objects.patch (Cloud Storage JSON API)" in log and "412 Precondition Failed" in log and "200 OK" in log
+
+
+def test_a_delete_from_the_page_is_refused_after_the_object_was_rewritten_then_done(served, chrome, tmp_path):
+    chrome.get(served.url + "/?path=files%2F&object=files%2F000.txt")
+    wait_for(chrome, lambda: "Live" in chrome.find_element(By.ID, "live").text)
+    shown = chrome.execute_script('return document.querySelector("form.edit").dataset.generation;')
+    status, _, err = harness.storesh(tmp_path, "--bucket", served.bucket_file, "--quiet", "-c", "put --data newer files/000.txt")
+    assert status == 0, err.decode()
+    # Clicked in the page's own script: a live update may replace the button between a find and a click.
+    chrome.execute_script('document.querySelector("form.edit button.delete").click();')
+    wait_for(chrome, lambda: "Not deleted: the object changed" in chrome.execute_script(
+        'var o = document.querySelector("form.edit .outcome"); return o ? o.textContent : "";'))
+    status, out, _ = harness.storesh(tmp_path, "--bucket", served.bucket_file, "-c", "cat files/000.txt")
+    assert status == 0 and out == b"newer", "the rewritten object is still there"
+    # The page now shows the new generation; deleting that one is done, and the folder is shown.
+    wait_for(chrome, lambda: chrome.execute_script('return document.querySelector("form.edit").dataset.generation;') != shown)
+    chrome.execute_script('document.querySelector("form.edit button.delete").click();')
+    wait_for(chrome, lambda: "object=" not in chrome.current_url and "001.txt" in entries(chrome))
+    assert "000.txt" not in entries(chrome)
+    status, _, _ = harness.storesh(tmp_path, "--bucket", served.bucket_file, "-c", "meta get files/000.txt")
+    assert status == 1

@@ -96,6 +96,11 @@ def test_an_objects_metadata_and_content_with_its_tokens_unshown(server, client)
     assert content.content == b"\xff\xd8 a forest"
     missing, _ = page(server, object="images/nope.jpg")
     assert "does not exist" in "".join(missing.text)
+    # The edit form is the script's (hidden without it), on the object as shown, without the tokens.
+    generation = client.bucket(BUCKET).get_blob("images/forest.jpg").generation
+    assert f'<form class="edit" hidden data-object="/storage/v1/b/{BUCKET}/o/images%2Fforest.jpg"' in html
+    assert f'data-generation="{generation}" data-metageneration="1"' in html
+    assert "Editing needs JavaScript" in text and '<form class="upload" hidden' in html
 
 
 def test_every_name_is_escaped(server, client):
