@@ -129,7 +129,7 @@ extension StorageAPI {
     /// Who makes the request: no Authorization header is signed out.
     func caller(_ exchange: Exchange) throws -> Caller {
         let caller = try Self.caller(authorization: exchange.request.headers[.authorization])
-        RequestTrace.current?.caller = caller.description
+        RequestTrace.current?.caller = caller
         return caller
     }
 
@@ -146,7 +146,7 @@ extension StorageAPI {
     /// The rules that decide `caller`'s requests; nil for the administrator, whom rules do not bind.
     func rulesSession(for caller: Caller) throws -> RulesSession? {
         // An upload's later requests are decided as its first one's caller: the log names that caller.
-        RequestTrace.current?.caller = caller.description
+        RequestTrace.current?.caller = caller
         guard case .person(let identity) = caller else { return nil }
         return try bucket.rulesSession(as: identity)
     }

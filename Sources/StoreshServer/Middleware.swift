@@ -24,17 +24,16 @@ struct RequestLogMiddleware<Context: RequestContext>: RouterMiddleware {
         log?(ServedRequest(method: request.method.rawValue, path: target, status: response.status.code, seconds: seconds))
         if let trace {
             let verdicts = trace.verdicts
-            let (defaultCaller, note) = ServedExchange.defaultCaller(path: path)
-            let caller = trace.caller ?? defaultCaller
+            let status = response.status.code
+            let caller = ServedExchange.caller(trace.caller, path: path, query: request.uri.query, status: status)
+            let call = ServedExchange.call(
+                method: request.method, path: path, query: request.uri.query,
+                methodOverride: request.headers[HTTPField.Name("X-HTTP-Method-Override")!])
             journal.record { number in
                 ServedExchange(
                     number: number, time: Timestamp(date: Date()), method: request.method.rawValue, target: target,
-                    status: response.status.code, reason: ServedExchange.reasonPhrase(response.status.code), milliseconds: seconds * 1000, caller: caller,
-                    call: ServedExchange.call(
-                        method: request.method, path: path, query: request.uri.query,
-                        methodOverride: request.headers[HTTPField.Name("X-HTTP-Method-Override")!]),
-                    verdicts: verdicts,
-                    rulesNote: verdicts.isEmpty ? (trace.caller?.hasPrefix("the owner") == true ? "rules do not apply to the owner" : note) : nil)
+                    status: status, reason: ServedExchange.reasonPhrase(status), milliseconds: seconds * 1000,
+                    caller: caller.name, call: call, verdicts: verdicts, rulesNote: verdicts.isEmpty ? caller.rulesNote : nil)
             }
         }
         return response

@@ -40,12 +40,13 @@ final class RequestTrace: @unchecked Sendable {
     @TaskLocal static var current: RequestTrace?
 
     private let lock = NSLock()
-    private var callerText: String?
+    private var who: Caller?
     private var verdictList: [ServedExchange.Verdict] = []
 
-    var caller: String? {
-        get { lock.withLock { callerText } }
-        set { lock.withLock { callerText = newValue } }
+    /// Who made the request, once its handler read it (a v0 request); nil for the JSON API's.
+    var caller: Caller? {
+        get { lock.withLock { who } }
+        set { lock.withLock { who = newValue } }
     }
 
     var verdicts: [ServedExchange.Verdict] { lock.withLock { verdictList } }
@@ -175,10 +176,23 @@ extension ServedExchange {
         }
     }
 
-    /// Who a request was made as when its handler did not say: the JSON API is the project's administrator's.
-    static func defaultCaller(path: String) -> (caller: String, rulesNote: String?) {
-        if path.hasPrefix("/v0") { return ("signed out", nil) }
-        if path.hasPrefix("/internal/") { return ("the emulator's test tools", "rules do not apply to the emulator's internal API") }
-        return ("the administrator", "rules do not apply: the Cloud Storage JSON API is the project's administrator's (service accounts, the Admin SDK)")
+    /// Who made a request, as the log names it, and why no rule decided it when none did.
+    static func caller(_ caller: Caller?, path: String, query: String?, status: Int) -> (name: String, rulesNote: String?) {
+        switch caller {
+        case .administrator?:
+            return (Caller.administrator.description, "rules do not apply to the owner")
+        case nil where path.hasPrefix("/internal/"):
+            return ("the emulator's test tools", "rules do not apply to the emulator's internal API")
+        case nil where !path.hasPrefix("/v0"):
+            return ("the administrator", "rules do not apply: the Cloud Storage JSON API is the project's administrator's (service accounts, the Admin SDK)")
+        default:
+            let name = caller?.description ?? Caller.person(nil).description
+            let parameters = (try? QueryParameters(query)) ?? (try! QueryParameters(nil))
+            if parameters["token"] != nil && (200..<300).contains(status) {
+                return (name, "no rule is checked: the download token grants the read (rule G7)")
+            }
+            if status >= 400 { return (name, "no rule was checked: the request was refused before any (see its status)") }
+            return (name, "no rule decides this request")
+        }
     }
 }

@@ -27,7 +27,7 @@ final class ServedBucket: @unchecked Sendable {
     private var committing = false
     private var commitCount = 0
     private var committedChangeCount = 0
-    /// Commits made so far, and the changes they carried (concurrent changes share commits).
+    /// Commits that carried clients' changes so far, and those changes (concurrent changes share commits).
     var commits: Int { lock.withLock { commitCount } }
     var committedChanges: Int { lock.withLock { committedChangeCount } }
 
@@ -125,7 +125,8 @@ final class ServedBucket: @unchecked Sendable {
                 let landed = zip(group, results).filter { change, result in
                     if case .success = result { change.counted } else { false }
                 }.count
-                lock.withLock { (commitCount, committedChangeCount) = (commitCount + 1, committedChangeCount + landed) }
+                // The commits that carried the clients' changes (not those of rules alone, or of failures only).
+                if landed > 0 { lock.withLock { (commitCount, committedChangeCount) = (commitCount + 1, committedChangeCount + landed) } }
             } catch {
                 // The commit failed (a busy or full disk): nothing of the group landed.
                 results = group.map { _ in .failure(error) }

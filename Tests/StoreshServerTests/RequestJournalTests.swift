@@ -36,6 +36,16 @@ struct RequestJournalTests {
         #expect(ServedExchange.reasonPhrase(403) == "Forbidden" && ServedExchange.reasonPhrase(308) == "Resume Incomplete")
     }
 
+    @Test("who made a request, and why no rule decided it when none did")
+    func callers() {
+        #expect(ServedExchange.caller(nil, path: "/storage/v1/b/app/o", query: nil, status: 200).name == "the administrator")
+        #expect(ServedExchange.caller(.administrator, path: "/v0/b/app/o", query: nil, status: 200).rulesNote == "rules do not apply to the owner")
+        let download = ServedExchange.caller(nil, path: "/v0/b/app/o/a", query: "alt=media&token=t", status: 200)
+        #expect(download.name == "signed out" && download.rulesNote?.contains("download token") == true)
+        #expect(ServedExchange.caller(.person(nil), path: "/v0/b/app/o/a", query: nil, status: 400).rulesNote?.contains("refused before") == true)
+        #expect(ServedExchange.caller(nil, path: "/internal/reset", query: nil, status: 200).name == "the emulator's test tools")
+    }
+
     @Test("the log keeps the last requests, newest first, numbered from 1, and tells its listeners")
     func journal() async {
         let journal = RequestJournal()
