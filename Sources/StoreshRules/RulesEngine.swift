@@ -31,6 +31,11 @@ public enum RulesEngine {
         .unauthorized,
         "Listing objects in a bucket is disallowed for rules_version = \"1\". Please update storage security rules to rules_version = \"2\" to use list.")
 
+    /// Checks a ruleset's text without putting it in force; the error names ORIGIN:LINE:COLUMN.
+    public static func check(_ source: String, origin: String) throws(StorageError) {
+        _ = try parse(source, origin: origin)
+    }
+
     static func parse(_ source: String, origin: String) throws(StorageError) -> CompiledRuleset {
         do {
             return CompiledRuleset(try RulesParser.parse(source), origin: origin)

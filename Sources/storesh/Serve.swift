@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import StoreshCore
 import StoreshLocal
+import StoreshRules
 import StoreshServer
 
 struct Serve: AsyncParsableCommand {
@@ -123,8 +124,16 @@ struct Serve: AsyncParsableCommand {
         let projectPath = noConfig ? nil : config ?? FirebaseProjectFile.find()
         let project = try projectPath.map { path throws(CommandLineError) in try FirebaseProjectFile.read(path) }
         for rules in project?.rules ?? [] {
-            if case .failure(let problem) = RulesFileWatch.text(of: rules.path), let project {
+            guard let project else { break }
+            switch RulesFileWatch.text(of: rules.path) {
+            case .failure(let problem):
                 throw CommandLineError("\(project.path) names \(problem.description); nothing was started.")
+            case .success(let text):
+                do throws(StorageError) {
+                    try RulesEngine.check(text, origin: rules.path)
+                } catch {
+                    throw CommandLineError("\(project.path) names the rules \(rules.path), which cannot be used: \(error.message); nothing was started.")
+                }
             }
         }
         // Read whole before anything opens: a damaged export starts nothing.

@@ -117,9 +117,11 @@ def test_a_list_of_storage_targets_gives_the_served_buckets_rules(tmp_path):
     ('{"storage": {"rules": 7}}', "storage.rules must name a file"),
     ('[1, 2]', "is not a Firebase project file"),
     ('{"storage": {"rules": "missing.rules"}}', "missing.rules cannot be read; nothing was started"),
+    ('{"storage": {"rules": "broken.rules"}}', "broken.rules:1:1: expected 'service firebase.storage {'"),
 ])
 def test_a_mistake_in_firebase_json_starts_nothing_and_says_where(tmp_path, text, named):
     (tmp_path / "firebase.json").write_text(text)
+    (tmp_path / "broken.rules").write_text("broken {")
     bucket = tmp_path / "never.bucket"
     status, out, err = harness.storesh(tmp_path, "serve", "--bucket", str(bucket), "--port", "0",
                                        "--config", str(tmp_path / "firebase.json"))
