@@ -95,7 +95,8 @@ def serve_process(serve_home):
     # Its standard error goes to a file: a pipe nobody reads would fill up over the session and stop the server.
     log = open(serve_home / "serve.log", "wb")
     process = subprocess.Popen(
-        [harness.BINARY, "serve", "--bucket", str(serve_home / "served.bucket"), "--name", BUCKET, "--port", "0", "--no-log"],
+        [harness.BINARY, "serve", "--bucket", str(serve_home / "served.bucket"), "--name", BUCKET, "--port", "0", "--no-log",
+         "--no-config"],
         stdout=subprocess.PIPE, stderr=log, env=harness.environment(serve_home))
     line = process.stdout.readline().decode()
     match = re.search(r"at (http://127\.0\.0\.1:\d+)", line)

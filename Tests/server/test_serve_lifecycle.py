@@ -161,7 +161,8 @@ def test_latency_delays_every_answer_without_holding_the_server(tmp_path):
 def test_a_port_in_use_is_said_plainly(tmp_path):
     server = Server(tmp_path, tmp_path / "served.bucket")
     port = server.url.rsplit(":", 1)[1]
-    status, _, err = harness.storesh(tmp_path, "serve", "--bucket", str(tmp_path / "other.bucket"), "--port", port)
+    status, _, err = harness.storesh(tmp_path, "serve", "--bucket", str(tmp_path / "other.bucket"), "--port", port,
+                                     "--no-config")
     assert status == 1
     assert f"Cannot listen on 127.0.0.1:{port}: the port is in use" in err.decode()
     assert not os.path.exists(tmp_path / "other.bucket")  # a server that never listened made no bucket
@@ -174,7 +175,7 @@ def test_on_a_terminal_each_request_is_logged_and_ctrl_c_stops_the_server(tmp_pa
     """In a real pseudo-terminal, as a developer runs it: the request log is on by default, and Ctrl-C (the
     terminal's interrupt) stops the server cleanly."""
     import pexpect
-    child = pexpect.spawn(harness.BINARY, ["serve", "--bucket", str(tmp_path / "tty.bucket"), "--port", "0"],
+    child = pexpect.spawn(harness.BINARY, ["serve", "--bucket", str(tmp_path / "tty.bucket"), "--port", "0", "--no-config"],
                           env=harness.environment(tmp_path, TERM="xterm"), encoding="utf-8", timeout=30)
     child.expect(r"at (http://127\.0\.0\.1:\d+)")
     url = child.match.group(1)
