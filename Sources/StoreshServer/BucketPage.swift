@@ -153,10 +153,11 @@ enum BucketPage {
             html += "<li class=\"exchange\(denied ? " denied" : "")\" id=\"request-\(exchange.number)\">\n"
             if let call = exchange.call { html += "<p class=\"call\"><code>\(escaped(call))</code></p>\n" }
             let time = String(exchange.time.rfc3339.dropFirst(11).prefix(8))
-            html += "<p class=\"http\">#\(exchange.number) <code>\(escaped(exchange.method)) \(escaped(exchange.target))</code> → <strong>\(exchange.status) \(escaped(exchange.reason))</strong> in \(String(format: "%.1f", exchange.milliseconds)) ms · \(escaped(exchange.caller)) · \(time)</p>\n"
+            html += "<p class=\"http\">#\(exchange.number) <code>\(escaped(exchange.method.rawValue)) \(escaped(exchange.target))</code> → <strong>\(exchange.status) \(escaped(exchange.reason))</strong> in \(String(format: "%.1f", exchange.milliseconds)) ms · \(escaped(exchange.caller)) · \(time)</p>\n"
             for verdict in exchange.verdicts {
                 // The decision's first word (allowed, denied) in bold: it is what the class looks for.
-                let (word, rest) = verdict.text.firstIndex(of: " ").map { (String(verdict.text[..<$0]), String(verdict.text[$0...])) } ?? (verdict.text, "")
+                let text = verdict.text
+                let (word, rest) = text.firstIndex(of: " ").map { (String(text[..<$0]), String(text[$0...])) } ?? (text, "")
                 html += "<p class=\"verdict \(verdict.allowed ? "allowed" : "denied")\">Rules: <strong>\(escaped(word))</strong>\(escaped(rest).replacingOccurrences(of: "\n", with: "<br>"))</p>\n"
             }
             if let note = exchange.rulesNote { html += "<p class=\"verdict\">Rules: \(escaped(note))</p>\n" }

@@ -20,20 +20,17 @@ struct RequestLogMiddleware<Context: RequestContext>: RouterMiddleware {
         let response = try await RequestTrace.$current.withValue(trace) { try await next(request, context) }
         let elapsed = ContinuousClock.now - start
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        let target = ServedRequest.loggable(path: path, query: request.uri.query)
-        log?(ServedRequest(method: request.method.rawValue, path: target, status: response.status.code, seconds: seconds))
+        log?(ServedRequest(
+            method: request.method.rawValue, path: ServedRequest.loggable(path: path, query: request.uri.query),
+            status: response.status.code, seconds: seconds))
         if let trace {
-            let verdicts = trace.verdicts
-            let status = response.status.code
-            let caller = ServedExchange.caller(trace.caller, path: path, query: request.uri.query, status: status)
-            let call = ServedExchange.call(
-                method: request.method, path: path, query: request.uri.query,
-                methodOverride: request.headers[HTTPField.Name("X-HTTP-Method-Override")!])
+            let (who, verdicts) = (trace.caller, trace.verdicts)
+            let methodOverride = request.headers[HTTPField.Name("X-HTTP-Method-Override")!]
             journal.record { number in
                 ServedExchange(
-                    number: number, time: Timestamp(date: Date()), method: request.method.rawValue, target: target,
-                    status: status, reason: ServedExchange.reasonPhrase(status), milliseconds: seconds * 1000,
-                    caller: caller.name, call: call, verdicts: verdicts, rulesNote: verdicts.isEmpty ? caller.rulesNote : nil)
+                    number: number, time: Timestamp(date: Date()), method: request.method, path: path, query: request.uri.query,
+                    methodOverride: methodOverride, status: response.status.code, milliseconds: seconds * 1000, who: who,
+                    verdicts: verdicts)
             }
         }
         return response

@@ -6,31 +6,45 @@ import StoreshWire
 /// One API request that reached the server, as a class reads it in the request log of the bucket's page: the SDK
 /// call it stands for, the HTTP exchange, who made it, and what the security rules decided (each method checked,
 /// allowed or denied, by which statement or why none allowed it): the `explain` of what just happened.
+///
+/// It keeps what the request was, and its words are made when the log is shown: a bulk edit through the server
+/// pays for recording each request, not for describing it (only the last 200 are ever shown).
 public struct ServedExchange: Sendable {
     /// One rules decision: `allowed get on gs://b/a.txt by `allow read: if true` at storage.rules:4`, or a denial
     /// with its reasons.
-    public struct Verdict: Sendable, Equatable {
-        public var allowed: Bool
-        public var text: String
+    public struct Verdict: Sendable {
+        let request: AccessRequest
+        let decision: AccessDecision
+
+        public var allowed: Bool { decision.allowed }
+        public var text: String { decision.explanation(for: request) }
     }
 
     /// Counted from 1 since the server started.
     public var number: Int
     public var time: Timestamp
-    public var method: String
-    /// The path and query as sent, with the values that grant access elided.
-    public var target: String
+    public var method: HTTPRequest.Method
+    /// The path and query as sent (percent-encoded); `target` shows them.
+    var path: String
+    var query: String?
+    /// `X-HTTP-Method-Override`, with which a PUT is a PATCH.
+    var methodOverride: String?
     public var status: Int
-    /// The status's reason phrase as the answer gave it (`Forbidden`).
-    public var reason: String
     public var milliseconds: Double
-    /// `signed out`, `signed in as alice`, `the owner (rules do not apply)`, …
-    public var caller: String
-    /// The Swift SDK call it stands for, or the JSON API method; nil when it stands for none (a malformed path).
-    public var call: String?
+    /// Who made it, when its handler read it (a v0 request).
+    var who: Caller?
     public var verdicts: [Verdict]
+
+    /// The path and query, with the values that grant access elided.
+    public var target: String { ServedRequest.loggable(path: path, query: query) }
+    /// The status's reason phrase (`Forbidden`).
+    public var reason: String { Self.reasonPhrase(status) }
+    /// `signed out`, `signed in as alice`, `the owner …`, `the administrator`.
+    public var caller: String { Self.caller(who, path: path, query: query, status: status).name }
+    /// The Swift SDK call it stands for, or the JSON API method; nil when it stands for none (a malformed path).
+    public var call: String? { Self.call(method: method, path: path, query: query, methodOverride: methodOverride) }
     /// Why no rule decided, when none did.
-    public var rulesNote: String?
+    public var rulesNote: String? { verdicts.isEmpty ? Self.caller(who, path: path, query: query, status: status).rulesNote : nil }
 }
 
 /// The request being answered, as its log entry gathers it: who made it, and each rules decision taken for it.
@@ -52,9 +66,12 @@ final class RequestTrace: @unchecked Sendable {
     var verdicts: [ServedExchange.Verdict] { lock.withLock { verdictList } }
 
     func decided(_ request: AccessRequest, _ decision: AccessDecision) {
-        let verdict = ServedExchange.Verdict(allowed: decision.allowed, text: decision.explanation(for: request))
+        let verdict = ServedExchange.Verdict(request: request, decision: decision)
         // An upload is decided before its bytes arrive and again as it lands: the same words once.
-        lock.withLock { if verdictList.last != verdict { verdictList.append(verdict) } }
+        lock.withLock {
+            if let last = verdictList.last, last.allowed == verdict.allowed, last.text == verdict.text { return }
+            verdictList.append(verdict)
+        }
     }
 }
 
@@ -114,7 +131,7 @@ extension ServedExchange {
     /// the emulator's internal endpoint; nil when its path names nothing.
     static func call(method: HTTPRequest.Method, path: String, query: String?, methodOverride: String?) -> String? {
         guard let endpoint = try? Endpoint(path: path) else { return nil }
-        let parameters = (try? QueryParameters(query)) ?? (try! QueryParameters(nil))
+        let parameters = QueryParameters(lenient: query)
         let method = method == .head ? .get : method
         switch endpoint {
         case .firebaseObjects:
@@ -187,8 +204,7 @@ extension ServedExchange {
             return ("the administrator", "rules do not apply: the Cloud Storage JSON API is the project's administrator's (service accounts, the Admin SDK)")
         default:
             let name = caller?.description ?? Caller.person(nil).description
-            let parameters = (try? QueryParameters(query)) ?? (try! QueryParameters(nil))
-            if parameters["token"] != nil && (200..<300).contains(status) {
+            if QueryParameters(lenient: query)["token"] != nil && (200..<300).contains(status) {
                 return (name, "no rule is checked: the download token grants the read (rule G7)")
             }
             if status >= 400 { return (name, "no rule was checked: the request was refused before any (see its status)") }

@@ -58,6 +58,13 @@ struct QueryParameters: Sendable {
         }
     }
 
+    /// The parameters of a query that was already answered, to describe it: none when it cannot be read.
+    init(lenient query: String?) {
+        self = (try? QueryParameters(query)) ?? QueryParameters()
+    }
+
+    private init() {}
+
     subscript(name: String) -> String? { values[name] }
 
     /// A parameter that must be a whole number when given.

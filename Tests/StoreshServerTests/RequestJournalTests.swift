@@ -53,8 +53,8 @@ struct RequestJournalTests {
         for _ in 0..<(RequestJournal.capacity + 5) {
             journal.record { number in
                 ServedExchange(
-                    number: number, time: .init(microseconds: 0), method: "GET", target: "/", status: 200, reason: "OK",
-                    milliseconds: 1, caller: "signed out", call: nil, verdicts: [], rulesNote: nil)
+                    number: number, time: .init(microseconds: 0), method: .get, path: "/v0/b/app/o", query: nil,
+                    methodOverride: nil, status: 200, milliseconds: 1, who: nil, verdicts: [])
             }
         }
         let recent = journal.recent(3)
