@@ -1,11 +1,12 @@
 import Foundation
 import StoreshCore
+import StoreshRules
 
 /// What `storesh serve` takes from a Firebase project's `firebase.json`, as `firebase emulators:start --only storage`
 /// does: where the storage emulator listens (`emulators.storage.host`, `.port`) and the security rules file
 /// (`storage.rules`, or the entry of a `storage` list whose `bucket` is the one served, else its first). A project's
 /// tests can then swap the emulator for storesh serve without repeating its configuration.
-struct FirebaseProjectFile: Equatable {
+struct FirebaseProjectFile {
     /// The file read, as found or given.
     var path: String
     var host: String?
@@ -14,14 +15,29 @@ struct FirebaseProjectFile: Equatable {
     /// names them relative to itself).
     var rules: [(bucket: String?, path: String)] = []
 
-    static func == (lhs: Self, rhs: Self) -> Bool {
-        lhs.path == rhs.path && lhs.host == rhs.host && lhs.port == rhs.port
-            && lhs.rules.map(\.bucket) == rhs.rules.map(\.bucket) && lhs.rules.map(\.path) == rhs.rules.map(\.path)
-    }
-
     /// The rules file for `bucket`: the entry naming it, else the first.
     func rulesPath(for bucket: String) -> String? {
         (rules.first { $0.bucket == bucket } ?? rules.first)?.path
+    }
+
+    /// The text of every rules file it names, by path, each read and checked: one that cannot be read or used is
+    /// an error that names this file.
+    func checkedRulesTexts() throws(CommandLineError) -> [String: String] {
+        var texts: [String: String] = [:]
+        for rules in rules {
+            switch RulesFileWatch.text(of: rules.path) {
+            case .failure(let problem):
+                throw CommandLineError("\(path) names \(problem.description); nothing was started.")
+            case .success(let text):
+                do throws(StorageError) {
+                    try RulesEngine.check(text, origin: rules.path)
+                } catch {
+                    throw CommandLineError("\(path) names the rules \(rules.path), which cannot be used: \(error.message); nothing was started.")
+                }
+                texts[rules.path] = text
+            }
+        }
+        return texts
     }
 
     /// The `firebase.json` of the project the current directory is in: here or in a directory above, as the

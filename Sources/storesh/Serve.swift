@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import StoreshCore
 import StoreshLocal
-import StoreshRules
 import StoreshServer
 
 struct Serve: AsyncParsableCommand {
@@ -123,19 +122,7 @@ struct Serve: AsyncParsableCommand {
         // anything opens, so that a mistake in it starts nothing.
         let projectPath = noConfig ? nil : config ?? FirebaseProjectFile.find()
         let project = try projectPath.map { path throws(CommandLineError) in try FirebaseProjectFile.read(path) }
-        for rules in project?.rules ?? [] {
-            guard let project else { break }
-            switch RulesFileWatch.text(of: rules.path) {
-            case .failure(let problem):
-                throw CommandLineError("\(project.path) names \(problem.description); nothing was started.")
-            case .success(let text):
-                do throws(StorageError) {
-                    try RulesEngine.check(text, origin: rules.path)
-                } catch {
-                    throw CommandLineError("\(project.path) names the rules \(rules.path), which cannot be used: \(error.message); nothing was started.")
-                }
-            }
-        }
+        let rulesTexts = try project?.checkedRulesTexts() ?? [:]
         // Read whole before anything opens: a damaged export starts nothing.
         let imported = try importDirectory.map { try FirebaseEmulatorExport.read(directory: $0) }
         var nameForNewBucket = name
@@ -162,7 +149,7 @@ struct Serve: AsyncParsableCommand {
         }
         let host = self.host ?? project?.host ?? "127.0.0.1"
         let rulesPath = project?.rulesPath(for: bucket.name)
-        let rulesText = try rulesPath.map { path throws(CommandLineError) in try RulesFileWatch.text(of: path).get() }
+        let rulesText = rulesPath.flatMap { rulesTexts[$0] }
         var configuration = ServeConfiguration(
             host: host, port: port ?? project?.port ?? 9199, limits: ServeLimits(maximumObjectBytes: maxObjectSize << 20),
             latency: .milliseconds(latency), originPolicy: OriginPolicy(origins: corsOrigins, hosts: allowedHosts))
