@@ -51,14 +51,12 @@ public struct CommandDeclaration: Sendable {
     /// Other names it answers to (`quit` for `exit`).
     public var aliases: [String]
     /// What Tab offers for an option's value (`rules load --sample NAME`).
-    /// Pairs, not a dictionary: a dictionary of a type of storesh's own is made at run time with a search of the
-    /// whole binary's conformances for `String: Hashable`, which every cold run paid (issue 23).
-    public var optionCompletions: KeyValuePairs<String, CompletionKind>
+    public var optionCompletions: [String: CompletionKind]
 
     init(
         _ name: String, aliases: [String] = [], usage: String, summary: String, details: [String] = [], example: String,
         options: [String] = [], changesBucket: Bool = false, requires: BucketCapabilities = [],
-        completion: CompletionKind = .nothing, optionCompletions: KeyValuePairs<String, CompletionKind> = [:], sdk: [String] = []
+        completion: CompletionKind = .nothing, optionCompletions: [String: CompletionKind] = [:], sdk: [String] = []
     ) {
         self.aliases = aliases
         self.optionCompletions = optionCompletions

@@ -62,7 +62,7 @@ public struct Completer {
             return candidates(words: Array(arguments), typed: typed, truncated: &truncated)
         }
         if typed.hasPrefix("-") { return Self.plain(declaration.options) }
-        if let option = arguments.last, let kind = declaration.optionCompletions.first(where: { $0.key == option })?.value {
+        if let option = arguments.last, let kind = declaration.optionCompletions[option] {
             return complete(kind, arguments: [], typed: typed, truncated: &truncated)
         }
         return complete(declaration.completion, arguments: Array(arguments), typed: typed, truncated: &truncated)
