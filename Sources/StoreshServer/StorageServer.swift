@@ -156,8 +156,8 @@ extension StorageServer {
     /// The methods the APIs answer (any other is refused by the router).
     static let methods: [HTTPRequest.Method] = [.get, .head, .post, .put, .patch, .delete, .options]
 
-    /// The routes of `storesh serve`, each through the middlewares (the request log when `log` is given, the
-    /// latency asked for, the origin policy, HEAD as GET): the root is the bucket in a browser (`BucketPage`), and
+    /// The routes of `storesh serve`, each through the middlewares (the page's request log, and a line per request
+    /// to `log` when it is given; the latency asked for, the origin policy, HEAD as GET): the root is the bucket in a browser (`BucketPage`), and
     /// every other path goes to `StorageAPI`, which reads it strictly (`Endpoint`: percent-decoding, names with `/`
     /// in them, the batch's inner requests) and answers in each API's shapes, a 404 included.
     func router(log: (@Sendable (ServedRequest) -> Void)?) -> Router<BasicRequestContext> {
@@ -179,8 +179,8 @@ extension StorageServer {
             }
         }
         for method: HTTPRequest.Method in [.get, .head] { router.on("/", method: method, responder: page) }
-        // The page's live updates: an event each time the bucket file changes, by anyone, until the page closes or
-        // the server stops.
+        // The page's live updates: an event each time the bucket file changes, by anyone, and each time the APIs
+        // answer a request, until the page closes or the server stops.
         let events = CallbackResponder<BasicRequestContext> { _, _ in
             // Listening before the answer's head goes out: a change made, or a request answered, once the page has
             // heard back is never missed.
