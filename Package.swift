@@ -98,14 +98,23 @@ let package = Package(
                 "StoreshRemote", "CStoreshTerminal",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
+            // Linker scripts, not sources (see linkerSettings).
+            exclude: ["StaticRuntime"],
             // The teaching sample (a link to samples/teaching.json), compiled in so that a lone binary can
             // create the default bucket.
             resources: [.embedInCode("teaching.json")],
             // A cold start (issue 23): linked by the toolchain's lld (1 s instead of gold's 20), as a position-
             // dependent executable, so that the loader applies none of the static binary's 133,000 relative
             // relocations and writes none of the ~330 pages they touch, and exporting only the symbols the shared
-            // libraries need (not 42,000, which the loader's address lookups scan).
-            linkerSettings: [.unsafeFlags(["-use-ld=lld", "-Xlinker", "-no-pie", "-Xlinker", "--no-export-dynamic"])]
+            // libraries need (not 42,000, which the loader's address lookups scan). StaticRuntime's two linker
+            // scripts, first on the library path, link GCC's C++ library and unwinder statically, so that the
+            // loader loads neither libstdc++.so.6 nor libgcc_s.so.1 at start (0.5 ms).
+            linkerSettings: [
+                .unsafeFlags([
+                    "-use-ld=lld", "-Xlinker", "-no-pie", "-Xlinker", "--no-export-dynamic",
+                    "-L\(Context.packageDirectory)/Sources/storesh/StaticRuntime",
+                ])
+            ]
         ),
         // The fuzz engine for the language, and its driver (scripts/fuzz).
         .target(name: "StoreshFuzzing", dependencies: ["StoreshCore", "StoreshLanguage", "StoreshLocal", "StoreshRules"]),

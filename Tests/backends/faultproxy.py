@@ -43,6 +43,10 @@ class FaultProxy:
         self.headers = []  # each request's headers, as a dict with lower-case names
         self.exchanges = []  # (method, path, body) of each request as it arrived
         self.lock = threading.Lock()
+        # Requests received and not yet answered, or dropped: a request a killed client sent may still reach the
+        # server after the client is gone (settled() waits for those).
+        self.in_flight = 0
+        self.settled_condition = threading.Condition(self.lock)
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -52,6 +56,16 @@ class FaultProxy:
                 pass
 
             def handle_one(self):
+                with proxy.lock:
+                    proxy.in_flight += 1
+                try:
+                    self.handle_counted()
+                finally:
+                    with proxy.lock:
+                        proxy.in_flight -= 1
+                        proxy.settled_condition.notify_all()
+
+            def handle_counted(self):
                 with proxy.lock:
                     proxy.headers.append({k.lower(): v for k, v in self.headers.items()})
                 length = int(self.headers.get("Content-Length") or 0)
@@ -146,6 +160,12 @@ class FaultProxy:
             return response.status, response.getheaders(), response.read()
         finally:
             connection.close()
+
+    def settled(self, timeout=60):
+        """Waits until every request received has been forwarded (or refused) and answered, as far as it goes."""
+        with self.lock:
+            if not self.settled_condition.wait_for(lambda: self.in_flight == 0, timeout=timeout):
+                raise TimeoutError(f"{self.in_flight} requests still in the fault proxy after {timeout} s")
 
     def record(self, method, path, status):
         with self.lock:
