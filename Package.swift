@@ -45,14 +45,16 @@ let package = Package(
         // The local bucket: one durable SQLite file, its page tokens, plus the JSON export/import format.
         .target(
             name: "StoreshLocal",
-            dependencies: ["StoreshCore", "StoreshSQLite", "CSQLite", .product(name: "Crypto", package: "swift-crypto")]),
+            dependencies: [
+                "StoreshCore", "StoreshSQLite", "StoreshWire", "CSQLite", .product(name: "Crypto", package: "swift-crypto"),
+            ]),
         // Plans and their execution, for any bucket: the dry run's planned bucket, the applier, the journal, undo
         // and resume. A plan's working state is a private temporary SQLite database, so that a plan of millions of
         // changes needs no more memory than a small one.
         .target(name: "StoreshExecution", dependencies: ["StoreshCore", "StoreshSQLite", "CSQLite"]),
         // The wire formats: each API's requests and documents, built once for the backends that send them, the
         // server that answers them and `explain`, which shows them.
-        .target(name: "StoreshWire", dependencies: ["StoreshCore"]),
+        .target(name: "StoreshWire", dependencies: ["StoreshCore", .product(name: "Crypto", package: "swift-crypto")]),
         // Security rules: the rules language, its evaluation, and the engine the local bucket asks.
         // The sample rules (links to samples/rules/) are compiled in: `rules load --sample NAME` needs no file.
         .target(

@@ -46,15 +46,21 @@ public struct CRC32C: Sendable {
     public var value: UInt32 { state ^ 0xFFFF_FFFF }
 
     /// As Cloud Storage writes it: the base64 of the 4 bytes, most significant first.
-    public var base64: String {
-        let value = value
-        return Data([UInt8(value >> 24), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)])
-            .base64EncodedString()
+    public var base64: String { Self.base64(of: value) }
+
+    public static func base64(of content: some Collection<UInt8>) -> String {
+        var crc = CRC32C()
+        if let data = content as? Data {
+            crc.update(data)
+        } else if content.withContiguousStorageIfAvailable({ crc.update(UnsafeRawBufferPointer($0)) }) == nil {
+            crc.update(Array(content))
+        }
+        return crc.base64
     }
 
-    public static func base64(of content: Data) -> String {
-        var crc = CRC32C()
-        content.withUnsafeBytes { crc.update($0) }
-        return crc.base64
+    /// The base64 form of a stored CRC-32C value.
+    public static func base64(of value: UInt32) -> String {
+        Data([UInt8(value >> 24), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)])
+            .base64EncodedString()
     }
 }

@@ -55,12 +55,17 @@ public struct ObjectMetadata: Sendable, Equatable {
     public var entityTag: String?
     /// An S3 object's version id, in a versioned bucket (rule S2).
     public var versionID: String?
+    /// The content's CRC-32C as Cloud Storage gives it (the base64 of its 4 bytes, most significant first), which
+    /// the official clients check a download against. Read-only, like md5Hash, and not part of storesh's own
+    /// metadata document (`meta get`); nil where the store gives none (S3).
+    public var crc32c: String?
 
     public init(
         bucket: String, fullPath: String, generation: Int64, metageneration: Int64, size: Int64,
         timeCreated: Timestamp, updated: Timestamp, md5Hash: String, cacheControl: String? = nil,
         contentDisposition: String? = nil, contentEncoding: String? = nil, contentLanguage: String? = nil,
-        contentType: String? = nil, customMetadata: [String: String] = [:], entityTag: String? = nil, versionID: String? = nil
+        contentType: String? = nil, customMetadata: [String: String] = [:], entityTag: String? = nil, versionID: String? = nil,
+        crc32c: String? = nil
     ) {
         self.bucket = bucket
         self.fullPath = fullPath
@@ -78,6 +83,19 @@ public struct ObjectMetadata: Sendable, Equatable {
         self.customMetadata = customMetadata
         self.entityTag = entityTag
         self.versionID = versionID
+        self.crc32c = crc32c
+    }
+
+    /// Two descriptions of one object version are equal whether or not one of them carries the CRC-32C: a bucket
+    /// reads it only where it answers with metadata (not in a bulk edit's scan), and md5Hash, compared here,
+    /// already tells contents apart. Every other property counts.
+    public static func == (a: ObjectMetadata, b: ObjectMetadata) -> Bool {
+        a.bucket == b.bucket && a.fullPath == b.fullPath && a.generation == b.generation
+            && a.metageneration == b.metageneration && a.size == b.size && a.timeCreated == b.timeCreated
+            && a.updated == b.updated && a.md5Hash == b.md5Hash && a.cacheControl == b.cacheControl
+            && a.contentDisposition == b.contentDisposition && a.contentEncoding == b.contentEncoding
+            && a.contentLanguage == b.contentLanguage && a.contentType == b.contentType
+            && a.customMetadata == b.customMetadata && a.entityTag == b.entityTag && a.versionID == b.versionID
     }
 
     /// False for an S3 object, which has no generation or metageneration (rule S2): both are then 0, and not shown.
@@ -119,25 +137,27 @@ public struct ObjectMetadata: Sendable, Equatable {
     }
 
     /// The metadata of newly written content (rule M3): a new generation, metageneration 1,
-    /// timeCreated = updated = `now`, the content's size and MD5. contentType, when not given,
+    /// timeCreated = updated = `now`, the content's size, MD5 and CRC-32C. contentType, when not given,
     /// is guessed from the name's extension.
     public static func newObject(
         bucket: String, name: ObjectName, content: some Collection<UInt8>, generation: Int64, now: Timestamp,
         properties: [WritableProperty: String] = [:], customMetadata: [String: String] = [:]
     ) -> ObjectMetadata {
         newObject(
-            bucket: bucket, name: name, size: Int64(content.count), md5Hash: ContentHash.md5Base64(content), generation: generation,
-            now: now, properties: properties, customMetadata: customMetadata)
+            bucket: bucket, name: name, size: Int64(content.count), md5Hash: ContentHash.md5Base64(content),
+            crc32c: CRC32C.base64(of: content), generation: generation, now: now, properties: properties,
+            customMetadata: customMetadata)
     }
 
-    /// A new object whose content is known by its size and MD5 (content that is streamed, never whole in memory).
+    /// A new object whose content is known by its size and checksums (content that is streamed, never whole in
+    /// memory).
     public static func newObject(
-        bucket: String, name: ObjectName, size: Int64, md5Hash: String, generation: Int64, now: Timestamp,
-        properties: [WritableProperty: String] = [:], customMetadata: [String: String] = [:]
+        bucket: String, name: ObjectName, size: Int64, md5Hash: String, crc32c: String? = nil, generation: Int64,
+        now: Timestamp, properties: [WritableProperty: String] = [:], customMetadata: [String: String] = [:]
     ) -> ObjectMetadata {
         var metadata = ObjectMetadata(
             bucket: bucket, fullPath: name.rawValue, generation: generation, metageneration: 1,
-            size: size, timeCreated: now, updated: now, md5Hash: md5Hash, customMetadata: customMetadata)
+            size: size, timeCreated: now, updated: now, md5Hash: md5Hash, customMetadata: customMetadata, crc32c: crc32c)
         for (property, value) in properties { metadata[property] = value }
         if metadata.contentType == nil {
             metadata.contentType = ContentType.guess(forName: name.rawValue)

@@ -15,9 +15,13 @@ import StoreshCore
 /// Content is stored once per write and shared by the versions that keep it (a metadata update does not
 /// copy it). Every row carries a checksum of its values, and content is checked against its MD5, because
 /// SQLite verifies the structure of its file but not the values in it.
+///
+/// Version 3 keeps each content's CRC-32C (`content_checksums`), which Cloud Storage reports in every object
+/// resource: computed once when the content is written, not on every answer. A table of its own, not a column of
+/// `contents`: adding a value to a content row later would rewrite the row, blob and all (in memory, whole).
 enum BucketSchema {
     static let applicationID: Int64 = 0x5354_5348  // "STSH"
-    static let version: Int64 = 2
+    static let version: Int64 = 3
 
     /// The metadata columns shared by live and kept versions, in the order `StoredVersion` reads them.
     static let metadataColumns =
@@ -34,6 +38,7 @@ enum BucketSchema {
     static let tables = """
         CREATE TABLE bucket_info (key TEXT PRIMARY KEY, value TEXT NOT NULL, checksum INTEGER NOT NULL);
         CREATE TABLE contents (id INTEGER PRIMARY KEY, data BLOB NOT NULL);
+        CREATE TABLE content_checksums (content_id INTEGER PRIMARY KEY, crc32c INTEGER NOT NULL);
         CREATE TABLE objects (
             id INTEGER PRIMARY KEY,
             name TEXT NOT NULL UNIQUE,
@@ -111,6 +116,7 @@ enum BucketSchema {
                 try writeInfo(oldInfo.string(0) ?? "", oldInfo.string(1) ?? "", connection: connection)
             }
             try writeInfo("epoch", "1", connection: connection)
+            try fillContentChecksums(connection)
             try connection.execute(
                 """
                 DROP TABLE contents_v1;
@@ -123,6 +129,73 @@ enum BucketSchema {
             if !connection.isAutocommit { try? connection.execute("ROLLBACK") }
             throw error
         }
+    }
+
+    /// Upgrades a version-2 bucket in one transaction: each content's CRC-32C is computed once and kept. This
+    /// reads every content once (a piece at a time), so a bucket of many gigabytes takes a while, once.
+    static func upgradeFromVersion2(_ connection: SQLiteConnection) throws(SQLiteError) {
+        try connection.execute("BEGIN IMMEDIATE")
+        do {
+            // Another process may have upgraded it while this one waited for the lock.
+            guard try connection.integer("PRAGMA user_version") == 2 else {
+                try connection.execute("ROLLBACK")
+                return
+            }
+            try connection.execute("CREATE TABLE content_checksums (content_id INTEGER PRIMARY KEY, crc32c INTEGER NOT NULL)")
+            try fillContentChecksums(connection)
+            try connection.execute("PRAGMA user_version = \(version); COMMIT")
+        } catch {
+            if !connection.isAutocommit { try? connection.execute("ROLLBACK") }
+            throw error
+        }
+    }
+
+    /// Computes the CRC-32C of every content that has none yet (inside the caller's transaction), reading each
+    /// through incremental blob I/O, so that no content is ever whole in memory.
+    static func fillContentChecksums(_ connection: SQLiteConnection) throws(SQLiteError) {
+        let missing = try connection.statement(
+            """
+            SELECT id FROM contents WHERE id > ?1
+            AND NOT EXISTS (SELECT 1 FROM content_checksums WHERE content_id = contents.id) ORDER BY id LIMIT 10000
+            """)
+        let update = try connection.statement(keepContentChecksum)
+        defer { update.reset() }
+        var after = Int64.min
+        // A batch of ids at a time, so that a bucket of millions of contents needs no list of them all. Bounded:
+        // each batch starts after the last one's last id.
+        while true {
+            missing.reset()
+            missing.bind(1, after)
+            var ids: [Int64] = []
+            while try missing.step() { ids.append(missing.int64(0)) }
+            missing.reset()
+            guard let last = ids.last else { return }
+            after = last
+            for id in ids {
+                update.reset()
+                update.bind(1, id)
+                update.bind(2, Int64(try contentChecksum(connection, contentID: id)))
+                try update.step()
+            }
+        }
+    }
+
+    /// Keeps content `?1`'s CRC-32C `?2`.
+    static let keepContentChecksum = "INSERT INTO content_checksums (content_id, crc32c) VALUES (?1, ?2)"
+
+    /// The CRC-32C of one stored content, read a piece at a time.
+    static func contentChecksum(_ connection: SQLiteConnection, contentID: Int64) throws(SQLiteError) -> UInt32 {
+        let blob = try SQLiteBlob(connection, table: "contents", column: "data", row: contentID, writable: false)
+        defer { blob.close() }
+        var crc = CRC32C()
+        var offset = 0
+        // Bounded: each round reads at least one byte, up to the blob's size.
+        while offset < blob.size {
+            let piece = try blob.read(at: offset, count: min(LocalBucket.streamedPieceBytes, blob.size - offset))
+            crc.update(piece)
+            offset += piece.count
+        }
+        return crc.value
     }
 
     // MARK: bucket_info

@@ -1,6 +1,6 @@
-import Crypto
 import Foundation
 import StoreshCore
+import StoreshWire
 
 /// The Firebase Storage emulator's export layout, as firebase-tools writes it (`firebase emulators:export DIR`,
 /// `--export-on-exit DIR`) and reads it (`--import DIR`), so that a developer's exported data moves between the
@@ -22,10 +22,36 @@ public enum FirebaseEmulatorExport {
     /// The firebase-tools version an export by storesh names (the emulator's own exports name theirs).
     public static let toolsVersion = "15.28.1"
 
-    /// What an export holds: the buckets it lists, and each object with its content.
+    /// What an export holds: the buckets it lists, and each object, its content checked but not kept.
     public struct Contents: Sendable {
         public var buckets: [String]
-        public var objects: [(bucket: String, object: ArchivedObject)]
+        public var objects: [Entry]
+    }
+
+    /// One object of an export: its metadata, and where its content is, read when it is imported (so that an
+    /// import holds one object's content at a time, not the export's).
+    public struct Entry: Sendable {
+        public var bucket: String
+        /// The object without its content.
+        public var object: ArchivedObject
+        let blob: URL
+        let metadataFile: String
+        /// The MD5 the content had when the export was read.
+        let md5: String
+
+        /// The object with its content, which must still be what it was when the export was read.
+        public func withContent() throws(StorageError) -> ArchivedObject {
+            var loaded = object
+            do {
+                loaded.content = try Data(contentsOf: blob)
+            } catch {
+                throw .invalidArgument("\(metadataFile) has no content beside it any more: \(blob.path) cannot be read.")
+            }
+            guard ContentHash.md5Base64(loaded.content) == md5 else {
+                throw .invalidArgument("\(blob.path) changed while it was imported; nothing was imported.")
+            }
+            return loaded
+        }
     }
 
     // MARK: Reading
@@ -46,20 +72,16 @@ public enum FirebaseEmulatorExport {
             throw .invalidArgument("\(bucketsFile.path) has no \"buckets\" array.")
         }
         let buckets = entries.compactMap { $0["id"] as? String }
-        var objects: [(bucket: String, object: ArchivedObject)] = []
+        var objects: [Entry] = []
         let metadataRoot = storageRoot.appendingPathComponent("metadata")
         let blobsRoot = storageRoot.appendingPathComponent("blobs")
         for relative in try metadataFiles(under: metadataRoot) {
             let file = metadataRoot.appendingPathComponent(relative)
             let blob = blobsRoot.appendingPathComponent(String(relative.dropLast(".json".count)))
             let fields = try document(at: file, what: "an object's metadata")
-            let content: Data
-            do {
-                content = try Data(contentsOf: blob)
-            } catch {
-                throw .invalidArgument("\(file.path) has no content beside it: \(blob.path) cannot be read.")
-            }
-            objects.append(try object(fields, content: content, file: file.path))
+            let (size, md5) = try measure(blob, for: file)
+            let (bucket, archived) = try object(fields, contentSize: size, contentMD5: md5, file: file.path)
+            objects.append(Entry(bucket: bucket, object: archived, blob: blob, metadataFile: file.path, md5: md5))
         }
         // Name order, as a listing gives them, whatever order the directory gave.
         objects.sort { lhs, rhs in
@@ -102,9 +124,32 @@ public enum FirebaseEmulatorExport {
         return object
     }
 
-    /// One object of the export, checked against its content: a size or MD5 that does not match is refused
-    /// rather than imported wrong (the emulator would pad or cut the content to the size).
-    static func object(_ fields: [String: Any], content: Data, file: String) throws(StorageError) -> (bucket: String, object: ArchivedObject) {
+    /// The size and MD5 of a content file, read a piece at a time.
+    static func measure(_ blob: URL, for file: URL) throws(StorageError) -> (size: Int64, md5: String) {
+        guard let handle = try? FileHandle(forReadingFrom: blob) else {
+            throw .invalidArgument("\(file.path) has no content beside it: \(blob.path) cannot be read.")
+        }
+        defer { try? handle.close() }
+        var md5 = MD5Accumulator()
+        var size: Int64 = 0
+        do {
+            // Bounded: each round reads at least one byte, until the end of the file.
+            while let piece = try handle.read(upToCount: 1 << 20), !piece.isEmpty {
+                md5.update(piece)
+                size += Int64(piece.count)
+            }
+        } catch {
+            throw .invalidArgument("\(blob.path) cannot be read: \(error.localizedDescription)")
+        }
+        return (size, md5.base64())
+    }
+
+    /// One object of the export, checked against its content's size and MD5: a size or MD5 that does not match is
+    /// refused rather than imported wrong (the emulator would pad or cut the content to the size). The object comes
+    /// without its content.
+    static func object(_ fields: [String: Any], contentSize: Int64, contentMD5: String, file: String) throws(StorageError)
+        -> (bucket: String, object: ArchivedObject)
+    {
         guard let name = fields["name"] as? String, let bucket = fields["bucket"] as? String else {
             throw .invalidArgument("\(file): an object needs \"name\" and \"bucket\".")
         }
@@ -119,13 +164,13 @@ public enum FirebaseEmulatorExport {
             if let value = fields[key] as? NSNumber { return value.int64Value }
             return (fields[key] as? String).flatMap { Int64($0) }
         }
-        if let size = number("size"), size != Int64(content.count) {
-            throw .invalidArgument("\(file): size is \(size) but the content beside it has \(content.count) bytes.")
+        if let size = number("size"), size != contentSize {
+            throw .invalidArgument("\(file): size is \(size) but the content beside it has \(contentSize) bytes.")
         }
-        if let md5 = fields["md5Hash"] as? String, md5 != ContentHash.md5Base64(content) {
-            throw .invalidArgument("\(file): md5Hash \(md5) is not the MD5 of the content beside it (\(ContentHash.md5Base64(content))).")
+        if let md5 = fields["md5Hash"] as? String, md5 != contentMD5 {
+            throw .invalidArgument("\(file): md5Hash \(md5) is not the MD5 of the content beside it (\(contentMD5)).")
         }
-        var archived = ArchivedObject(name: objectName, content: content)
+        var archived = ArchivedObject(name: objectName, content: Data())
         for property in WritableProperty.allCases {
             if let value = fields[property.rawValue] as? String { archived.properties[property] = value }
         }
@@ -208,7 +253,8 @@ public enum FirebaseEmulatorExport {
         }
         let tokens = (metadata.customMetadata[ObjectMetadata.downloadTokensKey] ?? "").split(separator: ",").map { JSONValue.string(String($0)) }
         members.append(("downloadTokens", .array(tokens)))
-        members.append(("etag", .string(etag(generation: metadata.generation, metageneration: metadata.metageneration))))
+        // The same etag storesh serve's answers give.
+        members.append(("etag", .string(ObjectResource.etag(metadata))))
         var custom = metadata.customMetadata
         custom[ObjectMetadata.downloadTokensKey] = nil
         if !custom.isEmpty { members.append(("customMetadata", .object(custom.sortedByKeyBytes.map { ($0.key, .string($0.value)) }))) }
@@ -222,12 +268,6 @@ public enum FirebaseEmulatorExport {
             ("crc32c", .string(String(crc.value))),
         ]
         return .object(members)
-    }
-
-    /// The emulator's etag: the base64 of SHA-1("GENERATION/METAGENERATION"), without its last `=`.
-    static func etag(generation: Int64, metageneration: Int64) -> String {
-        let digest = Insecure.SHA1.hash(data: Data("\(generation)/\(metageneration)".utf8))
-        return String(Data(digest).base64EncodedString().dropLast())
     }
 }
 

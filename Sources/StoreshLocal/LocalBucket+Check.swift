@@ -52,12 +52,22 @@ extension LocalBucket {
                 report.add(describeProblem(error))
                 return report
             }
-            scan(&report, "SELECT \(LiveRow.columns) FROM objects ORDER BY name") { statement, report in
+            let objectColumns = LiveRow.columnsWithContentChecksum(stored: storesContentChecksums)
+            scan(&report, "SELECT \(objectColumns) FROM objects ORDER BY name") { statement, report in
                 let version = try StoredVersion(statement, from: 0, died: false)
                 _ = try version.metadata(bucket: name)
                 report.objects += 1
                 if version.born > current { report.add("object \(version.name.debugDescription) is from a future epoch") }
-                report.contentBytes += Int64(try content(of: version).count)
+                let data = try content(of: version)
+                report.contentBytes += Int64(data.count)
+                let checksumColumn = StoredVersion.columnCount + 2
+                if !statement.isNull(checksumColumn) {
+                    var crc = CRC32C()
+                    crc.update(data)
+                    if Int64(crc.value) != statement.int64(checksumColumn) {
+                        report.add("the CRC-32C kept for the content of object \(version.name.debugDescription) differs from its content")
+                    }
+                }
             }
             scan(&report, "SELECT \(SnapshotRow.keptColumns) FROM history ORDER BY name, born") { statement, report in
                 let version = try StoredVersion(statement, from: 0, died: true)
@@ -82,6 +92,19 @@ extension LocalBucket {
             ) { statement, report in
                 let orphans = statement.int64(0)
                 if orphans > 0 { report.add("\(orphans) content rows belong to no object version") }
+            }
+            if storesContentChecksums {
+                // Each content has its CRC-32C, and each CRC-32C a content (both tables by their primary keys).
+                scan(
+                    &report,
+                    """
+                    SELECT (SELECT count(*) FROM contents WHERE NOT EXISTS (SELECT 1 FROM content_checksums WHERE content_id = contents.id)),
+                    (SELECT count(*) FROM content_checksums WHERE NOT EXISTS (SELECT 1 FROM contents WHERE id = content_checksums.content_id))
+                    """
+                ) { statement, report in
+                    if statement.int64(0) > 0 { report.add("\(statement.int64(0)) content rows have no CRC-32C") }
+                    if statement.int64(1) > 0 { report.add("\(statement.int64(1)) CRC-32C rows belong to no content") }
+                }
             }
             return report
         }

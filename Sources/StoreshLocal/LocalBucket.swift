@@ -70,11 +70,19 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     /// any rollback, forgets them. At most one scan page.
     private var scannedRows: [String: LiveRow] = [:]
 
-    private init(path: String, name: String, connection: SQLiteConnection, options: LocalBucketOptions, ownsConnection: Bool = true) {
+    /// False only for a version-2 file opened where it cannot be written (so not upgraded): its contents have
+    /// no stored CRC-32C, and its objects' metadata then has none.
+    let storesContentChecksums: Bool
+
+    private init(
+        path: String, name: String, connection: SQLiteConnection, options: LocalBucketOptions,
+        storesContentChecksums: Bool, ownsConnection: Bool = true
+    ) {
         self.path = path
         self.name = name
         self.ownConnection = connection
         self.options = options
+        self.storesContentChecksums = storesContentChecksums
         self.ownsConnection = ownsConnection
     }
 
@@ -135,11 +143,15 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
             }
             try connection.execute(Self.connectionSettings)
             if version == 1 { try BucketSchema.upgradeFromVersion1(connection) }
+            let writable = sqlite3_db_readonly(connection.handle, "main") == 0
+            if version == 2 && writable { try BucketSchema.upgradeFromVersion2(connection) }
             let name = try BucketSchema.readInfo("name", connection: connection)
             guard let name else {
                 throw StorageError.internalError("\(path) is damaged: it has no bucket name.")
             }
-            return LocalBucket(path: path, name: name, connection: connection, options: options)
+            return LocalBucket(
+                path: path, name: name, connection: connection, options: options,
+                storesContentChecksums: version != 2 || writable)
         } catch let error as SQLiteError {
             throw describe(error, path: path, options: options)
         } catch let error as StorageError {
@@ -320,7 +332,9 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         // The transaction runs on the bucket's own connection when it is free (the usual case: one command or
         // script at a time), else on a new one of its own.
         let (connection, borrowed) = try lendConnection()
-        let engine = LocalBucket(path: path, name: name, connection: connection, options: options, ownsConnection: !borrowed)
+        let engine = LocalBucket(
+            path: path, name: name, connection: connection, options: options,
+            storesContentChecksums: storesContentChecksums, ownsConnection: !borrowed)
         defer {
             engine.close()
             if borrowed { lock.withLock { lent = false } }
@@ -651,7 +665,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         return try change {
             let existing = try fetchRow(object.rawValue)
             let now = options.clock.nextChangeTime()
-            let metadata = ObjectMetadata.newObject(
+            var metadata = ObjectMetadata.newObject(
                 bucket: name, name: object, size: source.size, md5Hash: md5, generation: try nextGeneration(now: now), now: now,
                 properties: writeOptions.properties, customMetadata: writeOptions.customMetadata)
             guard precondition.isSatisfied(by: existing?.metadata) else {
@@ -665,6 +679,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
             let blob = try SQLiteBlob(connection, table: "contents", column: "data", row: contentID, writable: true)
             defer { blob.close() }
             var offset: Int64 = 0
+            var crc = CRC32C()
             // Bounded: each round writes at least one byte, up to the source's size.
             while offset < source.size {
                 let piece = try source.read(offset: offset, length: Int(min(Int64(Self.streamedPieceBytes), source.size - offset)))
@@ -672,9 +687,16 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
                     throw StorageError.internalError("The content ended after \(offset) of its \(source.size) bytes; nothing was written.")
                 }
                 try blob.write(piece, at: Int(offset))
+                crc.update(piece)
                 offset += Int64(piece.count)
             }
             blob.close()  // before the rows around it change
+            let keepChecksum = try connection.statement(BucketSchema.keepContentChecksum)
+            keepChecksum.bind(1, contentID)
+            keepChecksum.bind(2, Int64(crc.value))
+            try keepChecksum.step()
+            keepChecksum.reset()
+            metadata.crc32c = crc.base64
             try store(metadata, contentID: contentID, replacing: existing)
             return metadata
         }
@@ -802,6 +824,14 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     /// Writes many objects in one transaction: all of them, or (on any error) none.
     /// With `replacingEverything`, the bucket holds exactly `objects` afterwards.
     public func importObjects(_ objects: [ArchivedObject], replacingEverything: Bool) throws(StorageError) {
+        try importObjects(count: objects.count, replacingEverything: replacingEverything) { index throws(StorageError) in objects[index] }
+    }
+
+    /// Writes `count` objects in one transaction, each made by `object` when its turn comes (so that an import of
+    /// many large objects holds one at a time): all of them, or (on any error, `object`'s too) none.
+    public func importObjects(
+        count: Int, replacingEverything: Bool, object: (Int) throws(StorageError) -> ArchivedObject
+    ) throws(StorageError) {
         try change {
             if replacingEverything {
                 let all = try connection.statement("SELECT \(LiveRow.columns) FROM objects ORDER BY id")
@@ -811,7 +841,8 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
                 for row in rows { try removeLive(row) }
             }
             var lastGeneration = try storedLastGeneration()
-            for object in objects {
+            for index in 0..<count {
+                let object = try object(index)
                 try CustomMetadataLimits.validate(object.customMetadata)
                 let now = options.clock.nextChangeTime()
                 // An archived generation is kept as it was; a new object gets a fresh one (rule M3).
@@ -923,6 +954,11 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         release.bind(1, contentID)
         release.bind(2, name)
         try release.step()
+        guard sqlite3_changes(connection.handle) > 0, storesContentChecksums else { return }
+        let releaseChecksum = try connection.statement("DELETE FROM content_checksums WHERE content_id = ?1")
+        defer { releaseChecksum.reset() }
+        releaseChecksum.bind(1, contentID)
+        try releaseChecksum.step()
     }
 
     /// Inserts a live version (its name must not be live).
@@ -966,7 +1002,15 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         insertContent.bind(1, content)
         try insertContent.step()
         insertContent.reset()
-        try store(metadata, contentID: sqlite3_last_insert_rowid(connection.handle), replacing: existing)
+        let contentID = sqlite3_last_insert_rowid(connection.handle)
+        var crc = CRC32C()
+        crc.update(content)
+        let keepChecksum = try connection.statement(BucketSchema.keepContentChecksum)
+        keepChecksum.bind(1, contentID)
+        keepChecksum.bind(2, Int64(crc.value))
+        try keepChecksum.step()
+        keepChecksum.reset()
+        try store(metadata, contentID: contentID, replacing: existing)
     }
 
     /// Makes `metadata` the live version of its name, over content stored already as `contentID`.
@@ -996,30 +1040,43 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     /// A live object row: its version and the metadata it describes.
     struct LiveRow {
         static let columns = "\(BucketSchema.metadataColumns), checksum, id"
+        /// `columns`, then the content's CRC-32C (one more index seek per row: for the reads that answer with
+        /// metadata, not for a bulk edit's scan). A file that keeps none gives NULL.
+        static func columnsWithContentChecksum(stored: Bool) -> String {
+            stored ? columnsAndStoredChecksum : columnsAndNoChecksum
+        }
+        private static let columnsAndStoredChecksum =
+            "\(columns), (SELECT crc32c FROM content_checksums WHERE content_id = objects.content_id)"
+        private static let columnsAndNoChecksum = "\(columns), NULL"
 
         var version: StoredVersion
         var metadata: ObjectMetadata
         /// The row's id in `objects`.
         var id: Int64
 
-        init(_ statement: SQLiteStatement, bucket: String) throws {
+        init(_ statement: SQLiteStatement, bucket: String, withContentChecksum: Bool = false) throws {
             version = try StoredVersion(statement, from: 0, died: false)
             metadata = try version.metadata(bucket: bucket)
             id = statement.int64(StoredVersion.columnCount + 1)
+            let checksumColumn = StoredVersion.columnCount + 2
+            if withContentChecksum && !statement.isNull(checksumColumn) {
+                metadata.crc32c = CRC32C.base64(of: UInt32(truncatingIfNeeded: statement.int64(checksumColumn)))
+            }
         }
     }
 
     func fetchRow(_ name: String) throws -> LiveRow? {
-        let statement = try connection.statement("SELECT \(LiveRow.columns) FROM objects WHERE name = ?1")
+        let statement = try connection.statement(
+            "SELECT \(LiveRow.columnsWithContentChecksum(stored: storesContentChecksums)) FROM objects WHERE name = ?1")
         defer { statement.reset() }
         statement.bind(1, name)
-        return try statement.step() ? try LiveRow(statement, bucket: self.name) : nil
+        return try statement.step() ? try LiveRow(statement, bucket: self.name, withContentChecksum: true) : nil
     }
     /// The live rows of `names`, read by one statement (a page's items, not one read per item): the names go
     /// in as one JSON array, so the statement is the same whatever the page's size, and each is one index seek.
     func fetchRows(_ names: [String]) throws -> [String: LiveRow] {
         let statement = try connection.statement(
-            "SELECT \(LiveRow.columns), name FROM objects WHERE name IN (SELECT value FROM json_each(?1))")
+            "SELECT \(LiveRow.columnsWithContentChecksum(stored: storesContentChecksums)), name FROM objects WHERE name IN (SELECT value FROM json_each(?1))")
         defer { statement.reset() }
         var list = "["
         for (index, name) in names.enumerated() {
@@ -1030,8 +1087,8 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         var rows: [String: LiveRow] = [:]
         rows.reserveCapacity(names.count)
         while try statement.step() {
-            guard let name = statement.string(StoredVersion.columnCount + 2) else { continue }
-            rows[name] = try LiveRow(statement, bucket: self.name)
+            guard let name = statement.string(StoredVersion.columnCount + 3) else { continue }
+            rows[name] = try LiveRow(statement, bucket: self.name, withContentChecksum: true)
         }
         return rows
     }

@@ -186,6 +186,7 @@ enum BucketPage {
             ("size", object.size < 1024 ? MessageText.counted(Int(object.size), "byte") : "\(MessageText.grouped(Int(object.size))) bytes (\(MessageText.byteCount(object.size)))"), ("timeCreated", object.timeCreated.rfc3339),
             ("updated", object.updated.rfc3339), ("md5Hash", object.md5Hash),
         ]
+        if let crc32c = object.crc32c { rows.append(("crc32c", crc32c)) }
         for property in WritableProperty.allCases {
             rows.append((property.rawValue, object[property] ?? "(not set)"))
         }

@@ -243,13 +243,13 @@ extension StorageAPI {
             if let type = exchange.request.headers[.contentType] { upload.options.properties[.contentType] = type }
             if let encoding = exchange.query["contentEncoding"] { upload.options.properties[.contentEncoding] = encoding }
             let content = try await receiveObject(&exchange)
-            return Reply.json(uploaded(try await finishUpload(upload, content: content), content: content, exchange))
+            return Reply.json(ObjectResource.cloudStorage(try await finishUpload(upload, content: content), baseURL: exchange.baseURL))
         case "multipart":
             let parts = try await receiveMultipart(&exchange)
             let metadata = try ObjectMetadataBody(json: parts.metadata, what: "upload's metadata part")
             var upload = try uploadRequest(metadata, exchange: exchange, conditions: conditions)
             if upload.options.properties[.contentType] == nil, let type = parts.contentType { upload.options.properties[.contentType] = type }
-            return Reply.json(uploaded(try await finishUpload(upload, content: parts.content), content: parts.content, exchange))
+            return Reply.json(ObjectResource.cloudStorage(try await finishUpload(upload, content: parts.content), baseURL: exchange.baseURL))
         case "resumable":
             let metadata = try await jsonBody(&exchange, what: "upload's metadata")
             var upload = try uploadRequest(metadata, exchange: exchange, conditions: conditions)
@@ -283,10 +283,6 @@ extension StorageAPI {
         return UploadRequest(
             name: try objectName(metadata.name ?? exchange.query["name"]), options: metadata.writeOptions,
             expectedCRC32C: metadata.crc32c, conditions: conditions, firebase: false)
-    }
-
-    private func uploaded(_ object: ObjectMetadata, content: SpooledContent, _ exchange: Exchange) -> JSONValue {
-        ObjectResource.cloudStorage(object, baseURL: exchange.baseURL, crc32c: content.crc32cBase64)
     }
 
     /// One chunk of a resumable upload (`Content-Range: bytes FIRST-LAST/TOTAL`, `TOTAL` may be `*`), or a status
@@ -366,7 +362,7 @@ extension StorageAPI {
             do {
                 let content = try spool.content()
                 let object = try await finishUpload(upload, content: content)
-                let resource = uploaded(object, content: content, exchange)
+                let resource = ObjectResource.cloudStorage(object, baseURL: exchange.baseURL)
                 try? uploads.withSession(id) { (session: inout UploadSessions.Session) in session.end(.final(status: 200, body: resource)) }
                 return Reply.json(resource)
             } catch let error as StorageError where error.code == .preconditionFailed || error.code == .nonMatchingChecksum || error.code == .unauthorized {

@@ -297,7 +297,7 @@ extension StorageAPI {
             let parts = try await receiveMultipart(&exchange)
             var upload = try request(try ObjectMetadataBody(json: parts.metadata, what: "upload's metadata part"))
             if upload.options.properties[.contentType] == nil, let type = parts.contentType { upload.options.properties[.contentType] = type }
-            return Reply.json(ObjectResource.firebase(try await finishUpload(upload, content: parts.content), crc32c: parts.content.crc32cBase64))
+            return Reply.json(ObjectResource.firebase(try await finishUpload(upload, content: parts.content)))
         }
         if let protocolName { throw HTTPFailure.badRequest("Unknown X-Goog-Upload-Protocol '\(protocolName)': it is multipart or resumable.") }
         var upload = try request(ObjectMetadataBody())
@@ -305,7 +305,7 @@ extension StorageAPI {
         // The whole object in one request: decided on what the request announces before its bytes are read.
         try await authorizeUploadStart(upload, declaredSize: exchange.request.headers[.contentLength].flatMap(Int64.init))
         let content = try await receiveObject(&exchange)
-        return Reply.json(ObjectResource.firebase(try await finishUpload(upload, content: content), crc32c: content.crc32cBase64))
+        return Reply.json(ObjectResource.firebase(try await finishUpload(upload, content: content)))
     }
 
     /// The commands of a v0 resumable upload at its upload URL: `upload`, `finalize` (or both), `query`, `cancel`.
@@ -397,7 +397,7 @@ extension StorageAPI {
             let answer: (Int, JSONValue)
             do {
                 let content = try spool.content()
-                answer = (200, ObjectResource.firebase(try await finishUpload(upload, content: content), crc32c: content.crc32cBase64))
+                answer = (200, ObjectResource.firebase(try await finishUpload(upload, content: content)))
             } catch let error as StorageError where error.code != .unavailable && error.code != .internalError {
                 let failure = HTTPFailure(error, bucket: bucket.name, object: upload.name.rawValue, firebase: true)
                 answer = (Int(failure.status.code), failure.body(firebase: true))

@@ -31,7 +31,8 @@ public enum CloudStorageJSON {
         var metadata = ObjectMetadata(
             bucket: (resource["bucket"] as? String) ?? bucket, fullPath: name, generation: try number("generation"),
             metageneration: try number("metageneration"), size: try number("size"), timeCreated: try time("timeCreated"),
-            updated: try time("updated"), md5Hash: (resource["md5Hash"] as? String) ?? "")
+            updated: try time("updated"), md5Hash: (resource["md5Hash"] as? String) ?? "",
+            crc32c: resource["crc32c"] as? String)
         for property in WritableProperty.allCases {
             if let value = resource[property.rawValue] as? String { metadata[property] = value }
         }

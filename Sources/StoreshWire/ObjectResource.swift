@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import StoreshCore
 
@@ -5,8 +6,8 @@ import StoreshCore
 /// clients decode): one place for both directions, tested as a round trip.
 public enum ObjectResource {
     /// An object of the Cloud Storage JSON API (`storage#object`): numbers as strings, every name as it is,
-    /// custom metadata (download tokens included) under `metadata`. `crc32c` when the content is at hand.
-    public static func cloudStorage(_ object: ObjectMetadata, baseURL: String, crc32c: String? = nil) -> JSONValue {
+    /// custom metadata (download tokens included) under `metadata`, and `crc32c` where the bucket keeps one.
+    public static func cloudStorage(_ object: ObjectMetadata, baseURL: String) -> JSONValue {
         let encoded = NameBytes.percentEncoded(object.fullPath)
         var members: [(String, JSONValue)] = [
             ("kind", .string("storage#object")),
@@ -19,7 +20,7 @@ public enum ObjectResource {
             ("size", .string(String(object.size))),
             ("md5Hash", .string(object.md5Hash)),
         ]
-        if let crc32c { members.append(("crc32c", .string(crc32c))) }
+        if let crc32c = object.crc32c { members.append(("crc32c", .string(crc32c))) }
         for property in [WritableProperty.contentEncoding, .contentDisposition, .contentLanguage, .cacheControl] {
             if let value = object[property] { members.append((property.rawValue, .string(value))) }
         }
@@ -34,7 +35,7 @@ public enum ObjectResource {
     }
 
     /// An object of the Firebase v0 API: download tokens as `downloadTokens`, and not among the custom metadata.
-    public static func firebase(_ object: ObjectMetadata, crc32c: String? = nil) -> JSONValue {
+    public static func firebase(_ object: ObjectMetadata) -> JSONValue {
         var members = identity(object)
         members += [
             ("timeCreated", .string(object.timeCreated.rfc3339)),
@@ -46,7 +47,7 @@ public enum ObjectResource {
         for property in [WritableProperty.contentEncoding, .contentDisposition, .contentLanguage, .cacheControl] {
             if let value = object[property] { members.append((property.rawValue, .string(value))) }
         }
-        if let crc32c { members.append(("crc32c", .string(crc32c))) }
+        if let crc32c = object.crc32c { members.append(("crc32c", .string(crc32c))) }
         members.append(("etag", .string(etag(object))))
         members.append(("downloadTokens", .string(object.customMetadata[ObjectMetadata.downloadTokensKey] ?? "")))
         var custom = object.customMetadata
@@ -67,13 +68,17 @@ public enum ObjectResource {
         return members
     }
 
-    /// Changes with every change of content or metadata, as the service's etag does.
+    /// Changes with every change of content or metadata, as the service's etag does; the Firebase emulator's
+    /// form (see `etag(generation:metageneration:)`), so that an app moved from the emulator sees the same etags.
     public static func etag(_ object: ObjectMetadata) -> String {
-        var bytes: [UInt8] = []
-        for number in [object.generation, object.metageneration] {
-            withUnsafeBytes(of: number.bigEndian) { bytes += $0 }
-        }
-        return Data(bytes).base64EncodedString()
+        etag(generation: object.generation, metageneration: object.metageneration)
+    }
+
+    /// The Firebase storage emulator's etag, in its answers and in its exports' metadata files: the base64 of
+    /// SHA-1("GENERATION/METAGENERATION"), without its last `=`.
+    public static func etag(generation: Int64, metageneration: Int64) -> String {
+        let digest = Insecure.SHA1.hash(data: Data("\(generation)/\(metageneration)".utf8))
+        return String(Data(digest).base64EncodedString().dropLast())
     }
 
     private static func customMetadata(_ map: [String: String]) -> JSONValue {

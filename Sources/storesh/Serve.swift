@@ -123,7 +123,8 @@ struct Serve: AsyncParsableCommand {
         let projectPath = noConfig ? nil : config ?? FirebaseProjectFile.find()
         let project = try projectPath.map { path throws(CommandLineError) in try FirebaseProjectFile.read(path) }
         let rulesTexts = try project?.checkedRulesTexts() ?? [:]
-        // Read whole before anything opens: a damaged export starts nothing.
+        // Read and checked before anything opens (each content's size and MD5, a piece at a time, not kept): a
+        // damaged export starts nothing.
         let imported = try importDirectory.map { try FirebaseEmulatorExport.read(directory: $0) }
         var nameForNewBucket = name
         if nameForNewBucket == nil, let imported {
@@ -135,7 +136,7 @@ struct Serve: AsyncParsableCommand {
         _ = OpenBuckets.shared.keep(bucket)
         if let imported, let importDirectory {
             let (objects, from) = try FirebaseExportImport.objects(of: imported, for: bucket.name, directory: importDirectory)
-            try bucket.importObjects(objects, replacingEverything: true)
+            try FirebaseExportImport.load(objects, into: bucket, replacingEverything: true)
             if !bucketOptions.quiet {
                 let made = existed ? "" : "created \(bucket.path); "
                 Diagnostics.notice(

@@ -553,7 +553,7 @@ struct Import: AsyncParsableCommand {
             // A new bucket file is named after the export's bucket, as the emulator served it.
             let bucket = try bucketOptions.openLocal(nameForNewBucket: FirebaseExportImport.bucketName(of: contents))
             let (objects, from) = try FirebaseExportImport.objects(of: contents, for: bucket.name, directory: file)
-            try bucket.importObjects(objects, replacingEverything: replace)
+            try FirebaseExportImport.load(objects, into: bucket, replacingEverything: replace)
             Diagnostics.line(FirebaseExportImport.summary(count: objects.count, from: from, into: bucket.name, replace: replace))
             return
         }
@@ -572,13 +572,20 @@ enum FirebaseExportImport {
     /// The objects of the export's bucket named as the local one; or, when there is no such bucket and the export
     /// holds one bucket's objects only, those (the emulator's default bucket, imported under the local name).
     static func objects(of contents: FirebaseEmulatorExport.Contents, for bucket: String, directory: String) throws
-        -> (objects: [ArchivedObject], from: String)
+        -> (objects: [FirebaseEmulatorExport.Entry], from: String)
     {
         let named = Set(contents.objects.map(\.bucket))
-        if named.contains(bucket) || named.isEmpty { return (contents.objects.filter { $0.bucket == bucket }.map(\.object), bucket) }
-        if named.count == 1, let only = named.first { return (contents.objects.map(\.object), only) }
+        if named.contains(bucket) || named.isEmpty { return (contents.objects.filter { $0.bucket == bucket }, bucket) }
+        if named.count == 1, let only = named.first { return (contents.objects, only) }
         throw CommandLineError(
             "\(directory) holds objects of \(named.sorted().map { "gs://\($0)" }.joined(separator: ", ")), none of gs://\(bucket): import it into a bucket named as one of them (storesh import --bucket NEW.bucket … names a new bucket after none, so give serve --name).")
+    }
+
+    /// Imports the export's objects in one transaction, reading each one's content in its turn.
+    static func load(_ objects: [FirebaseEmulatorExport.Entry], into bucket: LocalBucket, replacingEverything: Bool) throws {
+        try bucket.importObjects(count: objects.count, replacingEverything: replacingEverything) { index throws(StorageError) in
+            try objects[index].withContent()
+        }
     }
 
     /// The bucket an export is of, when it is of one: the one its objects name, else the one it lists.

@@ -412,6 +412,9 @@ struct LocalBucketStreamingTests {
         let written = try await bucket.write(
             from: BytesSource(bytes: bytes), to: objectName("big/one.bin"), options: WriteOptions(), precondition: .none)
         #expect(written.size == Int64(bytes.count) && written.md5Hash == ContentHash.md5Base64(bytes))
+        // The CRC-32C, computed as the pieces passed, is the whole content's, and is kept.
+        #expect(written.crc32c == CRC32C.base64(of: bytes))
+        #expect(try bucket.currentMetadata(of: objectName("big/one.bin")).crc32c == CRC32C.base64(of: bytes))
         #expect(try await bucket.read(objectName("big/one.bin")) == bytes)
         var pieces: [Data] = []
         let read = try bucket.currentObject(objectName("big/one.bin")) { pieces.append($0) }
@@ -425,5 +428,70 @@ struct LocalBucketStreamingTests {
         #expect(try await bucket.read(objectName("big/one.bin")) == bytes)
         let report = try bucket.verify()
         #expect(report.isSound && report.objects == 1 && report.contentBytes == Int64(bytes.count), "\(report.problems)")
+    }
+}
+
+@Suite("Local bucket: each content's CRC-32C, kept beside it")
+struct ContentChecksumTests {
+    let directory = TemporaryDirectory()
+
+    @Test("a write answers with its content's CRC-32C; a metadata read and a listing with metadata give the same")
+    func keptAndRead() async throws {
+        let bucket = try openBucket(directory.file("crc.bucket"))
+        let written = try await bucket.write(Data("hello".utf8), to: objectName("a/hello.txt"), options: WriteOptions())
+        // CRC-32C("hello") = 0x9A71BB4C, its four bytes in base64, as Cloud Storage writes it.
+        #expect(written.crc32c == "mnG7TA==")
+        _ = try await bucket.write(Data(), to: objectName("a/empty"), options: WriteOptions())
+        #expect(try bucket.currentMetadata(of: objectName("a/hello.txt")).crc32c == "mnG7TA==")
+        var options = ListOptions()
+        options.includeMetadata = true
+        let page = try bucket.listPage(try StoragePath(normalizing: "a"), options: options)
+        #expect(page.itemMetadata?.map(\.crc32c) == ["AAAAAA==", "mnG7TA=="])
+        // A metadata update keeps the content, and so its checksum.
+        var update = MetadataUpdate()
+        try update.set("cacheControl", to: "no-cache")
+        let updated = try await bucket.updateMetadata(of: objectName("a/hello.txt"), update, ifMetagenerationMatch: nil)
+        #expect(updated.metadata.crc32c == "mnG7TA==")
+        // Content no version refers to any more goes with its checksum.
+        _ = try await bucket.write(Data("other".utf8), to: objectName("a/hello.txt"), options: WriteOptions())
+        try await bucket.delete(objectName("a/empty"))
+        #expect(try bucket.currentMetadata(of: objectName("a/hello.txt")).crc32c == CRC32C.base64(of: Data("other".utf8)))
+        #expect(try bucket.verify().isSound)
+    }
+
+    @Test("a version-2 file is upgraded on open: every content's CRC-32C computed once; check finds a wrong one")
+    func upgradeFromVersion2AndCheck() async throws {
+        let path = directory.file("v2.bucket")
+        var bucket: LocalBucket? = try openBucket(path)
+        var generator = SystemRandomNumberGenerator()
+        let large = Data((0..<(2 * LocalBucket.streamedPieceBytes + 5)).map { _ in UInt8.random(in: 0...255, using: &generator) })
+        _ = try await bucket!.write(Data("hello".utf8), to: objectName("hello.txt"), options: WriteOptions())
+        _ = try await bucket!.write(large, to: objectName("large.bin"), options: WriteOptions())
+        bucket?.close()
+        bucket = nil
+        // The layout of version 2: no checksums.
+        let raw = try SQLiteConnection(path: path, flags: 0x02)
+        try raw.execute("DROP TABLE content_checksums; PRAGMA user_version = 2")
+        raw.close()
+
+        let upgraded = try openBucket(path)
+        #expect(try upgraded.currentMetadata(of: objectName("hello.txt")).crc32c == "mnG7TA==")
+        #expect(try upgraded.currentMetadata(of: objectName("large.bin")).crc32c == CRC32C.base64(of: large))
+        #expect(try upgraded.verify().isSound)
+        upgraded.close()
+
+        // A checksum changed behind storesh's back is found by check, naming the object.
+        let tamper = try SQLiteConnection(path: path, flags: 0x02)
+        #expect(try tamper.integer("PRAGMA user_version") == BucketSchema.version)
+        try tamper.execute(
+            "UPDATE content_checksums SET crc32c = crc32c + 1 WHERE content_id = (SELECT content_id FROM objects WHERE name = 'hello.txt')")
+        tamper.close()
+        let report = try openBucket(path).verify()
+        #expect(report.problems.count == 1 && report.problems.first?.contains("\"hello.txt\"") == true, "\(report.problems)")
+        // And one missing.
+        let remove = try SQLiteConnection(path: path, flags: 0x02)
+        try remove.execute("DELETE FROM content_checksums WHERE content_id = (SELECT content_id FROM objects WHERE name = 'large.bin')")
+        remove.close()
+        #expect(try openBucket(path).verify().problems.contains("1 content rows have no CRC-32C"))
     }
 }

@@ -193,6 +193,7 @@ struct SnapshotTests {
         #expect(bucket.name == "old")
         let metadata = try bucket.currentMetadata(of: objectName("photos/a.jpg"))
         #expect(metadata.generation == 7 && metadata.metageneration == 2 && metadata.contentType == "image/jpeg")
+        #expect(metadata.crc32c == "mnG7TA==")
         #expect(try await bucket.read(objectName("photos/a.jpg")) == Data("hello".utf8))
         #expect(try bucket.storedRules()?.origin == "r.rules")
         try await bucket.put(["next"])

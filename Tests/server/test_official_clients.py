@@ -249,3 +249,28 @@ def test_v1_batch_of_patches_and_deletes(server, client):
             bucket.delete_blob("batch/10")
             bucket.delete_blob("batch/missing")
     assert bucket.get_blob("batch/10") is None
+
+
+def test_every_metadata_answer_carries_the_content_crc32c(server, client, tmp_path):
+    """The emulator and Cloud Storage give `crc32c` in every object resource, and the clients check a download
+    against it: for an object the shell wrote, and one a client uploaded, in a get, a listing, a patch's answer
+    and the v0 API's metadata, and a download the client checks itself."""
+    status, _, err = harness.storesh(
+        tmp_path, "--bucket", server.bucket_file, "--quiet", "-c", "put --data hello crc/from-shell.txt")
+    assert status == 0, err
+    bucket = client.bucket(server.name)
+    uploaded = os.urandom(300_000)
+    bucket.blob("crc/uploaded.bin").upload_from_string(uploaded)
+    expected = {"crc/from-shell.txt": crc32c_b64(b"hello"), "crc/uploaded.bin": crc32c_b64(uploaded)}
+    assert expected["crc/from-shell.txt"] == "mnG7TA=="
+    for name, crc in expected.items():
+        assert bucket.get_blob(name).crc32c == crc
+    assert {blob.name: blob.crc32c for blob in client.list_blobs(server.name, prefix="crc/")} == expected
+    patched = bucket.blob("crc/from-shell.txt")
+    patched.cache_control = "no-cache"
+    patched.patch()
+    assert patched.metageneration == 2 and patched.crc32c == expected["crc/from-shell.txt"]
+    assert bucket.blob("crc/uploaded.bin").download_as_bytes(checksum="crc32c") == uploaded
+    v0 = server.request("GET", server.object_path("crc/from-shell.txt", api="v0"),
+                        headers={"Authorization": "Firebase owner"})
+    assert v0.status_code == 200 and v0.json()["crc32c"] == expected["crc/from-shell.txt"]
