@@ -73,7 +73,7 @@ enum BucketPage {
         </head>
         <body\(wide ? " class=\"projected\"" : "")>
         <header><h1>\(heading)</h1>\(navigation)
-        <p id="live" class="note" aria-live="polite">Reload to see changes (live updates need JavaScript).</p></header>
+        <p id="live" class="note" aria-live="polite">Reload to see changes (live updates need JavaScript).</p>\(wide ? "" : identityForm)</header>
         <main>
         \(main)</main>
         <script>\(liveScript)</script>
@@ -212,10 +212,30 @@ enum BucketPage {
         return html + "</section>\n"
     }
 
-    /// Where the page's edits go: the Cloud Storage JSON API of this server, as the administrator, as any client's.
+    /// Where the page's edits go as the owner: the Cloud Storage JSON API of this server, as any client's.
     static func objectResource(bucket: String, name: String) -> String {
         "/storage/v1/b/\(NameBytes.percentEncoded(bucket))/o/\(NameBytes.percentEncoded(name))"
     }
+
+    /// Where they go as a user or signed out: the Firebase v0 API, whose requests the security rules decide, as an
+    /// app's SDK calls do.
+    static func firebaseResource(bucket: String, name: String? = nil) -> String {
+        "/v0/b/\(NameBytes.percentEncoded(bucket))/o" + (name.map { "/" + NameBytes.percentEncoded($0) } ?? "")
+    }
+
+    /// Whom the page's edits, deletions and uploads are made as: the owner (the JSON API with no rules, as the
+    /// Emulator Suite's page edits), or, to see the rules decide, signed out or signed in as a uid (an unsigned
+    /// emulator ID token, as the Firebase emulators take). Kept for the browser tab; shown only where scripts run.
+    static let identityForm = """
+
+        <form class="identity" hidden>
+        <p><label>Edit and upload as <select name="as">
+        <option value="owner">the owner: rules do not apply</option>
+        <option value="signed-out">signed out: the rules decide</option>
+        <option value="user">signed in as this uid: the rules decide</option>
+        </select></label> <label>uid <input name="uid" size="14" placeholder="ada"></label></p>
+        </form>
+        """
 
     /// The object's writable properties and custom metadata as a form, and its deletion. The page's script sends
     /// them to the JSON API with the generation and metageneration shown (`ifGenerationMatch`,
@@ -225,10 +245,11 @@ enum BucketPage {
         var html = """
             <p class="note scriptless">Editing needs JavaScript: the page sends its changes to this server's API.</p>
             <form class="edit" hidden data-object="\(escaped(objectResource(bucket: bucket, name: object.fullPath)))" \
+            data-firebase="\(escaped(firebaseResource(bucket: bucket, name: object.fullPath)))" \
             data-generation="\(object.generation)" data-metageneration="\(object.metageneration)" \
             data-folder="\(escaped(link(path: NameBytes.folder(ofPrefix: object.fullPath))))">
             <h3>Edit</h3>
-            <p class="note">As the administrator, on the object as shown (generation \(object.generation), metageneration \(object.metageneration)): a change made since is refused, not overwritten. An emptied field is removed.</p>
+            <p class="note">As chosen at the top of the page (the owner, unless you choose a user), on the object as shown (generation \(object.generation), metageneration \(object.metageneration)): a change made since is refused, not overwritten. An emptied field is removed.</p>
 
             """
         for property in WritableProperty.allCases {
@@ -253,7 +274,8 @@ enum BucketPage {
     /// Files from the computer into the folder shown, each only where no object has its name (`ifGenerationMatch=0`).
     static func uploadForm(bucket: String, prefix: String) -> String {
         """
-        <form class="upload" hidden data-upload="/upload/storage/v1/b/\(escaped(NameBytes.percentEncoded(bucket)))/o" data-prefix="\(escaped(prefix))">
+        <form class="upload" hidden data-upload="/upload/storage/v1/b/\(escaped(NameBytes.percentEncoded(bucket)))/o" \
+        data-firebase="\(escaped(firebaseResource(bucket: bucket)))" data-prefix="\(escaped(prefix))">
         <p><label>Upload into \(prefix.isEmpty ? "the root" : escaped(prefix)) <input type="file" name="files" multiple></label> <button type="submit">Upload</button></p>
         <p class="outcome" role="status"></p>
         </form>
@@ -271,10 +293,37 @@ enum BucketPage {
           events.onopen = function () { live.textContent = "Live: changes to the bucket appear here as they happen."; };
           // The forms are the script's: shown only where it runs.
           function showForms() {
-            document.querySelectorAll("form.edit, form.upload").forEach(function (form) { form.hidden = false; });
+            document.querySelectorAll("form.edit, form.upload, form.identity").forEach(function (form) { form.hidden = false; });
             document.querySelectorAll(".scriptless").forEach(function (note) { note.hidden = true; });
           }
           showForms();
+          // Whom edits are made as, kept for this tab (the header is not replaced by live updates).
+          var identity = document.querySelector("form.identity");
+          if (identity) {
+            identity.elements.as.value = sessionStorage.getItem("storesh.as") || "owner";
+            identity.elements.uid.value = sessionStorage.getItem("storesh.uid") || "";
+            identity.addEventListener("change", function () {
+              sessionStorage.setItem("storesh.as", identity.elements.as.value);
+              sessionStorage.setItem("storesh.uid", identity.elements.uid.value.trim());
+            });
+            identity.addEventListener("submit", function (event) { event.preventDefault(); });
+          }
+          function base64url(text) {
+            return btoa(unescape(encodeURIComponent(text))).replace(/[+]/g, "-").replace(/[/]/g, "_").replace(/=+$/, "");
+          }
+          // Where a change goes and with which headers: the owner's to the JSON API; anyone else's to the v0 API,
+          // which the rules decide, signed in with an unsigned emulator ID token (null: no uid was given).
+          function route(form, json, headers) {
+            var as = identity ? identity.elements.as.value : "owner", uid = identity ? identity.elements.uid.value.trim() : "";
+            if (as === "owner") return { url: json, headers: headers, who: "as the owner" };
+            if (as === "user" && !uid) return null;
+            if (as === "user") {
+              headers.Authorization = "Firebase " + base64url(JSON.stringify({ alg: "none", typ: "JWT" })) + "." +
+                base64url(JSON.stringify({ sub: uid, user_id: uid })) + ".";
+            }
+            return { url: null, headers: headers, who: as === "user" ? "as " + uid : "signed out" };
+          }
+          var noUid = "Give a uid at the top of the page to act as a signed-in user.";
           // One read of the page at a time, and at most one more after it, however many events arrive. An edit
           // being typed, or files chosen, are not swept away: the page waits until they are sent (an edit's
           // preconditions catch a change made meanwhile).
@@ -342,34 +391,40 @@ enum BucketPage {
             Object.keys(after).forEach(function (key) { if (before[key] !== after[key]) metadata[key] = after[key]; });
             if (Object.keys(metadata).length) body.metadata = metadata;
             if (!Object.keys(body).length) { form.querySelector(".outcome").textContent = "Nothing to save: no field changed."; return; }
-            fetch(form.dataset.object + conditions(form, true), {
-              method: "PATCH", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body)
+            var to = route(form, form.dataset.object, { "Content-Type": "application/json" });
+            if (!to) { form.querySelector(".outcome").textContent = noUid; return; }
+            fetch((to.url || form.dataset.firebase) + conditions(form, true), {
+              method: "PATCH", headers: to.headers, body: JSON.stringify(body)
             }).then(function (answer) {
-              if (answer.ok) return answer.json().then(function (object) { settle(form, "Saved: metageneration " + object.metageneration + "."); });
+              if (answer.ok) return answer.json().then(function (object) { settle(form, "Saved " + to.who + ": metageneration " + object.metageneration + "."); });
               if (answer.status === 412) return settle(form, "Not saved: the object changed since the page showed it. Nothing was changed; it is shown as it is now.");
-              return failure(answer).then(function (message) { settle(form, "Not saved (" + answer.status + "): " + message); });
+              return failure(answer).then(function (message) { settle(form, "Not saved " + to.who + " (" + answer.status + "): " + message); });
             }, function (error) { form.querySelector(".outcome").textContent = "Not saved: " + error; });
           }
           function remove(form) {
-            fetch(form.dataset.object + conditions(form, false), { method: "DELETE" }).then(function (answer) {
+            var to = route(form, form.dataset.object, {});
+            if (!to) { form.querySelector(".outcome").textContent = noUid; return; }
+            fetch((to.url || form.dataset.firebase) + conditions(form, false), { method: "DELETE", headers: to.headers }).then(function (answer) {
               if (answer.ok) { location.href = form.dataset.folder; return; }
               if (answer.status === 412) return settle(form, "Not deleted: the object changed since the page showed it. It is shown as it is now.");
-              return failure(answer).then(function (message) { settle(form, "Not deleted (" + answer.status + "): " + message); });
+              return failure(answer).then(function (message) { settle(form, "Not deleted " + to.who + " (" + answer.status + "): " + message); });
             });
           }
           // One file after another; each only where nothing has its name (ifGenerationMatch=0).
           function upload(form) {
             var files = Array.from(form.querySelector("input[type=file]").files), done = [], outcome = form.querySelector(".outcome");
             if (!files.length) { outcome.textContent = "Choose a file first."; return; }
+            if (!route(form, "", {})) { outcome.textContent = noUid; return; }
             (function next() {
               if (!files.length) { settle(form, done.join(" ")); return; }
               var file = files.shift(), name = form.dataset.prefix + file.name;
-              fetch(form.dataset.upload + "?uploadType=media&ifGenerationMatch=0&name=" + encodeURIComponent(name), {
-                method: "POST", headers: { "Content-Type": file.type || "application/octet-stream" }, body: file
+              var to = route(form, form.dataset.upload + "?uploadType=media&", { "Content-Type": file.type || "application/octet-stream" });
+              fetch((to.url || form.dataset.firebase + "?") + "ifGenerationMatch=0&name=" + encodeURIComponent(name), {
+                method: "POST", headers: to.headers, body: file
               }).then(function (answer) {
-                if (answer.ok) { done.push("Uploaded " + name + "."); return; }
+                if (answer.ok) { done.push("Uploaded " + name + " " + to.who + "."); return; }
                 if (answer.status === 412) { done.push(name + " exists: not replaced."); return; }
-                return failure(answer).then(function (message) { done.push(name + " not uploaded (" + answer.status + "): " + message); });
+                return failure(answer).then(function (message) { done.push(name + " not uploaded " + to.who + " (" + answer.status + "): " + message); });
               }).then(next);
             })();
           }
@@ -391,7 +446,7 @@ enum BucketPage {
         ol.exchanges{list-style:none;padding:0}li.exchange{border-left:6px solid #888;padding:.3em .8em;margin:.6em 0}
         li.exchange.denied{border-left:6px double #111}li.exchange p{margin:.15em 0}.call code{font-size:1.05em}
         .http{font-size:.9em}.verdict{font-size:.9em}code{word-break:break-all}
-        form input,form button{font:inherit;max-width:100%}fieldset{border:1px solid #888}.outcome{font-weight:bold}
+        form input,form button,form select{font:inherit;max-width:100%}fieldset{border:1px solid #888}.outcome{font-weight:bold}
         body.projected{font-size:28px;max-width:none}body.projected main{display:block}
         """
 }

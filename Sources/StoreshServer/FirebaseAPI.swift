@@ -110,8 +110,9 @@ extension StorageAPI {
                 let target = try caller(exchange)
                 let session = try rulesSession(for: target)
                 let object = try objectName(name)
+                let precondition = try Self.conditions(exchange)?.precondition ?? .none
                 try await bucket.change { transaction -> Void in
-                    try await (session?.guarding(transaction) ?? transaction).delete(object, precondition: .none)
+                    try await (session?.guarding(transaction) ?? transaction).delete(object, precondition: precondition)
                 }
                 return Reply.empty()
             case .post where exchange.query["create_token"] != nil || exchange.query["delete_token"] != nil:
@@ -211,6 +212,7 @@ extension StorageAPI {
     /// under `metadata.firebaseStorageDownloadTokens` are added to them, as the service does (rule G7).
     private func patchFirebase(_ exchange: inout Exchange, name: ObjectName) async throws -> Answer {
         let session = try rulesSession(for: try caller(exchange))
+        let conditions = try Self.conditions(exchange)
         let body = try await jsonBody(&exchange, what: "metadata")
         let result = try await bucket.change { transaction in
             var update = body.update
@@ -226,9 +228,21 @@ extension StorageAPI {
                 update.customMetadata[downloadTokensKey] = .set(tokens.joined(separator: ","))
             }
             return try await (session?.guarding(transaction) ?? transaction).updateMetadata(
-                of: name, update, precondition: existing.map(Precondition.matches) ?? .none)
+                of: name, update, precondition: conditions?.precondition ?? existing.map(Precondition.matches) ?? .none)
         }
         return Reply.json(ObjectResource.firebase(result.metadata))
+    }
+
+    /// The JSON API's `ifGenerationMatch` (0: must not exist) and `ifMetagenerationMatch`, which storesh's v0 API
+    /// also takes (the SDKs send none; the bucket page sends them, so that its edits as a user are refused rather
+    /// than overwrite a change made meanwhile). They are checked after the rules: a request the rules deny learns
+    /// nothing of the object. Nil when the request gives neither.
+    static func conditions(_ exchange: Exchange) throws -> Conditions? {
+        let conditions = try Conditions(exchange.query)
+        if conditions.hasNotMatch {
+            throw HTTPFailure.badRequest("The v0 API takes ifGenerationMatch and ifMetagenerationMatch only; the NotMatch forms are the JSON API's.")
+        }
+        return conditions.generationMatch == nil && conditions.metagenerationMatch == nil ? nil : conditions
     }
 
     /// `create_token=true` adds a download token; `delete_token=T` removes one (a new one is made when none is
@@ -264,14 +278,15 @@ extension StorageAPI {
         let protocolName = exchange.header("X-Goog-Upload-Protocol")?.lowercased()
         let command = exchange.header("X-Goog-Upload-Command")?.lowercased()
         let queryName = exchange.query["name"]
+        let conditions = try Self.conditions(exchange) ?? Conditions()
         func request(_ metadata: ObjectMetadataBody) throws -> UploadRequest {
             let name = try objectName(pathName ?? queryName ?? metadata.name)
             if let given = metadata.name, given != name.rawValue {
                 throw HTTPFailure.badRequest("The object's name in the URL ('\(name.rawValue)') and in the metadata ('\(given)') differ.")
             }
             return UploadRequest(
-                name: name, options: metadata.writeOptions, expectedCRC32C: metadata.crc32c, conditions: Conditions(),
-                firebase: true, caller: who)
+                name: name, options: metadata.writeOptions, expectedCRC32C: metadata.crc32c,
+                conditions: conditions, firebase: true, caller: who)
         }
         if protocolName == "resumable" || command != nil {
             guard command == "start" else {

@@ -201,7 +201,7 @@ def test_an_edit_from_the_page_is_refused_after_a_concurrent_change_then_saved_a
     rows[-1].find_element(By.CSS_SELECTOR, ".key").send_keys("reviewed")
     rows[-1].find_element(By.CSS_SELECTOR, ".value").send_keys("yes")
     form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
-    wait_for(chrome, lambda: outcome().startswith("Saved: metageneration"))
+    wait_for(chrome, lambda: outcome().startswith("Saved as the owner: metageneration"))
     saved = meta(tmp_path, served, "images/forest.jpg")
     assert saved["cacheControl"] == "no-store" and saved["contentLanguage"] == "fr"
     custom = {key: value for key, value in saved.get("customMetadata", {}).items() if key != "firebaseStorageDownloadTokens"}
@@ -212,7 +212,7 @@ def test_an_edit_from_the_page_is_refused_after_a_concurrent_change_then_saved_a
     # A file from the computer into the folder shown; a second upload of the same name replaces nothing.
     upload = tmp_path / "note.txt"
     upload.write_text("from the page")
-    for attempt in ("Uploaded images/note.txt.", "images/note.txt exists: not replaced."):
+    for attempt in ("Uploaded images/note.txt as the owner.", "images/note.txt exists: not replaced."):
         wait_for(chrome, lambda: chosen(chrome, str(upload)))
         chrome.find_element(By.CSS_SELECTOR, "form.upload button[type=submit]").click()
         wait_for(chrome, lambda: attempt in chrome.execute_script(
@@ -246,3 +246,70 @@ def test_a_delete_from_the_page_is_refused_after_the_object_was_rewritten_then_d
     assert "000.txt" not in entries(chrome)
     status, _, _ = harness.storesh(tmp_path, "--bucket", served.bucket_file, "-c", "meta get files/000.txt")
     assert status == 1
+
+
+def act_as(driver, who, uid=""):
+    """Chooses whom the page's edits are made as, as a person would with the select and the uid field."""
+    driver.execute_script(
+        'var f = document.querySelector("form.identity"); f.elements.as.value = arguments[0];'
+        ' f.elements.uid.value = arguments[1]; f.dispatchEvent(new Event("change", {bubbles: true}));', who, uid)
+
+
+def test_edits_as_a_user_or_signed_out_are_decided_by_the_rules_and_logged_with_them(served, chrome, tmp_path):
+    rules = tmp_path / "storage.rules"
+    rules.write_text("rules_version = '2';\nservice firebase.storage {\n  match /b/{bucket}/o {\n"
+                     "    match /users/{uid}/{all=**} { allow read, write: if request.auth != null && request.auth.uid == uid; }\n"
+                     "  }\n}\n")
+    status, _, err = harness.storesh(tmp_path, "--bucket", served.bucket_file, "--quiet", "-c",
+                                     f"put --data hi users/ada/profile.txt\nrules load {rules}")
+    assert status == 0, err.decode()
+    chrome.get(served.url + "/?path=users%2Fada%2F&object=users%2Fada%2Fprofile.txt")
+    wait_for(chrome, lambda: chrome.execute_script('return !document.querySelector("form.identity").hidden;'))
+    assert chrome.find_element(By.CSS_SELECTOR, "form.identity").is_displayed()
+
+    def outcome(form="edit"):
+        return chrome.execute_script(f'var o = document.querySelector("form.{form} .outcome"); return o ? o.textContent : "";')
+
+    def save(expected):
+        wait_for(chrome, lambda: retyped(chrome, "form.edit input[name=cacheControl]", "no-cache"))
+        chrome.execute_script('document.querySelector("form.edit button[type=submit]").click();')
+        wait_for(chrome, lambda: outcome().startswith(expected))
+
+    act_as(chrome, "signed-out")
+    save("Not saved signed out (403)")
+    act_as(chrome, "user", "bob")
+    save("Not saved as bob (403)")
+    act_as(chrome, "user", "")
+    save("Give a uid")
+    def as_ada(command):
+        # The rules bind the shell too: it reads as ada.
+        status, out, err = harness.storesh(tmp_path, "--bucket", served.bucket_file, "--json", "-c", f"login ada\n{command}")
+        assert status == 0, err.decode()
+        return out
+
+    def profile():
+        import json
+        return json.loads(as_ada("meta get users/ada/profile.txt").splitlines()[-1])
+    assert "cacheControl" not in profile(), "no refused edit landed"
+    act_as(chrome, "user", "ada")
+    save("Saved as ada: metageneration 2")
+    assert profile()["cacheControl"] == "no-cache"
+    # The choice stays for the tab, through a reload; an upload as ada into her folder is hers to make.
+    chrome.get(served.url + "/?path=users%2Fada%2F")
+    # The page's script ran (a live update may already have replaced the "Live" line).
+    wait_for(chrome, lambda: chrome.execute_script('return !document.querySelector("form.identity").hidden;'))
+    assert chrome.execute_script('return document.querySelector("form.identity").elements.uid.value;') == "ada"
+    upload = tmp_path / "avatar.txt"
+    upload.write_text("ada's")
+    wait_for(chrome, lambda: chosen(chrome, str(upload)))
+    chrome.execute_script('document.querySelector("form.upload button[type=submit]").click();')
+    wait_for(chrome, lambda: "Uploaded users/ada/avatar.txt as ada." in outcome("upload"))
+    import json
+    assert json.loads(as_ada("cat users/ada/avatar.txt").splitlines()[-1])["text"] == "ada's"
+
+    # The class sees each attempt in the request log: who made it, and the rule's decision.
+    chrome.get(served.url + "/?view=requests")
+    log = chrome.execute_script('return document.querySelector("section.requests").innerText;')
+    assert "signed out" in log and "signed in as bob" in log and "signed in as ada" in log
+    assert "denied update on gs://" + BUCKET + "/users/ada/profile.txt" in log
+    assert "403 Forbidden" in log and "storage.rules:4" in log

@@ -242,6 +242,32 @@ def test_m4_m5_update_metadata_as_the_sdks_send_it(ruled):
     assert ruled.request("GET", url, headers=ADA).json()["metageneration"] == "3"
 
 
+def test_storesh_v0_takes_the_json_apis_match_conditions_after_the_rules(ruled):
+    """storesh's addition, for its bucket page's edits as a user: ifGenerationMatch and ifMetagenerationMatch on a
+    change, a deletion and an upload; a stale one is 412 with nothing changed, and the rules come first."""
+    resource = multipart_upload(ruled, "users/ada/c.txt", b"c", ADA).json()
+    url = v0_object(ruled, "users/ada/c.txt")
+    generation = resource["generation"]
+    stale = {"ifGenerationMatch": generation, "ifMetagenerationMatch": "7"}
+    body = json.dumps({"cacheControl": "no-cache"})
+    # Denied by the rules first: bob learns nothing of the object's state.
+    assert ruled.request("PATCH", url, params=stale, headers=BOB, data=body).status_code == 403
+    refused = ruled.request("PATCH", url, params=stale, headers=ADA, data=body)
+    assert refused.status_code == 412, refused.text
+    assert "cacheControl" not in ruled.request("GET", url, headers=ADA).json()
+    current = {"ifGenerationMatch": generation, "ifMetagenerationMatch": "1"}
+    patched = ruled.request("PATCH", url, params=current, headers=ADA, data=body)
+    assert patched.status_code == 200 and patched.json()["metageneration"] == "2"
+    assert ruled.request("DELETE", url, params={"ifGenerationMatch": "1"}, headers=ADA).status_code == 412
+    # An upload only where nothing has the name.
+    again = ruled.request("POST", f"/v0/b/{ruled.name}/o", params={"name": "users/ada/c.txt", "ifGenerationMatch": "0"},
+                          headers={**ADA, "Content-Type": "text/plain"}, data=b"other")
+    assert again.status_code == 412
+    assert ruled.request("GET", url, headers=ADA, params={"alt": "media"}).content == b"c"
+    assert ruled.request("PATCH", url, params={"ifGenerationNotMatch": "1"}, headers=ADA, data=body).status_code == 400
+    assert ruled.request("DELETE", url, params={"ifGenerationMatch": generation}, headers=ADA).status_code == 204
+
+
 def test_delete_and_the_internal_endpoints(ruled):
     multipart_upload(ruled, "users/ada/gone.txt", b"g", ADA)
     url = v0_object(ruled, "users/ada/gone.txt")
