@@ -35,10 +35,13 @@ enum BucketSchema {
             custom_metadata BLOB, content_id INTEGER NOT NULL, born INTEGER NOT NULL,
         """
 
+    /// Each content's CRC-32C (format 3), by the content's id.
+    static let contentChecksumsTable = "CREATE TABLE content_checksums (content_id INTEGER PRIMARY KEY, crc32c INTEGER NOT NULL);"
+
     static let tables = """
         CREATE TABLE bucket_info (key TEXT PRIMARY KEY, value TEXT NOT NULL, checksum INTEGER NOT NULL);
         CREATE TABLE contents (id INTEGER PRIMARY KEY, data BLOB NOT NULL);
-        CREATE TABLE content_checksums (content_id INTEGER PRIMARY KEY, crc32c INTEGER NOT NULL);
+        \(contentChecksumsTable)
         CREATE TABLE objects (
             id INTEGER PRIMARY KEY,
             name TEXT NOT NULL UNIQUE,
@@ -141,7 +144,7 @@ enum BucketSchema {
                 try connection.execute("ROLLBACK")
                 return
             }
-            try connection.execute("CREATE TABLE content_checksums (content_id INTEGER PRIMARY KEY, crc32c INTEGER NOT NULL)")
+            try connection.execute(contentChecksumsTable)
             try fillContentChecksums(connection)
             try connection.execute("PRAGMA user_version = \(version); COMMIT")
         } catch {
@@ -158,8 +161,6 @@ enum BucketSchema {
             SELECT id FROM contents WHERE id > ?1
             AND NOT EXISTS (SELECT 1 FROM content_checksums WHERE content_id = contents.id) ORDER BY id LIMIT 10000
             """)
-        let update = try connection.statement(keepContentChecksum)
-        defer { update.reset() }
         var after = Int64.min
         // A batch of ids at a time, so that a bucket of millions of contents needs no list of them all. Bounded:
         // each batch starts after the last one's last id.
@@ -171,17 +172,18 @@ enum BucketSchema {
             missing.reset()
             guard let last = ids.last else { return }
             after = last
-            for id in ids {
-                update.reset()
-                update.bind(1, id)
-                update.bind(2, Int64(try contentChecksum(connection, contentID: id)))
-                try update.step()
-            }
+            for id in ids { try keepContentChecksum(try contentChecksum(connection, contentID: id), of: id, connection: connection) }
         }
     }
 
-    /// Keeps content `?1`'s CRC-32C `?2`.
-    static let keepContentChecksum = "INSERT INTO content_checksums (content_id, crc32c) VALUES (?1, ?2)"
+    /// Keeps the CRC-32C of content `contentID`.
+    static func keepContentChecksum(_ value: UInt32, of contentID: Int64, connection: SQLiteConnection) throws(SQLiteError) {
+        let statement = try connection.statement("INSERT INTO content_checksums (content_id, crc32c) VALUES (?1, ?2)")
+        defer { statement.reset() }
+        statement.bind(1, contentID)
+        statement.bind(2, Int64(value))
+        try statement.step()
+    }
 
     /// The CRC-32C of one stored content, read a piece at a time.
     static func contentChecksum(_ connection: SQLiteConnection, contentID: Int64) throws(SQLiteError) -> UInt32 {

@@ -691,11 +691,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
                 offset += Int64(piece.count)
             }
             blob.close()  // before the rows around it change
-            let keepChecksum = try connection.statement(BucketSchema.keepContentChecksum)
-            keepChecksum.bind(1, contentID)
-            keepChecksum.bind(2, Int64(crc.value))
-            try keepChecksum.step()
-            keepChecksum.reset()
+            try keep(crc, ofContent: contentID)
             metadata.crc32c = crc.base64
             try store(metadata, contentID: contentID, replacing: existing)
             return metadata
@@ -1005,12 +1001,13 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         let contentID = sqlite3_last_insert_rowid(connection.handle)
         var crc = CRC32C()
         crc.update(content)
-        let keepChecksum = try connection.statement(BucketSchema.keepContentChecksum)
-        keepChecksum.bind(1, contentID)
-        keepChecksum.bind(2, Int64(crc.value))
-        try keepChecksum.step()
-        keepChecksum.reset()
+        try keep(crc, ofContent: contentID)
         try store(metadata, contentID: contentID, replacing: existing)
+    }
+
+    /// Keeps a content's CRC-32C beside it (format 3), for every metadata answer to give.
+    private func keep(_ crc: CRC32C, ofContent contentID: Int64) throws {
+        try BucketSchema.keepContentChecksum(crc.value, of: contentID, connection: connection)
     }
 
     /// Makes `metadata` the live version of its name, over content stored already as `contentID`.

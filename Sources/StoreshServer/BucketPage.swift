@@ -8,7 +8,8 @@ import StoreshWire
 /// hidden names not shown as items, as an SDK's list would), a page at a time with the page token in the link, an
 /// object's metadata with a link to its content, and the security rules in force. Plain HTML with its style inline:
 /// it works with JavaScript off, needs nothing from outside the machine, and reads large enough to project, with no
-/// meaning carried by colour alone. It reads as the bucket's administrator and changes nothing.
+/// meaning carried by colour alone. It reads as the bucket's administrator; its edits are requests to the APIs, made
+/// by its script (`editForm`, `identityForm`).
 enum BucketPage {
     /// Entries per page: a screenful that still shows paging in a class.
     static let pageSize = 50
@@ -313,7 +314,7 @@ enum BucketPage {
           }
           // Where a change goes and with which headers: the owner's to the JSON API; anyone else's to the v0 API,
           // which the rules decide, signed in with an unsigned emulator ID token (null: no uid was given).
-          function route(form, json, headers) {
+          function route(json, headers) {
             var as = identity ? identity.elements.as.value : "owner", uid = identity ? identity.elements.uid.value.trim() : "";
             if (as === "owner") return { url: json, headers: headers, who: "as the owner" };
             if (as === "user" && !uid) return null;
@@ -391,7 +392,7 @@ enum BucketPage {
             Object.keys(after).forEach(function (key) { if (before[key] !== after[key]) metadata[key] = after[key]; });
             if (Object.keys(metadata).length) body.metadata = metadata;
             if (!Object.keys(body).length) { form.querySelector(".outcome").textContent = "Nothing to save: no field changed."; return; }
-            var to = route(form, form.dataset.object, { "Content-Type": "application/json" });
+            var to = route(form.dataset.object, { "Content-Type": "application/json" });
             if (!to) { form.querySelector(".outcome").textContent = noUid; return; }
             fetch((to.url || form.dataset.firebase) + conditions(form, true), {
               method: "PATCH", headers: to.headers, body: JSON.stringify(body)
@@ -402,7 +403,7 @@ enum BucketPage {
             }, function (error) { form.querySelector(".outcome").textContent = "Not saved: " + error; });
           }
           function remove(form) {
-            var to = route(form, form.dataset.object, {});
+            var to = route(form.dataset.object, {});
             if (!to) { form.querySelector(".outcome").textContent = noUid; return; }
             fetch((to.url || form.dataset.firebase) + conditions(form, false), { method: "DELETE", headers: to.headers }).then(function (answer) {
               if (answer.ok) { location.href = form.dataset.folder; return; }
@@ -414,11 +415,11 @@ enum BucketPage {
           function upload(form) {
             var files = Array.from(form.querySelector("input[type=file]").files), done = [], outcome = form.querySelector(".outcome");
             if (!files.length) { outcome.textContent = "Choose a file first."; return; }
-            if (!route(form, "", {})) { outcome.textContent = noUid; return; }
+            if (!route("", {})) { outcome.textContent = noUid; return; }
             (function next() {
               if (!files.length) { settle(form, done.join(" ")); return; }
               var file = files.shift(), name = form.dataset.prefix + file.name;
-              var to = route(form, form.dataset.upload + "?uploadType=media&", { "Content-Type": file.type || "application/octet-stream" });
+              var to = route(form.dataset.upload + "?uploadType=media&", { "Content-Type": file.type || "application/octet-stream" });
               fetch((to.url || form.dataset.firebase + "?") + "ifGenerationMatch=0&name=" + encodeURIComponent(name), {
                 method: "POST", headers: to.headers, body: file
               }).then(function (answer) {
