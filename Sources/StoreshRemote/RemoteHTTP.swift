@@ -273,7 +273,8 @@ public struct RequestLog: RequestTrace {
         let outcome = status.map { "\($0)" } ?? "no answer"
         let repeated = attempt > 1 ? " (attempt \(attempt))" : ""
         let line = "storesh: trace: \(request.method.rawValue) \(SecretParameters.redacted(request.url)) → \(outcome) in \(milliseconds) ms\(repeated)\n"
-        FileHandle.standardError.write(Data(line.utf8))
+        // A closed standard error loses the trace, not the run (the non-throwing `write` would trap).
+        try? FileHandle.standardError.write(contentsOf: Data(line.utf8))
     }
 
 }

@@ -31,7 +31,10 @@ enum Diagnostics {
     /// request, a summary.
     static func line(_ text: String) { write(text + "\n") }
 
-    private static func write(_ text: String) { FileHandle.standardError.write(Data(text.utf8)) }
+    /// Written as it comes; a standard error that is gone (a closed pipe: `storesh serve … | tee log` stopped with
+    /// Ctrl-C) loses the text but stops nothing, so a server still ends as it should (its export on exit too).
+    /// (FileHandle's non-throwing `write` would trap on that error.)
+    private static func write(_ text: String) { try? FileHandle.standardError.write(contentsOf: Data(text.utf8)) }
 
     /// An error outside a script: said, and the exit status it gives.
     static func report(_ error: Error) -> Int32 {

@@ -192,3 +192,20 @@ def test_an_import_holds_one_object_at_a_time_not_the_export(tmp_path):
     exported = read_export(back)
     assert len(exported) == 48
     assert all(exported[name][1] == content for name, content, _ in objects)
+
+
+def test_a_server_whose_standard_error_is_gone_still_stops_and_exports(tmp_path):
+    """`storesh serve … 2>&1 | tee log` stopped with Ctrl-C: tee goes first, so the server's last words meet a
+    closed pipe. They are lost, nothing else: it stops with 0 and writes its export (it crashed before)."""
+    import re
+    export = tmp_path / "on-exit"
+    process = harness.start(tmp_path, "serve", "--bucket", str(tmp_path / "app.bucket"), "--name", BUCKET, "--port", "0",
+                            "--no-config", "--log", "--export-on-exit", str(export))
+    url = re.search(r"at (http://127\.0\.0\.1:\d+)", process.stdout.readline().decode()).group(1)
+    process.stderr.close()  # whoever read standard error is gone
+    answer = requests.post(f"{url}/upload/storage/v1/b/{BUCKET}/o", params={"uploadType": "media", "name": "kept.txt"},
+                           data=b"kept", timeout=30)
+    assert answer.status_code == 200, answer.text
+    process.send_signal(signal.SIGINT)
+    assert process.wait(timeout=30) == 0
+    assert {name: content for name, (_, content) in read_export(export).items()} == {"kept.txt": b"kept"}
