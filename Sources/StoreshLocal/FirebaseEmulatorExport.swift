@@ -126,22 +126,12 @@ public enum FirebaseEmulatorExport {
 
     /// The size and MD5 of a content file, read a piece at a time.
     static func measure(_ blob: URL, for file: URL) throws(StorageError) -> (size: Int64, md5: String) {
-        guard let handle = try? FileHandle(forReadingFrom: blob) else {
-            throw .invalidArgument("\(file.path) has no content beside it: \(blob.path) cannot be read.")
-        }
-        defer { try? handle.close() }
-        var md5 = MD5Accumulator()
-        var size: Int64 = 0
         do {
-            // Bounded: each round reads at least one byte, until the end of the file.
-            while let piece = try handle.read(upToCount: 1 << 20), !piece.isEmpty {
-                md5.update(piece)
-                size += Int64(piece.count)
-            }
+            let content = try FileContentSource(path: blob.path)
+            return (content.size, content.md5Base64)
         } catch {
-            throw .invalidArgument("\(blob.path) cannot be read: \(error.localizedDescription)")
+            throw .invalidArgument("\(file.path) has no content beside it: \(error.message)")
         }
-        return (size, md5.base64())
     }
 
     /// One object of the export, checked against its content's size and MD5: a size or MD5 that does not match is

@@ -4,6 +4,7 @@ import Foundation
 import StoreshCore
 import StoreshExecution
 import StoreshLanguage
+import StoreshLocal
 
 /// `storesh apply PLAN`: applies the plan a dry run kept (`--dry-run --plan PLAN`), as it was reviewed.
 struct Apply: AsyncParsableCommand {

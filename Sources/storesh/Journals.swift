@@ -4,6 +4,7 @@ import Foundation
 import StoreshCore
 import StoreshExecution
 import StoreshLanguage
+import StoreshLocal
 
 /// A journal file (rule X4): created whole with the plan (and made durable) before the first change is sent;
 /// then one line per change as it lands, each written in one `write(2)` so that a kill -9 loses at most the
