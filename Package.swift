@@ -78,6 +78,8 @@ let package = Package(
                 // The request parser's errors, and the HTTP parts a handler of the connection sees.
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                // The address check before anything is written (StorageServer.checkAddress).
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
             ]),
 

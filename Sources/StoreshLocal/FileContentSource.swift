@@ -12,12 +12,11 @@ public final class FileContentSource: ContentSource, @unchecked Sendable {
 
     public var origin: String? { path }
 
-    public init(path: String) throws(StorageError) {
+    /// Opens `path`, which must be a regular file (a FIFO or a device is refused, not waited on); with
+    /// `followingLinks` false, a symbolic link is refused too.
+    public init(path: String, what: String = "content", followingLinks: Bool = true) throws(StorageError) {
         self.path = path
-        descriptor = Foundation.open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else {
-            throw StorageError(.invalidArgument, "Cannot read \(path): \(String(cString: strerror(errno))).")
-        }
+        descriptor = try RegularFile.open(path, what: what, followingLinks: followingLinks)
         var status = stat()
         fstat(descriptor, &status)
         size = Int64(status.st_size)

@@ -37,15 +37,15 @@ public enum FirebaseEmulatorExport {
         let blob: URL
         let metadataFile: String
         /// The MD5 the content had when the export was read.
-        let md5: String
+        public let md5: String
 
         /// The object with its content, which must still be what it was when the export was read.
         public func withContent() throws(StorageError) -> ArchivedObject {
             var loaded = object
             do {
-                loaded.content = try Data(contentsOf: blob)
+                loaded.content = try RegularFile.read(blob.path, maximumBytes: Int.max, what: "an object's content", followingLinks: false)
             } catch {
-                throw .invalidArgument("\(metadataFile) has no content beside it any more: \(blob.path) cannot be read.")
+                throw .invalidArgument("\(metadataFile) has no content beside it any more: \(error.message)")
             }
             guard ContentHash.md5Base64(loaded.content) == md5 else {
                 throw .invalidArgument("\(blob.path) changed while it was imported; nothing was imported.")
@@ -56,16 +56,22 @@ public enum FirebaseEmulatorExport {
 
     // MARK: Reading
 
-    /// Reads the export in `directory`. Bad input is an error naming the file and what is wrong in it; nothing is
-    /// half-read.
-    public static func read(directory: String) throws(StorageError) -> Contents {
+    /// Reads the export in `directory` (rule V9). Bad input is an error naming the file and what is wrong in it;
+    /// nothing is half-read. Only regular files inside the export are read: a symbolic link, a FIFO or a device
+    /// where a file should be, a storage path outside the directory, a file name that is not UTF-8, two files of
+    /// one object, or a content larger than `maximumObjectBytes` is refused, never skipped.
+    public static func read(directory: String, maximumObjectBytes: Int64? = nil) throws(StorageError) -> Contents {
         let root = URL(fileURLWithPath: directory)
         let hub = try document(at: root.appendingPathComponent(metadataFileName), what: "the export's metadata file")
         guard let storage = hub["storage"] as? [String: Any] else {
             throw .invalidArgument("\(root.appendingPathComponent(metadataFileName).path) has no \"storage\" entry: the export holds no Cloud Storage data.")
         }
-        let storagePath = (storage["path"] as? String).flatMap { $0.isEmpty ? nil : $0 } ?? "storage_export"
-        let storageRoot = storagePath.hasPrefix("/") ? URL(fileURLWithPath: storagePath) : root.appendingPathComponent(storagePath)
+        let storagePath = (storage["path"] as? String).flatMap { $0.isEmpty ? nil : $0 } ?? storageFolder
+        if storagePath.hasPrefix("/") || storagePath.split(separator: "/").contains("..") {
+            throw .invalidArgument(
+                "\(root.appendingPathComponent(metadataFileName).path): storage.path \"\(storagePath)\" leads outside the export; it must be a folder inside \(directory), such as \"storage_export\".")
+        }
+        let storageRoot = root.appendingPathComponent(storagePath)
         let bucketsFile = storageRoot.appendingPathComponent("buckets.json")
         let bucketList = try document(at: bucketsFile, what: "the export's bucket list")
         guard let entries = bucketList["buckets"] as? [[String: Any]] else {
@@ -79,44 +85,92 @@ public enum FirebaseEmulatorExport {
             let file = metadataRoot.appendingPathComponent(relative)
             let blob = blobsRoot.appendingPathComponent(String(relative.dropLast(".json".count)))
             let fields = try document(at: file, what: "an object's metadata")
+            try refuseLinkedFolders(on: relative, under: blobsRoot, for: file)
             let (size, md5) = try measure(blob, for: file)
+            if let maximumObjectBytes, size > maximumObjectBytes {
+                throw .invalidArgument(
+                    "\(blob.path) holds \(MessageText.byteCount(size)), more than the largest object this server takes (\(MessageText.byteCount(maximumObjectBytes)), --max-object-size); nothing was imported.")
+            }
             let (bucket, archived) = try object(fields, contentSize: size, contentMD5: md5, file: file.path)
             objects.append(Entry(bucket: bucket, object: archived, blob: blob, metadataFile: file.path, md5: md5))
         }
         // Name order, as a listing gives them, whatever order the directory gave.
         objects.sort { lhs, rhs in
-            lhs.bucket != rhs.bucket
-                ? lhs.bucket < rhs.bucket : lhs.object.name.rawValue.utf8.lexicographicallyPrecedes(rhs.object.name.rawValue.utf8)
+            !lhs.bucket.utf8.elementsEqual(rhs.bucket.utf8)
+                ? lhs.bucket.utf8.lexicographicallyPrecedes(rhs.bucket.utf8) : lhs.object.name < rhs.object.name
+        }
+        // Two files of one object: which one the export meant cannot be told, so neither is taken.
+        for (previous, next) in zip(objects, objects.dropFirst())
+        where previous.bucket.utf8.elementsEqual(next.bucket.utf8) && previous.object.name == next.object.name {
+            throw .invalidArgument(
+                "\(previous.metadataFile) and \(next.metadataFile) are both gs://\(next.bucket)/\(MessageText.oneLine(next.object.name.rawValue)); an export holds each object once. Nothing was imported.")
         }
         return Contents(buckets: buckets, objects: objects)
     }
 
     /// The `.json` files under `metadata/`, at any depth, as paths relative to it (none when it is missing, as the
-    /// emulator allows).
+    /// emulator allows). Every entry is looked at without following links: a link, a FIFO or a device is refused,
+    /// and so is a name that is not UTF-8 (it could not be named back), rather than skipped.
     static func metadataFiles(under root: URL) throws(StorageError) -> [String] {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: root.path, isDirectory: &isDirectory), isDirectory.boolValue else { return [] }
-        guard let walker = FileManager.default.enumerator(atPath: root.path) else {
-            throw .invalidArgument("\(root.path) cannot be read.")
+        var status = stat()
+        guard lstat(root.path, &status) == 0 else { return [] }
+        guard (status.st_mode & S_IFMT) == S_IFDIR else {
+            throw .invalidArgument("\(root.path) is \(RegularFile.kindName(status.st_mode)), not the export's metadata folder.")
         }
         var files: [String] = []
-        while let relative = walker.nextObject() as? String {
-            let name = (relative as NSString).lastPathComponent
-            guard name.hasSuffix(".json"), name != ".json" else { continue }
-            var isDirectory: ObjCBool = false
-            if FileManager.default.fileExists(atPath: root.appendingPathComponent(relative).path, isDirectory: &isDirectory), !isDirectory.boolValue {
-                files.append(relative)
+        var folders = [""]
+        while let folder = folders.popLast() {
+            let path = folder.isEmpty ? root.path : root.path + "/" + folder
+            guard let stream = opendir(path) else {
+                throw .invalidArgument("\(path) cannot be read: \(String(cString: strerror(errno))).")
+            }
+            defer { closedir(stream) }
+            while let entry = readdir(stream) {
+                let bytes = withUnsafeBytes(of: entry.pointee.d_name) { Array($0.prefix { $0 != 0 }) }
+                if bytes == [0x2E] || bytes == [0x2E, 0x2E] { continue }
+                guard let name = String(validating: bytes, as: UTF8.self) else {
+                    throw .invalidArgument(
+                        "\(path) holds a file whose name is not UTF-8 (\(String(decoding: bytes, as: UTF8.self).debugDescription)); storesh cannot import it by name. Rename it, or remove it from the export.")
+                }
+                let relative = folder.isEmpty ? name : folder + "/" + name
+                guard lstat(root.path + "/" + relative, &status) == 0 else { continue }
+                switch status.st_mode & S_IFMT {
+                case S_IFDIR: folders.append(relative)
+                case S_IFREG: if name.hasSuffix(".json") && name != ".json" { files.append(relative) }
+                default:
+                    throw .invalidArgument(
+                        "\(root.path)/\(relative) is \(RegularFile.kindName(status.st_mode)); an export holds only regular files and folders.")
+                }
             }
         }
-        return files.sorted()
+        return files.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
     }
+
+    /// Refuses a blob whose folders on the way (`blobs/a/b/X`) are symbolic links, which could lead outside the
+    /// export; the blob itself is opened without following a link.
+    static func refuseLinkedFolders(on relative: String, under blobsRoot: URL, for file: URL) throws(StorageError) {
+        var status = stat()
+        var folder = blobsRoot.path
+        guard lstat(folder, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR else {
+            throw .invalidArgument("\(file.path) has no content beside it: \(folder) is not a folder.")
+        }
+        for segment in relative.split(separator: "/").dropLast() {
+            folder += "/" + segment
+            guard lstat(folder, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR else {
+                throw .invalidArgument("\(file.path) has no content beside it: \(folder) is not a folder (a link out of the export is not followed).")
+            }
+        }
+    }
+
+    /// The largest metadata document storesh reads from an export (an object's is a few kilobytes at most).
+    static let maximumDocumentBytes = 1 << 20
 
     static func document(at file: URL, what: String) throws(StorageError) -> [String: Any] {
         let data: Data
         do {
-            data = try Data(contentsOf: file)
+            data = try RegularFile.read(file.path, maximumBytes: maximumDocumentBytes, what: what, followingLinks: false)
         } catch {
-            throw .invalidArgument("\(file.path) (\(what)) cannot be read: is this a Firebase emulator export?")
+            throw .invalidArgument("\(error.message) Is this a Firebase emulator export?")
         }
         guard let parsed = try? JSONSerialization.jsonObject(with: data), let object = parsed as? [String: Any] else {
             throw .invalidArgument("\(file.path) (\(what)) is not a JSON object.")
@@ -127,7 +181,7 @@ public enum FirebaseEmulatorExport {
     /// The size and MD5 of a content file, read a piece at a time.
     static func measure(_ blob: URL, for file: URL) throws(StorageError) -> (size: Int64, md5: String) {
         do {
-            let content = try FileContentSource(path: blob.path)
+            let content = try FileContentSource(path: blob.path, what: "an object's content", followingLinks: false)
             return (content.size, content.md5Base64)
         } catch {
             throw .invalidArgument("\(file.path) has no content beside it: \(error.message)")
@@ -196,36 +250,189 @@ public enum FirebaseEmulatorExport {
 
     // MARK: Writing
 
-    /// Writes `bucket` as an export in `directory`, which it replaces whole, as the emulator does: the new export is
-    /// made beside it and moved into place, so a failure leaves the old one.
+    /// The folder of `directory` an export by storesh writes, and the only one it replaces.
+    public static let storageFolder = "storage_export"
+
+    /// Writes `bucket` as the Cloud Storage part of an export in `directory` (rule V9): `storage_export/` and the
+    /// `storage` entry of `firebase-export-metadata.json`, nothing else. The directory is shared with the other
+    /// emulators' exports (`auth_export/`, `firestore_export/`, …) and may hold anything else, the bucket file
+    /// among them: all of it is left as it is. The new `storage_export/` is made beside the old one and renamed into
+    /// place, so a failure leaves the previous export; other buckets' objects in the previous one are carried over.
     public static func write(_ bucket: LocalBucket, to directory: String) throws {
-        let target = URL(fileURLWithPath: directory).standardizedFileURL
-        let parent = target.deletingLastPathComponent()
         let fileManager = FileManager.default
-        let staging = parent.appendingPathComponent(".\(target.lastPathComponent).storesh-\(UUID().uuidString)")
-        let storage = staging.appendingPathComponent("storage_export")
-        do {
-            try fileManager.createDirectory(at: storage.appendingPathComponent("blobs"), withIntermediateDirectories: true)
-            try fileManager.createDirectory(at: storage.appendingPathComponent("metadata"), withIntermediateDirectories: true)
-            let hub = JSONValue.object([
-                ("version", .string(toolsVersion)),
-                ("storage", .object([("version", .string(toolsVersion)), ("path", .string("storage_export"))])),
-            ])
-            try Data(hub.indented.utf8).write(to: staging.appendingPathComponent(metadataFileName))
-            let buckets = JSONValue.object([("buckets", .array([.object([("id", .string(bucket.name))])]))])
-            try Data(buckets.indented.utf8).write(to: storage.appendingPathComponent("buckets.json"))
-            try bucket.forEachObjectWithContent { metadata, content in
-                let file = UUID().uuidString.lowercased()
-                try content.write(to: storage.appendingPathComponent("blobs/\(file)"))
-                try Data(document(for: metadata, content: content).indented.utf8)
-                    .write(to: storage.appendingPathComponent("metadata/\(file).json"))
+        let root = URL(fileURLWithPath: directory).standardizedFileURL
+        var status = stat()
+        if lstat(root.path, &status) == 0 {
+            if (status.st_mode & S_IFMT) == S_IFLNK, stat(root.path, &status) != 0 {
+                throw StorageError.invalidArgument("\(directory) is a symbolic link to nothing; an export is written into a directory.")
             }
-            if fileManager.fileExists(atPath: target.path) { try fileManager.removeItem(at: target) }
-            try fileManager.moveItem(at: staging, to: target)
-        } catch {
-            try? fileManager.removeItem(at: staging)
-            throw error
+            guard (status.st_mode & S_IFMT) == S_IFDIR else {
+                throw StorageError.invalidArgument(
+                    "\(directory) is a file, not a directory; an export is a directory (firebase-export-metadata.json and storage_export/): give another path.")
+            }
+        } else {
+            try fileManager.createDirectory(at: root, withIntermediateDirectories: true)
         }
+        let target = root.appendingPathComponent(storageFolder)
+        if isInside(bucket.path, folder: target.path) {
+            throw StorageError.invalidArgument(
+                "The bucket file \(bucket.path) is inside \(target.path), which an export replaces; move the bucket file elsewhere first.")
+        }
+        // Checked before anything is written: a hub file storesh cannot read is not rewritten.
+        let hubFile = root.appendingPathComponent(metadataFileName)
+        let hub = try mergedHub(at: hubFile)
+        let unique = UUID().uuidString
+        let staging = root.appendingPathComponent(".\(storageFolder).storesh-\(unique)")
+        let hubStaging = root.appendingPathComponent(".\(metadataFileName).storesh-\(unique)")
+        let retired = root.appendingPathComponent(".\(storageFolder).storesh-old-\(unique)")
+        defer {
+            try? fileManager.removeItem(at: staging)
+            unlink(hubStaging.path)
+        }
+        try fileManager.createDirectory(at: staging.appendingPathComponent("blobs"), withIntermediateDirectories: true)
+        try fileManager.createDirectory(at: staging.appendingPathComponent("metadata"), withIntermediateDirectories: true)
+        let others = try carryOverOtherBuckets(from: target, into: staging, except: bucket.name)
+        let bucketIDs = [bucket.name] + others.filter { $0 != bucket.name }
+        let buckets = JSONValue.object([("buckets", .array(bucketIDs.map { .object([("id", .string($0))]) }))])
+        try writeDurably(Data(buckets.indented.utf8), to: staging.appendingPathComponent("buckets.json"))
+        try bucket.forEachObjectWithContent { metadata, content in
+            let file = UUID().uuidString.lowercased()
+            try writeDurably(content, to: staging.appendingPathComponent("blobs/\(file)"))
+            try writeDurably(Data(document(for: metadata, content: content).indented.utf8), to: staging.appendingPathComponent("metadata/\(file).json"))
+        }
+        try writeDurably(Data(hub.utf8), to: hubStaging)
+        // The swap: the old export steps aside, the new one takes its name, the old one goes. Between the two renames
+        // the old export is whole under its retired name, and is put back if the second rename fails.
+        let hadPrevious = lstat(target.path, &status) == 0
+        if hadPrevious {
+            guard rename(target.path, retired.path) == 0 else {
+                throw StorageError.internalError("Cannot replace \(target.path): \(String(cString: strerror(errno))).")
+            }
+        }
+        guard rename(staging.path, target.path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            if hadPrevious { rename(retired.path, target.path) }
+            throw StorageError.internalError("Cannot write \(target.path): \(reason).")
+        }
+        if hadPrevious {
+            try? fileManager.removeItem(at: retired)
+        }
+        guard rename(hubStaging.path, hubFile.path) == 0 else {
+            throw StorageError.internalError("Cannot write \(hubFile.path): \(String(cString: strerror(errno))).")
+        }
+        BucketFileLog.synchronizeDirectory(of: hubFile.path)
+    }
+
+    /// Whether `path` is `folder` or lies under it, by their real paths (a symbolic link on the way counts).
+    static func isInside(_ path: String, folder: String) -> Bool {
+        guard let real = realpath(path, nil) else { return false }
+        defer { free(real) }
+        guard let realFolder = realpath(folder, nil) else { return false }
+        defer { free(realFolder) }
+        let file = String(cString: real)
+        let directory = String(cString: realFolder)
+        return file == directory || file.hasPrefix(directory.hasSuffix("/") ? directory : directory + "/")
+    }
+
+    /// `data` in a new file at `url`, on disk before the export is renamed into place.
+    static func writeDurably(_ data: Data, to url: URL) throws {
+        let descriptor = Foundation.open(url.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else {
+            throw StorageError.internalError("Cannot write \(url.path): \(String(cString: strerror(errno))).")
+        }
+        defer { Foundation.close(descriptor) }
+        try data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) throws in
+            var written = 0
+            while written < bytes.count {
+                let count = Foundation.write(descriptor, bytes.baseAddress! + written, bytes.count - written)
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0 else {
+                    throw StorageError.internalError("Cannot write \(url.path): \(String(cString: strerror(errno))).")
+                }
+                written += count
+            }
+        }
+        guard fsync(descriptor) == 0 else {
+            throw StorageError.internalError("Cannot write \(url.path): \(String(cString: strerror(errno))).")
+        }
+    }
+
+    /// The largest `firebase-export-metadata.json` storesh reads (the emulator's are a few hundred bytes).
+    static let maximumHubBytes = 1 << 20
+
+    /// The export's metadata file with its `storage` entry set to storesh's export, every other entry (the other
+    /// emulators') kept as its text was; a new one when there is none. A file that is not a JSON object is
+    /// refused, not replaced.
+    static func mergedHub(at file: URL) throws(StorageError) -> String {
+        var status = stat()
+        let storage = "{\n    \"version\": \(JSONValue.quoted(toolsVersion)),\n    \"path\": \(JSONValue.quoted(storageFolder))\n  }"
+        guard lstat(file.path, &status) == 0 else {
+            return "{\n  \"version\": \(JSONValue.quoted(toolsVersion)),\n  \"storage\": \(storage)\n}"
+        }
+        guard (status.st_mode & S_IFMT) == S_IFREG else {
+            throw .invalidArgument("\(file.path) is not a regular file; storesh writes the export's metadata there only over a file it can read.")
+        }
+        let data = try RegularFile.read(file.path, maximumBytes: maximumHubBytes, what: "the export's metadata file")
+        guard let text = String(data: data, encoding: .utf8), let members = JSONMembers(text) else {
+            throw .invalidArgument(
+                "\(file.path) is not a JSON object; storesh will not replace it. Move it away, or export into another directory.")
+        }
+        var output = "{"
+        var wroteStorage = false
+        var first = true
+        func append(_ key: String, _ value: String) {
+            output += (first ? "\n  " : ",\n  ") + JSONValue.quoted(key) + ": " + value
+            first = false
+        }
+        if !members.contains(where: { $0.key == "version" }) { append("version", JSONValue.quoted(toolsVersion)) }
+        for member in members {
+            if member.key == "storage" {
+                if !wroteStorage { append("storage", storage) }
+                wroteStorage = true
+            } else {
+                append(member.key, member.rawValue)
+            }
+        }
+        if !wroteStorage { append("storage", storage) }
+        return output + "\n}"
+    }
+
+    /// Links (or copies) into `staging` the objects of the previous export at `previous` that belong to other
+    /// buckets than `bucket`, so that writing one bucket's export loses no other bucket's; returns the previous
+    /// export's bucket list. A previous export whose files cannot be read is refused, not dropped.
+    static func carryOverOtherBuckets(from previous: URL, into staging: URL, except bucket: String) throws -> [String] {
+        var status = stat()
+        guard stat(previous.path, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR else { return [] }
+        var buckets: [String] = []
+        let bucketsFile = previous.appendingPathComponent("buckets.json")
+        if lstat(bucketsFile.path, &status) == 0 {
+            let list = try document(at: bucketsFile, what: "the previous export's bucket list")
+            buckets = ((list["buckets"] as? [[String: Any]]) ?? []).compactMap { $0["id"] as? String }
+        }
+        let metadataRoot = previous.appendingPathComponent("metadata")
+        for relative in try metadataFiles(under: metadataRoot) {
+            let file = metadataRoot.appendingPathComponent(relative)
+            let fields = try document(at: file, what: "an object's metadata in the previous export")
+            guard let owner = fields["bucket"] as? String else {
+                throw StorageError.invalidArgument(
+                    "\(file.path) names no bucket; storesh cannot tell whether the new export replaces it. Move \(previous.path) away first.")
+            }
+            guard owner != bucket else { continue }
+            if !buckets.contains(owner) { buckets.append(owner) }
+            let blob = String(relative.dropLast(".json".count))
+            for (source, destination) in [
+                (file, staging.appendingPathComponent("metadata").appendingPathComponent(relative)),
+                (previous.appendingPathComponent("blobs").appendingPathComponent(blob), staging.appendingPathComponent("blobs").appendingPathComponent(blob)),
+            ] {
+                try FileManager.default.createDirectory(at: destination.deletingLastPathComponent(), withIntermediateDirectories: true)
+                guard lstat(source.path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else {
+                    throw StorageError.invalidArgument(
+                        "\(source.path), of gs://\(owner) in the previous export, is not a regular file; move \(previous.path) away first.")
+                }
+                if link(source.path, destination.path) != 0 { try FileManager.default.copyItem(at: source, to: destination) }
+            }
+        }
+        return buckets
     }
 
     /// An object's metadata file, with the emulator's keys in its order.

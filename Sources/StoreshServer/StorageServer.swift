@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdCore
 import Logging
 import NIOCore
+import NIOPosix
 import ServiceLifecycle
 import StoreshCore
 import StoreshWire
@@ -119,6 +120,23 @@ public final class StorageServer: Sendable {
 }
 
 extension StorageServer {
+    /// Binds `configuration`'s address and lets it go at once, so that a port another process holds (or a host that
+    /// is no address of this machine) is found before `storesh serve` writes anything: an import or the project's
+    /// rules land only once the server can start. Port 0 (any free port) cannot be taken.
+    public static func checkAddress(of configuration: ServeConfiguration) async throws {
+        guard configuration.port != 0 else { return }
+        do {
+            let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+                .bind(host: configuration.host, port: configuration.port).get()
+            try await channel.close()
+        } catch let error as IOError {
+            throw ServeError(listening: error, host: configuration.host, port: configuration.port)
+        } catch is SocketAddressError.UnknownHost {
+            throw ServeError(description: "Cannot listen on \(configuration.host): no such host or address (--host).")
+        }
+    }
+
     /// Each connection, each spool file and the bucket's connections take a descriptor: the soft limit (often
     /// 1,024) is raised toward the hard one so that the connection bound, not the descriptor limit, is met first.
     static func raiseDescriptorLimit(toAtLeast wanted: Int) {

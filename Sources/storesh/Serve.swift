@@ -83,13 +83,16 @@ struct Serve: AsyncParsableCommand {
     @Option(
         name: .customLong("import"),
         help: ArgumentHelp(
-            "Start with exactly the objects of a Firebase emulator export (a directory that firebase emulators:export or --export-on-exit wrote); a new bucket file is named after its bucket.",
+            "Serve the objects of a Firebase emulator export (a directory that firebase emulators:export or --export-on-exit wrote), under the export's bucket name; without --bucket, from a bucket file of its own (imports/NAME.bucket in the data directory). A bucket file that holds other objects is not replaced without --replace.",
             valueName: "dir"))
     var importDirectory: String?
 
+    @Flag(help: "With --import: replace the objects the bucket file already holds, when they are not the export's.")
+    var replace = false
+
     @Option(
         help: ArgumentHelp(
-            "When the server stops, write the bucket as a Firebase emulator export to this directory (replaced whole), as firebase emulators:start --export-on-exit does.",
+            "When the server stops, write the bucket as a Firebase emulator export to this directory, as firebase emulators:start --export-on-exit does: only its storage_export/ and the storage entry of firebase-export-metadata.json are written.",
             valueName: "dir"))
     var exportOnExit: String?
 
@@ -113,11 +116,10 @@ struct Serve: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let location = try bucketOptions.location()
+        var location = try bucketOptions.location()
         try location.refuseRemote(
             "storesh serve serves a local bucket file", instead: "Give --bucket a bucket file (it may be a new one).")
         let clock = try makeClock(flag: bucketOptions.clock)
-        let existed = access(location.path, F_OK) == 0
         // The project's firebase.json, as the emulator reads it (the command line's options come first); read before
         // anything opens, so that a mistake in it starts nothing.
         let projectPath = noConfig ? nil : config ?? FirebaseProjectFile.find()
@@ -125,36 +127,49 @@ struct Serve: AsyncParsableCommand {
         let rulesTexts = try project?.checkedRulesTexts() ?? [:]
         // Read and checked before anything opens (each content's size and MD5, a piece at a time, not kept): a
         // damaged export starts nothing.
-        let imported = try importDirectory.map { try FirebaseEmulatorExport.read(directory: $0) }
+        let maximumObjectBytes = Int64(maxObjectSize) << 20
+        let imported = try importDirectory.map { directory throws(StorageError) in
+            try FirebaseEmulatorExport.read(directory: directory, maximumObjectBytes: maximumObjectBytes)
+        }
         var nameForNewBucket = name
         if nameForNewBucket == nil, let imported {
             // A new bucket file takes the export's bucket name, as the emulator would serve it.
             nameForNewBucket = FirebaseExportImport.bucketName(of: imported)
         }
+        if let importDirectory, location.unnamedSource != nil {
+            // An export is served as its own bucket, never poured into the default (teaching) bucket or the one
+            // $STORESH_BUCKET names: from a bucket file of its own, named after the export's bucket (rule V9).
+            guard let bucketName = nameForNewBucket else {
+                throw CommandLineError(
+                    "\(importDirectory) holds no single bucket to serve; give --name with the bucket to serve (and --bucket FILE to choose its file).")
+            }
+            location = try FirebaseExportImport.ownLocation(forBucket: bucketName)
+        }
+        let host = self.host ?? project?.host ?? "127.0.0.1"
+        var configuration = ServeConfiguration(
+            host: host, port: port ?? project?.port ?? 9199, limits: ServeLimits(maximumObjectBytes: Int(maximumObjectBytes)),
+            latency: .milliseconds(latency), originPolicy: OriginPolicy(origins: corsOrigins, hosts: allowedHosts))
+        configuration.idleTimeout = .seconds(idleTimeout)
+        // Nothing is written (no bucket file made, no import, no rules stored) until the server can listen.
+        try await StorageServer.checkAddress(of: configuration)
+        let existed = access(location.path, F_OK) == 0
         // With --import, what the bucket holds is the export's, and said so once (not that a new file was empty).
         let bucket = try location.open(clock: clock, quiet: bucketOptions.quiet || imported != nil, nameForNewBucket: nameForNewBucket)
         _ = OpenBuckets.shared.keep(bucket)
         if let imported, let importDirectory {
             let (objects, from) = try FirebaseExportImport.objects(of: imported, for: bucket.name, directory: importDirectory)
-            try FirebaseExportImport.load(objects, into: bucket, replacingEverything: true)
+            let summary = try FirebaseExportImport.serve(objects, from: from, directory: importDirectory, in: bucket, replace: replace)
             if !bucketOptions.quiet {
                 let made = existed ? "" : "created \(bucket.path); "
-                Diagnostics.notice(
-                    made + FirebaseExportImport.summary(count: objects.count, from: from, into: bucket.name, replace: true) + " from \(importDirectory)",
-                    from: "storesh serve")
+                Diagnostics.notice(made + summary, from: "storesh serve")
             }
         }
         if let name, bucket.name != name {
             throw CommandLineError(
                 "The bucket file \(bucket.path) holds gs://\(bucket.name), not gs://\(name); serve it as gs://\(bucket.name), or give --bucket a new file to create gs://\(name).")
         }
-        let host = self.host ?? project?.host ?? "127.0.0.1"
         let rulesPath = project?.rulesPath(for: bucket.name)
         let rulesText = rulesPath.flatMap { rulesTexts[$0] }
-        var configuration = ServeConfiguration(
-            host: host, port: port ?? project?.port ?? 9199, limits: ServeLimits(maximumObjectBytes: maxObjectSize << 20),
-            latency: .milliseconds(latency), originPolicy: OriginPolicy(origins: corsOrigins, hosts: allowedHosts))
-        configuration.idleTimeout = .seconds(idleTimeout)
         let server = try StorageServer(bucket: bucket, options: BucketLocation.options(clock: clock), configuration: configuration)
         var watchTask: Task<Void, Never>?
         if let rulesPath, let rulesText, let project {

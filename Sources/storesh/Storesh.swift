@@ -492,7 +492,7 @@ struct Export: AsyncParsableCommand {
         commandName: "export",
         abstract: "Write the whole bucket, metadata and content, as readable JSON or as a Firebase emulator export.",
         discussion: """
-            json (the default): one object per line, in name order; the file is written whole or not at all.             firebase: a directory as `firebase emulators:export` writes it (firebase-export-metadata.json,             storage_export/ with buckets.json, blobs/ and metadata/), for `firebase emulators:start --import DIR`;             the directory is replaced whole.
+            json (the default): one object per line, in name order; the file is written whole or not at all.             firebase: a directory as `firebase emulators:export` writes it (firebase-export-metadata.json,             storage_export/ with buckets.json, blobs/ and metadata/), for `firebase emulators:start --import DIR`;             only storage_export/ and the storage entry of firebase-export-metadata.json are written (rule V9): the             other emulators' exports and any other file in the directory are left as they are.
             """)
 
     @OptionGroup var bucketOptions: BucketOptions
@@ -592,6 +592,50 @@ enum FirebaseExportImport {
     static func bucketName(of contents: FirebaseEmulatorExport.Contents) -> String? {
         let named = Set(contents.objects.map(\.bucket))
         return named.count == 1 ? named.first : named.isEmpty && contents.buckets.count == 1 ? contents.buckets.first : nil
+    }
+
+    /// Where `storesh serve --import` keeps an export's bucket when no --bucket names a file: a bucket file of its
+    /// own, named after the bucket, in the data directory's `imports` folder.
+    static func ownLocation(forBucket bucket: String) throws -> BucketLocation {
+        let folder = BucketLocation.defaultDataDirectory(environment: Environment()) + "/imports"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        return BucketLocation(kind: .file(path: folder + "/" + bucket + ".bucket"), isDefault: false)
+    }
+
+    /// Puts the export's objects in the bucket `storesh serve` serves, and says what it did. A bucket that holds
+    /// nothing takes them; one that holds exactly them (the same names, generations, metagenerations and MD5s: an
+    /// earlier serve of this export, exported on exit) is served as it is; one that holds anything else is not
+    /// replaced unless `replace` (rule V9).
+    static func serve(
+        _ objects: [FirebaseEmulatorExport.Entry], from: String, directory: String, in bucket: LocalBucket, replace: Bool
+    ) throws -> String {
+        let held = try bucket.objectCount()
+        if held == 0 || replace {
+            try load(objects, into: bucket, replacingEverything: true)
+            return summary(count: objects.count, from: from, into: bucket.name, replace: true) + " from \(directory)"
+        }
+        if try holdsExactly(objects, bucket) {
+            return "gs://\(bucket.name) (\(bucket.path)) already holds the \(MessageText.counted(objects.count, "object")) of \(directory); served as they are"
+        }
+        throw CommandLineError(
+            "\(bucket.path) already holds \(MessageText.counted(held, "object")) of gs://\(bucket.name) that are not the export's; storesh will not replace them. Give --replace to serve exactly the export's objects (the file's are then gone; storesh backup keeps a copy first), or --bucket NEW.bucket to serve the export from a new file.")
+    }
+
+    /// Whether `bucket` holds exactly `objects`: the same names (as bytes), generations, metagenerations and content.
+    static func holdsExactly(_ objects: [FirebaseEmulatorExport.Entry], _ bucket: LocalBucket) throws -> Bool {
+        var expected = objects.makeIterator()
+        var after: String?
+        repeat {
+            let page = try bucket.scanPage(prefix: "", after: after, limit: 1000)
+            for held in page.objects {
+                guard let entry = expected.next(), NameBytes.sameBytes(entry.object.name.rawValue, held.fullPath),
+                    entry.object.generation == held.generation, entry.object.metageneration.map({ $0 == held.metageneration }) ?? true,
+                    entry.md5 == held.md5Hash
+                else { return false }
+            }
+            after = page.resumeAfter
+        } while after != nil
+        return expected.next() == nil
     }
 
     static func summary(count: Int, from: String, into bucket: String, replace: Bool) -> String {
