@@ -9,21 +9,15 @@ import StoreshCore
 /// SQLite applies whatever log lies beside a file when it opens it, and nothing in a log names the file it was
 /// written for. A log left by a file that was deleted, or replaced by a copy, would be applied to the new file
 /// and bring back the old state. So storesh records a *lineage* in every bucket: each committed change appends
-/// a fresh random mark to a short list kept in the file. A log written on top of a file carries that file's last
-/// mark in its list; a log that does not was written for another file, and is refused, never applied.
+/// a fresh random mark to a list kept in the file. A log written on top of a file carries that file's last mark
+/// in its list; a log that does not was written for another file, and is refused, never applied.
+///
+/// The list keeps every mark from the newest one known to be folded into the file itself (`LineageKeeper`), so it
+/// is bounded by the log, not by a count: however many commits a crash leaves in a log (a busy server commits in
+/// groups), the file's own mark is among them.
 enum BucketFileLog {
     static let suffixes = ["-wal", "-shm"]
-    /// How many of the newest marks a bucket keeps: more commits than this left unfolded in a log by a crash of
-    /// every process using it cannot be told from a foreign log (storesh folds the log after each change).
-    static let lineageLength = 64
     static let lineageKey = "lineage"
-
-    /// Appends a new mark to the lineage (inside the committing transaction).
-    static func advanceLineage(_ connection: SQLiteConnection) throws {
-        var marks = try lineage(connection) ?? []
-        marks.append(newMark())
-        try BucketSchema.writeInfo(lineageKey, marks.suffix(lineageLength).joined(separator: " "), connection: connection)
-    }
 
     static func newMark() -> String { String(UInt64.random(in: 1...UInt64.max), radix: 16) }
 
@@ -81,7 +75,7 @@ enum BucketFileLog {
         let candidates = commits < logMarks.count ? Array(logMarks.suffix(commits + 1)) : logMarks
         if !candidates.contains(fileMark) {
             throw .internalError(
-                "\(path)-wal was not written for \(path): the file was replaced (by a copy?) while a log of the old file was left beside it. storesh will not apply it. If \(path) is the file you want, remove \(path)-wal and \(path)-shm; to restore a bucket safely, use storesh backup (see storesh backup --help)."
+                "\(path)-wal was not written for \(path): the file was replaced (by a copy?) while a log of the old file was left beside it, so storesh will not apply it. The log holds \(MessageText.counted(commits, "committed change")) of that old file: to keep them, first copy all three aside (cp \(path) \(path)-wal \(path)-shm SOMEWHERE/). Then, if \(path) is the file you want, move \(path)-wal and \(path)-shm away and open it again. To put a bucket back safely another time, use storesh backup (see storesh backup --help)."
             )
         }
     }
@@ -89,41 +83,58 @@ enum BucketFileLog {
     /// How many committed transactions SQLite would apply from the log beside `path`: its frames that carry the
     /// log's salts and a valid running checksum (the WAL file format), counting those that end a transaction.
     static func committedTransactions(inLogOf path: String) -> Int {
-        guard let log = FileManager.default.contents(atPath: path + "-wal"), log.count >= 32 else { return 0 }
-        return log.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) -> Int in
-            func word(_ offset: Int, bigEndian: Bool = true) -> UInt32 {
-                let value = bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self)
-                return bigEndian ? UInt32(bigEndian: value) : UInt32(littleEndian: value)
+        // Read a frame at a time: a log can be as large as the biggest transaction (gigabytes).
+        let descriptor = Foundation.open(path + "-wal", O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        guard descriptor >= 0 else { return 0 }
+        defer { Foundation.close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { return 0 }
+        var buffer = [UInt8](repeating: 0, count: 32)
+        func load(_ offset: Int, _ count: Int) -> Bool {
+            if buffer.count < count { buffer = [UInt8](repeating: 0, count: count) }
+            var filled = 0
+            while filled < count {
+                let read = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress! + filled, count - filled, off_t(offset + filled)) }
+                if read < 0 && errno == EINTR { continue }
+                guard read > 0 else { return false }
+                filled += read
             }
-            let magic = word(0)
-            guard magic == 0x377f_0682 || magic == 0x377f_0683 else { return 0 }
-            let checksumsBigEndian = magic == 0x377f_0683
-            let pageSize = Int(word(8))
-            guard pageSize >= 512, pageSize <= 65536, pageSize & (pageSize - 1) == 0 else { return 0 }
-            var sum = (UInt32(0), UInt32(0))
-            func add(_ start: Int, _ count: Int) {
-                var offset = start
-                while offset < start + count {
-                    sum.0 = sum.0 &+ word(offset, bigEndian: checksumsBigEndian) &+ sum.1
-                    sum.1 = sum.1 &+ word(offset + 4, bigEndian: checksumsBigEndian) &+ sum.0
-                    offset += 8
-                }
-            }
-            add(0, 24)
-            guard sum == (word(24), word(28)) else { return 0 }
-            let salts = (word(16), word(20))
-            var commits = 0
-            var offset = 32
-            while offset + 24 + pageSize <= bytes.count {
-                guard (word(offset + 8), word(offset + 12)) == salts else { break }
-                add(offset, 8)
-                add(offset + 24, pageSize)
-                guard sum == (word(offset + 16), word(offset + 20)) else { break }
-                if word(offset + 4) != 0 { commits += 1 }
-                offset += 24 + pageSize
-            }
-            return commits
+            return true
         }
+        func word(_ offset: Int, bigEndian: Bool = true) -> UInt32 {
+            let value = buffer.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset, as: UInt32.self) }
+            return bigEndian ? UInt32(bigEndian: value) : UInt32(littleEndian: value)
+        }
+        guard load(0, 32) else { return 0 }
+        let magic = word(0)
+        guard magic == 0x377f_0682 || magic == 0x377f_0683 else { return 0 }
+        let checksumsBigEndian = magic == 0x377f_0683
+        let pageSize = Int(word(8))
+        guard pageSize >= 512, pageSize <= 65536, pageSize & (pageSize - 1) == 0 else { return 0 }
+        var sum = (UInt32(0), UInt32(0))
+        func add(_ start: Int, _ count: Int) {
+            var offset = start
+            while offset < start + count {
+                sum.0 = sum.0 &+ word(offset, bigEndian: checksumsBigEndian) &+ sum.1
+                sum.1 = sum.1 &+ word(offset + 4, bigEndian: checksumsBigEndian) &+ sum.0
+                offset += 8
+            }
+        }
+        add(0, 24)
+        guard sum == (word(24), word(28)) else { return 0 }
+        let salts = (word(16), word(20))
+        var commits = 0
+        var offset = 32
+        // Each frame: a 24-byte header (page number, commit size, salts, checksums), then the page.
+        while load(offset, 24 + pageSize) {
+            guard (word(8), word(12)) == salts else { break }
+            add(0, 8)
+            add(24, pageSize)
+            guard sum == (word(16), word(20)) else { break }
+            if word(4) != 0 { commits += 1 }
+            offset += 24 + pageSize
+        }
+        return commits
     }
 
     private static func marks(readingURI uri: String) throws -> [String]? {
@@ -133,7 +144,7 @@ enum BucketFileLog {
     }
 
     /// The marks a bucket keeps, oldest first; nil for a bucket older than lineages.
-    private static func lineage(_ connection: SQLiteConnection) throws -> [String]? {
+    static func lineage(_ connection: SQLiteConnection) throws -> [String]? {
         try BucketSchema.readInfo(lineageKey, connection: connection)?.split(separator: " ").map(String.init)
     }
 
@@ -167,6 +178,49 @@ enum BucketFileLog {
         if descriptor >= 0 {
             fsync(descriptor)
             Foundation.close(descriptor)
+        }
+    }
+}
+
+/// What a bucket's connections in this process know of its file's lineage: the newest mark known to be folded
+/// into the file itself. Each commit keeps the marks from that one on (the file holds it or a later one), and every
+/// `foldInterval` commits the log is folded in without waiting for anyone (a passive checkpoint); once all of it is
+/// in the file, the mark just committed is the new floor. So the list stays short, and a log left by a crash
+/// always carries the file's own mark, however many commits it holds.
+final class LineageKeeper: @unchecked Sendable {
+    static let foldInterval = 16
+    private let lock = NSLock()
+    private var foldedMark: String?
+    private var commitsSinceFold = 0
+
+    /// Appends a new mark to the lineage, inside the committing transaction; returns it.
+    func advance(_ connection: SQLiteConnection) throws -> String {
+        var marks = try BucketFileLog.lineage(connection) ?? []
+        if let folded = lock.withLock({ foldedMark }), let floor = marks.lastIndex(of: folded) {
+            marks.removeFirst(floor)
+        }
+        let mark = BucketFileLog.newMark()
+        marks.append(mark)
+        try BucketSchema.writeInfo(BucketFileLog.lineageKey, marks.joined(separator: " "), connection: connection)
+        return mark
+    }
+
+    /// After `mark` is committed on `connection`.
+    func committed(_ mark: String, on connection: SQLiteConnection) {
+        let due = lock.withLock {
+            commitsSinceFold += 1
+            return commitsSinceFold >= Self.foldInterval
+        }
+        guard due else { return }
+        var logFrames: Int32 = 0
+        var foldedFrames: Int32 = 0
+        let status = sqlite3_wal_checkpoint_v2(connection.handle, nil, SQLITE_CHECKPOINT_PASSIVE, &logFrames, &foldedFrames)
+        // Readers of older states hold part of the log back: then try again after the next commit.
+        if status == SQLITE_OK && logFrames == foldedFrames {
+            lock.withLock {
+                foldedMark = mark
+                commitsSinceFold = 0
+            }
         }
     }
 }

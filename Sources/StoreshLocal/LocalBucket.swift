@@ -70,14 +70,18 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     /// any rollback, forgets them. At most one scan page.
     private var scannedRows: [String: LiveRow] = [:]
 
+    /// The lineage as this bucket's connections know it, shared with the engines of its transactions.
+    let lineage: LineageKeeper
+
     /// False only for a version-2 file opened where it cannot be written (so not upgraded): its contents have
     /// no stored CRC-32C, and its objects' metadata then has none.
     let storesContentChecksums: Bool
 
     private init(
         path: String, name: String, connection: SQLiteConnection, options: LocalBucketOptions,
-        storesContentChecksums: Bool, ownsConnection: Bool = true
+        storesContentChecksums: Bool, ownsConnection: Bool = true, lineage: LineageKeeper = LineageKeeper()
     ) {
+        self.lineage = lineage
         self.path = path
         self.name = name
         self.ownConnection = connection
@@ -334,7 +338,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         let (connection, borrowed) = try lendConnection()
         let engine = LocalBucket(
             path: path, name: name, connection: connection, options: options,
-            storesContentChecksums: storesContentChecksums, ownsConnection: !borrowed)
+            storesContentChecksums: storesContentChecksums, ownsConnection: !borrowed, lineage: lineage)
         defer {
             engine.close()
             if borrowed { lock.withLock { lent = false } }
@@ -425,10 +429,11 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
 
     /// Commits the open transaction; one that changed anything extends the file's lineage first.
     private func commit(wrote: Bool) throws {
-        if wrote { try BucketFileLog.advanceLineage(connection) }
+        let mark = wrote ? try lineage.advance(connection) : nil
         if options.crashBeforeCommit { kill(getpid(), SIGKILL) }
         try connection.execute("COMMIT")
         if options.crashAfterCommit { kill(getpid(), SIGKILL) }
+        if let mark { lineage.committed(mark, on: connection) }
     }
 
     /// Runs `body` with the connection, turning SQLite failures into storage errors.

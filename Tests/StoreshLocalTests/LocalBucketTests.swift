@@ -4,6 +4,7 @@ import StoreshTestSupport
 import StoreshCore
 @testable import StoreshLocal
 import StoreshSQLite
+import CSQLite
 
 /// A fresh directory for one test, removed afterwards.
 final class TemporaryDirectory {
@@ -493,5 +494,44 @@ struct ContentChecksumTests {
         try remove.execute("DELETE FROM content_checksums WHERE content_id = (SELECT content_id FROM objects WHERE name = 'large.bin')")
         remove.close()
         #expect(try openBucket(path).verify().problems.contains("1 content rows have no CRC-32C"))
+    }
+}
+
+@Suite("The bucket file's log and its lineage (issue 36)")
+struct BucketFileLogTests {
+    let directory = TemporaryDirectory()
+
+    @Test("a crash that leaves hundreds of commits in the log opens again with all of them")
+    func longLogOpensAgain() async throws {
+        let path = directory.file("busy.bucket")
+        let bucket = try openBucket(path)
+        // A reader of the first state holds the whole log back: no fold can complete, as under a busy server whose
+        // readers stream large objects.
+        let reader = try SQLiteConnection(path: path, flags: SQLITE_OPEN_READONLY)
+        try reader.execute("BEGIN; SELECT count(*) FROM objects")
+        let names = (0..<300).map { "o/\($0)" }
+        try await bucket.put(names)
+        // The crash: the file and its log as they are, where no process has them open.
+        let crashed = directory.file("crashed.bucket")
+        try FileManager.default.copyItem(atPath: path, toPath: crashed)
+        try FileManager.default.copyItem(atPath: path + "-wal", toPath: crashed + "-wal")
+        try reader.execute("COMMIT")
+        reader.close()
+        bucket.close()
+        #expect(BucketFileLog.committedTransactions(inLogOf: crashed) >= 300)
+        let reopened = try openBucket(crashed)
+        defer { reopened.close() }
+        #expect(try reopened.objectCount() == 300)
+    }
+
+    @Test("with nothing holding the log back, the lineage stays short")
+    func lineageStaysShort() async throws {
+        let path = directory.file("short.bucket")
+        let bucket = try openBucket(path)
+        defer { bucket.close() }
+        try await bucket.put((0..<200).map { "o/\($0)" })
+        let marks = try bucket.withConnection { connection in try BucketFileLog.lineage(connection) } ?? []
+        #expect(marks.count <= 2 * LineageKeeper.foldInterval)
+        #expect(marks.count >= 1)
     }
 }

@@ -187,3 +187,38 @@ def test_on_a_terminal_each_request_is_logged_and_ctrl_c_stops_the_server(tmp_pa
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0
+
+
+def test_v4_kill_9_of_a_busy_server_keeps_thousands_of_answered_patches_and_the_file_opens_again(tmp_path):
+    """Issue 36: a server commits its clients' changes in groups, so a crash can leave far more commits in the log
+    than any fixed count. The file must open again after kill -9 with every answered patch, without advice to delete
+    a log that holds them."""
+    server = Server(tmp_path, tmp_path / "served.bucket", extra=("--latency", "2"))
+    names = [f"o/{index:04}" for index in range(200)]
+    for name in names:
+        assert upload(server, name, b"x").status_code == 200
+    answered = {}
+
+    def patch_each(name):
+        session = requests.Session()
+        for round_number in range(15):
+            quoted = requests.utils.quote(name, safe="")
+            answer = session.patch(f"{server.url}/storage/v1/b/{server.name}/o/{quoted}",
+                                   json={"cacheControl": "no-cache", "metadata": {"k": str(round_number)}}, timeout=30)
+            assert answer.status_code == 200, answer.text
+            answered[name] = str(round_number)
+
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        list(pool.map(patch_each, names))
+    server.process.kill()
+    server.process.wait(timeout=30)
+    assert os.path.getsize(server.bucket_file + "-wal") > 0, "the crash left a log"
+    # Every later storesh opens the file: check, the shell, and a server again.
+    status, report = harness.check(tmp_path, server.bucket_file)
+    assert status == 0, report
+    objects = harness.export(tmp_path, server.bucket_file)
+    assert {name: objects[name]["customMetadata"]["k"] for name in names} == answered
+    assert all(objects[name]["cacheControl"] == "no-cache" for name in names)
+    again = Server(tmp_path, server.bucket_file)
+    assert again.request("GET", again.object_path(names[0])).status_code == 200
+    assert again.stop()[0] == 0
