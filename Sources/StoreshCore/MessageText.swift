@@ -1,9 +1,25 @@
+import Foundation
+
 /// Text put into messages and human output.
 public enum MessageText {
     /// A name or value as it can be shown on one line: as is, or quoted with escapes when it holds control
     /// characters, so that no object name can split a message or move a terminal's cursor.
     public static func oneLine(_ text: String) -> String {
         text.unicodeScalars.contains { $0.properties.generalCategory == .control } ? text.debugDescription : text
+    }
+
+    /// An object name as people read it: `oneLine`, and marked `(not NFC)` when it is not in Unicode's composed
+    /// form, so that two names that look alike but are two objects (`café` typed, `café` from a Mac's file name,
+    /// rule P7) can be told apart on a screen.
+    public static func name(_ text: String) -> String {
+        isComposed(text) ? oneLine(text) : oneLine(text) + " (not NFC)"
+    }
+
+    /// Whether `text` is in Normalization Form C, by its bytes.
+    public static func isComposed(_ text: String) -> Bool {
+        // ASCII is its own NFC: most names never reach Foundation.
+        if text.utf8.allSatisfy({ $0 < 0x80 }) { return true }
+        return text.precomposedStringWithCanonicalMapping.utf8.elementsEqual(text.utf8)
     }
 
     /// A size as people read it: `512 B`, `1.2 KiB`, `3.4 MiB`.

@@ -123,6 +123,35 @@ public struct ObjectName: ByteOrderedName, Sendable, CustomStringConvertible {
         self.rawValue = rawValue
     }
 
+    /// A name read back from a bucket, taken as it is: it was valid when it was stored (a listing's or a scan's
+    /// names; never what a user typed).
+    public init(stored rawValue: String) {
+        self.rawValue = rawValue
+    }
+
+    /// Refuses the names Cloud Storage refuses for a new object beyond rule P5 (rule P7): exactly `.` or `..`, and
+    /// names under `.well-known/acme-challenge/`. An object another tool stored under such a name can still be
+    /// read, listed and deleted; only writing one is refused.
+    public func checkNewObjectName() throws(StorageError) {
+        if rawValue == "." || rawValue == ".." {
+            throw .invalidArgument("An object cannot be named exactly '\(rawValue)' (rule P7): Cloud Storage refuses it.")
+        }
+        if rawValue.utf8.starts(with: "/.well-known/acme-challenge/".utf8.dropFirst()) {
+            throw .invalidArgument(
+                "Object names cannot start with '.well-known/acme-challenge/' (rule P7): Cloud Storage keeps them for domain verification.")
+        }
+    }
+
+    /// What is wrong with this stored name by Cloud Storage's rules (rule P7), for `storesh check`: a name it refuses,
+    /// or control characters (NUL among them) it advises against; nil for a good name.
+    public var ruleNote: String? {
+        if (try? checkNewObjectName()) == nil { return "Cloud Storage refuses this name (rule P7)" }
+        if rawValue.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) {
+            return "holds control characters, which Cloud Storage advises against (rule P7)"
+        }
+        return nil
+    }
+
     /// The last segment of the name, as the SDK's `name` (rule P3).
     public var lastSegment: String { NameBytes.lastSegment(of: rawValue) }
 

@@ -163,14 +163,16 @@ public struct PositionPageTokens: PageTokenFormat {
 
     public init(mark: String) { self.mark = mark }
 
+    /// `BUCKET \0 KIND \0 N \0 PREFIX LAST`: the prefix's length in bytes says where the last entry starts, so that
+    /// names holding NUL (which Cloud Storage allows) cannot be mistaken for a separator.
     public func token(for position: ListPosition, bucket: String) -> String {
-        let fields = [bucket, position.prefix, String(position.lastEntryKind.rawValue), position.lastEntry]
-        return mark + Data(fields.joined(separator: "\u{0}").utf8).base64EncodedString()
+        let head = [bucket, String(position.lastEntryKind.rawValue), String(position.prefix.utf8.count), ""].joined(separator: "\u{0}")
+        return mark + Data((head + position.prefix + position.lastEntry).utf8).base64EncodedString()
     }
 
     public func position(decoding token: String, bucket: String, prefix: String) throws(StorageError) -> ListPosition {
         let (tokenBucket, position) = try contents(of: token)
-        guard tokenBucket == bucket, position.prefix == prefix else { throw .malformedPageToken }
+        guard NameBytes.sameBytes(tokenBucket, bucket), NameBytes.sameBytes(position.prefix, prefix) else { throw .malformedPageToken }
         return position
     }
 
@@ -178,10 +180,15 @@ public struct PositionPageTokens: PageTokenFormat {
         guard token.hasPrefix(mark), let data = Data(base64Encoded: String(token.dropFirst(mark.count))) else {
             throw .malformedPageToken
         }
-        let fields = String(decoding: data, as: UTF8.self).split(separator: "\u{0}", omittingEmptySubsequences: false).map(String.init)
-        guard fields.count == 4, let kindByte = UInt8(fields[2]), let kind = ListPosition.EntryKind(rawValue: kindByte) else {
+        let fields = Array(data).split(separator: 0, maxSplits: 3, omittingEmptySubsequences: false)
+        guard fields.count == 4, let kindByte = UInt8(String(decoding: fields[1], as: UTF8.self)),
+            let kind = ListPosition.EntryKind(rawValue: kindByte), let prefixLength = Int(String(decoding: fields[2], as: UTF8.self)),
+            prefixLength >= 0, prefixLength <= fields[3].count,
+            let prefix = String(validating: fields[3].prefix(prefixLength), as: UTF8.self),
+            let last = String(validating: fields[3].dropFirst(prefixLength), as: UTF8.self)
+        else {
             throw .malformedPageToken
         }
-        return (fields[0], ListPosition(prefix: fields[1], lastEntryKind: kind, lastEntry: fields[3]))
+        return (String(decoding: fields[0], as: UTF8.self), ListPosition(prefix: prefix, lastEntryKind: kind, lastEntry: last))
     }
 }

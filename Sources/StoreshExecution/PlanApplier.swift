@@ -115,14 +115,15 @@ public final class PlanApplier: @unchecked Sendable {
             readFailure = error
         }
         await withTaskGroup(of: String.self) { group in
-            var inFlight: Set<String> = []
+            // By bytes (rule P7): two canonically equivalent names are two objects, changed in parallel.
+            var inFlight: Set<ObjectName> = []
             var running = 0
             var step: Int?
             var next = 0
             func finishOne() async {
                 guard let object = await group.next() else { return }
                 running -= 1
-                inFlight.remove(object)
+                inFlight.remove(ObjectName(stored: object))
             }
             reading: while readFailure == nil {
                 let batch: (changes: [PlanStore.PendingChange], next: Int?)
@@ -143,11 +144,11 @@ public final class PlanApplier: @unchecked Sendable {
                         while running > 0 { await finishOne() }
                         step = change.step
                     }
-                    while running >= parallel || inFlight.contains(change.object) { await finishOne() }
+                    while running >= parallel || inFlight.contains(ObjectName(stored: change.object)) { await finishOne() }
                     if isCancelled() { interrupted = true }
                     if lock.withLock({ failed > 0 }) && !keepGoing { stopped = true }
                     if interrupted || stopped { break reading }
-                    inFlight.insert(change.object)
+                    inFlight.insert(ObjectName(stored: change.object))
                     running += 1
                     group.addTask {
                         await self.send(pending, started: started)

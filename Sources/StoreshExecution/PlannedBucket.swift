@@ -63,8 +63,9 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
     /// each once, not once for the pattern and again for its change (on a remote bucket, a request per object).
     /// The plan is made from what it read; apply's preconditions catch what changed since. Two pages are kept:
     /// the one whose objects are being planned and the one read ahead.
-    private var lastRead: [String: ObjectMetadata] = [:]
-    private var readBefore: [String: ObjectMetadata] = [:]
+    /// Keyed by the names' bytes (rule P7): canonically equivalent names are two objects.
+    private var lastRead: [ObjectName: ObjectMetadata] = [:]
+    private var readBefore: [ObjectName: ObjectMetadata] = [:]
     /// Snapshots the plan saved: each with the planned changes as they stood (kept in the store under `saved`).
     fileprivate var plannedSnapshots: [(info: SnapshotInfo, saved: Int)] = []
     private var savedCount = 0
@@ -116,7 +117,7 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
             guard let state = entry.state else { throw StorageError.objectNotFound(object.rawValue) }
             return state
         }
-        if let known = lastRead[object.rawValue] ?? readBefore[object.rawValue] { return known }
+        if let known = lastRead[object] ?? readBefore[object] { return known }
         return try await inner.metadata(of: object)
     }
 
@@ -154,7 +155,7 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
         }
         guard let start else { return ListPage() }
         var firstNames: [String] = []
-        var items: [String: ObjectMetadata] = [:]
+        var items: [ObjectName: ObjectMetadata] = [:]
         var shown = 0
         var current: (kind: ListPosition.EntryKind, name: String)?
         /// Takes one name in byte order; false once the page has all it needs.
@@ -168,7 +169,7 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
             guard Lister.isShown(entry) else { return true }
             shown += 1
             firstNames.append(name)
-            if options.includeMetadata && entry.kind == .item { items[name] = object }
+            if options.includeMetadata && entry.kind == .item { items[ObjectName(stored: name)] = object }
             return shown <= maxResults
         }
         var after: String?
@@ -193,26 +194,26 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
         }
         var page = try Lister.page(
             of: reference, bucket: name, options: options, index: SortedNameIndex(firstNames), tokens: Self.planTokens)
-        if options.includeMetadata { page.itemMetadata = page.items.compactMap { items[$0] } }
+        if options.includeMetadata { page.itemMetadata = page.items.compactMap { items[ObjectName(stored: $0)] } }
         return page
     }
 
     public func scan(prefix: String, after: String?, limit: Int) async throws -> ObjectScanPage {
         let page = try await inner.scan(prefix: prefix, after: after, limit: limit)
         readBefore = lastRead
-        lastRead = Dictionary(page.objects.map { ($0.fullPath, $0) }) { $1 }
+        lastRead = Dictionary(page.objects.map { (ObjectName(stored: $0.fullPath), $0) }) { $1 }
         // The planned states in the real page's range (up to its end, or every one left when it is the last),
         // at most a page of them: past that many, the page ends where they do.
         let planned = try store.entries(prefix: prefix, after: after, through: page.resumeAfter, limit: limit + 1)
         guard !planned.isEmpty else { return page }
         let end: String? = planned.count > limit ? planned[limit - 1].name : page.resumeAfter
         func inRange(_ name: String) -> Bool { end.map { !$0.utf8.lexicographicallyPrecedes(name.utf8) } ?? true }
-        var objects: [String: ObjectMetadata] = [:]
-        for object in page.objects where inRange(object.fullPath) { objects[object.fullPath] = object }
-        for (name, entry) in planned.prefix(limit) { objects[name] = entry.state }
-        let names = objects.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        var objects: [ObjectName: ObjectMetadata] = [:]
+        for object in page.objects where inRange(object.fullPath) { objects[ObjectName(stored: object.fullPath)] = object }
+        for (name, entry) in planned.prefix(limit) { objects[ObjectName(stored: name)] = entry.state }
+        let names = objects.keys.sorted()
         let taken = names.prefix(limit)
-        let more = names.count > limit ? taken.last : end
+        let more = names.count > limit ? taken.last?.rawValue : end
         return ObjectScanPage(objects: taken.compactMap { objects[$0] }, resumeAfter: more)
     }
 
@@ -295,13 +296,13 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
     /// has it). Returns every change, in name order.
     fileprivate func planRestore(_ restoring: [ObjectChange]) async throws -> [ObjectChange] {
         var all: [ObjectChange] = []
-        let named = Set(restoring.map(\.name))
+        let named = Set(restoring.map { ObjectName(stored: $0.name) })
         var others: [String] = []
         var after: String?
         while true {
             let batch = try store.entries(prefix: "", after: after, limit: 1000)
             guard let last = batch.last else { break }
-            others += batch.map(\.name).filter { !named.contains($0) }
+            others += batch.map(\.name).filter { !named.contains(ObjectName(stored: $0)) }
             after = last.name
         }
         for change in restoring {

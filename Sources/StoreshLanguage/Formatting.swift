@@ -19,12 +19,13 @@ enum Formatting {
         guard let count = rows.map(\.count).max() else { return [] }
         var widths = [Int](repeating: 0, count: count)
         for row in rows {
-            for (index, cell) in row.enumerated() { widths[index] = max(widths[index], cell.count) }
+            // By terminal cells: a Korean key or a name with combining marks must not shift the next column.
+            for (index, cell) in row.enumerated() { widths[index] = max(widths[index], TerminalCells.width(of: cell)) }
         }
         return rows.map { row in
             row.enumerated().map { index, cell in
                 if index == row.count - 1 && !rightAligned.contains(index) { return cell }
-                let pad = String(repeating: " ", count: widths[index] - cell.count)
+                let pad = String(repeating: " ", count: widths[index] - TerminalCells.width(of: cell))
                 return rightAligned.contains(index) ? pad + cell : cell + pad
             }.joined(separator: "  ")
         }

@@ -86,9 +86,9 @@ public struct HumanRenderer: ResultRenderer {
         case .metadata(let metadata): return Self.describe(metadata)
         case .written(let metadata, let dryRun):
             let type = metadata.contentType.flatMap { $0.isEmpty ? nil : $0 } ?? "no content type"
-            return ["\(dryRun ? "would write" : "wrote") \(MessageText.oneLine(metadata.fullPath)) (\(MessageText.byteCount(metadata.size)), \(type))"]
+            return ["\(dryRun ? "would write" : "wrote") \(MessageText.name(metadata.fullPath)) (\(MessageText.byteCount(metadata.size)), \(type))"]
         case .saved(let object, let file, let size, let dryRun):
-            return ["\(dryRun ? "would save" : "saved") \(MessageText.oneLine(object)) (\(MessageText.byteCount(size))) to \(file)"]
+            return ["\(dryRun ? "would save" : "saved") \(MessageText.name(object)) (\(MessageText.byteCount(size))) to \(file)"]
         case .content(_, let data):
             output.resultBytes(data)
             return []
@@ -144,7 +144,7 @@ public struct HumanRenderer: ResultRenderer {
         // Names relative to the listed reference, as a shell shows them; prefixes end in /.
         let strip = listing.reference.listingPrefix.utf8.count
         func relative(_ fullPath: String) -> String {
-            MessageText.oneLine(String(Substring(fullPath.utf8.dropFirst(strip))))
+            MessageText.name(String(Substring(fullPath.utf8.dropFirst(strip))))
         }
         // Folders in bold blue when colour is on, so they stand apart from objects at a glance.
         func folder(_ text: String) -> String { color ? "\u{1B}[1;34m\(text)\u{1B}[0m" : text }
@@ -183,9 +183,9 @@ public struct HumanRenderer: ResultRenderer {
             switch change.kind {
             case .added:
                 let type = change.metadata.contentType.flatMap { $0.isEmpty ? nil : $0 } ?? "no content type"
-                return ["\(MessageText.oneLine(change.name)) (added: \(MessageText.byteCount(change.metadata.size)), \(type))"]
+                return ["\(MessageText.name(change.name)) (added: \(MessageText.byteCount(change.metadata.size)), \(type))"]
             case .removed:
-                return ["\(MessageText.oneLine(change.name)) (removed)"]
+                return ["\(MessageText.name(change.name)) (removed)"]
             case .changed:
                 return plan(name: change.name, change.differences)
             }
@@ -195,12 +195,12 @@ public struct HumanRenderer: ResultRenderer {
     /// One changed object in a plan: its name, then each property old → new.
     static func plan(name: String, _ differences: [PropertyDifference]) -> [String] {
         let rows = differences.map { ["  " + $0.key, Formatting.planValue($0.old), "→", Formatting.planValue($0.new)] }
-        return [MessageText.oneLine(name)] + Formatting.columns(rows)
+        return [MessageText.name(name)] + Formatting.columns(rows)
     }
 
     /// One object's changes on one line: `name  key old → new; key old → new`.
     static func planLine(name: String, _ differences: [PropertyDifference]) -> String {
-        MessageText.oneLine(name) + "  "
+        MessageText.name(name) + "  "
             + differences.map { "\($0.key) \(Formatting.planValue($0.old)) → \(Formatting.planValue($0.new))" }.joined(separator: "; ")
     }
 

@@ -30,9 +30,22 @@ public struct ArchivedObject: Sendable, Equatable {
 
     /// The object's metadata once stored: archived values where given, else those of a new write (rule M3).
     func metadata(bucket: String, generation: Int64, now: Timestamp) -> ObjectMetadata {
-        var metadata = ObjectMetadata.newObject(
-            bucket: bucket, name: name, content: content, generation: generation, now: now, properties: properties,
-            customMetadata: customMetadata)
+        archived(
+            ObjectMetadata.newObject(
+                bucket: bucket, name: name, content: content, generation: generation, now: now, properties: properties,
+                customMetadata: customMetadata))
+    }
+
+    /// The same, for content streamed from elsewhere (known by its size and MD5).
+    func metadata(bucket: String, generation: Int64, now: Timestamp, size: Int64, md5Hash: String) -> ObjectMetadata {
+        archived(
+            ObjectMetadata.newObject(
+                bucket: bucket, name: name, size: size, md5Hash: md5Hash, generation: generation, now: now,
+                properties: properties, customMetadata: customMetadata))
+    }
+
+    private func archived(_ new: ObjectMetadata) -> ObjectMetadata {
+        var metadata = new
         if let metageneration { metadata.metageneration = metageneration }
         if let timeCreated { metadata.timeCreated = timeCreated }
         metadata.updated = updated ?? metadata.timeCreated

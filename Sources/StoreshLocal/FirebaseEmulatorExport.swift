@@ -39,18 +39,19 @@ public enum FirebaseEmulatorExport {
         /// The MD5 the content had when the export was read.
         public let md5: String
 
-        /// The object with its content, which must still be what it was when the export was read.
-        public func withContent() throws(StorageError) -> ArchivedObject {
-            var loaded = object
+        /// The object (without content) and its content, read a piece at a time when it is written; the content
+        /// must still be what it was when the export was read.
+        public func withContentSource() throws(StorageError) -> (ArchivedObject, any ContentSource) {
+            let source: FileContentSource
             do {
-                loaded.content = try RegularFile.read(blob.path, maximumBytes: Int.max, what: "an object's content", followingLinks: false)
+                source = try FileContentSource(path: blob.path, what: "an object's content", followingLinks: false)
             } catch {
                 throw .invalidArgument("\(metadataFile) has no content beside it any more: \(error.message)")
             }
-            guard ContentHash.md5Base64(loaded.content) == md5 else {
+            guard source.md5Base64 == md5 else {
                 throw .invalidArgument("\(blob.path) changed while it was imported; nothing was imported.")
             }
-            return loaded
+            return (object, source)
         }
     }
 

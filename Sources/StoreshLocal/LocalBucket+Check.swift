@@ -14,6 +14,9 @@ public struct IntegrityReport: Sendable, Equatable {
     public var keptVersions = 0
     /// Bytes of content checked against MD5 (shared content counted once per version).
     public var contentBytes: Int64 = 0
+    /// Names Cloud Storage refuses or advises against (rule P7), each with what is wrong: not damage, but objects
+    /// that a real bucket could not take as they are (the list stops at `listedProblemLimit`).
+    public var nameNotes: [String] = []
 
     public var isSound: Bool { problems.isEmpty }
 
@@ -57,6 +60,9 @@ extension LocalBucket {
                 let version = try StoredVersion(statement, from: 0, died: false)
                 _ = try version.metadata(bucket: name)
                 report.objects += 1
+                if let note = ObjectName(stored: version.name).ruleNote, report.nameNotes.count < IntegrityReport.listedProblemLimit {
+                    report.nameNotes.append("\(MessageText.name(version.name)): \(note)")
+                }
                 if version.born > current { report.add("object \(version.name.debugDescription) is from a future epoch") }
                 let data = try content(of: version)
                 report.contentBytes += Int64(data.count)

@@ -149,7 +149,8 @@ extension LocalBucket: SnapshotStore {
     private func changes(from old: Int64?, to new: Int64?) throws -> [ObjectChange] {
         if old == new { return [] }
         let (low, high) = Self.ordered(old, new)
-        var names = Set<String>()
+        // By bytes (rule P7): canonically equivalent names are two objects, each its own change.
+        var names = Set<ObjectName>()
         for sql in [
             "SELECT name FROM objects WHERE born > ?1 AND (?2 IS NULL OR born <= ?2)",
             "SELECT name FROM history WHERE born > ?1 AND (?2 IS NULL OR born <= ?2)",
@@ -159,10 +160,10 @@ extension LocalBucket: SnapshotStore {
             defer { statement.reset() }
             statement.bind(1, low)
             statement.bind(2, high)
-            while try statement.step() { names.insert(statement.string(0) ?? "") }
+            while try statement.step() { names.insert(ObjectName(stored: statement.string(0) ?? "")) }
         }
         var changes: [ObjectChange] = []
-        for name in names.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
+        for name in names.sorted().map(\.rawValue) {
             if let change = ObjectChange.between(try version(of: name, at: old), try version(of: name, at: new)) {
                 changes.append(change)
             }

@@ -68,7 +68,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     /// found then uses its row as scanned instead of reading it again. Kept only inside an explicit transaction,
     /// which holds the write lock, so nothing else changes them; any change but the update of a row itself, and
     /// any rollback, forgets them. At most one scan page.
-    private var scannedRows: [String: LiveRow] = [:]
+    private var scannedRows: [ObjectName: LiveRow] = [:]
 
     /// The lineage as this bucket's connections know it, shared with the engines of its transactions.
     let lineage: LineageKeeper
@@ -572,7 +572,10 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         var page = page
         let rows = try fetchRows(page.items)
         page.itemMetadata = try page.items.map { item in
-            guard let row = rows[item] else { throw StorageError.objectNotFound(item) }
+            // The listing read the name in this same transaction: a row missing now is the engine's fault.
+            guard let row = rows[ObjectName(stored: item)] else {
+                throw StorageError.internalError("The object \(MessageText.oneLine(item)) was listed but its metadata cannot be read.")
+            }
             return row.metadata
         }
         return page
@@ -605,7 +608,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         async throws -> UpdateResult
     {
         try change(.checkedFirst) {
-            let scanned = scannedRows.removeValue(forKey: object.rawValue)
+            let scanned = scannedRows.removeValue(forKey: object)
             guard let row = try scanned ?? fetchRow(object.rawValue) else { throw StorageError.objectNotFound(object.rawValue) }
             let now = options.clock.nextChangeTime()
             let (next, changed) = try row.metadata.applying(update, now: now)
@@ -630,6 +633,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     public func write(_ content: Data, to object: ObjectName, options writeOptions: WriteOptions, precondition: Precondition)
         async throws -> ObjectMetadata
     {
+        try object.checkNewObjectName()
         try CustomMetadataLimits.validate(writeOptions.customMetadata)
         let md5 = ContentHash.md5Base64(content)
         if let expected = writeOptions.expectedMD5, expected != md5 {
@@ -659,6 +663,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     public func write(from source: any ContentSource, to object: ObjectName, options writeOptions: WriteOptions, precondition: Precondition)
         async throws -> ObjectMetadata
     {
+        try object.checkNewObjectName()
         if source.size <= Int64(Self.streamedPieceBytes) {
             return try await write(try source.readAll(), to: object, options: writeOptions, precondition: precondition)
         }
@@ -676,27 +681,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
             guard precondition.isSatisfied(by: existing?.metadata) else {
                 throw StorageError.preconditionFailed(object.rawValue, precondition, actual: existing?.metadata)
             }
-            let insert = try connection.statement("INSERT INTO contents (data) VALUES (zeroblob(?1))")
-            insert.bind(1, source.size)
-            try insert.step()
-            insert.reset()
-            let contentID = sqlite3_last_insert_rowid(connection.handle)
-            let blob = try SQLiteBlob(connection, table: "contents", column: "data", row: contentID, writable: true)
-            defer { blob.close() }
-            var offset: Int64 = 0
-            var crc = CRC32C()
-            // Bounded: each round writes at least one byte, up to the source's size.
-            while offset < source.size {
-                let piece = try source.read(offset: offset, length: Int(min(Int64(Self.streamedPieceBytes), source.size - offset)))
-                guard !piece.isEmpty else {
-                    throw StorageError.internalError("The content ended after \(offset) of its \(source.size) bytes; nothing was written.")
-                }
-                try blob.write(piece, at: Int(offset))
-                crc.update(piece)
-                offset += Int64(piece.count)
-            }
-            blob.close()  // before the rows around it change
-            try keep(crc, ofContent: contentID)
+            let (contentID, crc) = try storeContent(from: source)
             metadata.crc32c = crc.base64
             try store(metadata, contentID: contentID, replacing: existing)
             return metadata
@@ -788,7 +773,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
                     break
                 }
                 objects.append(row.metadata)
-                if inExplicitTransaction { scannedRows[row.version.name] = row }
+                if inExplicitTransaction { scannedRows[ObjectName(stored: row.version.name)] = row }
             }
             return ObjectScanPage(objects: objects, resumeAfter: more ? objects.last?.fullPath : nil)
         }
@@ -825,13 +810,14 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     /// Writes many objects in one transaction: all of them, or (on any error) none.
     /// With `replacingEverything`, the bucket holds exactly `objects` afterwards.
     public func importObjects(_ objects: [ArchivedObject], replacingEverything: Bool) throws(StorageError) {
-        try importObjects(count: objects.count, replacingEverything: replacingEverything) { index throws(StorageError) in objects[index] }
+        try importObjects(count: objects.count, replacingEverything: replacingEverything) { index throws(StorageError) in (objects[index], nil) }
     }
 
-    /// Writes `count` objects in one transaction, each made by `object` when its turn comes (so that an import of
-    /// many large objects holds one at a time): all of them, or (on any error, `object`'s too) none.
+    /// Writes `count` objects in one transaction, each made by `object` when its turn comes: all of them, or (on any
+    /// error, `object`'s too) none. An object given with a content source (its `content` then empty) is written from
+    /// it a piece at a time, so an import holds a piece of one object at a time, whatever their sizes.
     public func importObjects(
-        count: Int, replacingEverything: Bool, object: (Int) throws(StorageError) -> ArchivedObject
+        count: Int, replacingEverything: Bool, object: (Int) throws(StorageError) -> (ArchivedObject, (any ContentSource)?)
     ) throws(StorageError) {
         try change {
             if replacingEverything {
@@ -843,15 +829,22 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
             }
             var lastGeneration = try storedLastGeneration()
             for index in 0..<count {
-                let object = try object(index)
+                let (object, source) = try object(index)
+                try object.name.checkNewObjectName()
                 try CustomMetadataLimits.validate(object.customMetadata)
                 let now = options.clock.nextChangeTime()
                 // An archived generation is kept as it was; a new object gets a fresh one (rule M3).
                 let generation = object.generation ?? max(now.microseconds, lastGeneration + 1)
                 lastGeneration = max(lastGeneration, generation)
-                try store(
-                    object.metadata(bucket: name, generation: generation, now: now), content: object.content,
-                    replacing: try fetchRow(object.name.rawValue))
+                let existing = try fetchRow(object.name.rawValue)
+                if let source {
+                    var metadata = object.metadata(bucket: name, generation: generation, now: now, size: source.size, md5Hash: source.md5Base64)
+                    let (contentID, crc) = try storeContent(from: source)
+                    metadata.crc32c = crc.base64
+                    try store(metadata, contentID: contentID, replacing: existing)
+                } else {
+                    try store(object.metadata(bucket: name, generation: generation, now: now), content: object.content, replacing: existing)
+                }
             }
             try storeLastGeneration(lastGeneration)
         }
@@ -998,6 +991,39 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         """
 
     /// Creates or replaces the object `metadata.fullPath` with new content; `existing` is its live row.
+    /// Stores `source`'s content a piece at a time (`streamedPieceBytes`), with its CRC-32C; returns its row. The
+    /// pieces are hashed as they are written: content that is not what the source's MD5 says (a file that changed
+    /// since it was measured) is refused, and the change it belongs to rolls back.
+    private func storeContent(from source: any ContentSource) throws -> (contentID: Int64, crc: CRC32C) {
+        let insert = try connection.statement("INSERT INTO contents (data) VALUES (zeroblob(?1))")
+        insert.bind(1, source.size)
+        try insert.step()
+        insert.reset()
+        let contentID = sqlite3_last_insert_rowid(connection.handle)
+        let blob = try SQLiteBlob(connection, table: "contents", column: "data", row: contentID, writable: true)
+        defer { blob.close() }
+        var offset: Int64 = 0
+        var crc = CRC32C()
+        var md5 = MD5Accumulator()
+        // Bounded: each round writes at least one byte, up to the source's size.
+        while offset < source.size {
+            let piece = try source.read(offset: offset, length: Int(min(Int64(Self.streamedPieceBytes), source.size - offset)))
+            guard !piece.isEmpty else {
+                throw StorageError.internalError("The content ended after \(offset) of its \(source.size) bytes; nothing was written.")
+            }
+            try blob.write(piece, at: Int(offset))
+            crc.update(piece)
+            md5.update(piece)
+            offset += Int64(piece.count)
+        }
+        blob.close()  // before the rows around it change
+        guard md5.base64() == source.md5Base64 else {
+            throw StorageError.invalidArgument("\(source.origin ?? "The content") changed while it was read; nothing was written.")
+        }
+        try keep(crc, ofContent: contentID)
+        return (contentID, crc)
+    }
+
     private func store(_ metadata: ObjectMetadata, content: Data, replacing existing: LiveRow?) throws {
         let insertContent = try connection.statement("INSERT INTO contents (data) VALUES (?1)")
         insertContent.bind(1, content)
@@ -1074,23 +1100,29 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         statement.bind(1, name)
         return try statement.step() ? try LiveRow(statement, bucket: self.name, withContentChecksum: true) : nil
     }
-    /// The live rows of `names`, read by one statement (a page's items, not one read per item): the names go
-    /// in as one JSON array, so the statement is the same whatever the page's size, and each is one index seek.
-    func fetchRows(_ names: [String]) throws -> [String: LiveRow] {
+    /// How many names one read of `fetchRows` binds: a page of 1,000 items is 16 index seeks by one cached statement.
+    static let namesPerRowRead = 64
+
+    /// The live rows of `names`, keyed by their bytes (rule P7), read `namesPerRowRead` at a time by one cached
+    /// statement: not one read per item, and each name bound as it is (a name holding NUL included, which a JSON
+    /// text would cut short).
+    func fetchRows(_ names: [String]) throws -> [ObjectName: LiveRow] {
+        let placeholders = (1...Self.namesPerRowRead).map { "?\($0)" }.joined(separator: ",")
         let statement = try connection.statement(
-            "SELECT \(LiveRow.columnsWithContentChecksum(stored: storesContentChecksums)), name FROM objects WHERE name IN (SELECT value FROM json_each(?1))")
-        defer { statement.reset() }
-        var list = "["
-        for (index, name) in names.enumerated() {
-            if index > 0 { list += "," }
-            list += JSONValue.quoted(name)
-        }
-        statement.bind(1, list + "]")
-        var rows: [String: LiveRow] = [:]
+            "SELECT \(LiveRow.columnsWithContentChecksum(stored: storesContentChecksums)), name FROM objects WHERE name IN (\(placeholders))")
+        var rows: [ObjectName: LiveRow] = [:]
         rows.reserveCapacity(names.count)
-        while try statement.step() {
-            guard let name = statement.string(StoredVersion.columnCount + 3) else { continue }
-            rows[name] = try LiveRow(statement, bucket: self.name, withContentChecksum: true)
+        var start = names.startIndex
+        while start < names.endIndex {
+            let chunk = names[start..<min(start + Self.namesPerRowRead, names.endIndex)]
+            defer { statement.reset() }
+            // The places a last, shorter chunk leaves unbound are NULL (reset clears them), which no name equals.
+            for (index, name) in chunk.enumerated() { statement.bind(Int32(index + 1), name) }
+            while try statement.step() {
+                guard let name = statement.string(StoredVersion.columnCount + 3) else { continue }
+                rows[ObjectName(stored: name)] = try LiveRow(statement, bucket: self.name, withContentChecksum: true)
+            }
+            start += chunk.count
         }
         return rows
     }

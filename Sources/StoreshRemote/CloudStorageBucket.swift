@@ -289,6 +289,8 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
     /// An upload's resource (its content type guessed from the name when not given) and its content type, as both
     /// APIs take it.
     static func uploadResource(_ object: ObjectName, _ options: WriteOptions) throws -> (JSONValue, String) {
+        // Refused here, before any request, whatever server stands in for Cloud Storage (an emulator may take them).
+        try object.checkNewObjectName()
         try CustomMetadataLimits.validate(options.customMetadata)
         var options = options
         if options.properties[.contentType] == nil {

@@ -33,7 +33,8 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
     private let host: String
     private var completions: CompletionReads!
     /// What a HEAD said beyond storesh's properties, by object, with the ETag it was read at: resent by a copy.
-    private var kept: [String: (entityTag: String?, headers: [(String, String)])] = [:]
+    /// By the keys' bytes (rule P7).
+    private var kept: [ObjectName: (entityTag: String?, headers: [(String, String)])] = [:]
     private let keptLock = NSLock()
 
     public init(name: String, configuration: AWSConfiguration, http: RemoteHTTP, multipartThreshold: Int = 8 << 20) {
@@ -238,7 +239,7 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
                 .invalidArgument,
                 "s3://\(name)/\(key) has \(missing) metadata entries that HTTP headers cannot carry; storesh leaves it alone rather than lose them.")
         }
-        keptLock.withLock { kept[key] = (entityTag, keptHeaders) }
+        keptLock.withLock { kept[ObjectName(stored: key)] = (entityTag, keptHeaders) }
         return metadata
     }
 
@@ -376,7 +377,7 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
         guard let entityTag = before.entityTag else {
             throw StorageError.internalError("\(object.rawValue) was read without an ETag; the update was not sent.")
         }
-        var extra = keptLock.withLock { kept[object.rawValue] }
+        var extra = keptLock.withLock { kept[object] }
         if extra?.entityTag != entityTag || !configuration.isAWS {
             // Not read in this run (a resumed journal): read what else the object has, and stop if it changed. A
             // store other than AWS may ignore the copy's conditions: the object is read just before, which narrows
@@ -387,7 +388,7 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
             guard current.entityTag == entityTag, current.updated == before.updated else {
                 throw StorageError.preconditionFailed(object.rawValue, .matches(before), actual: current)
             }
-            extra = keptLock.withLock { kept[object.rawValue] }
+            extra = keptLock.withLock { kept[object] }
         }
         let source = "/" + NameBytes.percentEncoded(name) + objectPath(object.rawValue)
         var headers: [(String, String)] = [
@@ -409,7 +410,7 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
                 result.updated = time
             }
             result.versionID = response.header("x-amz-version-id") ?? before.versionID
-            keptLock.withLock { kept[object.rawValue] = (result.entityTag, extra?.headers ?? []) }
+            keptLock.withLock { kept[object] = (result.entityTag, extra?.headers ?? []) }
             return result
         }
         if response.attempts > 1, response.status == 412, let current = try await metadataIfPresent(of: object),

@@ -277,12 +277,15 @@ struct RulesEvaluator {
         case (.integer(let x), .integer(let y)): x == y
         case (.float(let x), .float(let y)): x == y
         case (.integer(let x), .float(let y)), (.float(let y), .integer(let x)): Double(x) == y
-        case (.string(let x), .string(let y)): x == y
+        // Strings (object names among them) are equal when their bytes are (rule P7), not when Swift's canonical
+        // equivalence says so: `café` typed and `café` from a Mac's file name are two names.
+        case (.string(let x), .string(let y)): x.utf8.elementsEqual(y.utf8)
         case (.timestamp(let x), .timestamp(let y)): x == y
         case (.duration(let x), .duration(let y)): x == y
         case (.list(let x), .list(let y)): x.count == y.count && zip(x, y).allSatisfy { equal($0, $1) }
         case (.map(let x), .map(let y)): x.count == y.count && x.allSatisfy { key, value in y[key].map { equal(value, $0) } ?? false }
-        case (.stringMap(let x), .stringMap(let y)): x == y
+        case (.stringMap(let x), .stringMap(let y)):
+            x.count == y.count && x.allSatisfy { key, value in y[key].map { value.utf8.elementsEqual($0.utf8) } ?? false }
         case (.stringMap(let x), .map): equal(.map(x.mapValues(RulesValue.string)), b)
         case (.map, .stringMap(let y)): equal(a, .map(y.mapValues(RulesValue.string)))
         default: false
@@ -311,7 +314,7 @@ struct RulesEvaluator {
             case (.integer, .float), (.float, .integer), (.float, .float):
                 let (x, y) = (Self.number(left), Self.number(right))
                 order = x < y ? -1 : x == y ? 0 : 1
-            case (.string(let x), .string(let y)): order = x.utf8.lexicographicallyPrecedes(y.utf8) ? -1 : x == y ? 0 : 1
+            case (.string(let x), .string(let y)): order = x.utf8.lexicographicallyPrecedes(y.utf8) ? -1 : x.utf8.elementsEqual(y.utf8) ? 0 : 1
             case (.timestamp(let x), .timestamp(let y)): order = x < y ? -1 : x == y ? 0 : 1
             case (.duration(let x), .duration(let y)): order = x < y ? -1 : x == y ? 0 : 1
             default: throw EvaluationError(message: "cannot compare a \(left.typeName) with a \(right.typeName)", line: line)

@@ -15,8 +15,8 @@ class RulesLayer: Bucket, TransactionalBucket, @unchecked Sendable {
     let inner: any Bucket
     let session: RulesSession
     private let lock = NSLock()
-    /// The last scan page's objects by name.
-    private var scanned: [String: ObjectMetadata] = [:]
+    /// The last scan page's objects by name, as bytes (rule P7).
+    private var scanned: [ObjectName: ObjectMetadata] = [:]
 
     init(_ inner: any Bucket, session: RulesSession) {
         self.inner = inner
@@ -63,7 +63,7 @@ class RulesLayer: Bucket, TransactionalBucket, @unchecked Sendable {
         try check(.list, NameBytes.folder(ofPrefix: prefix))
         let page = try await inner.scan(prefix: prefix, after: after, limit: limit)
         if !session.isOpen {
-            let byName = Dictionary(page.objects.map { ($0.fullPath, $0) }) { _, last in last }
+            let byName = Dictionary(page.objects.map { (ObjectName(stored: $0.fullPath), $0) }) { _, last in last }
             lock.withLock { scanned = byName }
         }
         return page
@@ -178,7 +178,7 @@ class RulesLayer: Bucket, TransactionalBucket, @unchecked Sendable {
 
     /// The object as the last scan saw it, when the change names that very state.
     private func known(_ object: ObjectName, _ precondition: Precondition) -> ObjectMetadata? {
-        guard let seen = lock.withLock({ scanned[object.rawValue] }) else { return nil }
+        guard let seen = lock.withLock({ scanned[object] }) else { return nil }
         let named =
             (precondition.metageneration == seen.metageneration && (precondition.generation ?? seen.generation) == seen.generation)
             || (precondition.generation == seen.generation && precondition.metageneration == nil)

@@ -103,11 +103,11 @@ enum BucketPage {
                 let name = StoragePath(normalizing: child).name
                 html += "<li class=\"prefix\"><a href=\"\(escaped(link(path: child + "/")))\">\(escaped(name))/</a> <span class=\"kind\">prefix</span></li>\n"
             }
-            let sizes = Dictionary((page.itemMetadata ?? []).map { ($0.fullPath, $0.size) }) { first, _ in first }
+            let sizes = Dictionary((page.itemMetadata ?? []).map { (ObjectName(stored: $0.fullPath), $0.size) }) { first, _ in first }
             for item in page.items {
                 let name = StoragePath(normalizing: item).name
-                let size = sizes[item].map { " <span class=\"size\">\(MessageText.byteCount($0))</span>" } ?? ""
-                let current = object?.fullPath == item ? " aria-current=\"true\"" : ""
+                let size = sizes[ObjectName(stored: item)].map { " <span class=\"size\">\(MessageText.byteCount($0))</span>" } ?? ""
+                let current = object.map { NameBytes.sameBytes($0.fullPath, item) } ?? false ? " aria-current=\"true\"" : ""
                 html += "<li class=\"item\"><a href=\"\(escaped(link(path: prefix, token: token, object: item)))\"\(current)>\(escaped(name))</a>\(size) <span class=\"kind\">item</span></li>\n"
             }
             html += "</ul>\n"

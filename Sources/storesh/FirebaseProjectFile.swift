@@ -1,5 +1,6 @@
 import Foundation
 import StoreshCore
+import StoreshLocal
 import StoreshRules
 
 /// What `storesh serve` takes from a Firebase project's `firebase.json`, as `firebase emulators:start --only storage`
@@ -27,7 +28,8 @@ struct FirebaseProjectFile {
         for rules in rules {
             switch RulesFileWatch.text(of: rules.path) {
             case .failure(let problem):
-                throw CommandLineError("\(path) names \(problem.description); nothing was started.")
+                let reason = problem.description.hasSuffix(".") ? String(problem.description.dropLast()) : problem.description
+                throw CommandLineError("\(path) names a rules file storesh cannot use: \(reason); nothing was started.")
             case .success(let text):
                 do throws(StorageError) {
                     try RulesEngine.check(text, origin: rules.path)
@@ -54,13 +56,16 @@ struct FirebaseProjectFile {
         }
     }
 
+    /// The largest firebase.json storesh reads (a project's is a few kilobytes).
+    static let maximumBytes = 1 << 20
+
     /// Reads `path`. Errors name the file and the key.
     static func read(_ path: String) throws(CommandLineError) -> FirebaseProjectFile {
         let data: Data
         do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
+            data = try RegularFile.read(path, maximumBytes: maximumBytes, what: "a Firebase project file")
         } catch {
-            throw CommandLineError("\(path) cannot be read: \(error.localizedDescription)")
+            throw CommandLineError(error.message)
         }
         guard let root = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
             throw CommandLineError("\(path) is not a Firebase project file: its text is not a JSON object.")
@@ -117,10 +122,14 @@ struct RulesFileWatch {
     /// Loads a text into the server; throws its error (positioned in the file).
     let load: @Sendable (_ source: String) async throws -> Void
 
-    /// The text of the rules file at `path`, or why it cannot be read.
+    /// The text of the rules file at `path`, or why it cannot be read: a regular file of at most 1 MiB (far above
+    /// the 256 KB the rules check allows, which it then says).
     static func text(of path: String) -> Result<String, CommandLineError> {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            return .failure(CommandLineError("the rules file \(path) cannot be read"))
+        let data: Data
+        do {
+            data = try RegularFile.read(path, maximumBytes: 1 << 20, what: "the rules file")
+        } catch {
+            return .failure(CommandLineError(error.message))
         }
         guard let text = String(data: data, encoding: .utf8) else {
             return .failure(CommandLineError("the rules file \(path) is not UTF-8 text"))
@@ -128,13 +137,35 @@ struct RulesFileWatch {
         return .success(text)
     }
 
+    struct Stamp: Equatable {
+        var device: UInt64
+        var inode: UInt64
+        var size: Int64
+        var seconds: Int
+        var nanoseconds: Int
+    }
+
+    /// What says whether the file changed: its identity (an editor may replace it), size and modification time.
+    static func stamp(of path: String) -> Stamp? {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return nil }
+        return Stamp(
+            device: UInt64(status.st_dev), inode: UInt64(status.st_ino), size: Int64(status.st_size),
+            seconds: status.st_mtim.tv_sec, nanoseconds: status.st_mtim.tv_nsec)
+    }
+
     /// Watches from `loaded` (the text in force) until cancelled.
     func run(from loaded: String) async {
         var last = loaded
         var lastProblem: String?
+        var seen = Self.stamp(of: path)
         while !Task.isCancelled {
             try? await Task.sleep(for: Self.interval)
             if Task.isCancelled { return }
+            // Read again only when the file's identity, size or time changed: a look, not a read, every half second.
+            let now = Self.stamp(of: path)
+            if now != nil && now == seen { continue }
+            seen = now
             switch Self.text(of: path) {
             case .failure(let problem):
                 // Said once, not every half second (an editor may replace the file in two steps).

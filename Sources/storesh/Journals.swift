@@ -284,37 +284,79 @@ extension Run {
 
 /// Reads a journal a line at a time (a journal of millions of changes is gigabytes) into a plan store.
 func readJournal(_ path: String, reopen: ((String) throws(StorageError) -> any ContentSource)? = nil) throws -> JournalRecord.Contents {
-    var status = stat()
-    guard path != "-", stat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else {
-        // Not a regular file (missing, a directory, a pipe): read whole, with the messages every file argument gets.
-        let data = try readInputFile(path)
-        var lines = data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)[...]
-        let endsInNewline = data.last == UInt8(ascii: "\n")
-        if endsInNewline { lines = lines.dropLast() }
-        return try JournalRecord.read(
-            source: path,
-            nextLine: {
-                guard let line = lines.popFirst() else { return nil }
-                return (Array(line), !lines.isEmpty || endsInNewline)
-            }, reopen: reopen)
+    // A regular file, or standard input when asked for by `-`: a FIFO with no writer or a device such as /dev/zero
+    // is refused, not waited on or read without end.
+    let descriptor: Int32
+    if path == "-" {
+        descriptor = STDIN_FILENO
+    } else {
+        do {
+            descriptor = try RegularFile.open(path, what: "a plan or journal")
+        } catch {
+            throw CommandLineError(error.message)
+        }
     }
-    guard let file = fopen(path, "r") else {
-        throw CommandLineError("Cannot read \(path): \(String(cString: strerror(errno))).")
+    defer { if path != "-" { close(descriptor) } }
+    var lines = BoundedLines(descriptor: descriptor, source: path, maximumLineBytes: maximumJournalLineBytes)
+    return try JournalRecord.read(source: path, nextLine: { try lines.next() }, reopen: reopen)
+}
+
+/// The longest line of a plan or journal storesh reads: a line is one change with its values (kilobytes; a rules
+/// text, at most 256 KB), so a longer one is not a plan's.
+let maximumJournalLineBytes = 4 << 20
+
+/// The lines of a file a piece at a time, each at most `maximumLineBytes`: a file of any length in bounded memory,
+/// and a file that is not made of lines (`/dev/zero` behind a link, a gigabyte without a newline) a clear error.
+struct BoundedLines {
+    let descriptor: Int32
+    let source: String
+    let maximumLineBytes: Int
+    private var buffer: [UInt8] = []
+    private var start = 0
+    /// Where the search for the next newline resumes: the bytes before it hold none.
+    private var searched = 0
+    private var atEnd = false
+    private var lineNumber = 0
+
+    init(descriptor: Int32, source: String, maximumLineBytes: Int) {
+        self.descriptor = descriptor
+        self.source = source
+        self.maximumLineBytes = maximumLineBytes
     }
-    defer { fclose(file) }
-    var buffer: UnsafeMutablePointer<CChar>?
-    var capacity = 0
-    defer { free(buffer) }
-    return try JournalRecord.read(
-        source: path,
-        nextLine: {
-            let length = getline(&buffer, &capacity, file)
-            guard length >= 0, let buffer else {
-                if ferror(file) != 0 { throw CommandLineError("Cannot read \(path): \(String(cString: strerror(errno))).") }
-                return nil
+
+    /// The next line without its newline, and whether a newline ended it; nil at the end.
+    mutating func next() throws -> (line: [UInt8], ended: Bool)? {
+        lineNumber += 1
+        while true {
+            if let newline = buffer[max(start, searched)...].firstIndex(of: UInt8(ascii: "\n")) {
+                let line = Array(buffer[start..<newline])
+                start = newline + 1
+                searched = start
+                return (line, true)
             }
-            let bytes = UnsafeRawBufferPointer(start: buffer, count: length)
-            let ended = length > 0 && bytes[length - 1] == UInt8(ascii: "\n")
-            return (Array(bytes.prefix(ended ? length - 1 : length)), ended)
-        }, reopen: reopen)
+            searched = buffer.count
+            guard buffer.count - start <= maximumLineBytes else {
+                throw CommandLineError(
+                    "\(source): line \(lineNumber) is longer than \(MessageText.byteCount(Int64(maximumLineBytes))); this is not a plan or journal storesh wrote.")
+            }
+            if atEnd {
+                guard start < buffer.count else { return nil }
+                let line = Array(buffer[start...])
+                start = buffer.count
+                return (line, false)
+            }
+            if start > 0 {
+                buffer.removeFirst(start)
+                searched -= start
+                start = 0
+            }
+            var piece = [UInt8](repeating: 0, count: 64 << 10)
+            let count = piece.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw CommandLineError("Cannot read \(source): \(String(cString: strerror(errno))).")
+            }
+            if count == 0 { atEnd = true } else { buffer += piece[0..<count] }
+        }
+    }
 }

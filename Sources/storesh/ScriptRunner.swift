@@ -3,6 +3,7 @@ import CStoreshTerminal
 import Foundation
 import StoreshCore
 import StoreshLanguage
+import StoreshLocal
 import StoreshRules
 
 /// Results to standard output (buffered, every write checked), errors to standard error: as text
@@ -96,6 +97,10 @@ struct HostFiles: LocalFiles {
             if error.isInterruption { throw StorageError(.cancelled, error.description) }
             throw StorageError(.invalidArgument, error.description.prefix(1).uppercased() + error.description.dropFirst())
         }
+    }
+
+    func readDocument(_ path: String, maximumBytes: Int) throws(StorageError) -> Data {
+        try RegularFile.read(path, maximumBytes: maximumBytes, what: "a rules file")
     }
 
     func isDirectory(_ path: String) -> Bool {

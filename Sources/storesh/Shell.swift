@@ -171,13 +171,13 @@ final class Shell {
         var columns: Int32 = 0
         storesh_terminal_size(&rows, &columns)
         let names = candidates.map(\.display)
-        let width = min((names.map(\.count).max() ?? 0) + 2, max(Int(columns), 20))
+        let width = min((names.map(TerminalCells.width(of:)).max() ?? 0) + 2, max(Int(columns), 20))
         let perLine = max(1, Int(columns > 0 ? columns : 80) / width)
         let maxLines = max(3, Int(rows > 0 ? rows : 24) - 4)
         let shown = names.prefix(perLine * maxLines)
         var text = "\n"
         for (index, name) in shown.enumerated() {
-            text += name.padding(toLength: width, withPad: " ", startingAt: 0)
+            text += TerminalCells.padded(name, to: width)
             if (index + 1) % perLine == 0 || index == shown.count - 1 { text += "\n" }
         }
         if shown.count < names.count || result.truncated {

@@ -434,6 +434,7 @@ struct Check: AsyncParsableCommand {
                 ("contentBytes", .integer(report.contentBytes)),
                 ("problems", .array(report.problems.map { .string($0) })), ("unlistedProblems", .integer(Int64(report.unlistedProblems))),
                 ("rulesProblem", rulesProblem.map(JSONValue.string) ?? .null),
+                ("nameNotes", .array(report.nameNotes.map { .string($0) })),
             ])
             print(document.serialized)
         } else {
@@ -449,6 +450,9 @@ struct Check: AsyncParsableCommand {
                 if report.unlistedProblems > 0 { lines.append("  … and \(report.unlistedProblems) more") }
                 lines.append("storesh will not write to it: restore a copy (storesh backup --bucket COPY \(location)), or export what can still be read.")
                 print(lines.joined(separator: "\n"))
+            }
+            if !report.nameNotes.isEmpty {
+                print((["Names that Cloud Storage refuses or advises against (rule P7):"] + report.nameNotes.map { "  - " + $0 }).joined(separator: "\n"))
             }
         }
         throw ExitCode(report.isSound && rulesProblem == nil ? 0 : 1)
@@ -584,7 +588,7 @@ enum FirebaseExportImport {
     /// Imports the export's objects in one transaction, reading each one's content in its turn.
     static func load(_ objects: [FirebaseEmulatorExport.Entry], into bucket: LocalBucket, replacingEverything: Bool) throws {
         try bucket.importObjects(count: objects.count, replacingEverything: replacingEverything) { index throws(StorageError) in
-            try objects[index].withContent()
+            try objects[index].withContentSource()
         }
     }
 

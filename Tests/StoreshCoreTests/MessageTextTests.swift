@@ -19,3 +19,67 @@ struct MessageTextTests {
         #expect(MessageText.oneLine("a\nb") == "\"a\\nb\"")
     }
 }
+
+@Suite("Names are bytes (rule P7)")
+struct NamesAreBytesTests {
+    @Test("canonically equivalent names are two keys, ordered by their bytes")
+    func twinsAreTwo() {
+        let composed = ObjectName(stored: "caf\u{E9}")
+        let decomposed = ObjectName(stored: "cafe\u{301}")
+        #expect("caf\u{E9}" == "cafe\u{301}")  // what Swift's String says, and why names never compare as String
+        #expect(composed != decomposed)
+        #expect(Set([composed, decomposed]).count == 2)
+        #expect(decomposed < composed)  // "e" (0x65) before "é" (0xC3 0xA9)
+    }
+
+    @Test("a name not in NFC is marked where people read it; NUL and controls are escaped")
+    func shownApart() {
+        #expect(MessageText.name("caf\u{E9}.txt") == "caf\u{E9}.txt")
+        #expect(MessageText.name("cafe\u{301}.txt") == "cafe\u{301}.txt (not NFC)")
+        #expect(MessageText.name("\u{D55C}") == "\u{D55C}")
+        #expect(MessageText.name("\u{1112}\u{1161}\u{11AB}").hasSuffix("(not NFC)"))
+        #expect(MessageText.name("a\0b") == "\"a\\0b\"")
+    }
+
+    @Test("names Cloud Storage refuses for a new object, and the notes check gives stored ones")
+    func refused() throws {
+        for name in [".", "..", ".well-known/acme-challenge/x"] {
+            #expect(throws: StorageError.self) { try ObjectName(name).checkNewObjectName() }
+            #expect(ObjectName(stored: name).ruleNote?.contains("refuses") == true)
+        }
+        for name in ["...", "a/..", ".well-known/acme-challenge", "x/.well-known/acme-challenge/y"] {
+            try ObjectName(name).checkNewObjectName()
+            #expect(ObjectName(stored: name).ruleNote == nil)
+        }
+        #expect(ObjectName(stored: "a\0b").ruleNote?.contains("advises against") == true)
+    }
+
+    @Test("a plan's page token holds names with NUL in them")
+    func tokensWithNul() throws {
+        let format = PositionPageTokens(mark: "P")
+        for (prefix, last) in [("a\0/", "a\0/b\0c"), ("", "x"), ("caf\u{E9}/", "caf\u{E9}/cafe\u{301}")] {
+            let position = ListPosition(prefix: prefix, lastEntryKind: .item, lastEntry: last)
+            let decoded = try format.position(decoding: format.token(for: position, bucket: "b"), bucket: "b", prefix: prefix)
+            #expect(NameBytes.sameBytes(decoded.lastEntry, last) && NameBytes.sameBytes(decoded.prefix, prefix))
+        }
+        let position = ListPosition(prefix: "caf\u{E9}/", lastEntryKind: .item, lastEntry: "caf\u{E9}/x")
+        #expect(throws: StorageError.self) {
+            try format.position(decoding: format.token(for: position, bucket: "b"), bucket: "b", prefix: "cafe\u{301}/")
+        }
+    }
+}
+
+@Suite("Terminal cells")
+struct TerminalCellsTests {
+    @Test("wide characters take two cells, combining marks none, an emoji sequence two, colour escapes none")
+    func widths() {
+        #expect(TerminalCells.width(of: "abc") == 3)
+        #expect(TerminalCells.width(of: "\u{D55C}\u{AD6D}\u{C5B4}") == 6)  // 한국어
+        #expect(TerminalCells.width(of: "cafe\u{301}") == 4)
+        #expect(TerminalCells.width(of: "\u{1F469}\u{200D}\u{1F4BB}") == 2)  // woman technologist
+        #expect(TerminalCells.width(of: "\u{2764}\u{FE0F}") == 2)
+        #expect(TerminalCells.width(of: "\u{1B}[1;34mdir/\u{1B}[0m") == 4)
+        #expect(TerminalCells.width(of: "日本") == 4)
+        #expect(TerminalCells.padded("\u{D55C}", to: 4) == "\u{D55C}  ")
+    }
+}

@@ -290,6 +290,7 @@ struct RulesLanguageTests {
             guard let data = FileManager.default.contents(atPath: folder + "/" + path) else { throw StorageError(.invalidArgument, "no \(path)") }
             return data
         }
+        func readDocument(_ path: String, maximumBytes: Int) throws(StorageError) -> Data { try read(path) }
         func write(_ data: Data, to path: String) throws(StorageError) {}
         func isDirectory(_ path: String) -> Bool { false }
     }
@@ -398,5 +399,17 @@ struct RulesFuzzTests {
         } catch {
             #expect(error.line == 34 && error.message.contains("32"))
         }
+    }
+}
+
+@Suite("Rules compare names by their bytes (rule P7)")
+struct RulesNameBytesTests {
+    @Test("a rule naming café (NFC) does not grant café from a Mac's file name (NFD)")
+    func equalityByBytes() async throws {
+        let session = try RulesFixture(
+            rules("match /{all=**} { allow read: if resource.name == 'n/caf\u{E9}' && 'caf\u{E9}' <= 'caf\u{E9}'; }"),
+            objects: ["n/caf\u{E9}", "n/cafe\u{301}"])
+        #expect(await session.get("n/caf\u{E9}") == nil)
+        #expect(await session.get("n/cafe\u{301}") == .unauthorized)
     }
 }

@@ -209,3 +209,38 @@ def test_G7_download_tokens_are_hidden_from_meta_get_and_listings_and_kept_by_un
     assert raw["customMetadata"] == {"firebaseStorageDownloadTokens": "tok-1"}
     backend.ok("-c", "meta unset custom.firebaseStorageDownloadTokens -- t.png")
     assert "customMetadata" not in json.loads(backend.ok("--json", "-c", "meta get --raw t.png"))
+
+
+# Canonically equivalent (or compatibility) spellings that are different byte strings, so different objects:
+# precomposed and decomposed é, a Hangul syllable and its jamo, combining marks in two orders, the Angstrom sign and
+# Å, and the ligature ﬁ beside "fi" (compatibility only: Swift's String already tells those apart).
+TWINS = [("caf\u00e9", "cafe\u0301"), ("\ud55c", "\u1112\u1161\u11ab"), ("a\u0301\u0323", "a\u0323\u0301"),
+         ("\u212b", "\u00c5"), ("\ufb01", "fi")]
+
+
+def test_P7_names_are_bytes(backend):
+    names = [f"n/{spelling}.txt" for twin in TWINS for spelling in twin]
+    backend.seed(names)
+    # Listed apart, each once, in byte order (L4), each item with its own metadata (its own generation and content).
+    page = json.loads(backend.ok("--json", "-c", "ls -l n"))
+    listed = [item["fullPath"] for item in page["items"]]
+    assert listed == sorted(names, key=lambda name: name.encode()), listed
+    assert len({(item["fullPath"], item["md5Hash"]) for item in page["items"]}) == len(names)
+    for name in names:
+        assert backend.ok("-c", f"cat '{name}'") == name
+    # A pattern changes every twin, each from its own state: no false precondition failure.
+    out = backend.ok("-c", "meta set custom.t=1 -- n/*")
+    assert f"updated {len(names)} objects" in out, out
+    assert all(metadata(backend, name)["customMetadata"]["t"] == "1" for name in names)
+    # And deletes every twin.
+    deleted = json.loads(backend.ok("--json", "-c", "rm n/*"))["deleted"]
+    assert sorted(deleted) == sorted(names)
+    assert listing(backend, "n")["items"] == []
+
+
+def test_P7_names_cloud_storage_refuses_are_refused(backend):
+    for name in [".well-known/acme-challenge/token"]:
+        status, _, err = backend.run("-c", f"put --raw --data x '{name}'")
+        if backend.s3:
+            continue  # S3 takes these names; the rule is Cloud Storage's.
+        assert status == 1 and "rule P7" in err, err

@@ -5,6 +5,7 @@ command line), its code and its exit status, and leaves the bucket file byte for
 logically unchanged too).
 """
 import json
+import os
 import re
 
 import pytest
@@ -150,3 +151,35 @@ def test_errors_in_json_carry_code_and_position(bucket):
     assert document == {"error": {"code": "object-not-found", "message": document["error"]["message"], "line": 2,
                                   "column": 10}}
     assert re.search(r"images/none\.jpg", document["error"]["message"])
+
+
+@pytest.mark.parametrize("command", ["apply", "undo"])
+def test_a_plan_or_journal_that_is_not_a_bounded_regular_file_is_refused_at_once(tmp_path, command):
+    """Issue 36: /dev/zero, a FIFO with no writer, and a header followed by a line longer than any plan's are refused
+    with a clear error, in bounded time and memory, and nothing changes."""
+    bucket = str(tmp_path / "b.bucket")
+    status, _, err = storesh(tmp_path, "--bucket", bucket, "--dry-run", "--plan", str(tmp_path / "real.plan"), "-c",
+                             "put --data x a")
+    assert status == 0, err
+    header = (tmp_path / "real.plan").read_bytes().split(b"\n")[0] + b"\n"
+    fifo = tmp_path / "fifo.plan"
+    os.mkfifo(fifo)
+    long_line = tmp_path / "long.plan"
+    with open(long_line, "wb") as file:
+        file.write(header)
+        file.write(b"x" * (5 << 20))
+    for path, phrase in [("/dev/zero", "is a character device, not a regular file"),
+                         (str(fifo), "is a pipe (FIFO), not a regular file"),
+                         (str(long_line), "line 2 is longer than 4 MiB")]:
+        status, _, err = storesh(tmp_path, "--bucket", bucket, command, path, timeout=30)
+        assert status != 0 and phrase in err.decode(), (path, err.decode())
+    assert export(tmp_path, bucket) == {}, "nothing was applied"
+
+
+def test_rules_load_of_a_device_or_a_fifo_is_refused(tmp_path):
+    bucket = str(tmp_path / "b.bucket")
+    fifo = tmp_path / "fifo.rules"
+    os.mkfifo(fifo)
+    for path, phrase in [("/dev/zero", "character device"), (str(fifo), "pipe (FIFO)")]:
+        status, _, err = storesh(tmp_path, "--bucket", bucket, "-c", f"rules load {path}", timeout=30)
+        assert status == 1 and phrase in err.decode(), err.decode()

@@ -3,6 +3,7 @@ does (emulators.storage.host and .port, storage.rules), here or in a directory a
 force whenever it changes, saying so; a broken change keeps the rules in force. The command line's options come
 first, and --no-config reads none."""
 import json
+import os
 import re
 import socket
 import subprocess
@@ -116,12 +117,18 @@ def test_a_list_of_storage_targets_gives_the_served_buckets_rules(tmp_path):
     ('{"emulators": {"storage": {"port": "abc"}}}', "emulators.storage.port must be a port number"),
     ('{"storage": {"rules": 7}}', "storage.rules must name a file"),
     ('[1, 2]', "is not a Firebase project file"),
-    ('{"storage": {"rules": "missing.rules"}}', "missing.rules cannot be read; nothing was started"),
+    ('{"storage": {"rules": "missing.rules"}}', "missing.rules (the rules file): No such file or directory; nothing was started"),
     ('{"storage": {"rules": "broken.rules"}}', "broken.rules:1:1: expected 'service firebase.storage {'"),
+    # Issue 36: a rules file is a regular file of bounded size, never a device read without end or a FIFO waited on.
+    ('{"storage": {"rules": "/dev/zero"}}', "/dev/zero (the rules file) is a character device, not a regular file"),
+    ('{"storage": {"rules": "fifo.rules"}}', "fifo.rules (the rules file) is a pipe (FIFO), not a regular file"),
+    ('{"storage": {"rules": "huge.rules"}}', "huge.rules (the rules file) is larger than 1 MiB"),
 ])
 def test_a_mistake_in_firebase_json_starts_nothing_and_says_where(tmp_path, text, named):
     (tmp_path / "firebase.json").write_text(text)
     (tmp_path / "broken.rules").write_text("broken {")
+    os.mkfifo(tmp_path / "fifo.rules")
+    (tmp_path / "huge.rules").write_bytes(b"/" * (2 << 20))
     bucket = tmp_path / "never.bucket"
     status, out, err = harness.storesh(tmp_path, "serve", "--bucket", str(bucket), "--port", "0",
                                        "--config", str(tmp_path / "firebase.json"))

@@ -72,7 +72,8 @@ public struct RulesLoadCommand: LocalCommand, Equatable {
     public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
         switch source {
         case .file(let file):
-            let data = try session.located(file.location) { try session.files.read(file.text) }
+            // Bounded far above the 256 KB a rules file may hold (the rules check says that limit); a regular file only.
+            let data = try session.located(file.location) { try session.files.readDocument(file.text, maximumBytes: 1 << 20) }
             guard let text = String(data: data, encoding: .utf8) else {
                 throw Diagnostic.running(.invalidArgument("\(file.text) is not UTF-8 text."), at: file.location)
             }

@@ -1,0 +1,57 @@
+/// How many columns of a terminal text takes: names are shown by cells, not characters, so that columns line up
+/// under Korean, Chinese or Japanese names (two cells a character), combining marks (none) and emoji sequences
+/// (two cells, however many scalars). The colour escapes storesh itself writes (`ESC [ … m`) take none.
+public enum TerminalCells {
+    /// The cells `text` takes on a terminal.
+    public static func width(of text: String) -> Int {
+        var cells = 0
+        var inEscape = false
+        for cluster in text {
+            let scalars = cluster.unicodeScalars
+            guard let first = scalars.first else { continue }
+            if inEscape {
+                // A control sequence ends with its final byte, a letter.
+                if first.properties.isAlphabetic { inEscape = false }
+                continue
+            }
+            if first == "\u{1B}" {
+                inEscape = true
+                continue
+            }
+            cells += width(ofCluster: scalars)
+        }
+        return cells
+    }
+
+    /// `text` followed by blanks up to `cells` cells (none when it is as wide already).
+    public static func padded(_ text: String, to cells: Int) -> String {
+        text + String(repeating: " ", count: max(0, cells - width(of: text)))
+    }
+
+    static func width(ofCluster scalars: Character.UnicodeScalarView) -> Int {
+        var width = 0
+        for scalar in scalars {
+            let value = scalar.value
+            // Emoji shown as pictures, and wide or fullwidth East Asian characters: two cells for the cluster.
+            if scalar.properties.isEmojiPresentation || isWide(value) { return 2 }
+            if value == 0xFE0F, scalar != scalars.first { return 2 }  // an emoji variation selector asks for a picture
+            switch scalar.properties.generalCategory {
+            case .nonspacingMark, .enclosingMark, .format, .control: continue
+            default: width = max(width, 1)
+            }
+        }
+        return width
+    }
+
+    /// East Asian Wide (W) and Fullwidth (F) blocks (Unicode's EastAsianWidth.txt, by block).
+    static func isWide(_ value: UInt32) -> Bool {
+        switch value {
+        case 0x1100...0x115F, 0x2E80...0x303E, 0x3041...0x33FF, 0x3400...0x4DBF, 0x4E00...0x9FFF, 0xA000...0xA4CF,
+            0xA960...0xA97F, 0xAC00...0xD7A3, 0xF900...0xFAFF, 0xFE10...0xFE19, 0xFE30...0xFE6F, 0xFF00...0xFF60,
+            0xFFE0...0xFFE6, 0x1B000...0x1B2FF, 0x1F200...0x1F2FF, 0x20000...0x2FFFD, 0x30000...0x3FFFD:
+            true
+        default:
+            false
+        }
+    }
+}
