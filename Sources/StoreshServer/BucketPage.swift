@@ -19,15 +19,21 @@ enum BucketPage {
 
     /// The page for `query`: `path` (a folder, default the root), `token` (a page of it), `object` (its metadata);
     /// or, with `view=requests`, the request log alone in large type, for a projector.
-    static func answer(_ bucket: ServedBucket, journal: RequestJournal, query: QueryParameters) async throws -> Answer {
+    static func answer(_ bucket: ServedBucket, journal: RequestJournal, query: QueryParameters, pageToken: String) async throws -> Answer {
         var headers = HTTPFields()
         headers[.contentType] = "text/html; charset=utf-8"
         // The page is the bucket as it is now; a reload must ask again.
         headers[.cacheControl] = "no-store"
+        // No other page may frame it (a click there would be a click here: rule V8).
+        headers[HTTPField.Name("X-Frame-Options")!] = "DENY"
+        headers[HTTPField.Name("Content-Security-Policy")!] = "frame-ancestors 'none'"
+        headers[HTTPField.Name("X-Content-Type-Options")!] = "nosniff"
+        headers[HTTPField.Name("Referrer-Policy")!] = "no-referrer"
         if query["view"] == "requests" {
             let html = document(
                 title: "Requests to gs://\(bucket.name) · storesh", heading: "Requests to gs://\(escaped(bucket.name))",
-                main: requestLog(journal.recent(RequestJournal.capacity), bucket: bucket.name, full: true), wide: true)
+                main: requestLog(journal.recent(RequestJournal.capacity), bucket: bucket.name, full: true), wide: true,
+                pageToken: pageToken)
             return Answer(status: .ok, headers: headers, body: ByteBuffer(string: html))
         }
         let folder = StoragePath(normalizing: query["path"] ?? "")
@@ -46,7 +52,7 @@ enum BucketPage {
         let rules = try? bucket.rulesSession(as: nil).currentRules()
         let html = render(
             bucket: bucket.name, folder: folder, token: token, page: page, object: object, missing: missing, rules: rules,
-            requests: journal.recent(requestsBeside))
+            requests: journal.recent(requestsBeside), pageToken: pageToken)
         return Answer(status: .ok, headers: headers, body: ByteBuffer(string: html))
     }
 
@@ -62,12 +68,15 @@ enum BucketPage {
     }
 
     /// The page around `main`: its head, header and live script.
-    static func document(title: String, heading: String, navigation: String = "", main: String, wide: Bool = false) -> String {
+    /// A page of the server's. `pageToken` is the server's own (`PageToken`): the page's script sends it with every
+    /// change it makes, which a page of another origin cannot read and so cannot forge.
+    static func document(title: String, heading: String, navigation: String = "", main: String, wide: Bool = false, pageToken: String) -> String {
         """
         <!doctype html>
         <html lang="en">
         <head>
         <meta charset="utf-8">
+        <meta name="storesh-page-token" content="\(escaped(pageToken))">
         <meta name="viewport" content="width=device-width, initial-scale=1">
         <title>\(escaped(title))</title>
         <style>\(style)</style>
@@ -86,7 +95,7 @@ enum BucketPage {
 
     static func render(
         bucket: String, folder: StoragePath, token: String?, page: ListPage, object: ObjectMetadata?, missing: String?,
-        rules: (source: String, origin: String)?, requests: [ServedExchange]
+        rules: (source: String, origin: String)?, requests: [ServedExchange], pageToken: String
     ) -> String {
         let prefix = folder.listingPrefix
         var html = """
@@ -133,7 +142,7 @@ enum BucketPage {
         html += requestLog(requests, bucket: bucket, full: false)
         return document(
             title: "gs://\(bucket)/\(prefix) · storesh", heading: "gs://\(escaped(bucket))",
-            navigation: breadcrumb(bucket: bucket, folder: folder), main: html)
+            navigation: breadcrumb(bucket: bucket, folder: folder), main: html, pageToken: pageToken)
     }
 
     /// The requests that reached the server, newest first, each as the SDK call it stands for, the HTTP exchange,
@@ -248,7 +257,7 @@ enum BucketPage {
             <form class="edit" hidden data-object="\(escaped(objectResource(bucket: bucket, name: object.fullPath)))" \
             data-firebase="\(escaped(firebaseResource(bucket: bucket, name: object.fullPath)))" \
             data-generation="\(object.generation)" data-metageneration="\(object.metageneration)" \
-            data-folder="\(escaped(link(path: NameBytes.folder(ofPrefix: object.fullPath))))">
+            data-name="\(escaped(MessageText.name(object.fullPath)))" data-folder="\(escaped(link(path: NameBytes.folder(ofPrefix: object.fullPath))))">
             <h3>Edit</h3>
             <p class="note">As chosen at the top of the page (the owner, unless you choose a user), on the object as shown (generation \(object.generation), metageneration \(object.metageneration)): a change made since is refused, not overwritten. An emptied field is removed.</p>
 
@@ -314,7 +323,9 @@ enum BucketPage {
           }
           // Where a change goes and with which headers: the owner's to the JSON API; anyone else's to the v0 API,
           // which the rules decide, signed in with an unsigned emulator ID token (null: no uid was given).
+          var pageToken = document.querySelector('meta[name="storesh-page-token"]').content;
           function route(json, headers) {
+            headers["X-Storesh-Page-Token"] = pageToken;
             var as = identity ? identity.elements.as.value : "owner", uid = identity ? identity.elements.uid.value.trim() : "";
             if (as === "owner") return { url: json, headers: headers, who: "as the owner" };
             if (as === "user" && !uid) return null;
@@ -403,6 +414,8 @@ enum BucketPage {
             }, function (error) { form.querySelector(".outcome").textContent = "Not saved: " + error; });
           }
           function remove(form) {
+            // A deletion is asked about first: nothing is deleted by a click alone.
+            if (!window.confirm("Delete " + form.dataset.name + "? This cannot be undone here.")) return;
             var to = route(form.dataset.object, {});
             if (!to) { form.querySelector(".outcome").textContent = noUid; return; }
             fetch((to.url || form.dataset.firebase) + conditions(form, false), { method: "DELETE", headers: to.headers }).then(function (answer) {

@@ -76,3 +76,60 @@ final class BucketWatch: @unchecked Sendable {
         for listener in all { listener.finish() }
     }
 }
+
+/// Places for long-lived answers (the page's event streams), counted apart from the connections: a place is taken
+/// by `enter` and given back once, by `release` or when nothing holds it any more.
+final class StreamCount: @unchecked Sendable {
+    let limit: Int
+    private let lock = NSLock()
+    private var open = 0
+
+    init(limit: Int) {
+        self.limit = limit
+    }
+
+    var count: Int { lock.withLock { open } }
+
+    /// A place, or nil when all are taken.
+    func enter() -> Slot? {
+        let entered = lock.withLock {
+            guard open < limit else { return false }
+            open += 1
+            return true
+        }
+        return entered ? Slot(self) : nil
+    }
+
+    fileprivate func leave() {
+        lock.withLock { open -= 1 }
+    }
+
+    final class Slot: @unchecked Sendable {
+        private let count: StreamCount
+        private let lock = NSLock()
+        private var released = false
+        private var cleanup: (@Sendable () -> Void)?
+
+        fileprivate init(_ count: StreamCount) {
+            self.count = count
+        }
+
+        /// What to do when the place is given back.
+        func onRelease(_ body: @escaping @Sendable () -> Void) {
+            lock.withLock { cleanup = body }
+        }
+
+        func release() {
+            let body: (@Sendable () -> Void)?? = lock.withLock {
+                if released { return nil }
+                released = true
+                return .some(cleanup)
+            }
+            guard let body else { return }
+            body?()
+            count.leave()
+        }
+
+        deinit { release() }
+    }
+}

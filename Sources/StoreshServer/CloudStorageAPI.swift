@@ -118,7 +118,7 @@ extension StorageAPI {
         let (object, content) = try download(name)
         if let generation, generation != object.generation { throw StorageError.objectNotFound(name.rawValue) }
         try checkForRead(conditions, object)
-        return try Reply.media(object, content: content, rangeHeader: exchange.request.headers[.range])
+        return try Reply.media(object, content: content, request: exchange.request.headers)
     }
 
     /// A read's conditions: a failed `…Match` is 412; a failed `…NotMatch` is 304, as the service answers.

@@ -194,12 +194,12 @@ extension StorageAPI {
             let (current, content) = try download(name)
             // The object may have changed between the two reads: its content is served only under a token it has.
             if Self.tokens(of: current).contains(token) {
-                return try Reply.media(current, content: content, rangeHeader: exchange.request.headers[.range])
+                return try Reply.media(current, content: content, request: exchange.request.headers)
             }
         }
         _ = try await readable(by: who).metadata(of: name)
         let (object, content) = try download(name)
-        return try Reply.media(object, content: content, rangeHeader: exchange.request.headers[.range])
+        return try Reply.media(object, content: content, request: exchange.request.headers)
     }
 
     static func tokens(of object: ObjectMetadata) -> [String] {

@@ -56,9 +56,11 @@ struct OriginPolicyMiddleware<Context: RequestContext>: RouterMiddleware {
     let policy: OriginPolicy
     /// The address the server listens on (a loopback one accepts only loopback host names).
     let listening: String
+    /// The server's page token (`OriginPolicy.administrationRefusal`).
+    let pageToken: String
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        if let refusal = policy.refusal(request, listening: listening) {
+        if let refusal = policy.refusal(request, listening: listening) ?? policy.administrationRefusal(request, pageToken: pageToken) {
             return Reply.failure(refusal, firebase: request.uri.path.hasPrefix("/v0")).response
         }
         var response = request.method == .options ? Answer(status: .noContent).response : try await next(request, context)

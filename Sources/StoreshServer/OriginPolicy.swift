@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import StoreshCore
 
 /// Who may reach the server from a browser. `storesh serve` has no credentials of its own (rule V3: `Bearer owner`
 /// is the administrator, and `/internal/*` needs nothing, as in the emulator), so a page the developer happens to
@@ -30,7 +31,14 @@ public struct OriginPolicy: Sendable {
     /// A refusal for a request whose `Host` this server does not answer to, or whose page's origin it does not
     /// serve; nil when it may go on. `listening` is the host the server was told to listen on.
     func refusal(_ request: Request, listening: String) -> HTTPFailure? {
-        if let authority = request.head.authority, let host = Self.hostName(ofAuthority: authority) {
+        // One Host, well formed: a malformed one must not skip the check, nor a second one hide behind a first.
+        if !request.headers[values: Self.hostField].isEmpty {
+            return HTTPFailure(.badRequest, reason: "badRequest", "A request has one Host header; this one has more.")
+        }
+        if let authority = request.head.authority {
+            guard let host = Self.hostName(ofAuthority: authority) else {
+                return HTTPFailure(.badRequest, reason: "badRequest", "The Host header '\(MessageText.oneLine(authority))' is not a host name with an optional port.")
+            }
             guard allowsHost(host, listening: listening) else {
                 return HTTPFailure(
                     .forbidden, reason: "forbidden",
@@ -65,9 +73,54 @@ public struct OriginPolicy: Sendable {
             return true
         }
         // The server's own origin: same host and port as the request names.
-        if let authority, origin == "http://" + authority.lowercased() { return true }
-        return false
+        return Self.isOwnOrigin(origin, authority: authority)
     }
+
+    /// What only the server's own page may do with a browser: change anything (its script sends the page token
+    /// with every change) and use `/internal/*` (which tools call without any `Origin`). A request from the page's
+    /// own origin without the token (a stored document that ran a script, were its sandbox ignored) or from any
+    /// other page is refused; the token is written into the page, which no other origin can read.
+    func administrationRefusal(_ request: Request, pageToken: String) -> HTTPFailure? {
+        guard let origin = request.headers[.origin] else { return nil }
+        let administration = request.uri.path.hasPrefix("/internal/")
+        let fromOwnPage = Self.isOwnOrigin(origin, authority: request.head.authority)
+        let changes = ![.get, .head, .options].contains(request.method)
+        guard administration || (fromOwnPage && changes) else { return nil }
+        if fromOwnPage, let sent = request.headers[Self.pageTokenField], Self.sameSecret(sent, pageToken) { return nil }
+        return HTTPFailure(
+            .forbidden, reason: "forbidden",
+            administration
+                ? "storesh serve's /internal/ requests are for tools (no Origin) and for its own page; the page at \(origin) is neither. Nothing was done."
+                : "A change from storesh serve's own page carries the page's token; this one does not (a stored document, or a page of another origin). Nothing was done.")
+    }
+
+    static let pageTokenField = HTTPField.Name("X-Storesh-Page-Token")!
+
+    /// A new secret for one server's page: 128 random bits, from the system's generator.
+    static func newPageToken() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<2).map { _ in String(generator.next() as UInt64, radix: 16) }.joined(separator: "-")
+    }
+
+    /// Compares two secrets in time that does not depend on where they differ.
+    static func sameSecret(_ first: String, _ second: String) -> Bool {
+        let a = Array(first.utf8)
+        let b = Array(second.utf8)
+        guard a.count == b.count else { return false }
+        var difference: UInt8 = 0
+        for index in a.indices { difference |= a[index] ^ b[index] }
+        return difference == 0
+    }
+
+    /// Whether `origin` is the server's own (the page's): the scheme and the host and port the request names.
+    static func isOwnOrigin(_ origin: String, authority: String?) -> Bool {
+        guard let authority else { return false }
+        return origin.lowercased() == "http://" + authority.lowercased()
+    }
+
+    /// The page's live event streams served at once: fewer than the connections, so that ordinary requests are
+    /// always served (rule V8); a stream past the limit is answered 503 with `Retry-After`.
+    static let maximumEventStreams = 64
 
     /// The headers of a cross-origin answer for an allowed `origin`.
     static func crossOriginHeaders(origin: String?, preflight request: Request?) -> HTTPFields {
@@ -85,13 +138,33 @@ public struct OriginPolicy: Sendable {
         return headers
     }
 
-    /// The host of a `Host` header (`name`, `name:port`, `[v6]:port`), lowercased; nil when it is malformed.
+    /// A `Host` field left among the headers: HTTP/1's first Host is the request's authority, so any found here is
+    /// a second one.
+    static let hostField = HTTPField.Name("Host")!
+
+    /// The host of a `Host` header (`name`, `name:port`, `[v6]:port`), lowercased; nil when it is malformed: an
+    /// unclosed bracket, an empty or non-numeric port, an empty name, or characters no host name has.
     static func hostName(ofAuthority authority: String) -> String? {
+        let host: Substring
+        let port: Substring?
         if authority.hasPrefix("[") {
             guard let close = authority.firstIndex(of: "]") else { return nil }
-            return String(authority[authority.index(after: authority.startIndex)..<close]).lowercased()
+            host = authority[authority.index(after: authority.startIndex)..<close]
+            let rest = authority[authority.index(after: close)...]
+            guard rest.isEmpty || rest.hasPrefix(":") else { return nil }
+            port = rest.isEmpty ? nil : rest.dropFirst()
+            guard isIPAddress(String(host)), !host.contains(".") || host.contains(":") else { return nil }
+        } else {
+            let parts = authority.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
+            host = parts[0]
+            port = parts.count > 1 ? parts[1] : nil
+            let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_".utf8)
+            guard !host.isEmpty, host.utf8.allSatisfy(allowed.contains) else { return nil }
         }
-        return String(authority.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)[0]).lowercased()
+        if let port {
+            guard !port.isEmpty, port.count <= 5, port.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), Int(port)! <= 65535 else { return nil }
+        }
+        return host.lowercased()
     }
 
     static func isIPAddress(_ text: String) -> Bool {

@@ -60,9 +60,11 @@ enum Reply {
     }
 
     /// An object's content (`alt=media`), whole or the one range asked for, with the headers clients check: the
-    /// hashes of the whole content (`X-Goog-Hash`), its generations and its stored size and encoding.
-    static func media(_ object: ObjectMetadata, content: SpooledContent, rangeHeader: String?) throws -> Answer {
-        var headers = HTTPFields()
+    /// hashes of the whole content (`X-Goog-Hash`), its generations and its stored size and encoding; served inert
+    /// (`InertContent`) whatever it holds.
+    static func media(_ object: ObjectMetadata, content: SpooledContent, request: HTTPFields) throws -> Answer {
+        let rangeHeader = request[.range]
+        var headers = InertContent.headers(contentType: object.contentType, storedDisposition: object.contentDisposition, request: request)
         headers[.contentType] = object.contentType ?? "application/octet-stream"
         headers[.acceptRanges] = "bytes"
         headers[.eTag] = "\"\(object.md5Hash)\""
@@ -73,7 +75,6 @@ enum Reply {
         headers[HTTPField.Name("X-Goog-Stored-Content-Encoding")!] = object.contentEncoding ?? "identity"
         headers[HTTPField.Name("X-Goog-Storage-Class")!] = "STANDARD"
         if let value = object.cacheControl { headers[.cacheControl] = value }
-        if let value = object.contentDisposition { headers[.contentDisposition] = value }
         if let value = object.contentLanguage { headers[.contentLanguage] = value }
         if let value = object.contentEncoding, value != "identity" { headers[.contentEncoding] = value }
         guard let range = try ByteRange.parse(rangeHeader, size: Int(content.size)) else {

@@ -44,6 +44,10 @@ final class StorageAPI: Sendable {
     let limits: ServeLimits
     /// The requests answered, for the page's request log.
     let journal = RequestJournal()
+    /// This server's page token (`OriginPolicy.administrationRefusal`).
+    let pageToken = OriginPolicy.newPageToken()
+    /// The page's live event streams open now (`OriginPolicy.maximumEventStreams`).
+    let eventStreams = StreamCount(limit: OriginPolicy.maximumEventStreams)
 
     /// Where spools make their files: beside the bucket.
     let spoolDirectory: String

@@ -98,7 +98,7 @@ public final class StorageServer: Sendable {
             router: router,
             server: .http1(
                 configuration: HTTP1Channel.Configuration(
-                    additionalChannelHandlers: [ParseErrorAnswer()], idleTimeout: TimeAmount(configuration.idleTimeout))),
+                    additionalChannelHandlers: [ParseErrorAnswer(), ClosingAnswer()], idleTimeout: TimeAmount(configuration.idleTimeout))),
             configuration: ApplicationConfiguration(
                 address: .hostname(host, port: configuration.port), serverName: "storesh",
                 availableConnectionsDelegate: MaximumAvailableConnections(configuration.maximumConnections)),
@@ -120,6 +120,10 @@ public final class StorageServer: Sendable {
 }
 
 extension StorageServer {
+    /// How often a live page's stream carries a comment, and how long a stream lasts before the page opens another.
+    static let eventKeepAlive: Duration = .seconds(15)
+    static let eventStreamLifetime: Duration = .seconds(300)
+
     /// Binds `configuration`'s address and lets it go at once, so that a port another process holds (or a host that
     /// is no address of this machine) is found before `storesh serve` writes anything: an import or the project's
     /// rules land only once the server can start. Port 0 (any free port) cannot be taken.
@@ -182,13 +186,15 @@ extension StorageServer {
         let router = Router()
         router.add(middleware: RequestLogMiddleware(log: log, journal: api.journal))
         router.add(middleware: LatencyMiddleware(latency: configuration.latency))
-        router.add(middleware: OriginPolicyMiddleware(policy: configuration.originPolicy, listening: configuration.host))
+        router.add(middleware: OriginPolicyMiddleware(policy: configuration.originPolicy, listening: configuration.host, pageToken: api.pageToken))
         router.add(middleware: HeadMiddleware())
         let api = self.api
         // The bucket in a browser, at the root (no API has a path there).
         let page = CallbackResponder<BasicRequestContext> { request, _ in
             do {
-                return try await BucketPage.answer(api.bucket, journal: api.journal, query: try QueryParameters(request.uri.query)).response
+                return try await BucketPage.answer(
+                    api.bucket, journal: api.journal, query: try QueryParameters(request.uri.query), pageToken: api.pageToken
+                ).response
             } catch let failure as HTTPFailure {
                 return Reply.failure(failure, firebase: false).response
             } catch {
@@ -200,6 +206,16 @@ extension StorageServer {
         // The page's live updates: an event each time the bucket file changes, by anyone, and each time the APIs
         // answer a request, until the page closes or the server stops.
         let events = CallbackResponder<BasicRequestContext> { _, _ in
+            // Streams count against a limit of their own, below the connections': past it, try again later.
+            guard let slot = api.eventStreams.enter() else {
+                var failure = HTTPFailure(
+                    .serviceUnavailable, reason: "serviceUnavailable",
+                    "storesh serve has \(OriginPolicy.maximumEventStreams) live pages open, as many as it keeps; try again shortly (reload, or close a tab).")
+                failure.headers[.retryAfter] = "5"
+                // And the connection goes with it: a refused page must not hold one of the connections either.
+                failure.headers[.connection] = "close"
+                return Reply.failure(failure, firebase: false).response
+            }
             // Listening before the answer's head goes out: a change made, or a request answered, once the page has
             // heard back is never missed.
             let (changes, endChanges) = api.bucket.watch.changes()
@@ -209,6 +225,19 @@ extension StorageServer {
             let forwarders = [
                 Task { for await _ in changes { merged.yield("change") }; merged.finish() },
                 Task { for await _ in arrivals { merged.yield("request") }; merged.finish() },
+                // A comment now and then: a page that is gone shows as a write that fails, and the stream ends.
+                Task {
+                    while !Task.isCancelled {
+                        try? await Task.sleep(for: Self.eventKeepAlive)
+                        merged.yield("keep-alive")
+                    }
+                },
+                // A stream lasts a while, then ends; the browser's EventSource opens a new one at once (retry: 1000),
+                // so a stream whose reader vanished without a word is gone within this time.
+                Task {
+                    try? await Task.sleep(for: Self.eventStreamLifetime)
+                    merged.finish()
+                },
             ]
             let end: @Sendable () -> Void = {
                 endChanges()
@@ -218,14 +247,19 @@ extension StorageServer {
             var headers = HTTPFields()
             headers[.contentType] = "text/event-stream"
             headers[.cacheControl] = "no-store"
+            // Whatever becomes of the answer (written, or dropped with its connection before), its tasks end and its
+            // place is given back once nothing holds it.
+            slot.onRelease {
+                end()
+                for forwarder in forwarders { forwarder.cancel() }
+            }
             return Response(status: .ok, headers: headers, body: ResponseBody { writer in
-                defer {
-                    end()
-                    for forwarder in forwarders { forwarder.cancel() }
-                }
+                defer { slot.release() }
                 try await withGracefulShutdownHandler {
                     try await writer.write(ByteBuffer(string: "retry: 1000\n\n"))
-                    for await event in events { try await writer.write(ByteBuffer(string: "event: \(event)\ndata: \(event)\n\n")) }
+                    for await event in events {
+                        try await writer.write(ByteBuffer(string: event == "keep-alive" ? ": keep-alive\n\n" : "event: \(event)\ndata: \(event)\n\n"))
+                    }
                 } onGracefulShutdown: {
                     end()
                 }

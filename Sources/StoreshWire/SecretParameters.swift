@@ -4,8 +4,12 @@
 public enum SecretParameters {
     /// Compared without case.
     public static let names: Set<String> = [
-        "token", "upload_id", "uploadid", "access_token", "key", "x-amz-signature", "x-amz-credential",
+        // A download token, and the one a revocation names (still valid while the request is logged).
+        "token", "delete_token",
+        "upload_id", "uploadid", "access_token", "id_token", "key", "x-amz-signature", "x-amz-credential",
         "x-amz-security-token", "x-goog-signature", "x-goog-credential",
+        // Cloud Storage's V2 signed URLs, and S3's query-string authentication of old.
+        "signature", "googleaccessid", "awsaccesskeyid",
     ]
 
     /// `url` (a whole URL, or a path and query) with the value of each secret parameter replaced by `…`.

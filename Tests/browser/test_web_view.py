@@ -18,9 +18,9 @@ from serving import Server, harness  # noqa: E402
 BUCKET = "served"  # named after its file, as storesh -c made it
 
 
-def browser(javascript=True):
+def browser(javascript=True, arguments=()):
     options = webdriver.ChromeOptions()
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1000"):
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1000", *arguments):
         options.add_argument(argument)
     if not javascript:
         options.add_experimental_option("prefs", {"profile.managed_default_content_settings.javascript": 2})
@@ -233,7 +233,9 @@ def test_a_delete_from_the_page_is_refused_after_the_object_was_rewritten_then_d
     shown = chrome.execute_script('return document.querySelector("form.edit").dataset.generation;')
     status, _, err = harness.storesh(tmp_path, "--bucket", served.bucket_file, "--quiet", "-c", "put --data newer files/000.txt")
     assert status == 0, err.decode()
-    # Clicked in the page's own script: a live update may replace the button between a find and a click.
+    # Clicked in the page's own script: a live update may replace the button between a find and a click. The page
+    # asks before it deletes; here the answer is yes.
+    chrome.execute_script('window.confirm = function () { return true; };')
     chrome.execute_script('document.querySelector("form.edit button.delete").click();')
     wait_for(chrome, lambda: "Not deleted: the object changed" in chrome.execute_script(
         'var o = document.querySelector("form.edit .outcome"); return o ? o.textContent : "";'))

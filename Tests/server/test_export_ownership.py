@@ -12,7 +12,7 @@ import subprocess
 import pytest
 
 from serving import BUCKET, Server, harness
-from test_firebase_export import OBJECTS, emulator_json, emulator_metadata, make_export, read_export
+from test_firebase_export import OBJECTS, emulator_json, emulator_metadata, import_peak_kib, make_export, read_export
 from test_firebase_json import project
 
 
@@ -317,13 +317,8 @@ def test_a_300_mib_blob_is_imported_a_piece_at_a_time(tmp_path):
     document.update(size=300 << 20, md5Hash=base64.b64encode(content_hash.digest()).decode())
     del document["crc32c"]
     (storage / "metadata" / "huge.json").write_text(emulator_json(document))
-    measure = tmp_path / "peak.txt"
     bucket = tmp_path / "huge.bucket"
-    done = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", str(measure), harness.BINARY, "import", "--format",
-                           "firebase", "--bucket", str(bucket), str(source)],
-                          capture_output=True, env=harness.environment(tmp_path), timeout=600)
-    assert done.returncode == 0, done.stderr.decode()
-    peak_kib = int(measure.read_text().split()[-1])
+    peak_kib = import_peak_kib(tmp_path, source, bucket)
     assert peak_kib < 64 << 10, f"peak RSS {peak_kib >> 10} MiB importing a 300 MiB object"
     meta = json.loads(ok(tmp_path, "--bucket", str(bucket), "--json", "-c", "meta get --raw videos/huge.bin")[0])
     assert meta["size"] == 300 << 20 and meta["md5Hash"] == document["md5Hash"]
