@@ -350,6 +350,12 @@ void storesh_editor_history_add(storesh_editor *editor, const char *line) {
     libedit.history(editor->history, &editor->event, H_ENTER, line);
 }
 
+int storesh_terminal_columns(int descriptor) {
+    struct winsize size;
+    if (!isatty(descriptor) || ioctl(descriptor, TIOCGWINSZ, &size) != 0) return 0;
+    return size.ws_col;
+}
+
 void storesh_terminal_size(int *rows, int *columns) {
     struct winsize size;
     if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0) {

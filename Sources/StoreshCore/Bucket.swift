@@ -314,6 +314,68 @@ public protocol EndUserSignIn: AnyObject, Sendable {
     func signIn(uid: String, claims: [String: String]) throws(StorageError) -> String
     /// Back to the bucket's own credentials.
     func signOut()
+    /// What the service answered the signed-in user's last request (`rules why` on a real bucket); nil before one
+    /// or when signed out.
+    var lastAnswer: ServiceAnswer? { get }
+}
+
+/// A real service's answer to an end user's request: the service's security rules decided it, not storesh.
+public struct ServiceAnswer: Sendable {
+    /// `GET gs://BUCKET/NAME`, as people read it.
+    public var request: String
+    public var status: Int
+    /// The decision in words, when the server says it: `storesh serve` does (`X-Storesh-Rules`); Cloud Storage
+    /// gives only the status.
+    public var decision: String?
+
+    public init(request: String, status: Int, decision: String?) {
+        self.request = request
+        self.status = status
+        self.decision = decision
+    }
+
+    /// The header `storesh serve` says a rules decision in, and the other end reads it from.
+    public static let decisionHeader = "X-Storesh-Rules"
+
+    /// The most of a decision's words a header carries (a decision that lists why each of many `allow`s failed
+    /// can be long; clients refuse header lines past 64 KiB, and many past 8 KiB).
+    public static let maximumHeaderBytes = 2048
+
+    /// A decision's words as a header value: bytes outside printable ASCII, and `%`, as `%XX`; cut at
+    /// `maximumHeaderBytes`, with `…` (`%E2%80%A6`) saying so.
+    public static func headerValue(_ text: String) -> String {
+        var output = ""
+        for byte in text.utf8 {
+            if output.utf8.count > maximumHeaderBytes - 12 {
+                return output + "%E2%80%A6"
+            }
+            if byte >= 0x20 && byte < 0x7F && byte != UInt8(ascii: "%") {
+                output.unicodeScalars.append(Unicode.Scalar(byte))
+            } else {
+                output += "%" + String(byte >> 4, radix: 16, uppercase: true) + String(byte & 0xF, radix: 16, uppercase: true)
+            }
+        }
+        return output
+    }
+
+    /// The words of a header value `headerValue` made.
+    public static func decision(fromHeader value: String) -> String {
+        let utf8 = Array(value.utf8)
+        var bytes: [UInt8] = []
+        var position = 0
+        while position < utf8.count {
+            if utf8[position] == UInt8(ascii: "%"), position + 2 < utf8.count,
+                let byte = UInt8(String(decoding: utf8[(position + 1)...(position + 2)], as: UTF8.self), radix: 16)
+            {
+                bytes.append(byte)
+                position += 3
+            } else {
+                bytes.append(utf8[position])
+                position += 1
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
 }
 
 /// How a transaction ends when its work returns: its changes land, or are forgotten (a dry run, a failure).

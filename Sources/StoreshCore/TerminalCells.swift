@@ -28,6 +28,45 @@ public enum TerminalCells {
         text + String(repeating: " ", count: max(0, cells - width(of: text)))
     }
 
+    /// `line` cut into lines of at most `cells` cells, at blanks between words only: never inside a word, nor
+    /// inside a span quoted with `"` or `` ` `` (a value, a rule). A word longer than a line stands alone on one.
+    /// Continuation lines keep the first line's indentation.
+    public static func wrap(_ line: String, toCells cells: Int) -> [String] {
+        guard cells > 0, width(of: line) > cells else { return [line] }
+        let indentation = String(line.prefix { $0 == " " })
+        // The words, each with the blanks inside its quoted spans kept.
+        var words: [String] = []
+        var word = ""
+        var quote: Character?
+        for character in line.dropFirst(indentation.count) {
+            if character == " " && quote == nil {
+                if !word.isEmpty { words.append(word) }
+                word = ""
+                continue
+            }
+            if character == "\"" || character == "`" { quote = quote == character ? nil : quote ?? character }
+            word.append(character)
+        }
+        if !word.isEmpty { words.append(word) }
+        var lines: [String] = []
+        var current = indentation
+        var currentCells = width(of: indentation)
+        for word in words {
+            let wordCells = width(of: word)
+            let separator = current.count > indentation.count ? 1 : 0
+            if currentCells + separator + wordCells > cells && current.count > indentation.count {
+                lines.append(current)
+                current = indentation + word
+                currentCells = width(of: indentation) + wordCells
+            } else {
+                current += (separator == 1 ? " " : "") + word
+                currentCells += separator + wordCells
+            }
+        }
+        lines.append(current)
+        return lines
+    }
+
     static func width(ofCluster scalars: Character.UnicodeScalarView) -> Int {
         var width = 0
         for scalar in scalars {

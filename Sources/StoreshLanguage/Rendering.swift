@@ -67,14 +67,30 @@ public struct HumanRenderer: ResultRenderer {
     public var color: Bool
     /// Pages are a screenful at the prompt: their footer says what to type, not the token.
     public var screenfulPages: Bool
+    /// The terminal's width in cells, when output goes to one: sentences are wrapped to it at blanks between words.
+    public var width: Int?
 
-    public init(color: Bool, screenfulPages: Bool) {
+    public init(color: Bool, screenfulPages: Bool, width: Int? = nil) {
         self.color = color
         self.screenfulPages = screenfulPages
+        self.width = width
     }
 
     public func render(_ result: CommandResult, to output: SessionOutput) {
-        lines(for: result, output: output).forEach(output.result)
+        let lines = lines(for: result, output: output)
+        guard let width, Self.isProse(result) else { return lines.forEach(output.result) }
+        lines.flatMap { TerminalCells.wrap($0, toCells: width) }.forEach(output.result)
+    }
+
+    /// Results that are sentences, wrapped at a terminal's width; tables, listings, plans and content never are.
+    static func isProse(_ result: CommandResult) -> Bool {
+        switch result {
+        case .note, .access, .rulesLoaded, .rulesReset, .decision, .signedIn, .signedOut, .identity, .snapshotSaved,
+            .snapshotRemoved:
+            true
+        default:
+            false
+        }
     }
 
     private func lines(for result: CommandResult, output: SessionOutput) -> [String] {

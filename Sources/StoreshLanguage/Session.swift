@@ -73,6 +73,8 @@ public struct RunOptions: Sendable {
     /// The page size of `ls` without `-n`: at the prompt, a screenful, so that a listing never floods the
     /// screen without saying how to see more; nil is the contract's 1000.
     public var defaultPageSize: Int?
+    /// The terminal's width in cells when results go to one (sentences are wrapped to it); nil otherwise.
+    public var terminalWidth: Int?
     /// `run --snapshot NAME`: save a snapshot first, inside the script's transaction.
     public var snapshotBefore: String?
     /// Lines typed at the prompt, not a script: messages speak of the line.
@@ -187,7 +189,7 @@ public final class Session {
         let renderer: any ResultRenderer =
             options.json
             ? JSONRenderer()
-            : HumanRenderer(color: options.color, screenfulPages: options.defaultPageSize != nil)
+            : HumanRenderer(color: options.color, screenfulPages: options.defaultPageSize != nil, width: options.terminalWidth)
         renderer.render(result, to: output)
     }
 

@@ -10,6 +10,8 @@ public final class FirebaseProjectBucket: Bucket, EndUserSignIn, @unchecked Send
     /// The bucket through the JSON API, with the credentials found (rule G2).
     public let administrator: CloudStorageBucket
     private var signedIn: FirebaseStorageBucket?
+    /// The service's answer to the signed-in user's last request.
+    private let answers = LastServiceAnswer()
     private let lock = NSLock()
     private var completions: CompletionReads!
 
@@ -88,8 +90,9 @@ public final class FirebaseProjectBucket: Bucket, EndUserSignIn, @unchecked Send
     // MARK: Signing in (rule F1)
 
     private func signIn(_ user: EndUser) -> String {
+        answers.keep(nil)
         let bucket = FirebaseStorageBucket(
-            bucket: name, baseURL: administrator.firebaseBaseURL, http: administrator.http, user: user)
+            bucket: name, baseURL: administrator.firebaseBaseURL, http: administrator.http, user: user, answers: answers)
         lock.withLock { signedIn = bucket }
         completions.forget()
         return user.description
@@ -113,7 +116,10 @@ public final class FirebaseProjectBucket: Bucket, EndUserSignIn, @unchecked Send
         return signIn(EndUser(idToken: EndUser.emulatorToken(uid: uid, claims: claims, project: project), uid: uid, emulatorToken: true))
     }
 
+    public var lastAnswer: ServiceAnswer? { answers.last }
+
     public func signOut() {
+        answers.keep(nil)
         lock.withLock { signedIn = nil }
         completions.forget()
     }

@@ -56,7 +56,11 @@ final class FirebaseStorageBucket: Bucket, Sendable {
     let http: RemoteHTTP
     let user: EndUser
 
-    init(bucket: String, baseURL: String, http: RemoteHTTP, user: EndUser) {
+    /// Where the answers to this user's requests are kept (the signing-in bucket's).
+    let answers: LastServiceAnswer
+
+    init(bucket: String, baseURL: String, http: RemoteHTTP, user: EndUser, answers: LastServiceAnswer) {
+        self.answers = answers
         self.bucket = bucket
         self.baseURL = baseURL
         self.http = http
@@ -82,6 +86,11 @@ final class FirebaseStorageBucket: Bucket, Sendable {
             method: method, url: baseURL + wire.target, headers: headers, body: wire.body, repeatable: method == .GET)
         let token = user.idToken
         let response = try await http.send(request) { "Firebase \(token)" }
+        // The service's rules decided this request (rule F1): kept for `rules why`, with the decision when it says it.
+        answers.keep(
+            ServiceAnswer(
+                request: "\(wire.method) gs://\(bucket)/\(object ?? "")", status: response.status,
+                decision: response.header(ServiceAnswer.decisionHeader).map(ServiceAnswer.decision(fromHeader:))))
         guard (200..<300).contains(response.status) else { throw failure(response, object: object) }
         return response
     }
@@ -207,4 +216,14 @@ final class FirebaseStorageBucket: Bucket, Sendable {
         }
         _ = try await send(FirebaseWire.delete(bucket: bucket, object: name), object: name)
     }
+}
+
+/// The last answer the service gave a signed-in user, shared by the user's bucket and the bucket they signed in to.
+final class LastServiceAnswer: @unchecked Sendable {
+    private let lock = NSLock()
+    private var answer: ServiceAnswer?
+
+    var last: ServiceAnswer? { lock.withLock { answer } }
+
+    func keep(_ answer: ServiceAnswer?) { lock.withLock { self.answer = answer } }
 }

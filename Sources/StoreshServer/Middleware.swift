@@ -17,7 +17,13 @@ struct RequestLogMiddleware<Context: RequestContext>: RouterMiddleware {
         let start = ContinuousClock.now
         let path = request.uri.path
         let trace = RequestJournal.records(method: request.method, path: path) ? RequestTrace() : nil
-        let response = try await RequestTrace.$current.withValue(trace) { try await next(request, context) }
+        var response = try await RequestTrace.$current.withValue(trace) { try await next(request, context) }
+        // A client of the v0 API (storesh's own, after login) is told what the rules decided, which the real service
+        // never says: `rules why` there then shows the server's decision, not a guess.
+        if path.hasPrefix("/v0/"), let trace, let last = trace.verdicts.last {
+            response.headers[HTTPField.Name(ServiceAnswer.decisionHeader)!] =
+                ServiceAnswer.headerValue(last.decision.explanation(for: last.request))
+        }
         let elapsed = ContinuousClock.now - start
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         log?(ServedRequest(

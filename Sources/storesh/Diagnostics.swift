@@ -1,4 +1,5 @@
 import ArgumentParser
+import CStoreshTerminal
 import Foundation
 import StoreshCore
 import StoreshLanguage
@@ -10,16 +11,27 @@ import StoreshLanguage
 /// go to standard output; nothing else writes here.
 enum Diagnostics {
     /// A remark about the run (which bucket, what was created or saved): `storesh: TEXT`.
-    static func notice(_ text: String, from program: String = "storesh") { write("\(program): \(text)\n") }
+    static func notice(_ text: String, from program: String = "storesh") { write(sentence: "\(program): \(text)") }
 
     /// Something that may be wrong but does not stop the run: `storesh: warning: TEXT`.
-    static func warning(_ text: String, from program: String = "storesh") { write("\(program): warning: \(text)\n") }
+    static func warning(_ text: String, from program: String = "storesh") { write(sentence: "\(program): warning: \(text)") }
 
     /// A storage error that ends a run whose script itself succeeded (its output could not be written).
-    static func error(_ error: StorageError) { write("storesh: error: \(error.message) (\(error.code.name))\n") }
+    static func error(_ error: StorageError) { write(sentence: "storesh: error: \(error.message) (\(error.code.name))") }
 
     /// An error of the terminal or the machine, with no code of spec E.
-    static func error(_ message: String) { write("storesh: error: \(message)\n") }
+    static func error(_ message: String) { write(sentence: "storesh: error: \(message)") }
+
+    /// A sentence and its newline, wrapped at blanks between words to the terminal standard error is, if it is one
+    /// , so that no word or quoted value is cut at the edge.
+    private static func write(sentence: String) {
+        let columns = Int(storesh_terminal_columns(STDERR_FILENO))
+        guard columns > 0 else { return write(sentence + "\n") }
+        let lines = sentence.split(separator: "\n", omittingEmptySubsequences: false).flatMap { line in
+            TerminalCells.wrap(String(line), toCells: columns)
+        }
+        write(lines.joined(separator: "\n") + "\n")
+    }
 
     /// A question asked on the terminal; the answer is typed after it.
     static func ask(_ question: String) { write("storesh: \(question) ") }

@@ -64,6 +64,14 @@ final class Shell {
     }
 
     /// A screenful for `ls` without `-n`, measured anew for each line, since the window may have been resized.
+    /// The terminal's width in cells, measured for each command (the window may have changed); nil when unknown.
+    static func terminalWidth() -> Int? {
+        var rows: Int32 = 0
+        var columns: Int32 = 0
+        storesh_terminal_size(&rows, &columns)
+        return columns > 0 ? Int(columns) : nil
+    }
+
     static func screenfulPageSize() -> Int? {
         var rows: Int32 = 0
         var columns: Int32 = 0
@@ -128,6 +136,7 @@ final class Shell {
             // A caret under the typed text fits one line; continued lines get FILE:LINE:COLUMN and their own caret.
             output.promptWidth = line.contains("\n") ? nil : currentPrompt.width
             interpreter.options.defaultPageSize = Self.screenfulPageSize()
+            interpreter.options.terminalWidth = Self.terminalWidth()
             let script: Script
             do {
                 script = try Parser.parse(source)

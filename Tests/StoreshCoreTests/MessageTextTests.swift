@@ -82,4 +82,32 @@ struct TerminalCellsTests {
         #expect(TerminalCells.width(of: "日本") == 4)
         #expect(TerminalCells.padded("\u{D55C}", to: 4) == "\u{D55C}  ")
     }
+
+    @Test("sentences wrap at blanks between words, never inside a word or a quoted value, by cells")
+    func wrapping() {
+        let line = "loaded the rules of samples/rules/open.rules (the sample built into storesh)"
+        for width in [20, 40, 80] {
+            let lines = TerminalCells.wrap(line, toCells: width)
+            #expect(lines.joined(separator: " ") == line)
+            #expect(lines.allSatisfy { TerminalCells.width(of: $0) <= width || !$0.contains(" ") })
+        }
+        #expect(TerminalCells.wrap(line, toCells: 80) == [line])
+        #expect(TerminalCells.wrap("allowed by `allow read: if true;` at x", toCells: 12) == ["allowed by", "`allow read: if true;`", "at x"])
+        #expect(TerminalCells.wrap("  한국어 한국어 한국어", toCells: 10) == ["  한국어", "  한국어", "  한국어"])
+        #expect(TerminalCells.wrap("averyveryverylongword x", toCells: 5) == ["averyveryverylongword", "x"])
+    }
+}
+
+@Suite("A rules decision in a header")
+struct ServiceAnswerHeaderTests {
+    @Test("the words travel in printable ASCII and come back as they were; a long decision is cut, and says so")
+    func roundTrip() {
+        let words = "denied get on gs://b/caf\u{E9} 100%: no allow granted it:\n  `allow read: if false;` at storage.rules:4"
+        let value = ServiceAnswer.headerValue(words)
+        #expect(value.utf8.allSatisfy { $0 >= 0x20 && $0 < 0x7F })
+        #expect(ServiceAnswer.decision(fromHeader: value) == words)
+        let long = ServiceAnswer.headerValue(String(repeating: "reason ", count: 2000))
+        #expect(long.utf8.count <= ServiceAnswer.maximumHeaderBytes)
+        #expect(ServiceAnswer.decision(fromHeader: long).hasSuffix("\u{2026}"))
+    }
 }

@@ -89,3 +89,19 @@ def test_F1_a_dry_run_through_the_v0_api_says_it_has_no_preconditions(served, tm
     status, out, err = harness.storesh(tmp_path, "--bucket", f"gs://{BUCKET}", "--quiet", "run", "--dry-run", "-",
                                        stdin=b"login ada\nmeta set custom.k=w -- photos/*\n", **served)
     assert status == 0 and "no preconditions" in err.decode()
+
+
+def test_F1_rules_why_says_what_the_service_decided_not_local_rules(served, serve_process, tmp_path):
+    """Issue 36: on gs:// storesh evaluates no rules of its own; `rules why` says the service decides, and after
+    login what it answered the last request, with the decision in words when the server says it (storesh serve does)."""
+    status, out, err = run(tmp_path, served, "rules why")
+    assert status == 0, err
+    assert "the service decides each request, not storesh" in out and "allow read, write" not in out
+    only_ada = RULES.replace("allow read: if request.auth != null;", "allow read: if request.auth.uid == 'ada';")
+    requests.put(serve_process + "/internal/setRules", timeout=30,
+                 json={"rules": {"files": [{"name": "storage.rules", "content": only_ada}]}}).raise_for_status()
+    status, out, err = harness.storesh(tmp_path, "--bucket", f"gs://{BUCKET}", "--quiet", "--keep-going", "-c",
+                                       "login bob\nmeta get photos/a.jpg\nrules why", **served)
+    out = out.decode()
+    assert f"the service answered GET gs://{BUCKET}/photos/a.jpg with 403: denied get on gs://{BUCKET}/photos/a.jpg" in out, out
+    assert "request.auth.uid == 'ada'" in out or "the condition is false" in out, out

@@ -448,3 +448,31 @@ def test_an_error_after_output_shows_the_typed_line_again_above_its_caret(tmp_pa
     assert lines[at + 1] == " " * width + "echo hello; meta get images/nope.jpg"
     assert lines[at + 2] == " " * (width + len("echo hello; meta get ")) + "^"
     leave(shell)
+
+
+@pytest.mark.parametrize("columns", [40, 80, 120])
+def test_sentences_wrap_between_words_and_columns_align_by_cells(tmp_path, columns):
+    """Issue 36: at any terminal width, a sentence breaks at a blank, never inside a word or a quoted value, and a
+    table's columns line up under wide (Korean) characters."""
+    shell = start(tmp_path, columns=columns)
+    prompt(shell)
+    run(shell, "put --data x docs/한국어.txt")
+    run(shell, "meta set custom.한국=값 custom.k=v docs/한국어.txt")
+    shown = run(shell, "meta get docs/한국어.txt")
+    rows = {line.split()[0]: line for line in shown.replace("\r", "").split("\n") if line.startswith("custom.")}
+
+    def cells(text):
+        return sum(2 if "\uac00" <= ch <= "\ud7a3" else 1 for ch in text)
+
+    values = [line.index(line.split()[1]) for line in rows.values()]
+    starts = [cells(line[:index]) for line, index in zip(rows.values(), values)]
+    assert len(rows) == 2 and starts[0] == starts[1], rows
+    loaded = run(shell, "rules load --sample open").replace("\r", "")
+    words = [line for line in loaded.split("\n") if line and not line.startswith("rules load")]
+    assert "storesh)" in loaded
+    for line in words:
+        assert cells(line) <= columns, (columns, line)
+    assert not any(line.endswith("stores") for line in words), words
+    joined = " ".join(line.strip() for line in words)
+    assert "(the sample built into storesh)" in joined, joined
+    leave(shell)

@@ -50,6 +50,8 @@ int storesh_wait_readable(int fd);
 void storesh_use_utf8_locale(void);
 
 // The terminal's size in rows and columns; 0 when standard output is not a terminal.
+/// The width in columns of the terminal `descriptor` is, or 0 when it is none (ioctl is variadic: Swift cannot call it).
+int storesh_terminal_columns(int descriptor);
 void storesh_terminal_size(int *rows, int *columns);
 
 // Large transient buffers are mapped and given back to the system when freed (streamed uploads and downloads).

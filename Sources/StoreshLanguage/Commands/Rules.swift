@@ -133,6 +133,22 @@ public struct RulesWhyCommand: LocalCommand, Equatable {
     }
 
     public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
+        // On a real bucket the service decides, never storesh's own rules: say what it answered, and why when the
+        // server says (storesh serve does), rather than what local rules would have said.
+        if session.bucket.accessDescription != nil {
+            guard let signIn = session.bucket.endUserSignIn else {
+                session.deliver(.decision(allowed: nil, explanation: "\(session.bucket.url) has no security rules: its requests go with the bucket's credentials, which the service alone decides on."))
+                return .next
+            }
+            guard let answer = signIn.lastAnswer else {
+                session.deliver(.decision(allowed: nil, explanation: "on \(session.bucket.url) the service decides each request, not storesh: signed out, requests go with the bucket's credentials (IAM decides, no security rules apply); after login, the project's security rules decide, and rules why says what the service answered the last request."))
+                return .next
+            }
+            let allowed: Bool? = (200..<300).contains(answer.status) ? true : answer.status == 403 || answer.status == 401 ? false : nil
+            let said = answer.decision.map { ": \($0)" } ?? " (the service does not say which rule decided)"
+            session.deliver(.decision(allowed: allowed, explanation: "the service answered \(answer.request) with \(answer.status)\(said)"))
+            return .next
+        }
         let last = try session.requireRules(here).lastDecision
         let text = last.map { $0.decision.explanation(for: $0.request) } ?? "no request has been decided yet"
         session.deliver(.decision(allowed: last?.decision.allowed, explanation: text))
