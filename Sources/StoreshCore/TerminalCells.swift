@@ -23,6 +23,20 @@ public enum TerminalCells {
         return cells
     }
 
+    /// Blanks as wide as `text` on a terminal (its tabs kept as tabs): what a caret under the column after it stands
+    /// behind, under wide characters and combining marks alike.
+    public static func blanks(under text: String) -> String {
+        var output = ""
+        for cluster in text {
+            if cluster == "\t" {
+                output += "\t"
+            } else {
+                output += String(repeating: " ", count: width(ofCluster: cluster.unicodeScalars))
+            }
+        }
+        return output
+    }
+
     /// `text` followed by blanks up to `cells` cells (none when it is as wide already).
     public static func padded(_ text: String, to cells: Int) -> String {
         text + String(repeating: " ", count: max(0, cells - width(of: text)))

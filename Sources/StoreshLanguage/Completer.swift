@@ -43,8 +43,9 @@ public struct Completer {
     public func complete(_ lineBeforeCursor: String) -> Result {
         let (words, typed, openQuote) = Self.split(lineBeforeCursor)
         var truncated = false
+        // By bytes (rule P7): a candidate continues what is typed when its bytes do, whatever its Unicode form.
         let found = candidates(words: words, typed: typed, truncated: &truncated).filter {
-            $0.word.hasPrefix(typed) && $0.word != typed
+            $0.word.utf8.starts(with: typed.utf8) && !$0.word.utf8.elementsEqual(typed.utf8)
         }
         return Result(typed: typed, openQuote: openQuote, candidates: found, truncated: truncated)
     }
@@ -119,9 +120,10 @@ public struct Completer {
 
     /// Folders and objects whose names continue the typed path, from one page read at the typed name.
     func paths(_ typed: String, foldersOnly: Bool, truncated: inout Bool) -> [CompletionCandidate] {
-        let slash = typed.lastIndex(of: "/")
-        let folderPart = slash.map { String(typed[...$0]) } ?? ""
-        let namePart = slash.map { String(typed[typed.index(after: $0)...]) } ?? typed
+        // Cut at the last `/` by bytes: a `/` followed by a combining mark is one Character, not a cut.
+        let slash = typed.utf8.lastIndex(of: UInt8(ascii: "/"))
+        let folderPart = slash.map { String(Substring(typed.utf8[...$0])) } ?? ""
+        let namePart = slash.map { String(Substring(typed.utf8[typed.utf8.index(after: $0)...])) } ?? typed
         if namePart == "." || namePart == ".." {
             return [CompletionCandidate(word: folderPart + "../", display: "../", continues: true)]
         }

@@ -127,7 +127,7 @@ public struct Diagnostic: Error, Sendable, Equatable, CustomStringConvertible {
             }
             // Control characters are shown as spaces, tabs keep their width, so the caret stands right.
             let shown = String(String.UnicodeScalarView(scalars.map { $0 == "\t" || $0.value >= 0x20 ? $0 : " " }))
-            let pad = String(scalars.prefix(max(0, column - 1)).map { $0 == "\t" ? "\t" : " " })
+            let pad = TerminalCells.blanks(under: String(String.UnicodeScalarView(scalars.prefix(max(0, column - 1)))))
             text += "\n    \(shown)\n    \(pad)^"
         }
         return text

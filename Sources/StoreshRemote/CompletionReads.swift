@@ -14,8 +14,9 @@ final class CompletionReads: ImmediateReads, @unchecked Sendable {
     let lifetime: Duration
 
     private let lock = NSLock()
-    private var pages: [String: (page: ListPage, read: ContinuousClock.Instant)] = [:]
-    private var objects: [String: (metadata: ObjectMetadata, read: ContinuousClock.Instant)] = [:]
+    /// Keyed by bytes (rule P7): the pages of two canonically equivalent prefixes are two pages.
+    private var pages: [[UInt8]: (page: ListPage, read: ContinuousClock.Instant)] = [:]
+    private var objects: [ObjectName: (metadata: ObjectMetadata, read: ContinuousClock.Instant)] = [:]
 
     init(bucket: any Bucket, budget: DispatchTimeInterval = .milliseconds(400), lifetime: Duration = .seconds(30)) {
         self.bucket = bucket
@@ -26,8 +27,9 @@ final class CompletionReads: ImmediateReads, @unchecked Sendable {
     var name: String { bucket.name }
 
     func listPage(_ reference: StoragePath, options: ListOptions) throws(StorageError) -> ListPage {
+        // Each part with its length first, so that no name (NUL included) can run into the next.
         let key = [reference.listingPrefix, options.startOffset ?? "", options.pageToken ?? "", String(options.maxResults ?? 0)]
-            .joined(separator: "\u{0}")
+            .flatMap { (part: String) -> [UInt8] in Array(String(part.utf8.count).utf8) + [UInt8(ascii: ":")] + Array(part.utf8) }
         if let cached = lock.withLock({ pages[key] }), ContinuousClock.now - cached.read < lifetime { return cached.page }
         let bucket = self.bucket
         return try briefly { [self] in
@@ -38,13 +40,13 @@ final class CompletionReads: ImmediateReads, @unchecked Sendable {
     }
 
     func currentMetadata(of object: ObjectName) throws(StorageError) -> ObjectMetadata {
-        if let cached = lock.withLock({ objects[object.rawValue] }), ContinuousClock.now - cached.read < lifetime {
+        if let cached = lock.withLock({ objects[object] }), ContinuousClock.now - cached.read < lifetime {
             return cached.metadata
         }
         let bucket = self.bucket
         return try briefly { [self] in
             let metadata = try await bucket.metadata(of: object)
-            lock.withLock { objects[object.rawValue] = (metadata, .now) }
+            lock.withLock { objects[object] = (metadata, .now) }
             return metadata
         }
     }

@@ -52,11 +52,15 @@ final class ConsoleOutput: SessionOutput {
             // At the prompt the line is on the screen already: a caret under it, then the message. An
             // interruption gets a line of its own instead (the terminal has just echoed ^C).
             let label = color ? "\u{1B}[1;31merror:\u{1B}[0m" : "error:"
-            let message = "\(label) \(diagnostic.message) (\(diagnostic.code))"
+            // Wrapped between words to the terminal's width, as every sentence storesh writes there.
+            let columns = Int(storesh_terminal_columns(STDERR_FILENO))
+            let message = TerminalCells.wrap("\(label) \(diagnostic.message) (\(diagnostic.code))", toCells: columns).joined(separator: "\n")
             if diagnostic.phase == .interrupted || !endsWithNewline {
                 text = "\n" + message
             } else {
-                var caret = String(repeating: " ", count: promptWidth + diagnostic.location.column - 1) + "^"
+                // Under the column by terminal cells: wide characters and combining marks before it move it as on screen.
+                let typed = source.line(diagnostic.location.line).map { String(String.UnicodeScalarView($0.unicodeScalars.prefix(max(0, diagnostic.location.column - 1)))) } ?? ""
+                var caret = String(repeating: " ", count: promptWidth) + TerminalCells.blanks(under: typed) + "^"
                 // `rules load …; ls files/bob`: output stands between the typed line and the error, so the line is
                 // shown again, where the prompt had it, for the caret to point into.
                 if printedSinceLine, let line = source.line(diagnostic.location.line) {

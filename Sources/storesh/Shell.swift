@@ -99,7 +99,8 @@ final class Shell {
         }
         defer { storesh_editor_close(editor) }
         for line in history.lines { storesh_editor_history_add(editor, line) }
-        print("storesh \(storeshVersion) · `help` for commands · Tab completes · Ctrl-D leaves")
+        let greeting = "storesh \(storeshVersion) · `help` for commands · Tab completes · Ctrl-D leaves"
+        print(TerminalCells.wrap(greeting, toCells: Self.terminalWidth() ?? 0).joined(separator: "\n"))
         if interpreter.options.dryRun { print("dry run (--dry-run): each line shows what it would change; nothing is saved") }
         while true {
             storesh_interrupt_clear()

@@ -132,3 +132,18 @@ struct CompleterTests {
         #expect(wide.truncated && wide.candidates.count == Completer.pageSize)
     }
 }
+
+@Suite("Tab completion by bytes (rule P7)")
+struct CompleterNameBytesTests {
+    @Test("canonically equivalent names are two candidates, each continuing only the bytes typed")
+    func twins() throws {
+        let session = try LanguageSandbox(["n/caf\u{E9}.txt", "n/cafe\u{301}.txt", "n/cafe\u{301}/x"])
+        let completer = Completer(source: CountingSource(session.bucket), current: .root)
+        let words = { (line: String) in completer.complete(line).candidates.map(\.word) }
+        // "cafe" is a byte prefix of the decomposed names only.
+        #expect(words("cat n/cafe").map { Array($0.utf8) } == ["n/cafe\u{301}.txt", "n/cafe\u{301}/"].sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }.map { Array($0.utf8) })
+        #expect(words("cat n/caf\u{E9}").map { Array($0.utf8) } == [Array("n/caf\u{E9}.txt".utf8)])
+        // A folder whose name ends in a combining mark after `/` still completes inside it.
+        #expect(words("cat n/cafe\u{301}/").map { Array($0.utf8) } == [Array("n/cafe\u{301}/x".utf8)])
+    }
+}
