@@ -29,19 +29,22 @@ struct MultipartUpload {
         }
         var parts: [(headers: [String: String], body: Range<Int64>)] = []
         var cursor = first + Int64(delimiter.count)
-        let next = Data("\r\n".utf8) + delimiter
+        // Lines end in CRLF (RFC 2046), or in LF alone as Python's email generator writes them (gsutil's uploads):
+        // whichever follows the first boundary is the body's.
+        let newline = try spool.read(offset: cursor, length: 1) == Data("\n".utf8) ? Data("\n".utf8) : Data("\r\n".utf8)
+        let next = newline + delimiter
         // Bounded: each round moves the cursor past one delimiter, and at most three parts are read.
         while parts.count < 3 {
-            let opening = try spool.read(offset: cursor, length: 2)
-            if opening == Data("--".utf8) { break }  // the closing delimiter
-            guard opening == Data("\r\n".utf8) else {
+            let opening = try spool.read(offset: cursor, length: newline.count == 1 ? 1 : 2)
+            if try spool.read(offset: cursor, length: 2) == Data("--".utf8) { break }  // the closing delimiter
+            guard opening == newline else {
                 throw HTTPFailure.badRequest("The multipart body is malformed: a boundary is not followed by a line break.")
             }
-            cursor += 2
+            cursor += Int64(newline.count)
             guard let end = try spool.firstOffset(of: next, from: cursor) else {
                 throw HTTPFailure.badRequest("The multipart body is cut short: a part has no closing boundary '--\(boundary)--'.")
             }
-            parts.append(try Self.part(spool, cursor..<end))
+            parts.append(try Self.part(spool, cursor..<end, newline: newline))
             cursor = end + Int64(next.count)
         }
         guard parts.count == 2 else {
@@ -59,16 +62,20 @@ struct MultipartUpload {
     }
 
     /// One part: its headers up to an empty line, then its body.
-    private static func part(_ spool: Spool, _ range: Range<Int64>) throws -> (headers: [String: String], body: Range<Int64>) {
+    private static func part(_ spool: Spool, _ range: Range<Int64>, newline: Data) throws -> (headers: [String: String], body: Range<Int64>) {
         let start = try spool.read(offset: range.lowerBound, length: Int(min(Int64(maximumPartHeaderBytes), Int64(range.count))))
-        guard let split = start.range(of: Data("\r\n\r\n".utf8)) else {
-            if start.starts(with: Data("\r\n".utf8)) { return ([:], range.lowerBound + 2..<range.upperBound) }
+        guard let split = start.range(of: newline + newline) else {
+            if start.starts(with: newline) { return ([:], range.lowerBound + Int64(newline.count)..<range.upperBound) }
             throw HTTPFailure.badRequest(
                 "The multipart body is malformed: a part's headers do not end with an empty line within \(maximumPartHeaderBytes) bytes.")
         }
         var headers: [String: String] = [:]
         let text = String(decoding: start[start.startIndex..<split.lowerBound], as: UTF8.self)
-        for line in text.split(separator: "\r\n") {
+        // Split by bytes: "\r\n" is one Character to Swift.
+        let lines = text.utf8.split(separator: UInt8(ascii: "\n")).map { bytes in
+            Substring(bytes.last == UInt8(ascii: "\r") ? bytes.dropLast() : bytes)
+        }
+        for line in lines {
             guard let colon = line.firstIndex(of: ":") else {
                 throw HTTPFailure.badRequest("The multipart body is malformed: '\(line.prefix(80))' is not a header line.")
             }
@@ -83,7 +90,11 @@ struct MultipartUpload {
             let pair = piece.split(separator: "=", maxSplits: 1)
             guard pair.count == 2, pair[0].trimmingCharacters(in: .whitespaces).lowercased() == name else { continue }
             var value = pair[1].trimmingCharacters(in: .whitespaces)
-            if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") { value = String(value.dropFirst().dropLast()) }
+            // Quoted as RFC 2045 says (`"…"`), or as Python's `%r` writes it (`'…'`, gsutil's uploads).
+            for quote in ["\"", "'"] where value.count >= 2 && value.hasPrefix(quote) && value.hasSuffix(quote) {
+                value = String(value.dropFirst().dropLast())
+                break
+            }
             return value
         }
         return nil

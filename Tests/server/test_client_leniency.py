@@ -1,0 +1,100 @@
+"""Cloud Storage's leniency where the ecosystem's clients rely on it (issue 38, first slice): the requests below are
+byte for byte what gsutil (apitools) and rclone (the Go client) send, which storesh serve refused before."""
+import base64
+import email.generator
+import email.mime.multipart
+import email.mime.nonmultipart
+import hashlib
+import io
+
+import pytest
+import requests
+
+from serving import BUCKET, Server
+
+
+@pytest.fixture
+def server(tmp_path):
+    server = Server(tmp_path, tmp_path / "served.bucket")
+    yield server
+    status, err = server.stop()
+    assert status == 0, err
+
+
+class RawPayloadGenerator(email.generator.BytesGenerator):
+    """apitools' MultipartBytesGenerator: the payload written as it is (no line-ending changes)."""
+
+    def _handle_text(self, msg):
+        if msg._payload is not None:
+            self.write(msg._payload)
+
+    def _encode(self, s):
+        return s.encode("ascii", "surrogateescape")
+
+    _writeBody = _handle_text
+
+
+def apitools_multipart(metadata_json, content, content_type):
+    """A multipart/related body and Content-Type as apitools builds them for gsutil: LF line endings, MIME-Version
+    headers, and the boundary quoted with Python's %r (single quotes)."""
+    root = email.mime.multipart.MIMEMultipart("related")
+    setattr(root, "_write_headers", lambda self: None)
+    part = email.mime.nonmultipart.MIMENonMultipart("application", "json")
+    part.set_payload(metadata_json)
+    root.attach(part)
+    part = email.mime.nonmultipart.MIMENonMultipart(*content_type.split("/"))
+    part["Content-Transfer-Encoding"] = "binary"
+    part.set_payload(content.decode("ascii", "surrogateescape"))  # the bytes, carried through the email package
+    root.attach(part)
+    output = io.BytesIO()
+    RawPayloadGenerator(output, mangle_from_=False).flatten(root, unixfrom=False)
+    return output.getvalue(), "multipart/related; boundary=%r" % root.get_boundary()
+
+
+def test_a_gsutil_multipart_upload_with_lf_lines_and_a_single_quoted_boundary(server):
+    content = bytes(range(256)) + b"\r\nline\nend"
+    body, content_type = apitools_multipart('{"name": "up.bin", "contentType": "application/x-test"}', content,
+                                            "application/x-test")
+    assert "boundary='" in content_type and b"\r\n" not in body.split(b"binary\n\n")[0]
+    answer = server.request("POST", f"/upload/storage/v1/b/{BUCKET}/o", params={"uploadType": "multipart"},
+                            data=body, headers={"Content-Type": content_type})
+    assert answer.status_code == 200, answer.text
+    resource = answer.json()
+    assert resource["name"] == "up.bin" and resource["contentType"] == "application/x-test"
+    assert resource["md5Hash"] == base64.b64encode(hashlib.md5(content).digest()).decode()
+    downloaded = server.request("GET", f"/storage/v1/b/{BUCKET}/o/up.bin", params={"alt": "media"})
+    assert downloaded.content == content
+
+
+def test_a_whole_resource_sent_back_with_its_times_spelled_otherwise_is_not_a_change(server):
+    """gsutil setmeta PATCHes the resource it read, its times written by Python (microseconds, +00:00)."""
+    created = server.request("POST", f"/upload/storage/v1/b/{BUCKET}/o", params={"uploadType": "media", "name": "a.txt"},
+                             data=b"a").json()
+
+    def python_time(text):
+        seconds, fraction = text[:-1].split(".")
+        return f"{seconds}.{fraction.ljust(6, '0')}+00:00"
+
+    resource = dict(created, timeCreated=python_time(created["timeCreated"]), updated=python_time(created["updated"]),
+                    generation=int(created["generation"]), cacheControl="no-cache")
+    answer = server.request("PATCH", f"/storage/v1/b/{BUCKET}/o/a.txt", json=resource)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["cacheControl"] == "no-cache"
+    # A read-only property that really differs is still refused (rule M7).
+    current = server.request("GET", f"/storage/v1/b/{BUCKET}/o/a.txt").json()
+    moved = dict(current, timeCreated="2001-01-01T00:00:00.000000+00:00")
+    refused = server.request("PATCH", f"/storage/v1/b/{BUCKET}/o/a.txt", json=moved)
+    assert refused.status_code == 400 and "timeCreated" in refused.text
+
+
+@pytest.mark.parametrize("body", [b"", b"null", b" null\n"])
+def test_a_rewrite_or_copy_without_overrides_as_the_go_client_sends_it(server, body):
+    """rclone's moveto: the Go client's rewrite carries no destination resource (an empty body, or null)."""
+    server.request("POST", f"/upload/storage/v1/b/{BUCKET}/o", params={"uploadType": "media", "name": "from.txt"},
+                   data=b"moved", headers={"Content-Type": "text/plain"})
+    for verb, target in [("rewriteTo", "rewritten.txt"), ("copyTo", "copied.txt")]:
+        answer = server.request("POST", f"/storage/v1/b/{BUCKET}/o/from.txt/{verb}/b/{BUCKET}/o/{target}", data=body,
+                                headers={"Content-Type": "application/json"})
+        assert answer.status_code == 200, (verb, answer.text)
+        downloaded = server.request("GET", f"/storage/v1/b/{BUCKET}/o/{target}", params={"alt": "media"})
+        assert downloaded.content == b"moved"
