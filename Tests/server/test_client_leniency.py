@@ -8,17 +8,8 @@ import hashlib
 import io
 
 import pytest
-import requests
 
-from serving import BUCKET, Server
-
-
-@pytest.fixture
-def server(tmp_path):
-    server = Server(tmp_path, tmp_path / "served.bucket")
-    yield server
-    status, err = server.stop()
-    assert status == 0, err
+from serving import BUCKET  # the `server` fixture is conftest's
 
 
 class RawPayloadGenerator(email.generator.BytesGenerator):
