@@ -293,6 +293,9 @@ extension StorageAPI {
         let declaredLength = exchange.request.headers[.contentLength].flatMap(Int64.init)
         let range = try ContentRange(rangeHeader, bodyLength: declaredLength)
         let hashHeader = exchange.header("X-Goog-Hash")
+        // The Go client asks not to be sent a 308 (its HTTP stack would take it for a redirect): the step is then a
+        // 200 that says 308 in X-Http-Status-Code-Override, as Cloud Storage answers it.
+        let overridesIncomplete = exchange.header("X-GUploader-No-308")?.lowercased() == "yes"
         let limit = Int64(limits.maximumObjectBytes)
         // Decide under the session's lock where this chunk goes; its bytes arrive outside it.
         enum Start { case answer(Answer), receive(Spool, skip: Int64, total: Int64?) }
@@ -354,6 +357,10 @@ extension StorageAPI {
             }
             var headers = HTTPFields()
             if session.received > 0 { headers[.range] = "bytes=0-\(session.received - 1)" }
+            if overridesIncomplete {
+                headers[HTTPField.Name("X-Http-Status-Code-Override")!] = "308"
+                return .answer(Reply.empty(.ok, headers: headers))
+            }
             return .answer(Reply.empty(HTTPResponse.Status(code: 308, reasonPhrase: "Resume Incomplete"), headers: headers))
         }
         switch step {

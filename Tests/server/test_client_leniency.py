@@ -89,3 +89,27 @@ def test_a_rewrite_or_copy_without_overrides_as_the_go_client_sends_it(server, b
         assert answer.status_code == 200, (verb, answer.text)
         downloaded = server.request("GET", f"/storage/v1/b/{BUCKET}/o/{target}", params={"alt": "media"})
         assert downloaded.content == b"moved"
+
+
+def test_a_resumable_upload_in_chunks_as_the_go_client_sends_them(server):
+    """rclone sync of a file larger than its chunk: the Go client POSTs each chunk with X-GUploader-No-308 and
+    expects a 200 that says 308 in X-Http-Status-Code-Override (its HTTP stack takes a 308 for a redirect)."""
+    started = server.request("POST", f"/upload/storage/v1/b/{BUCKET}/o",
+                             params={"uploadType": "resumable", "name": "big.bin", "alt": "json", "prettyPrint": "false"},
+                             json={"name": "big.bin"})
+    assert started.status_code == 200, started.text
+    session = started.headers["Location"]
+    content = bytes(range(256)) * 8192  # 2 MiB
+    half = len(content) // 2
+    step = server.session.post(session, data=content[:half], timeout=30,
+                               headers={"X-GUploader-No-308": "yes", "Content-Range": f"bytes 0-{half - 1}/*"})
+    assert step.status_code == 200 and step.headers["X-Http-Status-Code-Override"] == "308", step.headers
+    assert step.headers["Range"] == f"bytes=0-{half - 1}"
+    # Without the header, the step is the protocol's own 308.
+    asked = server.session.put(session, headers={"Content-Range": "bytes */*"}, timeout=30)
+    assert asked.status_code == 308 and asked.headers["Range"] == f"bytes=0-{half - 1}"
+    last = server.session.post(session, data=content[half:], timeout=30,
+                               headers={"X-GUploader-No-308": "yes", "Content-Range": f"bytes {half}-{len(content) - 1}/{len(content)}"})
+    assert last.status_code == 200 and "X-Http-Status-Code-Override" not in last.headers
+    assert last.json()["size"] == str(len(content))
+    assert server.request("GET", f"/storage/v1/b/{BUCKET}/o/big.bin", params={"alt": "media"}).content == content
