@@ -233,7 +233,9 @@ struct Serve: AsyncParsableCommand {
             let reachable = host == "0.0.0.0" ? "127.0.0.1" : host == "::" ? "::1" : host
             let address = reachable.contains(":") ? "[\(reachable)]:\(port)" : "\(reachable):\(port)"
             var text = "storesh serve: gs://\(bucket) (\(path)) at http://\(address)\n"
-            text += "  export STORAGE_EMULATOR_HOST=http://\(address)\n"
+            text += "  export STORAGE_EMULATOR_HOST=http://\(address)   # the Python, Go and Java clients\n"
+            // The Node Admin SDK (firebase-admin) reads this one, host and port without a scheme.
+            text += "  export FIREBASE_STORAGE_EMULATOR_HOST=\(address)   # firebase-admin (Node)\n"
             text += "  connectStorageEmulator(getStorage(app, \"gs://\(bucket)\"), \"\(reachable)\", \(port))   // Web SDK\n"
             text += "  Storage.storage(url: \"gs://\(bucket)\").useEmulator(withHost: \"\(reachable)\", port: \(port))   // Apple SDK\n"
             text += "  http://\(address)/ in a browser: the bucket, its folders and metadata\n"

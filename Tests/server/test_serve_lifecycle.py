@@ -179,6 +179,9 @@ def test_on_a_terminal_each_request_is_logged_and_ctrl_c_stops_the_server(tmp_pa
                           env=harness.environment(tmp_path, TERM="xterm"), encoding="utf-8", timeout=30)
     child.expect(r"at (http://127\.0\.0\.1:\d+)")
     url = child.match.group(1)
+    # Both variables the clients read: the Node Admin SDK's takes host and port alone.
+    child.expect_exact(f"export STORAGE_EMULATOR_HOST={url}")
+    child.expect_exact(f"export FIREBASE_STORAGE_EMULATOR_HOST={url.removeprefix('http://')}")
     child.expect_exact("Ctrl-C stops the server.")
     assert requests.get(url + "/storage/v1/b/tty/o/missing", timeout=30).status_code == 404
     child.expect(r"GET /storage/v1/b/tty/o/missing 404 \d+\.\d ms")
