@@ -59,8 +59,9 @@ extension StorageAPI {
                     "The destination bucket does not exist: this server serves gs://\(bucket.name) only, not gs://\(destinationBucket).")
             }
             return try await copyObject(&exchange, from: try objectName(source), to: try objectName(destination), rewrite: rewrite)
-        case .compose:
-            throw HTTPFailure(.notImplemented, reason: "notImplemented", "compose is not supported by storesh serve.")
+        case .compose(_, let destination):
+            guard method == .post else { throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.post], what: "a compose") }
+            return try await composeObject(&exchange, to: try objectName(destination))
         case .upload:
             return try await upload(&exchange)
         default:
@@ -213,6 +214,44 @@ extension StorageAPI {
             ("done", .bool(true)),
             ("resource", resource),
         ]))
+    }
+
+    /// `compose`: the destination gets the sources' contents one after another (at most 32 sources), each source
+    /// as it is now or at the generation named, if its `objectPreconditions` hold; the destination's metadata is the
+    /// request's `destination` resource (its content type, else the first source's), and the query's conditions
+    /// guard the destination. One transaction: the sources are read as one state of the bucket.
+    private func composeObject(_ exchange: inout Exchange, to destination: ObjectName) async throws -> Answer {
+        let conditions = try Conditions(exchange.query)
+        let request = try ComposeRequest(try await body(&exchange, limit: limits.maximumJSONBytes, what: "compose request"))
+        let limit = Int64(limits.maximumObjectBytes)
+        let names = try request.sources.map { try objectName($0.name) }
+        let object = try await bucket.change { transaction in
+            var content = Data()
+            var first: ObjectMetadata?
+            for (source, name) in zip(request.sources, names) {
+                guard let current = try await transaction.metadataIfPresent(of: name),
+                    source.generation.map({ $0 == current.generation }) ?? true
+                else {
+                    let generation = source.generation.map { " (generation \($0))" } ?? ""
+                    throw StorageError(.objectNotFound, "Object \(source.name)\(generation) does not exist, so it cannot be composed.")
+                }
+                if let required = source.ifGenerationMatch, required != current.generation {
+                    throw StorageError(
+                        .preconditionFailed,
+                        "Object \(source.name) is at generation \(current.generation), not \(required) as the compose request requires. Nothing was changed.")
+                }
+                guard Int64(content.count) + current.size <= limit else { throw self.objectTooLarge(Int64(content.count) + current.size) }
+                content += try await transaction.read(name)
+                first = first ?? current
+            }
+            var options = request.destination.writeOptions
+            if options.properties[.contentType] == nil, let type = first?.contentType { options.properties[.contentType] = type }
+            let existing = try await transaction.metadataIfPresent(of: destination)
+            return try await transaction.write(
+                content, to: destination, options: options,
+                precondition: try conditions.precondition(given: existing, name: destination.rawValue))
+        }
+        return Reply.json(ObjectResource.cloudStorage(object, baseURL: exchange.baseURL))
     }
 
     // MARK: Uploads

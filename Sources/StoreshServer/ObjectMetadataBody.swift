@@ -175,3 +175,63 @@ struct ObjectMetadataBody {
         return options
     }
 }
+
+/// A compose request's body (`storage#composeRequest`): its sources, at most 32, and the destination's resource.
+struct ComposeRequest {
+    struct Source {
+        var name: String
+        var generation: Int64?
+        var ifGenerationMatch: Int64?
+    }
+
+    static let maximumSources = 32
+
+    var sources: [Source] = []
+    var destination = ObjectMetadataBody()
+
+    init(_ body: Data) throws {
+        let parsed: Any
+        do {
+            parsed = try JSONSerialization.jsonObject(with: body)
+        } catch {
+            throw HTTPFailure.badRequest("The compose request is not valid JSON.")
+        }
+        guard let document = parsed as? [String: Any] else { throw HTTPFailure.badRequest("The compose request must be a JSON object.") }
+        for key in document.keys where !["kind", "sourceObjects", "destination"].contains(key) {
+            throw HTTPFailure.badRequest("Invalid JSON payload received. Unknown name \"\(key)\" in the compose request: Cannot find field.")
+        }
+        guard let list = document["sourceObjects"] as? [Any], !list.isEmpty else {
+            throw HTTPFailure.badRequest("A compose request needs sourceObjects: the objects to join, 1 to \(Self.maximumSources).")
+        }
+        guard list.count <= Self.maximumSources else {
+            throw HTTPFailure.badRequest(
+                "The number of source components provided (\(list.count)) exceeds the maximum (\(Self.maximumSources)).")
+        }
+        // Generations as JSON numbers or as strings (the JSON API's int64 habit).
+        func generation(_ value: Any?, _ field: String) throws -> Int64? {
+            guard let value, !(value is NSNull) else { return nil }
+            if let text = value as? String, let number = Int64(text), number >= 0 { return number }
+            if let number = value as? NSNumber, number.int64Value >= 0 {
+                return number.int64Value
+            }
+            throw HTTPFailure.badRequest("Invalid value for '\(field)' in the compose request: it must be a generation.")
+        }
+        for (index, item) in list.enumerated() {
+            guard let source = item as? [String: Any], let name = source["name"] as? String, !name.isEmpty else {
+                throw HTTPFailure.badRequest("sourceObjects[\(index)] of the compose request needs a name.")
+            }
+            let preconditions = source["objectPreconditions"] as? [String: Any]
+            sources.append(
+                Source(
+                    name: name, generation: try generation(source["generation"], "sourceObjects[\(index)].generation"),
+                    ifGenerationMatch: try generation(
+                        preconditions?["ifGenerationMatch"], "sourceObjects[\(index)].objectPreconditions.ifGenerationMatch")))
+        }
+        if let resource = document["destination"], !(resource is NSNull) {
+            guard JSONSerialization.isValidJSONObject(resource), let data = try? JSONSerialization.data(withJSONObject: resource) else {
+                throw HTTPFailure.badRequest("The compose request's destination must be an object resource.")
+            }
+            destination = try ObjectMetadataBody(json: data, what: "compose request's destination")
+        }
+    }
+}

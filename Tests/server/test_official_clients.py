@@ -274,3 +274,33 @@ def test_every_metadata_answer_carries_the_content_crc32c(server, client, tmp_pa
     v0 = server.request("GET", server.object_path("crc/from-shell.txt", api="v0"),
                         headers={"Authorization": "Firebase owner"})
     assert v0.status_code == 200 and v0.json()["crc32c"] == expected["crc/from-shell.txt"]
+
+
+def test_v1_compose_joins_sources_with_their_preconditions_and_the_result_checks(server, client):
+    """Issue 38: `blob.compose(sources)` of the official client, with generation preconditions on each source and on
+    the destination; the result's crc32c and md5 are those of the joined content, and the client downloads it."""
+    bucket = client.bucket(server.name)
+    parts = [os.urandom(1000 + index) for index in range(3)]
+    sources = []
+    for index, part in enumerate(parts):
+        blob = bucket.blob(f"parts/{index}")
+        blob.upload_from_string(part, content_type="application/x-part")
+        sources.append(blob)
+    joined = b"".join(parts)
+    destination = bucket.blob("whole.bin")
+    destination.content_type = "application/x-whole"
+    destination.compose(sources, if_source_generation_match=[blob.generation for blob in sources], if_generation_match=0)
+    assert destination.size == len(joined) and destination.content_type == "application/x-whole"
+    assert destination.crc32c == crc32c_b64(joined)
+    assert bucket.blob("whole.bin").download_as_bytes(checksum="crc32c") == joined
+    # A source at another generation than required, or a destination that exists where none may: nothing changes.
+    with pytest.raises(exceptions.PreconditionFailed):
+        bucket.blob("again.bin").compose(sources, if_source_generation_match=[1, 1, 1])
+    with pytest.raises(exceptions.PreconditionFailed):
+        destination.compose(sources, if_generation_match=0)
+    with pytest.raises(exceptions.NotFound):
+        bucket.blob("none.bin").compose([bucket.blob("parts/0"), bucket.blob("parts/missing")])
+    assert bucket.get_blob("again.bin") is None and bucket.get_blob("none.bin") is None
+    # 32 sources at most, as the service says.
+    with pytest.raises(exceptions.BadRequest, match="exceeds the maximum"):
+        bucket.blob("many.bin").compose([sources[0]] * 33)
