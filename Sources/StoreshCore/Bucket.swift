@@ -341,40 +341,23 @@ public struct ServiceAnswer: Sendable {
     /// can be long; clients refuse header lines past 64 KiB, and many past 8 KiB).
     public static let maximumHeaderBytes = 2048
 
-    /// A decision's words as a header value: bytes outside printable ASCII, and `%`, as `%XX`; cut at
-    /// `maximumHeaderBytes`, with `…` (`%E2%80%A6`) saying so.
+    /// A decision's words as a header value: the bytes of characters outside printable ASCII, and `%`, as `%XX`;
+    /// cut between characters at `maximumHeaderBytes`, with `…` (`%E2%80%A6`) saying so.
     public static func headerValue(_ text: String) -> String {
         var output = ""
-        for byte in text.utf8 {
-            if output.utf8.count > maximumHeaderBytes - 12 {
-                return output + "%E2%80%A6"
-            }
-            if byte >= 0x20 && byte < 0x7F && byte != UInt8(ascii: "%") {
-                output.unicodeScalars.append(Unicode.Scalar(byte))
-            } else {
-                output += "%" + String(byte >> 4, radix: 16, uppercase: true) + String(byte & 0xF, radix: 16, uppercase: true)
-            }
+        for scalar in text.unicodeScalars {
+            let encoded =
+                scalar.isASCII && scalar.value >= 0x20 && scalar.value < 0x7F && scalar != "%"
+                ? String(scalar) : String(scalar).utf8.map { "%" + String($0 >> 4, radix: 16, uppercase: true) + String($0 & 0xF, radix: 16, uppercase: true) }.joined()
+            if output.utf8.count + encoded.utf8.count > maximumHeaderBytes - 9 { return output + "%E2%80%A6" }
+            output += encoded
         }
         return output
     }
 
     /// The words of a header value `headerValue` made.
     public static func decision(fromHeader value: String) -> String {
-        let utf8 = Array(value.utf8)
-        var bytes: [UInt8] = []
-        var position = 0
-        while position < utf8.count {
-            if utf8[position] == UInt8(ascii: "%"), position + 2 < utf8.count,
-                let byte = UInt8(String(decoding: utf8[(position + 1)...(position + 2)], as: UTF8.self), radix: 16)
-            {
-                bytes.append(byte)
-                position += 3
-            } else {
-                bytes.append(utf8[position])
-                position += 1
-            }
-        }
-        return String(decoding: bytes, as: UTF8.self)
+        value.removingPercentEncoding ?? value
     }
 }
 

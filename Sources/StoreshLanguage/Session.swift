@@ -18,8 +18,8 @@ public protocol SessionOutput: AnyObject {
 public protocol LocalFiles: Sendable {
     func read(_ path: String) throws(StorageError) -> Data
     /// A document storesh reads whole (a rules file): a regular file only (a pipe, a FIFO or a device is refused,
-    /// never waited on or read without end), of at most `maximumBytes`.
-    func readDocument(_ path: String, maximumBytes: Int) throws(StorageError) -> Data
+    /// never waited on or read without end), of bounded size.
+    func readDocument(_ path: String) throws(StorageError) -> Data
     /// Writes the whole file or, on failure, leaves nothing.
     func write(_ data: Data, to path: String) throws(StorageError)
     /// Whether the path is an existing directory (`get OBJECT DIR` saves into it).

@@ -163,13 +163,10 @@ public enum FirebaseEmulatorExport {
         }
     }
 
-    /// The largest metadata document storesh reads from an export (an object's is a few kilobytes at most).
-    static let maximumDocumentBytes = 1 << 20
-
     static func document(at file: URL, what: String) throws(StorageError) -> [String: Any] {
         let data: Data
         do {
-            data = try RegularFile.read(file.path, maximumBytes: maximumDocumentBytes, what: what, followingLinks: false)
+            data = try RegularFile.read(file.path, maximumBytes: RegularFile.maximumDocumentBytes, what: what, followingLinks: false)
         } catch {
             throw .invalidArgument("\(error.message) Is this a Firebase emulator export?")
         }
@@ -358,9 +355,6 @@ public enum FirebaseEmulatorExport {
         }
     }
 
-    /// The largest `firebase-export-metadata.json` storesh reads (the emulator's are a few hundred bytes).
-    static let maximumHubBytes = 1 << 20
-
     /// The export's metadata file with its `storage` entry set to storesh's export, every other entry (the other
     /// emulators') kept as its text was; a new one when there is none. A file that is not a JSON object is
     /// refused, not replaced.
@@ -370,10 +364,9 @@ public enum FirebaseEmulatorExport {
         guard lstat(file.path, &status) == 0 else {
             return "{\n  \"version\": \(JSONValue.quoted(toolsVersion)),\n  \"storage\": \(storage)\n}"
         }
-        guard (status.st_mode & S_IFMT) == S_IFREG else {
-            throw .invalidArgument("\(file.path) is not a regular file; storesh writes the export's metadata there only over a file it can read.")
-        }
-        let data = try RegularFile.read(file.path, maximumBytes: maximumHubBytes, what: "the export's metadata file")
+        // Only over a regular file storesh can read: a link, a FIFO or a device there is refused, not replaced.
+        let data = try RegularFile.read(
+            file.path, maximumBytes: RegularFile.maximumDocumentBytes, what: "the export's metadata file", followingLinks: false)
         guard let text = String(data: data, encoding: .utf8), let members = JSONMembers(text) else {
             throw .invalidArgument(
                 "\(file.path) is not a JSON object; storesh will not replace it. Move it away, or export into another directory.")

@@ -990,7 +990,6 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         checksum = ?16 WHERE id = ?17 AND name = ?1
         """
 
-    /// Creates or replaces the object `metadata.fullPath` with new content; `existing` is its live row.
     /// Stores `source`'s content a piece at a time (`streamedPieceBytes`), with its CRC-32C; returns its row. The
     /// pieces are hashed as they are written: content that is not what the source's MD5 says (a file that changed
     /// since it was measured) is refused, and the change it belongs to rolls back.
@@ -1024,6 +1023,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         return (contentID, crc)
     }
 
+    /// Creates or replaces the object `metadata.fullPath` with new content; `existing` is its live row.
     private func store(_ metadata: ObjectMetadata, content: Data, replacing existing: LiveRow?) throws {
         let insertContent = try connection.statement("INSERT INTO contents (data) VALUES (?1)")
         insertContent.bind(1, content)
@@ -1102,14 +1102,15 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     }
     /// How many names one read of `fetchRows` binds: a page of 1,000 items is 16 index seeks by one cached statement.
     static let namesPerRowRead = 64
+    /// `?1,…,?64`: written once, not for every page listed.
+    static let rowReadPlaceholders = (1...namesPerRowRead).map { "?\($0)" }.joined(separator: ",")
 
     /// The live rows of `names`, keyed by their bytes (rule P7), read `namesPerRowRead` at a time by one cached
     /// statement: not one read per item, and each name bound as it is (a name holding NUL included, which a JSON
     /// text would cut short).
     func fetchRows(_ names: [String]) throws -> [ObjectName: LiveRow] {
-        let placeholders = (1...Self.namesPerRowRead).map { "?\($0)" }.joined(separator: ",")
         let statement = try connection.statement(
-            "SELECT \(LiveRow.columnsWithContentChecksum(stored: storesContentChecksums)), name FROM objects WHERE name IN (\(placeholders))")
+            "SELECT \(LiveRow.columnsWithContentChecksum(stored: storesContentChecksums)), name FROM objects WHERE name IN (\(Self.rowReadPlaceholders))")
         var rows: [ObjectName: LiveRow] = [:]
         rows.reserveCapacity(names.count)
         var start = names.startIndex

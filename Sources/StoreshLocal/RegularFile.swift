@@ -6,6 +6,10 @@ import StoreshCore
 /// read up to a stated size, so that `/dev/zero`, a pipe or a huge file is a clear error instead of a hang or
 /// memory without end.
 public enum RegularFile {
+    /// The most storesh reads of a document it did not write and reads whole (an export's JSON files, firebase.json,
+    /// a rules file): far above what any holds (a rules file is at most 256 KB, and the rules check says so).
+    public static let maximumDocumentBytes = 1 << 20
+
     /// A descriptor open for reading on `path`, which must be a regular file. With `followingLinks` false a
     /// symbolic link is refused too (an export's file must not lead outside the export).
     public static func open(_ path: String, what: String, followingLinks: Bool = true) throws(StorageError) -> Int32 {

@@ -67,9 +67,9 @@ enum BucketPage {
         return "/?" + parameters.joined(separator: "&")
     }
 
-    /// The page around `main`: its head, header and live script.
-    /// A page of the server's. `pageToken` is the server's own (`PageToken`): the page's script sends it with every
-    /// change it makes, which a page of another origin cannot read and so cannot forge.
+    /// The page around `main`: its head, header and live script. `pageToken` is the server's own
+    /// (`OriginPolicy.newPageToken`): the page's script sends it with every change it makes, which a page of another
+    /// origin cannot read and so cannot forge.
     static func document(title: String, heading: String, navigation: String = "", main: String, wide: Bool = false, pageToken: String) -> String {
         """
         <!doctype html>

@@ -88,8 +88,6 @@ final class StreamCount: @unchecked Sendable {
         self.limit = limit
     }
 
-    var count: Int { lock.withLock { open } }
-
     /// A place, or nil when all are taken.
     func enter() -> Slot? {
         let entered = lock.withLock {

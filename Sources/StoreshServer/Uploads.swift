@@ -35,9 +35,9 @@ struct MultipartUpload {
         let next = newline + delimiter
         // Bounded: each round moves the cursor past one delimiter, and at most three parts are read.
         while parts.count < 3 {
-            let opening = try spool.read(offset: cursor, length: newline.count == 1 ? 1 : 2)
-            if try spool.read(offset: cursor, length: 2) == Data("--".utf8) { break }  // the closing delimiter
-            guard opening == newline else {
+            let opening = try spool.read(offset: cursor, length: 2)
+            if opening == Data("--".utf8) { break }  // the closing delimiter
+            guard opening.starts(with: newline) else {
                 throw HTTPFailure.badRequest("The multipart body is malformed: a boundary is not followed by a line break.")
             }
             cursor += Int64(newline.count)

@@ -268,7 +268,7 @@ func bulk(bucketPath: String, rulesFile: String) async throws {
     }
     struct NoFiles: LocalFiles {
         func read(_ path: String) throws(StorageError) -> Data { Data() }
-        func readDocument(_ path: String, maximumBytes: Int) throws(StorageError) -> Data { Data() }
+        func readDocument(_ path: String) throws(StorageError) -> Data { Data() }
         func write(_ data: Data, to path: String) throws(StorageError) {}
         func isDirectory(_ path: String) -> Bool { false }
     }

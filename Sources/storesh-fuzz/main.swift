@@ -42,7 +42,7 @@ try bucket.importObjects(
 /// Local files for put (made up) and get (which a dry run must never write).
 struct NoFiles: LocalFiles {
     func read(_ path: String) throws(StorageError) -> Data { Data("local file \(path)".utf8) }
-    func readDocument(_ path: String, maximumBytes: Int) throws(StorageError) -> Data { try read(path) }
+    func readDocument(_ path: String) throws(StorageError) -> Data { try read(path) }
     func write(_ data: Data, to path: String) throws(StorageError) {
         throw StorageError(.internalError, "a dry run wrote the local file \(path)")
     }

@@ -22,15 +22,16 @@ enum Diagnostics {
     /// An error of the terminal or the machine, with no code of spec E.
     static func error(_ message: String) { write(sentence: "storesh: error: \(message)") }
 
-    /// A sentence and its newline, wrapped at blanks between words to the terminal standard error is, if it is one
-    /// , so that no word or quoted value is cut at the edge.
-    private static func write(sentence: String) {
+    /// A sentence and its newline, wrapped for standard error.
+    private static func write(sentence: String) { write(wrapped(sentence) + "\n") }
+
+    /// `text` wrapped at blanks between words to the width of the terminal standard error is, if it is one, so that
+    /// no word or quoted value is cut at the edge; as it is otherwise.
+    static func wrapped(_ text: String) -> String {
         let columns = Int(storesh_terminal_columns(STDERR_FILENO))
-        guard columns > 0 else { return write(sentence + "\n") }
-        let lines = sentence.split(separator: "\n", omittingEmptySubsequences: false).flatMap { line in
-            TerminalCells.wrap(String(line), toCells: columns)
-        }
-        write(lines.joined(separator: "\n") + "\n")
+        guard columns > 0 else { return text }
+        return text.split(separator: "\n", omittingEmptySubsequences: false)
+            .flatMap { line in TerminalCells.wrap(String(line), toCells: columns) }.joined(separator: "\n")
     }
 
     /// A question asked on the terminal; the answer is typed after it.

@@ -56,14 +56,11 @@ struct FirebaseProjectFile {
         }
     }
 
-    /// The largest firebase.json storesh reads (a project's is a few kilobytes).
-    static let maximumBytes = 1 << 20
-
     /// Reads `path`. Errors name the file and the key.
     static func read(_ path: String) throws(CommandLineError) -> FirebaseProjectFile {
         let data: Data
         do {
-            data = try RegularFile.read(path, maximumBytes: maximumBytes, what: "a Firebase project file")
+            data = try RegularFile.read(path, maximumBytes: RegularFile.maximumDocumentBytes, what: "a Firebase project file")
         } catch {
             throw CommandLineError(error.message)
         }
@@ -122,12 +119,12 @@ struct RulesFileWatch {
     /// Loads a text into the server; throws its error (positioned in the file).
     let load: @Sendable (_ source: String) async throws -> Void
 
-    /// The text of the rules file at `path`, or why it cannot be read: a regular file of at most 1 MiB (far above
-    /// the 256 KB the rules check allows, which it then says).
+    /// The text of the rules file at `path`, or why it cannot be read: a regular file of at most
+    /// `RegularFile.maximumDocumentBytes`.
     static func text(of path: String) -> Result<String, CommandLineError> {
         let data: Data
         do {
-            data = try RegularFile.read(path, maximumBytes: 1 << 20, what: "the rules file")
+            data = try RegularFile.read(path, maximumBytes: RegularFile.maximumDocumentBytes, what: "the rules file")
         } catch {
             return .failure(CommandLineError(error.message))
         }

@@ -53,8 +53,7 @@ final class ConsoleOutput: SessionOutput {
             // interruption gets a line of its own instead (the terminal has just echoed ^C).
             let label = color ? "\u{1B}[1;31merror:\u{1B}[0m" : "error:"
             // Wrapped between words to the terminal's width, as every sentence storesh writes there.
-            let columns = Int(storesh_terminal_columns(STDERR_FILENO))
-            let message = TerminalCells.wrap("\(label) \(diagnostic.message) (\(diagnostic.code))", toCells: columns).joined(separator: "\n")
+            let message = Diagnostics.wrapped("\(label) \(diagnostic.message) (\(diagnostic.code))")
             if diagnostic.phase == .interrupted || !endsWithNewline {
                 text = "\n" + message
             } else {
@@ -103,8 +102,8 @@ struct HostFiles: LocalFiles {
         }
     }
 
-    func readDocument(_ path: String, maximumBytes: Int) throws(StorageError) -> Data {
-        try RegularFile.read(path, maximumBytes: maximumBytes, what: "a rules file")
+    func readDocument(_ path: String) throws(StorageError) -> Data {
+        try RegularFile.read(path, maximumBytes: RegularFile.maximumDocumentBytes, what: "a rules file")
     }
 
     func isDirectory(_ path: String) -> Bool {

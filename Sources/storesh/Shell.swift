@@ -63,15 +63,13 @@ final class Shell {
         interpreter.rules = try rulesSession(for: opened)
     }
 
-    /// A screenful for `ls` without `-n`, measured anew for each line, since the window may have been resized.
     /// The terminal's width in cells, measured for each command (the window may have changed); nil when unknown.
     static func terminalWidth() -> Int? {
-        var rows: Int32 = 0
-        var columns: Int32 = 0
-        storesh_terminal_size(&rows, &columns)
+        let columns = storesh_terminal_columns(STDOUT_FILENO)
         return columns > 0 ? Int(columns) : nil
     }
 
+    /// A screenful for `ls` without `-n`, measured anew for each line, since the window may have been resized.
     static func screenfulPageSize() -> Int? {
         var rows: Int32 = 0
         var columns: Int32 = 0

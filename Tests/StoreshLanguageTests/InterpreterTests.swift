@@ -27,11 +27,7 @@ final class MemoryFiles: LocalFiles, @unchecked Sendable {
         return data
     }
 
-    func readDocument(_ path: String, maximumBytes: Int) throws(StorageError) -> Data {
-        let data = try read(path)
-        guard data.count <= maximumBytes else { throw StorageError(.invalidArgument, "\(path) is larger than \(maximumBytes) bytes.") }
-        return data
-    }
+    func readDocument(_ path: String) throws(StorageError) -> Data { try read(path) }
 
     func write(_ data: Data, to path: String) throws(StorageError) { files[path] = data }
     func isDirectory(_ path: String) -> Bool { path == "downloads" }

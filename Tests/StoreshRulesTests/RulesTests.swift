@@ -290,7 +290,7 @@ struct RulesLanguageTests {
             guard let data = FileManager.default.contents(atPath: folder + "/" + path) else { throw StorageError(.invalidArgument, "no \(path)") }
             return data
         }
-        func readDocument(_ path: String, maximumBytes: Int) throws(StorageError) -> Data { try read(path) }
+        func readDocument(_ path: String) throws(StorageError) -> Data { try read(path) }
         func write(_ data: Data, to path: String) throws(StorageError) {}
         func isDirectory(_ path: String) -> Bool { false }
     }

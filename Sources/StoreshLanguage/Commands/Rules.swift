@@ -72,8 +72,7 @@ public struct RulesLoadCommand: LocalCommand, Equatable {
     public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
         switch source {
         case .file(let file):
-            // Bounded far above the 256 KB a rules file may hold (the rules check says that limit); a regular file only.
-            let data = try session.located(file.location) { try session.files.readDocument(file.text, maximumBytes: 1 << 20) }
+            let data = try session.located(file.location) { try session.files.readDocument(file.text) }
             guard let text = String(data: data, encoding: .utf8) else {
                 throw Diagnostic.running(.invalidArgument("\(file.text) is not UTF-8 text."), at: file.location)
             }
