@@ -257,6 +257,12 @@ public enum FirebaseEmulatorExport {
     /// among them: all of it is left as it is. The new `storage_export/` is made beside the old one and renamed into
     /// place, so a failure leaves the previous export; other buckets' objects in the previous one are carried over.
     public static func write(_ bucket: LocalBucket, to directory: String) throws {
+        try write([bucket], to: directory)
+    }
+
+    /// Writes `buckets` (one server's, rule V6) as one export, as `write(_:to:)` writes one: the previous export's
+    /// objects of other buckets are carried over.
+    public static func write(_ buckets: [LocalBucket], to directory: String) throws {
         let fileManager = FileManager.default
         let root = URL(fileURLWithPath: directory).standardizedFileURL
         var status = stat()
@@ -272,7 +278,7 @@ public enum FirebaseEmulatorExport {
             try fileManager.createDirectory(at: root, withIntermediateDirectories: true)
         }
         let target = root.appendingPathComponent(storageFolder)
-        if isInside(bucket.path, folder: target.path) {
+        for bucket in buckets where isInside(bucket.path, folder: target.path) {
             throw StorageError.invalidArgument(
                 "The bucket file \(bucket.path) is inside \(target.path), which an export replaces; move the bucket file elsewhere first.")
         }
@@ -289,14 +295,17 @@ public enum FirebaseEmulatorExport {
         }
         try fileManager.createDirectory(at: staging.appendingPathComponent("blobs"), withIntermediateDirectories: true)
         try fileManager.createDirectory(at: staging.appendingPathComponent("metadata"), withIntermediateDirectories: true)
-        let others = try carryOverOtherBuckets(from: target, into: staging, except: bucket.name)
-        let bucketIDs = [bucket.name] + others.filter { $0 != bucket.name }
-        let buckets = JSONValue.object([("buckets", .array(bucketIDs.map { .object([("id", .string($0))]) }))])
-        try writeDurably(Data(buckets.indented.utf8), to: staging.appendingPathComponent("buckets.json"))
-        try bucket.forEachObjectWithContent { metadata, content in
-            let file = UUID().uuidString.lowercased()
-            try writeDurably(content, to: staging.appendingPathComponent("blobs/\(file)"))
-            try writeDurably(Data(document(for: metadata, content: content).indented.utf8), to: staging.appendingPathComponent("metadata/\(file).json"))
+        let names = buckets.map(\.name)
+        let others = try carryOverOtherBuckets(from: target, into: staging, except: Set(names))
+        let bucketIDs = names + others.filter { !names.contains($0) }
+        let bucketList = JSONValue.object([("buckets", .array(bucketIDs.map { .object([("id", .string($0))]) }))])
+        try writeDurably(Data(bucketList.indented.utf8), to: staging.appendingPathComponent("buckets.json"))
+        for bucket in buckets {
+            try bucket.forEachObjectWithContent { metadata, content in
+                let file = UUID().uuidString.lowercased()
+                try writeDurably(content, to: staging.appendingPathComponent("blobs/\(file)"))
+                try writeDurably(Data(document(for: metadata, content: content).indented.utf8), to: staging.appendingPathComponent("metadata/\(file).json"))
+            }
         }
         try writeDurably(Data(hub.utf8), to: hubStaging)
         // The swap: the old export steps aside, the new one takes its name, the old one goes. Between the two renames
@@ -392,9 +401,9 @@ public enum FirebaseEmulatorExport {
     }
 
     /// Links (or copies) into `staging` the objects of the previous export at `previous` that belong to other
-    /// buckets than `bucket`, so that writing one bucket's export loses no other bucket's; returns the previous
+    /// buckets than those `written` (bucket names are ASCII), so that an export of some buckets loses no other's; returns the previous
     /// export's bucket list. A previous export whose files cannot be read is refused, not dropped.
-    static func carryOverOtherBuckets(from previous: URL, into staging: URL, except bucket: String) throws -> [String] {
+    static func carryOverOtherBuckets(from previous: URL, into staging: URL, except written: Set<String>) throws -> [String] {
         var status = stat()
         guard stat(previous.path, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR else { return [] }
         var buckets: [String] = []
@@ -411,7 +420,7 @@ public enum FirebaseEmulatorExport {
                 throw StorageError.invalidArgument(
                     "\(file.path) names no bucket; storesh cannot tell whether the new export replaces it. Move \(previous.path) away first.")
             }
-            guard owner != bucket else { continue }
+            guard !written.contains(owner) else { continue }
             if !buckets.contains(owner) { buckets.append(owner) }
             let blob = String(relative.dropLast(".json".count))
             for (source, destination) in [

@@ -10,6 +10,14 @@ public enum RegularFile {
     /// a rules file): far above what any holds (a rules file is at most 256 KB, and the rules check says so).
     public static let maximumDocumentBytes = 1 << 20
 
+    /// Whether two paths name one file (its device and inode): a link, or another spelling of the same path.
+    public static func isSameFile(_ first: String, _ second: String) -> Bool {
+        var a = stat()
+        var b = stat()
+        guard stat(first, &a) == 0, stat(second, &b) == 0 else { return false }
+        return a.st_dev == b.st_dev && a.st_ino == b.st_ino
+    }
+
     /// A descriptor open for reading on `path`, which must be a regular file. With `followingLinks` false a
     /// symbolic link is refused too (an export's file must not lead outside the export).
     public static func open(_ path: String, what: String, followingLinks: Bool = true) throws(StorageError) -> Int32 {

@@ -17,9 +17,24 @@ enum BucketPage {
     /// Requests shown beside the bucket; the request log's own view (`?view=requests`) shows every one kept.
     static let requestsBeside = 12
 
-    /// The page for `query`: `path` (a folder, default the root), `token` (a page of it), `object` (its metadata);
-    /// or, with `view=requests`, the request log alone in large type, for a projector.
-    static func answer(_ bucket: ServedBucket, journal: RequestJournal, query: QueryParameters, pageToken: String) async throws -> Answer {
+    /// The bucket a page shows when it is not the server's first, which every link of the page keeps
+    /// (`bucket=NAME`); nil for the first, whose links stay as they were before a server had several.
+    @TaskLocal static var shownBucket: String?
+
+    /// The page for `query`: `bucket` (default the first served), `path` (a folder, default the root), `token` (a
+    /// page of it), `object` (its metadata); or, with `view=requests`, the request log alone in large type, for a
+    /// projector. `buckets`: every bucket served, the first first, listed for the page to switch (rule V6).
+    static func answer(
+        _ bucket: ServedBucket, among buckets: [String], journal: RequestJournal, query: QueryParameters, pageToken: String
+    ) async throws -> Answer {
+        try await $shownBucket.withValue(bucket.name == buckets.first ? nil : bucket.name) {
+            try await answerShown(bucket, among: buckets, journal: journal, query: query, pageToken: pageToken)
+        }
+    }
+
+    private static func answerShown(
+        _ bucket: ServedBucket, among buckets: [String], journal: RequestJournal, query: QueryParameters, pageToken: String
+    ) async throws -> Answer {
         var headers = HTTPFields()
         headers[.contentType] = "text/html; charset=utf-8"
         // The page is the bucket as it is now; a reload must ask again.
@@ -52,7 +67,7 @@ enum BucketPage {
         let rules = try? bucket.rulesSession(as: nil).currentRules()
         let html = render(
             bucket: bucket.name, folder: folder, token: token, page: page, object: object, missing: missing, rules: rules,
-            requests: journal.recent(requestsBeside), pageToken: pageToken)
+            requests: journal.recent(requestsBeside), pageToken: pageToken, buckets: buckets)
         return Answer(status: .ok, headers: headers, body: ByteBuffer(string: html))
     }
 
@@ -62,6 +77,7 @@ enum BucketPage {
     /// A link to this page with these parameters.
     static func link(path: String, token: String? = nil, object: String? = nil) -> String {
         var parameters = ["path=" + NameBytes.percentEncoded(path)]
+        if let shownBucket { parameters.insert("bucket=" + NameBytes.percentEncoded(shownBucket), at: 0) }
         if let token { parameters.append("token=" + NameBytes.percentEncoded(token)) }
         if let object { parameters.append("object=" + NameBytes.percentEncoded(object)) }
         return "/?" + parameters.joined(separator: "&")
@@ -95,7 +111,7 @@ enum BucketPage {
 
     static func render(
         bucket: String, folder: StoragePath, token: String?, page: ListPage, object: ObjectMetadata?, missing: String?,
-        rules: (source: String, origin: String)?, requests: [ServedExchange], pageToken: String
+        rules: (source: String, origin: String)?, requests: [ServedExchange], pageToken: String, buckets: [String] = []
     ) -> String {
         let prefix = folder.listingPrefix
         var html = """
@@ -142,7 +158,7 @@ enum BucketPage {
         html += requestLog(requests, bucket: bucket, full: false)
         return document(
             title: "gs://\(bucket)/\(prefix) · storesh", heading: "gs://\(escaped(bucket))",
-            navigation: breadcrumb(bucket: bucket, folder: folder), main: html, pageToken: pageToken)
+            navigation: breadcrumb(bucket: bucket, folder: folder) + bucketList(buckets, shown: bucket), main: html, pageToken: pageToken)
     }
 
     /// The requests that reached the server, newest first, each as the SDK call it stands for, the HTTP exchange,
@@ -177,6 +193,17 @@ enum BucketPage {
     }
 
     /// gs://BUCKET / a / b /, each part a link to its folder.
+    /// The buckets this server serves, when it serves more than one: each a link to its root, the one shown marked.
+    static func bucketList(_ buckets: [String], shown: String) -> String {
+        guard buckets.count > 1 else { return "" }
+        let links = buckets.enumerated().map { index, name in
+            let href = index == 0 ? "/" : "/?bucket=" + NameBytes.percentEncoded(name)
+            let current = name == shown ? " aria-current=\"page\"" : ""
+            return "<li><a href=\"\(escaped(href))\"\(current)>gs://\(escaped(name))</a></li>"
+        }
+        return "<nav class=\"buckets\" aria-label=\"buckets\"><span class=\"note\">Buckets served:</span> <ul>\(links.joined())</ul></nav>"
+    }
+
     static func breadcrumb(bucket: String, folder: StoragePath) -> String {
         var parts = ["<a href=\"\(escaped(link(path: "")))\">gs://\(escaped(bucket))</a>"]
         var path = ""
@@ -299,7 +326,8 @@ enum BucketPage {
         (function () {
           if (!window.EventSource || !window.fetch || !window.DOMParser) return;
           var live = document.getElementById("live");
-          var events = new EventSource("/_storesh/events");
+          var shown = new URLSearchParams(location.search).get("bucket");
+          var events = new EventSource("/_storesh/events" + (shown ? "?bucket=" + encodeURIComponent(shown) : ""));
           events.onopen = function () { live.textContent = "Live: changes to the bucket appear here as they happen."; };
           // The forms are the script's: shown only where it runs.
           function showForms() {
@@ -452,6 +480,7 @@ enum BucketPage {
         body{font:20px/1.5 system-ui,sans-serif;margin:0 auto;max-width:72em;padding:1em;color:#111;background:#fff}
         h1{font-size:1.6em;margin:.2em 0}h2{font-size:1.3em;border-bottom:2px solid #111}
         main{display:grid;grid-template-columns:repeat(auto-fit,minmax(22em,1fr));gap:1.5em}
+        nav.buckets ul{display:inline;list-style:none;padding:0}nav.buckets li{display:inline;margin-right:1em}nav.buckets [aria-current]{font-weight:bold}
         ul.entries{list-style:none;padding:0}ul.entries li{padding:.15em 0;border-bottom:1px solid #ccc}
         li.prefix a{font-weight:bold}.kind,.size,.token,.count,.note{color:#444;font-size:.85em}
         a[aria-current]{text-decoration:underline double}dl{display:grid;grid-template-columns:max-content 1fr;gap:.2em 1em}

@@ -13,26 +13,29 @@ extension StorageAPI {
         case .buckets:
             switch method {
             case .get:
+                let baseURL = exchange.baseURL
                 return Reply.json(.object([
                     ("kind", .string("storage#buckets")),
-                    ("items", .array([ObjectResource.bucket(bucket.name, baseURL: exchange.baseURL)])),
+                    ("items", .array(buckets.all().map { ObjectResource.bucket($0.name, baseURL: baseURL) })),
                 ]))
             case .post:
+                // `client.create_bucket(NAME)`: a bucket file of its own, empty.
                 let body = try await body(&exchange, limit: limits.maximumJSONBytes, what: "bucket resource")
-                let name = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any]
-                if name?["name"] as? String == bucket.name {
+                guard let name = ((try? JSONSerialization.jsonObject(with: body)) as? [String: Any])?["name"] as? String else {
+                    throw HTTPFailure.required("Required: the bucket resource's name ({\"name\": \"BUCKET\"}).")
+                }
+                if (try? buckets.bucket(named: name, creating: false)) != nil {
                     throw HTTPFailure(.conflict, reason: "conflict", "You already own this bucket. Please select another name.")
                 }
-                throw HTTPFailure(
-                    .forbidden, reason: "forbidden",
-                    "storesh serve serves one bucket, gs://\(bucket.name); start another server on another bucket file to serve another.")
+                let made = try buckets.bucket(named: name, creating: true)
+                return Reply.json(ObjectResource.bucket(made.name, baseURL: exchange.baseURL))
             default: throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.get, .post], what: "the bucket list")
             }
         case .bucket:
             guard method == .get else {
                 throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.get], what: "a bucket (storesh serve does not change or delete its bucket)")
             }
-            return Reply.json(ObjectResource.bucket(bucket.name, baseURL: exchange.baseURL))
+            return Reply.json(ObjectResource.bucket(exchange.bucket.name, baseURL: exchange.baseURL))
         case .objects:
             guard method == .get else {
                 throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.get], what: "the object list (uploads go to /upload/storage/v1/b/BUCKET/o)")
@@ -54,11 +57,9 @@ extension StorageAPI {
             return try await getObject(exchange, name: try objectName(name), media: true)
         case .copy(_, let source, let destinationBucket, let destination, let rewrite):
             guard method == .post else { throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.post], what: "a copy") }
-            guard destinationBucket == bucket.name else {
-                throw HTTPFailure.notFound(
-                    "The destination bucket does not exist: this server serves gs://\(bucket.name) only, not gs://\(destinationBucket).")
-            }
-            return try await copyObject(&exchange, from: try objectName(source), to: try objectName(destination), rewrite: rewrite)
+            let target = try buckets.bucket(named: destinationBucket, creating: true)
+            return try await copyObject(
+                &exchange, from: try objectName(source), to: try objectName(destination), in: target, rewrite: rewrite)
         case .compose(_, let destination):
             guard method == .post else { throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.post], what: "a compose") }
             return try await composeObject(&exchange, to: try objectName(destination))
@@ -93,7 +94,7 @@ extension StorageAPI {
         let options = ListOptions(
             maxResults: maxResults, pageToken: query["pageToken"].flatMap { $0.isEmpty ? nil : $0 },
             startOffset: query["startOffset"], endOffset: query["endOffset"], includeMetadata: true)
-        let page = try bucket.reader.listStoredNames(prefix: query["prefix"] ?? "", delimited: delimited, options: options)
+        let page = try exchange.bucket.reader.listStoredNames(prefix: query["prefix"] ?? "", delimited: delimited, options: options)
         var members: [(String, JSONValue)] = [("kind", .string("storage#objects"))]
         if let token = page.nextPageToken { members.append(("nextPageToken", .string(token))) }
         if !page.prefixes.isEmpty { members.append(("prefixes", .array(page.prefixes.map { .string($0 + "/") }))) }
@@ -109,14 +110,14 @@ extension StorageAPI {
         let conditions = try Conditions(exchange.query)
         let generation = try exchange.query.integer("generation")
         if !media {
-            let object = try currentObject(name, generation: generation)
+            let object = try currentObject(name, generation: generation, in: exchange.bucket)
             try checkForRead(conditions, object)
             return Reply.json(ObjectResource.cloudStorage(object, baseURL: exchange.baseURL))
         }
         // Conditions first, on the metadata: a refused read reads no content.
-        let current = try currentObject(name, generation: generation)
+        let current = try currentObject(name, generation: generation, in: exchange.bucket)
         try checkForRead(conditions, current)
-        let (object, content) = try download(name)
+        let (object, content) = try download(name, in: exchange.bucket)
         if let generation, generation != object.generation { throw StorageError.objectNotFound(name.rawValue) }
         try checkForRead(conditions, object)
         return try Reply.media(object, content: content, request: exchange.request.headers)
@@ -148,7 +149,7 @@ extension StorageAPI {
         // On this API download tokens are custom metadata like any other (G6: it hides nothing): a client's
         // `update` resends them, and one that leaves them out removes them, as the service does.
         let baseURL = exchange.baseURL
-        let result = try await bucket.change { [requested] transaction in
+        let result = try await exchange.bucket.change { [requested] transaction in
             let existing = try await transaction.metadata(of: name)
             if let generation, generation != existing.generation { throw StorageError.objectNotFound(name.rawValue) }
             try body.refuseReadOnlyChanges(against: ObjectResource.cloudStorage(existing, baseURL: baseURL), object: existing)
@@ -162,7 +163,7 @@ extension StorageAPI {
     private func deleteObject(_ exchange: Exchange, name: ObjectName) async throws -> Answer {
         let conditions = try Conditions(exchange.query)
         let generation = try exchange.query.integer("generation")
-        try await bucket.change { transaction -> Void in
+        try await exchange.bucket.change { transaction -> Void in
             let existing = try await transaction.metadataIfPresent(of: name)
             guard let existing, generation == nil || generation == existing.generation else {
                 throw StorageError.objectNotFound(name.rawValue)
@@ -175,35 +176,81 @@ extension StorageAPI {
     // MARK: Copy and rewrite
 
     /// The destination gets the source's content and metadata, with the body's properties laid over them: a new
-    /// object (new generation, metageneration 1). A rewrite answers in one call (`done: true`).
-    private func copyObject(_ exchange: inout Exchange, from source: ObjectName, to destination: ObjectName, rewrite: Bool)
-        async throws -> Answer
-    {
+    /// object (new generation, metageneration 1), in `target` (the source's bucket or another). A rewrite of an
+    /// object larger than one call's share (`maxBytesRewrittenPerCall`, else `RewriteToken.defaultStep`) answers
+    /// `done: false` with a `rewriteToken` until the call that takes it past the end, which writes the object in one
+    /// change, as the source was at the generation the first call found: the destination never shows part of it.
+    private func copyObject(
+        _ exchange: inout Exchange, from source: ObjectName, to destination: ObjectName, in target: ServedBucket, rewrite: Bool
+    ) async throws -> Answer {
         let conditions = try Conditions(exchange.query)
         let sourceConditions = try Conditions(exchange.query, prefix: "ifSource")
-        let sourceGeneration = try exchange.query.integer("sourceGeneration")
-        if rewrite, exchange.query["rewriteToken"].map({ !$0.isEmpty }) == true {
-            throw HTTPFailure.badRequest("Invalid rewriteToken: storesh serve finishes every rewrite in one call and issues none.")
-        }
+        var sourceGeneration = try exchange.query.integer("sourceGeneration")
         let overrides = try await jsonBody(&exchange, what: "destination object resource")
-        let object = try await bucket.change { transaction in
-            let original = try await transaction.metadata(of: source)
+        let origin = exchange.bucket
+        let checkSource: @Sendable (ObjectMetadata) throws -> Void = { [sourceGeneration] original in
             if let sourceGeneration, sourceGeneration != original.generation { throw StorageError.objectNotFound(source.rawValue) }
             guard sourceConditions.hold(for: original) else {
                 throw StorageError(.preconditionFailed, "Object \(source.rawValue) does not meet the request's source conditions. Nothing was changed.")
             }
-            let content = try await transaction.read(source)
-            var options = WriteOptions(customMetadata: original.customMetadata)
-            for property in WritableProperty.allCases { options.properties[property] = original[property] }
-            if overrides.customMetadata != nil || overrides.clearsCustomMetadata || !overrides.properties.isEmpty {
-                let merged = try original.applying(overrides.update, now: original.updated).metadata
-                options.customMetadata = merged.customMetadata
-                for property in WritableProperty.allCases { options.properties[property] = merged[property] }
+        }
+        var rewritten: Int64 = 0
+        if rewrite {
+            let step = try exchange.query.integer("maxBytesRewrittenPerCall") ?? RewriteToken.defaultStep
+            guard step > 0 else { throw HTTPFailure.badRequest("Invalid maxBytesRewrittenPerCall \(step): it must be a positive number of bytes.") }
+            let route = RewriteToken.Route(sourceBucket: origin.name, source: source.rawValue, destinationBucket: target.name, destination: destination.rawValue)
+            if let text = exchange.query["rewriteToken"], !text.isEmpty {
+                let token = try RewriteToken(text, for: route)
+                if let sourceGeneration, sourceGeneration != token.generation {
+                    throw HTTPFailure.badRequest("Invalid rewriteToken: it continues a rewrite of generation \(token.generation), not \(sourceGeneration).")
+                }
+                sourceGeneration = token.generation
+                rewritten = token.bytesRewritten
             }
-            let existing = try await transaction.metadataIfPresent(of: destination)
-            return try await transaction.write(
-                content, to: destination, options: options,
-                precondition: try conditions.precondition(given: existing, name: destination.rawValue))
+            let original = try currentObject(source, generation: sourceGeneration, in: origin)
+            try checkSource(original)
+            rewritten += step
+            if rewritten < original.size {
+                let token = RewriteToken(route: route, generation: original.generation, bytesRewritten: rewritten)
+                return Reply.json(.object([
+                    ("kind", .string("storage#rewriteResponse")),
+                    ("totalBytesRewritten", .string(String(rewritten))),
+                    ("objectSize", .string(String(original.size))),
+                    ("done", .bool(false)),
+                    ("rewriteToken", .string(token.text)),
+                ]))
+            }
+        }
+        let checkGeneration: @Sendable (ObjectMetadata) throws -> Void = { [sourceGeneration] original in
+            if let sourceGeneration, sourceGeneration != original.generation {
+                throw StorageError(
+                    .preconditionFailed,
+                    "Object \(source.rawValue) changed during the rewrite (generation \(original.generation), not \(sourceGeneration)); nothing was written. Start the rewrite again.")
+            }
+            try checkSource(original)
+        }
+        let object: ObjectMetadata
+        if target === origin {
+            object = try await target.change { transaction in
+                let original = try await transaction.metadata(of: source)
+                try checkGeneration(original)
+                let content = try await transaction.read(source)
+                let existing = try await transaction.metadataIfPresent(of: destination)
+                return try await transaction.write(
+                    content, to: destination, options: try Self.copiedOptions(original, overrides: overrides),
+                    precondition: try conditions.precondition(given: existing, name: destination.rawValue))
+            }
+        } else {
+            // Another bucket is another file: the source is read (into a spool) as one state, then written.
+            let (original, content) = try download(source, in: origin)
+            try checkGeneration(original)
+            let options = try Self.copiedOptions(original, overrides: overrides)
+            object = try await target.change { transaction in
+                let existing = try await transaction.metadataIfPresent(of: destination)
+                return try await transaction.write(
+                    from: content, to: destination, options: options,
+                    precondition: try conditions.precondition(given: existing, name: destination.rawValue))
+            }
         }
         let resource = ObjectResource.cloudStorage(object, baseURL: exchange.baseURL)
         guard rewrite else { return Reply.json(resource) }
@@ -216,6 +263,18 @@ extension StorageAPI {
         ]))
     }
 
+    /// A copy's metadata: the source's, with the request's properties laid over them.
+    private static func copiedOptions(_ original: ObjectMetadata, overrides: ObjectMetadataBody) throws -> WriteOptions {
+        var options = WriteOptions(customMetadata: original.customMetadata)
+        for property in WritableProperty.allCases { options.properties[property] = original[property] }
+        if overrides.customMetadata != nil || overrides.clearsCustomMetadata || !overrides.properties.isEmpty {
+            let merged = try original.applying(overrides.update, now: original.updated).metadata
+            options.customMetadata = merged.customMetadata
+            for property in WritableProperty.allCases { options.properties[property] = merged[property] }
+        }
+        return options
+    }
+
     /// `compose`: the destination gets the sources' contents one after another (at most 32 sources), each source
     /// as it is now or at the generation named, if its `objectPreconditions` hold; the destination's metadata is the
     /// request's `destination` resource (its content type, else the first source's), and the query's conditions
@@ -225,7 +284,7 @@ extension StorageAPI {
         let request = try ComposeRequest(try await body(&exchange, limit: limits.maximumJSONBytes, what: "compose request"))
         let limit = Int64(limits.maximumObjectBytes)
         let names = try request.sources.map { try objectName($0.name) }
-        let object = try await bucket.change { transaction in
+        let object = try await exchange.bucket.change { transaction in
             var content = Data()
             var first: ObjectMetadata?
             for (source, name) in zip(request.sources, names) {
@@ -278,7 +337,7 @@ extension StorageAPI {
         switch exchange.query["uploadType"] {
         case "media":
             var upload = UploadRequest(
-                name: try objectName(exchange.query["name"]), options: WriteOptions(), conditions: conditions, firebase: false)
+                bucket: exchange.bucket, name: try objectName(exchange.query["name"]), options: WriteOptions(), conditions: conditions, firebase: false)
             if let type = exchange.request.headers[.contentType] { upload.options.properties[.contentType] = type }
             if let encoding = exchange.query["contentEncoding"] { upload.options.properties[.contentEncoding] = encoding }
             let content = try await receiveObject(&exchange)
@@ -299,13 +358,13 @@ extension StorageAPI {
             // As the service does, a condition that fails now fails before any byte is sent (it is checked again
             // when the last byte lands).
             if conditions.precondition != .none || conditions.hasNotMatch {
-                let existing = try await bucket.reader.metadataIfPresent(of: upload.name)
+                let existing = try await exchange.bucket.reader.metadataIfPresent(of: upload.name)
                 guard conditions.hold(for: existing) else {
                     throw StorageError.preconditionFailed(upload.name.rawValue, conditions.precondition, actual: existing)
                 }
             }
             let id = try uploads.start(upload, declaredSize: declared, spool: Spool(directory: spoolDirectory))
-            let location = "\(exchange.baseURL)/upload/storage/v1/b/\(bucket.name)/o?uploadType=resumable&upload_id=\(id)"
+            let location = "\(exchange.baseURL)/upload/storage/v1/b/\(exchange.bucket.name)/o?uploadType=resumable&upload_id=\(id)"
             return Reply.empty(.ok, headers: [.location: location, HTTPField.Name("X-GUploader-UploadID")!: id])
         case nil:
             throw HTTPFailure.required("Required parameter: uploadType (media, multipart or resumable).")
@@ -320,7 +379,7 @@ extension StorageAPI {
             throw HTTPFailure.badRequest("The name parameter '\(given)' and the metadata's name '\(named)' differ.")
         }
         return UploadRequest(
-            name: try objectName(metadata.name ?? exchange.query["name"]), options: metadata.writeOptions,
+            bucket: exchange.bucket, name: try objectName(metadata.name ?? exchange.query["name"]), options: metadata.writeOptions,
             expectedCRC32C: metadata.crc32c, conditions: conditions, firebase: false)
     }
 
@@ -413,7 +472,7 @@ extension StorageAPI {
                 return Reply.json(resource)
             } catch let error as StorageError where error.code == .preconditionFailed || error.code == .nonMatchingChecksum || error.code == .unauthorized {
                 // The upload cannot succeed by sending it again: it ends here.
-                let failure = HTTPFailure(error, bucket: bucket.name, object: upload.name.rawValue, firebase: false)
+                let failure = HTTPFailure(error, bucket: upload.bucket.name, object: upload.name.rawValue, firebase: false)
                 try? uploads.withSession(id) { (session: inout UploadSessions.Session) in
                     session.end(.final(status: Int(failure.status.code), body: failure.body(firebase: false)))
                 }
@@ -489,5 +548,61 @@ struct ContentRange {
         guard bodyLength == announced else {
             throw HTTPFailure.badRequest("Content-Range '\(header ?? "")' announces \(announced) bytes, but the request carried \(bodyLength).")
         }
+    }
+}
+
+/// A rewrite in progress, as its `rewriteToken` carries it: which copy it continues (each call must name the same
+/// source and destination), the source's generation the first call found (the copy is of that generation or fails),
+/// and the bytes counted so far. The server keeps nothing between calls.
+struct RewriteToken {
+    /// One call's share of a rewrite when the request gives no `maxBytesRewrittenPerCall`: an object larger than
+    /// this is rewritten over several calls, as the service rewrites large objects, so that clients' continuation
+    /// loops are exercised.
+    static let defaultStep: Int64 = 32 << 20
+
+    struct Route: Equatable {
+        var sourceBucket: String
+        var source: String
+        var destinationBucket: String
+        var destination: String
+    }
+
+    var route: Route
+    var generation: Int64
+    var bytesRewritten: Int64
+
+    init(route: Route, generation: Int64, bytesRewritten: Int64) {
+        (self.route, self.generation, self.bytesRewritten) = (route, generation, bytesRewritten)
+    }
+
+    /// Reads `text` (base64url of a JSON array) for a call on `expected`: a token of another copy, or one that is
+    /// not this server's, is a 400.
+    init(_ text: String, for expected: Route) throws {
+        let invalid = HTTPFailure.badRequest("Invalid rewriteToken: it is not one this server gave for this source and destination.")
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        guard let data = Data(base64Encoded: base64),
+            let fields = (try? JSONSerialization.jsonObject(with: data)) as? [Any], fields.count == 7,
+            fields[0] as? String == "storesh-rewrite-1",
+            let sourceBucket = fields[1] as? String, let source = fields[2] as? String,
+            let destinationBucket = fields[3] as? String, let destination = fields[4] as? String,
+            let generation = (fields[5] as? String).flatMap({ Int64($0) }), let bytes = (fields[6] as? String).flatMap({ Int64($0) }),
+            bytes > 0
+        else { throw invalid }
+        let route = Route(sourceBucket: sourceBucket, source: source, destinationBucket: destinationBucket, destination: destination)
+        // Names compared as bytes (rule P7), as everywhere else.
+        guard NameBytes.sameBytes(route.source, expected.source), NameBytes.sameBytes(route.destination, expected.destination),
+            route.sourceBucket == expected.sourceBucket, route.destinationBucket == expected.destinationBucket
+        else { throw invalid }
+        self.init(route: expected, generation: generation, bytesRewritten: bytes)
+    }
+
+    var text: String {
+        let fields: [Any] = [
+            "storesh-rewrite-1", route.sourceBucket, route.source, route.destinationBucket, route.destination, String(generation), String(bytesRewritten),
+        ]
+        let data = (try? JSONSerialization.data(withJSONObject: fields)) ?? Data()
+        return data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
     }
 }

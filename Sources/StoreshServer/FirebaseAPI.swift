@@ -77,20 +77,25 @@ extension StorageAPI {
             return try await setRules(&exchange)
         case .reset:
             guard method == .post else { throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.post], what: "/internal/reset") }
-            try await bucket.change { transaction -> Void in
-                // Bounded: every page deletes what it lists, and the bucket holds finitely many objects.
-                while true {
-                    let page = try await transaction.scan(prefix: "", after: nil, limit: 1000)
-                    for object in page.objects { try await transaction.delete(try ObjectName(object.fullPath), precondition: .none) }
-                    if page.resumeAfter == nil { break }
+            // Every bucket served, as the emulator's reset empties all of its buckets.
+            let served = buckets.all()
+            for bucket in served {
+                try await bucket.change { transaction -> Void in
+                    // Bounded: every page deletes what it lists, and the bucket holds finitely many objects.
+                    while true {
+                        let page = try await transaction.scan(prefix: "", after: nil, limit: 1000)
+                        for object in page.objects { try await transaction.delete(try ObjectName(object.fullPath), precondition: .none) }
+                        if page.resumeAfter == nil { break }
+                    }
                 }
             }
-            return Reply.json(.object([("message", .string("The bucket gs://\(bucket.name) is empty."))]))
+            let names = served.map { "gs://\($0.name)" }.joined(separator: ", ")
+            return Reply.json(.object([("message", .string(served.count == 1 ? "The bucket \(names) is empty." : "The buckets \(names) are empty."))]))
         case .firebaseRoot:
             guard method == .get else { throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.get], what: "/v0/") }
-            return Reply.json(.object([("emulator", .string("storage")), ("server", .string("storesh serve")), ("bucket", .string(bucket.name))]))
+            return Reply.json(.object([("emulator", .string("storage")), ("server", .string("storesh serve")), ("bucket", .string(exchange.bucket.name))]))
         case .firebaseBucket:
-            throw HTTPFailure.notFound("Not Found: the v0 API has no bucket resource; list its objects at /v0/b/\(bucket.name)/o.")
+            throw HTTPFailure.notFound("Not Found: the v0 API has no bucket resource; list its objects at /v0/b/\(exchange.bucket.name)/o.")
         case .firebaseObjects:
             switch method {
             case .get: return try await listFirebase(exchange)
@@ -108,10 +113,10 @@ extension StorageAPI {
                 return try await patchFirebase(&exchange, name: try objectName(name))
             case .delete:
                 let target = try caller(exchange)
-                let session = try rulesSession(for: target)
+                let session = try rulesSession(for: target, in: exchange.bucket)
                 let object = try objectName(name)
                 let precondition = try Self.conditions(exchange)?.precondition ?? .none
-                try await bucket.change { transaction -> Void in
+                try await exchange.bucket.change { transaction -> Void in
                     try await (session?.guarding(transaction) ?? transaction).delete(object, precondition: precondition)
                 }
                 return Reply.empty()
@@ -145,7 +150,7 @@ extension StorageAPI {
     }
 
     /// The rules that decide `caller`'s requests; nil for the administrator, whom rules do not bind.
-    func rulesSession(for caller: Caller) throws -> RulesSession? {
+    func rulesSession(for caller: Caller, in bucket: ServedBucket) throws -> RulesSession? {
         // An upload's later requests are decided as its first one's caller: the log names that caller.
         RequestTrace.current?.caller = caller
         guard case .person(let identity) = caller else { return nil }
@@ -153,8 +158,8 @@ extension StorageAPI {
     }
 
     /// The served bucket as `caller` may use it for reads.
-    private func readable(by caller: Caller) throws -> any Bucket {
-        try rulesSession(for: caller)?.guarding(bucket.reader) ?? bucket.reader
+    private func readable(by caller: Caller, in bucket: ServedBucket) throws -> any Bucket {
+        try rulesSession(for: caller, in: bucket)?.guarding(bucket.reader) ?? bucket.reader
     }
 
     // MARK: List and get
@@ -172,7 +177,8 @@ extension StorageAPI {
         var maxResults: Int?
         if let given = try query.integer("maxResults") { maxResults = Int(clamping: given) }
         let options = ListOptions(maxResults: maxResults, pageToken: query["pageToken"].flatMap { $0.isEmpty ? nil : $0 })
-        let page = try await readable(by: try caller(exchange)).list(reference, options: options)
+        let bucket = exchange.bucket
+        let page = try await readable(by: try caller(exchange), in: bucket).list(reference, options: options)
         var members: [(String, JSONValue)] = [
             ("prefixes", .array(page.prefixes.map { .string($0 + "/") })),
             ("items", .array(page.items.map { .object([("name", .string($0)), ("bucket", .string(bucket.name))]) })),
@@ -186,19 +192,19 @@ extension StorageAPI {
     private func getFirebase(_ exchange: Exchange, name: ObjectName) async throws -> Answer {
         let who = try caller(exchange)
         guard exchange.query["alt"] == "media" else {
-            return Reply.json(ObjectResource.firebase(try await readable(by: who).metadata(of: name)))
+            return Reply.json(ObjectResource.firebase(try await readable(by: who, in: exchange.bucket).metadata(of: name)))
         }
         if let token = exchange.query["token"], !token.isEmpty,
-            let object = try? bucket.reader.currentMetadata(of: name), Self.tokens(of: object).contains(token)
+            let object = try? exchange.bucket.reader.currentMetadata(of: name), Self.tokens(of: object).contains(token)
         {
-            let (current, content) = try download(name)
+            let (current, content) = try download(name, in: exchange.bucket)
             // The object may have changed between the two reads: its content is served only under a token it has.
             if Self.tokens(of: current).contains(token) {
                 return try Reply.media(current, content: content, request: exchange.request.headers)
             }
         }
-        _ = try await readable(by: who).metadata(of: name)
-        let (object, content) = try download(name)
+        _ = try await readable(by: who, in: exchange.bucket).metadata(of: name)
+        let (object, content) = try download(name, in: exchange.bucket)
         return try Reply.media(object, content: content, request: exchange.request.headers)
     }
 
@@ -211,10 +217,10 @@ extension StorageAPI {
     /// A metadata update (rule R2's `update`): null deletes (rules M4, M5). Download tokens are kept; tokens given
     /// under `metadata.firebaseStorageDownloadTokens` are added to them, as the service does (rule G7).
     private func patchFirebase(_ exchange: inout Exchange, name: ObjectName) async throws -> Answer {
-        let session = try rulesSession(for: try caller(exchange))
+        let session = try rulesSession(for: try caller(exchange), in: exchange.bucket)
         let conditions = try Self.conditions(exchange)
         let body = try await jsonBody(&exchange, what: "metadata")
-        let result = try await bucket.change { transaction in
+        let result = try await exchange.bucket.change { transaction in
             var update = body.update
             let existing = try await transaction.metadataIfPresent(of: name)
             if let existing { try body.refuseReadOnlyChanges(against: ObjectResource.firebase(existing), object: existing) }
@@ -256,7 +262,7 @@ extension StorageAPI {
             throw HTTPFailure.badRequest("Invalid value for create_token: '\(create)'; it must be 'true'.")
         }
         let removed = exchange.query["delete_token"]
-        let result = try await bucket.change { transaction in
+        let result = try await exchange.bucket.change { transaction in
             let existing = try await transaction.metadata(of: name)
             var tokens = Self.tokens(of: existing)
             if let removed { tokens.removeAll { $0 == removed } }
@@ -285,7 +291,7 @@ extension StorageAPI {
                 throw HTTPFailure.badRequest("The object's name in the URL ('\(name.rawValue)') and in the metadata ('\(given)') differ.")
             }
             return UploadRequest(
-                name: name, options: metadata.writeOptions, expectedCRC32C: metadata.crc32c,
+                bucket: exchange.bucket, name: name, options: metadata.writeOptions, expectedCRC32C: metadata.crc32c,
                 conditions: conditions, firebase: true, caller: who)
         }
         if protocolName == "resumable" || command != nil {
@@ -302,7 +308,7 @@ extension StorageAPI {
             let declared = try announcedSize(exchange, headers: ["X-Goog-Upload-Header-Content-Length", "X-Goog-Upload-Content-Length"])
             try await authorizeUploadStart(upload, declaredSize: declared)
             let id = try uploads.start(upload, declaredSize: declared, spool: Spool(directory: spoolDirectory))
-            let url = "\(exchange.baseURL)/v0/b/\(bucket.name)/o?name=\(NameBytes.percentEncoded(upload.name.rawValue))&upload_id=\(id)&upload_protocol=resumable"
+            let url = "\(exchange.baseURL)/v0/b/\(exchange.bucket.name)/o?name=\(NameBytes.percentEncoded(upload.name.rawValue))&upload_id=\(id)&upload_protocol=resumable"
             return Reply.empty(.ok, headers: [
                 HTTPField.Name("X-Goog-Upload-Status")!: "active", HTTPField.Name("X-Goog-Upload-URL")!: url,
                 HTTPField.Name("X-Goog-Upload-Chunk-Granularity")!: "262144", HTTPField.Name("X-GUploader-UploadID")!: id,
@@ -414,7 +420,7 @@ extension StorageAPI {
                 let content = try spool.content()
                 answer = (200, ObjectResource.firebase(try await finishUpload(upload, content: content)))
             } catch let error as StorageError where error.code != .unavailable && error.code != .internalError {
-                let failure = HTTPFailure(error, bucket: bucket.name, object: upload.name.rawValue, firebase: true)
+                let failure = HTTPFailure(error, bucket: upload.bucket.name, object: upload.name.rawValue, firebase: true)
                 answer = (Int(failure.status.code), failure.body(firebase: true))
             } catch {
                 uploads.reopen(id)  // a busy or failing disk: the client may finalize again
@@ -432,25 +438,34 @@ extension StorageAPI {
     // MARK: Rules
 
     /// `PUT /internal/setRules` with `{"rules":{"files":[{"name":…,"content":…}]}}`, as
-    /// `@firebase/rules-unit-testing` sends it. Rules with an error are refused, naming it, and change nothing.
+    /// `@firebase/rules-unit-testing` sends it: one file's rules for every bucket; or several, each for the bucket
+    /// its `resource` names. Rules with an error are refused, naming it, and change nothing.
     private func setRules(_ exchange: inout Exchange) async throws -> Answer {
         let data = try await body(&exchange, limit: limits.maximumJSONBytes, what: "rules")
         guard let body = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
             throw HTTPFailure.badRequest("The request body must be a JSON object: {\"rules\":{\"files\":[{\"name\":…,\"content\":…}]}}.")
         }
         guard let files = (body["rules"] as? [String: Any])?["files"] as? [Any], !files.isEmpty else {
-            throw HTTPFailure.badRequest("Request body must include 'rules.files' array.")
+            throw HTTPFailure.badRequest("Request body must include 'rules.files' array")
         }
-        guard files.count == 1, let file = files[0] as? [String: Any], let name = file["name"] as? String,
-            let content = file["content"] as? String
-        else {
-            throw HTTPFailure.badRequest("'rules.files' must hold one member with 'name' and 'content' strings.")
+        var rules: [(bucket: String?, rules: ServedBuckets.ProjectRules)] = []
+        for file in files {
+            guard let file = file as? [String: Any], let name = file["name"] as? String, let content = file["content"] as? String else {
+                throw HTTPFailure.badRequest("Each member of 'rules.files' array must contain 'name' and 'content'")
+            }
+            let bucket = file["resource"] as? String
+            if files.count > 1, bucket == nil {
+                throw HTTPFailure.badRequest("Each member of 'rules.files' array must contain 'name', 'content', and 'resource'")
+            }
+            let origin = "\(name) (PUT /internal/setRules)"
+            do {
+                try RulesEngine.check(content, origin: origin)
+            } catch {
+                throw HTTPFailure.badRequest("There was an error updating rules: \(error.message)")
+            }
+            rules.append((bucket, ServedBuckets.ProjectRules(source: content, origin: origin)))
         }
-        do {
-            try await bucket.loadRules(source: content, origin: "\(name) (PUT /internal/setRules)")
-        } catch let error as StorageError where error.code == .invalidArgument {
-            throw HTTPFailure.badRequest("There was an error updating rules: \(error.message)")
-        }
+        for (bucket, ruleset) in rules { try await buckets.setRules(ruleset, for: bucket) }
         return Reply.json(.object([("message", .string("Rules updated successfully"))]))
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Hummingbird
 
 /// Percent-encoding as URLs carry it, decoded strictly: a `%` not followed by two hex digits, or bytes that are not
@@ -193,6 +194,16 @@ enum Endpoint: Equatable, Sendable {
             .firebaseObjects(let bucket), .firebaseObject(let bucket, _):
             bucket
         case .buckets, .firebaseRoot, .setRules, .reset, .batch: nil
+        }
+    }
+
+    /// Whether a request of `method` here may make an object, and so the bucket it names when there is none yet
+    /// (an upload, a compose; a copy's destination is made where it is written).
+    func writes(_ method: HTTPRequest.Method) -> Bool {
+        switch self {
+        case .upload, .compose: true
+        case .firebaseObjects, .firebaseObject: method == .post || method == .put
+        default: false
         }
     }
 

@@ -20,6 +20,11 @@ final class ServedBucket: @unchecked Sendable {
     let watch: BucketWatch
     /// The bucket's security rules, reloaded when another process (the shell, `rules load`) changed them.
     private let rules: RulesSession
+    /// A connection of its own, whose `data_version` says when anyone committed to the file since the rules were
+    /// last read: only then are the stored rules read again, not on every request.
+    private let rulesReader: LocalBucket
+    private var rulesReadAt: Int64?
+    private let rulesLock = NSLock()
 
     private let lock = NSLock()
     private var nextReader = 0
@@ -40,11 +45,14 @@ final class ServedBucket: @unchecked Sendable {
         readOptions.createIfMissing = false
         readers = try (0..<max(1, readerCount)).map { _ throws(StorageError) in try LocalBucket.open(at: bucket.path, options: readOptions) }
         watch = BucketWatch(try LocalBucket.open(at: bucket.path, options: readOptions))
+        rulesReader = try LocalBucket.open(at: bucket.path, options: readOptions)
         rules = try RulesSession(store: bucket, clock: options.clock)
+        rulesReadAt = try rulesReader.changeCounter()
     }
 
     func close() {
         watch.close()
+        rulesReader.close()
         for reader in readers { reader.close() }
         writer.close()
     }
@@ -62,7 +70,7 @@ final class ServedBucket: @unchecked Sendable {
     /// The rules in force for a request made as `identity` (nil: signed out), as the bucket keeps them now. Its
     /// decisions go to the request's log entry (`RequestTrace`), wherever the request's change runs.
     func rulesSession(as identity: Identity?) throws -> RulesSession {
-        try rules.reloadRules(from: reader)
+        try reloadRulesIfChanged()
         guard let trace = RequestTrace.current else { return rules.session(as: identity) }
         return rules.session(as: identity, observer: { request, decision in trace.decided(request, decision) })
     }
@@ -74,7 +82,24 @@ final class ServedBucket: @unchecked Sendable {
             guard let store = transaction.rulesStore else { throw StorageError.internalError("The bucket keeps no rules.") }
             try self.rules.loadRules(source: source, origin: origin, into: store)
         }
-        try rules.reloadRules(from: reader)
+        try reloadRulesIfChanged()
+    }
+
+    /// Loads rules into a bucket no request can reach yet (one just opened), without the writer's queue.
+    func loadRulesNow(_ rules: ServedBuckets.ProjectRules) throws {
+        try self.rules.loadRules(source: rules.source, origin: rules.origin, into: writer)
+    }
+
+    /// Reads the stored rules again when the file changed since they were last read (by this server's writer, or
+    /// by another process: the shell's `rules load`). The check is one question to SQLite, under a lock that
+    /// keeps the connection to one request at a time.
+    private func reloadRulesIfChanged() throws {
+        try rulesLock.withLock {
+            let now = try rulesReader.changeCounter()
+            guard now != rulesReadAt else { return }
+            try rules.reloadRules(from: rulesReader)
+            rulesReadAt = now
+        }
     }
 
     // MARK: Changes

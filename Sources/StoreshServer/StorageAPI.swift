@@ -27,6 +27,8 @@ public struct ServeLimits: Sendable {
 struct Exchange {
     var request: Request
     let endpoint: Endpoint
+    /// The bucket the path names (the first one served, for paths that name none).
+    let bucket: ServedBucket
     let query: QueryParameters
     /// `http://HOST:PORT` as the client reached the server, for the links and upload URLs it is given.
     let baseURL: String
@@ -35,11 +37,11 @@ struct Exchange {
     func header(_ name: String) -> String? { request.headers[HTTPField.Name(name)!] }
 }
 
-/// The HTTP API of `storesh serve` over one served bucket: the Cloud Storage JSON API, the Firebase v0 API and the
-/// emulator's internal endpoints (rules V1–V4). Storage semantics stay in the bucket; this layer reads requests,
+/// The HTTP API of `storesh serve` over its buckets: the Cloud Storage JSON API, the Firebase v0 API and the
+/// emulator's internal endpoints (rules V1–V4, V6). Storage semantics stay in the bucket; this layer reads requests,
 /// decides who makes them, and writes answers in each API's shapes.
 final class StorageAPI: Sendable {
-    let bucket: ServedBucket
+    let buckets: ServedBuckets
     let uploads: UploadSessions
     let limits: ServeLimits
     /// The requests answered, for the page's request log.
@@ -52,11 +54,12 @@ final class StorageAPI: Sendable {
     /// Where spools make their files: beside the bucket.
     let spoolDirectory: String
 
-    init(bucket: ServedBucket, limits: ServeLimits) {
-        self.bucket = bucket
+    init(buckets: ServedBuckets, limits: ServeLimits) {
+        self.buckets = buckets
         self.limits = limits
         uploads = UploadSessions(maximumSessions: limits.maximumUploadSessions)
-        spoolDirectory = (bucket.path as NSString).deletingLastPathComponent.isEmpty ? "." : (bucket.path as NSString).deletingLastPathComponent
+        let primary = buckets.primary.path
+        spoolDirectory = (primary as NSString).deletingLastPathComponent.isEmpty ? "." : (primary as NSString).deletingLastPathComponent
     }
 
     func respond(to request: Request) async -> Answer {
@@ -73,13 +76,19 @@ final class StorageAPI: Sendable {
                 throw HTTPFailure.notFound("Not Found: storesh serve has no endpoint at \(request.uri.path).")
             }
             endpoint = found
-            if let name = found.bucket, name != bucket.name {
-                throw HTTPFailure(
-                    .notFound, reason: "notFound",
-                    "The specified bucket does not exist: this server serves gs://\(bucket.name) only, not gs://\(name).")
+            let served: ServedBucket
+            do {
+                served = try found.bucket.map { name in
+                    try buckets.bucket(named: name, creating: found.writes(request.method))
+                } ?? buckets.primary
+            } catch let failure as HTTPFailure where failure.status == .notFound && found.isFirebase && request.method == .get {
+                // The Firebase emulator lists a bucket no one has written to yet as empty, as an app's second
+                // bucket is before its first upload; its objects are not found.
+                if case .firebaseObjects = found { return Reply.json(.object([("prefixes", .array([])), ("items", .array([]))])) }
+                throw failure
             }
             var exchange = Exchange(
-                request: request, endpoint: found, query: try QueryParameters(request.uri.query),
+                request: request, endpoint: found, bucket: served, query: try QueryParameters(request.uri.query),
                 baseURL: "http://" + (request.head.authority ?? "127.0.0.1"))
             if found == .batch { return try await respondBatch(&exchange) }
             return found.isFirebase || found == .setRules || found == .reset
@@ -88,7 +97,8 @@ final class StorageAPI: Sendable {
             return Reply.failure(failure, firebase: firebase)
         } catch let error as StorageError {
             return Reply.failure(
-                HTTPFailure(error, bucket: bucket.name, object: endpoint?.objectName, firebase: firebase), firebase: firebase)
+                HTTPFailure(error, bucket: endpoint?.bucket ?? buckets.primary.name, object: endpoint?.objectName, firebase: firebase),
+                firebase: firebase)
         } catch {
             return Reply.failure(HTTPFailure(.internalServerError, reason: "backendError", "\(error)"), firebase: firebase)
         }
@@ -204,7 +214,7 @@ final class StorageAPI: Sendable {
     }
 
     /// The content of an object, through a spool (in memory when small, else in a file), checked against its MD5.
-    func download(_ name: ObjectName) throws -> (ObjectMetadata, SpooledContent) {
+    func download(_ name: ObjectName, in bucket: ServedBucket) throws -> (ObjectMetadata, SpooledContent) {
         let spool = Spool(directory: spoolDirectory)
         let object = try bucket.reader.currentObject(name) { piece throws(StorageError) in
             do { try spool.append(piece) } catch let error as StorageError { throw error } catch { throw .internalError("\(error)") }
@@ -246,7 +256,7 @@ final class StorageAPI: Sendable {
     // MARK: Reads shared by both APIs
 
     /// The object as it is, or a 404; `generation` pins a generation (this server keeps only the live one).
-    func currentObject(_ name: ObjectName, generation: Int64?) throws -> ObjectMetadata {
+    func currentObject(_ name: ObjectName, generation: Int64?, in bucket: ServedBucket) throws -> ObjectMetadata {
         let object = try bucket.reader.currentMetadata(of: name)
         if let generation, generation != object.generation { throw StorageError.objectNotFound(name.rawValue) }
         return object
@@ -269,10 +279,10 @@ final class StorageAPI: Sendable {
         if upload.firebase, options.customMetadata[downloadTokensKey] == nil {
             options.customMetadata[downloadTokensKey] = UUID().uuidString.lowercased()
         }
-        let session = try rulesSession(for: upload.caller)
+        let session = try rulesSession(for: upload.caller, in: upload.bucket)
         let conditions = upload.conditions
         let name = upload.name
-        return try await bucket.change { [options] transaction in
+        return try await upload.bucket.change { [options] transaction in
             let target = session?.guarding(transaction) ?? transaction
             var precondition = conditions.precondition
             if conditions.hasNotMatch {
@@ -286,10 +296,10 @@ final class StorageAPI: Sendable {
     /// Decides at an upload's start what its end will be decided on (the service checks a resumable upload's
     /// rules when it starts, so a refused client sends no bytes): `create` of the object as announced.
     func authorizeUploadStart(_ upload: UploadRequest, declaredSize: Int64?) async throws {
-        guard let session = try rulesSession(for: upload.caller) else { return }
-        let existing = try await bucket.reader.metadataIfPresent(of: upload.name)
+        guard let session = try rulesSession(for: upload.caller, in: upload.bucket) else { return }
+        let existing = try await upload.bucket.reader.metadataIfPresent(of: upload.name)
         try session.authorizeCreate(
-            of: upload.name, in: bucket.name, size: declaredSize ?? 0, options: upload.options, existing: existing)
+            of: upload.name, in: upload.bucket.name, size: declaredSize ?? 0, options: upload.options, existing: existing)
     }
 }
 

@@ -64,22 +64,33 @@ public final class StorageServer: Sendable {
     private let api: StorageAPI
     private let configuration: ServeConfiguration
 
-    /// Serves `bucket` (open; the server closes it when it stops).
-    public init(bucket: LocalBucket, options: LocalBucketOptions, configuration: ServeConfiguration) throws {
+    /// Serves `bucket` (open; the server closes it when it stops) and every other bucket a client names, each from
+    /// `NAME.bucket` in `otherBuckets` (rule V6); `onCreate` is told each bucket file the server makes.
+    public init(
+        bucket: LocalBucket, otherBuckets: String, options: LocalBucketOptions, configuration: ServeConfiguration,
+        onCreate: @escaping @Sendable (_ bucket: String, _ path: String) -> Void = { _, _ in }
+    ) throws {
         self.configuration = configuration
+        let primary = try ServedBucket(bucket, options: options, readerCount: configuration.readerCount)
         api = StorageAPI(
-            bucket: try ServedBucket(bucket, options: options, readerCount: configuration.readerCount), limits: configuration.limits)
+            buckets: ServedBuckets(
+                primary: primary, directory: otherBuckets, options: options, readerCount: configuration.readerCount, onCreate: onCreate),
+            limits: configuration.limits)
     }
 
-    /// Why the bucket's stored security rules cannot be used, when they cannot (every v0 request they would
+    /// Why the first bucket's stored security rules cannot be used, when they cannot (every v0 request they would
     /// decide is then denied until rules are loaded).
-    public var rulesProblem: String? { try? api.bucket.rulesSession(as: nil).problem }
+    public var rulesProblem: String? { try? api.buckets.primary.rulesSession(as: nil).problem }
 
-    /// Checks `source` (an error names `origin`:LINE:COLUMN), then keeps it as the bucket's rules and puts it in
-    /// force for the requests that follow.
-    public func loadRules(source: String, origin: String) async throws {
-        try await api.bucket.loadRules(source: source, origin: origin)
+    /// Checks `source` (an error names `origin`:LINE:COLUMN), then keeps it as the rules of `bucket` (opened, and
+    /// made if there is none), or with nil of every bucket, and puts it in force for the requests that follow.
+    public func loadRules(source: String, origin: String, bucket: String? = nil) async throws {
+        try await api.buckets.setRules(ServedBuckets.ProjectRules(source: source, origin: origin), for: bucket)
     }
+
+    /// The name and file of every bucket served (the first, then the others by name), for an export; read after
+    /// the server stopped too.
+    public var servedBuckets: [(name: String, path: String)] { api.buckets.files() }
 
     /// Serves until SIGINT or SIGTERM, then stops accepting, lets the requests in progress finish (each change is
     /// durable before it is answered), and closes the bucket. `onListening` is told the address bound.
@@ -106,7 +117,7 @@ public final class StorageServer: Sendable {
             logger: logger)
         defer {
             api.journal.close()
-            api.bucket.close()
+            api.buckets.close()
         }
         do {
             try await app.runService(gracefulShutdownSignals: [.sigterm, .sigint])
@@ -115,7 +126,7 @@ public final class StorageServer: Sendable {
         } catch is SocketAddressError.UnknownHost {
             throw ServeError(description: "Cannot listen on \(host): no such host or address (--host).")
         }
-        return (api.bucket.committedChanges, api.bucket.commits)
+        return (api.buckets.committedChanges, api.buckets.commits)
     }
 }
 
@@ -191,21 +202,28 @@ extension StorageServer {
         let api = self.api
         // The bucket in a browser, at the root (no API has a path there).
         let page = CallbackResponder<BasicRequestContext> { request, _ in
+            var shown = api.buckets.primary.name
             do {
+                let query = try QueryParameters(request.uri.query)
+                shown = query["bucket"] ?? shown
+                let bucket = try api.buckets.bucket(named: shown, creating: false)
                 return try await BucketPage.answer(
-                    api.bucket, journal: api.journal, query: try QueryParameters(request.uri.query), pageToken: api.pageToken
+                    bucket, among: api.buckets.all().map(\.name), journal: api.journal, query: query, pageToken: api.pageToken
                 ).response
             } catch let failure as HTTPFailure {
                 return Reply.failure(failure, firebase: false).response
             } catch {
                 let failure = error as? StorageError ?? StorageError.internalError("\(error)")
-                return Reply.failure(HTTPFailure(failure, bucket: api.bucket.name, object: nil, firebase: false), firebase: false).response
+                return Reply.failure(HTTPFailure(failure, bucket: shown, object: nil, firebase: false), firebase: false).response
             }
         }
         for method: HTTPRequest.Method in [.get, .head] { router.on("/", method: method, responder: page) }
         // The page's live updates: an event each time the bucket file changes, by anyone, and each time the APIs
         // answer a request, until the page closes or the server stops.
-        let events = CallbackResponder<BasicRequestContext> { _, _ in
+        let events = CallbackResponder<BasicRequestContext> { request, _ in
+            // The changes of the bucket the page shows.
+            let watched = (try? QueryParameters(request.uri.query))?["bucket"].flatMap { try? api.buckets.bucket(named: $0, creating: false) }
+                ?? api.buckets.primary
             // Streams count against a limit of their own, below the connections': past it, try again later.
             guard let slot = api.eventStreams.enter() else {
                 var failure = HTTPFailure(
@@ -218,7 +236,7 @@ extension StorageServer {
             }
             // Listening before the answer's head goes out: a change made, or a request answered, once the page has
             // heard back is never missed.
-            let (changes, endChanges) = api.bucket.watch.changes()
+            let (changes, endChanges) = watched.watch.changes()
             let (arrivals, endArrivals) = api.journal.arrivals()
             // Both streams in one, an event name per element; a change and a request close together may come as one.
             let (events, merged) = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingNewest(2))

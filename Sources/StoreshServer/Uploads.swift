@@ -103,6 +103,8 @@ struct MultipartUpload {
 
 /// What every upload needs to make its object, whatever its protocol.
 struct UploadRequest: Sendable {
+    /// The bucket the object goes to.
+    var bucket: ServedBucket
     var name: ObjectName
     var options: WriteOptions
     /// A CRC32C the content must have (base64), checked before anything is written.

@@ -86,10 +86,7 @@ extension BucketLocation {
     func sameBucket(as other: BucketLocation) -> Bool {
         switch (kind, other.kind) {
         case (.file(let first), .file(let second)):
-            var a = stat()
-            var b = stat()
-            guard stat(first, &a) == 0, stat(second, &b) == 0 else { return first == second }
-            return a.st_dev == b.st_dev && a.st_ino == b.st_ino
+            return first == second || RegularFile.isSameFile(first, second)
         default:
             return kind == other.kind
         }

@@ -27,7 +27,7 @@ struct Reset: AsyncParsableCommand {
             "storesh reset resets local bucket files", instead: "A real bucket's objects are deleted with rm (a script, planned and journaled).")
         let clock = try makeClock(flag: bucketOptions.clock)
         // The default bucket named by its path is still the default bucket: reset it to the sample, not empty it.
-        let isDefault = location.isDefault || Self.isSameFile(location.path, BucketLocation.defaultPath())
+        let isDefault = location.isDefault || RegularFile.isSameFile(location.path, BucketLocation.defaultPath())
         let sample: [ArchivedObject]
         if isDefault {
             sample = try BucketArchive.parse(Data(PackageResources.teaching_json), source: "teaching sample").objects
@@ -61,13 +61,5 @@ struct Reset: AsyncParsableCommand {
         if !bucketOptions.quiet {
             Diagnostics.notice("\(what), at \(bucket.path); its snapshots are kept.")
         }
-    }
-
-    /// Whether two paths name one file (a link or another spelling of the default bucket's path).
-    static func isSameFile(_ a: String, _ b: String) -> Bool {
-        var first = stat()
-        var second = stat()
-        guard stat(a, &first) == 0, stat(b, &second) == 0 else { return false }
-        return first.st_dev == second.st_dev && first.st_ino == second.st_ino
     }
 }

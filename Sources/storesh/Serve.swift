@@ -13,7 +13,9 @@ struct Serve: AsyncParsableCommand {
             (/v0/b/BUCKET/o…), over the same durable bucket file the shell and scripts use, which they may use at the \
             same time. Point a client at it with the lines it prints (export STORAGE_EMULATOR_HOST=…, or the SDKs' \
             connectStorageEmulator). The bucket is served under its own name (storesh serve --name NAME sets it when \
-            the file is created).
+            the file is created); any other bucket a client names is served too, each from NAME.bucket in the \
+            --buckets directory (default: the bucket file's), made empty on the first write to it, as the emulator \
+            makes a bucket on its first upload.
 
             On the Cloud Storage JSON API and with `Bearer owner` or `Firebase owner`, requests are the \
             administrator's; other v0 requests are decided by the bucket's security rules, with request.auth read \
@@ -21,8 +23,9 @@ struct Serve: AsyncParsableCommand {
             the bucket.
 
             In a Firebase project, firebase.json (here or in a directory above; --config FILE, --no-config) gives \
-            the host and port (emulators.storage) and the rules file (storage.rules), which is loaded at start and \
-            again whenever it changes, as firebase emulators:start does; --host and --port come first.
+            the host and port (emulators.storage) and the rules file (storage.rules, for every bucket; or a storage \
+            list, a rules file for each bucket it names), which is loaded at start and again whenever it changes, as \
+            firebase emulators:start does; --host and --port come first.
 
             Every answered change is durable. Ctrl-C or SIGTERM stops the server once the requests in progress are \
             answered. Each request is logged on standard error when it is a terminal and --quiet is not given (--log, \
@@ -50,6 +53,13 @@ struct Serve: AsyncParsableCommand {
 
     @Option(help: ArgumentHelp("The bucket's name, when storesh serve creates the bucket file (e.g. demo-project.appspot.com).", valueName: "name"))
     var name: String?
+
+    @Option(
+        name: .customLong("buckets"),
+        help: ArgumentHelp(
+            "The directory of the other buckets clients name, a NAME.bucket file each, made on the first write to the bucket (default: the directory of the bucket file).",
+            valueName: "dir"))
+    var otherBuckets: String?
 
     @Option(help: ArgumentHelp("The largest object an upload may make, in MiB (its bytes wait in a file beside the bucket until the upload lands).", valueName: "mib"))
     var maxObjectSize = 256
@@ -83,7 +93,7 @@ struct Serve: AsyncParsableCommand {
     @Option(
         name: .customLong("import"),
         help: ArgumentHelp(
-            "Serve the objects of a Firebase emulator export (a directory that firebase emulators:export or --export-on-exit wrote), under the export's bucket name; without --bucket, from a bucket file of its own (imports/NAME.bucket in the data directory). A bucket file that holds other objects is not replaced without --replace.",
+            "Serve the objects of a Firebase emulator export (a directory that firebase emulators:export or --export-on-exit wrote), each bucket under its name and from a bucket file of its own (without --bucket, imports/NAME.bucket in the data directory, and its other buckets beside it). A bucket file that holds other objects is not replaced without --replace. A directory that does not exist yet starts the server empty.",
             valueName: "dir"))
     var importDirectory: String?
 
@@ -91,8 +101,9 @@ struct Serve: AsyncParsableCommand {
     var replace = false
 
     @Option(
+        defaultAsFlag: "",
         help: ArgumentHelp(
-            "When the server stops, write the bucket as a Firebase emulator export to this directory, as firebase emulators:start --export-on-exit does: only its storage_export/ and the storage entry of firebase-export-metadata.json are written.",
+            "When the server stops, write every bucket it served as a Firebase emulator export to this directory (without one, to the --import directory), as firebase emulators:start --export-on-exit does: only its storage_export/ and the storage entry of firebase-export-metadata.json are written.",
             valueName: "dir"))
     var exportOnExit: String?
 
@@ -103,6 +114,10 @@ struct Serve: AsyncParsableCommand {
         guard (1...3600).contains(idleTimeout) else { throw ValidationError("--idle-timeout must be 1…3600 seconds, not \(idleTimeout).") }
         guard (0...60_000).contains(latency) else { throw ValidationError("--latency must be 0…60000 milliseconds, not \(latency).") }
         if let name, name.isEmpty || name.contains("/") { throw ValidationError("--name must be a bucket name, without '/'.") }
+        if exportOnExit == "" && importDirectory == nil {
+            throw ValidationError("--export-on-exit without a directory exports to the --import directory: give --import DIR, or --export-on-exit DIR.")
+        }
+        if otherBuckets?.isEmpty == true { throw ValidationError("--buckets names a directory.") }
         for origin in corsOrigins where origin != "*" {
             guard let url = URLComponents(string: origin), ["http", "https"].contains(url.scheme ?? ""), url.host?.isEmpty == false,
                 url.path.isEmpty, url.query == nil
@@ -126,24 +141,31 @@ struct Serve: AsyncParsableCommand {
         let project = try projectPath.map { path throws(CommandLineError) in try FirebaseProjectFile.read(path) }
         let rulesTexts = try project?.checkedRulesTexts() ?? [:]
         // Read and checked before anything opens (each content's size and MD5, a piece at a time, not kept): a
-        // damaged export starts nothing.
+        // damaged export starts nothing. A directory that does not exist yet is where the first export will go, as
+        // firebase emulators:start --import DIR --export-on-exit starts empty the first time.
         let maximumObjectBytes = Int64(maxObjectSize) << 20
-        let imported = try importDirectory.map { directory throws(StorageError) in
-            try FirebaseEmulatorExport.read(directory: directory, maximumObjectBytes: maximumObjectBytes)
+        let importExists = importDirectory.map { access($0, F_OK) == 0 } ?? false
+        let imported = try importDirectory.flatMap { directory throws(StorageError) in
+            importExists ? try FirebaseEmulatorExport.read(directory: directory, maximumObjectBytes: maximumObjectBytes) : nil
         }
         var nameForNewBucket = name
         if nameForNewBucket == nil, let imported {
-            // A new bucket file takes the export's bucket name, as the emulator would serve it.
-            nameForNewBucket = FirebaseExportImport.bucketName(of: imported)
+            // A new bucket file takes the export's (first) bucket name, as the emulator would serve it.
+            nameForNewBucket = FirebaseExportImport.firstBucket(of: imported)
         }
         if let importDirectory, location.unnamedSource != nil {
-            // An export is served as its own bucket, never poured into the default (teaching) bucket or the one
-            // $STORESH_BUCKET names: from a bucket file of its own, named after the export's bucket (rule V9).
-            guard let bucketName = nameForNewBucket else {
-                throw CommandLineError(
-                    "\(importDirectory) holds no single bucket to serve; give --name with the bucket to serve (and --bucket FILE to choose its file).")
-            }
+            // An export is served as its own buckets, never poured into the default (teaching) bucket or the one
+            // $STORESH_BUCKET names: from bucket files of their own, named after the export's buckets (rule V9).
+            let bucketName = nameForNewBucket ?? LocalBucket.defaultName(forFile: importDirectory)
+            nameForNewBucket = bucketName
             location = try FirebaseExportImport.ownLocation(forBucket: bucketName)
+        }
+        let otherBucketsDirectory = otherBuckets ?? (URL(fileURLWithPath: location.path).deletingLastPathComponent().path)
+        if let otherBuckets {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: otherBuckets, isDirectory: &isDirectory), isDirectory.boolValue else {
+                throw CommandLineError("--buckets \(otherBuckets): there is no such directory; create it first.")
+            }
         }
         let host = self.host ?? project?.host ?? "127.0.0.1"
         var configuration = ServeConfiguration(
@@ -154,48 +176,34 @@ struct Serve: AsyncParsableCommand {
         try await StorageServer.checkAddress(of: configuration)
         let existed = access(location.path, F_OK) == 0
         // With --import, what the bucket holds is the export's, and said so once (not that a new file was empty).
-        let bucket = try location.open(clock: clock, quiet: bucketOptions.quiet || imported != nil, nameForNewBucket: nameForNewBucket)
+        let bucket = try location.open(clock: clock, quiet: bucketOptions.quiet || importDirectory != nil, nameForNewBucket: nameForNewBucket)
         _ = OpenBuckets.shared.keep(bucket)
-        if let imported, let importDirectory {
-            let (objects, from) = try FirebaseExportImport.objects(of: imported, for: bucket.name, directory: importDirectory)
-            let summary = try FirebaseExportImport.serve(objects, from: from, directory: importDirectory, in: bucket, replace: replace)
-            if !bucketOptions.quiet {
-                let made = existed ? "" : "created \(bucket.path); "
-                Diagnostics.notice(made + summary, from: "storesh serve")
-            }
-        }
         if let name, bucket.name != name {
             throw CommandLineError(
                 "The bucket file \(bucket.path) holds gs://\(bucket.name), not gs://\(name); serve it as gs://\(bucket.name), or give --bucket a new file to create gs://\(name).")
         }
-        let rulesPath = project?.rulesPath(for: bucket.name)
-        let rulesText = rulesPath.flatMap { rulesTexts[$0] }
-        let server = try StorageServer(bucket: bucket, options: BucketLocation.options(clock: clock), configuration: configuration)
-        var watchTask: Task<Void, Never>?
-        if let rulesPath, let rulesText, let project {
-            do {
-                try await server.loadRules(source: rulesText, origin: rulesPath)
-            } catch {
-                let reason = (error as? StorageError)?.message ?? "\(error)"
-                throw CommandLineError("\(project.path) names the rules \(rulesPath), which cannot be loaded: \(reason)")
-            }
-            if !bucketOptions.quiet {
-                Diagnostics.notice(
-                    "the rules of \(rulesPath) (named by \(project.path)) are in force, and again whenever the file changes",
-                    from: "storesh serve")
-            }
-            let watch = RulesFileWatch(path: rulesPath, load: { text in try await server.loadRules(source: text, origin: rulesPath) })
-            watchTask = Task { await watch.run(from: rulesText) }
-        }
-        defer { watchTask?.cancel() }
-        if rulesText == nil, let problem = server.rulesProblem {
-            Diagnostics.warning(
-                "the bucket's security rules cannot be used (\(problem)); every v0 request they would decide is denied until rules are loaded (PUT /internal/setRules, or rules load in the shell)",
+        if let importDirectory, !importExists, !bucketOptions.quiet {
+            Diagnostics.notice(
+                "\(importDirectory) does not exist yet: serving gs://\(bucket.name) (\(bucket.path)) as it is\(exportOnExit != nil ? "; it is exported there when the server stops" : "")",
                 from: "storesh serve")
         }
+        if let imported, let importDirectory {
+            for summary in try FirebaseExportImport.serve(
+                imported, directory: importDirectory, first: bucket, others: otherBucketsDirectory, clock: clock, replace: replace)
+            where !bucketOptions.quiet {
+                Diagnostics.notice((existed ? "" : "created \(bucket.path); ") + summary, from: "storesh serve")
+            }
+        }
+        let server = try StorageServer(
+            bucket: bucket, otherBuckets: otherBucketsDirectory, options: BucketLocation.options(clock: clock), configuration: configuration,
+            onCreate: { [quiet = bucketOptions.quiet] name, path in
+                if !quiet { Diagnostics.notice("created gs://\(name) at \(path), for a client's first write to it", from: "storesh serve") }
+            })
+        let watches = try await loadProjectRules(project, texts: rulesTexts, into: server, first: bucket.name)
+        defer { for watch in watches { watch.cancel() } }
         let logs = log ?? (!bucketOptions.quiet && isatty(STDERR_FILENO) != 0)
         let loopback = host == "localhost" || host == "::1" || host.hasPrefix("127.")
-        let greeting = Self.greeting(bucket: bucket.name, path: bucket.path, warnOfAddress: !loopback)
+        let greeting = Self.greeting(bucket: bucket.name, path: bucket.path, others: otherBucketsDirectory, warnOfAddress: !loopback)
         let logLine: @Sendable (ServedRequest) -> Void = { request in
             let milliseconds = (request.seconds * 1000).formatted(.number.precision(.fractionLength(1)))
             Diagnostics.line("\(request.method) \(request.path) \(request.status) \(milliseconds) ms")
@@ -213,26 +221,98 @@ struct Serve: AsyncParsableCommand {
         }
         let path = bucket.path
         Diagnostics.notice(
-            "stopped after \(MessageText.counted(served.changes, "change")) by its clients in \(MessageText.counted(served.commits, "commit")); every answered change is in \(path).",
+            "stopped after \(MessageText.counted(served.changes, "change")) by its clients in \(MessageText.counted(served.commits, "commit")); every answered change is in \(path)\(server.servedBuckets.count > 1 ? " and the other buckets' files in \(otherBucketsDirectory)" : "").",
             from: "storesh serve")
         if let exportOnExit {
-            // The server has closed the bucket: the export reads the file again, as it now is.
-            let closed = try location.open(clock: clock, quiet: true)
-            defer { closed.close() }
-            try FirebaseEmulatorExport.write(closed, to: exportOnExit)
+            let directory = exportOnExit.isEmpty ? importDirectory ?? exportOnExit : exportOnExit
+            // The server has closed its buckets: the export reads their files again, as they now are.
+            var closed: [LocalBucket] = []
+            defer { for bucket in closed { bucket.close() } }
+            for (name, file) in server.servedBuckets {
+                var options = BucketLocation.options(clock: clock)
+                options.createIfMissing = false
+                let opened = try LocalBucket.open(at: file, options: options)
+                // A file of the directory named after another bucket than it holds is not one this server serves.
+                guard opened.name == name else {
+                    opened.close()
+                    continue
+                }
+                closed.append(opened)
+            }
+            try FirebaseEmulatorExport.write(closed, to: directory)
+            let objects = try closed.reduce(0) { try $0 + $1.objectCount() }
+            let buckets = closed.count == 1 ? "" : " of \(closed.map { "gs://\($0.name)" }.joined(separator: ", "))"
             Diagnostics.notice(
-                "exported \(MessageText.counted(try closed.objectCount(), "object")) to \(exportOnExit) (the Firebase emulator's layout)",
+                "exported \(MessageText.counted(objects, "object"))\(buckets) to \(directory) (the Firebase emulator's layout)",
                 from: "storesh serve")
         }
     }
 
+    /// Puts the project's rules in force, as the emulator does: one `storage.rules` for every bucket; a `storage`
+    /// list, each file for the bucket it names (the first file for the served bucket when the list names it not).
+    /// Each file is watched and loaded again when it changes. Returns the watches, to cancel when the server stops.
+    private func loadProjectRules(_ project: FirebaseProjectFile?, texts: [String: String], into server: StorageServer, first: String)
+        async throws -> [Task<Void, Never>]
+    {
+        guard let project, !project.rules.isEmpty else {
+            if let problem = server.rulesProblem {
+                Diagnostics.warning(
+                    "the bucket's security rules cannot be used (\(problem)); every v0 request they would decide is denied until rules are loaded (PUT /internal/setRules, or rules load in the shell)",
+                    from: "storesh serve")
+            }
+            return []
+        }
+        // Which buckets each file is for; nil: every bucket.
+        var targets: [(path: String, buckets: [String]?)] = []
+        if project.rules.count == 1, project.rules[0].bucket == nil {
+            targets = [(project.rules[0].path, nil)]
+        } else {
+            for (bucket, path) in project.rules {
+                let name = bucket ?? first
+                if let index = targets.firstIndex(where: { $0.path == path }) {
+                    targets[index].buckets?.append(name)
+                } else {
+                    targets.append((path, [name]))
+                }
+            }
+            if !project.rules.contains(where: { ($0.bucket ?? first) == first }) { targets[0].buckets?.append(first) }
+        }
+        var watches: [Task<Void, Never>] = []
+        for (path, buckets) in targets {
+            guard let text = texts[path] else { continue }
+            let load: @Sendable (String) async throws -> Void = { text in
+                if let buckets {
+                    for bucket in buckets { try await server.loadRules(source: text, origin: path, bucket: bucket) }
+                } else {
+                    try await server.loadRules(source: text, origin: path)
+                }
+            }
+            do {
+                try await load(text)
+            } catch {
+                let reason = (error as? StorageError)?.message ?? "\(error)"
+                throw CommandLineError("\(project.path) names the rules \(path), which cannot be loaded: \(reason)")
+            }
+            if !bucketOptions.quiet {
+                let scope = buckets.map { "gs://" + $0.joined(separator: ", gs://") } ?? "every bucket"
+                Diagnostics.notice(
+                    "the rules of \(path) (named by \(project.path)) are in force for \(scope), and again whenever the file changes",
+                    from: "storesh serve")
+            }
+            let watch = RulesFileWatch(path: path, load: load)
+            watches.append(Task { await watch.run(from: text) })
+        }
+        return watches
+    }
+
     /// What a client needs, once the server listens: where, and the lines that point the clients at it.
-    static func greeting(bucket: String, path: String, warnOfAddress: Bool) -> @Sendable (String, Int) -> Void {
+    static func greeting(bucket: String, path: String, others: String, warnOfAddress: Bool) -> @Sendable (String, Int) -> Void {
         { host, port in
             // Clients reach a server that listens on every interface at loopback too.
             let reachable = host == "0.0.0.0" ? "127.0.0.1" : host == "::" ? "::1" : host
             let address = reachable.contains(":") ? "[\(reachable)]:\(port)" : "\(reachable):\(port)"
             var text = "storesh serve: gs://\(bucket) (\(path)) at http://\(address)\n"
+            text += "  and any other bucket a client names, from NAME.bucket in \(others) (made on its first write)\n"
             text += "  export STORAGE_EMULATOR_HOST=http://\(address)   # the Python, Go and Java clients\n"
             // The Node Admin SDK (firebase-admin) reads this one, host and port without a scheme.
             text += "  export FIREBASE_STORAGE_EMULATOR_HOST=\(address)   # firebase-admin (Node)\n"

@@ -598,6 +598,47 @@ enum FirebaseExportImport {
         return named.count == 1 ? named.first : named.isEmpty && contents.buckets.count == 1 ? contents.buckets.first : nil
     }
 
+    /// The bucket `storesh serve --import` serves first: the export's only one, else the first its bucket list names
+    /// (then the first its objects name).
+    static func firstBucket(of contents: FirebaseEmulatorExport.Contents) -> String? {
+        bucketName(of: contents) ?? contents.buckets.first ?? contents.objects.map(\.bucket).min { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+    }
+
+    /// Puts each bucket of the export in the bucket file `storesh serve` serves it from (rule V6): the export's
+    /// bucket named as `first` (or, when the export holds one bucket, that one) into `first`, every other into
+    /// `NAME.bucket` in `others`, made if missing; each as `serve(_:from:directory:in:replace:)` decides. Returns
+    /// what was done, a sentence per bucket.
+    static func serve(
+        _ contents: FirebaseEmulatorExport.Contents, directory: String, first: LocalBucket, others: String, clock: any StorageClock,
+        replace: Bool
+    ) throws -> [String] {
+        var names = contents.buckets
+        for object in contents.objects where !names.contains(object.bucket) { names.append(object.bucket) }
+        if names.count <= 1 || !names.contains(first.name) && bucketName(of: contents) != nil {
+            let (objects, from) = try objects(of: contents, for: first.name, directory: directory)
+            return [try serve(objects, from: from, directory: directory, in: first, replace: replace)]
+        }
+        var summaries: [String] = []
+        for name in names {
+            let objects = contents.objects.filter { $0.bucket == name }
+            if name == first.name {
+                summaries.append(try serve(objects, from: name, directory: directory, in: first, replace: replace))
+                continue
+            }
+            let path = (others as NSString).appendingPathComponent(name + ".bucket")
+            var options = BucketLocation.options(clock: clock)
+            options.nameForNewBucket = name
+            let bucket = try LocalBucket.open(at: path, options: options)
+            defer { bucket.close() }
+            guard bucket.name == name else {
+                throw CommandLineError(
+                    "\(path) holds gs://\(bucket.name), not gs://\(name) of \(directory); move it away (or give --buckets another directory). Nothing more was imported.")
+            }
+            summaries.append(try serve(objects, from: name, directory: directory, in: bucket, replace: replace))
+        }
+        return summaries
+    }
+
     /// Where `storesh serve --import` keeps an export's bucket when no --bucket names a file: a bucket file of its
     /// own, named after the bucket, in the data directory's `imports` folder.
     static func ownLocation(forBucket bucket: String) throws -> BucketLocation {

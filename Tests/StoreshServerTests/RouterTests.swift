@@ -23,7 +23,7 @@ struct RouterTests {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             let options = LocalBucketOptions(nameForNewBucket: "demo-app.appspot.com")
             let bucket = try LocalBucket.open(at: directory + "/served.bucket", options: options)
-            server = try StorageServer(bucket: bucket, options: options, configuration: configuration)
+            server = try StorageServer(bucket: bucket, otherBuckets: directory, options: options, configuration: configuration)
         }
 
         deinit { try? FileManager.default.removeItem(atPath: directory) }

@@ -5,6 +5,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 
 import requests
 
@@ -56,3 +57,14 @@ class Server:
             raise AssertionError("storesh serve did not stop within 30 s of " + str(sig))
         self.stopped = (self.process.returncode, err.decode())
         return self.stopped
+
+
+def until(condition, what, seconds=15):
+    """Asks again until `condition()` holds, within `seconds`: for what the server polls itself (a rules file is
+    looked at every half second), where there is no event to wait on."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.1)
+    raise AssertionError(what)

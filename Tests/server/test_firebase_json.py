@@ -7,12 +7,11 @@ import os
 import re
 import socket
 import subprocess
-import time
 
 import pytest
 import requests
 
-from serving import BUCKET, Server, harness
+from serving import BUCKET, Server, harness, until
 
 DENY = "rules_version = '2';\nservice firebase.storage {\n  match /b/{bucket}/o {\n    match /{all=**} { allow read: if false; }\n  }\n}\n"
 ALLOW = DENY.replace("if false", "if true")
@@ -34,16 +33,6 @@ def project(directory, port, rules=DENY, storage=None):
 
 def listing_status(url):
     return requests.get(url + f"/v0/b/{BUCKET}/o", params={"prefix": "", "delimiter": "/"}, timeout=10).status_code
-
-
-def until(condition, what, seconds=15):
-    """Asks again until `condition()` holds, within `seconds` (the file is polled every half second)."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.1)
-    raise AssertionError(what)
 
 
 def start(tmp_path, *arguments, cwd):

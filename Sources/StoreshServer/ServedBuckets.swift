@@ -1,0 +1,172 @@
+import Foundation
+import StoreshCore
+import StoreshLocal
+import StoreshRules
+
+/// Every bucket one server serves (rule V6). The first is the bucket file `storesh serve` was given; any other
+/// bucket a client names lives in a bucket file of its own, `NAME.bucket` in one directory (by default the first
+/// file's), opened the first time a request names it and created, empty, the first time a request writes to it, as
+/// the Firebase emulator makes a bucket on its first upload. A file there that holds another bucket is never
+/// served under the wrong name.
+public final class ServedBuckets: @unchecked Sendable {
+    /// Rules that a project file gives a bucket, put in force when the bucket is opened and whenever they change.
+    public struct ProjectRules: Sendable, Equatable {
+        public var source: String
+        public var origin: String
+
+        public init(source: String, origin: String) {
+            self.source = source
+            self.origin = origin
+        }
+    }
+
+    let primary: ServedBucket
+    /// Where the other buckets' files are.
+    public let directory: String
+    private let options: LocalBucketOptions
+    private let readerCount: Int
+    /// Told each bucket file this server creates (for the terminal's log).
+    private let onCreate: @Sendable (_ bucket: String, _ path: String) -> Void
+
+    private let lock = NSLock()
+    private var others: [String: ServedBucket] = [:]
+    /// The project's rules, by bucket; `rulesForAny` for a bucket it gives none (a single `storage` entry).
+    private var rulesByBucket: [String: ProjectRules] = [:]
+    private var rulesForAny: ProjectRules?
+    private var closed = false
+
+    init(
+        primary: ServedBucket, directory: String, options: LocalBucketOptions, readerCount: Int,
+        onCreate: @escaping @Sendable (String, String) -> Void
+    ) {
+        self.primary = primary
+        self.directory = directory
+        self.options = options
+        self.readerCount = readerCount
+        self.onCreate = onCreate
+    }
+
+    /// The file a bucket other than the first is kept in.
+    public static func path(of bucket: String, in directory: String) -> String {
+        (directory as NSString).appendingPathComponent(bucket + ".bucket")
+    }
+
+    /// The bucket `name`: the first, one already open, or the one in its file. `creating`: a request that writes
+    /// makes the bucket when there is none; any other is answered as the service answers a bucket that does not exist.
+    func bucket(named name: String, creating: Bool) throws -> ServedBucket {
+        if name == primary.name { return primary }
+        if let open = lock.withLock({ others[name] }) { return open }
+        if let problem = BucketNames.problem(with: name) {
+            throw HTTPFailure.badRequest("Invalid bucket name '\(name)': \(problem)")
+        }
+        let path = Self.path(of: name, in: directory)
+        var status = stat()
+        let exists = lstat(path, &status) == 0
+        if exists, (status.st_mode & S_IFMT) != S_IFREG {
+            throw HTTPFailure(
+                .conflict, reason: "conflict",
+                "gs://\(name) cannot be served: \(path) is not a regular file (a link, a folder or a device), and storesh serve opens only bucket files it can trust.")
+        }
+        guard exists || creating else {
+            throw HTTPFailure(.notFound, reason: "notFound", "The specified bucket does not exist: gs://\(name) has no object yet on this server (a write creates it).")
+        }
+        return try lock.withLock {
+            if let open = others[name] { return open }
+            if closed { throw StorageError(.unavailable, "storesh serve is stopping; try again.") }
+            var bucketOptions = options
+            bucketOptions.nameForNewBucket = name
+            let file = try LocalBucket.open(at: path, options: bucketOptions)
+            guard file.name == name else {
+                file.close()
+                throw HTTPFailure(
+                    .conflict, reason: "conflict",
+                    "gs://\(name) cannot be served: \(path) holds gs://\(file.name). Move that file away (or serve it with --bucket).")
+            }
+            let served: ServedBucket
+            do {
+                served = try ServedBucket(file, options: options, readerCount: readerCount)
+                if let rules = rulesByBucket[name] ?? rulesForAny { try served.loadRulesNow(rules) }
+            } catch {
+                file.close()
+                throw error
+            }
+            others[name] = served
+            if !exists { onCreate(name, path) }
+            return served
+        }
+    }
+
+    /// Every bucket served: the first, then the others by name — those opened so far and those whose files are in
+    /// the directory (a file there that holds another bucket is left out).
+    func all() -> [ServedBucket] {
+        [primary] + files().dropFirst().compactMap { try? bucket(named: $0.name, creating: false) }
+    }
+
+    /// The name and file of every bucket served, as `all()` lists them, without opening any: what an export
+    /// carries once the server has stopped. A file of the directory may still hold another bucket than its name
+    /// says (the first bucket's own file, a copy): whoever opens it checks.
+    public func files() -> [(name: String, path: String)] {
+        var names: Set<String> = lock.withLock { Set(others.keys) }
+        if let entries = try? FileManager.default.contentsOfDirectory(atPath: directory) {
+            for entry in entries where entry.hasSuffix(".bucket") {
+                let name = String(entry.dropLast(".bucket".count))
+                guard name != primary.name, BucketNames.problem(with: name) == nil,
+                    !RegularFile.isSameFile(Self.path(of: name, in: directory), primary.path)
+                else { continue }
+                names.insert(name)
+            }
+        }
+        // Bucket names are ASCII (`BucketNames`): their order as strings is their order as bytes.
+        return [(primary.name, primary.path)] + names.sorted().map { ($0, Self.path(of: $0, in: directory)) }
+    }
+
+    /// Puts `rules` in force for `bucket`, which is opened (made when there is none: the project names it), or with
+    /// nil for every bucket, now and as each opens, as the emulator's single ruleset is. Checked first: rules with
+    /// an error change nothing.
+    func setRules(_ rules: ProjectRules, for bucket: String?) async throws {
+        try RulesEngine.check(rules.source, origin: rules.origin)
+        if let bucket { _ = try self.bucket(named: bucket, creating: true) }
+        let targets: [ServedBucket] = lock.withLock {
+            if let bucket { rulesByBucket[bucket] = rules } else { (rulesByBucket, rulesForAny) = ([:], rules) }
+            return ([primary] + others.values).filter { served in bucket.map { served.name == $0 } ?? true }
+        }
+        for served in targets { try await served.loadRules(source: rules.source, origin: rules.origin) }
+    }
+
+    func close() {
+        let open: [ServedBucket] = lock.withLock {
+            closed = true
+            return Array(others.values)
+        }
+        for served in open { served.close() }
+        primary.close()
+    }
+
+    var committedChanges: Int { ([primary] + lock.withLock { Array(others.values) }).reduce(0) { $0 + $1.committedChanges } }
+    var commits: Int { ([primary] + lock.withLock { Array(others.values) }).reduce(0) { $0 + $1.commits } }
+}
+
+/// Cloud Storage's bucket names: 3 to 63 characters (222 with dots, 63 between them) of lowercase letters, digits,
+/// `-`, `_` and `.`, starting and ending with a letter or digit. A name is also a file name here, so this is what
+/// keeps a request's bucket inside the directory of bucket files.
+enum BucketNames {
+    static func problem(with name: String) -> String? {
+        let bytes = Array(name.utf8)
+        let allowed = bytes.allSatisfy { byte in
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+                || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".")
+        }
+        guard allowed else { return "a bucket name has lowercase letters, digits, '-', '_' and '.' only." }
+        let limit = bytes.contains(UInt8(ascii: ".")) ? 222 : 63
+        guard (3...limit).contains(bytes.count) else { return "a bucket name is 3 to \(limit) characters long." }
+        let alphanumeric: (UInt8) -> Bool = { byte in
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+        }
+        guard alphanumeric(bytes.first!), alphanumeric(bytes.last!) else { return "a bucket name starts and ends with a letter or a digit." }
+        if bytes.split(separator: UInt8(ascii: ".")).contains(where: { $0.count > 63 || $0.isEmpty }) || name.contains("..") {
+            return "each dot-separated part of a bucket name is 1 to 63 characters long."
+        }
+        return nil
+    }
+}
+

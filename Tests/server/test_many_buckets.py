@@ -1,0 +1,223 @@
+"""Rule V6: one `storesh serve` serves every bucket a client names, each from a bucket file of its own (NAME.bucket
+in the --buckets directory, by default the served file's), made on the first write as the Firebase emulator makes a
+bucket on its first upload; firebase.json's `storage` list gives each bucket its rules; the page lists the buckets;
+export and import carry every one. Rule V7's rewrite continuation (`rewriteToken`) and firebase-tools' habits with
+--import and --export-on-exit are here too. Tried with the official Python client, as an app with a second bucket
+uses it."""
+import json
+import os
+import re
+import signal
+
+import pytest
+import requests
+from google.api_core import exceptions
+
+from serving import BUCKET, Server, harness, until
+
+OPEN = "rules_version = '2';\nservice firebase.storage {\n  match /b/{bucket}/o {\n    match /{all=**} { allow read, write: if true; }\n  }\n}\n"
+CLOSED = OPEN.replace("if true", "if false")
+
+
+def checked(home, *files):
+    """`storesh check` says each bucket file is sound."""
+    for file in files:
+        status, out, err = harness.storesh(home, "check", "--bucket", str(file))
+        assert status == 0, (file, out.decode(), err.decode())
+
+
+def client_for(server, monkeypatch):
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", server.url)
+    monkeypatch.setenv("DISABLE_GCS_PYTHON_CLIENT_OTEL_BUCKET_METADATA", "true")
+    from google.auth.credentials import AnonymousCredentials
+    from google.cloud import storage
+    return storage.Client(project="demo-app", credentials=AnonymousCredentials())
+
+
+def test_a_second_and_third_bucket_are_served_from_files_of_their_own(server, client, tmp_path):
+    client.bucket(BUCKET).blob("first.txt").upload_from_string(b"first")
+    client.bucket("other-bucket").blob("a/b.txt").upload_from_string(b"second", content_type="text/plain")
+    third = client.create_bucket("third.example.com")
+    third.blob("c.txt").upload_from_string(b"third")
+    # Each bucket is a file of its own beside the served one, holding its objects only.
+    assert (tmp_path / "other-bucket.bucket").is_file() and (tmp_path / "third.example.com.bucket").is_file()
+    assert [blob.name for blob in client.list_blobs("other-bucket")] == ["a/b.txt"]
+    assert [blob.name for blob in client.list_blobs(BUCKET)] == ["first.txt"]
+    assert client.bucket("other-bucket").blob("a/b.txt").download_as_bytes() == b"second"
+    assert sorted(bucket.name for bucket in client.list_buckets()) == sorted([BUCKET, "other-bucket", "third.example.com"])
+    # A bucket no one wrote to does not exist, and reading it makes no file.
+    with pytest.raises(exceptions.NotFound):
+        client.get_bucket("never-written")
+    with pytest.raises(exceptions.NotFound):
+        list(client.list_blobs("never-written"))
+    assert not (tmp_path / "never-written.bucket").exists()
+    with pytest.raises(exceptions.Conflict):
+        client.create_bucket("other-bucket")
+    # A copy to another bucket, and a delete there.
+    client.bucket(BUCKET).copy_blob(client.bucket(BUCKET).blob("first.txt"), third, "copied.txt")
+    assert third.blob("copied.txt").download_as_bytes() == b"first"
+    third.blob("c.txt").delete()
+    assert [blob.name for blob in client.list_blobs(third)] == ["copied.txt"]
+    # The shell reaches each of them through the same variable the clients read.
+    status, out, err = harness.storesh(tmp_path, "--bucket", "gs://other-bucket", "-c", "ls a/", STORAGE_EMULATOR_HOST=server.url)
+    assert status == 0, err.decode()
+    assert "b.txt" in out.decode()
+    assert server.stop()[0] == 0
+    checked(tmp_path, server.bucket_file, tmp_path / "other-bucket.bucket", tmp_path / "third.example.com.bucket")
+
+
+def test_a_file_named_after_a_bucket_it_does_not_hold_is_not_served_under_that_name(server, client, tmp_path):
+    # A bucket file made as gs://someone, then renamed.
+    status, _, err = harness.storesh(tmp_path, "import", "--bucket", str(tmp_path / "someone.bucket"), "-",
+                                     stdin=json.dumps({"format": "storesh-bucket", "version": 1, "objects": []}).encode())
+    assert status == 0, err.decode()
+    os.rename(tmp_path / "someone.bucket", tmp_path / "impostor.bucket")
+    answer = requests.post(f"{server.url}/upload/storage/v1/b/impostor/o", params={"uploadType": "media", "name": "x"},
+                           data=b"x", timeout=30)
+    assert answer.status_code == 409 and "holds gs://someone" in answer.json()["error"]["message"]
+    assert "impostor" not in [bucket.name for bucket in client.list_buckets()]
+
+
+def test_a_rewrite_of_a_large_object_goes_in_steps_and_lands_whole(server, client, tmp_path):
+    content = os.urandom(40 << 20)
+    source = client.bucket(BUCKET).blob("large.bin")
+    source.upload_from_string(content)
+    destination = client.bucket("archive-bucket").blob("large-copy.bin")
+    token, rewritten, total = destination.rewrite(source)
+    # One call's share is 32 MiB: the first call is not the last, and nothing is visible yet.
+    assert token and rewritten == 32 << 20 and total == len(content)
+    assert not destination.exists()
+    calls = 1
+    while token:
+        token, rewritten, total = destination.rewrite(source, token=token)
+        calls += 1
+    assert calls == 2 and rewritten == total == len(content)
+    assert destination.download_as_bytes() == content
+    # A token is for its own copy only, and a source that changed meanwhile fails the rewrite.
+    small = client.bucket(BUCKET).blob("small.bin")
+    small.upload_from_string(b"s" * 3000)
+    answer = server.request("POST", f"/storage/v1/b/{BUCKET}/o/small.bin/rewriteTo/b/{BUCKET}/o/small-copy.bin",
+                            params={"maxBytesRewrittenPerCall": 1024}, json={})
+    step = answer.json()
+    assert answer.status_code == 200 and step["done"] is False and step["totalBytesRewritten"] == "1024", answer.text
+    wrong = server.request("POST", f"/storage/v1/b/{BUCKET}/o/small.bin/rewriteTo/b/{BUCKET}/o/elsewhere.bin",
+                           params={"rewriteToken": step["rewriteToken"]}, json={})
+    assert wrong.status_code == 400 and "rewriteToken" in wrong.json()["error"]["message"]
+    small.upload_from_string(b"changed")
+    changed = server.request("POST", f"/storage/v1/b/{BUCKET}/o/small.bin/rewriteTo/b/{BUCKET}/o/small-copy.bin",
+                             params={"rewriteToken": step["rewriteToken"], "maxBytesRewrittenPerCall": 1 << 20}, json={})
+    assert changed.status_code in (404, 412), changed.text
+    assert not client.bucket(BUCKET).blob("small-copy.bin").exists()
+    assert server.stop()[0] == 0
+    checked(tmp_path, server.bucket_file, tmp_path / "archive-bucket.bucket")
+
+
+def upload_v0(url, bucket, name, data):
+    return requests.post(f"{url}/v0/b/{bucket}/o", params={"name": name}, data=data, timeout=30,
+                         headers={"Content-Type": "text/plain"})
+
+
+def test_firebase_json_gives_each_bucket_its_rules_and_reloads_them(tmp_path):
+    (tmp_path / "open.rules").write_text(OPEN)
+    (tmp_path / "closed.rules").write_text(CLOSED)
+    (tmp_path / "firebase.json").write_text(json.dumps({"storage": [
+        {"bucket": BUCKET, "rules": "open.rules"},
+        {"bucket": "private-bucket", "rules": "closed.rules"},
+    ]}))
+    server = Server(tmp_path, tmp_path / "served.bucket", config=tmp_path / "firebase.json")
+    try:
+        # A bucket the project names is served from the start, with its rules.
+        assert upload_v0(server.url, BUCKET, "a.txt", b"a").status_code == 200
+        assert upload_v0(server.url, "private-bucket", "a.txt", b"a").status_code == 403
+        # The Firebase emulator lists a bucket no one wrote to as empty.
+        empty = requests.get(f"{server.url}/v0/b/unnamed-bucket/o", params={"prefix": "", "delimiter": "/"}, timeout=30)
+        assert empty.status_code == 200 and empty.json() == {"prefixes": [], "items": []}
+        # A change of one bucket's rules file reaches that bucket only.
+        (tmp_path / "closed.rules").write_text(OPEN)
+        until(lambda: upload_v0(server.url, "private-bucket", "b.txt", b"b").status_code == 200, "private-bucket's rules reloaded")
+        # setRules with a resource each, as @firebase/rules-unit-testing sends them for several buckets.
+        answer = server.request("PUT", "/internal/setRules", json={"rules": {"files": [
+            {"name": "a.rules", "content": CLOSED, "resource": BUCKET},
+            {"name": "b.rules", "content": OPEN, "resource": "private-bucket"},
+        ]}})
+        assert answer.status_code == 200, answer.text
+        assert upload_v0(server.url, BUCKET, "c.txt", b"c").status_code == 403
+        assert upload_v0(server.url, "private-bucket", "c.txt", b"c").status_code == 200
+    finally:
+        status, err = server.stop()
+    assert status == 0, err
+    assert "in force for gs://private-bucket" in err
+    checked(tmp_path, server.bucket_file, tmp_path / "private-bucket.bucket")
+
+
+def test_the_page_lists_the_buckets_and_shows_one_at_a_time(server, client):
+    client.bucket(BUCKET).blob("here.txt").upload_from_string(b"1")
+    client.bucket("second-bucket").blob("folder/there.txt").upload_from_string(b"2")
+    first = server.request("GET", "/")
+    assert first.status_code == 200 and "here.txt" in first.text and "there.txt" not in first.text
+    assert 'href="/?bucket=second-bucket"' in first.text
+    second = server.request("GET", "/", params={"bucket": "second-bucket"})
+    assert second.status_code == 200 and "gs://second-bucket" in second.text
+    # Its links stay in the bucket shown.
+    assert "/?bucket=second-bucket&amp;path=folder%2F" in second.text
+    folder = server.request("GET", "/", params={"bucket": "second-bucket", "path": "folder/"})
+    assert "there.txt" in folder.text
+    assert server.request("GET", "/", params={"bucket": "no-such-bucket"}).status_code == 404
+
+
+def test_export_and_import_carry_every_bucket(tmp_path, monkeypatch):
+    export = tmp_path / "emulator-data"
+    server = Server(tmp_path, tmp_path / "served.bucket", extra=("--export-on-exit", str(export)))
+    client = client_for(server, monkeypatch)
+    client.bucket(BUCKET).blob("one.txt").upload_from_string(b"one")
+    client.bucket("second-bucket").blob("two.txt").upload_from_string(b"two")
+    client.bucket("third-bucket").blob("three/3.txt").upload_from_string(b"three")
+    status, err = server.stop(signal.SIGINT)
+    assert status == 0, err
+    listed = json.loads((export / "storage_export" / "buckets.json").read_text())
+    assert [entry["id"] for entry in listed["buckets"]] == [BUCKET, "second-bucket", "third-bucket"]
+    # Served again from the export alone: each bucket from a file of its own, beside the first.
+    home = tmp_path / "again"
+    home.mkdir()
+    again = Server(home, home / "app.bucket", extra=("--import", str(export)))
+    try:
+        client = client_for(again, monkeypatch)
+        assert client.bucket("second-bucket").blob("two.txt").download_as_bytes() == b"two"
+        assert client.bucket("third-bucket").blob("three/3.txt").download_as_bytes() == b"three"
+        assert client.bucket(BUCKET).blob("one.txt").download_as_bytes() == b"one"
+    finally:
+        status, err = again.stop()
+    assert status == 0, err
+    checked(home, home / "app.bucket", home / "second-bucket.bucket", home / "third-bucket.bucket")
+
+
+def test_import_of_a_directory_not_there_yet_starts_empty_and_a_bare_export_on_exit_writes_it(tmp_path, monkeypatch):
+    """firebase emulators:start --import DIR --export-on-exit: the first run starts empty, the next one imports."""
+    data = tmp_path / "emulator-data"
+    arguments = ("serve", "--bucket", str(tmp_path / "app.bucket"), "--name", BUCKET, "--port", "0", "--no-config",
+                 "--no-log", "--import", str(data), "--export-on-exit")
+    process = harness.start(tmp_path, *arguments)
+    url = re.search(r"at (http://127\.0\.0\.1:\d+)", process.stdout.readline().decode()).group(1)
+    answer = requests.post(f"{url}/upload/storage/v1/b/{BUCKET}/o", params={"uploadType": "media", "name": "kept.txt"},
+                           data=b"kept", timeout=30)
+    assert answer.status_code == 200, answer.text
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == 0, err.decode()
+    assert "does not exist yet" in err.decode() and f"exported 1 object to {data}" in err.decode()
+    assert (data / "firebase-export-metadata.json").is_file()
+    # Again, on a new bucket file: the export is imported.
+    os.remove(tmp_path / "app.bucket")
+    process = harness.start(tmp_path, *arguments)
+    url = re.search(r"at (http://127\.0\.0\.1:\d+)", process.stdout.readline().decode()).group(1)
+    assert requests.get(f"{url}/download/storage/v1/b/{BUCKET}/o/kept.txt", params={"alt": "media"}, timeout=30).content == b"kept"
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == 0, err.decode()
+
+
+def test_a_bare_export_on_exit_needs_an_import_directory(tmp_path):
+    status, _, err = harness.storesh(tmp_path, "serve", "--bucket", str(tmp_path / "app.bucket"), "--no-config",
+                                     "--export-on-exit")
+    assert status == 2 and "--import" in err.decode()
+    assert not (tmp_path / "app.bucket").exists()
