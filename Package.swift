@@ -81,6 +81,9 @@ let package = Package(
                 // The address check before anything is written (StorageServer.checkAddress).
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                // V4 signed URLs' signatures (SHA-256, RSA PKCS #1 v1.5).
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]),
 
         // Real buckets: Google Cloud Storage (and Firebase) over HTTP with AsyncHTTPClient, its credentials, and

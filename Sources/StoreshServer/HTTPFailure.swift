@@ -13,6 +13,8 @@ struct HTTPFailure: Error, Sendable {
     var message: String
     /// Headers the answer must carry (`Allow` of a 405, `Content-Range` of a 416).
     var headers: HTTPFields = [:]
+    /// The body when the XML API answers (a signed URL's refusal), instead of the JSON one.
+    var xml: String?
 
     init(_ status: HTTPResponse.Status, reason: String, _ message: String, headers: HTTPFields = [:]) {
         self.status = status

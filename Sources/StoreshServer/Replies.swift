@@ -56,7 +56,12 @@ enum Reply {
     }
 
     static func failure(_ failure: HTTPFailure, firebase: Bool) -> Answer {
-        json(failure.body(firebase: firebase), status: failure.status, headers: failure.headers)
+        if let xml = failure.xml {
+            var headers = failure.headers
+            headers[.contentType] = "application/xml; charset=UTF-8"
+            return Answer(status: failure.status, headers: headers, body: ByteBuffer(string: xml))
+        }
+        return json(failure.body(firebase: firebase), status: failure.status, headers: failure.headers)
     }
 
     /// An object's content (`alt=media`), whole or the one range asked for, with the headers clients check: the

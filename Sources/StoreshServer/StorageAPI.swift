@@ -53,9 +53,12 @@ final class StorageAPI: Sendable {
 
     /// Where spools make their files: beside the bucket.
     let spoolDirectory: String
+    /// What signed URLs' signatures are checked against, when the server was given a key (`SignedURL`).
+    let signingKey: SignedURLKey?
 
-    init(buckets: ServedBuckets, limits: ServeLimits) {
+    init(buckets: ServedBuckets, limits: ServeLimits, signingKey: SignedURLKey?) {
         self.buckets = buckets
+        self.signingKey = signingKey
         self.limits = limits
         uploads = UploadSessions(maximumSessions: limits.maximumUploadSessions)
         let primary = buckets.primary.path
@@ -72,6 +75,8 @@ final class StorageAPI: Sendable {
                     .notImplemented, reason: "notImplemented",
                     "Transfer-Encoding '\(coding)' is not supported: storesh serve takes bodies as they are or chunked; nothing was done.")
             }
+            // A V4 signed URL is on the XML API's path (/BUCKET/NAME), known by its query.
+            if SignedURL.isSigned(query: request.uri.query) { return try await respondSigned(to: request) }
             guard let found = try Endpoint(path: request.uri.path) else {
                 throw HTTPFailure.notFound("Not Found: storesh serve has no endpoint at \(request.uri.path).")
             }

@@ -28,6 +28,9 @@ public struct ServeConfiguration: Sendable {
     public var idleTimeout: Duration = .seconds(60)
     /// Connections served at once; more wait to be accepted until one closes.
     public var maximumConnections = 1024
+    /// The service account key V4 signed URLs are checked against (`--signing-key`); without one, their form and
+    /// time are checked but not their signature.
+    public var signingKey: SignedURLKey?
 
     public init(
         host: String = "127.0.0.1", port: Int = 9199, limits: ServeLimits = ServeLimits(), readerCount: Int = 4,
@@ -75,7 +78,7 @@ public final class StorageServer: Sendable {
         api = StorageAPI(
             buckets: ServedBuckets(
                 primary: primary, directory: otherBuckets, options: options, readerCount: configuration.readerCount, onCreate: onCreate),
-            limits: configuration.limits)
+            limits: configuration.limits, signingKey: configuration.signingKey)
     }
 
     /// Why the first bucket's stored security rules cannot be used, when they cannot (every v0 request they would

@@ -87,6 +87,12 @@ struct Serve: AsyncParsableCommand {
         "Close a connection that sends nothing for this many seconds (a stalled request, or an idle client).", valueName: "seconds"))
     var idleTimeout = 60
 
+    @Option(
+        help: ArgumentHelp(
+            "A service account's JSON key file: V4 signed URLs (blob.generate_signed_url(version=\"v4\")) must be signed with it. Without one, a signed URL's form and expiry are checked, not its signature.",
+            valueName: "file"))
+    var signingKey: String?
+
     @Flag(inversion: .prefixedNo, help: "Log one line per request on standard error (default: when it is a terminal, unless --quiet).")
     var log: Bool?
 
@@ -172,6 +178,15 @@ struct Serve: AsyncParsableCommand {
             host: host, port: port ?? project?.port ?? 9199, limits: ServeLimits(maximumObjectBytes: Int(maximumObjectBytes)),
             latency: .milliseconds(latency), originPolicy: OriginPolicy(origins: corsOrigins, hosts: allowedHosts))
         configuration.idleTimeout = .seconds(idleTimeout)
+        if let signingKey {
+            do {
+                configuration.signingKey = try SignedURLKey(
+                    serviceAccountFile: signingKey,
+                    contents: try RegularFile.read(signingKey, maximumBytes: RegularFile.maximumDocumentBytes, what: "a service account key"))
+            } catch {
+                throw CommandLineError("--signing-key: \(error.message)")
+            }
+        }
         // Nothing is written (no bucket file made, no import, no rules stored) until the server can listen.
         try await StorageServer.checkAddress(of: configuration)
         let existed = access(location.path, F_OK) == 0
