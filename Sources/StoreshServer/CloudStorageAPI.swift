@@ -464,23 +464,10 @@ extension StorageAPI {
         switch step {
         case .answer(let response): return response
         case .finish(let upload, let spool):
-            do {
-                let content = try spool.content()
-                let object = try await finishUpload(upload, content: content)
-                let resource = ObjectResource.cloudStorage(object, baseURL: exchange.baseURL)
-                try? uploads.withSession(id) { (session: inout UploadSessions.Session) in session.end(.final(status: 200, body: resource)) }
-                return Reply.json(resource)
-            } catch let error as StorageError where error.code == .preconditionFailed || error.code == .nonMatchingChecksum || error.code == .unauthorized {
-                // The upload cannot succeed by sending it again: it ends here.
-                let failure = HTTPFailure(error, bucket: upload.bucket.name, object: upload.name.rawValue, firebase: false)
-                try? uploads.withSession(id) { (session: inout UploadSessions.Session) in
-                    session.end(.final(status: Int(failure.status.code), body: failure.body(firebase: false)))
-                }
-                throw failure
-            } catch {
-                uploads.reopen(id)
-                throw error
-            }
+            let baseURL = exchange.baseURL
+            let answer = try await landUpload(
+                session: id, upload, spool: spool, firebase: false, resource: { ObjectResource.cloudStorage($0, baseURL: baseURL) })
+            return Reply.json(answer.body, status: answer.status)
         }
     }
 

@@ -415,23 +415,8 @@ extension StorageAPI {
         switch step {
         case .answer(let response): return response
         case .finish(let upload, let spool):
-            let answer: (Int, JSONValue)
-            do {
-                let content = try spool.content()
-                answer = (200, ObjectResource.firebase(try await finishUpload(upload, content: content)))
-            } catch let error as StorageError where error.code != .unavailable && error.code != .internalError {
-                let failure = HTTPFailure(error, bucket: upload.bucket.name, object: upload.name.rawValue, firebase: true)
-                answer = (Int(failure.status.code), failure.body(firebase: true))
-            } catch {
-                uploads.reopen(id)  // a busy or failing disk: the client may finalize again
-                throw error
-            }
-            let size = spool.size
-            try? uploads.withSession(id) { (session: inout UploadSessions.Session) in
-                session.end(.final(status: answer.0, body: answer.1))
-                session.declaredSize = size
-            }
-            return Reply.json(answer.1, status: HTTPResponse.Status(code: answer.0), headers: status("final", size))
+            let answer = try await landUpload(session: id, upload, spool: spool, firebase: true, resource: ObjectResource.firebase)
+            return Reply.json(answer.body, status: answer.status, headers: status("final", spool.size))
         }
     }
 

@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 import StoreshCore
+import StoreshWire
 import StoreshLocal
 import StoreshRules
 
@@ -296,6 +297,32 @@ final class StorageAPI: Sendable {
             }
             return try await target.write(from: content, to: name, options: options, precondition: precondition)
         }
+    }
+
+    /// Lands a resumable upload whose last byte has arrived (its session `id` is finishing), on either API, with one
+    /// policy: the object is written and its resource (`resource`) is the session's final answer; a failure that
+    /// sending again cannot mend (a condition, a checksum, the rules, a name or size refused) is its final answer
+    /// too, kept for a client that asks again; a busy or failing disk (or any unforeseen error) puts the session
+    /// back to work, so that the client may finish it again, and is thrown.
+    func landUpload(
+        session id: String, _ upload: UploadRequest, spool: Spool, firebase: Bool, resource: (ObjectMetadata) -> JSONValue
+    ) async throws -> (status: HTTPResponse.Status, body: JSONValue) {
+        let answer: (status: HTTPResponse.Status, body: JSONValue)
+        do {
+            answer = (.ok, resource(try await finishUpload(upload, content: try spool.content())))
+        } catch let error as StorageError where error.code != .unavailable && error.code != .internalError {
+            let failure = HTTPFailure(error, bucket: upload.bucket.name, object: upload.name.rawValue, firebase: firebase)
+            answer = (failure.status, failure.body(firebase: firebase))
+        } catch {
+            uploads.reopen(id)
+            throw error
+        }
+        let size = spool.size
+        try? uploads.withSession(id) { (session: inout UploadSessions.Session) in
+            session.end(.final(status: Int(answer.status.code), body: answer.body))
+            session.declaredSize = size
+        }
+        return answer
     }
 
     /// Decides at an upload's start what its end will be decided on (the service checks a resumable upload's

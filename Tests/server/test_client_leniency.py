@@ -113,3 +113,31 @@ def test_a_resumable_upload_in_chunks_as_the_go_client_sends_them(server):
     assert last.status_code == 200 and "X-Http-Status-Code-Override" not in last.headers
     assert last.json()["size"] == str(len(content))
     assert server.request("GET", f"/storage/v1/b/{BUCKET}/o/big.bin", params={"alt": "media"}).content == content
+
+
+def test_a_resumable_upload_that_fails_for_good_answers_the_same_when_asked_again_on_both_apis(server):
+    """One upload session type, one policy on both APIs: a failure that sending again cannot mend (here a checksum)
+    is the upload's final answer, and a client that asks again (a status query) gets it, not a session to resume."""
+    start = server.request("POST", f"/upload/storage/v1/b/{BUCKET}/o", params={"uploadType": "resumable"},
+                           json={"name": "json-api.bin"})
+    assert start.status_code == 200, start.text
+    location = start.headers["Location"]
+    failed = server.session.put(location, data=b"abc", headers={"Content-Range": "bytes 0-2/3", "X-Goog-Hash": "crc32c=AAAAAA=="},
+                                timeout=30)
+    assert failed.status_code == 400 and "CRC32C" in failed.json()["error"]["message"], failed.text
+    again = server.session.put(location, headers={"Content-Range": "bytes */3"}, timeout=30)
+    assert (again.status_code, again.json()) == (400, failed.json())
+
+    start = server.request("POST", f"/v0/b/{BUCKET}/o", params={"name": "v0-api.bin"},
+                           headers={"X-Goog-Upload-Protocol": "resumable", "X-Goog-Upload-Command": "start",
+                                    "Authorization": "Bearer owner"},
+                           json={"name": "v0-api.bin", "crc32c": "AAAAAA=="})
+    assert start.status_code == 200, start.text
+    url = start.headers["X-Goog-Upload-URL"]
+    failed = server.session.post(url, data=b"abc", headers={"X-Goog-Upload-Command": "upload, finalize", "X-Goog-Upload-Offset": "0"},
+                                 timeout=30)
+    assert failed.status_code == 400 and failed.headers["X-Goog-Upload-Status"] == "final", failed.text
+    again = server.session.post(url, headers={"X-Goog-Upload-Command": "query"}, timeout=30)
+    assert (again.status_code, again.json()) == (400, failed.json())
+    for name in ("json-api.bin", "v0-api.bin"):
+        assert server.request("GET", server.object_path(name)).status_code == 404
