@@ -168,11 +168,13 @@ def test_the_page_lists_the_buckets_and_shows_one_at_a_time(server, client):
 def test_export_and_import_carry_every_bucket(tmp_path, monkeypatch):
     export = tmp_path / "emulator-data"
     server = Server(tmp_path, tmp_path / "served.bucket", extra=("--export-on-exit", str(export)))
-    client = client_for(server, monkeypatch)
-    client.bucket(BUCKET).blob("one.txt").upload_from_string(b"one")
-    client.bucket("second-bucket").blob("two.txt").upload_from_string(b"two")
-    client.bucket("third-bucket").blob("three/3.txt").upload_from_string(b"three")
-    status, err = server.stop(signal.SIGINT)
+    try:
+        client = client_for(server, monkeypatch)
+        client.bucket(BUCKET).blob("one.txt").upload_from_string(b"one")
+        client.bucket("second-bucket").blob("two.txt").upload_from_string(b"two")
+        client.bucket("third-bucket").blob("three/3.txt").upload_from_string(b"three")
+    finally:
+        status, err = server.stop(signal.SIGINT)
     assert status == 0, err
     listed = json.loads((export / "storage_export" / "buckets.json").read_text())
     assert [entry["id"] for entry in listed["buckets"]] == [BUCKET, "second-bucket", "third-bucket"]
@@ -196,24 +198,29 @@ def test_import_of_a_directory_not_there_yet_starts_empty_and_a_bare_export_on_e
     data = tmp_path / "emulator-data"
     arguments = ("serve", "--bucket", str(tmp_path / "app.bucket"), "--name", BUCKET, "--port", "0", "--no-config",
                  "--no-log", "--import", str(data), "--export-on-exit")
-    process = harness.start(tmp_path, *arguments)
-    url = re.search(r"at (http://127\.0\.0\.1:\d+)", process.stdout.readline().decode()).group(1)
-    answer = requests.post(f"{url}/upload/storage/v1/b/{BUCKET}/o", params={"uploadType": "media", "name": "kept.txt"},
-                           data=b"kept", timeout=30)
-    assert answer.status_code == 200, answer.text
-    process.send_signal(signal.SIGINT)
-    _, err = process.communicate(timeout=30)
-    assert process.returncode == 0, err.decode()
-    assert "does not exist yet" in err.decode() and f"exported 1 object to {data}" in err.decode()
+    err = run_once(tmp_path, arguments, lambda url: requests.post(
+        f"{url}/upload/storage/v1/b/{BUCKET}/o", params={"uploadType": "media", "name": "kept.txt"}, data=b"kept", timeout=30))
+    assert "does not exist yet" in err and f"exported 1 object to {data}" in err
     assert (data / "firebase-export-metadata.json").is_file()
     # Again, on a new bucket file: the export is imported.
     os.remove(tmp_path / "app.bucket")
-    process = harness.start(tmp_path, *arguments)
-    url = re.search(r"at (http://127\.0\.0\.1:\d+)", process.stdout.readline().decode()).group(1)
-    assert requests.get(f"{url}/download/storage/v1/b/{BUCKET}/o/kept.txt", params={"alt": "media"}, timeout=30).content == b"kept"
-    process.send_signal(signal.SIGINT)
-    _, err = process.communicate(timeout=30)
+    run_once(tmp_path, arguments, lambda url: requests.get(
+        f"{url}/download/storage/v1/b/{BUCKET}/o/kept.txt", params={"alt": "media"}, timeout=30).content == b"kept")
+
+
+def run_once(home, arguments, use):
+    """Starts storesh with `arguments`, gives `use` its URL (what it returns must be true, or a 200), stops it with
+    Ctrl-C's signal whatever happens, and returns its standard error once it exited with 0."""
+    process = harness.start(home, *arguments)
+    try:
+        url = re.search(r"at (http://127\.0\.0\.1:\d+)", process.stdout.readline().decode()).group(1)
+        result = use(url)
+        assert result is True or getattr(result, "status_code", None) == 200, getattr(result, "text", result)
+    finally:
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=30)
     assert process.returncode == 0, err.decode()
+    return err.decode()
 
 
 def test_a_bare_export_on_exit_needs_an_import_directory(tmp_path):
