@@ -130,7 +130,8 @@ enum Endpoint: Equatable, Sendable {
             return
         }
         var kind = "json"
-        if strip("/upload/storage/v1/b/") {
+        // `/resumable/upload/…` is where the API's discovery document starts resumable uploads (gsutil, apitools).
+        if strip("/upload/storage/v1/b/") || strip("/resumable/upload/storage/v1/b/") {
             kind = "upload"
         } else if strip("/download/storage/v1/b/") {
             kind = "download"
