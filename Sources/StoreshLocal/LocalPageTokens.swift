@@ -46,10 +46,7 @@ struct LocalPageToken: Sendable, Equatable {
         writer.byte(position.lastEntryKind.rawValue)
         writer.string(position.lastEntry)
         let bytes = writer.bytes + Self.check(writer.bytes)
-        return Data(bytes).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        return Base64URL.encoded(Data(bytes))
     }
 
     /// Decodes a token for a listing of `prefix` in `bucket`; anything else is invalid-argument (rule L10).
@@ -71,10 +68,8 @@ struct LocalPageToken: Sendable, Equatable {
     /// invalid-argument.
     init(decoding token: String) throws(StorageError) {
         let malformed = StorageError.malformedPageToken
-        var base64 = token.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         guard !token.contains("+"), !token.contains("/"), !token.contains("=") else { throw malformed }
-        base64 += String(repeating: "=", count: (4 - base64.utf8.count % 4) % 4)
-        guard let data = Data(base64Encoded: base64), data.count > 1 + Self.checkLength else { throw malformed }
+        guard let data = Base64URL.decoded(token), data.count > 1 + Self.checkLength else { throw malformed }
         let bytes = [UInt8](data)
         let body = bytes.dropLast(Self.checkLength)
         guard Array(bytes.suffix(Self.checkLength)) == Self.check(body), body.first == Self.version else {

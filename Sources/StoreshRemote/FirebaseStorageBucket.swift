@@ -20,9 +20,7 @@ struct EndUser: Sendable {
     static func claims(of token: String) -> [String: Any]? {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count >= 2 else { return nil }
-        var payload = parts[1].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while payload.count % 4 != 0 { payload += "=" }
-        guard let data = Data(base64Encoded: payload) else { return nil }
+        guard let data = Base64URL.decoded(parts[1]) else { return nil }
         return (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
     }
 
@@ -40,7 +38,7 @@ struct EndUser: Sendable {
                 value == "true" ? .bool(true) : value == "false" ? .bool(false) : Int64(value).map { .integer($0) } ?? .string(value)
             members.append((key, typed))
         }
-        func encoded(_ value: JSONValue) -> String { ServiceAccountTokens.base64URL(Data(value.serialized.utf8)) }
+        func encoded(_ value: JSONValue) -> String { Base64URL.encoded(Data(value.serialized.utf8)) }
         return encoded(.object([("alg", .string("none")), ("typ", .string("JWT"))])) + "." + encoded(.object(members)) + "."
     }
 }

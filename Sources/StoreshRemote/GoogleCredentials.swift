@@ -177,9 +177,9 @@ struct ServiceAccountTokens: AccessTokenSource {
             ("iss", .string(email)), ("scope", .string(GoogleCredentialSearch.scope)), ("aud", .string(tokenURI)),
             ("iat", .integer(Int64(now))), ("exp", .integer(Int64(now + 3600))),
         ])
-        let signingInput = Self.base64URL(Data(JSONValue.object(header).serialized.utf8)) + "." + Self.base64URL(Data(claims.serialized.utf8))
+        let signingInput = Base64URL.encoded(Data(JSONValue.object(header).serialized.utf8)) + "." + Base64URL.encoded(Data(claims.serialized.utf8))
         let signature = try key.signature(for: Data(signingInput.utf8), padding: .insecurePKCS1v1_5)
-        let assertion = signingInput + "." + Self.base64URL(signature.rawRepresentation)
+        let assertion = signingInput + "." + Base64URL.encoded(signature.rawRepresentation)
         let body = "grant_type=\(NameBytes.percentEncoded("urn:ietf:params:oauth:grant-type:jwt-bearer"))&assertion=\(assertion)"
         let response = try await http.send(
             RemoteRequest(
@@ -187,11 +187,6 @@ struct ServiceAccountTokens: AccessTokenSource {
                 body: Data(body.utf8), repeatable: true)
         ) { nil }
         return try tokenAnswer(response, endpoint: tokenURI, what: "the key of service account \(email)")
-    }
-
-    static func base64URL(_ data: Data) -> String {
-        data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
     }
 }
 

@@ -261,13 +261,8 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
 
     /// The base64 MD5 an ETag is, when it is one (a single-part upload's `"<32 hex digits>"`); else empty.
     static func md5(fromEntityTag entityTag: String) -> String {
-        let digits = Array(entityTag.utf8.filter { $0 != UInt8(ascii: "\"") })
-        guard digits.count == 32 else { return "" }
-        var bytes: [UInt8] = []
-        for index in stride(from: 0, to: 32, by: 2) {
-            guard let byte = UInt8(String(decoding: digits[index..<index + 2], as: UTF8.self), radix: 16) else { return "" }
-            bytes.append(byte)
-        }
+        let digits = String(decoding: entityTag.utf8.filter { $0 != UInt8(ascii: "\"") }, as: UTF8.self)
+        guard digits.utf8.count == 32, let bytes = Hexadecimal.decoded(digits) else { return "" }
         return Data(bytes).base64EncodedString()
     }
 

@@ -41,7 +41,7 @@ public struct SigV4Signer: Sendable {
 
     public static func payloadHash(_ body: Data?) -> String {
         guard let body, !body.isEmpty else { return emptyPayloadHash }
-        return hex(SHA256.hash(data: body))
+        return Hexadecimal.encoded(SHA256.hash(data: body))
     }
 
     /// What signing one request made: the headers to add, and the intermediate texts tests compare with the
@@ -82,14 +82,14 @@ public struct SigV4Signer: Sendable {
         ].joined(separator: "\n")
         let scope = "\(day)/\(region)/\(service)/aws4_request"
         let stringToSign = [
-            "AWS4-HMAC-SHA256", stamp, scope, Self.hex(SHA256.hash(data: Data(canonicalRequest.utf8))),
+            "AWS4-HMAC-SHA256", stamp, scope, Hexadecimal.encoded(SHA256.hash(data: Data(canonicalRequest.utf8))),
         ].joined(separator: "\n")
 
         var key = SymmetricKey(data: Data("AWS4\(credentials.secretAccessKey)".utf8))
         for part in [day, region, service, "aws4_request"] {
             key = SymmetricKey(data: Data(HMAC<SHA256>.authenticationCode(for: Data(part.utf8), using: key)))
         }
-        let signature = Self.hex(HMAC<SHA256>.authenticationCode(for: Data(stringToSign.utf8), using: key))
+        let signature = Hexadecimal.encoded(HMAC<SHA256>.authenticationCode(for: Data(stringToSign.utf8), using: key))
         let authorization =
             "AWS4-HMAC-SHA256 Credential=\(credentials.accessKeyID)/\(scope), SignedHeaders=\(signedHeaders), Signature=\(signature)"
         return Signature(
@@ -123,12 +123,5 @@ public struct SigV4Signer: Sendable {
         func two(_ value: Int?) -> String { String(format: "%02d", value ?? 0) }
         return String(format: "%04d", parts.year ?? 0) + two(parts.month) + two(parts.day) + "T" + two(parts.hour)
             + two(parts.minute) + two(parts.second) + "Z"
-    }
-
-    static func hex(_ digest: some Sequence<UInt8>) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var output: [UInt8] = []
-        for byte in digest { output += [digits[Int(byte >> 4)], digits[Int(byte & 0xF)]] }
-        return String(decoding: output, as: UTF8.self)
     }
 }

@@ -547,7 +547,8 @@ struct RewriteToken {
     /// loops are exercised.
     static let defaultStep: Int64 = 32 << 20
 
-    struct Route: Equatable {
+    /// Compared as bytes, field by field (rule P7), never with `==` on its strings.
+    struct Route {
         var sourceBucket: String
         var source: String
         var destinationBucket: String
@@ -566,9 +567,7 @@ struct RewriteToken {
     /// not this server's, is a 400.
     init(_ text: String, for expected: Route) throws {
         let invalid = HTTPFailure.badRequest("Invalid rewriteToken: it is not one this server gave for this source and destination.")
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        guard let data = Data(base64Encoded: base64),
+        guard let data = Base64URL.decoded(text),
             let fields = (try? JSONSerialization.jsonObject(with: data)) as? [Any], fields.count == 7,
             fields[0] as? String == "storesh-rewrite-1",
             let sourceBucket = fields[1] as? String, let source = fields[2] as? String,
@@ -579,7 +578,8 @@ struct RewriteToken {
         let route = Route(sourceBucket: sourceBucket, source: source, destinationBucket: destinationBucket, destination: destination)
         // Names compared as bytes (rule P7), as everywhere else.
         guard NameBytes.sameBytes(route.source, expected.source), NameBytes.sameBytes(route.destination, expected.destination),
-            route.sourceBucket == expected.sourceBucket, route.destinationBucket == expected.destinationBucket
+            NameBytes.sameBytes(route.sourceBucket, expected.sourceBucket),
+            NameBytes.sameBytes(route.destinationBucket, expected.destinationBucket)
         else { throw invalid }
         self.init(route: expected, generation: generation, bytesRewritten: bytes)
     }
@@ -588,8 +588,6 @@ struct RewriteToken {
         let fields: [Any] = [
             "storesh-rewrite-1", route.sourceBucket, route.source, route.destinationBucket, route.destination, String(generation), String(bytesRewritten),
         ]
-        let data = (try? JSONSerialization.data(withJSONObject: fields)) ?? Data()
-        return data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        return Base64URL.encoded((try? JSONSerialization.data(withJSONObject: fields)) ?? Data())
     }
 }

@@ -32,7 +32,7 @@ enum EmulatorToken {
         }
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3 else { throw refuse("a token has three dot-separated parts (header.payload.signature), this one has \(parts.count)") }
-        guard let data = base64URLDecode(parts[1]) else { throw refuse("its payload is not base64url") }
+        guard let data = Base64URL.decoded(parts[1]) else { throw refuse("its payload is not base64url") }
         guard let payload = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
             throw refuse("its payload is not a JSON object")
         }
@@ -56,12 +56,6 @@ enum EmulatorToken {
             }
         }
         return Identity(uid: uid, claims: claims)
-    }
-
-    static func base64URLDecode(_ text: Substring) -> Data? {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        return Data(base64Encoded: base64)
     }
 }
 

@@ -10,7 +10,7 @@ import StoreshRules
 /// served under the wrong name.
 public final class ServedBuckets: @unchecked Sendable {
     /// Rules that a project file gives a bucket, put in force when the bucket is opened and whenever they change.
-    public struct ProjectRules: Sendable, Equatable {
+    public struct ProjectRules: Sendable {
         public var source: String
         public var origin: String
 
@@ -54,7 +54,8 @@ public final class ServedBuckets: @unchecked Sendable {
     /// The bucket `name`: the first, one already open, or the one in its file. `creating`: a request that writes
     /// makes the bucket when there is none; any other is answered as the service answers a bucket that does not exist.
     func bucket(named name: String, creating: Bool) throws -> ServedBucket {
-        if name == primary.name { return primary }
+        // As bytes: the first bucket's name is whatever --name gave, and is not canonically equal to another.
+        if name.utf8.elementsEqual(primary.name.utf8) { return primary }
         if let open = lock.withLock({ others[name] }) { return open }
         if let problem = BucketNames.problem(with: name) {
             throw HTTPFailure.badRequest("Invalid bucket name '\(name)': \(problem)")

@@ -111,12 +111,13 @@ struct SignedURL {
         if let key {
             let signature = try parameter("X-Goog-Signature")
             let email = scope[0].removingPercentEncoding ?? String(scope[0])
-            guard email == key.email, let bytes = Self.bytes(hex: signature) else {
+            guard email == key.email, let bytes = Hexadecimal.decoded(signature) else {
                 throw Self.refusal(.forbidden, code: "SignatureDoesNotMatch", "The signed URL is not signed by \(key.email), the key storesh serve was given.")
             }
             var canonical = request.method.rawValue + "\n" + request.uri.path + "\n"
             let query: [(name: String, value: String)] = pairs.filter { $0.name != "X-Goog-Signature" }.map { pair in
-                (Self.encoded(pair.name), Self.encoded(pair.value))
+                // RFC 3986's encoding, as V4 canonical queries are written: everything but unreserved characters.
+                (NameBytes.percentEncoded(pair.name), NameBytes.percentEncoded(pair.value))
             }
             let sorted = query.sorted { first, second in first.name == second.name ? first.value < second.value : first.name < second.name }
             canonical += sorted.map { pair in pair.name + "=" + pair.value }.joined(separator: "&") + "\n"
@@ -130,7 +131,7 @@ struct SignedURL {
                 canonical += header + ":" + value.trimmingCharacters(in: .whitespaces) + "\n"
             }
             canonical += "\n" + signedHeaders.sorted().joined(separator: ";") + "\n" + "UNSIGNED-PAYLOAD"
-            let digest = SHA256.hash(data: Data(canonical.utf8)).map { String(format: "%02x", $0) }.joined()
+            let digest = Hexadecimal.encoded(SHA256.hash(data: Data(canonical.utf8)))
             let stringToSign = [Self.algorithm, dateText, scope[1...].joined(separator: "/"), digest].joined(separator: "\n")
             guard key.key.isValidSignature(
                 _RSA.Signing.RSASignature(rawRepresentation: bytes), for: Data(stringToSign.utf8), padding: .insecurePKCS1v1_5)
@@ -147,34 +148,6 @@ struct SignedURL {
         }
         bucket = try PercentEncoding.decode(path[..<slash], plusIsSpace: false, what: "the bucket name")
         name = try PercentEncoding.decode(path[path.index(after: slash)...], plusIsSpace: false, what: "the object name")
-    }
-
-    /// RFC 3986's encoding, as V4 canonical queries are written: everything but unreserved characters.
-    static func encoded(_ text: String) -> String {
-        var result = ""
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
-                result.unicodeScalars.append(Unicode.Scalar(byte))
-            default:
-                result += String(format: "%%%02X", byte)
-            }
-        }
-        return result
-    }
-
-    static func bytes(hex: String) -> Data? {
-        let digits = Array(hex.utf8)
-        guard digits.count % 2 == 0 else { return nil }
-        var data = Data(capacity: digits.count / 2)
-        var index = 0
-        while index < digits.count {
-            guard let byte = UInt8(String(decoding: digits[index..<index + 2], as: UTF8.self), radix: 16) else { return nil }
-            data.append(byte)
-            index += 2
-        }
-        return data
     }
 
     /// A refusal in the XML API's shape (`<Error><Code>…</Code><Message>…</Message></Error>`).
@@ -198,7 +171,6 @@ extension StorageAPI {
             query: QueryParameters(lenient: nil), baseURL: "http://" + (request.head.authority ?? "127.0.0.1"))
         switch request.method {
         case .get, .head:
-            _ = try currentObject(name, generation: nil, in: bucket)
             let (object, content) = try download(name, in: bucket)
             return try Reply.media(object, content: content, request: request.headers)
         case .put:
