@@ -64,7 +64,10 @@ let package = Package(
                 .embedInCode("SampleRules/version1.rules"),
             ]),
         // The command language: lexer, parser, AST with source positions, interpreter over any Bucket.
-        .target(name: "StoreshLanguage", dependencies: ["StoreshCore", "StoreshExecution", "StoreshWire"]),
+        // The storage rules' article (a link into the documentation catalog) is compiled in for `help L3`.
+        .target(
+            name: "StoreshLanguage", dependencies: ["StoreshCore", "StoreshExecution", "StoreshWire"],
+            resources: [.embedInCode("StorageRules.md")]),
         // `storesh serve`: a local bucket behind the Firebase Storage emulator's HTTP API (the Cloud Storage JSON
         // API and the Firebase v0 API), on Hummingbird. The HTTP layer only: storage semantics stay in the core.
         .target(

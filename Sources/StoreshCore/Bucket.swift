@@ -120,70 +120,24 @@ public struct ObjectScanPage: Sendable {
     }
 }
 
-/// A bucket with the semantics of Cloud Storage for Firebase. The local engine implements it, and so
-/// will remote backends; everything above (language, shell) talks to a bucket only through it.
+/// A bucket with the semantics of Cloud Storage for Firebase. The local engine implements it, and so do the
+/// remote backends; everything above (language, shell, server) talks to a bucket only through it.
+///
+/// Nothing here has a default implementation: a backend or a layer around one states every answer, so a method it
+/// forgot is a compile error, never a silent fallback that (say) reads a whole object into memory or passes a
+/// change around a layer's checks. A layer that only passes the bucket's description on declares `BucketLayer`,
+/// which forwards the description and nothing that moves data. Conveniences built on these requirements are in the
+/// extension below; they are derived, never overridden.
 ///
 /// Every method fails with a `StorageError`.
 public protocol Bucket: AnyObject, Sendable {
+    // MARK: What the bucket is
+
     /// The bucket's name, as in `gs://NAME/`.
     var name: String { get }
 
     /// How the bucket's URLs start: `gs` (a local bucket has Firebase's names), `s3` for an S3 bucket.
     var scheme: String { get }
-
-    /// What this bucket can do beyond the operations below; each capability comes with its accessor.
-    var capabilities: BucketCapabilities { get }
-
-    /// One page of the delimiter listing of `reference` (rules L1–L10). With `options.includeMetadata`, the
-    /// page carries each item's metadata, read with the page (one request, as the service's list is).
-    func list(_ reference: StoragePath, options: ListOptions) async throws -> ListPage
-
-    /// The metadata of one object (rule M8: object-not-found when absent).
-    func metadata(of object: ObjectName) async throws -> ObjectMetadata
-
-    /// Applies a partial update (rules M4–M7), if the object satisfies `precondition` (else
-    /// precondition-failed, and nothing changes), so a read-modify-write cannot overwrite a concurrent change.
-    func updateMetadata(of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition)
-        async throws -> UpdateResult
-
-    /// Makes the object's writable metadata `after`'s, if the object is still `before` (its generation and
-    /// metageneration; else precondition-failed): how a planned change is applied (rule X2). A remote bucket does
-    /// it in one request; the default is an update with that precondition.
-    func applyMetadata(of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata) async throws
-        -> ObjectMetadata
-
-    /// Writes content, creating or replacing the object (rule M3), if the object satisfies `precondition`
-    /// (`.doesNotExist` for a create).
-    func write(_ content: Data, to object: ObjectName, options: WriteOptions, precondition: Precondition)
-        async throws -> ObjectMetadata
-
-    /// The object's content.
-    func read(_ object: ObjectName) async throws -> Data
-
-    /// Writes content read from `source` a piece at a time (a large file), as `write` does; a remote bucket never
-    /// holds it whole. The default reads it whole.
-    func write(from source: any ContentSource, to object: ObjectName, options: WriteOptions, precondition: Precondition)
-        async throws -> ObjectMetadata
-
-    /// Writes the object's content into `sink` a piece at a time, and answers its size; a remote bucket never holds
-    /// it whole. The default reads it whole.
-    func read(_ object: ObjectName, into sink: any ContentSink) async throws -> Int64
-
-    /// Deletes the object if it satisfies `precondition`; object-not-found when absent.
-    func delete(_ object: ObjectName, precondition: Precondition) async throws
-
-    /// Objects whose names start with `prefix` (no delimiter), in byte order, strictly after `after`,
-    /// at most `limit` of them. This is what patterns (`**`) and bulk edits walk.
-    func scan(prefix: String, after: String?, limit: Int) async throws -> ObjectScanPage
-
-    /// Ends the use of the bucket: a local one is left as one file, a remote one closes its connections.
-    /// Every way out of a program that opened a bucket closes it; closing twice does nothing.
-    func close()
-
-    /// Refuses metadata this bucket cannot store as it is (S3 keeps custom keys in lower case, in at most 2 KB;
-    /// rule S2), naming the limit, before any request: so a plan fails at the command that made it. The default
-    /// accepts everything.
-    func validateStorable(_ metadata: ObjectMetadata) throws
 
     /// How this bucket writes page tokens (`page token` decodes them for a class).
     var pageTokens: any PageTokenFormat { get }
@@ -195,9 +149,61 @@ public protocol Bucket: AnyObject, Sendable {
     /// preconditions): plans then say that a concurrent change may be overwritten.
     var guardsChanges: Bool { get }
 
-    /// A real bucket that can be used as an end user of the app (rule F1); nil otherwise.
-    var endUserSignIn: (any EndUserSignIn)? { get }
+    /// Refuses metadata this bucket cannot store as it is (S3 keeps custom keys in lower case, in at most 2 KB;
+    /// rule S2), naming the limit, before any request: so a plan fails at the command that made it.
+    func validateStorable(_ metadata: ObjectMetadata) throws
 
+    /// Ends the use of the bucket: a local one is left as one file, a remote one closes its connections.
+    /// Every way out of a program that opened a bucket closes it; closing twice does nothing.
+    func close()
+
+    // MARK: The data path
+
+    /// One page of the delimiter listing of `reference` (rules L1–L10). With `options.includeMetadata`, the
+    /// page carries each item's metadata, read with the page (one request, as the service's list is).
+    func list(_ reference: StoragePath, options: ListOptions) async throws -> ListPage
+
+    /// Objects whose names start with `prefix` (no delimiter), in byte order, strictly after `after`,
+    /// at most `limit` of them. This is what patterns (`**`) and bulk edits walk.
+    func scan(prefix: String, after: String?, limit: Int) async throws -> ObjectScanPage
+
+    /// The metadata of one object (rule M8: object-not-found when absent).
+    func metadata(of object: ObjectName) async throws -> ObjectMetadata
+
+    /// The object's content, whole: for content known to be small (a rules file, a test's object). `get` streams.
+    func read(_ object: ObjectName) async throws -> Data
+
+    /// Writes the object's content into `sink` a piece at a time, and answers its size: no backend holds it whole.
+    func read(_ object: ObjectName, into sink: any ContentSink) async throws -> Int64
+
+    /// Writes content, creating or replacing the object (rule M3), if the object satisfies `precondition`
+    /// (`.doesNotExist` for a create).
+    func write(_ content: Data, to object: ObjectName, options: WriteOptions, precondition: Precondition)
+        async throws -> ObjectMetadata
+
+    /// Writes content read from `source` a piece at a time (a large file), as `write` does; no backend holds it
+    /// whole.
+    func write(from source: any ContentSource, to object: ObjectName, options: WriteOptions, precondition: Precondition)
+        async throws -> ObjectMetadata
+
+    /// Applies a partial update (rules M4–M7), if the object satisfies `precondition` (else
+    /// precondition-failed, and nothing changes), so a read-modify-write cannot overwrite a concurrent change.
+    func updateMetadata(of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition)
+        async throws -> UpdateResult
+
+    /// Makes the object's writable metadata `after`'s, if the object is still `before` (its generation and
+    /// metageneration; else precondition-failed): how a planned change is applied (rule X2). A remote bucket does
+    /// it in one request; a local one as an update with that precondition (`updateByPrecondition`).
+    func applyMetadata(of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata) async throws
+        -> ObjectMetadata
+
+    /// Deletes the object if it satisfies `precondition`; object-not-found when absent.
+    func delete(_ object: ObjectName, precondition: Precondition) async throws
+
+    // MARK: Capabilities, each a protocol of its own that the bucket hands out when it has it
+
+    /// What this bucket can do beyond the operations above; each capability comes with its accessor below.
+    var capabilities: BucketCapabilities { get }
     /// With `.transactions`: the bucket's transactions.
     var transactions: (any TransactionalBucket)? { get }
     /// With `.snapshots`: the bucket's snapshots.
@@ -206,6 +212,8 @@ public protocol Bucket: AnyObject, Sendable {
     var immediateReads: (any ImmediateReads)? { get }
     /// With `.rulesAdministration`: where the bucket keeps its security rules.
     var rulesStore: (any RulesStore)? { get }
+    /// A real bucket that can be used as an end user of the app (rule F1); nil otherwise.
+    var endUserSignIn: (any EndUserSignIn)? { get }
 
     /// This bucket as a transaction, when it is one (a layer around it must stay one). A requirement rather than a
     /// cast: `as? any BucketTransaction` searches the whole binary's conformances the first time for each type,
@@ -213,36 +221,34 @@ public protocol Bucket: AnyObject, Sendable {
     var asTransaction: (any BucketTransaction)? { get }
 }
 
+/// A bucket around another (`inner`) that passes the inner bucket's description on as its own: its name, scheme,
+/// page tokens, access, guards and storable limits. Everything that moves data, the capabilities (each a way to
+/// data) and `close` stay the layer's to state, so that a layer cannot pass a change or a read around itself by
+/// forgetting a method.
+public protocol BucketLayer: Bucket {
+    /// The bucket this one is layered on (for a layer that switches buckets, the one in force now).
+    var inner: any Bucket { get }
+}
+
+extension BucketLayer {
+    public var name: String { inner.name }
+    public var scheme: String { inner.scheme }
+    public var pageTokens: any PageTokenFormat { inner.pageTokens }
+    public var accessDescription: String? { inner.accessDescription }
+    public var guardsChanges: Bool { inner.guardsChanges }
+    public func validateStorable(_ metadata: ObjectMetadata) throws { try inner.validateStorable(metadata) }
+}
+
 extension Bucket {
-    public var asTransaction: (any BucketTransaction)? { nil }
-    public var scheme: String { "gs" }
     /// `gs://NAME`, `s3://NAME`: the bucket in messages.
     public var url: String { "\(scheme)://\(name)" }
-    public func validateStorable(_ metadata: ObjectMetadata) throws {}
-    public var accessDescription: String? { nil }
-    public var guardsChanges: Bool { true }
-    public var endUserSignIn: (any EndUserSignIn)? { nil }
-    public var transactions: (any TransactionalBucket)? { nil }
-    public var snapshotStore: (any SnapshotStore)? { nil }
-    public var immediateReads: (any ImmediateReads)? { nil }
-    public var rulesStore: (any RulesStore)? { nil }
 
-    public func applyMetadata(of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata) async throws
-        -> ObjectMetadata
-    {
-        try await updateMetadata(of: object, MetadataUpdate(from: before, to: after), precondition: .matches(before)).metadata
-    }
-
-    public func write(from source: any ContentSource, to object: ObjectName, options: WriteOptions, precondition: Precondition)
+    /// `applyMetadata` as an update guarded by `before`'s exact state: for a bucket whose update already takes a
+    /// precondition in the same step (a local one, a plan).
+    public func updateByPrecondition(of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata)
         async throws -> ObjectMetadata
     {
-        try await write(try source.readAll(), to: object, options: options, precondition: precondition)
-    }
-
-    public func read(_ object: ObjectName, into sink: any ContentSink) async throws -> Int64 {
-        let content = try await read(object)
-        try sink.write(content)
-        return Int64(content.count)
+        try await updateMetadata(of: object, MetadataUpdate(from: before, to: after), precondition: .matches(before)).metadata
     }
 
     /// An update as a remote bucket makes it (rules M4–M6): read the object, check `precondition` against it, merge
@@ -386,10 +392,6 @@ public protocol BucketTransaction: Bucket {
     /// transaction goes on with those of earlier steps (a script's `--keep-going`: a bulk edit whose 300th object
     /// fails is undone alone).
     func withSavepoint<Value>(_ body: () async throws -> Value) async throws -> Value
-}
-
-extension BucketTransaction {
-    public var asTransaction: (any BucketTransaction)? { self }
 }
 
 /// Reads that answer at once, without awaiting: what a key press can afford, since Tab is answered inside

@@ -90,6 +90,9 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
     public var accessDescription: String? { inner.accessDescription }
     public var guardsChanges: Bool { inner.guardsChanges }
     public var endUserSignIn: (any EndUserSignIn)? { inner.endUserSignIn }
+    public var transactions: (any TransactionalBucket)? { nil }
+    public var immediateReads: (any ImmediateReads)? { nil }
+    public var asTransaction: (any BucketTransaction)? { self }
     public func close() {}
 
     /// The changes planned so far.
@@ -122,19 +125,46 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
     }
 
     public func read(_ object: ObjectName) async throws -> Data {
-        guard let entry = try store.entry(object.rawValue) else { return try await inner.read(object) }
+        switch try plannedContent(of: object) {
+        case nil: return try await inner.read(object)
+        case .data(let data): return data
+        case .source(let source): return try source.readAll()
+        }
+    }
+
+    /// Streamed: the real object's from the bucket, a planned file's from the file, a piece at a time.
+    public func read(_ object: ObjectName, into sink: any ContentSink) async throws -> Int64 {
+        switch try plannedContent(of: object) {
+        case nil: return try await inner.read(object, into: sink)
+        case .data(let data):
+            try sink.write(data)
+            return Int64(data.count)
+        case .source(let source):
+            var offset: Int64 = 0
+            while offset < source.size {
+                let piece = try source.read(offset: offset, length: Int(min(Int64(1 << 20), source.size - offset)))
+                guard !piece.isEmpty else { break }
+                try sink.write(piece)
+                offset += Int64(piece.count)
+            }
+            return offset
+        }
+    }
+
+    /// The content a plan gives `object`: nil when it is the real bucket's.
+    private func plannedContent(of object: ObjectName) throws -> PlanStore.PlannedContent? {
+        guard let entry = try store.entry(object.rawValue) else { return nil }
         guard entry.state != nil else { throw StorageError.objectNotFound(object.rawValue) }
         switch entry.content {
-        case .real: return try await inner.read(object)
+        case .real: return nil
         case .unknown:
             throw StorageError.invalidArgument(
                 "The content of \(object.rawValue) is in the snapshot a planned restore brings it back from; a dry run does not read it.")
         case .planned(let change):
-            switch try store.plannedContent(ofChange: change) {
-            case .data(let data): return data
-            case .source(let source): return try source.readAll()
-            case nil: throw StorageError.internalError("The planned content of \(object.rawValue) is missing from the plan.")
+            guard let content = try store.plannedContent(ofChange: change) else {
+                throw StorageError.internalError("The planned content of \(object.rawValue) is missing from the plan.")
             }
+            return content
         }
     }
 
@@ -232,6 +262,13 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
             try store.plan(PlannedChange(object: object.rawValue, before: existing, after: next, step: step), content: entry?.content ?? .real)
         }
         return UpdateResult(metadata: next, previous: existing, changed: changed)
+    }
+
+    /// Planned as the update it is, guarded by `before` (rule X2).
+    public func applyMetadata(of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata) async throws
+        -> ObjectMetadata
+    {
+        try await updateByPrecondition(of: object, from: before, to: after)
     }
 
     public func write(_ content: Data, to object: ObjectName, options: WriteOptions, precondition: Precondition) async throws

@@ -156,6 +156,7 @@ public enum CommandCatalog {
     /// What `help TOPIC` prints: a topic (`scripts`), or the help of each command it names; nil for neither.
     public static func helpText(for topic: String) -> String? {
         if let about = topics[topic] { return about }
+        if let rules = StorageRuleBook.helpText(for: topic) { return rules }
         let helps = helps(for: topic)
         return helps.isEmpty ? nil : helps.map(text(for:)).joined(separator: "\n\n")
     }
@@ -205,6 +206,7 @@ public enum CommandCatalog {
             lines.append("  " + group.rawValue.padding(toLength: 11, withPad: " ", startingAt: 0) + words.joined(separator: ", "))
         }
         lines.append("A Firebase SDK call leads to its command: help listAll, help updateMetadata.")
+        lines.append("A storage rule that a message names: help L3; a family of rules: help L.")
         lines.append("One command per line, or several separated by ;. Quote with '…' or \"…\".")
         lines.append("# starts a comment; a line ending in \\ continues. Tab completes as you type.")
         return lines.joined(separator: "\n")

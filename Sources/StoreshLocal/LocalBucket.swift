@@ -550,7 +550,14 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     public var snapshotStore: (any SnapshotStore)? { self }
     public var immediateReads: (any ImmediateReads)? { self }
     public var rulesStore: (any RulesStore)? { self }
+    public var endUserSignIn: (any EndUserSignIn)? { nil }
+    public var asTransaction: (any BucketTransaction)? { nil }
     public var pageTokens: any PageTokenFormat { LocalPageTokens() }
+    public var scheme: String { "gs" }
+    public var accessDescription: String? { nil }
+    public var guardsChanges: Bool { true }
+    /// A bucket file stores any metadata Cloud Storage accepts; its limits are checked as it is written.
+    public func validateStorable(_ metadata: ObjectMetadata) throws {}
 
     public func list(_ reference: StoragePath, options: ListOptions) async throws -> ListPage {
         try listPage(reference, options: options)
@@ -733,6 +740,23 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
             }
             return try content(of: row.version)
         }
+    }
+
+    /// Streamed from the content's row a piece at a time (`currentObject(_:contentPieces:)`), its MD5 checked as it
+    /// passes: a get of any size reads through bounded memory.
+    public func read(_ object: ObjectName, into sink: any ContentSink) async throws -> Int64 {
+        var size: Int64 = 0
+        _ = try currentObject(object) { piece in
+            try sink.write(piece)
+            size += Int64(piece.count)
+        }
+        return size
+    }
+
+    public func applyMetadata(of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata) async throws
+        -> ObjectMetadata
+    {
+        try await updateByPrecondition(of: object, from: before, to: after)
     }
 
     public func delete(_ object: ObjectName, precondition: Precondition) async throws {

@@ -4,19 +4,21 @@ import StoreshCore
 /// One transaction on a local bucket: the value `LocalBucket.withTransaction` hands its work. Everything runs
 /// on the transaction's own engine (a `LocalBucket` in an explicit SQLite transaction on a connection of its
 /// own), so nothing else that uses the bucket meanwhile is inside it.
-final class LocalTransaction: BucketTransaction, @unchecked Sendable {
+final class LocalTransaction: BucketTransaction, BucketLayer, @unchecked Sendable {
     let engine: LocalBucket
 
     init(engine: LocalBucket) {
         self.engine = engine
     }
 
-    var name: String { engine.name }
-    var pageTokens: any PageTokenFormat { LocalPageTokens() }
+    var inner: any Bucket { engine }
     var capabilities: BucketCapabilities { engine.capabilities.subtracting(.transactions) }
+    var transactions: (any TransactionalBucket)? { nil }
     var snapshotStore: (any SnapshotStore)? { engine }
     var immediateReads: (any ImmediateReads)? { engine }
     var rulesStore: (any RulesStore)? { engine }
+    var endUserSignIn: (any EndUserSignIn)? { nil }
+    var asTransaction: (any BucketTransaction)? { self }
 
     func withSavepoint<Value>(_ body: () async throws -> Value) async throws -> Value {
         try await engine.beginCommand()
@@ -58,6 +60,16 @@ final class LocalTransaction: BucketTransaction, @unchecked Sendable {
 
     func read(_ object: ObjectName) async throws -> Data {
         try await engine.read(object)
+    }
+
+    func read(_ object: ObjectName, into sink: any ContentSink) async throws -> Int64 {
+        try await engine.read(object, into: sink)
+    }
+
+    func applyMetadata(of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata) async throws
+        -> ObjectMetadata
+    {
+        try await engine.applyMetadata(of: object, from: before, to: after)
     }
 
     func delete(_ object: ObjectName, precondition: Precondition) async throws {

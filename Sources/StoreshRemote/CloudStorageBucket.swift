@@ -100,6 +100,16 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
     var firebaseBaseURL: String { endpoint.isEmulator ? endpoint.baseURL : FirebaseWire.baseURL }
 
     public var capabilities: BucketCapabilities { [] }
+    public var scheme: String { "gs" }
+    public var guardsChanges: Bool { true }
+    /// Cloud Storage stores whatever metadata its JSON API accepts: nothing to refuse beforehand.
+    public func validateStorable(_ metadata: ObjectMetadata) throws {}
+    public var transactions: (any TransactionalBucket)? { nil }
+    public var snapshotStore: (any SnapshotStore)? { nil }
+    public var immediateReads: (any ImmediateReads)? { nil }
+    public var rulesStore: (any RulesStore)? { nil }
+    public var endUserSignIn: (any EndUserSignIn)? { nil }
+    public var asTransaction: (any BucketTransaction)? { nil }
     public var pageTokens: any PageTokenFormat { Self.tokens }
 
     public var accessDescription: String? {

@@ -6,7 +6,7 @@ import StoreshCore
 /// project's security rules decide (`FirebaseStorageBucket`, rule F1); `logout` goes back. Each mode is a bucket
 /// of its own; this one forwards every request to the one in force, and keeps Tab completion's short-lived reads,
 /// forgotten at every change and every sign-in.
-public final class FirebaseProjectBucket: Bucket, EndUserSignIn, @unchecked Sendable {
+public final class FirebaseProjectBucket: BucketLayer, EndUserSignIn, @unchecked Sendable {
     /// The bucket through the JSON API, with the credentials found (rule G2).
     public let administrator: CloudStorageBucket
     private var signedIn: FirebaseStorageBucket?
@@ -22,15 +22,16 @@ public final class FirebaseProjectBucket: Bucket, EndUserSignIn, @unchecked Send
 
     /// The bucket requests go to now.
     var current: any Bucket { lock.withLock { signedIn } ?? administrator }
+    public var inner: any Bucket { current }
 
-    public var name: String { administrator.name }
     public var capabilities: BucketCapabilities { [.immediateReads] }
-    public var pageTokens: any PageTokenFormat { current.pageTokens }
-    public var accessDescription: String? { current.accessDescription }
-    public var guardsChanges: Bool { current.guardsChanges }
     public var endUserSignIn: (any EndUserSignIn)? { self }
     public var immediateReads: (any ImmediateReads)? { completions }
-    public func validateStorable(_ metadata: ObjectMetadata) throws { try current.validateStorable(metadata) }
+    public var transactions: (any TransactionalBucket)? { nil }
+    public var snapshotStore: (any SnapshotStore)? { nil }
+    public var rulesStore: (any RulesStore)? { nil }
+    public var asTransaction: (any BucketTransaction)? { nil }
+    /// The signed-in mode shares the administrator's connections: closed with it.
     public func close() { administrator.close() }
 
     /// Checks that the bucket is there and the credentials work (rule B2).

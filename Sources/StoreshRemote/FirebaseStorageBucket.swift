@@ -69,6 +69,16 @@ final class FirebaseStorageBucket: Bucket, Sendable {
     var capabilities: BucketCapabilities { [] }
     var pageTokens: any PageTokenFormat { CloudStorageBucket.tokens }
     var guardsChanges: Bool { false }
+    var scheme: String { "gs" }
+    /// What the v0 API accepts is the JSON API's: nothing to refuse beforehand.
+    func validateStorable(_ metadata: ObjectMetadata) throws {}
+    var transactions: (any TransactionalBucket)? { nil }
+    var snapshotStore: (any SnapshotStore)? { nil }
+    var immediateReads: (any ImmediateReads)? { nil }
+    var rulesStore: (any RulesStore)? { nil }
+    /// This bucket is the signed-in mode of a `FirebaseProjectBucket`, which signs in and out.
+    var endUserSignIn: (any EndUserSignIn)? { nil }
+    var asTransaction: (any BucketTransaction)? { nil }
     var accessDescription: String? {
         "gs://\(bucket) through the Firebase Storage API v0 at \(baseURL), as \(user.description): the project's security rules decide, and changes carry no preconditions (the v0 API has none)"
     }
@@ -77,17 +87,26 @@ final class FirebaseStorageBucket: Bucket, Sendable {
     func close() {}
 
     /// Sends a request of the v0 API as `FirebaseWire` builds it (and `explain` shows it), as `user`.
-    private func send(_ wire: WireRequest, headers: [(String, String)] = [], object: String?) async throws -> RemoteResponse {
-        let method = HTTPMethod(rawValue: wire.method)
+    private func send(
+        _ wire: WireRequest, headers: [(String, String)] = [], object: String?, into sink: (any ContentSink)? = nil
+    ) async throws -> RemoteResponse {
+        try await send(wire.method, url: baseURL + wire.target, headers: headers, body: wire.body, object: object, into: sink)
+    }
+
+    /// Sends a request to `url` (an upload session's, which the service names whole) as `user`.
+    private func send(
+        _ methodName: String, url: String, headers: [(String, String)], body: Data?, object: String?,
+        into sink: (any ContentSink)? = nil
+    ) async throws -> RemoteResponse {
+        let method = HTTPMethod(rawValue: methodName)
         // No preconditions: only reads are repeated.
-        let request = RemoteRequest(
-            method: method, url: baseURL + wire.target, headers: headers, body: wire.body, repeatable: method == .GET)
+        let request = RemoteRequest(method: method, url: url, headers: headers, body: body, repeatable: method == .GET)
         let token = user.idToken
-        let response = try await http.send(request) { "Firebase \(token)" }
+        let response = try await http.send(request, into: sink) { "Firebase \(token)" }
         // The service's rules decided this request (rule F1): kept for `rules why`, with the decision when it says it.
         answers.keep(
             ServiceAnswer(
-                request: "\(wire.method) gs://\(bucket)/\(object ?? "")", status: response.status,
+                request: "\(methodName) gs://\(bucket)/\(object ?? "")", status: response.status,
                 decision: response.header(ServiceAnswer.decisionHeader).map(ServiceAnswer.decision(fromHeader:))))
         guard (200..<300).contains(response.status) else { throw failure(response, object: object) }
         return response
@@ -162,6 +181,12 @@ final class FirebaseStorageBucket: Bucket, Sendable {
         try await send(FirebaseWire.download(bucket: bucket, object: object.rawValue), object: object.rawValue).body
     }
 
+    func read(_ object: ObjectName, into sink: any ContentSink) async throws -> Int64 {
+        let counter = CountingSink(sink)
+        _ = try await send(FirebaseWire.download(bucket: bucket, object: object.rawValue), object: object.rawValue, into: counter)
+        return counter.count
+    }
+
     /// Every object under `prefix` after `after`, walked whole at once (the v0 API has no flat listing to resume):
     /// one page.
     func scan(prefix: String, after: String?, limit: Int) async throws -> ObjectScanPage {
@@ -192,12 +217,7 @@ final class FirebaseStorageBucket: Bucket, Sendable {
     func write(_ content: Data, to object: ObjectName, options: WriteOptions, precondition: Precondition) async throws -> ObjectMetadata {
         let name = object.rawValue
         let (resource, contentType) = try CloudStorageBucket.uploadResource(object, options)
-        if precondition != .none {
-            let current = try? await metadata(ofName: name)
-            guard precondition.isSatisfied(by: current) else {
-                throw StorageError.preconditionFailed(name, precondition, actual: current)
-            }
-        }
+        try await require(precondition, name)
         let upload = CloudStorageJSON.multipartUpload(resource: resource, contentType: contentType, content: content)
         var request = FirebaseWire.upload(bucket: bucket, object: name)
         request.body = upload.body
@@ -206,12 +226,73 @@ final class FirebaseStorageBucket: Bucket, Sendable {
         return try metadata(response.body)
     }
 
+    /// Content up to this size goes in one multipart upload; larger content in a resumable upload of pieces this
+    /// size (a multiple of the service's 256 KiB granularity), so that it is never in memory whole.
+    static let uploadPieceBytes = 8 << 20
+
+    /// A large file as the SDKs upload one (`putFile`): a resumable session (`X-Goog-Upload-Command: start`), then
+    /// its pieces, the last one finalizing. A piece whose answer is lost is not sent again blindly: the session is
+    /// asked how much it holds (`query`) and the upload goes on from there.
+    func write(from source: any ContentSource, to object: ObjectName, options: WriteOptions, precondition: Precondition)
+        async throws -> ObjectMetadata
+    {
+        guard source.size > Int64(Self.uploadPieceBytes) else {
+            return try await write(try source.readAll(), to: object, options: options, precondition: precondition)
+        }
+        let name = object.rawValue
+        let (resource, contentType) = try CloudStorageBucket.uploadResource(object, options)
+        try await require(precondition, name)
+        let size = source.size
+        let session = try await send(
+            FirebaseWire.resumableStart(bucket: bucket, object: name, resource: Data(resource.serialized.utf8)),
+            headers: [
+                ("Content-Type", "application/json"), ("X-Goog-Upload-Protocol", "resumable"), ("X-Goog-Upload-Command", "start"),
+                ("X-Goog-Upload-Header-Content-Length", String(size)), ("X-Goog-Upload-Header-Content-Type", contentType),
+            ], object: name)
+        guard let uploadURL = session.header("X-Goog-Upload-URL") else {
+            throw StorageError.internalError("The service opened no upload session for \(name) (no X-Goog-Upload-URL header).")
+        }
+        var offset: Int64 = 0
+        var rounds = 0
+        while true {
+            rounds += 1
+            guard rounds <= 4 * (Int(size) / Self.uploadPieceBytes + 2) else {
+                throw StorageError(.unavailable, "The upload of \(name) made no progress; nothing was written.")
+            }
+            let length = Int(min(Int64(Self.uploadPieceBytes), size - offset))
+            let last = offset + Int64(length) == size
+            let response: RemoteResponse
+            do {
+                response = try await send(
+                    "POST", url: uploadURL,
+                    headers: [("X-Goog-Upload-Command", last ? "upload, finalize" : "upload"), ("X-Goog-Upload-Offset", String(offset))],
+                    body: try source.read(offset: offset, length: length), object: name)
+            } catch let error as StorageError where error.code == .unavailable {
+                let status = try await send(
+                    "POST", url: uploadURL, headers: [("X-Goog-Upload-Command", "query")], body: nil, object: name)
+                if status.header("X-Goog-Upload-Status") == "final" { return try await metadata(ofName: name) }
+                guard let received = status.header("X-Goog-Upload-Size-Received").flatMap(Int64.init), received <= size else {
+                    throw error
+                }
+                offset = received
+                continue
+            }
+            if last { return try metadata(response.body) }
+            offset += Int64(length)
+        }
+    }
+
+    /// The v0 API has no preconditions: the object is read just before the change, which narrows the window for a
+    /// concurrent change but cannot close it.
+    private func require(_ precondition: Precondition, _ name: String) async throws {
+        guard precondition != .none else { return }
+        let current = try? await metadata(ofName: name)
+        guard precondition.isSatisfied(by: current) else { throw StorageError.preconditionFailed(name, precondition, actual: current) }
+    }
+
     func delete(_ object: ObjectName, precondition: Precondition) async throws {
         let name = object.rawValue
-        if precondition != .none {
-            let current = try? await metadata(ofName: name)
-            guard precondition.isSatisfied(by: current) else { throw StorageError.preconditionFailed(name, precondition, actual: current) }
-        }
+        try await require(precondition, name)
         _ = try await send(FirebaseWire.delete(bucket: bucket, object: name), object: name)
     }
 }

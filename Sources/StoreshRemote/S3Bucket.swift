@@ -62,6 +62,12 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
     public var pageTokens: any PageTokenFormat { Self.tokens }
     public var capabilities: BucketCapabilities { [.immediateReads] }
     public var immediateReads: (any ImmediateReads)? { completions }
+    public var guardsChanges: Bool { true }
+    public var transactions: (any TransactionalBucket)? { nil }
+    public var snapshotStore: (any SnapshotStore)? { nil }
+    public var rulesStore: (any RulesStore)? { nil }
+    public var endUserSignIn: (any EndUserSignIn)? { nil }
+    public var asTransaction: (any BucketTransaction)? { nil }
 
     public var accessDescription: String? {
         "s3://\(name) at \(configuration.endpoint) (\(configuration.endpointSource)), region \(configuration.region), with the key "

@@ -11,7 +11,7 @@ import StoreshCore
 /// read again: a change that names the state the scan saw is decided on it.
 ///
 /// Snapshots and rules administration pass through undecided: rules do not apply to them.
-class RulesLayer: Bucket, TransactionalBucket, @unchecked Sendable {
+class RulesLayer: BucketLayer, TransactionalBucket, @unchecked Sendable {
     let inner: any Bucket
     let session: RulesSession
     private let lock = NSLock()
@@ -23,17 +23,13 @@ class RulesLayer: Bucket, TransactionalBucket, @unchecked Sendable {
         self.session = session
     }
 
-    var name: String { inner.name }
-    var scheme: String { inner.scheme }
-    var pageTokens: any PageTokenFormat { inner.pageTokens }
-    func validateStorable(_ metadata: ObjectMetadata) throws { try inner.validateStorable(metadata) }
     var capabilities: BucketCapabilities { inner.capabilities }
     var transactions: (any TransactionalBucket)? { inner.transactions == nil ? nil : self }
     var snapshotStore: (any SnapshotStore)? { inner.snapshotStore }
     var rulesStore: (any RulesStore)? { inner.rulesStore }
-    var accessDescription: String? { inner.accessDescription }
-    var guardsChanges: Bool { inner.guardsChanges }
     var endUserSignIn: (any EndUserSignIn)? { inner.endUserSignIn }
+    /// Overridden by the layer around a transaction, which is one.
+    var asTransaction: (any BucketTransaction)? { nil }
     var immediateReads: (any ImmediateReads)? {
         inner.immediateReads.map { GuardedImmediateReads(inner: $0, session: session) }
     }
@@ -81,25 +77,22 @@ class RulesLayer: Bucket, TransactionalBucket, @unchecked Sendable {
     }
 
     func read(_ object: ObjectName) async throws -> Data {
-        if !session.isOpen {
-            let existing = try await inner.metadataIfPresent(of: object)
-            try check(.get, object.rawValue, existing: existing)
-            guard existing != nil else { throw StorageError.objectNotFound(object.rawValue) }
-        } else {
-            try check(.get, object.rawValue)
-        }
+        try await decideRead(object)
         return try await inner.read(object)
     }
 
-    /// Streamed, under the open rules (which need no object read first); under other rules, through `read`.
+    /// Streamed: decided as `read` is, then the content goes from the bucket to `sink` a piece at a time.
     func read(_ object: ObjectName, into sink: any ContentSink) async throws -> Int64 {
-        guard session.isOpen else {
-            let content = try await read(object)
-            try sink.write(content)
-            return Int64(content.count)
-        }
-        try check(.get, object.rawValue)
+        try await decideRead(object)
         return try await inner.read(object, into: sink)
+    }
+
+    /// A read is `get` (rule R2), decided on the object as it is when the rules need it.
+    private func decideRead(_ object: ObjectName) async throws {
+        guard !session.isOpen else { return try check(.get, object.rawValue) }
+        let existing = try await inner.metadataIfPresent(of: object)
+        try check(.get, object.rawValue, existing: existing)
+        guard existing != nil else { throw StorageError.objectNotFound(object.rawValue) }
     }
 
     // MARK: Changes
@@ -137,6 +130,13 @@ class RulesLayer: Bucket, TransactionalBucket, @unchecked Sendable {
         try check(.update, object.rawValue, new: next, existing: existing)
         try require(precondition, of: object, existing)
         return try await inner.updateMetadata(of: object, update, precondition: .matches(existing))
+    }
+
+    /// A planned change applied under rules: decided as the update it is, on the object as read here (rule X2).
+    func applyMetadata(of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata) async throws
+        -> ObjectMetadata
+    {
+        try await updateByPrecondition(of: object, from: before, to: after)
     }
 
     func write(_ content: Data, to object: ObjectName, options: WriteOptions, precondition: Precondition) async throws
@@ -201,6 +201,8 @@ final class RulesLayerTransaction: RulesLayer, BucketTransaction, @unchecked Sen
         self.transaction = transaction
         super.init(transaction, session: session)
     }
+
+    override var asTransaction: (any BucketTransaction)? { self }
 
     func withSavepoint<Value>(_ body: () async throws -> Value) async throws -> Value {
         try await transaction.withSavepoint(body)

@@ -47,6 +47,12 @@ public enum FirebaseWire {
         WireRequest(method: "POST", target: objectsPath(bucket) + CloudStorageWire.query([("name", object)]))
     }
 
+    /// `putFile` of a large file: a resumable upload's start, its body the object's resource (the content follows in
+    /// pieces to the upload URL the answer names, `X-Goog-Upload-URL`).
+    public static func resumableStart(bucket: String, object: String, resource: Data) -> WireRequest {
+        WireRequest(method: "POST", target: objectsPath(bucket) + CloudStorageWire.query([("name", object)]), body: resource)
+    }
+
     /// `delete()`.
     public static func delete(bucket: String, object: String) -> WireRequest {
         WireRequest(method: "DELETE", target: objectPath(bucket, object))

@@ -152,11 +152,23 @@ struct CommandTableTests {
     @Test("a command the bucket cannot do is refused before anything runs, at its place")
     func unsupportedIsRefusedFirst() async throws {
         /// A bucket without snapshots or rules administration, as a real bucket is.
-        final class Plain: Bucket, @unchecked Sendable {
-            let inner = MemoryBucket()
-            var name: String { inner.name }
-            var pageTokens: any PageTokenFormat { inner.pageTokens }
+        final class Plain: BucketLayer, @unchecked Sendable {
+            let memory = MemoryBucket()
+            var inner: any Bucket { memory }
             var capabilities: BucketCapabilities { [] }
+            var transactions: (any TransactionalBucket)? { nil }
+            var snapshotStore: (any SnapshotStore)? { nil }
+            var rulesStore: (any RulesStore)? { nil }
+            var immediateReads: (any ImmediateReads)? { nil }
+            var endUserSignIn: (any EndUserSignIn)? { nil }
+            var asTransaction: (any BucketTransaction)? { nil }
+            func read(_ object: ObjectName, into sink: any ContentSink) async throws -> Int64 { try await inner.read(object, into: sink) }
+            func write(from source: any ContentSource, to object: ObjectName, options: WriteOptions, precondition: Precondition) async throws -> ObjectMetadata {
+                try await inner.write(from: source, to: object, options: options, precondition: precondition)
+            }
+            func applyMetadata(of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata) async throws -> ObjectMetadata {
+                try await inner.applyMetadata(of: object, from: before, to: after)
+            }
             func list(_ reference: StoragePath, options: ListOptions) async throws -> ListPage { try await inner.list(reference, options: options) }
             func metadata(of object: ObjectName) async throws -> ObjectMetadata { try await inner.metadata(of: object) }
             func updateMetadata(of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition) async throws -> UpdateResult {
@@ -179,7 +191,7 @@ struct CommandTableTests {
         #expect(status == .usage)
         #expect(output.errors.first?.message == "`snapshot save` needs a bucket with snapshots; gs://memory has none, so nothing ran.")
         #expect(output.errors.first?.location == SourceLocation(line: 3, column: 1))
-        #expect(bucket.inner.changeRequests.isEmpty, "the put before it never ran")
+        #expect(bucket.memory.changeRequests.isEmpty, "the put before it never ran")
     }
 
     @Test("every command of the AST has one declaration, and what changes the bucket says so")

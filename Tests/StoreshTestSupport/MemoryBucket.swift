@@ -51,6 +51,12 @@ public final class MemoryBucket: Bucket, SnapshotStore, RulesStore, @unchecked S
     public var guardsChanges: Bool { guardsChangesDeclared }
     public var snapshotStore: (any SnapshotStore)? { self }
     public var rulesStore: (any RulesStore)? { self }
+    public var transactions: (any TransactionalBucket)? { nil }
+    public var immediateReads: (any ImmediateReads)? { nil }
+    public var endUserSignIn: (any EndUserSignIn)? { nil }
+    public var asTransaction: (any BucketTransaction)? { nil }
+    public var scheme: String { "gs" }
+    public func validateStorable(_ metadata: ObjectMetadata) throws {}
     public func close() {}
 
     public func list(_ reference: StoragePath, options: ListOptions) async throws -> ListPage {
@@ -68,6 +74,24 @@ public final class MemoryBucket: Bucket, SnapshotStore, RulesStore, @unchecked S
     public func read(_ object: ObjectName) async throws -> Data {
         guard let stored = objects[object.rawValue] else { throw StorageError.objectNotFound(object.rawValue) }
         return stored.content
+    }
+
+    public func read(_ object: ObjectName, into sink: any ContentSink) async throws -> Int64 {
+        let content = try await read(object)
+        try sink.write(content)
+        return Int64(content.count)
+    }
+
+    public func write(from source: any ContentSource, to object: ObjectName, options: WriteOptions, precondition: Precondition)
+        async throws -> ObjectMetadata
+    {
+        try await write(try source.readAll(), to: object, options: options, precondition: precondition)
+    }
+
+    public func applyMetadata(of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata) async throws
+        -> ObjectMetadata
+    {
+        try await updateByPrecondition(of: object, from: before, to: after)
     }
 
     public func scan(prefix: String, after: String?, limit: Int) async throws -> ObjectScanPage {

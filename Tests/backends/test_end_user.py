@@ -105,3 +105,22 @@ def test_F1_rules_why_says_what_the_service_decided_not_local_rules(served, serv
     out = out.decode()
     assert f"the service answered GET gs://{BUCKET}/photos/a.jpg with 403: denied get on gs://{BUCKET}/photos/a.jpg" in out, out
     assert "request.auth.uid == 'ada'" in out or "the condition is false" in out, out
+
+
+def test_F1_signed_in_a_large_file_goes_up_in_resumable_pieces_and_comes_down_whole(served, tmp_path):
+    """A file larger than one upload piece (8 MiB) goes through the v0 API's resumable upload, as the SDKs'
+    putFile sends it; get streams it back. The rules decide both: bob may not write."""
+    source = tmp_path / "clip.bin"
+    content = b"".join(n.to_bytes(4, "big") * (1 << 18) for n in range(20))  # 20 MiB, each MiB different
+    source.write_bytes(content)
+    status, out, err = run(tmp_path, served, f"login bob\nput {source} videos/clip.bin")
+    assert status == 1 and "(unauthorized)" in err, err
+    status, out, err = run(tmp_path, served, f"login ada\nput {source} videos/clip.bin\nget videos/clip.bin {tmp_path / 'back.bin'}")
+    assert status == 0, err
+    assert (tmp_path / "back.bin").read_bytes() == content
+    # The pieces, as --trace shows the requests: a start, then three uploads, the last one finalizing.
+    status, _, trace = harness.storesh(tmp_path, "--bucket", f"gs://{BUCKET}", "--quiet", "--trace", "-c",
+                                       f"login ada\nput {source} videos/clip2.bin", **served)
+    assert status == 0, trace
+    posts = [line for line in trace.decode().splitlines() if "POST" in line]
+    assert len(posts) == 4, trace.decode()

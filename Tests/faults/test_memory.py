@@ -61,3 +61,35 @@ def test_a_bulk_edit_of_200000_objects_runs_in_bounded_memory(tmp_path):
     assert document["updated"] == [] and len(document["unchanged"]) == OBJECTS
     assert document["unchanged"][0] == "users/u00000/photos/000.jpg"
     assert again < LIMIT_MIB
+
+
+# A 200 MiB object passes through a piece at a time: a whole-object read alone would take 200 MiB.
+LARGE_OBJECT_MIB = 200
+LARGE_OBJECT_LIMIT_MIB = 96
+
+
+def test_a_200_mib_object_goes_in_and_out_of_a_bucket_file_in_bounded_memory(tmp_path):
+    import hashlib
+    source = tmp_path / "large.bin"
+    digest = hashlib.md5()
+    with open(source, "wb") as out:
+        for n in range(LARGE_OBJECT_MIB):
+            piece = (n.to_bytes(4, "big") * (1 << 18))  # 1 MiB, each different
+            digest.update(piece)
+            out.write(piece)
+    bucket = str(tmp_path / "large.bucket")
+
+    status, out, err, put = peak_rss_mib(tmp_path, "--bucket", bucket, "-c", f"put {source} videos/large.bin")
+    assert status == 0, err
+    assert put < LARGE_OBJECT_LIMIT_MIB, f"put of {LARGE_OBJECT_MIB} MiB peaked at {put:.0f} MiB"
+
+    copy = tmp_path / "copy.bin"
+    status, out, err, got = peak_rss_mib(tmp_path, "--bucket", bucket, "-c", f"get videos/large.bin {copy}")
+    assert status == 0, err
+    assert got < LARGE_OBJECT_LIMIT_MIB, f"get of {LARGE_OBJECT_MIB} MiB peaked at {got:.0f} MiB"
+    received = hashlib.md5()
+    with open(copy, "rb") as data:
+        while piece := data.read(1 << 20):
+            received.update(piece)
+    assert copy.stat().st_size == LARGE_OBJECT_MIB << 20
+    assert received.hexdigest() == digest.hexdigest()

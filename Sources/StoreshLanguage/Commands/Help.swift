@@ -1,14 +1,15 @@
 import StoreshCore
 
-/// `help [COMMAND]`: the overview, or a command's usage, details, SDK calls and example; a topic (`scripts`) or an
-/// SDK call's name (`listAll`) leads to its commands.
+/// `help [COMMAND | RULE]`: the overview, or a command's usage, details, SDK calls and example; a topic (`scripts`) or
+/// an SDK call's name (`listAll`) leads to its commands; a storage rule (`L3`) or family (`L`) is printed.
 public struct HelpCommand: LocalCommand, Equatable {
     public var topic: Word?
 
     public init(topic: Word?) { self.topic = topic }
 
     public static let declaration = CommandDeclaration(
-        "help", usage: "help [COMMAND]", summary: "usage and an example for each command", example: "help meta set",
+        "help", usage: "help [COMMAND | RULE]", summary: "usage and an example for each command; a storage rule (help L3)",
+        example: "help meta set",
         completion: .commandNames)
 
     public static let explanation = Explainer.local("storesh itself: no request")
@@ -20,7 +21,7 @@ public struct HelpCommand: LocalCommand, Equatable {
             return
         }
         let text = words.map(\.text).joined(separator: " ")
-        let known = [text, first.text].first { !CommandCatalog.helps(for: $0).isEmpty || CommandCatalog.topics[$0] != nil }
+        let known = [text, first.text].first { CommandCatalog.helpText(for: $0) != nil }
         guard let known else { throw Parser.unknownCommand(Word(text, at: first.location)) }
         topic = Word(known, at: first.location)
     }
