@@ -21,9 +21,19 @@ public enum CompletionKind: Sendable, Equatable {
     case ruleSamples
 }
 
-/// Where `help` lists a command.
+/// Where `help` lists a command: each declaration names its own.
 public enum CommandGroup: String, CaseIterable, Sendable {
     case navigate, metadata, content, rules, snapshots, teaching
+}
+
+/// Where a command's words may be patterns (`*`, `**`, `?`, `[…]`).
+public enum PatternUse: Sendable, Equatable {
+    /// Nowhere: one name (or none).
+    case none
+    /// In its targets (`rm`, `meta set`).
+    case targets
+    /// In its destinations only (`meta copy`'s DEST).
+    case destinations
 }
 
 /// One command of the language, declared once: its words, options, what it may change and need, its help and
@@ -48,20 +58,24 @@ public struct CommandDeclaration: Sendable {
     public var sdk: [String]
     /// Where `help` lists it.
     public var group: CommandGroup
+    /// Where its words may be patterns (what the error for a pattern elsewhere lists).
+    public var patterns: PatternUse
     /// Other names it answers to (`quit` for `exit`).
     public var aliases: [String]
     /// What Tab offers for an option's value (`rules load --sample NAME`).
     public var optionCompletions: [String: CompletionKind]
 
     init(
-        _ name: String, aliases: [String] = [], usage: String, summary: String, details: [String] = [], example: String,
-        options: [String] = [], changesBucket: Bool = false, requires: BucketCapabilities = [],
-        completion: CompletionKind = .nothing, optionCompletions: [String: CompletionKind] = [:], sdk: [String] = []
+        _ name: String, group: CommandGroup, aliases: [String] = [], usage: String, summary: String, details: [String] = [],
+        example: String, options: [String] = [], changesBucket: Bool = false, requires: BucketCapabilities = [],
+        patterns: PatternUse = .none, completion: CompletionKind = .nothing, optionCompletions: [String: CompletionKind] = [:],
+        sdk: [String] = []
     ) {
         self.aliases = aliases
         self.optionCompletions = optionCompletions
         self.sdk = sdk
-        self.group = Self.group(of: name)
+        self.group = group
+        self.patterns = patterns
         self.name = name
         self.usage = usage
         self.summary = summary
@@ -71,18 +85,6 @@ public struct CommandDeclaration: Sendable {
         self.changesBucket = changesBucket
         self.requires = requires
         self.completion = completion
-    }
-
-    /// The group of a command by its words: the first word decides, but for the session's own commands.
-    static func group(of name: String) -> CommandGroup {
-        switch name.split(separator: " ")[0] {
-        case "cd", "pwd", "ls", "page": .navigate
-        case "meta": .metadata
-        case "put", "get", "cat", "rm": .content
-        case "rules", "login", "logout", "whoami": .rules
-        case "snapshot": .snapshots
-        default: .teaching
-        }
     }
 
     /// The first word (`meta` for `meta set`).
@@ -187,6 +189,21 @@ public enum CommandCatalog {
     /// The subcommands of a first word (`get`, `set`, `unset` for `meta`), in the order of the table.
     public static func subcommands(of word: String) -> [String] {
         commands.filter { $0.firstWord == word }.compactMap(\.subcommand)
+    }
+
+    /// The commands whose words may be patterns, for messages: `meta get, …, rm and the DEST of meta copy`.
+    public static let patternCommands: String = {
+        let names = commands.filter { $0.patterns == .targets }.map(\.name)
+            + commands.filter { $0.patterns == .destinations }.map { "the DEST of \($0.name)" }
+        return names.count < 2 ? names.joined() : names.dropLast().joined(separator: ", ") + " and " + names[names.count - 1]
+    }()
+
+    /// The command table of the documentation (`CommandLanguage.md`), made from the declarations: a test checks
+    /// that the article holds exactly this, so a new command cannot be left out.
+    public static var markdownTable: String {
+        (["| command | what it does |", "|---|---|"]
+            + commands.map { "| `\($0.usage.replacingOccurrences(of: "|", with: "\\|"))` | \($0.summary) |" })
+            .joined(separator: "\n")
     }
 
     /// The options of a command (by its words).

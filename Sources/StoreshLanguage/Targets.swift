@@ -191,8 +191,8 @@ extension Session {
             at: word.location)
     }
 
-    /// The commands whose targets may be patterns.
-    static let patternCommands = "meta get, meta set, meta unset, meta rename, rm and the DEST of meta copy"
+    /// The commands whose targets may be patterns, from their declarations.
+    static var patternCommands: String { CommandCatalog.patternCommands }
 
     /// A path for cd and ls, which take no patterns.
     func navigationPath(_ word: Word, command: String) throws -> StoragePath {

@@ -133,11 +133,7 @@ final class FirebaseStorageBucket: Bucket, Sendable {
         } catch let error as StorageError where error.code == .unauthorized {
             throw StorageError.unauthorized(bucket: bucket, path: reference.fullPath)
         }
-        let document = try CloudStorageJSON.object(response.body, what: "a listing")
-        var page = ListPage()
-        page.prefixes = ((document["prefixes"] as? [String]) ?? []).map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
-        page.items = ((document["items"] as? [[String: Any]]) ?? []).compactMap { $0["name"] as? String }
-        page.nextPageToken = (document["nextPageToken"] as? String).flatMap { $0.isEmpty ? nil : $0 }
+        var page = try FirebaseWire.listPage(response.body)
         if options.includeMetadata {
             // The v0 list carries names only: each item's metadata is a request of its own, as in the SDKs.
             var metadata: [ObjectMetadata] = []

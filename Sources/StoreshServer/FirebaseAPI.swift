@@ -173,12 +173,7 @@ extension StorageAPI {
         let options = ListOptions(maxResults: maxResults, pageToken: query["pageToken"].flatMap { $0.isEmpty ? nil : $0 })
         let bucket = exchange.bucket
         let page = try await readable(by: try caller(exchange), in: bucket).list(reference, options: options)
-        var members: [(String, JSONValue)] = [
-            ("prefixes", .array(page.prefixes.map { .string($0 + "/") })),
-            ("items", .array(page.items.map { .object([("name", .string($0)), ("bucket", .string(bucket.name))]) })),
-        ]
-        if let token = page.nextPageToken { members.append(("nextPageToken", .string(token))) }
-        return Reply.json(.object(members))
+        return Reply.json(FirebaseWire.listDocument(page, bucket: bucket.name))
     }
 
     /// Metadata, or content with `alt=media`. A download token of the object lets anyone read its content, as a

@@ -90,7 +90,7 @@ final class StorageAPI: Sendable {
             } catch let failure as HTTPFailure where failure.status == .notFound && found.isFirebase && request.method == .get {
                 // The Firebase emulator lists a bucket no one has written to yet as empty, as an app's second
                 // bucket is before its first upload; its objects are not found.
-                if case .firebaseObjects = found { return Reply.json(.object([("prefixes", .array([])), ("items", .array([]))])) }
+                if case .firebaseObjects = found { return Reply.json(FirebaseWire.listDocument(ListPage(), bucket: found.bucket ?? "")) }
                 throw failure
             }
             var exchange = Exchange(

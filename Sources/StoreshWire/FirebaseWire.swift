@@ -27,6 +27,38 @@ public enum FirebaseWire {
             ]))
     }
 
+    /// A page of the v0 API's listing as the service writes it: `prefixes` with their trailing `/`, `items` as
+    /// `{name, bucket}`, `nextPageToken` only when another page follows. `storesh serve` answers with it.
+    public static func listDocument(_ page: ListPage, bucket: String) -> JSONValue {
+        var members: [(String, JSONValue)] = [
+            ("prefixes", .array(page.prefixes.map { .string($0 + "/") })),
+            ("items", .array(page.items.map { .object([("name", .string($0)), ("bucket", .string(bucket))]) })),
+        ]
+        if let token = page.nextPageToken { members.append(("nextPageToken", .string(token))) }
+        return .object(members)
+    }
+
+    /// A page read back from the document `listDocument` writes (the signed-in client reads the service's so):
+    /// prefixes without their trailing `/`, as rule L4 shows them; an empty token is none.
+    public static func listPage(_ document: Data) throws -> ListPage {
+        struct Document: Decodable {
+            struct Item: Decodable { var name: String }
+            var prefixes: [String]?
+            var items: [Item]?
+            var nextPageToken: String?
+        }
+        let decoded: Document
+        do {
+            decoded = try JSONDecoder().decode(Document.self, from: document)
+        } catch {
+            throw StorageError.internalError("The service answered a listing with a document that is not the v0 API's list (\(error)).")
+        }
+        return ListPage(
+            prefixes: (decoded.prefixes ?? []).map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 },
+            items: (decoded.items ?? []).map(\.name),
+            nextPageToken: decoded.nextPageToken.flatMap { $0.isEmpty ? nil : $0 })
+    }
+
     /// An object's metadata (`getMetadata()`).
     public static func metadata(bucket: String, object: String) -> WireRequest {
         WireRequest(method: "GET", target: objectPath(bucket, object))

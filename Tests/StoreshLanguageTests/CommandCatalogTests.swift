@@ -21,15 +21,21 @@ struct CommandCatalogTests {
         #expect(CommandCatalog.commands.map(\.name) == CommandCatalog.types.map { $0.declaration.name })
     }
 
-    @Test("the README's command table names every command")
-    func readmeTable() throws {
-        let readme = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("README.md")
-        let text = try String(contentsOf: readme, encoding: .utf8)
-        let table = text.components(separatedBy: "### The command language")[1].components(separatedBy: "\n### ")[0]
-        for declaration in CommandCatalog.commands {
-            #expect(table.contains("`\(declaration.name)"), "README's command table lacks \(declaration.name)")
-        }
+    @Test("the documentation's command table is the one the declarations make")
+    func documentationTable() throws {
+        let article = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Sources/storesh/Documentation.docc/CommandLanguage.md")
+        let text = try String(contentsOf: article, encoding: .utf8)
+        let marker = "<!-- The table below is made from the commands' declarations: CommandCatalog.markdownTable. -->\n"
+        let table = text.components(separatedBy: marker).dropFirst().first?.components(separatedBy: "\n\n").first
+        #expect(
+            table == CommandCatalog.markdownTable,
+            "CommandLanguage.md's command table differs from the declarations'; put this one after its marker:\n\(CommandCatalog.markdownTable)")
+    }
+
+    @Test("the commands whose words may be patterns are said from their declarations")
+    func patternCommands() {
+        #expect(CommandCatalog.patternCommands == "meta get, meta set, meta unset, meta rename, rm and the DEST of meta copy")
     }
 
     @Test("help and the fuzzer know every command, from its declaration")
@@ -38,5 +44,18 @@ struct CommandCatalogTests {
             #expect(CommandCatalog.overview.contains(declaration.subcommand ?? declaration.name), "\(declaration.name)")
             #expect(CommandCatalog.helpText(for: declaration.name)?.contains(declaration.usage) == true)
         }
+    }
+}
+
+@Suite("The guide to adding a command")
+struct AddingACommandGuideTests {
+    @Test("the guide shows Cat.swift as it is")
+    func catIsShownAsItIs() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let guide = try String(contentsOf: root.appendingPathComponent("Sources/storesh/Documentation.docc/AddingACommand.md"), encoding: .utf8)
+        let file = try String(contentsOf: root.appendingPathComponent("Sources/StoreshLanguage/Commands/Cat.swift"), encoding: .utf8)
+        let shown = guide.components(separatedBy: "<!-- Cat.swift, shown whole -->\n```swift\n").dropFirst().first?
+            .components(separatedBy: "```\n").first
+        #expect(shown == file, "AddingACommand.md no longer shows Cat.swift as it is")
     }
 }

@@ -14,7 +14,7 @@ public struct LoginCommand: LanguageCommand, Equatable {
     public init(_ credential: Credential) { self.credential = credential }
 
     public static let declaration = CommandDeclaration(
-        "login", usage: "login UID [--claim KEY=VALUE…] | login --id-token TOKEN",
+        "login", group: .rules, usage: "login UID [--claim KEY=VALUE…] | login --id-token TOKEN",
         summary: "make requests as this user (request.auth.uid, request.auth.token.KEY)",
         details: [
             "Claim values true, false and numbers are typed; others are strings.",
@@ -99,7 +99,7 @@ public struct LogoutCommand: LocalCommand, Equatable {
     public init() {}
 
     public static let declaration = CommandDeclaration(
-        "logout", usage: "logout", summary: "make requests signed out (request.auth is null)", example: "logout",
+        "logout", group: .rules, usage: "logout", summary: "make requests signed out (request.auth is null)", example: "logout",
         sdk: ["Auth.auth().signOut()"])
 
     public static let explanation = Explainer.local("sign out: request.auth is null for the rules", swift: "try Auth.auth().signOut()")
@@ -125,7 +125,7 @@ public struct WhoamiCommand: LocalCommand, Equatable {
     public init() {}
 
     public static let declaration = CommandDeclaration(
-        "whoami", usage: "whoami", summary: "who requests are made as", example: "whoami",
+        "whoami", group: .rules, usage: "whoami", summary: "who requests are made as", example: "whoami",
         sdk: ["Auth.auth().currentUser"])
 
     public static let explanation = Explainer.local("who requests are made as: no request", swift: "let user = Auth.auth().currentUser")

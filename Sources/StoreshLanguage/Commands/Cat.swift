@@ -11,7 +11,7 @@ public struct CatCommand: LanguageCommand, Equatable {
     }
 
     public static let declaration = CommandDeclaration(
-        "cat", usage: "cat [--raw] OBJECT", summary: "print an object's content", example: "cat docs/readme.md",
+        "cat", group: .content, usage: "cat [--raw] OBJECT", summary: "print an object's content", example: "cat docs/readme.md",
         options: ["--raw"], completion: .objects,
         sdk: ["data(maxSize:)", "getData"])
 

@@ -8,7 +8,7 @@ public struct CdCommand: LanguageCommand, Equatable {
     public init(path: Word?) { self.path = path }
 
     public static let declaration = CommandDeclaration(
-        "cd", usage: "cd [PATH]", summary: "make PATH the current reference; no PATH: the root",
+        "cd", group: .navigate, usage: "cd [PATH]", summary: "make PATH the current reference; no PATH: the root",
         details: [
             "PATH is relative to the current reference, or absolute when it starts with / or gs://BUCKET/.",
             "`.` is the current reference and `..` its parent; `..` at the root stays at the root. (The SDK",

@@ -8,7 +8,7 @@ public struct DryRunCommand: LanguageCommand, Equatable {
     public init(_ planned: any LanguageCommand) { self.planned = planned }
 
     public static let declaration = CommandDeclaration(
-        "dry-run", usage: "dry-run COMMAND…",
+        "dry-run", group: .teaching, usage: "dry-run COMMAND…",
         summary: "run the line without saving anything, and print what it would change",
         details: [
             "At the prompt, `dry-run` before a line shows its plan (each object, each property old → new)",

@@ -7,7 +7,7 @@ public struct EchoCommand: LocalCommand, Equatable {
     public init(words: [Word]) { self.words = words }
 
     public static let declaration = CommandDeclaration(
-        "echo", usage: "echo WORD…", summary: "print words (for scripts and lessons)", example: "echo 'Listing the root:'")
+        "echo", group: .teaching, usage: "echo WORD…", summary: "print words (for scripts and lessons)", example: "echo 'Listing the root:'")
 
     public static let explanation = Explainer.local("storesh itself: no request")
 

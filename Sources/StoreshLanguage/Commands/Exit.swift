@@ -5,7 +5,7 @@ public struct ExitCommand: LocalCommand, Equatable {
     public init() {}
 
     public static let declaration = CommandDeclaration(
-        "exit", aliases: ["quit"], usage: "exit | quit", summary: "leave the shell (in a script: stop here, keeping the changes)",
+        "exit", group: .teaching, aliases: ["quit"], usage: "exit | quit", summary: "leave the shell (in a script: stop here, keeping the changes)",
         example: "exit")
 
     public static let explanation = Explainer.local("storesh itself: no request")

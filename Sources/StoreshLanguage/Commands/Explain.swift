@@ -13,7 +13,7 @@ public struct ExplainCommand: LanguageCommand, Equatable {
     }
 
     public static let declaration = CommandDeclaration(
-        "explain", usage: "explain COMMAND…",
+        "explain", group: .teaching, usage: "explain COMMAND…",
         summary: "the SDK call, REST requests and rules method of COMMAND; runs nothing",
         details: [
             "For each request: the Swift code of the Firebase SDK for Apple platforms, the Firebase Storage",

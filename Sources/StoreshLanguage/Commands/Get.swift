@@ -13,7 +13,7 @@ public struct GetCommand: LanguageCommand, Equatable {
     }
 
     public static let declaration = CommandDeclaration(
-        "get", usage: "get [--raw] OBJECT [LOCAL_FILE]",
+        "get", group: .content, usage: "get [--raw] OBJECT [LOCAL_FILE]",
         summary: "download an object's content (default: its name, in the working directory)",
         details: ["A LOCAL_FILE that is a directory, or ends in /, gets the object's name in it."],
         example: "get images/forest.jpg /tmp/forest.jpg",

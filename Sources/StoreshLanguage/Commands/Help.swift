@@ -8,7 +8,7 @@ public struct HelpCommand: LocalCommand, Equatable {
     public init(topic: Word?) { self.topic = topic }
 
     public static let declaration = CommandDeclaration(
-        "help", usage: "help [COMMAND | RULE]", summary: "usage and an example for each command; a storage rule (help L3)",
+        "help", group: .teaching, usage: "help [COMMAND | RULE]", summary: "usage and an example for each command; a storage rule (help L3)",
         example: "help meta set",
         completion: .commandNames)
 

@@ -15,7 +15,7 @@ public struct ListCommand: LanguageCommand, Equatable {
     public var maxResults: Int? { maxResultsWord.flatMap { Int($0.text) } }
 
     public static let declaration = CommandDeclaration(
-        "ls", usage: "ls [-n N] [--all] [--token T] [-l] [PATH]",
+        "ls", group: .navigate, usage: "ls [-n N] [--all] [--token T] [-l] [PATH]",
         summary: "list one page of prefixes and items under PATH (default: here)",
         details: [
             "-n N       at most N entries, 1 to 1000 (default 1000); prefixes and items count together",

@@ -10,7 +10,7 @@ public struct MetaCopyCommand: LanguageCommand, Equatable {
     public var filters: [MetadataFilter] = []
 
     public static let declaration = CommandDeclaration(
-        "meta copy", usage: "meta copy SRC [--where F]… [--] DEST…",
+        "meta copy", group: .metadata, usage: "meta copy SRC [--where F]… [--] DEST…",
         summary: "make each DEST's metadata the same as SRC's (properties and custom metadata)",
         details: [
             "contentType, cacheControl, contentDisposition, contentEncoding, contentLanguage and the custom",
@@ -18,7 +18,7 @@ public struct MetaCopyCommand: LanguageCommand, Equatable {
             "tokens are kept. DEST may be a pattern; --where as in meta set. One update per object, with a",
             "precondition: a DEST changed since it was read is refused, not overwritten.",
         ], example: "meta copy images/forest.jpg -- images/mountains/*.jpg",
-        options: ["--where"], changesBucket: true, completion: .objects,
+        options: ["--where"], changesBucket: true, patterns: .destinations, completion: .objects,
         sdk: ["getMetadata()", "updateMetadata(_:)"])
 
     public init(parsing arguments: inout CommandArguments) throws(Diagnostic) {

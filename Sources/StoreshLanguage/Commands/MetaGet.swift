@@ -14,13 +14,13 @@ public struct MetaGetCommand: LanguageCommand, Equatable {
     }
 
     public static let declaration = CommandDeclaration(
-        "meta get", usage: "meta get [--raw] [--where F]… [TARGET…]", summary: "all metadata of each target (default: the current one)",
+        "meta get", group: .metadata, usage: "meta get [--raw] [--where F]… [TARGET…]", summary: "all metadata of each target (default: the current one)",
         details: [
             "--raw takes each TARGET as the exact object name, e.g. meta get --raw wrongPrefix//sadItem.",
             "A TARGET may be a pattern (images/**.jpg); --where keeps the objects whose metadata pass it.",
         ],
         example: "meta get --where 'custom.camera exists' images/**",
-        options: ["--raw", "--where"], completion: .objects,
+        options: ["--raw", "--where"], patterns: .targets, completion: .objects,
         sdk: ["getMetadata()", "StorageMetadata"])
 
     public init(parsing arguments: inout CommandArguments) throws(Diagnostic) {

@@ -9,13 +9,13 @@ public struct MetaRenameCommand: LanguageCommand, Equatable {
     public var filters: [MetadataFilter] = []
 
     public static let declaration = CommandDeclaration(
-        "meta rename", usage: "meta rename custom.OLD custom.NEW [--where F]… [--] [TARGET…]",
+        "meta rename", group: .metadata, usage: "meta rename custom.OLD custom.NEW [--where F]… [--] [TARGET…]",
         summary: "move a custom key to a new name, keeping each object's value",
         details: [
             "Objects without custom.OLD are unchanged; one whose custom.NEW holds another value is an error",
             "(nothing is overwritten). One update per object, with a precondition.",
         ], example: "meta rename custom.reviewr custom.reviewer -- files/**",
-        options: ["--where"], changesBucket: true, completion: .keysThenObjects,
+        options: ["--where"], changesBucket: true, patterns: .targets, completion: .keysThenObjects,
         sdk: ["updateMetadata(_:)"])
 
     public init(parsing arguments: inout CommandArguments) throws(Diagnostic) {

@@ -8,7 +8,7 @@ public struct MetaSetCommand: MetadataUpdateCommand, Equatable {
     public var filters: [MetadataFilter] = []
 
     public static let declaration = CommandDeclaration(
-        "meta set", usage: "meta set KEY=VALUE… [--where F]… [--] [TARGET…]",
+        "meta set", group: .metadata, usage: "meta set KEY=VALUE… [--where F]… [--] [TARGET…]",
         summary: "update writable properties of each target (default: the current one)",
         details: [
             "KEY is contentType, cacheControl, contentDisposition, contentEncoding, contentLanguage,",
@@ -20,7 +20,7 @@ public struct MetaSetCommand: MetadataUpdateCommand, Equatable {
             "--where F keeps the targets whose metadata pass F: KEY=GLOB, KEY!=GLOB, 'KEY exists',",
             "'KEY missing' (KEY a property or custom.NAME; GLOB a shell pattern: image/*). Several: all.",
         ], example: "meta set cacheControl=\"public, max-age=3600\" --where contentType=image/* -- images/**",
-        options: ["--where"], changesBucket: true, completion: .assignmentsThenObjects,
+        options: ["--where"], changesBucket: true, patterns: .targets, completion: .assignmentsThenObjects,
         sdk: ["updateMetadata(_:)", "StorageMetadata", "customMetadata"])
 
     public init(parsing arguments: inout CommandArguments) throws(Diagnostic) {

@@ -9,12 +9,12 @@ public struct MetaUnsetCommand: MetadataUpdateCommand, Equatable {
     public var filters: [MetadataFilter] = []
 
     public static let declaration = CommandDeclaration(
-        "meta unset", usage: "meta unset KEY… [--where F]… [--] [TARGET…]",
+        "meta unset", group: .metadata, usage: "meta unset KEY… [--where F]… [--] [TARGET…]",
         summary: "delete properties of each target; `custom` clears customMetadata",
         details: ["Keys come first; the first word that is not a key, or --, starts the targets. --where as in meta set."],
         example: "meta unset custom.stale contentLanguage -- docs/*",
         options: ["--where"],
-        changesBucket: true, completion: .keysThenObjects,
+        changesBucket: true, patterns: .targets, completion: .keysThenObjects,
         sdk: ["updateMetadata(_:)"])
 
     public init(parsing arguments: inout CommandArguments) throws(Diagnostic) {

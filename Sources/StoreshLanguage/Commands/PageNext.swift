@@ -5,7 +5,7 @@ public struct PageNextCommand: LanguageCommand, Equatable {
     public init() {}
 
     public static let declaration = CommandDeclaration(
-        "page next", usage: "page next", summary: "the next page of the last paginated ls", example: "page next",
+        "page next", group: .navigate, usage: "page next", summary: "the next page of the last paginated ls", example: "page next",
         sdk: ["list(maxResults:pageToken:)", "pageToken"])
 
     public init(parsing arguments: inout CommandArguments) throws(Diagnostic) {

@@ -7,7 +7,7 @@ public struct PageTokenCommand: LocalCommand, Equatable {
     public init(token: Word?) { self.token = token }
 
     public static let declaration = CommandDeclaration(
-        "page token", usage: "page token [TOKEN]",
+        "page token", group: .navigate, usage: "page token [TOKEN]",
         summary: "what a page token holds (default: the last page's)",
         details: [
             "A token holds where the next page starts: the last entry returned (its full name) in its",

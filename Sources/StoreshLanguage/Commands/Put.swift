@@ -23,7 +23,7 @@ public struct PutCommand: LanguageCommand, Equatable {
     }
 
     public static let declaration = CommandDeclaration(
-        "put", usage: "put [--raw] [--content-type T] [--md5 B64] (LOCAL_FILE | --data TEXT) [DEST]",
+        "put", group: .content, usage: "put [--raw] [--content-type T] [--md5 B64] (LOCAL_FILE | --data TEXT) [DEST]",
         summary: "write an object from a local file or from TEXT",
         details: [
             "DEST defaults to the local file's name under the current reference (with --data: the",

@@ -5,7 +5,7 @@ public struct PwdCommand: LocalCommand, Equatable {
     public init() {}
 
     public static let declaration = CommandDeclaration(
-        "pwd", usage: "pwd", summary: "print the current reference as gs://BUCKET/FULLPATH", example: "pwd",
+        "pwd", group: .navigate, usage: "pwd", summary: "print the current reference as gs://BUCKET/FULLPATH", example: "pwd",
         sdk: ["fullPath", "bucket", "name"])
 
     public static let explanation = Explainer.local(

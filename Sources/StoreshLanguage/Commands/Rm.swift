@@ -13,13 +13,13 @@ public struct RmCommand: LanguageCommand, Equatable {
     }
 
     public static let declaration = CommandDeclaration(
-        "rm", usage: "rm [--raw] [--where F]… TARGET…", summary: "delete objects; targets may be patterns",
+        "rm", group: .content, usage: "rm [--raw] [--where F]… TARGET…", summary: "delete objects; targets may be patterns",
         details: [
             "--raw takes each TARGET as an exact object name: no normalising, no patterns.",
             "--where F keeps the targets whose metadata pass F, as in meta set.",
         ],
         example: "rm --where 'custom.draft exists' files/uid/*",
-        options: ["--raw", "--where"], changesBucket: true, completion: .objects,
+        options: ["--raw", "--where"], changesBucket: true, patterns: .targets, completion: .objects,
         sdk: ["delete()"])
 
     public init(parsing arguments: inout CommandArguments) throws(Diagnostic) {

@@ -11,7 +11,7 @@ public struct RulesShowCommand: LocalCommand, Equatable {
     public init() {}
 
     public static let declaration = CommandDeclaration(
-        "rules show", usage: "rules show", summary: "the security rules in force and where they came from", example: "rules show")
+        "rules show", group: .rules, usage: "rules show", summary: "the security rules in force and where they came from", example: "rules show")
 
     public static var explanation: ExplainedRequest { rulesExplanation }
 
@@ -39,7 +39,7 @@ public struct RulesLoadCommand: LocalCommand, Equatable {
     public init(_ source: Source) { self.source = source }
 
     public static let declaration = CommandDeclaration(
-        "rules load", usage: "rules load FILE | rules load --sample NAME", summary: "check and put in force the rules of a file",
+        "rules load", group: .rules, usage: "rules load FILE | rules load --sample NAME", summary: "check and put in force the rules of a file",
         details: [
             "The rules are kept in the bucket. Errors name FILE:LINE:COLUMN. New buckets have open",
             "rules_version 2 rules; under rules_version 1 every listing fails (rule L12).",
@@ -99,7 +99,7 @@ public struct RulesResetCommand: LocalCommand, Equatable {
     public init() {}
 
     public static let declaration = CommandDeclaration(
-        "rules reset", usage: "rules reset", summary: "put back the open rules of a new bucket",
+        "rules reset", group: .rules, usage: "rules reset", summary: "put back the open rules of a new bucket",
         details: ["The same as rules load --sample open: anyone may read and write."], example: "rules reset",
         changesBucket: true, requires: .rulesAdministration)
 
@@ -122,7 +122,7 @@ public struct RulesWhyCommand: LocalCommand, Equatable {
     public init() {}
 
     public static let declaration = CommandDeclaration(
-        "rules why", usage: "rules why", summary: "which allow (file:line) granted the last request, or why none did",
+        "rules why", group: .rules, usage: "rules why", summary: "which allow (file:line) granted the last request, or why none did",
         example: "rules why")
 
     public static var explanation: ExplainedRequest { rulesExplanation }

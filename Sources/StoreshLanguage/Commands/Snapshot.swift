@@ -51,7 +51,7 @@ public struct SnapshotSaveCommand: NamedSnapshotCommand, Equatable {
     public init(_ snapshot: Word) { self.snapshot = snapshot }
 
     public static let declaration = CommandDeclaration(
-        "snapshot save", usage: "snapshot save NAME",
+        "snapshot save", group: .snapshots, usage: "snapshot save NAME",
         summary: "keep the bucket's current state under NAME (cheap at any size)",
         details: [
             "NAME: 1 to 100 letters, digits, '.', '_' or '-'. Later changes never alter a snapshot.",
@@ -73,7 +73,7 @@ public struct SnapshotListCommand: LocalCommand, Equatable {
     public init() {}
 
     public static let declaration = CommandDeclaration(
-        "snapshot list", usage: "snapshot list", summary: "the snapshots, oldest first, with their object counts",
+        "snapshot list", group: .snapshots, usage: "snapshot list", summary: "the snapshots, oldest first, with their object counts",
         example: "snapshot list", requires: .snapshots)
 
     public static var explanation: ExplainedRequest { snapshotExplanation }
@@ -99,7 +99,7 @@ public struct SnapshotDiffCommand: LocalCommand, Equatable {
     }
 
     public static let declaration = CommandDeclaration(
-        "snapshot diff", usage: "snapshot diff NAME [NAME2]",
+        "snapshot diff", group: .snapshots, usage: "snapshot diff NAME [NAME2]",
         summary: "what changed from snapshot NAME to NAME2 (default: to now)",
         details: [
             "Objects added (+), removed (-), and for each changed one, each property old → new,",
@@ -135,7 +135,7 @@ public struct SnapshotRestoreCommand: NamedSnapshotCommand, Equatable {
     public init(_ snapshot: Word) { self.snapshot = snapshot }
 
     public static let declaration = CommandDeclaration(
-        "snapshot restore", usage: "snapshot restore NAME",
+        "snapshot restore", group: .snapshots, usage: "snapshot restore NAME",
         summary: "make the bucket exactly as it was in snapshot NAME",
         details: [
             "Objects made since are deleted; changed and deleted ones come back with their content,",
@@ -158,7 +158,7 @@ public struct SnapshotRemoveCommand: NamedSnapshotCommand, Equatable {
     public init(_ snapshot: Word) { self.snapshot = snapshot }
 
     public static let declaration = CommandDeclaration(
-        "snapshot rm", usage: "snapshot rm NAME", summary: "forget snapshot NAME and what only it kept",
+        "snapshot rm", group: .snapshots, usage: "snapshot rm NAME", summary: "forget snapshot NAME and what only it kept",
         example: "snapshot rm before-fix",
         changesBucket: true, requires: .snapshots, completion: .snapshotNames(count: 1))
 
