@@ -746,9 +746,20 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     /// passes: a get of any size reads through bounded memory.
     public func read(_ object: ObjectName, into sink: any ContentSink) async throws -> Int64 {
         var size: Int64 = 0
-        _ = try currentObject(object) { piece in
-            try sink.write(piece)
-            size += Int64(piece.count)
+        // The sink's own failure (a full disk) is the caller's to read as it was thrown, not as the bucket's.
+        var sinkFailure: (any Error)?
+        do {
+            _ = try currentObject(object) { piece in
+                do {
+                    try sink.write(piece)
+                } catch {
+                    sinkFailure = error
+                    throw error
+                }
+                size += Int64(piece.count)
+            }
+        } catch {
+            throw sinkFailure ?? error
         }
         return size
     }
