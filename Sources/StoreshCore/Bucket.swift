@@ -170,7 +170,7 @@ public protocol Bucket: AnyObject, Sendable {
     /// The metadata of one object (rule M8: object-not-found when absent).
     func metadata(of object: ObjectName) async throws -> ObjectMetadata
 
-    /// The object's content, whole: for content known to be small (a rules file, a test's object). `get` streams.
+    /// The object's content, whole: what `cat` prints and a rules file holds. `get` and copies stream.
     func read(_ object: ObjectName) async throws -> Data
 
     /// Writes the object's content into `sink` a piece at a time, and answers its size: no backend holds it whole.
