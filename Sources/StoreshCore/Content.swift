@@ -14,15 +14,26 @@ public protocol ContentSource: Sendable {
 }
 
 extension ContentSource {
+    /// Hands the content to `body` in order, at most `pieceBytes` at a time, and answers how many bytes it handed:
+    /// fewer than `size` only when the source ended early, which the caller judges.
+    @discardableResult
+    public func forEachPiece(of pieceBytes: Int, _ body: (Data) throws -> Void) throws -> Int64 {
+        var offset: Int64 = 0
+        // Bounded: each round takes at least one byte, up to the source's size.
+        while offset < size {
+            let piece = try read(offset: offset, length: Int(min(Int64(pieceBytes), size - offset)))
+            guard !piece.isEmpty else { break }
+            try body(piece)
+            offset += Int64(piece.count)
+        }
+        return offset
+    }
+
     /// The whole content, for a bucket that keeps content whole (a local bucket's rows).
     public func readAll() throws -> Data {
         var data = Data()
         data.reserveCapacity(Int(size))
-        while Int64(data.count) < size {
-            let piece = try read(offset: Int64(data.count), length: min(8 << 20, Int(size) - data.count))
-            guard !piece.isEmpty else { break }
-            data += piece
-        }
+        try forEachPiece(of: 8 << 20) { data += $0 }
         return data
     }
 }

@@ -140,14 +140,7 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
             try sink.write(data)
             return Int64(data.count)
         case .source(let source):
-            var offset: Int64 = 0
-            while offset < source.size {
-                let piece = try source.read(offset: offset, length: Int(min(Int64(1 << 20), source.size - offset)))
-                guard !piece.isEmpty else { break }
-                try sink.write(piece)
-                offset += Int64(piece.count)
-            }
-            return offset
+            return try source.forEachPiece(of: 1 << 20) { try sink.write($0) }
         }
     }
 

@@ -1039,16 +1039,14 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         var offset: Int64 = 0
         var crc = CRC32C()
         var md5 = MD5Accumulator()
-        // Bounded: each round writes at least one byte, up to the source's size.
-        while offset < source.size {
-            let piece = try source.read(offset: offset, length: Int(min(Int64(Self.streamedPieceBytes), source.size - offset)))
-            guard !piece.isEmpty else {
-                throw StorageError.internalError("The content ended after \(offset) of its \(source.size) bytes; nothing was written.")
-            }
+        try source.forEachPiece(of: Self.streamedPieceBytes) { piece in
             try blob.write(piece, at: Int(offset))
             crc.update(piece)
             md5.update(piece)
             offset += Int64(piece.count)
+        }
+        guard offset == source.size else {
+            throw StorageError.internalError("The content ended after \(offset) of its \(source.size) bytes; nothing was written.")
         }
         blob.close()  // before the rows around it change
         guard md5.base64() == source.md5Base64 else {
