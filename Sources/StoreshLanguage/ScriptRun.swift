@@ -150,8 +150,15 @@ extension Session {
         return applied == .success ? conclude(end, script) : applied
     }
 
-    /// Applies planned changes to the session's bucket and says how it went (rules X2–X5): each failure names its
-    /// object; a run that did not apply everything says what was and was not applied, and where the journal is.
+    /// Applies planned changes to the session's bucket and says how it went: a script's plan on a bucket without
+    /// transactions, a plan a dry run kept (`storesh apply PLAN`), an undo, a resumed run, a copy. Each change is
+    /// guarded by the state it was planned from, so that an object changed since is refused, never overwritten
+    /// (rule G5), and each failure names its object.
+    ///
+    /// On a bucket with transactions the plan is one transaction: all of it lands or, when a change fails (without
+    /// `--keep-going`), none of it. Elsewhere it is applied in parallel and journaled (rules X2–X5): a run that did
+    /// not apply everything says what was and was not applied, and where the journal is (`journal`: the journal of
+    /// a resumed run, written on; otherwise `applySettings` opens a new one).
     ///
     /// `locate` places a failed change (by its number and the change) in what the user gave: the command of the
     /// script that planned it, or the line of a kept plan.
@@ -159,6 +166,9 @@ extension Session {
         _ plan: PlanStore, journal given: (any ApplyJournal)? = nil,
         locate: (Int, PlannedChange) -> SourceLocation = { _, _ in SourceLocation(line: 1, column: 1) }
     ) async -> Status {
+        if given == nil, let transactions = bucket.transactions {
+            return await applyInOneTransaction(plan, transactions, locate: locate)
+        }
         let journal: (any ApplyJournal)?
         do {
             journal = try given ?? applySettings.openJournal?(plan)
@@ -222,13 +232,10 @@ extension Session {
         }
     }
 
-    /// Applies a plan a dry run kept (`storesh apply PLAN`) as it was reviewed: each change guarded by the state it
-    /// was planned from, so that an object changed since is refused, never overwritten (rule G5). On a bucket with
-    /// transactions the plan is one transaction: all of it lands or, when a change is refused (without
-    /// `--keep-going`), none of it. Elsewhere it is applied and journaled as a run's plan is (resumable, undoable).
-    /// A failed change is placed at its line in the plan file (`locate`).
-    public func applyKept(_ plan: PlanStore, locate: @escaping (Int, PlannedChange) -> SourceLocation) async -> Status {
-        guard let transactions = bucket.transactions else { return await apply(plan, locate: locate) }
+    /// `apply` on a bucket with transactions: the whole plan in one transaction, through the session's rules.
+    private func applyInOneTransaction(
+        _ plan: PlanStore, _ transactions: any TransactionalBucket, locate: (Int, PlannedChange) -> SourceLocation
+    ) async -> Status {
         let total = plan.count
         do {
             return try await transactions.withTransaction(forWriting: true) { transaction -> TransactionOutcome<Status> in

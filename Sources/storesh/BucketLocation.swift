@@ -210,35 +210,6 @@ struct CommandLineError: Error, CustomStringConvertible {
     }
 }
 
-/// A session's bucket and the clock its changes and its rules' `request.time` share.
-struct OpenedBucket {
-    var bucket: any Bucket
-    var clock: any StorageClock
-    /// The bucket file as given, or a real bucket's URL.
-    var given: String
-    var isFile: Bool
-
-    /// Where it is, as a kept plan names it: a local bucket file's absolute path, else its URL. Made when asked:
-    /// Foundation's URL standardising was a measurable part of every cold run (issue 23).
-    var location: String { isFile ? URL(fileURLWithPath: given).standardizedFileURL.path : given }
-}
-
-/// Every bucket this process opened, so that every way out of storesh closes them (`Storesh.leave`).
-final class OpenBuckets: @unchecked Sendable {
-    static let shared = OpenBuckets()
-    private let lock = NSLock()
-    private var buckets: [any Bucket] = []
-
-    func keep(_ bucket: any Bucket) -> any Bucket {
-        lock.withLock { buckets.append(bucket) }
-        return bucket
-    }
-
-    func closeAll() {
-        for bucket in lock.withLock({ buckets }) { bucket.close() }
-    }
-}
-
 /// The process's environment, read a variable at a time (building the whole dictionary costs every run).
 struct Environment {
     subscript(_ name: String) -> String? { getenv(name).map { String(cString: $0) } }

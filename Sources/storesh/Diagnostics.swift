@@ -51,7 +51,7 @@ enum Diagnostics {
 
     /// An error outside a script: said, and the exit status it gives.
     static func report(_ error: Error) -> Int32 {
-        let json = CommandLine.arguments.prefix { $0 != "--" }.contains("--json")
+        let json = ProcessArguments.current.asksForJSON
         let (status, code, message): (Int32, String, String)
         switch error {
         case let error as StorageError:

@@ -69,23 +69,25 @@ enum EverydayInvocation {
             index += 1
         }
         var root = RootInvocation()
-        root.bucket = BucketArgumentValues(
-            bucket: values[Argument.bucket.rawValue], clock: values[Argument.clock.rawValue], quiet: values[Argument.quiet.rawValue] != nil, trace: values[Argument.trace.rawValue] != nil)
-        root.json = values[Argument.json.rawValue] != nil
+        root.context.bucket = values[Argument.bucket.rawValue]
+        root.context.clock = values[Argument.clock.rawValue]
+        root.context.quiet = values[Argument.quiet.rawValue] != nil
+        root.context.trace = values[Argument.trace.rawValue] != nil
+        root.context.json = values[Argument.json.rawValue] != nil
         if let parallel = values[Argument.parallel.rawValue] {
             guard let number = Int(parallel) else { return nil }
-            root.apply.parallel = number
+            root.context.parallel = number
         }
-        root.apply.journal = values[Argument.journal.rawValue]
+        root.context.journal = values[Argument.journal.rawValue]
         root.command = values[Argument.command.rawValue]
-        root.dryRun = values[Argument.dryRun.rawValue] != nil
-        root.summary = values[Argument.summary.rawValue] != nil
-        root.keepGoing = values[Argument.keepGoing.rawValue] != nil
-        root.plan = values[Argument.plan.rawValue]
+        root.context.dryRun = values[Argument.dryRun.rawValue] != nil
+        root.context.summary = values[Argument.summary.rawValue] != nil
+        root.context.keepGoing = values[Argument.keepGoing.rawValue] != nil
+        root.context.plan = values[Argument.plan.rawValue]
         // A value the declarations' checks refuse is argument-parser's to report, in its words.
         do {
-            try ApplyOptions.check(parallel: root.apply.parallel)
-            try PlanOptions.check(plan: root.plan, dryRun: root.dryRun)
+            try ApplyOptions.check(parallel: root.context.parallel)
+            try PlanOptions.check(plan: root.context.plan, dryRun: root.context.dryRun)
         } catch {
             return nil
         }

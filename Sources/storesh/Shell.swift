@@ -45,22 +45,19 @@ final class Shell {
     let color: Bool
     var history: HistoryFile
 
-    init(opened: OpenedBucket, json: Bool, historyPath: String) {
+    init(context: RunContext, opened: OpenedBucket, historyPath: String) throws {
         let environment = Environment()
         // Colour only on a terminal, never with NO_COLOR (no-color.org) or a dumb terminal.
-        color = isatty(STDOUT_FILENO) != 0 && (environment["NO_COLOR"] ?? "").isEmpty && environment["TERM"] != "dumb"
+        let color = isatty(STDOUT_FILENO) != 0 && (environment["NO_COLOR"] ?? "").isEmpty && environment["TERM"] != "dumb"
+        self.color = color
         self.opened = opened
-        output = ConsoleOutput(json: json, source: SourceText(name: "-", text: ""))
+        output = ConsoleOutput(json: context.json, source: SourceText(name: "-", text: ""))
         output.color = color
-        var options = RunOptions(json: json, color: color)
-        options.atPrompt = true
-        interpreter = Session(bucket: opened.bucket, output: output, files: HostFiles(), options: options, clock: opened.clock)
+        interpreter = try context.session(on: opened, output: output, journalSource: "the prompt") { options in
+            options.color = color
+            options.atPrompt = true
+        }
         history = HistoryFile(path: historyPath)
-    }
-
-    /// Puts the bucket's rules in force for everything typed here.
-    func enforceRules() throws {
-        interpreter.rules = try rulesSession(for: opened)
     }
 
     /// The terminal's width in cells, measured for each command (the window may have changed); nil when unknown.
@@ -86,14 +83,13 @@ final class Shell {
         return (marked, mode.count + text.count + 2)
     }
 
-    func run() async -> Int32 {
+    func run() async -> Session.Status {
         storesh_use_utf8_locale()
         storesh_install_interrupt_handler()
-        interpreter.isCancelled = { storesh_interrupt_pending() != 0 }
         let context = Unmanaged.passUnretained(self).toOpaque()
         guard let editor = storesh_editor_open("storesh", context, completeCallback) else {
             Diagnostics.error("cannot start line editing: \(String(cString: storesh_editor_problem()))")
-            return 1
+            return .failed
         }
         defer { storesh_editor_close(editor) }
         for line in history.lines { storesh_editor_history_add(editor, line) }
@@ -111,7 +107,7 @@ final class Shell {
                     continue
                 }
                 print()  // Ctrl-D
-                return 0
+                return .success
             }
             var line = String(cString: raw)
             if line.hasSuffix("\n") { line.removeLast() }
@@ -149,7 +145,7 @@ final class Shell {
             if !output.endsWithNewline { output.result("") }
             output.flush()
             // Only an `exit` that ran leaves: in `rm missing; exit` the failed rm stopped the line first.
-            if interpreter.exitRan { return 0 }
+            if interpreter.exitRan { return .success }
         }
     }
 

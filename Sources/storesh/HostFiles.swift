@@ -3,6 +3,38 @@ import StoreshCore
 import StoreshLanguage
 import StoreshLocal
 
+/// The local files of `put` and `get`.
+struct HostFiles: LocalFiles {
+    func read(_ path: String) throws(StorageError) -> Data {
+        do {
+            return try readInputFile(path)
+        } catch {
+            // Ctrl-C while a put reads a pipe: the command is cancelled, and rolled back with the rest of the line.
+            if error.isInterruption { throw StorageError(.cancelled, error.description) }
+            throw StorageError(.invalidArgument, error.description.prefix(1).uppercased() + error.description.dropFirst())
+        }
+    }
+
+    func readDocument(_ path: String) throws(StorageError) -> Data {
+        try RegularFile.read(path, maximumBytes: RegularFile.maximumDocumentBytes, what: "a rules file")
+    }
+
+    func isDirectory(_ path: String) -> Bool {
+        var isDirectory: ObjCBool = false
+        return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue
+    }
+
+    func write(_ data: Data, to path: String) throws(StorageError) {
+        do {
+            try writeFileAtomically(path) { output in try output.write(bytes: data) }
+        } catch let error as StorageError {
+            throw error
+        } catch {
+            throw StorageError(.unknown, "Cannot write \(path): \(error)")
+        }
+    }
+}
+
 /// A file written a piece at a time (`get` of a large object): into a temporary file beside it, synced and renamed
 /// into place on commit, removed on discard, so that the path holds the old file or the whole new one.
 final class AtomicFileSink: FileSink, @unchecked Sendable {

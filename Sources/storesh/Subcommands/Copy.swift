@@ -7,7 +7,7 @@ import StoreshLanguage
 import StoreshLocal
 
 /// `storesh copy SOURCE DEST`: a real bucket into a local file and back (or any kind into any other).
-struct Copy: AsyncParsableCommand {
+struct Copy: StoreshCommand {
     static let configuration = CommandConfiguration(
         commandName: "copy",
         abstract: "Copy the objects of one bucket into another (a bucket file, gs://NAME): content and every writable property.",
@@ -17,7 +17,7 @@ struct Copy: AsyncParsableCommand {
             and times of its own. Objects the destination already holds as they are in the source are left alone, \
             so copying again sends only what changed. A bucket file that does not exist is created, named after the \
             source (gs://my-app.appspot.com copied into class.bucket stays gs://my-app.appspot.com). Into a bucket \
-            file the copy is one transaction: all of it lands, or none. Into gs:// it is applied as a script's \
+            file the copy is one transaction: all of it lands, or none (--keep-going keeps what could be copied). Into gs:// it is applied as a script's \
             changes are: each write guarded by what was read of the destination, --parallel at a time, journaled, \
             finished after an interruption with storesh run --resume JOURNAL. Contents are held in memory.
             """)
@@ -34,22 +34,19 @@ struct Copy: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Copy only the objects under this folder (e.g. images/2024).", valueName: "folder"))
     var prefix: String?
 
-    /// `--dry-run`: print what would be copied and write nothing. (The group the root command declares too: a
-    /// flag of the root's would otherwise take it from this command's arguments.)
+    /// `--dry-run`: print what would be copied and write nothing; `--keep-going`: into a real bucket, go on past a
+    /// change that fails (exit 1 if any failed). The group the root command declares too: a flag of the root's
+    /// would otherwise take it from this command's arguments.
     @OptionGroup var planOptions: PlanOptions
-    var dryRun: Bool { planOptions.dryRun }
-
-    /// `--keep-going`: go on past a change that fails (exit 1 if any failed); the root command's group too.
-    var keepGoing: Bool { planOptions.keepGoing }
 
     /// `--quiet` (the same option group as the other commands', so that the flag reaches this command wherever it
     /// is written); `--bucket` is refused: the buckets are the arguments.
     @OptionGroup(visibility: .hidden) var bucketOptions: BucketOptions
-    var quiet: Bool { bucketOptions.quiet }
 
-    func run() async throws {
-        try planOptions.refusePlan("copy")
-        if bucketOptions.bucket != nil {
+    func execute() async throws -> Session.Status {
+        let context = RunContext(bucket: bucketOptions, output: outputOptions, apply: applyOptions, plan: planOptions)
+        try context.refusePlan("copy")
+        if context.bucket != nil {
             throw CommandLineError("copy takes its buckets as arguments: storesh copy SOURCE DESTINATION (not --bucket).")
         }
         let from = try BucketLocation.parse(source, source: "copy's source")
@@ -58,24 +55,27 @@ struct Copy: AsyncParsableCommand {
         let folder = try Self.folderPrefix(prefix)
         storesh_install_interrupt_handler()
         let isCancelled: @Sendable () -> Bool = { storesh_interrupt_pending() != 0 }
-        let clock = SystemClock()
-        let sourceBucket = try await Self.open(from, clock: clock, quiet: quiet || outputOptions.json, mustExist: true, nameForNew: nil)
-        // A dry run makes nothing, not even the destination's file: a file not there yet is an empty bucket.
-        let destinationBucket: (any Bucket)?
-        if dryRun, case .file(let path) = to.kind, access(path, F_OK) != 0 {
-            destinationBucket = nil
-        } else {
-            destinationBucket = try await Self.open(
-                to, clock: clock, quiet: quiet || outputOptions.json, mustExist: false, nameForNew: sourceBucket.name)
+        let clock = try context.makeClock()
+        // A copy never creates what it reads.
+        if case .file(let path) = from.kind, access(path, F_OK) != 0 {
+            throw CommandLineError("copy: there is no bucket file \(path) to copy from.")
         }
-        let output = ConsoleOutput(json: outputOptions.json, source: SourceText(name: "copy", text: ""))
+        let sourceBucket = try await context.open(from, clock: clock).bucket
+        // A dry run makes nothing, not even the destination's file: a file not there yet is an empty bucket.
+        let opened: OpenedBucket?
+        if context.dryRun, case .file(let path) = to.kind, access(path, F_OK) != 0 {
+            opened = nil
+        } else {
+            opened = try await context.open(to, clock: clock, nameForNewBucket: sourceBucket.name)
+        }
+        let output = ConsoleOutput(json: context.json, source: SourceText(name: "copy", text: ""))
         let plan = try await BucketCopy.plan(
-            from: sourceBucket, to: destinationBucket, destinationName: destinationBucket?.name ?? sourceBucket.name, prefix: folder,
-            parallel: applyOptions.parallel ?? ApplySettings.defaultParallel, isCancelled: isCancelled)
+            from: sourceBucket, to: opened?.bucket, destinationName: opened?.bucket.name ?? sourceBucket.name, prefix: folder,
+            parallel: context.parallel ?? ApplySettings.defaultParallel, isCancelled: isCancelled)
         let summary = "\(MessageText.counted(plan.changes.count, "object")) (\(plan.bytes) bytes) from \(from.displayed) to \(to.displayed)"
             + (plan.unchanged > 0 ? "; \(plan.unchanged) already there as they are" : "")
-        if dryRun || plan.changes.count == 0 {
-            if outputOptions.json {
+        guard let opened, !context.dryRun, plan.changes.count > 0 else {
+            if context.json {
                 output.result(try Self.document(plan, from: from, to: to, dryRun: true).serialized)
             } else {
                 try plan.changes.forEachChange { _, change in
@@ -87,44 +87,22 @@ struct Copy: AsyncParsableCommand {
                         : "dry run: would copy \(summary)")
             }
             output.flush()
-            throw ExitCode(0)
+            return .success
         }
-        guard let destinationBucket else { preconditionFailure("only a dry run plans without a destination") }
-        let status: Session.Status
-        if let transactions = destinationBucket.transactions {
-            // Into a bucket file: one transaction, all of it or none.
-            let outcome = try await transactions.withTransaction(forWriting: true) { transaction -> TransactionOutcome<ApplyOutcome> in
-                let outcome = await PlanApplier(
-                    bucket: transaction, plan: plan.changes, parallel: 1, keepGoing: false, journal: nil, isCancelled: isCancelled
-                ).apply()
-                return outcome.end == .complete ? .commit(outcome) : .rollback(outcome)
-            }
-            for failure in outcome.failures {
-                output.error(Diagnostic.running(failure.error, at: SourceLocation(line: 1, column: 1)))
-            }
-            switch outcome.end {
-            case .complete: status = .success
-            case .interrupted: status = .interrupted
-            case .stopped, .finishedWithFailures: status = .failed
-            }
-            if status != .success { output.notice("nothing was copied: a copy into a bucket file lands whole or not at all") }
-        } else {
-            var options = RunOptions(json: outputOptions.json, keepGoing: keepGoing)
-            options.atPrompt = false
-            let interpreter = Session(bucket: destinationBucket, output: output, files: HostFiles(), options: options)
-            interpreter.isCancelled = isCancelled
-            applyOptions.configure(interpreter, source: "copy \(from.displayed) \(to.displayed)", json: outputOptions.json)
-            status = await interpreter.apply(plan.changes)
-        }
+        // Into a bucket file: one transaction, all of it or none; into a real bucket: in parallel, journaled.
+        // Copy is administration, as import is: the destination's security rules do not decide it.
+        let session = try context.session(
+            on: opened, output: output, journalSource: "copy \(from.displayed) \(to.displayed)", underRules: false)
+        let status = await session.apply(plan.changes)
         if status == .success {
-            if outputOptions.json {
+            if context.json {
                 output.result(try Self.document(plan, from: from, to: to, dryRun: false).serialized)
             } else {
                 output.notice("copied \(summary)")
             }
         }
         output.flush()
-        throw ExitCode(status.rawValue)
+        return status
     }
 
     /// `images/2024` → `images/2024/`; the root is "".
@@ -143,18 +121,5 @@ struct Copy: AsyncParsableCommand {
             ("to", .string(to.displayed)), ("bytes", .integer(plan.bytes)), ("unchanged", .integer(Int64(plan.unchanged))),
             ("dryRun", .bool(dryRun)),
         ])
-    }
-
-    /// A bucket of either kind; a source file must exist (a copy never creates what it reads).
-    static func open(_ location: BucketLocation, clock: any StorageClock, quiet: Bool, mustExist: Bool, nameForNew: String?)
-        async throws -> any Bucket
-    {
-        guard case .file(let path) = location.kind else {
-            return OpenBuckets.shared.keep(try await location.openRemote(quiet: quiet))
-        }
-        if mustExist && access(path, F_OK) != 0 {
-            throw CommandLineError("copy: there is no bucket file \(path) to copy from.")
-        }
-        return OpenBuckets.shared.keep(try location.open(clock: clock, quiet: quiet, nameForNewBucket: nameForNew))
     }
 }

@@ -1,13 +1,14 @@
 import ArgumentParser
 import Foundation
 import StoreshCore
+import StoreshLanguage
 import StoreshLocal
 import StoreshRules
 
 /// `storesh reset`: between two classes, the default bucket as new (the teaching sample, the open rules); with
 /// `--bucket FILE`, that bucket emptied. Snapshots are kept, so a reset can itself be undone with
 /// `snapshot restore`.
-struct Reset: AsyncParsableCommand {
+struct Reset: StoreshCommand {
     static let configuration = CommandConfiguration(
         commandName: "reset",
         abstract: "Bring the default bucket back to the teaching sample, open rules included; with --bucket FILE, empty that bucket.",
@@ -21,11 +22,12 @@ struct Reset: AsyncParsableCommand {
     @Flag(help: "Empty a bucket file other than the default one without asking.")
     var yes = false
 
-    func run() async throws {
-        let location = try bucketOptions.location()
+    func execute() async throws -> Session.Status {
+        let context = RunContext(bucket: bucketOptions)
+        let location = try context.location()
         try location.refuseRemote(
             "storesh reset resets local bucket files", instead: "A real bucket's objects are deleted with rm (a script, planned and journaled).")
-        let clock = try makeClock(flag: bucketOptions.clock)
+        let clock = try context.makeClock()
         // The default bucket named by its path is still the default bucket: reset it to the sample, not empty it.
         let isDefault = location.isDefault || RegularFile.isSameFile(location.path, BucketLocation.defaultPath())
         let sample: [ArchivedObject]
@@ -49,7 +51,7 @@ struct Reset: AsyncParsableCommand {
             let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased()
             guard answer == "yes" || answer == "y" else {
                 Diagnostics.notice("not yes: nothing was changed.")
-                throw ExitCode(1)
+                return .failed
             }
         }
         try bucket.importObjects(sample, replacingEverything: true)
@@ -58,8 +60,9 @@ struct Reset: AsyncParsableCommand {
             isDefault
             ? "reset the default bucket \(bucket.url) to the teaching sample (\(MessageText.counted(sample.count, "object"))) with open rules"
             : "emptied \(bucket.url) (\(MessageText.counted(count, "object")) deleted) and put back the open rules"
-        if !bucketOptions.quiet {
+        if !context.quiet {
             Diagnostics.notice("\(what), at \(bucket.path); its snapshots are kept.")
         }
+        return .success
     }
 }

@@ -1,10 +1,11 @@
 import ArgumentParser
 import Foundation
 import StoreshCore
+import StoreshLanguage
 import StoreshLocal
 import StoreshServer
 
-struct Serve: AsyncParsableCommand {
+struct Serve: StoreshCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
         abstract: "Serve a local bucket over HTTP with the Firebase Storage emulator's API, for the official clients and SDKs.",
@@ -136,11 +137,12 @@ struct Serve: AsyncParsableCommand {
         }
     }
 
-    func run() async throws {
-        var location = try bucketOptions.location()
+    func execute() async throws -> Session.Status {
+        let context = RunContext(bucket: bucketOptions)
+        var location = try context.location()
         try location.refuseRemote(
             "storesh serve serves a local bucket file", instead: "Give --bucket a bucket file (it may be a new one).")
-        let clock = try makeClock(flag: bucketOptions.clock)
+        let clock = try context.makeClock()
         // The project's firebase.json, as the emulator reads it (the command line's options come first); read before
         // anything opens, so that a mistake in it starts nothing.
         let projectPath = noConfig ? nil : config ?? FirebaseProjectFile.find()
@@ -191,13 +193,13 @@ struct Serve: AsyncParsableCommand {
         try await StorageServer.checkAddress(of: configuration)
         let existed = access(location.path, F_OK) == 0
         // With --import, what the bucket holds is the export's, and said so once (not that a new file was empty).
-        let bucket = try location.open(clock: clock, quiet: bucketOptions.quiet || importDirectory != nil, nameForNewBucket: nameForNewBucket)
+        let bucket = try location.open(clock: clock, quiet: context.quiet || importDirectory != nil, nameForNewBucket: nameForNewBucket)
         _ = OpenBuckets.shared.keep(bucket)
         if let name, bucket.name != name {
             throw CommandLineError(
                 "The bucket file \(bucket.path) holds gs://\(bucket.name), not gs://\(name); serve it as gs://\(bucket.name), or give --bucket a new file to create gs://\(name).")
         }
-        if let importDirectory, !importExists, !bucketOptions.quiet {
+        if let importDirectory, !importExists, !context.quiet {
             Diagnostics.notice(
                 "\(importDirectory) does not exist yet: serving gs://\(bucket.name) (\(bucket.path)) as it is\(exportOnExit != nil ? "; it is exported there when the server stops" : "")",
                 from: "storesh serve")
@@ -205,18 +207,18 @@ struct Serve: AsyncParsableCommand {
         if let imported, let importDirectory {
             for summary in try FirebaseExportImport.serve(
                 imported, directory: importDirectory, first: bucket, others: otherBucketsDirectory, clock: clock, replace: replace)
-            where !bucketOptions.quiet {
+            where !context.quiet {
                 Diagnostics.notice((existed ? "" : "created \(bucket.path); ") + summary, from: "storesh serve")
             }
         }
         let server = try StorageServer(
             bucket: bucket, otherBuckets: otherBucketsDirectory, options: BucketLocation.options(clock: clock), configuration: configuration,
-            onCreate: { [quiet = bucketOptions.quiet] name, path in
+            onCreate: { [quiet = context.quiet] name, path in
                 if !quiet { Diagnostics.notice("created gs://\(name) at \(path), for a client's first write to it", from: "storesh serve") }
             })
         let watches = try await loadProjectRules(project, texts: rulesTexts, into: server, first: bucket.name)
         defer { for watch in watches { watch.cancel() } }
-        let logs = log ?? (!bucketOptions.quiet && isatty(STDERR_FILENO) != 0)
+        let logs = log ?? (!context.quiet && isatty(STDERR_FILENO) != 0)
         let loopback = host == "localhost" || host == "::1" || host.hasPrefix("127.")
         let greeting = Self.greeting(bucket: bucket.name, path: bucket.path, others: otherBucketsDirectory, warnOfAddress: !loopback)
         let logLine: @Sendable (ServedRequest) -> Void = { request in
@@ -261,6 +263,7 @@ struct Serve: AsyncParsableCommand {
                 "exported \(MessageText.counted(objects, "object"))\(buckets) to \(directory) (the Firebase emulator's layout)",
                 from: "storesh serve")
         }
+        return .success
     }
 
     /// Puts the project's rules in force, as the emulator does: one `storage.rules` for every bucket; a `storage`

@@ -7,7 +7,7 @@ import StoreshLanguage
 import StoreshLocal
 
 /// `storesh apply PLAN`: applies the plan a dry run kept (`--dry-run --plan PLAN`), as it was reviewed.
-struct Apply: AsyncParsableCommand {
+struct Apply: StoreshCommand {
     static let configuration = CommandConfiguration(
         commandName: "apply",
         abstract: "Apply a plan kept by a dry run (storesh --dry-run --plan FILE …) as it was reviewed.",
@@ -33,8 +33,9 @@ struct Apply: AsyncParsableCommand {
     /// `--quiet`, `--clock`; `--bucket` must name the plan's own bucket.
     @OptionGroup var bucketOptions: BucketOptions
 
-    func run() async throws {
-        try planOptions.refusePlan("apply")
+    func execute() async throws -> Session.Status {
+        let context = RunContext(bucket: bucketOptions, output: outputOptions, apply: applyOptions, plan: planOptions)
+        try context.refusePlan("apply")
         let kept = try readJournal(file) { origin throws(StorageError) in try FileContentSource(path: origin) }
         let started = try kept.plan.outcomeCounts()
         if kept.end != nil || started.applied + started.failed > 0 {
@@ -47,37 +48,26 @@ struct Apply: AsyncParsableCommand {
                 throw CommandLineError("\(file) is a plan for the bucket \(path), which does not exist (any longer); nothing was applied.")
             }
         }
-        if let given = bucketOptions.bucket {
+        if let given = context.bucket {
             let givenLocation = try BucketLocation.parse(given, source: "--bucket")
             guard givenLocation.sameBucket(as: location) else {
                 throw CommandLineError("\(file) is a plan for \(kept.bucket), not \(given); it applies to the bucket it was made on.")
             }
         }
         storesh_install_interrupt_handler()
-        var options = bucketOptions
-        options.bucket = kept.bucket
-        let opened = try await options.open(json: outputOptions.json)
-        var runOptions = RunOptions(json: outputOptions.json, dryRun: planOptions.dryRun, keepGoing: planOptions.keepGoing)
-        runOptions.atPrompt = false
-        runOptions.summaryOnly = planOptions.summary
-        let interpreter = Session(
-            bucket: opened.bucket, output: ConsoleOutput(json: outputOptions.json, source: SourceText(name: file, text: "")),
-            files: HostFiles(), options: runOptions, clock: opened.clock)
-        interpreter.isCancelled = { storesh_interrupt_pending() != 0 }
-        interpreter.rules = try rulesSession(for: opened)
-        if planOptions.dryRun {
-            try interpreter.showPlan(kept.plan)
-            interpreter.output.notice("dry run of the plan \(file): nothing was changed")
-            throw ExitCode(0)
+        let output = ConsoleOutput(json: context.json, source: SourceText(name: file, text: ""))
+        let session = try context.session(on: try await context.open(location), output: output, journalSource: file)
+        if context.dryRun {
+            try session.showPlan(kept.plan)
+            output.notice("dry run of the plan \(file): nothing was changed")
+            return .success
         }
         guard kept.plan.count > 0 else {
-            interpreter.output.notice("\(file) plans no change: nothing to apply")
-            throw ExitCode(0)
+            output.notice("\(file) plans no change: nothing to apply")
+            return .success
         }
-        applyOptions.configure(interpreter, source: file, json: outputOptions.json)
         // Line 1 of a plan is its header; change N is on line N + 2.
-        let status = await interpreter.applyKept(kept.plan) { index, _ in SourceLocation(line: index + 2, column: 1) }
-        throw ExitCode(status.rawValue)
+        return await session.apply(kept.plan) { index, _ in SourceLocation(line: index + 2, column: 1) }
     }
 }
 

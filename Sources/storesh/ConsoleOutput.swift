@@ -1,0 +1,120 @@
+import CStoreshTerminal
+import Foundation
+import StoreshCore
+import StoreshExecution
+import StoreshLanguage
+
+/// Results to standard output (buffered, every write checked), errors to standard error: as text
+/// (`FILE:LINE:COLUMN: error: …`), or as JSON documents with `--json`.
+final class ConsoleOutput: SessionOutput {
+    private let stdout = CheckedOutput(descriptor: STDOUT_FILENO, name: "standard output")
+    let json: Bool
+    var source: SourceText
+    /// The first failed write to standard output; the run then ends with status 1.
+    private(set) var writeFailure: StorageError?
+    /// At the prompt: the prompt's width, so that an error's caret stands under the typed line. Setting it starts
+    /// a new line at the prompt.
+    var promptWidth: Int? {
+        didSet { printedSinceLine = false }
+    }
+    /// Whether anything was printed since the typed line: the caret then needs the line above it again.
+    private var printedSinceLine = false
+    /// Colour for `error:` on a terminal.
+    var color = false
+
+    init(json: Bool, source: SourceText) {
+        self.json = json
+        self.source = source
+    }
+
+    /// Whether the last output ended a line (the shell adds a newline when it did not).
+    private(set) var endsWithNewline = true
+
+    func result(_ line: String) {
+        record { try stdout.write(line + "\n") }
+        endsWithNewline = true
+        printedSinceLine = true
+    }
+
+    func resultBytes(_ bytes: Data) {
+        record { try stdout.write(bytes: bytes) }
+        printedSinceLine = true
+        if let last = bytes.last { endsWithNewline = last == UInt8(ascii: "\n") }
+    }
+
+    func error(_ diagnostic: Diagnostic) {
+        flush()  // results so far come before the error on a terminal
+        let file = ["-c", "-"].contains(source.name) ? nil : source.name
+        var text = json ? diagnostic.jsonDocument(file: file).serialized : diagnostic.rendered(in: source)
+        if !json, let promptWidth {
+            // At the prompt the line is on the screen already: a caret under it, then the message. An
+            // interruption gets a line of its own instead (the terminal has just echoed ^C).
+            let label = color ? "\u{1B}[1;31merror:\u{1B}[0m" : "error:"
+            // Wrapped between words to the terminal's width, as every sentence storesh writes there.
+            let message = Diagnostics.wrapped("\(label) \(diagnostic.message) (\(diagnostic.code))")
+            if diagnostic.phase == .interrupted || !endsWithNewline {
+                text = "\n" + message
+            } else {
+                // Under the column by terminal cells: wide characters and combining marks before it move it as on screen.
+                let typed = source.line(diagnostic.location.line).map { String(String.UnicodeScalarView($0.unicodeScalars.prefix(max(0, diagnostic.location.column - 1)))) } ?? ""
+                var caret = String(repeating: " ", count: promptWidth) + TerminalCells.blanks(under: typed) + "^"
+                // `rules load …; ls files/bob`: output stands between the typed line and the error, so the line is
+                // shown again, where the prompt had it, for the caret to point into.
+                if printedSinceLine, let line = source.line(diagnostic.location.line) {
+                    caret = String(repeating: " ", count: promptWidth) + line + "\n" + caret
+                }
+                text = "\(caret)\n\(message)"
+            }
+        }
+        endsWithNewline = true
+        printedSinceLine = true
+        Diagnostics.line(text)
+    }
+
+    func notice(_ text: String) {
+        guard !json else { return }  // with --json, standard error holds JSON documents only
+        flush()
+        Diagnostics.notice(text)
+        printedSinceLine = true
+    }
+
+    func flush() {
+        record { try stdout.flush() }
+    }
+
+    private func record(_ body: () throws -> Void) {
+        guard writeFailure == nil else { return }
+        do { try body() } catch { writeFailure = error as? StorageError ?? StorageError(.unknown, "\(error)") }
+    }
+}
+
+
+/// The progress line of apply on a terminal: done/total, rate and time left, redrawn at most ten times a second.
+final class ProgressLine: @unchecked Sendable {
+    private let lock = NSLock()
+    private var lastDrawn: ContinuousClock.Instant?
+    private var drawn = false
+
+    func show(_ progress: ApplyProgress) {
+        let now = ContinuousClock.now
+        let text: String? = lock.withLock {
+            if let lastDrawn, now - lastDrawn < .milliseconds(100), progress.done < progress.total { return nil }
+            lastDrawn = now
+            drawn = true
+            let seconds = max(0.001, Double((now - progress.started).components.seconds) + Double((now - progress.started).components.attoseconds) / 1e18)
+            let rate = Double(progress.done) / seconds
+            let left = rate > 0 ? Int((Double(progress.total - progress.done) / rate).rounded(.up)) : nil
+            var text = "applying \(progress.done)/\(progress.total) · \(Int(rate.rounded()))/s"
+            if let left { text += " · \(left) s left" }
+            if progress.failed > 0 { text += " · \(progress.failed) failed" }
+            return text
+        }
+        guard let text else { return }
+        Diagnostics.progress(text)
+    }
+
+    func clear() {
+        guard lock.withLock({ drawn }) else { return }
+        Diagnostics.progress(nil)
+    }
+}

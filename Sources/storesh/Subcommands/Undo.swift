@@ -1,0 +1,69 @@
+import ArgumentParser
+import CStoreshTerminal
+import Foundation
+import StoreshCore
+import StoreshExecution
+import StoreshLanguage
+
+/// `storesh undo JOURNAL`: puts back the old values of what a run applied (rule X4).
+struct Undo: StoreshCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "undo",
+        abstract: "Put back what a run on a real bucket applied, from its journal (--dry-run shows the plan first).",
+        discussion: """
+            Each object the run changed gets its metadata from before the run, guarded by the state the run left \
+            it in: an object changed since is reported (precondition-failed) and not touched. An object the run \
+            created is deleted. Content the run replaced or deleted cannot be put back (the journal keeps metadata, \
+            not content): those objects are listed. The undo is journaled too.
+            """)
+
+    @OptionGroup var outputOptions: OutputOptions
+    @OptionGroup var applyOptions: ApplyOptions
+
+    @Argument(help: ArgumentHelp("The journal of the run to undo.", valueName: "journal"))
+    var file: String
+
+    /// `--dry-run`: print the plan of the undo and change nothing; `--keep-going`: go on past a change that fails
+    /// (exit 1 if any failed). The root command's group (see PlanOptions).
+    @OptionGroup var planOptions: PlanOptions
+
+    /// `--quiet` (the same option group as the other commands', so that the flag reaches this command wherever it
+    /// is written); `--bucket` is refused: the journal names its bucket.
+    @OptionGroup(visibility: .hidden) var bucketOptions: BucketOptions
+
+    func execute() async throws -> Session.Status {
+        let context = RunContext(bucket: bucketOptions, output: outputOptions, apply: applyOptions, plan: planOptions)
+        try context.refusePlan("undo")
+        let journal = try readJournal(file)
+        if let given = context.bucket, given != journal.bucket {
+            throw CommandLineError("\(file) is a journal of \(journal.bucket), not \(given); undo works on the bucket its journal names.")
+        }
+        let (changes, impossible) = try JournalRecord.undo(journal)
+        let session = try await journalSession(journal, journalSource: "undo \(file)", in: context)
+        for (object, reason) in impossible.first {
+            session.output.notice("cannot undo the change to \(object): \(reason)")
+        }
+        if impossible.count > impossible.first.count {
+            session.output.notice("… and \(MessageText.counted(impossible.count - impossible.first.count, "more change")) that cannot be undone, for the same reason")
+        }
+        guard changes.count > 0 else {
+            session.output.notice("nothing to undo: \(file) records no applied change that can be put back")
+            return impossible.isEmpty ? .success : .failed
+        }
+        if context.dryRun {
+            try session.showPlan(changes)
+            session.output.notice("dry run: nothing was changed")
+            return .success
+        }
+        let status = await session.apply(changes)
+        return impossible.isEmpty || status != .success ? status : .failed
+    }
+}
+
+/// A session on the bucket a journal names, for resuming or undoing its run.
+func journalSession(_ journal: JournalRecord.Contents, journalSource: String, in context: RunContext) async throws -> Session {
+    storesh_install_interrupt_handler()
+    let location = try BucketLocation.parse(journal.bucket, source: "the journal's bucket")
+    let output = ConsoleOutput(json: context.json, source: SourceText(name: journal.source, text: ""))
+    return try context.session(on: try await context.open(location), output: output, journalSource: journalSource)
+}
