@@ -186,11 +186,7 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
     /// One page of objects.list.
     private func listPage(_ request: WireRequest) async throws -> StoredListingPage {
         let response = try await send(.GET, url(request), repeatable: true)
-        let document = try CloudStorageJSON.object(response.body, what: "a listing")
-        let items = try ((document["items"] as? [[String: Any]]) ?? []).map { try CloudStorageJSON.metadata($0, bucket: name) }
-        let prefixes = (document["prefixes"] as? [String]) ?? []
-        let next = (document["nextPageToken"] as? String).flatMap { $0.isEmpty ? nil : $0 }
-        return StoredListingPage(prefixes: prefixes, items: items, continuation: next)
+        return try CloudStorageJSON.listPage(response.body, bucket: name)
     }
 
     public func scan(prefix: String, after: String?, limit: Int) async throws -> ObjectScanPage {

@@ -95,13 +95,9 @@ extension StorageAPI {
             maxResults: maxResults, pageToken: query["pageToken"].flatMap { $0.isEmpty ? nil : $0 },
             startOffset: query["startOffset"], endOffset: query["endOffset"], includeMetadata: true)
         let page = try exchange.bucket.reader.listStoredNames(prefix: query["prefix"] ?? "", delimited: delimited, options: options)
-        var members: [(String, JSONValue)] = [("kind", .string("storage#objects"))]
-        if let token = page.nextPageToken { members.append(("nextPageToken", .string(token))) }
-        if !page.prefixes.isEmpty { members.append(("prefixes", .array(page.prefixes.map { .string($0 + "/") }))) }
-        if let objects = page.itemMetadata, !objects.isEmpty {
-            members.append(("items", .array(objects.map { ObjectResource.cloudStorage($0, baseURL: exchange.baseURL) })))
-        }
-        return Reply.json(.object(members))
+        let stored = StoredListingPage(
+            prefixes: page.prefixes.map { $0 + "/" }, items: page.itemMetadata ?? [], continuation: page.nextPageToken)
+        return Reply.json(CloudStorageJSON.listDocument(stored, baseURL: exchange.baseURL))
     }
 
     // MARK: Get
@@ -144,7 +140,7 @@ extension StorageAPI {
         if replacing {
             for property in WritableProperty.allCases where requested.properties[property] == nil { requested.properties[property] = .unset }
             requested.clearsCustomMetadata = true
-            requested.customMetadata = (body.customMetadata ?? [:]).filter { if case .set = $0.value { true } else { false } }
+            requested.customMetadata = requested.customMetadata.filter { if case .set = $0.value { true } else { false } }
         }
         // On this API download tokens are custom metadata like any other (G6: it hides nothing): a client's
         // `update` resends them, and one that leaves them out removes them, as the service does.
@@ -267,7 +263,7 @@ extension StorageAPI {
     private static func copiedOptions(_ original: ObjectMetadata, overrides: ObjectMetadataBody) throws -> WriteOptions {
         var options = WriteOptions(customMetadata: original.customMetadata)
         for property in WritableProperty.allCases { options.properties[property] = original[property] }
-        if overrides.customMetadata != nil || overrides.clearsCustomMetadata || !overrides.properties.isEmpty {
+        if !overrides.update.isEmpty {
             let merged = try original.applying(overrides.update, now: original.updated).metadata
             options.customMetadata = merged.customMetadata
             for property in WritableProperty.allCases { options.properties[property] = merged[property] }

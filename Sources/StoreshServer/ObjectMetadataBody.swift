@@ -9,10 +9,9 @@ let downloadTokensKey = ObjectMetadata.downloadTokensKey
 /// does not keep and an unknown name are refused, never dropped silently.
 struct ObjectMetadataBody {
     var name: String?
-    var properties: [WritableProperty: PropertyChange] = [:]
-    /// nil: `metadata` not given; `.some(nil)`: given as null (clears the map).
-    var customMetadata: [String: PropertyChange]?
-    var clearsCustomMetadata = false
+    /// The writable properties and custom metadata the body gives: a value sets one, null unsets it, and
+    /// `metadata: null` clears the custom map (rules M4, M5).
+    var update = MetadataUpdate()
     var md5Hash: String?
     var crc32c: String?
     /// Read-only properties the body gave, with their values as text: an update may send them back unchanged,
@@ -48,7 +47,7 @@ struct ObjectMetadataBody {
         guard let object = parsed as? [String: Any] else { throw HTTPFailure.badRequest("The \(what) must be a JSON object.") }
         for (key, value) in object.sorted(by: { $0.key < $1.key }) {
             if let property = WritableProperty(rawValue: key) {
-                properties[property] = try Self.change(value, field: key)
+                update.properties[property] = try Self.change(value, field: key)
                 continue
             }
             switch key {
@@ -57,19 +56,16 @@ struct ObjectMetadataBody {
                 name = text
             case "metadata":
                 if value is NSNull {
-                    clearsCustomMetadata = true
-                    customMetadata = [:]
+                    update.clearsCustomMetadata = true
                     continue
                 }
                 guard let map = value as? [String: Any] else {
                     throw HTTPFailure.badRequest("Invalid value for 'metadata' in the \(what): it must be an object of strings, or null.")
                 }
-                var changes: [String: PropertyChange] = [:]
                 for (key, value) in map {
                     if key.isEmpty { throw HTTPFailure.badRequest("Custom metadata keys must not be empty (rule M5).") }
-                    changes[key] = try Self.change(value, field: "metadata.\(key)")
+                    update.customMetadata[key] = try Self.change(value, field: "metadata.\(key)")
                 }
-                customMetadata = changes
             case "md5Hash":
                 guard let text = value as? String, ContentHash.isMD5Base64(text) else {
                     throw HTTPFailure.badRequest("Invalid value for 'md5Hash' in the \(what): it must be the base64 of a 16-byte MD5 digest.")
@@ -161,17 +157,11 @@ struct ObjectMetadataBody {
             "'\(key)' is read-only: the service sets it, and an update may not change it (rule M7); nothing was changed.")
     }
 
-    /// The update a PATCH makes (rules M4, M5).
-    var update: MetadataUpdate {
-        MetadataUpdate(
-            properties: properties, customMetadata: customMetadata ?? [:], clearsCustomMetadata: clearsCustomMetadata)
-    }
-
     /// The metadata an upload sets.
     var writeOptions: WriteOptions {
         var options = WriteOptions(expectedMD5: md5Hash)
-        for case let (property, .set(value)) in properties { options.properties[property] = value }
-        for case let (key, .set(value)) in customMetadata ?? [:] { options.customMetadata[key] = value }
+        for case let (property, .set(value)) in update.properties { options.properties[property] = value }
+        for case let (key, .set(value)) in update.customMetadata { options.customMetadata[key] = value }
         return options
     }
 }

@@ -44,6 +44,29 @@ public enum CloudStorageJSON {
         return metadata
     }
 
+    /// objects.list's answer (`storage#objects`), as `storesh serve` writes it: the page's prefixes (each ending in
+    /// `/`, as the service writes them), its items as object resources, and the token of the next page.
+    public static func listDocument(_ page: StoredListingPage, baseURL: String) -> JSONValue {
+        var members: [(String, JSONValue)] = [("kind", .string("storage#objects"))]
+        if let token = page.continuation { members.append(("nextPageToken", .string(token))) }
+        if !page.prefixes.isEmpty { members.append(("prefixes", .array(page.prefixes.map { .string($0) }))) }
+        if !page.items.isEmpty { members.append(("items", .array(page.items.map { ObjectResource.cloudStorage($0, baseURL: baseURL) }))) }
+        return .object(members)
+    }
+
+    /// A page read back from objects.list's answer (`listDocument` writes it so), as the `gs://` client reads the
+    /// service's: absent members are empty, and an empty token is none.
+    public static func listPage(_ data: Data, bucket: String) throws -> StoredListingPage {
+        let document = try object(data, what: "a listing")
+        guard let items = document["items"].map({ $0 as? [[String: Any]] }) ?? [], let prefixes = document["prefixes"].map({ $0 as? [String] }) ?? []
+        else {
+            throw StorageError.internalError("The service answered a listing whose items or prefixes are not lists of objects and names.")
+        }
+        return StoredListingPage(
+            prefixes: prefixes, items: try items.map { try metadata($0, bucket: bucket) },
+            continuation: (document["nextPageToken"] as? String).flatMap { $0.isEmpty ? nil : $0 })
+    }
+
     /// A PATCH body that makes an object's writable metadata go from `before` to `after`: each changed property
     /// set, or null to delete it; each changed custom key likewise (rules M4–M5). Keys that did not change,
     /// download tokens among them (rule G7), are not sent, so they are kept.
