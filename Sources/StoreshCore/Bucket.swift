@@ -26,11 +26,33 @@ public struct Precondition: Sendable, Equatable {
     public var metageneration: Int64?
     /// S3's `If-Match`: the object's ETag, for objects without generations (rule S3).
     public var entityTag: String?
+    /// The object as the caller found it (a pattern's scan, a read), when the condition was made from it. A layer
+    /// or a plan that needs the object's state to decide or plan the change takes it from here (`seenState`)
+    /// instead of reading the object again; the change itself is guarded by the condition, so a state that is no
+    /// longer the object's is refused, never acted on. Not part of what the condition asks (`==`).
+    public var seen: ObjectMetadata?
 
-    public init(generation: Int64? = nil, metageneration: Int64? = nil, entityTag: String? = nil) {
+    public init(generation: Int64? = nil, metageneration: Int64? = nil, entityTag: String? = nil, seen: ObjectMetadata? = nil) {
         self.generation = generation
         self.metageneration = metageneration
         self.entityTag = entityTag
+        self.seen = seen
+    }
+
+    /// Two preconditions are equal when they ask the same of the object.
+    public static func == (a: Precondition, b: Precondition) -> Bool {
+        a.generation == b.generation && a.metageneration == b.metageneration && a.entityTag == b.entityTag
+    }
+
+    /// The state the caller found `object` in, when the condition names that very state (its generation and
+    /// metageneration, or its ETag): what a change guarded by it starts from. Nil when the caller gave none.
+    public func seenState(of object: ObjectName) -> ObjectMetadata? {
+        guard let seen, NameBytes.sameBytes(seen.fullPath, object.rawValue) else { return nil }
+        if !seen.hasGenerations { return entityTag != nil && entityTag == seen.entityTag ? seen : nil }
+        let named =
+            (metageneration == seen.metageneration && (generation ?? seen.generation) == seen.generation)
+            || (generation == seen.generation && metageneration == nil)
+        return named ? seen : nil
     }
 
     /// Whether the precondition asks anything (a change without one is never repeated, rule G4).
@@ -43,15 +65,15 @@ public struct Precondition: Sendable, Equatable {
 
     /// The object's current state, exactly (generation and metageneration; an S3 object's ETag).
     public static func matches(_ object: ObjectMetadata) -> Precondition {
-        guard object.hasGenerations else { return Precondition(entityTag: object.entityTag) }
-        return Precondition(generation: object.generation, metageneration: object.metageneration)
+        guard object.hasGenerations else { return Precondition(entityTag: object.entityTag, seen: object) }
+        return Precondition(generation: object.generation, metageneration: object.metageneration, seen: object)
     }
 
     /// The object's current content (its generation; an S3 object's ETag), whatever became of its metadata: what a
     /// replacing write or a delete is guarded by.
     public static func sameContent(as object: ObjectMetadata) -> Precondition {
-        guard object.hasGenerations else { return Precondition(entityTag: object.entityTag) }
-        return Precondition(generation: object.generation)
+        guard object.hasGenerations else { return Precondition(entityTag: object.entityTag, seen: object) }
+        return Precondition(generation: object.generation, seen: object)
     }
 
     /// Whether `object` (nil: absent) satisfies the precondition.

@@ -89,13 +89,26 @@ public struct ObjectMetadata: Sendable, Equatable {
     /// Two descriptions of one object version are equal whether or not one of them carries the CRC-32C: a bucket
     /// reads it only where it answers with metadata (not in a bulk edit's scan), and md5Hash, compared here,
     /// already tells contents apart. Every other property counts.
+    /// Every property the same, text compared as bytes (a name or a value in NFC is not the same as in NFD,
+    /// though Swift's `String ==` says so: an update from one to the other is a change, not "unchanged").
     public static func == (a: ObjectMetadata, b: ObjectMetadata) -> Bool {
-        a.bucket == b.bucket && a.fullPath == b.fullPath && a.generation == b.generation
-            && a.metageneration == b.metageneration && a.size == b.size && a.timeCreated == b.timeCreated
-            && a.updated == b.updated && a.md5Hash == b.md5Hash && a.cacheControl == b.cacheControl
-            && a.contentDisposition == b.contentDisposition && a.contentEncoding == b.contentEncoding
-            && a.contentLanguage == b.contentLanguage && a.contentType == b.contentType
-            && a.customMetadata == b.customMetadata && a.entityTag == b.entityTag && a.versionID == b.versionID
+        a.generation == b.generation && a.metageneration == b.metageneration && a.size == b.size
+            && a.timeCreated == b.timeCreated && a.updated == b.updated
+            && NameBytes.sameBytes(a.bucket, b.bucket) && NameBytes.sameBytes(a.fullPath, b.fullPath)
+            && NameBytes.sameBytes(a.md5Hash, b.md5Hash)
+            && WritableProperty.allCases.allSatisfy { sameBytes(a[$0], b[$0]) }
+            && sameBytes(a.entityTag, b.entityTag) && sameBytes(a.versionID, b.versionID)
+            && sameBytes(a.customMetadata, b.customMetadata)
+    }
+
+    /// Two custom metadata maps with the same keys and values, as bytes. (A Swift dictionary finds a key by
+    /// canonical equivalence, so the key it holds is compared too.)
+    private static func sameBytes(_ a: [String: String], _ b: [String: String]) -> Bool {
+        guard a.count == b.count else { return false }
+        return a.allSatisfy { key, value in
+            guard let index = b.index(forKey: key) else { return false }
+            return NameBytes.sameBytes(b[index].key, key) && NameBytes.sameBytes(b[index].value, value)
+        }
     }
 
     /// False for an S3 object, which has no generation or metageneration (rule S2): both are then 0, and not shown.
@@ -179,13 +192,31 @@ public struct ObjectMetadata: Sendable, Equatable {
         }
         if update.clearsCustomMetadata { next.customMetadata = [:] }
         for (key, change) in update.customMetadata {
-            switch change {
-            case .set(let value): next.customMetadata[key] = value
-            case .unset: next.customMetadata[key] = nil
-            }
+            // Removed first: assigning over a canonically equal key would keep the old key's bytes.
+            next.customMetadata[key] = nil
+            if case .set(let value) = change { next.customMetadata[key] = value }
         }
+        return try stamped(next, now: now)
+    }
+
+    /// `self` with the writable metadata of `other` (rule M1's writable properties and the custom map, as they
+    /// are), as a change at `now`: how a bucket stores a state decided or planned elsewhere (`applyMetadata`)
+    /// without merging an update again.
+    public func replacingWritableMetadata(with other: ObjectMetadata, now: Timestamp) throws(StorageError) -> (
+        metadata: ObjectMetadata, changed: Bool
+    ) {
+        var next = self
+        for property in WritableProperty.allCases { next[property] = other[property] }
+        next.customMetadata = other.customMetadata
+        return try stamped(next, now: now)
+    }
+
+    /// `next`, a change of `self`'s writable metadata, checked (rule M5's limits) and stamped as a change at `now`
+    /// (rule M4: one that changes nothing is no change, and keeps `self`).
+    private func stamped(_ next: ObjectMetadata, now: Timestamp) throws(StorageError) -> (metadata: ObjectMetadata, changed: Bool) {
         try CustomMetadataLimits.validate(next.customMetadata)
         guard next != self else { return (self, false) }
+        var next = next
         next.metageneration += 1
         next.updated = now
         return (next, true)

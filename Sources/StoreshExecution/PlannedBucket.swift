@@ -59,13 +59,6 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
     /// The command being planned (the script's statement number), recorded with each change.
     public var step = 0
     private var plannedRules: (source: String, origin: String)?
-    /// Objects as the last pages of a scan of the real bucket read them: a plan over a pattern's objects reads
-    /// each once, not once for the pattern and again for its change (on a remote bucket, a request per object).
-    /// The plan is made from what it read; apply's preconditions catch what changed since. Two pages are kept:
-    /// the one whose objects are being planned and the one read ahead.
-    /// Keyed by the names' bytes (rule P7): canonically equivalent names are two objects.
-    private var lastRead: [ObjectName: ObjectMetadata] = [:]
-    private var readBefore: [ObjectName: ObjectMetadata] = [:]
     /// Snapshots the plan saved: each with the planned changes as they stood (kept in the store under `saved`).
     fileprivate var plannedSnapshots: [(info: SnapshotInfo, saved: Int)] = []
     private var savedCount = 0
@@ -111,16 +104,19 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
     // MARK: Reads
 
     public func metadata(of object: ObjectName) async throws -> ObjectMetadata {
-        try await metadata(of: object, entry: try store.entry(object.rawValue))
+        try await metadata(of: object, entry: try store.entry(object.rawValue), seen: nil)
     }
 
-    /// The planned state of `object` when the plan has one (`entry`), else the real bucket's.
-    private func metadata(of object: ObjectName, entry: PlanStore.Entry?) async throws -> ObjectMetadata {
+    /// The planned state of `object` when the plan has one (`entry`), else the state the change carries (`seen`: a
+    /// pattern's match as the scan found it, so a plan over a pattern reads each object once, not again for its
+    /// change, which on a remote bucket is a request per object), else the real bucket's. The plan is made from
+    /// that state; apply's preconditions catch what changed since.
+    private func metadata(of object: ObjectName, entry: PlanStore.Entry?, seen: ObjectMetadata?) async throws -> ObjectMetadata {
         if let entry {
             guard let state = entry.state else { throw StorageError.objectNotFound(object.rawValue) }
             return state
         }
-        if let known = lastRead[object] ?? readBefore[object] { return known }
+        if let seen { return seen }
         return try await inner.metadata(of: object)
     }
 
@@ -223,8 +219,6 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
 
     public func scan(prefix: String, after: String?, limit: Int) async throws -> ObjectScanPage {
         let page = try await inner.scan(prefix: prefix, after: after, limit: limit)
-        readBefore = lastRead
-        lastRead = Dictionary(page.objects.map { (ObjectName(stored: $0.fullPath), $0) }) { $1 }
         // The planned states in the real page's range (up to its end, or every one left when it is the last),
         // at most a page of them: past that many, the page ends where they do.
         let planned = try store.entries(prefix: prefix, after: after, through: page.resumeAfter, limit: limit + 1)
@@ -245,23 +239,34 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
     public func updateMetadata(of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition) async throws
         -> UpdateResult
     {
+        try await planMetadata(of: object, precondition: precondition) { current, now throws(StorageError) in try current.applying(update, now: now) }
+    }
+
+    /// Planned as the state it names (decided by the rules layer, or planned before), guarded by `before` (rule X2).
+    public func applyMetadata(of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata) async throws
+        -> ObjectMetadata
+    {
+        try await planMetadata(of: object, precondition: .matches(before)) { current, now throws(StorageError) in
+            try current.replacingWritableMetadata(with: after, now: now)
+        }.metadata
+    }
+
+    /// A planned change of an object's metadata, made by `next` from the state the change starts from and the
+    /// plan's time, if that state satisfies `precondition`.
+    private func planMetadata(
+        of object: ObjectName, precondition: Precondition,
+        _ next: (ObjectMetadata, Timestamp) throws(StorageError) -> (metadata: ObjectMetadata, changed: Bool)
+    ) async throws -> UpdateResult {
         // Read once: the state the change starts from, and where the object's content is.
         let entry = try store.entry(object.rawValue)
-        let existing = try await metadata(of: object, entry: entry)
+        let existing = try await metadata(of: object, entry: entry, seen: precondition.seenState(of: object))
         try require(precondition, object, existing)
-        let (next, changed) = try existing.applying(update, now: clock.nextChangeTime())
+        let (next, changed) = try next(existing, clock.nextChangeTime())
         if changed {
             try inner.validateStorable(next)
             try store.plan(PlannedChange(object: object.rawValue, before: existing, after: next, step: step), content: entry?.content ?? .real)
         }
         return UpdateResult(metadata: next, previous: existing, changed: changed)
-    }
-
-    /// Planned as the update it is, guarded by `before` (rule X2).
-    public func applyMetadata(of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata) async throws
-        -> ObjectMetadata
-    {
-        try await updateByPrecondition(of: object, from: before, to: after)
     }
 
     public func write(_ content: Data, to object: ObjectName, options: WriteOptions, precondition: Precondition) async throws
@@ -308,7 +313,7 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
     }
 
     public func delete(_ object: ObjectName, precondition: Precondition) async throws {
-        let existing = try await metadata(of: object)
+        let existing = try await metadata(of: object, entry: try store.entry(object.rawValue), seen: precondition.seenState(of: object))
         try require(precondition, object, existing)
         try store.plan(PlannedChange(object: object.rawValue, before: existing, after: nil, step: step), content: .real)
     }

@@ -614,11 +614,30 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     public func updateMetadata(of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition)
         async throws -> UpdateResult
     {
+        try changeMetadata(of: object, precondition: precondition) { current, now throws(StorageError) in try current.applying(update, now: now) }
+    }
+
+    /// Stores `after`'s writable metadata as it is (decided by the rules layer, or planned), if the object is still
+    /// `before`: nothing is merged again.
+    public func applyMetadata(of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata) async throws
+        -> ObjectMetadata
+    {
+        try changeMetadata(of: object, precondition: .matches(before)) { current, now throws(StorageError) in
+            try current.replacingWritableMetadata(with: after, now: now)
+        }.metadata
+    }
+
+    /// A change of an object's metadata, made by `next` from the object's row (as the last scan of this transaction
+    /// found it, else read) and the change's time, if the object satisfies `precondition`.
+    private func changeMetadata(
+        of object: ObjectName, precondition: Precondition,
+        _ next: (ObjectMetadata, Timestamp) throws(StorageError) -> (metadata: ObjectMetadata, changed: Bool)
+    ) throws(StorageError) -> UpdateResult {
         try change(.checkedFirst) {
             let scanned = scannedRows.removeValue(forKey: object)
             guard let row = try scanned ?? fetchRow(object.rawValue) else { throw StorageError.objectNotFound(object.rawValue) }
             let now = options.clock.nextChangeTime()
-            let (next, changed) = try row.metadata.applying(update, now: now)
+            let (next, changed) = try next(row.metadata, now)
             guard precondition.isSatisfied(by: row.metadata) else {
                 throw StorageError.preconditionFailed(object.rawValue, precondition, actual: row.metadata)
             }
@@ -762,12 +781,6 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
             throw sinkFailure ?? error
         }
         return size
-    }
-
-    public func applyMetadata(of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata) async throws
-        -> ObjectMetadata
-    {
-        try await updateByPrecondition(of: object, from: before, to: after)
     }
 
     public func delete(_ object: ObjectName, precondition: Precondition) async throws {

@@ -7,16 +7,14 @@ import StoreshCore
 ///
 /// A decision that depends on the object (`resource`, `request.resource`) is made on the object as read here,
 /// and the change then goes down with a precondition on exactly that state, so a concurrent change cannot slip
-/// between the decision and the change. Objects that the last `scan` returned (a pattern's matches) are not
-/// read again: a change that names the state the scan saw is decided on it.
+/// between the decision and the change. An object whose state the change carries (`Precondition.seen`: a
+/// pattern's match as its scan found it) is not read again: the change is decided on that state, and refused by
+/// the bucket if the object is no longer in it.
 ///
 /// Snapshots and rules administration pass through undecided: rules do not apply to them.
 class RulesLayer: BucketLayer, TransactionalBucket, @unchecked Sendable {
     let inner: any Bucket
     let session: RulesSession
-    private let lock = NSLock()
-    /// The last scan page's objects by name, as bytes (rule P7).
-    private var scanned: [ObjectName: ObjectMetadata] = [:]
 
     init(_ inner: any Bucket, session: RulesSession) {
         self.inner = inner
@@ -57,12 +55,7 @@ class RulesLayer: BucketLayer, TransactionalBucket, @unchecked Sendable {
     func scan(prefix: String, after: String?, limit: Int) async throws -> ObjectScanPage {
         // Walking names under a prefix is a listing of the folder it starts in.
         try check(.list, NameBytes.folder(ofPrefix: prefix))
-        let page = try await inner.scan(prefix: prefix, after: after, limit: limit)
-        if !session.isOpen {
-            let byName = Dictionary(page.objects.map { (ObjectName(stored: $0.fullPath), $0) }) { _, last in last }
-            lock.withLock { scanned = byName }
-        }
-        return page
+        return try await inner.scan(prefix: prefix, after: after, limit: limit)
     }
 
     func metadata(of object: ObjectName) async throws -> ObjectMetadata {
@@ -121,15 +114,19 @@ class RulesLayer: BucketLayer, TransactionalBucket, @unchecked Sendable {
             try check(.update, object.rawValue)
             return try await inner.updateMetadata(of: object, update, precondition: precondition)
         }
-        let seen = known(object, precondition)
+        let seen = precondition.seenState(of: object)
         guard let existing = try await seen.asyncOr({ try await inner.metadataIfPresent(of: object) }) else {
             try check(.update, object.rawValue)
             throw StorageError.objectNotFound(object.rawValue)
         }
-        let next = try existing.applying(update, now: session.clock.now()).metadata
+        // Computed once: the state decided on is the state sent down, which the bucket stores as it is (its own
+        // metageneration and time stamped on it).
+        let (next, changed) = try existing.applying(update, now: session.clock.now())
         try check(.update, object.rawValue, new: next, existing: existing)
         try require(precondition, of: object, existing)
-        return try await inner.updateMetadata(of: object, update, precondition: .matches(existing))
+        guard changed else { return UpdateResult(metadata: existing, previous: existing, changed: false) }
+        let stored = try await inner.applyMetadata(of: object, from: existing, to: next)
+        return UpdateResult(metadata: stored, previous: existing, changed: true)
     }
 
     /// A planned change applied under rules: decided as the update it is, on the object as read here (rule X2).
@@ -161,7 +158,7 @@ class RulesLayer: BucketLayer, TransactionalBucket, @unchecked Sendable {
             try check(.delete, object.rawValue)
             return try await inner.delete(object, precondition: precondition)
         }
-        let seen = known(object, precondition)
+        let seen = precondition.seenState(of: object)
         let existing = try await seen.asyncOr({ try await inner.metadataIfPresent(of: object) })
         try check(.delete, object.rawValue, existing: existing)
         guard let existing else { throw StorageError.objectNotFound(object.rawValue) }
@@ -175,15 +172,6 @@ class RulesLayer: BucketLayer, TransactionalBucket, @unchecked Sendable {
         try session.check(method, bucket: name, path: path, new: new, existing: existing)
     }
 
-
-    /// The object as the last scan saw it, when the change names that very state.
-    private func known(_ object: ObjectName, _ precondition: Precondition) -> ObjectMetadata? {
-        guard let seen = lock.withLock({ scanned[object] }) else { return nil }
-        let named =
-            (precondition.metageneration == seen.metageneration && (precondition.generation ?? seen.generation) == seen.generation)
-            || (precondition.generation == seen.generation && precondition.metageneration == nil)
-        return named ? seen : nil
-    }
 
     /// The caller's own precondition, checked against the state the decision was made on.
     private func require(_ precondition: Precondition, of object: ObjectName, _ existing: ObjectMetadata?) throws {

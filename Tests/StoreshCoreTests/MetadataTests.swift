@@ -35,6 +35,28 @@ struct MetadataTests {
         }
     }
 
+    @Test("rule M4: a value or key changed from NFC to NFD is a change, stored as the bytes given")
+    func m4ValuesAreBytes() throws {
+        let nfc = "caf\u{E9}"
+        let nfd = "cafe\u{301}"
+        let object = Self.sample(custom: ["k": nfc, nfc: "v"])
+        var update = MetadataUpdate()
+        try update.set("custom.k", to: nfd)
+        try update.set("contentLanguage", to: nfd)
+        let (next, changed) = try object.applying(update, now: Self.t1)
+        #expect(changed)
+        #expect(next.customMetadata["k"].map { Array($0.utf8) } == Array(nfd.utf8))
+        #expect(next != object)
+        // A key given in NFD replaces the NFC key: the key stored is the one given.
+        var rename = MetadataUpdate()
+        try rename.set("custom.\(nfd)", to: "v")
+        let (renamed, keyChanged) = try object.applying(rename, now: Self.t1)
+        #expect(keyChanged)
+        #expect(renamed.customMetadata.keys.contains { Array($0.utf8) == Array(nfd.utf8) })
+        // The same bytes again are no change (rule M4).
+        #expect(try next.applying(update, now: Self.t1).changed == false)
+    }
+
     @Test("rule M2: RFC 3339 in UTC with milliseconds")
     func m2Dates() throws {
         #expect(Self.t0.rfc3339 == "2026-11-21T09:30:00.000Z")

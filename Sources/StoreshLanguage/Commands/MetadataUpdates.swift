@@ -36,7 +36,7 @@ extension Session {
             let result = try await onTarget(object.word, name: object.name, at: here) {
                 try await self.target.updateMetadata(
                     of: object.name, update,
-                    precondition: object.metadata.map { $0.hasGenerations ? Precondition(metageneration: $0.metageneration) : .matches($0) } ?? .none)
+                    precondition: object.metadata.map { $0.hasGenerations ? Precondition(metageneration: $0.metageneration, seen: $0) : .matches($0) } ?? .none)
             }
             if result.changed {
                 results.updated(object.name.rawValue, result.previous.differences(to: result.metadata))
