@@ -14,6 +14,15 @@ public protocol SessionOutput: AnyObject {
     func notice(_ text: String)
 }
 
+/// Content printed as it arrives: each piece to the session's output, in order.
+final class ResultBytesSink: ContentSink, @unchecked Sendable {
+    private let output: SessionOutput
+
+    init(_ output: SessionOutput) { self.output = output }
+
+    func write(_ bytes: Data) throws { output.resultBytes(bytes) }
+}
+
 /// The local files that `put` reads and `get` writes; the command-line layer gives the real ones.
 public protocol LocalFiles: Sendable {
     func read(_ path: String) throws(StorageError) -> Data
@@ -196,6 +205,16 @@ public final class Session {
     public enum Flow: Sendable, Equatable {
         case next
         case exit
+    }
+
+    /// An object's content as a result (`cat`): printed as it arrives, a piece at a time, so that a large object
+    /// is never held whole; with `--json`, one document that holds it whole (its text, or its base64).
+    func deliverContent(of object: ObjectName) async throws {
+        guard !options.json else {
+            deliver(.content(object: object.rawValue, try await target.read(object)))
+            return
+        }
+        _ = try await target.read(object, into: ResultBytesSink(output))
     }
 
     /// Runs one command. Storage errors come back as diagnostics located at the word they concern.

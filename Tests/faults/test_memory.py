@@ -93,3 +93,16 @@ def test_a_200_mib_object_goes_in_and_out_of_a_bucket_file_in_bounded_memory(tmp
             received.update(piece)
     assert copy.stat().st_size == LARGE_OBJECT_MIB << 20
     assert received.hexdigest() == digest.hexdigest()
+
+    # cat prints the content as it arrives: to a file here, through the same bounded pieces.
+    printed = tmp_path / "printed.bin"
+    script = ("import resource, subprocess, sys\n"
+              "with open(sys.argv[1], 'wb') as out: done = subprocess.run(sys.argv[2:], stdout=out)\n"
+              "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)\n"
+              "sys.exit(done.returncode)\n")
+    done = subprocess.run(["python3", "-c", script, str(printed), BINARY, "--bucket", bucket, "-c", "cat videos/large.bin"],
+                          capture_output=True, env=environment(tmp_path), timeout=900)
+    assert done.returncode == 0, done.stderr
+    catted = int(done.stderr.decode().rstrip("\n").split("\n")[-1]) / 1024
+    assert catted < LARGE_OBJECT_LIMIT_MIB, f"cat of {LARGE_OBJECT_MIB} MiB peaked at {catted:.0f} MiB"
+    assert printed.read_bytes() == copy.read_bytes()

@@ -23,8 +23,7 @@ public struct CatCommand: LanguageCommand, Equatable {
 
     public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
         let name = try session.objectName(object, raw: raw, at: here)
-        let content = try await session.onTarget(object, name: name, at: here) { try await session.target.read(name) }
-        session.deliver(.content(object: name.rawValue, content))
+        try await session.onTarget(object, name: name, at: here) { try await session.deliverContent(of: name) }
         return .next
     }
 
