@@ -214,8 +214,9 @@ public protocol Bucket: AnyObject, Sendable {
         async throws -> UpdateResult
 
     /// Makes the object's writable metadata `after`'s, if the object is still `before` (its generation and
-    /// metageneration; else precondition-failed): how a planned change is applied (rule X2). A remote bucket does
-    /// it in one request; a local one as an update with that precondition (`updateByPrecondition`).
+    /// metageneration; else precondition-failed): how a planned change, or a change the rules layer decided, is
+    /// applied (rule X2). `after` is stored as it is, not merged again; the bucket stamps its own metageneration and
+    /// time on it. A remote bucket does it in one request.
     func applyMetadata(of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata) async throws
         -> ObjectMetadata
 

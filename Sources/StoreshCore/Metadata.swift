@@ -88,9 +88,9 @@ public struct ObjectMetadata: Sendable, Equatable {
 
     /// Two descriptions of one object version are equal whether or not one of them carries the CRC-32C: a bucket
     /// reads it only where it answers with metadata (not in a bulk edit's scan), and md5Hash, compared here,
-    /// already tells contents apart. Every other property counts.
-    /// Every property the same, text compared as bytes (a name or a value in NFC is not the same as in NFD,
-    /// though Swift's `String ==` says so: an update from one to the other is a change, not "unchanged").
+    /// already tells contents apart. Every other property counts, its text compared as bytes: a name or a value in
+    /// NFC is not the same as in NFD, though Swift's `String ==` says so, and an update from one to the other is a
+    /// change, not "unchanged".
     public static func == (a: ObjectMetadata, b: ObjectMetadata) -> Bool {
         a.generation == b.generation && a.metageneration == b.metageneration && a.size == b.size
             && a.timeCreated == b.timeCreated && a.updated == b.updated

@@ -3,9 +3,9 @@ import Foundation
 import StoreshExecution
 import StoreshLanguage
 
-/// The command line's option groups, as argument-parser declares them. Each subcommand declares the groups it
-/// takes; what they read becomes one `RunContext`, the values every part of a run works from. (The everyday root
-/// parse, `EverydayInvocation`, reads the root's options into the same `RunContext` without argument-parser.)
+// The command line's option groups, as argument-parser declares them. Each subcommand declares the groups it
+// takes; what they read becomes one `RunContext`, the values every part of a run works from. (The everyday root
+// parse, `EverydayInvocation`, reads the root's options into the same `RunContext` without argument-parser.)
 
 /// `--bucket`, `--clock`, `--quiet` and `--trace`.
 struct BucketOptions: ParsableArguments {

@@ -88,7 +88,6 @@ final class ConsoleOutput: SessionOutput {
     }
 }
 
-
 /// The progress line of apply on a terminal: done/total, rate and time left, redrawn at most ten times a second.
 final class ProgressLine: @unchecked Sendable {
     private let lock = NSLock()

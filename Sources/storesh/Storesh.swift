@@ -89,7 +89,7 @@ struct Storesh: StoreshCommand {
         }
         leave(waitingForSwiftsExecutors {
             await exitStatus {
-                var command = try parseAsRoot()
+                var command = try parseAsRoot(arguments)
                 if let storeshCommand = command as? any StoreshCommand { return try await storeshCommand.execute() }
                 // argument-parser's own commands (`help SUBCOMMAND`) end by throwing what Diagnostics reports.
                 try command.run()
@@ -133,10 +133,10 @@ struct RootInvocation: Equatable {
     }
 
     func run() async throws -> Session.Status {
-        if command != nil {
+        if let command {
             // Swift's arguments replace invalid UTF-8 with U+FFFD: the bytes as given are decoded instead, so that
             // a bad byte is a positioned error, as it is in a script file.
-            let bytes = ProcessArguments.current.rawValue(ofOption: "-c") ?? Array((command ?? "").utf8)
+            let bytes = ProcessArguments.current.rawValue(ofOption: "-c") ?? Array(command.utf8)
             return try await runScript(named: "-c", bytes: bytes, in: context) { try await context.open() }
         }
         if isatty(STDIN_FILENO) == 0 {
