@@ -237,11 +237,40 @@ public protocol Bucket: AnyObject, Sendable {
     var rulesStore: (any RulesStore)? { get }
     /// A real bucket that can be used as an end user of the app (rule F1); nil otherwise.
     var endUserSignIn: (any EndUserSignIn)? { get }
+    /// A bucket that takes many changes in one request (the JSON API's batches, rule Q2); nil otherwise, and
+    /// nil once a service has refused them.
+    var batchedChanges: (any BatchedChanges)? { get }
 
     /// This bucket as a transaction, when it is one (a layer around it must stay one). A requirement rather than a
     /// cast: `as? any BucketTransaction` searches the whole binary's conformances the first time for each type,
     /// which every cold run paid (issue 23).
     var asTransaction: (any BucketTransaction)? { get }
+}
+
+/// A change of a plan as one call of a batch (rule Q2).
+public enum BatchedChange: Sendable {
+    /// As `applyMetadata(of:from:to:)`: the object's writable metadata made `after`'s, if it is still `before`.
+    case metadata(ObjectName, from: ObjectMetadata, to: ObjectMetadata)
+    /// As `delete(_:precondition:)`.
+    case delete(ObjectName, precondition: Precondition)
+
+    public var object: ObjectName {
+        switch self {
+        case .metadata(let object, _, _), .delete(let object, _): object
+        }
+    }
+}
+
+/// Changes sent many to a request (rule Q2). Each keeps its own precondition and its own answer: a change that
+/// fails inside a batch fails as it would have alone, is sent again only when that is safe, and is reported on
+/// its own.
+public protocol BatchedChanges: AnyObject, Sendable {
+    /// The most changes one request carries.
+    var largestBatch: Int { get }
+
+    /// Sends `changes` (at most `largestBatch`, each object at most once); answers, in their order, the state
+    /// each change left (nil: deleted) or why it failed.
+    func send(_ changes: [BatchedChange]) async -> [Result<ObjectMetadata?, StorageError>]
 }
 
 /// A bucket around another (`inner`) that passes the inner bucket's description on as its own: its name, scheme,

@@ -67,6 +67,7 @@ public final class PlanApplier: @unchecked Sendable {
     let bucket: any Bucket
     let plan: PlanStore
     let parallel: Int
+    let batchSize: Int
     let keepGoing: Bool
     let journal: (any ApplyJournal)?
     let isCancelled: @Sendable () -> Bool
@@ -78,12 +79,13 @@ public final class PlanApplier: @unchecked Sendable {
     private var total = 0
 
     public init(
-        bucket: any Bucket, plan: PlanStore, parallel: Int, keepGoing: Bool, journal: (any ApplyJournal)?,
-        isCancelled: @escaping @Sendable () -> Bool, progress: (@Sendable (ApplyProgress) -> Void)? = nil
+        bucket: any Bucket, plan: PlanStore, parallel: Int, batchSize: Int = ApplySettings.defaultBatchSize, keepGoing: Bool,
+        journal: (any ApplyJournal)?, isCancelled: @escaping @Sendable () -> Bool, progress: (@Sendable (ApplyProgress) -> Void)? = nil
     ) {
         self.bucket = bucket
         self.plan = plan
         self.parallel = max(1, parallel)
+        self.batchSize = max(1, batchSize)
         self.keepGoing = keepGoing
         self.journal = journal
         self.isCancelled = isCancelled
@@ -114,21 +116,44 @@ public final class PlanApplier: @unchecked Sendable {
         } catch {
             readFailure = error
         }
-        await withTaskGroup(of: String.self) { group in
+        // Rule Q2: metadata changes and deletes go many to a request where the bucket takes batches.
+        let batching = batchSize > 1 ? bucket.batchedChanges : nil
+        let largestBatch = min(batchSize, batching?.largestBatch ?? 1)
+        await withTaskGroup(of: [String].self) { group in
             // By bytes (rule P7): two canonically equivalent names are two objects, changed in parallel.
             var inFlight: Set<ObjectName> = []
             var running = 0
             var step: Int?
             var next = 0
+            // The batch being filled: its objects count as in flight, and it is sent when full, when a change
+            // cannot join it, and at the end.
+            var batch: [PlanStore.PendingChange] = []
+            var batched: Set<ObjectName> = []
             func finishOne() async {
-                guard let object = await group.next() else { return }
+                guard let objects = await group.next() else { return }
                 running -= 1
-                inFlight.remove(ObjectName(stored: object))
+                for object in objects { inFlight.remove(ObjectName(stored: object)) }
+            }
+            func sendBatch() {
+                guard let batching, !batch.isEmpty else { return }
+                let taken = batch
+                batch = []
+                batched = []
+                running += 1
+                group.addTask {
+                    // A batch of one is the request alone: what `explain` shows, without the batch's envelope.
+                    if taken.count == 1 {
+                        await self.send(taken[0], started: started)
+                    } else {
+                        await self.send(taken, through: batching, started: started)
+                    }
+                    return taken.map(\.change.object)
+                }
             }
             reading: while readFailure == nil {
-                let batch: (changes: [PlanStore.PendingChange], next: Int?)
+                let page: (changes: [PlanStore.PendingChange], next: Int?)
                 do {
-                    batch = try plan.pending(from: next, limit: Self.batchSize)
+                    page = try plan.pending(from: next, limit: Self.batchSize)
                 } catch let error as StorageError {
                     readFailure = error
                     break
@@ -136,26 +161,37 @@ public final class PlanApplier: @unchecked Sendable {
                     readFailure = .internalError("\(error)")
                     break
                 }
-                guard let following = batch.next else { break }
+                guard let following = page.next else { break }
                 next = following
-                for pending in batch.changes {
+                for pending in page.changes {
                     let change = pending.change
+                    let object = ObjectName(stored: change.object)
                     if change.step != step {
+                        sendBatch()
                         while running > 0 { await finishOne() }
                         step = change.step
                     }
-                    while running >= parallel || inFlight.contains(ObjectName(stored: change.object)) { await finishOne() }
+                    // A later change of an object waits for the earlier one, in the batch being filled too.
+                    if batched.contains(object) { sendBatch() }
+                    while running >= parallel || inFlight.contains(object) { await finishOne() }
                     if isCancelled() { interrupted = true }
                     if lock.withLock({ failed > 0 }) && !keepGoing { stopped = true }
                     if interrupted || stopped { break reading }
-                    inFlight.insert(ObjectName(stored: change.object))
-                    running += 1
-                    group.addTask {
-                        await self.send(pending, started: started)
-                        return change.object
+                    inFlight.insert(object)
+                    if let batching, Self.isBatchable(change) {
+                        batch.append(pending)
+                        batched.insert(object)
+                        if batch.count >= largestBatch { sendBatch() }
+                    } else {
+                        running += 1
+                        group.addTask {
+                            await self.send(pending, started: started)
+                            return [change.object]
+                        }
                     }
                 }
             }
+            if !interrupted && !stopped { sendBatch() }
             while running > 0 { await finishOne() }
         }
         if lock.withLock({ failed > 0 }) && !keepGoing { stopped = true }
@@ -174,14 +210,54 @@ public final class PlanApplier: @unchecked Sendable {
     }
 
     private func send(_ pending: PlanStore.PendingChange, started: ContinuousClock.Instant) async {
-        let (index, change) = (pending.index, pending.change)
-        // A later change of an object guarded by what the earlier one left, not by the plan's guess (a write's
-        // generation is the service's to choose).
-        var current = change.before
-        if pending.touches > 1, let landed = try? plan.landed(change.object) { current = landed }
+        let outcome: Result<ObjectMetadata?, Error>
         do {
-            let result = try await perform(change, from: current)
-            try record(pending, result: result, found: false)
+            outcome = .success(try await perform(pending.change, from: currentState(pending)))
+        } catch {
+            outcome = .failure(error)
+        }
+        await settle(pending, outcome)
+        reportProgress(started: started)
+    }
+
+    /// Changes sent as one batch (rule Q2); each is settled on its own, as it would have been alone.
+    private func send(_ pendings: [PlanStore.PendingChange], through batching: any BatchedChanges, started: ContinuousClock.Instant) async {
+        var calls: [BatchedChange] = []
+        var sent: [PlanStore.PendingChange] = []
+        for pending in pendings {
+            let change = pending.change
+            do {
+                let name = try ObjectName(change.object)
+                guard let current = currentState(pending) else { throw StorageError.objectNotFound(change.object) }
+                calls.append(change.after.map { .metadata(name, from: current, to: $0) } ?? .delete(name, precondition: Self.deletePrecondition(current: current)))
+                sent.append(pending)
+            } catch {
+                await settle(pending, .failure(error))
+            }
+        }
+        let outcomes = calls.isEmpty ? [] : await batching.send(calls)
+        for (pending, outcome) in zip(sent, outcomes) {
+            await settle(pending, outcome.map { $0 }.mapError { $0 as Error })
+        }
+        reportProgress(started: started)
+    }
+
+    /// Whether a change can go in a batch: a metadata change or a delete (content goes on its own).
+    static func isBatchable(_ change: PlannedChange) -> Bool { !change.writesContent && change.before != nil }
+
+    /// The state a change goes from: a later change of an object is guarded by what the earlier one left, not by
+    /// the plan's guess (a write's generation is the service's to choose).
+    private func currentState(_ pending: PlanStore.PendingChange) -> ObjectMetadata? {
+        if pending.touches > 1, let landed = try? plan.landed(pending.change.object) { return landed }
+        return pending.change.before
+    }
+
+    /// Records how a change ended: applied (journal first), or failed. In a resumed run, a refusal may mean the
+    /// first run applied it and stopped before recording it: the object is then checked against the plan.
+    private func settle(_ pending: PlanStore.PendingChange, _ outcome: Result<ObjectMetadata?, Error>) async {
+        let (index, change) = (pending.index, pending.change)
+        do {
+            try record(pending, result: try outcome.get(), found: false)
         } catch let error as StorageError {
             if checkForLanded, error.code == .preconditionFailed || error.code == .objectNotFound,
                 let now = try? await bucket.metadataIfPresent(of: ObjectName(change.object)), Self.isAsPlanned(now, change)
@@ -193,10 +269,11 @@ public final class PlanApplier: @unchecked Sendable {
         } catch {
             fail(index, StorageError.internalError("\(error)"))
         }
-        if let progress {
-            let snapshot = lock.withLock { ApplyProgress(done: done, total: total, failed: failed, started: started) }
-            progress(snapshot)
-        }
+    }
+
+    private func reportProgress(started: ContinuousClock.Instant) {
+        guard let progress else { return }
+        progress(lock.withLock { ApplyProgress(done: done, total: total, failed: failed, started: started) })
     }
 
     private func fail(_ index: Int, _ error: StorageError) {
@@ -478,6 +555,8 @@ public struct ApplySettings {
     /// takes from a bucket before it ramps up: enough to keep a remote service busy without tripping its limits
     /// (a 429 is retried after its Retry-After anyway). Over HTTP/2 they share one connection.
     public static let defaultParallel = 32
+    /// Changes in one batch request where the bucket takes them (rule Q2): Cloud Storage's most.
+    public static let defaultBatchSize = 100
 
     /// Opens the journal of a run about to apply a plan (the program chooses the file and writes the plan).
     public var openJournal: ((PlanStore) throws -> any ApplyJournal)?

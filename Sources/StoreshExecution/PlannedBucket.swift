@@ -83,6 +83,8 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
     public var accessDescription: String? { inner.accessDescription }
     public var guardsChanges: Bool { inner.guardsChanges }
     public var endUserSignIn: (any EndUserSignIn)? { inner.endUserSignIn }
+    /// A plan is made a change at a time; batches are how it is sent.
+    public var batchedChanges: (any BatchedChanges)? { nil }
     public var transactions: (any TransactionalBucket)? { nil }
     public var immediateReads: (any ImmediateReads)? { nil }
     public var asTransaction: (any BucketTransaction)? { self }

@@ -181,7 +181,7 @@ extension Session {
             output.notice(Self.unguardedChanges)
         }
         let applier = PlanApplier(
-            bucket: bucket, plan: plan, parallel: options.parallel, keepGoing: options.keepGoing, journal: journal,
+            bucket: bucket, plan: plan, parallel: options.parallel, batchSize: options.batchSize, keepGoing: options.keepGoing, journal: journal,
             isCancelled: isCancelled, progress: applySettings.progress)
         let outcome = await applier.apply(resumed: given != nil)
         applySettings.progressEnded?()
@@ -240,7 +240,7 @@ extension Session {
         do {
             return try await transactions.withTransaction(forWriting: true) { transaction -> TransactionOutcome<Status> in
                 let applier = PlanApplier(
-                    bucket: guarded(transaction), plan: plan, parallel: 1, keepGoing: options.keepGoing, journal: nil,
+                    bucket: guarded(transaction), plan: plan, parallel: 1, batchSize: 1, keepGoing: options.keepGoing, journal: nil,
                     isCancelled: isCancelled, progress: applySettings.progress)
                 let outcome = await applier.apply()
                 applySettings.progressEnded?()

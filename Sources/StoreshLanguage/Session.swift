@@ -90,6 +90,8 @@ public struct RunOptions: Sendable {
     public var atPrompt = false
     /// On a bucket without transactions: how many planned changes are sent at once (rule X2).
     public var parallel = ApplySettings.defaultParallel
+    /// On a bucket that takes batches: the most changes sent in one request (rule Q2); 1 sends each alone.
+    public var batchSize = ApplySettings.defaultBatchSize
     /// `run --explain`: each command is explained (SDK call, REST requests, rules method), none is run.
     public var explainOnly = false
     /// `--summary`: bulk changes print their summary by change, not each object.

@@ -551,6 +551,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     public var immediateReads: (any ImmediateReads)? { self }
     public var rulesStore: (any RulesStore)? { self }
     public var endUserSignIn: (any EndUserSignIn)? { nil }
+    public var batchedChanges: (any BatchedChanges)? { nil }
     public var asTransaction: (any BucketTransaction)? { nil }
     public var pageTokens: any PageTokenFormat { LocalPageTokens() }
     public var scheme: String { "gs" }

@@ -18,6 +18,7 @@ final class LocalTransaction: BucketTransaction, BucketLayer, @unchecked Sendabl
     var immediateReads: (any ImmediateReads)? { engine }
     var rulesStore: (any RulesStore)? { engine }
     var endUserSignIn: (any EndUserSignIn)? { nil }
+    var batchedChanges: (any BatchedChanges)? { nil }
     var asTransaction: (any BucketTransaction)? { self }
 
     func withSavepoint<Value>(_ body: () async throws -> Value) async throws -> Value {

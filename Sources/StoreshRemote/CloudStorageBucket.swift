@@ -82,6 +82,8 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
     let authorizer: any RequestAuthorizer
     /// Uploads larger than this go as resumable uploads, in chunks of this size.
     let resumableThreshold: Int
+    /// Whether the service took batches (rule Q2).
+    let batches = BatchEndpointState()
 
     static let tokens = PositionPageTokens(mark: "gs1:")
 
@@ -109,6 +111,7 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
     public var immediateReads: (any ImmediateReads)? { nil }
     public var rulesStore: (any RulesStore)? { nil }
     public var endUserSignIn: (any EndUserSignIn)? { nil }
+    public var batchedChanges: (any BatchedChanges)? { batches.refused ? nil : self }
     public var asTransaction: (any BucketTransaction)? { nil }
     public var pageTokens: any PageTokenFormat { Self.tokens }
 

@@ -24,7 +24,11 @@ public struct RetryPolicy: Sendable {
     }
 
     /// Statuses that say "try again later", not "this request is wrong".
-    static func isRetryable(status: Int) -> Bool { [408, 429, 500, 502, 503, 504].contains(status) }
+    public static func isRetryable(status: Int) -> Bool { [408, 429, 500, 502, 503, 504].contains(status) }
+
+    /// Statuses by which a service says "slower" (rule Q1): 429, and 503 (S3's SlowDown; Cloud Storage's
+    /// overloaded backend).
+    public static func isPushback(status: Int) -> Bool { status == 429 || status == 503 }
 
     /// The wait before retry number `retry` (0 for the first): the doubled delay, capped, with full jitter
     /// between half of it and all of it, so that parallel requests refused together do not come back together.
@@ -44,13 +48,23 @@ public struct RemoteRequest: Sendable {
     public var body: Data?
     /// True when sending it twice does no harm: a read, or a change guarded by a precondition.
     public var repeatable: Bool
+    /// How many writes it makes, as the service counts them against its rate (rule Q1): none for a read, one
+    /// for a change, one per call for a batch.
+    public var writes: Int
+    /// What `--trace` adds after the URL (a batch's calls).
+    public var traceNote: String?
 
-    public init(method: HTTPMethod, url: String, headers: [(String, String)] = [], body: Data? = nil, repeatable: Bool) {
+    public init(
+        method: HTTPMethod, url: String, headers: [(String, String)] = [], body: Data? = nil, repeatable: Bool, writes: Int? = nil,
+        traceNote: String? = nil
+    ) {
         self.method = method
         self.url = url
         self.headers = headers
         self.body = body
         self.repeatable = repeatable
+        self.writes = writes ?? ([.GET, .HEAD].contains(method) ? 0 : 1)
+        self.traceNote = traceNote
     }
 }
 
@@ -61,6 +75,8 @@ public struct RemoteResponse: Sendable {
     public var body: Data
     /// How many times the request was sent (1 when it was not retried).
     public var attempts: Int
+    /// When the last attempt was let go by the write pacer (its clock), to tell it of calls of a batch pushed back.
+    public var sentAt: Double?
 
     public func header(_ name: String) -> String? { headers.first(name: name) }
 }
@@ -68,6 +84,8 @@ public struct RemoteResponse: Sendable {
 /// Where a request goes and what it says: a line for `--trace`, with every credential and token left out.
 public protocol RequestTrace: Sendable {
     func sent(_ request: RemoteRequest, status: Int?, attempt: Int, milliseconds: Int)
+    /// What a request's answer held beyond its status (a batch's answers to its calls).
+    func answered(_ summary: String)
 }
 
 /// The HTTP client every remote bucket shares: one pool of kept-alive connections (HTTP/2 where the service
@@ -75,7 +93,9 @@ public protocol RequestTrace: Sendable {
 public final class RemoteHTTP: Sendable {
     let client: HTTPClient
     let policy: RetryPolicy
-    let trace: (any RequestTrace)?
+    public let trace: (any RequestTrace)?
+    /// Paces the requests that change something (rule Q1); nil sends them as they come.
+    public let pacer: WritePacer?
     /// Checked between attempts and during waits: Ctrl-C ends a wait at once.
     let isCancelled: @Sendable () -> Bool
     private let closed = LockedFlag()
@@ -87,7 +107,7 @@ public final class RemoteHTTP: Sendable {
 
     public init(
         policy: RetryPolicy = RetryPolicy(), connectionsPerHost: Int = 16, trace: (any RequestTrace)? = nil,
-        isCancelled: @escaping @Sendable () -> Bool = { false }
+        pacing: WriteRateLimits? = nil, isCancelled: @escaping @Sendable () -> Bool = { false }
     ) {
         var configuration = HTTPClient.Configuration(
             timeout: .init(connect: .seconds(15), read: .seconds(60)))
@@ -98,6 +118,7 @@ public final class RemoteHTTP: Sendable {
         client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         self.policy = policy
         self.trace = trace
+        self.pacer = pacing.map(WritePacer.init)
         self.isCancelled = isCancelled
     }
 
@@ -121,6 +142,8 @@ public final class RemoteHTTP: Sendable {
         var retry = 0
         while true {
             if isCancelled() { throw StorageError(.cancelled, "Interrupted before the request was sent.") }
+            let paced = request.writes > 0 ? pacer : nil
+            let sentAt = try await paced?.admit(weight: request.writes, isCancelled: isCancelled)
             let attemptStarted = ContinuousClock.now
             var retryAfter: Double?
             let failure: Error
@@ -129,26 +152,31 @@ public final class RemoteHTTP: Sendable {
                     request, authorization: try await authorizing(request), timeout: Self.requestTimeout, sink: sink)
                 let status = Int(response.status.code)
                 trace?.sent(request, status: status, attempt: retry + 1, milliseconds: Self.milliseconds(since: attemptStarted))
-                let answer = RemoteResponse(status: status, headers: response.headers, body: body, attempts: retry + 1)
+                if let paced, let sentAt {
+                    if RetryPolicy.isPushback(status: status) { paced.pushedBack(sentAt: sentAt, refused: request.writes) }
+                    paced.ended(sentAt: sentAt, accepted: (200..<300).contains(status) ? request.writes : 0)
+                }
+                var answer = RemoteResponse(status: status, headers: response.headers, body: body, attempts: retry + 1)
+                answer.sentAt = sentAt
                 guard RetryPolicy.isRetryable(status: status), request.repeatable else { return answer }
                 retryAfter = response.headers.first(name: "Retry-After").flatMap(Double.init)
                 failure = RemoteFailure.status(answer)
             } catch let error as StorageError {
+                if let paced, let sentAt { paced.ended(sentAt: sentAt, accepted: 0) }
                 throw error
             } catch let error as StreamBroke {
+                if let paced, let sentAt { paced.ended(sentAt: sentAt, accepted: 0) }
                 throw Self.describe(error.cause, request)
             } catch {
+                if let paced, let sentAt { paced.ended(sentAt: sentAt, accepted: 0) }
                 trace?.sent(request, status: nil, attempt: retry + 1, milliseconds: Self.milliseconds(since: attemptStarted))
                 guard request.repeatable, Self.isBrokenConnection(error) else { throw Self.describe(error, request) }
                 failure = error
             }
-            let wait = policy.delay(beforeRetry: retry, retryAfter: retryAfter)
-            let spent = Double(Self.milliseconds(since: started)) / 1000
-            guard spent + wait <= policy.giveUpAfter else {
+            guard try await waitBeforeRetry(retry, retryAfter: retryAfter, since: started) else {
                 if case RemoteFailure.status(let answer) = failure { return answer }
                 throw Self.describe(failure, request, gaveUpAfter: retry + 1)
             }
-            try await pause(seconds: wait)
             retry += 1
         }
     }
@@ -184,6 +212,16 @@ public final class RemoteHTTP: Sendable {
         }
         let buffer = try await response.body.collect(upTo: Self.largestBody)
         return (response, Data(buffer.readableBytesView))
+    }
+
+    /// Waits before retry number `retry` (0 for the first) of something first sent at `started`, as the policy
+    /// says; false, without waiting, when that would go past the policy's total time.
+    public func waitBeforeRetry(_ retry: Int, retryAfter: Double?, since started: ContinuousClock.Instant) async throws -> Bool {
+        let wait = policy.delay(beforeRetry: retry, retryAfter: retryAfter)
+        let spent = Double(Self.milliseconds(since: started)) / 1000
+        guard spent + wait <= policy.giveUpAfter else { return false }
+        try await pause(seconds: wait)
+        return true
     }
 
     /// Waits, in short steps so that Ctrl-C is noticed at once.
@@ -272,9 +310,15 @@ public struct RequestLog: RequestTrace {
     public func sent(_ request: RemoteRequest, status: Int?, attempt: Int, milliseconds: Int) {
         let outcome = status.map { "\($0)" } ?? "no answer"
         let repeated = attempt > 1 ? " (attempt \(attempt))" : ""
-        let line = "storesh: trace: \(request.method.rawValue) \(SecretParameters.redacted(request.url)) → \(outcome) in \(milliseconds) ms\(repeated)\n"
+        let note = request.traceNote.map { " (\($0))" } ?? ""
+        write("\(request.method.rawValue) \(SecretParameters.redacted(request.url))\(note) → \(outcome) in \(milliseconds) ms\(repeated)")
+    }
+
+    public func answered(_ summary: String) { write("  " + summary) }
+
+    private func write(_ text: String) {
         // A closed standard error loses the trace, not the run (the non-throwing `write` would trap).
-        try? FileHandle.standardError.write(contentsOf: Data(line.utf8))
+        try? FileHandle.standardError.write(contentsOf: Data("storesh: trace: \(text)\n".utf8))
     }
 
 }

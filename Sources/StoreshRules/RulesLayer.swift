@@ -26,6 +26,8 @@ class RulesLayer: BucketLayer, TransactionalBucket, @unchecked Sendable {
     var snapshotStore: (any SnapshotStore)? { inner.snapshotStore }
     var rulesStore: (any RulesStore)? { inner.rulesStore }
     var endUserSignIn: (any EndUserSignIn)? { inner.endUserSignIn }
+    /// Each change is decided on its own; none goes around the rules in a batch.
+    var batchedChanges: (any BatchedChanges)? { nil }
     /// Overridden by the layer around a transaction, which is one.
     var asTransaction: (any BucketTransaction)? { nil }
     var immediateReads: (any ImmediateReads)? {

@@ -2,10 +2,10 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import StoreshCore
+import StoreshWire
 
-/// The batch endpoint of the Cloud Storage JSON API (`POST /batch/storage/v1`): up to 1000 requests in one
-/// `multipart/mixed` body, each part an `application/http` request, answered in one `multipart/mixed` body in the
-/// same order. The parts run concurrently, so the changes among them land in shared commits: a bulk client's
+/// The batch endpoint of the Cloud Storage JSON API (`POST /batch/storage/v1`, rule Q2; its format is
+/// `CloudStorageBatch`): up to 1000 requests in one body, answered in one body in the same order. The parts run concurrently, so the changes among them land in shared commits: a bulk client's
 /// thousand patches cost a few disk flushes, not a thousand.
 extension StorageAPI {
     static let maximumBatchParts = 1000
@@ -19,17 +19,17 @@ extension StorageAPI {
             throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.post], what: "the batch endpoint")
         }
         let contentType = exchange.request.headers[.contentType] ?? ""
-        guard contentType.lowercased().hasPrefix("multipart/mixed"),
-            let boundary = MultipartUpload.parameter("boundary", of: contentType), !boundary.isEmpty
-        else {
+        guard let boundary = CloudStorageBatch.boundary(ofContentType: contentType) else {
             throw HTTPFailure.badRequest("A batch's Content-Type must be multipart/mixed with a boundary, not '\(contentType)'.")
         }
         let body = try await body(&exchange, limit: limits.maximumJSONBytes * 4, what: "batch")
-        let parts = try BatchParts.split(body, boundary: boundary)
-        guard !parts.isEmpty else { throw HTTPFailure.badRequest("The batch holds no requests.") }
-        guard parts.count <= Self.maximumBatchParts else {
-            throw HTTPFailure.badRequest("A batch holds at most \(Self.maximumBatchParts) requests; this one has \(parts.count).")
+        let parts: [CloudStorageBatch.Call]
+        do {
+            parts = try CloudStorageBatch.calls(body, boundary: boundary, limit: Self.maximumBatchParts)
+        } catch {
+            throw HTTPFailure.badRequest(error.message)
         }
+        guard !parts.isEmpty else { throw HTTPFailure.badRequest("The batch holds no requests.") }
         let authority = exchange.request.head.authority
         let answers = await withTaskGroup(of: (Int, Answer).self) { group in
             var answers = [Answer?](repeating: nil, count: parts.count)
@@ -63,22 +63,15 @@ extension StorageAPI {
             for await (index, answer) in group { record(index, answer) }
             return answers.map { $0! }
         }
-        let responseBoundary = "batch_storesh_" + UUID().uuidString.replacingOccurrences(of: "-", with: "")
-        var output = ByteBuffer()
-        for (part, answer) in zip(parts, answers) {
-            output.writeString("--\(responseBoundary)\r\nContent-Type: application/http\r\n")
-            output.writeString("Content-ID: <response-\(part.contentID)>\r\n\r\n")
-            output.writeString("HTTP/1.1 \(answer.status.code) \(answer.status.reasonPhrase.isEmpty ? "Status" : answer.status.reasonPhrase)\r\n")
-            for field in answer.headers where field.name != .contentLength {
-                output.writeString("\(field.name): \(field.value)\r\n")
-            }
-            output.writeString("Content-Length: \(answer.body.readableBytes)\r\n\r\n")
-            var body = answer.body
-            output.writeBuffer(&body)
-            output.writeString("\r\n")
+        let answerBoundary = CloudStorageBatch.newBoundary()
+        let written = zip(parts, answers).map { part, answer in
+            CloudStorageBatch.Answer(
+                contentID: CloudStorageBatch.answerID(of: part.contentID), status: answer.status.code, reason: answer.status.reasonPhrase,
+                headers: answer.headers.map { CloudStorageBatch.Header($0.name.rawName, $0.value) }, body: Data(answer.body.readableBytesView))
         }
-        output.writeString("--\(responseBoundary)--\r\n")
-        return Answer(status: .ok, headers: [.contentType: "multipart/mixed; boundary=\(responseBoundary)"], body: output)
+        return Answer(
+            status: .ok, headers: [.contentType: CloudStorageBatch.contentType(boundary: answerBoundary)],
+            body: ByteBuffer(data: CloudStorageBatch.answerBody(written, boundary: answerBoundary)))
     }
 }
 
@@ -98,104 +91,17 @@ extension StorageAPI {
     }
 }
 
-/// One request of a batch, as its part carries it.
-struct BatchPart: Sendable {
-    var contentID: String
-    var method: String
-    var target: String
-    var headers: [(String, String)]
-    var body: Data
-
-    /// The part as a request of its own, on the batch's server: an absolute URL keeps only its path and query.
+extension CloudStorageBatch.Call {
+    /// The call as a request of its own, on the batch's server: an absolute URL keeps only its path and query.
     func request(authority: String?) throws -> Request {
-        var path = target
-        if let scheme = path.range(of: "://") {
-            let rest = path[scheme.upperBound...]
-            path = rest.firstIndex(of: "/").map { String(rest[$0...]) } ?? "/"
-        }
-        guard path.hasPrefix("/") else { throw HTTPFailure.badRequest("A batch request's target must be a path or a URL, not '\(target)'.") }
+        guard let path = pathAndQuery else { throw HTTPFailure.badRequest("A batch request's target must be a path or a URL, not '\(target)'.") }
         var fields = HTTPFields()
-        for (name, value) in headers {
-            guard let fieldName = HTTPField.Name(name) else { throw HTTPFailure.badRequest("A batch request has a malformed header name '\(name)'.") }
-            fields.append(HTTPField(name: fieldName, value: value))
+        for header in headers {
+            guard let fieldName = HTTPField.Name(header.name) else { throw HTTPFailure.badRequest("A batch request has a malformed header name '\(header.name)'.") }
+            fields.append(HTTPField(name: fieldName, value: header.value))
         }
         fields[.contentLength] = String(body.count)
         let head = HTTPRequest(method: HTTPRequest.Method(method) ?? .get, scheme: "http", authority: authority, path: path, headerFields: fields)
         return Request(head: head, body: RequestBody(buffer: ByteBuffer(bytes: body)))
     }
-}
-
-enum BatchParts {
-    /// The parts of a `multipart/mixed` batch body, whose lines may end in LF (the Python client) or CRLF.
-    static func split(_ body: Data, boundary: String) throws -> [BatchPart] {
-        let delimiter = Data(("--" + boundary).utf8)
-        guard let first = body.range(of: delimiter) else {
-            throw HTTPFailure.badRequest("The batch body does not hold its boundary '--\(boundary)'.")
-        }
-        var parts: [BatchPart] = []
-        var cursor = first.upperBound
-        // Bounded: each round moves past one delimiter.
-        while cursor < body.endIndex, parts.count <= StorageAPI.maximumBatchParts {
-            if body[cursor...].starts(with: Data("--".utf8)) { break }  // the closing delimiter
-            guard let next = body.range(of: Data("\n".utf8) + delimiter, in: cursor..<body.endIndex) else {
-                throw HTTPFailure.badRequest("The batch body is cut short: a part has no closing boundary '--\(boundary)--'.")
-            }
-            var end = next.lowerBound
-            if end > cursor, body[end - 1] == 0x0D { end -= 1 }
-            parts.append(try part(body[cursor..<end], index: parts.count))
-            cursor = next.upperBound
-        }
-        return parts
-    }
-
-    /// A part: its MIME headers, an empty line, then an HTTP request (request line, headers, empty line, body).
-    private static func part(_ bytes: Data, index: Int) throws -> BatchPart {
-        var reader = LineReader(bytes)
-        _ = reader.line()  // the rest of the delimiter's line
-        var contentID = String(index + 1)
-        while let line = reader.line(), !line.isEmpty {
-            if line.lowercased().hasPrefix("content-id:") {
-                contentID = line.dropFirst("content-id:".count).trimmingCharacters(in: .whitespaces)
-                    .trimmingCharacters(in: CharacterSet(charactersIn: "<>"))
-            }
-        }
-        guard let requestLine = reader.line() else { throw HTTPFailure.badRequest("Batch part \(index + 1) holds no request.") }
-        let words = requestLine.split(separator: " ")
-        guard words.count == 3, words[2].hasPrefix("HTTP/") else {
-            throw HTTPFailure.badRequest("Batch part \(index + 1) does not start with a request line (METHOD TARGET HTTP/1.1): '\(requestLine.prefix(80))'.")
-        }
-        var headers: [(String, String)] = []
-        while let line = reader.line(), !line.isEmpty {
-            guard let colon = line.firstIndex(of: ":") else {
-                throw HTTPFailure.badRequest("Batch part \(index + 1) has a malformed header line '\(line.prefix(80))'.")
-            }
-            let name = line[..<colon].trimmingCharacters(in: .whitespaces)
-            if name.lowercased() == "content-length" { continue }  // the part's own bytes say how long its body is
-            headers.append((name, line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
-        }
-        return BatchPart(contentID: contentID, method: String(words[0]), target: String(words[1]), headers: headers, body: reader.rest)
-    }
-}
-
-/// Lines of a byte string ending in LF or CRLF, and what follows them.
-private struct LineReader {
-    private let bytes: Data
-    private var position: Data.Index
-
-    init(_ bytes: Data) {
-        self.bytes = bytes
-        position = bytes.startIndex
-    }
-
-    mutating func line() -> String? {
-        guard position < bytes.endIndex else { return nil }
-        let end = bytes[position...].firstIndex(of: 0x0A) ?? bytes.endIndex
-        var lineEnd = end
-        if lineEnd > position, bytes[lineEnd - 1] == 0x0D { lineEnd -= 1 }
-        let text = String(decoding: bytes[position..<lineEnd], as: UTF8.self)
-        position = end < bytes.endIndex ? end + 1 : end
-        return text
-    }
-
-    var rest: Data { Data(bytes[position...]) }
 }

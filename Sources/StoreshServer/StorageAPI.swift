@@ -16,6 +16,9 @@ public struct ServeLimits: Sendable {
     public var maximumJSONBytes: Int
     /// Resumable uploads in progress at once.
     public var maximumUploadSessions: Int
+    /// `--write-rate`, `--read-rate`: requests a second above which the server answers 429 (rule Q3).
+    public var writesPerSecond: Int?
+    public var readsPerSecond: Int?
 
     public init(maximumObjectBytes: Int = 256 << 20, maximumJSONBytes: Int = 2 << 20, maximumUploadSessions: Int = 256) {
         self.maximumObjectBytes = maximumObjectBytes
@@ -56,12 +59,15 @@ final class StorageAPI: Sendable {
     let spoolDirectory: String
     /// What signed URLs' signatures are checked against, when the server was given a key (`SignedURL`).
     let signingKey: SignedURLKey?
+    /// The request rates the server plays (rule Q3).
+    let rates: ServiceRates
 
     init(buckets: ServedBuckets, limits: ServeLimits, signingKey: SignedURLKey?) {
         self.buckets = buckets
         self.signingKey = signingKey
         self.limits = limits
         uploads = UploadSessions(maximumSessions: limits.maximumUploadSessions)
+        rates = ServiceRates(writesPerSecond: limits.writesPerSecond, readsPerSecond: limits.readsPerSecond)
         let primary = buckets.primary.path
         spoolDirectory = (primary as NSString).deletingLastPathComponent.isEmpty ? "." : (primary as NSString).deletingLastPathComponent
     }
@@ -82,6 +88,7 @@ final class StorageAPI: Sendable {
                 throw HTTPFailure.notFound("Not Found: storesh serve has no endpoint at \(request.uri.path).")
             }
             endpoint = found
+            try rates.admit(request.method, found)
             let served: ServedBucket
             do {
                 served = try found.bucket.map { name in

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import StoreshCore
+import StoreshWire
 
 /// A `multipart/related` body as uploads send it: the object's metadata (JSON) and then its content, read from
 /// the spool the body was received into (the content stays there).
@@ -17,7 +18,7 @@ struct MultipartUpload {
         guard let header, header.lowercased().hasPrefix("multipart/related") else {
             throw HTTPFailure.badRequest("A multipart upload's Content-Type must be multipart/related with a boundary, not '\(header ?? "")'.")
         }
-        guard let boundary = Self.parameter("boundary", of: header), !boundary.isEmpty, boundary.utf8.count <= 200 else {
+        guard let boundary = MediaTypes.parameter("boundary", of: header), !boundary.isEmpty, boundary.utf8.count <= 200 else {
             throw HTTPFailure.badRequest("The multipart/related Content-Type names no boundary.")
         }
         let delimiter = Data(("--" + boundary).utf8)
@@ -82,22 +83,6 @@ struct MultipartUpload {
             headers[line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
         }
         return (headers, range.lowerBound + Int64(split.upperBound - start.startIndex)..<range.upperBound)
-    }
-
-    /// A parameter of a header value (`boundary=…`, quoted or not).
-    static func parameter(_ name: String, of header: String) -> String? {
-        for piece in header.split(separator: ";").dropFirst() {
-            let pair = piece.split(separator: "=", maxSplits: 1)
-            guard pair.count == 2, pair[0].trimmingCharacters(in: .whitespaces).lowercased() == name else { continue }
-            var value = pair[1].trimmingCharacters(in: .whitespaces)
-            // Quoted as RFC 2045 says (`"…"`), or as Python's `%r` writes it (`'…'`, gsutil's uploads).
-            for quote in ["\"", "'"] where value.count >= 2 && value.hasPrefix(quote) && value.hasSuffix(quote) {
-                value = String(value.dropFirst().dropLast())
-                break
-            }
-            return value
-        }
-        return nil
     }
 }
 

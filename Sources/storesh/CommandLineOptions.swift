@@ -47,14 +47,30 @@ struct ApplyOptions: ParsableArguments {
 
     @Option(
         help: ArgumentHelp(
+            "On a real bucket: the most writes a second (default: what the service documents, 1000 for gs:// doubling every 20 minutes, 3500 for s3://; slower when it pushes back).",
+            valueName: "n"))
+    var rate: Int?
+
+    @Option(
+        help: ArgumentHelp(
+            "On gs://: the most changes sent in one batch request (default \(ApplySettings.defaultBatchSize), the service's most; 1 sends each alone).",
+            valueName: "n"))
+    var batch: Int?
+
+    @Option(
+        help: ArgumentHelp(
             "On a real bucket: where to write the journal of applied changes (default: a new file under $XDG_STATE_HOME/storesh/journals).",
             valueName: "file"))
     var journal: String?
 
-    func validate() throws { try Self.check(parallel: parallel) }
+    func validate() throws { try Self.check(parallel: parallel, rate: rate, batch: batch) }
 
-    static func check(parallel: Int?) throws {
+    static func check(parallel: Int?, rate: Int?, batch: Int?) throws {
+        if let batch, !(1...ApplySettings.defaultBatchSize).contains(batch) {
+            throw ValidationError("--batch must be 1…\(ApplySettings.defaultBatchSize) changes, not \(batch).")
+        }
         if let parallel, !(1...256).contains(parallel) { throw ValidationError("--parallel must be 1…256, not \(parallel).") }
+        if let rate, !(1...1_000_000).contains(rate) { throw ValidationError("--rate must be 1…1000000 writes a second, not \(rate).") }
     }
 }
 

@@ -12,7 +12,7 @@
 enum EverydayInvocation {
     /// The root's flags and options by name, each a member of `RootInvocation`.
     enum Argument: Int, CaseIterable {
-        case bucket, clock, quiet, trace, json, parallel, journal, command, dryRun, summary, keepGoing, plan
+        case bucket, clock, quiet, trace, json, parallel, rate, batch, journal, command, dryRun, summary, keepGoing, plan
 
         var name: String {
             switch self {
@@ -22,6 +22,8 @@ enum EverydayInvocation {
             case .trace: "--trace"
             case .json: "--json"
             case .parallel: "--parallel"
+            case .rate: "--rate"
+            case .batch: "--batch"
             case .journal: "--journal"
             case .command: "-c"
             case .dryRun: "--dry-run"
@@ -33,7 +35,7 @@ enum EverydayInvocation {
 
         var takesValue: Bool {
             switch self {
-            case .bucket, .clock, .parallel, .journal, .command, .plan: true
+            case .bucket, .clock, .parallel, .rate, .batch, .journal, .command, .plan: true
             case .quiet, .trace, .json, .dryRun, .summary, .keepGoing: false
             }
         }
@@ -78,6 +80,14 @@ enum EverydayInvocation {
             guard let number = Int(parallel) else { return nil }
             root.context.parallel = number
         }
+        if let rate = values[Argument.rate.rawValue] {
+            guard let number = Int(rate) else { return nil }
+            root.context.rate = number
+        }
+        if let batch = values[Argument.batch.rawValue] {
+            guard let number = Int(batch) else { return nil }
+            root.context.batch = number
+        }
         root.context.journal = values[Argument.journal.rawValue]
         root.command = values[Argument.command.rawValue]
         root.context.dryRun = values[Argument.dryRun.rawValue] != nil
@@ -86,7 +96,7 @@ enum EverydayInvocation {
         root.context.plan = values[Argument.plan.rawValue]
         // A value the declarations' checks refuse is argument-parser's to report, in its words.
         do {
-            try ApplyOptions.check(parallel: root.context.parallel)
+            try ApplyOptions.check(parallel: root.context.parallel, rate: root.context.rate, batch: root.context.batch)
             try PlanOptions.check(plan: root.context.plan, dryRun: root.context.dryRun)
         } catch {
             return nil

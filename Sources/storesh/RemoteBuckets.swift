@@ -6,14 +6,17 @@ import StoreshRemote
 extension BucketLocation {
     /// Opens a real bucket (rule B1): its endpoint and credentials from the environment (rules G2, G3), checked
     /// with one request so that a mistyped name or refused credentials are said before anything runs.
-    func openRemote(quiet: Bool, trace: Bool = false, environment: Environment = Environment()) async throws -> any Bucket {
+    /// `pacing`: `--rate` and `--parallel`, the caps of the service's write rate and of requests in flight (rule Q1).
+    func openRemote(
+        quiet: Bool, trace: Bool = false, pacing: (rate: Double?, parallel: Int), environment: Environment = Environment()
+    ) async throws -> any Bucket {
         let tracing = trace || environment["STORESH_TRACE"].map { !$0.isEmpty && $0 != "0" } == true
         switch kind {
         case .file:
             preconditionFailure("a local location opens with open(clock:quiet:)")
         case .s3(let name):
             let configuration = try AWSConfiguration.resolve(bucket: name) { environment[$0] }
-            let http = Self.client(environment, tracing: tracing)
+            let http = Self.client(environment, tracing: tracing, pacing: .s3(cap: pacing.rate, maximumConcurrency: pacing.parallel))
             let bucket = S3Bucket(name: name, configuration: configuration, http: http)
             do {
                 try await bucket.verify()
@@ -27,7 +30,8 @@ extension BucketLocation {
             return bucket
         case .googleCloudStorage(let name):
             let endpoint = CloudStorageEndpoint.resolve { environment[$0] }
-            let http = Self.client(environment, tracing: tracing)
+            let http = Self.client(
+                environment, tracing: tracing, pacing: .cloudStorage(cap: pacing.rate, maximumConcurrency: pacing.parallel))
             let idToken = environment["STORESH_ID_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
             let authorizer: any RequestAuthorizer
             do {
@@ -63,11 +67,11 @@ extension BucketLocation {
         }
     }
 
-    /// The HTTP client a real bucket's requests go through: G4's retries, Ctrl-C noticed between attempts, and
-    /// `--trace`.
-    static func client(_ environment: Environment, tracing: Bool) -> RemoteHTTP {
+    /// The HTTP client a real bucket's requests go through: G4's retries, Q1's pace of writes, Ctrl-C noticed
+    /// between attempts, and `--trace`.
+    static func client(_ environment: Environment, tracing: Bool, pacing: WriteRateLimits) -> RemoteHTTP {
         RemoteHTTP(
-            policy: retryPolicy(environment), connectionsPerHost: 64, trace: tracing ? RequestLog() : nil,
+            policy: retryPolicy(environment), connectionsPerHost: 64, trace: tracing ? RequestLog() : nil, pacing: pacing,
             isCancelled: { storesh_interrupt_pending() != 0 })
     }
 

@@ -19,8 +19,10 @@ struct RunContext: Equatable {
     var trace = false
     // --json
     var json = false
-    // --parallel, --journal
+    // --parallel, --rate, --batch, --journal
     var parallel: Int?
+    var rate: Int?
+    var batch: Int?
     var journal: String?
     // --dry-run, --summary, --keep-going, --plan
     var dryRun = false
@@ -34,7 +36,7 @@ struct RunContext: Equatable {
     init(bucket: BucketOptions? = nil, output: OutputOptions? = nil, apply: ApplyOptions? = nil, plan: PlanOptions? = nil) {
         if let bucket { (self.bucket, clock, quiet, trace) = (bucket.bucket, bucket.clock, bucket.quiet, bucket.trace) }
         json = output?.json ?? false
-        if let apply { (parallel, journal) = (apply.parallel, apply.journal) }
+        if let apply { (parallel, rate, batch, journal) = (apply.parallel, apply.rate, apply.batch, apply.journal) }
         if let plan { (dryRun, summary, keepGoing, self.plan) = (plan.dryRun, plan.summary, plan.keepGoing, plan.plan) }
     }
 
@@ -76,7 +78,8 @@ struct RunContext: Equatable {
             let bucket = try location.open(clock: clock, quiet: silent, nameForNewBucket: nameForNewBucket)
             return OpenedBucket(bucket: OpenBuckets.shared.keep(bucket), clock: clock, given: path, isFile: true)
         }
-        let bucket = try await location.openRemote(quiet: silent, trace: trace)
+        let bucket = try await location.openRemote(
+            quiet: silent, trace: trace, pacing: (rate.map(Double.init), parallel ?? ApplySettings.defaultParallel))
         return OpenedBucket(bucket: OpenBuckets.shared.keep(bucket), clock: clock, given: location.displayed, isFile: false)
     }
 
@@ -122,6 +125,7 @@ struct RunContext: Equatable {
         var options = RunOptions(json: json, dryRun: dryRun, keepGoing: keepGoing)
         options.summaryOnly = summary
         options.parallel = parallel ?? ApplySettings.defaultParallel
+        options.batchSize = batch ?? ApplySettings.defaultBatchSize
         adjust(&options)
         let session = Session(bucket: opened.bucket, output: output, files: HostFiles(), options: options, clock: opened.clock)
         session.isCancelled = { storesh_interrupt_pending() != 0 }

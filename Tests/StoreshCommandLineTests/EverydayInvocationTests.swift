@@ -39,6 +39,8 @@ struct EverydayInvocationTests {
     static func sample(_ argument: EverydayInvocation.Argument) -> String {
         switch argument {
         case .parallel: "7"
+        case .rate: "500"
+        case .batch: "10"
         case .command: "ls -n 100 users"
         case .clock: "2026-11-25T09:00:00Z"
         default: "some value/\(argument.rawValue)"
@@ -77,7 +79,7 @@ struct EverydayInvocationTests {
             ["run", "fix.store"], ["apply", "fix.plan"], ["help"], ["help", "ls"], ["--help"], ["-h"], ["--version"],
             ["-c", "ls", "-c", "cd x"], ["--json", "--json"], ["--bucket", "a", "--bucket=b"], ["--unknown"], ["ls"],
             ["-c"], ["-c", "-x"], ["-cls"], ["--", "-c", "ls"], ["--json=yes"], ["--parallel", "many"],
-            ["--parallel", "0"], ["--parallel", "-3"], ["--plan", "fix.plan", "-c", "ls"], ["--dry-run", "--plan="], ["--bucket=", "-c", "ls"],
+            ["--parallel", "0"], ["--parallel", "-3"], ["--rate", "0"], ["--rate", "fast"], ["--batch", "101"], ["--plan", "fix.plan", "-c", "ls"], ["--dry-run", "--plan="], ["--bucket=", "-c", "ls"],
             ["--generate-completion-script", "bash"], ["--experimental-dump-help"],
         ])
     func leavesTheRestToArgumentParser(_ arguments: [String]) {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import StoreshCore
+import StoreshWire
 @testable import StoreshServer
 
 /// How `storesh serve` reads the parts of a request: every malformed one is a 4xx naming it (rule V4).
@@ -126,7 +127,7 @@ struct RequestParsingTests {
             --B--
 
             """.utf8)
-        let parts = try BatchParts.split(body, boundary: "B")
+        let parts = try CloudStorageBatch.calls(body, boundary: "B", limit: 10)
         #expect(parts.count == 2)
         #expect(parts[0].method == "DELETE" && parts[0].body.isEmpty && parts[0].contentID == "1")
         #expect(parts[1].method == "PATCH" && parts[1].contentID == "7")

@@ -54,6 +54,7 @@ public final class MemoryBucket: Bucket, SnapshotStore, RulesStore, @unchecked S
     public var transactions: (any TransactionalBucket)? { nil }
     public var immediateReads: (any ImmediateReads)? { nil }
     public var endUserSignIn: (any EndUserSignIn)? { nil }
+    public var batchedChanges: (any BatchedChanges)? { nil }
     public var asTransaction: (any BucketTransaction)? { nil }
     public var scheme: String { "gs" }
     public func validateStorable(_ metadata: ObjectMetadata) throws {}

@@ -18,7 +18,7 @@ class Rule:
     def __init__(self, method, action, path="", on=(), retry_after=None, seconds=0.0, hook=None):
         self.method = method
         self.path = path
-        # "503", "429", "reset", "reset-after-forward", "truncate-after-forward", "slow", "hook", "hook-after-forward"
+        # "503", "429", "404", "reset", "reset-after-forward", "truncate-after-forward", "slow", "hook", "hook-after-forward"
         self.action = action
         self.on = set(on)
         self.retry_after = retry_after
@@ -76,7 +76,7 @@ class FaultProxy:
                     # Every rule counts its matching requests, whichever fires.
                     firing = [r for r in proxy.rules if r.fires(self.command, self.path)]
                     rule = firing[0] if firing else None
-                if rule and rule.action in ("503", "429"):
+                if rule and rule.action in ("503", "429", "404"):
                     return self.answer(int(rule.action), rule)
                 if rule and rule.action == "reset":
                     return self.reset()

@@ -99,6 +99,34 @@ def test_G4_a_guarded_change_whose_answer_was_lost_is_repeated_and_lands_once(re
     assert remote.object("c/a.txt")["metadata"] == {"k": "v"}
 
 
+def test_G4_Q2_a_batch_whose_answer_was_lost_is_sent_again_and_each_change_lands_once(remote):
+    names = [f"lost/{i}.txt" for i in range(5)]
+    remote.seed(names)
+    remote.proxy.rules = [Rule("POST", "reset-after-forward", path="/batch/", on=[1])]
+    status, _, err = remote.run("-c", "meta set custom.k=v -- lost/*")
+    assert status == 0, err
+    batches = [r for r in remote.proxy.requests if r[0] == "POST" and "/batch/" in r[1]]
+    # The repeat's calls are refused (412: the first landed), and each is recognised as landed.
+    assert [r[2] for r in batches] == [None, 200]
+    assert not [r for r in remote.proxy.requests if r[0] == "PATCH"]
+    for name in names:
+        assert remote.object(name)["metageneration"] == "2" and remote.object(name)["metadata"] == {"k": "v"}
+
+
+def test_Q2_a_service_without_batches_is_sent_each_change_alone(remote):
+    names = [f"alone/{i}.txt" for i in range(150)]
+    remote.seed(names)
+    remote.proxy.rules = [Rule("POST", "404", path="/batch/")]
+    status, _, err = remote.run("--trace", "-c", "meta set custom.k=v -- alone/*\nmeta set custom.k=w -- alone/*")
+    assert status == 0, err
+    # Refused once; then every change of both commands goes alone.
+    refused = [r[2] for r in remote.proxy.requests if r[0] == "POST"]
+    assert set(refused) == {404} and len(refused) <= 2  # the batches sent before the first answer came back
+    assert len([r for r in remote.proxy.requests if r[0] == "PATCH" and r[2] == 200]) == 300
+    assert "no batch endpoint (404)" in err
+    assert all(remote.object(name)["metadata"] == {"k": "w"} for name in names[::37])
+
+
 def test_G4_retries_stop_after_the_bounded_total(remote):
     remote.seed(["s/a.txt"])
     remote.proxy.rules = [Rule("PATCH", "503")]
@@ -108,13 +136,20 @@ def test_G4_retries_stop_after_the_bounded_total(remote):
     assert "metadata" not in remote.object("s/a.txt")
 
 
-def test_G5_X3_a_change_made_between_plan_and_apply_is_reported_and_kept(remote):
+# A bulk apply's changes go as batch requests (rule Q2), or each alone with --batch 1: the faults below are tried
+# both ways, a batch's calls answered as the same requests alone would be.
+CHANGES = {"batched": ("POST", "/batch/", []), "alone": ("PATCH", "", ["--batch", "1"])}
+
+
+@pytest.mark.parametrize("sending", CHANGES)
+def test_G5_X3_a_change_made_between_plan_and_apply_is_reported_and_kept(remote, sending):
+    method, path, options = CHANGES[sending]
     names = [f"race/{letter}.txt" for letter in "abcde"]
     remote.seed(names)
-    # The second writer changes race/c.txt just before storesh's first PATCH reaches the server.
-    second_writer = Rule("PATCH", "hook", on=[1], hook=lambda: remote.patch_directly("race/c.txt", {"metadata": {"other": "writer"}}))
+    # The second writer changes race/c.txt just before storesh's first change request reaches the server.
+    second_writer = Rule(method, "hook", path=path, on=[1], hook=lambda: remote.patch_directly("race/c.txt", {"metadata": {"other": "writer"}}))
     remote.proxy.rules = [second_writer]
-    status, _, err = remote.run("run", "--keep-going", "--parallel", "1", "-", stdin=b"meta set custom.k=1 -- race/*\n")
+    status, _, err = remote.run("run", "--keep-going", "--parallel", "1", *options, "-", stdin=b"meta set custom.k=1 -- race/*\n")
     assert status == 1
     assert "race/c.txt changed meanwhile" in err and "(precondition-failed)" in err
     assert "applied 4 of 5 changes; 1 failed" in err
@@ -145,27 +180,31 @@ def applied_records(path):
     return [line for line in journal_lines(path) if "applied" in line and "end" not in line]
 
 
+@pytest.mark.parametrize("sending", CHANGES)
 @pytest.mark.parametrize("when", ["before-forward", "after-forward"])
-def test_X4_kill_9_during_apply_then_resume_applies_every_change_exactly_once(remote, when):
+def test_X4_kill_9_during_apply_then_resume_applies_every_change_exactly_once(remote, when, sending):
+    method, path, options = CHANGES[sending]
     names = [f"bulk/{i:04}.jpg" for i in range(2000)]
     remote.seed(names)
     journal = str(remote.home / "bulk.journal")
-    at = random.Random().randint(50, 1900)
+    # 2,000 changes are 20 batches of 100, or 2,000 requests alone.
+    at = random.Random().randint(2, 19) if sending == "batched" else random.Random().randint(50, 1900)
     holder = {}
 
     def kill():
         os.kill(holder["process"].pid, signal.SIGKILL)
 
-    remote.proxy.rules = [Rule("PATCH", "hook" if when == "before-forward" else "hook-after-forward", on=[at], hook=kill)]
-    process = remote.start("--journal", journal, "-c", "meta set cacheControl=max-age=60 custom.fixed=yes -- bulk/**")
+    action = "hook" if when == "before-forward" else "hook-after-forward"
+    remote.proxy.rules = [Rule(method, action, path=path, on=[at], hook=kill)]
+    process = remote.start("--journal", journal, *options, "-c", "meta set cacheControl=max-age=60 custom.fixed=yes -- bulk/**")
     holder["process"] = process
     process.communicate(timeout=300)
-    assert process.returncode == -signal.SIGKILL, f"killed at PATCH {at}"
+    assert process.returncode == -signal.SIGKILL, f"killed at {method} {at}"
     recorded = applied_records(journal)
     assert len(recorded) < 2000
     remote.proxy.rules = []
     status, _, err = remote.run("run", "--resume", journal)
-    assert status == 0, f"killed at PATCH {at}: {err}"
+    assert status == 0, f"killed at {method} {at}: {err}"
     assert "applied 2,000 changes" in err
     for name in names[::97] + names[-3:]:
         object = remote.object(name)
@@ -177,13 +216,18 @@ def test_X4_kill_9_during_apply_then_resume_applies_every_change_exactly_once(re
     assert status == 0 and "nothing to resume" in err
 
 
-def test_X5_ctrl_c_during_apply_finishes_in_flight_and_exits_130(remote):
+@pytest.mark.parametrize("sending", CHANGES)
+def test_X5_ctrl_c_during_apply_finishes_in_flight_and_exits_130(remote, sending):
+    method, path, options = CHANGES[sending]
     names = [f"int/{i:03}.txt" for i in range(300)]
     remote.seed(names)
     journal = str(remote.home / "int.journal")
     holder = {}
-    remote.proxy.rules = [Rule("PATCH", "hook", on=[40], hook=lambda: os.kill(holder["process"].pid, signal.SIGINT))]
-    process = remote.start("--journal", journal, "-c", "meta set custom.k=v -- int/*")
+    # Batches of 10 with one in flight: the Ctrl-C comes while the second of 30 is sent.
+    options = options or ["--batch", "10", "--parallel", "1"]
+    remote.proxy.rules = [Rule(method, "hook", path=path, on=[2 if sending == "batched" else 40],
+                               hook=lambda: os.kill(holder["process"].pid, signal.SIGINT))]
+    process = remote.start("--journal", journal, *options, "-c", "meta set custom.k=v -- int/*")
     holder["process"] = process
     _, err = process.communicate(timeout=120)
     err = err.decode()

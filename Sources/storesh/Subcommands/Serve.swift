@@ -70,6 +70,14 @@ struct Serve: StoreshCommand {
         valueName: "ms"))
     var latency = 0
 
+    @Option(help: ArgumentHelp(
+        "Answer 429 with Retry-After to writes above this many a second, as a service's rate limit would (a batch's calls count one by one), to try a client's pacing.",
+        valueName: "n"))
+    var writeRate: Int?
+
+    @Option(help: ArgumentHelp("Answer 429 with Retry-After to reads above this many a second.", valueName: "n"))
+    var readRate: Int?
+
     @Option(
         name: .customLong("cors"),
         help: ArgumentHelp(
@@ -120,6 +128,9 @@ struct Serve: StoreshCommand {
         guard (1...4096).contains(maxObjectSize) else { throw ValidationError("--max-object-size must be 1…4096 MiB, not \(maxObjectSize).") }
         guard (1...3600).contains(idleTimeout) else { throw ValidationError("--idle-timeout must be 1…3600 seconds, not \(idleTimeout).") }
         guard (0...60_000).contains(latency) else { throw ValidationError("--latency must be 0…60000 milliseconds, not \(latency).") }
+        for (option, rate) in [("--write-rate", writeRate), ("--read-rate", readRate)] {
+            if let rate, !(1...10_000_000).contains(rate) { throw ValidationError("\(option) must be 1…10000000 requests a second, not \(rate).") }
+        }
         if let name, name.isEmpty || name.contains("/") { throw ValidationError("--name must be a bucket name, without '/'.") }
         if exportOnExit == "" && importDirectory == nil {
             throw ValidationError("--export-on-exit without a directory exports to the --import directory: give --import DIR, or --export-on-exit DIR.")
@@ -176,8 +187,10 @@ struct Serve: StoreshCommand {
             }
         }
         let host = self.host ?? project?.host ?? "127.0.0.1"
+        var limits = ServeLimits(maximumObjectBytes: Int(maximumObjectBytes))
+        (limits.writesPerSecond, limits.readsPerSecond) = (writeRate, readRate)
         var configuration = ServeConfiguration(
-            host: host, port: port ?? project?.port ?? 9199, limits: ServeLimits(maximumObjectBytes: Int(maximumObjectBytes)),
+            host: host, port: port ?? project?.port ?? 9199, limits: limits,
             latency: .milliseconds(latency), originPolicy: OriginPolicy(origins: corsOrigins, hosts: allowedHosts))
         configuration.idleTimeout = .seconds(idleTimeout)
         if let signingKey {

@@ -1,0 +1,224 @@
+import Foundation
+import StoreshCore
+
+/// Rule Q1's limits of a service: the write rate a bucket takes to start, how fast that may grow, and the caps
+/// given by hand.
+public struct WriteRateLimits: Sendable, Equatable {
+    /// Writes a second at the start: what the service documents a new bucket takes.
+    public var initialRate: Double
+    /// The ceiling doubles at most this often (seconds).
+    public var doublingInterval: Double
+    /// `--rate N`: writes a second never exceeded, whatever the service would take.
+    public var cap: Double?
+    /// `--parallel N`: requests in flight never exceeded.
+    public var maximumConcurrency: Int
+
+    public init(initialRate: Double, doublingInterval: Double, cap: Double?, maximumConcurrency: Int) {
+        self.initialRate = initialRate
+        self.doublingInterval = doublingInterval
+        self.cap = cap
+        self.maximumConcurrency = max(1, maximumConcurrency)
+    }
+
+    /// Cloud Storage: about 1,000 object writes a second per bucket to start, growing by at most doubling every
+    /// 20 minutes.
+    public static func cloudStorage(cap: Double?, maximumConcurrency: Int) -> WriteRateLimits {
+        WriteRateLimits(initialRate: 1000, doublingInterval: 20 * 60, cap: cap, maximumConcurrency: maximumConcurrency)
+    }
+
+    /// S3: 3,500 writes a second per prefix. storesh does not see how S3 partitions a bucket's prefixes, so it
+    /// keeps the whole bucket to one prefix's rate, which never grows.
+    public static func s3(cap: Double?, maximumConcurrency: Int) -> WriteRateLimits {
+        WriteRateLimits(initialRate: 3500, doublingInterval: .infinity, cap: cap, maximumConcurrency: maximumConcurrency)
+    }
+}
+
+/// How fast a bulk apply sends its writes (rule Q1): the decisions alone, on times the caller gives (seconds from
+/// any origin), so that a simulated service and clock can test them.
+///
+/// - **Rate.** Writes are spaced so that their rate never exceeds `rate` (a request of a batch counts each of its
+///   calls). `rate` starts at the ceiling: the documented initial rate, capped by `--rate`; the ceiling doubles at
+///   most every `doublingInterval`. While answers are clean, `rate` grows by 5% a second up to the ceiling; when
+///   the service pushes back (429, or S3's 503 SlowDown), it falls to what the service was taking (the writes it
+///   accepted in the last second), so the apply settles just under what the service gives.
+/// - **Concurrency.** Requests in flight start at 8 and grow by one per round of clean answers that came back
+///   no slower than twice the fastest seen (a slower answer says the service is queueing), up to
+///   `maximumConcurrency`; a pushback halves them.
+/// - A pushback from a request sent before the last decrease is not counted again: it was sent at the old pace.
+/// - `Retry-After` is honoured by the request that was refused (it is sent again no sooner).
+public struct WriteRateController: Sendable {
+    public let limits: WriteRateLimits
+    /// Writes a second allowed now.
+    public private(set) var rate: Double
+    /// Requests allowed in flight now.
+    public var concurrency: Int { Int(concurrencyLevel) }
+    public private(set) var inFlight = 0
+    /// How many times the service pushed back (counted once per decrease).
+    public private(set) var decreases = 0
+
+    private let origin: Double
+    private var concurrencyLevel: Double
+    /// When the next write may start (writes are spaced `1 / rate` apart).
+    private var nextStart: Double
+    private var lastDecrease = -Double.infinity
+    private var lastIncrease: Double
+    private var fastest = Double.infinity
+    private var accepted = SlidingCount(window: 1, slots: 10)
+
+    static let initialConcurrency = 8.0
+    static let growthPerSecond = 0.05
+    static let slowerThanFastest = 2.0
+    static let lowestRate = 1.0
+
+    public init(limits: WriteRateLimits, now: Double) {
+        self.limits = limits
+        origin = now
+        nextStart = now
+        lastIncrease = now
+        concurrencyLevel = min(Double(limits.maximumConcurrency), Self.initialConcurrency)
+        rate = 0
+        rate = ceiling(at: now)
+    }
+
+    /// The most writes a second allowed at `now`: the documented ramp, capped by `--rate`.
+    public func ceiling(at now: Double) -> Double {
+        let doublings = limits.doublingInterval.isFinite ? ((now - origin) / limits.doublingInterval).rounded(.down) : 0
+        let ramp = limits.initialRate * pow(2, min(max(doublings, 0), 20))
+        return min(ramp, limits.cap ?? .infinity)
+    }
+
+    /// Reserves the start of a request of `weight` writes: when it may be sent (`now` or later). Nil when
+    /// `concurrency` requests are in flight already: ask again once one has ended.
+    public mutating func reserve(weight: Int, now: Double) -> Double? {
+        guard inFlight < concurrency else { return nil }
+        inFlight += 1
+        let start = max(now, nextStart)
+        nextStart = start + Double(max(0, weight)) / rate
+        return start
+    }
+
+    /// A reserved request ended at `now`, sent at `sentAt`: `accepted` of its writes were taken (0 for a refusal or a
+    /// failure).
+    public mutating func ended(sentAt: Double, now: Double, accepted count: Int) {
+        inFlight = max(0, inFlight - 1)
+        guard count > 0 else { return }
+        accepted.add(count, at: now)
+        let latency = max(0, now - sentAt)
+        fastest = min(fastest, latency)
+        if latency <= max(fastest * Self.slowerThanFastest, 0.002), sentAt >= lastDecrease {
+            concurrencyLevel = min(Double(limits.maximumConcurrency), concurrencyLevel + 1 / concurrencyLevel)
+        }
+        let elapsed = now - lastIncrease
+        if elapsed >= 0.1 {
+            rate = min(ceiling(at: now), rate * (1 + Self.growthPerSecond * elapsed))
+            lastIncrease = now
+        }
+    }
+
+    /// The service pushed back on a request (or calls of a batch) sent at `sentAt` (429, 503 SlowDown); `refused`
+    /// writes were not taken.
+    public mutating func pushedBack(sentAt: Double, now: Double, refused: Int) {
+        accepted.add(-refused, at: now)
+        guard sentAt >= lastDecrease else { return }
+        lastDecrease = now
+        lastIncrease = now
+        decreases += 1
+        concurrencyLevel = max(1, concurrencyLevel / 2)
+        let taken = Double(accepted.total(at: now))
+        rate = max(Self.lowestRate, taken > 0 ? min(rate, taken) : rate / 2)
+    }
+
+    /// Writes accepted in the last second.
+    public func acceptedLastSecond(at now: Double) -> Int { accepted.total(at: now) }
+}
+
+/// Counts in a sliding window, kept in a few slots.
+struct SlidingCount: Sendable {
+    let slotLength: Double
+    private var slots: [(start: Double, count: Int)]
+
+    init(window: Double, slots: Int) {
+        slotLength = window / Double(slots)
+        self.slots = Array(repeating: (-Double.infinity, 0), count: slots)
+    }
+
+    mutating func add(_ count: Int, at now: Double) {
+        let slotStart = (now / slotLength).rounded(.down) * slotLength
+        let index = Int((now / slotLength).rounded(.down)) % slots.count
+        let place = index < 0 ? index + slots.count : index
+        if slots[place].start != slotStart { slots[place] = (slotStart, 0) }
+        slots[place].count += count
+    }
+
+    func total(at now: Double) -> Int {
+        let window = slotLength * Double(slots.count)
+        return max(0, slots.reduce(0) { $0 + ($1.start > now - window ? $1.count : 0) })
+    }
+}
+
+/// `WriteRateController` on the real clock, for every request that changes something: a request waits for its
+/// turn, is sent, and says how it ended.
+public final class WritePacer: @unchecked Sendable {
+    private let lock = NSLock()
+    private var controller: WriteRateController
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+    private let origin = ContinuousClock.now
+
+    public init(limits: WriteRateLimits) {
+        controller = WriteRateController(limits: limits, now: 0)
+    }
+
+    /// Seconds since the pacer began.
+    public var now: Double {
+        let elapsed = ContinuousClock.now - origin
+        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    }
+
+    /// Waits until a request of `weight` writes may be sent; answers when it was let go (for `ended`).
+    public func admit(weight: Int, isCancelled: @Sendable () -> Bool) async throws -> Double {
+        while true {
+            if isCancelled() { throw StorageError(.cancelled, "Interrupted before the request was sent.") }
+            let reserved = lock.withLock { controller.reserve(weight: weight, now: now) }
+            guard let start = reserved else {
+                await withCheckedContinuation { continuation in
+                    let free = lock.withLock {
+                        if controller.inFlight < controller.concurrency { return true }
+                        waiting.append(continuation)
+                        return false
+                    }
+                    if free { continuation.resume() }
+                }
+                continue
+            }
+            // The wait is short (a request's share of a second) and Ctrl-C ends it.
+            while now < start {
+                if isCancelled() {
+                    ended(sentAt: start, accepted: 0)
+                    throw StorageError(.cancelled, "Interrupted before the request was sent.")
+                }
+                try? await Task.sleep(for: .milliseconds(min(50, max(1, Int(((start - now) * 1000).rounded(.up))))))
+            }
+            return start
+        }
+    }
+
+    /// A request let go at `sentAt` ended; `accepted` of its writes were taken.
+    public func ended(sentAt: Double, accepted: Int) {
+        let woken = lock.withLock {
+            controller.ended(sentAt: sentAt, now: now, accepted: accepted)
+            defer { waiting.removeAll() }
+            return waiting
+        }
+        for continuation in woken { continuation.resume() }
+    }
+
+    /// The service pushed back on `refused` writes of a request let go at `sentAt`.
+    public func pushedBack(sentAt: Double, refused: Int) {
+        lock.withLock { controller.pushedBack(sentAt: sentAt, now: now, refused: refused) }
+    }
+
+    /// What the pacer allows now, for `--trace` and the progress line.
+    public var state: (rate: Double, concurrency: Int, pushbacks: Int) {
+        lock.withLock { (controller.rate, controller.concurrency, controller.decreases) }
+    }
+}
