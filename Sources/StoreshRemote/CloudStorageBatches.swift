@@ -83,7 +83,7 @@ extension CloudStorageBucket: BatchedChanges {
             }
             http.trace?.answered(Self.summary(answers))
             let pushedBack = answers.filter { RetryPolicy.isPushback(status: $0.status) }.count
-            if pushedBack > 0, let sentAt = response.sentAt { http.pacer?.pushedBack(sentAt: sentAt, refused: pushedBack) }
+            if pushedBack > 0, let sentAt = response.sentAt { http.pacer?.pushedBack(sentAt: sentAt, withdrawn: pushedBack) }
             for index in waiting { sentBefore.insert(index) }
             guard !again.isEmpty else { break }
             do {

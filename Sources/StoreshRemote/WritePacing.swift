@@ -115,10 +115,10 @@ public struct WriteRateController: Sendable {
         }
     }
 
-    /// The service pushed back on a request (or calls of a batch) sent at `sentAt` (429, 503 SlowDown); `refused`
-    /// writes were not taken.
-    public mutating func pushedBack(sentAt: Double, now: Double, refused: Int) {
-        accepted.add(-refused, at: now)
+    /// The service pushed back on a request sent at `sentAt` (429, 503 SlowDown). `withdrawn`: writes `ended`
+    /// counted as taken that were refused after all (calls of a batch whose request as a whole was answered 200).
+    public mutating func pushedBack(sentAt: Double, now: Double, withdrawn: Int) {
+        accepted.add(-withdrawn, at: now)
         guard sentAt >= lastDecrease else { return }
         lastDecrease = now
         lastIncrease = now
@@ -212,9 +212,10 @@ public final class WritePacer: @unchecked Sendable {
         for continuation in woken { continuation.resume() }
     }
 
-    /// The service pushed back on `refused` writes of a request let go at `sentAt`.
-    public func pushedBack(sentAt: Double, refused: Int) {
-        lock.withLock { controller.pushedBack(sentAt: sentAt, now: now, refused: refused) }
+    /// The service pushed back on a request let go at `sentAt`; `withdrawn` of the writes `ended` counted as
+    /// taken were refused after all (calls of a batch).
+    public func pushedBack(sentAt: Double, withdrawn: Int) {
+        lock.withLock { controller.pushedBack(sentAt: sentAt, now: now, withdrawn: withdrawn) }
     }
 
     /// What the pacer allows now, for `--trace` and the progress line.
