@@ -344,6 +344,12 @@ extension Session {
         case 2: request.purpose += " — and the same for 1 other object"
         default: request.purpose += " — and the same for each of the \(MessageText.grouped(changing.count - 1)) other objects"
         }
+        if changing.count > 1, let rest = request.cloudStorageREST, rest.hasPrefix("PATCH ") || rest.hasPrefix("DELETE ") {
+            let batches = (changing.count + ApplySettings.defaultBatchSize - 1) / ApplySettings.defaultBatchSize
+            let batched =
+                "On the JSON API these \(MessageText.grouped(changing.count)) requests go as \(MessageText.counted(batches, "batch request")) (POST \(CloudStorageWire.baseURL)\(CloudStorageBatch.path), multipart/mixed, up to \(ApplySettings.defaultBatchSize) calls each), every call with its own preconditions and answer (rule Q2)."
+            request.note = [request.note, batched].compactMap { $0 }.joined(separator: " ")
+        }
         if changing.isEmpty {
             let already = (objects.count == 1 ? "It is" : "All are") + " already as asked: the SDK's request would change nothing; storesh sends none."
             request.note = [already, request.note].compactMap { $0 }.joined(separator: " ")
