@@ -12,18 +12,28 @@ public struct WriteRateLimits: Sendable, Equatable {
     public var cap: Double?
     /// `--parallel N`: requests in flight never exceeded.
     public var maximumConcurrency: Int
+    /// Whether the ramp is the service's documented one. An emulator documents none: the rate starts at the
+    /// initial one and doubles every second until the first pushback, with no ceiling but `cap`.
+    public var documented: Bool
 
-    public init(initialRate: Double, doublingInterval: Double, cap: Double?, maximumConcurrency: Int) {
+    public init(initialRate: Double, doublingInterval: Double, cap: Double?, maximumConcurrency: Int, documented: Bool = true) {
         self.initialRate = initialRate
         self.doublingInterval = doublingInterval
         self.cap = cap
         self.maximumConcurrency = max(1, maximumConcurrency)
+        self.documented = documented
     }
 
     /// Cloud Storage: about 1,000 object writes a second per bucket to start, growing by at most doubling every
     /// 20 minutes.
     public static func cloudStorage(cap: Double?, maximumConcurrency: Int) -> WriteRateLimits {
         WriteRateLimits(initialRate: 1000, doublingInterval: 20 * 60, cap: cap, maximumConcurrency: maximumConcurrency)
+    }
+
+    /// An emulator of Cloud Storage (`$STORAGE_EMULATOR_HOST`): no documented limits, so the pace starts where
+    /// Cloud Storage's does and finds the emulator's own by its answers.
+    public static func emulator(cap: Double?, maximumConcurrency: Int) -> WriteRateLimits {
+        WriteRateLimits(initialRate: 1000, doublingInterval: .infinity, cap: cap, maximumConcurrency: maximumConcurrency, documented: false)
     }
 
     /// S3: 3,500 writes a second per prefix. storesh does not see how S3 partitions a bucket's prefixes, so it
@@ -38,7 +48,9 @@ public struct WriteRateLimits: Sendable, Equatable {
 ///
 /// - **Rate.** Writes are spaced so that their rate never exceeds `rate` (a request of a batch counts each of its
 ///   calls). `rate` starts at the ceiling: the documented initial rate, capped by `--rate`; the ceiling doubles at
-///   most every `doublingInterval`. While answers are clean, `rate` grows by 5% a second up to the ceiling; when
+///   most every `doublingInterval`. (An emulator documents no ramp: `rate` starts at the same initial rate and
+///   doubles every second until the first pushback.) While answers are clean, `rate` grows by 5% a second up to
+///   the ceiling; when
 ///   the service pushes back (429, or S3's 503 SlowDown), it falls to what the service was taking (the writes it
 ///   accepted in the last second), so the apply settles just under what the service gives.
 /// - **Concurrency.** Requests in flight start at 8 and grow by one per round of clean answers that came back
@@ -77,11 +89,12 @@ public struct WriteRateController: Sendable {
         lastIncrease = now
         concurrencyLevel = min(Double(limits.maximumConcurrency), Self.initialConcurrency)
         rate = 0
-        rate = ceiling(at: now)
+        rate = min(limits.initialRate, ceiling(at: now))
     }
 
     /// The most writes a second allowed at `now`: the documented ramp, capped by `--rate`.
     public func ceiling(at now: Double) -> Double {
+        guard limits.documented else { return limits.cap ?? .infinity }
         let doublings = limits.doublingInterval.isFinite ? ((now - origin) / limits.doublingInterval).rounded(.down) : 0
         let ramp = limits.initialRate * pow(2, min(max(doublings, 0), 20))
         return min(ramp, limits.cap ?? .infinity)
@@ -110,7 +123,9 @@ public struct WriteRateController: Sendable {
         }
         let elapsed = now - lastIncrease
         if elapsed >= 0.1 {
-            rate = min(ceiling(at: now), rate * (1 + Self.growthPerSecond * elapsed))
+            // Without a documented ramp, the rate doubles every second until the service first pushes back.
+            let growth = !limits.documented && decreases == 0 ? pow(2, elapsed) : 1 + Self.growthPerSecond * elapsed
+            rate = min(ceiling(at: now), rate * growth)
             lastIncrease = now
         }
     }

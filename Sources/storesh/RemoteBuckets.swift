@@ -30,8 +30,12 @@ extension BucketLocation {
             return bucket
         case .googleCloudStorage(let name):
             let endpoint = CloudStorageEndpoint.resolve { environment[$0] }
-            let http = Self.client(
-                environment, tracing: tracing, pacing: .cloudStorage(cap: pacing.rate, maximumConcurrency: pacing.parallel))
+            // An emulator has no documented limits: its own are found by its answers.
+            let limits: WriteRateLimits =
+                endpoint.isEmulator
+                ? .emulator(cap: pacing.rate, maximumConcurrency: pacing.parallel)
+                : .cloudStorage(cap: pacing.rate, maximumConcurrency: pacing.parallel)
+            let http = Self.client(environment, tracing: tracing, pacing: limits)
             let idToken = environment["STORESH_ID_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
             let authorizer: any RequestAuthorizer
             do {

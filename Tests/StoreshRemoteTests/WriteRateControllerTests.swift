@@ -118,6 +118,19 @@ struct WriteRateControllerTests {
         #expect(apply.refused == 0 && apply.controller.decreases == 0)
     }
 
+    @Test("on an emulator (no documented ramp) it starts at 1,000 a second and doubles until pushed back, then holds what it takes")
+    func emulatorSlowStart() {
+        for rate in [1000.0, 6000.0] {
+            var apply = SimulatedApply(
+                limits: .emulator(cap: nil, maximumConcurrency: 32), serviceRate: rate, latency: 0.005, batch: 100)
+            apply.run(seconds: 40)
+            #expect(apply.sentPerSecond[0, default: 0] <= 1100, "the first second at the documented start")
+            let held = apply.acceptedRate(15..<40)
+            #expect(held >= 0.9 * rate && held <= 1.01 * rate, "\(rate)/s: \(held)/s held")
+            #expect(apply.controller.decreases > 0)
+        }
+    }
+
     @Test("--rate caps it by hand, below what the service would take")
     func capByHand() {
         var apply = SimulatedApply(
