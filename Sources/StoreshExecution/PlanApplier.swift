@@ -119,6 +119,9 @@ public final class PlanApplier: @unchecked Sendable {
         // Rule Q2: metadata changes and deletes go many to a request where the bucket takes batches.
         let batching = batchSize > 1 ? bucket.batchedChanges : nil
         let largestBatch = min(batchSize, batching?.largestBatch ?? 1)
+        // Eight batches in flight are hundreds of changes, more than any documented rate needs at any round trip;
+        // more would only hold more answers in memory.
+        let inFlightLimit = batching == nil ? parallel : min(parallel, Self.batchesInFlight)
         await withTaskGroup(of: [String].self) { group in
             // By bytes (rule P7): two canonically equivalent names are two objects, changed in parallel.
             var inFlight: Set<ObjectName> = []
@@ -173,7 +176,7 @@ public final class PlanApplier: @unchecked Sendable {
                     }
                     // A later change of an object waits for the earlier one, in the batch being filled too.
                     if batched.contains(object) { sendBatch() }
-                    while running >= parallel || inFlight.contains(object) { await finishOne() }
+                    while running >= inFlightLimit || inFlight.contains(object) { await finishOne() }
                     if isCancelled() { interrupted = true }
                     if lock.withLock({ failed > 0 }) && !keepGoing { stopped = true }
                     if interrupted || stopped { break reading }
@@ -241,6 +244,9 @@ public final class PlanApplier: @unchecked Sendable {
         }
         reportProgress(started: started)
     }
+
+    /// The most batch requests in flight at once.
+    static let batchesInFlight = 8
 
     /// Whether a change can go in a batch: a metadata change or a delete (content goes on its own).
     static func isBatchable(_ change: PlannedChange) -> Bool { !change.writesContent && change.before != nil }
