@@ -344,10 +344,11 @@ extension Session {
         case 2: request.purpose += " — and the same for 1 other object"
         default: request.purpose += " — and the same for each of the \(MessageText.grouped(changing.count - 1)) other objects"
         }
-        if changing.count > 1, let rest = request.cloudStorageREST, rest.hasPrefix("PATCH ") || rest.hasPrefix("DELETE ") {
-            let batches = (changing.count + ApplySettings.defaultBatchSize - 1) / ApplySettings.defaultBatchSize
+        let batchSize = options.batchSize
+        if changing.count > 1, batchSize > 1, let rest = request.cloudStorageREST, rest.hasPrefix("PATCH ") || rest.hasPrefix("DELETE ") {
+            let batches = (changing.count + batchSize - 1) / batchSize
             let batched =
-                "On the JSON API these \(MessageText.grouped(changing.count)) requests go as \(MessageText.counted(batches, "batch request")) (POST \(CloudStorageWire.baseURL)\(CloudStorageBatch.path), multipart/mixed, up to \(ApplySettings.defaultBatchSize) calls each), every call with its own preconditions and answer (rule Q2)."
+                "On the JSON API these \(MessageText.grouped(changing.count)) requests go as \(MessageText.counted(batches, "batch request")) (POST \(CloudStorageWire.baseURL)\(CloudStorageBatch.path), multipart/mixed, up to \(batchSize) calls each), every call with its own preconditions and answer (rule Q2)."
             request.note = [request.note, batched].compactMap { $0 }.joined(separator: " ")
         }
         if changing.isEmpty {
