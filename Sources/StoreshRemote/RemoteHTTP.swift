@@ -154,7 +154,7 @@ public final class RemoteHTTP: Sendable {
                 trace?.sent(request, status: status, attempt: retry + 1, milliseconds: Self.milliseconds(since: attemptStarted))
                 if let paced, let sentAt {
                     if RetryPolicy.isPushback(status: status) { paced.pushedBack(sentAt: sentAt, withdrawn: 0) }
-                    paced.ended(sentAt: sentAt, accepted: (200..<300).contains(status) ? request.writes : 0)
+                    paced.ended(sentAt: sentAt, accepted: status < 400 ? request.writes : 0)
                 }
                 var answer = RemoteResponse(status: status, headers: response.headers, body: body, attempts: retry + 1)
                 answer.sentAt = sentAt
