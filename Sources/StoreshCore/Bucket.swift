@@ -292,6 +292,17 @@ extension BucketLayer {
 }
 
 extension Bucket {
+    /// A change of a batch sent alone: the state it left (nil: deleted).
+    public func apply(_ change: BatchedChange) async throws -> ObjectMetadata? {
+        switch change {
+        case .metadata(let object, let before, let after):
+            return try await applyMetadata(of: object, from: before, to: after)
+        case .delete(let object, let precondition):
+            try await delete(object, precondition: precondition)
+            return nil
+        }
+    }
+
     /// `gs://NAME`, `s3://NAME`: the bucket in messages.
     public var url: String { "\(scheme)://\(name)" }
 

@@ -230,3 +230,10 @@ public final class SteppingClock: StorageClock, @unchecked Sendable {
         }
     }
 }
+
+extension Duration {
+    /// The duration in seconds, with its fraction.
+    public var inSeconds: Double {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+}

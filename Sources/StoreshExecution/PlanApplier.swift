@@ -228,11 +228,8 @@ public final class PlanApplier: @unchecked Sendable {
         var calls: [BatchedChange] = []
         var sent: [PlanStore.PendingChange] = []
         for pending in pendings {
-            let change = pending.change
             do {
-                let name = try ObjectName(change.object)
-                guard let current = currentState(pending) else { throw StorageError.objectNotFound(change.object) }
-                calls.append(change.after.map { .metadata(name, from: current, to: $0) } ?? .delete(name, precondition: Self.deletePrecondition(current: current)))
+                calls.append(try Self.batchedChange(pending.change, from: currentState(pending)))
                 sent.append(pending)
             } catch {
                 await settle(pending, .failure(error))
@@ -301,26 +298,29 @@ public final class PlanApplier: @unchecked Sendable {
 
     /// One change, guarded by the state it goes from (rule G5).
     private func perform(_ change: PlannedChange, from current: ObjectMetadata?) async throws -> ObjectMetadata? {
+        guard let after = change.after, change.writesContent else {
+            return try await bucket.apply(try Self.batchedChange(change, from: current))
+        }
         let name = try ObjectName(change.object)
-        guard let after = change.after else {
-            guard let current else { throw StorageError.objectNotFound(change.object) }
-            try await bucket.delete(name, precondition: Self.deletePrecondition(current: current))
-            return nil
+        var options = WriteOptions(customMetadata: after.customMetadata, expectedMD5: after.md5Hash)
+        for property in WritableProperty.allCases { if let value = after[property] { options.properties[property] = value } }
+        let precondition = Self.writePrecondition(current: current)
+        if let source = change.source {
+            return try await bucket.write(from: source, to: name, options: options, precondition: precondition)
         }
-        if change.writesContent {
-            var options = WriteOptions(customMetadata: after.customMetadata, expectedMD5: after.md5Hash)
-            for property in WritableProperty.allCases { if let value = after[property] { options.properties[property] = value } }
-            let precondition = Self.writePrecondition(current: current)
-            if let source = change.source {
-                return try await bucket.write(from: source, to: name, options: options, precondition: precondition)
-            }
-            guard let content = change.content else {
-                throw StorageError.invalidArgument("The content of \(change.object) (\(change.contentOrigin ?? "a file")) is not at hand; nothing was written.")
-            }
-            return try await bucket.write(content, to: name, options: options, precondition: precondition)
+        guard let content = change.content else {
+            throw StorageError.invalidArgument("The content of \(change.object) (\(change.contentOrigin ?? "a file")) is not at hand; nothing was written.")
         }
+        return try await bucket.write(content, to: name, options: options, precondition: precondition)
+    }
+
+    /// A metadata change or a delete, guarded by the state it goes from (rule G5), as a bucket takes it alone or
+    /// in a batch.
+    static func batchedChange(_ change: PlannedChange, from current: ObjectMetadata?) throws -> BatchedChange {
+        let name = try ObjectName(change.object)
         guard let current else { throw StorageError.objectNotFound(change.object) }
-        return try await bucket.applyMetadata(of: name, from: current, to: after)
+        guard let after = change.after else { return .delete(name, precondition: deletePrecondition(current: current)) }
+        return .metadata(name, from: current, to: after)
     }
 
     /// What a delete applied from a plan requires (rule G5): the content it was planned from. `explain` shows it.

@@ -127,9 +127,7 @@ extension CloudStorageBucket: BatchedChanges {
                 case .delete where answer.status == 404:
                     return .success(nil)
                 case .metadata(_, let before, let after) where answer.status == 412:
-                    if let current = try await metadataIfPresent(of: object),
-                        current.metageneration == before.metageneration + 1 && current.differences(to: after).isEmpty
-                    {
+                    if let current = try await metadataIfPresent(of: object), Self.metadataLanded(current, from: before, to: after) {
                         return .success(current)
                     }
                 default: break
@@ -138,7 +136,7 @@ extension CloudStorageBucket: BatchedChanges {
             let precondition: Precondition =
                 switch change {
                 case .delete(_, let precondition): precondition
-                case .metadata(_, let before, _): Precondition(generation: before.generation, metageneration: before.metageneration)
+                case .metadata(_, let before, _): .matches(before)
                 }
             return .failure(failure(Self.response(answer, attempts: attempts), object: object.rawValue, precondition: precondition))
         } catch let error as StorageError {
@@ -154,13 +152,7 @@ extension CloudStorageBucket: BatchedChanges {
             for (index, change) in changes.enumerated() {
                 group.addTask {
                     do {
-                        switch change {
-                        case .metadata(let object, let before, let after):
-                            return (index, .success(try await self.applyMetadata(of: object, from: before, to: after)))
-                        case .delete(let object, let precondition):
-                            try await self.delete(object, precondition: precondition)
-                            return (index, .success(nil))
-                        }
+                        return (index, .success(try await self.apply(change)))
                     } catch let error as StorageError {
                         return (index, .failure(error))
                     } catch {

@@ -257,17 +257,19 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
     public func applyMetadata(of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata) async throws
         -> ObjectMetadata
     {
-        let guarded = Precondition(generation: before.generation, metageneration: before.metageneration)
         let request = CloudStorageWire.patch(bucket: name, object: object.rawValue, from: before, to: after)
         let response = try await sendChange(
             .PATCH, url(request), headers: [("Content-Type", "application/json")], body: request.body ?? Data(),
-            object: object.rawValue, precondition: guarded
-        ) { current in
-            // A repeat refused because the first attempt landed: the object is as planned, one metageneration on.
-            current.metageneration == before.metageneration + 1 && current.differences(to: after).isEmpty
-        }
+            object: object.rawValue, precondition: .matches(before)
+        ) { current in Self.metadataLanded(current, from: before, to: after) }
         if let response { return try CloudStorageJSON.metadata(try CloudStorageJSON.object(response.body, what: "an update"), bucket: name) }
         return try await metadata(of: object)
+    }
+
+    /// Whether a metadata change refused on a repeat had landed on its first attempt: the object is as planned,
+    /// one metageneration on.
+    static func metadataLanded(_ current: ObjectMetadata, from before: ObjectMetadata, to after: ObjectMetadata) -> Bool {
+        current.metageneration == before.metageneration + 1 && current.differences(to: after).isEmpty
     }
 
     public func write(_ content: Data, to object: ObjectName, options: WriteOptions, precondition: Precondition) async throws

@@ -185,8 +185,7 @@ public final class WritePacer: @unchecked Sendable {
 
     /// Seconds since the pacer began.
     public var now: Double {
-        let elapsed = ContinuousClock.now - origin
-        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        (ContinuousClock.now - origin).inSeconds
     }
 
     /// Waits until a request of `weight` writes may be sent; answers when it was let go (for `ended`).

@@ -25,7 +25,7 @@ struct RequestLogMiddleware<Context: RequestContext>: RouterMiddleware {
                 ServiceAnswer.headerValue(last.decision.explanation(for: last.request))
         }
         let elapsed = ContinuousClock.now - start
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let seconds = elapsed.inSeconds
         log?(ServedRequest(
             method: request.method.rawValue, path: ServedRequest.loggable(path: path, query: request.uri.query),
             status: response.status.code, seconds: seconds))

@@ -21,9 +21,8 @@ final class RequestRate: @unchecked Sendable {
     func take() -> Double? {
         lock.withLock {
             let now = ContinuousClock.now
-            let elapsed = now - refilled
+            tokens = min(perSecond, tokens + perSecond * (now - refilled).inSeconds)
             refilled = now
-            tokens = min(perSecond, tokens + perSecond * (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18))
             guard tokens < 1 else {
                 tokens -= 1
                 return nil

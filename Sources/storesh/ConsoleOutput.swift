@@ -100,7 +100,7 @@ final class ProgressLine: @unchecked Sendable {
             if let lastDrawn, now - lastDrawn < .milliseconds(100), progress.done < progress.total { return nil }
             lastDrawn = now
             drawn = true
-            let seconds = max(0.001, Double((now - progress.started).components.seconds) + Double((now - progress.started).components.attoseconds) / 1e18)
+            let seconds = max(0.001, (now - progress.started).inSeconds)
             let rate = Double(progress.done) / seconds
             let left = rate > 0 ? Int((Double(progress.total - progress.done) / rate).rounded(.up)) : nil
             var text = "applying \(progress.done)/\(progress.total) · \(Int(rate.rounded()))/s"
