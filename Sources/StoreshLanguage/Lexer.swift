@@ -58,11 +58,20 @@ public struct WordList: Sendable, Equatable {
 public struct Lexer {
     private let scalars: [Unicode.Scalar]
     private var index = 0
-    private var line = 1
+    private var line: Int
     private var column = 1
+    /// Set when the text's last line break was a continuation (`\` before it): whether a word was being read
+    /// there, which goes on at the start of the next line.
+    private var continuedAtEnd: Bool?
+    private let startsInsideWord: Bool
 
-    public init(_ text: String) {
+    /// A lexer of `text` whose first line is line `firstLine` of its script (a script is read a command group at
+    /// a time). `insideWord`: the text goes on with a word a continued line left open, so a `#` at its start is
+    /// part of that word.
+    init(_ text: String, firstLine: Int = 1, insideWord: Bool = false) {
         scalars = Array(text.unicodeScalars)
+        line = firstLine
+        startsInsideWord = insideWord
     }
 
     static let danglingContinuation = "a '\\' at the end of the script has no next line to continue on"
@@ -70,16 +79,31 @@ public struct Lexer {
     /// Whether `text` ends in a `\` that continues it on a next line: the shell asks this before it runs a line,
     /// so that it reads the text as scripts are read (a `\` inside quotes or a `#` comment continues nothing).
     public static func continues(_ text: String) -> Bool {
+        continuation(of: text, insideWord: false) != nil
+    }
+
+    /// When one line of a script (without its line break) ends in a continuation, whether it leaves a word open
+    /// for the next line; nil when it does not continue (or is wrong: the parse then says how). `insideWord`: the
+    /// line goes on with a word the previous one left open. A script is cut into command groups with this,
+    /// lexing only the lines that end in `\`.
+    static func continuation(of line: String, insideWord: Bool) -> Bool? {
+        var lexer = Lexer(line + "\n", insideWord: insideWord)
         do {
-            _ = try commands(in: text)
-            return false
+            _ = try lexer.commands()
         } catch {
-            return error.message == danglingContinuation
+            return nil
         }
+        return lexer.continuedAtEnd
     }
 
     public static func commands(in text: String) throws(Diagnostic) -> [WordList] {
         var lexer = Lexer(text)
+        return try lexer.commands()
+    }
+
+    /// The commands of a command group (a line and the lines it continues on) that starts at line `firstLine`.
+    static func commands(in text: String, firstLine: Int) throws(Diagnostic) -> [WordList] {
+        var lexer = Lexer(text, firstLine: firstLine)
         return try lexer.commands()
     }
 
@@ -118,7 +142,9 @@ public struct Lexer {
         // Where each line starts (scalar offsets), to find a command's text from its first word's location.
         var lineStarts = [0]
         for (offset, scalar) in scalars.enumerated() where scalar == "\n" { lineStarts.append(offset + 1) }
+        let firstLine = line
         var lastWordEnd = 0
+        if startsInsideWord { wordStart = location }
 
         func finishWord() {
             if let start = wordStart {
@@ -132,7 +158,7 @@ public struct Lexer {
         func finishCommand() {
             finishWord()
             if let first = words.first {
-                let start = lineStarts[first.location.line - 1] + first.location.column - 1
+                let start = lineStarts[first.location.line - firstLine] + first.location.column - 1
                 // A continued line is one command: its `\`, line break and indentation read as one space.
                 var source = String.UnicodeScalarView()
                 var offset = start
@@ -174,6 +200,7 @@ public struct Lexer {
                 if peek() == nil { throw Diagnostic.syntax(Self.danglingContinuation, at: start) }
                 if atLineBreak() {
                     skipLineBreak()  // a continuation: the command goes on on the next line
+                    if peek() == nil { continuedAtEnd = wordStart != nil }
                 } else {
                     if wordStart == nil { wordStart = start }
                     text.append(peek()!)

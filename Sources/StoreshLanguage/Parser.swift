@@ -1,11 +1,22 @@
 import StoreshCore
 
-/// Turns a script's words into commands. The whole script is parsed before anything runs, so a syntax
-/// error anywhere runs nothing (contract, Scripts).
+/// Turns a script's words into commands. The whole script is checked before anything runs, so a syntax
+/// error anywhere runs nothing (contract, Scripts); it is then read again, a command at a time, as it runs.
 public enum Parser {
+    /// Checks a script whole, in one pass over its bytes that holds one command at a time.
+    public static func check(_ bytes: any ScriptBytes) throws(Diagnostic) -> Script {
+        try Script(checking: bytes)
+    }
+
+    /// Checks a script held in memory (a typed line, a test's script).
     public static func parse(_ source: SourceText) throws(Diagnostic) -> Script {
+        try Script(checking: ScriptText(source.text))
+    }
+
+    /// The statements of a command group (a line and the lines it continues on) that starts at line `firstLine`.
+    static func statements(in text: String, firstLine: Int) throws(Diagnostic) -> [Statement] {
         var statements: [Statement] = []
-        for words in try Lexer.commands(in: source.text) {
+        for words in try Lexer.commands(in: text, firstLine: firstLine) {
             var statement = try parseCommand(words.words)
             statement.text = words.source
             // `explain COMMAND` heads its explanation with COMMAND as typed, quotes included, so that it can be
@@ -19,7 +30,7 @@ public enum Parser {
             }
             statements.append(statement)
         }
-        return Script(statements: statements)
+        return statements
     }
 
     /// One command from its words: its type is looked up by its first words, and reads the rest.

@@ -31,7 +31,7 @@ extension Session {
     }
 
     /// Keeps the plan of a dry run that ran to its end without failures, when the program asked (`--plan`).
-    func keepPlan(_ plan: PlannedBucket, _ end: ScriptEnd, _ script: Script) -> KeptPlan? {
+    func keepPlan(_ plan: PlannedBucket, _ end: ScriptEnd, _ script: ScriptSummary) -> KeptPlan? {
         guard let keep = applySettings.keepPlan, options.dryRun else { return nil }
         if end.stoppedEarly || end.failures > 0 {
             return .notKept(reason: "the plan was not kept: \(end.failures > 0 ? "a command failed" : "the run stopped early"), and a plan is kept only whole")
@@ -39,33 +39,36 @@ extension Session {
         do {
             return .kept(path: try keep(plan.store), changes: plan.changeCount)
         } catch {
-            _ = report(error, at: script.statements.last?.location ?? SourceLocation(line: 1, column: 1))
+            _ = report(error, at: script.lastLocation ?? SourceLocation(line: 1, column: 1))
             return .notKept(reason: "the plan was not kept (see the error above); the dry run changed nothing")
         }
     }
 
     /// Rule B3: the first command that needs what the bucket cannot do, as an error made before anything runs.
-    public func unsupported(_ script: Script) -> Diagnostic? {
+    public func unsupported(_ script: ScriptSummary) -> Diagnostic? {
         let missing = script.requiredCapabilities.subtracting(bucket.capabilities)
+        // The first statement that needs any of them is the first to need one of them.
         guard !missing.isEmpty,
-            let statement = script.statements.first(where: { !$0.command.declaration.requires.isDisjoint(with: missing) })
+            let first = script.firstNeeding.first(where: { !$0.command.declaration.requires.isDisjoint(with: missing) })
         else { return nil }
-        let lacking = statement.command.declaration.requires.subtracting(bucket.capabilities)
-        return .beforeRunning(
+        let lacking = first.command.declaration.requires.subtracting(bucket.capabilities)
+        var refusal = Diagnostic.beforeRunning(
             .invalidArgument(
-                "`\(statement.command.name)` needs a bucket with \(lacking.names.joined(separator: " and ")); \(bucket.url) has none, so nothing ran."),
-            at: statement.location)
+                "`\(first.command.name)` needs a bucket with \(lacking.names.joined(separator: " and ")); \(bucket.url) has none, so nothing ran."),
+            at: first.location)
+        refusal.lineText = first.line
+        return refusal
     }
 
     /// Runs a whole script and says what was saved. A script that needs what the bucket cannot do runs nothing
     /// (`unsupported`).
     public func run(_ script: Script) async -> Status {
         // `dry-run COMMAND` makes its line (its script) a dry run as a whole: never more saved than asked.
-        let askedForDryRun = script.asksForDryRun && !options.dryRun
+        let askedForDryRun = script.summary.asksForDryRun && !options.dryRun
         if askedForDryRun { options.dryRun = true }
         defer { if askedForDryRun { options.dryRun = false } }
-        let script = options.explainOnly ? script.withoutDryRunPrefixes.explained : script.withoutDryRunPrefixes
-        if let refusal = unsupported(script) {
+        let summary = options.explainOnly ? script.summary.explained : script.summary
+        if let refusal = unsupported(summary) {
             output.error(refusal)
             return .usage
         }
@@ -73,8 +76,8 @@ extension Session {
         reportedChanges = 0
         let identityBefore = rules?.identity
         // Only a script that puts rules in force (the commands that need rules administration) can roll them back.
-        let rulesBefore = script.requiredCapabilities.contains(.rulesAdministration) ? rules?.currentRules().origin : nil
-        let status = await runPolicy(script)
+        let rulesBefore = summary.requiredCapabilities.contains(.rulesAdministration) ? rules?.currentRules().origin : nil
+        let status = await runPolicy(script, summary)
         target = guarded(bucket)
         // A rolled-back `rules load` is undone in the bucket: the rules in force follow it, and a class is told
         // which rules are in force, not left believing the loaded ones are.
@@ -94,10 +97,10 @@ extension Session {
         return status
     }
 
-    private func runPolicy(_ script: Script) async -> Status {
-        let start = script.statements.first?.location ?? SourceLocation(line: 1, column: 1)
+    private func runPolicy(_ script: Script, _ summary: ScriptSummary) async -> Status {
+        let start = summary.firstLocation ?? SourceLocation(line: 1, column: 1)
         guard let transactions = bucket.transactions else {
-            if script.changesBucket && !options.dryRun { return await planThenApply(script) }
+            if summary.changesBucket && !options.dryRun { return await planThenApply(script, summary) }
             let steps: (any BucketTransaction)?
             do {
                 steps = options.dryRun ? try PlannedBucket(over: bucket, clock: clock) : nil
@@ -107,24 +110,24 @@ extension Session {
             }
             target = guarded(steps ?? bucket)
             let end = await runStatements(script, steps: steps, transactional: false)
-            return conclude(end, script, keeping: steps as? PlannedBucket)
+            return conclude(end, summary, keeping: steps as? PlannedBucket)
         }
         var began = false
         do {
-            let forWriting = !options.dryRun && (script.changesBucket || options.snapshotBefore != nil)
+            let forWriting = !options.dryRun && (summary.changesBucket || options.snapshotBefore != nil)
             let end = try await transactions.withTransaction(forWriting: forWriting) { transaction -> TransactionOutcome<ScriptEnd> in
                 began = true
                 let steps: any BucketTransaction = options.dryRun ? try PlannedBucket(over: transaction, clock: clock) : transaction
                 target = guarded(steps)
                 var end = await runStatements(script, steps: steps, transactional: true)
                 // A dry run's plan lives as long as its planned bucket: kept (`--plan`) before the transaction ends.
-                if let plan = steps as? PlannedBucket { end.keptPlan = keepPlan(plan, end, script) }
+                if let plan = steps as? PlannedBucket { end.keptPlan = keepPlan(plan, end, summary) }
                 return end.keep && !options.dryRun ? .commit(end) : .rollback(end)
             }
-            return conclude(end, script)
+            return conclude(end, summary)
         } catch {
             // Before the first command (the bucket could not be opened for the script), or at the commit.
-            report(error, at: began ? script.statements.last?.location ?? start : start)
+            report(error, at: began ? summary.lastLocation ?? start : start)
             return .failed
         }
     }
@@ -132,22 +135,23 @@ extension Session {
     /// A script that changes a bucket without transactions (rule X1): planned whole against the real bucket,
     /// nothing written; then, when no command failed (or with `--keep-going`), the plan's changes are applied
     /// with preconditions, in parallel, journaled.
-    private func planThenApply(_ script: Script) async -> Status {
+    private func planThenApply(_ script: Script, _ summary: ScriptSummary) async -> Status {
         let plan: PlannedBucket
         do {
             plan = try PlannedBucket(over: bucket, clock: clock)
         } catch {
-            report(error, at: script.statements.first?.location ?? SourceLocation(line: 1, column: 1))
+            report(error, at: summary.firstLocation ?? SourceLocation(line: 1, column: 1))
             return .failed
         }
         target = guarded(plan)
         let end = await runStatements(script, steps: plan, transactional: true)
         if end.stoppedEarly || !end.keep { return end.status }
-        guard plan.changeCount > 0 else { return conclude(end, script) }
+        guard plan.changeCount > 0 else { return conclude(end, summary) }
+        // A change's step is the number of the statement that planned it: read again to say where it was written.
         let applied = await apply(plan.store) { _, change in
-            script.statements.indices.contains(change.step) ? script.statements[change.step].location : SourceLocation(line: 1, column: 1)
+            script.location(ofStatement: change.step) ?? SourceLocation(line: 1, column: 1)
         }
-        return applied == .success ? conclude(end, script) : applied
+        return applied == .success ? conclude(end, summary) : applied
     }
 
     /// Applies planned changes to the session's bucket and says how it went: a script's plan on a bucket without
@@ -274,7 +278,7 @@ extension Session {
         "the Firebase v0 API has no preconditions: each object is read just before it is changed, which narrows but does not close the window in which a change made meanwhile by someone else could be overwritten"
 
     /// After the transaction ended: what was saved. `keeping`: a dry run's plan not kept yet (no transaction).
-    private func conclude(_ end: ScriptEnd, _ script: Script, keeping plan: PlannedBucket? = nil) -> Status {
+    private func conclude(_ end: ScriptEnd, _ script: ScriptSummary, keeping plan: PlannedBucket? = nil) -> Status {
         var end = end
         if let plan { end.keptPlan = keepPlan(plan, end, script) }
         var status: Status = end.failures == 0 ? .success : .failed
@@ -289,7 +293,7 @@ extension Session {
             if script.changesBucket { deliver(.note("dry run: nothing was saved")) }
         } else if end.failures > 0 && script.changesBucket {
             output.notice(
-                "\(MessageText.counted(end.failures, "command")) failed and changed nothing; the changes of the other \(MessageText.counted(script.statements.count - end.failures, "command")) were saved")
+                "\(MessageText.counted(end.failures, "command")) failed and changed nothing; the changes of the other \(MessageText.counted(script.statementCount - end.failures, "command")) were saved")
         }
         switch end.keptPlan {
         case .kept(let path, let changes)?:
@@ -307,6 +311,19 @@ extension Session {
         return status
     }
 
+    /// A statement as the run takes it: without its `dry-run` prefix (the run is then a dry run as a whole); with
+    /// `run --explain`, explained instead of run. A `cd` is explained and also run, so that the paths of the
+    /// commands after it are the script's.
+    private func prepared(_ statement: Statement) -> [Statement] {
+        var statement = statement
+        if let dryRun = statement.command as? DryRunCommand { statement.command = dryRun.planned }
+        guard options.explainOnly, !(statement.command is ExplainCommand) else { return [statement] }
+        let explanation = Statement(
+            ExplainCommand(statement.command, text: "line \(statement.location.line): \(statement.command.header)"),
+            at: statement.location)
+        return statement.command is CdCommand ? [explanation, statement] : [explanation]
+    }
+
     /// The statements in order, each as a step of `steps` with `--keep-going`.
     private func runStatements(_ script: Script, steps: (any BucketTransaction)?, transactional: Bool) async -> ScriptEnd {
         if let name = options.snapshotBefore {
@@ -319,42 +336,58 @@ extension Session {
             }
         }
         var failures = 0
-        for (number, statement) in script.statements.enumerated() {
-            (steps as? PlannedBucket)?.step = number
-            if isCancelled() {
-                output.error(Diagnostic.running(Self.interruption, at: statement.location))
-                return ScriptEnd(status: .interrupted, keep: false, failures: failures, stoppedEarly: true)
-            }
+        var statements = script.statements()
+        reading: while true {
+            // The statement's number is its step: a failed change is traced back to where it was written.
+            let number = statements.number
+            let written: Statement
             do {
-                let flow: Flow
-                if options.keepGoing, let steps {
-                    flow = try await steps.withSavepoint { try await self.execute(statement) }
-                } else {
-                    flow = try await execute(statement)
-                }
-                if flow == .exit {
-                    exitRan = true
-                    break
-                }
+                guard let next = try statements.next() else { break }
+                written = next
             } catch {
-                let diagnostic = report(error, at: statement.location)
-                if diagnostic.phase == .interrupted {
-                    return ScriptEnd(status: .interrupted, keep: false, failures: failures + 1, stoppedEarly: true)
+                // The script could not be read again as it was checked: nothing of it may land.
+                var error = error
+                error.phase = .running
+                output.error(error)
+                return ScriptEnd(status: .failed, keep: false, failures: failures + 1, stoppedEarly: true)
+            }
+            for statement in prepared(written) {
+                (steps as? PlannedBucket)?.step = number
+                if isCancelled() {
+                    output.error(Diagnostic.running(Self.interruption, at: statement.location))
+                    return ScriptEnd(status: .interrupted, keep: false, failures: failures, stoppedEarly: true)
                 }
-                failures += 1
-                if options.keepGoing { continue }
-                if options.dryRun {
-                    deliver(.note("dry run: stopped at the error; nothing was saved"))
-                } else if transactional && reportedChanges > 0 {
-                    // Changes were reported before the failure, and did not land: say so, with how many. (A line
-                    // that changed nothing before it failed has nothing to take back, and says nothing more.)
-                    let undone = "the \(MessageText.counted(reportedChanges, "change")) reported above \(reportedChanges == 1 ? "was" : "were") undone"
-                    output.notice(
-                        options.atPrompt
-                            ? "nothing was saved: a line lands whole or not at all; \(undone)"
-                            : "nothing was saved: a script lands whole or not at all; \(undone) (--keep-going keeps what succeeds)")
+                do {
+                    let flow: Flow
+                    if options.keepGoing, let steps {
+                        flow = try await steps.withSavepoint { try await self.execute(statement) }
+                    } else {
+                        flow = try await execute(statement)
+                    }
+                    if flow == .exit {
+                        exitRan = true
+                        break reading
+                    }
+                } catch {
+                    let diagnostic = report(error, at: statement.location)
+                    if diagnostic.phase == .interrupted {
+                        return ScriptEnd(status: .interrupted, keep: false, failures: failures + 1, stoppedEarly: true)
+                    }
+                    failures += 1
+                    if options.keepGoing { continue }
+                    if options.dryRun {
+                        deliver(.note("dry run: stopped at the error; nothing was saved"))
+                    } else if transactional && reportedChanges > 0 {
+                        // Changes were reported before the failure, and did not land: say so, with how many. (A line
+                        // that changed nothing before it failed has nothing to take back, and says nothing more.)
+                        let undone = "the \(MessageText.counted(reportedChanges, "change")) reported above \(reportedChanges == 1 ? "was" : "were") undone"
+                        output.notice(
+                            options.atPrompt
+                                ? "nothing was saved: a line lands whole or not at all; \(undone)"
+                                : "nothing was saved: a script lands whole or not at all; \(undone) (--keep-going keeps what succeeds)")
+                    }
+                    return ScriptEnd(status: .failed, keep: false, failures: failures, stoppedEarly: true)
                 }
-                return ScriptEnd(status: .failed, keep: false, failures: failures, stoppedEarly: true)
             }
         }
         return ScriptEnd(status: failures == 0 ? .success : .failed, keep: true, failures: failures, stoppedEarly: false)

@@ -32,32 +32,49 @@ public struct SourceText: Sendable {
         self.lines = text.unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false).map { Substring($0) }
     }
 
-    /// Decodes a script file's bytes. Invalid UTF-8 is a syntax error at its line and column; a leading
-    /// byte-order mark is dropped.
+    /// Decodes a script's bytes. Invalid UTF-8 is a syntax error at its line and column; a leading byte-order mark
+    /// is dropped.
     public init(name: String, bytes: some Collection<UInt8>) throws(Diagnostic) {
         var bytes = Array(bytes)
-        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { bytes.removeFirst(3) }
-        guard let text = String(validating: bytes, as: UTF8.self) else {
-            // The longest valid prefix locates the first bad byte.
-            var valid = 0
-            var decoder = UTF8()
-            var iterator = bytes.makeIterator()
-            var consumed = 0
-            loop: while true {
-                switch decoder.decode(&iterator) {
-                case .scalarValue(let scalar):
-                    consumed += UTF8.width(scalar)
-                    valid = consumed
-                case .emptyInput, .error: break loop
-                }
+        if bytes.starts(with: Self.byteOrderMark) { bytes.removeFirst(3) }
+        self.init(name: name, text: try Self.decode(bytes, firstLine: 1))
+    }
+
+    static let byteOrderMark: [UInt8] = [0xEF, 0xBB, 0xBF]
+
+    /// Decodes part of a script that starts at line `firstLine`. Invalid UTF-8 is a syntax error at its line
+    /// and column.
+    static func decode(_ bytes: ArraySlice<UInt8>, firstLine: Int) throws(Diagnostic) -> String {
+        if let text = String(validating: bytes, as: UTF8.self) { return text }
+        // The longest valid prefix locates the first bad byte.
+        var valid = 0
+        var decoder = UTF8()
+        var iterator = bytes.makeIterator()
+        var consumed = 0
+        loop: while true {
+            switch decoder.decode(&iterator) {
+            case .scalarValue(let scalar):
+                consumed += UTF8.width(scalar)
+                valid = consumed
+            case .emptyInput, .error: break loop
             }
-            let prefix = String(decoding: bytes.prefix(valid), as: UTF8.self)
-            let lines = prefix.unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false)
-            throw Diagnostic.syntax(
-                "the script is not valid UTF-8 (byte 0x\(String(bytes[valid], radix: 16, uppercase: true)))",
-                at: SourceLocation(line: lines.count, column: (lines.last?.count ?? 0) + 1))
         }
-        self.init(name: name, text: text)
+        let prefix = String(decoding: bytes.prefix(valid), as: UTF8.self)
+        let lines = prefix.unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false)
+        let bad = bytes[bytes.startIndex + valid]
+        var error = Diagnostic.syntax(
+            "the script is not valid UTF-8 (byte 0x\(String(bad, radix: 16, uppercase: true)))",
+            at: SourceLocation(line: firstLine + lines.count - 1, column: (lines.last?.count ?? 0) + 1))
+        // The line shown with a replacement character where the bad byte is, the caret under it.
+        let newline = UInt8(ascii: "\n")
+        let lineStart = bytes[..<(bytes.startIndex + valid)].lastIndex(of: newline).map { $0 + 1 } ?? bytes.startIndex
+        let lineEnd = bytes[(bytes.startIndex + valid)...].firstIndex(of: newline) ?? bytes.endIndex
+        error.lineText = String(decoding: bytes[lineStart..<lineEnd], as: UTF8.self)
+        throw error
+    }
+
+    static func decode(_ bytes: [UInt8], firstLine: Int) throws(Diagnostic) -> String {
+        try decode(bytes[...], firstLine: firstLine)
     }
 
     public func line(_ number: Int) -> Substring? {
@@ -81,6 +98,9 @@ public struct Diagnostic: Error, Sendable, Equatable, CustomStringConvertible {
     public var code: String
     public var message: String
     public var location: SourceLocation
+    /// The line the location is in, when it was at hand as the error was made: shown with a caret under the
+    /// column without holding the script (which is read a command at a time).
+    public var lineText: String?
 
     public static let syntaxErrorCode = "syntax-error"
 
@@ -109,13 +129,18 @@ public struct Diagnostic: Error, Sendable, Equatable, CustomStringConvertible {
 
     public var isSyntaxError: Bool { code == Self.syntaxErrorCode }
 
+    /// The same error at the same place (the line shown with it is not part of it).
+    public static func == (lhs: Diagnostic, rhs: Diagnostic) -> Bool {
+        lhs.phase == rhs.phase && lhs.code == rhs.code && lhs.message == rhs.message && lhs.location == rhs.location
+    }
+
     public var description: String { "\(location): error: \(message) (\(code))" }
 
     /// `FILE:LINE:COLUMN: error: MESSAGE (CODE)`; for an error found before running, also the line and a caret
     /// under the column (a long line is shown as a window around the column).
     public func rendered(in source: SourceText) -> String {
         var text = "\(source.name):\(location.line):\(location.column): error: \(message) (\(code))"
-        if phase == .beforeRunning, let line = source.line(location.line) {
+        if phase == .beforeRunning, let line = lineText.map({ Substring($0) }) ?? source.line(location.line) {
             var scalars = Array(line.unicodeScalars.filter { $0 != "\r" })
             var column = location.column
             let window = 100
@@ -126,8 +151,9 @@ public struct Diagnostic: Error, Sendable, Equatable, CustomStringConvertible {
                 column = column - start + (start > 0 ? 1 : 0)
             }
             // Control characters are shown as spaces, tabs keep their width, so the caret stands right.
-            let shown = String(String.UnicodeScalarView(scalars.map { $0 == "\t" || $0.value >= 0x20 ? $0 : " " }))
-            let pad = TerminalCells.blanks(under: String(String.UnicodeScalarView(scalars.prefix(max(0, column - 1)))))
+            let visible = scalars.map { $0 == "\t" || $0.value >= 0x20 ? $0 : " " }
+            let shown = String(String.UnicodeScalarView(visible))
+            let pad = TerminalCells.blanks(under: String(String.UnicodeScalarView(visible.prefix(max(0, column - 1)))))
             text += "\n    \(shown)\n    \(pad)^"
         }
         return text

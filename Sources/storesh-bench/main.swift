@@ -223,9 +223,9 @@ func parseScript(file: String, repeats: Int) throws {
     var commands = 0
     for _ in 0..<repeats {
         let start = DispatchTime.now().uptimeNanoseconds
-        let script = try Parser.parse(try SourceText(name: file, bytes: data))
+        let script = try Parser.check(ScriptText(Array(data)))
         samples.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6)
-        commands = script.statements.count
+        commands = script.summary.statementCount
     }
     print("parse\t\(commands) commands\t\(String(format: "%.1f", median(samples)))\tms (median of \(repeats))")
 }

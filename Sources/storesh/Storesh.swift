@@ -137,11 +137,10 @@ struct RootInvocation: Equatable {
             // Swift's arguments replace invalid UTF-8 with U+FFFD: the bytes as given are decoded instead, so that
             // a bad byte is a positioned error, as it is in a script file.
             let bytes = ProcessArguments.current.rawValue(ofOption: "-c") ?? Array(command.utf8)
-            return try await runScript(named: "-c", bytes: bytes, in: context) { try await context.open() }
+            return try await runScript(named: "-c", bytes: ScriptText(bytes), in: context) { try await context.open() }
         }
         if isatty(STDIN_FILENO) == 0 {
-            let bytes = FileHandle.standardInput.readDataToEndOfFile()
-            return try await runScript(named: "-", bytes: bytes, in: context) { try await context.open() }
+            return try await runScript(named: "-", bytes: standardInputScript(), in: context) { try await context.open() }
         }
         if context.plan != nil {
             throw CommandLineError("--plan keeps the plan of a script (-c TEXT, run FILE or standard input), not of the prompt's lines.")

@@ -13,7 +13,7 @@ struct CommandCatalogTests {
             for name in [declaration.name] + declaration.aliases {
                 #expect(seen.insert(name).inserted, "\(name) is declared twice")
             }
-            let parsed = try Parser.parse(SourceText(name: "example", text: declaration.example)).statements[0].command
+            let parsed = try Parser.parse(SourceText(name: "example", text: declaration.example)).allStatements[0].command
             #expect(parsed.name == declaration.name, "the example of \(declaration.name) parses as \(parsed.name)")
             #expect(declaration.usage.hasPrefix(declaration.name), "\(declaration.usage)")
             #expect(!declaration.options.contains { !declaration.usage.contains($0) }, "\(declaration.name)'s usage names its options")

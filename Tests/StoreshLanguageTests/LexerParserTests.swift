@@ -114,7 +114,7 @@ struct LexerTests {
 @Suite("Parser (contract, Commands)")
 struct ParserTests {
     func command(_ text: String) throws -> any LanguageCommand {
-        try Parser.parse(SourceText(name: "t", text: text)).statements[0].command
+        try Parser.parse(SourceText(name: "t", text: text)).allStatements[0].command
     }
 
     /// The command `text` parses to, as the type it must be (a failed expectation otherwise).

@@ -88,7 +88,7 @@ struct MetaCopyTests {
                 #expect(error.message.contains(message), "\(text): \(error.message)")
             }
         }
-        let parsed = try Parser.parse(SourceText(name: "t", text: "meta copy --where contentType=image/* a.jpg -- b/*")).statements[0].command
+        let parsed = try Parser.parse(SourceText(name: "t", text: "meta copy --where contentType=image/* a.jpg -- b/*")).allStatements[0].command
         let copy = try #require(parsed as? MetaCopyCommand)
         #expect(copy.source.text == "a.jpg" && copy.targets.map(\.text) == ["b/*"] && copy.filters.map(\.key) == ["contentType"])
     }

@@ -213,7 +213,7 @@ struct CommandTableTests {
     func oneDeclarationEach() throws {
         // Read from the declarations: a new command is in this test by being declared.
         for declaration in CommandCatalog.commands {
-            let command = try Parser.parse(SourceText(name: "t", text: declaration.example)).statements[0].command
+            let command = try Parser.parse(SourceText(name: "t", text: declaration.example)).allStatements[0].command
             #expect(command.name == declaration.name)
             #expect(command.changesBucket == declaration.changesBucket, "\(declaration.name)")
         }

@@ -66,7 +66,7 @@ struct Run: StoreshCommand {
         }
         guard let file else { throw CommandLineError("run needs a script file: storesh run FILE (or storesh run --resume JOURNAL).") }
         if explain { try context.refusePlan("run --explain") }
-        let bytes = try readInputFile(file)
+        let bytes = file == "-" ? standardInputScript() : try scriptBytes(at: file)
         return try await runScript(named: file, bytes: bytes, in: context) { options in
             options.snapshotBefore = snapshot
             options.explainOnly = explain
