@@ -5,7 +5,9 @@ public enum MessageText {
     /// A name or value as it can be shown on one line: as is, or quoted with escapes when it holds control
     /// characters, so that no object name can split a message or move a terminal's cursor.
     public static func oneLine(_ text: String) -> String {
-        text.unicodeScalars.contains { $0.properties.generalCategory == .control } ? text.debugDescription : text
+        // Printable ASCII has no control character: most names are decided without Unicode's tables.
+        if text.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) { return text }
+        return text.unicodeScalars.contains { $0.properties.generalCategory == .control } ? text.debugDescription : text
     }
 
     /// An object name as people read it: `oneLine`, and marked `(not NFC)` when it is not in Unicode's composed

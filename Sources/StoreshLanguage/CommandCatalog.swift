@@ -114,11 +114,23 @@ public enum CommandCatalog {
     /// The declarations of `types`, in their order.
     public static let commands: [CommandDeclaration] = types.map { $0.declaration }
 
+    /// The commands (their indices) by the first word of their name and by their aliases: every command of a
+    /// script is looked up here, so it is made once.
+    private static let byFirstWord: [String: [Int]] = {
+        var table: [String: [Int]] = [:]
+        for (index, command) in commands.enumerated() {
+            for word in [command.firstWord] + command.aliases where table[word]?.last != index {
+                table[word, default: []].append(index)
+            }
+        }
+        return table
+    }()
+
     /// The type of the command `words` start with, and how many of them are its name (`meta set`: 2); an error
     /// naming the nearest command or subcommand when there is none.
     static func type(for words: [Word]) throws(Diagnostic) -> (type: any LanguageCommand.Type, nameWordCount: Int) {
         let first = words[0]
-        let candidates = commands.indices.filter { commands[$0].firstWord == first.text || commands[$0].aliases.contains(first.text) }
+        let candidates = byFirstWord[first.text] ?? []
         guard let only = candidates.first else { throw Parser.unknownCommand(first) }
         if candidates.count == 1, commands[only].subcommand == nil { return (types[only], 1) }
         let names = candidates.map { commands[$0].name }

@@ -109,6 +109,14 @@ public struct Lexer {
 
     private var location: SourceLocation { SourceLocation(line: line, column: column) }
 
+    private func append(_ scalar: Unicode.Scalar, to bytes: inout [UInt8]) {
+        if scalar.isASCII {
+            bytes.append(UInt8(truncatingIfNeeded: scalar.value))
+        } else {
+            bytes.append(contentsOf: UTF8.encode(scalar)!)
+        }
+    }
+
     private func peek(_ offset: Int = 0) -> Unicode.Scalar? {
         index + offset < scalars.count ? scalars[index + offset] : nil
     }
@@ -136,7 +144,8 @@ public struct Lexer {
     mutating func commands() throws(Diagnostic) -> [WordList] {
         var commands: [WordList] = []
         var words: [Word] = []
-        var text = String.UnicodeScalarView()
+        // A word's text as UTF-8, made a String once it ends (a scalar appended to a String at a time is slow).
+        var text: [UInt8] = []
         var literal: [Bool] = []
         var wordStart: SourceLocation?
         // Where each line starts (scalar offsets), to find a command's text from its first word's location.
@@ -148,11 +157,11 @@ public struct Lexer {
 
         func finishWord() {
             if let start = wordStart {
-                words.append(Word(String(text), literal: literal, at: start))
+                words.append(Word(String(decoding: text, as: UTF8.self), literal: literal, at: start))
                 lastWordEnd = index
             }
-            text = String.UnicodeScalarView()
-            literal = []
+            text.removeAll(keepingCapacity: true)
+            literal.removeAll(keepingCapacity: true)
             wordStart = nil
         }
         func finishCommand() {
@@ -160,19 +169,19 @@ public struct Lexer {
             if let first = words.first {
                 let start = lineStarts[first.location.line - firstLine] + first.location.column - 1
                 // A continued line is one command: its `\`, line break and indentation read as one space.
-                var source = String.UnicodeScalarView()
+                var source: [UInt8] = []
                 var offset = start
                 while offset < lastWordEnd {
                     if scalars[offset] == "\\", offset + 1 < lastWordEnd, scalars[offset + 1] == "\n" || scalars[offset + 1] == "\r" {
                         offset += scalars[offset + 1] == "\r" ? 3 : 2
                         while offset < lastWordEnd, scalars[offset] == " " || scalars[offset] == "\t" { offset += 1 }
-                        if source.last != " " { source.append(" ") }
+                        if source.last != UInt8(ascii: " ") { source.append(UInt8(ascii: " ")) }
                         continue
                     }
-                    source.append(scalars[offset])
+                    append(scalars[offset], to: &source)
                     offset += 1
                 }
-                commands.append(WordList(words: words, source: String(source)))
+                commands.append(WordList(words: words, source: String(decoding: source, as: UTF8.self)))
             }
             words = []
         }
@@ -203,7 +212,7 @@ public struct Lexer {
                     if peek() == nil { continuedAtEnd = wordStart != nil }
                 } else {
                     if wordStart == nil { wordStart = start }
-                    text.append(peek()!)
+                    append(peek()!, to: &text)
                     literal.append(true)
                     advance()
                 }
@@ -217,7 +226,7 @@ public struct Lexer {
                     }
                     advance()
                     if next == "'" { break }
-                    text.append(next)
+                    append(next, to: &text)
                     literal.append(true)
                 }
             case "\"":
@@ -247,17 +256,17 @@ public struct Lexer {
                                 at: escapeStart)
                         }
                         advance()
-                        text.append(escaped)
+                        append(escaped, to: &text)
                         literal.append(true)
                         continue
                     }
                     advance()
-                    text.append(next)
+                    append(next, to: &text)
                     literal.append(true)
                 }
             default:
                 if wordStart == nil { wordStart = location }
-                text.append(scalar)
+                append(scalar, to: &text)
                 literal.append(false)
                 advance()
             }
