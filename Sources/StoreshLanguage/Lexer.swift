@@ -96,13 +96,9 @@ public struct Lexer {
         return lexer.continuedAtEnd
     }
 
-    public static func commands(in text: String) throws(Diagnostic) -> [WordList] {
-        var lexer = Lexer(text)
-        return try lexer.commands()
-    }
-
-    /// The commands of a command group (a line and the lines it continues on) that starts at line `firstLine`.
-    static func commands(in text: String, firstLine: Int) throws(Diagnostic) -> [WordList] {
+    /// The commands of `text`, which starts at line `firstLine` of its script (a script is read a command group
+    /// at a time: a line and the lines it continues on).
+    public static func commands(in text: String, firstLine: Int = 1) throws(Diagnostic) -> [WordList] {
         var lexer = Lexer(text, firstLine: firstLine)
         return try lexer.commands()
     }

@@ -59,22 +59,30 @@ final class ScriptFile: ScriptBytes {
     deinit { if closes { Foundation.close(descriptor) } }
 
     func read(at offset: Int, count: Int) throws(StorageError) -> [UInt8] {
-        var bytes = [UInt8](repeating: 0, count: count)
-        var filled = 0
-        while filled < count {
-            let got = bytes.withUnsafeMutableBytes { buffer in
-                pread(descriptor, buffer.baseAddress! + filled, count - filled, off_t(start + offset + filled))
-            }
-            if got == 0 { break }
-            if got < 0 {
-                if errno == EINTR { continue }
-                throw StorageError(.unknown, "Cannot read \(path): \(String(cString: strerror(errno))).")
-            }
-            filled += got
+        guard let bytes = positionedRead(descriptor, at: start + offset, count: count) else {
+            throw StorageError(.unknown, "Cannot read \(path): \(String(cString: strerror(errno))).")
         }
-        bytes.removeLast(count - filled)
         return bytes
     }
+}
+
+/// Up to `count` bytes of a file from `offset` (fewer only at its end); nil when the file cannot be read.
+private func positionedRead(_ descriptor: Int32, at offset: Int, count: Int) -> [UInt8]? {
+    var bytes = [UInt8](repeating: 0, count: count)
+    var filled = 0
+    while filled < count {
+        let got = bytes.withUnsafeMutableBytes { buffer in
+            pread(descriptor, buffer.baseAddress! + filled, count - filled, off_t(offset + filled))
+        }
+        if got == 0 { break }
+        if got < 0 {
+            if errno == EINTR { continue }
+            return nil
+        }
+        filled += got
+    }
+    bytes.removeLast(count - filled)
+    return bytes
 }
 
 /// Input that can be read once only (standard input, a pipe), kept as it is read: in memory up to
@@ -108,15 +116,8 @@ final class KeptInput: ScriptBytes {
         let end = min(received, offset + count)
         guard offset < end else { return [] }
         guard let spool else { return Array(memory[offset..<end]) }
-        var bytes = [UInt8](repeating: 0, count: end - offset)
-        var filled = 0
-        while filled < bytes.count {
-            let got = bytes.withUnsafeMutableBytes { buffer in
-                pread(spool, buffer.baseAddress! + filled, buffer.count - filled, off_t(offset + filled))
-            }
-            if got < 0 && errno == EINTR { continue }
-            guard got > 0 else { throw failure("cannot read back what was kept of \(name)") }
-            filled += got
+        guard let bytes = positionedRead(spool, at: offset, count: end - offset), bytes.count == end - offset else {
+            throw failure("cannot read back what was kept of \(name)")
         }
         return bytes
     }
