@@ -181,7 +181,7 @@ public final class PlanApplier: @unchecked Sendable {
                     if lock.withLock({ failed > 0 }) && !keepGoing { stopped = true }
                     if interrupted || stopped { break reading }
                     inFlight.insert(object)
-                    if let batching, Self.isBatchable(change) {
+                    if batching != nil, Self.isBatchable(change) {
                         batch.append(pending)
                         batched.insert(object)
                         if batch.count >= largestBatch { sendBatch() }
