@@ -37,7 +37,7 @@ public struct SourceText: Sendable {
     public init(name: String, bytes: some Collection<UInt8>) throws(Diagnostic) {
         var bytes = Array(bytes)
         if bytes.starts(with: Self.byteOrderMark) { bytes.removeFirst(3) }
-        self.init(name: name, text: try Self.decode(bytes, firstLine: 1))
+        self.init(name: name, text: try Self.decode(bytes[...], firstLine: 1))
     }
 
     static let byteOrderMark: [UInt8] = [0xEF, 0xBB, 0xBF]
@@ -71,10 +71,6 @@ public struct SourceText: Sendable {
         let lineEnd = bytes[(bytes.startIndex + valid)...].firstIndex(of: newline) ?? bytes.endIndex
         error.lineText = String(decoding: bytes[lineStart..<lineEnd], as: UTF8.self)
         throw error
-    }
-
-    static func decode(_ bytes: [UInt8], firstLine: Int) throws(Diagnostic) -> String {
-        try decode(bytes[...], firstLine: firstLine)
     }
 
     public func line(_ number: Int) -> Substring? {

@@ -81,21 +81,40 @@ func readInputFile(_ path: String) throws(CommandLineError) -> Data {
 /// FIFO) or never ends (/dev/zero) would otherwise not see.
 private func readInterruptibly(_ descriptor: Int32, path: String) throws(CommandLineError) -> Data {
     var data = Data()
-    var chunk = [UInt8](repeating: 0, count: 1 << 16)
     while true {
-        switch storesh_wait_readable(descriptor) {
-        case 0: throw CommandLineError(interrupted: "Interrupted while reading \(path); nothing was written.")
-        case 1: break
-        default: throw CommandLineError("cannot read \(path): \(String(cString: strerror(errno))).")
+        switch nextRead(of: descriptor) {
+        case .bytes(let bytes): data.append(contentsOf: bytes)
+        case .end: return data
+        case .interrupted: throw CommandLineError(interrupted: "Interrupted while reading \(path); nothing was written.")
+        case .failed: throw CommandLineError("cannot read \(path): \(String(cString: strerror(errno))).")
         }
-        let count = chunk.withUnsafeMutableBytes { Foundation.read(descriptor, $0.baseAddress, $0.count) }
-        if count == 0 { return data }
-        if count < 0 {
-            if errno == EINTR || errno == EAGAIN { continue }
-            throw CommandLineError("cannot read \(path): \(String(cString: strerror(errno))).")
-        }
-        data.append(contentsOf: chunk[..<count])
     }
+}
+
+/// What one read of a pipe or a device gave.
+enum InterruptibleRead {
+    /// Some bytes (none when the read was interrupted by a signal, or the descriptor had nothing after all).
+    case bytes([UInt8])
+    case end
+    /// Ctrl-C was pressed while waiting.
+    case interrupted
+    /// The read failed (`errno` says why).
+    case failed
+}
+
+/// Waits until `descriptor` has something to read, or Ctrl-C, then reads up to 64 KiB of it.
+func nextRead(of descriptor: Int32) -> InterruptibleRead {
+    switch storesh_wait_readable(descriptor) {
+    case 0: return .interrupted
+    case 1: break
+    default: return .failed
+    }
+    var chunk = [UInt8](repeating: 0, count: 1 << 16)
+    let got = chunk.withUnsafeMutableBytes { Foundation.read(descriptor, $0.baseAddress, $0.count) }
+    if got == 0 { return .end }
+    if got < 0 { return errno == EINTR || errno == EAGAIN ? .bytes([]) : .failed }
+    chunk.removeLast(chunk.count - got)
+    return .bytes(chunk)
 }
 
 /// Writes a file whole or not at all: into a temporary file beside it, synced, then renamed over it.

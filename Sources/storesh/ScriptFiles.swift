@@ -1,4 +1,3 @@
-import CStoreshTerminal
 import Foundation
 import StoreshCore
 import StoreshLanguage
@@ -124,22 +123,16 @@ final class KeptInput: ScriptBytes {
 
     /// Reads what the input has next and keeps it.
     private func receive() throws(StorageError) {
-        switch storesh_wait_readable(descriptor) {
-        case 0: throw StorageError(.cancelled, "Interrupted while reading \(name); nothing ran.")
-        case 1: break
-        default: throw failure("cannot read \(name)")
-        }
-        var chunk = [UInt8](repeating: 0, count: 1 << 16)
-        let got = chunk.withUnsafeMutableBytes { Foundation.read(descriptor, $0.baseAddress, $0.count) }
-        if got == 0 {
+        let chunk: [UInt8]
+        switch nextRead(of: descriptor) {
+        case .bytes(let bytes): chunk = bytes
+        case .end:
             ended = true
             return
+        case .interrupted: throw StorageError(.cancelled, "Interrupted while reading \(name); nothing ran.")
+        case .failed: throw failure("cannot read \(name)")
         }
-        if got < 0 {
-            if errno == EINTR || errno == EAGAIN { return }
-            throw failure("cannot read \(name)")
-        }
-        chunk.removeLast(chunk.count - got)
+        let got = chunk.count
         if spool == nil && received + got > Self.inMemoryLimit {
             spool = try makeSpool()
             try write(memory)
