@@ -240,6 +240,10 @@ public protocol Bucket: AnyObject, Sendable {
     /// A bucket that takes many changes in one request (the JSON API's batches, rule Q2); nil otherwise, and
     /// nil once a service has refused them.
     var batchedChanges: (any BatchedChanges)? { get }
+    /// A bucket that makes one update on a page of objects in one step, without each object's metadata built and
+    /// sent back and forth (a local bucket rewrites the rows in place); nil otherwise, and nil where each object
+    /// must be decided on its own (security rules that are not open).
+    var uniformUpdates: (any UniformUpdates)? { get }
 
     /// This bucket as a transaction, when it is one (a layer around it must stay one). A requirement rather than a
     /// cast: `as? any BucketTransaction` searches the whole binary's conformances the first time for each type,
@@ -271,6 +275,43 @@ public protocol BatchedChanges: AnyObject, Sendable {
     /// Sends `changes` (at most `largestBatch`, each object at most once); answers, in their order, the state
     /// each change left (nil: deleted) or why it failed.
     func send(_ changes: [BatchedChange]) async -> [Result<ObjectMetadata?, StorageError>]
+}
+
+/// One metadata update made on every object a scan page holds and the caller picks, in one step: what `meta set`
+/// and `meta unset` over a pattern do on a bucket that has it. The outcome of each object is exactly that of
+/// `updateMetadata(of:_:precondition:)` on the object as the page found it (rules M4–M7: a change that changes
+/// nothing is none, a change bumps the metageneration and stamps the time, the limits of custom metadata hold);
+/// only the way there is shorter.
+public protocol UniformUpdates: AnyObject, Sendable {
+    /// Walks the objects whose names start with `prefix`, in byte order, strictly after `after`, at most `limit`
+    /// of them (as `scan` does), and applies `update` to each whose name `picking` accepts. Answers the outcome of
+    /// each object picked, in order, up to and including the first that failed (the page stops there; the
+    /// changes before it are made, and are the caller's to keep or undo).
+    func updatePage(
+        prefix: String, after: String?, limit: Int, _ update: MetadataUpdate, picking: (String) throws -> Bool
+    ) async throws -> UniformUpdatePage
+}
+
+/// The outcome of one page of a uniform update.
+public struct UniformUpdatePage: Sendable {
+    public var outcomes: [UniformUpdateOutcome]
+    /// The name to pass as `after` for the next page; nil at the end of the walk (or at a failure).
+    public var resumeAfter: String?
+
+    public init(outcomes: [UniformUpdateOutcome], resumeAfter: String?) {
+        self.outcomes = outcomes
+        self.resumeAfter = resumeAfter
+    }
+}
+
+/// What a uniform update did to one object.
+public enum UniformUpdateOutcome: Sendable, Equatable {
+    /// Changed: the object's name and what changed, as `ObjectMetadata.differences(to:)` says it.
+    case updated(String, [PropertyDifference])
+    /// The update would have changed nothing, so nothing changed (rule M4).
+    case unchanged(String)
+    /// The update is refused for this object (the limits of rule M5, say); nothing of it changed.
+    case failed(String, StorageError)
 }
 
 /// A bucket around another (`inner`) that passes the inner bucket's description on as its own: its name, scheme,

@@ -7,6 +7,15 @@ public struct PackedWriter {
 
     public init(capacity: Int = 0) { bytes.reserveCapacity(capacity) }
 
+    /// How many bytes are written.
+    public var count: Int { bytes.count }
+
+    /// Forgets what was written from `offset` on (a value begun and then given up).
+    public mutating func removeBytes(from offset: Int) { bytes.removeSubrange(offset...) }
+
+    /// Bytes as they are, with no length before them.
+    public mutating func raw(_ more: UnsafeRawBufferPointer) { bytes += more }
+
     public mutating func byte(_ value: UInt8) { bytes.append(value) }
 
     public mutating func unsigned(_ value: UInt64) {
@@ -24,6 +33,12 @@ public struct PackedWriter {
     public mutating func string(_ text: String) {
         unsigned(UInt64(text.utf8.count))
         bytes += text.utf8
+    }
+
+    /// What `string` writes for the text whose UTF-8 `utf8` is.
+    public mutating func string(bytes utf8: UnsafeRawBufferPointer) {
+        unsigned(UInt64(utf8.count))
+        bytes += utf8
     }
 
     /// Nil as 0, else the byte length plus one.
@@ -70,6 +85,13 @@ public struct PackedReader {
 
     public mutating func string() throws(Malformed) -> String {
         try text(length: try length(try unsigned()))
+    }
+
+    /// What `PackedWriter.string` wrote, as the bytes it holds (no text made of them).
+    public mutating func stringBytes() throws(Malformed) -> UnsafeRawBufferPointer {
+        let count = try length(try unsigned())
+        defer { offset += count }
+        return UnsafeRawBufferPointer(rebasing: buffer[offset..<offset + count])
     }
 
     public mutating func optionalString() throws(Malformed) -> String? {

@@ -85,6 +85,8 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
     public var endUserSignIn: (any EndUserSignIn)? { inner.endUserSignIn }
     /// A plan is made a change at a time; batches are how it is sent.
     public var batchedChanges: (any BatchedChanges)? { nil }
+    /// A plan decides each object on its own, and a dry run changes nothing.
+    public var uniformUpdates: (any UniformUpdates)? { nil }
     public var transactions: (any TransactionalBucket)? { nil }
     public var immediateReads: (any ImmediateReads)? { nil }
     public var asTransaction: (any BucketTransaction)? { self }

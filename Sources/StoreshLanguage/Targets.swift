@@ -11,10 +11,13 @@ extension Session {
     /// current reference. With `filters`, only objects whose metadata pass every `--where` filter are passed (a
     /// named object is read for it; one that does not exist is passed, so that the command says so), and when
     /// none does, a note says so. Returns how many objects were passed.
+    ///
+    /// With `updatingPages`, a pattern's matches on a bucket that makes uniform updates are not passed: the bucket
+    /// updates them a page at a time, and `updatingPages` is given each one's outcome with the pattern's word.
     @discardableResult
     func forEachTarget(
         _ targets: [Word], raw: Bool, filters: [MetadataFilter] = [], at here: SourceLocation,
-        _ body: (ExpandedTarget) async throws -> Void
+        updatingPages: PageUpdate? = nil, _ body: (ExpandedTarget) async throws -> Void
     ) async throws -> Int {
         var passed = 0
         func offer(_ object: ExpandedTarget) async throws {
@@ -35,20 +38,39 @@ extension Session {
                 }
                 var after: String?
                 var matched = 0
-                repeat {
-                    try checkCancelled(at: here)
-                    let page = try await located(word.location) {
-                        try await self.target.scan(prefix: pattern.literalPrefix, after: after, limit: Self.scanPageSize)
-                    }
-                    for metadata in page.objects where pattern.matches(metadata.fullPath) {
-                        let name = try located(word.location) { try ObjectName(metadata.fullPath) }
-                        matched += 1
-                        if named.contains(name) || patterns.contains(where: { $0.matches(metadata.fullPath) }) { continue }
+                if let updatingPages, filters.isEmpty, let bucket = target.uniformUpdates {
+                    repeat {
                         try checkCancelled(at: here)
-                        try await offer((name, metadata, word))
-                    }
-                    after = page.resumeAfter
-                } while after != nil
+                        let page = try await located(word.location) {
+                            try await bucket.updatePage(
+                                prefix: pattern.literalPrefix, after: after, limit: Self.scanPageSize, updatingPages.update
+                            ) { name in
+                                guard pattern.matches(name) else { return false }
+                                matched += 1
+                                return (named.isEmpty || !named.contains(ObjectName(stored: name)))
+                                    && !patterns.contains(where: { $0.matches(name) })
+                            }
+                        }
+                        passed += page.outcomes.count
+                        for outcome in page.outcomes { try updatingPages.outcome(outcome, word) }
+                        after = page.resumeAfter
+                    } while after != nil
+                } else {
+                    repeat {
+                        try checkCancelled(at: here)
+                        let page = try await located(word.location) {
+                            try await self.target.scan(prefix: pattern.literalPrefix, after: after, limit: Self.scanPageSize)
+                        }
+                        for metadata in page.objects where pattern.matches(metadata.fullPath) {
+                            let name = try located(word.location) { try ObjectName(metadata.fullPath) }
+                            matched += 1
+                            if named.contains(name) || patterns.contains(where: { $0.matches(metadata.fullPath) }) { continue }
+                            try checkCancelled(at: here)
+                            try await offer((name, metadata, word))
+                        }
+                        after = page.resumeAfter
+                    } while after != nil
+                }
                 if matched == 0 {
                     throw Diagnostic.running(
                         StorageError(.objectNotFound, "No object matches the pattern \(pattern.text)."), at: word.location)
@@ -70,6 +92,15 @@ extension Session {
             deliver(.note("(no target passes --where \(filters.map(\.text).joined(separator: " --where ")): nothing to do)"))
         }
         return passed
+    }
+
+    /// One update that every object a pattern matches gets, made by the bucket a page at a time where it can
+    /// (`UniformUpdates`): what `forEachTarget` does instead of passing those objects one by one.
+    struct PageUpdate {
+        var update: MetadataUpdate
+        /// Given each object's outcome, in order, with the word of the pattern that matched it (not awaited: a
+        /// million of them would each cost a suspension point).
+        var outcome: (UniformUpdateOutcome, Word) throws -> Void
     }
 
     /// The objects that targets name, in order (as `forEachTarget` passes them), gathered: for commands over a

@@ -269,6 +269,13 @@ struct RowChecksum {
         data.withUnsafeBytes { add(bytes: $0.bindMemory(to: UInt8.self)) }
     }
 
+    /// A text or blob column as its bytes are (nil: NULL): what `add(_: String?)` and `add(_: Data?)` add.
+    mutating func add(_ column: UnsafeRawBufferPointer?) {
+        guard let column else { return add(byte: 0) }
+        add(byte: 1)
+        add(bytes: column.bindMemory(to: UInt8.self))
+    }
+
     /// The length, then each byte.
     private mutating func add(bytes: UnsafeBufferPointer<UInt8>) {
         add(Int64(bytes.count))
@@ -305,6 +312,11 @@ struct StoredVersion {
         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)
         """
     static let columnCount: Int32 = 15
+    /// The writable properties in the order of their columns (`properties`), which is rule M1's.
+    static let propertyColumns: [(property: WritableProperty, column: String)] = [
+        (.cacheControl, "cache_control"), (.contentDisposition, "content_disposition"),
+        (.contentEncoding, "content_encoding"), (.contentLanguage, "content_language"), (.contentType, "content_type"),
+    ]
 
     init(
         name: String, generation: Int64, metageneration: Int64, size: Int64, timeCreated: Int64, updated: Int64,
@@ -328,7 +340,7 @@ struct StoredVersion {
             name: metadata.fullPath, generation: metadata.generation, metageneration: metadata.metageneration,
             size: metadata.size, timeCreated: metadata.timeCreated.microseconds, updated: metadata.updated.microseconds,
             md5Hash: metadata.md5Hash,
-            properties: [metadata.cacheControl, metadata.contentDisposition, metadata.contentEncoding, metadata.contentLanguage, metadata.contentType],
+            properties: Self.propertyColumns.map { metadata[$0.property] },
             customColumn: CustomMetadataColumn.encode(metadata.customMetadata), contentID: contentID, born: born)
     }
 

@@ -552,6 +552,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     public var rulesStore: (any RulesStore)? { self }
     public var endUserSignIn: (any EndUserSignIn)? { nil }
     public var batchedChanges: (any BatchedChanges)? { nil }
+    public var uniformUpdates: (any UniformUpdates)? { self }
     public var asTransaction: (any BucketTransaction)? { nil }
     public var pageTokens: any PageTokenFormat { LocalPageTokens() }
     public var scheme: String { "gs" }
@@ -642,18 +643,22 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
             guard precondition.isSatisfied(by: row.metadata) else {
                 throw StorageError.preconditionFailed(object.rawValue, precondition, actual: row.metadata)
             }
-            if changed {
-                let version = StoredVersion(next, contentID: row.version.contentID, born: try epochs().current)
-                if try isSnapshotted(row.version) {
-                    try atomically {
-                        try keepIfSnapshotted(row.version)
-                        try replaceLive(version, id: row.id, bornChanges: true)
-                    }
-                } else {
-                    try replaceLive(version, id: row.id, bornChanges: version.born != row.version.born)
-                }
-            }
+            if changed { try storeMetadata(next, over: row) }
             return UpdateResult(metadata: next, previous: row.metadata, changed: changed)
+        }
+    }
+
+    /// Makes `metadata` the live version of `row`'s object, over the same content; the version it replaces is
+    /// kept first if a snapshot sees it.
+    func storeMetadata(_ metadata: ObjectMetadata, over row: LiveRow) throws {
+        let version = StoredVersion(metadata, contentID: row.version.contentID, born: try epochs().current)
+        if try isSnapshotted(row.version) {
+            try atomically {
+                try keepIfSnapshotted(row.version)
+                try replaceLive(version, id: row.id, bornChanges: true)
+            }
+        } else {
+            try replaceLive(version, id: row.id, bornChanges: version.born != row.version.born)
         }
     }
 
@@ -802,15 +807,8 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     /// The synchronous form of `scan`.
     public func scanPage(prefix: String, after: String?, limit: Int) throws(StorageError) -> ObjectScanPage {
         try read {
-            // One bound, so that the name index is entered where the page starts: with `name >= prefix AND name >
-            // after` SQLite would walk every earlier name of the prefix again, and a walk of a million names, a page
-            // at a time, would take quadratic time.
-            let resumes = after.map { !NameBytes.precedes($0, prefix) } ?? false
-            let statement = try connection.statement(
-                "SELECT \(LiveRow.columns) FROM objects WHERE name \(resumes ? ">" : ">=") ?1 ORDER BY name LIMIT ?2")
+            let statement = try pageRows(prefix: prefix, after: after, limit: limit)
             defer { statement.reset() }
-            statement.bind(1, resumes ? after : prefix)
-            statement.bind(2, Int64(limit) + 1)
             var objects: [ObjectMetadata] = []
             var more = false
             scannedRows.removeAll(keepingCapacity: true)
@@ -826,6 +824,20 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
             }
             return ObjectScanPage(objects: objects, resumeAfter: more ? objects.last?.fullPath : nil)
         }
+    }
+
+    /// The live rows (`LiveRow.columns`) of a page of `scan`, bound: up to `limit + 1` from where the page starts,
+    /// in byte order, the caller stopping at the first without `prefix` (and, at `limit`, knowing more follow).
+    func pageRows(prefix: String, after: String?, limit: Int) throws -> SQLiteStatement {
+        // One bound, so that the name index is entered where the page starts: with `name >= prefix AND name >
+        // after` SQLite would walk every earlier name of the prefix again, and a walk of a million names, a page
+        // at a time, would take quadratic time.
+        let resumes = after.map { !NameBytes.precedes($0, prefix) } ?? false
+        let statement = try connection.statement(
+            "SELECT \(LiveRow.columns) FROM objects WHERE name \(resumes ? ">" : ">=") ?1 ORDER BY name LIMIT ?2")
+        statement.bind(1, resumes ? after : prefix)
+        statement.bind(2, Int64(limit) + 1)
+        return statement
     }
 
     // MARK: Rules

@@ -19,6 +19,7 @@ final class LocalTransaction: BucketTransaction, BucketLayer, @unchecked Sendabl
     var rulesStore: (any RulesStore)? { engine }
     var endUserSignIn: (any EndUserSignIn)? { nil }
     var batchedChanges: (any BatchedChanges)? { nil }
+    var uniformUpdates: (any UniformUpdates)? { engine }
     var asTransaction: (any BucketTransaction)? { self }
 
     func withSavepoint<Value>(_ body: () async throws -> Value) async throws -> Value {

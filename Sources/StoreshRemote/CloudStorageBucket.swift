@@ -112,6 +112,8 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
     public var rulesStore: (any RulesStore)? { nil }
     public var endUserSignIn: (any EndUserSignIn)? { nil }
     public var batchedChanges: (any BatchedChanges)? { batches.refused ? nil : self }
+    /// Each object is a request of its own (batched: `batchedChanges`).
+    public var uniformUpdates: (any UniformUpdates)? { nil }
     public var asTransaction: (any BucketTransaction)? { nil }
     public var pageTokens: any PageTokenFormat { Self.tokens }
 

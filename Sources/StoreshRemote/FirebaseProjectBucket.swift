@@ -29,6 +29,7 @@ public final class FirebaseProjectBucket: BucketLayer, EndUserSignIn, @unchecked
     /// The JSON API's batches, while requests are the administrator's: the Firebase v0 API has none, so a
     /// signed-in user's changes go one by one.
     public var batchedChanges: (any BatchedChanges)? { lock.withLock { signedIn } == nil ? administrator.batchedChanges : nil }
+    public var uniformUpdates: (any UniformUpdates)? { nil }
     public var immediateReads: (any ImmediateReads)? { completions }
     public var transactions: (any TransactionalBucket)? { nil }
     public var snapshotStore: (any SnapshotStore)? { nil }

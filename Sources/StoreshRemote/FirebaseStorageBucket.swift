@@ -79,6 +79,7 @@ final class FirebaseStorageBucket: Bucket, Sendable {
     /// This bucket is the signed-in mode of a `FirebaseProjectBucket`, which signs in and out.
     var endUserSignIn: (any EndUserSignIn)? { nil }
     var batchedChanges: (any BatchedChanges)? { nil }
+    var uniformUpdates: (any UniformUpdates)? { nil }
     var asTransaction: (any BucketTransaction)? { nil }
     var accessDescription: String? {
         "gs://\(bucket) through the Firebase Storage API v0 at \(baseURL), as \(user.description): the project's security rules decide, and changes carry no preconditions (the v0 API has none)"

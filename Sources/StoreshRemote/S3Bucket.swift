@@ -68,6 +68,7 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
     public var rulesStore: (any RulesStore)? { nil }
     public var endUserSignIn: (any EndUserSignIn)? { nil }
     public var batchedChanges: (any BatchedChanges)? { nil }
+    public var uniformUpdates: (any UniformUpdates)? { nil }
     public var asTransaction: (any BucketTransaction)? { nil }
 
     public var accessDescription: String? {

@@ -28,6 +28,12 @@ class RulesLayer: BucketLayer, TransactionalBucket, @unchecked Sendable {
     var endUserSignIn: (any EndUserSignIn)? { inner.endUserSignIn }
     /// Each change is decided on its own; none goes around the rules in a batch.
     var batchedChanges: (any BatchedChanges)? { nil }
+    /// Only while the rules are open (the administrator's bucket), where a decision needs no object: each object
+    /// picked is still decided (and recorded, for `rules why`) as its own update.
+    var uniformUpdates: (any UniformUpdates)? {
+        guard session.isOpen, let inner = inner.uniformUpdates else { return nil }
+        return DecidedUniformUpdates(inner: inner, layer: self)
+    }
     /// Overridden by the layer around a transaction, which is one.
     var asTransaction: (any BucketTransaction)? { nil }
     var immediateReads: (any ImmediateReads)? {
@@ -170,7 +176,7 @@ class RulesLayer: BucketLayer, TransactionalBucket, @unchecked Sendable {
 
     // MARK: Helpers
 
-    private func check(_ method: AccessMethod, _ path: String, new: ObjectMetadata? = nil, existing: ObjectMetadata? = nil) throws {
+    fileprivate func check(_ method: AccessMethod, _ path: String, new: ObjectMetadata? = nil, existing: ObjectMetadata? = nil) throws {
         try session.check(method, bucket: name, path: path, new: new, existing: existing)
     }
 
@@ -200,6 +206,29 @@ final class RulesLayerTransaction: RulesLayer, BucketTransaction, @unchecked Sen
 }
 
 /// Tab completion's reads under the rules: decided, never recorded (Tab does not change what `rules why` explains).
+/// A uniform update through the rules layer: the walk decided as `scan` is, each object picked as `updateMetadata`
+/// decides it while the rules are open (by the object's name alone).
+final class DecidedUniformUpdates: UniformUpdates, @unchecked Sendable {
+    let inner: any UniformUpdates
+    let layer: RulesLayer
+
+    init(inner: any UniformUpdates, layer: RulesLayer) {
+        self.inner = inner
+        self.layer = layer
+    }
+
+    func updatePage(
+        prefix: String, after: String?, limit: Int, _ update: MetadataUpdate, picking: (String) throws -> Bool
+    ) async throws -> UniformUpdatePage {
+        try layer.check(.list, NameBytes.folder(ofPrefix: prefix))
+        return try await inner.updatePage(prefix: prefix, after: after, limit: limit, update) { name in
+            guard try picking(name) else { return false }
+            try layer.check(.update, name)
+            return true
+        }
+    }
+}
+
 struct GuardedImmediateReads: ImmediateReads {
     let inner: any ImmediateReads
     let session: RulesSession

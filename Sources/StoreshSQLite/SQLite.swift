@@ -157,6 +157,25 @@ public final class SQLiteStatement {
         return String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self)
     }
 
+    /// A column's bytes as SQLite holds them (text as its UTF-8, a blob as it is), nil for NULL, without a copy:
+    /// valid until the statement steps or resets. For reading many rows without building a value of each.
+    public func bytes(_ column: Int32) -> UnsafeRawBufferPointer? {
+        guard sqlite3_column_type(raw, column) != SQLITE_NULL else { return nil }
+        // For a text column this is its UTF-8 as stored (no conversion); the pointer is nil when it is empty.
+        let start = sqlite3_column_blob(raw, column)
+        return UnsafeRawBufferPointer(start: start, count: Int(sqlite3_column_bytes(raw, column)))
+    }
+
+    /// Binds bytes as a blob (nil: NULL), copied by SQLite.
+    public func bind(_ index: Int32, blob value: UnsafeRawBufferPointer?) {
+        guard let value else {
+            sqlite3_bind_null(raw, index)
+            return
+        }
+        let pointer = value.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!
+        _ = sqlite3_bind_blob64(raw, index, pointer, sqlite3_uint64(value.count), SQLITE_TRANSIENT)
+    }
+
     public func data(_ column: Int32) -> Data {
         let count = Int(sqlite3_column_bytes(raw, column))
         guard count > 0, let bytes = sqlite3_column_blob(raw, column) else { return Data() }

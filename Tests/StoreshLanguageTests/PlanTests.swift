@@ -176,6 +176,7 @@ struct CommandTableTests {
             var immediateReads: (any ImmediateReads)? { nil }
             var endUserSignIn: (any EndUserSignIn)? { nil }
             var batchedChanges: (any BatchedChanges)? { nil }
+            var uniformUpdates: (any UniformUpdates)? { nil }
             var asTransaction: (any BucketTransaction)? { nil }
             func read(_ object: ObjectName, into sink: any ContentSink) async throws -> Int64 { try await inner.read(object, into: sink) }
             func write(from source: any ContentSource, to object: ObjectName, options: WriteOptions, precondition: Precondition) async throws -> ObjectMetadata {

@@ -55,6 +55,7 @@ public final class MemoryBucket: Bucket, SnapshotStore, RulesStore, @unchecked S
     public var immediateReads: (any ImmediateReads)? { nil }
     public var endUserSignIn: (any EndUserSignIn)? { nil }
     public var batchedChanges: (any BatchedChanges)? { nil }
+    public var uniformUpdates: (any UniformUpdates)? { nil }
     public var asTransaction: (any BucketTransaction)? { nil }
     public var scheme: String { "gs" }
     public func validateStorable(_ metadata: ObjectMetadata) throws {}

@@ -29,7 +29,16 @@ extension Session {
     /// One update on every target, with the plan (old → new per property) in a dry run.
     func runUpdate(_ update: MetadataUpdate, targets: [Word], filters: [MetadataFilter] = [], at here: SourceLocation) async throws {
         let results = BulkResults(.updates, output: output, options: options)
-        try await forEachTarget(targets, raw: false, filters: filters, at: here) { object in
+        // A pattern's matches get the same update each, unless rule G7 makes it depend on the object.
+        let uniform = update.clearsCustomMetadata ? nil : PageUpdate(update: update) { outcome, word in
+            switch outcome {
+            case .updated(let name, let differences): results.updated(name, differences)
+            case .unchanged(let name): results.unchanged(name)
+            // As `onTarget` places it (an object the page found is never missing, so no hint is looked for).
+            case .failed(_, let error): throw Diagnostic.running(error, at: word.location)
+            }
+        }
+        try await forEachTarget(targets, raw: false, filters: filters, at: here, updatingPages: uniform) { object in
             let update = try await keepingDownloadTokens(update, of: object, at: here)
             // A named object is updated as it is (one `update` request, as the service makes it); one that a
             // pattern found must not have changed since.

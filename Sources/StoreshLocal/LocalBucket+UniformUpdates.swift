@@ -1,0 +1,380 @@
+import CSQLite
+import Foundation
+import StoreshCore
+import StoreshSQLite
+
+/// A uniform update (`meta set … -- users/**`) a page of rows at a time. Each row picked is rewritten from its own
+/// column bytes: the update's properties bound as they are, its custom keys merged into the stored custom map (a
+/// sorted run of keys and values) byte by byte, the row checksum computed over the new columns. No object's
+/// metadata is built, compared or encoded, which is where a bulk edit of a million objects spent most of its time.
+///
+/// A row whose bytes alone cannot decide the update takes the whole way instead (`storeMetadata`, as
+/// `updateMetadata` does): a row a snapshot sees (its version is kept first), a custom key that is not ASCII (a
+/// Swift dictionary finds keys by canonical equivalence, and the outcome must be the one it gives), a custom map
+/// the update would take past rule M5's limit (refused with that rule's message). Each object picked takes one
+/// change time from the clock, in byte order, as a call of `updateMetadata` per object would.
+extension LocalBucket: UniformUpdates {
+    public func updatePage(
+        prefix: String, after: String?, limit: Int, _ update: MetadataUpdate, picking: (String) throws -> Bool
+    ) async throws -> UniformUpdatePage {
+        try updateRows(prefix: prefix, after: after, limit: limit, RowUpdate(update), picking: picking)
+    }
+
+    /// The page read, then written: one change (inside a transaction, a savepoint), so a page lands whole or not
+    /// at all.
+    func updateRows(
+        prefix: String, after: String?, limit: Int, _ update: RowUpdate, picking: (String) throws -> Bool
+    ) throws(StorageError) -> UniformUpdatePage {
+        try change {
+            let epochs = try epochs()
+            var planned: [PlannedRow] = []
+            planned.reserveCapacity(min(limit, 4096))
+            var customBytes = PackedWriter()
+            var scanned = 0
+            var lastName: String?
+            var more = false
+            var failed = false
+            do {
+                let statement = try pageRows(prefix: prefix, after: after, limit: limit)
+                defer { statement.reset() }
+                while try statement.step() {
+                    guard let nameBytes = statement.bytes(0), nameBytes.starts(with: prefix.utf8) else { break }
+                    if scanned == limit {
+                        more = true
+                        break
+                    }
+                    scanned += 1
+                    let name = String(decoding: nameBytes, as: UTF8.self)
+                    lastName = name
+                    // The row's checksum and the rewritten row's start alike: name, then generation.
+                    let nameAndGeneration = RowColumns.checksumOfNameAndGeneration(statement)
+                    guard RowColumns.checksum(of: statement, after: nameAndGeneration) == statement.int64(RowColumns.checksum) else {
+                        throw ChecksumMismatch(what: "object \(name.debugDescription)")
+                    }
+                    guard try picking(name) else { continue }
+                    let now = options.clock.nextChangeTime()
+                    let snapshotted = epochs.newestSnapshot.map { statement.int64(RowColumns.born) <= $0 } ?? false
+                    if !snapshotted,
+                        let rewrite = update.rewrite(
+                            statement, name: name, now: now, born: epochs.current, checksum: nameAndGeneration, customBytes: &customBytes)
+                    {
+                        planned.append(rewrite.differences.isEmpty ? .unchanged(name) : .rewrite(rewrite))
+                    } else {
+                        // Decided now, so that a failure ends the page before a later row takes a change time.
+                        let row = try LiveRow(statement, bucket: self.name)
+                        do throws(StorageError) {
+                            let next = try row.metadata.applying(update.update, now: now)
+                            planned.append(next.changed ? .whole(row, next.metadata) : .unchanged(name))
+                        } catch {
+                            planned.append(.failed(name, error))
+                            failed = true
+                            break
+                        }
+                    }
+                }
+            }
+            var outcomes: [UniformUpdateOutcome] = []
+            outcomes.reserveCapacity(planned.count)
+            let rewrites = (
+                keepingBorn: try connection.statement(update.rewriteKeepingBorn),
+                withBorn: try connection.statement(update.rewriteWithBorn))
+            for row in planned {
+                switch row {
+                case .unchanged(let name):
+                    outcomes.append(.unchanged(name))
+                case .rewrite(let rewrite):
+                    try store(rewrite, by: rewrite.bornChanges ? rewrites.withBorn : rewrites.keepingBorn, of: update, customBytes: customBytes)
+                    outcomes.append(.updated(rewrite.name, rewrite.differences))
+                case .whole(let row, let next):
+                    try storeMetadata(next, over: row)
+                    outcomes.append(.updated(row.metadata.fullPath, row.metadata.differences(to: next)))
+                case .failed(let name, let error):
+                    outcomes.append(.failed(name, error))
+                }
+            }
+            return UniformUpdatePage(outcomes: outcomes, resumeAfter: more && !failed ? lastName : nil)
+        }
+    }
+
+    /// What is done with a row picked, decided while the page is read and done once it is.
+    enum PlannedRow {
+        case unchanged(String)
+        case rewrite(RowRewrite)
+        /// The whole way: the row and the metadata the update makes of it.
+        case whole(LiveRow, ObjectMetadata)
+        /// The update is refused for this object: the last of the page.
+        case failed(String, StorageError)
+    }
+
+    /// Writes a rewritten row by `statement` (the update's `rewriteWithBorn` or `rewriteKeepingBorn`), if the row is
+    /// still as read (its checksum).
+    private func store(_ rewrite: RowRewrite, by statement: SQLiteStatement, of update: RowUpdate, customBytes: PackedWriter) throws {
+        defer { statement.reset() }
+        statement.bind(1, rewrite.metageneration)
+        statement.bind(2, rewrite.updated)
+        statement.bind(3, rewrite.checksum)
+        if rewrite.bornChanges { statement.bind(4, rewrite.born) }
+        statement.bind(5, rewrite.id)
+        statement.bind(6, rewrite.checksumBefore)
+        if update.custom != nil {
+            if let range = rewrite.custom {
+                customBytes.bytes.withUnsafeBytes { statement.bind(7, blob: UnsafeRawBufferPointer(rebasing: $0[range])) }
+            } else {
+                statement.bind(7, blob: nil)
+            }
+        }
+        for (offset, property) in update.properties.enumerated() { statement.bind(Int32(8 + offset), property.value) }
+        try statement.step()
+        guard sqlite3_changes(connection.handle) == 1 else {
+            throw StorageError.internalError("The row of \(rewrite.name.debugDescription) changed while it was being updated; nothing was changed.")
+        }
+    }
+}
+
+/// The columns of a row read by `LiveRow.columns`, by position.
+enum RowColumns {
+    static let name: Int32 = 0
+    static let generation: Int32 = 1
+    static let metageneration: Int32 = 2
+    static let size: Int32 = 3
+    static let timeCreated: Int32 = 4
+    static let updated: Int32 = 5
+    static let md5Hash: Int32 = 6
+    /// The first of the five writable properties, in `StoredVersion.propertyColumns`' order.
+    static let firstProperty: Int32 = 7
+    static let custom: Int32 = 12
+    static let contentID: Int32 = 13
+    static let born: Int32 = 14
+    static let checksum: Int32 = 15
+    static let id: Int32 = 16
+
+    /// The start of a row's checksum: what its name and generation add.
+    static func checksumOfNameAndGeneration(_ row: SQLiteStatement) -> RowChecksum {
+        var checksum = RowChecksum()
+        checksum.add(row.bytes(name))
+        checksum.add(row.int64(generation))
+        return checksum
+    }
+
+    /// `StoredVersion.checksum(died: nil)` of the row as it is stored, from its bytes, continuing `start`
+    /// (`checksumOfNameAndGeneration`).
+    static func checksum(of row: SQLiteStatement, after start: RowChecksum) -> Int64 {
+        var checksum = start
+        for column in metageneration...updated { checksum.add(row.int64(column)) }
+        checksum.add(row.bytes(md5Hash))
+        for column in firstProperty..<custom { checksum.add(row.bytes(column)) }
+        checksum.add(row.bytes(custom))
+        checksum.add(row.int64(contentID))
+        checksum.add(row.int64(born))
+        return checksum.value
+    }
+}
+
+/// A row rewritten by a uniform update: its new columns, besides the update's properties (the same for every row).
+struct RowRewrite {
+    var name: String
+    var id: Int64
+    /// The row's checksum as read: the write is made only over that row.
+    var checksumBefore: Int64
+    var metageneration: Int64
+    var updated: Int64
+    var born: Int64
+    var bornChanges: Bool
+    /// The new custom map's bytes in the page's buffer; nil for none (NULL). Unused when the update names no key.
+    var custom: Range<Int>?
+    var checksum: Int64
+    /// As `ObjectMetadata.differences(to:)` gives them; empty when the update changes nothing.
+    var differences: [PropertyDifference]
+}
+
+/// A metadata update in the form a row takes it.
+struct RowUpdate {
+    let update: MetadataUpdate
+    /// The properties it names, in rule M1's order (which is the columns' order): each one's column and new value.
+    let properties: [(property: WritableProperty, column: Int32, value: String?)]
+    /// The custom keys it names, in byte order, each with the key as a difference names it and its new value (nil:
+    /// unset). Nil when it names none, or when rows cannot take it from their bytes (a key that is not ASCII, an
+    /// empty key, or the whole map cleared): every row then takes the whole way.
+    let custom: [(key: [UInt8], differenceKey: String, value: String?)]?
+    /// Every row takes the whole way.
+    let wholeWayOnly: Bool
+    let rewriteKeepingBorn: String
+    let rewriteWithBorn: String
+
+    init(_ update: MetadataUpdate) {
+        self.update = update
+        properties = StoredVersion.propertyColumns.enumerated().compactMap { offset, column in
+            guard let change = update.properties[column.property] else { return nil }
+            let value: String? = if case .set(let value) = change { value } else { nil }
+            return (column.property, RowColumns.firstProperty + Int32(offset), value)
+        }
+        let keys = update.customMetadata.keys
+        let bytewise = !update.clearsCustomMetadata && keys.allSatisfy { !$0.isEmpty && $0.utf8.allSatisfy { $0 < 0x80 } }
+        wholeWayOnly = !bytewise
+        custom =
+            keys.isEmpty || !bytewise
+            ? nil
+            : update.customMetadata.sortedByKeyBytes.map { key, change in
+                let value: String? = if case .set(let value) = change { value } else { nil }
+                return (Array(key.utf8), "custom.\(key)", value)
+            }
+        var columns = properties.enumerated().map { offset, property in
+            "\(StoredVersion.propertyColumns[Int(property.column - RowColumns.firstProperty)].column) = ?\(8 + offset)"
+        }
+        if custom != nil { columns.append("custom_metadata = ?7") }
+        let set = (["metageneration = ?1", "updated = ?2", "checksum = ?3"] + columns).joined(separator: ", ")
+        rewriteKeepingBorn = "UPDATE objects SET \(set) WHERE id = ?5 AND checksum = ?6"
+        rewriteWithBorn = "UPDATE objects SET \(set), born = ?4 WHERE id = ?5 AND checksum = ?6"
+    }
+
+    /// The row's rewrite, its new custom map appended to `customBytes`; nil when the row must take the whole way.
+    func rewrite(
+        _ row: SQLiteStatement, name: String, now: Timestamp, born: Int64, checksum start: RowChecksum,
+        customBytes: inout PackedWriter
+    ) -> RowRewrite? {
+        guard !wholeWayOnly else { return nil }
+        var differences: [PropertyDifference] = []
+        for property in properties {
+            let old = row.bytes(property.column)
+            if !Self.same(old, property.value) {
+                differences.append(
+                    PropertyDifference(key: property.property.rawValue, old: old.map { String(decoding: $0, as: UTF8.self) }, new: property.value))
+            }
+        }
+        let customBefore = row.bytes(RowColumns.custom)
+        var customAfter: Range<Int>?
+        var customChanged = false
+        if let custom {
+            let start = customBytes.count
+            guard let changed = Self.merge(customBefore, with: custom, into: &customBytes, differences: &differences) else {
+                customBytes.removeBytes(from: start)
+                return nil
+            }
+            customChanged = changed
+            if !changed { customBytes.removeBytes(from: start) }
+            customAfter = changed ? (customBytes.count > start ? start..<customBytes.count : nil) : nil
+        } else if let customBefore, !Self.isAllowed(customBefore) {
+            return nil
+        }
+        let rowBorn = row.int64(RowColumns.born)
+        var rewrite = RowRewrite(
+            name: name, id: row.int64(RowColumns.id), checksumBefore: row.int64(RowColumns.checksum),
+            metageneration: row.int64(RowColumns.metageneration) + 1, updated: now.microseconds, born: born,
+            bornChanges: born != rowBorn, custom: nil, checksum: 0, differences: differences)
+        guard !differences.isEmpty else { return rewrite }
+        var checksum = start
+        checksum.add(rewrite.metageneration)
+        checksum.add(row.int64(RowColumns.size))
+        checksum.add(row.int64(RowColumns.timeCreated))
+        checksum.add(rewrite.updated)
+        checksum.add(row.bytes(RowColumns.md5Hash))
+        var named = properties.makeIterator()
+        var next = named.next()
+        for column in RowColumns.firstProperty..<RowColumns.custom {
+            if let property = next, property.column == column {
+                checksum.add(property.value)
+                next = named.next()
+            } else {
+                checksum.add(row.bytes(column))
+            }
+        }
+        if custom != nil, customChanged {
+            rewrite.custom = customAfter
+            if let customAfter {
+                customBytes.bytes.withUnsafeBytes { checksum.add(UnsafeRawBufferPointer(rebasing: $0[customAfter])) }
+            } else {
+                checksum.add(nil as UnsafeRawBufferPointer?)
+            }
+        } else {
+            // Unchanged: written back as it was (the statement sets the column when the update names a key).
+            checksum.add(customBefore)
+            if custom != nil, let customBefore {
+                let start = customBytes.count
+                customBytes.raw(customBefore)
+                rewrite.custom = start..<customBytes.count
+            }
+        }
+        checksum.add(row.int64(RowColumns.contentID))
+        checksum.add(born)
+        rewrite.checksum = checksum.value
+        return rewrite
+    }
+
+    /// Whether a column's bytes (nil: NULL) are `value`'s UTF-8.
+    private static func same(_ column: UnsafeRawBufferPointer?, _ value: String?) -> Bool {
+        guard let column, var value else { return column == nil && value == nil }
+        return value.withUTF8 { column.elementsEqual($0) }
+    }
+
+    /// Whether a stored custom map is one rule M5 allows: an update checks the map it leaves, changed or not.
+    private static func isAllowed(_ stored: UnsafeRawBufferPointer) -> Bool {
+        var reader = PackedReader(stored)
+        var total = 0
+        while !reader.isAtEnd {
+            guard let key = try? reader.stringBytes(), let value = try? reader.stringBytes(), !key.isEmpty else { return false }
+            total += key.count + value.count
+        }
+        return total <= CustomMetadataLimits.maximumBytes
+    }
+
+    /// Merges the update's keys (in byte order) into a stored custom map (its entries in byte order of their keys,
+    /// `CustomMetadataColumn`), writing the result in the same form at the end of `bytes`, and appends a difference
+    /// for each key that changes. Answers whether any did; nil when the row must take the whole way: a stored key
+    /// that is not ASCII, a map not in order or not readable, a result past rule M5's limit.
+    private static func merge(
+        _ stored: UnsafeRawBufferPointer?, with keys: [(key: [UInt8], differenceKey: String, value: String?)],
+        into writer: inout PackedWriter, differences: inout [PropertyDifference]
+    ) -> Bool? {
+        var total = 0
+        var changed = false
+        var next = 0
+        /// Writes the update's key `index` where the stored map has no such key.
+        func insert(_ index: Int) {
+            guard let value = keys[index].value else { return }
+            keys[index].key.withUnsafeBytes { writer.string(bytes: $0) }
+            writer.string(value)
+            total += keys[index].key.count + value.utf8.count
+            differences.append(PropertyDifference(key: keys[index].differenceKey, old: nil, new: value))
+            changed = true
+        }
+        var reader = PackedReader(stored ?? UnsafeRawBufferPointer(start: nil, count: 0))
+        var previous: UnsafeRawBufferPointer?
+        while !reader.isAtEnd {
+            guard let key = try? reader.stringBytes(), let value = try? reader.stringBytes(),
+                !key.isEmpty, key.allSatisfy({ $0 < 0x80 }),
+                previous.map({ $0.lexicographicallyPrecedes(key) }) ?? true
+            else { return nil }
+            previous = key
+            while next < keys.count, keys[next].key.lexicographicallyPrecedes(key) {
+                insert(next)
+                next += 1
+            }
+            if next < keys.count, keys[next].key.elementsEqual(key) {
+                let update = keys[next]
+                next += 1
+                guard let new = update.value else {
+                    differences.append(PropertyDifference(key: update.differenceKey, old: String(decoding: value, as: UTF8.self), new: nil))
+                    changed = true
+                    continue
+                }
+                writer.string(bytes: key)
+                writer.string(new)
+                total += key.count + new.utf8.count
+                if !same(value, new) {
+                    differences.append(
+                        PropertyDifference(key: update.differenceKey, old: String(decoding: value, as: UTF8.self), new: new))
+                    changed = true
+                }
+            } else {
+                writer.string(bytes: key)
+                writer.string(bytes: value)
+                total += key.count + value.count
+            }
+        }
+        while next < keys.count {
+            insert(next)
+            next += 1
+        }
+        return total > CustomMetadataLimits.maximumBytes ? nil : changed
+    }
+}

@@ -1,0 +1,166 @@
+import Foundation
+import Testing
+import StoreshCore
+import StoreshFuzzing
+@testable import StoreshLocal
+
+/// A uniform update rewrites rows from their bytes; `updateMetadata` builds each object's metadata and applies the
+/// update to it. They must never differ: two buckets made alike, one updated a page at a time, the other one object
+/// at a time, must answer the same outcomes and hold the same objects, versions kept for snapshots, and checksums.
+@Suite("Local bucket: a uniform update is one update per object")
+struct UniformUpdateTests {
+    let directory = TemporaryDirectory()
+
+    /// Custom keys and values chosen to reach every way a row can go: ASCII keys that sort around each other,
+    /// keys that are not ASCII (KELVIN SIGN is canonically the letter K, and NFC and NFD `café` are one key to a
+    /// Swift dictionary), values equal in bytes or only canonically, and a value big enough to pass rule M5's limit.
+    static let keys = ["a", "k", "m", "z", "K", "\u{212A}", "caf\u{E9}", "cafe\u{301}"]
+    static let values = ["v", "w", "", "caf\u{E9}", "cafe\u{301}", String(repeating: "x", count: 5000)]
+    static let propertyValues: [String?] = [nil, "no-cache", "public, max-age=60", "text/plain", "caf\u{E9}"]
+
+    func randomCustom(_ random: inout SplitMix64) -> [String: String] {
+        var custom: [String: String] = [:]
+        for _ in 0..<Int(random.next() % 4) {
+            let key = Self.keys[Int(random.next() % UInt64(Self.keys.count))]
+            // A dictionary keeps one of two canonically equal keys: the test gives it only one.
+            guard !custom.keys.contains(key) else { continue }
+            custom[key] = Self.values[Int(random.next() % UInt64(Self.values.count - 1))]
+        }
+        return custom
+    }
+
+    func randomUpdate(_ random: inout SplitMix64) -> MetadataUpdate {
+        var update = MetadataUpdate()
+        for property in WritableProperty.allCases where random.next() % 3 == 0 {
+            let value = Self.propertyValues[Int(random.next() % UInt64(Self.propertyValues.count))]
+            update.properties[property] = value.map { .set($0) } ?? .unset
+        }
+        // Most updates name ASCII keys only (rows rewritten from their bytes); some name others (the whole way).
+        let keys = random.next() % 4 == 0 ? Self.keys : Array(Self.keys.prefix(4))
+        for _ in 0..<Int(random.next() % 3) {
+            let key = keys[Int(random.next() % UInt64(keys.count))]
+            guard !update.customMetadata.keys.contains(key) else { continue }
+            update.customMetadata[key] = random.next() % 4 == 0 ? .unset : .set(Self.values[Int(random.next() % UInt64(Self.values.count))])
+        }
+        if update.isEmpty { update.properties[.cacheControl] = .set("no-cache") }
+        return update
+    }
+
+    /// Two buckets with the same objects, written in the same order at the same times; some of them seen by a
+    /// snapshot (their versions must be kept when they change).
+    func twinBuckets(_ seed: UInt64) async throws -> (LocalBucket, LocalBucket) {
+        var random = SplitMix64(seed: seed)
+        // One name for both (a bucket is named after its file), in two directories.
+        for side in ["paged", "single"] { try FileManager.default.createDirectory(atPath: directory.file(side), withIntermediateDirectories: true) }
+        let first = try openBucket(directory.file("paged/twin-\(seed).bucket"))
+        let second = try openBucket(directory.file("single/twin-\(seed).bucket"))
+        for index in 0..<240 {
+            if index == 120 {
+                _ = try first.saveSnapshotNow(named: "half")
+                _ = try second.saveSnapshotNow(named: "half")
+            }
+            var options = WriteOptions(customMetadata: randomCustom(&random))
+            for property in WritableProperty.allCases where random.next() % 3 == 0 {
+                options.properties[property] = Self.propertyValues[Int(random.next() % UInt64(Self.propertyValues.count))]
+            }
+            // Names out of order, so that rows are not in the order of their names.
+            let name = try ObjectName("d\(index % 3)/o\(String(format: "%03d", (index * 37) % 240))")
+            for bucket in [first, second] { _ = try await bucket.write(Data("\(index)".utf8), to: name, options: options) }
+        }
+        return (first, second)
+    }
+
+    /// Every object's metadata, in byte order of names.
+    func everything(_ bucket: LocalBucket) throws -> [ObjectMetadata] {
+        var objects: [ObjectMetadata] = []
+        var after: String?
+        repeat {
+            let page = try bucket.scanPage(prefix: "", after: after, limit: 50)
+            objects += page.objects
+            after = page.resumeAfter
+        } while after != nil
+        return objects
+    }
+
+    @Test("random updates over random objects: the same outcomes, objects, kept versions and checksums", arguments: [1, 2, 3, 4, 5, 6])
+    func sameAsOneUpdatePerObject(seed: UInt64) async throws {
+        let (paged, single) = try await twinBuckets(seed)
+        var random = SplitMix64(seed: seed &* 7919)
+        for round in 0..<12 {
+            let update = randomUpdate(&random)
+            let prefix = ["", "d1/", "d2/o1"][Int(random.next() % 3)]
+            let skip = Int(random.next() % 5)
+            // Picked by the name's bytes, so that both sides pick the same objects.
+            func picks(_ name: String) -> Bool { skip == 0 || name.utf8.reduce(0) { $0 &+ Int($1) } % 5 != skip }
+
+            var pagedOutcomes: [UniformUpdateOutcome] = []
+            var after: String?
+            repeat {
+                let page = try await paged.updatePage(prefix: prefix, after: after, limit: 7, update, picking: picks)
+                pagedOutcomes += page.outcomes
+                after = page.resumeAfter
+            } while after != nil
+
+            var singleOutcomes: [UniformUpdateOutcome] = []
+            walk: for object in try everything(single) where object.fullPath.utf8.starts(with: prefix.utf8) && picks(object.fullPath) {
+                do {
+                    let result = try await single.updateMetadata(
+                        of: ObjectName(stored: object.fullPath), update, precondition: .matches(object))
+                    singleOutcomes.append(
+                        result.changed ? .updated(object.fullPath, result.previous.differences(to: result.metadata)) : .unchanged(object.fullPath))
+                } catch let error as StorageError {
+                    singleOutcomes.append(.failed(object.fullPath, error))
+                    break walk
+                }
+            }
+            let told = String(describing: update).replacingOccurrences(of: String(repeating: "x", count: 5000), with: "x*5000")
+            #expect(pagedOutcomes == singleOutcomes, "round \(round): \(told)")
+            let (pagedObjects, singleObjects) = (try everything(paged), try everything(single))
+            let firstDifference = zip(pagedObjects, singleObjects).first { $0 != $1 }.map {
+                String(describing: $0).replacingOccurrences(of: String(repeating: "x", count: 5000), with: "x*5000")
+            }
+            #expect(pagedObjects == singleObjects, "round \(round): \(told); first difference: \(firstDifference ?? "none")")
+            #expect(try paged.changesNow(from: .snapshot("half"), to: .current) == single.changesNow(from: .snapshot("half"), to: .current))
+        }
+        let report = try paged.verify()
+        #expect(report.isSound, "\(report.problems)")
+        #expect(report.keptVersions == (try single.verify()).keptVersions)
+    }
+
+    @Test("a page inside a transaction is one savepoint: rolled back with the transaction, kept with its commit")
+    func insideTransaction() async throws {
+        let (bucket, _) = try await twinBuckets(9)
+        let before = try everything(bucket)
+        let update = MetadataUpdate(properties: [.cacheControl: .set("no-store")], customMetadata: ["k": .set("v")])
+        await #expect(throws: StorageError.self) {
+            try await bucket.withTransaction(forWriting: true) { transaction -> TransactionOutcome<Void> in
+                let page = try await transaction.uniformUpdates!.updatePage(prefix: "d0/", after: nil, limit: 1000, update) { _ in true }
+                #expect(page.outcomes.count == 80)
+                throw StorageError.internalError("the script failed later")
+            }
+        }
+        #expect(try everything(bucket) == before)
+        try await bucket.withTransaction(forWriting: true) { transaction -> TransactionOutcome<Void> in
+            _ = try await transaction.uniformUpdates!.updatePage(prefix: "d0/", after: nil, limit: 1000, update) { _ in true }
+            return .commit(())
+        }
+        let after = try everything(bucket)
+        #expect(after.filter { $0.fullPath.hasPrefix("d0/") }.allSatisfy { $0.cacheControl == "no-store" && $0.customMetadata["k"] == "v" })
+        #expect(after.filter { !$0.fullPath.hasPrefix("d0/") } == before.filter { !$0.fullPath.hasPrefix("d0/") })
+        #expect(try bucket.verify().isSound)
+    }
+
+    @Test("a row changed behind SQLite's back stops the page as damage, and nothing of the page is written")
+    func damagedRow() async throws {
+        let (bucket, _) = try await twinBuckets(10)
+        let before = try everything(bucket)
+        let target = before.first { $0.fullPath.hasPrefix("d1/") }!.fullPath
+        try bucket.withConnection { try $0.execute("UPDATE objects SET content_type = 'text/evil' WHERE name = '\(target)'") }
+        let error = await #expect(throws: StorageError.self) {
+            _ = try await bucket.updatePage(prefix: "d1/", after: nil, limit: 1000, MetadataUpdate(properties: [.cacheControl: .set("x")])) { _ in true }
+        }
+        #expect(error?.message.contains("does not match its checksum") == true, "\(String(describing: error))")
+        let untouched = try bucket.withConnection { try $0.integer("SELECT count(*) FROM objects WHERE cache_control IS 'x'") }
+        #expect(untouched == 0)
+    }
+}
