@@ -1,3 +1,5 @@
+import Foundation
+
 /// Cutting names at `/` by bytes.
 ///
 /// Object names are byte strings. Swift's `String` slices and splits by grapheme cluster, and a `/` followed
@@ -49,6 +51,19 @@ public enum NameBytes {
                 return a.count < b.count
             }
         }
+    }
+
+    /// Whether `name`'s UTF-8 starts with `prefix`'s, compared over their contiguous bytes: a pattern's walk asks
+    /// it of every name it meets.
+    public static func starts(_ name: String, with prefix: String) -> Bool {
+        var name = name
+        var prefix = prefix
+        return name.withUTF8 { n in prefix.withUTF8 { p in starts(UnsafeRawBufferPointer(n), with: UnsafeRawBufferPointer(p)) } }
+    }
+
+    /// Whether `bytes` start with `prefix`.
+    public static func starts(_ bytes: UnsafeRawBufferPointer, with prefix: UnsafeRawBufferPointer) -> Bool {
+        prefix.count <= bytes.count && (prefix.isEmpty || memcmp(bytes.baseAddress!, prefix.baseAddress!, prefix.count) == 0)
     }
 
     /// Whether two strings hold the same bytes (unlike `==`, which equates canonically equivalent spellings).

@@ -139,7 +139,7 @@ public struct ObjectPattern: Sendable, CustomStringConvertible {
 
     /// Whether the whole name matches.
     public func matches(_ name: String) -> Bool {
-        if isPrefixThenAnything { return name.utf8.starts(with: literalPrefix.utf8) }
+        if isPrefixThenAnything { return NameBytes.starts(name, with: literalPrefix) }
         let scalars = Array(name.unicodeScalars)
         var failed = Set<Int>()  // (token, scalar) states known not to match, so backtracking stays polynomial
         return match(0, 0, scalars, &failed)

@@ -27,9 +27,13 @@ extension LocalBucket: UniformUpdates {
     ) throws(StorageError) -> UniformUpdatePage {
         try change {
             let epochs = try epochs()
-            var planned: [PlannedRow] = []
-            planned.reserveCapacity(min(limit, 4096))
+            // The outcomes as the page is read; the writes they need, made once it is.
+            var outcomes: [UniformUpdateOutcome] = []
+            var writes: [PlannedWrite] = []
+            outcomes.reserveCapacity(min(limit, 4096))
+            writes.reserveCapacity(min(limit, 4096))
             var customBytes = PackedWriter()
+            var differences = SharedDifferences()
             var scanned = 0
             var lastName: String?
             var more = false
@@ -38,7 +42,7 @@ extension LocalBucket: UniformUpdates {
                 let statement = try pageRows(prefix: prefix, after: after, limit: limit)
                 defer { statement.reset() }
                 while try statement.step() {
-                    guard let nameBytes = statement.bytes(0), nameBytes.starts(with: prefix.utf8) else { break }
+                    guard let nameBytes = statement.bytes(0), Self.starts(nameBytes, with: prefix) else { break }
                     if scanned == limit {
                         more = true
                         break
@@ -56,54 +60,60 @@ extension LocalBucket: UniformUpdates {
                     let snapshotted = epochs.newestSnapshot.map { statement.int64(RowColumns.born) <= $0 } ?? false
                     if !snapshotted,
                         let rewrite = update.rewrite(
-                            statement, name: name, now: now, born: epochs.current, checksum: nameAndGeneration, customBytes: &customBytes)
+                            statement, name: name, now: now, born: epochs.current, checksum: nameAndGeneration,
+                            customBytes: &customBytes, differences: &differences)
                     {
-                        planned.append(rewrite.differences.isEmpty ? .unchanged(name) : .rewrite(rewrite))
+                        guard let rewrite else {
+                            outcomes.append(.unchanged(name))
+                            continue
+                        }
+                        outcomes.append(.updated(name, differences.last))
+                        writes.append(.rewrite(rewrite))
                     } else {
                         // Decided now, so that a failure ends the page before a later row takes a change time.
                         let row = try LiveRow(statement, bucket: self.name)
                         do throws(StorageError) {
                             let next = try row.metadata.applying(update.update, now: now)
-                            planned.append(next.changed ? .whole(row, next.metadata) : .unchanged(name))
+                            guard next.changed else {
+                                outcomes.append(.unchanged(name))
+                                continue
+                            }
+                            outcomes.append(.updated(name, row.metadata.differences(to: next.metadata)))
+                            writes.append(.whole(row, next.metadata))
                         } catch {
-                            planned.append(.failed(name, error))
+                            outcomes.append(.failed(name, error))
                             failed = true
                             break
                         }
                     }
                 }
             }
-            var outcomes: [UniformUpdateOutcome] = []
-            outcomes.reserveCapacity(planned.count)
             let rewrites = (
                 keepingBorn: try connection.statement(update.rewriteKeepingBorn),
                 withBorn: try connection.statement(update.rewriteWithBorn))
-            for row in planned {
-                switch row {
-                case .unchanged(let name):
-                    outcomes.append(.unchanged(name))
+            for write in writes {
+                switch write {
                 case .rewrite(let rewrite):
                     try store(rewrite, by: rewrite.bornChanges ? rewrites.withBorn : rewrites.keepingBorn, of: update, customBytes: customBytes)
-                    outcomes.append(.updated(rewrite.name, rewrite.differences))
                 case .whole(let row, let next):
                     try storeMetadata(next, over: row)
-                    outcomes.append(.updated(row.metadata.fullPath, row.metadata.differences(to: next)))
-                case .failed(let name, let error):
-                    outcomes.append(.failed(name, error))
                 }
             }
             return UniformUpdatePage(outcomes: outcomes, resumeAfter: more && !failed ? lastName : nil)
         }
     }
 
-    /// What is done with a row picked, decided while the page is read and done once it is.
-    enum PlannedRow {
-        case unchanged(String)
+    /// Whether a name's bytes start with `prefix`'s.
+    private static func starts(_ name: UnsafeRawBufferPointer, with prefix: String) -> Bool {
+        var prefix = prefix
+        return prefix.withUTF8 { NameBytes.starts(name, with: UnsafeRawBufferPointer($0)) }
+    }
+
+    /// A write of a page, planned while it is read.
+    enum PlannedWrite {
         case rewrite(RowRewrite)
-        /// The whole way: the row and the metadata the update makes of it.
-        case whole(LiveRow, ObjectMetadata)
-        /// The update is refused for this object: the last of the page.
-        case failed(String, StorageError)
+        /// The whole way: the row and the metadata the update makes of it (boxed: far larger than a rewrite).
+        indirect case whole(LiveRow, ObjectMetadata)
     }
 
     /// Writes a rewritten row by `statement` (the update's `rewriteWithBorn` or `rewriteKeepingBorn`), if the row is
@@ -183,8 +193,25 @@ struct RowRewrite {
     /// The new custom map's bytes in the page's buffer; nil for none (NULL). Unused when the update names no key.
     var custom: Range<Int>?
     var checksum: Int64
-    /// As `ObjectMetadata.differences(to:)` gives them; empty when the update changes nothing.
-    var differences: [PropertyDifference]
+}
+
+/// The differences of the rows of a page, as `ObjectMetadata.differences(to:)` gives them: made in one buffer used
+/// again for every row, and kept as a new array only when they are not the last row's (a bulk edit most often
+/// makes the same change to every object, which then costs no allocation, and is counted by comparing buffers).
+struct SharedDifferences {
+    /// The row's, as they are made.
+    var current: [PropertyDifference] = []
+    /// The last row's that changed.
+    private(set) var last: [PropertyDifference] = []
+
+    mutating func begin() { current.removeAll(keepingCapacity: true) }
+
+    mutating func append(_ difference: PropertyDifference) { current.append(difference) }
+
+    /// Ends the row: `last` is its differences.
+    mutating func end() {
+        if current != last { last = Array(current) }
+    }
 }
 
 /// A metadata update in the form a row takes it.
@@ -227,17 +254,18 @@ struct RowUpdate {
         rewriteWithBorn = "UPDATE objects SET \(set), born = ?4 WHERE id = ?5 AND checksum = ?6"
     }
 
-    /// The row's rewrite, its new custom map appended to `customBytes`; nil when the row must take the whole way.
+    /// The row's rewrite, its new custom map appended to `customBytes` and its differences made in `differences`;
+    /// `.some(nil)` when the update changes nothing in it, nil when the row must take the whole way.
     func rewrite(
         _ row: SQLiteStatement, name: String, now: Timestamp, born: Int64, checksum start: RowChecksum,
-        customBytes: inout PackedWriter
-    ) -> RowRewrite? {
+        customBytes: inout PackedWriter, differences shared: inout SharedDifferences
+    ) -> RowRewrite?? {
         guard !wholeWayOnly else { return nil }
-        var differences: [PropertyDifference] = []
+        shared.begin()
         for property in properties {
             let old = row.bytes(property.column)
             if !Self.same(old, property.value) {
-                differences.append(
+                shared.append(
                     PropertyDifference(key: property.property.rawValue, old: old.map { String(decoding: $0, as: UTF8.self) }, new: property.value))
             }
         }
@@ -246,7 +274,7 @@ struct RowUpdate {
         var customChanged = false
         if let custom {
             let start = customBytes.count
-            guard let changed = Self.merge(customBefore, with: custom, into: &customBytes, differences: &differences) else {
+            guard let changed = Self.merge(customBefore, with: custom, into: &customBytes, differences: &shared.current) else {
                 customBytes.removeBytes(from: start)
                 return nil
             }
@@ -260,8 +288,9 @@ struct RowUpdate {
         var rewrite = RowRewrite(
             name: name, id: row.int64(RowColumns.id), checksumBefore: row.int64(RowColumns.checksum),
             metageneration: row.int64(RowColumns.metageneration) + 1, updated: now.microseconds, born: born,
-            bornChanges: born != rowBorn, custom: nil, checksum: 0, differences: differences)
-        guard !differences.isEmpty else { return rewrite }
+            bornChanges: born != rowBorn, custom: nil, checksum: 0)
+        guard !shared.current.isEmpty else { return .some(nil) }
+        shared.end()
         var checksum = start
         checksum.add(rewrite.metageneration)
         checksum.add(row.int64(RowColumns.size))

@@ -129,6 +129,9 @@ public final class RulesSession: RulesControl, @unchecked Sendable {
 
     var isOpen: Bool { lock.withLock { ruleset == nil } }
 
+    /// Whether each decision is reported as it is made (a server's trace).
+    var isObserved: Bool { lock.withLock { observer != nil } }
+
     /// Decides a request made now by the signed-in identity, records it (unless `record` is false or recording is
     /// off), and throws its denial.
     func check(
