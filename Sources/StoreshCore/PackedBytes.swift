@@ -31,8 +31,8 @@ public struct PackedWriter {
     public mutating func signed(_ value: Int64) { unsigned(UInt64(bitPattern: (value << 1) ^ (value >> 63))) }
 
     public mutating func string(_ text: String) {
-        unsigned(UInt64(text.utf8.count))
-        bytes += text.utf8
+        var text = text
+        text.withUTF8 { string(bytes: UnsafeRawBufferPointer($0)) }
     }
 
     /// What `string` writes for the text whose UTF-8 `utf8` is.

@@ -31,6 +31,10 @@ extension Session {
         // What earlier targets named, to pass each object once without remembering every object passed.
         var named = Set<ObjectName>()
         var patterns: [ObjectPattern] = []
+        /// Whether an earlier target passed the object a pattern matches.
+        func passedBefore(_ name: String) -> Bool {
+            (!named.isEmpty && named.contains(ObjectName(stored: name))) || patterns.contains(where: { $0.matches(name) })
+        }
         for word in targets {
             if !raw && ObjectPattern.isPattern(word) {
                 let pattern = try located(word.location) {
@@ -47,8 +51,7 @@ extension Session {
                             ) { name in
                                 guard pattern.matches(name) else { return false }
                                 matched += 1
-                                return (named.isEmpty || !named.contains(ObjectName(stored: name)))
-                                    && !patterns.contains(where: { $0.matches(name) })
+                                return !passedBefore(name)
                             }
                         }
                         passed += page.outcomes.count
@@ -64,7 +67,7 @@ extension Session {
                         for metadata in page.objects where pattern.matches(metadata.fullPath) {
                             let name = try located(word.location) { try ObjectName(metadata.fullPath) }
                             matched += 1
-                            if named.contains(name) || patterns.contains(where: { $0.matches(metadata.fullPath) }) { continue }
+                            if passedBefore(name.rawValue) { continue }
                             try checkCancelled(at: here)
                             try await offer((name, metadata, word))
                         }

@@ -264,20 +264,19 @@ struct RowChecksum {
         self.state = state
     }
 
+    /// Its UTF-8, as a column of text holds it.
     mutating func add(_ text: String?) {
-        guard var text else { return add(byte: 0) }
-        add(byte: 1)
+        guard var text else { return add(nil as UnsafeRawBufferPointer?) }
         // Over the contiguous UTF-8 (a bulk edit checksums every row twice): no per-byte index arithmetic.
-        text.withUTF8 { add(bytes: $0) }
+        text.withUTF8 { add(UnsafeRawBufferPointer($0)) }
     }
 
     mutating func add(_ data: Data?) {
-        guard let data else { return add(byte: 0) }
-        add(byte: 1)
-        data.withUnsafeBytes { add(bytes: $0.bindMemory(to: UInt8.self)) }
+        guard let data else { return add(nil as UnsafeRawBufferPointer?) }
+        data.withUnsafeBytes { add($0) }
     }
 
-    /// A text or blob column as its bytes are (nil: NULL): what `add(_: String?)` and `add(_: Data?)` add.
+    /// A text or blob column as its bytes are (nil: NULL): a marker, then (not NULL) the length and each byte.
     mutating func add(_ column: UnsafeRawBufferPointer?) {
         guard let column else { return add(byte: 0) }
         add(byte: 1)

@@ -155,8 +155,9 @@ enum RowColumns {
     static let custom: Int32 = 12
     static let contentID: Int32 = 13
     static let born: Int32 = 14
-    static let checksum: Int32 = 15
-    static let id: Int32 = 16
+    /// After the version's columns (`StoredVersion.columnCount`), as `LiveRow` reads them.
+    static let checksum: Int32 = StoredVersion.columnCount
+    static let id: Int32 = StoredVersion.columnCount + 1
 
     /// The start of a row's checksum: what its name and generation add.
     static func checksumOfNameAndGeneration(_ row: SQLiteStatement) -> RowChecksum {

@@ -126,15 +126,8 @@ public final class SQLiteStatement {
     public func bind(_ index: Int32, bytes value: [UInt8]?) { bindBlob(index, value) }
 
     private func bindBlob(_ index: Int32, _ value: (some ContiguousBytes)?) {
-        guard let value else {
-            sqlite3_bind_null(raw, index)
-            return
-        }
-        value.withUnsafeBytes { buffer in
-            // A zero-length blob must still be a blob, not NULL: give SQLite a valid pointer.
-            let pointer = buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!
-            _ = sqlite3_bind_blob64(raw, index, pointer, sqlite3_uint64(buffer.count), SQLITE_TRANSIENT)
-        }
+        guard let value else { return bind(index, blob: nil) }
+        value.withUnsafeBytes { bind(index, blob: $0) }
     }
 
     /// Advances to the next row: true when there is one, false when done.
@@ -177,6 +170,7 @@ public final class SQLiteStatement {
             sqlite3_bind_null(raw, index)
             return
         }
+        // A zero-length blob must still be a blob, not NULL: give SQLite a valid pointer.
         let pointer = value.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!
         _ = sqlite3_bind_blob64(raw, index, pointer, sqlite3_uint64(value.count), SQLITE_TRANSIENT)
     }
