@@ -29,9 +29,10 @@ extension LocalBucket: UniformUpdates {
             let epochs = try epochs()
             // The outcomes as the page is read; the writes they need, made once it is.
             var outcomes: [UniformUpdateOutcome] = []
-            var writes: [PlannedWrite] = []
+            var rewrites: [RowRewrite] = []
+            var wholeWrites: [(row: LiveRow, next: ObjectMetadata)] = []
             outcomes.reserveCapacity(min(limit, 4096))
-            writes.reserveCapacity(min(limit, 4096))
+            rewrites.reserveCapacity(min(limit, 4096))
             var customBytes = PackedWriter()
             var differences = SharedDifferences()
             var scanned = 0
@@ -68,7 +69,7 @@ extension LocalBucket: UniformUpdates {
                             continue
                         }
                         outcomes.append(.updated(name, differences.last))
-                        writes.append(.rewrite(rewrite))
+                        rewrites.append(rewrite)
                     } else {
                         // Decided now, so that a failure ends the page before a later row takes a change time.
                         let row = try LiveRow(statement, bucket: self.name)
@@ -79,7 +80,7 @@ extension LocalBucket: UniformUpdates {
                                 continue
                             }
                             outcomes.append(.updated(name, row.metadata.differences(to: next.metadata)))
-                            writes.append(.whole(row, next.metadata))
+                            wholeWrites.append((row, next.metadata))
                         } catch {
                             outcomes.append(.failed(name, error))
                             failed = true
@@ -88,17 +89,9 @@ extension LocalBucket: UniformUpdates {
                     }
                 }
             }
-            let rewrites = (
-                keepingBorn: try connection.statement(update.rewriteKeepingBorn),
-                withBorn: try connection.statement(update.rewriteWithBorn))
-            for write in writes {
-                switch write {
-                case .rewrite(let rewrite):
-                    try store(rewrite, by: rewrite.bornChanges ? rewrites.withBorn : rewrites.keepingBorn, of: update, customBytes: customBytes)
-                case .whole(let row, let next):
-                    try storeMetadata(next, over: row)
-                }
-            }
+            // Rows are written apart from one another: the two kinds in either order.
+            for (row, next) in wholeWrites { try storeMetadata(next, over: row) }
+            try store(rewrites, of: update, customBytes: customBytes)
             return UniformUpdatePage(outcomes: outcomes, resumeAfter: more && !failed ? lastName : nil)
         }
     }
@@ -109,35 +102,114 @@ extension LocalBucket: UniformUpdates {
         return prefix.withUTF8 { NameBytes.starts(name, with: UnsafeRawBufferPointer($0)) }
     }
 
-    /// A write of a page, planned while it is read.
-    enum PlannedWrite {
-        case rewrite(RowRewrite)
-        /// The whole way: the row and the metadata the update makes of it (boxed: far larger than a rewrite).
-        indirect case whole(LiveRow, ObjectMetadata)
+    /// Writes a page's rewritten rows (in byte order of their names), each only if it is still as read (its
+    /// checksum): one statement over the page's names for the rows whose `born` stays and, when there are any,
+    /// one for those whose `born` changes (which also rewrites the `born` index). A statement per row cost twice
+    /// what the rows' own writing did.
+    private func store(_ rewrites: [RowRewrite], of update: RowUpdate, customBytes: PackedWriter) throws {
+        guard let first = rewrites.first, let last = rewrites.last else { return }
+        let page = PageRewrites(rewrites, customBytes: customBytes)
+        // Asked for before the statements are prepared, which name them.
+        let picks = try connection.function(PageRewrites.picks, arguments: 3)
+        let columns = try connection.function(PageRewrites.columns, arguments: 2)
+        for bornChanges in [false, true] where rewrites.contains(where: { $0.bornChanges == bornChanges }) {
+            let statement = try connection.statement(bornChanges ? update.rewriteWithBorn : update.rewriteKeepingBorn)
+            defer { statement.reset() }
+            statement.bind(1, first.name)
+            statement.bind(2, last.name)
+            // The bucket's current epoch: the same for every row.
+            if bornChanges { statement.bind(3, first.born) }
+            for (offset, property) in update.properties.enumerated() { statement.bind(Int32(4 + offset), property.value) }
+            try picks.answering(page.pick) { try columns.answering(page.column) { try statement.step() } }
+        }
+        if let missed = page.firstUnwritten {
+            throw StorageError.internalError("The row of \(missed.debugDescription) changed while it was being updated; nothing was changed.")
+        }
     }
+}
 
-    /// Writes a rewritten row by `statement` (the update's `rewriteWithBorn` or `rewriteKeepingBorn`), if the row is
-    /// still as read (its checksum).
-    private func store(_ rewrite: RowRewrite, by statement: SQLiteStatement, of update: RowUpdate, customBytes: PackedWriter) throws {
-        defer { statement.reset() }
-        statement.bind(1, rewrite.metageneration)
-        statement.bind(2, rewrite.updated)
-        statement.bind(3, rewrite.checksum)
-        if rewrite.bornChanges { statement.bind(4, rewrite.born) }
-        statement.bind(5, rewrite.id)
-        statement.bind(6, rewrite.checksumBefore)
-        if update.custom != nil {
-            if let range = rewrite.custom {
-                customBytes.bytes.withUnsafeBytes { statement.bind(7, blob: UnsafeRawBufferPointer(rebasing: $0[range])) }
-            } else {
-                statement.bind(7, blob: nil)
+/// A page's rewritten rows, as the SQL functions of the statements that write them read them while they run:
+/// `storesh_rewrites_row(id, checksum, born_changes)` is 1 for a row of the page still as read (its checksum) that
+/// the statement writes (by whether its `born` changes), each once; `storesh_rewritten(id, column)` is one of its
+/// new columns (`Column`). Rows come in the order they were read, which is most often the order SQLite visits them
+/// in: each is looked for where the last one was found, then by its id.
+final class PageRewrites {
+    static let picks = "storesh_rewrites_row"
+    static let columns = "storesh_rewritten"
+
+    enum Column: Int64 {
+        case metageneration, updated, checksum, custom
+
+        /// The column's name in the `objects` table.
+        var name: String {
+            switch self {
+            case .metageneration: "metageneration"
+            case .updated: "updated"
+            case .checksum: "checksum"
+            case .custom: "custom_metadata"
             }
         }
-        for (offset, property) in update.properties.enumerated() { statement.bind(Int32(8 + offset), property.value) }
-        try statement.step()
-        guard sqlite3_changes(connection.handle) == 1 else {
-            throw StorageError.internalError("The row of \(rewrite.name.debugDescription) changed while it was being updated; nothing was changed.")
+
+        /// The SQL that sets the column to its value for the row.
+        var assignment: String { "\(name) = \(PageRewrites.columns)(id, \(rawValue))" }
+    }
+
+    /// The SQL that picks the rows of a page a statement writes: those whose `born` changes, or the others.
+    static func picked(bornChanges: Bool) -> String {
+        "name >= ?1 AND name <= ?2 AND \(picks)(id, checksum, \(bornChanges ? 1 : 0))"
+    }
+
+    private let rewrites: [RowRewrite]
+    private let customBytes: PackedWriter
+    private var written: [Bool]
+    private var lastPosition = -1
+    /// Made on the first row not found where expected.
+    private var positions: [Int64: Int]?
+
+    init(_ rewrites: [RowRewrite], customBytes: PackedWriter) {
+        self.rewrites = rewrites
+        self.customBytes = customBytes
+        written = Array(repeating: false, count: rewrites.count)
+    }
+
+    /// The first row not written, if any.
+    var firstUnwritten: String? { written.firstIndex(of: false).map { rewrites[$0].name } }
+
+    func pick(_ call: SQLiteFunctionCall) {
+        guard let position = position(of: call.int64(0)), !written[position],
+            rewrites[position].checksumBefore == call.int64(1), rewrites[position].bornChanges == (call.int64(2) != 0)
+        else { return call.result(0) }
+        written[position] = true
+        call.result(1)
+    }
+
+    func column(_ call: SQLiteFunctionCall) {
+        guard let position = position(of: call.int64(0)), let column = Column(rawValue: call.int64(1)) else {
+            return call.fail("\(Self.columns): not a row or a column of the page being written")
         }
+        switch column {
+        case .metageneration: call.result(rewrites[position].metageneration)
+        case .updated: call.result(rewrites[position].updated)
+        case .checksum: call.result(rewrites[position].checksum)
+        case .custom:
+            guard let range = rewrites[position].custom else { return call.result(blob: nil) }
+            customBytes.bytes.withUnsafeBytes { call.result(blob: UnsafeRawBufferPointer(rebasing: $0[range])) }
+        }
+    }
+
+    private func position(of id: Int64) -> Int? {
+        if lastPosition >= 0, rewrites[lastPosition].id == id { return lastPosition }
+        let next = lastPosition + 1
+        if next < rewrites.count, rewrites[next].id == id {
+            lastPosition = next
+            return next
+        }
+        if positions == nil {
+            positions = Dictionary(uniqueKeysWithValues: rewrites.enumerated().map { ($1.id, $0) })
+        }
+        guard let found = positions?[id] else { return nil }
+        lastPosition = found
+        return found
     }
 }
 
@@ -246,13 +318,15 @@ struct RowUpdate {
                 let value: String? = if case .set(let value) = change { value } else { nil }
                 return (Array(key.utf8), "custom.\(key)", value)
             }
-        var columns = properties.enumerated().map { offset, property in
-            "\(StoredVersion.propertyColumns[Int(property.column - RowColumns.firstProperty)].column) = ?\(8 + offset)"
+        // ?1 and ?2: the page's first and last names; ?3: the new `born`; then the properties' values.
+        var columns = [PageRewrites.Column.metageneration, .updated, .checksum].map(\.assignment)
+        columns += properties.enumerated().map { offset, property in
+            "\(StoredVersion.propertyColumns[Int(property.column - RowColumns.firstProperty)].column) = ?\(4 + offset)"
         }
-        if custom != nil { columns.append("custom_metadata = ?7") }
-        let set = (["metageneration = ?1", "updated = ?2", "checksum = ?3"] + columns).joined(separator: ", ")
-        rewriteKeepingBorn = "UPDATE objects SET \(set) WHERE id = ?5 AND checksum = ?6"
-        rewriteWithBorn = "UPDATE objects SET \(set), born = ?4 WHERE id = ?5 AND checksum = ?6"
+        if custom != nil { columns.append(PageRewrites.Column.custom.assignment) }
+        let set = columns.joined(separator: ", ")
+        rewriteKeepingBorn = "UPDATE objects SET \(set) WHERE \(PageRewrites.picked(bornChanges: false))"
+        rewriteWithBorn = "UPDATE objects SET \(set), born = ?3 WHERE \(PageRewrites.picked(bornChanges: true))"
     }
 
     /// The row's rewrite, its new custom map appended to `customBytes` and its differences made in `differences`;

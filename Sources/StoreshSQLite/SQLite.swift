@@ -21,9 +21,10 @@ public struct SQLiteError: Error, CustomStringConvertible {
 public final class SQLiteConnection {
     public private(set) var handle: OpaquePointer?
     private var statements: [String: SQLiteStatement] = [:]
+    private var functions: [String: SQLiteFunction] = [:]
 
-    /// The process's SQLite set up once, before its first connection.
-    private static let configured: Void = { _ = storesh_sqlite_configure() }()
+    /// The process's SQLite set up once, before its first connection: sub-journals in memory up to 4 MiB.
+    private static let configured: Void = { _ = storesh_sqlite_configure(4 << 20) }()
 
     public init(path: String, flags: Int32) throws(SQLiteError) {
         Self.configured
@@ -42,6 +43,7 @@ public final class SQLiteConnection {
 
     public func close() {
         statements.removeAll()  // finalised by their deinit, before the connection closes
+        functions.removeAll()  // SQLite releases its own references as it closes
         if let handle { sqlite3_close_v2(handle) }
         handle = nil
     }
@@ -79,6 +81,69 @@ public final class SQLiteConnection {
     }
 
     public var isAutocommit: Bool { sqlite3_get_autocommit(handle) != 0 }
+
+    /// An SQL function of this connection, defined on first ask (`SQLiteFunction`). Prepare a statement that uses
+    /// it after asking: before, SQLite does not know the name.
+    public func function(_ name: String, arguments: Int32) throws(SQLiteError) -> SQLiteFunction {
+        if let defined = functions[name] { return defined }
+        let function = SQLiteFunction()
+        // SQLITE_DIRECTONLY: only SQL this connection prepares may call it, never a trigger or view a bucket file
+        // holds. SQLite owns one reference to the function, given back by the destructor (also when the definition
+        // fails).
+        let status = sqlite3_create_function_v2(
+            handle, name, arguments, SQLITE_UTF8 | SQLITE_DIRECTONLY, Unmanaged.passRetained(function).toOpaque(),
+            { context, count, values in
+                Unmanaged<SQLiteFunction>.fromOpaque(sqlite3_user_data(context)).takeUnretainedValue()
+                    .call(SQLiteFunctionCall(context: context, arguments: values))
+            }, nil, nil, { Unmanaged<SQLiteFunction>.fromOpaque($0!).release() })
+        guard status == SQLITE_OK else { throw lastError(status) }
+        functions[name] = function
+        return function
+    }
+}
+
+/// An application-defined SQL function that answers only while a caller lends it a body
+/// (`answering(_:while:)`): a statement hands Swift values to SQLite row by row this way (a bulk edit's rewritten
+/// columns), without a statement per row. Called at any other time, it fails the statement that called it.
+public final class SQLiteFunction {
+    private var body: ((SQLiteFunctionCall) -> Void)?
+
+    fileprivate init() {}
+
+    /// Runs `work` with `body` answering the function's calls.
+    public func answering<Value, Failure>(
+        _ body: @escaping (SQLiteFunctionCall) -> Void, while work: () throws(Failure) -> Value
+    ) throws(Failure) -> Value {
+        self.body = body
+        defer { self.body = nil }
+        return try work()
+    }
+
+    fileprivate func call(_ call: SQLiteFunctionCall) {
+        guard let body else { return call.fail("storesh's SQL functions answer only the statements that use them") }
+        body(call)
+    }
+}
+
+/// One call of an `SQLiteFunction`: its arguments (0-based) and its result.
+public struct SQLiteFunctionCall {
+    let context: OpaquePointer?
+    let arguments: UnsafeMutablePointer<OpaquePointer?>?
+
+    public func int64(_ argument: Int) -> Int64 { sqlite3_value_int64(arguments![argument]) }
+
+    public func result(_ value: Int64) { sqlite3_result_int64(context, value) }
+
+    /// A blob result (nil: NULL), copied by SQLite.
+    public func result(blob value: UnsafeRawBufferPointer?) {
+        guard let value else { return sqlite3_result_null(context) }
+        // A zero-length blob must still be a blob, not NULL: give SQLite a valid pointer.
+        let pointer = value.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!
+        sqlite3_result_blob64(context, pointer, sqlite3_uint64(value.count), SQLITE_TRANSIENT)
+    }
+
+    /// Fails the statement with `message`.
+    public func fail(_ message: String) { sqlite3_result_error(context, message, -1) }
 }
 
 /// A prepared statement. Columns and parameters are 0-based and 1-based, as in SQLite.
