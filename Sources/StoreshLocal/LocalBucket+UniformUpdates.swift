@@ -120,7 +120,7 @@ extension LocalBucket: UniformUpdates {
             // The bucket's current epoch: the same for every row.
             if bornChanges { statement.bind(3, first.born) }
             for (offset, property) in update.properties.enumerated() { statement.bind(Int32(4 + offset), property.value) }
-            try picks.answering(page.pick) { try columns.answering(page.column) { try statement.step() } }
+            _ = try picks.answering(page.pick) { try columns.answering(page.column) { try statement.step() } }
         }
         if let missed = page.firstUnwritten {
             throw StorageError.internalError("The row of \(missed.debugDescription) changed while it was being updated; nothing was changed.")
