@@ -91,7 +91,7 @@ extension LocalBucket: UniformUpdates {
             }
             // Rows are written apart from one another: the two kinds in either order.
             for (row, next) in wholeWrites { try storeMetadata(next, over: row) }
-            try store(rewrites, of: update, customBytes: customBytes)
+            try store(rewrites, born: epochs.current, of: update, customBytes: customBytes)
             return UniformUpdatePage(outcomes: outcomes, resumeAfter: more && !failed ? lastName : nil)
         }
     }
@@ -106,7 +106,8 @@ extension LocalBucket: UniformUpdates {
     /// checksum): one statement over the page's names for the rows whose `born` stays and, when there are any,
     /// one for those whose `born` changes (which also rewrites the `born` index). A statement per row cost twice
     /// what the rows' own writing did.
-    private func store(_ rewrites: [RowRewrite], of update: RowUpdate, customBytes: PackedWriter) throws {
+    /// `born`: the bucket's current epoch, which every rewritten row takes.
+    private func store(_ rewrites: [RowRewrite], born: Int64, of update: RowUpdate, customBytes: PackedWriter) throws {
         guard let first = rewrites.first, let last = rewrites.last else { return }
         let page = PageRewrites(rewrites, customBytes: customBytes)
         // Asked for before the statements are prepared, which name them.
@@ -117,8 +118,7 @@ extension LocalBucket: UniformUpdates {
             defer { statement.reset() }
             statement.bind(1, first.name)
             statement.bind(2, last.name)
-            // The bucket's current epoch: the same for every row.
-            if bornChanges { statement.bind(3, first.born) }
+            if bornChanges { statement.bind(3, born) }
             for (offset, property) in update.properties.enumerated() { statement.bind(Int32(4 + offset), property.value) }
             _ = try picks.answering(page.pick) { try columns.answering(page.column) { try statement.step() } }
         }
@@ -261,7 +261,7 @@ struct RowRewrite {
     var checksumBefore: Int64
     var metageneration: Int64
     var updated: Int64
-    var born: Int64
+    /// Whether the row's `born` is not the bucket's current epoch, which it takes.
     var bornChanges: Bool
     /// The new custom map's bytes in the page's buffer; nil for none (NULL). Unused when the update names no key.
     var custom: Range<Int>?
@@ -362,7 +362,7 @@ struct RowUpdate {
         let rowBorn = row.int64(RowColumns.born)
         var rewrite = RowRewrite(
             name: name, id: row.int64(RowColumns.id), checksumBefore: row.int64(RowColumns.checksum),
-            metageneration: row.int64(RowColumns.metageneration) + 1, updated: now.microseconds, born: born,
+            metageneration: row.int64(RowColumns.metageneration) + 1, updated: now.microseconds,
             bornChanges: born != rowBorn, custom: nil, checksum: 0)
         guard !shared.current.isEmpty else { return .some(nil) }
         shared.end()

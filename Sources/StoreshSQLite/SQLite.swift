@@ -4,6 +4,12 @@ import Foundation
 /// SQLite's way of being told a text or blob must be copied before `bind` returns.
 private let SQLITE_TRANSIENT = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
+/// Where SQLite is to read `bytes` from: their own start or, when there are none (an empty buffer has no address),
+/// another valid pointer, because SQLite takes a null pointer for NULL and an empty text or blob must stay one.
+private func nonNullStart(_ bytes: UnsafeRawBufferPointer) -> UnsafeRawPointer {
+    bytes.baseAddress ?? UnsafeRawPointer(("" as StaticString).utf8Start)
+}
+
 /// An SQLite failure, with the primary result code so the engine can say what it means for a bucket.
 public struct SQLiteError: Error, CustomStringConvertible {
     public let code: Int32
@@ -139,9 +145,7 @@ public struct SQLiteFunctionCall {
     /// A blob result (nil: NULL), copied by SQLite.
     public func result(blob value: UnsafeRawBufferPointer?) {
         guard let value else { return sqlite3_result_null(context) }
-        // A zero-length blob must still be a blob, not NULL: give SQLite a valid pointer.
-        let pointer = value.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!
-        sqlite3_result_blob64(context, pointer, sqlite3_uint64(value.count), SQLITE_TRANSIENT)
+        sqlite3_result_blob64(context, nonNullStart(value), sqlite3_uint64(value.count), SQLITE_TRANSIENT)
     }
 
     /// Fails the statement with `message`.
@@ -172,10 +176,9 @@ public final class SQLiteStatement {
         }
         var text = value
         text.withUTF8 { buffer in
-            // An empty string must still be text, not NULL: give SQLite a valid pointer.
-            let pointer = UnsafeRawPointer(buffer.baseAddress) ?? UnsafeRawPointer(("" as StaticString).utf8Start)
             _ = sqlite3_bind_text(
-                raw, index, pointer.assumingMemoryBound(to: CChar.self), Int32(buffer.count), SQLITE_TRANSIENT)
+                raw, index, nonNullStart(UnsafeRawBufferPointer(buffer)).assumingMemoryBound(to: CChar.self),
+                Int32(buffer.count), SQLITE_TRANSIENT)
         }
     }
 
@@ -237,9 +240,7 @@ public final class SQLiteStatement {
             sqlite3_bind_null(raw, index)
             return
         }
-        // A zero-length blob must still be a blob, not NULL: give SQLite a valid pointer.
-        let pointer = value.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!
-        _ = sqlite3_bind_blob64(raw, index, pointer, sqlite3_uint64(value.count), SQLITE_TRANSIENT)
+        _ = sqlite3_bind_blob64(raw, index, nonNullStart(value), sqlite3_uint64(value.count), SQLITE_TRANSIENT)
     }
 
     public func data(_ column: Int32) -> Data {

@@ -71,6 +71,11 @@ struct UniformUpdateTests {
         return (first, second)
     }
 
+    /// How many rows hold `value` as their cacheControl, read from the file: what a failed page must not have written.
+    func count(in bucket: LocalBucket, withCacheControl value: String) throws -> Int64? {
+        try bucket.withConnection { try $0.integer("SELECT count(*) FROM objects WHERE cache_control IS '\(value)'") }
+    }
+
     /// Every object's metadata, in byte order of names.
     func everything(_ bucket: LocalBucket) throws -> [ObjectMetadata] {
         var objects: [ObjectMetadata] = []
@@ -182,8 +187,7 @@ struct UniformUpdateTests {
             _ = try await bucket.updatePage(prefix: "d1/", after: nil, limit: 1000, MetadataUpdate(properties: [.cacheControl: .set("x")])) { _ in true }
         }
         #expect(error?.message.contains("does not match its checksum") == true, "\(String(describing: error))")
-        let untouched = try bucket.withConnection { try $0.integer("SELECT count(*) FROM objects WHERE cache_control IS 'x'") }
-        #expect(untouched == 0)
+        #expect(try count(in: bucket, withCacheControl: "x") == 0)
     }
 
     @Test("a row changed between the page's read and its write is not written over, and the page fails whole")
@@ -204,8 +208,7 @@ struct UniformUpdateTests {
             }
         }
         #expect(error?.message.contains("\(target.debugDescription) changed while it was being updated") == true, "\(String(describing: error))")
-        let written = try bucket.withConnection { try $0.integer("SELECT count(*) FROM objects WHERE cache_control IS 'x'") }
-        #expect(written == 0)
+        #expect(try count(in: bucket, withCacheControl: "x") == 0)
     }
 
     @Test("the page's SQL functions answer only its own statements: not a trigger a file holds, not SQL run at another time")
@@ -221,6 +224,6 @@ struct UniformUpdateTests {
             _ = try await bucket.updatePage(prefix: "d1/", after: nil, limit: 10, MetadataUpdate(properties: [.cacheControl: .set("y")])) { _ in true }
         }
         #expect(fromTrigger?.message.contains("unsafe use of \(PageRewrites.picks)") == true, "\(String(describing: fromTrigger))")
-        #expect(try bucket.withConnection { try $0.integer("SELECT count(*) FROM objects WHERE cache_control IS 'y'") } == 0)
+        #expect(try count(in: bucket, withCacheControl: "y") == 0)
     }
 }
