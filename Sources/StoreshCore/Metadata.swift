@@ -96,8 +96,8 @@ public struct ObjectMetadata: Sendable, Equatable {
             && a.timeCreated == b.timeCreated && a.updated == b.updated
             && NameBytes.sameBytes(a.bucket, b.bucket) && NameBytes.sameBytes(a.fullPath, b.fullPath)
             && NameBytes.sameBytes(a.md5Hash, b.md5Hash)
-            && WritableProperty.allCases.allSatisfy { sameBytes(a[$0], b[$0]) }
-            && sameBytes(a.entityTag, b.entityTag) && sameBytes(a.versionID, b.versionID)
+            && WritableProperty.allCases.allSatisfy { NameBytes.sameBytes(a[$0], b[$0]) }
+            && NameBytes.sameBytes(a.entityTag, b.entityTag) && NameBytes.sameBytes(a.versionID, b.versionID)
             && sameBytes(a.customMetadata, b.customMetadata)
     }
 
@@ -354,6 +354,9 @@ public enum CustomMetadataLimits {
 
 /// One writable property that differs between two states of an object: the plan of a dry run and the
 /// changes of a snapshot diff (`custom.NAME` for keys of customMetadata; nil is "not set").
+///
+/// Equal and hashed by bytes, as the values are stored: a change from a precomposed "café" is not the change from
+/// a decomposed one (Swift's `String ==` would count them as one in a summary, and report one's bytes for both).
 public struct PropertyDifference: Sendable, Hashable {
     public var key: String
     public var old: String?
@@ -364,28 +367,37 @@ public struct PropertyDifference: Sendable, Hashable {
         self.old = old
         self.new = new
     }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        NameBytes.sameBytes(lhs.key, rhs.key) && NameBytes.sameBytes(lhs.old, rhs.old) && NameBytes.sameBytes(lhs.new, rhs.new)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        for text in [key, old, new] {
+            guard var text else {
+                hasher.combine(-1)
+                continue
+            }
+            text.withUTF8 { bytes in
+                hasher.combine(bytes.count)
+                hasher.combine(bytes: UnsafeRawBufferPointer(bytes))
+            }
+        }
+    }
 }
 
 extension ObjectMetadata {
     /// The writable properties that differ from `self` to `other`, in M1 order, then custom keys in byte order.
     public func differences(to other: ObjectMetadata) -> [PropertyDifference] {
         var differences: [PropertyDifference] = []
-        for property in WritableProperty.allCases where !Self.sameBytes(self[property], other[property]) {
+        for property in WritableProperty.allCases where !NameBytes.sameBytes(self[property], other[property]) {
             differences.append(PropertyDifference(key: property.rawValue, old: self[property], new: other[property]))
         }
         let keys = Set(customMetadata.keys).union(other.customMetadata.keys)
             .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
-        for key in keys where !Self.sameBytes(customMetadata[key], other.customMetadata[key]) {
+        for key in keys where !NameBytes.sameBytes(customMetadata[key], other.customMetadata[key]) {
             differences.append(PropertyDifference(key: "custom." + key, old: customMetadata[key], new: other.customMetadata[key]))
         }
         return differences
-    }
-
-    private static func sameBytes(_ a: String?, _ b: String?) -> Bool {
-        switch (a, b) {
-        case (nil, nil): true
-        case (let a?, let b?): a.utf8.elementsEqual(b.utf8)
-        default: false
-        }
     }
 }

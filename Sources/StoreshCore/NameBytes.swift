@@ -45,12 +45,14 @@ public enum NameBytes {
     public static func precedes(_ first: String, _ second: String) -> Bool {
         var first = first
         var second = second
-        return first.withUTF8 { a in
-            second.withUTF8 { b in
-                for index in 0..<min(a.count, b.count) where a[index] != b[index] { return a[index] < b[index] }
-                return a.count < b.count
-            }
-        }
+        return first.withUTF8 { a in second.withUTF8 { b in precedes(UnsafeRawBufferPointer(a), UnsafeRawBufferPointer(b)) } }
+    }
+
+    /// Whether the bytes `first` come before `second` (rule L4's order).
+    public static func precedes(_ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer) -> Bool {
+        let common = min(first.count, second.count)
+        let order = common == 0 ? 0 : memcmp(first.baseAddress!, second.baseAddress!, common)
+        return order != 0 ? order < 0 : first.count < second.count
     }
 
     /// Whether `name`'s UTF-8 starts with `prefix`'s, compared over their contiguous bytes: a pattern's walk asks
@@ -67,10 +69,18 @@ public enum NameBytes {
     }
 
     /// Whether two strings hold the same bytes (unlike `==`, which equates canonically equivalent spellings).
+    /// (A bulk edit compares each object's differences with the last object's: lengths first, then one `memcmp`.)
     public static func sameBytes(_ first: String, _ second: String) -> Bool {
+        guard first.utf8.count == second.utf8.count else { return false }
         var first = first
         var second = second
-        return first.withUTF8 { a in second.withUTF8 { b in a.elementsEqual(b) } }
+        return first.withUTF8 { a in second.withUTF8 { b in a.isEmpty || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0 } }
+    }
+
+    /// Whether two optional strings are both absent, or hold the same bytes.
+    public static func sameBytes(_ first: String?, _ second: String?) -> Bool {
+        guard let first, let second else { return first == nil && second == nil }
+        return sameBytes(first, second)
     }
 
     /// The first `length` bytes of `name`, where `length` ends just after a `/` or at a scalar boundary.

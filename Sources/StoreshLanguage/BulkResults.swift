@@ -33,16 +33,30 @@ final class BulkResults {
     /// People: the first objects' blocks, held while they fit a screen; nil once the plan is printed a line each.
     private var blocks: [(name: String, differences: [PropertyDifference])]? = []
     private var blockLines = 0
-    /// The summary by change: each distinct change with how many objects it is made to, in the order first met.
-    /// Keyed by the difference itself, formatted only when printed: hashing three short strings per property is
-    /// far cheaper than formatting a line for each of a million objects.
-    private var counts: [PropertyDifference: Int] = [:]
-    private var order: [PropertyDifference] = []
+    /// The summary by change: each distinct change with how many objects it is made to, and where it was first met
+    /// (the object's count, then the change's place among that object's), which orders changes to as many objects.
+    /// Keyed by the difference itself (its bytes), formatted only when printed: hashing three short strings per
+    /// property is far cheaper than formatting a line for each of a million objects.
+    private var counts: [PropertyDifference: (objects: Int, firstMet: (object: Int, place: Int))] = [:]
     private var otherChanges = 0
-    /// The last objects' differences, while each object has the same ones, and how many objects they are.
-    private var run: (differences: [PropertyDifference], objects: Int)?
+    /// The differences of the last few runs of objects with the same ones, with how many objects each run has and
+    /// where it was first met. A bulk edit most often makes one change to every object, or one
+    /// of a few (a property that had one of a few values): an object's differences are then compared with these,
+    /// not hashed, and a run is counted once it falls out of them.
+    private var runs: [Run] = []
+    /// The run the last object was counted into.
+    private var lastRun = 0
+    static let runsKept = 4
     /// Distinct changes past this many are counted together (each object may have a value of its own).
     static let distinctChangesShown = 1000
+
+    private struct Run {
+        let differences: [PropertyDifference]
+        var objects: Int
+        /// `updatedCount` when the run began, and when it last took an object.
+        let firstMet: Int
+        var lastMet: Int
+    }
 
     /// JSON: the members held until the document is long enough to be written in pieces.
     private var heldUpdated: [JSONValue] = []
@@ -104,17 +118,17 @@ final class BulkResults {
         if json { return finishDocument() }
         switch kind {
         case .updates:
-            countRun()
+            while !runs.isEmpty { countRun(at: 0) }
             for held in blocks ?? [] { output.result(contentsOf: HumanRenderer.plan(name: held.name, held.differences)) }
             if updatedCount > Self.longPlan || (summaryOnly && updatedCount > 0) {
                 output.result("summary, by change:")
-                let sorted = order.enumerated().sorted { first, second in
-                    let (a, b) = (counts[first.element]!, counts[second.element]!)
-                    return a != b ? a > b : first.offset < second.offset
+                let sorted = counts.sorted { first, second in
+                    let (a, b) = (first.value, second.value)
+                    return a.objects != b.objects ? a.objects > b.objects : a.firstMet < b.firstMet
                 }
-                for (_, change) in sorted {
+                for (change, count) in sorted {
                     let text = "\(change.key): \(Formatting.planValue(change.old)) → \(Formatting.planValue(change.new))"
-                    output.result("  \(MessageText.oneLine(text)): \(MessageText.counted(counts[change]!, "object"))")
+                    output.result("  \(MessageText.oneLine(text)): \(MessageText.counted(count.objects, "object"))")
                 }
                 if otherChanges > 0 {
                     output.result("  (\(MessageText.counted(otherChanges, "other change")), each to fewer objects)")
@@ -136,27 +150,37 @@ final class BulkResults {
 
     // MARK: People
 
-    /// Counts an object's differences: a run of objects with the same differences as the one before (a bulk edit
-    /// most often makes one change to every object) is compared, not hashed, and counted once when it ends.
+    /// Counts an object's differences into the run that has the same ones (the run counted last first), or a new
+    /// run (the run met least lately counted, when there are already as many as are kept).
     private func count(_ differences: [PropertyDifference]) {
-        if let run, run.differences == differences {
-            self.run?.objects += 1
+        if lastRun < runs.count, runs[lastRun].differences == differences {
+            runs[lastRun].objects += 1
+            runs[lastRun].lastMet = updatedCount
             return
         }
-        countRun()
-        run = (differences, 1)
+        for index in runs.indices where index != lastRun && runs[index].differences == differences {
+            runs[index].objects += 1
+            runs[index].lastMet = updatedCount
+            lastRun = index
+            return
+        }
+        if runs.count == Self.runsKept, let leastLately = runs.indices.min(by: { runs[$0].lastMet < runs[$1].lastMet }) {
+            countRun(at: leastLately)
+        }
+        runs.append(Run(differences: differences, objects: 1, firstMet: updatedCount, lastMet: updatedCount))
+        lastRun = runs.count - 1
     }
 
-    /// Adds the run of identical differences to the summary's counts.
-    private func countRun() {
-        guard let run else { return }
-        self.run = nil
-        for change in run.differences {
+    /// Adds a run to the summary's counts, and forgets it. A change the summary has not met is shown while fewer
+    /// than `distinctChangesShown` are: the first met, but for the changes of the runs kept at that moment.
+    private func countRun(at index: Int) {
+        let run = runs.remove(at: index)
+        for (place, change) in run.differences.enumerated() {
+            let firstMet = (object: run.firstMet, place: place)
             if let known = counts[change] {
-                counts[change] = known + run.objects
-            } else if order.count < Self.distinctChangesShown {
-                counts[change] = run.objects
-                order.append(change)
+                counts[change] = (known.objects + run.objects, known.firstMet < firstMet ? known.firstMet : firstMet)
+            } else if counts.count < Self.distinctChangesShown {
+                counts[change] = (run.objects, firstMet)
             } else {
                 otherChanges += run.objects
             }

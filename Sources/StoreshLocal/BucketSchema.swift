@@ -353,7 +353,7 @@ struct StoredVersion {
 
     /// Reads the version whose `metadataColumns` start at column `first`, then its checksum (after `died`
     /// for a kept version), and verifies it.
-    init(_ statement: SQLiteStatement, from first: Int32, died: Bool) throws {
+    init(_ statement: some SQLiteRow, from first: Int32, died: Bool) throws {
         self.init(
             name: statement.string(first) ?? "", generation: statement.int64(first + 1),
             metageneration: statement.int64(first + 2), size: statement.int64(first + 3),

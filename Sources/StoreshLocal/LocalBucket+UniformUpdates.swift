@@ -20,79 +20,87 @@ extension LocalBucket: UniformUpdates {
         try updateRows(prefix: prefix, after: after, limit: limit, RowUpdate(update), picking: picking)
     }
 
-    /// The page read, then written: one change (inside a transaction, a savepoint), so a page lands whole or not
-    /// at all.
+    /// The page's names found first (through the name index alone); then one statement over them visits each row,
+    /// decides it and writes it (`PageUpdate`). One change (inside a transaction, a savepoint), so a page lands
+    /// whole or not at all. Reading the page apart from writing it walked every row twice.
     func updateRows(
         prefix: String, after: String?, limit: Int, _ update: RowUpdate, picking: (String) throws -> Bool
     ) throws(StorageError) -> UniformUpdatePage {
         try change {
+            guard let bounds = try pageBounds(prefix: prefix, after: after, limit: limit) else {
+                return UniformUpdatePage(outcomes: [], resumeAfter: nil)
+            }
             let epochs = try epochs()
-            // The outcomes as the page is read; the writes they need, made once it is.
-            var outcomes: [UniformUpdateOutcome] = []
-            var rewrites: [RowRewrite] = []
-            var wholeWrites: [(row: LiveRow, next: ObjectMetadata)] = []
-            outcomes.reserveCapacity(min(limit, 4096))
-            rewrites.reserveCapacity(min(limit, 4096))
-            var customBytes = PackedWriter()
-            var differences = SharedDifferences()
-            var scanned = 0
-            var lastName: String?
-            var more = false
-            var failed = false
-            do {
-                let statement = try pageRows(prefix: prefix, after: after, limit: limit)
-                defer { statement.reset() }
-                while try statement.step() {
-                    guard let nameBytes = statement.bytes(0), Self.starts(nameBytes, with: prefix) else { break }
-                    if scanned == limit {
-                        more = true
-                        break
-                    }
-                    scanned += 1
-                    let name = String(decoding: nameBytes, as: UTF8.self)
-                    lastName = name
-                    // The row's checksum and the rewritten row's start alike: name, then generation.
-                    let nameAndGeneration = RowColumns.checksumOfNameAndGeneration(statement)
-                    guard RowColumns.checksum(of: statement, after: nameAndGeneration) == statement.int64(RowColumns.checksum) else {
-                        throw ChecksumMismatch(what: "object \(name.debugDescription)")
-                    }
-                    guard try picking(name) else { continue }
-                    let now = options.clock.nextChangeTime()
-                    let snapshotted = epochs.newestSnapshot.map { statement.int64(RowColumns.born) <= $0 } ?? false
-                    if !snapshotted,
-                        let rewrite = update.rewrite(
-                            statement, name: name, now: now, born: epochs.current, checksum: nameAndGeneration,
-                            customBytes: &customBytes, differences: &differences)
-                    {
-                        guard let rewrite else {
-                            outcomes.append(.unchanged(name))
-                            continue
-                        }
-                        outcomes.append(.updated(name, differences.last))
-                        rewrites.append(rewrite)
-                    } else {
-                        // Decided now, so that a failure ends the page before a later row takes a change time.
-                        let row = try LiveRow(statement, bucket: self.name)
-                        do throws(StorageError) {
-                            let next = try row.metadata.applying(update.update, now: now)
-                            guard next.changed else {
-                                outcomes.append(.unchanged(name))
-                                continue
-                            }
-                            outcomes.append(.updated(name, row.metadata.differences(to: next.metadata)))
-                            wholeWrites.append((row, next.metadata))
-                        } catch {
-                            outcomes.append(.failed(name, error))
-                            failed = true
-                            break
-                        }
+            // Asked for before the statements are prepared, which name them.
+            let visits = try connection.function(PageUpdate.visits, arguments: RowColumns.count)
+            let picks = try connection.function(PageUpdate.picks, arguments: 2)
+            let columns = try connection.function(PageUpdate.columns, arguments: 2)
+            return try withoutActuallyEscaping(picking) { picking in
+                let page = PageUpdate(update, epochs: epochs, bucket: name, clock: options.clock, picking: picking)
+                try rewrite(update.visitingStatement, over: bounds, born: nil, of: update, function: visits, page.visit, columns, page)
+                // The rows whose `born` changes (which also rewrites the `born` index), left by the visit.
+                if page.bornChanges {
+                    try rewrite(update.rewriteWithBorn, over: bounds, born: epochs.current, of: update, function: picks, page.pick, columns, page)
+                    if let missed = page.firstUnwritten {
+                        throw StorageError.internalError(
+                            "The row of \(missed.debugDescription) changed while it was being updated; nothing was changed.")
                     }
                 }
+                // Rows are written apart from one another: the kinds in any order.
+                for (row, next) in page.wholeWrites { try storeMetadata(next, over: row) }
+                return UniformUpdatePage(outcomes: page.outcomes, resumeAfter: bounds.more && !page.failed ? bounds.last : nil)
             }
-            // Rows are written apart from one another: the two kinds in either order.
-            for (row, next) in wholeWrites { try storeMetadata(next, over: row) }
-            try store(rewrites, born: epochs.current, of: update, customBytes: customBytes)
-            return UniformUpdatePage(outcomes: outcomes, resumeAfter: more && !failed ? lastName : nil)
+        }
+    }
+
+    /// The first and last names of the page of at most `limit` names under `prefix` after `after`, and whether
+    /// more follow it; nil for an empty page. Every name between two names under a prefix is under it too.
+    private func pageBounds(prefix: String, after: String?, limit: Int) throws -> (first: String, last: String, more: Bool)? {
+        // As `pageRows`: one bound, so that the name index is entered where the page starts.
+        let resumes = after.map { !NameBytes.precedes($0, prefix) } ?? false
+        let statement = try connection.statement(
+            "SELECT name FROM objects WHERE name \(resumes ? ">" : ">=") ?1 ORDER BY name LIMIT ?2")
+        defer { statement.reset() }
+        statement.bind(1, resumes ? after : prefix)
+        statement.bind(2, Int64(limit) + 1)
+        var first: String?
+        // The last name so far, as bytes: copied as the walk passes it, made a string once.
+        var last: [UInt8] = []
+        var count = 0
+        var more = false
+        while try statement.step() {
+            guard let name = statement.bytes(0), Self.starts(name, with: prefix) else { break }
+            if count == limit {
+                more = true
+                break
+            }
+            count += 1
+            if first == nil { first = String(decoding: name, as: UTF8.self) }
+            last.removeAll(keepingCapacity: true)
+            last.append(contentsOf: name)
+        }
+        guard let first else { return nil }
+        return (first, String(decoding: last, as: UTF8.self), more)
+    }
+
+    /// Steps `sql` (an UPDATE over the page's names) while `function` answers `body` and the column function
+    /// answers the page's rewritten columns.
+    private func rewrite(
+        _ sql: String, over bounds: (first: String, last: String, more: Bool), born: Int64?, of update: RowUpdate,
+        function: SQLiteFunction, _ body: @escaping (SQLiteFunctionCall) -> Void, _ columns: SQLiteFunction, _ page: PageUpdate
+    ) throws {
+        let statement = try connection.statement(sql)
+        defer { statement.reset() }
+        statement.bind(1, bounds.first)
+        statement.bind(2, bounds.last)
+        if let born { statement.bind(3, born) }
+        for (offset, property) in update.properties.enumerated() { statement.bind(Int32(4 + offset), property.value) }
+        do {
+            _ = try function.answering(body) { try columns.answering(page.column) { try statement.step() } }
+        } catch {
+            // What the page's functions met (a damaged row, a failed pick) is the failure, not the statement's
+            // "failed" that reported it.
+            throw page.failure ?? error
         }
     }
 
@@ -101,49 +109,30 @@ extension LocalBucket: UniformUpdates {
         var prefix = prefix
         return prefix.withUTF8 { NameBytes.starts(name, with: UnsafeRawBufferPointer($0)) }
     }
-
-    /// Writes a page's rewritten rows (in byte order of their names), each only if it is still as read (its
-    /// checksum): one statement over the page's names for the rows whose `born` stays and, when there are any,
-    /// one for those whose `born` changes (which also rewrites the `born` index). A statement per row cost twice
-    /// what the rows' own writing did.
-    /// `born`: the bucket's current epoch, which every rewritten row takes.
-    private func store(_ rewrites: [RowRewrite], born: Int64, of update: RowUpdate, customBytes: PackedWriter) throws {
-        guard let first = rewrites.first, let last = rewrites.last else { return }
-        let page = PageRewrites(rewrites, customBytes: customBytes)
-        // Asked for before the statements are prepared, which name them.
-        let picks = try connection.function(PageRewrites.picks, arguments: 3)
-        let columns = try connection.function(PageRewrites.columns, arguments: 2)
-        for bornChanges in [false, true] where rewrites.contains(where: { $0.bornChanges == bornChanges }) {
-            let statement = try connection.statement(bornChanges ? update.rewriteWithBorn : update.rewriteKeepingBorn)
-            defer { statement.reset() }
-            statement.bind(1, first.name)
-            statement.bind(2, last.name)
-            if bornChanges { statement.bind(3, born) }
-            for (offset, property) in update.properties.enumerated() { statement.bind(Int32(4 + offset), property.value) }
-            _ = try picks.answering(page.pick) { try columns.answering(page.column) { try statement.step() } }
-        }
-        if let missed = page.firstUnwritten {
-            throw StorageError.internalError("The row of \(missed.debugDescription) changed while it was being updated; nothing was changed.")
-        }
-    }
 }
-
-/// A page's rewritten rows, as the SQL functions of the statements that write them read them while they run:
-/// `storesh_rewrites_row(id, checksum, born_changes)` is 1 for a row of the page still as read (its checksum) that
-/// the statement writes (by whether its `born` changes), each once; `storesh_rewritten(id, column)` is one of its
-/// new columns (`Column`). Rows come in the order they were read, which is most often the order SQLite visits them
-/// in: each is looked for where the last one was found, then by its id.
-final class PageRewrites {
+/// A page of a uniform update as the statements that write it see it, through their SQL functions:
+/// - `storesh_updates_row(<LiveRow.columns>)` is the condition of the statement over the page's names. It visits
+///   each row in byte order of the names and decides it as `updateMetadata` would: its checksum verified, picked
+///   or not, one change time per row picked, the rewrite made from the row's bytes (`RowUpdate.rewrite`) or the
+///   whole way (`wholeWrites`, written after). It is 1 for a row that statement writes: rewritten, its `born`
+///   kept. After a row that fails (rule M5) it is 0, and takes no more change times.
+/// - `storesh_rewrites_row(id, checksum)` is the condition of the statement that writes the rewritten rows
+///   whose `born` changes, if any: 1 for each such row still as visited (its checksum), once.
+/// - `storesh_rewritten(id, column)` is a rewritten row's new column (`Column`).
+///
+/// Rows are looked for where the last one was found, then by their id (SQLite most often sets a row's columns
+/// just after its condition, but may decide every row first).
+final class PageUpdate {
+    static let visits = "storesh_updates_row"
     static let picks = "storesh_rewrites_row"
     static let columns = "storesh_rewritten"
 
     enum Column: Int64 {
-        case metageneration, updated, checksum, custom
+        case updated, checksum, custom
 
         /// The column's name in the `objects` table.
         var name: String {
             switch self {
-            case .metageneration: "metageneration"
             case .updated: "updated"
             case .checksum: "checksum"
             case .custom: "custom_metadata"
@@ -151,33 +140,119 @@ final class PageRewrites {
         }
 
         /// The SQL that sets the column to its value for the row.
-        var assignment: String { "\(name) = \(PageRewrites.columns)(id, \(rawValue))" }
+        var assignment: String { "\(name) = \(PageUpdate.columns)(id, \(rawValue))" }
     }
 
-    /// The SQL that picks the rows of a page a statement writes: those whose `born` changes, or the others.
-    static func picked(bornChanges: Bool) -> String {
-        "name >= ?1 AND name <= ?2 AND \(picks)(id, checksum, \(bornChanges ? 1 : 0))"
-    }
+    /// The condition of the statement that visits the page (?1 and ?2: its first and last names).
+    static let visiting = "name >= ?1 AND name <= ?2 AND \(visits)(\(LocalBucket.LiveRow.columns))"
+    /// The condition of the statement that writes the rows whose `born` changes.
+    static let bornChanging = "name >= ?1 AND name <= ?2 AND \(picks)(id, checksum)"
 
-    private let rewrites: [RowRewrite]
-    private let customBytes: PackedWriter
-    private var written: [Bool]
+    private let update: RowUpdate
+    private let epochs: LocalBucket.Epochs
+    private let bucket: String
+    private let clock: any StorageClock
+    private let picking: (String) throws -> Bool
+
+    /// Each picked row's outcome, in byte order of the names.
+    private(set) var outcomes: [UniformUpdateOutcome] = []
+    /// The rows that take the whole way, with what they become.
+    private(set) var wholeWrites: [(row: LocalBucket.LiveRow, next: ObjectMetadata)] = []
+    /// A picked row failed its update: the page ends with it.
+    private(set) var failed = false
+    /// What stopped the visit, reported by the statement as a failure: a damaged row, a pick that threw.
+    private(set) var failure: (any Error)?
+    private var rewrites: [RowRewrite] = []
+    /// Whether each rewrite is written: by the visit (its `born` kept), or by the second statement.
+    private var written: [Bool] = []
+    private var customBytes = PackedWriter()
+    private var differences = SharedDifferences()
+    /// The last visited name's bytes (a buffer used again for every row).
+    private var previous: [UInt8] = []
     private var lastPosition = -1
-    /// Made on the first row not found where expected.
+    /// Made on the first row not found where expected; made again if rows were added since.
     private var positions: [Int64: Int]?
 
-    init(_ rewrites: [RowRewrite], customBytes: PackedWriter) {
-        self.rewrites = rewrites
-        self.customBytes = customBytes
-        written = Array(repeating: false, count: rewrites.count)
+    init(_ update: RowUpdate, epochs: LocalBucket.Epochs, bucket: String, clock: any StorageClock, picking: @escaping (String) throws -> Bool) {
+        self.update = update
+        self.epochs = epochs
+        self.bucket = bucket
+        self.clock = clock
+        self.picking = picking
+        outcomes.reserveCapacity(1024)
+        rewrites.reserveCapacity(1024)
+        written.reserveCapacity(1024)
     }
 
-    /// The first row not written, if any.
+    /// Whether some rewritten rows wait for the statement that changes their `born`.
+    var bornChanges: Bool { written.contains(false) }
+
+    /// The first rewritten row not written, if any.
     var firstUnwritten: String? { written.firstIndex(of: false).map { rewrites[$0].name } }
 
+    func visit(_ row: SQLiteFunctionCall) {
+        guard failure == nil, !failed else { return row.result(0) }
+        do {
+            row.result(try decide(row) ? 1 : 0)
+        } catch {
+            failure = error
+            row.fail("\(Self.visits): the page's update stopped")
+        }
+    }
+
+    /// Decides one row: true when the visiting statement writes it.
+    private func decide(_ row: SQLiteFunctionCall) throws -> Bool {
+        guard let nameBytes = row.bytes(RowColumns.name) else { throw ChecksumMismatch(what: "an object with no name") }
+        // The outcomes and the change times follow the names' order, which the name index gives.
+        if !previous.isEmpty {
+            guard previous.withUnsafeBytes({ NameBytes.precedes($0, nameBytes) }) else {
+                throw StorageError.internalError("A uniform update met the rows of a page out of the order of their names; nothing was changed.")
+            }
+        }
+        previous.removeAll(keepingCapacity: true)
+        previous.append(contentsOf: nameBytes)
+        let name = String(decoding: nameBytes, as: UTF8.self)
+        // The row's checksum and the rewritten row's start alike: name, then generation.
+        let nameAndGeneration = RowColumns.checksumOfNameAndGeneration(row)
+        guard RowColumns.checksum(of: row, after: nameAndGeneration) == row.int64(RowColumns.checksum) else {
+            throw ChecksumMismatch(what: "object \(name.debugDescription)")
+        }
+        guard try picking(name) else { return false }
+        let now = clock.nextChangeTime()
+        let snapshotted = epochs.newestSnapshot.map { row.int64(RowColumns.born) <= $0 } ?? false
+        if !snapshotted,
+            let rewrite = update.rewrite(
+                row, name: name, now: now, born: epochs.current, checksum: nameAndGeneration,
+                customBytes: &customBytes, differences: &differences)
+        {
+            guard let rewrite else {
+                outcomes.append(.unchanged(name))
+                return false
+            }
+            outcomes.append(.updated(name, differences.last))
+            rewrites.append(rewrite)
+            written.append(!rewrite.bornChanges)
+            return !rewrite.bornChanges
+        }
+        // Decided now, so that a failure ends the page before a later row takes a change time.
+        let whole = try LocalBucket.LiveRow(row, bucket: bucket)
+        do throws(StorageError) {
+            let next = try whole.metadata.applying(update.update, now: now)
+            guard next.changed else {
+                outcomes.append(.unchanged(name))
+                return false
+            }
+            outcomes.append(.updated(name, whole.metadata.differences(to: next.metadata)))
+            wholeWrites.append((whole, next.metadata))
+        } catch {
+            outcomes.append(.failed(name, error))
+            failed = true
+        }
+        return false
+    }
+
     func pick(_ call: SQLiteFunctionCall) {
-        guard let position = position(of: call.int64(0)), !written[position],
-            rewrites[position].checksumBefore == call.int64(1), rewrites[position].bornChanges == (call.int64(2) != 0)
+        guard let position = position(of: call.int64(0)), !written[position], rewrites[position].checksumBefore == call.int64(1)
         else { return call.result(0) }
         written[position] = true
         call.result(1)
@@ -188,7 +263,6 @@ final class PageRewrites {
             return call.fail("\(Self.columns): not a row or a column of the page being written")
         }
         switch column {
-        case .metageneration: call.result(rewrites[position].metageneration)
         case .updated: call.result(rewrites[position].updated)
         case .checksum: call.result(rewrites[position].checksum)
         case .custom:
@@ -198,13 +272,13 @@ final class PageRewrites {
     }
 
     private func position(of id: Int64) -> Int? {
-        if lastPosition >= 0, rewrites[lastPosition].id == id { return lastPosition }
+        if lastPosition >= 0, lastPosition < rewrites.count, rewrites[lastPosition].id == id { return lastPosition }
         let next = lastPosition + 1
         if next < rewrites.count, rewrites[next].id == id {
             lastPosition = next
             return next
         }
-        if positions == nil {
+        if positions?.count != rewrites.count {
             positions = Dictionary(uniqueKeysWithValues: rewrites.enumerated().map { ($1.id, $0) })
         }
         guard let found = positions?[id] else { return nil }
@@ -230,9 +304,11 @@ enum RowColumns {
     /// After the version's columns (`StoredVersion.columnCount`), as `LiveRow` reads them.
     static let checksum: Int32 = StoredVersion.columnCount
     static let id: Int32 = StoredVersion.columnCount + 1
+    /// How many there are.
+    static let count: Int32 = id + 1
 
     /// The start of a row's checksum: what its name and generation add.
-    static func checksumOfNameAndGeneration(_ row: SQLiteStatement) -> RowChecksum {
+    static func checksumOfNameAndGeneration(_ row: some SQLiteRow) -> RowChecksum {
         var checksum = RowChecksum()
         checksum.add(row.bytes(name))
         checksum.add(row.int64(generation))
@@ -241,7 +317,7 @@ enum RowColumns {
 
     /// `StoredVersion.checksum(died: nil)` of the row as it is stored, from its bytes, continuing `start`
     /// (`checksumOfNameAndGeneration`).
-    static func checksum(of row: SQLiteStatement, after start: RowChecksum) -> Int64 {
+    static func checksum(of row: some SQLiteRow, after start: RowChecksum) -> Int64 {
         var checksum = start
         for column in metageneration...updated { checksum.add(row.int64(column)) }
         checksum.add(row.bytes(md5Hash))
@@ -259,7 +335,6 @@ struct RowRewrite {
     var id: Int64
     /// The row's checksum as read: the write is made only over that row.
     var checksumBefore: Int64
-    var metageneration: Int64
     var updated: Int64
     /// Whether the row's `born` is not the bucket's current epoch, which it takes.
     var bornChanges: Bool
@@ -298,7 +373,9 @@ struct RowUpdate {
     let custom: [(key: [UInt8], differenceKey: String, value: String?)]?
     /// Every row takes the whole way.
     let wholeWayOnly: Bool
-    let rewriteKeepingBorn: String
+    /// The statement that visits a page's rows and writes those whose `born` stays (`PageUpdate`).
+    let visitingStatement: String
+    /// The statement that writes the rewritten rows whose `born` changes.
     let rewriteWithBorn: String
 
     init(_ update: MetadataUpdate) {
@@ -319,20 +396,21 @@ struct RowUpdate {
                 return (Array(key.utf8), "custom.\(key)", value)
             }
         // ?1 and ?2: the page's first and last names; ?3: the new `born`; then the properties' values.
-        var columns = [PageRewrites.Column.metageneration, .updated, .checksum].map(\.assignment)
+        // The metageneration in SQL (the row is the one visited, or one still as visited); the rest from the rewrite.
+        var columns = ["metageneration = metageneration + 1"] + [PageUpdate.Column.updated, .checksum].map(\.assignment)
         columns += properties.enumerated().map { offset, property in
             "\(StoredVersion.propertyColumns[Int(property.column - RowColumns.firstProperty)].column) = ?\(4 + offset)"
         }
-        if custom != nil { columns.append(PageRewrites.Column.custom.assignment) }
+        if custom != nil { columns.append(PageUpdate.Column.custom.assignment) }
         let set = columns.joined(separator: ", ")
-        rewriteKeepingBorn = "UPDATE objects SET \(set) WHERE \(PageRewrites.picked(bornChanges: false))"
-        rewriteWithBorn = "UPDATE objects SET \(set), born = ?3 WHERE \(PageRewrites.picked(bornChanges: true))"
+        visitingStatement = "UPDATE objects SET \(set) WHERE \(PageUpdate.visiting)"
+        rewriteWithBorn = "UPDATE objects SET \(set), born = ?3 WHERE \(PageUpdate.bornChanging)"
     }
 
     /// The row's rewrite, its new custom map appended to `customBytes` and its differences made in `differences`;
     /// `.some(nil)` when the update changes nothing in it, nil when the row must take the whole way.
     func rewrite(
-        _ row: SQLiteStatement, name: String, now: Timestamp, born: Int64, checksum start: RowChecksum,
+        _ row: some SQLiteRow, name: String, now: Timestamp, born: Int64, checksum start: RowChecksum,
         customBytes: inout PackedWriter, differences shared: inout SharedDifferences
     ) -> RowRewrite?? {
         guard !wholeWayOnly else { return nil }
@@ -361,13 +439,12 @@ struct RowUpdate {
         }
         let rowBorn = row.int64(RowColumns.born)
         var rewrite = RowRewrite(
-            name: name, id: row.int64(RowColumns.id), checksumBefore: row.int64(RowColumns.checksum),
-            metageneration: row.int64(RowColumns.metageneration) + 1, updated: now.microseconds,
+            name: name, id: row.int64(RowColumns.id), checksumBefore: row.int64(RowColumns.checksum), updated: now.microseconds,
             bornChanges: born != rowBorn, custom: nil, checksum: 0)
         guard !shared.current.isEmpty else { return .some(nil) }
         shared.end()
         var checksum = start
-        checksum.add(rewrite.metageneration)
+        checksum.add(row.int64(RowColumns.metageneration) + 1)
         checksum.add(row.int64(RowColumns.size))
         checksum.add(row.int64(RowColumns.timeCreated))
         checksum.add(rewrite.updated)

@@ -1141,7 +1141,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         /// The row's id in `objects`.
         var id: Int64
 
-        init(_ statement: SQLiteStatement, bucket: String, withContentChecksum: Bool = false) throws {
+        init(_ statement: some SQLiteRow, bucket: String, withContentChecksum: Bool = false) throws {
             version = try StoredVersion(statement, from: 0, died: false)
             metadata = try version.metadata(bucket: bucket)
             id = statement.int64(StoredVersion.columnCount + 1)

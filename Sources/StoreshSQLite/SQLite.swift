@@ -101,8 +101,10 @@ public final class SQLiteConnection {
         let status = sqlite3_create_function_v2(
             handle, name, arguments, SQLITE_UTF8 | SQLITE_DIRECTONLY, Unmanaged.passRetained(function).toOpaque(),
             { context, count, values in
-                Unmanaged<SQLiteFunction>.fromOpaque(sqlite3_user_data(context)).takeUnretainedValue()
-                    .call(SQLiteFunctionCall(context: context, arguments: values))
+                // SQLite holds the function for as long as it can call it: no reference is taken per call.
+                Unmanaged<SQLiteFunction>.fromOpaque(sqlite3_user_data(context))._withUnsafeGuaranteedRef {
+                    $0.call(SQLiteFunctionCall(context: context, arguments: values))
+                }
             }, nil, nil, { Unmanaged<SQLiteFunction>.fromOpaque($0!).release() })
         guard status == SQLITE_OK else { throw lastError(status) }
         functions[name] = function
@@ -134,11 +136,40 @@ public final class SQLiteFunction {
 }
 
 /// One call of an `SQLiteFunction`: its arguments (0-based) and its result.
-public struct SQLiteFunctionCall {
-    let context: OpaquePointer?
-    let arguments: UnsafeMutablePointer<OpaquePointer?>?
+public struct SQLiteFunctionCall: SQLiteRow {
+    @usableFromInline let context: OpaquePointer?
+    @usableFromInline let arguments: UnsafeMutablePointer<OpaquePointer?>?
 
-    public func int64(_ argument: Int) -> Int64 { sqlite3_value_int64(arguments![argument]) }
+    init(context: OpaquePointer?, arguments: UnsafeMutablePointer<OpaquePointer?>?) {
+        self.context = context
+        self.arguments = arguments
+    }
+
+    // Inlinable, as a statement's columns are: a bulk edit hands a function every column of a million rows.
+    @inlinable public func int64(_ argument: Int32) -> Int64 { sqlite3_value_int64(arguments![Int(argument)]) }
+
+    @inlinable public func isNull(_ argument: Int32) -> Bool { sqlite3_value_type(arguments![Int(argument)]) == SQLITE_NULL }
+
+    public func string(_ argument: Int32) -> String? {
+        guard let text = sqlite3_value_text(arguments![Int(argument)]) else { return nil }
+        let count = Int(sqlite3_value_bytes(arguments![Int(argument)]))
+        return String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self)
+    }
+
+    @inlinable public func bytes(_ argument: Int32) -> UnsafeRawBufferPointer? {
+        let value = arguments![Int(argument)]
+        guard sqlite3_value_type(value) != SQLITE_NULL else { return nil }
+        // As a statement's `bytes`: a text's UTF-8 as stored; the pointer is nil when it is empty.
+        let start = sqlite3_value_blob(value)
+        return UnsafeRawBufferPointer(start: start, count: Int(sqlite3_value_bytes(value)))
+    }
+
+    public func data(_ argument: Int32) -> Data {
+        let value = arguments![Int(argument)]
+        let count = Int(sqlite3_value_bytes(value))
+        guard count > 0, let bytes = sqlite3_value_blob(value) else { return Data() }
+        return Data(bytes: bytes, count: count)
+    }
 
     public func result(_ value: Int64) { sqlite3_result_int64(context, value) }
 
@@ -152,8 +183,20 @@ public struct SQLiteFunctionCall {
     public func fail(_ message: String) { sqlite3_result_error(context, message, -1) }
 }
 
+/// The values of one row, by 0-based position: a statement's columns, or a function's arguments (which a
+/// statement hands it from a row it visits). Code that reads rows reads either.
+public protocol SQLiteRow {
+    func int64(_ column: Int32) -> Int64
+    func isNull(_ column: Int32) -> Bool
+    func string(_ column: Int32) -> String?
+    /// A text's UTF-8 or a blob's bytes as SQLite holds them, nil for NULL, without a copy: valid until the row
+    /// is left.
+    func bytes(_ column: Int32) -> UnsafeRawBufferPointer?
+    func data(_ column: Int32) -> Data
+}
+
 /// A prepared statement. Columns and parameters are 0-based and 1-based, as in SQLite.
-public final class SQLiteStatement {
+public final class SQLiteStatement: SQLiteRow {
     public let raw: OpaquePointer
     public unowned let connection: SQLiteConnection
 

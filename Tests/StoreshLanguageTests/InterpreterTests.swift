@@ -252,6 +252,41 @@ struct ScriptTests {
         ])
     }
 
+    /// Forty objects whose cacheControl cycles through five values, two of them the same word precomposed and
+    /// decomposed: more values than the summary keeps runs of, so runs are counted as they fall out.
+    @Test("a bulk edit's summary counts each change by its bytes, in the order first met, and each object's own old bytes")
+    func summaryByBytes() async throws {
+        let values = ["a", "caf\u{E9}", "cafe\u{301}", "b", "c"]
+        let names = (0..<40).map { "o\($0 < 10 ? "0" : "")\($0)" }
+        func session() async throws -> LanguageSandbox {
+            let session = try LanguageSandbox(names)
+            for (index, name) in names.enumerated() {
+                _ = try await session.bucket.updateMetadata(
+                    of: ObjectName(name), MetadataUpdate(properties: [.cacheControl: .set(values[index % values.count])]), precondition: .none)
+            }
+            return session
+        }
+        let edit = try Parser.parse(SourceText(name: "t", text: "meta set cacheControl=no-cache -- *"))
+
+        let summarized = try await session()
+        var options = RunOptions()
+        options.summaryOnly = true
+        let summary = CapturedOutput()
+        #expect(await Session(bucket: summarized.bucket, output: summary, files: summarized.files, options: options).run(edit) == .success)
+        let expected = ["summary, by change:"] + values.map { #"  cacheControl: "\#($0)" → "no-cache": 8 objects"# } + ["updated 40 objects, 0 unchanged"]
+        // Compared as bytes: `==` on the lines would take the two spellings of "café" for one another.
+        #expect(summary.lines.map { Array($0.utf8) } == expected.map { Array($0.utf8) })
+
+        let reported = try await session()
+        let documents = CapturedOutput()
+        #expect(await Session(bucket: reported.bucket, output: documents, files: reported.files, options: RunOptions(json: true)).run(edit) == .success)
+        let olds = try documents.lines.flatMap { line -> [String] in
+            let document = try JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
+            return (document["updated"] as! [[String: Any]]).map { (($0["changes"] as! [String: Any])["cacheControl"] as! [String: Any])["old"] as! String }
+        }
+        #expect(olds.map { Array($0.utf8) } == names.indices.map { Array(values[$0 % values.count].utf8) })
+    }
+
     @Test("get and cat read content; exit stops a script and keeps its changes")
     func contentAndExit() async throws {
         let session = try LanguageSandbox(["docs/readme.md"])
