@@ -21,7 +21,7 @@ extension LocalBucket: UniformUpdates {
     }
 
     /// The page's names found first (through the name index alone); then one statement over them visits each row,
-    /// decides it and writes it (`PageUpdate`). One change (inside a transaction, a savepoint), so a page lands
+    /// decides it and writes it (`VisitedPage`). One change (inside a transaction, a savepoint), so a page lands
     /// whole or not at all. Reading the page apart from writing it walked every row twice.
     func updateRows(
         prefix: String, after: String?, limit: Int, _ update: RowUpdate, picking: (String) throws -> Bool
@@ -32,11 +32,11 @@ extension LocalBucket: UniformUpdates {
             }
             let epochs = try epochs()
             // Asked for before the statements are prepared, which name them.
-            let visits = try connection.function(PageUpdate.visits, arguments: RowColumns.count)
-            let picks = try connection.function(PageUpdate.picks, arguments: 2)
-            let columns = try connection.function(PageUpdate.columns, arguments: 2)
+            let visits = try connection.function(VisitedPage.visits, arguments: RowColumns.count)
+            let picks = try connection.function(VisitedPage.picks, arguments: 2)
+            let columns = try connection.function(VisitedPage.columns, arguments: 2)
             return try withoutActuallyEscaping(picking) { picking in
-                let page = PageUpdate(update, epochs: epochs, bucket: name, clock: options.clock, picking: picking)
+                let page = VisitedPage(update, epochs: epochs, bucket: name, clock: options.clock, picking: picking)
                 try rewrite(update.visitingStatement, over: bounds, born: nil, of: update, function: visits, page.visit, columns, page)
                 // The rows whose `born` changes (which also rewrites the `born` index), left by the visit.
                 if page.bornChanges {
@@ -87,7 +87,7 @@ extension LocalBucket: UniformUpdates {
     /// answers the page's rewritten columns.
     private func rewrite(
         _ sql: String, over bounds: (first: String, last: String, more: Bool), born: Int64?, of update: RowUpdate,
-        function: SQLiteFunction, _ body: @escaping (SQLiteFunctionCall) -> Void, _ columns: SQLiteFunction, _ page: PageUpdate
+        function: SQLiteFunction, _ body: @escaping (SQLiteFunctionCall) -> Void, _ columns: SQLiteFunction, _ page: VisitedPage
     ) throws {
         let statement = try connection.statement(sql)
         defer { statement.reset() }
@@ -122,7 +122,7 @@ extension LocalBucket: UniformUpdates {
 ///
 /// Rows are looked for where the last one was found, then by their id (SQLite most often sets a row's columns
 /// just after its condition, but may decide every row first).
-final class PageUpdate {
+final class VisitedPage {
     static let visits = "storesh_updates_row"
     static let picks = "storesh_rewrites_row"
     static let columns = "storesh_rewritten"
@@ -140,7 +140,7 @@ final class PageUpdate {
         }
 
         /// The SQL that sets the column to its value for the row.
-        var assignment: String { "\(name) = \(PageUpdate.columns)(id, \(rawValue))" }
+        var assignment: String { "\(name) = \(VisitedPage.columns)(id, \(rawValue))" }
     }
 
     /// The condition of the statement that visits the page (?1 and ?2: its first and last names).
@@ -373,7 +373,7 @@ struct RowUpdate {
     let custom: [(key: [UInt8], differenceKey: String, value: String?)]?
     /// Every row takes the whole way.
     let wholeWayOnly: Bool
-    /// The statement that visits a page's rows and writes those whose `born` stays (`PageUpdate`).
+    /// The statement that visits a page's rows and writes those whose `born` stays (`VisitedPage`).
     let visitingStatement: String
     /// The statement that writes the rewritten rows whose `born` changes.
     let rewriteWithBorn: String
@@ -397,14 +397,14 @@ struct RowUpdate {
             }
         // ?1 and ?2: the page's first and last names; ?3: the new `born`; then the properties' values.
         // The metageneration in SQL (the row is the one visited, or one still as visited); the rest from the rewrite.
-        var columns = ["metageneration = metageneration + 1"] + [PageUpdate.Column.updated, .checksum].map(\.assignment)
+        var columns = ["metageneration = metageneration + 1"] + [VisitedPage.Column.updated, .checksum].map(\.assignment)
         columns += properties.enumerated().map { offset, property in
             "\(StoredVersion.propertyColumns[Int(property.column - RowColumns.firstProperty)].column) = ?\(4 + offset)"
         }
-        if custom != nil { columns.append(PageUpdate.Column.custom.assignment) }
+        if custom != nil { columns.append(VisitedPage.Column.custom.assignment) }
         let set = columns.joined(separator: ", ")
-        visitingStatement = "UPDATE objects SET \(set) WHERE \(PageUpdate.visiting)"
-        rewriteWithBorn = "UPDATE objects SET \(set), born = ?3 WHERE \(PageUpdate.bornChanging)"
+        visitingStatement = "UPDATE objects SET \(set) WHERE \(VisitedPage.visiting)"
+        rewriteWithBorn = "UPDATE objects SET \(set), born = ?3 WHERE \(VisitedPage.bornChanging)"
     }
 
     /// The row's rewrite, its new custom map appended to `customBytes` and its differences made in `differences`;

@@ -224,15 +224,15 @@ struct UniformUpdateTests {
     func functionsAnswerOnlyTheirStatements() async throws {
         let (bucket, _) = try await twinBuckets(15)
         _ = try await bucket.updatePage(prefix: "d0/", after: nil, limit: 10, MetadataUpdate(properties: [.cacheControl: .set("x")])) { _ in true }
-        let outside = #expect(throws: SQLiteError.self) { try bucket.connection.execute("SELECT \(PageUpdate.columns)(1, 0)") }
+        let outside = #expect(throws: SQLiteError.self) { try bucket.connection.execute("SELECT \(VisitedPage.columns)(1, 0)") }
         #expect(outside?.message.contains("answer only the statements that use them") == true, "\(String(describing: outside))")
         // In the file's schema, where a file made elsewhere would hold it (SQLite trusts a connection's own TEMP ones).
         try bucket.connection.execute(
-            "CREATE TRIGGER hostile AFTER UPDATE ON objects BEGIN SELECT \(PageUpdate.picks)(new.id, new.checksum); END")
+            "CREATE TRIGGER hostile AFTER UPDATE ON objects BEGIN SELECT \(VisitedPage.picks)(new.id, new.checksum); END")
         let fromTrigger = await #expect(throws: StorageError.self) {
             _ = try await bucket.updatePage(prefix: "d1/", after: nil, limit: 10, MetadataUpdate(properties: [.cacheControl: .set("y")])) { _ in true }
         }
-        #expect(fromTrigger?.message.contains("unsafe use of \(PageUpdate.picks)") == true, "\(String(describing: fromTrigger))")
+        #expect(fromTrigger?.message.contains("unsafe use of \(VisitedPage.picks)") == true, "\(String(describing: fromTrigger))")
         #expect(try count(in: bucket, withCacheControl: "y") == 0)
     }
 }
