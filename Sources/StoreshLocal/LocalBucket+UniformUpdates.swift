@@ -56,13 +56,8 @@ extension LocalBucket: UniformUpdates {
     /// The first and last names of the page of at most `limit` names under `prefix` after `after`, and whether
     /// more follow it; nil for an empty page. Every name between two names under a prefix is under it too.
     private func pageBounds(prefix: String, after: String?, limit: Int) throws -> (first: String, last: String, more: Bool)? {
-        // As `pageRows`: one bound, so that the name index is entered where the page starts.
-        let resumes = after.map { !NameBytes.precedes($0, prefix) } ?? false
-        let statement = try connection.statement(
-            "SELECT name FROM objects WHERE name \(resumes ? ">" : ">=") ?1 ORDER BY name LIMIT ?2")
+        let statement = try pageRows(prefix: prefix, after: after, limit: limit, columns: "name")
         defer { statement.reset() }
-        statement.bind(1, resumes ? after : prefix)
-        statement.bind(2, Int64(limit) + 1)
         var first: String?
         // The last name so far, as bytes: copied as the walk passes it, made a string once.
         var last: [UInt8] = []
@@ -110,6 +105,7 @@ extension LocalBucket: UniformUpdates {
         return prefix.withUTF8 { NameBytes.starts(name, with: UnsafeRawBufferPointer($0)) }
     }
 }
+
 /// A page of a uniform update as the statements that write it see it, through their SQL functions:
 /// - `storesh_updates_row(<LiveRow.columns>)` is the condition of the statement over the page's names. It visits
 ///   each row in byte order of the names and decides it as `updateMetadata` would: its checksum verified, picked
@@ -170,8 +166,9 @@ final class VisitedPage {
     /// The last visited name's bytes (a buffer used again for every row).
     private var previous: [UInt8] = []
     private var lastPosition = -1
-    /// Made on the first row not found where expected; made again if rows were added since.
-    private var positions: [Int64: Int]?
+    /// The rewrites' positions by id, of the first `indexed` rewrites.
+    private var positions: [Int64: Int] = [:]
+    private var indexed = 0
 
     init(_ update: RowUpdate, epochs: LocalBucket.Epochs, bucket: String, clock: any StorageClock, picking: @escaping (String) throws -> Bool) {
         self.update = update
@@ -278,10 +275,13 @@ final class VisitedPage {
             lastPosition = next
             return next
         }
-        if positions?.count != rewrites.count {
-            positions = Dictionary(uniqueKeysWithValues: rewrites.enumerated().map { ($1.id, $0) })
+        // The rows added since the last miss are indexed now: each row once, however the misses fall (a page whose
+        // rows' `born` changes every other row misses at every row written).
+        while indexed < rewrites.count {
+            positions[rewrites[indexed].id] = indexed
+            indexed += 1
         }
-        guard let found = positions?[id] else { return nil }
+        guard let found = positions[id] else { return nil }
         lastPosition = found
         return found
     }

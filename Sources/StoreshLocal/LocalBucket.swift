@@ -826,15 +826,16 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         }
     }
 
-    /// The live rows (`LiveRow.columns`) of a page of `scan`, bound: up to `limit + 1` from where the page starts,
-    /// in byte order, the caller stopping at the first without `prefix` (and, at `limit`, knowing more follow).
-    func pageRows(prefix: String, after: String?, limit: Int) throws -> SQLiteStatement {
+    /// The live rows (`columns` of them: `LiveRow.columns`, or the name alone) of a page of `scan`, bound: up to
+    /// `limit + 1` from where the page starts, in byte order, the caller stopping at the first without `prefix`
+    /// (and, at `limit`, knowing more follow).
+    func pageRows(prefix: String, after: String?, limit: Int, columns: String = LiveRow.columns) throws -> SQLiteStatement {
         // One bound, so that the name index is entered where the page starts: with `name >= prefix AND name >
         // after` SQLite would walk every earlier name of the prefix again, and a walk of a million names, a page
         // at a time, would take quadratic time.
         let resumes = after.map { !NameBytes.precedes($0, prefix) } ?? false
         let statement = try connection.statement(
-            "SELECT \(LiveRow.columns) FROM objects WHERE name \(resumes ? ">" : ">=") ?1 ORDER BY name LIMIT ?2")
+            "SELECT \(columns) FROM objects WHERE name \(resumes ? ">" : ">=") ?1 ORDER BY name LIMIT ?2")
         statement.bind(1, resumes ? after : prefix)
         statement.bind(2, Int64(limit) + 1)
         return statement
