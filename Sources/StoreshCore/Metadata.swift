@@ -374,14 +374,11 @@ public struct PropertyDifference: Sendable, Hashable {
 
     public func hash(into hasher: inout Hasher) {
         for text in [key, old, new] {
-            guard var text else {
+            guard let text else {
                 hasher.combine(-1)
                 continue
             }
-            text.withUTF8 { bytes in
-                hasher.combine(bytes.count)
-                hasher.combine(bytes: UnsafeRawBufferPointer(bytes))
-            }
+            NameBytes.hash(text, into: &hasher)
         }
     }
 }

@@ -77,6 +77,16 @@ public enum NameBytes {
         return first.withUTF8 { a in second.withUTF8 { b in a.isEmpty || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0 } }
     }
 
+    /// Feeds `text`'s bytes to `hasher` (its length first, so that texts in a row cannot run into each other): the
+    /// hash that goes with `sameBytes`.
+    public static func hash(_ text: String, into hasher: inout Hasher) {
+        var text = text
+        text.withUTF8 { bytes in
+            hasher.combine(bytes.count)
+            hasher.combine(bytes: UnsafeRawBufferPointer(bytes))
+        }
+    }
+
     /// Whether two optional strings are both absent, or hold the same bytes.
     public static func sameBytes(_ first: String?, _ second: String?) -> Bool {
         guard let first, let second else { return first == nil && second == nil }
@@ -102,13 +112,7 @@ extension ByteOrderedName {
         NameBytes.sameBytes(lhs.utf8Text, rhs.utf8Text)
     }
 
-    public func hash(into hasher: inout Hasher) {
-        var text = utf8Text
-        text.withUTF8 { bytes in
-            hasher.combine(bytes.count)
-            hasher.combine(bytes: UnsafeRawBufferPointer(bytes))
-        }
-    }
+    public func hash(into hasher: inout Hasher) { NameBytes.hash(utf8Text, into: &hasher) }
 
     public static func < (lhs: Self, rhs: Self) -> Bool {
         NameBytes.precedes(lhs.utf8Text, rhs.utf8Text)

@@ -1,4 +1,3 @@
-import CSQLite
 import Foundation
 import StoreshCore
 import StoreshSQLite
@@ -333,7 +332,8 @@ enum RowColumns {
 struct RowRewrite {
     var name: String
     var id: Int64
-    /// The row's checksum as read: the write is made only over that row.
+    /// The row's checksum as visited: a row whose `born` changes is written, by the second statement, only if it
+    /// still has it.
     var checksumBefore: Int64
     var updated: Int64
     /// Whether the row's `born` is not the bucket's current epoch, which it takes.

@@ -205,7 +205,6 @@ final class RulesLayerTransaction: RulesLayer, BucketTransaction, @unchecked Sen
     }
 }
 
-/// Tab completion's reads under the rules: decided, never recorded (Tab does not change what `rules why` explains).
 /// A uniform update through the rules layer while the rules are open. The walk is decided as `scan` is (stored
 /// rules that cannot be used refuse it, and so everything, before anything changes); every update is then allowed
 /// whatever its object, so the page's updates are decided as one: the last, as `updateMetadata` decides it, which is
@@ -235,6 +234,7 @@ final class DecidedUniformUpdates: UniformUpdates, @unchecked Sendable {
     }
 }
 
+/// Tab completion's reads under the rules: decided, never recorded (Tab does not change what `rules why` explains).
 struct GuardedImmediateReads: ImmediateReads {
     let inner: any ImmediateReads
     let session: RulesSession
