@@ -74,7 +74,12 @@ public enum NameBytes {
         guard first.utf8.count == second.utf8.count else { return false }
         var first = first
         var second = second
-        return first.withUTF8 { a in second.withUTF8 { b in a.isEmpty || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0 } }
+        return first.withUTF8 { a in second.withUTF8 { b in sameBytes(UnsafeRawBufferPointer(a), UnsafeRawBufferPointer(b)) } }
+    }
+
+    /// Whether two runs of bytes are the same: lengths, then one `memcmp` (`elementsEqual` goes a byte at a time).
+    public static func sameBytes(_ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer) -> Bool {
+        first.count == second.count && (first.isEmpty || memcmp(first.baseAddress!, second.baseAddress!, first.count) == 0)
     }
 
     /// Feeds `text`'s bytes to `hasher` (its length first, so that texts in a row cannot run into each other): the
@@ -91,6 +96,12 @@ public enum NameBytes {
     public static func sameBytes(_ first: String?, _ second: String?) -> Bool {
         guard let first, let second else { return first == nil && second == nil }
         return sameBytes(first, second)
+    }
+
+    /// Whether a string (nil: none) holds the bytes `second` (nil: none).
+    public static func sameBytes(_ first: String?, _ second: UnsafeRawBufferPointer?) -> Bool {
+        guard var first, let second else { return first == nil && second == nil }
+        return first.utf8.count == second.count && first.withUTF8 { sameBytes(UnsafeRawBufferPointer($0), second) }
     }
 
     /// The first `length` bytes of `name`, where `length` ends just after a `/` or at a scalar boundary.

@@ -14,7 +14,7 @@ public struct PackedWriter {
     public mutating func removeBytes(from offset: Int) { bytes.removeSubrange(offset...) }
 
     /// Bytes as they are, with no length before them.
-    public mutating func raw(_ more: UnsafeRawBufferPointer) { bytes += more }
+    public mutating func raw(_ more: UnsafeRawBufferPointer) { bytes.append(bytes: more) }
 
     public mutating func byte(_ value: UInt8) { bytes.append(value) }
 
@@ -38,7 +38,7 @@ public struct PackedWriter {
     /// What `string` writes for the text whose UTF-8 `utf8` is.
     public mutating func string(bytes utf8: UnsafeRawBufferPointer) {
         unsigned(UInt64(utf8.count))
-        bytes += utf8
+        bytes.append(bytes: utf8)
     }
 
     /// Nil as 0, else the byte length plus one.
@@ -155,5 +155,14 @@ extension ObjectMetadata {
         }
         entityTag = try reader.optionalString()
         versionID = try reader.optionalString()
+    }
+}
+
+extension Array where Element == UInt8 {
+    /// Appends `raw` with one copy. (`append(contentsOf:)` walks an `UnsafeRawBufferPointer` a byte at a time: a
+    /// bulk edit copies every name and custom map it writes.)
+    @inlinable
+    public mutating func append(bytes raw: UnsafeRawBufferPointer) {
+        append(contentsOf: UnsafeBufferPointer(start: raw.baseAddress?.assumingMemoryBound(to: UInt8.self), count: raw.count))
     }
 }

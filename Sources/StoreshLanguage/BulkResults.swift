@@ -51,7 +51,7 @@ final class BulkResults {
     static let distinctChangesShown = 1000
 
     private struct Run {
-        let differences: [PropertyDifference]
+        var differences: [PropertyDifference]
         var objects: Int
         /// `updatedCount` when the run began, and when it last took an object.
         let firstMet: Int
@@ -151,14 +151,20 @@ final class BulkResults {
     // MARK: People
 
     /// Counts an object's differences into the run that has the same ones (the run counted last first), or a new
-    /// run (the run met least lately counted, when there are already as many as are kept).
+    /// run (the run met least lately counted, when there are already as many as are kept). Runs are distinct, so
+    /// at most one has them. The same array buffer is the same differences: the local bulk edit shares one array
+    /// among a page's objects that make one change, which are then counted without comparing a byte (a run found
+    /// by its bytes takes the array it was found with, the one the page's next objects share).
     private func count(_ differences: [PropertyDifference]) {
-        if lastRun < runs.count, runs[lastRun].differences == differences {
-            runs[lastRun].objects += 1
-            runs[lastRun].lastMet = updatedCount
-            return
+        let buffer = differences.withUnsafeBufferPointer { $0.baseAddress }
+        var index = runs.indices.first { runs[$0].differences.withUnsafeBufferPointer { $0.baseAddress } == buffer }
+        if index == nil {
+            index =
+                (lastRun < runs.count && runs[lastRun].differences == differences ? lastRun : nil)
+                ?? runs.indices.first { $0 != lastRun && runs[$0].differences == differences }
+            if let index { runs[index].differences = differences }
         }
-        for index in runs.indices where index != lastRun && runs[index].differences == differences {
+        if let index {
             runs[index].objects += 1
             runs[index].lastMet = updatedCount
             lastRun = index

@@ -19,9 +19,13 @@ import StoreshCore
 /// Version 3 keeps each content's CRC-32C (`content_checksums`), which Cloud Storage reports in every object
 /// resource: computed once when the content is written, not on every answer. A table of its own, not a column of
 /// `contents`: adding a value to a content row later would rewrite the row, blob and all (in memory, whole).
+///
+/// Version 4 writes row checksums eight bytes a step (`RowChecksum`) and still accepts the byte-at-a-time ones of
+/// versions 2 and 3 (`ByteRowChecksum`) on the rows written before: the upgrade only marks the file, so that an
+/// older storesh, which would take the new checksums for damage, refuses it.
 enum BucketSchema {
     static let applicationID: Int64 = 0x5354_5348  // "STSH"
-    static let version: Int64 = 3
+    static let version: Int64 = 4
 
     /// The metadata columns shared by live and kept versions, in the order `StoredVersion` reads them.
     static let metadataColumns =
@@ -68,7 +72,7 @@ enum BucketSchema {
         );
         """
 
-    /// Makes an empty version-2 bucket in a new database (inside the caller's transaction).
+    /// Makes an empty bucket of the current version in a new database (inside the caller's transaction).
     static func create(_ connection: SQLiteConnection, name: String) throws(SQLiteError) {
         try connection.execute(tables)
         for (key, value) in [("name", name), ("last_generation", "0"), ("epoch", "1")] {
@@ -153,6 +157,21 @@ enum BucketSchema {
         }
     }
 
+    /// Upgrades a version-3 bucket: the mark alone (see the format's description above).
+    static func upgradeFromVersion3(_ connection: SQLiteConnection) throws(SQLiteError) {
+        try connection.execute("BEGIN IMMEDIATE")
+        do {
+            // Another process may have upgraded it while this one waited for the lock.
+            if try connection.integer("PRAGMA user_version") == 3 {
+                try connection.execute("PRAGMA user_version = \(version)")
+            }
+            try connection.execute("COMMIT")
+        } catch {
+            if !connection.isAutocommit { try? connection.execute("ROLLBACK") }
+            throw error
+        }
+    }
+
     /// Computes the CRC-32C of every content that has none yet (inside the caller's transaction), reading each
     /// through incremental blob I/O, so that no content is ever whole in memory.
     static func fillContentChecksums(_ connection: SQLiteConnection) throws(SQLiteError) {
@@ -208,8 +227,8 @@ enum BucketSchema {
         statement.bind(1, key)
         guard try statement.step() else { return nil }
         let value = statement.string(0) ?? ""
-        guard statement.int64(1) == infoChecksum(key, value) else {
-            throw ChecksumMismatch(what: "the bucket setting \(key.debugDescription)")
+        guard InfoRow(key: key, value: value).isChecksummed(by: statement.int64(1)) else {
+            throw ChecksumMismatch(what: "bucket setting \(key.debugDescription)")
         }
         return value
     }
@@ -220,78 +239,20 @@ enum BucketSchema {
         defer { statement.reset() }
         statement.bind(1, key)
         statement.bind(2, value)
-        statement.bind(3, infoChecksum(key, value))
+        statement.bind(3, InfoRow(key: key, value: value).checksum)
         try statement.step()
     }
 
-    static func infoChecksum(_ key: String, _ value: String) -> Int64 {
-        var checksum = RowChecksum()
-        checksum.add(key)
-        checksum.add(value)
-        return checksum.value
+    /// A setting's row as its checksum reads it.
+    struct InfoRow: ChecksummedRow {
+        var key: String
+        var value: String
+
+        func add(to checksum: inout some RowChecksumming) {
+            checksum.add(key)
+            checksum.add(value)
+        }
     }
-}
-
-/// A stored row's values disagree with its checksum: the file was damaged outside SQLite's knowledge.
-struct ChecksumMismatch: Error {
-    /// What was damaged, for the message: "object photos/a.jpg", "the bucket setting \"name\"".
-    var what: String
-}
-
-/// FNV-1a (64-bit) over a row's values, each marked as absent or with its length, so that values cannot
-/// run into each other. Every step is a bijection of the state, so any single changed byte changes the
-/// checksum; it guards against damage, not against anyone forging a row.
-struct RowChecksum {
-    private var state: UInt64 = 0xcbf2_9ce4_8422_2325
-
-    private mutating func add(byte: UInt8) {
-        state = (state ^ UInt64(byte)) &* 0x0000_0100_0000_01B3
-    }
-
-    /// Its eight bytes, low first. Inlined and unrolled: a bulk edit adds eighteen of them per row.
-    @inline(__always)
-    mutating func add(_ value: Int64) {
-        let bits = UInt64(bitPattern: value)
-        var state = state
-        state = (state ^ (bits & 0xFF)) &* 0x0000_0100_0000_01B3
-        state = (state ^ (bits >> 8 & 0xFF)) &* 0x0000_0100_0000_01B3
-        state = (state ^ (bits >> 16 & 0xFF)) &* 0x0000_0100_0000_01B3
-        state = (state ^ (bits >> 24 & 0xFF)) &* 0x0000_0100_0000_01B3
-        state = (state ^ (bits >> 32 & 0xFF)) &* 0x0000_0100_0000_01B3
-        state = (state ^ (bits >> 40 & 0xFF)) &* 0x0000_0100_0000_01B3
-        state = (state ^ (bits >> 48 & 0xFF)) &* 0x0000_0100_0000_01B3
-        state = (state ^ (bits >> 56)) &* 0x0000_0100_0000_01B3
-        self.state = state
-    }
-
-    /// Its UTF-8, as a column of text holds it.
-    mutating func add(_ text: String?) {
-        guard var text else { return add(nil as UnsafeRawBufferPointer?) }
-        // Over the contiguous UTF-8 (a bulk edit checksums every row twice): no per-byte index arithmetic.
-        text.withUTF8 { add(UnsafeRawBufferPointer($0)) }
-    }
-
-    mutating func add(_ data: Data?) {
-        guard let data else { return add(nil as UnsafeRawBufferPointer?) }
-        data.withUnsafeBytes { add($0) }
-    }
-
-    /// A text or blob column as its bytes are (nil: NULL): a marker, then (not NULL) the length and each byte.
-    mutating func add(_ column: UnsafeRawBufferPointer?) {
-        guard let column else { return add(byte: 0) }
-        add(byte: 1)
-        add(bytes: column.bindMemory(to: UInt8.self))
-    }
-
-    /// The length, then each byte.
-    private mutating func add(bytes: UnsafeBufferPointer<UInt8>) {
-        add(Int64(bytes.count))
-        var state = state
-        for byte in bytes { state = (state ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
-        self.state = state
-    }
-
-    var value: Int64 { Int64(bitPattern: state) }
 }
 
 /// One version of an object as its row stores it: live in `objects`, or kept in `history` for snapshots.
@@ -364,23 +325,31 @@ struct StoredVersion {
             contentID: statement.int64(first + 13), born: statement.int64(first + 14))
         let diedAt: Int64? = died ? statement.int64(first + Self.columnCount) : nil
         let stored = statement.int64(first + Self.columnCount + (died ? 1 : 0))
-        guard stored == checksum(died: diedAt) else {
+        guard Values(version: self, died: diedAt).isChecksummed(by: stored) else {
             throw ChecksumMismatch(what: "object \(name.debugDescription)" + (died ? " (a version kept for snapshots)" : ""))
         }
     }
 
-    func checksum(died: Int64?) -> Int64 {
-        var checksum = RowChecksum()
-        checksum.add(name)
-        for number in [generation, metageneration, size, timeCreated, updated] { checksum.add(number) }
-        checksum.add(md5Hash)
-        for property in properties { checksum.add(property) }
-        checksum.add(customColumn)
-        checksum.add(contentID)
-        checksum.add(born)
-        if let died { checksum.add(died) }
-        return checksum.value
+    /// The version's values as its row's checksum reads them: a live row (`died` nil) or a kept one.
+    struct Values: ChecksummedRow {
+        var version: StoredVersion
+        var died: Int64?
+
+        func add(to checksum: inout some RowChecksumming) {
+            checksum.add(version.name)
+            for number in [version.generation, version.metageneration, version.size, version.timeCreated, version.updated] {
+                checksum.add(number)
+            }
+            checksum.add(version.md5Hash)
+            for property in version.properties { checksum.add(property) }
+            checksum.add(version.customColumn)
+            checksum.add(version.contentID)
+            checksum.add(version.born)
+            if let died { checksum.add(died) }
+        }
     }
+
+    func checksum(died: Int64?) -> Int64 { Values(version: self, died: died).checksum }
 
     func metadata(bucket: String) throws -> ObjectMetadata {
         ObjectMetadata(

@@ -41,7 +41,7 @@ extension LocalBucket: SnapshotStore {
             insert.bind(2, epochs.current)
             insert.bind(3, info.created.microseconds)
             insert.bind(4, count)
-            insert.bind(5, SnapshotRow.checksum(name: name, epoch: epochs.current, created: info.created.microseconds, count: count))
+            insert.bind(5, SnapshotRow.Values(name: name, epoch: epochs.current, created: info.created.microseconds, count: count).checksum)
             try insert.step()
             // Changes from now on belong to the next epoch, so this snapshot keeps seeing what it sees now.
             try setEpochs(current: epochs.current + 1)
@@ -238,18 +238,24 @@ struct SnapshotRow {
         epoch = statement.int64(1)
         let created = statement.int64(2)
         let count = statement.int64(3)
-        guard statement.int64(4) == Self.checksum(name: name, epoch: epoch, created: created, count: count) else {
+        guard Values(name: name, epoch: epoch, created: created, count: count).isChecksummed(by: statement.int64(4)) else {
             throw ChecksumMismatch(what: "snapshot \(name.debugDescription)")
         }
         info = SnapshotInfo(name: name, created: Timestamp(microseconds: created), objectCount: Int(count))
     }
 
-    static func checksum(name: String, epoch: Int64, created: Int64, count: Int64) -> Int64 {
-        var checksum = RowChecksum()
-        checksum.add(name)
-        checksum.add(epoch)
-        checksum.add(created)
-        checksum.add(count)
-        return checksum.value
+    /// A snapshot's values as its row's checksum reads them.
+    struct Values: ChecksummedRow {
+        var name: String
+        var epoch: Int64
+        var created: Int64
+        var count: Int64
+
+        func add(to checksum: inout some RowChecksumming) {
+            checksum.add(name)
+            checksum.add(epoch)
+            checksum.add(created)
+            checksum.add(count)
+        }
     }
 }

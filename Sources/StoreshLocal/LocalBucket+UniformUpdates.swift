@@ -71,7 +71,7 @@ extension LocalBucket: UniformUpdates {
             count += 1
             if first == nil { first = String(decoding: name, as: UTF8.self) }
             last.removeAll(keepingCapacity: true)
-            last.append(contentsOf: name)
+            last.append(bytes: name)
         }
         guard let first else { return nil }
         return (first, String(decoding: last, as: UTF8.self), more)
@@ -149,25 +149,30 @@ final class VisitedPage {
     private let clock: any StorageClock
     private let picking: (String) throws -> Bool
 
+    // The state below is unchecked for exclusive access at run time (the checks were 7% of a million-row edit's
+    // instructions). Safe because only this page's own methods touch it, SQLite calls them one at a time on its
+    // statement's thread, and none calls another while it mutates a property: `picking` is the session's closure,
+    // which cannot reach the page.
+
     /// Each picked row's outcome, in byte order of the names.
-    private(set) var outcomes: [UniformUpdateOutcome] = []
+    @exclusivity(unchecked) private(set) var outcomes: [UniformUpdateOutcome] = []
     /// The rows that take the whole way, with what they become.
-    private(set) var wholeWrites: [(row: LocalBucket.LiveRow, next: ObjectMetadata)] = []
+    @exclusivity(unchecked) private(set) var wholeWrites: [(row: LocalBucket.LiveRow, next: ObjectMetadata)] = []
     /// A picked row failed its update: the page ends with it.
-    private(set) var failed = false
+    @exclusivity(unchecked) private(set) var failed = false
     /// What stopped the visit, reported by the statement as a failure: a damaged row, a pick that threw.
-    private(set) var failure: (any Error)?
-    private var rewrites: [RowRewrite] = []
+    @exclusivity(unchecked) private(set) var failure: (any Error)?
+    @exclusivity(unchecked) private var rewrites: [RowRewrite] = []
     /// Whether each rewrite is written: by the visit (its `born` kept), or by the second statement.
-    private var written: [Bool] = []
-    private var customBytes = PackedWriter()
-    private var differences = SharedDifferences()
+    @exclusivity(unchecked) private var written: [Bool] = []
+    @exclusivity(unchecked) private var customBytes = PackedWriter()
+    @exclusivity(unchecked) private var differences = SharedDifferences()
     /// The last visited name's bytes (a buffer used again for every row).
-    private var previous: [UInt8] = []
-    private var lastPosition = -1
+    @exclusivity(unchecked) private var previous: [UInt8] = []
+    @exclusivity(unchecked) private var lastPosition = -1
     /// The rewrites' positions by id, of the first `indexed` rewrites.
-    private var positions: [Int64: Int] = [:]
-    private var indexed = 0
+    @exclusivity(unchecked) private var positions: [Int64: Int] = [:]
+    @exclusivity(unchecked) private var indexed = 0
 
     init(_ update: RowUpdate, epochs: LocalBucket.Epochs, bucket: String, clock: any StorageClock, picking: @escaping (String) throws -> Bool) {
         self.update = update
@@ -198,7 +203,7 @@ final class VisitedPage {
 
     /// Decides one row: true when the visiting statement writes it.
     private func decide(_ row: SQLiteFunctionCall) throws -> Bool {
-        guard let nameBytes = row.bytes(RowColumns.name) else { throw ChecksumMismatch(what: "an object with no name") }
+        guard let nameBytes = row.bytes(RowColumns.name) else { throw ChecksumMismatch(what: "object with no name") }
         // The outcomes and the change times follow the names' order, which the name index gives.
         if !previous.isEmpty {
             guard previous.withUnsafeBytes({ NameBytes.precedes($0, nameBytes) }) else {
@@ -206,11 +211,9 @@ final class VisitedPage {
             }
         }
         previous.removeAll(keepingCapacity: true)
-        previous.append(contentsOf: nameBytes)
+        previous.append(bytes: nameBytes)
         let name = String(decoding: nameBytes, as: UTF8.self)
-        // The row's checksum and the rewritten row's start alike: name, then generation.
-        let nameAndGeneration = RowColumns.checksumOfNameAndGeneration(row)
-        guard RowColumns.checksum(of: row, after: nameAndGeneration) == row.int64(RowColumns.checksum) else {
+        guard RowColumns.Stored(row: row).isChecksummed(by: row.int64(RowColumns.checksum)) else {
             throw ChecksumMismatch(what: "object \(name.debugDescription)")
         }
         guard try picking(name) else { return false }
@@ -218,7 +221,7 @@ final class VisitedPage {
         let snapshotted = epochs.newestSnapshot.map { row.int64(RowColumns.born) <= $0 } ?? false
         if !snapshotted,
             let rewrite = update.rewrite(
-                row, name: name, now: now, born: epochs.current, checksum: nameAndGeneration,
+                row, name: name, now: now, born: epochs.current,
                 customBytes: &customBytes, differences: &differences)
         {
             guard let rewrite else {
@@ -306,25 +309,19 @@ enum RowColumns {
     /// How many there are.
     static let count: Int32 = id + 1
 
-    /// The start of a row's checksum: what its name and generation add.
-    static func checksumOfNameAndGeneration(_ row: some SQLiteRow) -> RowChecksum {
-        var checksum = RowChecksum()
-        checksum.add(row.bytes(name))
-        checksum.add(row.int64(generation))
-        return checksum
-    }
+    /// A row's values as they are stored, from its bytes, as its checksum reads them (`StoredVersion.Values`).
+    struct Stored<Row: SQLiteRow>: ChecksummedRow {
+        var row: Row
 
-    /// `StoredVersion.checksum(died: nil)` of the row as it is stored, from its bytes, continuing `start`
-    /// (`checksumOfNameAndGeneration`).
-    static func checksum(of row: some SQLiteRow, after start: RowChecksum) -> Int64 {
-        var checksum = start
-        for column in metageneration...updated { checksum.add(row.int64(column)) }
-        checksum.add(row.bytes(md5Hash))
-        for column in firstProperty..<custom { checksum.add(row.bytes(column)) }
-        checksum.add(row.bytes(custom))
-        checksum.add(row.int64(contentID))
-        checksum.add(row.int64(born))
-        return checksum.value
+        func add(to checksum: inout some RowChecksumming) {
+            checksum.add(row.bytes(name))
+            for column in generation...updated { checksum.add(row.int64(column)) }
+            checksum.add(row.bytes(md5Hash))
+            for column in firstProperty..<custom { checksum.add(row.bytes(column)) }
+            checksum.add(row.bytes(custom))
+            checksum.add(row.int64(contentID))
+            checksum.add(row.int64(born))
+        }
     }
 }
 
@@ -343,22 +340,89 @@ struct RowRewrite {
     var checksum: Int64
 }
 
-/// The differences of the rows of a page, as `ObjectMetadata.differences(to:)` gives them: made in one buffer used
-/// again for every row, and kept as a new array only when they are not the last row's (a bulk edit most often
-/// makes the same change to every object, which then costs no allocation, and is counted by comparing buffers).
+/// The differences of the rows of a page, as `ObjectMetadata.differences(to:)` gives them. A bulk edit most often
+/// makes one of a few changes to every object, so a row's differences are compared, as they are found, with the last
+/// few distinct ones kept: a row that makes one of them shares its array, and only a new one makes strings and an
+/// array. (The summary by change then counts the others by the identity of their buffers.)
+///
+/// Each difference comes from a *slot* of the update (a property or a custom key it names), which fixes its key and
+/// new value for the whole page: two differences of the same slot are the same when their old values' bytes are.
 struct SharedDifferences {
-    /// The row's, as they are made.
-    var current: [PropertyDifference] = []
-    /// The last row's that changed.
+    private struct Known {
+        var differences: [PropertyDifference]
+        var slots: [Int]
+        /// The row that last made them.
+        var row: Int
+    }
+
+    /// The differences of the last row that ended.
     private(set) var last: [PropertyDifference] = []
+    private var recent: [Known] = []
+    static let recentKept = 4
+    private var rows = 0
+    /// The row's slots so far.
+    private var slots: [Int] = []
+    /// Which of `recent` start with the row's differences so far (a bit each).
+    private var matching: UInt8 = 0
+    /// Once none does: the row's differences.
+    private var made: [PropertyDifference]?
 
-    mutating func begin() { current.removeAll(keepingCapacity: true) }
+    var isEmpty: Bool { slots.isEmpty }
 
-    mutating func append(_ difference: PropertyDifference) { current.append(difference) }
+    mutating func begin() {
+        slots.removeAll(keepingCapacity: true)
+        matching = UInt8((1 << recent.count) - 1)
+        made = recent.isEmpty ? [] : nil
+    }
+
+    /// Adds the difference of update slot `slot`: its key, the stored value's bytes (nil: none), and the value it
+    /// takes (nil: none).
+    mutating func append(slot: Int, key: String, old: UnsafeRawBufferPointer?, new: String?) {
+        let count = slots.count
+        slots.append(slot)
+        if made == nil {
+            var still: UInt8 = 0
+            for index in recent.indices where matching & (1 << index) != 0 {
+                if count < recent[index].slots.count, recent[index].slots[count] == slot,
+                    NameBytes.sameBytes(recent[index].differences[count].old, old)
+                {
+                    still |= 1 << index
+                }
+            }
+            if still == 0 { make(count) } else { matching = still }
+        }
+        if made != nil {
+            made!.append(PropertyDifference(key: key, old: old.map { String(decoding: $0, as: UTF8.self) }, new: new))
+        }
+    }
 
     /// Ends the row: `last` is its differences.
     mutating func end() {
-        if current != last { last = Array(current) }
+        rows += 1
+        let count = slots.count
+        if made == nil, let index = recent.indices.first(where: { matching & (1 << $0) != 0 && recent[$0].slots.count == count }) {
+            recent[index].row = rows
+            last = recent[index].differences
+            return
+        }
+        if made == nil { make(count) }
+        last = made ?? []
+        made = nil
+        let known = Known(differences: last, slots: slots, row: rows)
+        if recent.count < Self.recentKept {
+            recent.append(known)
+        } else if let oldest = recent.indices.min(by: { recent[$0].row < recent[$1].row }) {
+            recent[oldest] = known
+        }
+    }
+
+    /// The row's first `count` differences as an array of their own: the start of one of `recent` that they match.
+    private mutating func make(_ count: Int) {
+        guard count > 0, let index = recent.indices.first(where: { matching & (1 << $0) != 0 }) else {
+            made = []
+            return
+        }
+        made = Array(recent[index].differences[..<count])
     }
 }
 
@@ -410,16 +474,15 @@ struct RowUpdate {
     /// The row's rewrite, its new custom map appended to `customBytes` and its differences made in `differences`;
     /// `.some(nil)` when the update changes nothing in it, nil when the row must take the whole way.
     func rewrite(
-        _ row: some SQLiteRow, name: String, now: Timestamp, born: Int64, checksum start: RowChecksum,
+        _ row: some SQLiteRow, name: String, now: Timestamp, born: Int64,
         customBytes: inout PackedWriter, differences shared: inout SharedDifferences
     ) -> RowRewrite?? {
         guard !wholeWayOnly else { return nil }
         shared.begin()
         for property in properties {
             let old = row.bytes(property.column)
-            if !Self.same(old, property.value) {
-                shared.append(
-                    PropertyDifference(key: property.property.rawValue, old: old.map { String(decoding: $0, as: UTF8.self) }, new: property.value))
+            if !NameBytes.sameBytes(property.value, old) {
+                shared.append(slot: Int(property.column), key: property.property.rawValue, old: old, new: property.value)
             }
         }
         let customBefore = row.bytes(RowColumns.custom)
@@ -427,7 +490,7 @@ struct RowUpdate {
         var customChanged = false
         if let custom {
             let start = customBytes.count
-            guard let changed = Self.merge(customBefore, with: custom, into: &customBytes, differences: &shared.current) else {
+            guard let changed = Self.merge(customBefore, with: custom, into: &customBytes, differences: &shared) else {
                 customBytes.removeBytes(from: start)
                 return nil
             }
@@ -441,9 +504,12 @@ struct RowUpdate {
         var rewrite = RowRewrite(
             name: name, id: row.int64(RowColumns.id), checksumBefore: row.int64(RowColumns.checksum), updated: now.microseconds,
             bornChanges: born != rowBorn, custom: nil, checksum: 0)
-        guard !shared.current.isEmpty else { return .some(nil) }
+        guard !shared.isEmpty else { return .some(nil) }
         shared.end()
-        var checksum = start
+        // The new row's values in `StoredVersion.Values`' order.
+        var checksum = RowChecksum()
+        checksum.add(row.bytes(RowColumns.name))
+        checksum.add(row.int64(RowColumns.generation))
         checksum.add(row.int64(RowColumns.metageneration) + 1)
         checksum.add(row.int64(RowColumns.size))
         checksum.add(row.int64(RowColumns.timeCreated))
@@ -481,12 +547,6 @@ struct RowUpdate {
         return rewrite
     }
 
-    /// Whether a column's bytes (nil: NULL) are `value`'s UTF-8.
-    private static func same(_ column: UnsafeRawBufferPointer?, _ value: String?) -> Bool {
-        guard let column, var value else { return column == nil && value == nil }
-        return value.withUTF8 { column.elementsEqual($0) }
-    }
-
     /// Whether a stored custom map is one rule M5 allows: an update checks the map it leaves, changed or not.
     private static func isAllowed(_ stored: UnsafeRawBufferPointer) -> Bool {
         var reader = PackedReader(stored)
@@ -504,7 +564,7 @@ struct RowUpdate {
     /// that is not ASCII, a map not in order or not readable, a result past rule M5's limit.
     private static func merge(
         _ stored: UnsafeRawBufferPointer?, with keys: [(key: [UInt8], differenceKey: String, value: String?)],
-        into writer: inout PackedWriter, differences: inout [PropertyDifference]
+        into writer: inout PackedWriter, differences: inout SharedDifferences
     ) -> Bool? {
         var total = 0
         var changed = false
@@ -515,7 +575,7 @@ struct RowUpdate {
             keys[index].key.withUnsafeBytes { writer.string(bytes: $0) }
             writer.string(value)
             total += keys[index].key.count + value.utf8.count
-            differences.append(PropertyDifference(key: keys[index].differenceKey, old: nil, new: value))
+            differences.append(slot: -1 - index, key: keys[index].differenceKey, old: nil, new: value)
             changed = true
         }
         var reader = PackedReader(stored ?? UnsafeRawBufferPointer(start: nil, count: 0))
@@ -534,16 +594,15 @@ struct RowUpdate {
                 let update = keys[next]
                 next += 1
                 guard let new = update.value else {
-                    differences.append(PropertyDifference(key: update.differenceKey, old: String(decoding: value, as: UTF8.self), new: nil))
+                    differences.append(slot: -next, key: update.differenceKey, old: value, new: nil)
                     changed = true
                     continue
                 }
                 writer.string(bytes: key)
                 writer.string(new)
                 total += key.count + new.utf8.count
-                if !same(value, new) {
-                    differences.append(
-                        PropertyDifference(key: update.differenceKey, old: String(decoding: value, as: UTF8.self), new: new))
+                if !NameBytes.sameBytes(new, value) {
+                    differences.append(slot: -next, key: update.differenceKey, old: value, new: new)
                     changed = true
                 }
             } else {

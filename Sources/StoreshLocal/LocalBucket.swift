@@ -149,6 +149,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
             if version == 1 { try BucketSchema.upgradeFromVersion1(connection) }
             let writable = sqlite3_db_readonly(connection.handle, "main") == 0
             if version == 2 && writable { try BucketSchema.upgradeFromVersion2(connection) }
+            if version == 3 && writable { try BucketSchema.upgradeFromVersion3(connection) }
             let name = try BucketSchema.readInfo("name", connection: connection)
             guard let name else {
                 throw StorageError.internalError("\(path) is damaged: it has no bucket name.")
