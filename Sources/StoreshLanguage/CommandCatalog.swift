@@ -114,6 +114,11 @@ public enum CommandCatalog {
     /// The declarations of `types`, in their order.
     public static let commands: [CommandDeclaration] = types.map { $0.declaration }
 
+    /// The command line's subcommands (`storesh check`, `storesh serve`, …), which are not commands of the language:
+    /// a script or the prompt that names one is told where it is. The command line declares the same, in this order
+    /// (a test holds the two together).
+    public static let commandLineSubcommands = ["run", "apply", "undo", "copy", "reset", "serve", "check", "backup", "export", "import"]
+
     /// The commands (their indices) by the first word of their name and by their aliases: every command of a
     /// script is looked up here, so it is made once.
     private static let byFirstWord: [String: [Int]] = {

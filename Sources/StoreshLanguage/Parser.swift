@@ -47,7 +47,9 @@ public enum Parser {
     static func unknownCommand(_ word: Word) -> Diagnostic {
         var message = "unknown command '\(word.text)'"
         let candidates = CommandCatalog.firstWords + CommandCatalog.commands.map(\.name)
-        if let near = Suggestion.nearest(to: word.text, among: candidates) {
+        if CommandCatalog.commandLineSubcommands.contains(word.text) {
+            message += "; it is a subcommand of storesh itself: run `storesh \(word.text)` from the system's shell"
+        } else if let near = Suggestion.nearest(to: word.text, among: candidates) {
             message += "; did you mean '\(near)'?"
         } else if word.text.contains("=") {
             // `contentDisposition=attachment;filename=x`: the ; ended the command.

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Testing
+import StoreshLanguage
 
 @testable import storesh
 
@@ -84,5 +85,14 @@ struct EverydayInvocationTests {
         ])
     func leavesTheRestToArgumentParser(_ arguments: [String]) {
         #expect(EverydayInvocation.parse(arguments) == nil)
+    }
+}
+
+@Suite("The language knows the command line's subcommands")
+struct SubcommandListTests {
+    /// `storesh -c check` is told to run `storesh check`: the language's list must be the declaration's.
+    @Test("CommandCatalog.commandLineSubcommands names Storesh's subcommands, in their order")
+    func sameList() {
+        #expect(Storesh.configuration.subcommands.map { $0._commandName } == CommandCatalog.commandLineSubcommands)
     }
 }

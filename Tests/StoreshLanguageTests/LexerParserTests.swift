@@ -207,6 +207,8 @@ struct ParserTests {
 
     @Test("mistakes are syntax errors at the word, with a suggestion", arguments: [
         ("lss", 1, "unknown command 'lss'; did you mean 'ls'?"),
+        ("check", 1, "unknown command 'check'; it is a subcommand of storesh itself: run `storesh check` from the system's shell"),
+        ("import a.json", 1, "run `storesh import`"),
         ("ls --al", 4, "`ls` has no option '--al'; did you mean '--all'?"),
         ("ls -n many", 7, "-n takes a whole number"),
         ("ls -n", 7, "-n needs a value"),
