@@ -19,7 +19,9 @@ final class ClosingAnswer: ChannelOutboundHandler, RemovableChannelHandler {
         case .end where closing:
             closing = false
             let written = promise ?? context.eventLoop.makePromise()
-            written.futureResult.whenComplete { _ in context.close(promise: nil) }
+            // The context belongs to its event loop, where the write's completion runs too.
+            let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+            written.futureResult.whenComplete { _ in bound.value.close(promise: nil) }
             context.write(data, promise: written)
         default:
             context.write(data, promise: promise)

@@ -45,6 +45,8 @@ final class ParseErrorAnswer: ChannelDuplexHandler, RemovableChannelHandler {
         inRequest = true  // one answer: what follows on this connection is not read
         context.write(wrapOutboundOut(.head(head)), promise: nil)
         context.write(wrapOutboundOut(.body(body)), promise: nil)
-        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in context.close(promise: nil) }
+        // The context belongs to its event loop, where the write's completion runs too.
+        let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in bound.value.close(promise: nil) }
     }
 }

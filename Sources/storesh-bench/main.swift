@@ -153,7 +153,7 @@ func snapshots(bucketPath: String, rounds: Int) throws {
         var update = MetadataUpdate()
         try update.set("custom.round", to: String(round))
         let objects = spread
-        nonisolated(unsafe) let shared = bucket
+        let shared = bucket
         Task {
             try await shared.withTransaction(forWriting: true) { transaction -> TransactionOutcome<Void> in
                 for object in objects { _ = try await transaction.updateMetadata(of: object, update, ifMetagenerationMatch: nil) }

@@ -152,7 +152,7 @@ final class KeptInput: ScriptBytes {
         let spool = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
         guard spool >= 0 else { throw failure("cannot keep \(name) in \(folder)") }
         // Nobody else's, and nothing left behind: unlinked at once, it lives as long as it is open.
-        unlink(String(cString: template))
+        _ = template.withUnsafeBufferPointer { unlink($0.baseAddress!) }
         _ = fcntl(spool, F_SETFD, FD_CLOEXEC)
         return spool
     }

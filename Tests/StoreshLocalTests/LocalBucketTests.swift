@@ -323,7 +323,7 @@ struct LocalBucketDurabilityTests {
         let good = directory.file("good.bucket")
         let bucket = try openBucket(good)
         try await bucket.put((0..<300).map { "objects/\($0)" })
-        try bucket.close()
+        bucket.close()
         let goodBytes = try Data(contentsOf: URL(fileURLWithPath: good))
 
         var cases: [(String, Data, String)] = [

@@ -53,11 +53,11 @@ struct PreconditionTests {
     func pageWithMetadata() async throws {
         let bucket = try openBucket(directory.file("p.bucket"))
         try await bucket.put(["f/a", "f/b", "f/sub/c"])
-        let page = try await bucket.list(try StoragePath(normalizing: "f"), options: ListOptions(includeMetadata: true))
+        let page = try await bucket.list(StoragePath(normalizing: "f"), options: ListOptions(includeMetadata: true))
         #expect(page.items == ["f/a", "f/b"] && page.prefixes == ["f/sub"])
         let expected = [try await bucket.metadata(of: objectName("f/a")), try await bucket.metadata(of: objectName("f/b"))]
         #expect(page.itemMetadata == expected)
-        #expect(try await bucket.list(try StoragePath(normalizing: "f"), options: ListOptions()).itemMetadata == nil)
+        #expect(try await bucket.list(StoragePath(normalizing: "f"), options: ListOptions()).itemMetadata == nil)
     }
 
     @Test("a page's metadata is read for all its items at once, whatever their names hold, in the page's order")
@@ -65,10 +65,10 @@ struct PreconditionTests {
         let bucket = try openBucket(directory.file("p.bucket"))
         let names = ["g/quote\"d", "g/back\\slash", "g/tab\tname", "g/ünï cödé", "g/日本", "g/😀", "g/[x]*?"]
         try await bucket.put(names)
-        let page = try await bucket.list(try StoragePath(normalizing: "g"), options: ListOptions(maxResults: 1000, includeMetadata: true))
+        let page = try await bucket.list(StoragePath(normalizing: "g"), options: ListOptions(maxResults: 1000, includeMetadata: true))
         #expect(Set(page.items) == Set(names))
         #expect(page.itemMetadata?.map(\.fullPath) == page.items)
-        let small = try await bucket.list(try StoragePath(normalizing: "g"), options: ListOptions(maxResults: 2, includeMetadata: true))
+        let small = try await bucket.list(StoragePath(normalizing: "g"), options: ListOptions(maxResults: 2, includeMetadata: true))
         #expect(small.itemMetadata?.map(\.fullPath) == Array(page.items.prefix(2)))
     }
 
