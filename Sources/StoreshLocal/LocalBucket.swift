@@ -884,11 +884,20 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     ) throws(StorageError) {
         try change {
             if replacingEverything {
-                let all = try connection.statement("SELECT \(LiveRow.columns) FROM objects ORDER BY id")
-                var rows: [StoredVersion] = []
-                while try all.step() { rows.append(try LiveRow(all, bucket: name).version) }
-                all.reset()
-                for row in rows { try removeLive(row) }
+                // A page of rows at a time, each page after the last one's last id: a bucket of millions of
+                // objects is never listed whole.
+                let page = try connection.statement("SELECT \(LiveRow.columns) FROM objects WHERE id > ?1 ORDER BY id LIMIT 1000")
+                var after = Int64.min
+                while true {
+                    page.reset()
+                    page.bind(1, after)
+                    var rows: [LiveRow] = []
+                    while try page.step() { rows.append(try LiveRow(page, bucket: name)) }
+                    page.reset()
+                    guard let last = rows.last else { break }
+                    after = last.id
+                    for row in rows { try removeLive(row.version) }
+                }
             }
             var lastGeneration = try storedLastGeneration()
             for index in 0..<count {

@@ -261,6 +261,20 @@ struct LocalBucketDurabilityTests {
         #expect(try await bucket.listAll(.root).items == ["first", "second"])
     }
 
+    @Test("an import that replaces everything removes more than a page of objects, and a snapshot keeps seeing them")
+    func importReplacingManyPages() async throws {
+        let bucket = try openBucket(directory.file("replace.bucket"))
+        let old = (0..<2_345).map { ArchivedObject(name: objectName("old/\($0)"), content: Data("o\($0)".utf8)) }
+        try bucket.importObjects(old, replacingEverything: false)
+        _ = try bucket.saveSnapshotNow(named: "before")
+        try bucket.importObjects([ArchivedObject(name: objectName("new/1"), content: Data("n".utf8))], replacingEverything: true)
+        #expect(try bucket.objectCount() == 1)
+        #expect(try await bucket.listAll(.root).prefixes == ["new"])
+        let changes = try bucket.changesNow(from: .snapshot("before"), to: .current)
+        #expect(changes.count == 2_346)
+        #expect(try bucket.verify().isSound)
+    }
+
     @Test("a bulk import is all or nothing")
     func importAllOrNothing() async throws {
         let bucket = try openBucket(directory.file("import.bucket"))
