@@ -63,6 +63,12 @@ public enum NameBytes {
         return name.withUTF8 { n in prefix.withUTF8 { p in starts(UnsafeRawBufferPointer(n), with: UnsafeRawBufferPointer(p)) } }
     }
 
+    /// Whether a name's bytes start with `prefix`'s UTF-8.
+    public static func starts(_ bytes: UnsafeRawBufferPointer, with prefix: String) -> Bool {
+        var prefix = prefix
+        return prefix.withUTF8 { starts(bytes, with: UnsafeRawBufferPointer($0)) }
+    }
+
     /// Whether `bytes` start with `prefix`.
     public static func starts(_ bytes: UnsafeRawBufferPointer, with prefix: UnsafeRawBufferPointer) -> Bool {
         prefix.count <= bytes.count && (prefix.isEmpty || memcmp(bytes.baseAddress!, prefix.baseAddress!, prefix.count) == 0)

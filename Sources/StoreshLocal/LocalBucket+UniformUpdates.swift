@@ -63,7 +63,7 @@ extension LocalBucket: UniformUpdates {
         var count = 0
         var more = false
         while try statement.step() {
-            guard let name = statement.bytes(0), Self.starts(name, with: prefix) else { break }
+            guard let name = statement.bytes(0), NameBytes.starts(name, with: prefix) else { break }
             if count == limit {
                 more = true
                 break
@@ -96,12 +96,6 @@ extension LocalBucket: UniformUpdates {
             // "failed" that reported it.
             throw page.failure ?? error
         }
-    }
-
-    /// Whether a name's bytes start with `prefix`'s.
-    private static func starts(_ name: UnsafeRawBufferPointer, with prefix: String) -> Bool {
-        var prefix = prefix
-        return prefix.withUTF8 { NameBytes.starts(name, with: UnsafeRawBufferPointer($0)) }
     }
 }
 

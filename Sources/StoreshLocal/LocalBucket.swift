@@ -887,9 +887,9 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
                 // A page of rows at a time, each page after the last one's last id: a bucket of millions of
                 // objects is never listed whole.
                 let page = try connection.statement("SELECT \(LiveRow.columns) FROM objects WHERE id > ?1 ORDER BY id LIMIT 1000")
+                defer { page.reset() }
                 var after = Int64.min
                 while true {
-                    page.reset()
                     page.bind(1, after)
                     var rows: [LiveRow] = []
                     while try page.step() { rows.append(try LiveRow(page, bucket: name)) }

@@ -116,25 +116,20 @@ protocol ChecksummedRow {
 }
 
 extension ChecksummedRow {
-    /// The checksum a row of these values is written with.
-    var checksum: Int64 {
-        var checksum = RowChecksum()
+    /// These values' checksum as `Checksum` computes it.
+    func checksum<Checksum: RowChecksumming>(as _: Checksum.Type) -> Int64 {
+        var checksum = Checksum()
         add(to: &checksum)
         return checksum.value
     }
+
+    /// The checksum a row of these values is written with.
+    var checksum: Int64 { checksum(as: RowChecksum.self) }
 
     /// Whether `stored` is these values' checksum: format 4's, or, for a row not written since the bucket was
     /// upgraded from format 2 or 3, that format's. (So the upgrade rewrites nothing, and an older storesh still
     /// running on the file when it was upgraded writes rows a newer one reads.)
     func isChecksummed(by stored: Int64) -> Bool {
-        stored == checksum || stored == ByteRowChecksum.checksum(of: self)
-    }
-}
-
-extension ByteRowChecksum {
-    static func checksum(of row: some ChecksummedRow) -> Int64 {
-        var checksum = ByteRowChecksum()
-        row.add(to: &checksum)
-        return checksum.value
+        stored == checksum || stored == checksum(as: ByteRowChecksum.self)
     }
 }

@@ -22,12 +22,6 @@ private struct TestRow: ChecksummedRow {
             }
         }
     }
-
-    func value<Checksum: RowChecksumming>(_: Checksum.Type) -> Int64 {
-        var checksum = Checksum()
-        add(to: &checksum)
-        return checksum.value
-    }
 }
 
 @Suite("Row checksums: format 4's a word at a time, formats 2 and 3's still read")
@@ -49,8 +43,8 @@ struct RowChecksumTests {
     @Test("any one changed bit of any value changes either checksum")
     func everyBitCounts() {
         for row in Self.sampleRows() {
-            let word = row.value(RowChecksum.self)
-            let byte = row.value(ByteRowChecksum.self)
+            let word = row.checksum(as: RowChecksum.self)
+            let byte = row.checksum(as: ByteRowChecksum.self)
             for (index, column) in row.columns.enumerated() {
                 var variants: [TestColumn] = []
                 switch column {
@@ -68,8 +62,8 @@ struct RowChecksumTests {
                 for variant in variants {
                     var changed = row
                     changed.columns[index] = variant
-                    #expect(changed.value(RowChecksum.self) != word, "\(changed.columns)")
-                    #expect(changed.value(ByteRowChecksum.self) != byte, "\(changed.columns)")
+                    #expect(changed.checksum(as: RowChecksum.self) != word, "\(changed.columns)")
+                    #expect(changed.checksum(as: ByteRowChecksum.self) != byte, "\(changed.columns)")
                 }
             }
         }
@@ -90,11 +84,7 @@ struct RowChecksumTests {
             TestRow(columns: [.bytes([]), .bytes(nil)]),
         ]
         for checksum in [RowChecksum.self, ByteRowChecksum.self] as [any RowChecksumming.Type] {
-            let values = rows.map { row in
-                var running = checksum.init()
-                row.add(to: &running)
-                return running.value
-            }
+            let values = rows.map { $0.checksum(as: checksum) }
             #expect(Set(values).count == rows.count, "\(checksum): \(values)")
         }
     }
@@ -104,7 +94,7 @@ struct RowChecksumTests {
         // FNV-1a (64-bit) of 0x01, the length in eight bytes low first, the bytes, for "name" then "b": worked out
         // apart from storesh (Python, from the algorithm's published constants).
         #expect(BucketSchema.InfoRow(key: "name", value: "b").isChecksummed(by: -3_494_245_807_984_524_121))
-        #expect(ByteRowChecksum.checksum(of: BucketSchema.InfoRow(key: "name", value: "b")) == -3_494_245_807_984_524_121)
+        #expect(BucketSchema.InfoRow(key: "name", value: "b").checksum(as: ByteRowChecksum.self) == -3_494_245_807_984_524_121)
         // Format 4 writes its own.
         #expect(BucketSchema.InfoRow(key: "name", value: "b").checksum != -3_494_245_807_984_524_121)
     }
@@ -122,16 +112,16 @@ struct RowChecksumTests {
             for (rowid, value) in checksums { try raw.execute("UPDATE \(table) SET checksum = \(value) WHERE rowid = \(rowid)") }
         }
         try rewrite("SELECT id, \(BucketSchema.metadataColumns), checksum FROM objects", table: "objects") {
-            ByteRowChecksum.checksum(of: StoredVersion.Values(version: try StoredVersion($0, from: 1, died: false), died: nil))
+            StoredVersion.Values(version: try StoredVersion($0, from: 1, died: false), died: nil).checksum(as: ByteRowChecksum.self)
         }
         try rewrite("SELECT id, \(SnapshotRow.keptColumns) FROM history", table: "history") {
-            ByteRowChecksum.checksum(of: StoredVersion.Values(version: try StoredVersion($0, from: 1, died: true), died: $0.int64(16)))
+            StoredVersion.Values(version: try StoredVersion($0, from: 1, died: true), died: $0.int64(16)).checksum(as: ByteRowChecksum.self)
         }
         try rewrite("SELECT rowid, name, epoch, created, object_count FROM snapshots", table: "snapshots") {
-            ByteRowChecksum.checksum(of: SnapshotRow.Values(name: $0.string(1)!, epoch: $0.int64(2), created: $0.int64(3), count: $0.int64(4)))
+            SnapshotRow.Values(name: $0.string(1)!, epoch: $0.int64(2), created: $0.int64(3), count: $0.int64(4)).checksum(as: ByteRowChecksum.self)
         }
         try rewrite("SELECT rowid, key, value FROM bucket_info", table: "bucket_info") {
-            ByteRowChecksum.checksum(of: BucketSchema.InfoRow(key: $0.string(1)!, value: $0.string(2)!))
+            BucketSchema.InfoRow(key: $0.string(1)!, value: $0.string(2)!).checksum(as: ByteRowChecksum.self)
         }
         try raw.execute("PRAGMA user_version = 3; COMMIT")
     }
