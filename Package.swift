@@ -36,6 +36,8 @@ let package = Package(
         // Knows nothing of terminals or files.
         // CRC-32C in C, on the processor's CRC32 instruction where there is one.
         .target(name: "CStoreshChecksum"),
+        // The file operations Swift's Glibc does not expose: an atomic exchange of two paths (renameat2).
+        .target(name: "CStoreshFiles"),
         .target(
             name: "StoreshCore",
             dependencies: ["CStoreshChecksum", .product(name: "Crypto", package: "swift-crypto")]
@@ -46,7 +48,7 @@ let package = Package(
         .target(
             name: "StoreshLocal",
             dependencies: [
-                "StoreshCore", "StoreshSQLite", "StoreshWire", "CSQLite", .product(name: "Crypto", package: "swift-crypto"),
+                "StoreshCore", "StoreshSQLite", "StoreshWire", "CSQLite", "CStoreshFiles", .product(name: "Crypto", package: "swift-crypto"),
             ]),
         // Plans and their execution, for any bucket: the dry run's planned bucket, the applier, the journal, undo
         // and resume. A plan's working state is a private temporary SQLite database, so that a plan of millions of

@@ -424,9 +424,20 @@ public protocol EndUserSignIn: AnyObject, Sendable {
     func signIn(uid: String, claims: [String: String]) throws(StorageError) -> String
     /// Back to the bucket's own credentials.
     func signOut()
+    /// Who is signed in now (nil: no one; requests are the bucket's own), as `restore(_:)` takes it back: a line or
+    /// a script whose sign-in does not land (a dry run, a failure) puts the one before it back.
+    var signedInUser: (any SignedInUser)? { get }
+    /// Makes `user` (nil: no one) the one signed in again.
+    func restore(_ user: (any SignedInUser)?)
     /// What the service answered the signed-in user's last request (`rules why` on a real bucket); nil before one
     /// or when signed out.
     var lastAnswer: ServiceAnswer? { get }
+}
+
+/// Someone signed in to a real bucket (`EndUserSignIn`): kept whole, to be put back as it was.
+public protocol SignedInUser: AnyObject, Sendable {
+    /// Who, for messages (never the token).
+    var who: String { get }
 }
 
 /// A real service's answer to an end user's request: the service's security rules decided it, not storesh.

@@ -44,6 +44,8 @@ public enum MessageText {
 
     /// A count as people read it: digits in groups of three (`4,812`), whatever the locale, so that output is the
     /// same everywhere (transcripts are compared byte for byte).
+    public static func grouped(_ count: Int64) -> String { grouped(Int(count)) }
+
     public static func grouped(_ count: Int) -> String {
         let digits = String(count.magnitude)
         var output = count < 0 ? "-" : ""

@@ -44,15 +44,58 @@ public enum TerminalCells {
 
     /// `line` cut into lines of at most `cells` cells, at blanks between words only: never inside a word, nor
     /// inside a span quoted with `"` or `` ` `` (a value, a rule). A word longer than a line stands alone on one.
-    /// Continuation lines keep the first line's indentation.
+    ///
+    /// Continued lines hang under the line's text: its indentation, or, when the line is a term and its text
+    /// apart by two blanks or more (`-n N       at most N entries`, `custom.location  Half Dome`), under the
+    /// text, when that column is in the line's first half. The first line's head is kept as written.
     public static func wrap(_ line: String, toCells cells: Int) -> [String] {
+        // Text of several lines (a help text): each wrapped on its own.
+        if line.utf8.contains(UInt8(ascii: "\n")) {
+            return line.split(separator: "\n", omittingEmptySubsequences: false).flatMap { wrap(String($0), toCells: cells) }
+        }
         guard cells > 0, width(of: line) > cells else { return [line] }
+        let hanging = hangingHead(of: line, within: cells)
+        var head = hanging.head
+        var parts = words(of: hanging.body)
         let indentation = String(line.prefix { $0 == " " })
-        // The words, each with the blanks inside its quoted spans kept.
+        // A word that cannot fit under the text's column (a long path after its key) gives up the column: the
+        // line then wraps under its indentation.
+        if head.count > indentation.count, parts.contains(where: { width(of: $0) > cells - width(of: head) }) {
+            head = indentation
+            parts = words(of: line.dropFirst(indentation.count))
+        }
+        let headCells = width(of: head)
+        // A quoted span wider than the line is cut at its blanks after all; a word that is wider alone stands alone.
+        parts = parts.flatMap { part in
+            width(of: part) > cells - headCells && part.contains(" ") ? part.split(separator: " ").map(String.init) : [part]
+        }
+        let hang = String(repeating: " ", count: headCells)
+        var lines: [String] = []
+        var current = head
+        var currentCells = headCells
+        var empty = true
+        for word in parts {
+            let wordCells = width(of: word)
+            if !empty && currentCells + 1 + wordCells > cells {
+                lines.append(current)
+                current = hang + word
+                currentCells = headCells + wordCells
+            } else {
+                current += (empty ? "" : " ") + word
+                currentCells += (empty ? 0 : 1) + wordCells
+            }
+            empty = false
+        }
+        lines.append(current)
+        return lines
+    }
+
+    /// The words of `text`, split at blanks outside quoted spans.
+    static func words(of text: Substring) -> [String] {
         var words: [String] = []
         var word = ""
         var quote: Character?
-        for character in line.dropFirst(indentation.count) {
+        for character in text {
             if character == " " && quote == nil {
                 if !word.isEmpty { words.append(word) }
                 word = ""
@@ -62,23 +105,33 @@ public enum TerminalCells {
             word.append(character)
         }
         if !word.isEmpty { words.append(word) }
-        var lines: [String] = []
-        var current = indentation
-        var currentCells = width(of: indentation)
-        for word in words {
-            let wordCells = width(of: word)
-            let separator = current.count > indentation.count ? 1 : 0
-            if currentCells + separator + wordCells > cells && current.count > indentation.count {
-                lines.append(current)
-                current = indentation + word
-                currentCells = width(of: indentation) + wordCells
+        return words
+    }
+
+    /// What continued lines of `line` hang under (see `wrap`), and the text after it.
+    static func hangingHead(of line: String, within cells: Int) -> (head: String, body: Substring) {
+        let indentation = line.prefix { $0 == " " }
+        let rest = line[indentation.endIndex...]
+        // A term, then two blanks or more, then text starting in the first half of the line.
+        var quote: Character?
+        var index = rest.startIndex
+        var blanks = 0
+        while index < rest.endIndex {
+            let character = rest[index]
+            if character == " " && quote == nil {
+                blanks += 1
             } else {
-                current += (separator == 1 ? " " : "") + word
-                currentCells += separator + wordCells
+                if blanks >= 2 && index > rest.startIndex {
+                    let head = line[..<index]
+                    if width(of: String(head)) <= cells / 2 { return (String(head), line[index...]) }
+                    break
+                }
+                blanks = 0
+                if character == "\"" || character == "`" { quote = quote == character ? nil : quote ?? character }
             }
+            index = rest.index(after: index)
         }
-        lines.append(current)
-        return lines
+        return (String(indentation), rest)
     }
 
     static func width(ofCluster scalars: Character.UnicodeScalarView) -> Int {

@@ -471,6 +471,38 @@ public final class PlanStore: @unchecked Sendable {
         }
     }
 
+    /// What became of the changes of each step (the statement that planned them), in step order: how many were
+    /// planned, applied and failed; the first `limit` steps, and how many steps the plan has in all.
+    public func outcomesByStep(limit: Int) throws(StorageError) -> (steps: [StepOutcome], stepCount: Int) {
+        try locked {
+            let select = try connection.statement(
+                """
+                SELECT c.step, count(*), count(CASE WHEN o.applied = 1 THEN 1 END), count(CASE WHEN o.applied = 0 THEN 1 END)
+                FROM changes c LEFT JOIN outcomes o ON o.change = c.id GROUP BY c.step ORDER BY c.step
+                """)
+            defer { select.reset() }
+            var steps: [StepOutcome] = []
+            var stepCount = 0
+            while try select.step() {
+                stepCount += 1
+                if steps.count < limit {
+                    steps.append(
+                        StepOutcome(
+                            step: Int(select.int64(0)), planned: Int(select.int64(1)), applied: Int(select.int64(2)), failed: Int(select.int64(3))))
+                }
+            }
+            return (steps, stepCount)
+        }
+    }
+
+    /// What became of one step's changes.
+    public struct StepOutcome: Sendable, Equatable {
+        public var step: Int
+        public var planned: Int
+        public var applied: Int
+        public var failed: Int
+    }
+
     /// Forgets failures (a resumed run tries those changes again).
     public func forgetFailures() throws(StorageError) {
         try locked { try connection.execute("DELETE FROM outcomes WHERE applied = 0") }

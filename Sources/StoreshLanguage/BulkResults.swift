@@ -18,6 +18,8 @@ final class BulkResults {
     private let color: Bool
     private let summaryOnly: Bool
     private let dryRun: Bool
+    /// The terminal's width, when results go to one: each line wraps to it between words.
+    private let width: Int?
 
     /// Up to this many lines, each changed object gets its name and one line per property; past it, one line per
     /// object (a long plan stays readable in a terminal's scrollback).
@@ -74,6 +76,13 @@ final class BulkResults {
         self.color = options.color
         self.summaryOnly = options.summaryOnly
         self.dryRun = options.dryRun
+        self.width = options.terminalWidth
+    }
+
+    /// A line for people, wrapped to the terminal's width.
+    private func say(_ line: String) {
+        guard let width else { return output.result(line) }
+        TerminalCells.wrap(line, toCells: width).forEach(output.result)
     }
 
     func updated(_ name: String, _ differences: [PropertyDifference]) {
@@ -90,10 +99,10 @@ final class BulkResults {
                 return
             }
             // Longer than a screen: a line per object from here on, starting with those held.
-            for held in blocks ?? [] { output.result(HumanRenderer.planLine(name: held.name, held.differences)) }
+            for held in blocks ?? [] { say(HumanRenderer.planLine(name: held.name, held.differences)) }
             blocks = nil
         }
-        output.result(HumanRenderer.planLine(name: name, differences))
+        say(HumanRenderer.planLine(name: name, differences))
     }
 
     func unchanged(_ name: String) {
@@ -108,8 +117,8 @@ final class BulkResults {
         if json { return holdOrWrite(name: name) }
         if dryRun && !summaryOnly {
             // The first object waits: a command that deletes one object says so in its last line alone.
-            if deletedCount == 2, let firstName { output.result("would delete \(MessageText.oneLine(firstName))") }
-            if deletedCount >= 2 { output.result("would delete \(MessageText.oneLine(name))") }
+            if deletedCount == 2, let firstName { say("would delete \(MessageText.oneLine(firstName))") }
+            if deletedCount >= 2 { say("would delete \(MessageText.oneLine(name))") }
         }
     }
 
@@ -119,31 +128,31 @@ final class BulkResults {
         switch kind {
         case .updates:
             while !runs.isEmpty { countRun(at: 0) }
-            for held in blocks ?? [] { output.result(contentsOf: HumanRenderer.plan(name: held.name, held.differences)) }
+            for held in blocks ?? [] { HumanRenderer.plan(name: held.name, held.differences).forEach(say) }
             if updatedCount > Self.longPlan || (summaryOnly && updatedCount > 0) {
-                output.result("summary, by change:")
+                say("summary, by change:")
                 let sorted = counts.sorted { first, second in
                     let (a, b) = (first.value, second.value)
                     return a.objects != b.objects ? a.objects > b.objects : a.firstMet < b.firstMet
                 }
                 for (change, count) in sorted {
                     let text = "\(change.key): \(Formatting.planValue(change.old)) → \(Formatting.planValue(change.new))"
-                    output.result("  \(MessageText.oneLine(text)): \(MessageText.counted(count.objects, "object"))")
+                    say("  \(MessageText.oneLine(text)): \(MessageText.counted(count.objects, "object"))")
                 }
                 if otherChanges > 0 {
-                    output.result("  (\(MessageText.counted(otherChanges, "other change")), each to fewer objects)")
+                    say("  (\(MessageText.counted(otherChanges, "other change")), each to fewer objects)")
                 }
             }
             let verb = dryRun ? "would update" : "updated"
             if single && updatedCount + unchangedCount == 1, let firstName {
-                output.result(
+                say(
                     updatedCount == 0 ? "\(MessageText.oneLine(firstName)): unchanged (already as asked)" : "\(verb) \(MessageText.oneLine(firstName))")
             } else {
-                output.result("\(verb) \(MessageText.counted(updatedCount, "object")), \(MessageText.grouped(unchangedCount)) unchanged")
+                say("\(verb) \(MessageText.counted(updatedCount, "object")), \(MessageText.grouped(unchangedCount)) unchanged")
             }
         case .deletions:
             let verb = dryRun ? "would delete" : "deleted"
-            output.result(
+            say(
                 deletedCount == 1 && firstName != nil ? "\(verb) \(MessageText.oneLine(firstName!))" : "\(verb) \(MessageText.counted(deletedCount, "object"))")
         }
     }

@@ -246,22 +246,19 @@ public enum CommandCatalog {
         return lines.joined(separator: "\n")
     }
 
-    /// Topics of `help` that are not commands.
+    /// Topics of `help` that are not commands: a line a paragraph, wrapped where they are shown.
     public static let topics: [String: String] = [
         "scripts": """
             Scripts: storesh run FILE, storesh -c 'TEXT', or commands on standard input.
-              --dry-run      plan the script and print the plan (each object, each property old → new);
-                             nothing is saved. At the prompt: dry-run COMMAND.
+              --dry-run      plan the script and print the plan (each object, each property old → new); nothing is saved. At the prompt: dry-run COMMAND.
               --keep-going   report each failing command and keep the changes of those that succeeded
               --json         one JSON document per result; errors as JSON on stderr
               --clock T      reproducible times: the first change at T, then 1 ms per change
               --summary      a bulk change prints its summary by change, not each object
               run --echo     print each command after its prompt before its output (a transcript)
               run --explain  explain each command (SDK call, REST requests, rules method); run nothing
-            On a local bucket a script is one transaction: all of it lands, or (a command fails) none.
-            On gs:// and s3:// it is planned, then applied with preconditions and a journal
-            (run --resume JOURNAL, undo JOURNAL). Exit: 0 ran, 1 a command failed, 2 usage or syntax
-            error (nothing ran), 130 interrupted.
+            On a local bucket a script is one transaction: all of it lands, or (a command fails) none. On gs:// and s3:// it is planned, then applied with preconditions and a journal (run --resume JOURNAL, undo JOURNAL); what a command prints is printed once its changes have landed.
+            Exit: 0 ran, 1 a command failed, 2 usage or syntax error (nothing ran), 130 interrupted.
             """
     ]
 

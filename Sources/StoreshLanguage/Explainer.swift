@@ -54,7 +54,8 @@ enum Explainer {
 
     /// `tokens`: the bucket's page tokens, to read where storesh's own request starts.
     static func list(
-        bucket: String, path: StoragePath, maxResults: Int?, pageToken: String?, all: Bool, long: Bool, tokens: any PageTokenFormat
+        bucket: String, path: StoragePath, maxResults: Int?, pageToken: String?, all: Bool, long: Bool, tokens: any PageTokenFormat,
+        screenful: Int? = nil
     ) throws -> [ExplainedRequest] {
         let prefix = path.listingPrefix
         let size = maxResults ?? ListOptions.maximumResults
@@ -74,7 +75,8 @@ enum Explainer {
                 cloudStorageREST: try storedListing(bucket: bucket, prefix: prefix, maxResults: size, pageToken: pageToken, tokens: tokens),
                 rulesMethod: "list",
                 note: "list needs rules_version = '2'. The JSON API lists names as stored (wrongPrefix//, lonelyItem/); the v0 API and storesh show the Firebase view (rule L3)."
-                    + (pageToken != nil ? " storesh's page tokens are its own; the SDK's come from the service." : ""))
+                    + (pageToken != nil ? " storesh's page tokens are its own; the SDK's come from the service." : "")
+                    + (screenful.map { " At the prompt storesh itself lists \($0) at a time (a screenful); the call above is what a program would ask." } ?? ""))
         ]
         if long {
             requests.append(ExplainedRequest(
@@ -139,29 +141,53 @@ enum Explainer {
     /// `state`: the object as storesh read it, when it exists; the REST requests are then the ones storesh sends
     /// (`CloudStorageWire`): guarded by its generation and metageneration, the body naming only what changes.
     static func updateMetadata(bucket: String, name: String, update: MetadataUpdate, state: ObjectMetadata?) -> ExplainedRequest {
-        var lines = ["let newMetadata = StorageMetadata()"]
-        for property in WritableProperty.allCases {
-            switch update.properties[property] {
-            case .set(let value)?: lines.append("newMetadata.\(property.rawValue) = \(SwiftSDK.literal(value))")
-            case .unset?: lines.append("newMetadata.\(property.rawValue) = nil  // deletes the property")
-            case nil: break
-            }
-        }
-        let setKeys = update.customMetadata.sortedByKeyBytes.compactMap { key, change -> String? in
-            if case .set(let value) = change { return "\(SwiftSDK.literal(key)): \(SwiftSDK.literal(value))" }
-            return nil
-        }
-        let unsetKeys = update.customMetadata.sortedByKeyBytes.filter { $0.value == .unset }.map(\.key)
-        if !setKeys.isEmpty { lines.append("newMetadata.customMetadata = [\(setKeys.joined(separator: ", "))]") }
+        let deletes = update.properties.values.contains(.unset) || update.customMetadata.values.contains(.unset) || update.clearsCustomMetadata
+        var lines: [String]
         var note: String?
-        if !unsetKeys.isEmpty || update.clearsCustomMetadata {
-            // Without this line the Swift reads as an update that names nothing.
-            let what = unsetKeys.isEmpty ? "the custom metadata" : unsetKeys.map { SwiftSDK.literal($0) }.joined(separator: ", ")
-            lines.append("// [String: String] cannot delete \(what): the REST request below does (see the note)")
-            note = "The Swift SDK's customMetadata is [String: String]: it cannot send null for a key. The REST body deletes "
-                + (unsetKeys.isEmpty ? "the whole map" : unsetKeys.joined(separator: ", ")) + " with null (the JavaScript SDK can)."
+        if deletes {
+            // The Swift SDK sends what differs from the metadata a StorageMetadata was made from, and null for what it
+            // no longer has (firebase-ios-sdk, FirebaseStorage/Sources/StorageMetadata.swift: updatedMetadata() and
+            // remove(matchingMetadata:oldMetadata:)): a deletion starts from the object's own metadata. A new
+            // StorageMetadata() was made from nothing, so a property set to nil there sends nothing.
+            lines = ["let ref = \(SwiftSDK.reference(name))", "let metadata = try await ref.getMetadata()"]
+            for property in WritableProperty.allCases {
+                switch update.properties[property] {
+                case .set(let value)?: lines.append("metadata.\(property.rawValue) = \(SwiftSDK.literal(value))")
+                case .unset?: lines.append("metadata.\(property.rawValue) = nil  // sent as null: deleted")
+                case nil: break
+                }
+            }
+            if update.clearsCustomMetadata {
+                lines.append("metadata.customMetadata = [:]  // every key sent as null: deleted")
+            }
+            if !update.customMetadata.isEmpty {
+                lines.append("var custom = metadata.customMetadata ?? [:]")
+                for (key, change) in update.customMetadata.sortedByKeyBytes {
+                    switch change {
+                    case .set(let value): lines.append("custom[\(SwiftSDK.literal(key))] = \(SwiftSDK.literal(value))")
+                    case .unset: lines.append("custom[\(SwiftSDK.literal(key))] = nil  // sent as null: deleted")
+                    }
+                }
+                lines.append("metadata.customMetadata = custom")
+            }
+            lines.append("let updated = try await ref.updateMetadata(metadata)")
+            note = "The Swift SDK sends what differs from the metadata it read, and null for what was taken out of it, so a deletion starts from getMetadata(); a new StorageMetadata() with a property set to nil sends nothing for it. The JavaScript SDK's updateMetadata sends null for a key whose value is null."
+        } else {
+            // As the Firebase docs write an update: a new StorageMetadata naming what changes (firebase-ios-sdk,
+            // FirebaseStorage/Sources/StorageReference.swift: updateMetadata(_:completion:)).
+            lines = ["let newMetadata = StorageMetadata()"]
+            for property in WritableProperty.allCases {
+                if case .set(let value)? = update.properties[property] {
+                    lines.append("newMetadata.\(property.rawValue) = \(SwiftSDK.literal(value))")
+                }
+            }
+            let setKeys = update.customMetadata.sortedByKeyBytes.compactMap { key, change -> String? in
+                if case .set(let value) = change { return "\(SwiftSDK.literal(key)): \(SwiftSDK.literal(value))" }
+                return nil
+            }
+            if !setKeys.isEmpty { lines.append("newMetadata.customMetadata = [\(setKeys.joined(separator: ", "))]") }
+            lines.append("let updated = try await \(SwiftSDK.updateMetadata(name))")
         }
-        lines.append("let updated = try await \(SwiftSDK.updateMetadata(name))")
         // With the object's state read, both lines are the requests storesh sends (the body naming only what changes,
         // as an SDK would name only what the app set); without it, the fields the update names.
         let cloudStorage: String
@@ -203,14 +229,21 @@ enum Explainer {
         return ExplainedRequest(
             purpose: "upload \(name): new content, a new generation, metageneration 1 (rule M3)",
             swift: lines.joined(separator: "\n"),
+            // firebase-ios-sdk, FirebaseStorage/Sources/StorageUploadTask.swift: enqueue() starts a resumable upload
+            // whatever the size; firebase-js-sdk, packages/storage/src/reference.ts: uploadBytes() is multipart.
             firebaseREST: FirebaseWire.upload(bucket: bucket, object: name).rendered(baseURL: firebaseHost)
-                + "\n(multipart: the metadata as JSON, then the content; large files as a resumable upload)",
+                + "\n(the Swift SDK sends every upload as a resumable upload, uploadType=resumable; the JavaScript SDK's uploadBytes sends one multipart request: the metadata as JSON, then the content)",
             cloudStorageREST: CloudStorageWire.upload(
                 bucket: bucket, uploadType: "multipart", precondition: PlanApplier.writePrecondition(current: current)
             ).rendered(baseURL: cloudStorageHost)
                 + "\n(multipart: {\"name\": \(SwiftSDK.literal(name))…}, then the content; large files as a resumable upload)",
-            rulesMethod: "create (update when the object exists)",
-            note: "contentType, when not given, is guessed from the name's extension, as the SDKs do.")
+            // Rule R2, as the Firebase emulator decides (firebase-tools, src/emulator/storage/files.ts: uploadObject
+            // checks create, with resource the object it replaces); update is for metadata only.
+            rulesMethod: "create (over an existing object too: resource is then that object, else null)",
+            // firebase-ios-sdk, FirebaseStorage/Sources/StorageUploadTask.swift: the type of putFile from the local
+            // file's extension; putData sends application/octet-stream. firebase-js-sdk, implementation/requests.ts:
+            // determineContentType_ takes the Blob's type.
+            note: "storesh guesses contentType, when not given, from the object name's extension (its rule M3). The Swift SDK's putFile guesses it from the local file's extension and putData sends application/octet-stream; the JavaScript SDK takes the Blob's type.")
     }
 
     static func download(bucket: String, name: String, toFile file: String?) -> ExplainedRequest {
@@ -315,8 +348,8 @@ extension Session {
                 bucket: bucket, filters: filters.map(\.text), read: found.count, passed: objects.count,
                 firstName: found.first?.name.rawValue, listed: targets.allSatisfy { !raw && ObjectPattern.isPattern($0) }))
         }
-        // Objects an update would not change: the SDK would still send the request (and change nothing);
-        // storesh sends none. The example is an object it would change, when there is one. A named object
+        // Objects an update would not change: the SDK would still send the request (and the service would raise
+        // metageneration); storesh sends none (rule M6). The example is an object it would change, when there is one. A named object
         // that does not exist is said: the request would fail.
         var unchanged = Set<ObjectName>()
         var missing = Set<ObjectName>()
@@ -352,7 +385,10 @@ extension Session {
             request.note = [request.note, batched].compactMap { $0 }.joined(separator: " ")
         }
         if changing.isEmpty {
-            let already = (objects.count == 1 ? "It is" : "All are") + " already as asked: the SDK's request would change nothing; storesh sends none."
+            // storesh's rule M6: the SDKs send their PATCH all the same (firebase-ios-sdk,
+            // StorageUpdateMetadataTask.swift), and the service raises metageneration on every metadata update.
+            let already = (objects.count == 1 ? "It is" : "All are")
+                + " already as asked: storesh sends no request (its rule M6). The SDK would still send its PATCH, and Cloud Storage would raise metageneration."
             request.note = [already, request.note].compactMap { $0 }.joined(separator: " ")
         } else if !unchanged.isEmpty {
             request.purpose += "; \(MessageText.grouped(unchanged.count)) more \(unchanged.count == 1 ? "is" : "are") already as asked: storesh sends \(unchanged.count == 1 ? "it" : "them") no request"

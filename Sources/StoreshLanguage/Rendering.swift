@@ -78,18 +78,26 @@ public struct HumanRenderer: ResultRenderer {
 
     public func render(_ result: CommandResult, to output: SessionOutput) {
         let lines = lines(for: result, output: output)
-        guard let width, Self.isProse(result) else { return lines.forEach(output.result) }
-        lines.flatMap { TerminalCells.wrap($0, toCells: width) }.forEach(output.result)
+        guard let width else { return lines.forEach(output.result) }
+        let data = Self.dataLines(of: result)
+        for (index, line) in lines.enumerated() {
+            if index < data {
+                output.result(line)
+            } else {
+                TerminalCells.wrap(line, toCells: width).forEach(output.result)
+            }
+        }
     }
 
-    /// Results that are sentences, wrapped at a terminal's width; tables, listings, plans and content never are.
-    static func isProse(_ result: CommandResult) -> Bool {
+    /// How many of a result's first lines are data, never wrapped at a terminal's width: names (a listing's
+    /// entries, a path), whose blanks are part of them. Every other line people read (sentences, help, explain,
+    /// tables of values, rules) wraps between words, its continued lines under its text.
+    static func dataLines(of result: CommandResult) -> Int {
         switch result {
-        case .note, .access, .rulesLoaded, .rulesReset, .decision, .signedIn, .signedOut, .identity, .snapshotSaved,
-            .snapshotRemoved:
-            true
-        default:
-            false
+        case .listing(let listing):
+            listing.page.prefixes.count + (listing.long ? listing.metadata.count : listing.page.items.count)
+        case .path: 1
+        default: 0
         }
     }
 

@@ -18,6 +18,8 @@ extension Session {
         /// Whether the changes may land (no command failed, or `--keep-going`).
         var keep: Bool
         var failures: Int
+        /// How many of the failed commands were commands that change the bucket.
+        var changingFailures = 0
         /// True when the run stopped before the end (an error without `--keep-going`, Ctrl-C): it has said why.
         var stoppedEarly: Bool
         /// A dry run's plan, kept (`--plan`): what happened, said once the run has concluded.
@@ -75,6 +77,7 @@ extension Session {
         exitRan = false
         reportedChanges = 0
         let identityBefore = rules?.identity
+        let endUserBefore = bucket.endUserSignIn?.signedInUser
         // Only a script that puts rules in force (the commands that need rules administration) can roll them back.
         let rulesBefore = summary.requiredCapabilities.contains(.rulesAdministration) ? rules?.currentRules().origin : nil
         let status = await runPolicy(script, summary)
@@ -89,9 +92,16 @@ extension Session {
         }
         // A `login` or `logout` is part of its line or script: undone with it when nothing of it lands (a failure
         // without --keep-going, or a dry run), and said so, since who is signed in decides every later request.
-        if let rules, rules.identity != identityBefore, options.dryRun || (status != .success && !options.keepGoing) {
+        let undoesSignIn = options.dryRun || (status != .success && !options.keepGoing)
+        if let rules, rules.identity != identityBefore, undoesSignIn {
             rules.identity = identityBefore
             let now = identityBefore.map { "still signed in as \($0.uid)" } ?? "still signed out"
+            output.notice("the \(options.atPrompt ? "line's" : "script's") sign-in was undone with it: \(now)")
+        }
+        // On a real bucket the sign-in is the bucket's (rule F1): put back the same way, whatever signed in or out.
+        if let signIn = bucket.endUserSignIn, undoesSignIn, (signIn.signedInUser as AnyObject?) !== (endUserBefore as AnyObject?) {
+            signIn.restore(endUserBefore)
+            let now = endUserBefore.map { "still signed in as \($0.who)" } ?? "requests are the bucket's own credentials' again"
             output.notice("the \(options.atPrompt ? "line's" : "script's") sign-in was undone with it: \(now)")
         }
         return status
@@ -144,11 +154,27 @@ extension Session {
             return .failed
         }
         target = guarded(plan)
+        // What the commands print is held until their changes have landed: a line says what happened, never what
+        // was only planned (an interrupted apply did not update the objects its command's lines count).
+        let held = HeldResults(output)
+        output = held
         let end = await runStatements(script, steps: plan, transactional: true)
+        output = held.output
         if end.stoppedEarly || !end.keep { return end.status }
-        guard plan.changeCount > 0 else { return conclude(end, summary) }
+        guard plan.changeCount > 0 else {
+            held.release()
+            return conclude(end, summary)
+        }
         // A change's step is the number of the statement that planned it: read again to say where it was written.
-        let applied = await apply(plan.store) { _, change in
+        let applied = await apply(
+            plan.store, held: held,
+            describeStep: { step in
+                script.statement(step).map { statement in
+                    let place = statement.location.column > 1 ? "line \(statement.location.line), column \(statement.location.column)" : "line \(statement.location.line)"
+                    return "\(place) (\(MessageText.oneLine(statement.text.isEmpty ? statement.command.header : statement.text)))"
+                }
+            }
+        ) { _, change in
             script.location(ofStatement: change.step) ?? SourceLocation(line: 1, column: 1)
         }
         return applied == .success ? conclude(end, summary) : applied
@@ -166,9 +192,20 @@ extension Session {
     ///
     /// `locate` places a failed change (by its number and the change) in what the user gave: the command of the
     /// script that planned it, or the line of a kept plan.
+    ///
+    /// `held`: the results of the script that planned the changes, printed once every change has landed (and
+    /// dropped otherwise); `describeStep` names the command that planned a step's changes, for what an
+    /// incomplete run says landed of each.
     public func apply(
         _ plan: PlanStore, journal given: (any ApplyJournal)? = nil,
         locate: (Int, PlannedChange) -> SourceLocation = { _, _ in SourceLocation(line: 1, column: 1) }
+    ) async -> Status {
+        await apply(plan, journal: given, held: nil, describeStep: nil, locate: locate)
+    }
+
+    func apply(
+        _ plan: PlanStore, journal given: (any ApplyJournal)? = nil, held: HeldResults?, describeStep: ((Int) -> String?)?,
+        locate: (Int, PlannedChange) -> SourceLocation
     ) async -> Status {
         if given == nil, let transactions = bucket.transactions {
             return await applyInOneTransaction(plan, transactions, locate: locate)
@@ -194,9 +231,10 @@ extension Session {
         let where_ = journal.map { " (journal: \($0.location))" } ?? ""
         switch outcome.end {
         case .complete:
+            held?.release()
             // At the prompt a line's single change needs no notice: its result said it.
             if !options.atPrompt || total > 1 {
-                output.notice("applied \(MessageText.counted(total, "change")) to \(bucket.url)\(where_)")
+                output.notice("applied \(MessageText.counted(total, "change")) to \(bucketLocation)\(where_)")
             }
             return .success
         case .stopped, .interrupted, .finishedWithFailures:
@@ -205,6 +243,7 @@ extension Session {
             var lines = [
                 "\(why): applied \(MessageText.grouped(outcome.applied)) of \(MessageText.counted(total, "change")); \(MessageText.grouped(outcome.failed)) failed, \(MessageText.grouped(outcome.notSent)) not sent"
             ]
+            if let describeStep { lines += landedByCommand(plan, describeStep) }
             if let journal {
                 // Resuming helps what was not sent or met a passing fault; an object that changed meanwhile or was
                 // refused needs a new plan.
@@ -222,6 +261,24 @@ extension Session {
             return outcome.end == .interrupted ? .interrupted : .failed
         }
     }
+
+    /// What landed of each command's changes, when the plan holds more than one command's: the results the
+    /// commands printed while planning were not released, so this is what the run says of each.
+    private func landedByCommand(_ plan: PlanStore, _ describeStep: (Int) -> String?) -> [String] {
+        guard let (steps, stepCount) = try? plan.outcomesByStep(limit: Self.commandsShownLanded), stepCount > 1 else { return [] }
+        var lines = steps.map { step in
+            let command = describeStep(step.step) ?? "command \(step.step + 1)"
+            let failed = step.failed > 0 ? ", \(MessageText.grouped(step.failed)) failed" : ""
+            return "  \(command): applied \(MessageText.grouped(step.applied)) of \(MessageText.counted(step.planned, "change"))\(failed)"
+        }
+        if stepCount > steps.count {
+            lines.append("  … and \(MessageText.counted(stepCount - steps.count, "more command")) (the journal lists each change)")
+        }
+        return lines
+    }
+
+    /// The commands whose landed changes an incomplete run lists one by one.
+    static let commandsShownLanded = 20
 
     /// Each failed change (the first `ApplyOutcome.shownFailures`) as an error at its place, then how many more.
     private func reportFailures(
@@ -253,11 +310,11 @@ extension Session {
                     ? "; an object changed since the plan was made is refused, not overwritten: make the plan again (the dry run) and review it" : ""
                 switch outcome.end {
                 case .complete:
-                    output.notice("applied \(MessageText.counted(total, "change")) to \(bucket.url)")
+                    output.notice("applied \(MessageText.counted(total, "change")) to \(bucketLocation)")
                     return .commit(.success)
                 case .finishedWithFailures where options.keepGoing:
                     output.notice(
-                        "applied \(MessageText.grouped(outcome.applied)) of \(MessageText.counted(total, "change")) to \(bucket.url); \(MessageText.grouped(outcome.failed)) failed and were left as they are\(changedSince)")
+                        "applied \(MessageText.grouped(outcome.applied)) of \(MessageText.counted(total, "change")) to \(bucketLocation); \(MessageText.grouped(outcome.failed)) failed and were left as they are\(changedSince)")
                     return .commit(.failed)
                 case .interrupted:
                     output.notice("interrupted: nothing was applied (the plan is one transaction); the bucket is as it was")
@@ -292,8 +349,13 @@ extension Session {
             // A line that could not change anything (`ls` in a `storesh --dry-run` session) has nothing to not save.
             if script.changesBucket { deliver(.note("dry run: nothing was saved")) }
         } else if end.failures > 0 && script.changesBucket {
+            // Only commands that change the bucket count among those whose changes were saved (not `echo`, `ls`).
+            let others = script.changingStatementCount - end.changingFailures
             output.notice(
-                "\(MessageText.counted(end.failures, "command")) failed and changed nothing; the changes of the other \(MessageText.counted(script.statementCount - end.failures, "command")) were saved")
+                "\(MessageText.counted(end.failures, "command")) failed and changed nothing; "
+                    + (others > 0
+                        ? "the changes of the other \(MessageText.counted(others, "command")) that \(others == 1 ? "changes" : "change") the bucket were saved"
+                        : "no other command changes the bucket"))
         }
         switch end.keptPlan {
         case .kept(let path, let changes)?:
@@ -336,6 +398,7 @@ extension Session {
             }
         }
         var failures = 0
+        var changingFailures = 0
         var statements = script.statements()
         reading: while true {
             // The statement's number is its step: a failed change is traced back to where it was written.
@@ -374,9 +437,16 @@ extension Session {
                         return ScriptEnd(status: .interrupted, keep: false, failures: failures + 1, stoppedEarly: true)
                     }
                     failures += 1
+                    if statement.command.changesBucket { changingFailures += 1 }
                     if options.keepGoing { continue }
                     if options.dryRun {
                         deliver(.note("dry run: stopped at the error; nothing was saved"))
+                    } else if output is HeldResults {
+                        // Planned, not sent: the held results are dropped and nothing was sent.
+                        output.notice(
+                            options.atPrompt
+                                ? "nothing was sent to \(bucketLocation): a line is planned whole before any change is sent"
+                                : "nothing was sent to \(bucketLocation): a script is planned whole before any change is sent (--keep-going sends what succeeds)")
                     } else if transactional && reportedChanges > 0 {
                         // Changes were reported before the failure, and did not land: say so, with how many. (A line
                         // that changed nothing before it failed has nothing to take back, and says nothing more.)
@@ -390,7 +460,7 @@ extension Session {
                 }
             }
         }
-        return ScriptEnd(status: failures == 0 ? .success : .failed, keep: true, failures: failures, stoppedEarly: false)
+        return ScriptEnd(status: failures == 0 ? .success : .failed, keep: true, failures: failures, changingFailures: changingFailures, stoppedEarly: false)
     }
 }
 

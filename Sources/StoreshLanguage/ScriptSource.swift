@@ -226,6 +226,8 @@ public struct ScriptSummary: Sendable {
     public internal(set) var statementCount = 0
     /// Whether any command may change the bucket (as its declaration says; a `dry-run` prefix set aside).
     public internal(set) var changesBucket = false
+    /// How many of its statements may change the bucket (`echo` and `ls` do not).
+    public internal(set) var changingStatementCount = 0
     /// Whether a statement asks for a dry run (`dry-run COMMAND`).
     public internal(set) var asksForDryRun = false
     /// What the bucket must be able to do for the script to run (rule B3).
@@ -244,6 +246,7 @@ public struct ScriptSummary: Sendable {
             command = dryRun.planned
         }
         statementCount += 1
+        if command.changesBucket { changingStatementCount += 1 }
         changesBucket = changesBucket || command.changesBucket
         let requires = command.declaration.requires
         if !requires.isSubset(of: requiredCapabilities) {
@@ -258,6 +261,7 @@ public struct ScriptSummary: Sendable {
     var explained: ScriptSummary {
         var summary = self
         summary.changesBucket = false
+        summary.changingStatementCount = 0
         summary.requiredCapabilities = []
         summary.firstNeeding = []
         return summary
@@ -308,13 +312,16 @@ public struct Script {
     }
 
     /// Where statement `number` (from 0) was written: read again from the place before it.
-    public func location(ofStatement number: Int) -> SourceLocation? {
+    public func location(ofStatement number: Int) -> SourceLocation? { statement(number)?.location }
+
+    /// Statement `number` (from 0), read again from the place before it.
+    public func statement(_ number: Int) -> Statement? {
         guard number >= 0, number < summary.statementCount else { return nil }
         let place = places.last { $0.statement <= number } ?? ScriptPlace()
         var reader = StatementReader(source, from: place, checking: false)
         while reader.number < number {
             guard (try? reader.next()) != nil else { return nil }
         }
-        return (try? reader.next())?.location
+        return try? reader.next()
     }
 }

@@ -133,8 +133,13 @@ public final class Session {
     /// the session's rules around it.
     var target: any Bucket
 
-    public let output: SessionOutput
+    /// Where results, errors and notices go; while a script is planned on a bucket without transactions, its
+    /// results are held there until the plan has landed (`HeldResults`).
+    public internal(set) var output: SessionOutput
     let files: LocalFiles
+    /// The bucket as messages about what landed name it: a local bucket file by its path (its `gs://NAME` is
+    /// the name inside the file, not where the changes went), a real bucket by its URL.
+    public lazy var bucketLocation: String = bucket.url
     /// How a plan is applied to a bucket without transactions: its journal and its progress line (rules X2, X4).
     public var applySettings = ApplySettings()
     /// Whether an `exit` ran in the last script (the shell leaves only then).

@@ -35,8 +35,15 @@ public enum StorageRuleBook {
         text.split(separator: "\n", omittingEmptySubsequences: false).map { $0.isEmpty ? "" : "  " + $0 }.joined(separator: "\n")
     }
 
+    /// Whether a line of the article is part of a paragraph's text: not blank, not a table row, a list item or a
+    /// code fence.
+    static func continuesParagraph(_ line: Substring) -> Bool {
+        !line.isEmpty && !line.hasPrefix("|") && !line.hasPrefix("- ") && !line.hasPrefix("* ") && !line.hasPrefix("```")
+            && !line.hasPrefix(" ")
+    }
+
     /// Reads the article: a family is a `## Title (L)` heading; a rule a `- **L3.** …` item, with the lines indented
-    /// under it (a table, a second paragraph). Markdown's emphasis and code marks are left as written: they read
+    /// under it (a table, a second paragraph), each paragraph joined into one line. Markdown's emphasis and code marks are left as written: they read
     /// well in a terminal too.
     static func parse(_ article: String) -> [Rule] {
         var rules: [Rule] = []
@@ -63,7 +70,15 @@ public enum StorageRuleBook {
             }
             guard current != nil else { continue }
             if line.hasPrefix("  ") {
-                current!.text += "\n" + line.dropFirst(2)
+                // A paragraph is kept as one line, wrapped where it is shown (to the terminal's width); a table's
+                // rows and list items keep their lines.
+                let text = line.dropFirst(2)
+                let lastLine = current!.text.split(separator: "\n", omittingEmptySubsequences: false).last ?? ""
+                if Self.continuesParagraph(text) && Self.continuesParagraph(lastLine) {
+                    current!.text += " " + text
+                } else {
+                    current!.text += "\n" + text
+                }
             } else if line.isEmpty {
                 current!.text += "\n"
             } else {

@@ -163,8 +163,43 @@ enum BucketFileLog {
     /// linked or renamed into place, so `path` is never half made.
     static func temporaryName(beside path: String, for purpose: String) -> String {
         let url = URL(fileURLWithPath: path)
-        return "\(url.deletingLastPathComponent().path)/.\(url.lastPathComponent).\(purpose)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        // A file name holds at most 255 bytes, and SQLite adds "-journal" to it: a long name (a bucket name may
+        // be 222 characters) is shortened, whole characters at a time, to what leaves room for the rest.
+        var base = ""
+        for character in url.lastPathComponent {
+            guard base.utf8.count + character.utf8.count <= Self.temporaryBaseBytes else { break }
+            base.append(character)
+        }
+        return "\(url.deletingLastPathComponent().path)/.\(base).\(purpose)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
     }
+
+    /// The most bytes of a file's own name a temporary name beside it keeps.
+    static let temporaryBaseBytes = 160
+
+    /// Removes what a storesh that was killed left in `directory` of its own making: files named by
+    /// `temporaryName` (`.NAME.creating-PID-N`, `.NAME.backup-PID-N`, and SQLite's files beside them) whose process
+    /// is gone. Nothing else is touched: not a name of another form, not a live process's, not a link or a folder.
+    public static func removeStaleTemporaries(in directory: String) {
+        guard let stream = opendir(directory) else { return }
+        defer { closedir(stream) }
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard let pid = stalePid(ofTemporary: name), !isRunning(pid) else { continue }
+            let path = (directory as NSString).appendingPathComponent(name)
+            var status = stat()
+            guard lstat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { continue }
+            unlink(path)
+        }
+    }
+
+    /// The process that made a file named by `temporaryName`, read from its name; nil for any other name.
+    static func stalePid(ofTemporary name: String) -> Int32? {
+        guard let match = name.wholeMatch(of: #/\..+\.(?:creating|backup)-(\d{1,10})-(\d{1,10})(?:-wal|-shm|-journal)?/#) else { return nil }
+        return Int32(match.1)
+    }
+
+    /// Whether a process of that number runs (one of another user's counts as running: it is not ours to judge).
+    public static func isRunning(_ pid: Int32) -> Bool { pid == getpid() || kill(pid, 0) == 0 || errno != ESRCH }
 
     /// Removes a file and whatever SQLite kept beside it.
     static func removeWithSidecars(_ path: String) {

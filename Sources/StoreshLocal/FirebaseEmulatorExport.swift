@@ -1,4 +1,5 @@
 import Foundation
+import CStoreshFiles
 import StoreshCore
 import StoreshWire
 
@@ -79,6 +80,14 @@ public enum FirebaseEmulatorExport {
             throw .invalidArgument("\(bucketsFile.path) has no \"buckets\" array.")
         }
         let buckets = entries.compactMap { $0["id"] as? String }
+        // A bucket's name becomes a file's name where it is imported (NAME.bucket beside the served bucket): one the
+        // service would refuse (`../../escaped`) is refused here, before any path is made from it.
+        for bucket in buckets {
+            if let problem = BucketNames.problem(with: bucket) {
+                throw .invalidArgument(
+                    "\(bucketsFile.path) names the bucket \"\(MessageText.oneLine(bucket))\", which is not a bucket name: \(problem) Nothing was imported.")
+            }
+        }
         var objects: [Entry] = []
         let metadataRoot = storageRoot.appendingPathComponent("metadata")
         let blobsRoot = storageRoot.appendingPathComponent("blobs")
@@ -93,6 +102,10 @@ public enum FirebaseEmulatorExport {
                     "\(blob.path) holds \(MessageText.byteCount(size)), more than the largest object this server takes (\(MessageText.byteCount(maximumObjectBytes)), --max-object-size); nothing was imported.")
             }
             let (bucket, archived) = try object(fields, contentSize: size, contentMD5: md5, file: file.path)
+            if let problem = BucketNames.problem(with: bucket) {
+                throw .invalidArgument(
+                    "\(file.path) is of the bucket \"\(MessageText.oneLine(bucket))\", which is not a bucket name: \(problem) Nothing was imported.")
+            }
             objects.append(Entry(bucket: bucket, object: archived, blob: blob, metadataFile: file.path, md5: md5))
         }
         // Name order, as a listing gives them, whatever order the directory gave.
@@ -285,7 +298,8 @@ public enum FirebaseEmulatorExport {
         // Checked before anything is written: a hub file storesh cannot read is not rewritten.
         let hubFile = root.appendingPathComponent(metadataFileName)
         let hub = try mergedHub(at: hubFile)
-        let unique = UUID().uuidString
+        removeStaleStaging(in: root)
+        let unique = "\(getpid())-\(UUID().uuidString)"
         let staging = root.appendingPathComponent(".\(storageFolder).storesh-\(unique)")
         let hubStaging = root.appendingPathComponent(".\(metadataFileName).storesh-\(unique)")
         let retired = root.appendingPathComponent(".\(storageFolder).storesh-old-\(unique)")
@@ -308,26 +322,51 @@ public enum FirebaseEmulatorExport {
             }
         }
         try writeDurably(Data(hub.utf8), to: hubStaging)
-        // The swap: the old export steps aside, the new one takes its name, the old one goes. Between the two renames
-        // the old export is whole under its retired name, and is put back if the second rename fails.
+        // The swap: the new export and the old one exchange names in one step (renameat2), so that at no moment is
+        // there no storage_export/ (a kill between two renames once left none); the old one then goes. Where the
+        // file system cannot exchange, the old export steps aside first and is put back if the second rename fails.
         let hadPrevious = lstat(target.path, &status) == 0
-        if hadPrevious {
-            guard rename(target.path, retired.path) == 0 else {
-                throw StorageError.internalError("Cannot replace \(target.path): \(String(cString: strerror(errno))).")
+        if hadPrevious && storesh_rename_exchange(staging.path, target.path) == 0 {
+            try? fileManager.removeItem(at: staging)
+        } else {
+            if hadPrevious {
+                guard rename(target.path, retired.path) == 0 else {
+                    throw StorageError.internalError("Cannot replace \(target.path): \(String(cString: strerror(errno))).")
+                }
             }
-        }
-        guard rename(staging.path, target.path) == 0 else {
-            let reason = String(cString: strerror(errno))
-            if hadPrevious { rename(retired.path, target.path) }
-            throw StorageError.internalError("Cannot write \(target.path): \(reason).")
-        }
-        if hadPrevious {
-            try? fileManager.removeItem(at: retired)
+            guard rename(staging.path, target.path) == 0 else {
+                let reason = String(cString: strerror(errno))
+                if hadPrevious { rename(retired.path, target.path) }
+                throw StorageError.internalError("Cannot write \(target.path): \(reason).")
+            }
+            if hadPrevious {
+                try? fileManager.removeItem(at: retired)
+            }
         }
         guard rename(hubStaging.path, hubFile.path) == 0 else {
             throw StorageError.internalError("Cannot write \(hubFile.path): \(String(cString: strerror(errno))).")
         }
         BucketFileLog.synchronizeDirectory(of: hubFile.path)
+    }
+
+    /// Removes what an export that was killed left in `root`: its staging and retired folders and its metadata
+    /// file's staging copy (`.storage_export.storesh-PID-UUID`, `.storage_export.storesh-old-PID-UUID`,
+    /// `.firebase-export-metadata.json.storesh-PID-UUID`), when that process is gone. Nothing else is touched.
+    static func removeStaleStaging(in root: URL) {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: root.path) else { return }
+        for name in names {
+            guard let match = name.wholeMatch(of: #/\.(?:storage_export|firebase-export-metadata\.json)\.storesh-(?:old-)?(\d{1,10})-[0-9A-F]{8}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{12}/#),
+                let pid = Int32(match.1), !BucketFileLog.isRunning(pid)
+            else { continue }
+            let path = root.appendingPathComponent(name).path
+            var status = stat()
+            guard lstat(path, &status) == 0 else { continue }
+            switch status.st_mode & S_IFMT {
+            case S_IFDIR: try? FileManager.default.removeItem(atPath: path)
+            case S_IFREG: unlink(path)
+            default: continue
+            }
+        }
     }
 
     /// Whether `path` is `folder` or lies under it, by their real paths (a symbolic link on the way counts).

@@ -235,6 +235,8 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     private static func create(at path: String, name: String, objects: [ArchivedObject], options: LocalBucketOptions)
         throws(StorageError)
     {
+        // What a killed creation left beside it (its own temporary names, of processes that are gone) goes first.
+        BucketFileLog.removeStaleTemporaries(in: (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent)
         let temporary = BucketFileLog.temporaryName(beside: path, for: "creating")
         defer { BucketFileLog.removeWithSidecars(temporary) }
         do {
@@ -691,6 +693,15 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     /// Content up to this size is written and read whole; larger content a piece at a time.
     static let streamedPieceBytes = 1 << 20
 
+    /// The largest object a bucket file holds: its content is one SQLite blob (`SQLiteConnection.largestValueBytes`).
+    public static var largestObjectBytes: Int64 { SQLiteConnection.largestValueBytes }
+
+    /// The refusal of content larger than a bucket file holds, before any of it is written.
+    static func objectTooLarge(_ size: Int64) -> StorageError {
+        .invalidArgument(
+            "The object would be \(MessageText.byteCount(size)) (\(MessageText.grouped(size)) bytes), more than a bucket file holds (\(MessageText.grouped(largestObjectBytes)) bytes, SQLite's largest value); nothing was written.")
+    }
+
     /// Writes content from `source` a piece at a time (`streamedPieceBytes`), so that an object of any size
     /// passes through bounded memory; its MD5 is the source's.
     public func write(from source: any ContentSource, to object: ObjectName, options writeOptions: WriteOptions, precondition: Precondition)
@@ -1066,6 +1077,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     /// pieces are hashed as they are written: content that is not what the source's MD5 says (a file that changed
     /// since it was measured) is refused, and the change it belongs to rolls back.
     private func storeContent(from source: any ContentSource) throws -> (contentID: Int64, crc: CRC32C) {
+        guard source.size <= Self.largestObjectBytes else { throw Self.objectTooLarge(source.size) }
         let insert = try connection.statement("INSERT INTO contents (data) VALUES (zeroblob(?1))")
         insert.bind(1, source.size)
         try insert.step()
@@ -1095,6 +1107,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
 
     /// Creates or replaces the object `metadata.fullPath` with new content; `existing` is its live row.
     private func store(_ metadata: ObjectMetadata, content: Data, replacing existing: LiveRow?) throws {
+        guard Int64(content.count) <= Self.largestObjectBytes else { throw Self.objectTooLarge(Int64(content.count)) }
         let insertContent = try connection.statement("INSERT INTO contents (data) VALUES (?1)")
         insertContent.bind(1, content)
         try insertContent.step()

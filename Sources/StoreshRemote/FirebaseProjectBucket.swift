@@ -28,7 +28,10 @@ public final class FirebaseProjectBucket: BucketLayer, EndUserSignIn, @unchecked
     public var endUserSignIn: (any EndUserSignIn)? { self }
     /// The JSON API's batches, while requests are the administrator's: the Firebase v0 API has none, so a
     /// signed-in user's changes go one by one.
-    public var batchedChanges: (any BatchedChanges)? { lock.withLock { signedIn } == nil ? administrator.batchedChanges : nil }
+    public var batchedChanges: (any BatchedChanges)? {
+        guard lock.withLock({ signedIn }) == nil, let batches = administrator.batchedChanges else { return nil }
+        return CompletionForgettingBatches(batches, completions: completions)
+    }
     public var uniformUpdates: (any UniformUpdates)? { nil }
     public var immediateReads: (any ImmediateReads)? { completions }
     public var transactions: (any TransactionalBucket)? { nil }
@@ -123,9 +126,13 @@ public final class FirebaseProjectBucket: BucketLayer, EndUserSignIn, @unchecked
 
     public var lastAnswer: ServiceAnswer? { answers.last }
 
-    public func signOut() {
+    public func signOut() { restore(nil) }
+
+    public var signedInUser: (any SignedInUser)? { lock.withLock { signedIn } }
+
+    public func restore(_ user: (any SignedInUser)?) {
         answers.keep(nil)
-        lock.withLock { signedIn = nil }
+        lock.withLock { signedIn = user as? FirebaseStorageBucket }
         completions.forget()
     }
 
@@ -135,5 +142,24 @@ public final class FirebaseProjectBucket: BucketLayer, EndUserSignIn, @unchecked
             return String(bucket.dropLast(suffix.count))
         }
         return bucket
+    }
+}
+
+/// The administrator's batches, through the layer that keeps Tab completion's reads: a batch's changes make what
+/// completion read before stale, as every other change does.
+final class CompletionForgettingBatches: BatchedChanges, @unchecked Sendable {
+    private let batches: any BatchedChanges
+    private let completions: CompletionReads
+
+    init(_ batches: any BatchedChanges, completions: CompletionReads) {
+        self.batches = batches
+        self.completions = completions
+    }
+
+    var largestBatch: Int { batches.largestBatch }
+
+    func send(_ changes: [BatchedChange]) async -> [Result<ObjectMetadata?, StorageError>] {
+        defer { completions.forget() }
+        return await batches.send(changes)
     }
 }

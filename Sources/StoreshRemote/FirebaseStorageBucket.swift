@@ -47,7 +47,7 @@ struct EndUser: Sendable {
 /// (`/v0/b/BUCKET/o…`), the one the Firebase SDKs use, where lists apply L3 and page themselves and the project's
 /// security rules decide every request. The v0 API has no preconditions: a change is checked against the object
 /// read just before it, which narrows the window for a concurrent change but cannot close it (`guardsChanges`).
-final class FirebaseStorageBucket: Bucket, Sendable {
+final class FirebaseStorageBucket: Bucket, SignedInUser, Sendable {
     let bucket: String
     /// `https://firebasestorage.googleapis.com`, or the emulator's base URL.
     let baseURL: String
@@ -66,6 +66,8 @@ final class FirebaseStorageBucket: Bucket, Sendable {
     }
 
     var name: String { bucket }
+    /// Who is signed in: the user, as messages name them.
+    var who: String { user.description }
     var capabilities: BucketCapabilities { [] }
     var pageTokens: any PageTokenFormat { CloudStorageBucket.tokens }
     var guardsChanges: Bool { false }

@@ -145,7 +145,10 @@ struct RulesEvaluator {
             let value = try evaluate(operand, scope)
             switch (symbol, value) {
             case ("!", .bool(let flag)): return .bool(!flag)
-            case ("-", .integer(let number)): return .integer(-number)
+            case ("-", .integer(let number)):
+                // -Int64.min does not exist: an error (the request is denied), never a trap.
+                guard number != .min else { throw EvaluationError(message: "-(\(number)) overflows a 64-bit integer", line: line) }
+                return .integer(-number)
             case ("-", .float(let number)): return .float(-number)
             default: throw EvaluationError(message: "'\(symbol)' does not apply to a \(value.typeName)", line: line)
             }
@@ -243,7 +246,9 @@ struct RulesEvaluator {
             if case .integer(let amount) = arguments[0], case .string(let unit) = arguments[1] {
                 let units: [String: Int64] = ["w": 604_800_000_000, "d": 86_400_000_000, "h": 3_600_000_000, "m": 60_000_000, "s": 1_000_000, "ms": 1000]
                 guard let scale = units[unit] else { throw EvaluationError(message: "unknown duration unit '\(unit)'", line: line) }
-                return .duration(amount * scale)
+                let (microseconds, overflow) = amount.multipliedReportingOverflow(by: scale)
+                guard !overflow else { throw EvaluationError(message: "duration.value(\(amount), '\(unit)') is out of range", line: line) }
+                return .duration(microseconds)
             }
         default: break
         }
@@ -329,10 +334,14 @@ struct RulesEvaluator {
             switch (symbol, left, right) {
             case ("+", .string(let x), .string(let y)): return .string(x + y)
             case ("+", .list(let x), .list(let y)): return .list(x + y)
+            // Times and durations may come from a request (a claim, an upload's size): out of range is an error (the
+            // request is denied), never a trap.
             case ("+", .timestamp(let t), .duration(let d)), ("+", .duration(let d), .timestamp(let t)):
-                return .timestamp(Timestamp(microseconds: t.microseconds + d))
-            case ("-", .timestamp(let t), .duration(let d)): return .timestamp(Timestamp(microseconds: t.microseconds - d))
-            case ("-", .timestamp(let x), .timestamp(let y)): return .duration(x.microseconds - y.microseconds)
+                return .timestamp(Timestamp(microseconds: try Self.inRange(t.microseconds.addingReportingOverflow(d), line: line)))
+            case ("-", .timestamp(let t), .duration(let d)):
+                return .timestamp(Timestamp(microseconds: try Self.inRange(t.microseconds.subtractingReportingOverflow(d), line: line)))
+            case ("-", .timestamp(let x), .timestamp(let y)):
+                return .duration(try Self.inRange(x.microseconds.subtractingReportingOverflow(y.microseconds), line: line))
             case (_, .integer(let x), .integer(let y)):
                 switch symbol {
                 case "+": return .integer(x &+ y)
@@ -340,7 +349,9 @@ struct RulesEvaluator {
                 case "*": return .integer(x &* y)
                 case "/", "%":
                     guard y != 0 else { throw EvaluationError(message: "division by zero", line: line) }
-                    return .integer(symbol == "/" ? x / y : x % y)
+                    let (result, overflow) = symbol == "/" ? x.dividedReportingOverflow(by: y) : x.remainderReportingOverflow(dividingBy: y)
+                    guard !overflow else { throw EvaluationError(message: "\(x) \(symbol) \(y) overflows a 64-bit integer", line: line) }
+                    return .integer(result)
                 default: break
                 }
             case (_, .integer, .float), (_, .float, .integer), (_, .float, .float):
@@ -356,6 +367,12 @@ struct RulesEvaluator {
             }
             throw EvaluationError(message: "'\(symbol)' does not apply to a \(left.typeName) and a \(right.typeName)", line: line)
         }
+    }
+
+    /// The result of an arithmetic that reports overflow, or an evaluation error when it overflowed.
+    static func inRange(_ result: (partialValue: Int64, overflow: Bool), line: Int) throws(EvaluationError) -> Int64 {
+        guard !result.overflow else { throw EvaluationError(message: "a time or duration out of range", line: line) }
+        return result.partialValue
     }
 
     static func number(_ value: RulesValue) -> Double {

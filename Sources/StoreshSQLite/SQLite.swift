@@ -34,6 +34,16 @@ public final class SQLiteConnection {
     /// raised past 128 KiB, and raising it made no measurable difference to a bulk edit.)
     private static let configured: Void = { _ = storesh_sqlite_configure() }()
 
+    /// The most bytes one text or blob may hold in this process's SQLite (SQLITE_LIMIT_LENGTH; 1,000,000,000 unless
+    /// it was built otherwise): an object's content is one blob, so this is the largest object a bucket file holds.
+    public static let largestValueBytes: Int64 = {
+        guard let connection = try? SQLiteConnection(path: ":memory:", flags: SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) else {
+            return 1_000_000_000
+        }
+        defer { connection.close() }
+        return Int64(sqlite3_limit(connection.handle, SQLITE_LIMIT_LENGTH, -1))
+    }()
+
     public init(path: String, flags: Int32) throws(SQLiteError) {
         Self.configured
         var handle: OpaquePointer?

@@ -80,6 +80,10 @@ extension StorageAPI {
     /// content (whose answers would all be held at once), no v0 or internal endpoint, no batch in a batch.
     static func refuseInBatch(_ request: Request) throws {
         let path = request.uri.path
+        // A signed URL is the XML API's, and reads or writes content: never in a batch (it would run as itself).
+        if SignedURL.isSigned(query: request.uri.query) {
+            throw HTTPFailure.badRequest("A batch may not hold a signed URL's request: send \(path) on its own.")
+        }
         let endpoint = try Endpoint(path: path)
         switch endpoint {
         case .buckets?, .bucket?, .objects?, .object?, .copy?, .compose?, nil: break
@@ -101,7 +105,10 @@ extension CloudStorageBatch.Call {
             fields.append(HTTPField(name: fieldName, value: header.value))
         }
         fields[.contentLength] = String(body.count)
-        let head = HTTPRequest(method: HTTPRequest.Method(method) ?? .get, scheme: "http", authority: authority, path: path, headerFields: fields)
+        guard let method = HTTPRequest.Method(method) else {
+            throw HTTPFailure.badRequest("A batch request's method must be an HTTP method (GET, PATCH, …), not '\(MessageText.oneLine(method))'.")
+        }
+        let head = HTTPRequest(method: method, scheme: "http", authority: authority, path: path, headerFields: fields)
         return Request(head: head, body: RequestBody(buffer: ByteBuffer(bytes: body)))
     }
 }

@@ -205,7 +205,10 @@ extension StorageAPI {
             }
             let original = try currentObject(source, generation: sourceGeneration, in: origin)
             try checkSource(original)
-            rewritten += step
+            // Both numbers are the client's (the step, the token's count): summed without trapping, a sum past
+            // the largest number is past the object's end, and the rewrite is done.
+            let (sum, overflow) = rewritten.addingReportingOverflow(step)
+            rewritten = overflow ? .max : sum
             if rewritten < original.size {
                 let token = RewriteToken(route: route, generation: original.generation, bytesRewritten: rewritten)
                 return Reply.json(.object([

@@ -368,9 +368,11 @@ extension StorageAPI {
             guard first <= received else {
                 throw HTTPFailure.badRequest("X-Goog-Upload-Offset is \(first), but only \(received) bytes of the upload have been received.")
             }
-            if let declaredLength, first + declaredLength > limit {
+            // The declared length is the client's: compared with the room left, never added (no overflow).
+            if let declaredLength, declaredLength > limit - first {
                 session.end(.cancelled)
-                throw objectTooLarge(first + declaredLength)
+                let (total, overflow) = first.addingReportingOverflow(declaredLength)
+                throw objectTooLarge(overflow ? .max : total)
             }
             session.state = .receiving
             return .receive(session.spool!, skip: received - first, total: session.declaredSize)

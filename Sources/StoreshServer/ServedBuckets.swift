@@ -146,28 +146,3 @@ public final class ServedBuckets: @unchecked Sendable {
     var committedChanges: Int { ([primary] + lock.withLock { Array(others.values) }).reduce(0) { $0 + $1.committedChanges } }
     var commits: Int { ([primary] + lock.withLock { Array(others.values) }).reduce(0) { $0 + $1.commits } }
 }
-
-/// Cloud Storage's bucket names: 3 to 63 characters (222 with dots, 63 between them) of lowercase letters, digits,
-/// `-`, `_` and `.`, starting and ending with a letter or digit. A name is also a file name here, so this is what
-/// keeps a request's bucket inside the directory of bucket files.
-enum BucketNames {
-    static func problem(with name: String) -> String? {
-        let bytes = Array(name.utf8)
-        let allowed = bytes.allSatisfy { byte in
-            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
-                || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".")
-        }
-        guard allowed else { return "a bucket name has lowercase letters, digits, '-', '_' and '.' only." }
-        let limit = bytes.contains(UInt8(ascii: ".")) ? 222 : 63
-        guard (3...limit).contains(bytes.count) else { return "a bucket name is 3 to \(limit) characters long." }
-        let alphanumeric: (UInt8) -> Bool = { byte in
-            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
-        }
-        guard alphanumeric(bytes.first!), alphanumeric(bytes.last!) else { return "a bucket name starts and ends with a letter or a digit." }
-        if bytes.split(separator: UInt8(ascii: ".")).contains(where: { $0.count > 63 || $0.isEmpty }) || name.contains("..") {
-            return "each dot-separated part of a bucket name is 1 to 63 characters long."
-        }
-        return nil
-    }
-}
-

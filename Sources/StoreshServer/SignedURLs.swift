@@ -164,6 +164,8 @@ extension StorageAPI {
     /// DELETE deletes it, as the XML API does for the URL's holder, without rules (the signer is the administrator).
     func respondSigned(to request: Request) async throws -> Answer {
         let signed = try SignedURL(request, key: signingKey)
+        // A signed URL's reads and writes are requests like any other: the rates count them (rule Q3).
+        try rates.admit(request.method, .object(bucket: signed.bucket, name: signed.name))
         let bucket = try buckets.bucket(named: signed.bucket, creating: request.method == .put)
         let name = try ObjectName(signed.name)
         var exchange = Exchange(

@@ -145,7 +145,11 @@ final class StorageAPI: Sendable {
         _ exchange: inout Exchange, into spool: Spool, limit: Int64, skipping: Int64 = 0, tooLarge: @autoclosure () -> HTTPFailure
     ) async throws -> Int64 {
         let start = spool.size
-        if let declared = exchange.request.headers[.contentLength].flatMap(Int64.init), start + declared - skipping > limit {
+        // The declared length is the client's: compared with the room left rather than added to what is kept, so
+        // that no length can overflow (each side is a difference of two numbers that are not negative).
+        if let declared = exchange.request.headers[.contentLength].flatMap(Int64.init), declared >= 0, skipping >= 0,
+            declared - skipping > limit - start
+        {
             throw tooLarge()
         }
         var length: Int64 = 0
@@ -335,6 +339,8 @@ final class StorageAPI: Sendable {
     /// Decides at an upload's start what its end will be decided on (the service checks a resumable upload's
     /// rules when it starts, so a refused client sends no bytes): `create` of the object as announced.
     func authorizeUploadStart(_ upload: UploadRequest, declaredSize: Int64?) async throws {
+        // A size over the limit is refused as too large before the rules see it (their arithmetic on it too).
+        if let declaredSize, declaredSize > limits.maximumObjectBytes { throw objectTooLarge(declaredSize) }
         guard let session = try rulesSession(for: upload.caller, in: upload.bucket) else { return }
         let existing = try await upload.bucket.reader.metadataIfPresent(of: upload.name)
         try session.authorizeCreate(

@@ -156,6 +156,11 @@ public enum CloudStorageBatch {
         for (index, part) in try parts(body, boundary: boundary, limit: limit).enumerated() {
             var reader = LineReader(part)
             let contentID = mimeHeaders(&reader).contentID ?? String(index + 1)
+            // The answer names the call by its Content-ID, in a header of its own: a control character (a bare CR)
+            // would be written into the answer's headers.
+            if contentID.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+                throw Malformed(message: "Batch part \(index + 1) has a Content-ID with a control character; a Content-ID is printable text.")
+            }
             guard let requestLine = reader.line() else { throw Malformed(message: "Batch part \(index + 1) holds no request.") }
             let words = requestLine.split(separator: " ")
             guard words.count == 3, words[2].hasPrefix("HTTP/") else {

@@ -1,3 +1,5 @@
+import Foundation
+
 /// The query parameters whose values grant access by themselves: a download token, an upload session, an OAuth
 /// token or API key, a presigned URL's signature and credential. A client's `--trace` and a server's request log
 /// show URLs with these values elided, so that either can be pasted into a bug report or projected in class.
@@ -17,7 +19,9 @@ public enum SecretParameters {
         guard let mark = url.firstIndex(of: "?") else { return url }
         let pairs = url[url.index(after: mark)...].split(separator: "&", omittingEmptySubsequences: false).map { pair -> String in
             let name = pair.split(separator: "=", maxSplits: 1).first.map(String.init) ?? ""
-            return names.contains(name.lowercased()) ? "\(name)=…" : String(pair)
+            // As the server reads it: `%74oken` is `token`, and `+` a blank.
+            let decoded = name.replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? name
+            return names.contains(decoded.lowercased()) ? "\(name)=…" : String(pair)
         }
         return url[..<mark] + "?" + pairs.joined(separator: "&")
     }

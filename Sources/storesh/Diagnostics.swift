@@ -30,8 +30,7 @@ enum Diagnostics {
     static func wrapped(_ text: String) -> String {
         let columns = Int(storesh_terminal_columns(STDERR_FILENO))
         guard columns > 0 else { return text }
-        return text.split(separator: "\n", omittingEmptySubsequences: false)
-            .flatMap { line in TerminalCells.wrap(String(line), toCells: columns) }.joined(separator: "\n")
+        return TerminalCells.wrap(text, toCells: columns).joined(separator: "\n")
     }
 
     /// A question asked on the terminal; the answer is typed after it.

@@ -126,9 +126,13 @@ struct RunContext: Equatable {
         options.summaryOnly = summary
         options.parallel = parallel ?? ApplySettings.defaultParallel
         options.batchSize = batch ?? ApplySettings.defaultBatchSize
+        // On a terminal, what people read wraps to its width between words (the prompt measures it again per line).
+        let columns = storesh_terminal_columns(STDOUT_FILENO)
+        if !json && columns > 0 { options.terminalWidth = Int(columns) }
         adjust(&options)
         let session = Session(bucket: opened.bucket, output: output, files: HostFiles(), options: options, clock: opened.clock)
         session.isCancelled = { storesh_interrupt_pending() != 0 }
+        if opened.isFile { session.bucketLocation = "the bucket file \(opened.given)" }
         if underRules { session.rules = try rulesSession(for: opened) }
         let bucket = opened.bucket
         let journal = self.journal

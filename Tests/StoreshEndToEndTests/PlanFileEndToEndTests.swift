@@ -44,7 +44,8 @@ struct PlanFileEndToEndTests {
 
         let applied = try sandbox.storesh.run(["apply", plan])
         #expect(applied.status == 0, "\(applied.stderr)")
-        #expect(applied.stderr == "storesh: applied 5 changes to gs://t\n")
+        // The changes went to the bucket file (gs://t is only the name inside it).
+        #expect(applied.stderr == "storesh: applied 5 changes to the bucket file \(bucket)\n")
         #expect(try cacheControl("docs/0002") == "no-cache")
         #expect(try sandbox.storesh.run(["--bucket", bucket, "-c", "ls docs"]).stdout == "0000\n0001\n0002\n0003\n")
     }
@@ -64,7 +65,7 @@ struct PlanFileEndToEndTests {
         // --keep-going applies the others and leaves the changed object as its writer left it.
         let partly = try sandbox.storesh.run(["apply", "--keep-going", plan])
         #expect(partly.status == 1)
-        #expect(partly.stderr.contains("storesh: applied 4 of 5 changes to gs://t; 1 failed and were left as they are"))
+        #expect(partly.stderr.contains("storesh: applied 4 of 5 changes to the bucket file \(bucket); 1 failed and were left as they are"))
         #expect(try cacheControl("docs/0001") == "no-cache")
         #expect(try cacheControl("docs/0002") == "")
         #expect(try sandbox.storesh.run(["--bucket", bucket, "-c", "meta get docs/0002"]).stdout.contains("contentLanguage  fr\n"))

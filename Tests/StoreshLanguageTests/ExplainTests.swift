@@ -59,7 +59,12 @@ struct ExplainTests {
         #expect(set[0]["rulesMethod"] as? String == "update")
         _ = try await session.run("meta set custom.old=x -- images/forest.jpg")
         let unset = try await explained("explain meta unset contentType custom.old -- images/forest.jpg", in: session)
-        #expect((unset[0]["swift"] as! String).contains("newMetadata.contentType = nil"))
+        // A deletion starts from the object's metadata: the Swift SDK sends null only for what metadata it read no
+        // longer has (StorageMetadata.updatedMetadata()); a new StorageMetadata() would send nothing for it.
+        let swift = unset[0]["swift"] as! String
+        #expect(swift.hasPrefix("let ref = storage.reference().child(\"images/forest.jpg\")\nlet metadata = try await ref.getMetadata()\n"))
+        #expect(swift.contains("metadata.contentType = nil") && swift.contains("custom[\"old\"] = nil") && swift.hasSuffix("ref.updateMetadata(metadata)"))
+        #expect(!swift.contains("StorageMetadata()"))
         #expect((unset[0]["firebaseREST"] as! String).hasSuffix("{\"contentType\":null,\"metadata\":{\"old\":null}}"))
         #expect((unset[0]["cloudStorageREST"] as! String).contains("?ifGenerationMatch=\(generation)&ifMetagenerationMatch=2\n"))
         // Nothing ran.

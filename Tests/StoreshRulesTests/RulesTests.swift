@@ -147,6 +147,28 @@ struct RulesTests {
         #expect(await session.list("") == .unauthorized)
     }
 
+    @Test("arithmetic past 64 bits on a request's numbers is an error that denies, never a trap")
+    func arithmeticOverflowDenies() async throws {
+        let session = try RulesFixture(
+            rules("""
+                match /{name} {
+                  allow get: if -request.auth.token.least > 0;
+                  allow get: if request.auth.token.least / -1 > 0;
+                  allow get: if request.auth.token.least % -1 == 0;
+                  allow get: if duration.value(request.auth.token.most, 'w') > duration.value(1, 's');
+                  allow get: if request.time + duration.value(request.auth.token.seconds, 's') > request.time;
+                  allow get: if request.time - duration.value(-request.auth.token.seconds, 's') > request.time;
+                }
+                """), objects: ["a"])
+        session.signIn("ada", claims: ["least": String(Int64.min), "most": String(Int64.max), "seconds": "9223372036854"])
+        #expect(await session.get("a") == .unauthorized)
+        let why = session.rules.lastDecision.map { $0.decision.explanation(for: $0.request) } ?? ""
+        #expect(why.contains("overflows a 64-bit integer") && why.contains("is out of range") && why.contains("a time or duration out of range"))
+        // In range, the same expressions still grant.
+        session.signIn("ada", claims: ["least": "-5", "most": "1", "seconds": "60"])
+        #expect(await session.get("a") == nil)
+    }
+
     @Test("nested matches, path variables and recursive wildcards; any matching allow grants")
     func matching() async throws {
         let session = try RulesFixture(

@@ -124,3 +124,31 @@ def test_F1_signed_in_a_large_file_goes_up_in_resumable_pieces_and_comes_down_wh
     assert status == 0, trace
     posts = [line for line in trace.decode().splitlines() if "POST" in line]
     assert len(posts) == 4, trace.decode()
+
+
+def test_F1_a_dry_run_or_a_failed_line_at_the_prompt_puts_the_sign_in_back(served, tmp_path):
+    """A line's `login` lands with the line: a dry run, or a line that fails, leaves whoever was signed in before
+    (the session once stayed signed in as the dry run's user)."""
+    import pexpect
+    child = pexpect.spawn(harness.BINARY, ["--bucket", f"gs://{BUCKET}", "--quiet"], env=harness.environment(tmp_path, **served),
+                          encoding="utf-8", timeout=60, dimensions=(24, 200))
+    try:
+        def line(text):
+            child.send(text + "\r")
+            child.expect_exact(f"gs://{BUCKET}/> ")
+            return child.before
+        child.expect_exact(f"gs://{BUCKET}/> ")
+        said = line("dry-run login bob")
+        assert "sign-in was undone with it" in said, said
+        assert "user bob" not in line("whoami")
+        said = line("login bob; meta get photos/none.jpg")
+        assert "sign-in was undone with it" in said, said
+        assert "user bob" not in line("whoami")
+        line("login ada")
+        said = line("login bob; meta get photos/none.jpg")
+        assert "still signed in as" in said and "ada" in said, said
+        assert "user ada" in line("whoami")
+        child.send("\x04")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()

@@ -242,6 +242,33 @@ def test_X5_ctrl_c_during_apply_finishes_in_flight_and_exits_130(remote, sending
     assert all(remote.object(name)["metadata"] == {"k": "v"} for name in names[::29])
 
 
+@pytest.mark.parametrize("at", [7, 150, 233])
+def test_X5_an_interrupted_run_prints_what_landed_of_each_command_and_nothing_more(remote, at):
+    """A script's results are printed once its changes have landed: Ctrl-C anywhere in the apply leaves no line
+    that claims an object was updated; the run says how many of each command's changes landed, and those are the
+    bucket's changed objects."""
+    names = [f"two/{part}/{i:03}.txt" for part in "ab" for i in range(150)]
+    remote.seed(names)
+    journal = str(remote.home / f"two-{at}.journal")
+    holder = {}
+    remote.proxy.rules = [Rule("PATCH", "hook", on=[at], hook=lambda: os.kill(holder["process"].pid, signal.SIGINT))]
+    process = remote.start("--journal", journal, "--batch", "1", "--parallel", "1",
+                           "-c", "meta set custom.k=1 -- two/a/*; meta set custom.k=2 -- two/b/*")
+    holder["process"] = process
+    out, err = process.communicate(timeout=120)
+    out, err = out.decode(), err.decode()
+    assert process.returncode == 130, err
+    assert "updated" not in out and "custom.k" not in out, out
+    listing = remote.list_all("two/")
+    landed = {part: sum(1 for item in listing if item["name"].startswith(f"two/{part}/") and item.get("metadata", {}).get("k"))
+              for part in "ab"}
+    assert 0 < landed["a"] + landed["b"] < 300
+    assert f"interrupted: applied {landed['a'] + landed['b']:,} of 300 changes;" in err, err
+    assert f"(meta set custom.k=1 -- two/a/*): applied {landed['a']:,} of 150 changes" in err, err
+    assert f"(meta set custom.k=2 -- two/b/*): applied {landed['b']:,} of 150 changes" in err, err
+    assert "storesh run --resume" in err and "storesh undo" in err
+
+
 def test_X4_undo_puts_back_the_old_values_with_preconditions(remote):
     names = [f"u/{i}.txt" for i in range(5)]
     remote.seed(names, cacheControl="old", customMetadata={"keep": "1"})
@@ -373,7 +400,7 @@ def test_explain_shows_the_requests_storesh_sends(remote):
     assert [as_explained(exchange) for exchange in patches] == [explanation]
     assert "ifGenerationMatch=" in explanation and "ifMetagenerationMatch=1" in explanation
     # The same again changes nothing: explain says no request goes, and none does.
-    assert "sends none" in explained(command)[-1]["note"]
+    assert "storesh sends no request" in explained(command)[-1]["note"]
     assert [exchange for exchange in sent(command) if exchange[0] == "PATCH"] == []
 
     # meta copy: SRC's read, then one PATCH per DEST that would change, as explain shows it.

@@ -275,6 +275,15 @@ def test_a_batch_holds_json_metadata_requests_only(server):
     assert answer.status_code == 200
     statuses = re.findall(rb"HTTP/1.1 (\d+)", answer.content)
     assert statuses == [b"400", b"400", b"400", b"400", b"200"], answer.content[:2000]
+    # A method that is not one, and a Content-ID with a bare CR (it would be written into the answer's headers).
+    odd = ("--B\r\nContent-Type: application/http\r\nContent-ID: <1>\r\n\r\n"
+           f"G<T /storage/v1/b/{server.name}/o/keep.txt HTTP/1.1\r\n\r\n\r\n--B--\r\n").encode()
+    answer = server.request("POST", "/batch/storage/v1", data=odd, headers={"Content-Type": "multipart/mixed; boundary=B"})
+    assert re.findall(rb"HTTP/1.1 (\d+)", answer.content) == [b"400"] and b"HTTP method" in answer.content, answer.content[:2000]
+    injected = ("--B\r\nContent-Type: application/http\r\nContent-ID: <1\rX-Injected: yes>\r\n\r\n"
+                f"GET /storage/v1/b/{server.name}/o/keep.txt HTTP/1.1\r\n\r\n\r\n--B--\r\n").encode()
+    answer = server.request("POST", "/batch/storage/v1", data=injected, headers={"Content-Type": "multipart/mixed; boundary=B"})
+    assert answer.status_code == 400 and "control character" in answer.text and b"\rX-Injected" not in answer.content
     assert answers(server)
     assert server.request("GET", v0_object(server, "keep.txt"), params={"alt": "media"}).content == b"kept"
 

@@ -228,3 +228,68 @@ def test_a_bare_export_on_exit_needs_an_import_directory(tmp_path):
                                      "--export-on-exit")
     assert status == 2 and "--import" in err.decode()
     assert not (tmp_path / "app.bucket").exists()
+
+
+def test_an_export_naming_a_bucket_outside_the_directory_is_refused_and_nothing_is_made(tmp_path):
+    """serve --import of an export whose buckets.json names `../../escaped`: the name is not a bucket name, so no
+    path is made from it (it once made escaped.bucket two levels above --buckets)."""
+    export = tmp_path / "deep" / "er" / "emulator-data"
+    storage = export / "storage_export"
+    (storage / "metadata").mkdir(parents=True)
+    (storage / "blobs").mkdir()
+    (export / "firebase-export-metadata.json").write_text(json.dumps({"storage": {"path": "storage_export"}}))
+    (storage / "buckets.json").write_text(json.dumps({"buckets": [{"id": BUCKET}, {"id": "../../escaped"}]}))
+    served = tmp_path / "deep" / "er" / "served"
+    served.mkdir()
+    before = sorted(str(path) for path in tmp_path.rglob("*"))
+    status, _, err = harness.storesh(tmp_path, "serve", "--bucket", str(served / "app.bucket"), "--name", BUCKET,
+                                     "--port", "0", "--no-config", "--import", str(export))
+    assert status != 0 and "../../escaped" in err.decode() and "not a bucket name" in err.decode(), err.decode()
+    assert sorted(str(path) for path in tmp_path.rglob("*")) == before
+
+
+@pytest.mark.parametrize("name, why", [
+    ("192.168.5.4", "IP address"), ("goog-photos", "begin with \"goog\""), ("my-google-bucket", "google"),
+    ("my-g00gle-bucket", "misspelling"), ("a" * 64, "3 to 63"), ("ab", "3 to 63"), ("Upper", "lowercase"),
+])
+def test_bucket_names_the_service_refuses_are_refused(server, name, why):
+    answer = server.request("POST", "/storage/v1/b", json={"name": name})
+    assert answer.status_code == 400 and why in answer.json()["error"]["message"], answer.text
+    assert not list(server.home.glob("*" + name + "*"))
+
+
+def test_the_longest_bucket_names_are_served(server):
+    """222 characters, four parts of up to 63 between dots: its file's temporary names still fit a file name."""
+    name = ".".join(["a" * 63, "b" * 63, "c" * 63, "d" * 30])
+    assert len(name) == 222
+    made = server.request("POST", "/storage/v1/b", json={"name": name})
+    assert made.status_code == 200, made.text
+    stored = server.request("POST", f"/upload/storage/v1/b/{name}/o", params={"uploadType": "media", "name": "x.txt"}, data=b"x")
+    assert stored.status_code == 200, stored.text
+    assert server.request("GET", f"/storage/v1/b/{name}/o/x.txt", params={"alt": "media"}).content == b"x"
+
+
+def test_an_export_on_exit_leaves_out_files_it_cannot_trust_and_exports_the_rest(tmp_path, monkeypatch):
+    """A junk or empty NAME.bucket, or one that is a symbolic link, beside the served bucket once made
+    --export-on-exit write no export at all (after acknowledged writes), or follow the link out of the directory."""
+    export = tmp_path / "emulator-data"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    secret = outside / "secret.bucket"
+    secret.write_bytes(b"not yours")
+    server = Server(tmp_path, tmp_path / "served.bucket", extra=("--export-on-exit", str(export)))
+    try:
+        client = client_for(server, monkeypatch)
+        client.bucket(BUCKET).blob("one.txt").upload_from_string(b"one")
+        client.bucket("second-bucket").blob("two.txt").upload_from_string(b"two")
+        (tmp_path / "junk-bucket.bucket").write_bytes(os.urandom(4096))
+        (tmp_path / "empty-bucket.bucket").write_bytes(b"")
+        os.symlink(secret, tmp_path / "linked-bucket.bucket")
+    finally:
+        status, err = server.stop(signal.SIGINT)
+    assert status == 0, err
+    listed = json.loads((export / "storage_export" / "buckets.json").read_text())
+    assert [entry["id"] for entry in listed["buckets"]] == [BUCKET, "second-bucket"]
+    for name in ["junk-bucket.bucket", "empty-bucket.bucket", "linked-bucket.bucket"]:
+        assert re.search(r"not exported: \S*" + re.escape(name), err), err
+    assert secret.read_bytes() == b"not yours"

@@ -150,12 +150,17 @@ def test_secrets_in_a_url_are_elided_from_every_log(tmp_path):
         assert token
         assert server.request("POST", url, params={"delete_token": token}, headers=OWNER).status_code == 200
         server.request("GET", url, params={"alt": "media", "token": "t0ps3cret"})
+        # The same parameters percent-encoded, as the server decodes them: elided alike.
+        server.request("GET", url + "?alt=media&%74oken=3ncod3dsecret")
+        server.request("PUT", f"/upload/storage/v1/b/{BUCKET}/o?uploadType=resumable&%75pload_id=upl0adsecret", data=b"x")
         page = server.request("GET", "/?view=requests").text
         assert token not in page and "t0ps3cret" not in page and "delete_token=…" in page
+        assert "3ncod3dsecret" not in page and "upl0adsecret" not in page
     finally:
         status, err = server.stop()
     assert status == 0
     assert token not in err and "t0ps3cret" not in err and "delete_token=…" in err
+    assert "3ncod3dsecret" not in err and "upl0adsecret" not in err
 
 
 @pytest.mark.parametrize("head", [b"Host: [evil\r\n", b"Host: 127.0.0.1\r\nHost: evil.example\r\n", b"Host: 127.0.0.1:99999\r\n",

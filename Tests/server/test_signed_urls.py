@@ -101,3 +101,35 @@ def test_with_the_key_a_url_signed_for_one_thing_does_nothing_else(signing):
     assert requests.get(sign(blob, stranger), timeout=30).status_code == 403
     assert blob.download_as_bytes() == b"private"
     assert requests.get(url, timeout=30).content == b"private"
+
+
+def test_a_batch_refuses_signed_urls_and_the_rates_count_them(tmp_path, monkeypatch):
+    """A signed GET or PUT inside a batch once ran (a GET answered 200 with no bytes, a PUT wrote); and signed URLs
+    went past --read-rate and --write-rate."""
+    path, credentials = key_file(tmp_path)
+    server = Server(tmp_path, tmp_path / "served.bucket", extra=("--signing-key", str(path), "--read-rate", "2", "--write-rate", "2"))
+    try:
+        monkeypatch.setenv("STORAGE_EMULATOR_HOST", server.url)
+        from google.auth.credentials import AnonymousCredentials
+        from google.cloud import storage
+        client = storage.Client(project="demo-app", credentials=AnonymousCredentials())
+        blob = client.bucket(BUCKET).blob("kept.txt")
+        put_url = urllib.parse.urlsplit(sign(client.bucket(BUCKET).blob("written.txt"), credentials, method="PUT"))
+        get_url = urllib.parse.urlsplit(sign(blob, credentials))
+        lines = []
+        for index, (method, url) in enumerate([("GET", get_url), ("PUT", put_url)]):
+            lines += ["--B", "Content-Type: application/http", f"Content-ID: <{index}>", "",
+                      f"{method} {url.path}?{url.query} HTTP/1.1", "", "body" if method == "PUT" else ""]
+        body = ("\r\n".join(lines) + "\r\n--B--\r\n").encode()
+        answer = server.request("POST", "/batch/storage/v1", data=body, headers={"Content-Type": "multipart/mixed; boundary=B"})
+        assert answer.status_code == 200
+        assert re.findall(rb"HTTP/1.1 (\d+)", answer.content) == [b"400", b"400"], answer.content[:2000]
+        assert b"signed URL" in answer.content
+        # At 2 writes and 2 reads a second, a burst of signed requests meets 429s with Retry-After.
+        statuses = [requests.put(put_url.geturl(), data=b"x", timeout=30).status_code for _ in range(12)]
+        assert 429 in statuses and 200 in statuses, statuses
+        reads = [requests.get(get_url.geturl(), timeout=30) for _ in range(12)]
+        assert any(r.status_code == 429 and r.headers.get("Retry-After") for r in reads), [r.status_code for r in reads]
+    finally:
+        status, err = server.stop()
+    assert status == 0, err

@@ -477,3 +477,33 @@ def test_sentences_wrap_between_words_and_columns_align_by_cells(tmp_path, colum
     joined = " ".join(line.strip() for line in words)
     assert "(the sample built into storesh)" in joined, joined
     leave(shell)
+
+
+def cells(text):
+    """Terminal cells of a line: East Asian wide characters take two (the tests' texts hold no other kind)."""
+    import unicodedata
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 0 if unicodedata.combining(c) else 1 for c in text)
+
+
+READING = ["help ls", "help L3", "help L", "help scripts", "help", "explain meta set cacheControl=no-cache -- images/mountains/summit.jpg",
+           "explain meta unset custom.activity -- images/mountains/summit.jpg", "meta get images/mountains/summit.jpg",
+           "page token AQh0ZWFjaGluZw9sZXNzb25zL3BhZ2luZy8BEWxlc3NvbnMvcGFnaW5nL2IvWVpJww", "rules show", "ls wrongPrefix",
+           "dry-run meta set custom.note='a value long enough to wrap on a narrow terminal, word after word' -- images/mountains/summit.jpg"]
+
+
+@pytest.mark.parametrize("columns", [40, 80, 120])
+@pytest.mark.parametrize("line", READING)
+def test_what_people_read_wraps_between_words_to_the_terminal(tmp_path, columns, line):
+    """Every line fits the terminal, and wrapping only moved blanks: the words are those printed to a pipe, in order,
+    none cut (a word wider than the line stands alone on one)."""
+    piped = subprocess.run([BINARY, "--quiet", "-c", line], env=environment(tmp_path), capture_output=True, timeout=60)
+    assert piped.returncode == 0, piped.stderr
+    child = pexpect.spawn(BINARY, ["--quiet", "-c", line], env=environment(tmp_path), encoding="utf-8", timeout=60,
+                          dimensions=(24, columns))
+    child.expect(pexpect.EOF)
+    shown = child.before.replace("\r\n", "\n")
+    child.close()
+    assert child.exitstatus == 0, shown
+    for row in shown.splitlines():
+        assert cells(row) <= columns or " " not in row.strip(), f"{cells(row)} cells at {columns}: {row!r}"
+    assert shown.split() == piped.stdout.decode().split()

@@ -226,11 +226,15 @@ def test_reset_of_the_default_bucket_by_its_path_brings_the_sample_back(tmp_path
 
 
 def test_keep_going_with_c_and_help_by_subcommand_or_sdk_name(tmp_path):
-    status, out, err = harness.storesh(tmp_path, "--quiet", "--keep-going", "-c", "put --data x kept.txt; rm nothing/here")
-    assert status == 1 and "the changes of the other 1 command were saved" in err.decode()
+    status, out, err = harness.storesh(tmp_path, "--quiet", "--keep-going", "-c", "echo one; put --data x kept.txt; rm nothing/here")
+    # Only commands that change the bucket are counted among those whose changes were saved (not echo).
+    assert status == 1 and "the changes of the other 1 command that changes the bucket were saved" in err.decode(), err.decode()
     assert b"kept.txt" in harness.storesh(tmp_path, "--quiet", "-c", "ls")[1]
     status, out, _ = harness.storesh(tmp_path, "--quiet", "-c", "help token")
     assert status == 0 and out.decode().startswith("usage: page token")
+    # `token` alone is the second word of `page token`: said so, as `help` lists it under page.
+    status, _, err = harness.storesh(tmp_path, "--quiet", "-c", "token AAAA")
+    assert status == 2 and "unknown command 'token'; did you mean 'page token'?" in err.decode(), err.decode()
     status, out, _ = harness.storesh(tmp_path, "help", "listAll")
     assert status == 0 and out.decode().startswith("usage: ls")
     status, _, err = harness.storesh(tmp_path, "help", "lsit")

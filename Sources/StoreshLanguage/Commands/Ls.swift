@@ -59,8 +59,9 @@ public struct ListCommand: LanguageCommand, Equatable {
         path = word
     }
 
-    /// The page size asked: `-n`, else the session's screenful at the prompt, else the most a page holds, as the
-    /// SDK's `list(maxResults:)` asks it; none for `--all`, which asks page after page as `listAll()` does.
+    /// The page size asked: `-n`, else the session's screenful at the prompt, else the most a page holds (1,000, the
+    /// JavaScript SDK's documented default; Swift's `list(maxResults:)` needs a number); none for `--all`, which asks
+    /// page after page as `listAll()` does.
     func pageSize(in session: Session) -> Int? {
         all ? maxResults : maxResults ?? session.options.defaultPageSize ?? ListOptions.maximumResults
     }
@@ -99,9 +100,12 @@ public struct ListCommand: LanguageCommand, Equatable {
     public func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] {
         let reference = try path.map { try session.navigationPath($0, command: name) } ?? session.current
         return try session.located(here) {
+            // The call a program makes names its own page size: explained with -n's, else the most a page holds,
+            // never the prompt's screenful (which depends on the terminal's height).
             try Explainer.list(
-                bucket: session.target.name, path: reference, maxResults: pageSize(in: session), pageToken: pageToken?.text,
-                all: all, long: long, tokens: session.target.pageTokens)
+                bucket: session.target.name, path: reference, maxResults: all ? maxResults : maxResults ?? ListOptions.maximumResults,
+                pageToken: pageToken?.text, all: all, long: long, tokens: session.target.pageTokens,
+                screenful: maxResults == nil && !all ? session.options.defaultPageSize : nil)
         }
     }
 }

@@ -162,7 +162,14 @@ struct Serve: StoreshCommand {
         // Read and checked before anything opens (each content's size and MD5, a piece at a time, not kept): a
         // damaged export starts nothing. A directory that does not exist yet is where the first export will go, as
         // firebase emulators:start --import DIR --export-on-exit starts empty the first time.
-        let maximumObjectBytes = Int64(maxObjectSize) << 20
+        // A bucket file holds objects up to SQLite's largest value: a larger limit would take a whole body and then
+        // fail to store it (500 "string or blob too big"), so the limit is that, and said once.
+        var maximumObjectBytes = Int64(maxObjectSize) << 20
+        if maximumObjectBytes > LocalBucket.largestObjectBytes {
+            maximumObjectBytes = LocalBucket.largestObjectBytes
+            Diagnostics.warning(
+                "--max-object-size \(maxObjectSize) MiB is more than a bucket file holds: objects of up to \(MessageText.grouped(maximumObjectBytes)) bytes are taken, larger ones refused (413) before their bytes are read")
+        }
         let importExists = importDirectory.map { access($0, F_OK) == 0 } ?? false
         let imported = try importDirectory.flatMap { directory throws(StorageError) in
             importExists ? try FirebaseEmulatorExport.read(directory: directory, maximumObjectBytes: maximumObjectBytes) : nil
@@ -258,10 +265,24 @@ struct Serve: StoreshCommand {
             // The server has closed its buckets: the export reads their files again, as they now are.
             var closed: [LocalBucket] = []
             defer { for bucket in closed { bucket.close() } }
-            for (name, file) in server.servedBuckets {
+            // The served bucket's own file must export; another file of the directory that is not a bucket file
+            // this server can trust (a link, junk, an empty file) is left out and named, never followed, and the
+            // clients' acknowledged writes to the others are exported all the same.
+            var skipped: [String] = []
+            for (index, (name, file)) in server.servedBuckets.enumerated() {
+                var status = stat()
+                if index > 0, lstat(file, &status) != 0 || (status.st_mode & S_IFMT) != S_IFREG {
+                    skipped.append("\(file) (\(lstat(file, &status) != 0 ? "gone" : "not a regular file"))")
+                    continue
+                }
                 var options = BucketLocation.options(clock: clock)
                 options.createIfMissing = false
-                let opened = try LocalBucket.open(at: file, options: options)
+                let opening = Result { () throws(StorageError) -> LocalBucket in try LocalBucket.open(at: file, options: options) }
+                if case .failure(let error) = opening, index > 0 {
+                    skipped.append("\(file) (\(error.message))")
+                    continue
+                }
+                let opened = try opening.get()
                 // A file of the directory named after another bucket than it holds is not one this server serves.
                 guard opened.name == name else {
                     opened.close()
@@ -275,6 +296,9 @@ struct Serve: StoreshCommand {
             Diagnostics.notice(
                 "exported \(MessageText.counted(objects, "object"))\(buckets) to \(directory) (the Firebase emulator's layout)",
                 from: "storesh serve")
+            for file in skipped {
+                Diagnostics.warning("not exported: \(file), which is not a bucket file storesh serve can read", from: "storesh serve")
+            }
         }
         return .success
     }
