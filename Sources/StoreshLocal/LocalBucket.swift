@@ -232,8 +232,35 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
 
     /// Creates a bucket file atomically: it is built under a temporary name and then linked into place,
     /// so a crash never leaves a half-made bucket, and a file someone else made meanwhile is kept.
+    /// Makes a new, empty bucket file named `name` at `path` and opens it; nil when a file is there already (made
+    /// by someone else meanwhile: it is not the caller's, and stays as it is). What it opens is the caller's to keep
+    /// or to remove (`removeIfEmpty`).
+    public static func create(newAt path: String, name: String, options: LocalBucketOptions) throws(StorageError) -> LocalBucket? {
+        guard access(path, F_OK) != 0, try create(at: path, name: name, objects: [], options: options) else { return nil }
+        var openOptions = options
+        openOptions.createIfMissing = false
+        return try open(at: path, options: openOptions)
+    }
+
+    /// Closes a bucket file this process made (`create(newAt:name:options:)`) and removes it, when it still
+    /// holds no object (no one wrote to it meanwhile, this process or another); answers whether it went.
+    @discardableResult
+    public func removeIfEmpty() -> Bool {
+        guard (try? objectCount()) == 0 else {
+            close()
+            return false
+        }
+        close()
+        BucketFileLog.removeWithSidecars(path)
+        BucketFileLog.synchronizeDirectory(of: path)
+        return true
+    }
+
+    /// Builds the bucket file under a temporary name and links it into place; answers whether it was linked
+    /// (false: a file of that name was there first, and is kept).
+    @discardableResult
     private static func create(at path: String, name: String, objects: [ArchivedObject], options: LocalBucketOptions)
-        throws(StorageError)
+        throws(StorageError) -> Bool
     {
         // What a killed creation left beside it (its own temporary names, of processes that are gone) goes first.
         BucketFileLog.removeStaleTemporaries(in: (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent)
@@ -267,10 +294,14 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         // A log and index left by an earlier file of that name (deleted while open, or by a crash) would be
         // applied to the new file: they go first.
         if access(path, F_OK) != 0 { try BucketFileLog.removeOrphans(of: path) }
-        if link(temporary, path) != 0 && errno != EEXIST {
-            throw .internalError("Cannot create the bucket file \(path): \(String(cString: strerror(errno))).")
+        if link(temporary, path) != 0 {
+            guard errno == EEXIST else {
+                throw .internalError("Cannot create the bucket file \(path): \(String(cString: strerror(errno))).")
+            }
+            return false
         }
         BucketFileLog.synchronizeDirectory(of: path)  // the new name itself must survive a crash
+        return true
     }
 
     /// Closes the bucket file; the object is unusable afterwards. The last connection to close folds the log

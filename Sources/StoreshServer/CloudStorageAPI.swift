@@ -28,6 +28,8 @@ extension StorageAPI {
                     throw HTTPFailure(.conflict, reason: "conflict", "You already own this bucket. Please select another name.")
                 }
                 let made = try buckets.bucket(named: name, creating: true)
+                // Asked for by name: the bucket is made now, as the service makes it.
+                try await made.materialize()
                 return Reply.json(ObjectResource.bucket(made.name, baseURL: exchange.baseURL))
             default: throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.get, .post], what: "the bucket list")
             }

@@ -5,9 +5,9 @@ import StoreshRules
 
 /// Every bucket one server serves (rule V6). The first is the bucket file `storesh serve` was given; any other
 /// bucket a client names lives in a bucket file of its own, `NAME.bucket` in one directory (by default the first
-/// file's), opened the first time a request names it and created, empty, the first time a request writes to it, as
-/// the Firebase emulator makes a bucket on its first upload. A file there that holds another bucket is never
-/// served under the wrong name.
+/// file's), opened the first time a request names it and made the first time a change to it lands, as the Firebase
+/// emulator makes a bucket on its first upload: until then it is pending (`ServedBucket`), and a request that is
+/// refused leaves no file. A file there that holds another bucket is never served under the wrong name.
 public final class ServedBuckets: @unchecked Sendable {
     /// Rules that a project file gives a bucket, put in force when the bucket is opened and whenever they change.
     public struct ProjectRules: Sendable {
@@ -30,6 +30,10 @@ public final class ServedBuckets: @unchecked Sendable {
 
     private let lock = NSLock()
     private var others: [String: ServedBucket] = [:]
+    /// What pending buckets read (an empty bucket), made for the first of them.
+    private var pendingReads: PendingReads?
+    /// How many other buckets may be open at once.
+    private let budget: OpenBucketBudget
     /// The project's rules, by bucket; `rulesForAny` for a bucket it gives none (a single `storage` entry).
     private var rulesByBucket: [String: ProjectRules] = [:]
     private var rulesForAny: ProjectRules?
@@ -44,6 +48,7 @@ public final class ServedBuckets: @unchecked Sendable {
         self.options = options
         self.readerCount = readerCount
         self.onCreate = onCreate
+        budget = OpenBucketBudget(readerCount: readerCount)
     }
 
     /// The file a bucket other than the first is kept in.
@@ -56,7 +61,11 @@ public final class ServedBuckets: @unchecked Sendable {
     func bucket(named name: String, creating: Bool) throws -> ServedBucket {
         // As bytes: the first bucket's name is whatever --name gave, and is not canonically equal to another.
         if name.utf8.elementsEqual(primary.name.utf8) { return primary }
-        if let open = lock.withLock({ others[name] }) { return open }
+        if let open = lock.withLock({ others[name] }) {
+            // A bucket none of whose changes has landed yet does not exist for anyone but a writer.
+            guard creating || !open.isPending else { throw Self.noSuchBucket(name) }
+            return open
+        }
         if let problem = BucketNames.problem(with: name) {
             throw HTTPFailure.badRequest("Invalid bucket name '\(name)': \(problem)")
         }
@@ -68,17 +77,33 @@ public final class ServedBuckets: @unchecked Sendable {
                 .conflict, reason: "conflict",
                 "gs://\(name) cannot be served: \(path) is not a regular file (a link, a folder or a device), and storesh serve opens only bucket files it can trust.")
         }
-        guard exists || creating else {
-            throw HTTPFailure(.notFound, reason: "notFound", "The specified bucket does not exist: gs://\(name) has no object yet on this server (a write creates it).")
-        }
+        guard exists || creating else { throw Self.noSuchBucket(name) }
         return try lock.withLock {
             if let open = others[name] { return open }
             if closed { throw StorageError(.unavailable, "storesh serve is stopping; try again.") }
+            if !exists {
+                // Made when its first change lands, not now: the request may yet be refused.
+                if pendingReads == nil { pendingReads = try PendingReads(options: options) }
+                let pending = try ServedBucket(
+                    pendingAt: path, name: name, reads: pendingReads!, options: options, readerCount: readerCount, budget: budget,
+                    onCreate: onCreate)
+                if let rules = rulesByBucket[name] ?? rulesForAny { try pending.loadRulesNow(rules) }
+                others[name] = pending
+                return pending
+            }
+            try budget.take(for: name)
             var bucketOptions = options
             bucketOptions.nameForNewBucket = name
-            let file = try LocalBucket.open(at: path, options: bucketOptions)
+            let file: LocalBucket
+            do {
+                file = try LocalBucket.open(at: path, options: bucketOptions)
+            } catch {
+                budget.give()
+                throw error
+            }
             guard file.name == name else {
                 file.close()
+                budget.give()
                 throw HTTPFailure(
                     .conflict, reason: "conflict",
                     "gs://\(name) cannot be served: \(path) holds gs://\(file.name). Move that file away (or serve it with --bucket).")
@@ -89,12 +114,16 @@ public final class ServedBuckets: @unchecked Sendable {
                 if let rules = rulesByBucket[name] ?? rulesForAny { try served.loadRulesNow(rules) }
             } catch {
                 file.close()
+                budget.give()
                 throw error
             }
             others[name] = served
-            if !exists { onCreate(name, path) }
             return served
         }
+    }
+
+    static func noSuchBucket(_ name: String) -> HTTPFailure {
+        HTTPFailure(.notFound, reason: "notFound", "The specified bucket does not exist: gs://\(name) has no object yet on this server (a write creates it).")
     }
 
     /// Every bucket served: the first, then the others by name — those opened so far and those whose files are in
@@ -107,11 +136,12 @@ public final class ServedBuckets: @unchecked Sendable {
     /// carries once the server has stopped. A file of the directory may still hold another bucket than its name
     /// says (the first bucket's own file, a copy): whoever opens it checks.
     public func files() -> [(name: String, path: String)] {
-        var names: Set<String> = lock.withLock { Set(others.keys) }
+        var names: Set<String> = lock.withLock { Set(others.filter { !$0.value.isPending }.keys) }
+        let pending: Set<String> = lock.withLock { Set(others.filter { $0.value.isPending }.keys) }
         if let entries = try? FileManager.default.contentsOfDirectory(atPath: directory) {
             for entry in entries where entry.hasSuffix(".bucket") {
                 let name = String(entry.dropLast(".bucket".count))
-                guard name != primary.name, BucketNames.problem(with: name) == nil,
+                guard name != primary.name, !pending.contains(name), BucketNames.problem(with: name) == nil,
                     !RegularFile.isSameFile(Self.path(of: name, in: directory), primary.path)
                 else { continue }
                 names.insert(name)
@@ -135,14 +165,64 @@ public final class ServedBuckets: @unchecked Sendable {
     }
 
     func close() {
-        let open: [ServedBucket] = lock.withLock {
+        let (open, reads): ([ServedBucket], PendingReads?) = lock.withLock {
             closed = true
-            return Array(others.values)
+            return (Array(others.values), pendingReads)
         }
         for served in open { served.close() }
+        reads?.close()
         primary.close()
     }
 
     var committedChanges: Int { ([primary] + lock.withLock { Array(others.values) }).reduce(0) { $0 + $1.committedChanges } }
     var commits: Int { ([primary] + lock.withLock { Array(others.values) }).reduce(0) { $0 + $1.commits } }
+}
+
+/// How many buckets besides the first a server keeps open at once. Each open bucket holds about
+/// `descriptorsPerBucket` file descriptors (its connections, and SQLite's log and index beside each), which it
+/// shares with the clients' connections within the process's limit: past the bound, a request that would open
+/// another bucket is answered 503 with Retry-After, and every open bucket goes on being served (naming buckets
+/// once exhausted the descriptors, and then every bucket's requests failed).
+final class OpenBucketBudget: @unchecked Sendable {
+    private let lock = NSLock()
+    private var open = 0
+    private var limit: Int?
+    private let readerCount: Int
+
+    init(readerCount: Int) { self.readerCount = readerCount }
+
+    /// Descriptors one open bucket holds: a writer, its readers, a watch and a rules reader, three files each.
+    var descriptorsPerBucket: Int { 3 * (max(1, readerCount) + 3) }
+
+    /// The bound, read when the first bucket opens (after the server raised its descriptor limit): the
+    /// descriptors past those kept for the connections and the first bucket, at least 8 buckets.
+    private func bound() -> Int {
+        if let limit { return limit }
+        var descriptors = rlimit()
+        let soft = getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &descriptors) == 0 ? Int(min(descriptors.rlim_cur, 1 << 20)) : 1024
+        let bound = max(8, (soft - Self.keptForConnections(soft)) / descriptorsPerBucket)
+        limit = bound
+        return bound
+    }
+
+    /// What the connections keep of `soft` descriptors: half, up to 1,280 (the connection bound and spools).
+    static func keptForConnections(_ soft: Int) -> Int { min(soft / 2, 1280) }
+
+    /// Takes a place for a bucket about to open its files, or says to come back later.
+    func take(for bucket: String) throws {
+        try lock.withLock {
+            let bound = bound()
+            guard open < bound else {
+                var failure = HTTPFailure(
+                    .serviceUnavailable, reason: "serviceUnavailable",
+                    "gs://\(bucket) cannot be opened now: storesh serve has \(bound) other buckets open, as many as its file descriptor limit leaves room for (ulimit -n); try again later, or start it with a higher limit.")
+                failure.headers[.retryAfter] = "5"
+                throw failure
+            }
+            open += 1
+        }
+    }
+
+    /// Gives back a bucket's place (it closed, or its files did not open after all).
+    func give() { lock.withLock { open = max(0, open - 1) } }
 }

@@ -239,7 +239,12 @@ extension StorageServer {
             }
             // Listening before the answer's head goes out: a change made, or a request answered, once the page has
             // heard back is never missed.
-            let (changes, endChanges) = watched.watch.changes()
+            // A pending bucket is not found here (until its first change lands it has no file to watch).
+            guard let watch = watched.watch else {
+                slot.release()
+                return Reply.failure(ServedBuckets.noSuchBucket(watched.name), firebase: false).response
+            }
+            let (changes, endChanges) = watch.changes()
             let (arrivals, endArrivals) = api.journal.arrivals()
             // Both streams in one, an event name per element; a change and a request close together may come as one.
             let (events, merged) = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingNewest(2))

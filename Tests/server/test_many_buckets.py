@@ -293,3 +293,95 @@ def test_an_export_on_exit_leaves_out_files_it_cannot_trust_and_exports_the_rest
     for name in ["junk-bucket.bucket", "empty-bucket.bucket", "linked-bucket.bucket"]:
         assert re.search(r"not exported: \S*" + re.escape(name), err), err
     assert secret.read_bytes() == b"not yours"
+
+
+def refused_requests(bucket):
+    """Requests a client may send to a bucket no one has written to yet, each refused (method, path, arguments)."""
+    from test_bad_requests import multipart, MULTIPART
+    upload = f"/upload/storage/v1/b/{bucket}/o"
+    return [
+        ("no name", "POST", upload, {"params": {"uploadType": "media"}, "data": b"x"}),
+        ("a bad uploadType", "POST", upload, {"params": {"uploadType": "sideways", "name": "x"}, "data": b"x"}),
+        ("412", "POST", upload, {"params": {"uploadType": "media", "name": "x", "ifGenerationMatch": "5"}, "data": b"x"}),
+        ("413", "POST", upload, {"params": {"uploadType": "resumable"}, "json": {"name": "x"},
+                                 "headers": {"X-Upload-Content-Length": str(10 << 40)}}),
+        ("a wrong CRC32C", "POST", upload, {"params": {"uploadType": "multipart"},
+                                            "data": multipart('{"name":"x","crc32c":"AAAAAA=="}', b"x"), "headers": MULTIPART}),
+        ("compose of a missing source", "POST", f"/storage/v1/b/{bucket}/o/x/compose",
+         {"json": {"sourceObjects": [{"name": "missing"}]}}),
+        ("copy of a missing source", "POST", f"/storage/v1/b/{bucket}/o/missing/copyTo/b/{bucket}/o/x", {}),
+        ("copy from a missing bucket", "POST", f"/storage/v1/b/{BUCKET}/o/missing/copyTo/b/{bucket}/o/x", {}),
+        ("a malformed v0 token", "POST", f"/v0/b/{bucket}/o", {"params": {"name": "x"}, "data": b"x",
+                                                               "headers": {"Authorization": "Firebase not-a-token"}}),
+        ("a v0 upload the rules deny", "POST", f"/v0/b/{bucket}/o", {"params": {"name": "denied/x"}, "data": b"x"}),
+    ]
+
+
+def test_a_refused_request_makes_no_bucket_file(server):
+    """Each of these once left NAME.bucket behind, which then showed in the bucket list and in exports: a client the
+    rules deny every write could fill the directory. A bucket is made when its first change lands."""
+    rules = ("rules_version = '2';\nservice firebase.storage { match /b/{bucket}/o { match /{all=**} { allow read;"
+             " allow write: if !request.path.matches('.*/o/denied/.*'); } } }")
+    assert server.request("PUT", "/internal/setRules",
+                          json={"rules": {"files": [{"name": "storage.rules", "content": rules}]}}).status_code == 200
+    before = sorted(path.name for path in server.home.iterdir())
+    for what, method, path, arguments in refused_requests("never-made"):
+        answer = server.request(method, path, **arguments)
+        assert 400 <= answer.status_code < 500, f"{what}: {answer.status_code} {answer.text}"
+        assert sorted(path.name for path in server.home.iterdir()) == before, what
+        listed = server.request("GET", "/storage/v1/b", params={"project": "demo"}).json()
+        assert "never-made" not in [item["name"] for item in listed.get("items", [])], what
+    # Reads of it say it does not exist; its first landed write makes it, and it is there from then on.
+    assert server.request("GET", "/storage/v1/b/never-made/o").status_code == 404
+    made = server.request("POST", "/upload/storage/v1/b/never-made/o", params={"uploadType": "media", "name": "x"}, data=b"x")
+    assert made.status_code == 200, made.text
+    assert (server.home / "never-made.bucket").exists()
+    assert server.request("GET", "/storage/v1/b/never-made/o/x", params={"alt": "media"}).content == b"x"
+    listed = server.request("GET", "/storage/v1/b", params={"project": "demo"}).json()
+    assert "never-made" in [item["name"] for item in listed["items"]]
+
+
+def test_a_resumable_upload_to_a_new_bucket_makes_it_only_when_it_lands(server):
+    started = server.request("POST", "/upload/storage/v1/b/later-bucket/o", params={"uploadType": "resumable"},
+                             json={"name": "big.bin"})
+    assert started.status_code == 200, started.text
+    assert not (server.home / "later-bucket.bucket").exists()
+    location = started.headers["Location"].split(server.url, 1)[-1]
+    assert server.request("PUT", location, data=b"a" * 10, headers={"Content-Range": "bytes 0-9/*"}).status_code == 308
+    assert not (server.home / "later-bucket.bucket").exists()
+    finished = server.request("PUT", location, data=b"b" * 5, headers={"Content-Range": "bytes 10-14/15"})
+    assert finished.status_code == 200, finished.text
+    assert (server.home / "later-bucket.bucket").exists()
+    assert server.request("GET", "/storage/v1/b/later-bucket/o/big.bin", params={"alt": "media"}).content == b"a" * 10 + b"b" * 5
+
+
+def test_buckets_past_the_descriptor_bound_are_refused_with_503_and_the_open_ones_go_on(tmp_path):
+    """At a descriptor limit of 256, naming buckets once exhausted the server: every bucket's requests failed with
+    'Too many open files'. Past the bound a new bucket is 503 with Retry-After; those open, and the first, go on."""
+    import resource
+    import subprocess
+    limit = lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
+    process = subprocess.Popen([harness.BINARY, "serve", "--bucket", str(tmp_path / "served.bucket"), "--name", BUCKET,
+                                "--port", "0", "--no-log", "--no-config"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               env=harness.environment(tmp_path), preexec_fn=limit)
+    try:
+        url = re.search(r"at (http://127\.0\.0\.1:\d+)", process.stdout.readline().decode()).group(1)
+        made, refused = [], []
+        for index in range(40):
+            answer = requests.post(f"{url}/upload/storage/v1/b/many-{index:02}/o", params={"uploadType": "media", "name": "x"},
+                                   data=b"x", timeout=30)
+            (made if answer.status_code == 200 else refused).append((index, answer))
+        assert made and refused, [a.status_code for _, a in made + refused]
+        assert all(a.status_code == 503 and a.headers.get("Retry-After") for _, a in refused), [a.text for _, a in refused[:2]]
+        assert "file descriptor limit" in refused[0][1].json()["error"]["message"]
+        # No file was made for a refused bucket; every open bucket and the first still read and write.
+        assert not any((tmp_path / f"many-{index:02}.bucket").exists() for index, _ in refused)
+        for index, _ in made:
+            assert requests.get(f"{url}/storage/v1/b/many-{index:02}/o/x", params={"alt": "media"}, timeout=30).content == b"x"
+        stored = requests.post(f"{url}/upload/storage/v1/b/{BUCKET}/o", params={"uploadType": "media", "name": "first"},
+                               data=b"first", timeout=30)
+        assert stored.status_code == 200, stored.text
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err.decode()
