@@ -69,7 +69,14 @@ final class BulkResults {
     /// Entries a JSON document holds before it is written in pieces.
     static let wholeDocumentEntries = 1000
 
-    init(_ kind: Kind, output: SessionOutput, options: RunOptions) {
+    /// Told of each object as it passes, while the results do not scroll past on the same terminal.
+    private let progress: ProgressMeter?
+
+    init(_ kind: Kind, output: SessionOutput, options: RunOptions, progress: ProgressMeter? = nil) {
+        // Objects printed a line each on the terminal are their own progress; a summary, JSON or a file is not.
+        let shows = options.terminalWidth == nil || options.summaryOnly || options.json
+        self.progress = shows ? progress : nil
+        self.progress?.begin(options.dryRun ? "planning" : kind == .updates ? "updating" : "deleting")
         self.kind = kind
         self.output = output
         self.json = options.json
@@ -87,6 +94,7 @@ final class BulkResults {
 
     func updated(_ name: String, _ differences: [PropertyDifference]) {
         updatedCount += 1
+        progress?.advance()
         if firstName == nil { firstName = name }
         if json { return holdOrWrite(updated: JSONRenderer.changedDocument(path: name, differences)) }
         count(differences)
@@ -107,12 +115,14 @@ final class BulkResults {
 
     func unchanged(_ name: String) {
         unchangedCount += 1
+        progress?.advance()
         if firstName == nil { firstName = name }
         if json { holdOrWrite(name: name) }
     }
 
     func deleted(_ name: String) {
         deletedCount += 1
+        progress?.advance()
         if firstName == nil { firstName = name }
         if json { return holdOrWrite(name: name) }
         if dryRun && !summaryOnly {
@@ -124,6 +134,7 @@ final class BulkResults {
 
     /// The last lines (people), or the document's end (JSON). `single`: the command named one object.
     func finish(single: Bool) {
+        progress?.end()
         if json { return finishDocument() }
         switch kind {
         case .updates:

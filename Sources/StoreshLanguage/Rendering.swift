@@ -230,7 +230,7 @@ public struct HumanRenderer: ResultRenderer {
 
     /// "1 added, 2 removed, 3 changed".
     static func tally(_ changes: [ObjectChange]) -> String {
-        ObjectChange.Kind.allCases.map { kind in "\(changes.filter { $0.kind == kind }.count) \(kind.rawValue)" }
+        ObjectChange.Kind.allCases.map { kind in "\(MessageText.grouped(changes.filter { $0.kind == kind }.count)) \(kind.rawValue)" }
             .joined(separator: ", ")
     }
 

@@ -471,12 +471,12 @@ extension Session {
         var shown = options
         shown.dryRun = true
         // Updates first, then deletions, each printed as it is read from the plan.
-        let updates = BulkResults(.updates, output: output, options: shown)
+        let updates = BulkResults(.updates, output: output, options: shown, progress: progress)
         try plan.forEachChange { _, change in
             if let before = change.before, let after = change.after { updates.updated(change.object, before.differences(to: after)) }
         }
         if updates.updatedCount > 0 { updates.finish(single: true) }
-        let deletions = BulkResults(.deletions, output: output, options: shown)
+        let deletions = BulkResults(.deletions, output: output, options: shown, progress: progress)
         try plan.forEachChange { _, change in
             if change.before != nil && change.after == nil { deletions.deleted(change.object) }
         }

@@ -140,6 +140,8 @@ public final class Session {
     /// The bucket as messages about what landed name it: a local bucket file by its path (its `gs://NAME` is
     /// the name inside the file, not where the changes went), a real bucket by its URL.
     public lazy var bucketLocation: String = bucket.url
+    /// Where long commands say how far they have come (a progress line on a terminal); nil says nothing.
+    public var progress: ProgressMeter?
     /// How a plan is applied to a bucket without transactions: its journal and its progress line (rules X2, X4).
     public var applySettings = ApplySettings()
     /// Whether an `exit` ran in the last script (the shell leaves only then).

@@ -88,32 +88,65 @@ final class ConsoleOutput: SessionOutput {
     }
 }
 
-/// The progress line of apply on a terminal: done/total, rate and time left, redrawn at most ten times a second.
+/// The progress line of long work on a terminal: how many (of how many), the rate and, when the total is known, the
+/// time left; redrawn at most ten times a second, and never wider than the terminal (it is redrawn over itself).
 final class ProgressLine: @unchecked Sendable {
     private let lock = NSLock()
     private var lastDrawn: ContinuousClock.Instant?
     private var drawn = false
 
-    func show(_ progress: ApplyProgress) {
+    func show(_ progress: WorkProgress) {
         let now = ContinuousClock.now
         let text: String? = lock.withLock {
-            if let lastDrawn, now - lastDrawn < .milliseconds(100), progress.done < progress.total { return nil }
+            if let lastDrawn, now - lastDrawn < .milliseconds(100), progress.done < progress.total ?? .max { return nil }
             lastDrawn = now
             drawn = true
-            let seconds = max(0.001, (now - progress.started).inSeconds)
-            let rate = Double(progress.done) / seconds
-            let left = rate > 0 ? Int((Double(progress.total - progress.done) / rate).rounded(.up)) : nil
-            var text = "applying \(progress.done)/\(progress.total) · \(Int(rate.rounded()))/s"
-            if let left { text += " · \(left) s left" }
-            if progress.failed > 0 { text += " · \(progress.failed) failed" }
-            return text
+            return Self.text(of: progress, at: now, columns: Int(storesh_terminal_columns(STDERR_FILENO)))
         }
         guard let text else { return }
         Diagnostics.progress(text)
     }
 
+    /// `applying 1,234 of 5,000 · 234/s · 17 s left · 3 failed`; `updating 120,000 objects · 45,210/s`. Parts are
+    /// left off from the end until the line fits `columns` (0: any width).
+    static func text(of progress: WorkProgress, at now: ContinuousClock.Instant, columns: Int) -> String {
+        let seconds = max(0.001, (now - progress.started).inSeconds)
+        let rate = Double(progress.done) / seconds
+        var parts: [String]
+        if let total = progress.total {
+            parts = ["\(progress.activity) \(MessageText.grouped(progress.done)) of \(MessageText.grouped(total))"]
+        } else {
+            parts = ["\(progress.activity) \(MessageText.counted(progress.done, "object"))"]
+        }
+        parts.append("\(MessageText.grouped(Int(rate.rounded())))/s")
+        if let total = progress.total, rate > 0 {
+            parts.append(Self.duration(seconds: Int((Double(max(0, total - progress.done)) / rate).rounded(.up))) + " left")
+        }
+        if progress.failed > 0 { parts.append("\(MessageText.grouped(progress.failed)) failed") }
+        var text = parts.joined(separator: " · ")
+        while columns > 0, TerminalCells.width(of: text) >= columns, parts.count > 1 {
+            parts.removeLast()
+            text = parts.joined(separator: " · ")
+        }
+        return text
+    }
+
+    /// `45 s`, `12 min 5 s`, `3 h 20 min`.
+    static func duration(seconds: Int) -> String {
+        if seconds < 60 { return "\(seconds) s" }
+        if seconds < 3600 { return "\(seconds / 60) min \(seconds % 60) s" }
+        return "\(seconds / 3600) h \(seconds % 3600 / 60) min"
+    }
+
     func clear() {
         guard lock.withLock({ drawn }) else { return }
         Diagnostics.progress(nil)
+    }
+}
+
+extension WorkProgress {
+    /// A plan's apply as a progress line shows it.
+    init(applying progress: ApplyProgress) {
+        self.init(activity: "applying", done: progress.done, total: progress.total, failed: progress.failed, started: progress.started)
     }
 }

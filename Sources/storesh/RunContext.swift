@@ -141,10 +141,12 @@ struct RunContext: Equatable {
                 creating: journal ?? JournalFile.defaultPath(bucket: bucket.name), bucket: bucket.url,
                 source: journalSource, plan: plan, clock: SystemClock())
         }
-        if !json && isatty(STDERR_FILENO) != 0 {
+        // Long work says how far it has come on a terminal (standard error), unless --quiet or --json.
+        if !silent && isatty(STDERR_FILENO) != 0 {
             let line = ProgressLine()
-            session.applySettings.progress = { line.show($0) }
+            session.applySettings.progress = { line.show(WorkProgress(applying: $0)) }
             session.applySettings.progressEnded = { line.clear() }
+            session.progress = ProgressMeter(show: { line.show($0) }, clear: { line.clear() })
         }
         if let planPath = plan {
             let clock = opened.clock

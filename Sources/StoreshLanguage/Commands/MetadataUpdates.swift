@@ -28,7 +28,7 @@ extension MetadataUpdateCommand {
 extension Session {
     /// One update on every target, with the plan (old → new per property) in a dry run.
     func runUpdate(_ update: MetadataUpdate, targets: [Word], filters: [MetadataFilter] = [], at here: SourceLocation) async throws {
-        let results = BulkResults(.updates, output: output, options: options)
+        let results = BulkResults(.updates, output: output, options: options, progress: progress)
         // A pattern's matches get the same update each, unless rule G7 makes it depend on the object.
         let uniform = update.clearsCustomMetadata ? nil : PageUpdate(update: update) { outcome, word in
             switch outcome {
@@ -64,7 +64,7 @@ extension Session {
         _ targets: [Word], filters: [MetadataFilter], at here: SourceLocation,
         _ change: (ExpandedTarget, ObjectMetadata) throws -> MetadataUpdate
     ) async throws {
-        let results = BulkResults(.updates, output: output, options: options)
+        let results = BulkResults(.updates, output: output, options: options, progress: progress)
         try await forEachTarget(targets, raw: false, filters: filters, at: here) { object in
             let current = try await metadata(of: object, at: here)
             let update = try change(object, current)

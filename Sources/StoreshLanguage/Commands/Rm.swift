@@ -31,7 +31,7 @@ public struct RmCommand: LanguageCommand, Equatable {
     }
 
     public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
-        let results = BulkResults(.deletions, output: session.output, options: session.options)
+        let results = BulkResults(.deletions, output: session.output, options: session.options, progress: session.progress)
         try await session.forEachTarget(targets, raw: raw, filters: filters, at: here) { object in
             // An object a pattern found is deleted only as it was found (rule G5).
             let precondition = object.metadata.map { Precondition.sameContent(as: $0) } ?? .none
