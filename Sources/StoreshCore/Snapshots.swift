@@ -98,13 +98,25 @@ public protocol SnapshotStore {
     func saveSnapshot(named name: String) async throws -> SnapshotInfo
     /// Every snapshot, oldest first.
     func snapshots() async throws -> [SnapshotInfo]
-    /// The objects that differ from `old` to `new`, in name byte order.
-    func changes(from old: BucketState, to new: BucketState) async throws -> [ObjectChange]
-    /// Makes the bucket exactly as it was in the snapshot (objects, metadata, content, generations) and
-    /// returns what that changed. Objects made since get removed; the snapshot itself is kept.
-    func restoreSnapshot(named name: String) async throws -> [ObjectChange]
+    /// Each object that differs from `old` to `new`, in name byte order, told to `body` as it is found (memory
+    /// holds no more than a page of them, however many there are).
+    func changes(from old: BucketState, to new: BucketState, each body: (ObjectChange) throws -> Void) async throws
+    /// Makes the bucket as it was in the snapshot (rule N2): each object that differs from it, as `changes` from
+    /// now to the snapshot reports, gets the snapshot's version back exactly (content, metadata, generation,
+    /// metageneration, times), or goes when the snapshot had none; `body` is told each change as it is made.
+    /// The snapshot itself is kept.
+    func restoreSnapshot(named name: String, each body: (ObjectChange) throws -> Void) async throws
     /// Forgets a snapshot, and the object versions that only it kept.
     func removeSnapshot(named name: String) async throws -> SnapshotInfo
     /// How many objects the bucket holds now (what a snapshot taken now would count).
     func objectCount() async throws -> Int
+}
+
+extension SnapshotStore {
+    /// Every object that differs from `old` to `new`, gathered: for a plan, which holds them anyway, and tests.
+    public func changes(from old: BucketState, to new: BucketState) async throws -> [ObjectChange] {
+        var all: [ObjectChange] = []
+        try await changes(from: old, to: new) { all.append($0) }
+        return all
+    }
 }

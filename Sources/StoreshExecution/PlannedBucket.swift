@@ -413,21 +413,24 @@ private struct PlannedSnapshots: SnapshotStore {
     /// The stored snapshots, then those the plan saved.
     func snapshots() async throws -> [SnapshotInfo] { try await stored.snapshots() + plan.plannedSnapshots.map(\.info) }
 
-    func changes(from old: BucketState, to new: BucketState) async throws -> [ObjectChange] {
+    func changes(from old: BucketState, to new: BucketState, each body: (ObjectChange) throws -> Void) async throws {
         for state in [old, new] {
             if case .snapshot(let name) = state, plan.plannedSnapshots.contains(where: { $0.info.name == name }) {
                 throw StorageError.invalidArgument(
                     "Snapshot \(name) is only planned in this dry run; snapshot diff compares snapshots that are stored.")
             }
         }
-        return try await stored.changes(from: old, to: new)
+        try await stored.changes(from: old, to: new, each: body)
     }
 
-    func restoreSnapshot(named name: String) async throws -> [ObjectChange] {
+    func restoreSnapshot(named name: String, each body: (ObjectChange) throws -> Void) async throws {
+        let planned: [ObjectChange]
         if let saved = plan.plannedSnapshots.last(where: { $0.info.name == name }) {
-            return try await plan.planRestore(ofSaved: saved.saved)
+            planned = try await plan.planRestore(ofSaved: saved.saved)
+        } else {
+            planned = try await plan.planRestore(try await stored.changes(from: .current, to: .snapshot(name)))
         }
-        return try await plan.planRestore(try await stored.changes(from: .current, to: .snapshot(name)))
+        for change in planned { try body(change) }
     }
 
     func removeSnapshot(named name: String) async throws -> SnapshotInfo {

@@ -200,7 +200,6 @@ public final class Session {
             case .written: reportedChanges += 1
             // The rules in force and the snapshots are part of the bucket: undone with the rest.
             case .rulesLoaded, .rulesReset, .snapshotSaved, .snapshotRemoved: reportedChanges += 1
-            case .snapshotRestored(_, let changes, _): reportedChanges += max(changes.count, 1)
             default: break
             }
         }

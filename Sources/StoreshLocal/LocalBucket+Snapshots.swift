@@ -12,12 +12,12 @@ extension LocalBucket: SnapshotStore {
         try allSnapshots()
     }
 
-    public func changes(from old: BucketState, to new: BucketState) async throws -> [ObjectChange] {
-        try changesNow(from: old, to: new)
+    public func changes(from old: BucketState, to new: BucketState, each body: (ObjectChange) throws -> Void) async throws {
+        try changesNow(from: old, to: new, each: body)
     }
 
-    public func restoreSnapshot(named name: String) async throws -> [ObjectChange] {
-        try restoreSnapshotNow(named: name)
+    public func restoreSnapshot(named name: String, each body: (ObjectChange) throws -> Void) async throws {
+        try restoreSnapshotNow(named: name, each: body)
     }
 
     public func removeSnapshot(named name: String) async throws -> SnapshotInfo {
@@ -63,37 +63,70 @@ extension LocalBucket: SnapshotStore {
         try read { try allSnapshotNames() }
     }
 
-    public func changesNow(from old: BucketState, to new: BucketState) throws(StorageError) -> [ObjectChange] {
-        try read { try changes(from: try epoch(of: old), to: try epoch(of: new)) }
+    /// Each object that differs from `old` to `new`, in name byte order, told to `body` as it is found: memory
+    /// holds one change at a time, however many there are.
+    public func changesNow(from old: BucketState, to new: BucketState, each body: (ObjectChange) throws -> Void) throws {
+        try read { try forEachChange(from: try epoch(of: old), to: try epoch(of: new), body) }
     }
 
-    /// Makes the bucket as it was in the snapshot: removes the live versions made since, and brings back
-    /// the versions the snapshot saw, exactly (generations, metadata, content). Reads and writes only what
-    /// changed since the snapshot.
-    public func restoreSnapshotNow(named name: String) throws(StorageError) -> [ObjectChange] {
+    /// Every object that differs from `old` to `new`, gathered (tests; a few changes).
+    public func changesNow(from old: BucketState, to new: BucketState) throws -> [ObjectChange] {
+        var all: [ObjectChange] = []
+        try changesNow(from: old, to: new) { all.append($0) }
+        return all
+    }
+
+    /// Makes the bucket as it was in the snapshot: each object that differs from it, as `snapshot diff NAME`
+    /// reports (rule N2), gets back the version the snapshot saw, exactly (generation, metageneration, times,
+    /// metadata, content), or goes when the snapshot had none; an object that does not differ is left as it is,
+    /// its metageneration and `updated` too. Reads and writes only what changed since the snapshot, and tells
+    /// `body` each change as it is made.
+    public func restoreSnapshotNow(named name: String, each body: (ObjectChange) throws -> Void) throws {
         try change {
             let snapshot = try requireSnapshot(name)
-            let restoring = try changes(from: nil, to: snapshot.epoch)
-            let newer = try connection.statement("SELECT \(LiveRow.columns) FROM objects WHERE born > ?1")
-            newer.bind(1, snapshot.epoch)
-            var made: [StoredVersion] = []
-            while try newer.step() { made.append(try LiveRow(newer, bucket: self.name).version) }
-            newer.reset()
-            for version in made { try removeLive(version) }
-            let seen = try connection.statement(
-                "SELECT \(SnapshotRow.keptColumns) FROM history WHERE died > ?1 AND born <= ?1")
-            seen.bind(1, snapshot.epoch)
-            var kept: [StoredVersion] = []
-            while try seen.step() { kept.append(try StoredVersion(seen, from: 0, died: true)) }
-            seen.reset()
-            // A brought-back version is born now: it belongs to no snapshot taken in between.
+            // The names to look at, set aside first (in SQLite's temporary store, not in memory): the tables they
+            // come from change as the restore goes.
+            try connection.execute("CREATE TEMP TABLE IF NOT EXISTS restore_names (name TEXT PRIMARY KEY) WITHOUT ROWID; DELETE FROM restore_names")
+            defer { try? connection.execute("DELETE FROM restore_names") }
+            let gather = try connection.statement("INSERT OR IGNORE INTO restore_names (name) \(Self.namesChangedSQL)")
+            gather.bind(1, snapshot.epoch)
+            gather.bind(2, nil as Int64?)
+            try gather.step()
+            gather.reset()
             let current = try epochs().current
-            for var version in kept {
-                version.born = current
-                try insertLive(version)
+            let names = try connection.statement("SELECT name FROM restore_names WHERE name > ?1 ORDER BY name LIMIT 1000")
+            defer { names.reset() }
+            var after = ""
+            while true {
+                names.reset()
+                names.bind(1, after)
+                var batch: [String] = []
+                while try names.step() { batch.append(names.string(0) ?? "") }
+                guard let last = batch.last else { break }
+                after = last
+                for object in batch {
+                    let now = try fetchRow(object)
+                    // The snapshot saw the live version itself: nothing to bring back.
+                    if let now, now.version.born <= snapshot.epoch { continue }
+                    let then = try keptVersion(of: object, at: snapshot.epoch)
+                    guard let change = ObjectChange.between(now?.metadata, try then?.metadata(bucket: self.name)) else { continue }
+                    if let now { try removeLive(now.version) }
+                    // A brought-back version is born now: it belongs to no snapshot taken in between.
+                    if var then {
+                        then.born = current
+                        try insertLive(then)
+                    }
+                    try body(change)
+                }
             }
-            return restoring
         }
+    }
+
+    /// Restores the snapshot and gathers what it changed (tests; a few changes).
+    public func restoreSnapshotNow(named name: String) throws -> [ObjectChange] {
+        var all: [ObjectChange] = []
+        try restoreSnapshotNow(named: name) { all.append($0) }
+        return all
     }
 
     /// Forgets a snapshot, and the kept versions no other snapshot sees (and content only they held).
@@ -142,33 +175,44 @@ extension LocalBucket: SnapshotStore {
         }
     }
 
-    /// The objects that differ between two states (epochs; nil is now), in name byte order.
-    ///
-    /// A name whose version differs has a version born, or a version that died, between the two epochs;
-    /// the `born` and `died` indexes find exactly those, so the cost follows the changes, not the bucket.
-    private func changes(from old: Int64?, to new: Int64?) throws -> [ObjectChange] {
-        if old == new { return [] }
+    /// The names that may differ between two epochs (`?1` the older, `?2` the newer; NULL is now): those with a
+    /// version born, or a version that died, between them. The `born` and `died` indexes find exactly those, so
+    /// the cost follows the changes, not the bucket. SQLite orders them by their bytes (BINARY collation), and
+    /// keeps them apart by their bytes (rule P7: canonically equivalent names are two objects).
+    static let namesChangedSQL = """
+        SELECT name FROM objects WHERE born > ?1 AND (?2 IS NULL OR born <= ?2)
+        UNION SELECT name FROM history WHERE born > ?1 AND (?2 IS NULL OR born <= ?2)
+        UNION SELECT name FROM history WHERE died > ?1 AND (?2 IS NULL OR died <= ?2)
+        """
+
+    /// Each object that differs between two states (epochs; nil is now), in name byte order, told to `body` as it
+    /// is found. One statement gives the names: SQLite sorts them in its temporary store (which spills to a file),
+    /// and each is read as it comes, so memory holds one change, whatever their number. (Nothing is written
+    /// meanwhile: the statement reads a state that stays.)
+    private func forEachChange(from old: Int64?, to new: Int64?, _ body: (ObjectChange) throws -> Void) throws {
+        if old == new { return }
         let (low, high) = Self.ordered(old, new)
-        // By bytes (rule P7): canonically equivalent names are two objects, each its own change.
-        var names = Set<ObjectName>()
-        for sql in [
-            "SELECT name FROM objects WHERE born > ?1 AND (?2 IS NULL OR born <= ?2)",
-            "SELECT name FROM history WHERE born > ?1 AND (?2 IS NULL OR born <= ?2)",
-            "SELECT name FROM history WHERE died > ?1 AND (?2 IS NULL OR died <= ?2)",
-        ] {
-            let statement = try connection.statement(sql)
-            defer { statement.reset() }
-            statement.bind(1, low)
-            statement.bind(2, high)
-            while try statement.step() { names.insert(ObjectName(stored: statement.string(0) ?? "")) }
-        }
-        var changes: [ObjectChange] = []
-        for name in names.sorted().map(\.rawValue) {
+        let names = try connection.statement("\(Self.namesChangedSQL) ORDER BY name")
+        defer { names.reset() }
+        names.bind(1, low)
+        names.bind(2, high)
+        while try names.step() {
+            let name = names.string(0) ?? ""
             if let change = ObjectChange.between(try version(of: name, at: old), try version(of: name, at: new)) {
-                changes.append(change)
+                try body(change)
             }
         }
-        return changes
+    }
+
+    /// The version of `name` the snapshot at `epoch` saw that has died since (nil: none did).
+    private func keptVersion(of name: String, at epoch: Int64) throws -> StoredVersion? {
+        let statement = try connection.statement(
+            "SELECT \(SnapshotRow.keptColumns) FROM history WHERE name = ?1 AND born <= ?2 AND died > ?2")
+        defer { statement.reset() }
+        statement.bind(1, name)
+        statement.bind(2, epoch)
+        guard try statement.step() else { return nil }
+        return try StoredVersion(statement, from: 0, died: true)
     }
 
     /// (older, newer) of two epochs, where nil (now) is the newest.

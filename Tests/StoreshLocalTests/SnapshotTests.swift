@@ -58,6 +58,30 @@ struct SnapshotTests {
         #expect(afterRemoval.isSound && afterRemoval.keptVersions == 0 && afterRemoval.snapshots == 0)
     }
 
+    @Test("rule N2: restore writes exactly what diff reports; a value changed and changed back is no difference and is left alone")
+    func restoreWritesWhatDiffReports() async throws {
+        let bucket = try openBucket(directory.file("n2.bucket"))
+        try await bucket.put(["back", "moved", "same"])
+        _ = try bucket.saveSnapshotNow(named: "s1")
+        let snapshotMoved = try bucket.currentMetadata(of: objectName("moved"))
+        let type = try #require(try bucket.currentMetadata(of: objectName("back")).contentType)
+        try await update(bucket, "back", ["contentType": "text/plain"])
+        try await update(bucket, "back", ["contentType": type])
+        try await update(bucket, "moved", ["contentLanguage": "fr"])
+        let backNow = try bucket.currentMetadata(of: objectName("back"))
+        #expect(backNow.metageneration > 1)
+        let diff = try bucket.changesNow(from: .current, to: .snapshot("s1"))
+        #expect(diff.map(\.name) == ["moved"])
+        let restored = try bucket.restoreSnapshotNow(named: "s1")
+        #expect(restored == diff)
+        // The object that came back to its values keeps its metageneration and time; the changed one is the
+        // snapshot's version again, whole.
+        #expect(try bucket.currentMetadata(of: objectName("back")) == backNow)
+        #expect(try bucket.currentMetadata(of: objectName("moved")) == snapshotMoved)
+        #expect(try bucket.restoreSnapshotNow(named: "s1") == [])
+        #expect(try bucket.verify().isSound)
+    }
+
     @Test("names: invalid, taken and unknown are refused with what to do")
     func names() async throws {
         let bucket = try openBucket(directory.file("n.bucket"))

@@ -156,17 +156,21 @@ public final class MemoryBucket: Bucket, SnapshotStore, RulesStore, @unchecked S
 
     public func snapshots() async throws -> [SnapshotInfo] { saved.map(\.info) }
 
-    public func changes(from old: BucketState, to new: BucketState) async throws -> [ObjectChange] {
+    public func changes(from old: BucketState, to new: BucketState, each body: (ObjectChange) throws -> Void) async throws {
         let (before, after) = (try state(old), try state(new))
-        return Set(before.keys).union(after.keys).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
-            .compactMap { ObjectChange.between(before[$0]?.metadata, after[$0]?.metadata) }
+        for name in Set(before.keys).union(after.keys).sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
+            if let change = ObjectChange.between(before[name]?.metadata, after[name]?.metadata) { try body(change) }
+        }
     }
 
-    public func restoreSnapshot(named name: String) async throws -> [ObjectChange] {
+    /// Rule S2: only the objects that differ from the snapshot get its versions back.
+    public func restoreSnapshot(named name: String, each body: (ObjectChange) throws -> Void) async throws {
         lock.withLock { recordedRequests.append("snapshot restore \(name)") }
-        let restoring = try await changes(from: .current, to: .snapshot(name))
-        objects = try state(.snapshot(name))
-        return restoring
+        let then = try state(.snapshot(name))
+        for change in try await changes(from: .current, to: .snapshot(name)) {
+            objects[change.name] = then[change.name]
+            try body(change)
+        }
     }
 
     public func removeSnapshot(named name: String) async throws -> SnapshotInfo {

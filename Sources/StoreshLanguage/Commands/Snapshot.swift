@@ -120,10 +120,16 @@ public struct SnapshotDiffCommand: LocalCommand, Equatable {
         // An unknown name is reported at its own word.
         let known = Set(try await store.snapshots().map(\.name))
         let unknown = [from, to].compactMap { $0 }.first { !known.contains($0.text) }
-        let changes = try await session.located(unknown?.location ?? from.location) {
-            try await store.changes(from: .snapshot(from.text), to: to.map { .snapshot($0.text) } ?? .current)
+        let results = SnapshotChanges(session, activity: "comparing", shown: true)
+        try await session.located(unknown?.location ?? from.location) {
+            try await store.changes(from: .snapshot(from.text), to: to.map { .snapshot($0.text) } ?? .current) { results.add($0) }
         }
-        session.deliver(.snapshotDiff(from: from.text, to: to?.text, changes: changes))
+        results.finish { changes in .snapshotDiff(from: from.text, to: to?.text, changes: changes) } summary: { count, tally in
+            let toText = to.map { "snapshot \($0.text)" } ?? "now"
+            return count == 0
+                ? "no differences from snapshot \(from.text) to \(toText)"
+                : "\(MessageText.counted(count, "object")) differ from snapshot \(from.text) to \(toText): \(tally)"
+        }
         return .next
     }
 }
@@ -145,8 +151,15 @@ public struct SnapshotRestoreCommand: NamedSnapshotCommand, Equatable {
 
     public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
         let store = try session.requireSnapshots(here)
-        let changes = try await session.located(snapshot.location) { try await store.restoreSnapshot(named: snapshot.text) }
-        session.deliver(.snapshotRestored(name: snapshot.text, changes: changes, dryRun: session.options.dryRun))
+        let dryRun = session.options.dryRun
+        let results = SnapshotChanges(session, activity: dryRun ? "planning" : "restoring", shown: dryRun)
+        try await session.located(snapshot.location) { try await store.restoreSnapshot(named: snapshot.text) { results.add($0) } }
+        if !dryRun { session.reportedChanges += max(results.count, 1) }
+        results.finish { changes in .snapshotRestored(name: snapshot.text, changes: changes, dryRun: dryRun) } summary: { count, tally in
+            count == 0
+                ? "the bucket is already as in snapshot \(snapshot.text); nothing to restore"
+                : "\(dryRun ? "would restore" : "restored") snapshot \(snapshot.text): \(tally)"
+        }
         return .next
     }
 }
@@ -167,5 +180,45 @@ public struct SnapshotRemoveCommand: NamedSnapshotCommand, Equatable {
         let info = try await session.located(snapshot.location) { try await store.removeSnapshot(named: snapshot.text) }
         session.deliver(.snapshotRemoved(info, dryRun: session.options.dryRun))
         return .next
+    }
+}
+
+/// The changes of a snapshot diff or restore, printed as they come for people (each object's lines, then the
+/// tally; `--summary` the tally alone), so that a million differences cost no memory; as JSON, gathered into the
+/// command's one document.
+final class SnapshotChanges {
+    private let session: Session
+    /// Whether each change is printed (a diff, a restore's dry run), or only the tally (a restore).
+    private let shown: Bool
+    private var held: [ObjectChange] = []
+    private var counts: [ObjectChange.Kind: Int] = [:]
+    private(set) var count = 0
+
+    init(_ session: Session, activity: String, shown: Bool) {
+        self.session = session
+        self.shown = shown && !session.options.summaryOnly
+        // The changes printed a few lines each on the terminal are their own progress.
+        if !self.shown || session.options.terminalWidth == nil || session.options.json { session.progress?.begin(activity) }
+    }
+
+    func add(_ change: ObjectChange) {
+        count += 1
+        counts[change.kind, default: 0] += 1
+        session.progress?.advance()
+        if session.options.json { return held.append(change) }
+        if shown { HumanRenderer.changes([change]).forEach(say) }
+    }
+
+    /// The last line: `summary` of how many changed and the tally by kind; as JSON, `document` of them all.
+    func finish(document: ([ObjectChange]) -> CommandResult, summary: (Int, String) -> String) {
+        session.progress?.end()
+        if session.options.json { return session.deliver(document(held)) }
+        let tally = ObjectChange.Kind.allCases.map { "\(MessageText.grouped(counts[$0] ?? 0)) \($0.rawValue)" }.joined(separator: ", ")
+        say(summary(count, tally))
+    }
+
+    private func say(_ line: String) {
+        guard let width = session.options.terminalWidth else { return session.output.result(line) }
+        TerminalCells.wrap(line, toCells: width).forEach(session.output.result)
     }
 }
