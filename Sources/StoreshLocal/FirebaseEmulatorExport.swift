@@ -315,10 +315,19 @@ public enum FirebaseEmulatorExport {
         let bucketList = JSONValue.object([("buckets", .array(bucketIDs.map { .object([("id", .string($0))]) }))])
         try writeDurably(Data(bucketList.indented.utf8), to: staging.appendingPathComponent("buckets.json"))
         for bucket in buckets {
-            try bucket.forEachObjectWithContent { metadata, content in
+            // Each object's content a piece at a time, its CRC32C taken as it passes: an object as large as a bucket
+            // file holds is never in memory whole (a 999 MB one once took 1.98 GB).
+            try bucket.forEachObject { metadata, pieces in
                 let file = UUID().uuidString.lowercased()
-                try writeDurably(content, to: staging.appendingPathComponent("blobs/\(file)"))
-                try writeDurably(Data(document(for: metadata, content: content).indented.utf8), to: staging.appendingPathComponent("metadata/\(file).json"))
+                var crc = CRC32C()
+                let blob = try DurableFile(creating: staging.appendingPathComponent("blobs/\(file)"))
+                defer { blob.close() }
+                try pieces { piece in
+                    crc.update(piece)
+                    try blob.write(piece)
+                }
+                try blob.synchronize()
+                try writeDurably(Data(document(for: metadata, crc32c: crc.value).indented.utf8), to: staging.appendingPathComponent("metadata/\(file).json"))
             }
         }
         try writeDurably(Data(hub.utf8), to: hubStaging)
@@ -382,25 +391,10 @@ public enum FirebaseEmulatorExport {
 
     /// `data` in a new file at `url`, on disk before the export is renamed into place.
     static func writeDurably(_ data: Data, to url: URL) throws {
-        let descriptor = Foundation.open(url.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else {
-            throw StorageError.internalError("Cannot write \(url.path): \(String(cString: strerror(errno))).")
-        }
-        defer { Foundation.close(descriptor) }
-        try data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) throws in
-            var written = 0
-            while written < bytes.count {
-                let count = Foundation.write(descriptor, bytes.baseAddress! + written, bytes.count - written)
-                if count < 0 && errno == EINTR { continue }
-                guard count > 0 else {
-                    throw StorageError.internalError("Cannot write \(url.path): \(String(cString: strerror(errno))).")
-                }
-                written += count
-            }
-        }
-        guard fsync(descriptor) == 0 else {
-            throw StorageError.internalError("Cannot write \(url.path): \(String(cString: strerror(errno))).")
-        }
+        let file = try DurableFile(creating: url)
+        defer { file.close() }
+        try file.write(data)
+        try file.synchronize()
     }
 
     /// The export's metadata file with its `storage` entry set to storesh's export, every other entry (the other
@@ -478,7 +472,8 @@ public enum FirebaseEmulatorExport {
     }
 
     /// An object's metadata file, with the emulator's keys in its order.
-    static func document(for metadata: ObjectMetadata, content: Data) -> JSONValue {
+    /// An object's metadata file, as the emulator writes it; `crc32c` is its content's (as the file beside says).
+    static func document(for metadata: ObjectMetadata, crc32c: UInt32) -> JSONValue {
         var members: [(String, JSONValue)] = [
             ("name", .string(metadata.fullPath)),
             ("bucket", .string(metadata.bucket)),
@@ -497,14 +492,12 @@ public enum FirebaseEmulatorExport {
         var custom = metadata.customMetadata
         custom[ObjectMetadata.downloadTokensKey] = nil
         if !custom.isEmpty { members.append(("customMetadata", .object(custom.sortedByKeyBytes.map { ($0.key, .string($0.value)) }))) }
-        var crc = CRC32C()
-        crc.update(content)
         members += [
             ("timeCreated", .string(metadata.timeCreated.rfc3339)),
             ("updated", .string(metadata.updated.rfc3339)),
             ("size", .integer(metadata.size)),
             ("md5Hash", .string(metadata.md5Hash)),
-            ("crc32c", .string(String(crc.value))),
+            ("crc32c", .string(String(crc32c))),
         ]
         return .object(members)
     }
@@ -542,5 +535,40 @@ extension JSONValue {
         default:
             write(to: &output)
         }
+    }
+}
+
+/// A new file of an export, written a piece at a time and forced to the disk before the export is renamed into
+/// place.
+private final class DurableFile {
+    private let descriptor: Int32
+    private let path: String
+
+    init(creating url: URL) throws {
+        path = url.path
+        descriptor = Foundation.open(url.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw Self.failure(path) }
+    }
+
+    func write(_ data: Data) throws {
+        try data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) throws in
+            var written = 0
+            while written < bytes.count {
+                let count = Foundation.write(descriptor, bytes.baseAddress! + written, bytes.count - written)
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0 else { throw Self.failure(path) }
+                written += count
+            }
+        }
+    }
+
+    func synchronize() throws {
+        guard fsync(descriptor) == 0 else { throw Self.failure(path) }
+    }
+
+    func close() { Foundation.close(descriptor) }
+
+    private static func failure(_ path: String) -> StorageError {
+        .internalError("Cannot write \(path): \(String(cString: strerror(errno))).")
     }
 }

@@ -769,27 +769,31 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     public func currentObject(_ object: ObjectName, contentPieces piece: (Data) throws -> Void) throws(StorageError) -> ObjectMetadata {
         try read {
             guard let row = try fetchRow(object.rawValue) else { throw StorageError.objectNotFound(object.rawValue) }
-            let version = row.version
-            let blob: SQLiteBlob
-            do {
-                blob = try SQLiteBlob(connection, table: "contents", column: "data", row: version.contentID, writable: false)
-            } catch {
-                throw ChecksumMismatch(what: "content of object \(version.name.debugDescription) (missing)")
-            }
-            defer { blob.close() }
-            var md5 = MD5Accumulator()
-            var offset = 0
-            // Bounded: each round reads at least one byte, up to the blob's size.
-            while offset < blob.size {
-                let bytes = try blob.read(at: offset, count: min(Self.streamedPieceBytes, blob.size - offset))
-                md5.update(bytes)
-                try piece(bytes)
-                offset += bytes.count
-            }
-            guard md5.base64() == version.md5Hash else {
-                throw ChecksumMismatch(what: "content of object \(version.name.debugDescription) (its MD5 differs)")
-            }
+            try streamContent(of: row.version, piece)
             return row.metadata
+        }
+    }
+
+    /// A version's content, a piece of at most `streamedPieceBytes` at a time, checked against its MD5 once read.
+    private func streamContent(of version: StoredVersion, _ piece: (Data) throws -> Void) throws {
+        let blob: SQLiteBlob
+        do {
+            blob = try SQLiteBlob(connection, table: "contents", column: "data", row: version.contentID, writable: false)
+        } catch {
+            throw ChecksumMismatch(what: "content of object \(version.name.debugDescription) (missing)")
+        }
+        defer { blob.close() }
+        var md5 = MD5Accumulator()
+        var offset = 0
+        // Bounded: each round reads at least one byte, up to the blob's size.
+        while offset < blob.size {
+            let bytes = try blob.read(at: offset, count: min(Self.streamedPieceBytes, blob.size - offset))
+            md5.update(bytes)
+            try piece(bytes)
+            offset += bytes.count
+        }
+        guard md5.base64() == version.md5Hash else {
+            throw ChecksumMismatch(what: "content of object \(version.name.debugDescription) (its MD5 differs)")
         }
     }
 
@@ -961,6 +965,19 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
                 }
             }
             try storeLastGeneration(lastGeneration)
+        }
+    }
+
+    /// Every object, in name order, with a way to read its content a piece at a time (`pieces`, which checks the
+    /// MD5 at the end): an export of objects as large as a bucket file holds, in bounded memory.
+    public func forEachObject(_ body: (ObjectMetadata, _ pieces: ((Data) throws -> Void) throws -> Void) throws -> Void) throws(StorageError) {
+        try read {
+            let statement = try connection.statement("SELECT \(LiveRow.columns) FROM objects ORDER BY name")
+            defer { statement.reset() }
+            while try statement.step() {
+                let row = try LiveRow(statement, bucket: name)
+                try body(row.metadata) { piece in try streamContent(of: row.version, piece) }
+            }
         }
     }
 

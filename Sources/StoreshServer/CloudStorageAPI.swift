@@ -232,13 +232,17 @@ extension StorageAPI {
         }
         let object: ObjectMetadata
         if target === origin {
+            let spoolDirectory = self.spoolDirectory
             object = try await target.change { transaction in
                 let original = try await transaction.metadata(of: source)
                 try checkGeneration(original)
-                let content = try await transaction.read(source)
+                // Through a spool (a file past a small size), a piece at a time: a 999 MB copy once held the object
+                // in memory twice over.
+                let spool = Spool(directory: spoolDirectory)
+                _ = try await transaction.read(source, into: SpoolSink(spool))
                 let existing = try await transaction.metadataIfPresent(of: destination)
                 return try await transaction.write(
-                    content, to: destination, options: try Self.copiedOptions(original, overrides: overrides),
+                    from: try spool.content(), to: destination, options: try Self.copiedOptions(original, overrides: overrides),
                     precondition: try conditions.precondition(given: existing, name: destination.rawValue))
             }
         } else {
@@ -285,30 +289,37 @@ extension StorageAPI {
         let request = try ComposeRequest(try await body(&exchange, limit: limits.maximumJSONBytes, what: "compose request"))
         let limit = Int64(limits.maximumObjectBytes)
         let names = try request.sources.map { try objectName($0.name) }
+        let spoolDirectory = self.spoolDirectory
+        let bucketName = exchange.bucket.name
         let object = try await exchange.bucket.change { transaction in
-            var content = Data()
+            // The sources' contents one after another in a spool (a file past a small size), a piece at a time: two
+            // sources of 499.5 MB once peaked at 2.96 GB.
+            let content = Spool(directory: spoolDirectory)
             var first: ObjectMetadata?
             for (source, name) in zip(request.sources, names) {
                 guard let current = try await transaction.metadataIfPresent(of: name),
                     source.generation.map({ $0 == current.generation }) ?? true
                 else {
+                    // Named as the service names a missing object, the source's name (not the destination's).
                     let generation = source.generation.map { " (generation \($0))" } ?? ""
-                    throw StorageError(.objectNotFound, "Object \(source.name)\(generation) does not exist, so it cannot be composed.")
+                    throw HTTPFailure(
+                        .notFound, reason: "notFound",
+                        "No such object: \(bucketName)/\(source.name)\(generation); it cannot be composed, and nothing was changed.")
                 }
                 if let required = source.ifGenerationMatch, required != current.generation {
                     throw StorageError(
                         .preconditionFailed,
                         "Object \(source.name) is at generation \(current.generation), not \(required) as the compose request requires. Nothing was changed.")
                 }
-                guard Int64(content.count) + current.size <= limit else { throw self.objectTooLarge(Int64(content.count) + current.size) }
-                content += try await transaction.read(name)
+                guard current.size <= limit - content.size else { throw self.objectTooLarge(content.size + current.size) }
+                _ = try await transaction.read(name, into: SpoolSink(content))
                 first = first ?? current
             }
             var options = request.destination.writeOptions
             if options.properties[.contentType] == nil, let type = first?.contentType { options.properties[.contentType] = type }
             let existing = try await transaction.metadataIfPresent(of: destination)
             return try await transaction.write(
-                content, to: destination, options: options,
+                from: try content.content(), to: destination, options: options,
                 precondition: try conditions.precondition(given: existing, name: destination.rawValue))
         }
         return Reply.json(ObjectResource.cloudStorage(object, baseURL: exchange.baseURL))

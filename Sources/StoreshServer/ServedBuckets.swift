@@ -99,7 +99,11 @@ public final class ServedBuckets: @unchecked Sendable {
                 file = try LocalBucket.open(at: path, options: bucketOptions)
             } catch {
                 budget.give()
-                throw error
+                // A file of that name that is not a bucket storesh can read: a conflict with what is there, not a
+                // server error; it is left as it is.
+                throw HTTPFailure(
+                    .conflict, reason: "conflict",
+                    "gs://\(name) cannot be served: \(path) is not a bucket file storesh can read (\((error as? StorageError)?.message ?? "\(error)")); move it away to use the name.")
             }
             guard file.name == name else {
                 file.close()

@@ -164,6 +164,27 @@ extension StorageAPI {
     /// DELETE deletes it, as the XML API does for the URL's holder, without rules (the signer is the administrator).
     func respondSigned(to request: Request) async throws -> Answer {
         let signed = try SignedURL(request, key: signingKey)
+        do {
+            return try await respondSigned(to: request, signed)
+        } catch let failure as HTTPFailure where failure.xml == nil {
+            // The XML API answers in XML, naming the URL's own bucket and object; the headers (Retry-After) stay.
+            var refusal = SignedURL.refusal(failure.status, code: failure.status == .notFound ? "NoSuchBucket" : failure.reason, failure.message)
+            refusal.headers = failure.headers
+            throw refusal
+        } catch let error as StorageError {
+            switch error.code {
+            case .objectNotFound:
+                throw SignedURL.refusal(.notFound, code: "NoSuchKey", "The specified key does not exist.", details: "No such object: \(signed.bucket)/\(signed.name)")
+            case .bucketNotFound:
+                throw SignedURL.refusal(.notFound, code: "NoSuchBucket", "The specified bucket does not exist.", details: signed.bucket)
+            default:
+                let failure = HTTPFailure(error, bucket: signed.bucket, object: signed.name, firebase: false)
+                throw SignedURL.refusal(failure.status, code: failure.reason, failure.message)
+            }
+        }
+    }
+
+    private func respondSigned(to request: Request, _ signed: SignedURL) async throws -> Answer {
         // A signed URL's reads and writes are requests like any other: the rates count them (rule Q3).
         try rates.admit(request.method, .object(bucket: signed.bucket, name: signed.name))
         let bucket = try buckets.bucket(named: signed.bucket, creating: request.method == .put)

@@ -149,3 +149,12 @@ struct SpooledContent: ContentSource, @unchecked Sendable {
         try spool.read(offset: range.lowerBound + offset, length: Int(min(Int64(length), max(0, size - offset))))
     }
 }
+
+/// Content read into a spool as it arrives (a copy within a bucket, a compose's sources).
+final class SpoolSink: ContentSink, @unchecked Sendable {
+    private let spool: Spool
+
+    init(_ spool: Spool) { self.spool = spool }
+
+    func write(_ bytes: Data) throws { try spool.append(bytes) }
+}

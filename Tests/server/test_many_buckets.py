@@ -385,3 +385,15 @@ def test_buckets_past_the_descriptor_bound_are_refused_with_503_and_the_open_one
         process.send_signal(signal.SIGTERM)
         _, err = process.communicate(timeout=60)
     assert process.returncode == 0, err.decode()
+
+
+def test_a_junk_bucket_file_is_a_conflict_and_a_missing_compose_source_is_named(server):
+    (server.home / "junk-bucket.bucket").write_bytes(os.urandom(2048))
+    answer = server.request("GET", "/storage/v1/b/junk-bucket/o")
+    assert answer.status_code == 409 and "not a bucket file storesh can read" in answer.json()["error"]["message"], answer.text
+    assert server.request("POST", "/upload/storage/v1/b/x-bucket/o", params={"uploadType": "media", "name": "dest"},
+                          data=b"d").status_code == 200
+    composed = server.request("POST", "/storage/v1/b/x-bucket/o/dest/compose", json={"sourceObjects": [{"name": "absent"}]})
+    assert composed.status_code == 404
+    message = composed.json()["error"]["message"]
+    assert "x-bucket/absent" in message and "dest" not in message, message

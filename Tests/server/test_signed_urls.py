@@ -133,3 +133,11 @@ def test_a_batch_refuses_signed_urls_and_the_rates_count_them(tmp_path, monkeypa
     finally:
         status, err = server.stop()
     assert status == 0, err
+
+
+def test_a_signed_url_to_nothing_answers_in_xml_naming_its_own_bucket_and_object(signing):
+    server, client, credentials = signing
+    url = sign(client.bucket(BUCKET).blob("nowhere/none.txt"), credentials)
+    answer = requests.get(url, timeout=30)
+    assert answer.status_code == 404 and answer.text.startswith("<?xml"), answer.text
+    assert "<Code>NoSuchKey</Code>" in answer.text and f"{BUCKET}/nowhere/none.txt" in answer.text
