@@ -258,8 +258,9 @@ public struct HumanRenderer: ResultRenderer {
     static func describe(_ metadata: ObjectMetadata) -> [String] {
         var rows: [[String]] = [
             ["bucket", metadata.bucket],
-            ["fullPath", metadata.fullPath],
-            ["name", metadata.name],
+            // Marked (not NFC) when decomposed: two names that look alike are two objects (rule P7).
+            ["fullPath", MessageText.name(metadata.fullPath)],
+            ["name", MessageText.name(metadata.name)],
             ["size", "\(metadata.size) (\(MessageText.byteCount(metadata.size)))"],
         ]
         for property in WritableProperty.allCases {

@@ -133,7 +133,9 @@ enum BucketPage {
                 let name = StoragePath(normalizing: item).name
                 let size = sizes[ObjectName(stored: item)].map { " <span class=\"size\">\(MessageText.byteCount($0))</span>" } ?? ""
                 let current = object.map { NameBytes.sameBytes($0.fullPath, item) } ?? false ? " aria-current=\"true\"" : ""
-                html += "<li class=\"item\"><a href=\"\(escaped(link(path: prefix, token: token, object: item)))\"\(current)>\(escaped(name))</a>\(size) <span class=\"kind\">item</span></li>\n"
+                // Two names that look alike are two objects (rule P7): the decomposed one says so.
+                let form = MessageText.isComposed(name) ? "" : " <span class=\"kind\">(not NFC)</span>"
+                html += "<li class=\"item\"><a href=\"\(escaped(link(path: prefix, token: token, object: item)))\"\(current)>\(escaped(name))</a>\(form)\(size) <span class=\"kind\">item</span></li>\n"
             }
             html += "</ul>\n"
         }

@@ -149,6 +149,16 @@ final class Shell {
         }
     }
 
+    /// The longest start two texts share, scalar for scalar.
+    static func commonScalarPrefix(_ first: String, _ second: String) -> String {
+        var shared = String.UnicodeScalarView()
+        for (a, b) in zip(first.unicodeScalars, second.unicodeScalars) {
+            guard a == b else { break }
+            shared.append(a)
+        }
+        return String(shared)
+    }
+
     /// Tab: completes the word under the cursor as far as all candidates agree, or lists them.
     func complete(_ lineBeforeCursor: String, editor: OpaquePointer) -> UInt8 {
         // Under the session's rules; Tab's reads are decided but never recorded, so `rules why` goes on explaining
@@ -158,9 +168,11 @@ final class Shell {
         let candidates = result.candidates
         guard !candidates.isEmpty else { return storesh_cc_error }
         // From a truncated page nothing beyond the typed text is known to be common to all candidates.
+        // By Unicode scalars, not Characters: two spellings of one name (NFC and NFD) are two objects (rule P7),
+        // and what they share is only what their scalars share; neither is inserted for the other.
         let common =
             result.truncated
-            ? result.typed : candidates.map(\.word).reduce(candidates[0].word) { $0.commonPrefix(with: $1) }
+            ? result.typed : candidates.map(\.word).reduce(candidates[0].word) { Self.commonScalarPrefix($0, $1) }
         let rest = String(common.unicodeScalars.dropFirst(result.typed.unicodeScalars.count))
         // One finished candidate (a command, an object) gets its closing quote and the blank before the next word.
         let finished = candidates.count == 1 && !candidates[0].continues && !result.truncated
@@ -174,7 +186,7 @@ final class Shell {
         var rows: Int32 = 0
         var columns: Int32 = 0
         storesh_terminal_size(&rows, &columns)
-        let names = candidates.map(\.display)
+        let names = candidates.map { MessageText.isComposed($0.display) ? $0.display : $0.display + " (not NFC)" }
         let width = min((names.map(TerminalCells.width(of:)).max() ?? 0) + 2, max(Int(columns), 20))
         let perLine = max(1, Int(columns > 0 ? columns : 80) / width)
         let maxLines = max(3, Int(rows > 0 ? rows : 24) - 4)

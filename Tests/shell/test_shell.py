@@ -507,3 +507,21 @@ def test_what_people_read_wraps_between_words_to_the_terminal(tmp_path, columns,
     for row in shown.splitlines():
         assert cells(row) <= columns or " " not in row.strip(), f"{cells(row)} cells at {columns}: {row!r}"
     assert shown.split() == piped.stdout.decode().split()
+
+
+def test_names_that_look_alike_stay_apart_in_completion_and_meta_get(tmp_path):
+    """verão.jpg written composed (NFC) and decomposed (NFD) is two objects (rule P7): Tab lists both, the decomposed
+    one marked, and inserts neither for the other; meta get of the decomposed one says so."""
+    composed, decomposed = "photos/ver\u00e3o.jpg", "photos/vera\u0303o.jpg"
+    bucket = make_bucket(tmp_path, "alike", [composed, decomposed])
+    shell = start(tmp_path, "--bucket", bucket)
+    prompt(shell, "gs://alike/")
+    shell.send("meta get photos/ver\t")
+    shell.expect_exact("(not NFC)")
+    prompt(shell, "gs://alike/")
+    shell.send("\x15\r")
+    prompt(shell, "gs://alike/")
+    shell.send(f"meta get '{decomposed}'\r")
+    shell.expect_exact("(not NFC)")
+    prompt(shell, "gs://alike/")
+    leave(shell)
