@@ -231,13 +231,7 @@ extension LocalBucket: SnapshotStore {
             return live.metadata
         }
         guard let epoch else { return nil }
-        let statement = try connection.statement(
-            "SELECT \(SnapshotRow.keptColumns) FROM history WHERE name = ?1 AND born <= ?2 AND died > ?2")
-        defer { statement.reset() }
-        statement.bind(1, name)
-        statement.bind(2, epoch)
-        guard try statement.step() else { return nil }
-        return try StoredVersion(statement, from: 0, died: true).metadata(bucket: self.name)
+        return try keptVersion(of: name, at: epoch)?.metadata(bucket: self.name)
     }
 
     private func requireSnapshot(_ name: String) throws -> SnapshotRow {

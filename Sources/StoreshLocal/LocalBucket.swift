@@ -784,13 +784,9 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         }
         defer { blob.close() }
         var md5 = MD5Accumulator()
-        var offset = 0
-        // Bounded: each round reads at least one byte, up to the blob's size.
-        while offset < blob.size {
-            let bytes = try blob.read(at: offset, count: min(Self.streamedPieceBytes, blob.size - offset))
+        try blob.forEachPiece(of: Self.streamedPieceBytes) { bytes in
             md5.update(bytes)
             try piece(bytes)
-            offset += bytes.count
         }
         guard md5.base64() == version.md5Hash else {
             throw ChecksumMismatch(what: "content of object \(version.name.debugDescription) (its MD5 differs)")

@@ -341,4 +341,15 @@ public final class SQLiteBlob {
         if status != SQLITE_OK { throw connection.lastError(status) }
         return data
     }
+
+    /// The whole blob, in order, a piece of at most `pieceBytes` at a time: its size never in memory at once.
+    public func forEachPiece(of pieceBytes: Int, _ body: (Data) throws -> Void) throws {
+        var offset = 0
+        // Bounded: each round reads at least one byte, up to the blob's size.
+        while offset < size {
+            let piece = try read(at: offset, count: min(pieceBytes, size - offset))
+            try body(piece)
+            offset += piece.count
+        }
+    }
 }

@@ -31,18 +31,24 @@ def peak_rss_mib(home, *arguments, binary=BINARY, **extra):
     return done.returncode, done.stdout.decode(), "\n".join(err), int(rss) / 1024
 
 
-def test_a_bulk_edit_of_200000_objects_runs_in_bounded_memory(tmp_path):
-    archive = tmp_path / "big.json"
+def imported_bucket(home, name, object_names):
+    """NAME.bucket in `home`, holding an object of one byte for each name, imported from an archive written a line
+    at a time (and removed after)."""
+    archive = home / f"{name}.json"
     with open(archive, "w") as out:
-        out.write('{"format":"storesh-bucket","version":1,"bucket":"big","objects":[\n')
-        out.write(",\n".join(json.dumps({"name": f"users/u{n // 100:05d}/photos/{n % 100:03d}.jpg", "text": "x"})
-                             for n in range(OBJECTS)))
+        out.write('{"format":"storesh-bucket","version":1,"bucket":"%s","objects":[\n' % name)
+        out.write(",\n".join(json.dumps({"name": object_name, "text": "x"}) for object_name in object_names))
         out.write("\n]}\n")
-    bucket = str(tmp_path / "big.bucket")
+    bucket = str(home / f"{name}.bucket")
     done = subprocess.run([BINARY, "import", "--bucket", bucket, str(archive)], capture_output=True,
-                          env=environment(tmp_path), timeout=900)
+                          env=environment(home), timeout=900)
     assert done.returncode == 0, done.stderr
     os.remove(archive)
+    return bucket
+
+
+def test_a_bulk_edit_of_200000_objects_runs_in_bounded_memory(tmp_path):
+    bucket = imported_bucket(tmp_path, "big", (f"users/u{n // 100:05d}/photos/{n % 100:03d}.jpg" for n in range(OBJECTS)))
     edit = "meta set cacheControl=no-cache custom.k=v -- users/**"
 
     status, out, err, dry = peak_rss_mib(tmp_path, "--bucket", bucket, "--dry-run", "--summary", "-c", edit)
@@ -71,16 +77,7 @@ SNAPSHOT_LIMIT_MIB = 64
 
 
 def test_a_snapshot_diff_and_restore_of_200000_differences_run_in_bounded_memory(tmp_path):
-    archive = tmp_path / "snap.json"
-    with open(archive, "w") as out:
-        out.write('{"format":"storesh-bucket","version":1,"bucket":"snap","objects":[\n')
-        out.write(",\n".join(json.dumps({"name": f"d/{n:06d}.txt", "text": "x"}) for n in range(OBJECTS)))
-        out.write("\n]}\n")
-    bucket = str(tmp_path / "snap.bucket")
-    done = subprocess.run([BINARY, "import", "--bucket", bucket, str(archive)], capture_output=True,
-                          env=environment(tmp_path), timeout=900)
-    assert done.returncode == 0, done.stderr
-    os.remove(archive)
+    bucket = imported_bucket(tmp_path, "snap", (f"d/{n:06d}.txt" for n in range(OBJECTS)))
     done = subprocess.run([BINARY, "--bucket", bucket, "--quiet", "--summary", "-c", "snapshot save s1; meta set custom.k=v -- d/*"],
                           capture_output=True, env=environment(tmp_path), timeout=900)
     assert done.returncode == 0, done.stderr
