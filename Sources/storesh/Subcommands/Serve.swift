@@ -1,4 +1,5 @@
 import ArgumentParser
+import CStoreshTerminal
 import Foundation
 import StoreshCore
 import StoreshLanguage
@@ -366,18 +367,28 @@ struct Serve: StoreshCommand {
             // Clients reach a server that listens on every interface at loopback too.
             let reachable = host == "0.0.0.0" ? "127.0.0.1" : host == "::" ? "::1" : host
             let address = reachable.contains(":") ? "[\(reachable)]:\(port)" : "\(reachable):\(port)"
+            let columns = Int(storesh_terminal_columns(STDOUT_FILENO))
+            // A line to paste, with its comment after it, or above it when both do not fit the terminal: a comment
+            // wrapped onto a line of its own below would be pasted as a command.
+            func code(_ code: String, _ comment: String) -> String {
+                let line = "  \(code)   \(comment)"
+                return columns > 0 && TerminalCells.width(of: line) > columns ? "  \(comment)\n  \(code)\n" : line + "\n"
+            }
             var text = "storesh serve: gs://\(bucket) (\(path)) at http://\(address)\n"
-            text += "  and any other bucket a client names, from NAME.bucket in \(others) (made on its first write)\n"
-            text += "  export STORAGE_EMULATOR_HOST=http://\(address)   # the Python, Go and Java clients\n"
+            text += "  and any other bucket a client names, from NAME.bucket in \(others) (made when a write to it lands)\n"
+            text += code("export STORAGE_EMULATOR_HOST=http://\(address)", "# the Python, Go and Java clients")
             // The Node Admin SDK (firebase-admin) reads this one, host and port without a scheme.
-            text += "  export FIREBASE_STORAGE_EMULATOR_HOST=\(address)   # firebase-admin (Node)\n"
-            text += "  connectStorageEmulator(getStorage(app, \"gs://\(bucket)\"), \"\(reachable)\", \(port))   // Web SDK\n"
-            text += "  Storage.storage(url: \"gs://\(bucket)\").useEmulator(withHost: \"\(reachable)\", port: \(port))   // Apple SDK\n"
+            text += code("export FIREBASE_STORAGE_EMULATOR_HOST=\(address)", "# firebase-admin (Node)")
+            text += code("connectStorageEmulator(getStorage(app, \"gs://\(bucket)\"), \"\(reachable)\", \(port))", "// Web SDK")
+            text += code("Storage.storage(url: \"gs://\(bucket)\").useEmulator(withHost: \"\(reachable)\", port: \(port))", "// Apple SDK")
             text += "  http://\(address)/ in a browser: the bucket, its folders and metadata\n"
             text += "Ctrl-C stops the server.\n"
             if warnOfAddress {
                 text += "storesh serve: WARNING: listening on \(host), not loopback: anyone who can reach it can use `Bearer owner` and is the administrator of this bucket.\n"
             }
+            // On a terminal, wrapped between words to its width, as everything storesh says there (a code line's
+            // comment goes to a line of its own; the code stays whole).
+            if columns > 0 { text = TerminalCells.wrap(String(text.dropLast()), toCells: columns).joined(separator: "\n") + "\n" }
             FileHandle.standardOutput.write(Data(text.utf8))
         }
     }
