@@ -177,7 +177,8 @@ def test_on_a_terminal_each_request_is_logged_and_ctrl_c_stops_the_server(tmp_pa
     import pexpect
     child = pexpect.spawn(harness.BINARY, ["serve", "--bucket", str(tmp_path / "tty.bucket"), "--port", "0", "--no-config"],
                           env=harness.environment(tmp_path, TERM="xterm"), encoding="utf-8", timeout=30)
-    child.expect(r"at (http://127\.0\.0\.1:\d+)")
+    # The first line wraps between words at the terminal's width (a long path puts the address on the next line).
+    child.expect(r"at\s+(http://127\.0\.0\.1:\d+)")
     url = child.match.group(1)
     # Both variables the clients read: the Node Admin SDK's takes host and port alone.
     child.expect_exact(f"export STORAGE_EMULATOR_HOST={url}")
