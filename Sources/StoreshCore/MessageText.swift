@@ -42,10 +42,11 @@ public enum MessageText {
     /// `1 object`, `2 objects`, `4,812 objects`.
     public static func counted(_ count: Int, _ noun: String) -> String { "\(grouped(count)) \(noun)\(count == 1 ? "" : "s")" }
 
-    /// A count as people read it: digits in groups of three (`4,812`), whatever the locale, so that output is the
-    /// same everywhere (transcripts are compared byte for byte).
+    /// A size or a count kept in 64 bits, grouped as `grouped(_:)` groups an `Int`.
     public static func grouped(_ count: Int64) -> String { grouped(Int(count)) }
 
+    /// A count as people read it: digits in groups of three (`4,812`), whatever the locale, so that output is the
+    /// same everywhere (transcripts are compared byte for byte).
     public static func grouped(_ count: Int) -> String {
         let digits = String(count.magnitude)
         var output = count < 0 ? "-" : ""

@@ -73,9 +73,7 @@ final class BulkResults {
     private let progress: ProgressMeter?
 
     init(_ kind: Kind, output: SessionOutput, options: RunOptions, progress: ProgressMeter? = nil) {
-        // Objects printed a line each on the terminal are their own progress; a summary, JSON or a file is not.
-        let shows = options.terminalWidth == nil || options.summaryOnly || options.json
-        self.progress = shows ? progress : nil
+        self.progress = options.printsEachObjectOnTerminal ? nil : progress
         self.progress?.begin(options.dryRun ? "planning" : kind == .updates ? "updating" : "deleting")
         self.kind = kind
         self.output = output
@@ -87,10 +85,7 @@ final class BulkResults {
     }
 
     /// A line for people, wrapped to the terminal's width.
-    private func say(_ line: String) {
-        guard let width else { return output.result(line) }
-        TerminalCells.wrap(line, toCells: width).forEach(output.result)
-    }
+    private func say(_ line: String) { output.result(line, wrappedTo: width) }
 
     func updated(_ name: String, _ differences: [PropertyDifference]) {
         updatedCount += 1
@@ -335,4 +330,10 @@ private final class NameSpill {
 
 extension SessionOutput {
     func result(contentsOf lines: [String]) { lines.forEach(result) }
+
+    /// A line for people: wrapped between words to `width` cells, when results go to a terminal that wide.
+    func result(_ line: String, wrappedTo width: Int?) {
+        guard let width else { return result(line) }
+        TerminalCells.wrap(line, toCells: width).forEach(result)
+    }
 }

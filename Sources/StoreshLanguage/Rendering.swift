@@ -78,14 +78,9 @@ public struct HumanRenderer: ResultRenderer {
 
     public func render(_ result: CommandResult, to output: SessionOutput) {
         let lines = lines(for: result, output: output)
-        guard let width else { return lines.forEach(output.result) }
         let data = Self.dataLines(of: result)
         for (index, line) in lines.enumerated() {
-            if index < data {
-                output.result(line)
-            } else {
-                TerminalCells.wrap(line, toCells: width).forEach(output.result)
-            }
+            output.result(line, wrappedTo: index < data ? nil : width)
         }
     }
 
@@ -146,19 +141,9 @@ public struct HumanRenderer: ResultRenderer {
             let rows = all.map { [$0.name, Formatting.shortDate($0.created), MessageText.counted($0.objectCount, "object")] }
             return Formatting.columns(rows, rightAligned: [2])
         case .snapshotDiff(let from, let to, let changes):
-            let toText = to.map { "snapshot \($0)" } ?? "now"
-            return Self.changes(changes)
-                + [
-                    changes.isEmpty
-                        ? "no differences from snapshot \(from) to \(toText)"
-                        : "\(MessageText.counted(changes.count, "object")) differ from snapshot \(from) to \(toText): \(Self.tally(changes))"
-                ]
+            return Self.changes(changes) + [Self.snapshotDiffSummary(from: from, to: to, counts: Self.counts(of: changes))]
         case .snapshotRestored(let name, let changes, let dryRun):
-            let summary =
-                changes.isEmpty
-                ? "the bucket is already as in snapshot \(name); nothing to restore"
-                : "\(dryRun ? "would restore" : "restored") snapshot \(name): \(Self.tally(changes))"
-            return (dryRun ? Self.changes(changes) : []) + [summary]
+            return (dryRun ? Self.changes(changes) : []) + [Self.snapshotRestoreSummary(name, counts: Self.counts(of: changes), dryRun: dryRun)]
         case .snapshotRemoved(let info, let dryRun): return ["\(dryRun ? "would remove" : "removed") snapshot \(info.name)"]
         }
     }
@@ -229,9 +214,30 @@ public struct HumanRenderer: ResultRenderer {
     }
 
     /// "1 added, 2 removed, 3 changed".
-    static func tally(_ changes: [ObjectChange]) -> String {
-        ObjectChange.Kind.allCases.map { kind in "\(MessageText.grouped(changes.filter { $0.kind == kind }.count)) \(kind.rawValue)" }
-            .joined(separator: ", ")
+    /// How many changes of each kind.
+    static func counts(of changes: [ObjectChange]) -> [ObjectChange.Kind: Int] {
+        changes.reduce(into: [:]) { counts, change in counts[change.kind, default: 0] += 1 }
+    }
+
+    /// `1 added, 0 removed, 2 changed`.
+    static func tally(_ counts: [ObjectChange.Kind: Int]) -> String {
+        ObjectChange.Kind.allCases.map { "\(MessageText.grouped(counts[$0] ?? 0)) \($0.rawValue)" }.joined(separator: ", ")
+    }
+
+    /// The last line of `snapshot diff FROM [TO]`, from how many objects differ by kind.
+    static func snapshotDiffSummary(from: String, to: String?, counts: [ObjectChange.Kind: Int]) -> String {
+        let toText = to.map { "snapshot \($0)" } ?? "now"
+        let count = counts.values.reduce(0, +)
+        return count == 0
+            ? "no differences from snapshot \(from) to \(toText)"
+            : "\(MessageText.counted(count, "object")) differ from snapshot \(from) to \(toText): \(tally(counts))"
+    }
+
+    /// The last line of `snapshot restore NAME`, from how many objects it changed by kind.
+    static func snapshotRestoreSummary(_ name: String, counts: [ObjectChange.Kind: Int], dryRun: Bool) -> String {
+        counts.values.reduce(0, +) == 0
+            ? "the bucket is already as in snapshot \(name); nothing to restore"
+            : "\(dryRun ? "would restore" : "restored") snapshot \(name): \(tally(counts))"
     }
 
     /// `explain` for people: each request, numbered, in the SDK, the two REST APIs and the rules.

@@ -100,6 +100,10 @@ public struct RunOptions: Sendable {
     /// that a lesson's script is its own transcript.
     public var echo = false
 
+    /// Whether results print a line or a few for each object on a terminal (not `--summary`, not JSON, not a
+    /// file): they are then their own progress, and no progress line is drawn among them.
+    var printsEachObjectOnTerminal: Bool { terminalWidth != nil && !summaryOnly && !json }
+
     public init(json: Bool = false, dryRun: Bool = false, keepGoing: Bool = false, color: Bool = false, defaultPageSize: Int? = nil) {
         self.json = json
         self.dryRun = dryRun

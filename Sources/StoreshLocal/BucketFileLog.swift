@@ -180,15 +180,24 @@ enum BucketFileLog {
     /// `temporaryName` (`.NAME.creating-PID-N`, `.NAME.backup-PID-N`, and SQLite's files beside them) whose process
     /// is gone. Nothing else is touched: not a name of another form, not a live process's, not a link or a folder.
     public static func removeStaleTemporaries(in directory: String) {
-        guard let stream = opendir(directory) else { return }
-        defer { closedir(stream) }
-        while let entry = readdir(stream) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            guard let pid = stalePid(ofTemporary: name), !isRunning(pid) else { continue }
+        removeLeftovers(in: directory, folders: false, pidOf: stalePid(ofTemporary:))
+    }
+
+    /// Removes the entries of `directory` whose names `pidOf` reads a process number from (names of a temporary
+    /// form that storesh makes, carrying its maker's number), when that process is gone: files, and with `folders`
+    /// whole folders too. Links and every other name are left as they are.
+    static func removeLeftovers(in directory: String, folders: Bool, pidOf: (String) -> Int32?) {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
+        for name in names {
+            guard let pid = pidOf(name), !isRunning(pid) else { continue }
             let path = (directory as NSString).appendingPathComponent(name)
             var status = stat()
-            guard lstat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { continue }
-            unlink(path)
+            guard lstat(path, &status) == 0 else { continue }
+            switch status.st_mode & S_IFMT {
+            case S_IFREG: unlink(path)
+            case S_IFDIR where folders: try? FileManager.default.removeItem(atPath: path)
+            default: continue
+            }
         }
     }
 

@@ -362,19 +362,9 @@ public enum FirebaseEmulatorExport {
     /// file's staging copy (`.storage_export.storesh-PID-UUID`, `.storage_export.storesh-old-PID-UUID`,
     /// `.firebase-export-metadata.json.storesh-PID-UUID`), when that process is gone. Nothing else is touched.
     static func removeStaleStaging(in root: URL) {
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: root.path) else { return }
-        for name in names {
-            guard let match = name.wholeMatch(of: #/\.(?:storage_export|firebase-export-metadata\.json)\.storesh-(?:old-)?(\d{1,10})-[0-9A-F]{8}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{12}/#),
-                let pid = Int32(match.1), !BucketFileLog.isRunning(pid)
-            else { continue }
-            let path = root.appendingPathComponent(name).path
-            var status = stat()
-            guard lstat(path, &status) == 0 else { continue }
-            switch status.st_mode & S_IFMT {
-            case S_IFDIR: try? FileManager.default.removeItem(atPath: path)
-            case S_IFREG: unlink(path)
-            default: continue
-            }
+        BucketFileLog.removeLeftovers(in: root.path, folders: true) { name in
+            name.wholeMatch(of: #/\.(?:storage_export|firebase-export-metadata\.json)\.storesh-(?:old-)?(\d{1,10})-[0-9A-F]{8}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{12}/#)
+                .flatMap { Int32($0.1) }
         }
     }
 

@@ -140,8 +140,12 @@ public final class ServedBuckets: @unchecked Sendable {
     /// carries once the server has stopped. A file of the directory may still hold another bucket than its name
     /// says (the first bucket's own file, a copy): whoever opens it checks.
     public func files() -> [(name: String, path: String)] {
-        var names: Set<String> = lock.withLock { Set(others.filter { !$0.value.isPending }.keys) }
-        let pending: Set<String> = lock.withLock { Set(others.filter { $0.value.isPending }.keys) }
+        // Open buckets by name; a pending one is not served yet (its file, if any, is being made or removed).
+        var (names, pending) = lock.withLock {
+            others.reduce(into: (Set<String>(), Set<String>())) { sets, entry in
+                if entry.value.isPending { sets.1.insert(entry.key) } else { sets.0.insert(entry.key) }
+            }
+        }
         if let entries = try? FileManager.default.contentsOfDirectory(atPath: directory) {
             for entry in entries where entry.hasSuffix(".bucket") {
                 let name = String(entry.dropLast(".bucket".count))

@@ -124,11 +124,8 @@ public struct SnapshotDiffCommand: LocalCommand, Equatable {
         try await session.located(unknown?.location ?? from.location) {
             try await store.changes(from: .snapshot(from.text), to: to.map { .snapshot($0.text) } ?? .current) { results.add($0) }
         }
-        results.finish { changes in .snapshotDiff(from: from.text, to: to?.text, changes: changes) } summary: { count, tally in
-            let toText = to.map { "snapshot \($0.text)" } ?? "now"
-            return count == 0
-                ? "no differences from snapshot \(from.text) to \(toText)"
-                : "\(MessageText.counted(count, "object")) differ from snapshot \(from.text) to \(toText): \(tally)"
+        results.finish { changes in .snapshotDiff(from: from.text, to: to?.text, changes: changes) } summary: { counts in
+            HumanRenderer.snapshotDiffSummary(from: from.text, to: to?.text, counts: counts)
         }
         return .next
     }
@@ -155,10 +152,8 @@ public struct SnapshotRestoreCommand: NamedSnapshotCommand, Equatable {
         let results = SnapshotChanges(session, activity: dryRun ? "planning" : "restoring", shown: dryRun)
         try await session.located(snapshot.location) { try await store.restoreSnapshot(named: snapshot.text) { results.add($0) } }
         if !dryRun { session.reportedChanges += max(results.count, 1) }
-        results.finish { changes in .snapshotRestored(name: snapshot.text, changes: changes, dryRun: dryRun) } summary: { count, tally in
-            count == 0
-                ? "the bucket is already as in snapshot \(snapshot.text); nothing to restore"
-                : "\(dryRun ? "would restore" : "restored") snapshot \(snapshot.text): \(tally)"
+        results.finish { changes in .snapshotRestored(name: snapshot.text, changes: changes, dryRun: dryRun) } summary: { counts in
+            HumanRenderer.snapshotRestoreSummary(snapshot.text, counts: counts, dryRun: dryRun)
         }
         return .next
     }
@@ -197,8 +192,7 @@ final class SnapshotChanges {
     init(_ session: Session, activity: String, shown: Bool) {
         self.session = session
         self.shown = shown && !session.options.summaryOnly
-        // The changes printed a few lines each on the terminal are their own progress.
-        if !self.shown || session.options.terminalWidth == nil || session.options.json { session.progress?.begin(activity) }
+        if !(self.shown && session.options.printsEachObjectOnTerminal) { session.progress?.begin(activity) }
     }
 
     func add(_ change: ObjectChange) {
@@ -209,16 +203,12 @@ final class SnapshotChanges {
         if shown { HumanRenderer.changes([change]).forEach(say) }
     }
 
-    /// The last line: `summary` of how many changed and the tally by kind; as JSON, `document` of them all.
-    func finish(document: ([ObjectChange]) -> CommandResult, summary: (Int, String) -> String) {
+    /// The last line, `summary` of how many changed by kind; as JSON, `document` of them all.
+    func finish(document: ([ObjectChange]) -> CommandResult, summary: ([ObjectChange.Kind: Int]) -> String) {
         session.progress?.end()
         if session.options.json { return session.deliver(document(held)) }
-        let tally = ObjectChange.Kind.allCases.map { "\(MessageText.grouped(counts[$0] ?? 0)) \($0.rawValue)" }.joined(separator: ", ")
-        say(summary(count, tally))
+        say(summary(counts))
     }
 
-    private func say(_ line: String) {
-        guard let width = session.options.terminalWidth else { return session.output.result(line) }
-        TerminalCells.wrap(line, toCells: width).forEach(session.output.result)
-    }
+    private func say(_ line: String) { session.output.result(line, wrappedTo: session.options.terminalWidth) }
 }
