@@ -53,13 +53,13 @@ enum BucketPage {
         }
         let folder = StoragePath(normalizing: query["path"] ?? "")
         let token = query["token"].flatMap { $0.isEmpty ? nil : $0 }
-        let page = try await bucket.reader.list(
+        let page = try await bucket.reader().list(
             folder, options: ListOptions(maxResults: pageSize, pageToken: token, includeMetadata: true))
         var object: ObjectMetadata?
         var missing: String?
         if let name = query["object"], !name.isEmpty {
             do {
-                object = try await bucket.reader.metadata(of: try ObjectName(name))
+                object = try await bucket.reader().metadata(of: try ObjectName(name))
             } catch let error as StorageError {
                 missing = error.message
             }

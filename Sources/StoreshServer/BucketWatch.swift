@@ -41,6 +41,9 @@ final class BucketWatch: @unchecked Sendable {
         return (stream, { continuation.finish() })
     }
 
+    /// Whether a page listens now (its bucket is in use, and stays open).
+    var isWatched: Bool { lock.withLock { !listeners.isEmpty } }
+
     private func remove(_ id: UUID) {
         _ = lock.withLock { listeners.removeValue(forKey: id) }
     }

@@ -96,7 +96,7 @@ extension StorageAPI {
         let options = ListOptions(
             maxResults: maxResults, pageToken: query["pageToken"].flatMap { $0.isEmpty ? nil : $0 },
             startOffset: query["startOffset"], endOffset: query["endOffset"], includeMetadata: true)
-        let page = try exchange.bucket.reader.listStoredNames(prefix: query["prefix"] ?? "", delimited: delimited, options: options)
+        let page = try exchange.bucket.reader().listStoredNames(prefix: query["prefix"] ?? "", delimited: delimited, options: options)
         let stored = StoredListingPage(
             prefixes: page.prefixes.map { $0 + "/" }, items: page.itemMetadata ?? [], continuation: page.nextPageToken)
         return Reply.json(CloudStorageJSON.listDocument(stored, baseURL: exchange.baseURL))
@@ -370,7 +370,7 @@ extension StorageAPI {
             // As the service does, a condition that fails now fails before any byte is sent (it is checked again
             // when the last byte lands).
             if conditions.precondition != .none || conditions.hasNotMatch {
-                let existing = try await exchange.bucket.reader.metadataIfPresent(of: upload.name)
+                let existing = try await exchange.bucket.reader().metadataIfPresent(of: upload.name)
                 guard conditions.hold(for: existing) else {
                     throw StorageError.preconditionFailed(upload.name.rawValue, conditions.precondition, actual: existing)
                 }

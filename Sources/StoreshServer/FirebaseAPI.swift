@@ -153,7 +153,7 @@ extension StorageAPI {
 
     /// The served bucket as `caller` may use it for reads.
     private func readable(by caller: Caller, in bucket: ServedBucket) throws -> any Bucket {
-        try rulesSession(for: caller, in: bucket)?.guarding(bucket.reader) ?? bucket.reader
+        try rulesSession(for: caller, in: bucket)?.guarding(bucket.reader()) ?? bucket.reader()
     }
 
     // MARK: List and get
@@ -184,7 +184,7 @@ extension StorageAPI {
             return Reply.json(ObjectResource.firebase(try await readable(by: who, in: exchange.bucket).metadata(of: name)))
         }
         if let token = exchange.query["token"], !token.isEmpty,
-            let object = try? exchange.bucket.reader.currentMetadata(of: name), Self.tokens(of: object).contains(token)
+            let object = try? exchange.bucket.reader().currentMetadata(of: name), Self.tokens(of: object).contains(token)
         {
             let (current, content) = try download(name, in: exchange.bucket)
             // The object may have changed between the two reads: its content is served only under a token it has.

@@ -12,6 +12,10 @@ import StoreshRules
 /// an empty bucket, its rules those the project gives it (else a new bucket's), and its file is made by the
 /// writer, in the step that commits its first changes, and only kept when one of them landed: a request that is
 /// refused (no name, 412, 413, a checksum that does not match, the rules) leaves no bucket file behind.
+///
+/// A bucket other than the first holds its files' descriptors only while it is open: `OpenBucketBudget` closes the
+/// one idle longest to make room for another, and it opens again when a request next uses it. A request that
+/// still holds one of its connections keeps that connection (it closes when the last holder lets it go).
 final class ServedBucket: @unchecked Sendable {
     /// The most changes one commit carries.
     static let maximumGroup = 256
@@ -21,19 +25,30 @@ final class ServedBucket: @unchecked Sendable {
     let path: String
     private let options: LocalBucketOptions
     private let readerCount: Int
-    /// The file's connections; nil while the bucket is pending.
-    private var files: Files?
+    /// The bucket's connections to its file, or why it has none now.
+    private enum Connections {
+        /// No change of it has landed: it has no file.
+        case pending
+        /// It has a file, not open now (not opened yet, or closed while idle).
+        case closed
+        case open(Files)
+        /// A file made for a pending bucket that holds landed changes, whose readers could not be opened yet
+        /// (they are tried again after each commit): its writer, never removed again.
+        case kept(writer: LocalBucket)
+    }
+    private var connections: Connections
+    /// When the bucket was last used (`DispatchTime`'s nanoseconds): the budget closes the idle one used longest ago.
+    private var lastUse: UInt64 = DispatchTime.now().uptimeNanoseconds
+    /// Serialises the opening of the files, so that two requests opening them at once open them once.
+    private let openLock = NSLock()
     /// While pending: an empty bucket's reads (shared by every pending bucket of the server), and where the
     /// project's rules for it wait to be stored in its file.
     private let pending: PendingReads?
     private let pendingRules = MemoryRulesStore()
-    /// Where a pending bucket takes its place among the open buckets when its file is made.
+    /// Where the bucket takes its place among the open buckets (nil for the first bucket, always open).
     private let budget: OpenBucketBudget?
     /// Told once the file of a pending bucket is made (for the terminal's log).
     private let onCreate: @Sendable (_ bucket: String, _ path: String) -> Void
-    /// The writer of a file made for a pending bucket that holds landed changes, while its readers could not be
-    /// opened yet (they are tried again after each commit): never removed again.
-    private var keptWriter: LocalBucket?
     /// The bucket's security rules, reloaded when another process (the shell, `rules load`) changed them.
     private let rules: RulesSession
     private var rulesReadAt: Int64?
@@ -50,7 +65,8 @@ final class ServedBucket: @unchecked Sendable {
     var commits: Int { lock.withLock { commitCount } }
     var committedChanges: Int { lock.withLock { committedChangeCount } }
 
-    /// The connections to the bucket file.
+    /// The connections to the bucket file. Each closes when the last holder lets it go: the bucket itself, or a
+    /// request that took it before the bucket was closed as idle.
     private struct Files {
         let writer: LocalBucket
         let readers: [LocalBucket]
@@ -84,7 +100,7 @@ final class ServedBucket: @unchecked Sendable {
         self.options = options
         self.readerCount = readerCount
         let files = try Files(bucket, options: options, readerCount: readerCount)
-        self.files = files
+        connections = .open(files)
         pending = nil
         budget = nil
         onCreate = { _, _ in }
@@ -103,33 +119,144 @@ final class ServedBucket: @unchecked Sendable {
         self.options = options
         self.readerCount = readerCount
         pending = reads
+        connections = .pending
         self.onCreate = onCreate
         rules = try RulesSession(store: nil, clock: options.clock)
     }
 
+    /// A bucket whose file is at `path`, not open yet: `open()` opens it, and says what the file is when it is not
+    /// that bucket's.
+    init(
+        closedAt path: String, name: String, options: LocalBucketOptions, readerCount: Int, budget: OpenBucketBudget
+    ) throws {
+        self.budget = budget
+        self.name = name
+        self.path = path
+        self.options = options
+        self.readerCount = readerCount
+        pending = nil
+        connections = .closed
+        onCreate = { _, _ in }
+        // Read from the file when it opens (`rulesReadAt` is nil).
+        rules = try RulesSession(store: nil, clock: options.clock)
+    }
+
     /// Whether the bucket has no file yet (no change of it has landed).
-    var isPending: Bool { lock.withLock { files == nil } }
+    var isPending: Bool {
+        lock.withLock {
+            if case .pending = connections { true } else { false }
+        }
+    }
 
     func close() {
         let (open, kept): (Files?, LocalBucket?) = lock.withLock {
             closed = true
-            return (files, keptWriter)
+            switch connections {
+            case .open(let files): return (files, nil)
+            case .kept(let writer): return (nil, writer)
+            case .pending, .closed: return (nil, nil)
+            }
         }
         open?.close()
-        if open == nil { kept?.close() }
+        kept?.close()
     }
 
-    /// A connection for reads, taken in turn; an empty bucket's while the bucket is pending.
-    var reader: LocalBucket {
+    /// Opens the bucket's files if they are not open (taking a place among the open buckets, which may close
+    /// another that is idle, or answer 503 when none is); nil while the bucket has no file of its own to read.
+    func open() throws { _ = try opened() }
+
+    /// The open connections (`open()`): the files', or the kept writer's, or none while pending.
+    private func opened() throws -> (files: Files?, writer: LocalBucket?) {
+        if let open = openNow() { return open }
+        return try openLock.withLock {
+            if let open = openNow() { return open }
+            if lock.withLock({ closed }) { throw StorageError(.unavailable, "storesh serve is stopping; try again.") }
+            try budget?.take(for: self)
+            let files: Files
+            do {
+                files = try openFiles()
+            } catch {
+                budget?.give(for: self)
+                throw error
+            }
+            lock.withLock {
+                connections = .open(files)
+                lastUse = DispatchTime.now().uptimeNanoseconds
+            }
+            // The connections' counts are their own: the rules are read again from the new one.
+            rulesLock.withLock { rulesReadAt = nil }
+            return (files, files.writer)
+        }
+    }
+
+    /// What is open now, marking the bucket used; nil when its files are closed.
+    private func openNow() -> (files: Files?, writer: LocalBucket?)? {
         lock.withLock {
-            guard let files else { return pending!.reader }
+            switch connections {
+            case .closed: return nil
+            case .pending: return (nil, nil)
+            case .kept(let writer): return (nil, writer)
+            case .open(let files):
+                lastUse = DispatchTime.now().uptimeNanoseconds
+                return (files, files.writer)
+            }
+        }
+    }
+
+    /// The file's connections, the file checked to be this bucket's.
+    private func openFiles() throws -> Files {
+        var bucketOptions = options
+        bucketOptions.nameForNewBucket = name
+        bucketOptions.createIfMissing = false
+        let file: LocalBucket
+        do {
+            file = try LocalBucket.open(at: path, options: bucketOptions)
+        } catch {
+            // A file of that name that is not a bucket storesh can read: a conflict with what is there, not a
+            // server error; it is left as it is.
+            throw HTTPFailure(
+                .conflict, reason: "conflict",
+                "gs://\(name) cannot be served: \(path) is not a bucket file storesh can read (\(error.message)); move it away to use the name.")
+        }
+        guard file.name == name else {
+            file.close()
+            throw HTTPFailure(
+                .conflict, reason: "conflict",
+                "gs://\(name) cannot be served: \(path) holds gs://\(file.name). Move that file away (or serve it with --bucket).")
+        }
+        do {
+            return try Files(file, options: options, readerCount: readerCount)
+        } catch {
+            file.close()
+            throw error
+        }
+    }
+
+    /// Lets the files go when no one is using the bucket (no change waiting or being committed, no live page
+    /// watching it), for the budget to give its place to another; nil when it is in use, pending or not open. The
+    /// caller drops what it gets outside its locks: a connection closes when its last holder lets it go.
+    func closeIfIdle() -> Any? {
+        lock.withLock {
+            guard !closed, !committing, waiting.isEmpty, case .open(let files) = connections, !files.watch.isWatched else { return nil }
+            connections = .closed
+            return files
+        }
+    }
+
+    /// When the bucket was last used (for the budget to close the idle one used longest ago).
+    var lastUsed: UInt64 { lock.withLock { lastUse } }
+
+    /// A connection for reads, taken in turn; an empty bucket's while the bucket is pending.
+    func reader() throws -> LocalBucket {
+        guard let files = try opened().files else { return pending!.reader }
+        return lock.withLock {
             nextReader = (nextReader + 1) % files.readers.count
             return files.readers[nextReader]
         }
     }
 
     /// Changes to the file by anyone, for the live page; nil while the bucket is pending (no page shows it).
-    var watch: BucketWatch? { lock.withLock { files?.watch } }
+    func watch() throws -> BucketWatch? { try opened().files?.watch }
 
     // MARK: Rules
 
@@ -155,7 +282,7 @@ final class ServedBucket: @unchecked Sendable {
     /// Puts the project's rules in force in a bucket no request can reach yet (one just opened, or pending),
     /// without the writer's queue: in its file, or, while it has none, until its file is made.
     func loadRulesNow(_ rules: ServedBuckets.ProjectRules) throws {
-        let store: any RulesStore = lock.withLock { files?.writer } ?? pendingRules
+        let store: any RulesStore = try opened().writer ?? pendingRules
         try self.rules.loadRules(source: rules.source, origin: rules.origin, into: store)
     }
 
@@ -163,7 +290,7 @@ final class ServedBucket: @unchecked Sendable {
     /// by another process: the shell's `rules load`). The check is one question to SQLite, under a lock that
     /// keeps the connection to one request at a time. A pending bucket's rules are only this server's.
     private func reloadRulesIfChanged() throws {
-        guard let rulesReader = lock.withLock({ files?.rulesReader }) else { return }
+        guard let rulesReader = try opened().files?.rulesReader else { return }
         try rulesLock.withLock {
             let now = try rulesReader.changeCounter()
             guard now != rulesReadAt else { return }
@@ -240,9 +367,13 @@ final class ServedBucket: @unchecked Sendable {
                 // The commit failed (a busy or full disk): nothing of the group landed.
                 results = group.map { _ in .failure(error) }
             }
-            if lock.withLock({ files == nil }) {
-                settleFile(writer, made: made, landed: results.contains { if case .success = $0 { true } else { false } })
+            let settles = lock.withLock {
+                switch connections {
+                case .pending, .kept: true
+                case .open, .closed: false
+                }
             }
+            if settles { settleFile(writer, made: made, landed: results.contains { if case .success = $0 { true } else { false } }) }
             for (change, result) in zip(group, results) { change.finish(result) }
         }
     }
@@ -250,9 +381,9 @@ final class ServedBucket: @unchecked Sendable {
     /// The writer: the file's; for a pending bucket, a new file's (made whole, then linked into place), which no
     /// other connection of this server has opened yet (`made`), or the file someone else made meanwhile.
     private func openWriter() throws -> (writer: LocalBucket, made: Bool) {
-        if let writer = lock.withLock({ files?.writer ?? keptWriter }) { return (writer, false) }
+        if let writer = try opened().writer { return (writer, false) }
         if lock.withLock({ closed }) { throw StorageError(.unavailable, "storesh serve is stopping; try again.") }
-        try budget?.take(for: name)
+        try budget?.take(for: self)
         var fileOptions = options
         fileOptions.nameForNewBucket = name
         fileOptions.createIfMissing = false
@@ -262,12 +393,12 @@ final class ServedBucket: @unchecked Sendable {
             made = try LocalBucket.create(newAt: path, name: name, options: fileOptions)
             writer = try made ?? LocalBucket.open(at: path, options: fileOptions)
         } catch {
-            budget?.give()
+            budget?.give(for: self)
             throw error
         }
         guard writer.name == name else {
             writer.close()
-            budget?.give()
+            budget?.give(for: self)
             throw HTTPFailure(
                 .conflict, reason: "conflict",
                 "gs://\(name) cannot be served: \(path) holds gs://\(writer.name) (made by someone else meanwhile). Move that file away.")
@@ -278,7 +409,7 @@ final class ServedBucket: @unchecked Sendable {
             }
         } catch {
             if made != nil { writer.removeIfEmpty() } else { writer.close() }
-            budget?.give()
+            budget?.give(for: self)
             throw error
         }
         return (writer, made != nil)
@@ -288,24 +419,24 @@ final class ServedBucket: @unchecked Sendable {
     /// bucket's from now on and its readers open; when none landed in a file made for it, the file goes again,
     /// made and removed within the writer's one step, before any other connection of this server opened it.
     private func settleFile(_ writer: LocalBucket, made: Bool, landed: Bool) {
-        guard !made || landed || lock.withLock({ keptWriter }) != nil else {
+        let kept = lock.withLock {
+            if case .kept = connections { true } else { false }
+        }
+        guard !made || landed || kept else {
             writer.removeIfEmpty()
-            budget?.give()
+            budget?.give(for: self)
             return
         }
         do {
             let files = try Files(writer, options: options, readerCount: readerCount)
-            lock.withLock {
-                self.files = files
-                keptWriter = nil
-            }
+            lock.withLock { connections = .open(files) }
             rulesLock.withLock { rulesReadAt = nil }
             try? reloadRulesIfChanged()
             if made { onCreate(name, path) }
         } catch {
             // The file holds what landed: its writer keeps it, and its readers are opened after the next commit
             // (reads go on as an empty bucket's meanwhile).
-            lock.withLock { keptWriter = writer }
+            lock.withLock { connections = .kept(writer: writer) }
         }
     }
 }

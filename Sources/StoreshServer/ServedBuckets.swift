@@ -91,35 +91,17 @@ public final class ServedBuckets: @unchecked Sendable {
                 others[name] = pending
                 return pending
             }
-            try budget.take(for: name)
-            var bucketOptions = options
-            bucketOptions.nameForNewBucket = name
-            let file: LocalBucket
-            do {
-                file = try LocalBucket.open(at: path, options: bucketOptions)
-            } catch {
-                budget.give()
-                // A file of that name that is not a bucket storesh can read: a conflict with what is there, not a
-                // server error; it is left as it is.
-                throw HTTPFailure(
-                    .conflict, reason: "conflict",
-                    "gs://\(name) cannot be served: \(path) is not a bucket file storesh can read (\((error as? StorageError)?.message ?? "\(error)")); move it away to use the name.")
-            }
-            guard file.name == name else {
-                file.close()
-                budget.give()
-                throw HTTPFailure(
-                    .conflict, reason: "conflict",
-                    "gs://\(name) cannot be served: \(path) holds gs://\(file.name). Move that file away (or serve it with --bucket).")
-            }
-            let served: ServedBucket
-            do {
-                served = try ServedBucket(file, options: options, readerCount: readerCount)
-                if let rules = rulesByBucket[name] ?? rulesForAny { try served.loadRulesNow(rules) }
-            } catch {
-                file.close()
-                budget.give()
-                throw error
+            // Opened now, to answer with what the file is when it is not this bucket's.
+            let served = try ServedBucket(closedAt: path, name: name, options: options, readerCount: readerCount, budget: budget)
+            try served.open()
+            if let rules = rulesByBucket[name] ?? rulesForAny {
+                do {
+                    try served.loadRulesNow(rules)
+                } catch {
+                    served.close()
+                    budget.give(for: served)
+                    throw error
+                }
             }
             others[name] = served
             return served
@@ -188,16 +170,23 @@ public final class ServedBuckets: @unchecked Sendable {
 
 /// How many buckets besides the first a server keeps open at once. Each open bucket holds about
 /// `descriptorsPerBucket` file descriptors (its connections, and SQLite's log and index beside each), which it
-/// shares with the clients' connections within the process's limit: past the bound, a request that would open
-/// another bucket is answered 503 with Retry-After, and every open bucket goes on being served (naming buckets
-/// once exhausted the descriptors, and then every bucket's requests failed).
+/// shares with the clients' connections within the process's limit. At the bound, the bucket idle longest (no
+/// change waiting, no live page) is closed to make room, and opens again when it is next used; when every open
+/// bucket is in use, a request that would open another is answered 503 with Retry-After, and every open bucket goes
+/// on being served (naming buckets once exhausted the descriptors, and then every bucket's requests failed).
 final class OpenBucketBudget: @unchecked Sendable {
     private let lock = NSLock()
-    private var open = 0
+    /// The buckets whose files are open (or being opened), by identity.
+    private var open: [ObjectIdentifier: ServedBucket] = [:]
     private var limit: Int?
     private let readerCount: Int
+    /// Buckets closed to make room so far (for the tests' and the log's figures).
+    private(set) var closedWhileIdle = 0
 
-    init(readerCount: Int) { self.readerCount = readerCount }
+    init(readerCount: Int, limit: Int? = nil) {
+        self.readerCount = readerCount
+        self.limit = limit
+    }
 
     /// Descriptors one open bucket holds: a writer, its readers, a watch and a rules reader, three files each.
     var descriptorsPerBucket: Int { 3 * (max(1, readerCount) + 3) }
@@ -216,21 +205,38 @@ final class OpenBucketBudget: @unchecked Sendable {
     /// What the connections keep of `soft` descriptors: half, up to 1,280 (the connection bound and spools).
     static func keptForConnections(_ soft: Int) -> Int { min(soft / 2, 1280) }
 
-    /// Takes a place for a bucket about to open its files, or says to come back later.
-    func take(for bucket: String) throws {
+    /// Takes a place for `bucket`, about to open its files: a free one, or that of the open bucket idle longest,
+    /// which is closed; else says to come back later.
+    func take(for bucket: ServedBucket) throws {
+        let key = ObjectIdentifier(bucket)
+        var released: Any?
+        defer { _ = released }  // dropped here, outside the lock: closing a connection may fold its log
         try lock.withLock {
+            guard open[key] == nil else { return }
             let bound = bound()
-            guard open < bound else {
+            if open.count >= bound {
+                // The one used longest ago that is idle. (Each bucket's time is read once: it may move meanwhile.)
+                let byAge = open.map { (key: $0.key, bucket: $0.value, used: $0.value.lastUsed) }.sorted { $0.used < $1.used }
+                for candidate in byAge {
+                    if let files = candidate.bucket.closeIfIdle() {
+                        released = files
+                        open[candidate.key] = nil
+                        closedWhileIdle += 1
+                        break
+                    }
+                }
+            }
+            guard open.count < bound else {
                 var failure = HTTPFailure(
                     .serviceUnavailable, reason: "serviceUnavailable",
-                    "gs://\(bucket) cannot be opened now: storesh serve has \(bound) other buckets open, as many as its file descriptor limit leaves room for (ulimit -n); try again later, or start it with a higher limit.")
+                    "gs://\(bucket.name) cannot be opened now: storesh serve has \(bound) other buckets open and in use, as many as its file descriptor limit leaves room for (ulimit -n); try again shortly, or start it with a higher limit.")
                 failure.headers[.retryAfter] = "5"
                 throw failure
             }
-            open += 1
+            open[key] = bucket
         }
     }
 
-    /// Gives back a bucket's place (it closed, or its files did not open after all).
-    func give() { lock.withLock { open = max(0, open - 1) } }
+    /// Gives back `bucket`'s place (it closed, or its files did not open after all).
+    func give(for bucket: ServedBucket) { _ = lock.withLock { open.removeValue(forKey: ObjectIdentifier(bucket)) } }
 }

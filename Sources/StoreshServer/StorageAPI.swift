@@ -233,7 +233,7 @@ final class StorageAPI: Sendable {
     /// The content of an object, through a spool (in memory when small, else in a file), checked against its MD5.
     func download(_ name: ObjectName, in bucket: ServedBucket) throws -> (ObjectMetadata, SpooledContent) {
         let spool = Spool(directory: spoolDirectory)
-        let object = try bucket.reader.currentObject(name) { piece throws(StorageError) in
+        let object = try bucket.reader().currentObject(name) { piece throws(StorageError) in
             do { try spool.append(piece) } catch let error as StorageError { throw error } catch { throw .internalError("\(error)") }
         }
         // Its MD5 was checked as it was read: the pass over the spool computes only its CRC32C.
@@ -274,7 +274,7 @@ final class StorageAPI: Sendable {
 
     /// The object as it is, or a 404; `generation` pins a generation (this server keeps only the live one).
     func currentObject(_ name: ObjectName, generation: Int64?, in bucket: ServedBucket) throws -> ObjectMetadata {
-        let object = try bucket.reader.currentMetadata(of: name)
+        let object = try bucket.reader().currentMetadata(of: name)
         if let generation, generation != object.generation { throw StorageError.objectNotFound(name.rawValue) }
         return object
     }
@@ -342,7 +342,7 @@ final class StorageAPI: Sendable {
         // A size over the limit is refused as too large before the rules see it (their arithmetic on it too).
         if let declaredSize, declaredSize > limits.maximumObjectBytes { throw objectTooLarge(declaredSize) }
         guard let session = try rulesSession(for: upload.caller, in: upload.bucket) else { return }
-        let existing = try await upload.bucket.reader.metadataIfPresent(of: upload.name)
+        let existing = try await upload.bucket.reader().metadataIfPresent(of: upload.name)
         try session.authorizeCreate(
             of: upload.name, in: upload.bucket.name, size: declaredSize ?? 0, options: upload.options, existing: existing)
     }

@@ -239,10 +239,17 @@ extension StorageServer {
             }
             // Listening before the answer's head goes out: a change made, or a request answered, once the page has
             // heard back is never missed.
-            // A pending bucket is not found here (until its first change lands it has no file to watch).
-            guard let watch = watched.watch else {
+            // A pending bucket is not found here (until its first change lands it has no file to watch); a bucket
+            // that cannot be opened now is answered why.
+            let watch: BucketWatch
+            do {
+                guard let found = try watched.watch() else { throw ServedBuckets.noSuchBucket(watched.name) }
+                watch = found
+            } catch {
                 slot.release()
-                return Reply.failure(ServedBuckets.noSuchBucket(watched.name), firebase: false).response
+                let failure = error as? HTTPFailure
+                    ?? HTTPFailure(error as? StorageError ?? .internalError("\(error)"), bucket: watched.name, object: nil, firebase: false)
+                return Reply.failure(failure, firebase: false).response
             }
             let (changes, endChanges) = watch.changes()
             let (arrivals, endArrivals) = api.journal.arrivals()

@@ -355,36 +355,62 @@ def test_a_resumable_upload_to_a_new_bucket_makes_it_only_when_it_lands(server):
     assert server.request("GET", "/storage/v1/b/later-bucket/o/big.bin", params={"alt": "media"}).content == b"a" * 10 + b"b" * 5
 
 
-def test_buckets_past_the_descriptor_bound_are_refused_with_503_and_the_open_ones_go_on(tmp_path):
+def test_buckets_past_the_descriptor_bound_close_while_idle_and_503_only_when_all_are_in_use(tmp_path):
     """At a descriptor limit of 256, naming buckets once exhausted the server: every bucket's requests failed with
-    'Too many open files'. Past the bound a new bucket is 503 with Retry-After; those open, and the first, go on."""
+    'Too many open files'. Now the bucket idle longest closes to make room and opens again when it is used; only when
+    every open bucket is in use (here: a live page watches each) is a new one 503 with Retry-After, and nothing of it
+    is made; the open ones, and the first, go on."""
     import resource
     import subprocess
     limit = lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
     process = subprocess.Popen([harness.BINARY, "serve", "--bucket", str(tmp_path / "served.bucket"), "--name", BUCKET,
                                 "--port", "0", "--no-log", "--no-config"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                env=harness.environment(tmp_path), preexec_fn=limit)
+    pages = []
     try:
         url = re.search(r"at (http://127\.0\.0\.1:\d+)", process.stdout.readline().decode()).group(1)
-        made, refused = [], []
+        upload = lambda bucket, data: requests.post(f"{url}/upload/storage/v1/b/{bucket}/o",
+                                                    params={"uploadType": "media", "name": "x"}, data=data, timeout=30)
+        # Forty buckets, one after another, each written and then read again: far more than fit open at once.
         for index in range(40):
-            answer = requests.post(f"{url}/upload/storage/v1/b/many-{index:02}/o", params={"uploadType": "media", "name": "x"},
-                                   data=b"x", timeout=30)
-            (made if answer.status_code == 200 else refused).append((index, answer))
-        assert made and refused, [a.status_code for _, a in made + refused]
-        assert all(a.status_code == 503 and a.headers.get("Retry-After") for _, a in refused), [a.text for _, a in refused[:2]]
-        assert "file descriptor limit" in refused[0][1].json()["error"]["message"]
-        # No file was made for a refused bucket; every open bucket and the first still read and write.
-        assert not any((tmp_path / f"many-{index:02}.bucket").exists() for index, _ in refused)
-        for index, _ in made:
-            assert requests.get(f"{url}/storage/v1/b/many-{index:02}/o/x", params={"alt": "media"}, timeout=30).content == b"x"
-        stored = requests.post(f"{url}/upload/storage/v1/b/{BUCKET}/o", params={"uploadType": "media", "name": "first"},
-                               data=b"first", timeout=30)
-        assert stored.status_code == 200, stored.text
+            stored = upload(f"many-{index:02}", f"x{index}".encode())
+            assert stored.status_code == 200, (index, stored.text)
+        for index in range(40):
+            assert requests.get(f"{url}/storage/v1/b/many-{index:02}/o/x", params={"alt": "media"},
+                                timeout=30).content == f"x{index}".encode()
+        descriptors = len(os.listdir(f"/proc/{process.pid}/fd"))
+        assert descriptors < 200, descriptors
+        # A live page holds its bucket open: with one on each bucket, the bound is reached, and a bucket past it
+        # is refused.
+        refused = None
+        for index in range(40):
+            page = requests.get(f"{url}/_storesh/events", params={"bucket": f"many-{index:02}"}, stream=True, timeout=30)
+            if page.status_code != 200:
+                refused = (index, page)
+                break
+            pages.append(page)
+        assert refused and len(pages) >= 7, [page.status_code for page in pages]
+        index, answer = refused
+        assert answer.status_code == 503 and answer.headers.get("Retry-After"), answer.text
+        assert "file descriptor limit" in answer.json()["error"]["message"]
+        new = upload("never-made", b"n")
+        assert new.status_code == 503 and new.headers.get("Retry-After"), new.text
+        assert not (tmp_path / "never-made.bucket").exists()
+        # The watched buckets and the first still read and write.
+        for watched in range(len(pages)):
+            assert upload(f"many-{watched:02}", b"again").status_code == 200
+        assert upload(BUCKET, b"first").status_code == 200
+        # A page that goes gives its bucket back to the idle ones, and the new bucket is made.
+        pages.pop().close()
+        until(lambda: upload("never-made", b"n").status_code == 200, "a closed page's bucket was never let go")
+        assert (tmp_path / "never-made.bucket").exists()
     finally:
+        for page in pages:
+            page.close()
         process.send_signal(signal.SIGTERM)
         _, err = process.communicate(timeout=60)
     assert process.returncode == 0, err.decode()
+    checked(tmp_path, *sorted(tmp_path.glob("many-*.bucket")))
 
 
 def test_a_junk_bucket_file_is_a_conflict_and_a_missing_compose_source_is_named(server):
