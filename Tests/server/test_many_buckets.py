@@ -423,3 +423,20 @@ def test_a_junk_bucket_file_is_a_conflict_and_a_missing_compose_source_is_named(
     assert composed.status_code == 404
     message = composed.json()["error"]["message"]
     assert "x-bucket/absent" in message and "dest" not in message, message
+
+
+def test_refused_writes_naming_new_buckets_do_not_grow_the_server(server):
+    """A client the server refuses every write, naming a new bucket with each request, once grew serve by about
+    1.3 KB a name without bound (each name stayed a pending bucket). Pending buckets nothing uses are forgotten."""
+    session = requests.Session()
+    refuse = lambda index: session.post(f"{server.url}/upload/storage/v1/b/refused-{index}/o",
+                                        params={"uploadType": "no-such-type"}, data=b"x", timeout=30)
+    assert refuse(0).status_code == 400
+    resident = lambda: int(next(line for line in open(f"/proc/{server.process.pid}/status")
+                                if line.startswith("VmRSS")).split()[1])
+    before = resident()
+    for index in range(1, 8001):
+        assert refuse(index).status_code == 400
+    grown = resident() - before
+    assert grown < 5 * 1024, f"{grown} KiB for 8,000 refused names"
+    assert not list(server.home.glob("refused-*.bucket"))
