@@ -415,23 +415,44 @@ extension Bucket {
 }
 
 /// Signing in to a real bucket as an end user of the app (rule F1): requests then go through the Firebase Storage
-/// API, where the project's security rules decide, as they do for the apps.
+/// API, where the project's security rules decide, as they do for the apps. A user is made without being signed in
+/// (`user(idToken:)`), so that a layer can decide what a sign-in means in it: a plan records it, reads as that user
+/// (`reads(as:)`) and leaves the bucket's sign-in alone until its changes are applied.
 public protocol EndUserSignIn: AnyObject, Sendable {
-    /// Signs in with a Firebase ID token; answers who is signed in, for messages (never the token).
-    func signIn(idToken: String) throws(StorageError) -> String
-    /// Against an emulator only: signs in with an unsigned emulator token for `uid` (claims `true`, `false` and
-    /// numbers typed), as the Firebase emulator suite makes one.
-    func signIn(uid: String, claims: [String: String]) throws(StorageError) -> String
-    /// Back to the bucket's own credentials.
-    func signOut()
+    /// The user a Firebase ID token signs in, not signed in yet.
+    func user(idToken: String) throws(StorageError) -> any SignedInUser
+    /// Against an emulator only: the user of an unsigned emulator token for `uid` (claims `true`, `false` and
+    /// numbers typed), as the Firebase emulator suite makes one; not signed in yet.
+    func user(uid: String, claims: [String: String]) throws(StorageError) -> any SignedInUser
     /// Who is signed in now (nil: no one; requests are the bucket's own), as `restore(_:)` takes it back: a line or
     /// a script whose sign-in does not land (a dry run, a failure) puts the one before it back.
     var signedInUser: (any SignedInUser)? { get }
-    /// Makes `user` (nil: no one) the one signed in again.
+    /// Makes `user` (nil: no one, the bucket's own credentials) the one signed in.
     func restore(_ user: (any SignedInUser)?)
+    /// The bucket as `user` reads it (nil: with the bucket's own credentials), whoever is signed in.
+    func reads(as user: (any SignedInUser)?) -> any Bucket
     /// What the service answered the signed-in user's last request (`rules why` on a real bucket); nil before one
     /// or when signed out.
     var lastAnswer: ServiceAnswer? { get }
+}
+
+extension EndUserSignIn {
+    /// Signs in with a Firebase ID token; answers who is signed in, for messages (never the token).
+    public func signIn(idToken: String) throws(StorageError) -> String {
+        let user = try user(idToken: idToken)
+        restore(user)
+        return user.who
+    }
+
+    /// Against an emulator only: signs in with an unsigned emulator token for `uid`.
+    public func signIn(uid: String, claims: [String: String]) throws(StorageError) -> String {
+        let user = try user(uid: uid, claims: claims)
+        restore(user)
+        return user.who
+    }
+
+    /// Back to the bucket's own credentials.
+    public func signOut() { restore(nil) }
 }
 
 /// Someone signed in to a real bucket (`EndUserSignIn`): kept whole, to be put back as it was.

@@ -59,6 +59,15 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
     /// The command being planned (the script's statement number), recorded with each change.
     public var step = 0
     private var plannedRules: (source: String, origin: String)?
+    /// The bucket's sign-in (rule F1), which a plan never changes: a `login` in it is the plan's (`PlannedSignIn`).
+    private let realSignIn: (any EndUserSignIn)?
+    /// Who the plan reads as now: the bucket's sign-in when planning began, then whoever the script's `login` and
+    /// `logout` made.
+    public private(set) var signedIn: (any SignedInUser)?
+    /// The real bucket as `signedIn` reads it.
+    private var reads: any Bucket
+    /// Who the planned changes are made as, once one is planned: a plan is applied as one identity.
+    public private(set) var changesSignedIn: SignedInAs?
     /// Snapshots the plan saved: each with the planned changes as they stood (kept in the store under `saved`).
     fileprivate var plannedSnapshots: [(info: SnapshotInfo, saved: Int)] = []
     private var savedCount = 0
@@ -67,6 +76,38 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
         self.inner = inner
         self.clock = clock
         self.store = try store ?? PlanStore()
+        realSignIn = inner.endUserSignIn
+        signedIn = realSignIn?.signedInUser
+        reads = inner
+    }
+
+    /// Someone signed in to a real bucket, or no one (its own credentials): who a plan's changes are made as.
+    public struct SignedInAs: Sendable {
+        public var user: (any SignedInUser)?
+        /// For messages.
+        public var who: String { user?.who ?? "the bucket's own credentials" }
+    }
+
+    /// Makes the plan read as `user` from now on (a `login` or `logout` of the script): the bucket's own sign-in
+    /// is left as it is.
+    fileprivate func signIn(as user: (any SignedInUser)?) {
+        signedIn = user
+        reads = (user as AnyObject?) === (realSignIn?.signedInUser as AnyObject?) ? inner : realSignIn?.reads(as: user) ?? inner
+    }
+
+    /// Records `change` in the plan, made as whoever is signed in: refused when the plan's other changes are
+    /// made as someone else, since the plan is applied as one identity (and applied as another, a change the
+    /// rules would refuse its user would be made with the bucket's own credentials).
+    private func record(_ change: PlannedChange, content: PlanStore.ContentKind) throws {
+        if realSignIn != nil {
+            if let earlier = changesSignedIn, (earlier.user as AnyObject?) !== (signedIn as AnyObject?) {
+                let now = SignedInAs(user: signedIn)
+                throw StorageError.invalidArgument(
+                    "This change would be made as \(now.who), and the earlier changes of the script as \(earlier.who); the changes of a script on \(inner.scheme)://\(name) are applied together, as one identity. Run the commands after the login or logout as a script of their own.")
+            }
+            if changesSignedIn == nil { changesSignedIn = SignedInAs(user: signedIn) }
+        }
+        try store.plan(change, content: content)
     }
 
     static let planTokens = PositionPageTokens(mark: "plan:")
@@ -80,9 +121,17 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
     public var capabilities: BucketCapabilities { inner.capabilities.subtracting([.transactions, .immediateReads]) }
     public var snapshotStore: (any SnapshotStore)? { inner.snapshotStore.map { PlannedSnapshots(plan: self, stored: $0) } }
     public var rulesStore: (any RulesStore)? { inner.rulesStore.map { PlannedRules(plan: self, stored: $0) } }
-    public var accessDescription: String? { inner.accessDescription }
-    public var guardsChanges: Bool { inner.guardsChanges }
-    public var endUserSignIn: (any EndUserSignIn)? { inner.endUserSignIn }
+    /// Whose requests the plan's reads are (`whoami` after the script's `login`).
+    public var accessDescription: String? { reads.accessDescription }
+    /// Whether the plan's changes can be guarded: as whom they are made decides (the Firebase v0 API has no
+    /// preconditions).
+    public var guardsChanges: Bool {
+        guard let changesSignedIn, let realSignIn else { return reads.guardsChanges }
+        return realSignIn.reads(as: changesSignedIn.user).guardsChanges
+    }
+    /// The plan's own: a `login` makes the plan read as that user and its changes made as that user, never the
+    /// bucket's sign-in, which only an apply changes (a dry run's `login` signs no one in).
+    public var endUserSignIn: (any EndUserSignIn)? { realSignIn.map { PlannedSignIn(plan: self, real: $0) } }
     /// A plan is made a change at a time; batches are how it is sent.
     public var batchedChanges: (any BatchedChanges)? { nil }
     /// A plan decides each object on its own, and a dry run changes nothing.
@@ -96,11 +145,11 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
     public var changeCount: Int { store.count }
 
     public func withSavepoint<Value>(_ body: () async throws -> Value) async throws -> Value {
-        let saved = (plannedRules, plannedSnapshots)
+        let saved = (plannedRules, plannedSnapshots, changesSignedIn)
         do {
             return try await store.withSavepoint(body)
         } catch {
-            (plannedRules, plannedSnapshots) = saved
+            (plannedRules, plannedSnapshots, changesSignedIn) = saved
             throw error
         }
     }
@@ -121,12 +170,12 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
             return state
         }
         if let seen { return seen }
-        return try await inner.metadata(of: object)
+        return try await reads.metadata(of: object)
     }
 
     public func read(_ object: ObjectName) async throws -> Data {
         switch try plannedContent(of: object) {
-        case nil: return try await inner.read(object)
+        case nil: return try await reads.read(object)
         case .data(let data): return data
         case .source(let source): return try source.readAll()
         }
@@ -135,7 +184,7 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
     /// Streamed: the real object's from the bucket, a planned file's from the file, a piece at a time.
     public func read(_ object: ObjectName, into sink: any ContentSink) async throws -> Int64 {
         switch try plannedContent(of: object) {
-        case nil: return try await inner.read(object, into: sink)
+        case nil: return try await reads.read(object, into: sink)
         case .data(let data):
             try sink.write(data)
             return Int64(data.count)
@@ -163,7 +212,7 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
 
     public func list(_ reference: StoragePath, options: ListOptions) async throws -> ListPage {
         let prefix = reference.listingPrefix
-        guard try store.touches(prefix: prefix) else { return try await inner.list(reference, options: options) }
+        guard try store.touches(prefix: prefix) else { return try await reads.list(reference, options: options) }
         // Planned changes under this folder: the listing rules run over the planned state of its objects, from
         // where the page starts. Of each entry only its first name is gathered, until there is one more shown
         // entry than the page holds: the page is the same as over every name, and memory holds a page however
@@ -174,7 +223,7 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
             start = try Lister.startBound(prefix: prefix, bucket: name, options: options, tokens: Self.planTokens)
         } catch let error as StorageError where error == .malformedPageToken && options.pageToken != nil {
             // A token the real bucket issued before this folder had planned changes: that page as it is.
-            return try await inner.list(reference, options: options)
+            return try await reads.list(reference, options: options)
         }
         guard let start else { return ListPage() }
         var firstNames: [String] = []
@@ -222,7 +271,7 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
     }
 
     public func scan(prefix: String, after: String?, limit: Int) async throws -> ObjectScanPage {
-        let page = try await inner.scan(prefix: prefix, after: after, limit: limit)
+        let page = try await reads.scan(prefix: prefix, after: after, limit: limit)
         // The planned states in the real page's range (up to its end, or every one left when it is the last),
         // at most a page of them: past that many, the page ends where they do.
         let planned = try store.entries(prefix: prefix, after: after, through: page.resumeAfter, limit: limit + 1)
@@ -268,7 +317,7 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
         let (next, changed) = try next(existing, clock.nextChangeTime())
         if changed {
             try inner.validateStorable(next)
-            try store.plan(PlannedChange(object: object.rawValue, before: existing, after: next, step: step), content: entry?.content ?? .real)
+            try record(PlannedChange(object: object.rawValue, before: existing, after: next, step: step), content: entry?.content ?? .real)
         }
         return UpdateResult(metadata: next, previous: existing, changed: changed)
     }
@@ -290,7 +339,7 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
             generation: max(now.microseconds, (existing?.generation ?? 0) + 1), now: now,
             properties: options.properties, customMetadata: options.customMetadata)
         try inner.validateStorable(metadata)
-        try store.plan(PlannedChange(object: object.rawValue, before: existing, after: metadata, content: content, step: step), content: .planned(change: store.count))
+        try record(PlannedChange(object: object.rawValue, before: existing, after: metadata, content: content, step: step), content: .planned(change: store.count))
         return metadata
     }
 
@@ -312,14 +361,14 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
         metadata.size = source.size
         metadata.md5Hash = source.md5Base64
         try inner.validateStorable(metadata)
-        try store.plan(PlannedChange(object: object.rawValue, before: existing, after: metadata, source: source, step: step), content: .planned(change: store.count))
+        try record(PlannedChange(object: object.rawValue, before: existing, after: metadata, source: source, step: step), content: .planned(change: store.count))
         return metadata
     }
 
     public func delete(_ object: ObjectName, precondition: Precondition) async throws {
         let existing = try await metadata(of: object, entry: try store.entry(object.rawValue), seen: precondition.seenState(of: object))
         try require(precondition, object, existing)
-        try store.plan(PlannedChange(object: object.rawValue, before: existing, after: nil, step: step), content: .real)
+        try record(PlannedChange(object: object.rawValue, before: existing, after: nil, step: step), content: .real)
     }
 
     // MARK: Helpers
@@ -348,7 +397,7 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
             let before = try await metadataIfPresent(of: ObjectName(change.name))
             let after = change.kind == .removed ? nil : change.metadata
             if let difference = ObjectChange.between(before, after) { all.append(difference) }
-            try store.plan(PlannedChange(object: change.name, before: before, after: after, step: step), content: after == nil ? .real : .unknown)
+            try record(PlannedChange(object: change.name, before: before, after: after, step: step), content: after == nil ? .real : .unknown)
         }
         for name in others { try await revertToReal(name, into: &all) }
         return all.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
@@ -369,7 +418,7 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
                 }
                 let before = try await metadataIfPresent(of: ObjectName(name))
                 if let change = ObjectChange.between(before, then.state) { all.append(change) }
-                try store.plan(PlannedChange(object: name, before: before, after: then.state, step: step), content: then.state == nil ? .real : then.content)
+                try record(PlannedChange(object: name, before: before, after: then.state, step: step), content: then.state == nil ? .real : then.content)
             }
             after = last.name
         }
@@ -462,4 +511,24 @@ private final class PlannedRules: RulesStore {
 
     func storedRules() throws -> (source: String, origin: String)? { try plan.rulesPlanned ?? stored.storedRules() }
     func storeRules(source: String, origin: String) throws { plan.planRules(source: source, origin: origin) }
+}
+
+/// A `login` or `logout` in a plan: the plan reads as the user from then on, and its changes are made as that user
+/// when it is applied; the bucket's own sign-in is not touched (a dry run signs no one in, and a script that fails
+/// leaves whoever was signed in before).
+final class PlannedSignIn: EndUserSignIn, @unchecked Sendable {
+    private let plan: PlannedBucket
+    private let real: any EndUserSignIn
+
+    init(plan: PlannedBucket, real: any EndUserSignIn) {
+        self.plan = plan
+        self.real = real
+    }
+
+    func user(idToken: String) throws(StorageError) -> any SignedInUser { try real.user(idToken: idToken) }
+    func user(uid: String, claims: [String: String]) throws(StorageError) -> any SignedInUser { try real.user(uid: uid, claims: claims) }
+    var signedInUser: (any SignedInUser)? { plan.signedIn }
+    func restore(_ user: (any SignedInUser)?) { plan.signIn(as: user) }
+    func reads(as user: (any SignedInUser)?) -> any Bucket { real.reads(as: user) }
+    var lastAnswer: ServiceAnswer? { real.lastAnswer }
 }

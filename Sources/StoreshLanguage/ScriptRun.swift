@@ -38,6 +38,14 @@ extension Session {
         if end.stoppedEarly || end.failures > 0 {
             return .notKept(reason: "the plan was not kept: \(end.failures > 0 ? "a command failed" : "the run stopped early"), and a plan is kept only whole")
         }
+        // Tokens are never written: a kept plan is applied as whoever `storesh apply` runs as, so one whose changes
+        // the script's own `login` made is not kept (applied later, they would be made as someone else).
+        if let changes = plan.changesSignedIn, let signIn = bucket.endUserSignIn,
+            (changes.user as AnyObject?) !== (signIn.signedInUser as AnyObject?)
+        {
+            return .notKept(
+                reason: "the plan was not kept: its changes were planned as \(changes.who), signed in by the script, and a kept plan is applied as whoever storesh apply runs as (STORESH_ID_TOKEN for a user); sign in that way instead of with login")
+        }
         do {
             return .kept(path: try keep(plan.store), changes: plan.changeCount)
         } catch {
@@ -80,6 +88,7 @@ extension Session {
         let endUserBefore = bucket.endUserSignIn?.signedInUser
         // Only a script that puts rules in force (the commands that need rules administration) can roll them back.
         let rulesBefore = summary.requiredCapabilities.contains(.rulesAdministration) ? rules?.currentRules().origin : nil
+        planned = nil
         let status = await runPolicy(script, summary)
         target = guarded(bucket)
         // A rolled-back `rules load` is undone in the bucket: the rules in force follow it, and a class is told
@@ -99,8 +108,11 @@ extension Session {
             output.notice("the \(options.atPrompt ? "line's" : "script's") sign-in was undone with it: \(now)")
         }
         // On a real bucket the sign-in is the bucket's (rule F1): put back the same way, whatever signed in or out.
-        if let signIn = bucket.endUserSignIn, undoesSignIn, (signIn.signedInUser as AnyObject?) !== (endUserBefore as AnyObject?) {
-            signIn.restore(endUserBefore)
+        // A plan's `login` is the plan's: the bucket's own sign-in changes only when its changes are applied.
+        let endUserAfter = planned.map(\.signedIn) ?? bucket.endUserSignIn?.signedInUser
+        planned = nil
+        if let signIn = bucket.endUserSignIn, undoesSignIn, (endUserAfter as AnyObject?) !== (endUserBefore as AnyObject?) {
+            if (signIn.signedInUser as AnyObject?) !== (endUserBefore as AnyObject?) { signIn.restore(endUserBefore) }
             let now = endUserBefore.map { "still signed in as \($0.who)" } ?? "requests are the bucket's own credentials' again"
             output.notice("the \(options.atPrompt ? "line's" : "script's") sign-in was undone with it: \(now)")
         }
@@ -111,7 +123,7 @@ extension Session {
         let start = summary.firstLocation ?? SourceLocation(line: 1, column: 1)
         guard let transactions = bucket.transactions else {
             if summary.changesBucket && !options.dryRun { return await planThenApply(script, summary) }
-            let steps: (any BucketTransaction)?
+            let steps: PlannedBucket?
             do {
                 steps = options.dryRun ? try PlannedBucket(over: bucket, clock: clock) : nil
             } catch {
@@ -119,8 +131,9 @@ extension Session {
                 return .failed
             }
             target = guarded(steps ?? bucket)
+            planned = steps
             let end = await runStatements(script, steps: steps, transactional: false)
-            return conclude(end, summary, keeping: steps as? PlannedBucket)
+            return conclude(end, summary, keeping: steps)
         }
         var began = false
         do {
@@ -154,6 +167,7 @@ extension Session {
             return .failed
         }
         target = guarded(plan)
+        planned = plan
         // What the commands print is held until their changes have landed: a line says what happened, never what
         // was only planned (an interrupted apply did not update the objects its command's lines count).
         let held = HeldResults(output)
@@ -161,10 +175,16 @@ extension Session {
         let end = await runStatements(script, steps: plan, transactional: true)
         output = held.output
         if end.stoppedEarly || !end.keep { return end.status }
+        // The script's sign-in is the bucket's from now on: its changes are made as the user who planned them,
+        // and once they are applied whoever the script left signed in stays.
+        let signIn = bucket.endUserSignIn
         guard plan.changeCount > 0 else {
+            signIn?.restore(plan.signedIn)
             held.release()
             return conclude(end, summary)
         }
+        if let changesSignedIn = plan.changesSignedIn { signIn?.restore(changesSignedIn.user) }
+        defer { signIn?.restore(plan.signedIn) }
         // A change's step is the number of the statement that planned it: read again to say where it was written.
         let applied = await apply(
             plan.store, held: held,
@@ -342,7 +362,7 @@ extension Session {
         if end.stoppedEarly {
             status = end.status
         } else if options.dryRun {
-            if !bucket.guardsChanges && script.changesBucket { output.notice(Self.unguardedChanges) }
+            if !(planned ?? bucket).guardsChanges && script.changesBucket { output.notice(Self.unguardedChanges) }
             if end.failures > 0 {
                 output.notice("\(MessageText.counted(end.failures, "command")) failed; the plan above shows what the others would change")
             }

@@ -152,6 +152,9 @@ public final class Session {
     public internal(set) var exitRan = false
     /// Objects the current run reported as updated, written or deleted (not in a dry run).
     var reportedChanges = 0
+    /// The plan the script being run is made into, when it is (a dry run, or a bucket without transactions): its
+    /// `login` and `logout` are the plan's, not the bucket's.
+    var planned: PlannedBucket?
     var lastListing: (reference: StoragePath, maxResults: Int?, long: Bool, nextPageToken: String?)?
 
     /// How many objects a pattern scan reads at a time.

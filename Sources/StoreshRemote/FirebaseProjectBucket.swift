@@ -97,36 +97,29 @@ public final class FirebaseProjectBucket: BucketLayer, EndUserSignIn, @unchecked
 
     // MARK: Signing in (rule F1)
 
-    private func signIn(_ user: EndUser) -> String {
-        answers.keep(nil)
-        let bucket = FirebaseStorageBucket(
-            bucket: name, baseURL: administrator.firebaseBaseURL, http: administrator.http, user: user, answers: answers)
-        lock.withLock { signedIn = bucket }
-        completions.forget()
-        return user.description
+    private func user(_ user: EndUser) -> any SignedInUser {
+        FirebaseStorageBucket(bucket: name, baseURL: administrator.firebaseBaseURL, http: administrator.http, user: user, answers: answers)
     }
 
-    public func signIn(idToken: String) throws(StorageError) -> String {
+    public func user(idToken: String) throws(StorageError) -> any SignedInUser {
         let token = idToken.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !token.isEmpty, !token.contains(" ") else {
             throw .invalidArgument("An ID token is one word (a JWT, as the Firebase SDKs' getIdToken() gives it).")
         }
         let claims = EndUser.claims(of: token)
-        return signIn(EndUser(idToken: token, uid: (claims?["user_id"] ?? claims?["sub"]) as? String, emulatorToken: false))
+        return user(EndUser(idToken: token, uid: (claims?["user_id"] ?? claims?["sub"]) as? String, emulatorToken: false))
     }
 
-    public func signIn(uid: String, claims: [String: String]) throws(StorageError) -> String {
+    public func user(uid: String, claims: [String: String]) throws(StorageError) -> any SignedInUser {
         guard administrator.endpoint.isEmulator else {
             throw .invalidArgument(
                 "login UID makes an unsigned emulator token, which only an emulator accepts; on a real project sign in with login --id-token TOKEN (a user's Firebase ID token).")
         }
         let project = Self.projectID(ofBucket: name)
-        return signIn(EndUser(idToken: EndUser.emulatorToken(uid: uid, claims: claims, project: project), uid: uid, emulatorToken: true))
+        return user(EndUser(idToken: EndUser.emulatorToken(uid: uid, claims: claims, project: project), uid: uid, emulatorToken: true))
     }
 
     public var lastAnswer: ServiceAnswer? { answers.last }
-
-    public func signOut() { restore(nil) }
 
     public var signedInUser: (any SignedInUser)? { lock.withLock { signedIn } }
 
@@ -135,6 +128,8 @@ public final class FirebaseProjectBucket: BucketLayer, EndUserSignIn, @unchecked
         lock.withLock { signedIn = user as? FirebaseStorageBucket }
         completions.forget()
     }
+
+    public func reads(as user: (any SignedInUser)?) -> any Bucket { (user as? FirebaseStorageBucket) ?? administrator }
 
     /// The Firebase project a default bucket belongs to (`my-app.appspot.com`, `my-app.firebasestorage.app`).
     static func projectID(ofBucket bucket: String) -> String {

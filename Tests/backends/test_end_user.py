@@ -126,6 +126,27 @@ def test_F1_signed_in_a_large_file_goes_up_in_resumable_pieces_and_comes_down_wh
     assert len(posts) == 4, trace.decode()
 
 
+def test_F1_a_plans_changes_are_made_as_the_user_who_planned_them_and_one_identity_per_plan(served, tmp_path, serve_process):
+    """Issue 52: a script's `login` was performed while it was planned and forgotten by the apply: `login bob`, a
+    change bob may not make, `logout`: planned as bob, applied with the bucket's own credentials, and it landed.
+    Now the changes are made as bob (refused by the rules), a script whose changes would be made as two identities
+    is refused before anything is sent, and a dry run's `login` signs no one in."""
+    status, out, err = run(tmp_path, served, "login bob\nmeta set custom.by=bob -- photos/a.jpg\nlogout")
+    assert status == 1 and "(unauthorized)" in err, (out, err)
+    status, out, err = run(tmp_path, served, "meta get photos/a.jpg")
+    assert "custom.by" not in out, out
+    status, out, err = run(tmp_path, served, "login ada\nmeta set custom.by=ada -- photos/a.jpg\nlogout\nmeta set custom.by=admin -- photos/b.jpg")
+    assert status == 1 and "as one identity" in err and "user ada" in err, err
+    status, out, err = run(tmp_path, served, "meta get photos/a.jpg\nmeta get photos/b.jpg")
+    assert "custom.by" not in out, out
+    # A dry run plans as the user it signs in, and keeps no plan whose changes that sign-in made.
+    plan = tmp_path / "plan.json"
+    status, out, err = harness.storesh(tmp_path, "--bucket", f"gs://{BUCKET}", "--quiet", "--dry-run", "--plan", str(plan),
+                                       "-c", "login ada\nmeta set custom.by=ada -- photos/a.jpg", **served)
+    assert "the plan was not kept" in err.decode() and "user ada" in err.decode(), err.decode()
+    assert not plan.exists()
+
+
 def test_F1_a_dry_run_or_a_failed_line_at_the_prompt_puts_the_sign_in_back(served, tmp_path):
     """A line's `login` lands with the line: a dry run, or a line that fails, leaves whoever was signed in before
     (the session once stayed signed in as the dry run's user)."""

@@ -50,7 +50,7 @@ public struct LoginCommand: LanguageCommand, Equatable {
     public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
         switch credential {
         case .user(let uid, let claims):
-            if let signIn = session.bucket.endUserSignIn {
+            if let signIn = session.target.endUserSignIn {
                 let claimValues = Dictionary(claims.map { ($0.key.text, $0.value.text) }) { $1 }
                 let who = try session.located(uid.location) { try signIn.signIn(uid: uid.text, claims: claimValues) }
                 session.deliver(.access(Self.signedInThroughFirebase(who)))
@@ -61,7 +61,7 @@ public struct LoginCommand: LanguageCommand, Equatable {
                 uid: uid.text, claims: Dictionary(claims.map { ($0.key.text, ClaimValue(text: $0.value.text)) }) { $1 })
             session.deliver(.signedIn(uid: uid.text))
         case .idToken(let token):
-            guard let signIn = session.bucket.endUserSignIn else {
+            guard let signIn = session.target.endUserSignIn else {
                 throw Diagnostic.running(
                     .invalidArgument("login --id-token signs in to a real bucket (gs://); a local bucket's rules take login UID."),
                     at: token.location)
@@ -109,7 +109,7 @@ public struct LogoutCommand: LocalCommand, Equatable {
     }
 
     public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
-        if let signIn = session.bucket.endUserSignIn {
+        if let signIn = session.target.endUserSignIn {
             signIn.signOut()
             session.deliver(.access("signed out: requests go through the Cloud Storage JSON API again (whoami says as whom)"))
             return .next
@@ -135,7 +135,7 @@ public struct WhoamiCommand: LocalCommand, Equatable {
     }
 
     public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
-        if let access = session.bucket.accessDescription {
+        if let access = session.target.accessDescription {
             session.deliver(.access(access))
         } else {
             session.deliver(.identity(try session.requireRules(here).identity))

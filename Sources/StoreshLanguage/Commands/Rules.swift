@@ -134,8 +134,8 @@ public struct RulesWhyCommand: LocalCommand, Equatable {
     public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
         // On a real bucket the service decides, never storesh's own rules: say what it answered, and why when the
         // server says (storesh serve does), rather than what local rules would have said.
-        if session.bucket.accessDescription != nil {
-            guard let signIn = session.bucket.endUserSignIn else {
+        if session.target.accessDescription != nil {
+            guard let signIn = session.target.endUserSignIn else {
                 session.deliver(.decision(allowed: nil, explanation: "\(session.bucket.url) has no security rules: its requests go with the bucket's credentials, which the service alone decides on."))
                 return .next
             }
