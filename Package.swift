@@ -144,7 +144,7 @@ let package = Package(
             dependencies: ["StoreshCore", "StoreshRules", "StoreshLocal", "StoreshLanguage", "StoreshTestSupport", "StoreshFuzzing"]),
         .testTarget(
             name: "StoreshLocalTests",
-            dependencies: ["StoreshCore", "StoreshLocal", "StoreshSQLite", "StoreshRules", "StoreshTestSupport", "StoreshFuzzing"]),
+            dependencies: ["StoreshCore", "StoreshLocal", "StoreshSQLite", "StoreshRules", "StoreshTestSupport", "StoreshFuzzing", "StoreshWire"]),
         .testTarget(
             name: "StoreshLanguageTests",
             dependencies: ["StoreshCore", "StoreshLanguage", "StoreshLocal", "StoreshRules", "StoreshTestSupport", "StoreshFuzzing"]),

@@ -113,7 +113,7 @@ extension Session {
         planned = nil
         if let signIn = bucket.endUserSignIn, undoesSignIn, (endUserAfter as AnyObject?) !== (endUserBefore as AnyObject?) {
             if (signIn.signedInUser as AnyObject?) !== (endUserBefore as AnyObject?) { signIn.restore(endUserBefore) }
-            let now = endUserBefore.map { "still signed in as \($0.who)" } ?? "requests are the bucket's own credentials' again"
+            let now = endUserBefore.map { "still signed in as \($0.who)" } ?? "requests go with the bucket's own credentials again"
             output.notice("the \(options.atPrompt ? "line's" : "script's") sign-in was undone with it: \(now)")
         }
         return status

@@ -2,6 +2,7 @@ import StoreshSQLite
 import CSQLite
 import Foundation
 import StoreshCore
+import StoreshWire
 
 /// How a local bucket is opened.
 public struct LocalBucketOptions: Sendable {

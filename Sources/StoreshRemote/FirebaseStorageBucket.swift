@@ -69,7 +69,8 @@ final class FirebaseStorageBucket: Bucket, SignedInUser, Sendable {
     /// Who is signed in: the user, as messages name them.
     var who: String { user.description }
     var capabilities: BucketCapabilities { [] }
-    var pageTokens: any PageTokenFormat { CloudStorageBucket.tokens }
+    /// The service's own tokens, sent back as they came (`ServicePageTokens`).
+    var pageTokens: any PageTokenFormat { ServicePageTokens() }
     var guardsChanges: Bool { false }
     var scheme: String { "gs" }
     /// What the v0 API accepts is the JSON API's: nothing to refuse beforehand.
@@ -305,4 +306,23 @@ final class LastServiceAnswer: @unchecked Sendable {
     var last: ServiceAnswer? { lock.withLock { answer } }
 
     func keep(_ answer: ServiceAnswer?) { lock.withLock { self.answer = answer } }
+}
+
+/// The page tokens of the Firebase v0 API: the service's own, which storesh sends back as they came. Those of
+/// `storesh serve` are its bucket files' (`LocalPageTokens`), which `page token` shows; Cloud Storage's are opaque.
+struct ServicePageTokens: PageTokenFormat {
+    func token(for position: ListPosition, bucket: String) -> String { LocalPageTokens().token(for: position, bucket: bucket) }
+
+    func position(decoding token: String, bucket: String, prefix: String) throws(StorageError) -> ListPosition {
+        try LocalPageTokens().position(decoding: token, bucket: bucket, prefix: prefix)
+    }
+
+    func contents(of token: String) throws(StorageError) -> (bucket: String, position: ListPosition) {
+        do {
+            return try LocalPageTokens().contents(of: token)
+        } catch {
+            throw .invalidArgument(
+                "This page token is the service's own: Cloud Storage's tokens are opaque, so storesh cannot show what it holds, only send it back as it came (ls --page-token TOKEN, or page next).")
+        }
+    }
 }

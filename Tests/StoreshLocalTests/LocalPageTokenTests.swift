@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import StoreshCore
 import StoreshTestSupport
-@testable import StoreshLocal
+@testable import StoreshWire
 
 /// The local bucket's page tokens (rule L10), on an index of names in memory.
 @Suite("Local page tokens (rule L10)")

@@ -173,3 +173,14 @@ def test_F1_a_dry_run_or_a_failed_line_at_the_prompt_puts_the_sign_in_back(serve
         child.expect(pexpect.EOF)
     finally:
         child.close()
+
+
+def test_F1_page_token_shows_the_v0_apis_own_tokens(served, tmp_path):
+    """Issue 52: signed in, listings come from the Firebase v0 API with the service's own tokens, which `page token`
+    refused as not storesh's. storesh serve's are shown; a token no one issued is still refused."""
+    status, out, err = run(tmp_path, served, "login ada\nls -n 1 photos\npage token")
+    assert status == 0, err
+    assert "a.jpg" in out and "b.jpg" not in out.split("page token")[0], out
+    assert "photos/a.jpg" in out.split("a.jpg", 1)[1], out
+    status, out, err = run(tmp_path, served, "login ada\npage token not-a-token")
+    assert status == 1 and "the service's own" in err, err
