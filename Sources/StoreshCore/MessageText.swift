@@ -24,6 +24,71 @@ public enum MessageText {
         return text.precomposedStringWithCanonicalMapping.utf8.elementsEqual(text.utf8)
     }
 
+    /// A request's path and query as people read them in a log: the escapes of names decoded (`photos%2Fver%C3%A3o.jpg`
+    /// reads `photos/verão.jpg`), and marked `(not NFC)` when a name decoded is not composed (rule P7). An escape
+    /// stays one when what it stands for would change how the line is read: a space, a control or format
+    /// character, a character of the URL's own syntax (`?`, `#`, `&`, `=`, `+`, `%`), or bytes that are not UTF-8.
+    public static func readableTarget(_ target: String) -> String {
+        let bytes = Array(target.utf8)
+        guard bytes.contains(UInt8(ascii: "%")) else { return target }
+        func hex(_ byte: UInt8) -> UInt8? {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+            default: nil
+            }
+        }
+        var output: [UInt8] = []
+        output.reserveCapacity(bytes.count)
+        var decodedAny = false
+        var index = 0
+        while index < bytes.count {
+            // A run of escapes, decoded together: a character's UTF-8 bytes are several escapes.
+            var run: [UInt8] = []
+            var end = index
+            while end + 2 < bytes.count, bytes[end] == UInt8(ascii: "%"), let high = hex(bytes[end + 1]), let low = hex(bytes[end + 2]) {
+                run.append(high << 4 | low)
+                end += 3
+            }
+            guard !run.isEmpty else {
+                output.append(bytes[index])
+                index += 1
+                continue
+            }
+            // Each character of the run decoded when it is UTF-8 and reads as itself; the rest keep their escapes.
+            var position = 0
+            while position < run.count {
+                let lead = run[position]
+                let length = lead < 0x80 ? 1 : lead >> 5 == 0b110 ? 2 : lead >> 4 == 0b1110 ? 3 : lead >> 3 == 0b11110 ? 4 : 1
+                let character = position + length <= run.count ? String(validating: run[position..<(position + length)], as: UTF8.self) : nil
+                if let character, let scalar = character.unicodeScalars.first, Self.readsAsItself(scalar) {
+                    output += run[position..<(position + length)]
+                    decodedAny = true
+                    position += length
+                } else {
+                    // Not a character, or not one to show as itself: its first byte stays escaped.
+                    output += bytes[(index + 3 * position)..<(index + 3 * position + 3)]
+                    position += 1
+                }
+            }
+            index = end
+        }
+        let text = String(decoding: output, as: UTF8.self)
+        return decodedAny && !isComposed(text) ? text + " (not NFC)" : text
+    }
+
+    /// Whether a decoded character can stand in a log line for itself (see `readableTarget`).
+    private static func readsAsItself(_ scalar: Unicode.Scalar) -> Bool {
+        if scalar.isASCII {
+            return scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || "/-._~!$'()*,;:@".unicodeScalars.contains(scalar)
+        }
+        switch scalar.properties.generalCategory {
+        case .control, .format, .spaceSeparator, .lineSeparator, .paragraphSeparator, .surrogate, .privateUse, .unassigned: return false
+        default: return true
+        }
+    }
+
     /// A size as people read it: `512 B`, `1.2 KiB`, `3.4 MiB`.
     public static func byteCount(_ bytes: Int64) -> String {
         if bytes < 1024 { return "\(bytes) B" }

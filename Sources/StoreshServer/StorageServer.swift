@@ -48,17 +48,19 @@ public struct ServeConfiguration: Sendable {
 /// One request served, for the log line a terminal shows.
 public struct ServedRequest: Sendable {
     public var method: String
-    /// The path and query as sent (percent-encoded), with the values that grant access elided.
+    /// The path and query as people read them (`MessageText.readableTarget`: names decoded), with the values that
+    /// grant access elided.
     public var path: String
     public var status: Int
     public var seconds: Double
 }
 
 extension ServedRequest {
-    /// The path and query, with the values that grant access elided (as a client's trace elides them).
+    /// The path and query, with the values that grant access elided (as a client's trace elides them), and the
+    /// names in them decoded, as people read them (issue 52: `photos%2Fver%C3%A3o.jpg` is `photos/verão.jpg`).
     static func loggable(path: String, query: String?) -> String {
-        guard let query, !query.isEmpty else { return path }
-        return SecretParameters.redacted(path + "?" + query)
+        guard let query, !query.isEmpty else { return MessageText.readableTarget(path) }
+        return MessageText.readableTarget(SecretParameters.redacted(path + "?" + query))
     }
 }
 

@@ -130,4 +130,20 @@ struct ServiceAnswerHeaderTests {
         #expect(long.utf8.count <= ServiceAnswer.maximumHeaderBytes)
         #expect(ServiceAnswer.decision(fromHeader: long).hasSuffix("\u{2026}"))
     }
+
+    @Test("a request's names are shown decoded in logs, and what would change how the line reads stays escaped")
+    func readableTargets() {
+        #expect(MessageText.readableTarget("/v0/b/demo/o/photos%2Fver%C3%A3o.jpg?alt=media") == "/v0/b/demo/o/photos/verão.jpg?alt=media")
+        // Decomposed: the same look, another object (rule P7).
+        #expect(MessageText.readableTarget("/v0/b/demo/o/vera%CC%83o.jpg") == "/v0/b/demo/o/verão.jpg (not NFC)")
+        // Space, the URL's own syntax, a control character, a bidi override and a byte that is not UTF-8 stay escaped.
+        #expect(MessageText.readableTarget("/o/a%20b%3Fc%26d%3De%25f%2Bg") == "/o/a%20b%3Fc%26d%3De%25f%2Bg")
+        #expect(MessageText.readableTarget("/o/x%0Ay%1B%5B31m") == "/o/x%0Ay%1B%5B31m")
+        #expect(MessageText.readableTarget("/o/%E2%80%AEgpj.exe") == "/o/%E2%80%AEgpj.exe")
+        #expect(MessageText.readableTarget("/o/%FF%C3%A3%C3") == "/o/%FFã%C3")
+        // Nothing to decode, or an escape cut short at the end.
+        #expect(MessageText.readableTarget("/storage/v1/b/demo/o?prefix=a") == "/storage/v1/b/demo/o?prefix=a")
+        #expect(MessageText.readableTarget("/o/a%2") == "/o/a%2")
+        #expect(MessageText.readableTarget("/o/%ED%95%9C%EA%B8%80") == "/o/한글")
+    }
 }

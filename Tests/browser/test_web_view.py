@@ -137,7 +137,7 @@ def test_a_denied_request_appears_live_in_the_request_log_with_its_rule(served, 
     wait_for(chrome, lambda: "403" in newest())
     entry = newest()
     assert 'storage.reference().child("images/forest.jpg").getMetadata()' in entry
-    assert f"GET {path}" in entry and "403 Forbidden" in entry and "signed out" in entry
+    assert f"GET /v0/b/{BUCKET}/o/images/forest.jpg" in entry and "403 Forbidden" in entry and "signed out" in entry
     assert "denied get on gs://" + BUCKET + "/images/forest.jpg" in entry and "storage.rules:4" in entry
     assert chrome.find_elements(By.CSS_SELECTOR, "li.exchange.denied p.verdict.denied strong")[0].text == "denied"
     assert chrome.execute_script("return window.storeshMarker") == 1, "updated in place, not reloaded"

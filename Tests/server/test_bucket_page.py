@@ -199,7 +199,8 @@ def test_the_request_log_shows_each_requests_sdk_call_exchange_caller_and_rules_
     media, admin, listing, signed_in, denied = logged
     # The SDK call each request stands for, its HTTP exchange, who made it, and what the rules decided.
     assert 'storage.reference().child(&quot;private/ada/b.txt&quot;).getMetadata()' in denied
-    assert f"GET {private} → 403 Forbidden" in denied and "signed out" in denied
+    # The name as people read it, not as the URL escapes it (issue 52).
+    assert f"GET /v0/b/{BUCKET}/o/private/ada/b.txt → 403 Forbidden" in denied and "signed out" in denied
     assert "denied get on gs://" + BUCKET + "/private/ada/b.txt" in denied and "storage.rules:5" in denied
     assert "signed in as ada" in signed_in and "allowed get" in signed_in and "storage.rules:5" in signed_in
     assert 'child(&quot;public&quot;).list(maxResults: 5)' in listing and "allowed list" in listing and "storage.rules:4" in listing

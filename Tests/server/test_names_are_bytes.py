@@ -73,3 +73,27 @@ def test_twins_through_snapshots_and_both_archive_formats(tmp_path):
         objects = harness.export(tmp_path, copy)
         assert by_bytes(objects) == by_bytes(NAMES), fmt
         assert all(objects[name]["text"] == name for name in NAMES), fmt
+
+
+def test_logs_show_names_decoded_and_mark_the_decomposed_one(tmp_path):
+    """Issue 52: serve's request log (the terminal's and the page's) showed `photos%2Fver%C3%A3o.jpg`; now the name
+    a person typed, and `(not NFC)` on the decomposed spelling of a name that looks the same. What would change how a
+    line reads (a line feed, an escape, a space) stays escaped."""
+    server = Server(tmp_path, tmp_path / "served.bucket", extra=("--log",))
+    try:
+        for name in ("photos/ver\u00e3o.jpg", "photos/vera\u0303o.jpg", "odd/a\nb\x1b[31m c"):
+            stored = server.request("POST", f"/upload/storage/v1/b/{BUCKET}/o", params={"uploadType": "media", "name": name},
+                                    data=b"x")
+            # A line feed is refused (rule P5), and its request logged all the same.
+            assert stored.status_code == (400 if "\n" in name else 200), stored.text
+        page = server.request("GET", "/?view=requests").text
+    finally:
+        status, err = server.stop()
+    assert status == 0, err
+    lines = [line for line in err.splitlines() if line.startswith("POST /upload")]
+    assert len(lines) == 3, err
+    assert "name=photos/ver\u00e3o.jpg " in lines[0] and "(not NFC)" not in lines[0], lines[0]
+    assert "name=photos/vera\u0303o.jpg (not NFC) " in lines[1], lines[1]
+    assert "name=odd/a%0Ab%1B%5B31m+c " in lines[2], lines[2]
+    assert "\x1b" not in err
+    assert "photos/ver\u00e3o.jpg" in page and "%C3%A3" not in page
