@@ -543,3 +543,20 @@ public protocol ImmediateReads {
 extension ImmediateReads {
     public func snapshotNames() throws(StorageError) -> [String] { [] }
 }
+
+/// Where long work counts what it has done, for a progress line on a terminal (`ProgressMeter`). Work that takes
+/// one calls `begin`, `advance` as it goes (from one task at a time), and `end`.
+public protocol WorkCounter: AnyObject, Sendable {
+    /// A piece of work starts: what it does, as a line starts ("exporting"), how many there are, when known, and of
+    /// what (`object`, `record`: counted as "1,000 records").
+    func begin(_ activity: String, total: Int?, unit: String)
+    /// `count` more are done, `failed` of them failed.
+    func advance(by count: Int, failed: Int)
+    /// The work ended (its line goes).
+    func end()
+}
+
+extension WorkCounter {
+    public func begin(_ activity: String, total: Int?) { begin(activity, total: total, unit: "object") }
+    public func advance() { advance(by: 1, failed: 0) }
+}

@@ -442,8 +442,10 @@ public enum JournalRecord {
     /// (nil: they are not needed, as in an undo, which sends no content).
     public static func read(
         source: String, nextLine: () throws -> (line: [UInt8], ended: Bool)?,
-        reopen: ((String) throws(StorageError) -> any ContentSource)? = nil
+        reopen: ((String) throws(StorageError) -> any ContentSource)? = nil, counting: (any WorkCounter)? = nil
     ) throws -> Contents {
+        counting?.begin("reading the journal", total: nil, unit: "record")
+        defer { counting?.end() }
         func document(_ bytes: [UInt8]) -> [String: Any]? {
             (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any]
         }
@@ -467,6 +469,7 @@ public enum JournalRecord {
         let plan = try PlanStore()
         var contents = Contents(bucket: bucket, source: header["source"] as? String ?? "", plan: plan)
         while let (bytes, ended) = try nextNonEmpty() {
+            counting?.advance()
             let at = number - 1
             guard let line = document(bytes) else {
                 if !ended { break }
@@ -531,12 +534,15 @@ public enum JournalRecord {
 
     /// The plan that puts back what `journal`'s applied changes changed (rule X4), newest first, each guarded by
     /// the state the change left; and the applied changes that cannot be undone, with why.
-    public static func undo(_ journal: Contents) throws -> (plan: PlanStore, impossible: ChangesNotUndone) {
+    public static func undo(_ journal: Contents, counting: (any WorkCounter)? = nil) throws -> (plan: PlanStore, impossible: ChangesNotUndone) {
+        counting?.begin("planning the undo", total: nil)
+        defer { counting?.end() }
         let undo = try PlanStore()
         var impossible = ChangesNotUndone()
         // An object changed several times goes back to its state before the first change; undo runs as one
         // command, every object at most once.
         try journal.plan.appliedObjects { object, original, result in
+            counting?.advance()
             switch (original, result) {
             case (nil, nil):
                 return

@@ -1,4 +1,5 @@
 import Foundation
+import StoreshCore
 
 /// How far a long piece of work has come: what it does, how many of how many, since when.
 public struct WorkProgress: Sendable {
@@ -9,8 +10,11 @@ public struct WorkProgress: Sendable {
     public var total: Int?
     public var failed: Int
     public var started: ContinuousClock.Instant
+    /// What is counted, when the total is not known: `object` ("120,000 objects"), `record`.
+    public var unit: String
 
-    public init(activity: String, done: Int, total: Int?, failed: Int = 0, started: ContinuousClock.Instant) {
+    public init(activity: String, done: Int, total: Int?, failed: Int = 0, started: ContinuousClock.Instant, unit: String = "object") {
+        self.unit = unit
         self.activity = activity
         self.done = done
         self.total = total
@@ -23,7 +27,7 @@ public struct WorkProgress: Sendable {
 /// far it has come: first after a second, then at most ten times a second. Its cost per object is a counter (the
 /// command that counts calls `advance` from one task at a time), and a lock and a clock read every `stride`
 /// objects; a command that ends within the second shows nothing.
-public final class ProgressMeter: @unchecked Sendable {
+public final class ProgressMeter: WorkCounter, @unchecked Sendable {
     private let show: @Sendable (WorkProgress) -> Void
     private let clear: @Sendable () -> Void
     private let lock = NSLock()
@@ -45,9 +49,9 @@ public final class ProgressMeter: @unchecked Sendable {
     }
 
     /// A piece of work starts (a command's objects, a plan's changes).
-    public func begin(_ activity: String, total: Int? = nil) {
+    public func begin(_ activity: String, total: Int? = nil, unit: String = "object") {
         lock.withLock {
-            current = WorkProgress(activity: activity, done: 0, total: total, started: .now)
+            current = WorkProgress(activity: activity, done: 0, total: total, started: .now, unit: unit)
             shownAt = nil
         }
         (pendingDone, pendingFailed) = (0, 0)

@@ -326,13 +326,16 @@ public enum BucketArchive {
     }
 
     /// Writes the whole bucket as an archive, one object per line, in name order.
-    public static func export(_ bucket: LocalBucket, to write: (String) throws -> Void) throws {
+    public static func export(_ bucket: LocalBucket, counting: (any WorkCounter)? = nil, to write: (String) throws -> Void) throws {
+        counting?.begin("exporting", total: try? bucket.objectCount())
+        defer { counting?.end() }
         try write(
             "{\"format\":\(JSONValue.quoted(format)),\"version\":\(version),\"bucket\":\(JSONValue.quoted(bucket.name)),\"objects\":[")
         var first = true
         try bucket.forEachObjectWithContent { metadata, content in
             try write((first ? "\n" : ",\n") + line(for: metadata, content: content))
             first = false
+            counting?.advance()
         }
         try write("\n]}\n")
     }

@@ -269,13 +269,13 @@ public enum FirebaseEmulatorExport {
     /// emulators' exports (`auth_export/`, `firestore_export/`, …) and may hold anything else, the bucket file
     /// among them: all of it is left as it is. The new `storage_export/` is made beside the old one and renamed into
     /// place, so a failure leaves the previous export; other buckets' objects in the previous one are carried over.
-    public static func write(_ bucket: LocalBucket, to directory: String) throws {
-        try write([bucket], to: directory)
+    public static func write(_ bucket: LocalBucket, to directory: String, counting: (any WorkCounter)? = nil) throws {
+        try write([bucket], to: directory, counting: counting)
     }
 
     /// Writes `buckets` (one server's, rule V6) as one export, as `write(_:to:)` writes one: the previous export's
     /// objects of other buckets are carried over.
-    public static func write(_ buckets: [LocalBucket], to directory: String) throws {
+    public static func write(_ buckets: [LocalBucket], to directory: String, counting: (any WorkCounter)? = nil) throws {
         let fileManager = FileManager.default
         let root = URL(fileURLWithPath: directory).standardizedFileURL
         var status = stat()
@@ -314,6 +314,8 @@ public enum FirebaseEmulatorExport {
         let bucketIDs = names + others.filter { !names.contains($0) }
         let bucketList = JSONValue.object([("buckets", .array(bucketIDs.map { .object([("id", .string($0))]) }))])
         try writeDurably(Data(bucketList.indented.utf8), to: staging.appendingPathComponent("buckets.json"))
+        counting?.begin("exporting", total: buckets.reduce(0) { $0 + ((try? $1.objectCount()) ?? 0) })
+        defer { counting?.end() }
         for bucket in buckets {
             // Each object's content a piece at a time, its CRC32C taken as it passes: an object as large as a bucket
             // file holds is never in memory whole (a 999 MB one once took 1.98 GB).
@@ -328,6 +330,7 @@ public enum FirebaseEmulatorExport {
                 }
                 try blob.synchronize()
                 try writeDurably(Data(document(for: metadata, crc32c: crc.value).indented.utf8), to: staging.appendingPathComponent("metadata/\(file).json"))
+                counting?.advance()
             }
         }
         try writeDurably(Data(hub.utf8), to: hubStaging)

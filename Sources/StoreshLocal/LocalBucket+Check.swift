@@ -36,7 +36,7 @@ extension LocalBucket {
     /// Everything `storesh check` verifies, in one read transaction: SQLite's structure check, then every
     /// row against its checksum, every version's content against its MD5, and the links between them.
     /// Damage is reported in the result, not thrown, so that one damaged row does not hide the others.
-    public func verify() throws(StorageError) -> IntegrityReport {
+    public func verify(counting: (any WorkCounter)? = nil) throws(StorageError) -> IntegrityReport {
         try read {
             var report = IntegrityReport()
             for problem in try sqliteIntegrityProblems() { report.add("SQLite: \(problem)") }
@@ -55,11 +55,15 @@ extension LocalBucket {
                 report.add(describeProblem(error))
                 return report
             }
+            // The objects and their kept versions are what takes time: counted as they are checked.
+            counting?.begin("checking", total: nil)
+            defer { counting?.end() }
             let objectColumns = LiveRow.columnsWithContentChecksum(stored: storesContentChecksums)
             scan(&report, "SELECT \(objectColumns) FROM objects ORDER BY name") { statement, report in
                 let version = try StoredVersion(statement, from: 0, died: false)
                 _ = try version.metadata(bucket: name)
                 report.objects += 1
+                counting?.advance()
                 if let note = ObjectName(stored: version.name).ruleNote, report.nameNotes.count < IntegrityReport.listedProblemLimit {
                     report.nameNotes.append("\(MessageText.name(version.name)): \(note)")
                 }
@@ -80,6 +84,7 @@ extension LocalBucket {
                 let died = statement.int64(StoredVersion.columnCount)
                 _ = try version.metadata(bucket: name)
                 report.keptVersions += 1
+                counting?.advance()
                 if !(version.born < died && died <= current) {
                     report.add("a kept version of \(version.name.debugDescription) has impossible epochs \(version.born)…\(died)")
                 }

@@ -915,16 +915,21 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
 
     /// Writes many objects in one transaction: all of them, or (on any error) none.
     /// With `replacingEverything`, the bucket holds exactly `objects` afterwards.
-    public func importObjects(_ objects: [ArchivedObject], replacingEverything: Bool) throws(StorageError) {
-        try importObjects(count: objects.count, replacingEverything: replacingEverything) { index throws(StorageError) in (objects[index], nil) }
+    public func importObjects(_ objects: [ArchivedObject], replacingEverything: Bool, counting: (any WorkCounter)? = nil) throws(StorageError) {
+        try importObjects(count: objects.count, replacingEverything: replacingEverything, counting: counting) { index throws(StorageError) in
+            (objects[index], nil)
+        }
     }
 
     /// Writes `count` objects in one transaction, each made by `object` when its turn comes: all of them, or (on any
     /// error, `object`'s too) none. An object given with a content source (its `content` then empty) is written from
     /// it a piece at a time, so an import holds a piece of one object at a time, whatever their sizes.
     public func importObjects(
-        count: Int, replacingEverything: Bool, object: (Int) throws(StorageError) -> (ArchivedObject, (any ContentSource)?)
+        count: Int, replacingEverything: Bool, counting: (any WorkCounter)? = nil,
+        object: (Int) throws(StorageError) -> (ArchivedObject, (any ContentSource)?)
     ) throws(StorageError) {
+        counting?.begin("importing", total: count)
+        defer { counting?.end() }
         try change {
             if replacingEverything {
                 // A page of rows at a time, each page after the last one's last id: a bucket of millions of
@@ -960,6 +965,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
                 } else {
                     try store(object.metadata(bucket: name, generation: generation, now: now), content: object.content, replacing: existing)
                 }
+                counting?.advance()
             }
             try storeLastGeneration(lastGeneration)
         }

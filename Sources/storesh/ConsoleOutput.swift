@@ -116,7 +116,7 @@ final class ProgressLine: @unchecked Sendable {
         if let total = progress.total {
             parts = ["\(progress.activity) \(MessageText.grouped(progress.done)) of \(MessageText.grouped(total))"]
         } else {
-            parts = ["\(progress.activity) \(MessageText.counted(progress.done, "object"))"]
+            parts = ["\(progress.activity) \(MessageText.counted(progress.done, progress.unit))"]
         }
         parts.append("\(MessageText.grouped(Int(rate.rounded())))/s")
         if let total = progress.total, rate > 0 {

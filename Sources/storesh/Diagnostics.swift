@@ -40,8 +40,11 @@ enum Diagnostics {
     static func progress(_ text: String?) { write("\r\u{1B}[K" + (text ?? "")) }
 
     /// A line already in its final form: a script's located diagnostic with its caret or as JSON, a served
-    /// request, a summary.
+    /// request.
     static func line(_ text: String) { write(text + "\n") }
+
+    /// What a subcommand did, as a sentence: wrapped as a notice is.
+    static func summary(_ text: String) { write(sentence: text) }
 
     /// Written as it comes; a standard error that is gone (a closed pipe: `storesh serve … | tee log` stopped with
     /// Ctrl-C) loses the text but stops nothing, so a server still ends as it should (its export on exit too).

@@ -17,8 +17,10 @@ enum FirebaseExportImport {
     }
 
     /// Imports the export's objects in one transaction, reading each one's content in its turn.
-    static func load(_ objects: [FirebaseEmulatorExport.Entry], into bucket: LocalBucket, replacingEverything: Bool) throws {
-        try bucket.importObjects(count: objects.count, replacingEverything: replacingEverything) { index throws(StorageError) in
+    static func load(
+        _ objects: [FirebaseEmulatorExport.Entry], into bucket: LocalBucket, replacingEverything: Bool, counting: (any WorkCounter)? = nil
+    ) throws {
+        try bucket.importObjects(count: objects.count, replacingEverything: replacingEverything, counting: counting) { index throws(StorageError) in
             try objects[index].withContentSource()
         }
     }

@@ -107,7 +107,9 @@ final class JournalFile: ApplyJournal, @unchecked Sendable {
 }
 
 /// Reads a journal a line at a time (a journal of millions of changes is gigabytes) into a plan store.
-func readJournal(_ path: String, reopen: ((String) throws(StorageError) -> any ContentSource)? = nil) throws -> JournalRecord.Contents {
+func readJournal(
+    _ path: String, counting: (any WorkCounter)? = nil, reopen: ((String) throws(StorageError) -> any ContentSource)? = nil
+) throws -> JournalRecord.Contents {
     // A regular file, or standard input when asked for by `-`: a FIFO with no writer or a device such as /dev/zero
     // is refused, not waited on or read without end.
     let descriptor: Int32
@@ -122,7 +124,7 @@ func readJournal(_ path: String, reopen: ((String) throws(StorageError) -> any C
     }
     defer { if path != "-" { close(descriptor) } }
     var lines = BoundedLines(descriptor: descriptor, source: path, maximumLineBytes: maximumJournalLineBytes)
-    return try JournalRecord.read(source: path, nextLine: { try lines.next() }, reopen: reopen)
+    return try JournalRecord.read(source: path, nextLine: { try lines.next() }, reopen: reopen, counting: counting)
 }
 
 /// The longest line of a plan or journal storesh reads: a line is one change with its values (kilobytes; a rules

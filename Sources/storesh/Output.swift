@@ -137,3 +137,11 @@ func writeFileAtomically(_ path: String, _ body: (CheckedOutput) throws -> Void)
         throw error
     }
 }
+
+/// Text for people on standard output (a subcommand's report, a help topic), wrapped at blanks between words to the
+/// terminal's width when standard output is a terminal (`TerminalCells.wrap`: a word is never cut at the edge); as
+/// it is otherwise, for a pipe or a file to get each line whole.
+func printForPeople(_ text: String) {
+    let columns = Int(storesh_terminal_columns(STDOUT_FILENO))
+    print(columns > 0 ? TerminalCells.wrap(text, toCells: columns).joined(separator: "\n") : text)
+}

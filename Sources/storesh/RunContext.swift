@@ -113,6 +113,13 @@ struct RunContext: Equatable {
 
     // MARK: The session
 
+    /// Where long work shows how far it has come: a line on standard error when it is a terminal; nil with
+    /// `--quiet` or `--json`, or when standard error is not a terminal.
+    var progressLine: ProgressLine? { !silent && isatty(STDERR_FILENO) != 0 ? ProgressLine() : nil }
+
+    /// Counts long work outside a session (reading a journal, import, export, check) on `progressLine`.
+    var progressMeter: ProgressMeter? { progressLine.map { line in ProgressMeter(show: { line.show($0) }, clear: { line.clear() }) } }
+
     /// The session of the language this run's commands and changes go through, on `opened`: the run's options
     /// (`--json`, `--dry-run`, `--summary`, `--keep-going`, `--parallel`, and `adjust` for what only the caller
     /// knows), the host's files, Ctrl-C, the bucket's security rules (`underRules`; copy is administration, as import
@@ -142,8 +149,7 @@ struct RunContext: Equatable {
                 source: journalSource, plan: plan, clock: SystemClock())
         }
         // Long work says how far it has come on a terminal (standard error), unless --quiet or --json.
-        if !silent && isatty(STDERR_FILENO) != 0 {
-            let line = ProgressLine()
+        if let line = progressLine {
             session.applySettings.progress = { line.show(WorkProgress(applying: $0)) }
             session.applySettings.progressEnded = { line.clear() }
             session.progress = ProgressMeter(show: { line.show($0) }, clear: { line.clear() })

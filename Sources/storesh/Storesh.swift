@@ -78,7 +78,7 @@ struct Storesh: StoreshCommand {
                 leave(Diagnostics.report(CommandLineError(
                     "storesh help \(topic): no subcommand, command or topic has that name; storesh --help lists the subcommands, storesh -c help the commands.")))
             }
-            print(text)
+            printForPeople(text)
             leave(0)
         }
         if let everyday = EverydayInvocation.parse(arguments) {

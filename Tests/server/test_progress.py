@@ -61,3 +61,34 @@ def test_no_progress_with_quiet_or_when_standard_error_is_not_a_terminal(tmp_pat
         child.close()
     finally:
         assert server.stop()[0] == 0
+
+
+def test_import_export_check_and_a_journals_reading_show_progress_on_a_terminal(tmp_path):
+    """Issue 52: import, export, check and reading a journal (undo spent 30 s silent on one) are long work too."""
+    archive = tmp_path / "seed.json"
+    archive.write_text(json.dumps({"format": "storesh-bucket", "version": 1,
+                                   "objects": [{"name": f"p/{index:06}.txt", "text": "x"} for index in range(200_000)]}))
+    bucket = tmp_path / "big.bucket"
+
+    def on_terminal(*arguments):
+        child = pexpect.spawn(harness.BINARY, list(arguments), env=harness.environment(tmp_path, TERM="xterm"),
+                              encoding="utf-8", timeout=300, dimensions=(24, 80))
+        child.expect(pexpect.EOF)
+        child.close()
+        assert child.exitstatus == 0, child.before[-2000:]
+        return child.before
+
+    shown = on_terminal("import", "--bucket", str(bucket), str(archive))
+    assert re.search(r"importing [\d,]+ of 200,000 · [\d,]+/s", shown), shown[-2000:]
+    assert "imported 200,000 objects" in " ".join(shown.split())
+    shown = on_terminal("export", "--bucket", str(bucket), str(tmp_path / "out.json"))
+    assert re.search(r"exporting [\d,]+ of 200,000 · [\d,]+/s", shown), shown[-2000:]
+    shown = on_terminal("check", "--bucket", str(bucket))
+    # The report wraps between words to the terminal, as everything people read does.
+    assert re.search(r"checking [\d,]+ objects · [\d,]+/s", shown) and "sound (200,000 objects" in " ".join(shown.split()), shown[-2000:]
+    # Every progress line fits the terminal and is drawn over itself.
+    for line in re.split(r"[\r\n]", shown):
+        assert len(line.replace("\x1b[K", "")) <= 80, line
+    # Not on a terminal: nothing but the result.
+    status, out, err = harness.storesh(tmp_path, "check", "--bucket", str(bucket))
+    assert status == 0 and "checking" not in err.decode() and "\r" not in err.decode()

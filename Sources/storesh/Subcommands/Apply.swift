@@ -36,7 +36,7 @@ struct Apply: StoreshCommand {
     func execute() async throws -> Session.Status {
         let context = RunContext(bucket: bucketOptions, output: outputOptions, apply: applyOptions, plan: planOptions)
         try context.refusePlan("apply")
-        let kept = try readJournal(file) { origin throws(StorageError) in try FileContentSource(path: origin) }
+        let kept = try readJournal(file, counting: context.progressMeter) { origin throws(StorageError) in try FileContentSource(path: origin) }
         let started = try kept.plan.outcomeCounts()
         if kept.end != nil || started.applied + started.failed > 0 {
             throw CommandLineError(

@@ -23,7 +23,7 @@ struct Check: StoreshCommand {
         let location = try context.location().path
         // A bucket that cannot be opened is for Diagnostics to say (as JSON with --json, exit 1).
         let bucket = try context.openExisting()
-        let report = try bucket.verify()
+        let report = try bucket.verify(counting: context.progressMeter)
         // Rules that cannot be used (kept before storesh bounded them) leave every rules-decided request denied:
         // said here, since only `rules load` or `rules reset` mends them. Read as every session reads them.
         let rulesProblem = report.isSound
@@ -42,18 +42,18 @@ struct Check: StoreshCommand {
             let counts =
                 "\(MessageText.counted(report.objects, "object")), \(MessageText.counted(report.snapshots, "snapshot")), \(MessageText.counted(report.keptVersions, "version")) kept for snapshots, \(MessageText.grouped(Int(report.contentBytes))) bytes of content checked"
             if report.isSound, let rulesProblem {
-                print("\(location): RULES UNUSABLE (\(counts))\n  - \(rulesProblem)")
-                print("Every request the rules would decide is denied. Replace them: storesh --bucket \(location) -c 'rules reset' (or rules load FILE).")
+                printForPeople("\(location): RULES UNUSABLE (\(counts))\n  - \(rulesProblem)")
+                printForPeople("Every request the rules would decide is denied. Replace them: storesh --bucket \(location) -c 'rules reset' (or rules load FILE).")
             } else if report.isSound {
-                print("\(location): sound (\(counts))")
+                printForPeople("\(location): sound (\(counts))")
             } else {
                 var lines = ["\(location): DAMAGED (\(counts))"] + report.problems.map { "  - " + $0 }
                 if report.unlistedProblems > 0 { lines.append("  … and \(report.unlistedProblems) more") }
                 lines.append("storesh will not write to it: restore a copy (storesh backup --bucket COPY \(location)), or export what can still be read.")
-                print(lines.joined(separator: "\n"))
+                printForPeople(lines.joined(separator: "\n"))
             }
             if !report.nameNotes.isEmpty {
-                print((["Names that Cloud Storage refuses or advises against (rule P7):"] + report.nameNotes.map { "  - " + $0 }).joined(separator: "\n"))
+                printForPeople((["Names that Cloud Storage refuses or advises against (rule P7):"] + report.nameNotes.map { "  - " + $0 }).joined(separator: "\n"))
             }
         }
         return report.isSound && rulesProblem == nil ? .success : .failed

@@ -39,8 +39,8 @@ struct Export: StoreshCommand {
         let context = RunContext(bucket: bucketOptions)
         let bucket = try context.openLocal()
         if format == .firebase, let file {
-            try FirebaseEmulatorExport.write(bucket, to: file)
-            Diagnostics.line(
+            try FirebaseEmulatorExport.write(bucket, to: file, counting: context.progressMeter)
+            Diagnostics.summary(
                 "exported \(MessageText.counted(try bucket.objectCount(), "object")) of gs://\(bucket.name) to \(file) (firebase emulators:start --only storage --import \(file) reads it)")
             return .success
         }
@@ -50,8 +50,8 @@ struct Export: StoreshCommand {
             try output.flush()
             return .success
         }
-        try writeFileAtomically(file) { output in try BucketArchive.export(bucket) { try output.write($0) } }
-        Diagnostics.line("exported \(MessageText.counted(try bucket.objectCount(), "object")) to \(file)")
+        try writeFileAtomically(file) { output in try BucketArchive.export(bucket, counting: context.progressMeter) { try output.write($0) } }
+        Diagnostics.summary("exported \(MessageText.counted(try bucket.objectCount(), "object")) to \(file)")
         return .success
     }
 }

@@ -31,17 +31,17 @@ struct Import: StoreshCommand {
             // A new bucket file is named after the export's bucket, as the emulator served it.
             let bucket = try context.openLocal(nameForNewBucket: FirebaseExportImport.bucketName(of: contents))
             let (objects, from) = try FirebaseExportImport.objects(of: contents, for: bucket.name, directory: file)
-            try FirebaseExportImport.load(objects, into: bucket, replacingEverything: replace)
-            Diagnostics.line(FirebaseExportImport.summary(count: objects.count, from: from, into: bucket.name, replace: replace))
+            try FirebaseExportImport.load(objects, into: bucket, replacingEverything: replace, counting: context.progressMeter)
+            Diagnostics.summary(FirebaseExportImport.summary(count: objects.count, from: from, into: bucket.name, replace: replace))
             return .success
         }
         let archive = try BucketArchive.parse(try readInputFile(file), source: file)
         let bucket = try context.openLocal()
-        try bucket.importObjects(archive.objects, replacingEverything: replace)
+        try bucket.importObjects(archive.objects, replacingEverything: replace, counting: context.progressMeter)
         let objects = MessageText.counted(archive.objects.count, "object")
         let summary =
             replace ? "gs://\(bucket.name) now holds exactly the archive's \(objects)" : "imported \(objects) into gs://\(bucket.name)"
-        Diagnostics.line(summary)
+        Diagnostics.summary(summary)
         return .success
     }
 }

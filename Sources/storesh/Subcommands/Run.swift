@@ -91,7 +91,7 @@ struct Run: StoreshCommand {
     /// `run --resume JOURNAL`: the journal's plan, less what it records as applied, sent to its bucket; a change
     /// that landed unrecorded (the run was killed in between) is found by its planned state and not sent again.
     private func resumeRun(_ path: String, in context: RunContext) async throws -> Session.Status {
-        let journal = try readJournal(path) { origin throws(StorageError) in try FileContentSource(path: origin) }
+        let journal = try readJournal(path, counting: context.progressMeter) { origin throws(StorageError) in try FileContentSource(path: origin) }
         if let given = context.bucket, given != journal.bucket {
             throw CommandLineError("\(path) is a journal of \(journal.bucket), not \(given); resume it without --bucket.")
         }

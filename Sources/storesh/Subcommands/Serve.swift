@@ -291,7 +291,7 @@ struct Serve: StoreshCommand {
                 }
                 closed.append(opened)
             }
-            try FirebaseEmulatorExport.write(closed, to: directory)
+            try FirebaseEmulatorExport.write(closed, to: directory, counting: context.progressMeter)
             let objects = try closed.reduce(0) { try $0 + $1.objectCount() }
             let buckets = closed.count == 1 ? "" : " of \(closed.map { "gs://\($0.name)" }.joined(separator: ", "))"
             Diagnostics.notice(

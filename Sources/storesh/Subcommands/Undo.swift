@@ -34,11 +34,11 @@ struct Undo: StoreshCommand {
     func execute() async throws -> Session.Status {
         let context = RunContext(bucket: bucketOptions, output: outputOptions, apply: applyOptions, plan: planOptions)
         try context.refusePlan("undo")
-        let journal = try readJournal(file)
+        let journal = try readJournal(file, counting: context.progressMeter)
         if let given = context.bucket, given != journal.bucket {
             throw CommandLineError("\(file) is a journal of \(journal.bucket), not \(given); undo works on the bucket its journal names.")
         }
-        let (changes, impossible) = try JournalRecord.undo(journal)
+        let (changes, impossible) = try JournalRecord.undo(journal, counting: context.progressMeter)
         let session = try await journalSession(journal, journalSource: "undo \(file)", in: context)
         for (object, reason) in impossible.first {
             session.output.notice("cannot undo the change to \(object): \(reason)")
