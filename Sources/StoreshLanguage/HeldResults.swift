@@ -5,49 +5,60 @@ import Foundation
 /// of has landed, and only then. When not every change landed, they are dropped and the run says instead how many
 /// of each command's changes did (`Session.apply`). Errors and notices are not held: they are true when made.
 ///
-/// The lines are held in memory up to `heldInMemory` bytes, then in a temporary file that is gone once closed
-/// (`tmpfile`): the results of an edit of millions of objects cost no memory.
+/// The lines are held in a `SpooledText`: the results of an edit of millions of objects cost no memory.
 final class HeldResults: SessionOutput {
     /// Where the results go once released, and errors and notices at once.
     let output: SessionOutput
-    private var memory = Data()
-    private var file: UnsafeMutablePointer<FILE>?
-    /// Why the results could not all be held (a full temporary directory): said instead of them.
-    private var holdFailure: String?
-    static let heldInMemory = 1 << 16
+    private let held = SpooledText()
 
     init(_ output: SessionOutput) { self.output = output }
 
-    deinit { if let file { fclose(file) } }
-
-    func result(_ line: String) { hold(Data((line + "\n").utf8)) }
-    func resultBytes(_ bytes: Data) { hold(bytes) }
+    func result(_ line: String) { held.append(Data((line + "\n").utf8)) }
+    func resultBytes(_ bytes: Data) { held.append(bytes) }
     func error(_ diagnostic: Diagnostic) { output.error(diagnostic) }
     func notice(_ text: String) { output.notice(text) }
 
-    private func hold(_ bytes: Data) {
-        guard holdFailure == nil else { return }
+    /// Prints the held results, in order, to `output`.
+    func release() {
+        if let failure = held.failure {
+            output.notice("every change landed, but its results could not be held to print after the apply (\(failure))")
+            return
+        }
+        held.drain { output.resultBytes($0) }
+    }
+}
+
+/// Bytes kept in order, in memory up to `heldInMemory`, then in a temporary file that is gone once closed
+/// (`tmpfile`): what is written out later (held results, the parts of a JSON document) costs no memory however
+/// long it is.
+final class SpooledText {
+    private var memory = Data()
+    private var file: UnsafeMutablePointer<FILE>?
+    /// Why not everything could be kept (a full temporary directory); the bytes after it are dropped.
+    private(set) var failure: String?
+    static let heldInMemory = 1 << 16
+
+    init() {}
+
+    deinit { if let file { fclose(file) } }
+
+    func append(_ bytes: Data) {
+        guard failure == nil else { return }
         memory.append(bytes)
         guard memory.count >= Self.heldInMemory else { return }
         if file == nil { file = tmpfile() }
         guard let file else {
-            holdFailure = "its results could not be held to print after the apply (\(String(cString: strerror(errno))))"
+            failure = String(cString: strerror(errno))
             memory = Data()
             return
         }
         let written = memory.withUnsafeBytes { fwrite($0.baseAddress, 1, $0.count, file) }
-        if written != memory.count {
-            holdFailure = "its results could not be held to print after the apply (\(String(cString: strerror(errno))))"
-        }
+        if written != memory.count { failure = String(cString: strerror(errno)) }
         memory = Data()
     }
 
-    /// Prints the held results, in order, to `output`.
-    func release() {
-        if let holdFailure {
-            output.notice("every change landed, but \(holdFailure)")
-            return
-        }
+    /// Gives every byte kept, in order and a piece at a time, to `write`; the spool is empty afterwards.
+    func drain(_ write: (Data) -> Void) {
         if let file {
             fflush(file)
             rewind(file)
@@ -55,12 +66,12 @@ final class HeldResults: SessionOutput {
             while true {
                 let read = chunk.withUnsafeMutableBytes { fread($0.baseAddress, 1, $0.count, file) }
                 if read == 0 { break }
-                output.resultBytes(Data(chunk[..<read]))
+                write(Data(chunk[..<read]))
             }
             fclose(file)
             self.file = nil
         }
-        if !memory.isEmpty { output.resultBytes(memory) }
+        if !memory.isEmpty { write(memory) }
         memory = Data()
     }
 }

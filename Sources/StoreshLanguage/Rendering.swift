@@ -28,8 +28,6 @@ public enum CommandResult: Sendable {
     case access(String)
     case snapshotSaved(SnapshotInfo, dryRun: Bool)
     case snapshots([SnapshotInfo])
-    case snapshotDiff(from: String, to: String?, changes: [ObjectChange])
-    case snapshotRestored(name: String, changes: [ObjectChange], dryRun: Bool)
     case snapshotRemoved(SnapshotInfo, dryRun: Bool)
     case explanation(Explanation)
     /// `page token`: what a token holds.
@@ -140,10 +138,6 @@ public struct HumanRenderer: ResultRenderer {
             guard !all.isEmpty else { return ["(no snapshots; snapshot save NAME takes one)"] }
             let rows = all.map { [$0.name, Formatting.shortDate($0.created), MessageText.counted($0.objectCount, "object")] }
             return Formatting.columns(rows, rightAligned: [2])
-        case .snapshotDiff(let from, let to, let changes):
-            return Self.changes(changes) + [Self.snapshotDiffSummary(from: from, to: to, counts: Self.counts(of: changes))]
-        case .snapshotRestored(let name, let changes, let dryRun):
-            return (dryRun ? Self.changes(changes) : []) + [Self.snapshotRestoreSummary(name, counts: Self.counts(of: changes), dryRun: dryRun)]
         case .snapshotRemoved(let info, let dryRun): return ["\(dryRun ? "would remove" : "removed") snapshot \(info.name)"]
         }
     }
@@ -350,10 +344,6 @@ public struct JSONRenderer: ResultRenderer {
             ])
         case .snapshotSaved(let info, let dryRun): return marked([("saved", Self.document(info))], dryRun)
         case .snapshots(let all): return .object([("snapshots", .array(all.map(Self.document)))])
-        case .snapshotDiff(let from, let to, let changes):
-            return .object([("from", .string(from)), ("to", to.map { .string($0) } ?? .null)] + Self.changeFields(changes))
-        case .snapshotRestored(let name, let changes, let dryRun):
-            return .object([("restored", .string(name))] + (dryRun ? [("dryRun", .bool(true))] : []) + Self.changeFields(changes))
         case .snapshotRemoved(let info, let dryRun): return marked([("removedSnapshot", .string(info.name))], dryRun)
         }
     }

@@ -86,6 +86,14 @@ def test_a_snapshot_diff_and_restore_of_200000_differences_run_in_bounded_memory
     assert status == 0, err
     assert out.count("\n") == 2 * OBJECTS + 1 and out.endswith(f"{OBJECTS:,} objects differ from snapshot s1 to now: 0 added, 0 removed, {OBJECTS:,} changed\n")
     assert diffed < SNAPSHOT_LIMIT_MIB, f"a diff of {OBJECTS} differences peaked at {diffed:.0f} MiB"
+    # As JSON, the one document is written from spools, not gathered (issue 52).
+    status, out, err, as_json = peak_rss_mib(tmp_path, "--bucket", bucket, "--quiet", "--json", "-c", "snapshot diff s1")
+    assert status == 0, err
+    document = json.loads(out)
+    assert (document["from"], document["to"], document["added"], document["removed"]) == ("s1", None, [], [])
+    assert len(document["changed"]) == OBJECTS
+    assert document["changed"][0]["path"] == "d/000000.txt" and "custom.k" in document["changed"][0]["changes"]
+    assert as_json < SNAPSHOT_LIMIT_MIB, f"a JSON diff of {OBJECTS} differences peaked at {as_json:.0f} MiB"
 
     status, out, err, restored = peak_rss_mib(tmp_path, "--bucket", bucket, "--quiet", "-c", "snapshot restore s1")
     assert status == 0, err

@@ -1,3 +1,4 @@
+import Foundation
 import StoreshCore
 
 /// What `explain` says of the `snapshot` commands: storesh's own, no request.
@@ -124,7 +125,7 @@ public struct SnapshotDiffCommand: LocalCommand, Equatable {
         try await session.located(unknown?.location ?? from.location) {
             try await store.changes(from: .snapshot(from.text), to: to.map { .snapshot($0.text) } ?? .current) { results.add($0) }
         }
-        results.finish { changes in .snapshotDiff(from: from.text, to: to?.text, changes: changes) } summary: { counts in
+        results.finish(head: [("from", .string(from.text)), ("to", to.map { .string($0.text) } ?? .null)]) { counts in
             HumanRenderer.snapshotDiffSummary(from: from.text, to: to?.text, counts: counts)
         }
         return .next
@@ -152,7 +153,7 @@ public struct SnapshotRestoreCommand: NamedSnapshotCommand, Equatable {
         let results = SnapshotChanges(session, activity: dryRun ? "planning" : "restoring", shown: dryRun)
         try await session.located(snapshot.location) { try await store.restoreSnapshot(named: snapshot.text) { results.add($0) } }
         if !dryRun { session.reportedChanges += max(results.count, 1) }
-        results.finish { changes in .snapshotRestored(name: snapshot.text, changes: changes, dryRun: dryRun) } summary: { counts in
+        results.finish(head: [("restored", .string(snapshot.text))] + (dryRun ? [("dryRun", .bool(true))] : [])) { counts in
             HumanRenderer.snapshotRestoreSummary(snapshot.text, counts: counts, dryRun: dryRun)
         }
         return .next
@@ -179,19 +180,22 @@ public struct SnapshotRemoveCommand: NamedSnapshotCommand, Equatable {
 }
 
 /// The changes of a snapshot diff or restore, printed as they come for people (each object's lines, then the
-/// tally; `--summary` the tally alone), so that a million differences cost no memory; as JSON, gathered into the
-/// command's one document.
+/// tally; `--summary` the tally alone), so that a million differences cost no memory. As JSON, the command's one
+/// document (`{…, "added": […], "removed": […], "changed": […]}`) is written at the end from three spools
+/// (`SpooledText`), each kind's elements in the order they came: bounded memory too.
 final class SnapshotChanges {
     private let session: Session
     /// Whether each change is printed (a diff, a restore's dry run), or only the tally (a restore).
     private let shown: Bool
-    private var held: [ObjectChange] = []
     private var counts: [ObjectChange.Kind: Int] = [:]
     private(set) var count = 0
+    /// As JSON: each kind's elements, serialized, comma-separated.
+    private let spools: [ObjectChange.Kind: SpooledText]
 
     init(_ session: Session, activity: String, shown: Bool) {
         self.session = session
         self.shown = shown && !session.options.summaryOnly
+        spools = session.options.json ? [.added: SpooledText(), .removed: SpooledText(), .changed: SpooledText()] : [:]
         if !(self.shown && session.options.printsEachObjectOnTerminal) { session.progress?.begin(activity) }
     }
 
@@ -199,15 +203,30 @@ final class SnapshotChanges {
         count += 1
         counts[change.kind, default: 0] += 1
         session.progress?.advance()
-        if session.options.json { return held.append(change) }
+        if let spool = spools[change.kind] {
+            let element = change.kind == .changed ? JSONRenderer.changedDocument(path: change.name, change.differences) : .string(change.name)
+            return spool.append(Data((((counts[change.kind] ?? 0) > 1 ? "," : "") + element.serialized).utf8))
+        }
         if shown { HumanRenderer.changes([change]).forEach(say) }
     }
 
-    /// The last line, `summary` of how many changed by kind; as JSON, `document` of them all.
-    func finish(document: ([ObjectChange]) -> CommandResult, summary: ([ObjectChange.Kind: Int]) -> String) {
+    /// The last line, `summary` of how many changed by kind; as JSON, the document whose first members are `head`.
+    func finish(head: [(String, JSONValue)], summary: ([ObjectChange.Kind: Int]) -> String) {
         session.progress?.end()
-        if session.options.json { return session.deliver(document(held)) }
-        say(summary(counts))
+        guard !spools.isEmpty else { return say(summary(counts)) }
+        if let failure = spools.values.compactMap(\.failure).first {
+            session.output.notice("the JSON document of the changes could not be held to be written whole (\(failure)); it is not written")
+            return
+        }
+        // The head's members, then each kind's array, as JSONRenderer writes a document: compact, on one line.
+        var text = String(JSONValue.object(head).serialized.dropLast())
+        for (key, kind) in [("added", ObjectChange.Kind.added), ("removed", .removed), ("changed", .changed)] {
+            text += (text.hasSuffix("{") ? "" : ",") + JSONValue.quoted(key) + ":["
+            session.output.resultBytes(Data(text.utf8))
+            spools[kind]?.drain { session.output.resultBytes($0) }
+            text = "]"
+        }
+        session.output.resultBytes(Data("]}\n".utf8))
     }
 
     private func say(_ line: String) { session.output.result(line, wrappedTo: session.options.terminalWidth) }
