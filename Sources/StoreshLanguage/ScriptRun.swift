@@ -190,8 +190,7 @@ extension Session {
             plan.store, held: held,
             describeStep: { step in
                 script.statement(step).map { statement in
-                    let place = statement.location.column > 1 ? "line \(statement.location.line), column \(statement.location.column)" : "line \(statement.location.line)"
-                    return "\(place) (\(MessageText.oneLine(statement.text.isEmpty ? statement.command.header : statement.text)))"
+                    PlannedCommand(location: statement.location, text: statement.text.isEmpty ? statement.command.header : statement.text)
                 }
             }
         ) { _, change in
@@ -224,7 +223,7 @@ extension Session {
     }
 
     func apply(
-        _ plan: PlanStore, journal given: (any ApplyJournal)? = nil, held: HeldResults?, describeStep: ((Int) -> String?)?,
+        _ plan: PlanStore, journal given: (any ApplyJournal)? = nil, held: HeldResults?, describeStep: ((Int) -> PlannedCommand?)?,
         locate: (Int, PlannedChange) -> SourceLocation
     ) async -> Status {
         if given == nil, let transactions = bucket.transactions {
@@ -263,7 +262,22 @@ extension Session {
             var lines = [
                 "\(why): applied \(MessageText.grouped(outcome.applied)) of \(MessageText.counted(total, "change")); \(MessageText.grouped(outcome.failed)) failed, \(MessageText.grouped(outcome.notSent)) not sent"
             ]
-            if let describeStep { lines += landedByCommand(plan, describeStep) }
+            let byCommand = describeStep.map { describe in landedByCommand(plan, describe) } ?? (shown: [], more: 0)
+            if options.json {
+                // Standard error holds only errors as JSON: what landed is this run's one result document.
+                output.result(
+                    Self.incompleteApplyDocument(
+                        outcome, total: total, journal: journal?.location, byCommand: byCommand.shown, more: byCommand.more
+                    ).serialized)
+                return outcome.end == .interrupted ? .interrupted : .failed
+            }
+            lines += byCommand.shown.map { step, command in
+                let failed = step.failed > 0 ? ", \(MessageText.grouped(step.failed)) failed" : ""
+                return "  \(command.map(Self.describe) ?? "command \(step.step + 1)"): applied \(MessageText.grouped(step.applied)) of \(MessageText.counted(step.planned, "change"))\(failed)"
+            }
+            if byCommand.more > 0 {
+                lines.append("  … and \(MessageText.counted(byCommand.more, "more command")) (the journal lists each change)")
+            }
             if let journal {
                 // Resuming helps what was not sent or met a passing fault; an object that changed meanwhile or was
                 // refused needs a new plan.
@@ -282,19 +296,37 @@ extension Session {
         }
     }
 
-    /// What landed of each command's changes, when the plan holds more than one command's: the results the
-    /// commands printed while planning were not released, so this is what the run says of each.
-    private func landedByCommand(_ plan: PlanStore, _ describeStep: (Int) -> String?) -> [String] {
-        guard let (steps, stepCount) = try? plan.outcomesByStep(limit: Self.commandsShownLanded), stepCount > 1 else { return [] }
-        var lines = steps.map { step in
-            let command = describeStep(step.step) ?? "command \(step.step + 1)"
-            let failed = step.failed > 0 ? ", \(MessageText.grouped(step.failed)) failed" : ""
-            return "  \(command): applied \(MessageText.grouped(step.applied)) of \(MessageText.counted(step.planned, "change"))\(failed)"
+    /// What landed of each command's changes, when the plan holds more than one command's (the first
+    /// `commandsShownLanded`, and how many more): the results the commands printed while planning were not
+    /// released, so this is what the run says of each.
+    private func landedByCommand(
+        _ plan: PlanStore, _ describeStep: (Int) -> PlannedCommand?
+    ) -> (shown: [(PlanStore.StepOutcome, PlannedCommand?)], more: Int) {
+        guard let (steps, stepCount) = try? plan.outcomesByStep(limit: Self.commandsShownLanded), stepCount > 1 else { return ([], 0) }
+        return (steps.map { ($0, describeStep($0.step)) }, stepCount - steps.count)
+    }
+
+    /// `line 3, column 12 (meta set …)`: where a command is, and what it says.
+    static func describe(_ command: PlannedCommand) -> String {
+        let place = command.location.column > 1 ? "line \(command.location.line), column \(command.location.column)" : "line \(command.location.line)"
+        return "\(place) (\(MessageText.oneLine(command.text)))"
+    }
+
+    /// An incomplete apply as JSON: why it ended, its counts, its journal, and what landed of each command.
+    static func incompleteApplyDocument(
+        _ outcome: ApplyOutcome, total: Int, journal: String?, byCommand: [(PlanStore.StepOutcome, PlannedCommand?)], more: Int
+    ) -> JSONValue {
+        let end = outcome.end == .interrupted ? "interrupted" : outcome.end == .stopped ? "stopped" : "failed"
+        let commands: [JSONValue] = byCommand.map { step, command in
+            .object(
+                (command.map { [("line", .integer(Int64($0.location.line))), ("column", .integer(Int64($0.location.column))), ("command", .string($0.text))] } ?? [])
+                    + [("planned", .integer(Int64(step.planned))), ("applied", .integer(Int64(step.applied))), ("failed", .integer(Int64(step.failed)))])
         }
-        if stepCount > steps.count {
-            lines.append("  … and \(MessageText.counted(stepCount - steps.count, "more command")) (the journal lists each change)")
-        }
-        return lines
+        return .object([
+            ("incomplete", .string(end)), ("changes", .integer(Int64(total))), ("applied", .integer(Int64(outcome.applied))),
+            ("failed", .integer(Int64(outcome.failed))), ("notSent", .integer(Int64(outcome.notSent))),
+            ("journal", journal.map(JSONValue.string) ?? .null), ("commands", .array(commands)), ("moreCommands", .integer(Int64(more))),
+        ])
     }
 
     /// The commands whose landed changes an incomplete run lists one by one.
@@ -512,4 +544,11 @@ extension Session {
         }
         if writes > 0 && !options.json { output.result("would write \(MessageText.counted(writes, "object"))") }
     }
+}
+
+/// A command of a script that planned changes: where it is and what it says (what an incomplete run says landed of
+/// each).
+struct PlannedCommand {
+    var location: SourceLocation
+    var text: String
 }

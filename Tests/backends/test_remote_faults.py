@@ -269,6 +269,30 @@ def test_X5_an_interrupted_run_prints_what_landed_of_each_command_and_nothing_mo
     assert "storesh run --resume" in err and "storesh undo" in err
 
 
+def test_X5_as_json_an_interrupted_run_says_what_landed_of_each_command_in_one_document(remote):
+    """With --json, notices are not written: what landed is the run's one result document, per command too."""
+    names = [f"json/{part}/{i:03}.txt" for part in "ab" for i in range(150)]
+    remote.seed(names)
+    journal = str(remote.home / "json.journal")
+    holder = {}
+    remote.proxy.rules = [Rule("PATCH", "hook", on=[200], hook=lambda: os.kill(holder["process"].pid, signal.SIGINT))]
+    process = remote.start("--json", "--journal", journal, "--batch", "1", "--parallel", "1",
+                           "-c", "meta set custom.k=1 -- json/a/*; meta set custom.k=2 -- json/b/*")
+    holder["process"] = process
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 130, err
+    documents = [json.loads(line) for line in out.decode().splitlines()]
+    assert len(documents) == 1, documents
+    document = documents[0]
+    listing = remote.list_all("json/")
+    landed = {part: sum(1 for item in listing if item["name"].startswith(f"json/{part}/") and item.get("metadata", {}).get("k"))
+              for part in "ab"}
+    assert document["incomplete"] == "interrupted" and document["changes"] == 300 and document["journal"] == journal
+    assert document["applied"] == landed["a"] + landed["b"] and document["applied"] + document["notSent"] + document["failed"] == 300
+    assert [(c["line"], c["column"], c["command"], c["planned"], c["applied"]) for c in document["commands"]] == [
+        (1, 1, "meta set custom.k=1 -- json/a/*", 150, landed["a"]), (1, 34, "meta set custom.k=2 -- json/b/*", 150, landed["b"])]
+
+
 def test_X4_undo_puts_back_the_old_values_with_preconditions(remote):
     names = [f"u/{i}.txt" for i in range(5)]
     remote.seed(names, cacheControl="old", customMetadata={"keep": "1"})
