@@ -34,7 +34,8 @@ enum Diagnostics {
     }
 
     /// A question asked on the terminal; the answer is typed after it.
-    static func ask(_ question: String) { write("storesh: \(question) ") }
+    /// Wrapped between words as a notice is (the answer follows the last line's last word).
+    static func ask(_ question: String) { write(wrapped("storesh: \(question)") + " ") }
 
     /// A progress line drawn over the last one (on a terminal); nil clears it.
     static func progress(_ text: String?) { write("\r\u{1B}[K" + (text ?? "")) }

@@ -509,6 +509,22 @@ def test_what_people_read_wraps_between_words_to_the_terminal(tmp_path, columns,
     assert shown.split() == piped.stdout.decode().split()
 
 
+@pytest.mark.parametrize("columns", [40, 80])
+def test_reset_asks_its_question_wrapped_between_words(tmp_path, columns):
+    bucket = make_bucket(tmp_path, "a-rather-long-bucket-name-for-the-projector", ["x.txt"])
+    child = pexpect.spawn(BINARY, ["reset", "--bucket", bucket], env=environment(tmp_path), encoding="utf-8", timeout=60,
+                          dimensions=(24, columns))
+    child.expect_exact("Type yes to go on: ")
+    asked = child.before.replace("\r\n", "\n") + "Type yes to go on:"
+    child.send("no\r")
+    child.expect(pexpect.EOF)
+    child.close()
+    rows = asked.splitlines()
+    assert len(rows) > 1 and all(cells(row) <= columns or " " not in row.strip() for row in rows), rows
+    assert " ".join(asked.split()).startswith("storesh: Empty gs://a-rather-long-bucket-name-for-the-projector (")
+    assert "delete its 1 object and put back the open rules? Type yes to go on:" in " ".join(asked.split())
+
+
 def test_names_that_look_alike_stay_apart_in_completion_and_meta_get(tmp_path):
     """verão.jpg written composed (NFC) and decomposed (NFD) is two objects (rule P7): Tab lists both, the decomposed
     one marked, and inserts neither for the other; meta get of the decomposed one says so."""
