@@ -164,7 +164,7 @@ public enum CommandCatalog {
         let subcommands = commands.filter { $0.name.hasPrefix(topic + " ") }
         if !subcommands.isEmpty { return subcommands }
         // An SDK call (`help list` is `ls`, for list(maxResults:)), then a subcommand alone (`help token`: the
-        // overview lists subcommands after their first word, `page next, token`).
+        // overview lists subcommands after their first word, `page next/token`).
         let wanted = sdkKey(topic)
         var found = wanted.isEmpty ? [] : commands.filter { command in command.sdk.contains { sdkKey($0) == wanted } }
         let bySubcommand = commands.filter { $0.subcommand == topic }
@@ -226,15 +226,20 @@ public enum CommandCatalog {
     /// The options of a command (by its words).
     public static func options(of name: String) -> [String] { declaration(named: name)?.options ?? [] }
 
-    /// The overview `help` prints: a screenful of at most 80 columns, the commands by group (subcommands after
-    /// their first word: `meta get, set, unset`); `help COMMAND` has the rest.
+    /// The overview `help` prints: a screenful of at most 80 columns, the commands by group (subcommands joined to
+    /// their first word by `/`: `meta get/set/unset`, so that `page next/token` does not read as a command `token`);
+    /// `help COMMAND` has the rest.
     public static var overview: String {
         var lines = ["storesh commands (help COMMAND for one, help scripts for running scripts):"]
         for group in CommandGroup.allCases {
             var words: [String] = []
             var lastFirstWord: String?
             for command in commands where command.group == group {
-                words.append(command.firstWord == lastFirstWord ? command.subcommand ?? command.name : command.name)
+                if command.firstWord == lastFirstWord, let subcommand = command.subcommand, !words.isEmpty {
+                    words[words.count - 1] += "/" + subcommand
+                } else {
+                    words.append(command.name)
+                }
                 lastFirstWord = command.firstWord
             }
             lines.append("  " + group.rawValue.padding(toLength: 11, withPad: " ", startingAt: 0) + words.joined(separator: ", "))

@@ -50,7 +50,7 @@ public enum Parser {
         if CommandCatalog.commandLineSubcommands.contains(word.text) {
             message += "; it is a subcommand of storesh itself: run `storesh \(word.text)` from the system's shell"
         } else if let owner = CommandCatalog.commands.first(where: { $0.subcommand == word.text }) {
-            // `token`, `next`, `set`: the second word of a command (`help` lists `page next, token`).
+            // `token`, `next`, `set`: the second word of a command (`help` lists `page next/token`).
             message += "; did you mean '\(owner.name)'?"
         } else if let near = Suggestion.nearest(to: word.text, among: candidates) {
             message += "; did you mean '\(near)'?"
