@@ -316,6 +316,9 @@ extension StorageAPI {
                 first = first ?? current
             }
             var options = request.destination.writeOptions
+            // The service checks no MD5 on a compose (a composite has none): clients send the destination resource
+            // as they last read it, stale md5Hash and all (the Python client; gcloud's parallel composite uploads).
+            options.expectedMD5 = nil
             if options.properties[.contentType] == nil, let type = first?.contentType { options.properties[.contentType] = type }
             let existing = try await transaction.metadataIfPresent(of: destination)
             return try await transaction.write(
