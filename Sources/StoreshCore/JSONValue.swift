@@ -146,3 +146,64 @@ extension ObjectMetadata {
         }
     }
 }
+
+/// Read and written by `JSONDecoder` and `JSONEncoder`, for what a resource keeps as it was given (a bucket's CORS
+/// and lifecycle rules). Numbers are whole, as the JSON APIs' are; an object's members come back in byte order of
+/// their names (a decoder does not keep the order they were written in).
+extension JSONValue: Codable {
+    private struct Key: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    public init(from decoder: any Decoder) throws {
+        if let members = try? decoder.container(keyedBy: Key.self) {
+            let keys = members.allKeys.sorted { Array($0.stringValue.utf8).lexicographicallyPrecedes(Array($1.stringValue.utf8)) }
+            self = .object(try keys.map { ($0.stringValue, try members.decode(JSONValue.self, forKey: $0)) })
+            return
+        }
+        if var items = try? decoder.unkeyedContainer() {
+            var values: [JSONValue] = []
+            while !items.isAtEnd { values.append(try items.decode(JSONValue.self)) }
+            self = .array(values)
+            return
+        }
+        let single = try decoder.singleValueContainer()
+        if single.decodeNil() {
+            self = .null
+        } else if let flag = try? single.decode(Bool.self) {
+            self = .bool(flag)
+        } else if let number = try? single.decode(Int64.self) {
+            self = .integer(number)
+        } else if let text = try? single.decode(String.self) {
+            self = .string(text)
+        } else {
+            throw DecodingError.dataCorruptedError(in: single, debugDescription: "a number with a fraction or out of 64 bits")
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        switch self {
+        case .object(let members):
+            var container = encoder.container(keyedBy: Key.self)
+            for (key, value) in members { try container.encode(value, forKey: Key(stringValue: key)) }
+        case .array(let items):
+            var container = encoder.unkeyedContainer()
+            for item in items { try container.encode(item) }
+        case .string(let text):
+            var container = encoder.singleValueContainer()
+            try container.encode(text)
+        case .integer(let number):
+            var container = encoder.singleValueContainer()
+            try container.encode(number)
+        case .bool(let flag):
+            var container = encoder.singleValueContainer()
+            try container.encode(flag)
+        case .null:
+            var container = encoder.singleValueContainer()
+            try container.encodeNil()
+        }
+    }
+}

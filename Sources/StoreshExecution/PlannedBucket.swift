@@ -121,6 +121,8 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
     public var capabilities: BucketCapabilities { inner.capabilities.subtracting([.transactions, .immediateReads]) }
     public var snapshotStore: (any SnapshotStore)? { inner.snapshotStore.map { PlannedSnapshots(plan: self, stored: $0) } }
     public var rulesStore: (any RulesStore)? { inner.rulesStore.map { PlannedRules(plan: self, stored: $0) } }
+    /// No command plans a change of the bucket's settings.
+    public var settingsStore: (any BucketSettingsStore)? { nil }
     /// Whose requests the plan's reads are (`whoami` after the script's `login`).
     public var accessDescription: String? { reads.accessDescription }
     /// Whether the plan's changes can be guarded: as whom they are made decides (the Firebase v0 API has no

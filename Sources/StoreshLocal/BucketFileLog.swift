@@ -15,7 +15,7 @@ import StoreshCore
 /// The list keeps every mark from the newest one known to be folded into the file itself (`LineageKeeper`), so it
 /// is bounded by the log, not by a count: however many commits a crash leaves in a log (a busy server commits in
 /// groups), the file's own mark is among them.
-enum BucketFileLog {
+public enum BucketFileLog {
     static let suffixes = ["-wal", "-shm"]
     static let lineageKey = "lineage"
 
@@ -216,7 +216,7 @@ enum BucketFileLog {
     }
 
     /// Makes `directory`'s entries durable (a new or renamed name must survive a crash).
-    static func synchronizeDirectory(of path: String) {
+    public static func synchronizeDirectory(of path: String) {
         let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
         let descriptor = Foundation.open(directory, O_RDONLY)
         if descriptor >= 0 {

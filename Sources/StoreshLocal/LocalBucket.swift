@@ -39,7 +39,7 @@ public struct LocalBucketOptions: Sendable {
 /// change survives a crash or power loss, and a crash at any instant leaves the old or the new state.
 /// Other processes may use the same file; a writer waits up to `busyTimeoutMilliseconds` for another
 /// writer and then fails with a clear message. A damaged file is reported, never rewritten.
-public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore, @unchecked Sendable {
+public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore, BucketSettingsStore, @unchecked Sendable {
     public let name: String
     /// The bucket file.
     public let path: String
@@ -585,6 +585,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     public var snapshotStore: (any SnapshotStore)? { self }
     public var immediateReads: (any ImmediateReads)? { self }
     public var rulesStore: (any RulesStore)? { self }
+    public var settingsStore: (any BucketSettingsStore)? { self }
     public var endUserSignIn: (any EndUserSignIn)? { nil }
     public var batchedChanges: (any BatchedChanges)? { nil }
     public var uniformUpdates: (any UniformUpdates)? { self }
@@ -894,6 +895,27 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         }
     }
 
+    public func storedSettings() throws -> BucketSettings? {
+        try read {
+            guard let text = try BucketSchema.readInfo("settings", connection: connection) else { return nil }
+            do {
+                return try JSONDecoder().decode(BucketSettings.self, from: Data(text.utf8))
+            } catch {
+                throw StorageError.internalError("The bucket settings stored in \(path) cannot be read (\(error)).")
+            }
+        }
+    }
+
+    public func storeSettings(_ settings: BucketSettings) throws {
+        let text: String
+        do {
+            text = String(decoding: try JSONEncoder().encode(settings), as: UTF8.self)
+        } catch {
+            throw StorageError.internalError("The bucket settings cannot be written (\(error)).")
+        }
+        try change { try BucketSchema.writeInfo("settings", text, connection: connection) }
+    }
+
     public func storeRules(source: String, origin: String) throws {
         try change {
             try BucketSchema.writeInfo("rules", source, connection: connection)
@@ -905,6 +927,11 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
 
     /// The number of objects in the bucket.
     /// The latest time an object of the bucket was written or updated; nil for an empty bucket.
+    /// The earliest time an object of the bucket was made; nil for an empty bucket.
+    public func earliestChange() throws(StorageError) -> Timestamp? {
+        try read { try connection.integer("SELECT min(time_created) FROM objects").map { Timestamp(microseconds: $0) } }
+    }
+
     public func latestChange() throws(StorageError) -> Timestamp? {
         try read { try connection.integer("SELECT max(max(updated), max(time_created)) FROM objects").map { Timestamp(microseconds: $0) } }
     }

@@ -17,6 +17,7 @@ final class LocalTransaction: BucketTransaction, BucketLayer, @unchecked Sendabl
     var snapshotStore: (any SnapshotStore)? { engine }
     var immediateReads: (any ImmediateReads)? { engine }
     var rulesStore: (any RulesStore)? { engine }
+    var settingsStore: (any BucketSettingsStore)? { engine }
     var endUserSignIn: (any EndUserSignIn)? { nil }
     var batchedChanges: (any BatchedChanges)? { nil }
     var uniformUpdates: (any UniformUpdates)? { engine }

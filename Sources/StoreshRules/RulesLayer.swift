@@ -25,6 +25,8 @@ class RulesLayer: BucketLayer, TransactionalBucket, @unchecked Sendable {
     var transactions: (any TransactionalBucket)? { inner.transactions == nil ? nil : self }
     var snapshotStore: (any SnapshotStore)? { inner.snapshotStore }
     var rulesStore: (any RulesStore)? { inner.rulesStore }
+    /// A bucket's settings are its administrator's: no security rule decides them.
+    var settingsStore: (any BucketSettingsStore)? { inner.settingsStore }
     var endUserSignIn: (any EndUserSignIn)? { inner.endUserSignIn }
     /// Each change is decided on its own; none goes around the rules in a batch.
     var batchedChanges: (any BatchedChanges)? { nil }

@@ -13,31 +13,34 @@ extension StorageAPI {
         case .buckets:
             switch method {
             case .get:
+                // `client.list_buckets(prefix=…)`: every bucket served, the first and those in the directory.
                 let baseURL = exchange.baseURL
-                return Reply.json(.object([
-                    ("kind", .string("storage#buckets")),
-                    ("items", .array(buckets.all().map { ObjectResource.bucket($0.name, baseURL: baseURL) })),
-                ]))
+                let prefix = exchange.query["prefix"] ?? ""
+                var items: [JSONValue] = []
+                for served in buckets.all() where served.name.utf8.starts(with: prefix.utf8) {
+                    items.append(BucketResource.document(try served.settings(), name: served.name, baseURL: baseURL))
+                }
+                return Reply.json(.object([("kind", .string("storage#buckets")), ("items", .array(items))]))
             case .post:
-                // `client.create_bucket(NAME)`: a bucket file of its own, empty.
-                let body = try await body(&exchange, limit: limits.maximumJSONBytes, what: "bucket resource")
-                guard let name = ((try? JSONSerialization.jsonObject(with: body)) as? [String: Any])?["name"] as? String else {
-                    throw HTTPFailure.required("Required: the bucket resource's name ({\"name\": \"BUCKET\"}).")
-                }
-                if (try? buckets.bucket(named: name, creating: false)) != nil {
-                    throw HTTPFailure(.conflict, reason: "conflict", "You already own this bucket. Please select another name.")
-                }
-                let made = try buckets.bucket(named: name, creating: true)
-                // Asked for by name: the bucket is made now, as the service makes it.
-                try await made.materialize()
-                return Reply.json(ObjectResource.bucket(made.name, baseURL: exchange.baseURL))
+                return try await createBucket(&exchange)
             default: throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.get, .post], what: "the bucket list")
             }
         case .bucket:
-            guard method == .get else {
-                throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.get], what: "a bucket (storesh serve does not change or delete its bucket)")
+            switch method {
+            case .get:
+                let settings = try exchange.bucket.settings()
+                try Self.checkBucketConditions(try Conditions(exchange.query), settings, name: exchange.bucket.name)
+                return Reply.json(BucketResource.document(settings, name: exchange.bucket.name, baseURL: exchange.baseURL))
+            case .patch, .put:
+                return try await updateBucket(&exchange, replacing: method == .put)
+            case .delete:
+                return try await deleteBucket(exchange)
+            default:
+                throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.get, .patch, .put, .delete], what: "a bucket")
             }
-            return Reply.json(ObjectResource.bucket(exchange.bucket.name, baseURL: exchange.baseURL))
+        case .storageLayout:
+            guard method == .get else { throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.get], what: "a bucket's storage layout") }
+            return Reply.json(BucketResource.storageLayout(try exchange.bucket.settings(), name: exchange.bucket.name))
         case .objects:
             guard method == .get else {
                 throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.get], what: "the object list (uploads go to /upload/storage/v1/b/BUCKET/o)")
@@ -69,6 +72,91 @@ extension StorageAPI {
             return try await upload(&exchange)
         default:
             throw HTTPFailure.notFound("Not Found")
+        }
+    }
+
+    // MARK: Buckets (rule B4)
+
+    /// `buckets.insert`: a bucket file of its own, with the settings asked for, made now as the service makes it;
+    /// a setting storesh cannot honour makes no bucket.
+    private func createBucket(_ exchange: inout Exchange) async throws -> Answer {
+        let fields = try BucketResource.body(try await body(&exchange, limit: limits.maximumJSONBytes, what: "bucket resource"))
+        guard case .string(let name)? = fields.first(where: { $0.0 == "name" })?.1 else {
+            throw HTTPFailure.required("Required: the bucket resource's name ({\"name\": \"BUCKET\"}).")
+        }
+        if (try? buckets.bucket(named: name, creating: false)) != nil {
+            throw HTTPFailure(.conflict, reason: "conflict", "You already own this bucket. Please select another name.")
+        }
+        let made = try buckets.bucket(named: name, creating: true)
+        let clock = made.clock
+        let created = try await made.change(counted: false) { transaction -> BucketSettings in
+            guard let store = transaction.settingsStore else { throw StorageError.internalError("The bucket keeps no settings.") }
+            var settings = BucketSettings(madeAt: clock.nextChangeTime(), madeByServer: true)
+            try BucketResource.apply(fields, to: &settings, replacing: nil, creating: true)
+            try store.storeSettings(settings)
+            return settings
+        }
+        return Reply.json(BucketResource.document(created, name: made.name, baseURL: exchange.baseURL))
+    }
+
+    /// `buckets.patch` and `buckets.update` (`replacing`): the settings changed as one change, the metageneration
+    /// moved on, under the request's metageneration preconditions.
+    private func updateBucket(_ exchange: inout Exchange, replacing: Bool) async throws -> Answer {
+        let conditions = try Conditions(exchange.query)
+        let fields = try BucketResource.body(try await body(&exchange, limit: limits.maximumJSONBytes, what: "bucket resource"))
+        let bucket = exchange.bucket
+        if case .string(let named)? = fields.first(where: { $0.0 == "name" })?.1, named != bucket.name {
+            throw HTTPFailure.badRequest("The bucket resource names \(named), not \(bucket.name); a bucket cannot be renamed.")
+        }
+        let clock = bucket.clock
+        let unstored = try bucket.settings()
+        let updated = try await bucket.change(counted: false) { transaction -> BucketSettings in
+            guard let store = transaction.settingsStore else { throw StorageError.internalError("The bucket keeps no settings.") }
+            var settings = try store.storedSettings() ?? unstored
+            try Self.checkBucketConditions(conditions, settings, name: bucket.name)
+            let now = clock.nextChangeTime()
+            try BucketResource.apply(fields, to: &settings, replacing: replacing ? BucketSettings(madeAt: now) : nil, creating: false)
+            settings.metageneration += 1
+            settings.updated = now
+            try store.storeSettings(settings)
+            return settings
+        }
+        return Reply.json(BucketResource.document(updated, name: bucket.name, baseURL: exchange.baseURL))
+    }
+
+    /// `buckets.delete`: an empty bucket that this server made for a client goes, file and all (409 when it holds
+    /// objects, as on the service); the first bucket, and a bucket file someone else made, are never deleted.
+    private func deleteBucket(_ exchange: Exchange) async throws -> Answer {
+        let conditions = try Conditions(exchange.query)
+        let bucket = exchange.bucket
+        guard bucket !== buckets.primary else {
+            throw HTTPFailure(
+                .conflict, reason: "conflict",
+                "gs://\(bucket.name) is the bucket storesh serve was started with (\(bucket.path)); it is not deleted through the API.")
+        }
+        let unstored = try bucket.settings()
+        try await buckets.delete(bucket) { transaction in
+            let settings = try transaction.settingsStore?.storedSettings() ?? unstored
+            try Self.checkBucketConditions(conditions, settings, name: bucket.name)
+            guard settings.madeByServer else {
+                throw HTTPFailure(
+                    .conflict, reason: "conflict",
+                    "gs://\(bucket.name) is the bucket file \(bucket.path), which storesh serve did not make; it is not deleted through the API (remove the file yourself).")
+            }
+            guard try await transaction.scan(prefix: "", after: nil, limit: 1).objects.isEmpty else {
+                throw HTTPFailure(.conflict, reason: "conflict", "The bucket you tried to delete is not empty.")
+            }
+        }
+        return Reply.empty(.noContent)
+    }
+
+    /// The metageneration preconditions of a request on a bucket.
+    static func checkBucketConditions(_ conditions: Conditions, _ settings: BucketSettings, name: String) throws {
+        if let required = conditions.metagenerationMatch, required != settings.metageneration {
+            throw StorageError(.preconditionFailed, "gs://\(name) is at metageneration \(settings.metageneration), not \(required); nothing was changed.")
+        }
+        if let refused = conditions.metagenerationNotMatch, refused == settings.metageneration {
+            throw HTTPFailure(.notModified, reason: "notModified", "")
         }
     }
 

@@ -169,7 +169,11 @@ extension ServedExchange {
         case .download: return "objects.get ?alt=media (Cloud Storage JSON API download)"
         case .copy(_, _, _, _, let rewrite): return rewrite ? "objects.rewrite (Cloud Storage JSON API)" : "objects.copy (Cloud Storage JSON API)"
         case .compose: return "objects.compose (Cloud Storage JSON API)"
-        case .buckets, .bucket: return "buckets (Cloud Storage JSON API)"
+        case .buckets: return method == .post ? "buckets.insert (Cloud Storage JSON API)" : "buckets.list (Cloud Storage JSON API)"
+        case .bucket:
+            let call = method == .patch ? "patch" : method == .put ? "update" : method == .delete ? "delete" : "get"
+            return "buckets.\(call) (Cloud Storage JSON API)"
+        case .storageLayout: return "buckets.getStorageLayout (Cloud Storage JSON API)"
         case .batch: return "batch (Cloud Storage JSON API: several requests in one)"
         case .setRules: return "loading security rules (the emulator's /internal/setRules, as @firebase/rules-unit-testing does)"
         case .reset: return "clearStorage() (the emulator's /internal/reset, as @firebase/rules-unit-testing does)"

@@ -93,6 +93,8 @@ enum Endpoint: Equatable, Sendable {
     /// `GET /storage/v1/b`, `POST /storage/v1/b`.
     case buckets
     case bucket(String)
+    /// `GET /storage/v1/b/BUCKET/storageLayout`.
+    case storageLayout(String)
     case objects(bucket: String)
     case object(bucket: String, name: String)
     /// `POST …/o/SOURCE/copyTo/b/BUCKET/o/DESTINATION` (`rewriteTo` with `rewrite`).
@@ -162,6 +164,7 @@ enum Endpoint: Equatable, Sendable {
         if bucket.isEmpty { return nil }
         var rest = path[bucketEnd...]
         if rest.isEmpty || rest == "/" { return firebase ? .firebaseBucket(bucket) : .bucket(bucket) }
+        if !firebase, rest == "/storageLayout" { return .storageLayout(bucket) }
         guard rest.hasPrefix("/o") else { return nil }
         rest = rest.dropFirst(2)
         if rest.isEmpty || rest == "/" { return firebase ? .firebaseObjects(bucket: bucket) : .objects(bucket: bucket) }
@@ -190,7 +193,7 @@ enum Endpoint: Equatable, Sendable {
     /// The bucket a request is about, when it names one.
     var bucket: String? {
         switch self {
-        case .bucket(let bucket), .objects(let bucket), .object(let bucket, _), .copy(let bucket, _, _, _, _),
+        case .bucket(let bucket), .storageLayout(let bucket), .objects(let bucket), .object(let bucket, _), .copy(let bucket, _, _, _, _),
             .compose(let bucket, _), .upload(let bucket), .download(let bucket, _), .firebaseBucket(let bucket),
             .firebaseObjects(let bucket), .firebaseObject(let bucket, _):
             bucket

@@ -25,6 +25,8 @@ final class ServedBucket: @unchecked Sendable {
     let path: String
     private let options: LocalBucketOptions
     private let readerCount: Int
+    /// The server's clock (`--clock`), for the times of the bucket's settings.
+    var clock: any StorageClock { options.clock }
     /// The bucket's connections to its file, or why it has none now.
     private enum Connections {
         /// No change of it has landed: it has no file.
@@ -59,6 +61,10 @@ final class ServedBucket: @unchecked Sendable {
     private var waiting: [PendingChange] = []
     private var committing = false
     private var closed = false
+    /// A client deleted the bucket: no change lands in it any more, and its file goes (`removeFiles`).
+    private var removed = false
+    /// The settings of a bucket file that has none stored, as first read (so that they do not move between reads).
+    private var unstoredSettings: BucketSettings?
     private var commitCount = 0
     private var committedChangeCount = 0
     /// Commits that carried clients' changes so far, and those changes (concurrent changes share commits).
@@ -167,6 +173,7 @@ final class ServedBucket: @unchecked Sendable {
 
     /// The open connections (`open()`): the files', or the kept writer's, or none while pending.
     private func opened() throws -> (files: Files?, writer: LocalBucket?) {
+        if lock.withLock({ removed }) { throw ServedBuckets.noSuchBucket(name) }
         if let open = openNow() { return open }
         return try openLock.withLock {
             if let open = openNow() { return open }
@@ -248,6 +255,7 @@ final class ServedBucket: @unchecked Sendable {
 
     /// A connection for reads, taken in turn; an empty bucket's while the bucket is pending.
     func reader() throws -> LocalBucket {
+        if lock.withLock({ removed }) { throw ServedBuckets.noSuchBucket(name) }
         guard let files = try opened().files else { return pending!.reader }
         return lock.withLock {
             nextReader = (nextReader + 1) % files.readers.count
@@ -257,6 +265,49 @@ final class ServedBucket: @unchecked Sendable {
 
     /// Changes to the file by anyone, for the live page; nil while the bucket is pending (no page shows it).
     func watch() throws -> BucketWatch? { try opened().files?.watch }
+
+    // MARK: Settings and deletion (rule B4)
+
+    /// The bucket's settings: those stored, or, for a bucket file made before settings were kept, a new bucket's
+    /// as of its first object.
+    func settings() throws -> BucketSettings {
+        let reader = try reader()
+        if let stored = try reader.storedSettings() { return stored }
+        return try lock.withLock {
+            if let unstoredSettings { return unstoredSettings }
+            let made = BucketSettings(madeAt: try reader.earliestChange() ?? options.clock.nextChangeTime())
+            unstoredSettings = made
+            return made
+        }
+    }
+
+    /// Deletes the bucket when `check` (run as a change, after every change queued before it) allows it: no change
+    /// lands in it afterwards, in the same commit or later. The caller then removes its files (`removeFiles`).
+    func markRemoved(_ check: @escaping @Sendable (any BucketTransaction) async throws -> Void) async throws {
+        try await change(counted: false) { transaction in
+            try await check(transaction)
+            self.lock.withLock { self.removed = true }
+        }
+    }
+
+    /// Closes every connection of a deleted bucket and removes its file (and SQLite's log and index beside it):
+    /// closed first, so that no connection of it later removes the log of a new file made at the same path. A
+    /// request still reading it gets an error.
+    func removeFiles() {
+        let (open, kept): (Files?, LocalBucket?) = lock.withLock {
+            defer { connections = .closed }
+            switch connections {
+            case .open(let files): return (files, nil)
+            case .kept(let writer): return (nil, writer)
+            case .pending, .closed: return (nil, nil)
+            }
+        }
+        open?.close()
+        kept?.close()
+        budget?.give(for: self)
+        for suffix in ["-wal", "-shm", ""] { unlink(path + suffix) }
+        BucketFileLog.synchronizeDirectory(of: path)
+    }
 
     // MARK: Rules
 
@@ -308,7 +359,12 @@ final class ServedBucket: @unchecked Sendable {
         counted: Bool = true, _ body: @escaping @Sendable (any BucketTransaction) async throws -> Value
     ) async throws -> Value {
         let result: Result<any Sendable, any Error> = await withCheckedContinuation { continuation in
-            let pending = PendingChange(run: { try await body($0) }, finish: { continuation.resume(returning: $0) }, counted: counted)
+            let pending = PendingChange(
+                run: { transaction in
+                    // A change queued behind the bucket's deletion finds no bucket, in the same commit or after it.
+                    if self.lock.withLock({ self.removed }) { throw ServedBuckets.noSuchBucket(self.name) }
+                    return try await body(transaction)
+                }, finish: { continuation.resume(returning: $0) }, counted: counted)
             let starts = lock.withLock {
                 waiting.append(pending)
                 if committing { return false }
@@ -349,6 +405,8 @@ final class ServedBucket: @unchecked Sendable {
             results.reserveCapacity(group.count)
             do {
                 try await writer.withTransaction(forWriting: true) { transaction in
+                    // A bucket file this server makes is a client's bucket, with a new bucket's settings (rule B4).
+                    if made { try transaction.settingsStore?.storeSettings(BucketSettings(madeAt: self.options.clock.nextChangeTime(), madeByServer: true)) }
                     for change in group {
                         do {
                             results.append(.success(try await transaction.withSavepoint { try await change.run(transaction) }))

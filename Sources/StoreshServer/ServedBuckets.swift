@@ -126,6 +126,17 @@ public final class ServedBuckets: @unchecked Sendable {
 
     static let pendingSweep = 1024
 
+    /// Deletes `bucket` when `check` allows it (a change, after every change queued before it): it is forgotten,
+    /// under the lock that names buckets, before its files go, so that a request naming it afterwards finds none
+    /// (and may make it anew) while no connection of the old file remains.
+    func delete(_ bucket: ServedBucket, check: @escaping @Sendable (any BucketTransaction) async throws -> Void) async throws {
+        try await bucket.markRemoved(check)
+        lock.withLock {
+            if others[bucket.name] === bucket { others[bucket.name] = nil }
+            bucket.removeFiles()
+        }
+    }
+
     static func noSuchBucket(_ name: String) -> HTTPFailure {
         HTTPFailure(.notFound, reason: "notFound", "The specified bucket does not exist: gs://\(name) has no object yet on this server (a write creates it).")
     }

@@ -173,6 +173,7 @@ struct CommandTableTests {
             var transactions: (any TransactionalBucket)? { nil }
             var snapshotStore: (any SnapshotStore)? { nil }
             var rulesStore: (any RulesStore)? { nil }
+            var settingsStore: (any BucketSettingsStore)? { nil }
             var immediateReads: (any ImmediateReads)? { nil }
             var endUserSignIn: (any EndUserSignIn)? { nil }
             var batchedChanges: (any BatchedChanges)? { nil }

@@ -1,0 +1,69 @@
+import Foundation
+
+/// What a bucket is besides its objects and rules: Cloud Storage's bucket resource, as much of it as storesh keeps
+/// (rule B4). Stored with the bucket and answered as it was given; what storesh does with each setting is in the
+/// rule, and a setting it cannot honour (versions, holds, retention, soft delete, a hierarchical namespace) is
+/// refused when given, never kept and ignored.
+public struct BucketSettings: Sendable, Equatable, Codable {
+    /// Counts the changes of the settings, from 1 (preconditions on a bucket name it).
+    public var metageneration: Int64
+    public var timeCreated: Timestamp
+    public var updated: Timestamp
+    /// Where the bucket says it is: answered as given (a bucket file is where it is).
+    public var location: String
+    public var locationType: String
+    /// The default storage class of new objects.
+    public var storageClass: String
+    public var rpo: String
+    public var labels: [String: String]
+    /// Kept as given and answered (`cors`, `lifecycle`, `website`, `logging`, `billing`): storesh serve does not act
+    /// on them (a lifecycle rule deletes nothing; the service applies them within a day, on its own).
+    public var kept: [String: JSONValue]
+    public var uniformBucketLevelAccess: Bool
+    public var publicAccessPrevention: String
+    /// Whether `storesh serve` made the bucket's file for a client: only such a bucket may a client delete (a bucket
+    /// file someone made by hand, or the shell, is theirs).
+    public var madeByServer: Bool
+
+    /// The settings of a bucket made at `time`, as the service gives a new bucket when nothing is asked for.
+    public init(madeAt time: Timestamp, madeByServer: Bool = false) {
+        metageneration = 1
+        timeCreated = time
+        updated = time
+        location = "US-CENTRAL1"
+        locationType = "region"
+        storageClass = "STANDARD"
+        rpo = "DEFAULT"
+        labels = [:]
+        kept = [:]
+        uniformBucketLevelAccess = false
+        publicAccessPrevention = "inherited"
+        self.madeByServer = madeByServer
+    }
+
+    /// The settings kept as given, by the name the JSON API gives them.
+    public static let keptFields = ["cors", "lifecycle", "website", "logging", "billing"]
+
+    /// The storage classes Cloud Storage has.
+    public static let storageClasses: Set<String> = [
+        "STANDARD", "NEARLINE", "COLDLINE", "ARCHIVE", "MULTI_REGIONAL", "REGIONAL", "DURABLE_REDUCED_AVAILABILITY",
+    ]
+}
+
+/// Where a bucket keeps its settings (a bucket file does; a remote bucket's are the service's).
+public protocol BucketSettingsStore: AnyObject {
+    /// The stored settings; nil when none were ever stored (a bucket file made before they were kept).
+    func storedSettings() throws -> BucketSettings?
+    func storeSettings(_ settings: BucketSettings) throws
+}
+
+extension Timestamp: Codable {
+    public init(from decoder: any Decoder) throws {
+        self.init(microseconds: try decoder.singleValueContainer().decode(Int64.self))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(microseconds)
+    }
+}

@@ -1,0 +1,100 @@
+"""Rule B4: a bucket's settings, as Cloud Storage's JSON API has them, through the official Python client: given at
+create, stored with the bucket and answered; patched and updated under metageneration preconditions; a setting
+storesh cannot honour refused with its reason and nothing made; an empty bucket the server made deleted, a bucket
+with objects 409, the first bucket and a bucket file someone else made never deleted (issue 54)."""
+import pytest
+import requests
+from google.api_core import exceptions
+
+import harness
+from serving import BUCKET
+
+
+def test_settings_given_at_create_are_stored_and_answered(server, client):
+    bucket = client.bucket("settings-bucket")
+    bucket.labels = {"env": "test"}
+    bucket.storage_class = "NEARLINE"
+    bucket.add_lifecycle_delete_rule(age=30)
+    bucket.cors = [{"origin": ["*"], "method": ["GET"], "maxAgeSeconds": 60}]
+    created = client.create_bucket(bucket, location="eu")
+    assert (created.location, created.location_type, created.storage_class) == ("EU", "multi-region", "NEARLINE")
+    assert created.metageneration == 1 and created.time_created is not None
+    # Read again from the bucket's file, by another client object: kept, not echoed.
+    again = client.get_bucket("settings-bucket")
+    assert again.labels == {"env": "test"} and again.storage_class == "NEARLINE"
+    assert list(again.lifecycle_rules) == [{"action": {"type": "Delete"}, "condition": {"age": 30}}]
+    assert again.cors == [{"maxAgeSeconds": 60, "method": ["GET"], "origin": ["*"]}]
+    assert again.time_created == created.time_created
+    layout = requests.get(f"{server.url}/storage/v1/b/settings-bucket/storageLayout", timeout=30).json()
+    assert layout["location"] == "EU" and layout["hierarchicalNamespace"] == {"enabled": False}
+    assert [b.name for b in client.list_buckets(prefix="settings-")] == ["settings-bucket"]
+
+
+def test_patch_and_update_move_the_metageneration_under_its_preconditions(server, client):
+    bucket = client.create_bucket("patched-bucket")
+    bucket.labels = {"a": "1", "b": "2"}
+    bucket.patch(if_metageneration_match=1)
+    assert bucket.metageneration == 2 and bucket.labels == {"a": "1", "b": "2"}
+    bucket.labels = {"a": "1"}  # b removed: the client sends it as null
+    bucket.patch()
+    assert client.get_bucket("patched-bucket").labels == {"a": "1"}
+    with pytest.raises(exceptions.PreconditionFailed):
+        bucket.patch(if_metageneration_match=1)
+    bucket.iam_configuration.uniform_bucket_level_access_enabled = True
+    bucket.patch()
+    assert client.get_bucket("patched-bucket").iam_configuration.uniform_bucket_level_access_enabled
+    # An update replaces: what it does not carry goes back to a new bucket's.
+    reloaded = client.get_bucket("patched-bucket")
+    reloaded.storage_class = "COLDLINE"
+    reloaded._properties.pop("labels")
+    reloaded.update()
+    after = client.get_bucket("patched-bucket")
+    assert after.storage_class == "COLDLINE" and after.labels == {} and after.metageneration == 5
+    with pytest.raises(exceptions.BadRequest, match="location cannot be changed"):
+        after._patch_property("location", "ASIA")
+        after.patch()
+
+
+@pytest.mark.parametrize("setting, value", [
+    ("versioning", {"enabled": True}), ("retentionPolicy", {"retentionPeriod": "60"}),
+    ("softDeletePolicy", {"retentionDurationSeconds": "604800"}), ("hierarchicalNamespace", {"enabled": True}),
+    ("defaultEventBasedHold", True), ("storageClass", "EXPENSIVE"), ("noSuchSetting", 1),
+])
+def test_a_setting_storesh_cannot_honour_is_refused_and_nothing_is_made(server, client, setting, value):
+    answer = requests.post(f"{server.url}/storage/v1/b", params={"project": "demo-app"},
+                           json={"name": "refused-bucket", setting: value}, timeout=30)
+    assert answer.status_code == 400, answer.text
+    assert setting in answer.json()["error"]["message"]
+    assert not (server.home / "refused-bucket.bucket").exists()
+    with pytest.raises(exceptions.NotFound):
+        client.get_bucket("refused-bucket")
+    # On an existing bucket, nothing changes either.
+    client.create_bucket("kept-bucket")
+    assert requests.patch(f"{server.url}/storage/v1/b/kept-bucket", json={setting: value}, timeout=30).status_code == 400
+    assert client.get_bucket("kept-bucket").metageneration == 1
+
+
+def test_only_an_empty_bucket_the_server_made_is_deleted(server, client, tmp_path):
+    bucket = client.create_bucket("deleted-bucket")
+    bucket.blob("x.txt").upload_from_string(b"x")
+    with pytest.raises(exceptions.Conflict, match="not empty"):
+        bucket.delete()
+    bucket.delete(force=True)
+    assert not (server.home / "deleted-bucket.bucket").exists()
+    assert not list(server.home.glob("deleted-bucket.bucket*"))
+    with pytest.raises(exceptions.NotFound):
+        client.get_bucket("deleted-bucket")
+    # Made again under the same name: a new, empty bucket.
+    assert list(client.create_bucket("deleted-bucket").list_blobs()) == []
+    # The first bucket, and a bucket file the shell made in the directory, are never deleted.
+    with pytest.raises(exceptions.Conflict, match="started with"):
+        client.bucket(BUCKET).delete()
+    shells = server.home / "shells-bucket.bucket"
+    status, _, err = harness.storesh(tmp_path, "import", "--bucket", str(shells), "-", stdin=b'{"format":"storesh-bucket","version":1,"objects":[]}')
+    assert status == 0, err
+    with pytest.raises(exceptions.Conflict, match="did not make"):
+        client.bucket("shells-bucket").delete()
+    assert shells.exists()
+    for file in server.home.glob("*.bucket"):
+        status, out, err = harness.storesh(tmp_path, "check", "--bucket", str(file))
+        assert status == 0, (file, out, err)
