@@ -38,6 +38,11 @@ extension StorageAPI {
             default:
                 throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.get, .patch, .put, .delete], what: "a bucket")
             }
+        case .managedFolders:
+            guard method == .get else {
+                throw HTTPFailure.badRequest("storesh serve keeps no managed folders: they cannot be made (rule B4).")
+            }
+            return Reply.json(.object([("kind", .string("storage#managedFolders")), ("items", .array([]))]))
         case .storageLayout:
             guard method == .get else { throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.get], what: "a bucket's storage layout") }
             return Reply.json(BucketResource.storageLayout(try exchange.bucket.settings(), name: exchange.bucket.name))

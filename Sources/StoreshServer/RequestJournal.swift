@@ -174,6 +174,7 @@ extension ServedExchange {
             let call = method == .patch ? "patch" : method == .put ? "update" : method == .delete ? "delete" : "get"
             return "buckets.\(call) (Cloud Storage JSON API)"
         case .storageLayout: return "buckets.getStorageLayout (Cloud Storage JSON API)"
+        case .managedFolders: return "managedFolders.list (Cloud Storage JSON API)"
         case .batch: return "batch (Cloud Storage JSON API: several requests in one)"
         case .setRules: return "loading security rules (the emulator's /internal/setRules, as @firebase/rules-unit-testing does)"
         case .reset: return "clearStorage() (the emulator's /internal/reset, as @firebase/rules-unit-testing does)"

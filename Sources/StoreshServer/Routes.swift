@@ -95,6 +95,8 @@ enum Endpoint: Equatable, Sendable {
     case bucket(String)
     /// `GET /storage/v1/b/BUCKET/storageLayout`.
     case storageLayout(String)
+    /// `GET /storage/v1/b/BUCKET/managedFolders`: none (storesh keeps no managed folders; gcloud's `rm -r` asks).
+    case managedFolders(String)
     case objects(bucket: String)
     case object(bucket: String, name: String)
     /// `POST …/o/SOURCE/copyTo/b/BUCKET/o/DESTINATION` (`rewriteTo` with `rewrite`).
@@ -165,6 +167,7 @@ enum Endpoint: Equatable, Sendable {
         var rest = path[bucketEnd...]
         if rest.isEmpty || rest == "/" { return firebase ? .firebaseBucket(bucket) : .bucket(bucket) }
         if !firebase, rest == "/storageLayout" { return .storageLayout(bucket) }
+        if !firebase, rest == "/managedFolders" || rest == "/managedFolders/" { return .managedFolders(bucket) }
         guard rest.hasPrefix("/o") else { return nil }
         rest = rest.dropFirst(2)
         if rest.isEmpty || rest == "/" { return firebase ? .firebaseObjects(bucket: bucket) : .objects(bucket: bucket) }
@@ -193,7 +196,7 @@ enum Endpoint: Equatable, Sendable {
     /// The bucket a request is about, when it names one.
     var bucket: String? {
         switch self {
-        case .bucket(let bucket), .storageLayout(let bucket), .objects(let bucket), .object(let bucket, _), .copy(let bucket, _, _, _, _),
+        case .bucket(let bucket), .storageLayout(let bucket), .managedFolders(let bucket), .objects(let bucket), .object(let bucket, _), .copy(let bucket, _, _, _, _),
             .compose(let bucket, _), .upload(let bucket), .download(let bucket, _), .firebaseBucket(let bucket),
             .firebaseObjects(let bucket), .firebaseObject(let bucket, _):
             bucket

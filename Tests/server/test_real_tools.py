@@ -379,3 +379,51 @@ def test_rclone_cat_whole_and_in_ranges(served, rclone):
     assert rclone("cat", REMOTE + "c/empty")[1] == b""
     # cat of a folder: every file under it, each once (rclone does not promise an order).
     assert rclone("cat", REMOTE + "c")[1] in (data + b"a note", b"a note" + data)
+
+
+GCLOUD = shutil.which("gcloud") or "/usr/bin/gcloud"
+
+
+@pytest.fixture
+def gcloud(served, tmp_path):
+    """Debian's google-cloud-cli pointed at the server, anonymous, with a configuration of the test's own:
+    gcloud(*arguments) -> (status, stdout text, stderr text)."""
+    installed(GCLOUD, "gcloud (google-cloud-cli)")
+    env = dict(os.environ, CLOUDSDK_CONFIG=str(tmp_path / "gcloud-config"), CLOUDSDK_AUTH_DISABLE_CREDENTIALS="True",
+               CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE=served.url + "/storage/v1/", CLOUDSDK_CORE_PROJECT="demo-app",
+               CLOUDSDK_CORE_DISABLE_PROMPTS="1", CLOUDSDK_COMPONENT_MANAGER_DISABLE_UPDATE_CHECK="1")
+
+    def call(*arguments, timeout=300):
+        status, out, err = run([GCLOUD, *arguments], env, str(tmp_path), timeout=timeout)
+        return status, out.decode(errors="replace"), err
+    return call
+
+
+def test_gcloud_storage_makes_fills_moves_empties_and_deletes_a_bucket(served, gcloud, tmp_path):
+    """Issue 54: `gcloud storage` end to end. A 160 MiB file goes up as a parallel composite (components, then a
+    compose whose request carries a stale MD5), comes back whole, is moved, and `rm -r` empties and deletes the
+    bucket (it asks for the storage layout and the managed folders first)."""
+    status, _, err = gcloud("storage", "buckets", "create", "gs://gcloud-bucket", "--location=eu")
+    assert status == 0, err
+    status, out, err = gcloud("storage", "buckets", "update", "gs://gcloud-bucket", "--update-labels=course=storage")
+    assert status == 0, err
+    status, out, err = gcloud("storage", "buckets", "describe", "gs://gcloud-bucket", "--format=json")
+    assert status == 0, err
+    described = json.loads(out)
+    assert described["location"] == "EU" and described["labels"] == {"course": "storage"}, described
+    big = tmp_path / "big.bin"
+    big.write_bytes(os.urandom(160 << 20))
+    status, _, err = gcloud("storage", "cp", str(big), "gs://gcloud-bucket/big.bin")
+    assert status == 0, err
+    status, _, err = gcloud("storage", "cp", "gs://gcloud-bucket/big.bin", str(tmp_path / "back.bin"))
+    assert status == 0, err
+    assert (tmp_path / "back.bin").read_bytes() == big.read_bytes()
+    status, _, err = gcloud("storage", "mv", "gs://gcloud-bucket/big.bin", "gs://gcloud-bucket/moved/big.bin")
+    assert status == 0, err
+    status, out, err = gcloud("storage", "ls", "gs://gcloud-bucket/**")
+    assert status == 0 and out.split() == ["gs://gcloud-bucket/moved/big.bin"], (out, err)
+    status, _, err = gcloud("storage", "rm", "-r", "gs://gcloud-bucket")
+    assert status == 0, err
+    assert not list(served.home.glob("gcloud-bucket.bucket*"))
+    status, out, err = gcloud("storage", "buckets", "list", "--format=value(name)")
+    assert status == 0 and out.split() == [BUCKET], (out, err)
