@@ -67,7 +67,7 @@ extension StorageAPI {
             return try await getObject(exchange, name: try objectName(name), media: true)
         case .copy(_, let source, let destinationBucket, let destination, let rewrite):
             guard method == .post else { throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.post], what: "a copy") }
-            let target = try buckets.bucket(named: destinationBucket, creating: true)
+            let target = try buckets.bucket(named: destinationBucket, creating: createsBucketsOnEveryWrite)
             return try await copyObject(
                 &exchange, from: try objectName(source), to: try objectName(destination), in: target, rewrite: rewrite)
         case .compose(_, let destination):

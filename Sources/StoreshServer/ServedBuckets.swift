@@ -138,7 +138,7 @@ public final class ServedBuckets: @unchecked Sendable {
     }
 
     static func noSuchBucket(_ name: String) -> HTTPFailure {
-        HTTPFailure(.notFound, reason: "notFound", "The specified bucket does not exist: gs://\(name) has no object yet on this server (a write creates it).")
+        HTTPFailure(.notFound, reason: "notFound", "The specified bucket does not exist: gs://\(name) is not on this server (buckets.insert makes it, as does a write on the Firebase API).")
     }
 
     /// Every bucket served: the first, then the others by name — those opened so far and those whose files are in

@@ -187,7 +187,7 @@ extension StorageAPI {
     private func respondSigned(to request: Request, _ signed: SignedURL) async throws -> Answer {
         // A signed URL's reads and writes are requests like any other: the rates count them (rule Q3).
         try rates.admit(request.method, .object(bucket: signed.bucket, name: signed.name))
-        let bucket = try buckets.bucket(named: signed.bucket, creating: request.method == .put)
+        let bucket = try buckets.bucket(named: signed.bucket, creating: request.method == .put && createsBucketsOnEveryWrite)
         let name = try ObjectName(signed.name)
         var exchange = Exchange(
             request: request, endpoint: .object(bucket: signed.bucket, name: signed.name), bucket: bucket,

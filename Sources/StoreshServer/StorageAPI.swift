@@ -62,7 +62,11 @@ final class StorageAPI: Sendable {
     /// The request rates the server plays (rule Q3).
     let rates: ServiceRates
 
-    init(buckets: ServedBuckets, limits: ServeLimits, signingKey: SignedURLKey?) {
+    /// Whether a write on the JSON and XML APIs makes a bucket that does not exist (the v0 API's always do).
+    let createsBucketsOnEveryWrite: Bool
+
+    init(buckets: ServedBuckets, limits: ServeLimits, signingKey: SignedURLKey?, createsBucketsOnEveryWrite: Bool = false) {
+        self.createsBucketsOnEveryWrite = createsBucketsOnEveryWrite
         self.buckets = buckets
         self.signingKey = signingKey
         self.limits = limits
@@ -92,7 +96,9 @@ final class StorageAPI: Sendable {
             let served: ServedBucket
             do {
                 served = try found.bucket.map { name in
-                    try buckets.bucket(named: name, creating: found.writes(request.method))
+                    // Rule V6: a write makes its bucket on the Firebase v0 API, as the emulator; on the JSON API, as
+                    // on Cloud Storage, a bucket that does not exist is a 404 (unless --create-buckets-on-write).
+                    try buckets.bucket(named: name, creating: found.writes(request.method) && (found.isFirebase || createsBucketsOnEveryWrite))
                 } ?? buckets.primary
             } catch let failure as HTTPFailure where failure.status == .notFound && found.isFirebase && request.method == .get {
                 // The Firebase emulator lists a bucket no one has written to yet as empty, as an app's second

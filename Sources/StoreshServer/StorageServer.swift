@@ -31,6 +31,10 @@ public struct ServeConfiguration: Sendable {
     /// The service account key V4 signed URLs are checked against (`--signing-key`); without one, their form and
     /// time are checked but not their signature.
     public var signingKey: SignedURLKey?
+    /// Whether a write to a bucket that does not exist makes it on every API (`--create-buckets-on-write`, as the
+    /// Firebase emulator does), not only on the Firebase v0 API: on the JSON and XML APIs it is otherwise a 404, as on
+    /// Cloud Storage (rule V6).
+    public var createsBucketsOnEveryWrite = false
 
     public init(
         host: String = "127.0.0.1", port: Int = 9199, limits: ServeLimits = ServeLimits(), readerCount: Int = 4,
@@ -80,7 +84,8 @@ public final class StorageServer: Sendable {
         api = StorageAPI(
             buckets: ServedBuckets(
                 primary: primary, directory: otherBuckets, options: options, readerCount: configuration.readerCount, onCreate: onCreate),
-            limits: configuration.limits, signingKey: configuration.signingKey)
+            limits: configuration.limits, signingKey: configuration.signingKey,
+            createsBucketsOnEveryWrite: configuration.createsBucketsOnEveryWrite)
     }
 
     /// Why the first bucket's stored security rules cannot be used, when they cannot (every v0 request they would

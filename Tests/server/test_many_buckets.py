@@ -19,6 +19,41 @@ OPEN = "rules_version = '2';\nservice firebase.storage {\n  match /b/{bucket}/o 
 CLOSED = OPEN.replace("if true", "if false")
 
 
+@pytest.fixture
+def server(tmp_path):
+    """A server that makes a bucket on any write to it, as the Firebase emulator does (--create-buckets-on-write):
+    these tests are of the buckets a write makes. Without the flag, the JSON API answers such a write 404, as Cloud
+    Storage does (test_without_the_flag_…)."""
+    running = Server(tmp_path, tmp_path / "served.bucket", extra=("--create-buckets-on-write",))
+    yield running
+    status, err = running.stop()
+    assert status == 0, err
+
+
+def test_without_the_flag_a_json_api_write_to_no_bucket_is_404_and_the_firebase_api_makes_it(tmp_path):
+    """Rule V6, issue 54: as on Cloud Storage, the JSON API does not make a bucket by writing to it (suites written
+    for the service expect 404); the Firebase API does, as the emulator; buckets.insert makes one."""
+    server = Server(tmp_path, tmp_path / "served.bucket")
+    try:
+        answer = server.request("POST", "/upload/storage/v1/b/never-written/o", params={"uploadType": "media", "name": "a"},
+                                data=b"a")
+        assert answer.status_code == 404 and "does not exist" in answer.json()["error"]["message"], answer.text
+        copied = server.request("POST", f"/storage/v1/b/{BUCKET}/o/x/copyTo/b/never-written/o/y", json={})
+        assert copied.status_code == 404, copied.text
+        assert not (tmp_path / "never-written.bucket").exists()
+        made = server.request("POST", "/v0/b/firebase-made/o", params={"name": "a.txt"}, data=b"a",
+                              headers={"Authorization": "Bearer owner"})
+        assert made.status_code == 200, made.text
+        assert (tmp_path / "firebase-made.bucket").exists()
+        assert server.request("POST", "/storage/v1/b", json={"name": "inserted-bucket"}).status_code == 200
+        stored = server.request("POST", "/upload/storage/v1/b/inserted-bucket/o", params={"uploadType": "media", "name": "a"},
+                                data=b"a")
+        assert stored.status_code == 200, stored.text
+    finally:
+        status, err = server.stop()
+    assert status == 0, err
+
+
 def checked(home, *files):
     """`storesh check` says each bucket file is sound."""
     for file in files:
@@ -167,7 +202,7 @@ def test_the_page_lists_the_buckets_and_shows_one_at_a_time(server, client):
 
 def test_export_and_import_carry_every_bucket(tmp_path, monkeypatch):
     export = tmp_path / "emulator-data"
-    server = Server(tmp_path, tmp_path / "served.bucket", extra=("--export-on-exit", str(export)))
+    server = Server(tmp_path, tmp_path / "served.bucket", extra=("--export-on-exit", str(export), "--create-buckets-on-write"))
     try:
         client = client_for(server, monkeypatch)
         client.bucket(BUCKET).blob("one.txt").upload_from_string(b"one")
@@ -277,7 +312,7 @@ def test_an_export_on_exit_leaves_out_files_it_cannot_trust_and_exports_the_rest
     outside.mkdir()
     secret = outside / "secret.bucket"
     secret.write_bytes(b"not yours")
-    server = Server(tmp_path, tmp_path / "served.bucket", extra=("--export-on-exit", str(export)))
+    server = Server(tmp_path, tmp_path / "served.bucket", extra=("--export-on-exit", str(export), "--create-buckets-on-write"))
     try:
         client = client_for(server, monkeypatch)
         client.bucket(BUCKET).blob("one.txt").upload_from_string(b"one")
@@ -364,8 +399,8 @@ def test_buckets_past_the_descriptor_bound_close_while_idle_and_503_only_when_al
     import subprocess
     limit = lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
     process = subprocess.Popen([harness.BINARY, "serve", "--bucket", str(tmp_path / "served.bucket"), "--name", BUCKET,
-                                "--port", "0", "--no-log", "--no-config"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               env=harness.environment(tmp_path), preexec_fn=limit)
+                                "--port", "0", "--no-log", "--no-config", "--create-buckets-on-write"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, env=harness.environment(tmp_path), preexec_fn=limit)
     pages = []
     try:
         url = re.search(r"at (http://127\.0\.0\.1:\d+)", process.stdout.readline().decode()).group(1)

@@ -103,6 +103,9 @@ struct Serve: StoreshCommand {
             valueName: "file"))
     var signingKey: String?
 
+    @Flag(help: "Make a bucket that does not exist when a write to it comes on any API, as the Firebase emulator does (by default only on the Firebase API; on the JSON and XML APIs it is a 404, as on Cloud Storage).")
+    var createBucketsOnWrite = false
+
     @Flag(inversion: .prefixedNo, help: "Log one line per request on standard error (default: when it is a terminal, unless --quiet).")
     var log: Bool?
 
@@ -201,6 +204,7 @@ struct Serve: StoreshCommand {
             host: host, port: port ?? project?.port ?? 9199, limits: limits,
             latency: .milliseconds(latency), originPolicy: OriginPolicy(origins: corsOrigins, hosts: allowedHosts))
         configuration.idleTimeout = .seconds(idleTimeout)
+        configuration.createsBucketsOnEveryWrite = createBucketsOnWrite
         if let signingKey {
             do {
                 configuration.signingKey = try SignedURLKey(
@@ -241,7 +245,8 @@ struct Serve: StoreshCommand {
         defer { for watch in watches { watch.cancel() } }
         let logs = log ?? (!context.quiet && isatty(STDERR_FILENO) != 0)
         let loopback = host == "localhost" || host == "::1" || host.hasPrefix("127.")
-        let greeting = Self.greeting(bucket: bucket.name, path: bucket.path, others: otherBucketsDirectory, warnOfAddress: !loopback)
+        let greeting = Self.greeting(
+            bucket: bucket.name, path: bucket.path, others: otherBucketsDirectory, warnOfAddress: !loopback, everyWriteCreates: createBucketsOnWrite)
         let logLine: @Sendable (ServedRequest) -> Void = { request in
             let milliseconds = (request.seconds * 1000).formatted(.number.precision(.fractionLength(1)))
             Diagnostics.line("\(request.method) \(request.path) \(request.status) \(milliseconds) ms")
@@ -362,7 +367,9 @@ struct Serve: StoreshCommand {
     }
 
     /// What a client needs, once the server listens: where, and the lines that point the clients at it.
-    static func greeting(bucket: String, path: String, others: String, warnOfAddress: Bool) -> @Sendable (String, Int) -> Void {
+    static func greeting(
+        bucket: String, path: String, others: String, warnOfAddress: Bool, everyWriteCreates: Bool
+    ) -> @Sendable (String, Int) -> Void {
         { host, port in
             // Clients reach a server that listens on every interface at loopback too.
             let reachable = host == "0.0.0.0" ? "127.0.0.1" : host == "::" ? "::1" : host
@@ -375,7 +382,9 @@ struct Serve: StoreshCommand {
                 return columns > 0 && TerminalCells.width(of: line) > columns ? "  \(comment)\n  \(code)\n" : line + "\n"
             }
             var text = "storesh serve: gs://\(bucket) (\(path)) at http://\(address)\n"
-            text += "  and any other bucket a client names, from NAME.bucket in \(others) (made when a write to it lands)\n"
+            text += everyWriteCreates
+                ? "  and any other bucket a client names, from NAME.bucket in \(others) (made when a write to it lands)\n"
+                : "  and any other bucket, from NAME.bucket in \(others): made by buckets.insert, or when a write to it lands on the Firebase API (on the JSON and XML APIs a bucket that does not exist is a 404, as on Cloud Storage; --create-buckets-on-write makes it)\n"
             text += code("export STORAGE_EMULATOR_HOST=http://\(address)", "# the Python, Go and Java clients")
             // The Node Admin SDK (firebase-admin) reads this one, host and port without a scheme.
             text += code("export FIREBASE_STORAGE_EMULATOR_HOST=\(address)", "# firebase-admin (Node)")
