@@ -46,6 +46,12 @@ final class ConsoleOutput: SessionOutput {
         flush()  // results so far come before the error on a terminal
         let file = ["-c", "-"].contains(source.name) ? nil : source.name
         var text = json ? diagnostic.jsonDocument(file: file).serialized : diagnostic.rendered(in: source)
+        if !json, promptWidth == nil {
+            // `FILE:LINE:COLUMN: error: …` wrapped between words to the terminal; the script's line and the caret
+            // under it stay as they are (a caret must stand under its column).
+            let lines = text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false)
+            text = Diagnostics.wrapped(String(lines[0])) + (lines.count > 1 ? "\n" + lines[1] : "")
+        }
         if !json, let promptWidth {
             // At the prompt the line is on the screen already: a caret under it, then the message. An
             // interruption gets a line of its own instead (the terminal has just echoed ^C).

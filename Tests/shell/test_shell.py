@@ -510,6 +510,23 @@ def test_what_people_read_wraps_between_words_to_the_terminal(tmp_path, columns,
 
 
 @pytest.mark.parametrize("columns", [40, 80])
+def test_a_scripts_error_wraps_between_words_and_its_caret_stays_under_its_column(tmp_path, columns):
+    def shown(script):
+        child = pexpect.spawn(BINARY, ["--quiet", "-c", script], env=environment(tmp_path), encoding="utf-8", timeout=60,
+                              dimensions=(24, columns))
+        child.expect(pexpect.EOF)
+        child.close()
+        rows = child.before.replace("\r\n", "\n").splitlines()
+        assert all(cells(row) <= columns for row in rows), rows
+        return rows
+    rows = shown("page token")
+    assert " ".join(" ".join(rows).split()).startswith("-c:1:1: error: There is no page token to show: no listing yet.")
+    rows = shown("ls; tokens")
+    assert rows[-2:] == ["    ls; tokens", "        ^"], rows
+    assert " ".join(" ".join(rows[:-2]).split()).startswith("-c:1:5: error: unknown command 'tokens'")
+
+
+@pytest.mark.parametrize("columns", [40, 80])
 def test_reset_asks_its_question_wrapped_between_words(tmp_path, columns):
     bucket = make_bucket(tmp_path, "a-rather-long-bucket-name-for-the-projector", ["x.txt"])
     child = pexpect.spawn(BINARY, ["reset", "--bucket", bucket], env=environment(tmp_path), encoding="utf-8", timeout=60,
