@@ -115,35 +115,35 @@ final class ServedBucket: @unchecked Sendable {
     }
 
     /// A bucket that has no file yet, to be made at `path` when its first change lands.
-    init(
+    convenience init(
         pendingAt path: String, name: String, reads: PendingReads, options: LocalBucketOptions, readerCount: Int,
         budget: OpenBucketBudget, onCreate: @escaping @Sendable (String, String) -> Void
     ) throws {
-        self.budget = budget
-        self.name = name
-        self.path = path
-        self.options = options
-        self.readerCount = readerCount
-        pending = reads
-        connections = .pending
-        self.onCreate = onCreate
-        rules = try RulesSession(store: nil, clock: options.clock)
+        try self.init(name: name, path: path, options: options, readerCount: readerCount, budget: budget, pending: reads, onCreate: onCreate)
     }
 
     /// A bucket whose file is at `path`, not open yet: `open()` opens it, and says what the file is when it is not
     /// that bucket's.
-    init(
+    convenience init(
         closedAt path: String, name: String, options: LocalBucketOptions, readerCount: Int, budget: OpenBucketBudget
+    ) throws {
+        try self.init(name: name, path: path, options: options, readerCount: readerCount, budget: budget, pending: nil, onCreate: { _, _ in })
+    }
+
+    /// A bucket with no connection yet: pending (`pending`: the reads of a bucket with no file) or closed. Its rules
+    /// are read from its file when it opens (`rulesReadAt` is nil), or are the project's until its file is made.
+    private init(
+        name: String, path: String, options: LocalBucketOptions, readerCount: Int, budget: OpenBucketBudget, pending: PendingReads?,
+        onCreate: @escaping @Sendable (String, String) -> Void
     ) throws {
         self.budget = budget
         self.name = name
         self.path = path
         self.options = options
         self.readerCount = readerCount
-        pending = nil
-        connections = .closed
-        onCreate = { _, _ in }
-        // Read from the file when it opens (`rulesReadAt` is nil).
+        self.pending = pending
+        connections = pending == nil ? .closed : .pending
+        self.onCreate = onCreate
         rules = try RulesSession(store: nil, clock: options.clock)
     }
 
