@@ -172,7 +172,9 @@ public struct HumanRenderer: ResultRenderer {
             if screenfulPages {
                 // At the prompt `page next` is what to type; the token is there for a class to look at
                 // (`page token` decodes it), dimmed on a terminal.
-                lines.append("… more: page next   " + (color ? "\u{1B}[2mtoken \(token)\u{1B}[0m" : "token \(token)"))
+                // "token" and the token are joined by a no-break space: wrapped, they go to the next line together,
+                // never leaving "page next token" to be read as one command.
+                lines.append("… more: page next   " + (color ? "\u{1B}[2mtoken\u{A0}\(token)\u{1B}[0m" : "token\u{A0}\(token)"))
             } else {
                 lines.append("… more entries: `page next` shows them (token \(token))")
             }

@@ -114,7 +114,9 @@ public final class StorageServer: Sendable {
         var logger = Logger(label: "storesh-serve")
         logger.logLevel = .error
         let host = configuration.host
-        Self.raiseDescriptorLimit(toAtLeast: configuration.maximumConnections + 256)
+        // Half of the descriptors are kept for the buckets (`OpenBucketBudget`): twice the connections, and some.
+        Self.raiseDescriptorLimit(toAtLeast: 2 * configuration.maximumConnections + 256)
+        let connections = Self.connectionBound(configuration.maximumConnections)
         let app = Application(
             router: router,
             server: .http1(
@@ -122,7 +124,7 @@ public final class StorageServer: Sendable {
                     additionalChannelHandlers: [ParseErrorAnswer(), ClosingAnswer()], idleTimeout: TimeAmount(configuration.idleTimeout))),
             configuration: ApplicationConfiguration(
                 address: .hostname(host, port: configuration.port), serverName: "storesh",
-                availableConnectionsDelegate: MaximumAvailableConnections(configuration.maximumConnections)),
+                availableConnectionsDelegate: MaximumAvailableConnections(connections)),
             onServerRunning: { channel in onListening(host, channel.localAddress?.port ?? 0) },
             logger: logger)
         defer {
@@ -164,6 +166,17 @@ extension StorageServer {
 
     /// Each connection, each spool file and the bucket's connections take a descriptor: the soft limit (often
     /// 1,024) is raised toward the hard one so that the connection bound, not the descriptor limit, is met first.
+    /// The connections served at once: as many as asked, within the descriptors kept for them
+    /// (`OpenBucketBudget.keptForConnections`, less some for the spools and logs of their requests), so that
+    /// connections never take the descriptors the buckets need (300 idle connections at `ulimit -n 256` once took
+    /// every one). More wait to be accepted until one closes.
+    static func connectionBound(_ asked: Int) -> Int {
+        var limit = rlimit()
+        guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return asked }
+        let soft = Int(min(limit.rlim_cur, 1 << 20))
+        return max(16, min(asked, OpenBucketBudget.keptForConnections(soft) - 32))
+    }
+
     static func raiseDescriptorLimit(toAtLeast wanted: Int) {
         var limit = rlimit()
         guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < rlim_t(wanted) else { return }

@@ -475,3 +475,35 @@ def test_refused_writes_naming_new_buckets_do_not_grow_the_server(server):
     grown = resident() - before
     assert grown < 5 * 1024, f"{grown} KiB for 8,000 refused names"
     assert not list(server.home.glob("refused-*.bucket"))
+
+
+def test_idle_connections_never_take_the_descriptors_the_buckets_need(tmp_path):
+    """At `ulimit -n 256`, 300 idle connections once took every descriptor (256 open). Connections are bounded by
+    the descriptors kept for them; the others wait to be accepted, and the buckets keep theirs."""
+    import resource
+    import socket
+    import subprocess
+    limit = lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
+    process = subprocess.Popen([harness.BINARY, "serve", "--bucket", str(tmp_path / "served.bucket"), "--name", BUCKET,
+                                "--port", "0", "--no-log", "--no-config", "--create-buckets-on-write"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, env=harness.environment(tmp_path), preexec_fn=limit)
+    idle = []
+    try:
+        url = re.search(r"at (http://127\.0\.0\.1:(\d+))", process.stdout.readline().decode())
+        for _ in range(300):
+            idle.append(socket.create_connection(("127.0.0.1", int(url.group(2))), timeout=30))
+        # The server accepts what it can serve: its descriptors stay below the limit.
+        until(lambda: len(os.listdir(f"/proc/{process.pid}/fd")) >= 100, "the idle connections were never accepted")
+        assert len(os.listdir(f"/proc/{process.pid}/fd")) < 200
+        for connection in idle:
+            connection.close()
+        idle = []
+        stored = requests.post(f"{url.group(1)}/upload/storage/v1/b/after-idle/o", params={"uploadType": "media", "name": "x"},
+                               data=b"x", timeout=60)
+        assert stored.status_code == 200, stored.text
+    finally:
+        for connection in idle:
+            connection.close()
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err.decode()

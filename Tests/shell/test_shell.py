@@ -196,7 +196,7 @@ def test_long_listings_stop_at_a_screenful_and_say_how_to_go_on(tmp_path):
     prompt(shell)
     output = run(shell, "ls files/uid")
     assert output.count("file-") == 17
-    assert "… more: page next   token " in output
+    assert "… more: page next   token\u00a0" in output
     # The footer's token is there for a class to look at: `page token` says what it holds.
     output = run(shell, "page token")
     assert "listing     gs://teaching/files/uid" in output and "last entry  files/uid/file-017" in output
@@ -206,7 +206,7 @@ def test_long_listings_stop_at_a_screenful_and_say_how_to_go_on(tmp_path):
     coloured = start(tmp_path, rows=20, NO_COLOR=None)
     coloured.expect_exact("\x1b[1;36mgs://teaching/\x1b[0m> ")
     coloured.send("ls files/uid\r")
-    coloured.expect_exact("… more: page next   \x1b[2mtoken ")  # dimmed on a terminal
+    coloured.expect_exact("… more: page next   \x1b[2mtoken\u00a0")  # dimmed on a terminal
     coloured.expect_exact("\x1b[0m> ")
     leave(coloured)
 
