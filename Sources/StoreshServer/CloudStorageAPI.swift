@@ -85,6 +85,9 @@ extension StorageAPI {
     /// `buckets.insert`: a bucket file of its own, with the settings asked for, made now as the service makes it;
     /// a setting storesh cannot honour makes no bucket.
     private func createBucket(_ exchange: inout Exchange) async throws -> Answer {
+        if try exchange.query.flag("enableObjectRetention") {
+            throw HTTPFailure.badRequest("The bucket setting enableObjectRetention is not supported: storesh serve keeps no retention periods. Nothing was made.")
+        }
         let fields = try BucketResource.body(try await body(&exchange, limit: limits.maximumJSONBytes, what: "bucket resource"))
         guard case .string(let name)? = fields.first(where: { $0.0 == "name" })?.1 else {
             throw HTTPFailure.required("Required: the bucket resource's name ({\"name\": \"BUCKET\"}).")

@@ -148,8 +148,9 @@ public enum BucketResource {
             case "defaultEventBasedHold":
                 if value == .bool(true) { throw unsupported(field, "storesh serve keeps no holds") }
             case "encryption":
-                if case .object(let encryption) = value, encryption.contains(where: { $0.0 == "defaultKmsKeyName" && $0.1 != .null }) {
-                    throw unsupported("encryption.defaultKmsKeyName", "storesh serve has no key management service")
+                // A KMS key, or an enforcement of how objects are encrypted: none can be honoured here.
+                if case .object(let encryption) = value, let (key, _) = encryption.first(where: { $0.1 != .null }) {
+                    throw unsupported("encryption.\(key)", "storesh serve has no key management service and encrypts nothing")
                 }
             case "acl", "defaultObjectAcl":
                 if case .array(let entries) = value, !entries.isEmpty { throw unsupported(field, "storesh serve keeps no access control lists") }

@@ -59,6 +59,7 @@ def test_patch_and_update_move_the_metageneration_under_its_preconditions(server
     ("versioning", {"enabled": True}), ("retentionPolicy", {"retentionPeriod": "60"}),
     ("softDeletePolicy", {"retentionDurationSeconds": "604800"}), ("hierarchicalNamespace", {"enabled": True}),
     ("defaultEventBasedHold", True), ("storageClass", "EXPENSIVE"), ("noSuchSetting", 1),
+    ("encryption", {"googleManagedEncryptionEnforcementConfig": {"restrictionMode": "FullyRestricted"}}),
 ])
 def test_a_setting_storesh_cannot_honour_is_refused_and_nothing_is_made(server, client, setting, value):
     answer = requests.post(f"{server.url}/storage/v1/b", params={"project": "demo-app"},
@@ -72,6 +73,13 @@ def test_a_setting_storesh_cannot_honour_is_refused_and_nothing_is_made(server, 
     client.create_bucket("kept-bucket")
     assert requests.patch(f"{server.url}/storage/v1/b/kept-bucket", json={setting: value}, timeout=30).status_code == 400
     assert client.get_bucket("kept-bucket").metageneration == 1
+
+
+def test_object_retention_asked_at_create_is_refused_and_nothing_is_made(server):
+    answer = requests.post(f"{server.url}/storage/v1/b", params={"project": "demo-app", "enableObjectRetention": "true"},
+                           json={"name": "retained-bucket"}, timeout=30)
+    assert answer.status_code == 400 and "enableObjectRetention" in answer.json()["error"]["message"], answer.text
+    assert not (server.home / "retained-bucket.bucket").exists()
 
 
 def test_only_an_empty_bucket_the_server_made_is_deleted(server, client, tmp_path):
