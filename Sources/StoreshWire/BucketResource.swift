@@ -37,7 +37,9 @@ public enum BucketResource {
             let sorted = settings.labels.sorted { Array($0.key.utf8).lexicographicallyPrecedes(Array($1.key.utf8)) }
             members.append(("labels", .object(sorted.map { ($0.key, .string($0.value)) })))
         }
-        for field in BucketSettings.keptFields { if let value = settings.kept[field] { members.append((field, value)) } }
+        for field in BucketSettings.keptFields + ["hierarchicalNamespace"] {
+            if let value = settings.kept[field] { members.append((field, value)) }
+        }
         return .object(members)
     }
 
@@ -143,6 +145,8 @@ public enum BucketResource {
                 }
             case "hierarchicalNamespace":
                 if enabled(value) { throw unsupported("hierarchicalNamespace.enabled", "storesh serve's buckets have no hierarchical namespace") }
+                // Asked to be off: said so when read back, as the service says it.
+                settings.kept[field] = value == .null ? nil : .object([("enabled", .bool(false))])
             case "autoclass":
                 if enabled(value) { throw unsupported("autoclass.enabled", "storesh serve moves no object between storage classes by itself") }
             case "defaultEventBasedHold":

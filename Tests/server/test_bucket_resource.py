@@ -75,6 +75,14 @@ def test_a_setting_storesh_cannot_honour_is_refused_and_nothing_is_made(server, 
     assert client.get_bucket("kept-bucket").metageneration == 1
 
 
+def test_a_namespace_asked_to_be_flat_is_said_to_be(server, client):
+    bucket = client.bucket("flat-bucket")
+    bucket.hierarchical_namespace_enabled = False
+    client.create_bucket(bucket)
+    assert client.get_bucket("flat-bucket").hierarchical_namespace_enabled is False
+    assert client.create_bucket("plain-bucket").hierarchical_namespace_enabled is None
+
+
 def test_object_retention_asked_at_create_is_refused_and_nothing_is_made(server):
     answer = requests.post(f"{server.url}/storage/v1/b", params={"project": "demo-app", "enableObjectRetention": "true"},
                            json={"name": "retained-bucket"}, timeout=30)
