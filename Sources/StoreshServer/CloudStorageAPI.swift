@@ -560,7 +560,7 @@ extension StorageAPI {
             }
             if let total = session.declaredSize, session.received == total {
                 var upload = session.request
-                if let hashHeader, let crc = Self.hash("crc32c", in: hashHeader) { upload.expectedCRC32C = crc }
+                if let hashHeader, let crc = Self.hash("crc32c", in: hashHeader) { upload.lastRequestCRC32C = crc }
                 session.state = .finishing
                 return .finish(upload, spool)
             }

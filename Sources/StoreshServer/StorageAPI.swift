@@ -288,7 +288,7 @@ final class StorageAPI: Sendable {
     /// Writes an upload's content as its object, in one change: checksums are checked first, then the request's
     /// conditions and (on the v0 API) the rules, on the object as it is when the change runs.
     func finishUpload(_ upload: UploadRequest, content: SpooledContent) async throws -> ObjectMetadata {
-        if let expected = upload.expectedCRC32C, expected != content.crc32cBase64 {
+        for expected in [upload.expectedCRC32C, upload.lastRequestCRC32C].compactMap({ $0 }) where expected != content.crc32cBase64 {
             throw StorageError(
                 .nonMatchingChecksum,
                 "Provided CRC32C \"\(expected)\" doesn't match calculated CRC32C \"\(content.crc32cBase64)\"; nothing was written.")

@@ -94,6 +94,9 @@ struct UploadRequest: Sendable {
     var options: WriteOptions
     /// A CRC32C the content must have (base64), checked before anything is written.
     var expectedCRC32C: String?
+    /// The CRC32C a resumable upload's last request gives (`X-Goog-Hash`): checked too, never in place of the one
+    /// given when the upload started (a wrong declared CRC32C was once overridden by the client's correct one).
+    var lastRequestCRC32C: String?
     var conditions: Conditions
     /// The Firebase v0 API: the object gets a download token.
     var firebase: Bool

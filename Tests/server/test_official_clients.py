@@ -5,6 +5,8 @@ import hashlib
 import io
 import os
 
+import requests
+
 import google_crc32c
 import pytest
 from google.api_core import exceptions
@@ -39,6 +41,20 @@ def test_v1_resumable_upload_in_several_chunks_checks_crc32c(server, client):
     assert blob.size == len(content)
     assert blob.crc32c == crc32c_b64(content)
     assert client.bucket(server.name).blob("big/random.bin").download_as_bytes() == content
+
+
+def test_a_wrong_crc32c_given_at_a_resumable_start_is_refused_whatever_the_last_request_says(server, client):
+    """Issue 54 (Google's system tests): the client sends the correct `X-Goog-Hash` with its last chunk; it once
+    took the place of the wrong CRC32C declared at the start, and the object was stored."""
+    content = os.urandom(1000)
+    start = server.request("POST", f"/upload/storage/v1/b/{server.name}/o", params={"uploadType": "resumable"},
+                           json={"name": "declared.bin", "crc32c": "AAAAAA=="})
+    assert start.status_code == 200, start.text
+    answer = requests.put(start.headers["Location"], data=content, timeout=30,
+                          headers={"Content-Range": f"bytes 0-{len(content) - 1}/{len(content)}",
+                                   "X-Goog-Hash": "crc32c=" + crc32c_b64(content)})
+    assert answer.status_code == 400 and "AAAAAA==" in answer.text, answer.text
+    assert client.bucket(server.name).get_blob("declared.bin") is None
 
 
 def test_v1_resumable_upload_of_a_stream_of_unknown_size(server, client):
