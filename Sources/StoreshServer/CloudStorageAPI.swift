@@ -205,25 +205,44 @@ extension StorageAPI {
         let generation = try exchange.query.integer("generation")
         if !media {
             let object = try currentObject(name, generation: generation, in: exchange.bucket)
-            try checkForRead(conditions, object)
+            try checkForRead(conditions, object, headers: exchange.request.headers)
             return Reply.json(ObjectResource.cloudStorage(object, baseURL: exchange.baseURL))
         }
         // Conditions first, on the metadata: a refused read reads no content.
         let current = try currentObject(name, generation: generation, in: exchange.bucket)
-        try checkForRead(conditions, current)
+        try checkForRead(conditions, current, headers: exchange.request.headers)
         let (object, content) = try download(name, in: exchange.bucket)
         if let generation, generation != object.generation { throw StorageError.objectNotFound(name.rawValue) }
-        try checkForRead(conditions, object)
+        try checkForRead(conditions, object, headers: exchange.request.headers)
         return try Reply.media(object, content: content, request: exchange.request.headers)
     }
 
     /// A read's conditions: a failed `…Match` is 412; a failed `…NotMatch` is 304, as the service answers.
-    private func checkForRead(_ conditions: Conditions, _ object: ObjectMetadata) throws {
+    /// `If-Match` and `If-None-Match` (RFC 9110) name the resource's etag (`ObjectResource.etag`), as on the service:
+    /// a failed `If-Match` is 412, a matched `If-None-Match` 304.
+    private func checkForRead(_ conditions: Conditions, _ object: ObjectMetadata, headers: HTTPFields) throws {
         guard conditions.precondition.isSatisfied(by: object) else {
             throw StorageError.preconditionFailed(object.fullPath, conditions.precondition, actual: object)
         }
-        if conditions.generationNotMatch == object.generation || conditions.metagenerationNotMatch == object.metageneration {
+        let tag = ObjectResource.etag(object)
+        if let required = headers[.ifMatch], !Self.entityTags(required, include: tag) {
+            throw StorageError(.preconditionFailed, "The object's etag is \(tag), not one that If-Match names (\(required)); nothing was read.")
+        }
+        if conditions.generationNotMatch == object.generation || conditions.metagenerationNotMatch == object.metageneration
+            || headers[.ifNoneMatch].map({ Self.entityTags($0, include: tag) }) == true
+        {
             throw HTTPFailure(.notModified, reason: "notModified", "Not Modified")
+        }
+    }
+
+    /// Whether a list of entity tags (`"a", W/"b"`, or `*`) names `tag`.
+    static func entityTags(_ list: String, include tag: String) -> Bool {
+        list.split(separator: ",").contains { item in
+            var value = item.trimmingCharacters(in: .whitespaces)
+            if value == "*" { return true }
+            if value.hasPrefix("W/") { value.removeFirst(2) }
+            if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") { value = String(value.dropFirst().dropLast()) }
+            return value == tag
         }
     }
 

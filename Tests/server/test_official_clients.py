@@ -57,6 +57,19 @@ def test_a_wrong_crc32c_given_at_a_resumable_start_is_refused_whatever_the_last_
     assert client.bucket(server.name).get_blob("declared.bin") is None
 
 
+def test_if_match_and_if_none_match_name_the_objects_etag(server, client):
+    """Issue 54 (Google's system tests): the headers were ignored."""
+    blob = client.bucket(server.name).blob("tagged.txt")
+    blob.upload_from_string(b"tagged")
+    path = f"/storage/v1/b/{server.name}/o/tagged.txt"
+    assert server.request("GET", path, headers={"If-Match": "kittens"}).status_code == 412
+    assert server.request("GET", path, headers={"If-Match": f'"{blob.etag}"'}).status_code == 200
+    assert server.request("GET", path, params={"alt": "media"}, headers={"If-None-Match": blob.etag}).status_code == 304
+    assert server.request("GET", path, params={"alt": "media"}, headers={"If-None-Match": '"other", *'}).status_code == 304
+    answer = server.request("GET", path, params={"alt": "media"}, headers={"If-None-Match": "other"})
+    assert answer.status_code == 200 and answer.content == b"tagged"
+
+
 def test_v1_resumable_upload_of_a_stream_of_unknown_size(server, client):
     content = b"line of a log\n" * 40000  # 560,000 bytes: three chunks, the size told only at the end
     blob = client.bucket(server.name).blob("logs/stream.txt", chunk_size=262144)
