@@ -155,8 +155,14 @@ final class ServedBucket: @unchecked Sendable {
     }
 
     func close() {
+        lock.withLock { closed = true }
+        closeConnections()
+    }
+
+    /// Closes the bucket's connections now, whoever holds them, and leaves it closed.
+    private func closeConnections() {
         let (open, kept): (Files?, LocalBucket?) = lock.withLock {
-            closed = true
+            defer { if case .pending = connections {} else { connections = .closed } }
             switch connections {
             case .open(let files): return (files, nil)
             case .kept(let writer): return (nil, writer)
@@ -294,16 +300,7 @@ final class ServedBucket: @unchecked Sendable {
     /// closed first, so that no connection of it later removes the log of a new file made at the same path. A
     /// request still reading it gets an error.
     func removeFiles() {
-        let (open, kept): (Files?, LocalBucket?) = lock.withLock {
-            defer { connections = .closed }
-            switch connections {
-            case .open(let files): return (files, nil)
-            case .kept(let writer): return (nil, writer)
-            case .pending, .closed: return (nil, nil)
-            }
-        }
-        open?.close()
-        kept?.close()
+        closeConnections()
         budget?.give(for: self)
         for suffix in ["-wal", "-shm", ""] { unlink(path + suffix) }
         BucketFileLog.synchronizeDirectory(of: path)

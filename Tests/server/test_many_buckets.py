@@ -390,17 +390,22 @@ def test_a_resumable_upload_to_a_new_bucket_makes_it_only_when_it_lands(server):
     assert server.request("GET", "/storage/v1/b/later-bucket/o/big.bin", params={"alt": "media"}).content == b"a" * 10 + b"b" * 5
 
 
+def serve_at_256_descriptors(tmp_path):
+    """storesh serve under `ulimit -n 256`, making a bucket on any write; its first line says where it listens."""
+    import resource
+    import subprocess
+    limit = lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
+    return subprocess.Popen([harness.BINARY, "serve", "--bucket", str(tmp_path / "served.bucket"), "--name", BUCKET,
+                             "--port", "0", "--no-log", "--no-config", "--create-buckets-on-write"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=harness.environment(tmp_path), preexec_fn=limit)
+
+
 def test_buckets_past_the_descriptor_bound_close_while_idle_and_503_only_when_all_are_in_use(tmp_path):
     """At a descriptor limit of 256, naming buckets once exhausted the server: every bucket's requests failed with
     'Too many open files'. Now the bucket idle longest closes to make room and opens again when it is used; only when
     every open bucket is in use (here: a live page watches each) is a new one 503 with Retry-After, and nothing of it
     is made; the open ones, and the first, go on."""
-    import resource
-    import subprocess
-    limit = lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
-    process = subprocess.Popen([harness.BINARY, "serve", "--bucket", str(tmp_path / "served.bucket"), "--name", BUCKET,
-                                "--port", "0", "--no-log", "--no-config", "--create-buckets-on-write"], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, env=harness.environment(tmp_path), preexec_fn=limit)
+    process = serve_at_256_descriptors(tmp_path)
     pages = []
     try:
         url = re.search(r"at (http://127\.0\.0\.1:\d+)", process.stdout.readline().decode()).group(1)
@@ -480,13 +485,8 @@ def test_refused_writes_naming_new_buckets_do_not_grow_the_server(server):
 def test_idle_connections_never_take_the_descriptors_the_buckets_need(tmp_path):
     """At `ulimit -n 256`, 300 idle connections once took every descriptor (256 open). Connections are bounded by
     the descriptors kept for them; the others wait to be accepted, and the buckets keep theirs."""
-    import resource
     import socket
-    import subprocess
-    limit = lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
-    process = subprocess.Popen([harness.BINARY, "serve", "--bucket", str(tmp_path / "served.bucket"), "--name", BUCKET,
-                                "--port", "0", "--no-log", "--no-config", "--create-buckets-on-write"], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, env=harness.environment(tmp_path), preexec_fn=limit)
+    process = serve_at_256_descriptors(tmp_path)
     idle = []
     try:
         url = re.search(r"at (http://127\.0\.0\.1:(\d+))", process.stdout.readline().decode())
