@@ -117,7 +117,8 @@ extension StorageAPI {
             throw HTTPFailure.badRequest("The bucket resource names \(named), not \(bucket.name); a bucket cannot be renamed.")
         }
         let clock = bucket.clock
-        let unstored = try bucket.settings()
+        // Read by the writer, in its change; a file that stores none has a new bucket's.
+        let unstored = try bucket.settingsWhenNoneStored()
         let updated = try await bucket.change(counted: false) { transaction -> BucketSettings in
             guard let store = transaction.settingsStore else { throw StorageError.internalError("The bucket keeps no settings.") }
             var settings = try store.storedSettings() ?? unstored
@@ -142,7 +143,8 @@ extension StorageAPI {
                 .conflict, reason: "conflict",
                 "gs://\(bucket.name) is the bucket storesh serve was started with (\(bucket.path)); it is not deleted through the API.")
         }
-        let unstored = try bucket.settings()
+        // Read by the writer, in its change; a file that stores none has a new bucket's.
+        let unstored = try bucket.settingsWhenNoneStored()
         try await buckets.delete(bucket) { transaction in
             let settings = try transaction.settingsStore?.storedSettings() ?? unstored
             try Self.checkBucketConditions(conditions, settings, name: bucket.name)

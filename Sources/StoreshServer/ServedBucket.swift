@@ -277,13 +277,16 @@ final class ServedBucket: @unchecked Sendable {
     /// The bucket's settings: those stored, or, for a bucket file made before settings were kept, a new bucket's
     /// as of its first object.
     func settings() throws -> BucketSettings {
-        let reader = try reader()
-        if let stored = try reader.storedSettings() { return stored }
-        return try lock.withLock {
-            if let unstoredSettings { return unstoredSettings }
-            let made = BucketSettings(madeAt: try reader.earliestChange() ?? options.clock.nextChangeTime())
-            unstoredSettings = made
-            return made
+        try reader().storedSettings() ?? settingsWhenNoneStored()
+    }
+
+    /// The settings of this bucket while its file stores none: a new bucket's, as of its first object (read once).
+    func settingsWhenNoneStored() throws -> BucketSettings {
+        if let made = lock.withLock({ unstoredSettings }) { return made }
+        let made = BucketSettings(madeAt: try reader().earliestChange() ?? options.clock.nextChangeTime())
+        return lock.withLock {
+            if unstoredSettings == nil { unstoredSettings = made }
+            return unstoredSettings!
         }
     }
 

@@ -116,19 +116,19 @@ public enum BucketResource {
             case "labels":
                 try applyLabels(value, to: &settings, merging: defaults == nil)
             case _ where BucketSettings.keptFields.contains(field):
-                if case .null = value {
-                    settings.kept[field] = nil
-                    continue
+                // `cors` is an array of rules, the others objects; null clears.
+                let fits: Bool
+                switch value {
+                case .null: fits = true
+                case .array: fits = field == "cors"
+                case .object: fits = field != "cors"
+                default: fits = false
                 }
-                guard case .object = value, field != "cors" else {
-                    guard field == "cors", case .array = value else { throw invalid(field, field == "cors" ? "an array of CORS rules" : "an object") }
-                    settings.kept[field] = value
-                    continue
-                }
+                guard fits else { throw invalid(field, field == "cors" ? "an array of CORS rules" : "an object") }
                 if field == "billing", case .object(let billing) = value, billing.contains(where: { $0.0 == "requesterPays" && $0.1 == .bool(true) }) {
                     throw unsupported("billing.requesterPays", "storesh serve bills no one")
                 }
-                settings.kept[field] = value
+                settings.kept[field] = value == .null ? nil : value
             case "iamConfiguration":
                 try applyAccess(value, to: &settings)
             case "versioning":
