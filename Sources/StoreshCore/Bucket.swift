@@ -237,6 +237,8 @@ public protocol Bucket: AnyObject, Sendable {
     var rulesStore: (any RulesStore)? { get }
     /// Where the bucket keeps its settings (rule B4): a bucket file's; nil where the service keeps them.
     var settingsStore: (any BucketSettingsStore)? { get }
+    /// A bucket that keeps objects' noncurrent generations when its versioning is on (rule B5); nil otherwise.
+    var objectVersions: (any ObjectVersions)? { get }
     /// A real bucket that can be used as an end user of the app (rule F1); nil otherwise.
     var endUserSignIn: (any EndUserSignIn)? { get }
     /// A bucket that takes many changes in one request (the JSON API's batches, rule Q2); nil otherwise, and

@@ -2,8 +2,8 @@ import Foundation
 
 /// What a bucket is besides its objects and rules: Cloud Storage's bucket resource, as much of it as storesh keeps
 /// (rule B4). Stored with the bucket and answered as it was given; what storesh does with each setting is in the
-/// rule, and a setting it cannot honour (versions, holds, retention, soft delete, a hierarchical namespace) is
-/// refused when given, never kept and ignored.
+/// rule, and a setting it cannot honour (holds, retention, soft delete, a hierarchical namespace) is refused when
+/// given, never kept and ignored.
 public struct BucketSettings: Sendable, Equatable, Codable {
     /// Counts the changes of the settings, from 1 (preconditions on a bucket name it).
     public var metageneration: Int64
@@ -24,6 +24,9 @@ public struct BucketSettings: Sendable, Equatable, Codable {
     /// Whether `storesh serve` made the bucket's file for a client: only such a bucket may a client delete (a bucket
     /// file someone made by hand, or the shell, is theirs).
     public var madeByServer: Bool
+    /// Whether an overwritten or deleted object is kept as a noncurrent generation (object versioning, rule B5); nil
+    /// when it was never set (the resource then names no `versioning`, as the service's does not).
+    public var versioning: Bool?
 
     /// The settings of a bucket made at `time`, as the service gives a new bucket when nothing is asked for.
     public init(madeAt time: Timestamp, madeByServer: Bool = false) {

@@ -127,11 +127,15 @@ public struct ListPosition: Sendable, Equatable {
     public var lastEntryKind: EntryKind
     /// The last entry returned, as a full name; a prefix keeps its trailing `/`.
     public var lastEntry: String
+    /// In a listing of every generation (rule B5), the last item's generation: the listing resumes after it, at
+    /// the same name's later generations.
+    public var lastGeneration: Int64?
 
-    public init(prefix: String, lastEntryKind: EntryKind, lastEntry: String) {
+    public init(prefix: String, lastEntryKind: EntryKind, lastEntry: String, lastGeneration: Int64? = nil) {
         self.prefix = prefix
         self.lastEntryKind = lastEntryKind
         self.lastEntry = lastEntry
+        self.lastGeneration = lastGeneration
     }
 
     /// Where the next page starts: after everything under a prefix entry, or strictly after an item.

@@ -59,13 +59,16 @@ public struct ObjectMetadata: Sendable, Equatable {
     /// the official clients check a download against. Read-only, like md5Hash, and not part of storesh's own
     /// metadata document (`meta get`); nil where the store gives none (S3).
     public var crc32c: String?
+    /// When a noncurrent generation stopped being live (overwritten or deleted while the bucket's versioning was on,
+    /// rule B5): Cloud Storage's `timeDeleted`. Nil for a live object.
+    public var timeDeleted: Timestamp?
 
     public init(
         bucket: String, fullPath: String, generation: Int64, metageneration: Int64, size: Int64,
         timeCreated: Timestamp, updated: Timestamp, md5Hash: String, cacheControl: String? = nil,
         contentDisposition: String? = nil, contentEncoding: String? = nil, contentLanguage: String? = nil,
         contentType: String? = nil, customMetadata: [String: String] = [:], entityTag: String? = nil, versionID: String? = nil,
-        crc32c: String? = nil
+        crc32c: String? = nil, timeDeleted: Timestamp? = nil
     ) {
         self.bucket = bucket
         self.fullPath = fullPath
@@ -84,6 +87,7 @@ public struct ObjectMetadata: Sendable, Equatable {
         self.entityTag = entityTag
         self.versionID = versionID
         self.crc32c = crc32c
+        self.timeDeleted = timeDeleted
     }
 
     /// Two descriptions of one object version are equal whether or not one of them carries the CRC-32C: a bucket
@@ -98,6 +102,7 @@ public struct ObjectMetadata: Sendable, Equatable {
             && NameBytes.sameBytes(a.md5Hash, b.md5Hash)
             && WritableProperty.allCases.allSatisfy { NameBytes.sameBytes(a[$0], b[$0]) }
             && NameBytes.sameBytes(a.entityTag, b.entityTag) && NameBytes.sameBytes(a.versionID, b.versionID)
+            && a.timeDeleted == b.timeDeleted
             && sameBytes(a.customMetadata, b.customMetadata)
     }
 

@@ -123,6 +123,7 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
     public var rulesStore: (any RulesStore)? { inner.rulesStore.map { PlannedRules(plan: self, stored: $0) } }
     /// No command plans a change of the bucket's settings.
     public var settingsStore: (any BucketSettingsStore)? { nil }
+    public var objectVersions: (any ObjectVersions)? { nil }
     /// Whose requests the plan's reads are (`whoami` after the script's `login`).
     public var accessDescription: String? { reads.accessDescription }
     /// Whether the plan's changes can be guarded: as whom they are made decides (the Firebase v0 API has no

@@ -23,9 +23,15 @@ import StoreshCore
 /// Version 4 writes row checksums eight bytes a step (`RowChecksum`) and still accepts the byte-at-a-time ones of
 /// versions 2 and 3 (`ByteRowChecksum`) on the rows written before: the upgrade only marks the file, so that an
 /// older storesh, which would take the new checksums for damage, refuses it.
+///
+/// Version 5 keeps an object's noncurrent generations while the bucket's versioning is on (`noncurrent`): a live
+/// version overwritten or deleted is moved there, in `history`'s shape, its `died` the time (in microseconds) it stopped
+/// being live, which Cloud Storage gives as `timeDeleted`. Content is shared with them as with kept versions. The
+/// upgrade adds the empty table; an older storesh, which would release content a noncurrent generation still holds,
+/// refuses the file.
 enum BucketSchema {
     static let applicationID: Int64 = 0x5354_5348  // "STSH"
-    static let version: Int64 = 4
+    static let version: Int64 = 5
 
     /// The metadata columns shared by live and kept versions, in the order `StoredVersion` reads them.
     static let metadataColumns =
@@ -41,6 +47,18 @@ enum BucketSchema {
 
     /// Each content's CRC-32C (format 3), by the content's id.
     static let contentChecksumsTable = "CREATE TABLE content_checksums (content_id INTEGER PRIMARY KEY, crc32c INTEGER NOT NULL);"
+
+    /// The noncurrent generations of objects (format 5), one row per name and generation.
+    static let noncurrentTable = """
+        CREATE TABLE IF NOT EXISTS noncurrent (
+            id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL,
+            \(versionColumns)
+            died INTEGER NOT NULL,
+            checksum INTEGER NOT NULL
+        );
+        CREATE UNIQUE INDEX IF NOT EXISTS noncurrent_version ON noncurrent (name, generation);
+        """
 
     static let tables = """
         CREATE TABLE bucket_info (key TEXT PRIMARY KEY, value TEXT NOT NULL, checksum INTEGER NOT NULL);
@@ -70,6 +88,7 @@ enum BucketSchema {
             object_count INTEGER NOT NULL,
             checksum INTEGER NOT NULL
         );
+        \(noncurrentTable)
         """
 
     /// Makes an empty bucket of the current version in a new database (inside the caller's transaction).
@@ -149,6 +168,7 @@ enum BucketSchema {
                 return
             }
             try connection.execute(contentChecksumsTable)
+            try connection.execute(noncurrentTable)
             try fillContentChecksums(connection)
             try connection.execute("PRAGMA user_version = \(version); COMMIT")
         } catch {
@@ -157,12 +177,14 @@ enum BucketSchema {
         }
     }
 
-    /// Upgrades a version-3 bucket: the mark alone (see the format's description above).
-    static func upgradeFromVersion3(_ connection: SQLiteConnection) throws(SQLiteError) {
+    /// Upgrades a version-3 or version-4 bucket: the mark (see format 4 above) and the empty table of noncurrent
+    /// generations (format 5); no object is rewritten.
+    static func upgradeAddingNoncurrent(_ connection: SQLiteConnection, from old: Int64) throws(SQLiteError) {
         try connection.execute("BEGIN IMMEDIATE")
         do {
             // Another process may have upgraded it while this one waited for the lock.
-            if try connection.integer("PRAGMA user_version") == 3 {
+            if try connection.integer("PRAGMA user_version") == old {
+                try connection.execute(noncurrentTable)
                 try connection.execute("PRAGMA user_version = \(version)")
             }
             try connection.execute("COMMIT")
@@ -279,6 +301,10 @@ struct StoredVersion {
         INSERT INTO history (\(BucketSchema.metadataColumns), died, checksum)
         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)
         """
+    static let insertNoncurrent = """
+        INSERT INTO noncurrent (\(BucketSchema.metadataColumns), died, checksum)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)
+        """
     static let columnCount: Int32 = 15
     /// The writable properties in the order of their columns (`properties`), which is rule M1's.
     static let propertyColumns: [(property: WritableProperty, column: String)] = [
@@ -312,9 +338,24 @@ struct StoredVersion {
             customColumn: CustomMetadataColumn.encode(metadata.customMetadata), contentID: contentID, born: born)
     }
 
+    /// The tables a version's row is in: `objects`, `history` (kept for snapshots), `noncurrent` (format 5).
+    enum Table {
+        case live, kept, noncurrent
+
+        /// Whether its rows have a `died` column (before the checksum).
+        var hasDied: Bool { self != .live }
+    }
+
     /// Reads the version whose `metadataColumns` start at column `first`, then its checksum (after `died`
     /// for a kept version), and verifies it.
     init(_ statement: some SQLiteRow, from first: Int32, died: Bool) throws {
+        try self.init(statement, from: first, table: died ? .kept : .live)
+    }
+
+    /// Reads the version whose `metadataColumns` start at column `first` in a row of `table`, then its checksum (after
+    /// `died` where the table has it), and verifies it.
+    init(_ statement: some SQLiteRow, from first: Int32, table: Table) throws {
+        let died = table.hasDied
         self.init(
             name: statement.string(first) ?? "", generation: statement.int64(first + 1),
             metageneration: statement.int64(first + 2), size: statement.int64(first + 3),
@@ -326,7 +367,12 @@ struct StoredVersion {
         let diedAt: Int64? = died ? statement.int64(first + Self.columnCount) : nil
         let stored = statement.int64(first + Self.columnCount + (died ? 1 : 0))
         guard Values(version: self, died: diedAt).isChecksummed(by: stored) else {
-            throw ChecksumMismatch(what: "object \(name.debugDescription)" + (died ? " (a version kept for snapshots)" : ""))
+            let which = switch table {
+            case .live: ""
+            case .kept: " (a version kept for snapshots)"
+            case .noncurrent: " (a noncurrent generation)"
+            }
+            throw ChecksumMismatch(what: "object \(name.debugDescription)\(which)")
         }
     }
 

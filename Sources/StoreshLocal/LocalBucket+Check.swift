@@ -12,6 +12,8 @@ public struct IntegrityReport: Sendable, Equatable {
     public var snapshots = 0
     /// Object versions kept for snapshots only.
     public var keptVersions = 0
+    /// Noncurrent generations kept by the bucket's versioning (rule B5).
+    public var noncurrentGenerations = 0
     /// Bytes of content checked against MD5 (shared content counted once per version).
     public var contentBytes: Int64 = 0
     /// Names Cloud Storage refuses or advises against (rule P7), each with what is wrong: not damage, but objects
@@ -90,6 +92,21 @@ extension LocalBucket {
                 }
                 report.contentBytes += Int64(try content(of: version).count)
             }
+            if storesNoncurrent {
+                scan(&report, "SELECT \(NoncurrentRow.columns) FROM noncurrent ORDER BY name, generation") { statement, report in
+                    let row = try NoncurrentRow(statement, bucket: name)
+                    report.noncurrentGenerations += 1
+                    counting?.advance()
+                    if row.died < row.version.timeCreated {
+                        report.add("a noncurrent generation of \(row.version.name.debugDescription) stopped being live before it was made")
+                    }
+                    report.contentBytes += Int64(try content(of: row.version).count)
+                }
+                // A generation is live or noncurrent, never both.
+                scan(&report, "SELECT count(*) FROM noncurrent JOIN objects USING (name, generation)") { statement, report in
+                    if statement.int64(0) > 0 { report.add("\(statement.int64(0)) generations are both live and noncurrent") }
+                }
+            }
             scan(&report, "SELECT \(SnapshotRow.columns) FROM snapshots ORDER BY epoch") { statement, report in
                 let row = try SnapshotRow(statement)
                 report.snapshots += 1
@@ -97,10 +114,8 @@ extension LocalBucket {
             }
             // Every version's content was found above, so the rows beyond those referenced belong to none.
             // (Counting distinct ids sorts once; a NOT EXISTS per row would scan the objects per row.)
-            scan(
-                &report,
-                "SELECT (SELECT count(*) FROM contents) - (SELECT count(*) FROM (SELECT content_id FROM objects UNION SELECT content_id FROM history))"
-            ) { statement, report in
+            let referenced = "SELECT content_id FROM objects UNION SELECT content_id FROM history" + (storesNoncurrent ? " UNION SELECT content_id FROM noncurrent" : "")
+            scan(&report, "SELECT (SELECT count(*) FROM contents) - (SELECT count(*) FROM (\(referenced)))") { statement, report in
                 let orphans = statement.int64(0)
                 if orphans > 0 { report.add("\(orphans) content rows belong to no object version") }
             }

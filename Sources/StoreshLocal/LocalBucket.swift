@@ -77,11 +77,15 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     /// False only for a version-2 file opened where it cannot be written (so not upgraded): its contents have
     /// no stored CRC-32C, and its objects' metadata then has none.
     let storesContentChecksums: Bool
+    /// False only for a file of format 4 or older opened where it cannot be written (so not upgraded): it has no
+    /// table of noncurrent generations, and so none of them.
+    let storesNoncurrent: Bool
 
     private init(
         path: String, name: String, connection: SQLiteConnection, options: LocalBucketOptions,
-        storesContentChecksums: Bool, ownsConnection: Bool = true, lineage: LineageKeeper = LineageKeeper()
+        storesContentChecksums: Bool, storesNoncurrent: Bool, ownsConnection: Bool = true, lineage: LineageKeeper = LineageKeeper()
     ) {
+        self.storesNoncurrent = storesNoncurrent
         self.lineage = lineage
         self.path = path
         self.name = name
@@ -150,14 +154,14 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
             if version == 1 { try BucketSchema.upgradeFromVersion1(connection) }
             let writable = sqlite3_db_readonly(connection.handle, "main") == 0
             if version == 2 && writable { try BucketSchema.upgradeFromVersion2(connection) }
-            if version == 3 && writable { try BucketSchema.upgradeFromVersion3(connection) }
+            if (version == 3 || version == 4) && writable { try BucketSchema.upgradeAddingNoncurrent(connection, from: version) }
             let name = try BucketSchema.readInfo("name", connection: connection)
             guard let name else {
                 throw StorageError.internalError("\(path) is damaged: it has no bucket name.")
             }
             return LocalBucket(
                 path: path, name: name, connection: connection, options: options,
-                storesContentChecksums: version != 2 || writable)
+                storesContentChecksums: version != 2 || writable, storesNoncurrent: version >= 5 || writable)
         } catch let error as SQLiteError {
             throw describe(error, path: path, options: options)
         } catch let error as StorageError {
@@ -247,7 +251,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     /// holds no object (no one wrote to it meanwhile, this process or another); answers whether it went.
     @discardableResult
     public func removeIfEmpty() -> Bool {
-        guard (try? objectCount()) == 0 else {
+        guard (try? objectCount()) == 0, (try? noncurrentCount()) == 0 else {
             close()
             return false
         }
@@ -373,7 +377,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         let (connection, borrowed) = try lendConnection()
         let engine = LocalBucket(
             path: path, name: name, connection: connection, options: options,
-            storesContentChecksums: storesContentChecksums, ownsConnection: !borrowed, lineage: lineage)
+            storesContentChecksums: storesContentChecksums, storesNoncurrent: storesNoncurrent, ownsConnection: !borrowed, lineage: lineage)
         defer {
             engine.close()
             if borrowed { lock.withLock { lent = false } }
@@ -586,6 +590,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     public var immediateReads: (any ImmediateReads)? { self }
     public var rulesStore: (any RulesStore)? { self }
     public var settingsStore: (any BucketSettingsStore)? { self }
+    public var objectVersions: (any ObjectVersions)? { self }
     public var endUserSignIn: (any EndUserSignIn)? { nil }
     public var batchedChanges: (any BatchedChanges)? { nil }
     public var uniformUpdates: (any UniformUpdates)? { self }
@@ -718,7 +723,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
             guard precondition.isSatisfied(by: existing?.metadata) else {
                 throw StorageError.preconditionFailed(object.rawValue, precondition, actual: existing?.metadata)
             }
-            try store(metadata, content: content, replacing: existing)
+            try store(metadata, content: content, replacing: existing, noncurrentSince: now)
             return metadata
         }
     }
@@ -760,7 +765,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
             }
             let (contentID, crc) = try storeContent(from: source)
             metadata.crc32c = crc.base64
-            try store(metadata, contentID: contentID, replacing: existing)
+            try store(metadata, contentID: contentID, replacing: existing, noncurrentSince: now)
             return metadata
         }
     }
@@ -777,7 +782,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     }
 
     /// A version's content, a piece of at most `streamedPieceBytes` at a time, checked against its MD5 once read.
-    private func streamContent(of version: StoredVersion, _ piece: (Data) throws -> Void) throws {
+    func streamContent(of version: StoredVersion, _ piece: (Data) throws -> Void) throws {
         let blob: SQLiteBlob
         do {
             blob = try SQLiteBlob(connection, table: "contents", column: "data", row: version.contentID, writable: false)
@@ -841,7 +846,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
             guard precondition.isSatisfied(by: row.metadata) else {
                 throw StorageError.preconditionFailed(object.rawValue, precondition, actual: row.metadata)
             }
-            try removeLive(row.version)
+            try removeLive(row.version, noncurrentSince: options.clock.nextChangeTime())
         }
     }
 
@@ -913,7 +918,10 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         } catch {
             throw StorageError.internalError("The bucket settings cannot be written (\(error)).")
         }
-        try change { try BucketSchema.writeInfo("settings", text, connection: connection) }
+        try change {
+            try BucketSchema.writeInfo("settings", text, connection: connection)
+            try storeVersioning(settings.versioning == true)
+        }
     }
 
     public func storeRules(source: String, origin: String) throws {
@@ -1087,9 +1095,11 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         return version.born <= newest
     }
 
-    /// Deletes a live version, keeping it first if a snapshot sees it, and its content if nothing else does.
-    func removeLive(_ version: StoredVersion) throws {
-        let kept = try keepIfSnapshotted(version)
+    /// Deletes a live version, keeping it first if a snapshot sees it, as a noncurrent generation since
+    /// `noncurrentSince` if that is given and the bucket's versioning is on, and its content if nothing else does.
+    func removeLive(_ version: StoredVersion, noncurrentSince: Timestamp? = nil) throws {
+        let snapshotted = try keepIfSnapshotted(version)
+        let kept = try keepIfVersioned(version, since: noncurrentSince) || snapshotted
         let delete = try connection.statement("DELETE FROM objects WHERE name = ?1")
         defer { delete.reset() }
         delete.bind(1, version.name)
@@ -1104,6 +1114,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
             DELETE FROM contents WHERE id = ?1
             AND NOT EXISTS (SELECT 1 FROM objects WHERE name = ?2 AND content_id = ?1)
             AND NOT EXISTS (SELECT 1 FROM history WHERE name = ?2 AND content_id = ?1)
+            \(storesNoncurrent ? "AND NOT EXISTS (SELECT 1 FROM noncurrent WHERE name = ?2 AND content_id = ?1)" : "")
             """)
         defer { release.reset() }
         release.bind(1, contentID)
@@ -1183,8 +1194,9 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         return (contentID, crc)
     }
 
-    /// Creates or replaces the object `metadata.fullPath` with new content; `existing` is its live row.
-    private func store(_ metadata: ObjectMetadata, content: Data, replacing existing: LiveRow?) throws {
+    /// Creates or replaces the object `metadata.fullPath` with new content; `existing` is its live row, kept as a
+    /// noncurrent generation since `noncurrentSince` if that is given and the bucket's versioning is on.
+    private func store(_ metadata: ObjectMetadata, content: Data, replacing existing: LiveRow?, noncurrentSince: Timestamp? = nil) throws {
         guard Int64(content.count) <= Self.largestObjectBytes else { throw Self.objectTooLarge(Int64(content.count)) }
         let insertContent = try connection.statement("INSERT INTO contents (data) VALUES (?1)")
         insertContent.bind(1, content)
@@ -1194,7 +1206,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         var crc = CRC32C()
         crc.update(content)
         try keep(crc, ofContent: contentID)
-        try store(metadata, contentID: contentID, replacing: existing)
+        try store(metadata, contentID: contentID, replacing: existing, noncurrentSince: noncurrentSince)
     }
 
     /// Keeps a content's CRC-32C beside it (format 3), for every metadata answer to give.
@@ -1202,11 +1214,14 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         try BucketSchema.keepContentChecksum(crc.value, of: contentID, connection: connection)
     }
 
-    /// Makes `metadata` the live version of its name, over content stored already as `contentID`.
-    private func store(_ metadata: ObjectMetadata, contentID: Int64, replacing existing: LiveRow?) throws {
+    /// Makes `metadata` the live version of its name, over content stored already as `contentID`; the version it
+    /// replaces is kept as a noncurrent generation since `noncurrentSince` if that is given and the bucket's
+    /// versioning is on. (An import restores a state: it keeps none.)
+    private func store(_ metadata: ObjectMetadata, contentID: Int64, replacing existing: LiveRow?, noncurrentSince: Timestamp? = nil) throws {
         let version = StoredVersion(metadata, contentID: contentID, born: try epochs().current)
         guard let existing else { return try insertLive(version) }
-        let kept = try keepIfSnapshotted(existing.version)
+        let snapshotted = try keepIfSnapshotted(existing.version)
+        let kept = try keepIfVersioned(existing.version, since: noncurrentSince) || snapshotted
         try replaceLive(version, id: existing.id, bornChanges: version.born != existing.version.born)
         if !kept { try releaseContent(existing.version.contentID, of: existing.version.name) }
     }

@@ -18,6 +18,7 @@ final class LocalTransaction: BucketTransaction, BucketLayer, @unchecked Sendabl
     var immediateReads: (any ImmediateReads)? { engine }
     var rulesStore: (any RulesStore)? { engine }
     var settingsStore: (any BucketSettingsStore)? { engine }
+    var objectVersions: (any ObjectVersions)? { engine }
     var endUserSignIn: (any EndUserSignIn)? { nil }
     var batchedChanges: (any BatchedChanges)? { nil }
     var uniformUpdates: (any UniformUpdates)? { engine }

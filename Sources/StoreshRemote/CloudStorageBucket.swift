@@ -111,6 +111,7 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
     public var immediateReads: (any ImmediateReads)? { nil }
     public var rulesStore: (any RulesStore)? { nil }
     public var settingsStore: (any BucketSettingsStore)? { nil }
+    public var objectVersions: (any ObjectVersions)? { nil }
     public var endUserSignIn: (any EndUserSignIn)? { nil }
     public var batchedChanges: (any BatchedChanges)? { batches.refused ? nil : self }
     /// Each object is a request of its own (batched: `batchedChanges`).

@@ -38,6 +38,7 @@ public final class FirebaseProjectBucket: BucketLayer, EndUserSignIn, @unchecked
     public var snapshotStore: (any SnapshotStore)? { nil }
     public var rulesStore: (any RulesStore)? { nil }
     public var settingsStore: (any BucketSettingsStore)? { nil }
+    public var objectVersions: (any ObjectVersions)? { nil }
     public var asTransaction: (any BucketTransaction)? { nil }
     /// The signed-in mode shares the administrator's connections: closed with it.
     public func close() { administrator.close() }

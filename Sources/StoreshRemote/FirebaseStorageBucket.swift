@@ -80,6 +80,7 @@ final class FirebaseStorageBucket: Bucket, SignedInUser, Sendable {
     var immediateReads: (any ImmediateReads)? { nil }
     var rulesStore: (any RulesStore)? { nil }
     var settingsStore: (any BucketSettingsStore)? { nil }
+    var objectVersions: (any ObjectVersions)? { nil }
     /// This bucket is the signed-in mode of a `FirebaseProjectBucket`, which signs in and out.
     var endUserSignIn: (any EndUserSignIn)? { nil }
     var batchedChanges: (any BatchedChanges)? { nil }

@@ -67,6 +67,7 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
     public var snapshotStore: (any SnapshotStore)? { nil }
     public var rulesStore: (any RulesStore)? { nil }
     public var settingsStore: (any BucketSettingsStore)? { nil }
+    public var objectVersions: (any ObjectVersions)? { nil }
     public var endUserSignIn: (any EndUserSignIn)? { nil }
     public var batchedChanges: (any BatchedChanges)? { nil }
     public var uniformUpdates: (any UniformUpdates)? { nil }

@@ -153,7 +153,9 @@ extension StorageAPI {
                     .conflict, reason: "conflict",
                     "gs://\(bucket.name) is the bucket file \(bucket.path), which storesh serve did not make; it is not deleted through the API (remove the file yourself).")
             }
-            guard try await transaction.scan(prefix: "", after: nil, limit: 1).objects.isEmpty else {
+            guard try await transaction.scan(prefix: "", after: nil, limit: 1).objects.isEmpty,
+                try await transaction.objectVersions?.hasNoncurrentGenerations() != true
+            else {
                 throw HTTPFailure(.conflict, reason: "conflict", "The bucket you tried to delete is not empty.")
             }
         }
@@ -194,7 +196,10 @@ extension StorageAPI {
         let options = ListOptions(
             maxResults: maxResults, pageToken: query["pageToken"].flatMap { $0.isEmpty ? nil : $0 },
             startOffset: query["startOffset"], endOffset: query["endOffset"], includeMetadata: true)
-        let page = try exchange.bucket.reader().listStoredNames(prefix: query["prefix"] ?? "", delimited: delimited, options: options)
+        let prefix = query["prefix"] ?? ""
+        let page = try query.flag("versions")
+            ? exchange.bucket.reader().listGenerations(prefix: prefix, delimited: delimited, options: options)
+            : exchange.bucket.reader().listStoredNames(prefix: prefix, delimited: delimited, options: options)
         let stored = StoredListingPage(
             prefixes: page.prefixes.map { $0 + "/" }, items: page.itemMetadata ?? [], continuation: page.nextPageToken)
         return Reply.json(CloudStorageJSON.listDocument(stored, baseURL: exchange.baseURL))
@@ -213,8 +218,7 @@ extension StorageAPI {
         // Conditions first, on the metadata: a refused read reads no content.
         let current = try currentObject(name, generation: generation, in: exchange.bucket)
         try checkForRead(conditions, current, headers: exchange.request.headers)
-        let (object, content) = try download(name, in: exchange.bucket)
-        if let generation, generation != object.generation { throw StorageError.objectNotFound(name.rawValue) }
+        let (object, content) = try download(name, generation: generation, in: exchange.bucket)
         try checkForRead(conditions, object, headers: exchange.request.headers)
         return try Reply.media(object, content: content, request: exchange.request.headers)
     }
@@ -265,12 +269,18 @@ extension StorageAPI {
         // `update` resends them, and one that leaves them out removes them, as the service does.
         let baseURL = exchange.baseURL
         let result = try await exchange.bucket.change { [requested] transaction in
-            let existing = try await transaction.metadata(of: name)
-            if let generation, generation != existing.generation { throw StorageError.objectNotFound(name.rawValue) }
+            // A generation named is updated as that generation, live or noncurrent (rule B5).
+            let versions = try Self.objectVersions(transaction, generation: generation)
+            let existing: ObjectMetadata
+            if let generation, let versions {
+                existing = try await versions.metadata(of: name, generation: generation)
+            } else {
+                existing = try await transaction.metadata(of: name)
+            }
             try body.refuseReadOnlyChanges(against: ObjectResource.cloudStorage(existing, baseURL: baseURL), object: existing)
-            var precondition = try conditions.precondition(given: existing, name: name.rawValue)
-            if precondition.generation == nil && generation != nil { precondition.generation = generation }
-            return try await transaction.updateMetadata(of: name, requested, precondition: precondition)
+            let precondition = try conditions.precondition(given: existing, name: name.rawValue)
+            guard let generation, let versions else { return try await transaction.updateMetadata(of: name, requested, precondition: precondition) }
+            return try await versions.updateMetadata(of: name, generation: generation, requested, precondition: precondition)
         }
         return Reply.json(ObjectResource.cloudStorage(result.metadata, baseURL: exchange.baseURL))
     }
@@ -279,13 +289,23 @@ extension StorageAPI {
         let conditions = try Conditions(exchange.query)
         let generation = try exchange.query.integer("generation")
         try await exchange.bucket.change { transaction -> Void in
-            let existing = try await transaction.metadataIfPresent(of: name)
-            guard let existing, generation == nil || generation == existing.generation else {
-                throw StorageError.objectNotFound(name.rawValue)
+            // A generation named is deleted for good, live or noncurrent (rule B5); without one, the live object goes
+            // (kept as a noncurrent generation while the bucket's versioning is on).
+            if let generation, let versions = try Self.objectVersions(transaction, generation: generation) {
+                let existing = try await versions.metadata(of: name, generation: generation)
+                return try await versions.delete(name, generation: generation, precondition: try conditions.precondition(given: existing, name: name.rawValue))
             }
+            guard let existing = try await transaction.metadataIfPresent(of: name) else { throw StorageError.objectNotFound(name.rawValue) }
             try await transaction.delete(name, precondition: try conditions.precondition(given: existing, name: name.rawValue))
         }
         return Reply.empty()
+    }
+
+    /// The bucket's generations when a request names one (nil when it names none).
+    static func objectVersions(_ transaction: any BucketTransaction, generation: Int64?) throws -> (any ObjectVersions)? {
+        guard generation != nil else { return nil }
+        guard let versions = transaction.objectVersions else { throw StorageError.internalError("The bucket keeps no generations.") }
+        return versions
     }
 
     // MARK: Copy and rewrite
@@ -350,13 +370,20 @@ extension StorageAPI {
         let object: ObjectMetadata
         if target === origin {
             let spoolDirectory = self.spoolDirectory
-            object = try await target.change { transaction in
-                let original = try await transaction.metadata(of: source)
-                try checkGeneration(original)
+            object = try await target.change { [sourceGeneration] transaction in
                 // Through a spool (a file past a small size), a piece at a time: a 999 MB copy once held the object
-                // in memory twice over.
+                // in memory twice over. A source generation named is read as that generation (rule B5).
                 let spool = Spool(directory: spoolDirectory)
-                _ = try await transaction.read(source, into: SpoolSink(spool))
+                let original: ObjectMetadata
+                if let versions = try Self.objectVersions(transaction, generation: sourceGeneration), let sourceGeneration {
+                    original = try await versions.metadata(of: source, generation: sourceGeneration)
+                    try checkGeneration(original)
+                    _ = try await versions.read(source, generation: sourceGeneration, into: SpoolSink(spool))
+                } else {
+                    original = try await transaction.metadata(of: source)
+                    try checkGeneration(original)
+                    _ = try await transaction.read(source, into: SpoolSink(spool))
+                }
                 let existing = try await transaction.metadataIfPresent(of: destination)
                 return try await transaction.write(
                     from: try spool.content(), to: destination, options: try Self.copiedOptions(original, overrides: overrides),
@@ -364,7 +391,7 @@ extension StorageAPI {
             }
         } else {
             // Another bucket is another file: the source is read (into a spool) as one state, then written.
-            let (original, content) = try download(source, in: origin)
+            let (original, content) = try download(source, generation: sourceGeneration, in: origin)
             try checkGeneration(original)
             let options = try Self.copiedOptions(original, overrides: overrides)
             object = try await target.change { transaction in
@@ -414,9 +441,15 @@ extension StorageAPI {
             let content = Spool(directory: spoolDirectory)
             var first: ObjectMetadata?
             for (source, name) in zip(request.sources, names) {
-                guard let current = try await transaction.metadataIfPresent(of: name),
-                    source.generation.map({ $0 == current.generation }) ?? true
-                else {
+                // A source generation named is read as that generation, live or noncurrent (rule B5).
+                let versions = try Self.objectVersions(transaction, generation: source.generation)
+                let named: ObjectMetadata?
+                if let versions, let generation = source.generation {
+                    named = try? await versions.metadata(of: name, generation: generation)
+                } else {
+                    named = try await transaction.metadataIfPresent(of: name)
+                }
+                guard let current = named else {
                     // Named as the service names a missing object, the source's name (not the destination's).
                     let generation = source.generation.map { " (generation \($0))" } ?? ""
                     throw HTTPFailure(
@@ -429,7 +462,11 @@ extension StorageAPI {
                         "Object \(source.name) is at generation \(current.generation), not \(required) as the compose request requires. Nothing was changed.")
                 }
                 guard current.size <= limit - content.size else { throw self.objectTooLarge(content.size + current.size) }
-                _ = try await transaction.read(name, into: SpoolSink(content))
+                if let versions, let generation = source.generation {
+                    _ = try await versions.read(name, generation: generation, into: SpoolSink(content))
+                } else {
+                    _ = try await transaction.read(name, into: SpoolSink(content))
+                }
                 first = first ?? current
             }
             var options = request.destination.writeOptions

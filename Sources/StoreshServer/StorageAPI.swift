@@ -237,11 +237,15 @@ final class StorageAPI: Sendable {
     }
 
     /// The content of an object, through a spool (in memory when small, else in a file), checked against its MD5.
-    func download(_ name: ObjectName, in bucket: ServedBucket) throws -> (ObjectMetadata, SpooledContent) {
+    func download(_ name: ObjectName, generation: Int64? = nil, in bucket: ServedBucket) throws -> (ObjectMetadata, SpooledContent) {
         let spool = Spool(directory: spoolDirectory)
-        let object = try bucket.reader().currentObject(name) { piece throws(StorageError) in
+        let keep = { (piece: Data) throws(StorageError) in
             do { try spool.append(piece) } catch let error as StorageError { throw error } catch { throw .internalError("\(error)") }
         }
+        // A generation named is read as that generation, live or noncurrent (rule B5).
+        let reader = try bucket.reader()
+        let object = try generation.map { generation throws(StorageError) in try reader.generation(name, generation, contentPieces: keep) }
+            ?? reader.currentObject(name, contentPieces: keep)
         // Its MD5 was checked as it was read: the pass over the spool computes only its CRC32C.
         return (object, try spool.content(0..<spool.size, knownMD5: object.md5Hash))
     }
@@ -278,11 +282,10 @@ final class StorageAPI: Sendable {
 
     // MARK: Reads shared by both APIs
 
-    /// The object as it is, or a 404; `generation` pins a generation (this server keeps only the live one).
+    /// The object's metadata: the live object's, or that of the generation named, live or noncurrent (rule B5).
     func currentObject(_ name: ObjectName, generation: Int64?, in bucket: ServedBucket) throws -> ObjectMetadata {
-        let object = try bucket.reader().currentMetadata(of: name)
-        if let generation, generation != object.generation { throw StorageError.objectNotFound(name.rawValue) }
-        return object
+        guard let generation else { return try bucket.reader().currentMetadata(of: name) }
+        return try bucket.reader().generationMetadata(of: name, generation: generation)
     }
 
     /// Writes an upload's content as its object, in one change: checksums are checked first, then the request's

@@ -33,6 +33,7 @@ public enum BucketResource {
             // Said as it is: storesh keeps no deleted object (the service's default for a new bucket is 7 days).
             ("softDeletePolicy", .object([("retentionDurationSeconds", .string("0"))])),
         ]
+        if let versioning = settings.versioning { members.append(("versioning", .object([("enabled", .bool(versioning))]))) }
         if !settings.labels.isEmpty {
             let sorted = settings.labels.sorted { Array($0.key.utf8).lexicographicallyPrecedes(Array($1.key.utf8)) }
             members.append(("labels", .object(sorted.map { ($0.key, .string($0.value)) })))
@@ -132,7 +133,21 @@ public enum BucketResource {
             case "iamConfiguration":
                 try applyAccess(value, to: &settings)
             case "versioning":
-                if enabled(value) { throw unsupported("versioning.enabled", "storesh serve keeps one generation of each object, not its noncurrent versions") }
+                switch value {
+                case .null: settings.versioning = nil
+                case .object(let members):
+                    for (key, setting) in members {
+                        guard key == "enabled" else {
+                            throw .invalidArgument("Invalid JSON payload received. Unknown name \"\(key)\" in versioning: Cannot find field.")
+                        }
+                        switch setting {
+                        case .bool(let on): settings.versioning = on
+                        case .null: settings.versioning = nil
+                        default: throw invalid("versioning.enabled", "true or false")
+                        }
+                    }
+                default: throw invalid("versioning", "an object such as {\"enabled\": true}")
+                }
             case "retentionPolicy", "objectRetention":
                 if value != .null, !(field == "objectRetention" && value == .object([("mode", .string("Disabled"))])) {
                     throw unsupported(field, "storesh serve keeps no retention periods")

@@ -33,6 +33,7 @@ public enum CloudStorageJSON {
             metageneration: try number("metageneration"), size: try number("size"), timeCreated: try time("timeCreated"),
             updated: try time("updated"), md5Hash: (resource["md5Hash"] as? String) ?? "",
             crc32c: resource["crc32c"] as? String)
+        if resource["timeDeleted"] != nil { metadata.timeDeleted = try time("timeDeleted") }
         for property in WritableProperty.allCases {
             if let value = resource[property.rawValue] as? String { metadata[property] = value }
         }

@@ -7,7 +7,8 @@ import StoreshCore
 ///
 /// Wire form: base64url (no padding) of `version · bucket · prefix · kind · entry · check`, where strings
 /// are length-prefixed UTF-8 and `check` is the first 4 bytes of the SHA-256 of what precedes it, so a
-/// mistyped or truncated token is reported as invalid rather than resuming somewhere arbitrary.
+/// mistyped or truncated token is reported as invalid rather than resuming somewhere arbitrary. A listing of every
+/// generation (rule B5) writes version 2, with the last item's generation (zigzag LEB128) after the entry.
 public struct LocalPageTokens: PageTokenFormat {
     public init() {}
 
@@ -31,6 +32,7 @@ struct LocalPageToken: Sendable, Equatable {
     var position: ListPosition
 
     static let version: UInt8 = 1
+    static let versionWithGeneration: UInt8 = 2
     static let checkLength = 4
 
     init(bucket: String, position: ListPosition) {
@@ -40,11 +42,12 @@ struct LocalPageToken: Sendable, Equatable {
 
     var encoded: String {
         var writer = PackedWriter()
-        writer.byte(Self.version)
+        writer.byte(position.lastGeneration == nil ? Self.version : Self.versionWithGeneration)
         writer.string(bucket)
         writer.string(position.prefix)
         writer.byte(position.lastEntryKind.rawValue)
         writer.string(position.lastEntry)
+        if let generation = position.lastGeneration { writer.signed(generation) }
         let bytes = writer.bytes + Self.check(writer.bytes)
         return Base64URL.encoded(Data(bytes))
     }
@@ -72,18 +75,24 @@ struct LocalPageToken: Sendable, Equatable {
         guard let data = Base64URL.decoded(token), data.count > 1 + Self.checkLength else { throw malformed }
         let bytes = [UInt8](data)
         let body = bytes.dropLast(Self.checkLength)
-        guard Array(bytes.suffix(Self.checkLength)) == Self.check(body), body.first == Self.version else {
+        guard Array(bytes.suffix(Self.checkLength)) == Self.check(body), body.first == Self.version || body.first == Self.versionWithGeneration
+        else {
             throw malformed
         }
-        let fields = Array(body.dropFirst()).withUnsafeBytes { buffer -> (String, String, UInt8, String)? in
+        let withGeneration = body.first == Self.versionWithGeneration
+        let fields = Array(body.dropFirst()).withUnsafeBytes { buffer -> (String, String, UInt8, String, Int64?)? in
             var reader = PackedReader(buffer)
-            guard let fields = try? (reader.string(), reader.string(), reader.byte(), reader.string()), reader.isAtEnd else { return nil }
-            return fields
+            guard let fields = try? (reader.string(), reader.string(), reader.byte(), reader.string()) else { return nil }
+            let generation = withGeneration ? try? reader.signed() : nil
+            guard reader.isAtEnd, generation != nil || !withGeneration else { return nil }
+            return (fields.0, fields.1, fields.2, fields.3, generation)
         }
-        guard let (tokenBucket, tokenPrefix, kindByte, entry) = fields, let kind = ListPosition.EntryKind(rawValue: kindByte) else {
+        guard let (tokenBucket, tokenPrefix, kindByte, entry, generation) = fields, let kind = ListPosition.EntryKind(rawValue: kindByte)
+        else {
             throw malformed
         }
-        self.init(bucket: tokenBucket, position: ListPosition(prefix: tokenPrefix, lastEntryKind: kind, lastEntry: entry))
+        self.init(
+            bucket: tokenBucket, position: ListPosition(prefix: tokenPrefix, lastEntryKind: kind, lastEntry: entry, lastGeneration: generation))
     }
 
     private static func describe(prefix: String) -> String {

@@ -30,6 +30,7 @@ public enum ObjectResource {
             ("updated", .string(object.updated.rfc3339)),
             ("timeStorageClassUpdated", .string(object.timeCreated.rfc3339)),
         ]
+        if let deleted = object.timeDeleted { members.append(("timeDeleted", .string(deleted.rfc3339))) }
         if !object.customMetadata.isEmpty { members.append(("metadata", customMetadata(object.customMetadata))) }
         return .object(members)
     }

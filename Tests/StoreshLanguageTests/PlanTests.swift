@@ -174,6 +174,7 @@ struct CommandTableTests {
             var snapshotStore: (any SnapshotStore)? { nil }
             var rulesStore: (any RulesStore)? { nil }
             var settingsStore: (any BucketSettingsStore)? { nil }
+            var objectVersions: (any ObjectVersions)? { nil }
             var immediateReads: (any ImmediateReads)? { nil }
             var endUserSignIn: (any EndUserSignIn)? { nil }
             var batchedChanges: (any BatchedChanges)? { nil }

@@ -35,7 +35,7 @@ struct BucketResourceTests {
     func refusals() throws {
         let original = BucketSettings(madeAt: Timestamp(microseconds: 0))
         for body in [
-            #"{"labels": "x"}"#, #"{"storageClass": 5}"#, #"{"location": "ASIA"}"#, #"{"versioning": {"enabled": true}}"#,
+            #"{"labels": "x"}"#, #"{"storageClass": 5}"#, #"{"location": "ASIA"}"#, #"{"versioning": {"enabled": "yes"}}"#,
             #"{"nope": 1}"#, #"{"labels": {"a": 1.5}}"#, #"[1]"#, #"{"cors": {}}"#,
         ] {
             var settings = original

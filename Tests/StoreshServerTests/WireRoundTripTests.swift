@@ -33,6 +33,11 @@ struct WireRoundTripTests {
             return
         }
         #expect(custom.map(\.0) == ["Z", "a", "f", ObjectMetadata.downloadTokensKey, "é"])
+        // A noncurrent generation's time of deletion (rule B5) goes and comes back with it.
+        var noncurrent = Self.object
+        noncurrent.timeDeleted = Timestamp(rfc3339: "2026-11-28T10:00:00.123Z")
+        let kept = ObjectResource.cloudStorage(noncurrent, baseURL: "http://127.0.0.1:9199")
+        #expect(try CloudStorageJSON.metadata(try CloudStorageJSON.object(data(kept), what: "a test"), bucket: "other") == noncurrent)
     }
 
     @Test("objects.list's document reads back as the page it was written from: prefixes, items, the next token")

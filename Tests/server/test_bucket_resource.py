@@ -56,7 +56,7 @@ def test_patch_and_update_move_the_metageneration_under_its_preconditions(server
 
 
 @pytest.mark.parametrize("setting, value", [
-    ("versioning", {"enabled": True}), ("retentionPolicy", {"retentionPeriod": "60"}),
+    ("versioning", {"enabled": "yes"}), ("retentionPolicy", {"retentionPeriod": "60"}),
     ("softDeletePolicy", {"retentionDurationSeconds": "604800"}), ("hierarchicalNamespace", {"enabled": True}),
     ("defaultEventBasedHold", True), ("storageClass", "EXPENSIVE"), ("noSuchSetting", 1),
     ("encryption", {"googleManagedEncryptionEnforcementConfig": {"restrictionMode": "FullyRestricted"}}),

@@ -32,6 +32,7 @@ struct Check: StoreshCommand {
             let document = JSONValue.object([
                 ("bucket", .string(location)), ("sound", .bool(report.isSound)), ("objects", .integer(Int64(report.objects))),
                 ("snapshots", .integer(Int64(report.snapshots))), ("keptVersions", .integer(Int64(report.keptVersions))),
+                ("noncurrentGenerations", .integer(Int64(report.noncurrentGenerations))),
                 ("contentBytes", .integer(report.contentBytes)),
                 ("problems", .array(report.problems.map { .string($0) })), ("unlistedProblems", .integer(Int64(report.unlistedProblems))),
                 ("rulesProblem", rulesProblem.map(JSONValue.string) ?? .null),
@@ -39,8 +40,11 @@ struct Check: StoreshCommand {
             ])
             print(document.serialized)
         } else {
+            // Noncurrent generations are named only where versioning kept some (rule B5).
+            let noncurrent = report.noncurrentGenerations == 0
+                ? "" : ", \(MessageText.counted(report.noncurrentGenerations, "noncurrent generation"))"
             let counts =
-                "\(MessageText.counted(report.objects, "object")), \(MessageText.counted(report.snapshots, "snapshot")), \(MessageText.counted(report.keptVersions, "version")) kept for snapshots, \(MessageText.grouped(Int(report.contentBytes))) bytes of content checked"
+                "\(MessageText.counted(report.objects, "object"))\(noncurrent), \(MessageText.counted(report.snapshots, "snapshot")), \(MessageText.counted(report.keptVersions, "version")) kept for snapshots, \(MessageText.grouped(Int(report.contentBytes))) bytes of content checked"
             if report.isSound, let rulesProblem {
                 printForPeople("\(location): RULES UNUSABLE (\(counts))\n  - \(rulesProblem)")
                 printForPeople("Every request the rules would decide is denied. Replace them: storesh --bucket \(location) -c 'rules reset' (or rules load FILE).")

@@ -1,0 +1,27 @@
+import Foundation
+
+/// A bucket's objects by generation (rule B5): while the bucket's versioning is on, an object overwritten or deleted
+/// is kept as a *noncurrent* generation, with its content and metadata and the time it stopped being live
+/// (`timeDeleted`), until that generation is deleted by number. Cloud Storage's object versioning.
+///
+/// A generation named here is either the live object's or a noncurrent one; the plain `Bucket` calls address the
+/// live object only.
+public protocol ObjectVersions: AnyObject, Sendable {
+    /// The metadata of the object's generation `generation`: the live object's when it has that generation, else the
+    /// noncurrent one's (with `timeDeleted`).
+    func metadata(of object: ObjectName, generation: Int64) async throws -> ObjectMetadata
+
+    /// Streams the content of generation `generation` into `sink` and answers its metadata.
+    func read(_ object: ObjectName, generation: Int64, into sink: any ContentSink) async throws -> ObjectMetadata
+
+    /// Updates the metadata of one generation, live or noncurrent, if it satisfies `precondition` (rules M4–M6).
+    func updateMetadata(of object: ObjectName, generation: Int64, _ update: MetadataUpdate, precondition: Precondition)
+        async throws -> UpdateResult
+
+    /// Deletes one generation for good, live or noncurrent, if it satisfies `precondition`: a live generation deleted
+    /// by number leaves no noncurrent generation behind (as on the service).
+    func delete(_ object: ObjectName, generation: Int64, precondition: Precondition) async throws
+
+    /// Whether the bucket keeps any noncurrent generation (a bucket that does is not empty).
+    func hasNoncurrentGenerations() async throws -> Bool
+}

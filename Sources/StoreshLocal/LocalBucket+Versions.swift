@@ -1,0 +1,271 @@
+import StoreshSQLite
+import CSQLite
+import Foundation
+import StoreshCore
+import StoreshWire
+
+/// Object versioning in a bucket file (rule B5, format 5): while the bucket's versioning is on, a live version that
+/// a write replaces or a delete removes moves to `noncurrent`, its `died` the change's time (`timeDeleted`); it is
+/// read, updated, listed and deleted by its generation. Content stays shared with it, as with versions kept for
+/// snapshots, so keeping a generation copies no bytes.
+extension LocalBucket {
+    /// The `bucket_info` key that says whether versioning is on ("on" or "off"), written with the settings
+    /// (`storeSettings`) so that each write reads one row, not the settings' JSON.
+    static let versioningKey = "versioning"
+
+    /// Whether a live version replaced or removed now is kept as a noncurrent generation.
+    func versioningIsOn() throws -> Bool {
+        guard storesNoncurrent else { return false }
+        return try BucketSchema.readInfo(Self.versioningKey, connection: connection) == "on"
+    }
+
+    /// Records whether versioning is on, inside the change that stores the settings.
+    func storeVersioning(_ on: Bool) throws {
+        guard storesNoncurrent else {
+            if on { throw StorageError.invalidArgument("\(path) is open for reading only: its versioning cannot be turned on.") }
+            return
+        }
+        try BucketSchema.writeInfo(Self.versioningKey, on ? "on" : "off", connection: connection)
+    }
+
+    /// Before a live version is replaced or removed: keeps it as a noncurrent generation, live until `time`, when
+    /// `time` is given (a write or delete; an import or a snapshot's restore gives none) and versioning is on.
+    /// Returns whether it did (then the version's content stays referenced).
+    func keepIfVersioned(_ version: StoredVersion, since time: Timestamp?) throws -> Bool {
+        guard let time, try versioningIsOn() else { return false }
+        let insert = try connection.statement(StoredVersion.insertNoncurrent)
+        defer { insert.reset() }
+        version.bindKept(insert, died: time.microseconds)
+        try insert.step()
+        return true
+    }
+
+    /// How many noncurrent generations the bucket keeps.
+    public func noncurrentCount() throws(StorageError) -> Int {
+        guard storesNoncurrent else { return 0 }
+        return try read { Int(try connection.integer("SELECT count(*) FROM noncurrent") ?? 0) }
+    }
+
+    /// A noncurrent generation's row: its id, its version and its metadata (with `timeDeleted` and the CRC-32C).
+    struct NoncurrentRow {
+        static let columns = "\(SnapshotRow.keptColumns), (SELECT crc32c FROM content_checksums WHERE content_id = noncurrent.content_id), id"
+
+        var id: Int64
+        var version: StoredVersion
+        var died: Int64
+        var metadata: ObjectMetadata
+
+        init(_ statement: some SQLiteRow, bucket: String) throws {
+            version = try StoredVersion(statement, from: 0, table: .noncurrent)
+            died = statement.int64(StoredVersion.columnCount)
+            metadata = try version.metadata(bucket: bucket)
+            metadata.timeDeleted = Timestamp(microseconds: died)
+            let checksumColumn = StoredVersion.columnCount + 2
+            if !statement.isNull(checksumColumn) {
+                metadata.crc32c = CRC32C.base64(of: UInt32(truncatingIfNeeded: statement.int64(checksumColumn)))
+            }
+            id = statement.int64(StoredVersion.columnCount + 3)
+        }
+    }
+
+    func fetchNoncurrent(_ name: String, generation: Int64) throws -> NoncurrentRow? {
+        guard storesNoncurrent else { return nil }
+        let statement = try connection.statement("SELECT \(NoncurrentRow.columns) FROM noncurrent WHERE name = ?1 AND generation = ?2")
+        defer { statement.reset() }
+        statement.bind(1, name)
+        statement.bind(2, generation)
+        return try statement.step() ? try NoncurrentRow(statement, bucket: self.name) : nil
+    }
+
+    /// One generation of an object: the live row when it has that generation, else the noncurrent one.
+    enum GenerationRow {
+        case live(LiveRow)
+        case noncurrent(NoncurrentRow)
+
+        var metadata: ObjectMetadata {
+            switch self {
+            case .live(let row): row.metadata
+            case .noncurrent(let row): row.metadata
+            }
+        }
+
+        var version: StoredVersion {
+            switch self {
+            case .live(let row): row.version
+            case .noncurrent(let row): row.version
+            }
+        }
+    }
+
+    func fetchGeneration(_ object: ObjectName, _ generation: Int64) throws -> GenerationRow {
+        if let live = try fetchRow(object.rawValue), live.version.generation == generation { return .live(live) }
+        if let kept = try fetchNoncurrent(object.rawValue, generation: generation) { return .noncurrent(kept) }
+        throw StorageError(.objectNotFound, "No such object: \(name)/\(object.rawValue) (generation \(generation)).")
+    }
+
+    // MARK: Reads (synchronous, for the server)
+
+    /// The metadata of one generation, live or noncurrent.
+    public func generationMetadata(of object: ObjectName, generation: Int64) throws(StorageError) -> ObjectMetadata {
+        try read { try fetchGeneration(object, generation).metadata }
+    }
+
+    /// One generation's metadata, with its content handed to `piece` a piece at a time, checked against its MD5.
+    public func generation(_ object: ObjectName, _ generation: Int64, contentPieces piece: (Data) throws -> Void) throws(StorageError)
+        -> ObjectMetadata
+    {
+        try read {
+            let row = try fetchGeneration(object, generation)
+            try streamContent(of: row.version, piece)
+            return row.metadata
+        }
+    }
+
+    /// A page of every generation under `prefix`, live and noncurrent, by name and then generation (oldest first), as
+    /// the JSON API lists with `versions=true`; with `delimited`, names past the next `/` collapse into prefixes.
+    /// `items` repeats a name once per generation, `itemMetadata` has each generation's metadata.
+    public func listGenerations(prefix: String, delimited: Bool, options: ListOptions) throws(StorageError) -> ListPage {
+        let limit = try options.validatedMaxResults()
+        var resume: (name: String, generation: Int64?, inclusive: Bool) = (prefix, nil, true)
+        if let start = options.startOffset, NameBytes.precedes(prefix, start) { resume = (start, nil, true) }
+        if let token = options.pageToken {
+            let position = try LocalPageTokens().position(decoding: token, bucket: name, prefix: prefix)
+            switch position.lastEntryKind {
+            case .item: resume = (position.lastEntry, position.lastGeneration, position.lastGeneration != nil)
+            case .prefix: resume = (NameBound.successor(ofPrefix: position.lastEntry), nil, true)
+            }
+        }
+        return try read {
+            // The next entries after the position (at its name, the generations after its generation; then later
+            // names), from each table by its index, at most a page and one from each: bounded whatever the bucket holds.
+            let after = "name >= ?1 AND (name > ?1 OR generation > ?2 OR ?3)"
+            var branches = ["SELECT * FROM (SELECT name, generation, 0 AS kept FROM objects WHERE \(after) ORDER BY name LIMIT ?4)"]
+            if storesNoncurrent {
+                branches.append("SELECT * FROM (SELECT name, generation, 1 FROM noncurrent WHERE \(after) ORDER BY name, generation LIMIT ?4)")
+            }
+            let next = try connection.statement(branches.joined(separator: " UNION ALL ") + " ORDER BY 1, 2 LIMIT ?4")
+            defer { next.reset() }
+            var page = ListPage()
+            var metadata: [ObjectMetadata] = []
+            var last: ListPosition?
+            var more = false
+            scanning: while true {
+                next.reset()
+                next.bind(1, resume.name)
+                next.bind(2, resume.generation ?? .max)
+                next.bind(3, Int64(resume.inclusive && resume.generation == nil ? 1 : 0))
+                next.bind(4, Int64(limit + 1))
+                var found: [(name: String, generation: Int64, kept: Bool)] = []
+                while try next.step() { found.append((next.string(0) ?? "", next.int64(1), next.int64(2) != 0)) }
+                if found.isEmpty { break }
+                for entry in found {
+                    guard entry.name.utf8.starts(with: prefix.utf8) else { break scanning }
+                    if let end = options.endOffset, !NameBytes.precedes(entry.name, end) { break scanning }
+                    if page.items.count + page.prefixes.count == limit {
+                        more = true
+                        break scanning
+                    }
+                    let rest = entry.name.utf8.dropFirst(prefix.utf8.count)
+                    if delimited, let slash = rest.firstIndex(of: UInt8(ascii: "/")) {
+                        let collapsed = String(decoding: entry.name.utf8[...slash], as: UTF8.self)
+                        page.prefixes.append(String(decoding: entry.name.utf8[..<slash], as: UTF8.self))
+                        last = ListPosition(prefix: prefix, lastEntryKind: .prefix, lastEntry: collapsed)
+                        resume = (NameBound.successor(ofPrefix: collapsed), nil, true)
+                        continue scanning
+                    }
+                    let row: GenerationRow
+                    if entry.kept {
+                        guard let kept = try fetchNoncurrent(entry.name, generation: entry.generation) else { continue }
+                        row = .noncurrent(kept)
+                    } else {
+                        guard let live = try fetchRow(entry.name) else { continue }
+                        row = .live(live)
+                    }
+                    page.items.append(entry.name)
+                    metadata.append(row.metadata)
+                    last = ListPosition(prefix: prefix, lastEntryKind: .item, lastEntry: entry.name, lastGeneration: entry.generation)
+                    resume = (entry.name, entry.generation, true)
+                }
+                if found.count <= limit { break }
+            }
+            page.itemMetadata = options.includeMetadata ? metadata : nil
+            if more, let last { page.nextPageToken = LocalPageTokens().token(for: last, bucket: name) }
+            return page
+        }
+    }
+}
+
+extension LocalBucket: ObjectVersions {
+    public func metadata(of object: ObjectName, generation: Int64) async throws -> ObjectMetadata {
+        try generationMetadata(of: object, generation: generation)
+    }
+
+    public func read(_ object: ObjectName, generation: Int64, into sink: any ContentSink) async throws -> ObjectMetadata {
+        // The sink's own failure (a full disk) is the caller's to read as it was thrown, not as the bucket's.
+        var sinkFailure: (any Error)?
+        do {
+            return try self.generation(object, generation) { piece in
+                do {
+                    try sink.write(piece)
+                } catch {
+                    sinkFailure = error
+                    throw error
+                }
+            }
+        } catch {
+            throw sinkFailure ?? error
+        }
+    }
+
+    public func updateMetadata(of object: ObjectName, generation: Int64, _ update: MetadataUpdate, precondition: Precondition)
+        async throws -> UpdateResult
+    {
+        try change {
+            let row = try fetchGeneration(object, generation)
+            let now = options.clock.nextChangeTime()
+            let (next, changed) = try row.metadata.applying(update, now: now)
+            guard precondition.isSatisfied(by: row.metadata) else {
+                throw StorageError.preconditionFailed(object.rawValue, precondition, actual: row.metadata)
+            }
+            guard changed else { return UpdateResult(metadata: row.metadata, previous: row.metadata, changed: false) }
+            switch row {
+            case .live(let live):
+                try storeMetadata(next, over: live)
+            case .noncurrent(let kept):
+                // A noncurrent generation is one row of its own: replaced whole, its content and deletion time kept.
+                let replace = try connection.statement("DELETE FROM noncurrent WHERE id = ?1")
+                defer { replace.reset() }
+                replace.bind(1, kept.id)
+                try replace.step()
+                let insert = try connection.statement(StoredVersion.insertNoncurrent)
+                defer { insert.reset() }
+                StoredVersion(next, contentID: kept.version.contentID, born: kept.version.born).bindKept(insert, died: kept.died)
+                try insert.step()
+            }
+            return UpdateResult(metadata: next, previous: row.metadata, changed: true)
+        }
+    }
+
+    public func delete(_ object: ObjectName, generation: Int64, precondition: Precondition) async throws {
+        try change {
+            let row = try fetchGeneration(object, generation)
+            guard precondition.isSatisfied(by: row.metadata) else {
+                throw StorageError.preconditionFailed(object.rawValue, precondition, actual: row.metadata)
+            }
+            switch row {
+            case .live(let live):
+                try removeLive(live.version)
+            case .noncurrent(let kept):
+                let delete = try connection.statement("DELETE FROM noncurrent WHERE id = ?1")
+                defer { delete.reset() }
+                delete.bind(1, kept.id)
+                try delete.step()
+                try releaseContent(kept.version.contentID, of: kept.version.name)
+            }
+        }
+    }
+
+    public func hasNoncurrentGenerations() async throws -> Bool {
+        try noncurrentCount() > 0
+    }
+}
