@@ -56,7 +56,7 @@ let package = Package(
         .target(name: "StoreshExecution", dependencies: ["StoreshCore", "StoreshSQLite", "CSQLite"]),
         // The wire formats: each API's requests and documents, built once for the backends that send them, the
         // server that answers them and `explain`, which shows them.
-        .target(name: "StoreshWire", dependencies: ["StoreshCore", .product(name: "Crypto", package: "swift-crypto")]),
+        .target(name: "StoreshWire", dependencies: ["StoreshCore", "CStoreshXML", .product(name: "Crypto", package: "swift-crypto")]),
         // Security rules: the rules language, its evaluation, and the engine the local bucket asks.
         // The sample rules (links to samples/rules/) are compiled in: `rules load --sample NAME` needs no file.
         .target(
@@ -96,7 +96,7 @@ let package = Package(
         .target(
             name: "StoreshRemote",
             dependencies: [
-                "StoreshCore", "StoreshWire", "CStoreshXML",
+                "StoreshCore", "StoreshWire",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -86,7 +86,7 @@ extension StorageAPI {
         }
         let endpoint = try Endpoint(path: path)
         switch endpoint {
-        case .buckets?, .bucket?, .objects?, .object?, .copy?, .compose?, nil: break
+        case .buckets?, .bucket?, .objects?, .object?, .copy?, .compose?: break
         default: throw HTTPFailure.badRequest("A batch may hold JSON API metadata requests only, not \(path).")
         }
         if let query = request.uri.query, (try? QueryParameters(query))?["alt"] == "media" {

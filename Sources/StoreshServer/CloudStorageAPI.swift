@@ -220,7 +220,7 @@ extension StorageAPI {
         try checkForRead(conditions, current, headers: exchange.request.headers)
         let (object, content) = try download(name, generation: generation, in: exchange.bucket)
         try checkForRead(conditions, object, headers: exchange.request.headers)
-        return try Reply.media(object, content: content, request: exchange.request.headers)
+        return try Reply.media(object, content: content, request: exchange.request.headers, entityTag: ObjectResource.etag(object))
     }
 
     /// A read's conditions: a failed `…Match` is 412; a failed `…NotMatch` is 304, as the service answers.
@@ -555,7 +555,7 @@ extension StorageAPI {
     /// One chunk of a resumable upload (`Content-Range: bytes FIRST-LAST/TOTAL`, `TOTAL` may be `*`), or a status
     /// query (`bytes */TOTAL`). Answers 308 with the bytes received so far until the last byte, then the object.
     /// The chunk's place and size are checked before its bytes are read, which stream into the session's spool.
-    private func resumableChunk(_ exchange: inout Exchange, id: String) async throws -> Answer {
+    func resumableChunk(_ exchange: inout Exchange, id: String) async throws -> Answer {
         let rangeHeader = exchange.request.headers[.contentRange]
         let declaredLength = exchange.request.headers[.contentLength].flatMap(Int64.init)
         let range = try ContentRange(rangeHeader, bodyLength: declaredLength)

@@ -189,12 +189,12 @@ extension StorageAPI {
             let (current, content) = try download(name, in: exchange.bucket)
             // The object may have changed between the two reads: its content is served only under a token it has.
             if Self.tokens(of: current).contains(token) {
-                return try Reply.media(current, content: content, request: exchange.request.headers)
+                return try Reply.media(current, content: content, request: exchange.request.headers, entityTag: "\"\(current.md5Hash)\"")
             }
         }
         _ = try await readable(by: who, in: exchange.bucket).metadata(of: name)
         let (object, content) = try download(name, in: exchange.bucket)
-        return try Reply.media(object, content: content, request: exchange.request.headers)
+        return try Reply.media(object, content: content, request: exchange.request.headers, entityTag: "\"\(object.md5Hash)\"")
     }
 
     static func tokens(of object: ObjectMetadata) -> [String] {

@@ -49,6 +49,13 @@ enum Reply {
         return Answer(status: status, headers: headers, body: ByteBuffer(string: value.serialized))
     }
 
+    /// An XML API document.
+    static func xml(_ document: String, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]) -> Answer {
+        var headers = headers
+        headers[.contentType] = "application/xml; charset=UTF-8"
+        return Answer(status: status, headers: headers, body: ByteBuffer(string: document))
+    }
+
     static func empty(_ status: HTTPResponse.Status = .noContent, headers: HTTPFields = [:]) -> Answer {
         var headers = headers
         if status != .noContent { headers[.contentLength] = "0" }
@@ -67,12 +74,13 @@ enum Reply {
     /// An object's content (`alt=media`), whole or the one range asked for, with the headers clients check: the
     /// hashes of the whole content (`X-Goog-Hash`), its generations and its stored size and encoding; served inert
     /// (`InertContent`) whatever it holds.
-    static func media(_ object: ObjectMetadata, content: SpooledContent, request: HTTPFields) throws -> Answer {
+    /// `entityTag` is the API's: the JSON API's is the resource's etag, the XML API's the MD5 in hexadecimal, quoted.
+    static func media(_ object: ObjectMetadata, content: SpooledContent, request: HTTPFields, entityTag: String) throws -> Answer {
         let rangeHeader = request[.range]
         var headers = InertContent.headers(contentType: object.contentType, storedDisposition: object.contentDisposition, request: request)
         headers[.contentType] = object.contentType ?? "application/octet-stream"
         headers[.acceptRanges] = "bytes"
-        headers[.eTag] = "\"\(object.md5Hash)\""
+        headers[.eTag] = entityTag
         headers[.lastModified] = object.updated.httpDate
         headers[HTTPField.Name("X-Goog-Generation")!] = String(object.generation)
         headers[HTTPField.Name("X-Goog-Metageneration")!] = String(object.metageneration)

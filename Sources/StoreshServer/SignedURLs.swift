@@ -28,14 +28,23 @@ public struct SignedURLKey: Sendable {
         }
         self.email = email
     }
+
+    /// Whether `signature` is this key's RSA-SHA256 (PKCS #1 v1.5) signature of `text`, as both signed URL forms use.
+    func verifies(_ signature: some DataProtocol, of text: String) -> Bool {
+        key.isValidSignature(_RSA.Signing.RSASignature(rawRepresentation: signature), for: Data(text.utf8), padding: .insecurePKCS1v1_5)
+    }
 }
 
-/// A V4 signed URL (rule V7): `/BUCKET/NAME?X-Goog-Algorithm=GOOG4-RSA-SHA256&X-Goog-Credential=…&X-Goog-Date=…&
-/// X-Goog-Expires=…&X-Goog-SignedHeaders=…&X-Goog-Signature=…`, on the XML API's path, as the official clients make
-/// it against `STORAGE_EMULATOR_HOST`. Always checked: the parameters' forms, the time (not expired, not more than
-/// seven days, not dated ahead), and that the host header is signed. With a key given to the server, the signature
-/// too, over the canonical request, which covers the method, the path, the query and the host: a URL signed for GET
-/// cannot PUT, nor be used on another object or host. Refusals are the XML API's `<Error>` documents.
+/// A signed URL (rule V7), on the XML API's path (`/BUCKET` or `/BUCKET/NAME`), as the official clients make them
+/// against `STORAGE_EMULATOR_HOST`:
+/// - V4: `?X-Goog-Algorithm=GOOG4-RSA-SHA256&X-Goog-Credential=…&X-Goog-Date=…&X-Goog-Expires=…&X-Goog-SignedHeaders=…&
+///   X-Goog-Signature=…` (hexadecimal), signed over the canonical request: method, path, query, signed headers;
+/// - V2: `?GoogleAccessId=…&Expires=…&Signature=…` (base64), signed over the method, `Content-MD5`, `Content-Type`, the
+///   expiry, the `x-goog-` headers (the customer-supplied key's excepted, as the service does) and the path, with any
+///   query parameter the client chose to sign.
+/// Always checked: the parameters' forms and the time (not expired; a V4 URL not more than seven days, not dated
+/// ahead). With a key given to the server, the signature too: a URL signed for GET cannot PUT, nor be used on another
+/// object (nor, V4, another host). Refusals are the XML API's `<Error>` documents.
 struct SignedURL {
     static let algorithm = "GOOG4-RSA-SHA256"
     /// The longest life the service allows a V4 signed URL.
@@ -43,31 +52,45 @@ struct SignedURL {
     /// How far ahead of the server's clock a URL may be dated (clocks differ).
     static let allowedSkew: TimeInterval = 900
 
-    let bucket: String
-    let name: String
-
-    /// Whether a request is one: its query carries a V4 signature.
+    /// Whether a request is one: its query carries a V4 or a V2 signature.
     static func isSigned(query: String?) -> Bool {
         guard let query else { return false }
-        return query.split(separator: "&").contains { $0.hasPrefix("X-Goog-Signature=") || $0.hasPrefix("x-goog-signature=") }
+        return query.split(separator: "&").contains {
+            $0.hasPrefix("X-Goog-Signature=") || $0.hasPrefix("x-goog-signature=") || $0.hasPrefix("Signature=")
+        }
     }
 
-    /// Checks the request; returns the object it names, or throws an `HTTPFailure` whose body is the XML API's.
-    init(_ request: Request, key: SignedURLKey?, now: Date = Date()) throws {
-        let rawQuery = request.uri.query ?? ""
+    /// The query's parameters, percent-decoded, in their order.
+    static func parameters(_ request: Request) throws -> [(name: String, value: String)] {
         var pairs: [(name: String, value: String)] = []
-        for piece in rawQuery.split(separator: "&", omittingEmptySubsequences: true) {
+        for piece in (request.uri.query ?? "").split(separator: "&", omittingEmptySubsequences: true) {
             let parts = piece.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let name = try PercentEncoding.decode(parts[0], plusIsSpace: false, what: "a signed URL's parameter name")
             let value = try PercentEncoding.decode(parts.count > 1 ? parts[1] : "", plusIsSpace: false, what: "the parameter '\(name)'")
             pairs.append((name, value))
         }
+        return pairs
+    }
+
+    /// Checks a signed request; throws an `HTTPFailure` whose body is the XML API's.
+    static func check(_ request: Request, key: SignedURLKey?, now: Date = Date()) throws {
+        let pairs = try parameters(request)
         func parameter(_ name: String) throws -> String {
             guard let value = pairs.first(where: { $0.name.lowercased() == name.lowercased() })?.value, !value.isEmpty else {
                 throw Self.refusal(.badRequest, code: "AuthorizationQueryParametersError", "The signed URL has no \(name).")
             }
             return value
         }
+        if pairs.contains(where: { $0.name.lowercased() == "x-goog-signature" }) {
+            try checkV4(request, pairs: pairs, parameter: parameter, key: key, now: now)
+        } else {
+            try checkV2(request, pairs: pairs, parameter: parameter, key: key, now: now)
+        }
+    }
+
+    private static func checkV4(
+        _ request: Request, pairs: [(name: String, value: String)], parameter: (String) throws -> String, key: SignedURLKey?, now: Date
+    ) throws {
         let algorithm = try parameter("X-Goog-Algorithm")
         guard algorithm == Self.algorithm else {
             throw Self.refusal(
@@ -108,46 +131,97 @@ struct SignedURL {
         guard signedHeaders.contains("host") else {
             throw Self.refusal(.badRequest, code: "AuthorizationQueryParametersError", "X-Goog-SignedHeaders must include host.")
         }
-        if let key {
-            let signature = try parameter("X-Goog-Signature")
-            let email = scope[0].removingPercentEncoding ?? String(scope[0])
-            guard email == key.email, let bytes = Hexadecimal.decoded(signature) else {
-                throw Self.refusal(.forbidden, code: "SignatureDoesNotMatch", "The signed URL is not signed by \(key.email), the key storesh serve was given.")
+        guard let key else { return }
+        let signature = try parameter("X-Goog-Signature")
+        let email = scope[0].removingPercentEncoding ?? String(scope[0])
+        guard email == key.email, let bytes = Hexadecimal.decoded(signature) else {
+            throw Self.refusal(.forbidden, code: "SignatureDoesNotMatch", "The signed URL is not signed by \(key.email), the key storesh serve was given.")
+        }
+        var canonical = request.method.rawValue + "\n" + request.uri.path + "\n"
+        let query: [(name: String, value: String)] = pairs.filter { $0.name != "X-Goog-Signature" }.map { pair in
+            // RFC 3986's encoding, as V4 canonical queries are written: everything but unreserved characters.
+            (NameBytes.percentEncoded(pair.name), NameBytes.percentEncoded(pair.value))
+        }
+        let sorted = query.sorted { first, second in first.name == second.name ? first.value < second.value : first.name < second.name }
+        canonical += sorted.map { pair in pair.name + "=" + pair.value }.joined(separator: "&") + "\n"
+        for header in signedHeaders.sorted() {
+            let value: String
+            if header == "host" {
+                value = request.head.authority ?? ""
+            } else {
+                value = HTTPField.Name(header).flatMap { request.headers[$0] } ?? ""
             }
-            var canonical = request.method.rawValue + "\n" + request.uri.path + "\n"
-            let query: [(name: String, value: String)] = pairs.filter { $0.name != "X-Goog-Signature" }.map { pair in
-                // RFC 3986's encoding, as V4 canonical queries are written: everything but unreserved characters.
-                (NameBytes.percentEncoded(pair.name), NameBytes.percentEncoded(pair.value))
-            }
-            let sorted = query.sorted { first, second in first.name == second.name ? first.value < second.value : first.name < second.name }
-            canonical += sorted.map { pair in pair.name + "=" + pair.value }.joined(separator: "&") + "\n"
-            for header in signedHeaders.sorted() {
-                let value: String
-                if header == "host" {
-                    value = request.head.authority ?? ""
-                } else {
-                    value = HTTPField.Name(header).flatMap { request.headers[$0] } ?? ""
-                }
-                canonical += header + ":" + value.trimmingCharacters(in: .whitespaces) + "\n"
-            }
-            canonical += "\n" + signedHeaders.sorted().joined(separator: ";") + "\n" + "UNSIGNED-PAYLOAD"
-            let digest = Hexadecimal.encoded(SHA256.hash(data: Data(canonical.utf8)))
-            let stringToSign = [Self.algorithm, dateText, scope[1...].joined(separator: "/"), digest].joined(separator: "\n")
-            guard key.key.isValidSignature(
-                _RSA.Signing.RSASignature(rawRepresentation: bytes), for: Data(stringToSign.utf8), padding: .insecurePKCS1v1_5)
-            else {
-                throw Self.refusal(
-                    .forbidden, code: "SignatureDoesNotMatch",
-                    "The request signature we calculated does not match the signature you provided (the method, path, query and host are signed).")
+            canonical += header + ":" + value.trimmingCharacters(in: .whitespaces) + "\n"
+        }
+        canonical += "\n" + signedHeaders.sorted().joined(separator: ";") + "\n" + "UNSIGNED-PAYLOAD"
+        let digest = Hexadecimal.encoded(SHA256.hash(data: Data(canonical.utf8)))
+        let stringToSign = [Self.algorithm, dateText, scope[1...].joined(separator: "/"), digest].joined(separator: "\n")
+        guard key.verifies(bytes, of: stringToSign) else {
+            throw Self.refusal(
+                .forbidden, code: "SignatureDoesNotMatch",
+                "The request signature we calculated does not match the signature you provided (the method, path, query and host are signed).")
+        }
+    }
+
+    /// The parameters of a V2 URL that are not signed: the signature's own, and those the clients add after signing.
+    static let unsignedV2Parameters: Set<String> = [
+        "googleaccessid", "expires", "signature", "response-content-type", "response-content-disposition", "generation",
+    ]
+
+    private static func checkV2(
+        _ request: Request, pairs: [(name: String, value: String)], parameter: (String) throws -> String, key: SignedURLKey?, now: Date
+    ) throws {
+        let accessID = try parameter("GoogleAccessId")
+        let expiresText = try parameter("Expires")
+        guard let expires = Int64(expiresText), expires > 0 else {
+            throw Self.refusal(.badRequest, code: "AuthorizationQueryParametersError", "Expires must be a time in seconds since 1970, not '\(expiresText)'.")
+        }
+        if Int64(now.timeIntervalSince1970) >= expires {
+            throw Self.refusal(.badRequest, code: "ExpiredToken", "Invalid argument.", details: "Request has expired: \(expiresText).")
+        }
+        guard let key else { return }
+        guard accessID == key.email, let signature = Data(base64Encoded: try parameter("Signature")) else {
+            throw Self.refusal(.forbidden, code: "SignatureDoesNotMatch", "The signed URL is not signed by \(key.email), the key storesh serve was given.")
+        }
+        // The x-goog- headers, by name, each once with its values joined; a customer-supplied key is not signed.
+        var extensions: [String: [String]] = [:]
+        for field in request.headers {
+            let name = field.name.canonicalName.lowercased()
+            guard name.hasPrefix("x-goog-"), !name.hasPrefix("x-goog-encryption-") else { continue }
+            extensions[name, default: []].append(field.value.split(whereSeparator: \.isWhitespace).joined(separator: " "))
+        }
+        var resource = request.uri.path
+        var signedQuery: [(name: String, value: String)] = []
+        for pair in pairs where !Self.unsignedV2Parameters.contains(pair.name.lowercased()) {
+            signedQuery.append((pair.name.lowercased(), pair.value.trimmingCharacters(in: .whitespaces)))
+        }
+        signedQuery.sort { first, second in first.name == second.name ? first.value < second.value : first.name < second.name }
+        if !signedQuery.isEmpty {
+            resource += "?" + signedQuery.map { Self.formEncoded($0.name) + "=" + Self.formEncoded($0.value) }.joined(separator: "&")
+        }
+        let lines = [request.method.rawValue, request.headers[.contentMD5] ?? "", request.headers[.contentType] ?? "", expiresText]
+            + extensions.keys.sorted().map { "\($0):\(extensions[$0]!.joined(separator: ","))" } + [resource]
+        guard key.verifies(signature, of: lines.joined(separator: "\n")) else {
+            throw Self.refusal(
+                .forbidden, code: "SignatureDoesNotMatch",
+                "The request signature we calculated does not match the signature you provided (the method, Content-MD5, Content-Type, expiry, x-goog- headers and path are signed).")
+        }
+    }
+
+    /// A signed query parameter as a V2 string to sign holds it: `application/x-www-form-urlencoded` (a space is `+`;
+    /// letters, digits and `_.-~` as they are; every other byte `%XX`), as the clients that sign V2 write it.
+    static func formEncoded(_ text: String) -> String {
+        var encoded = ""
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: "-"), UInt8(ascii: "~"):
+                encoded.unicodeScalars.append(Unicode.Scalar(byte))
+            case UInt8(ascii: " "): encoded += "+"
+            default: encoded += String(format: "%%%02X", byte)
             }
         }
-        // The XML API's path: /BUCKET/NAME (the name may hold '/').
-        let path = request.uri.path.dropFirst()
-        guard let slash = path.firstIndex(of: "/"), slash > path.startIndex, path.index(after: slash) < path.endIndex else {
-            throw Self.refusal(.badRequest, code: "InvalidURI", "A signed URL's path is /BUCKET/OBJECT.")
-        }
-        bucket = try PercentEncoding.decode(path[..<slash], plusIsSpace: false, what: "the bucket name")
-        name = try PercentEncoding.decode(path[path.index(after: slash)...], plusIsSpace: false, what: "the object name")
+        return encoded
     }
 
     /// A refusal in the XML API's shape (`<Error><Code>…</Code><Message>…</Message></Error>`).
@@ -156,57 +230,5 @@ struct SignedURL {
         failure.xml = "<?xml version='1.0' encoding='UTF-8'?><Error><Code>\(MarkupText.escaped(code))</Code><Message>\(MarkupText.escaped(message))</Message>"
             + (details.map { "<Details>\(MarkupText.escaped($0))</Details>" } ?? "") + "</Error>"
         return failure
-    }
-}
-
-extension StorageAPI {
-    /// A request by V4 signed URL: GET or HEAD reads the object's content, PUT writes its body as the object,
-    /// DELETE deletes it, as the XML API does for the URL's holder, without rules (the signer is the administrator).
-    func respondSigned(to request: Request) async throws -> Answer {
-        let signed = try SignedURL(request, key: signingKey)
-        do {
-            return try await respondSigned(to: request, signed)
-        } catch let failure as HTTPFailure where failure.xml == nil {
-            // The XML API answers in XML, naming the URL's own bucket and object; the headers (Retry-After) stay.
-            var refusal = SignedURL.refusal(failure.status, code: failure.status == .notFound ? "NoSuchBucket" : failure.reason, failure.message)
-            refusal.headers = failure.headers
-            throw refusal
-        } catch let error as StorageError {
-            switch error.code {
-            case .objectNotFound:
-                throw SignedURL.refusal(.notFound, code: "NoSuchKey", "The specified key does not exist.", details: "No such object: \(signed.bucket)/\(signed.name)")
-            case .bucketNotFound:
-                throw SignedURL.refusal(.notFound, code: "NoSuchBucket", "The specified bucket does not exist.", details: signed.bucket)
-            default:
-                let failure = HTTPFailure(error, bucket: signed.bucket, object: signed.name, firebase: false)
-                throw SignedURL.refusal(failure.status, code: failure.reason, failure.message)
-            }
-        }
-    }
-
-    private func respondSigned(to request: Request, _ signed: SignedURL) async throws -> Answer {
-        // A signed URL's reads and writes are requests like any other: the rates count them (rule Q3).
-        try rates.admit(request.method, .object(bucket: signed.bucket, name: signed.name))
-        let bucket = try buckets.bucket(named: signed.bucket, creating: request.method == .put && createsBucketsOnEveryWrite)
-        let name = try ObjectName(signed.name)
-        var exchange = Exchange(
-            request: request, endpoint: .object(bucket: signed.bucket, name: signed.name), bucket: bucket,
-            query: QueryParameters(lenient: nil), baseURL: "http://" + (request.head.authority ?? "127.0.0.1"))
-        switch request.method {
-        case .get, .head:
-            let (object, content) = try download(name, in: bucket)
-            return try Reply.media(object, content: content, request: request.headers)
-        case .put:
-            var upload = UploadRequest(bucket: bucket, name: name, options: WriteOptions(), conditions: Conditions(), firebase: false)
-            if let type = request.headers[.contentType] { upload.options.properties[.contentType] = type }
-            let content = try await receiveObject(&exchange)
-            let object = try await finishUpload(upload, content: content)
-            return Reply.empty(.ok, headers: [.eTag: "\"\(object.md5Hash)\"", HTTPField.Name("X-Goog-Generation")!: String(object.generation)])
-        case .delete:
-            try await bucket.change { transaction -> Void in try await transaction.delete(name, precondition: .none) }
-            return Reply.empty()
-        default:
-            throw SignedURL.refusal(.methodNotAllowed, code: "MethodNotAllowed", "A signed URL is used with GET, HEAD, PUT or DELETE.")
-        }
     }
 }

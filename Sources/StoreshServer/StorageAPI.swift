@@ -47,6 +47,8 @@ struct Exchange {
 final class StorageAPI: Sendable {
     let buckets: ServedBuckets
     let uploads: UploadSessions
+    /// The XML API's multipart uploads in progress.
+    let multipartUploads: MultipartUploads
     let limits: ServeLimits
     /// The requests answered, for the page's request log.
     let journal = RequestJournal()
@@ -71,6 +73,7 @@ final class StorageAPI: Sendable {
         self.signingKey = signingKey
         self.limits = limits
         uploads = UploadSessions(maximumSessions: limits.maximumUploadSessions)
+        multipartUploads = MultipartUploads(maximumUploads: limits.maximumUploadSessions)
         rates = ServiceRates(writesPerSecond: limits.writesPerSecond, readsPerSecond: limits.readsPerSecond)
         let primary = buckets.primary.path
         spoolDirectory = (primary as NSString).deletingLastPathComponent.isEmpty ? "." : (primary as NSString).deletingLastPathComponent
@@ -86,10 +89,14 @@ final class StorageAPI: Sendable {
                     .notImplemented, reason: "notImplemented",
                     "Transfer-Encoding '\(coding)' is not supported: storesh serve takes bodies as they are or chunked; nothing was done.")
             }
-            // A V4 signed URL is on the XML API's path (/BUCKET/NAME), known by its query.
-            if SignedURL.isSigned(query: request.uri.query) { return try await respondSigned(to: request) }
+            // A signed URL is on the XML API's path (/BUCKET/NAME), known by its query; so is every path that is not
+            // one of the JSON or Firebase APIs' (rule V7).
+            if SignedURL.isSigned(query: request.uri.query) { return try await respondXML(to: request) }
             guard let found = try Endpoint(path: request.uri.path) else {
-                throw HTTPFailure.notFound("Not Found: storesh serve has no endpoint at \(request.uri.path).")
+                guard XMLPath.isXML(request.uri.path) else {
+                    throw HTTPFailure.notFound("Not Found: storesh serve has no endpoint at \(request.uri.path).")
+                }
+                return try await respondXML(to: request)
             }
             endpoint = found
             try rates.admit(request.method, found)

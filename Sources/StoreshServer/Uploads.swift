@@ -21,6 +21,24 @@ struct MultipartUpload {
         guard let boundary = MediaTypes.parameter("boundary", of: header), !boundary.isEmpty, boundary.utf8.count <= 200 else {
             throw HTTPFailure.badRequest("The multipart/related Content-Type names no boundary.")
         }
+        let parts = try Self.parts(of: spool, boundary: boundary, atMost: 3)
+        guard parts.count == 2 else {
+            throw HTTPFailure.badRequest("A multipart upload has exactly two parts, the metadata (JSON) and the content; this one has \(parts.count).")
+        }
+        let metadataRange = parts[0].body
+        guard metadataRange.count <= maximumMetadataBytes else {
+            throw HTTPFailure(
+                .contentTooLarge, reason: "uploadTooLarge",
+                "The upload's metadata part is larger than \(maximumMetadataBytes) bytes, the limit of this server; nothing was changed.")
+        }
+        metadata = try spool.read(offset: metadataRange.lowerBound, length: metadataRange.count)
+        content = try spool.content(parts[1].body)
+        contentType = parts[1].headers["content-type"]
+    }
+
+    /// The parts of a multipart body (RFC 2046) in `spool`, each with its headers (names in lower case) and where its
+    /// body is; at most `maximumParts` are read (a body with more is refused by its caller's count).
+    static func parts(of spool: Spool, boundary: String, atMost maximumParts: Int) throws -> [(headers: [String: String], body: Range<Int64>)] {
         let delimiter = Data(("--" + boundary).utf8)
         // Parts are delimited by CRLF--BOUNDARY; the first delimiter may open the body, and the last ends in --.
         guard let first = try spool.firstOffset(of: delimiter, from: 0), first <= 64,
@@ -34,8 +52,8 @@ struct MultipartUpload {
         // whichever follows the first boundary is the body's.
         let newline = try spool.read(offset: cursor, length: 1) == Data("\n".utf8) ? Data("\n".utf8) : Data("\r\n".utf8)
         let next = newline + delimiter
-        // Bounded: each round moves the cursor past one delimiter, and at most three parts are read.
-        while parts.count < 3 {
+        // Bounded: each round moves the cursor past one delimiter, and at most `maximumParts` parts are read.
+        while parts.count < maximumParts {
             let opening = try spool.read(offset: cursor, length: 2)
             if opening == Data("--".utf8) { break }  // the closing delimiter
             guard opening.starts(with: newline) else {
@@ -48,18 +66,7 @@ struct MultipartUpload {
             parts.append(try Self.part(spool, cursor..<end, newline: newline))
             cursor = end + Int64(next.count)
         }
-        guard parts.count == 2 else {
-            throw HTTPFailure.badRequest("A multipart upload has exactly two parts, the metadata (JSON) and the content; this one has \(parts.count).")
-        }
-        let metadataRange = parts[0].body
-        guard metadataRange.count <= maximumMetadataBytes else {
-            throw HTTPFailure(
-                .contentTooLarge, reason: "uploadTooLarge",
-                "The upload's metadata part is larger than \(maximumMetadataBytes) bytes, the limit of this server; nothing was changed.")
-        }
-        metadata = try spool.read(offset: metadataRange.lowerBound, length: metadataRange.count)
-        content = try spool.content(parts[1].body)
-        contentType = parts[1].headers["content-type"]
+        return parts
     }
 
     /// One part: its headers up to an empty line, then its body.
@@ -219,7 +226,7 @@ final class UploadSessions: @unchecked Sendable {
         return try body(&session)
     }
 
-    private static func newID() -> String {
+    static func newID() -> String {
         var generator = SystemRandomNumberGenerator()
         return (0..<4).map { _ in String(generator.next() as UInt64, radix: 16).leftPadded16 }.joined()
     }

@@ -60,9 +60,14 @@ struct RouterTests {
                 #expect(String(buffer: response.body).contains("a b.txt"))
             }
             try await client.execute(uri: "/", method: .delete) { response in #expect(response.status == .notFound) }
-            try await client.execute(uri: "/nowhere/at/all", method: .get) { response in
+            // Under another API's path, a path it does not have is that API's 404; any other path is the XML API's.
+            try await client.execute(uri: "/storage/v2/nowhere", method: .get) { response in
                 #expect(response.status == .notFound)
                 #expect(String(buffer: response.body).contains("\"reason\":\"notFound\""))
+            }
+            try await client.execute(uri: "/nowhere/at/all", method: .get) { response in
+                #expect(response.status == .notFound)
+                #expect(String(buffer: response.body).contains("<Code>NoSuchBucket</Code>"))
             }
         }
     }

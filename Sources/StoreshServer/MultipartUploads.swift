@@ -1,0 +1,182 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import StoreshCore
+import StoreshWire
+
+/// The XML API's multipart uploads in progress (rule V7), as `transfer_manager.upload_chunks_concurrently` and S3
+/// tools make them: parts sent in any order, each into a spool of its own, then put together in the order the
+/// completion names, as one write, so a half upload is never visible; an abort, or an hour idle, lets the parts go.
+final class MultipartUploads: @unchecked Sendable {
+    struct Upload {
+        var request: UploadRequest
+        var parts: [Int: SpooledContent] = [:]
+        var lastUsed: Date
+    }
+
+    /// The service's limit of parts per upload, numbered 1 to this.
+    static let maximumParts = 10_000
+
+    private let lock = NSLock()
+    private var uploads: [String: Upload] = [:]
+    private let maximumUploads: Int
+
+    init(maximumUploads: Int) {
+        self.maximumUploads = maximumUploads
+    }
+
+    static let noSuchUpload = SignedURL.refusal(
+        .notFound, code: "NoSuchUpload", "The specified multipart upload does not exist: it was completed, aborted, or idle for an hour.")
+
+    /// Starts an upload; its id.
+    func start(_ request: UploadRequest) throws -> String {
+        let now = Date()
+        return try lock.withLock {
+            uploads = uploads.filter { now.timeIntervalSince($0.value.lastUsed) < UploadSessions.idleLimit }
+            guard uploads.count < maximumUploads else {
+                throw SignedURL.refusal(
+                    .tooManyRequests, code: "SlowDown",
+                    "\(maximumUploads) multipart uploads are in progress; complete or abort one first (an upload idle for an hour ends by itself).")
+            }
+            let id = UploadSessions.newID()
+            uploads[id] = Upload(request: request, lastUsed: now)
+            return id
+        }
+    }
+
+    /// The upload's request, when `id` is an upload of `name` in `bucket`.
+    func request(_ id: String, of name: ObjectName, in bucket: ServedBucket) throws -> UploadRequest {
+        try lock.withLock {
+            guard let upload = uploads[id], upload.request.bucket === bucket, upload.request.name == name else { throw Self.noSuchUpload }
+            uploads[id]?.lastUsed = Date()
+            return upload.request
+        }
+    }
+
+    /// Keeps a part received (a part sent again replaces the one before, as on the service).
+    func keep(_ content: SpooledContent, number: Int, of id: String) throws {
+        try lock.withLock {
+            guard uploads[id] != nil else { throw Self.noSuchUpload }
+            uploads[id]!.parts[number] = content
+            uploads[id]!.lastUsed = Date()
+        }
+    }
+
+    func parts(of id: String) throws -> [Int: SpooledContent] {
+        try lock.withLock {
+            guard let upload = uploads[id] else { throw Self.noSuchUpload }
+            return upload.parts
+        }
+    }
+
+    /// Takes the upload out (to complete or abort it): no part can join it meanwhile, and no second completion.
+    func take(_ id: String) throws -> Upload {
+        try lock.withLock {
+            guard let upload = uploads.removeValue(forKey: id) else { throw Self.noSuchUpload }
+            return upload
+        }
+    }
+
+    /// Puts back an upload whose completion failed, for the client to complete again or abort.
+    func putBack(_ upload: Upload, as id: String) {
+        lock.withLock {
+            var kept = upload
+            kept.lastUsed = Date()
+            uploads[id] = kept
+        }
+    }
+}
+
+extension StorageAPI {
+    /// `POST /BUCKET/OBJECT?uploads`: a multipart upload begins, with the object's metadata from the headers.
+    func startMultipart(_ exchange: Exchange, name: ObjectName) throws -> Answer {
+        let id = try multipartUploads.start(try xmlUpload(exchange, name: name))
+        return Reply.xml(CloudStorageXML.initiateMultipartUploadResult(bucket: exchange.bucket.name, key: name.rawValue, uploadID: id))
+    }
+
+    /// A request on a multipart upload: `PUT ?partNumber=N` sends a part, `POST` completes, `DELETE` aborts, `GET` lists
+    /// the parts received.
+    func multipartStep(_ exchange: inout Exchange, name: ObjectName, uploadID: String) async throws -> Answer {
+        let request = try multipartUploads.request(uploadID, of: name, in: exchange.bucket)
+        switch exchange.method {
+        case .put:
+            guard let number = try exchange.query.integer("partNumber"), (1...Int64(MultipartUploads.maximumParts)).contains(number) else {
+                throw SignedURL.refusal(.badRequest, code: "InvalidArgument", "partNumber must be 1 to \(MultipartUploads.maximumParts).")
+            }
+            let content = try await receiveObject(&exchange)
+            // The part's hashes as the client gives them (Content-MD5, x-goog-hash), each checked: a part damaged on
+            // the way is refused, the upload kept.
+            let hashes = Self.declaredHashes(exchange.request.headers)
+            for (kind, declared, actual) in [("MD5", hashes.md5, content.md5Base64), ("CRC32C", hashes.crc32c, content.crc32cBase64)] {
+                if let declared, declared != actual {
+                    throw SignedURL.refusal(
+                        .badRequest, code: "BadDigest", "The part's \(kind) is not the one given.",
+                        details: "Provided \(kind) \(declared) does not match calculated \(kind) \(actual).")
+                }
+            }
+            try multipartUploads.keep(content, number: Int(number), of: uploadID)
+            return Reply.empty(.ok, headers: [
+                .eTag: CloudStorageXML.entityTag(md5Base64: content.md5Base64),
+                HTTPField.Name("X-Goog-Hash")!: "crc32c=\(content.crc32cBase64),md5=\(content.md5Base64)",
+            ])
+        case .get, .head:
+            let parts = try multipartUploads.parts(of: uploadID).sorted { $0.key < $1.key }.map { number, content in
+                CloudStorageXML.UploadedPart(number: number, entityTag: CloudStorageXML.entityTag(md5Base64: content.md5Base64), size: content.size)
+            }
+            return Reply.xml(CloudStorageXML.listPartsResult(bucket: exchange.bucket.name, key: name.rawValue, uploadID: uploadID, parts: parts))
+        case .delete:
+            _ = try multipartUploads.take(uploadID)
+            return Reply.empty(.noContent)
+        case .post:
+            let named = try CloudStorageXML.completedParts(try await body(&exchange, limit: limits.maximumJSONBytes, what: "CompleteMultipartUpload document"))
+            let upload = try multipartUploads.take(uploadID)
+            do {
+                let object = try await completeMultipart(upload, parts: named, request: request)
+                let location = "\(exchange.baseURL)/\(exchange.bucket.name)/\(NameBytes.percentEncoded(name.rawValue))"
+                return Reply.xml(
+                    CloudStorageXML.completeMultipartUploadResult(
+                        location: location, bucket: exchange.bucket.name, key: name.rawValue, entityTag: CloudStorageXML.entityTag(md5Base64: object.md5Hash)),
+                    headers: [HTTPField.Name("X-Goog-Generation")!: String(object.generation)])
+            } catch {
+                multipartUploads.putBack(upload, as: uploadID)
+                throw error
+            }
+        default:
+            throw SignedURL.refusal(.methodNotAllowed, code: "MethodNotAllowed", "A multipart upload takes PUT, POST, GET or DELETE.")
+        }
+    }
+
+    /// The parts named, in ascending order, each as the ETag the client was given says, put together in one spool a
+    /// piece at a time and written as the object.
+    private func completeMultipart(
+        _ upload: MultipartUploads.Upload, parts named: [(number: Int, entityTag: String)], request: UploadRequest
+    ) async throws -> ObjectMetadata {
+        let whole = Spool(directory: spoolDirectory)
+        var previous = 0
+        for (number, tag) in named {
+            guard number > previous else {
+                throw SignedURL.refusal(.badRequest, code: "InvalidPartOrder", "The parts must be listed in ascending order of PartNumber (\(number) follows \(previous)).")
+            }
+            previous = number
+            guard let part = upload.parts[number], Self.sameEntityTag(tag, CloudStorageXML.entityTag(md5Base64: part.md5Base64)) else {
+                throw SignedURL.refusal(.badRequest, code: "InvalidPart", "Part \(number) was not received, or its ETag is not \(tag).")
+            }
+            guard part.size <= Int64(limits.maximumObjectBytes) - whole.size else { throw objectTooLarge(whole.size + part.size) }
+            var offset: Int64 = 0
+            // Bounded: each round copies at least one byte, up to the part's end.
+            while offset < part.size {
+                let piece = try part.read(offset: offset, length: Spool.pieceBytes)
+                guard !piece.isEmpty else { break }
+                try whole.append(piece)
+                offset += Int64(piece.count)
+            }
+        }
+        return try await finishUpload(request, content: try whole.content())
+    }
+
+    /// Whether two ETags name the same content, quoted or not.
+    private static func sameEntityTag(_ given: String, _ expected: String) -> Bool {
+        func bare(_ tag: String) -> String { tag.trimmingCharacters(in: CharacterSet(charactersIn: "\" ")) }
+        return bare(given).lowercased() == bare(expected).lowercased()
+    }
+}

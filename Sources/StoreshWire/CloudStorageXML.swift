@@ -1,0 +1,118 @@
+import Foundation
+import StoreshCore
+
+/// The Cloud Storage XML API's documents (rule V7), both ways: the listings and upload results `storesh serve`
+/// answers, and the requests' bodies it reads (the parts a multipart upload completes with).
+public enum CloudStorageXML {
+    static let declaration = "<?xml version='1.0' encoding='UTF-8'?>"
+    /// The namespace of a listing, as the service writes it.
+    static let namespace = "http://doc.s3.amazonaws.com/2006-03-01"
+    /// The namespace of a multipart upload's documents, S3's, as the service writes them (and clients look them up).
+    static let uploadNamespace = "http://s3.amazonaws.com/doc/2006-03-01/"
+
+    /// An object's XML ETag: its MD5 in hexadecimal, quoted (a multipart upload's is the MD5 of its parts' MD5s and
+    /// their count, as the service gives it).
+    public static func entityTag(md5Base64: String) -> String {
+        guard let bytes = Data(base64Encoded: md5Base64) else { return "\"\"" }
+        return "\"" + bytes.map { String(format: "%02x", $0) }.joined() + "\""
+    }
+
+    /// A page of a bucket's listing (`GET /BUCKET`): version 1 (`marker`) or, with `listType2`, version 2
+    /// (`continuation-token`), as the service answers both.
+    public static func listBucketResult(
+        bucket: String, prefix: String, delimiter: String?, maxKeys: Int, page: StoredListingPage, marker: String?, listType2: Bool,
+        continuationToken: String?
+    ) -> String {
+        var xml = declaration + "<ListBucketResult xmlns=\"\(namespace)\">"
+        func element(_ name: String, _ value: String) { xml += "<\(name)>\(MarkupText.escaped(value))</\(name)>" }
+        element("Name", bucket)
+        element("Prefix", prefix)
+        if let delimiter { element("Delimiter", delimiter) }
+        element("MaxKeys", String(maxKeys))
+        if listType2 {
+            element("KeyCount", String(page.items.count + page.prefixes.count))
+            if let continuationToken { element("ContinuationToken", continuationToken) }
+            if let next = page.continuation { element("NextContinuationToken", next) }
+        } else {
+            element("Marker", marker ?? "")
+            if let next = page.continuation { element("NextMarker", next) }
+        }
+        element("IsTruncated", page.continuation == nil ? "false" : "true")
+        for object in page.items {
+            xml += "<Contents>"
+            element("Key", object.fullPath)
+            element("Generation", String(object.generation))
+            element("MetaGeneration", String(object.metageneration))
+            element("LastModified", object.updated.rfc3339)
+            element("ETag", entityTag(md5Base64: object.md5Hash))
+            element("Size", String(object.size))
+            element("StorageClass", "STANDARD")
+            xml += "</Contents>"
+        }
+        for prefix in page.prefixes {
+            xml += "<CommonPrefixes>"
+            element("Prefix", prefix)
+            xml += "</CommonPrefixes>"
+        }
+        return xml + "</ListBucketResult>"
+    }
+
+    /// The answer to `POST /BUCKET/OBJECT?uploads`.
+    public static func initiateMultipartUploadResult(bucket: String, key: String, uploadID: String) -> String {
+        declaration + "<InitiateMultipartUploadResult xmlns=\"\(uploadNamespace)\"><Bucket>\(MarkupText.escaped(bucket))</Bucket>"
+            + "<Key>\(MarkupText.escaped(key))</Key><UploadId>\(MarkupText.escaped(uploadID))</UploadId></InitiateMultipartUploadResult>"
+    }
+
+    /// The answer to `POST /BUCKET/OBJECT?uploadId=…` once the object is written.
+    public static func completeMultipartUploadResult(location: String, bucket: String, key: String, entityTag: String) -> String {
+        declaration + "<CompleteMultipartUploadResult xmlns=\"\(uploadNamespace)\"><Location>\(MarkupText.escaped(location))</Location>"
+            + "<Bucket>\(MarkupText.escaped(bucket))</Bucket><Key>\(MarkupText.escaped(key))</Key>"
+            + "<ETag>\(MarkupText.escaped(entityTag))</ETag></CompleteMultipartUploadResult>"
+    }
+
+    /// The answer to a form upload that asked for `success_action_status` 201.
+    public static func postResponse(location: String, bucket: String, key: String, entityTag: String) -> String {
+        declaration + "<PostResponse><Location>\(MarkupText.escaped(location))</Location><Bucket>\(MarkupText.escaped(bucket))</Bucket>"
+            + "<Key>\(MarkupText.escaped(key))</Key><ETag>\(MarkupText.escaped(entityTag))</ETag></PostResponse>"
+    }
+
+    /// One part of a multipart upload, as a listing of parts gives it.
+    public struct UploadedPart: Sendable, Equatable {
+        public var number: Int
+        /// The part's ETag, quoted.
+        public var entityTag: String
+        public var size: Int64
+
+        public init(number: Int, entityTag: String, size: Int64) {
+            self.number = number
+            self.entityTag = entityTag
+            self.size = size
+        }
+    }
+
+    /// The answer to `GET /BUCKET/OBJECT?uploadId=…`: the parts received so far.
+    public static func listPartsResult(bucket: String, key: String, uploadID: String, parts: [UploadedPart]) -> String {
+        var xml = declaration + "<ListPartsResult xmlns=\"\(uploadNamespace)\"><Bucket>\(MarkupText.escaped(bucket))</Bucket>"
+            + "<Key>\(MarkupText.escaped(key))</Key><UploadId>\(MarkupText.escaped(uploadID))</UploadId><IsTruncated>false</IsTruncated>"
+        for part in parts {
+            xml += "<Part><PartNumber>\(part.number)</PartNumber><ETag>\(MarkupText.escaped(part.entityTag))</ETag><Size>\(part.size)</Size></Part>"
+        }
+        return xml + "</ListPartsResult>"
+    }
+
+    /// The parts a `CompleteMultipartUpload` body names, in its order, each with the ETag the client was given.
+    public static func completedParts(_ body: Data) throws(StorageError) -> [(number: Int, entityTag: String)] {
+        guard let root = try XMLElement.parse(body), root.name == "CompleteMultipartUpload" else {
+            throw .invalidArgument("The body is not a CompleteMultipartUpload document.")
+        }
+        var parts: [(number: Int, entityTag: String)] = []
+        for part in root.all("Part") {
+            guard let text = part.text(of: "PartNumber"), let number = Int(text.trimmingCharacters(in: .whitespaces)) else {
+                throw .invalidArgument("A Part of the CompleteMultipartUpload document has no PartNumber.")
+            }
+            parts.append((number, part.text(of: "ETag")?.trimmingCharacters(in: .whitespaces) ?? ""))
+        }
+        guard !parts.isEmpty else { throw .invalidArgument("The CompleteMultipartUpload document names no part.") }
+        return parts
+    }
+}
