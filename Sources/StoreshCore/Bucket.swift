@@ -6,6 +6,9 @@ public struct WriteOptions: Sendable, Equatable {
     public var customMetadata: [String: String]
     /// When given, the MD5 the content must have (base64); a mismatch is non-matching-checksum.
     public var expectedMD5: String?
+    /// Whether a content type not given is guessed from the name (rule M3); a compose leaves a composite without one,
+    /// as the service does.
+    public var guessesContentType = true
 
     public init(
         properties: [WritableProperty: String] = [:], customMetadata: [String: String] = [:],

@@ -159,25 +159,26 @@ public struct ObjectMetadata: Sendable, Equatable {
     /// is guessed from the name's extension.
     public static func newObject(
         bucket: String, name: ObjectName, content: some Collection<UInt8>, generation: Int64, now: Timestamp,
-        properties: [WritableProperty: String] = [:], customMetadata: [String: String] = [:]
+        properties: [WritableProperty: String] = [:], customMetadata: [String: String] = [:], guessingContentType: Bool = true
     ) -> ObjectMetadata {
         newObject(
             bucket: bucket, name: name, size: Int64(content.count), md5Hash: ContentHash.md5Base64(content),
             crc32c: CRC32C.base64(of: content), generation: generation, now: now, properties: properties,
-            customMetadata: customMetadata)
+            customMetadata: customMetadata, guessingContentType: guessingContentType)
     }
 
     /// A new object whose content is known by its size and checksums (content that is streamed, never whole in
     /// memory).
     public static func newObject(
         bucket: String, name: ObjectName, size: Int64, md5Hash: String, crc32c: String? = nil, generation: Int64,
-        now: Timestamp, properties: [WritableProperty: String] = [:], customMetadata: [String: String] = [:]
+        now: Timestamp, properties: [WritableProperty: String] = [:], customMetadata: [String: String] = [:],
+        guessingContentType: Bool = true
     ) -> ObjectMetadata {
         var metadata = ObjectMetadata(
             bucket: bucket, fullPath: name.rawValue, generation: generation, metageneration: 1,
             size: size, timeCreated: now, updated: now, md5Hash: md5Hash, customMetadata: customMetadata, crc32c: crc32c)
         for (property, value) in properties { metadata[property] = value }
-        if metadata.contentType == nil {
+        if metadata.contentType == nil && guessingContentType {
             metadata.contentType = ContentType.guess(forName: name.rawValue)
         }
         return metadata

@@ -719,7 +719,8 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
             let now = options.clock.nextChangeTime()
             let metadata = ObjectMetadata.newObject(
                 bucket: name, name: object, content: content, generation: try nextGeneration(now: now), now: now,
-                properties: writeOptions.properties, customMetadata: writeOptions.customMetadata)
+                properties: writeOptions.properties, customMetadata: writeOptions.customMetadata,
+                guessingContentType: writeOptions.guessesContentType)
             guard precondition.isSatisfied(by: existing?.metadata) else {
                 throw StorageError.preconditionFailed(object.rawValue, precondition, actual: existing?.metadata)
             }
@@ -759,7 +760,8 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
             let now = options.clock.nextChangeTime()
             var metadata = ObjectMetadata.newObject(
                 bucket: name, name: object, size: source.size, md5Hash: md5, generation: try nextGeneration(now: now), now: now,
-                properties: writeOptions.properties, customMetadata: writeOptions.customMetadata)
+                properties: writeOptions.properties, customMetadata: writeOptions.customMetadata,
+                guessingContentType: writeOptions.guessesContentType)
             guard precondition.isSatisfied(by: existing?.metadata) else {
                 throw StorageError.preconditionFailed(object.rawValue, precondition, actual: existing?.metadata)
             }

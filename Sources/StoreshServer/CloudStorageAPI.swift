@@ -73,6 +73,9 @@ extension StorageAPI {
         case .compose(_, let destination):
             guard method == .post else { throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.post], what: "a compose") }
             return try await composeObject(&exchange, to: try objectName(destination))
+        case .move(_, let source, let destination):
+            guard method == .post else { throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.post], what: "a move") }
+            return try await moveObject(exchange, from: try objectName(source), to: try objectName(destination))
         case .upload:
             return try await upload(&exchange)
         default:
@@ -183,9 +186,11 @@ extension StorageAPI {
         case let other?:
             throw HTTPFailure.badRequest("storesh serve lists with the delimiter '/' only, not '\(other)'.")
         }
-        if query["matchGlob"] != nil { throw HTTPFailure.badRequest("matchGlob is not supported by storesh serve.") }
-        if try query.flag("includeTrailingDelimiter") {
-            throw HTTPFailure.badRequest("includeTrailingDelimiter is not supported by storesh serve.")
+        let matchGlob = try query["matchGlob"].map { try MatchGlob($0) }
+        let includeTrailingDelimiter = try query.flag("includeTrailingDelimiter")
+        let versions = try query.flag("versions")
+        if versions && (matchGlob != nil || includeTrailingDelimiter) {
+            throw HTTPFailure.badRequest("storesh serve lists every generation (versions) without matchGlob or includeTrailingDelimiter.")
         }
         var maxResults = ListOptions.maximumResults
         if let given = try query.integer("maxResults") {
@@ -197,9 +202,10 @@ extension StorageAPI {
             maxResults: maxResults, pageToken: query["pageToken"].flatMap { $0.isEmpty ? nil : $0 },
             startOffset: query["startOffset"], endOffset: query["endOffset"], includeMetadata: true)
         let prefix = query["prefix"] ?? ""
-        let page = try query.flag("versions")
-            ? exchange.bucket.reader().listGenerations(prefix: prefix, delimited: delimited, options: options)
-            : exchange.bucket.reader().listStoredNames(prefix: prefix, delimited: delimited, options: options)
+        let page = versions
+            ? try exchange.bucket.reader().listGenerations(prefix: prefix, delimited: delimited, options: options)
+            : try exchange.bucket.reader().listStoredNames(
+                prefix: prefix, delimited: delimited, options: options, matchGlob: matchGlob, includeTrailingDelimiter: includeTrailingDelimiter)
         let stored = StoredListingPage(
             prefixes: page.prefixes.map { $0 + "/" }, items: page.itemMetadata ?? [], continuation: page.nextPageToken)
         return Reply.json(CloudStorageJSON.listDocument(stored, baseURL: exchange.baseURL))
@@ -412,6 +418,33 @@ extension StorageAPI {
         ]))
     }
 
+    /// `objects.move`: the object renamed in its bucket, in one change: the destination gets the source's content and
+    /// metadata as a new generation, and the source goes (as the generation read), or nothing happens. The
+    /// `ifSource…` conditions guard the source, the others the destination.
+    private func moveObject(_ exchange: Exchange, from source: ObjectName, to destination: ObjectName) async throws -> Answer {
+        let conditions = try Conditions(exchange.query)
+        let sourceConditions = try Conditions(exchange.query, prefix: "ifSource")
+        guard source != destination else { throw HTTPFailure.badRequest("An object cannot be moved onto itself (\(source.rawValue)).") }
+        let spoolDirectory = self.spoolDirectory
+        let moved = try await exchange.bucket.change { transaction in
+            let original = try await transaction.metadata(of: source)
+            guard sourceConditions.hold(for: original) else {
+                throw StorageError(.preconditionFailed, "Object \(source.rawValue) does not meet the request's source conditions. Nothing was moved.")
+            }
+            let spool = Spool(directory: spoolDirectory)
+            _ = try await transaction.read(source, into: SpoolSink(spool))
+            var options = WriteOptions(customMetadata: original.customMetadata)
+            for property in WritableProperty.allCases { options.properties[property] = original[property] }
+            let existing = try await transaction.metadataIfPresent(of: destination)
+            let written = try await transaction.write(
+                from: try spool.content(), to: destination, options: options,
+                precondition: try conditions.precondition(given: existing, name: destination.rawValue))
+            try await transaction.delete(source, precondition: Precondition(generation: original.generation))
+            return written
+        }
+        return Reply.json(ObjectResource.cloudStorage(moved, baseURL: exchange.baseURL))
+    }
+
     /// A copy's metadata: the source's, with the request's properties laid over them.
     private static func copiedOptions(_ original: ObjectMetadata, overrides: ObjectMetadataBody) throws -> WriteOptions {
         var options = WriteOptions(customMetadata: original.customMetadata)
@@ -426,8 +459,9 @@ extension StorageAPI {
 
     /// `compose`: the destination gets the sources' contents one after another (at most 32 sources), each source
     /// as it is now or at the generation named, if its `objectPreconditions` hold; the destination's metadata is the
-    /// request's `destination` resource (its content type, else the first source's), and the query's conditions
-    /// guard the destination. One transaction: the sources are read as one state of the bucket.
+    /// request's `destination` resource (no content type unless it names one, as on the service), and the query's
+    /// conditions guard the destination. One transaction: the sources are read as one state of the bucket, and with
+    /// `deleteSourceObjects` deleted in the same change (each the generation read).
     private func composeObject(_ exchange: inout Exchange, to destination: ObjectName) async throws -> Answer {
         let conditions = try Conditions(exchange.query)
         let request = try ComposeRequest(try await body(&exchange, limit: limits.maximumJSONBytes, what: "compose request"))
@@ -439,7 +473,7 @@ extension StorageAPI {
             // The sources' contents one after another in a spool (a file past a small size), a piece at a time: two
             // sources of 499.5 MB once peaked at 2.96 GB.
             let content = Spool(directory: spoolDirectory)
-            var first: ObjectMetadata?
+            var composed: [(name: ObjectName, generation: Int64)] = []
             for (source, name) in zip(request.sources, names) {
                 // A source generation named is read as that generation, live or noncurrent (rule B5).
                 let versions = try Self.objectVersions(transaction, generation: source.generation)
@@ -467,17 +501,31 @@ extension StorageAPI {
                 } else {
                     _ = try await transaction.read(name, into: SpoolSink(content))
                 }
-                first = first ?? current
+                composed.append((name, current.generation))
             }
             var options = request.destination.writeOptions
             // The service checks no MD5 on a compose (a composite has none): clients send the destination resource
             // as they last read it, stale md5Hash and all (the Python client; gcloud's parallel composite uploads).
             options.expectedMD5 = nil
-            if options.properties[.contentType] == nil, let type = first?.contentType { options.properties[.contentType] = type }
+            options.guessesContentType = false
             let existing = try await transaction.metadataIfPresent(of: destination)
-            return try await transaction.write(
+            let written = try await transaction.write(
                 from: try content.content(), to: destination, options: options,
                 precondition: try conditions.precondition(given: existing, name: destination.rawValue))
+            if request.deletesSources {
+                // Each source once (a source named twice is deleted once), never the composite itself; the generation
+                // read, for good (in a versioned bucket too, as on the service).
+                var deleted: [ObjectName] = []
+                for (name, generation) in composed where name != destination && !deleted.contains(name) {
+                    if let versions = transaction.objectVersions {
+                        try await versions.delete(name, generation: generation, precondition: .none)
+                    } else {
+                        try await transaction.delete(name, precondition: Precondition(generation: generation))
+                    }
+                    deleted.append(name)
+                }
+            }
+            return written
         }
         return Reply.json(ObjectResource.cloudStorage(object, baseURL: exchange.baseURL))
     }

@@ -178,6 +178,8 @@ struct ComposeRequest {
 
     var sources: [Source] = []
     var destination = ObjectMetadataBody()
+    /// Whether the sources are deleted once the composite is written, in the same change.
+    var deletesSources = false
 
     init(_ body: Data) throws {
         let parsed: Any
@@ -187,7 +189,7 @@ struct ComposeRequest {
             throw HTTPFailure.badRequest("The compose request is not valid JSON.")
         }
         guard let document = parsed as? [String: Any] else { throw HTTPFailure.badRequest("The compose request must be a JSON object.") }
-        for key in document.keys where !["kind", "sourceObjects", "destination"].contains(key) {
+        for key in document.keys where !["kind", "sourceObjects", "destination", "deleteSourceObjects"].contains(key) {
             throw HTTPFailure.badRequest("Invalid JSON payload received. Unknown name \"\(key)\" in the compose request: Cannot find field.")
         }
         guard let list = document["sourceObjects"] as? [Any], !list.isEmpty else {
@@ -216,6 +218,10 @@ struct ComposeRequest {
                     name: name, generation: try generation(source["generation"], "sourceObjects[\(index)].generation"),
                     ifGenerationMatch: try generation(
                         preconditions?["ifGenerationMatch"], "sourceObjects[\(index)].objectPreconditions.ifGenerationMatch")))
+        }
+        if let flag = document["deleteSourceObjects"], !(flag is NSNull) {
+            guard let flag = flag as? Bool else { throw HTTPFailure.badRequest("deleteSourceObjects in the compose request must be true or false.") }
+            deletesSources = flag
         }
         if let resource = document["destination"], !(resource is NSNull) {
             guard JSONSerialization.isValidJSONObject(resource), let data = try? JSONSerialization.data(withJSONObject: resource) else {
