@@ -9,6 +9,8 @@ public struct WriteOptions: Sendable, Equatable {
     /// Whether a content type not given is guessed from the name (rule M3); a compose leaves a composite without one,
     /// as the service does.
     public var guessesContentType = true
+    /// Cloud Storage's own fields the new object starts with (rule M9): a custom time, holds, a storage class, contexts.
+    public var cloudStorage = CloudStorageFields()
 
     public init(
         properties: [WritableProperty: String] = [:], customMetadata: [String: String] = [:],

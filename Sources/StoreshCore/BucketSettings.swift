@@ -2,8 +2,8 @@ import Foundation
 
 /// What a bucket is besides its objects and rules: Cloud Storage's bucket resource, as much of it as storesh keeps
 /// (rule B4). Stored with the bucket and answered as it was given; what storesh does with each setting is in the
-/// rule, and a setting it cannot honour (holds, retention, soft delete, a hierarchical namespace) is refused when
-/// given, never kept and ignored.
+/// rule, and a setting it cannot honour (retention, soft delete, a hierarchical namespace) is refused when given,
+/// never kept and ignored.
 public struct BucketSettings: Sendable, Equatable, Codable {
     /// Counts the changes of the settings, from 1 (preconditions on a bucket name it).
     public var metageneration: Int64
@@ -27,6 +27,8 @@ public struct BucketSettings: Sendable, Equatable, Codable {
     /// Whether an overwritten or deleted object is kept as a noncurrent generation (object versioning, rule B5); nil
     /// when it was never set (the resource then names no `versioning`, as the service's does not).
     public var versioning: Bool?
+    /// Whether every new object starts under an event-based hold (rule M9); nil when never set.
+    public var defaultEventBasedHold: Bool?
 
     /// The settings of a bucket made at `time`, as the service gives a new bucket when nothing is asked for.
     public init(madeAt time: Timestamp, madeByServer: Bool = false) {

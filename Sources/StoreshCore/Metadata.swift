@@ -62,6 +62,8 @@ public struct ObjectMetadata: Sendable, Equatable {
     /// When a noncurrent generation stopped being live (overwritten or deleted while the bucket's versioning was on,
     /// rule B5): Cloud Storage's `timeDeleted`. Nil for a live object.
     public var timeDeleted: Timestamp?
+    /// Cloud Storage's own fields (rule M9): custom time, holds, storage class, contexts, component count.
+    public var cloudStorage = CloudStorageFields()
 
     public init(
         bucket: String, fullPath: String, generation: Int64, metageneration: Int64, size: Int64,
@@ -102,7 +104,7 @@ public struct ObjectMetadata: Sendable, Equatable {
             && NameBytes.sameBytes(a.md5Hash, b.md5Hash)
             && WritableProperty.allCases.allSatisfy { NameBytes.sameBytes(a[$0], b[$0]) }
             && NameBytes.sameBytes(a.entityTag, b.entityTag) && NameBytes.sameBytes(a.versionID, b.versionID)
-            && a.timeDeleted == b.timeDeleted
+            && a.timeDeleted == b.timeDeleted && a.cloudStorage == b.cloudStorage
             && sameBytes(a.customMetadata, b.customMetadata)
     }
 
@@ -196,6 +198,7 @@ public struct ObjectMetadata: Sendable, Equatable {
             case .unset: next[property] = nil
             }
         }
+        next.cloudStorage = try update.cloudStorage.applied(to: cloudStorage, now: now)
         if update.clearsCustomMetadata { next.customMetadata = [:] }
         for (key, change) in update.customMetadata {
             // Removed first: assigning over a canonically equal key would keep the old key's bytes.
@@ -242,6 +245,8 @@ public struct MetadataUpdate: Sendable, Equatable {
     public var customMetadata: [String: PropertyChange]
     /// Unsetting customMetadata as a whole clears the map (rule M5).
     public var clearsCustomMetadata: Bool
+    /// Changes of Cloud Storage's own fields (rule M9).
+    public var cloudStorage = CloudStorageFieldsUpdate()
 
     public init(
         properties: [WritableProperty: PropertyChange] = [:], customMetadata: [String: PropertyChange] = [:],
@@ -252,7 +257,7 @@ public struct MetadataUpdate: Sendable, Equatable {
         self.clearsCustomMetadata = clearsCustomMetadata
     }
 
-    public var isEmpty: Bool { properties.isEmpty && customMetadata.isEmpty && !clearsCustomMetadata }
+    public var isEmpty: Bool { properties.isEmpty && customMetadata.isEmpty && !clearsCustomMetadata && cloudStorage.isEmpty }
 
     /// The update that makes `before`'s writable metadata `after`'s: each property and custom key that differs,
     /// set or unset (never a clearing of the whole map, so keys that did not change are not touched).

@@ -16,6 +16,17 @@ public struct Timestamp: Hashable, Comparable, Sendable, CustomStringConvertible
 
     public static func < (lhs: Timestamp, rhs: Timestamp) -> Bool { lhs.microseconds < rhs.microseconds }
 
+    /// RFC 3339 in UTC to the microsecond where the time has one (`…:00.123456Z`), else as `rfc3339`: for times a
+    /// client sets (a custom time), which the service gives back as they were sent.
+    public var rfc3339Microseconds: String {
+        let micros = microseconds - microseconds.floorDivided(by: 1000) * 1000
+        guard micros != 0 else { return rfc3339 }
+        var text = rfc3339
+        text.removeLast()  // the Z
+        let digits = String(micros)
+        return text + String(repeating: "0", count: 3 - digits.count) + digits + "Z"
+    }
+
     /// RFC 3339 in UTC with milliseconds (rule M2): `2026-11-21T09:30:00.000Z`.
     public var rfc3339: String {
         let millisecondsSinceEpoch = microseconds.floorDivided(by: 1000)

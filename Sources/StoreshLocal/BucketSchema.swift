@@ -35,14 +35,14 @@ enum BucketSchema {
 
     /// The metadata columns shared by live and kept versions, in the order `StoredVersion` reads them.
     static let metadataColumns =
-        "name, generation, metageneration, size, time_created, updated, md5_hash, cache_control, content_disposition, content_encoding, content_language, content_type, custom_metadata, content_id, born"
+        "name, generation, metageneration, size, time_created, updated, md5_hash, cache_control, content_disposition, content_encoding, content_language, content_type, custom_metadata, content_id, born, service"
 
     /// The columns a live and a kept version share, after the name.
     private static let versionColumns = """
         generation INTEGER NOT NULL, metageneration INTEGER NOT NULL, size INTEGER NOT NULL,
             time_created INTEGER NOT NULL, updated INTEGER NOT NULL, md5_hash TEXT NOT NULL, cache_control TEXT,
             content_disposition TEXT, content_encoding TEXT, content_language TEXT, content_type TEXT,
-            custom_metadata BLOB, content_id INTEGER NOT NULL, born INTEGER NOT NULL,
+            custom_metadata BLOB, content_id INTEGER NOT NULL, born INTEGER NOT NULL, service BLOB,
         """
 
     /// Each content's CRC-32C (format 3), by the content's id.
@@ -168,6 +168,7 @@ enum BucketSchema {
                 return
             }
             try connection.execute(contentChecksumsTable)
+            try addServiceColumns(connection)
             try connection.execute(noncurrentTable)
             try fillContentChecksums(connection)
             try connection.execute("PRAGMA user_version = \(version); COMMIT")
@@ -184,6 +185,7 @@ enum BucketSchema {
         do {
             // Another process may have upgraded it while this one waited for the lock.
             if try connection.integer("PRAGMA user_version") == old {
+                try addServiceColumns(connection)
                 try connection.execute(noncurrentTable)
                 try connection.execute("PRAGMA user_version = \(version)")
             }
@@ -191,6 +193,17 @@ enum BucketSchema {
         } catch {
             if !connection.isAutocommit { try? connection.execute("ROLLBACK") }
             throw error
+        }
+    }
+
+    /// Adds format 5's column of Cloud Storage's own fields to the tables of live and kept versions, where it is not
+    /// yet (SQLite adds a column without rewriting a row: every row has it NULL).
+    static func addServiceColumns(_ connection: SQLiteConnection) throws(SQLiteError) {
+        for table in ["objects", "history"] {
+            let columns = try connection.statement("SELECT 1 FROM pragma_table_info('\(table)') WHERE name = 'service'")
+            let present = try columns.step()
+            columns.reset()
+            if !present { try connection.execute("ALTER TABLE \(table) ADD COLUMN service BLOB") }
         }
     }
 
@@ -292,20 +305,22 @@ struct StoredVersion {
     var customColumn: Data?
     var contentID: Int64
     var born: Int64
+    /// Cloud Storage's own fields (rule M9) as `CloudStorageFields.packed` writes them; nil when there are none.
+    var serviceColumn: Data?
 
     static let insertLive = """
         INSERT INTO objects (\(BucketSchema.metadataColumns), checksum)
-        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)
         """
     static let insertKept = """
         INSERT INTO history (\(BucketSchema.metadataColumns), died, checksum)
-        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)
         """
     static let insertNoncurrent = """
         INSERT INTO noncurrent (\(BucketSchema.metadataColumns), died, checksum)
-        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)
         """
-    static let columnCount: Int32 = 15
+    static let columnCount: Int32 = 16
     /// The writable properties in the order of their columns (`properties`), which is rule M1's.
     static let propertyColumns: [(property: WritableProperty, column: String)] = [
         (.cacheControl, "cache_control"), (.contentDisposition, "content_disposition"),
@@ -314,8 +329,9 @@ struct StoredVersion {
 
     init(
         name: String, generation: Int64, metageneration: Int64, size: Int64, timeCreated: Int64, updated: Int64,
-        md5Hash: String, properties: [String?], customColumn: Data?, contentID: Int64, born: Int64
+        md5Hash: String, properties: [String?], customColumn: Data?, contentID: Int64, born: Int64, serviceColumn: Data? = nil
     ) {
+        self.serviceColumn = serviceColumn
         self.name = name
         self.generation = generation
         self.metageneration = metageneration
@@ -335,7 +351,8 @@ struct StoredVersion {
             size: metadata.size, timeCreated: metadata.timeCreated.microseconds, updated: metadata.updated.microseconds,
             md5Hash: metadata.md5Hash,
             properties: Self.propertyColumns.map { metadata[$0.property] },
-            customColumn: CustomMetadataColumn.encode(metadata.customMetadata), contentID: contentID, born: born)
+            customColumn: CustomMetadataColumn.encode(metadata.customMetadata), contentID: contentID, born: born,
+            serviceColumn: metadata.cloudStorage.isEmpty ? nil : Data(metadata.cloudStorage.packed))
     }
 
     /// The tables a version's row is in: `objects`, `history` (kept for snapshots), `noncurrent` (format 5).
@@ -363,7 +380,8 @@ struct StoredVersion {
             md5Hash: statement.string(first + 6) ?? "",
             properties: (7...11).map { statement.string(first + $0) },
             customColumn: statement.isNull(first + 12) ? nil : statement.data(first + 12),
-            contentID: statement.int64(first + 13), born: statement.int64(first + 14))
+            contentID: statement.int64(first + 13), born: statement.int64(first + 14),
+            serviceColumn: statement.isNull(first + 15) ? nil : statement.data(first + 15))
         let diedAt: Int64? = died ? statement.int64(first + Self.columnCount) : nil
         let stored = statement.int64(first + Self.columnCount + (died ? 1 : 0))
         guard Values(version: self, died: diedAt).isChecksummed(by: stored) else {
@@ -391,6 +409,8 @@ struct StoredVersion {
             checksum.add(version.customColumn)
             checksum.add(version.contentID)
             checksum.add(version.born)
+            // Added only when there are fields: the rows written before format 5 keep their checksums.
+            if let service = version.serviceColumn { checksum.add(service) }
             if let died { checksum.add(died) }
         }
     }
@@ -398,25 +418,32 @@ struct StoredVersion {
     func checksum(died: Int64?) -> Int64 { Values(version: self, died: died).checksum }
 
     func metadata(bucket: String) throws -> ObjectMetadata {
-        ObjectMetadata(
+        var metadata = ObjectMetadata(
             bucket: bucket, fullPath: name, generation: generation, metageneration: metageneration, size: size,
             timeCreated: Timestamp(microseconds: timeCreated), updated: Timestamp(microseconds: updated), md5Hash: md5Hash,
             cacheControl: properties[0], contentDisposition: properties[1], contentEncoding: properties[2],
             contentLanguage: properties[3], contentType: properties[4],
             customMetadata: try CustomMetadataColumn.decode(customColumn))
+        if let serviceColumn {
+            guard let fields = CloudStorageFields(packed: serviceColumn) else {
+                throw ChecksumMismatch(what: "Cloud Storage fields of object \(name.debugDescription) (unreadable)")
+            }
+            metadata.cloudStorage = fields
+        }
+        return metadata
     }
 
-    /// Binds parameters 1…16 of `insertLive` (or of an update with the same numbering).
+    /// Binds parameters 1…17 of `insertLive` (or of an update with the same numbering).
     func bindLive(_ statement: SQLiteStatement) {
         bindColumns(statement)
-        statement.bind(16, checksum(died: nil))
+        statement.bind(17, checksum(died: nil))
     }
 
-    /// Binds parameters 1…17 of `insertKept`.
+    /// Binds parameters 1…18 of `insertKept` and `insertNoncurrent`.
     func bindKept(_ statement: SQLiteStatement, died: Int64) {
         bindColumns(statement)
-        statement.bind(16, died)
-        statement.bind(17, checksum(died: died))
+        statement.bind(17, died)
+        statement.bind(18, checksum(died: died))
     }
 
     private func bindColumns(_ statement: SQLiteStatement) {
@@ -431,5 +458,6 @@ struct StoredVersion {
         statement.bind(13, customColumn)
         statement.bind(14, contentID)
         statement.bind(15, born)
+        statement.bind(16, serviceColumn)
     }
 }

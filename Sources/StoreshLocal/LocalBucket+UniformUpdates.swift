@@ -297,6 +297,8 @@ enum RowColumns {
     static let custom: Int32 = 12
     static let contentID: Int32 = 13
     static let born: Int32 = 14
+    /// Cloud Storage's own fields (rule M9), NULL when none.
+    static let service: Int32 = 15
     /// After the version's columns (`StoredVersion.columnCount`), as `LiveRow` reads them.
     static let checksum: Int32 = StoredVersion.columnCount
     static let id: Int32 = StoredVersion.columnCount + 1
@@ -315,6 +317,7 @@ enum RowColumns {
             checksum.add(row.bytes(custom))
             checksum.add(row.int64(contentID))
             checksum.add(row.int64(born))
+            if let fields = row.bytes(service) { checksum.add(fields) }
         }
     }
 }
@@ -445,7 +448,7 @@ struct RowUpdate {
         }
         let keys = update.customMetadata.keys
         let bytewise = !update.clearsCustomMetadata && keys.allSatisfy { !$0.isEmpty && $0.utf8.allSatisfy { $0 < 0x80 } }
-        wholeWayOnly = !bytewise
+        wholeWayOnly = !bytewise || !update.cloudStorage.isEmpty
         custom =
             keys.isEmpty || !bytewise
             ? nil
@@ -537,6 +540,8 @@ struct RowUpdate {
         }
         checksum.add(row.int64(RowColumns.contentID))
         checksum.add(born)
+        // Unchanged by a uniform update (an update of these fields takes the whole way).
+        if let fields = row.bytes(RowColumns.service) { checksum.add(fields) }
         rewrite.checksum = checksum.value
         return rewrite
     }

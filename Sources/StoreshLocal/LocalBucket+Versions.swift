@@ -252,6 +252,7 @@ extension LocalBucket: ObjectVersions {
             guard precondition.isSatisfied(by: row.metadata) else {
                 throw StorageError.preconditionFailed(object.rawValue, precondition, actual: row.metadata)
             }
+            try Self.refuseIfHeld(row.metadata, "deleted")
             switch row {
             case .live(let live):
                 try removeLive(live.version)

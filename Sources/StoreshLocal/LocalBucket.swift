@@ -717,13 +717,15 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         return try change {
             let existing = try fetchRow(object.rawValue)
             let now = options.clock.nextChangeTime()
-            let metadata = ObjectMetadata.newObject(
+            var metadata = ObjectMetadata.newObject(
                 bucket: name, name: object, content: content, generation: try nextGeneration(now: now), now: now,
                 properties: writeOptions.properties, customMetadata: writeOptions.customMetadata,
                 guessingContentType: writeOptions.guessesContentType)
             guard precondition.isSatisfied(by: existing?.metadata) else {
                 throw StorageError.preconditionFailed(object.rawValue, precondition, actual: existing?.metadata)
             }
+            try Self.refuseIfHeld(existing?.metadata, "overwritten")
+            metadata.cloudStorage = try newObjectFields(writeOptions.cloudStorage, now: now)
             try store(metadata, content: content, replacing: existing, noncurrentSince: now)
             return metadata
         }
@@ -765,6 +767,8 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
             guard precondition.isSatisfied(by: existing?.metadata) else {
                 throw StorageError.preconditionFailed(object.rawValue, precondition, actual: existing?.metadata)
             }
+            try Self.refuseIfHeld(existing?.metadata, "overwritten")
+            metadata.cloudStorage = try newObjectFields(writeOptions.cloudStorage, now: now)
             let (contentID, crc) = try storeContent(from: source)
             metadata.crc32c = crc.base64
             try store(metadata, contentID: contentID, replacing: existing, noncurrentSince: now)
@@ -848,6 +852,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
             guard precondition.isSatisfied(by: row.metadata) else {
                 throw StorageError.preconditionFailed(object.rawValue, precondition, actual: row.metadata)
             }
+            try Self.refuseIfHeld(row.metadata, "deleted")
             try removeLive(row.version, noncurrentSince: options.clock.nextChangeTime())
         }
     }
@@ -922,7 +927,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         }
         try change {
             try BucketSchema.writeInfo("settings", text, connection: connection)
-            try storeVersioning(settings.versioning == true)
+            try storeWriteDefaults(settings)
         }
     }
 
@@ -1144,7 +1149,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
             bornChanges ? Self.replaceRowWithBorn : Self.replaceRowKeepingBorn)
         defer { update.reset() }
         version.bindLive(update)
-        update.bind(17, id)
+        update.bind(18, id)
         try update.step()
         guard sqlite3_changes(connection.handle) == 1 else {
             throw StorageError.internalError("The row of \(version.name.debugDescription) changed while it was being updated; nothing was changed.")
@@ -1154,14 +1159,14 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     private static let replaceRowKeepingBorn = """
         UPDATE objects SET generation = ?2, metageneration = ?3, size = ?4, time_created = ?5, updated = ?6,
         md5_hash = ?7, cache_control = ?8, content_disposition = ?9, content_encoding = ?10,
-        content_language = ?11, content_type = ?12, custom_metadata = ?13, content_id = ?14,
-        checksum = ?16 WHERE id = ?17 AND name = ?1 AND born = ?15
+        content_language = ?11, content_type = ?12, custom_metadata = ?13, content_id = ?14, service = ?16,
+        checksum = ?17 WHERE id = ?18 AND name = ?1 AND born = ?15
         """
     private static let replaceRowWithBorn = """
         UPDATE objects SET generation = ?2, metageneration = ?3, size = ?4, time_created = ?5, updated = ?6,
         md5_hash = ?7, cache_control = ?8, content_disposition = ?9, content_encoding = ?10,
-        content_language = ?11, content_type = ?12, custom_metadata = ?13, content_id = ?14, born = ?15,
-        checksum = ?16 WHERE id = ?17 AND name = ?1
+        content_language = ?11, content_type = ?12, custom_metadata = ?13, content_id = ?14, born = ?15, service = ?16,
+        checksum = ?17 WHERE id = ?18 AND name = ?1
         """
 
     /// Stores `source`'s content a piece at a time (`streamedPieceBytes`), with its CRC-32C; returns its row. The

@@ -224,7 +224,10 @@ extension StorageAPI {
         // Conditions first, on the metadata: a refused read reads no content.
         let current = try currentObject(name, generation: generation, in: exchange.bucket)
         try checkForRead(conditions, current, headers: exchange.request.headers)
+        let key = try CustomerKey(exchange.request.headers)
+        try CustomerKey.check(key, reading: current)
         let (object, content) = try download(name, generation: generation, in: exchange.bucket)
+        try CustomerKey.check(key, reading: object)
         try checkForRead(conditions, object, headers: exchange.request.headers)
         return try Reply.media(object, content: content, request: exchange.request.headers, entityTag: ObjectResource.etag(object))
     }
@@ -270,6 +273,10 @@ extension StorageAPI {
             for property in WritableProperty.allCases where requested.properties[property] == nil { requested.properties[property] = .unset }
             requested.clearsCustomMetadata = true
             requested.customMetadata = requested.customMetadata.filter { if case .set = $0.value { true } else { false } }
+            // What an update leaves out of Cloud Storage's own fields goes, but the custom time (rule M9).
+            requested.cloudStorage.temporaryHold = requested.cloudStorage.temporaryHold ?? false
+            requested.cloudStorage.eventBasedHold = requested.cloudStorage.eventBasedHold ?? false
+            if requested.cloudStorage.contexts.isEmpty { requested.cloudStorage.clearsContexts = true }
         }
         // On this API download tokens are custom metadata like any other (G6: it hides nothing): a client's
         // `update` resends them, and one that leaves them out removes them, as the service does.
@@ -284,6 +291,10 @@ extension StorageAPI {
                 existing = try await transaction.metadata(of: name)
             }
             try body.refuseReadOnlyChanges(against: ObjectResource.cloudStorage(existing, baseURL: baseURL), object: existing)
+            if let storageClass = body.storageClass, storageClass != (existing.cloudStorage.storageClass ?? CloudStorageFields.defaultStorageClass) {
+                throw HTTPFailure.badRequest(
+                    "An object's storage class is changed by a rewrite, not by a patch or an update (it is \(existing.cloudStorage.storageClass ?? CloudStorageFields.defaultStorageClass)); nothing was changed.")
+            }
             let precondition = try conditions.precondition(given: existing, name: name.rawValue)
             guard let generation, let versions else { return try await transaction.updateMetadata(of: name, requested, precondition: precondition) }
             return try await versions.updateMetadata(of: name, generation: generation, requested, precondition: precondition)
@@ -329,8 +340,12 @@ extension StorageAPI {
         var sourceGeneration = try exchange.query.integer("sourceGeneration")
         let overrides = try await jsonBody(&exchange, what: "destination object resource")
         let origin = exchange.bucket
+        // The source is read with its customer-supplied key; the destination is written with the request's (or none).
+        let sourceKey = try CustomerKey(exchange.request.headers, copySource: true)
+        let destinationKey = try CustomerKey(exchange.request.headers)
         let checkSource: @Sendable (ObjectMetadata) throws -> Void = { [sourceGeneration] original in
             if let sourceGeneration, sourceGeneration != original.generation { throw StorageError.objectNotFound(source.rawValue) }
+            try CustomerKey.check(sourceKey, reading: original)
             guard sourceConditions.hold(for: original) else {
                 throw StorageError(.preconditionFailed, "Object \(source.rawValue) does not meet the request's source conditions. Nothing was changed.")
             }
@@ -391,16 +406,19 @@ extension StorageAPI {
                     _ = try await transaction.read(source, into: SpoolSink(spool))
                 }
                 let existing = try await transaction.metadataIfPresent(of: destination)
+                var options = try Self.copiedOptions(original, overrides: overrides)
+                options.cloudStorage.customerKeySHA256 = destinationKey?.sha256
                 return try await transaction.write(
-                    from: try spool.content(), to: destination, options: try Self.copiedOptions(original, overrides: overrides),
+                    from: try spool.content(), to: destination, options: options,
                     precondition: try conditions.precondition(given: existing, name: destination.rawValue))
             }
         } else {
             // Another bucket is another file: the source is read (into a spool) as one state, then written.
             let (original, content) = try download(source, generation: sourceGeneration, in: origin)
             try checkGeneration(original)
-            let options = try Self.copiedOptions(original, overrides: overrides)
-            object = try await target.change { transaction in
+            var options = try Self.copiedOptions(original, overrides: overrides)
+            options.cloudStorage.customerKeySHA256 = destinationKey?.sha256
+            object = try await target.change { [options] transaction in
                 let existing = try await transaction.metadataIfPresent(of: destination)
                 return try await transaction.write(
                     from: content, to: destination, options: options,
@@ -435,6 +453,8 @@ extension StorageAPI {
             _ = try await transaction.read(source, into: SpoolSink(spool))
             var options = WriteOptions(customMetadata: original.customMetadata)
             for property in WritableProperty.allCases { options.properties[property] = original[property] }
+            options.cloudStorage = original.cloudStorage
+            options.guessesContentType = false
             let existing = try await transaction.metadataIfPresent(of: destination)
             let written = try await transaction.write(
                 from: try spool.content(), to: destination, options: options,
@@ -446,14 +466,20 @@ extension StorageAPI {
     }
 
     /// A copy's metadata: the source's, with the request's properties laid over them.
+    /// Of Cloud Storage's own fields (rule M9) the copy keeps the custom time and the contexts; the holds are the
+    /// request's, and the storage class the request's or the destination bucket's default.
     private static func copiedOptions(_ original: ObjectMetadata, overrides: ObjectMetadataBody) throws -> WriteOptions {
         var options = WriteOptions(customMetadata: original.customMetadata)
         for property in WritableProperty.allCases { options.properties[property] = original[property] }
-        if !overrides.update.isEmpty {
-            let merged = try original.applying(overrides.update, now: original.updated).metadata
-            options.customMetadata = merged.customMetadata
-            for property in WritableProperty.allCases { options.properties[property] = merged[property] }
-        }
+        var kept = original
+        kept.cloudStorage = CloudStorageFields()
+        kept.cloudStorage.customTime = original.cloudStorage.customTime
+        kept.cloudStorage.contexts = original.cloudStorage.contexts
+        let merged = overrides.update.isEmpty ? kept : try kept.applying(overrides.update, now: original.updated).metadata
+        options.customMetadata = merged.customMetadata
+        for property in WritableProperty.allCases { options.properties[property] = merged[property] }
+        options.cloudStorage = merged.cloudStorage
+        options.cloudStorage.storageClass = overrides.storageClass
         return options
     }
 
@@ -469,11 +495,15 @@ extension StorageAPI {
         let names = try request.sources.map { try objectName($0.name) }
         let spoolDirectory = self.spoolDirectory
         let bucketName = exchange.bucket.name
+        // Every source is read with the request's customer-supplied key, and the composite written with it.
+        let key = try CustomerKey(exchange.request.headers)
         let object = try await exchange.bucket.change { transaction in
             // The sources' contents one after another in a spool (a file past a small size), a piece at a time: two
             // sources of 499.5 MB once peaked at 2.96 GB.
             let content = Spool(directory: spoolDirectory)
             var composed: [(name: ObjectName, generation: Int64)] = []
+            // A composite counts the objects it was made of, its composite sources' components included.
+            var componentCount: Int64 = 0
             for (source, name) in zip(request.sources, names) {
                 // A source generation named is read as that generation, live or noncurrent (rule B5).
                 let versions = try Self.objectVersions(transaction, generation: source.generation)
@@ -496,18 +526,22 @@ extension StorageAPI {
                         "Object \(source.name) is at generation \(current.generation), not \(required) as the compose request requires. Nothing was changed.")
                 }
                 guard current.size <= limit - content.size else { throw self.objectTooLarge(content.size + current.size) }
+                try CustomerKey.check(key, reading: current)
                 if let versions, let generation = source.generation {
                     _ = try await versions.read(name, generation: generation, into: SpoolSink(content))
                 } else {
                     _ = try await transaction.read(name, into: SpoolSink(content))
                 }
                 composed.append((name, current.generation))
+                componentCount += current.cloudStorage.componentCount ?? 1
             }
             var options = request.destination.writeOptions
             // The service checks no MD5 on a compose (a composite has none): clients send the destination resource
             // as they last read it, stale md5Hash and all (the Python client; gcloud's parallel composite uploads).
             options.expectedMD5 = nil
             options.guessesContentType = false
+            options.cloudStorage.componentCount = componentCount
+            options.cloudStorage.customerKeySHA256 = key?.sha256
             let existing = try await transaction.metadataIfPresent(of: destination)
             let written = try await transaction.write(
                 from: try content.content(), to: destination, options: options,
@@ -557,6 +591,7 @@ extension StorageAPI {
                 bucket: exchange.bucket, name: try objectName(exchange.query["name"]), options: WriteOptions(), conditions: conditions, firebase: false)
             if let type = exchange.request.headers[.contentType] { upload.options.properties[.contentType] = type }
             if let encoding = exchange.query["contentEncoding"] { upload.options.properties[.contentEncoding] = encoding }
+            upload.options.cloudStorage.customerKeySHA256 = try CustomerKey(exchange.request.headers)?.sha256
             let content = try await receiveObject(&exchange)
             return Reply.json(ObjectResource.cloudStorage(try await finishUpload(upload, content: content), baseURL: exchange.baseURL))
         case "multipart":
@@ -595,8 +630,10 @@ extension StorageAPI {
         if let given = exchange.query["name"], let named = metadata.name, given != named {
             throw HTTPFailure.badRequest("The name parameter '\(given)' and the metadata's name '\(named)' differ.")
         }
+        var options = metadata.writeOptions
+        options.cloudStorage.customerKeySHA256 = try CustomerKey(exchange.request.headers)?.sha256
         return UploadRequest(
-            bucket: exchange.bucket, name: try objectName(metadata.name ?? exchange.query["name"]), options: metadata.writeOptions,
+            bucket: exchange.bucket, name: try objectName(metadata.name ?? exchange.query["name"]), options: options,
             expectedCRC32C: metadata.crc32c, conditions: conditions, firebase: false)
     }
 

@@ -14,6 +14,9 @@ struct ObjectMetadataBody {
     var update = MetadataUpdate()
     var md5Hash: String?
     var crc32c: String?
+    /// The storage class the body names: a new object's (an upload, a copy's or rewrite's destination); an update
+    /// may only send the object's own back (a class is changed by a rewrite).
+    var storageClass: String?
     /// Read-only properties the body gave, with their values as text: an update may send them back unchanged,
     /// but not change them (rule M7).
     var readOnly: [String: String] = [:]
@@ -26,8 +29,7 @@ struct ObjectMetadataBody {
     ]
     /// Properties of the service that storesh does not keep: refused, since accepting them would lose them.
     static let unsupportedNames: Set<String> = [
-        "acl", "storageClass", "customTime", "temporaryHold", "eventBasedHold", "retention", "retentionExpirationTime",
-        "kmsKeyName", "customerEncryption", "contexts", "restoreToken",
+        "acl", "retention", "retentionExpirationTime", "kmsKeyName", "customerEncryption", "restoreToken",
     ]
 
     init() {}
@@ -84,13 +86,66 @@ struct ObjectMetadataBody {
                 } else if !(value is NSNull) {
                     readOnly[key] = "\(value)"
                 }
-            case "storageClass" where value as? String == "STANDARD", "temporaryHold" where Self.isFalse(value),
-                "eventBasedHold" where Self.isFalse(value):
-                continue  // what this server reports, sent back whole by a client's `update`
+            case "customTime":
+                guard let text = value as? String, let time = Timestamp(rfc3339: text) else {
+                    throw HTTPFailure.badRequest("Invalid value for 'customTime' in the \(what): it must be an RFC 3339 time; once set, it cannot be removed, only moved forward.")
+                }
+                update.cloudStorage.customTime = time
+            case "temporaryHold", "eventBasedHold":
+                guard value is NSNull || value is Bool else {
+                    throw HTTPFailure.badRequest("Invalid value for '\(key)' in the \(what): it must be true or false.")
+                }
+                let hold = value as? Bool ?? false
+                if key == "temporaryHold" { update.cloudStorage.temporaryHold = hold } else { update.cloudStorage.eventBasedHold = hold }
+            case "storageClass":
+                guard let text = value as? String, BucketSettings.storageClasses.contains(text.uppercased()) else {
+                    throw HTTPFailure.badRequest(
+                        "Invalid value for 'storageClass' in the \(what): it must be one of \(BucketSettings.storageClasses.sorted().joined(separator: ", ")).")
+                }
+                storageClass = text.uppercased()
+            case "contexts":
+                try readContexts(value, what: what)
             case _ where Self.unsupportedNames.contains(key):
-                throw HTTPFailure.badRequest("'\(key)' is not supported by storesh serve, which keeps the properties of rule M1 only.")
+                throw HTTPFailure.badRequest("'\(key)' is not supported by storesh serve (rule M9 lists the fields it keeps).")
             default:
                 throw HTTPFailure.badRequest("Invalid JSON payload received. Unknown name \"\(key)\" in the \(what): Cannot find field.")
+            }
+        }
+    }
+
+    /// `contexts: {"custom": {KEY: {"value": VALUE}}}`: a key whose payload (or value) is null is removed; `contexts: null`
+    /// or `custom: null` removes them all.
+    private mutating func readContexts(_ value: Any, what: String) throws {
+        if value is NSNull {
+            update.cloudStorage.clearsContexts = true
+            return
+        }
+        guard let contexts = value as? [String: Any] else { throw HTTPFailure.badRequest("Invalid value for 'contexts' in the \(what): it must be an object.") }
+        for (key, custom) in contexts {
+            guard key == "custom" else { throw HTTPFailure.badRequest("Invalid JSON payload received. Unknown name \"\(key)\" in contexts: Cannot find field.") }
+            if custom is NSNull {
+                update.cloudStorage.clearsContexts = true
+                continue
+            }
+            guard let entries = custom as? [String: Any] else {
+                throw HTTPFailure.badRequest("Invalid value for 'contexts.custom' in the \(what): it must be an object of keys.")
+            }
+            for (name, payload) in entries {
+                guard !name.isEmpty, name.utf8.count <= 256 else { throw HTTPFailure.badRequest("A context key must be 1 to 256 bytes long.") }
+                if payload is NSNull {
+                    update.cloudStorage.contexts[name] = .some(nil)
+                    continue
+                }
+                guard let fields = payload as? [String: Any] else {
+                    throw HTTPFailure.badRequest("Invalid value for 'contexts.custom.\(name)': it must be an object with a value.")
+                }
+                switch fields["value"] {
+                case nil, is NSNull: update.cloudStorage.contexts[name] = .some(nil)
+                case let text as String where !(fields["value"] is NSNumber):
+                    guard text.utf8.count <= 1024 else { throw HTTPFailure.badRequest("The value of context \(name) is longer than 1,024 bytes.") }
+                    update.cloudStorage.contexts[name] = .some(text)
+                default: throw HTTPFailure.badRequest("Invalid value for 'contexts.custom.\(name).value': it must be a string.")
+                }
             }
         }
     }
@@ -162,7 +217,21 @@ struct ObjectMetadataBody {
         var options = WriteOptions(expectedMD5: md5Hash)
         for case let (property, .set(value)) in update.properties { options.properties[property] = value }
         for case let (key, .set(value)) in update.customMetadata { options.customMetadata[key] = value }
+        options.cloudStorage = Self.newObjectFields(update.cloudStorage, storageClass: storageClass)
         return options
+    }
+
+    /// The fields a new object starts with when a body gives them (the contexts' times are the write's, set then).
+    static func newObjectFields(_ given: CloudStorageFieldsUpdate, storageClass: String?) -> CloudStorageFields {
+        var fields = CloudStorageFields()
+        fields.customTime = given.customTime
+        fields.temporaryHold = given.temporaryHold ?? false
+        fields.eventBasedHold = given.eventBasedHold ?? false
+        fields.storageClass = storageClass
+        for case let (key, value?) in given.contexts {
+            fields.contexts[key] = ObjectContext(value: value, createTime: Timestamp(microseconds: 0), updateTime: Timestamp(microseconds: 0))
+        }
+        return fields
     }
 }
 

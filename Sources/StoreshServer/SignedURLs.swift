@@ -40,7 +40,7 @@ public struct SignedURLKey: Sendable {
 /// - V4: `?X-Goog-Algorithm=GOOG4-RSA-SHA256&X-Goog-Credential=…&X-Goog-Date=…&X-Goog-Expires=…&X-Goog-SignedHeaders=…&
 ///   X-Goog-Signature=…` (hexadecimal), signed over the canonical request: method, path, query, signed headers;
 /// - V2: `?GoogleAccessId=…&Expires=…&Signature=…` (base64), signed over the method, `Content-MD5`, `Content-Type`, the
-///   expiry, the `x-goog-` headers (the customer-supplied key's excepted, as the service does) and the path, with any
+///   expiry, the `x-goog-` headers (a customer-supplied key and its hash excepted, as the service does) and the path, with any
 ///   query parameter the client chose to sign.
 /// Always checked: the parameters' forms and the time (not expired; a V4 URL not more than seven days, not dated
 /// ahead). With a key given to the server, the signature too: a URL signed for GET cannot PUT, nor be used on another
@@ -163,6 +163,13 @@ struct SignedURL {
         }
     }
 
+    /// The headers a V2 signature leaves out, as the service does: a customer-supplied key and its hash (its algorithm is
+    /// signed).
+    static let unsignedV2Headers: Set<String> = [
+        "x-goog-encryption-key", "x-goog-encryption-key-sha256", "x-goog-copy-source-encryption-key",
+        "x-goog-copy-source-encryption-key-sha256",
+    ]
+
     /// The parameters of a V2 URL that are not signed: the signature's own, and those the clients add after signing.
     static let unsignedV2Parameters: Set<String> = [
         "googleaccessid", "expires", "signature", "response-content-type", "response-content-disposition", "generation",
@@ -187,7 +194,7 @@ struct SignedURL {
         var extensions: [String: [String]] = [:]
         for field in request.headers {
             let name = field.name.canonicalName.lowercased()
-            guard name.hasPrefix("x-goog-"), !name.hasPrefix("x-goog-encryption-") else { continue }
+            guard name.hasPrefix("x-goog-"), !Self.unsignedV2Headers.contains(name) else { continue }
             extensions[name, default: []].append(field.value.split(whereSeparator: \.isWhitespace).joined(separator: " "))
         }
         var resource = request.uri.path

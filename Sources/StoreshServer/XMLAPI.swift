@@ -89,6 +89,7 @@ extension StorageAPI {
         case .get, .head:
             let generation = try query.integer("generation")
             let (stored, content) = try download(name, generation: generation, in: bucket)
+            try CustomerKey.check(try CustomerKey(request.headers), reading: stored)
             var object = stored
             // A signed URL may ask for the answer's type and disposition (the stored object is not changed).
             if let type = query["response-content-type"] { object.contentType = type }
@@ -151,8 +152,22 @@ extension StorageAPI {
             options.customMetadata[String(header.dropFirst("x-goog-meta-".count))] = field.value
         }
         try CustomMetadataLimits.validate(options.customMetadata)
+        // Cloud Storage's own fields (rule M9) in their XML headers.
+        if let text = headers[HTTPField.Name("x-goog-custom-time")!] {
+            guard let time = Timestamp(rfc3339: text) else {
+                throw SignedURL.refusal(.badRequest, code: "InvalidArgument", "x-goog-custom-time must be an RFC 3339 time, not '\(text)'.")
+            }
+            options.cloudStorage.customTime = time
+        }
+        if let text = headers[HTTPField.Name("x-goog-storage-class")!] {
+            guard BucketSettings.storageClasses.contains(text.uppercased()) else {
+                throw SignedURL.refusal(.badRequest, code: "InvalidStorageClass", "x-goog-storage-class '\(text)' is not a storage class.")
+            }
+            options.cloudStorage.storageClass = text.uppercased()
+        }
         let hashes = Self.declaredHashes(headers)
         options.expectedMD5 = hashes.md5
+        options.cloudStorage.customerKeySHA256 = try CustomerKey(headers)?.sha256
         return UploadRequest(
             bucket: exchange.bucket, name: name, options: options, expectedCRC32C: hashes.crc32c,
             conditions: try Conditions(xmlHeaders: headers), firebase: false)

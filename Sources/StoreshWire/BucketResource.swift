@@ -34,6 +34,7 @@ public enum BucketResource {
             ("softDeletePolicy", .object([("retentionDurationSeconds", .string("0"))])),
         ]
         if let versioning = settings.versioning { members.append(("versioning", .object([("enabled", .bool(versioning))]))) }
+        if let hold = settings.defaultEventBasedHold { members.append(("defaultEventBasedHold", .bool(hold))) }
         if !settings.labels.isEmpty {
             let sorted = settings.labels.sorted { Array($0.key.utf8).lexicographicallyPrecedes(Array($1.key.utf8)) }
             members.append(("labels", .object(sorted.map { ($0.key, .string($0.value)) })))
@@ -165,7 +166,11 @@ public enum BucketResource {
             case "autoclass":
                 if enabled(value) { throw unsupported("autoclass.enabled", "storesh serve moves no object between storage classes by itself") }
             case "defaultEventBasedHold":
-                if value == .bool(true) { throw unsupported(field, "storesh serve keeps no holds") }
+                switch value {
+                case .bool(let hold): settings.defaultEventBasedHold = hold
+                case .null: settings.defaultEventBasedHold = nil
+                default: throw invalid(field, "true or false")
+                }
             case "encryption":
                 // A KMS key, or an enforcement of how objects are encrypted: none can be honoured here.
                 if case .object(let encryption) = value, let (key, _) = encryption.first(where: { $0.1 != .null }) {

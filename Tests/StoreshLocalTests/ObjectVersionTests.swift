@@ -128,3 +128,49 @@ struct ObjectVersionTests {
         #expect(report.problems.count == 1 && report.problems.first?.contains("noncurrent generation") == true, "\(report.problems)")
     }
 }
+
+@Suite("Cloud Storage's own fields in the bucket file (rule M9)")
+struct CloudStorageFieldsStorageTests {
+    let directory = TemporaryDirectory()
+
+    @Test("rule M9: fields are stored with the object, kept by versions and snapshots, checked; holds refuse delete and overwrite")
+    func storedAndHeld() async throws {
+        let bucket = try openBucket(directory.file("fields.bucket"))
+        var settings = BucketSettings(madeAt: t0)
+        settings.versioning = true
+        settings.storageClass = "NEARLINE"
+        try bucket.storeSettings(settings)
+        var options = WriteOptions()
+        options.cloudStorage.customTime = Timestamp(microseconds: 1_795_602_528_206_312)
+        options.cloudStorage.contexts = ["team": ObjectContext(value: "blue", createTime: t0, updateTime: t0)]
+        let written = try await bucket.write(Data("one".utf8), to: objectName("a"), options: options)
+        #expect(written.cloudStorage.storageClass == "NEARLINE" && written.cloudStorage.contexts["team"]?.createTime == written.timeCreated)
+        #expect(try bucket.currentMetadata(of: objectName("a")) == written)
+        _ = try bucket.saveSnapshotNow(named: "before")
+        var hold = MetadataUpdate()
+        hold.cloudStorage.temporaryHold = true
+        _ = try await bucket.updateMetadata(of: objectName("a"), hold, precondition: .none)
+        await #expect(throws: StorageError.self) { try await bucket.delete(objectName("a")) }
+        await #expect(throws: StorageError.self) { _ = try await bucket.write(Data("two".utf8), to: objectName("a"), options: WriteOptions()) }
+        await #expect(throws: StorageError.self) {
+            try await bucket.delete(objectName("a"), generation: written.generation, precondition: .none)
+        }
+        var release = MetadataUpdate()
+        release.cloudStorage.temporaryHold = false
+        _ = try await bucket.updateMetadata(of: objectName("a"), release, precondition: .none)
+        _ = try await bucket.write(Data("two".utf8), to: objectName("a"), options: WriteOptions())
+        // The first generation, noncurrent now, keeps its fields; so does the snapshot's version.
+        let kept = try bucket.generationMetadata(of: objectName("a"), generation: written.generation)
+        #expect(kept.cloudStorage.customTime == written.cloudStorage.customTime && kept.cloudStorage.contexts == written.cloudStorage.contexts)
+        let report = try bucket.verify()
+        #expect(report.isSound && report.noncurrentGenerations == 1, "\(report.problems)")
+        #expect(try bucket.restoreSnapshotNow(named: "before").count == 1)
+        #expect(try bucket.currentMetadata(of: objectName("a")).cloudStorage == written.cloudStorage)
+        // Fields changed behind storesh's back are found by check.
+        bucket.close()
+        let tamper = try SQLiteConnection(path: directory.file("fields.bucket"), flags: 0x02)
+        try tamper.execute("UPDATE objects SET service = x'0102'")
+        tamper.close()
+        #expect(try !openBucket(directory.file("fields.bucket")).verify().isSound)
+    }
+}

@@ -115,7 +115,7 @@ struct RowChecksumTests {
             StoredVersion.Values(version: try StoredVersion($0, from: 1, died: false), died: nil).checksum(as: ByteRowChecksum.self)
         }
         try rewrite("SELECT id, \(SnapshotRow.keptColumns) FROM history", table: "history") {
-            StoredVersion.Values(version: try StoredVersion($0, from: 1, died: true), died: $0.int64(16)).checksum(as: ByteRowChecksum.self)
+            StoredVersion.Values(version: try StoredVersion($0, from: 1, died: true), died: $0.int64(1 + StoredVersion.columnCount)).checksum(as: ByteRowChecksum.self)
         }
         try rewrite("SELECT rowid, name, epoch, created, object_count FROM snapshots", table: "snapshots") {
             SnapshotRow.Values(name: $0.string(1)!, epoch: $0.int64(2), created: $0.int64(3), count: $0.int64(4)).checksum(as: ByteRowChecksum.self)

@@ -33,9 +33,21 @@ struct WireRoundTripTests {
             return
         }
         #expect(custom.map(\.0) == ["Z", "a", "f", ObjectMetadata.downloadTokensKey, "é"])
-        // A noncurrent generation's time of deletion (rule B5) goes and comes back with it.
+        // A noncurrent generation's time of deletion (rule B5), and Cloud Storage's own fields (rule M9), go and come back
+        // with it: a custom time to the microsecond, holds, a storage class, contexts beyond ASCII, a component count.
         var noncurrent = Self.object
         noncurrent.timeDeleted = Timestamp(rfc3339: "2026-11-28T10:00:00.123Z")
+        noncurrent.cloudStorage.customTime = Timestamp(microseconds: 1_795_602_528_206_312)
+        noncurrent.cloudStorage.temporaryHold = true
+        noncurrent.cloudStorage.eventBasedHold = true
+        noncurrent.cloudStorage.storageClass = "NEARLINE"
+        noncurrent.cloudStorage.timeStorageClassUpdated = Timestamp(rfc3339: "2026-11-23T00:00:00.500Z")
+        noncurrent.cloudStorage.componentCount = 4
+        let made = Timestamp(rfc3339: "2026-11-24T00:00:00.250Z")!
+        noncurrent.cloudStorage.contexts = [
+            "équipe": ObjectContext(value: "données", createTime: made, updateTime: made),
+            "team": ObjectContext(value: "blue", createTime: made, updateTime: Timestamp(rfc3339: "2026-11-25T00:00:00Z")!),
+        ]
         let kept = ObjectResource.cloudStorage(noncurrent, baseURL: "http://127.0.0.1:9199")
         #expect(try CloudStorageJSON.metadata(try CloudStorageJSON.object(data(kept), what: "a test"), bucket: "other") == noncurrent)
     }

@@ -58,7 +58,7 @@ def test_patch_and_update_move_the_metageneration_under_its_preconditions(server
 @pytest.mark.parametrize("setting, value", [
     ("versioning", {"enabled": "yes"}), ("retentionPolicy", {"retentionPeriod": "60"}),
     ("softDeletePolicy", {"retentionDurationSeconds": "604800"}), ("hierarchicalNamespace", {"enabled": True}),
-    ("defaultEventBasedHold", True), ("storageClass", "EXPENSIVE"), ("noSuchSetting", 1),
+    ("defaultEventBasedHold", "yes"), ("storageClass", "EXPENSIVE"), ("noSuchSetting", 1),
     ("encryption", {"googleManagedEncryptionEnforcementConfig": {"restrictionMode": "FullyRestricted"}}),
 ])
 def test_a_setting_storesh_cannot_honour_is_refused_and_nothing_is_made(server, client, setting, value):

@@ -1,0 +1,157 @@
+/// What Cloud Storage keeps of an object besides rule M1's properties and its custom metadata (rule M9): a custom
+/// time that only moves forward, the temporary and event-based holds (an object under either is neither deleted nor
+/// overwritten), its storage class (changed by a rewrite), its contexts (keys and values, each with when it was made
+/// and last changed), a composite's component count, and the hash of the customer-supplied key it was written with. Empty for an object that has none, as every object written
+/// through Firebase's SDKs is.
+public struct CloudStorageFields: Sendable, Equatable {
+    public var customTime: Timestamp?
+    public var temporaryHold = false
+    public var eventBasedHold = false
+    /// Nil for the service's default, STANDARD (and for every object written before storesh kept classes).
+    public var storageClass: String?
+    /// When the class was set; nil with it.
+    public var timeStorageClassUpdated: Timestamp?
+
+    public static let defaultStorageClass = "STANDARD"
+    public var contexts: [String: ObjectContext] = [:]
+    /// How many objects a composite was made of.
+    public var componentCount: Int64?
+    /// The SHA-256 (base64) of the customer-supplied key the object was written with: every read of its content must
+    /// give that key. The key itself is never kept.
+    public var customerKeySHA256: String?
+
+    public init() {}
+
+    public var isEmpty: Bool { packed.isEmpty }
+    /// Whether a hold keeps the object from being deleted or overwritten.
+    public var isHeld: Bool { temporaryHold || eventBasedHold }
+
+    /// Fields compare as their bytes: a context's key or value in NFC is not the one in NFD (rule P7).
+    public static func == (a: CloudStorageFields, b: CloudStorageFields) -> Bool { a.packed == b.packed }
+
+    /// The fields in the bucket file's column: nothing when empty; else a version byte, a byte of flags, the values
+    /// present, and the contexts in key byte order.
+    public var packed: [UInt8] {
+        var flags: UInt8 = 0
+        if temporaryHold { flags |= 1 }
+        if eventBasedHold { flags |= 2 }
+        if customTime != nil { flags |= 4 }
+        if storageClass != nil { flags |= 8 }
+        if timeStorageClassUpdated != nil { flags |= 16 }
+        if componentCount != nil { flags |= 32 }
+        if customerKeySHA256 != nil { flags |= 64 }
+        if flags == 0 && contexts.isEmpty { return [] }
+        var writer = PackedWriter()
+        writer.byte(1)
+        writer.byte(flags)
+        if let customTime { writer.signed(customTime.microseconds) }
+        if let storageClass { writer.string(storageClass) }
+        if let timeStorageClassUpdated { writer.signed(timeStorageClassUpdated.microseconds) }
+        if let componentCount { writer.signed(componentCount) }
+        if let customerKeySHA256 { writer.string(customerKeySHA256) }
+        writer.unsigned(UInt64(contexts.count))
+        for (key, context) in contexts.sortedByKeyBytes {
+            writer.string(key)
+            writer.string(context.value)
+            writer.signed(context.createTime.microseconds)
+            writer.signed(context.updateTime.microseconds)
+        }
+        return writer.bytes
+    }
+
+    /// The fields a column holds; nil for bytes no storesh wrote.
+    public init?(packed bytes: some Collection<UInt8>) {
+        self.init()
+        if bytes.isEmpty { return }
+        let decoded: CloudStorageFields? = Array(bytes).withUnsafeBytes { buffer in
+            var reader = PackedReader(buffer)
+            var fields = CloudStorageFields()
+            do {
+                guard try reader.byte() == 1 else { return nil }
+                let flags = try reader.byte()
+                fields.temporaryHold = flags & 1 != 0
+                fields.eventBasedHold = flags & 2 != 0
+                if flags & 4 != 0 { fields.customTime = Timestamp(microseconds: try reader.signed()) }
+                if flags & 8 != 0 { fields.storageClass = try reader.string() }
+                if flags & 16 != 0 { fields.timeStorageClassUpdated = Timestamp(microseconds: try reader.signed()) }
+                if flags & 32 != 0 { fields.componentCount = try reader.signed() }
+                if flags & 64 != 0 { fields.customerKeySHA256 = try reader.string() }
+                let count = try reader.unsigned()
+                // Bounded by the bytes: each context takes at least four.
+                guard count <= UInt64(buffer.count) else { return nil }
+                for _ in 0..<count {
+                    let key = try reader.string()
+                    let value = try reader.string()
+                    fields.contexts[key] = ObjectContext(
+                        value: value, createTime: Timestamp(microseconds: try reader.signed()),
+                        updateTime: Timestamp(microseconds: try reader.signed()))
+                }
+                return reader.isAtEnd ? fields : nil
+            } catch {
+                return nil
+            }
+        }
+        guard let decoded else { return nil }
+        self = decoded
+    }
+}
+
+/// One of an object's contexts: its value, and when the key was made and last changed.
+public struct ObjectContext: Sendable, Equatable {
+    public var value: String
+    public var createTime: Timestamp
+    public var updateTime: Timestamp
+
+    public init(value: String, createTime: Timestamp, updateTime: Timestamp) {
+        self.value = value
+        self.createTime = createTime
+        self.updateTime = updateTime
+    }
+}
+
+/// A change of an object's Cloud Storage fields (rule M9), as a PATCH or PUT of the JSON API gives it: what it does
+/// not name is unchanged.
+public struct CloudStorageFieldsUpdate: Sendable, Equatable {
+    /// A custom time only moves forward: it can be neither removed nor set earlier (as on the service).
+    public var customTime: Timestamp?
+    public var temporaryHold: Bool?
+    public var eventBasedHold: Bool?
+    /// Per-key changes of the contexts (nil removes the key), applied after `clearsContexts`.
+    public var contexts: [String: String?] = [:]
+    public var clearsContexts = false
+
+    public init() {}
+
+    public var isEmpty: Bool {
+        customTime == nil && temporaryHold == nil && eventBasedHold == nil && contexts.isEmpty && !clearsContexts
+    }
+
+    /// The fields after the change at `now`; refused when it would move the custom time back.
+    public func applied(to fields: CloudStorageFields, now: Timestamp) throws(StorageError) -> CloudStorageFields {
+        var next = fields
+        if let customTime {
+            if let current = fields.customTime, customTime < current {
+                throw .invalidArgument(
+                    "customTime can only move forward: it is \(current.rfc3339), and \(customTime.rfc3339) is earlier. Nothing was changed.")
+            }
+            next.customTime = customTime
+        }
+        if let temporaryHold { next.temporaryHold = temporaryHold }
+        if let eventBasedHold { next.eventBasedHold = eventBasedHold }
+        if clearsContexts { next.contexts = [:] }
+        for (key, value) in contexts.sortedByKeyBytes {
+            guard let value else {
+                next.contexts[key] = nil
+                continue
+            }
+            if let existing = next.contexts[key] {
+                if !NameBytes.sameBytes(existing.value, value) {
+                    next.contexts[key] = ObjectContext(value: value, createTime: existing.createTime, updateTime: now)
+                }
+            } else {
+                next.contexts[key] = ObjectContext(value: value, createTime: now, updateTime: now)
+            }
+        }
+        return next
+    }
+}
