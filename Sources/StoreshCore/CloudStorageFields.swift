@@ -1,3 +1,5 @@
+import Foundation
+
 /// What Cloud Storage keeps of an object besides rule M1's properties and its custom metadata (rule M9): a custom
 /// time that only moves forward, the temporary and event-based holds (an object under either is neither deleted nor
 /// overwritten), its storage class (changed by a rewrite), its contexts (keys and values, each with when it was made
@@ -93,6 +95,66 @@ public struct CloudStorageFields: Sendable, Equatable {
         }
         guard let decoded else { return nil }
         self = decoded
+    }
+}
+
+extension CloudStorageFields {
+    /// The fields as members of an object resource, each where it has a value, in the JSON API's shapes (storesh's
+    /// own metadata document uses them too): `customTime`, `temporaryHold`, `eventBasedHold`, `componentCount`,
+    /// `contexts: {custom: {KEY: {value, createTime, updateTime}}}`, `customerEncryption`. The storage class is the
+    /// caller's to write (a resource always names one; storesh's document only a class that is not the default).
+    public var jsonMembers: [(String, JSONValue)] {
+        var members: [(String, JSONValue)] = []
+        if let customTime { members.append(("customTime", .string(customTime.rfc3339Microseconds))) }
+        if temporaryHold { members.append(("temporaryHold", .bool(true))) }
+        if eventBasedHold { members.append(("eventBasedHold", .bool(true))) }
+        if let componentCount { members.append(("componentCount", .integer(componentCount))) }
+        if !contexts.isEmpty {
+            let custom = contexts.sortedByKeyBytes.map { key, context -> (String, JSONValue) in
+                (key, .object([
+                    ("value", .string(context.value)), ("createTime", .string(context.createTime.rfc3339Microseconds)),
+                    ("updateTime", .string(context.updateTime.rfc3339Microseconds)),
+                ]))
+            }
+            members.append(("contexts", .object([("custom", .object(custom))])))
+        }
+        if let customerKeySHA256 {
+            members.append(("customerEncryption", .object([("encryptionAlgorithm", .string("AES256")), ("keySha256", .string(customerKeySHA256))])))
+        }
+        return members
+    }
+
+    /// The fields of a resource or document as JSONSerialization decodes it (`jsonMembers`, with `storageClass` and
+    /// `timeStorageClassUpdated`, STANDARD being no class); nil when one is malformed.
+    public init?(jsonMembers resource: [String: Any]) {
+        self.init()
+        func time(_ key: String) -> Timestamp?? {
+            guard let value = resource[key] else { return .some(nil) }
+            guard let text = value as? String, let time = Timestamp(rfc3339: text) else { return nil }
+            return .some(time)
+        }
+        guard let customTime = time("customTime"), let classTime = time("timeStorageClassUpdated") else { return nil }
+        self.customTime = customTime
+        temporaryHold = resource["temporaryHold"] as? Bool ?? false
+        eventBasedHold = resource["eventBasedHold"] as? Bool ?? false
+        if let storageClass = resource["storageClass"] as? String, storageClass != Self.defaultStorageClass {
+            self.storageClass = storageClass
+            timeStorageClassUpdated = classTime
+        }
+        if let count = resource["componentCount"] {
+            guard let number = (count as? NSNumber)?.int64Value ?? (count as? String).flatMap({ Int64($0) }) else { return nil }
+            componentCount = number
+        }
+        if let contexts = resource["contexts"] as? [String: Any], let custom = contexts["custom"] as? [String: Any] {
+            for (key, payload) in custom {
+                guard let payload = payload as? [String: Any], let value = payload["value"] as? String,
+                    let created = (payload["createTime"] as? String).flatMap(Timestamp.init(rfc3339:)),
+                    let changed = (payload["updateTime"] as? String).flatMap(Timestamp.init(rfc3339:))
+                else { return nil }
+                self.contexts[key] = ObjectContext(value: value, createTime: created, updateTime: changed)
+            }
+        }
+        if let encryption = resource["customerEncryption"] as? [String: Any] { customerKeySHA256 = encryption["keySha256"] as? String }
     }
 }
 

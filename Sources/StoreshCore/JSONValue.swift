@@ -105,6 +105,13 @@ extension ObjectMetadata {
         if !customMetadata.isEmpty {
             members.append(("customMetadata", .object(customMetadata.sortedByKeyBytes.map { ($0.key, .string($0.value)) })))
         }
+        // Cloud Storage's own fields (rule M9) and a noncurrent generation's deletion (B5), where there are any.
+        if let storageClass = cloudStorage.storageClass {
+            members.append(("storageClass", .string(storageClass)))
+            if let time = cloudStorage.timeStorageClassUpdated { members.append(("timeStorageClassUpdated", .string(time.rfc3339Microseconds))) }
+        }
+        members += cloudStorage.jsonMembers
+        if let timeDeleted { members.append(("timeDeleted", .string(timeDeleted.rfc3339))) }
         return .object(members)
     }
 }
@@ -143,6 +150,12 @@ extension ObjectMetadata {
         for (key, value) in (document["customMetadata"] as? [String: Any]) ?? [:] {
             guard let value = value as? String else { return nil }
             customMetadata[key] = value
+        }
+        guard let fields = CloudStorageFields(jsonMembers: document) else { return nil }
+        cloudStorage = fields
+        if let text = document["timeDeleted"] as? String {
+            guard let time = Timestamp(rfc3339: text) else { return nil }
+            timeDeleted = time
         }
     }
 }

@@ -12,33 +12,6 @@ public enum CloudStorageJSON {
         return object
     }
 
-    /// Cloud Storage's own fields (rule M9) of an object resource.
-    static func cloudStorageFields(
-        _ resource: [String: Any], time: (String) throws -> Timestamp, number: (String) throws -> Int64
-    ) throws -> CloudStorageFields {
-        var fields = CloudStorageFields()
-        if resource["customTime"] != nil { fields.customTime = try time("customTime") }
-        fields.temporaryHold = resource["temporaryHold"] as? Bool ?? false
-        fields.eventBasedHold = resource["eventBasedHold"] as? Bool ?? false
-        // STANDARD is no class (the default), as storesh keeps it.
-        if let storageClass = resource["storageClass"] as? String, storageClass != CloudStorageFields.defaultStorageClass {
-            fields.storageClass = storageClass
-            if resource["timeStorageClassUpdated"] != nil { fields.timeStorageClassUpdated = try time("timeStorageClassUpdated") }
-        }
-        if resource["componentCount"] != nil { fields.componentCount = try number("componentCount") }
-        if let encryption = resource["customerEncryption"] as? [String: Any] { fields.customerKeySHA256 = encryption["keySha256"] as? String }
-        if let contexts = resource["contexts"] as? [String: Any], let custom = contexts["custom"] as? [String: Any] {
-            for (key, payload) in custom {
-                guard let payload = payload as? [String: Any], let value = payload["value"] as? String,
-                    let created = (payload["createTime"] as? String).flatMap(Timestamp.init(rfc3339:)),
-                    let changed = (payload["updateTime"] as? String).flatMap(Timestamp.init(rfc3339:))
-                else { continue }
-                fields.contexts[key] = ObjectContext(value: value, createTime: created, updateTime: changed)
-            }
-        }
-        return fields
-    }
-
     /// An object resource (`storage#object`). Numbers come as strings; unset properties are absent.
     public static func metadata(_ resource: [String: Any], bucket: String) throws -> ObjectMetadata {
         guard let name = resource["name"] as? String else {
@@ -61,7 +34,10 @@ public enum CloudStorageJSON {
             updated: try time("updated"), md5Hash: (resource["md5Hash"] as? String) ?? "",
             crc32c: resource["crc32c"] as? String)
         if resource["timeDeleted"] != nil { metadata.timeDeleted = try time("timeDeleted") }
-        metadata.cloudStorage = try cloudStorageFields(resource, time: time, number: number)
+        guard let fields = CloudStorageFields(jsonMembers: resource) else {
+            throw StorageError.internalError("The service gave object \(name) with Cloud Storage fields that cannot be read.")
+        }
+        metadata.cloudStorage = fields
         for property in WritableProperty.allCases {
             if let value = resource[property.rawValue] as? String { metadata[property] = value }
         }

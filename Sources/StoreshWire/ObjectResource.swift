@@ -31,7 +31,7 @@ public enum ObjectResource {
             ("timeStorageClassUpdated", .string((object.cloudStorage.timeStorageClassUpdated ?? object.timeCreated).rfc3339)),
         ]
         if let deleted = object.timeDeleted { members.append(("timeDeleted", .string(deleted.rfc3339))) }
-        members += cloudStorageFields(object.cloudStorage)
+        members += object.cloudStorage.jsonMembers
         if !object.customMetadata.isEmpty { members.append(("metadata", customMetadata(object.customMetadata))) }
         return .object(members)
     }
@@ -56,28 +56,6 @@ public enum ObjectResource {
         custom[ObjectMetadata.downloadTokensKey] = nil
         if !custom.isEmpty { members.append(("metadata", customMetadata(custom))) }
         return .object(members)
-    }
-
-    /// Cloud Storage's own fields (rule M9), each where it has a value, as the service answers them.
-    static func cloudStorageFields(_ fields: CloudStorageFields) -> [(String, JSONValue)] {
-        var members: [(String, JSONValue)] = []
-        if let customTime = fields.customTime { members.append(("customTime", .string(customTime.rfc3339Microseconds))) }
-        if fields.temporaryHold { members.append(("temporaryHold", .bool(true))) }
-        if fields.eventBasedHold { members.append(("eventBasedHold", .bool(true))) }
-        if let count = fields.componentCount { members.append(("componentCount", .integer(count))) }
-        if let sha256 = fields.customerKeySHA256 {
-            members.append(("customerEncryption", .object([("encryptionAlgorithm", .string("AES256")), ("keySha256", .string(sha256))])))
-        }
-        if !fields.contexts.isEmpty {
-            let custom = fields.contexts.sortedByKeyBytes.map { key, context -> (String, JSONValue) in
-                (key, .object([
-                    ("value", .string(context.value)), ("createTime", .string(context.createTime.rfc3339)),
-                    ("updateTime", .string(context.updateTime.rfc3339)),
-                ]))
-            }
-            members.append(("contexts", .object([("custom", .object(custom))])))
-        }
-        return members
     }
 
     /// The members both APIs begin an object with: which object, which version, and its type.

@@ -427,3 +427,35 @@ def test_gcloud_storage_makes_fills_moves_empties_and_deletes_a_bucket(served, g
     assert not list(served.home.glob("gcloud-bucket.bucket*"))
     status, out, err = gcloud("storage", "buckets", "list", "--format=value(name)")
     assert status == 0 and out.split() == [BUCKET], (out, err)
+
+
+def test_gcloud_storage_keeps_versions_holds_and_custom_times(served, gcloud, tmp_path):
+    """Issue 54 (rules B5, M9): with gcloud, a bucket's versioning turned on keeps every generation (`ls -a`), an
+    old generation is read by number, a temporary hold refuses `rm` until it is released, a custom time is set by
+    `objects update`, and `rm -a` deletes every generation; `storesh check` finds the bucket file sound."""
+    assert gcloud("storage", "buckets", "create", "gs://kept-bucket")[0] == 0
+    status, _, err = gcloud("storage", "buckets", "update", "gs://kept-bucket", "--versioning")
+    assert status == 0, err
+    for content in [b"first", b"second"]:
+        (tmp_path / "notes.txt").write_bytes(content)
+        assert gcloud("storage", "cp", str(tmp_path / "notes.txt"), "gs://kept-bucket/notes.txt")[0] == 0
+    status, out, err = gcloud("storage", "ls", "-a", "gs://kept-bucket")
+    generations = [line.split("#")[1] for line in out.split()]
+    assert status == 0 and len(generations) == 2 and generations[0] < generations[1], (out, err)
+    status, out, err = gcloud("storage", "cat", f"gs://kept-bucket/notes.txt#{generations[0]}")
+    assert status == 0 and out == "first", err
+    status, _, err = gcloud("storage", "objects", "update", "gs://kept-bucket/notes.txt", "--temporary-hold",
+                            "--custom-time=2026-12-01T00:00:00Z")
+    assert status == 0, err
+    status, out, err = gcloud("storage", "objects", "describe", "gs://kept-bucket/notes.txt", "--format=json")
+    described = json.loads(out)
+    assert described.get("temporary_hold") is True and described["custom_time"].startswith("2026-12-01"), described
+    status, _, err = gcloud("storage", "rm", "gs://kept-bucket/notes.txt")
+    assert status != 0
+    assert gcloud("storage", "objects", "update", "gs://kept-bucket/notes.txt", "--no-temporary-hold")[0] == 0
+    status, _, err = gcloud("storage", "rm", "-a", "gs://kept-bucket/**")
+    assert status == 0, err
+    status, out, _ = gcloud("storage", "ls", "-a", "gs://kept-bucket")
+    assert out.split() == [], out
+    status, out, err = harness.storesh(tmp_path, "check", "--bucket", str(served.home / "kept-bucket.bucket"))
+    assert status == 0, out + err
