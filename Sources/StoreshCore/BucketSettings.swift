@@ -2,7 +2,7 @@ import Foundation
 
 /// What a bucket is besides its objects and rules: Cloud Storage's bucket resource, as much of it as storesh keeps
 /// (rule B4). Stored with the bucket and answered as it was given; what storesh does with each setting is in the
-/// rule, and a setting it cannot honour (retention, soft delete, a hierarchical namespace) is refused when given,
+/// rule, and a setting it cannot honour (retention, a hierarchical namespace) is refused when given,
 /// never kept and ignored.
 public struct BucketSettings: Sendable, Equatable, Codable {
     /// Counts the changes of the settings, from 1 (preconditions on a bucket name it).
@@ -29,6 +29,11 @@ public struct BucketSettings: Sendable, Equatable, Codable {
     public var versioning: Bool?
     /// Whether every new object starts under an event-based hold (rule M9); nil when never set.
     public var defaultEventBasedHold: Bool?
+    /// How long deleted and replaced objects are kept soft-deleted (rule B6), in seconds; nil (none) or 0 when they are
+    /// not. The service gives new buckets 7 days; storesh serve gives them none unless asked.
+    public var softDeleteSeconds: Int64?
+    /// When the soft delete policy took effect.
+    public var softDeleteEffectiveTime: Timestamp?
 
     /// The settings of a bucket made at `time`, as the service gives a new bucket when nothing is asked for.
     public init(madeAt time: Timestamp, madeByServer: Bool = false) {

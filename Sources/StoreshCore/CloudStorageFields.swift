@@ -18,6 +18,9 @@ public struct CloudStorageFields: Sendable, Equatable {
     public var contexts: [String: ObjectContext] = [:]
     /// How many objects a composite was made of.
     public var componentCount: Int64?
+    /// When a soft-deleted generation was deleted, and when it goes for good (rule B6); nil for any other.
+    public var softDeleteTime: Timestamp?
+    public var hardDeleteTime: Timestamp?
     /// The SHA-256 (base64) of the customer-supplied key the object was written with: every read of its content must
     /// give that key. The key itself is never kept.
     public var customerKeySHA256: String?
@@ -42,6 +45,7 @@ public struct CloudStorageFields: Sendable, Equatable {
         if timeStorageClassUpdated != nil { flags |= 16 }
         if componentCount != nil { flags |= 32 }
         if customerKeySHA256 != nil { flags |= 64 }
+        if softDeleteTime != nil || hardDeleteTime != nil { flags |= 128 }
         if flags == 0 && contexts.isEmpty { return [] }
         var writer = PackedWriter()
         writer.byte(1)
@@ -51,6 +55,10 @@ public struct CloudStorageFields: Sendable, Equatable {
         if let timeStorageClassUpdated { writer.signed(timeStorageClassUpdated.microseconds) }
         if let componentCount { writer.signed(componentCount) }
         if let customerKeySHA256 { writer.string(customerKeySHA256) }
+        if flags & 128 != 0 {
+            writer.signed(softDeleteTime?.microseconds ?? 0)
+            writer.signed(hardDeleteTime?.microseconds ?? 0)
+        }
         writer.unsigned(UInt64(contexts.count))
         for (key, context) in contexts.sortedByKeyBytes {
             writer.string(key)
@@ -78,6 +86,10 @@ public struct CloudStorageFields: Sendable, Equatable {
                 if flags & 16 != 0 { fields.timeStorageClassUpdated = Timestamp(microseconds: try reader.signed()) }
                 if flags & 32 != 0 { fields.componentCount = try reader.signed() }
                 if flags & 64 != 0 { fields.customerKeySHA256 = try reader.string() }
+                if flags & 128 != 0 {
+                    fields.softDeleteTime = Timestamp(microseconds: try reader.signed())
+                    fields.hardDeleteTime = Timestamp(microseconds: try reader.signed())
+                }
                 let count = try reader.unsigned()
                 // Bounded by the bytes: each context takes at least four.
                 guard count <= UInt64(buffer.count) else { return nil }
@@ -118,6 +130,8 @@ extension CloudStorageFields {
             }
             members.append(("contexts", .object([("custom", .object(custom))])))
         }
+        if let softDeleteTime { members.append(("softDeleteTime", .string(softDeleteTime.rfc3339))) }
+        if let hardDeleteTime { members.append(("hardDeleteTime", .string(hardDeleteTime.rfc3339))) }
         if let customerKeySHA256 {
             members.append(("customerEncryption", .object([("encryptionAlgorithm", .string("AES256")), ("keySha256", .string(customerKeySHA256))])))
         }
@@ -133,7 +147,11 @@ extension CloudStorageFields {
             guard let text = value as? String, let time = Timestamp(rfc3339: text) else { return nil }
             return .some(time)
         }
-        guard let customTime = time("customTime"), let classTime = time("timeStorageClassUpdated") else { return nil }
+        guard let customTime = time("customTime"), let classTime = time("timeStorageClassUpdated"), let softDeleteTime = time("softDeleteTime"),
+            let hardDeleteTime = time("hardDeleteTime")
+        else { return nil }
+        self.softDeleteTime = softDeleteTime
+        self.hardDeleteTime = hardDeleteTime
         self.customTime = customTime
         temporaryHold = resource["temporaryHold"] as? Bool ?? false
         eventBasedHold = resource["eventBasedHold"] as? Bool ?? false

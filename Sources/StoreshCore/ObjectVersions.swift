@@ -22,6 +22,10 @@ public protocol ObjectVersions: AnyObject, Sendable {
     /// by number leaves no noncurrent generation behind (as on the service).
     func delete(_ object: ObjectName, generation: Int64, precondition: Precondition) async throws
 
+    /// Brings a soft-deleted generation back as the live object, a new generation (rule B6), if the live object (or
+    /// its absence) satisfies `precondition`.
+    func restore(_ object: ObjectName, generation: Int64, precondition: Precondition) async throws -> ObjectMetadata
+
     /// Whether the bucket keeps any noncurrent generation (a bucket that does is not empty).
     func hasNoncurrentGenerations() async throws -> Bool
 }

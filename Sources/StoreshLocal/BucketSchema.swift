@@ -28,7 +28,8 @@ import StoreshCore
 /// version overwritten or deleted is moved there, in `history`'s shape, its `died` the time (in microseconds) it stopped
 /// being live, which Cloud Storage gives as `timeDeleted`. Content is shared with them as with kept versions. The
 /// upgrade adds the empty table; an older storesh, which would release content a noncurrent generation still holds,
-/// refuses the file.
+/// refuses the file. Soft-deleted versions (`soft_deleted`, rule B6) are kept the same way while the bucket's soft
+/// delete policy keeps them, their `died` the time they are deleted for good (`hardDeleteTime`).
 enum BucketSchema {
     static let applicationID: Int64 = 0x5354_5348  // "STSH"
     static let version: Int64 = 5
@@ -48,7 +49,8 @@ enum BucketSchema {
     /// Each content's CRC-32C (format 3), by the content's id.
     static let contentChecksumsTable = "CREATE TABLE content_checksums (content_id INTEGER PRIMARY KEY, crc32c INTEGER NOT NULL);"
 
-    /// The noncurrent generations of objects (format 5), one row per name and generation.
+    /// The noncurrent generations of objects (format 5), one row per name and generation; and the soft-deleted ones
+    /// (rule B6), whose `died` is when they are deleted for good.
     static let noncurrentTable = """
         CREATE TABLE IF NOT EXISTS noncurrent (
             id INTEGER PRIMARY KEY,
@@ -58,6 +60,15 @@ enum BucketSchema {
             checksum INTEGER NOT NULL
         );
         CREATE UNIQUE INDEX IF NOT EXISTS noncurrent_version ON noncurrent (name, generation);
+        CREATE TABLE IF NOT EXISTS soft_deleted (
+            id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL,
+            \(versionColumns)
+            died INTEGER NOT NULL,
+            checksum INTEGER NOT NULL
+        );
+        CREATE UNIQUE INDEX IF NOT EXISTS soft_deleted_version ON soft_deleted (name, generation);
+        CREATE INDEX IF NOT EXISTS soft_deleted_expiry ON soft_deleted (died);
         """
 
     static let tables = """
@@ -316,6 +327,10 @@ struct StoredVersion {
         INSERT INTO history (\(BucketSchema.metadataColumns), died, checksum)
         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)
         """
+    static let insertSoftDeleted = """
+        INSERT INTO soft_deleted (\(BucketSchema.metadataColumns), died, checksum)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)
+        """
     static let insertNoncurrent = """
         INSERT INTO noncurrent (\(BucketSchema.metadataColumns), died, checksum)
         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)
@@ -357,7 +372,7 @@ struct StoredVersion {
 
     /// The tables a version's row is in: `objects`, `history` (kept for snapshots), `noncurrent` (format 5).
     enum Table {
-        case live, kept, noncurrent
+        case live, kept, noncurrent, softDeleted
 
         /// Whether its rows have a `died` column (before the checksum).
         var hasDied: Bool { self != .live }
@@ -389,6 +404,7 @@ struct StoredVersion {
             case .live: ""
             case .kept: " (a version kept for snapshots)"
             case .noncurrent: " (a noncurrent generation)"
+            case .softDeleted: " (a soft-deleted generation)"
             }
             throw ChecksumMismatch(what: "object \(name.debugDescription)\(which)")
         }

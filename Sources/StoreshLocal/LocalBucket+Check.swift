@@ -14,6 +14,8 @@ public struct IntegrityReport: Sendable, Equatable {
     public var keptVersions = 0
     /// Noncurrent generations kept by the bucket's versioning (rule B5).
     public var noncurrentGenerations = 0
+    /// Generations kept soft-deleted by the bucket's soft delete policy (rule B6).
+    public var softDeletedGenerations = 0
     /// Bytes of content checked against MD5 (shared content counted once per version).
     public var contentBytes: Int64 = 0
     /// Names Cloud Storage refuses or advises against (rule P7), each with what is wrong: not damage, but objects
@@ -102,6 +104,15 @@ extension LocalBucket {
                     }
                     report.contentBytes += Int64(try content(of: row.version).count)
                 }
+                scan(&report, "SELECT \(NoncurrentRow.softDeletedColumns) FROM soft_deleted ORDER BY name, generation") { statement, report in
+                    let row = try NoncurrentRow(statement, bucket: name, softDeleted: true)
+                    report.softDeletedGenerations += 1
+                    counting?.advance()
+                    if row.metadata.cloudStorage.hardDeleteTime?.microseconds != row.died {
+                        report.add("a soft-deleted generation of \(row.version.name.debugDescription) has two times of deletion for good")
+                    }
+                    report.contentBytes += Int64(try content(of: row.version).count)
+                }
                 // A generation is live or noncurrent, never both.
                 scan(&report, "SELECT count(*) FROM noncurrent JOIN objects USING (name, generation)") { statement, report in
                     if statement.int64(0) > 0 { report.add("\(statement.int64(0)) generations are both live and noncurrent") }
@@ -114,7 +125,8 @@ extension LocalBucket {
             }
             // Every version's content was found above, so the rows beyond those referenced belong to none.
             // (Counting distinct ids sorts once; a NOT EXISTS per row would scan the objects per row.)
-            let referenced = "SELECT content_id FROM objects UNION SELECT content_id FROM history" + (storesNoncurrent ? " UNION SELECT content_id FROM noncurrent" : "")
+            let referenced = "SELECT content_id FROM objects UNION SELECT content_id FROM history"
+                + (storesNoncurrent ? " UNION SELECT content_id FROM noncurrent UNION SELECT content_id FROM soft_deleted" : "")
             scan(&report, "SELECT (SELECT count(*) FROM contents) - (SELECT count(*) FROM (\(referenced)))") { statement, report in
                 let orphans = statement.int64(0)
                 if orphans > 0 { report.add("\(orphans) content rows belong to no object version") }

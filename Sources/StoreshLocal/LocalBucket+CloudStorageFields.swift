@@ -42,5 +42,10 @@ extension LocalBucket {
         try storeVersioning(settings.versioning == true)
         try BucketSchema.writeInfo(Self.defaultStorageClassKey, settings.storageClass, connection: connection)
         try BucketSchema.writeInfo(Self.defaultEventBasedHoldKey, settings.defaultEventBasedHold == true ? "on" : "off", connection: connection)
+        guard storesNoncurrent else {
+            if (settings.softDeleteSeconds ?? 0) > 0 { throw StorageError.invalidArgument("\(path) is open for reading only: its soft delete policy cannot be set.") }
+            return
+        }
+        try BucketSchema.writeInfo(Self.softDeleteSecondsKey, String(settings.softDeleteSeconds ?? 0), connection: connection)
     }
 }

@@ -46,20 +46,23 @@ extension LocalBucket {
         return try read { Int(try connection.integer("SELECT count(*) FROM noncurrent") ?? 0) }
     }
 
-    /// A noncurrent generation's row: its id, its version and its metadata (with `timeDeleted` and the CRC-32C).
+    /// A noncurrent or soft-deleted generation's row: its id, its version and its metadata (a noncurrent one's with its
+    /// `timeDeleted`; a soft-deleted one's fields say when it was deleted), with the CRC-32C.
     struct NoncurrentRow {
         static let columns = "\(SnapshotRow.keptColumns), (SELECT crc32c FROM content_checksums WHERE content_id = noncurrent.content_id), id"
+        static let softDeletedColumns =
+            "\(SnapshotRow.keptColumns), (SELECT crc32c FROM content_checksums WHERE content_id = soft_deleted.content_id), id"
 
         var id: Int64
         var version: StoredVersion
         var died: Int64
         var metadata: ObjectMetadata
 
-        init(_ statement: some SQLiteRow, bucket: String) throws {
-            version = try StoredVersion(statement, from: 0, table: .noncurrent)
+        init(_ statement: some SQLiteRow, bucket: String, softDeleted: Bool = false) throws {
+            version = try StoredVersion(statement, from: 0, table: softDeleted ? .softDeleted : .noncurrent)
             died = statement.int64(StoredVersion.columnCount)
             metadata = try version.metadata(bucket: bucket)
-            metadata.timeDeleted = Timestamp(microseconds: died)
+            if !softDeleted { metadata.timeDeleted = Timestamp(microseconds: died) }
             let checksumColumn = StoredVersion.columnCount + 2
             if !statement.isNull(checksumColumn) {
                 metadata.crc32c = CRC32C.base64(of: UInt32(truncatingIfNeeded: statement.int64(checksumColumn)))
@@ -75,6 +78,83 @@ extension LocalBucket {
         statement.bind(1, name)
         statement.bind(2, generation)
         return try statement.step() ? try NoncurrentRow(statement, bucket: self.name) : nil
+    }
+
+    // MARK: Soft delete (rule B6)
+
+    static let softDeleteSecondsKey = "soft_delete_seconds"
+
+    /// How long a version deleted or replaced now is kept soft-deleted (0: it is not).
+    func softDeleteSeconds() throws -> Int64 {
+        guard storesNoncurrent else { return 0 }
+        return Int64(try BucketSchema.readInfo(Self.softDeleteSecondsKey, connection: connection) ?? "0") ?? 0
+    }
+
+    /// A version that a write replaces or a delete removes at `time` (nil: an import or a restore of a snapshot, which
+    /// keep nothing): kept as a noncurrent generation while versioning is on (unless `asNoncurrent` is false: a
+    /// generation deleted by number), else soft-deleted while the soft delete policy keeps deleted versions. Answers
+    /// whether it was kept (its content then stays).
+    func keepReplaced(_ version: StoredVersion, at time: Timestamp?, asNoncurrent: Bool = true) throws -> Bool {
+        guard let time else { return false }
+        if asNoncurrent, try keepIfVersioned(version, since: time) { return true }
+        return try keepIfSoftDeleting(version, at: time)
+    }
+
+    /// Keeps `version` soft-deleted from `time` for the policy's duration, fixed now (a later change of the policy
+    /// does not change it, as on the service); versions whose time is up go first, a few at a time.
+    func keepIfSoftDeleting(_ version: StoredVersion, at time: Timestamp) throws -> Bool {
+        try purgeExpiredSoftDeleted(now: time)
+        let seconds = try softDeleteSeconds()
+        guard seconds > 0 else { return false }
+        var fields = try version.metadata(bucket: name).cloudStorage
+        let (hard, overflow) = time.microseconds.addingReportingOverflow(seconds.multipliedReportingOverflow(by: 1_000_000).partialValue)
+        fields.softDeleteTime = time
+        fields.hardDeleteTime = Timestamp(microseconds: overflow ? .max : hard)
+        var soft = version
+        soft.serviceColumn = Data(fields.packed)
+        let insert = try connection.statement(StoredVersion.insertSoftDeleted)
+        defer { insert.reset() }
+        soft.bindKept(insert, died: fields.hardDeleteTime!.microseconds)
+        try insert.step()
+        return true
+    }
+
+    /// Deletes for good the soft-deleted versions whose time is up (at most 100 a change: bounded work per change).
+    func purgeExpiredSoftDeleted(now: Timestamp) throws {
+        guard storesNoncurrent else { return }
+        let expired = try connection.statement("SELECT id, name, content_id FROM soft_deleted WHERE died <= ?1 ORDER BY died LIMIT 100")
+        expired.bind(1, now.microseconds)
+        var rows: [(Int64, String, Int64)] = []
+        while try expired.step() { rows.append((expired.int64(0), expired.string(1) ?? "", expired.int64(2))) }
+        expired.reset()
+        guard !rows.isEmpty else { return }
+        let delete = try connection.statement("DELETE FROM soft_deleted WHERE id = ?1")
+        defer { delete.reset() }
+        for (id, name, contentID) in rows {
+            delete.reset()
+            delete.bind(1, id)
+            try delete.step()
+            try releaseContent(contentID, of: name)
+        }
+    }
+
+    func fetchSoftDeleted(_ name: String, generation: Int64) throws -> NoncurrentRow? {
+        guard storesNoncurrent else { return nil }
+        let statement = try connection.statement("SELECT \(NoncurrentRow.softDeletedColumns) FROM soft_deleted WHERE name = ?1 AND generation = ?2")
+        defer { statement.reset() }
+        statement.bind(1, name)
+        statement.bind(2, generation)
+        return try statement.step() ? try NoncurrentRow(statement, bucket: self.name, softDeleted: true) : nil
+    }
+
+    /// The metadata of a soft-deleted generation.
+    public func softDeletedMetadata(of object: ObjectName, generation: Int64) throws(StorageError) -> ObjectMetadata {
+        try read {
+            guard let row = try fetchSoftDeleted(object.rawValue, generation: generation) else {
+                throw StorageError(.objectNotFound, "No such object: \(name)/\(object.rawValue) (generation \(generation), soft-deleted).")
+            }
+            return row.metadata
+        }
     }
 
     /// One generation of an object: the live row when it has that generation, else the noncurrent one.
@@ -124,7 +204,8 @@ extension LocalBucket {
     /// A page of every generation under `prefix`, live and noncurrent, by name and then generation (oldest first), as
     /// the JSON API lists with `versions=true`; with `delimited`, names past the next `/` collapse into prefixes.
     /// `items` repeats a name once per generation, `itemMetadata` has each generation's metadata.
-    public func listGenerations(prefix: String, delimited: Bool, options: ListOptions) throws(StorageError) -> ListPage {
+    /// With `softDeleted`, the soft-deleted generations instead (rule B6), listed the same way.
+    public func listGenerations(prefix: String, delimited: Bool, options: ListOptions, softDeleted: Bool = false) throws(StorageError) -> ListPage {
         let limit = try options.validatedMaxResults()
         var resume: (name: String, generation: Int64?, inclusive: Bool) = (prefix, nil, true)
         if let start = options.startOffset, NameBytes.precedes(prefix, start) { resume = (start, nil, true) }
@@ -139,10 +220,18 @@ extension LocalBucket {
             // The next entries after the position (at its name, the generations after its generation; then later
             // names), from each table by its index, at most a page and one from each: bounded whatever the bucket holds.
             let after = "name >= ?1 AND (name > ?1 OR generation > ?2 OR ?3)"
-            var branches = ["SELECT * FROM (SELECT name, generation, 0 AS kept FROM objects WHERE \(after) ORDER BY name LIMIT ?4)"]
-            if storesNoncurrent {
-                branches.append("SELECT * FROM (SELECT name, generation, 1 FROM noncurrent WHERE \(after) ORDER BY name, generation LIMIT ?4)")
+            var branches: [String] = []
+            if softDeleted {
+                if storesNoncurrent {
+                    branches.append("SELECT * FROM (SELECT name, generation, 2 AS kept FROM soft_deleted WHERE \(after) ORDER BY name, generation LIMIT ?4)")
+                }
+            } else {
+                branches.append("SELECT * FROM (SELECT name, generation, 0 AS kept FROM objects WHERE \(after) ORDER BY name LIMIT ?4)")
+                if storesNoncurrent {
+                    branches.append("SELECT * FROM (SELECT name, generation, 1 FROM noncurrent WHERE \(after) ORDER BY name, generation LIMIT ?4)")
+                }
             }
+            guard !branches.isEmpty else { return ListPage() }
             let next = try connection.statement(branches.joined(separator: " UNION ALL ") + " ORDER BY 1, 2 LIMIT ?4")
             defer { next.reset() }
             var page = ListPage()
@@ -155,8 +244,8 @@ extension LocalBucket {
                 next.bind(2, resume.generation ?? .max)
                 next.bind(3, Int64(resume.inclusive && resume.generation == nil ? 1 : 0))
                 next.bind(4, Int64(limit + 1))
-                var found: [(name: String, generation: Int64, kept: Bool)] = []
-                while try next.step() { found.append((next.string(0) ?? "", next.int64(1), next.int64(2) != 0)) }
+                var found: [(name: String, generation: Int64, kept: Int64)] = []
+                while try next.step() { found.append((next.string(0) ?? "", next.int64(1), next.int64(2))) }
                 if found.isEmpty { break }
                 for entry in found {
                     guard entry.name.utf8.starts(with: prefix.utf8) else { break scanning }
@@ -174,10 +263,14 @@ extension LocalBucket {
                         continue scanning
                     }
                     let row: GenerationRow
-                    if entry.kept {
+                    switch entry.kept {
+                    case 1:
                         guard let kept = try fetchNoncurrent(entry.name, generation: entry.generation) else { continue }
                         row = .noncurrent(kept)
-                    } else {
+                    case 2:
+                        guard let soft = try fetchSoftDeleted(entry.name, generation: entry.generation) else { continue }
+                        row = .noncurrent(soft)
+                    default:
                         guard let live = try fetchRow(entry.name) else { continue }
                         row = .live(live)
                     }
@@ -253,16 +346,48 @@ extension LocalBucket: ObjectVersions {
                 throw StorageError.preconditionFailed(object.rawValue, precondition, actual: row.metadata)
             }
             try Self.refuseIfHeld(row.metadata, "deleted")
+            // Deleted by number: no noncurrent generation is left, but a soft delete policy keeps it (rule B6).
+            let now = options.clock.nextChangeTime()
             switch row {
             case .live(let live):
-                try removeLive(live.version)
+                try removeLive(live.version, noncurrentSince: now, asNoncurrent: false)
             case .noncurrent(let kept):
                 let delete = try connection.statement("DELETE FROM noncurrent WHERE id = ?1")
                 defer { delete.reset() }
                 delete.bind(1, kept.id)
                 try delete.step()
-                try releaseContent(kept.version.contentID, of: kept.version.name)
+                if try !keepIfSoftDeleting(kept.version, at: now) { try releaseContent(kept.version.contentID, of: kept.version.name) }
             }
+        }
+    }
+
+    /// Brings a soft-deleted generation back as the live object (rule B6): a new generation with its content (shared,
+    /// not copied) and metadata, under `precondition` on the live object it replaces (which is then replaced as a
+    /// write replaces it: noncurrent, soft-deleted or gone).
+    public func restore(_ object: ObjectName, generation: Int64, precondition: Precondition) async throws -> ObjectMetadata {
+        try change {
+            guard let soft = try fetchSoftDeleted(object.rawValue, generation: generation) else {
+                throw StorageError(.objectNotFound, "No such object: \(name)/\(object.rawValue) (generation \(generation), soft-deleted).")
+            }
+            let existing = try fetchRow(object.rawValue)
+            guard precondition.isSatisfied(by: existing?.metadata) else {
+                throw StorageError.preconditionFailed(object.rawValue, precondition, actual: existing?.metadata)
+            }
+            try Self.refuseIfHeld(existing?.metadata, "overwritten")
+            let now = options.clock.nextChangeTime()
+            var restored = soft.metadata
+            restored.generation = try nextGeneration(now: now)
+            restored.metageneration = 1
+            restored.timeCreated = now
+            restored.updated = now
+            restored.cloudStorage.softDeleteTime = nil
+            restored.cloudStorage.hardDeleteTime = nil
+            let remove = try connection.statement("DELETE FROM soft_deleted WHERE id = ?1")
+            defer { remove.reset() }
+            remove.bind(1, soft.id)
+            try remove.step()
+            try store(restored, contentID: soft.version.contentID, replacing: existing, noncurrentSince: now)
+            return restored
         }
     }
 

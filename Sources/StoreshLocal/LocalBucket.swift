@@ -1042,7 +1042,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
 
     /// A unique generation, increasing across processes: `now` in microseconds unless an earlier change
     /// already used that or later (the real clock can step back; `--clock` restarts at each run).
-    private func nextGeneration(now: Timestamp) throws -> Int64 {
+    func nextGeneration(now: Timestamp) throws -> Int64 {
         let generation = max(now.microseconds, try storedLastGeneration() + 1)
         try storeLastGeneration(generation)
         return generation
@@ -1104,9 +1104,9 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
 
     /// Deletes a live version, keeping it first if a snapshot sees it, as a noncurrent generation since
     /// `noncurrentSince` if that is given and the bucket's versioning is on, and its content if nothing else does.
-    func removeLive(_ version: StoredVersion, noncurrentSince: Timestamp? = nil) throws {
+    func removeLive(_ version: StoredVersion, noncurrentSince: Timestamp? = nil, asNoncurrent: Bool = true) throws {
         let snapshotted = try keepIfSnapshotted(version)
-        let kept = try keepIfVersioned(version, since: noncurrentSince) || snapshotted
+        let kept = try keepReplaced(version, at: noncurrentSince, asNoncurrent: asNoncurrent) || snapshotted
         let delete = try connection.statement("DELETE FROM objects WHERE name = ?1")
         defer { delete.reset() }
         delete.bind(1, version.name)
@@ -1121,7 +1121,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
             DELETE FROM contents WHERE id = ?1
             AND NOT EXISTS (SELECT 1 FROM objects WHERE name = ?2 AND content_id = ?1)
             AND NOT EXISTS (SELECT 1 FROM history WHERE name = ?2 AND content_id = ?1)
-            \(storesNoncurrent ? "AND NOT EXISTS (SELECT 1 FROM noncurrent WHERE name = ?2 AND content_id = ?1)" : "")
+            \(storesNoncurrent ? Self.releasedUnlessKept : "")
             """)
         defer { release.reset() }
         release.bind(1, contentID)
@@ -1133,6 +1133,12 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         releaseChecksum.bind(1, contentID)
         try releaseChecksum.step()
     }
+
+    /// The conditions under which content is kept for a noncurrent or soft-deleted version (format 5).
+    private static let releasedUnlessKept = """
+        AND NOT EXISTS (SELECT 1 FROM noncurrent WHERE name = ?2 AND content_id = ?1)
+        AND NOT EXISTS (SELECT 1 FROM soft_deleted WHERE name = ?2 AND content_id = ?1)
+        """
 
     /// Inserts a live version (its name must not be live).
     func insertLive(_ version: StoredVersion) throws {
@@ -1224,11 +1230,15 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     /// Makes `metadata` the live version of its name, over content stored already as `contentID`; the version it
     /// replaces is kept as a noncurrent generation since `noncurrentSince` if that is given and the bucket's
     /// versioning is on. (An import restores a state: it keeps none.)
-    private func store(_ metadata: ObjectMetadata, contentID: Int64, replacing existing: LiveRow?, noncurrentSince: Timestamp? = nil) throws {
+    func store(_ metadata: ObjectMetadata, contentID: Int64, replacing existing: LiveRow?, noncurrentSince: Timestamp? = nil) throws {
         let version = StoredVersion(metadata, contentID: contentID, born: try epochs().current)
-        guard let existing else { return try insertLive(version) }
+        guard let existing else {
+            // A change that replaces nothing still lets soft-deleted versions whose time is up go (rule B6).
+            if let noncurrentSince { try purgeExpiredSoftDeleted(now: noncurrentSince) }
+            return try insertLive(version)
+        }
         let snapshotted = try keepIfSnapshotted(existing.version)
-        let kept = try keepIfVersioned(existing.version, since: noncurrentSince) || snapshotted
+        let kept = try keepReplaced(existing.version, at: noncurrentSince) || snapshotted
         try replaceLive(version, id: existing.id, bornChanges: version.born != existing.version.born)
         if !kept { try releaseContent(existing.version.contentID, of: existing.version.name) }
     }

@@ -73,6 +73,9 @@ extension StorageAPI {
         case .compose(_, let destination):
             guard method == .post else { throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.post], what: "a compose") }
             return try await composeObject(&exchange, to: try objectName(destination))
+        case .restore(_, let name):
+            guard method == .post else { throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.post], what: "a restore") }
+            return try await restoreObject(exchange, name: try objectName(name))
         case .move(_, let source, let destination):
             guard method == .post else { throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.post], what: "a move") }
             return try await moveObject(exchange, from: try objectName(source), to: try objectName(destination))
@@ -127,7 +130,7 @@ extension StorageAPI {
             var settings = try store.storedSettings() ?? unstored
             try Self.checkBucketConditions(conditions, settings, name: bucket.name)
             let now = clock.nextChangeTime()
-            try BucketResource.apply(fields, to: &settings, replacing: replacing ? BucketSettings(madeAt: now) : nil, creating: false)
+            try BucketResource.apply(fields, to: &settings, replacing: replacing ? BucketSettings(madeAt: now) : nil, creating: false, now: now)
             settings.metageneration += 1
             settings.updated = now
             try store.storeSettings(settings)
@@ -189,8 +192,9 @@ extension StorageAPI {
         let matchGlob = try query["matchGlob"].map { try MatchGlob($0) }
         let includeTrailingDelimiter = try query.flag("includeTrailingDelimiter")
         let versions = try query.flag("versions")
-        if versions && (matchGlob != nil || includeTrailingDelimiter) {
-            throw HTTPFailure.badRequest("storesh serve lists every generation (versions) without matchGlob or includeTrailingDelimiter.")
+        let softDeleted = try query.flag("softDeleted")
+        if (versions || softDeleted) && (matchGlob != nil || includeTrailingDelimiter) {
+            throw HTTPFailure.badRequest("storesh serve lists generations (versions, softDeleted) without matchGlob or includeTrailingDelimiter.")
         }
         var maxResults = ListOptions.maximumResults
         if let given = try query.integer("maxResults") {
@@ -202,8 +206,8 @@ extension StorageAPI {
             maxResults: maxResults, pageToken: query["pageToken"].flatMap { $0.isEmpty ? nil : $0 },
             startOffset: query["startOffset"], endOffset: query["endOffset"], includeMetadata: true)
         let prefix = query["prefix"] ?? ""
-        let page = versions
-            ? try exchange.bucket.reader().listGenerations(prefix: prefix, delimited: delimited, options: options)
+        let page = versions || softDeleted
+            ? try exchange.bucket.reader().listGenerations(prefix: prefix, delimited: delimited, options: options, softDeleted: softDeleted)
             : try exchange.bucket.reader().listStoredNames(
                 prefix: prefix, delimited: delimited, options: options, matchGlob: matchGlob, includeTrailingDelimiter: includeTrailingDelimiter)
         let stored = StoredListingPage(
@@ -216,6 +220,13 @@ extension StorageAPI {
     private func getObject(_ exchange: Exchange, name: ObjectName, media: Bool) async throws -> Answer {
         let conditions = try Conditions(exchange.query)
         let generation = try exchange.query.integer("generation")
+        if try exchange.query.flag("softDeleted") {
+            // A soft-deleted generation's metadata only: its content is read once it is restored (rule B6).
+            guard let generation, !media else {
+                throw HTTPFailure.badRequest("A soft-deleted object is read by its generation, metadata only (restore it to read its content).")
+            }
+            return Reply.json(ObjectResource.cloudStorage(try exchange.bucket.reader().softDeletedMetadata(of: name, generation: generation), baseURL: exchange.baseURL))
+        }
         if !media {
             let object = try currentObject(name, generation: generation, in: exchange.bucket)
             try checkForRead(conditions, object, headers: exchange.request.headers)
@@ -434,6 +445,21 @@ extension StorageAPI {
             ("done", .bool(true)),
             ("resource", resource),
         ]))
+    }
+
+    /// `objects.restore`: a soft-deleted generation is live again, as a new generation, under the request's conditions
+    /// on the live object it replaces (rule B6).
+    private func restoreObject(_ exchange: Exchange, name: ObjectName) async throws -> Answer {
+        let conditions = try Conditions(exchange.query)
+        guard let generation = try exchange.query.integer("generation") else {
+            throw HTTPFailure.required("Required parameter: generation (the soft-deleted generation to restore).")
+        }
+        let restored = try await exchange.bucket.change { transaction in
+            guard let versions = transaction.objectVersions else { throw StorageError.internalError("The bucket keeps no generations.") }
+            let existing = try await transaction.metadataIfPresent(of: name)
+            return try await versions.restore(name, generation: generation, precondition: try conditions.precondition(given: existing, name: name.rawValue))
+        }
+        return Reply.json(ObjectResource.cloudStorage(restored, baseURL: exchange.baseURL))
     }
 
     /// `objects.move`: the object renamed in its bucket, in one change: the destination gets the source's content and

@@ -170,6 +170,7 @@ extension ServedExchange {
         case .copy(_, _, _, _, let rewrite): return rewrite ? "objects.rewrite (Cloud Storage JSON API)" : "objects.copy (Cloud Storage JSON API)"
         case .compose: return "objects.compose (Cloud Storage JSON API)"
         case .move: return "objects.move (Cloud Storage JSON API)"
+        case .restore: return "objects.restore (Cloud Storage JSON API)"
         case .buckets: return method == .post ? "buckets.insert (Cloud Storage JSON API)" : "buckets.list (Cloud Storage JSON API)"
         case .bucket:
             let call = method == .patch ? "patch" : method == .put ? "update" : method == .delete ? "delete" : "get"

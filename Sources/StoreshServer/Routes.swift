@@ -102,6 +102,8 @@ enum Endpoint: Equatable, Sendable {
     /// `POST …/o/SOURCE/copyTo/b/BUCKET/o/DESTINATION` (`rewriteTo` with `rewrite`).
     case copy(bucket: String, source: String, destinationBucket: String, destination: String, rewrite: Bool)
     case compose(bucket: String, destination: String)
+    /// `POST …/o/NAME/restore?generation=G`: a soft-deleted generation brought back (rule B6).
+    case restore(bucket: String, name: String)
     /// `POST …/o/SOURCE/moveTo/o/DESTINATION`: an object renamed in its bucket, atomically.
     case move(bucket: String, source: String, destination: String)
     case upload(bucket: String)
@@ -186,6 +188,9 @@ enum Endpoint: Equatable, Sendable {
             if segments.count == 4, segments[1] == "moveTo", segments[2] == "o" {
                 return .move(bucket: bucket, source: try decodeName(segments[0]), destination: try decodeName(segments[3]))
             }
+            if segments.count == 2, segments[1] == "restore" {
+                return .restore(bucket: bucket, name: try decodeName(segments[0]))
+            }
             if segments.count == 2, segments[1] == "compose" {
                 return .compose(bucket: bucket, destination: try decodeName(segments[0]))
             }
@@ -202,7 +207,7 @@ enum Endpoint: Equatable, Sendable {
     var bucket: String? {
         switch self {
         case .bucket(let bucket), .storageLayout(let bucket), .managedFolders(let bucket), .objects(let bucket), .object(let bucket, _), .copy(let bucket, _, _, _, _),
-            .compose(let bucket, _), .move(let bucket, _, _), .upload(let bucket), .download(let bucket, _), .firebaseBucket(let bucket),
+            .compose(let bucket, _), .move(let bucket, _, _), .restore(let bucket, _), .upload(let bucket), .download(let bucket, _), .firebaseBucket(let bucket),
             .firebaseObjects(let bucket), .firebaseObject(let bucket, _):
             bucket
         case .buckets, .firebaseRoot, .setRules, .reset, .batch: nil
@@ -231,7 +236,7 @@ enum Endpoint: Equatable, Sendable {
     var objectName: String? {
         switch self {
         case .object(_, let name), .download(_, let name), .firebaseObject(_, let name), .compose(_, let name): name
-        case .copy(_, let source, _, _, _), .move(_, let source, _): source
+        case .copy(_, let source, _, _, _), .move(_, let source, _), .restore(_, let source): source
         default: nil
         }
     }

@@ -30,8 +30,9 @@ public enum BucketResource {
                     ("publicAccessPrevention", .string(settings.publicAccessPrevention)),
                 ])
             ),
-            // Said as it is: storesh keeps no deleted object (the service's default for a new bucket is 7 days).
-            ("softDeletePolicy", .object([("retentionDurationSeconds", .string("0"))])),
+            ("softDeletePolicy", .object(
+                [("retentionDurationSeconds", .string(String(settings.softDeleteSeconds ?? 0)))]
+                    + (settings.softDeleteEffectiveTime.map { [("effectiveTime", .string($0.rfc3339))] } ?? []))),
         ]
         if let versioning = settings.versioning { members.append(("versioning", .object([("enabled", .bool(versioning))]))) }
         if let hold = settings.defaultEventBasedHold { members.append(("defaultEventBasedHold", .bool(hold))) }
@@ -87,8 +88,10 @@ public enum BucketResource {
 
     /// Applies the fields of a bucket a client sent to `settings`: a patch leaves what it does not name (a null
     /// clears, a label whose value is null goes); `replacing` (an update, a new bucket) starts from `defaults`.
+    /// `now` is when the change lands (a soft delete policy's effective time).
     public static func apply(
-        _ fields: [(String, JSONValue)], to settings: inout BucketSettings, replacing defaults: BucketSettings?, creating: Bool
+        _ fields: [(String, JSONValue)], to settings: inout BucketSettings, replacing defaults: BucketSettings?, creating: Bool,
+        now: Timestamp? = nil
     ) throws(StorageError) {
         if let defaults {
             let (kept, created, made, location) = (settings.metageneration, settings.timeCreated, settings.madeByServer, settings.location)
@@ -154,11 +157,7 @@ public enum BucketResource {
                     throw unsupported(field, "storesh serve keeps no retention periods")
                 }
             case "softDeletePolicy":
-                if case .object(let policy) = value, let seconds = policy.first(where: { $0.0 == "retentionDurationSeconds" })?.1,
-                    seconds != .string("0"), seconds != .integer(0)
-                {
-                    throw unsupported("softDeletePolicy.retentionDurationSeconds", "storesh serve keeps no deleted objects (0 is its only value)")
-                }
+                try applySoftDelete(value, to: &settings, now: now ?? settings.updated)
             case "hierarchicalNamespace":
                 if enabled(value) { throw unsupported("hierarchicalNamespace.enabled", "storesh serve's buckets have no hierarchical namespace") }
                 // Asked to be off: said so when read back, as the service says it.
@@ -180,6 +179,38 @@ public enum BucketResource {
                 if case .array(let entries) = value, !entries.isEmpty { throw unsupported(field, "storesh serve keeps no access control lists") }
             default:
                 throw .invalidArgument("Invalid JSON payload received. Unknown name \"\(field)\" in the bucket resource: Cannot find field.")
+            }
+        }
+    }
+
+    /// The service's range: 0 (none), or 7 to 90 days.
+    public static let softDeleteRange: ClosedRange<Int64> = 604_800...7_776_000
+
+    private static func applySoftDelete(_ value: JSONValue, to settings: inout BucketSettings, now: Timestamp) throws(StorageError) {
+        guard case .object(let policy) = value else {
+            if value == .null {
+                settings.softDeleteSeconds = nil
+                return
+            }
+            throw invalid("softDeletePolicy", "an object with retentionDurationSeconds")
+        }
+        for (key, setting) in policy {
+            switch key {
+            case "retentionDurationSeconds":
+                let seconds: Int64?
+                switch setting {
+                case .string(let text): seconds = Int64(text)
+                case .integer(let number): seconds = number
+                default: seconds = nil
+                }
+                guard let seconds, seconds == 0 || softDeleteRange.contains(seconds) else {
+                    throw invalid("softDeletePolicy.retentionDurationSeconds", "0, or 604800 to 7776000 (7 to 90 days)")
+                }
+                if seconds != (settings.softDeleteSeconds ?? 0) { settings.softDeleteEffectiveTime = now }
+                settings.softDeleteSeconds = seconds == 0 ? nil : seconds  // none, as a new bucket's
+            case "effectiveTime": continue  // the service's to set
+            default:
+                throw .invalidArgument("Invalid JSON payload received. Unknown name \"\(key)\" in softDeletePolicy: Cannot find field.")
             }
         }
     }

@@ -174,3 +174,36 @@ struct CloudStorageFieldsStorageTests {
         #expect(try !openBucket(directory.file("fields.bucket")).verify().isSound)
     }
 }
+
+@Suite("Soft delete in the bucket file (rule B6)")
+struct SoftDeleteTests {
+    let directory = TemporaryDirectory()
+
+    @Test("rule B6: deleted and replaced versions are kept for the policy's time, restored as new generations, then go for good")
+    func keptRestoredAndPurged() async throws {
+        let path = directory.file("soft.bucket")
+        let bucket = try openBucket(path)
+        var settings = BucketSettings(madeAt: t0)
+        settings.softDeleteSeconds = 7 * 86_400
+        try bucket.storeSettings(settings)
+        let first = try await bucket.write(Data("one".utf8), to: objectName("a"), options: WriteOptions())
+        _ = try await bucket.write(Data("two".utf8), to: objectName("a"), options: WriteOptions())
+        try await bucket.delete(objectName("a"))
+        let soft = try bucket.listGenerations(prefix: "", delimited: false, options: ListOptions(includeMetadata: true), softDeleted: true)
+        #expect(soft.items == ["a", "a"])
+        let kept = try bucket.softDeletedMetadata(of: objectName("a"), generation: first.generation)
+        let times = try #require(kept.cloudStorage.softDeleteTime.flatMap { start in kept.cloudStorage.hardDeleteTime.map { (start, $0) } })
+        #expect(times.1.microseconds - times.0.microseconds == 7 * 86_400 * 1_000_000)
+        let restored = try await bucket.restore(objectName("a"), generation: first.generation, precondition: Precondition(generation: 0))
+        #expect(restored.generation > first.generation && restored.cloudStorage.softDeleteTime == nil)
+        #expect(try await bucket.read(objectName("a")) == Data("one".utf8))
+        #expect(try bucket.verify().isSound)
+        bucket.close()
+        // Eight days on, the next change deletes the soft-deleted version for good, and its content.
+        let later = try openBucket(path, clockStart: Timestamp(microseconds: t0.microseconds + 8 * 86_400 * 1_000_000))
+        _ = try await later.write(Data("three".utf8), to: objectName("b"), options: WriteOptions())
+        #expect(try later.listGenerations(prefix: "", delimited: false, options: ListOptions(), softDeleted: true).items.isEmpty)
+        let report = try later.verify()
+        #expect(report.isSound && report.softDeletedGenerations == 0, "\(report.problems)")
+    }
+}

@@ -43,7 +43,6 @@ KNOWN_GAPS = {
     "test_bucket.py::test_bucket_list_blobs_include_managed_folders": "managed folders",
     "test_bucket.py::test_new_bucket_with_autoclass": "autoclass",
     "test_bucket.py::test_config_autoclass_w_existing_bucket": "autoclass",
-    "test_bucket.py::test_soft_delete_policy": "soft delete",
     "test_client.py::test_restore_bucket": "soft-deleted buckets restored",
     "test_bucket.py::test_bucket_ip_filter_patch": "IP filters",
     "test_bucket.py::test_create_bucket_with_encryption_enforcement": "encryption enforcement",

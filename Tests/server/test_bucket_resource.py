@@ -57,7 +57,7 @@ def test_patch_and_update_move_the_metageneration_under_its_preconditions(server
 
 @pytest.mark.parametrize("setting, value", [
     ("versioning", {"enabled": "yes"}), ("retentionPolicy", {"retentionPeriod": "60"}),
-    ("softDeletePolicy", {"retentionDurationSeconds": "604800"}), ("hierarchicalNamespace", {"enabled": True}),
+    ("softDeletePolicy", {"retentionDurationSeconds": "100"}), ("hierarchicalNamespace", {"enabled": True}),
     ("defaultEventBasedHold", "yes"), ("storageClass", "EXPENSIVE"), ("noSuchSetting", 1),
     ("encryption", {"googleManagedEncryptionEnforcementConfig": {"restrictionMode": "FullyRestricted"}}),
 ])

@@ -3,6 +3,7 @@ bucket's versioning is on, an overwritten or deleted object is kept as a noncurr
 generation is read, downloaded, patched, copied, composed and deleted by number; `versions=true` lists every
 generation, oldest first, page by page; a bucket with noncurrent generations is not empty; `storesh check` counts
 them (issue 54). Without versioning, nothing is kept, as before."""
+import datetime
 import json
 
 import pytest
@@ -137,3 +138,43 @@ def test_check_counts_noncurrent_generations_and_finds_the_file_sound(server, cl
     report = json.loads(out)
     assert report["sound"] and (report["objects"], report["noncurrentGenerations"]) == (1, 3)
     assert report["contentBytes"] == 3 + 1 + 2 + 1
+
+
+def test_soft_delete_keeps_deleted_objects_restorable_for_the_policys_time(server, client, tmp_path):
+    """Rule B6: with a soft delete policy, a deleted or replaced object is kept soft-deleted (listed with
+    softDeleted=true, its metadata read by generation, never its content) and restored as a new generation; a policy
+    outside the service's range is refused; a bucket keeping only soft-deleted objects may be deleted."""
+    bucket = client.bucket("soft")
+    bucket.soft_delete_policy.retention_duration_seconds = 7 * 86400
+    bucket = client.create_bucket(bucket)
+    assert bucket.soft_delete_policy.retention_duration_seconds == 7 * 86400
+    assert bucket.soft_delete_policy.effective_time is not None
+    blob = bucket.blob("draft.txt")
+    blob.upload_from_string(b"first")
+    first = blob.generation
+    blob.upload_from_string(b"second")  # the first is replaced: soft-deleted
+    second = blob.generation
+    blob.delete()
+    assert list(client.list_blobs(bucket)) == []
+    soft = list(client.list_blobs(bucket, soft_deleted=True))
+    assert [b.generation for b in soft] == [first, second]
+    kept = bucket.get_blob("draft.txt", generation=first, soft_deleted=True)
+    assert kept.hard_delete_time - kept.soft_delete_time == datetime.timedelta(days=7)
+    media = requests.get(f"{server.url}/storage/v1/b/soft/o/draft.txt",
+                         params={"alt": "media", "generation": first, "softDeleted": "true"}, timeout=30)
+    assert media.status_code == 400
+    restored = bucket.restore_blob("draft.txt", generation=first)
+    assert restored.generation not in (first, second)
+    assert bucket.blob("draft.txt").download_as_bytes() == b"first"
+    assert [b.generation for b in client.list_blobs(bucket, soft_deleted=True)] == [second]
+    # Restoring over a live object is a write: its conditions hold, or nothing happens.
+    with pytest.raises(exceptions.PreconditionFailed):
+        bucket.restore_blob("draft.txt", generation=second, if_generation_match=0)
+    refused = requests.patch(f"{server.url}/storage/v1/b/soft",
+                             json={"softDeletePolicy": {"retentionDurationSeconds": "3600"}}, timeout=30)
+    assert refused.status_code == 400 and "7 to 90 days" in refused.json()["error"]["message"]
+    status, out, err = harness.storesh(tmp_path, "check", "--json", "--bucket", str(server.home / "soft.bucket"))
+    report = json.loads(out)
+    assert status == 0 and report["sound"] and report["softDeletedGenerations"] == 1, err
+    bucket.blob("draft.txt").delete()
+    bucket.delete()  # soft-deleted objects do not keep a bucket from being deleted, as on the service

@@ -430,9 +430,10 @@ def test_gcloud_storage_makes_fills_moves_empties_and_deletes_a_bucket(served, g
 
 
 def test_gcloud_storage_keeps_versions_holds_and_custom_times(served, gcloud, tmp_path):
-    """Issue 54 (rules B5, M9): with gcloud, a bucket's versioning turned on keeps every generation (`ls -a`), an
+    """Issue 54 (rules B5, B6, M9): with gcloud, a bucket's versioning turned on keeps every generation (`ls -a`), an
     old generation is read by number, a temporary hold refuses `rm` until it is released, a custom time is set by
-    `objects update`, and `rm -a` deletes every generation; `storesh check` finds the bucket file sound."""
+    `objects update`, and `rm -a` deletes every generation; with a soft delete policy, a deleted object is listed
+    (`ls --soft-deleted`) and restored (`restore`); `storesh check` finds the bucket file sound."""
     assert gcloud("storage", "buckets", "create", "gs://kept-bucket")[0] == 0
     status, _, err = gcloud("storage", "buckets", "update", "gs://kept-bucket", "--versioning")
     assert status == 0, err
@@ -457,5 +458,17 @@ def test_gcloud_storage_keeps_versions_holds_and_custom_times(served, gcloud, tm
     assert status == 0, err
     status, out, _ = gcloud("storage", "ls", "-a", "gs://kept-bucket")
     assert out.split() == [], out
+    # With a soft delete policy, a deleted object is listed with --soft-deleted and restored (rule B6).
+    status, _, err = gcloud("storage", "buckets", "update", "gs://kept-bucket", "--soft-delete-duration=7d", "--no-versioning")
+    assert status == 0, err
+    (tmp_path / "notes.txt").write_bytes(b"keep me")
+    assert gcloud("storage", "cp", str(tmp_path / "notes.txt"), "gs://kept-bucket/notes.txt")[0] == 0
+    assert gcloud("storage", "rm", "gs://kept-bucket/notes.txt")[0] == 0
+    status, out, err = gcloud("storage", "ls", "--soft-deleted", "gs://kept-bucket/**")
+    assert status == 0 and len(out.split()) == 1 and "#" in out, (out, err)
+    status, _, err = gcloud("storage", "restore", out.split()[0])
+    assert status == 0, err
+    status, out, err = gcloud("storage", "cat", "gs://kept-bucket/notes.txt")
+    assert status == 0 and out == "keep me", err
     status, out, err = harness.storesh(tmp_path, "check", "--bucket", str(served.home / "kept-bucket.bucket"))
     assert status == 0, out + err

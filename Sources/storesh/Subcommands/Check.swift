@@ -33,6 +33,7 @@ struct Check: StoreshCommand {
                 ("bucket", .string(location)), ("sound", .bool(report.isSound)), ("objects", .integer(Int64(report.objects))),
                 ("snapshots", .integer(Int64(report.snapshots))), ("keptVersions", .integer(Int64(report.keptVersions))),
                 ("noncurrentGenerations", .integer(Int64(report.noncurrentGenerations))),
+                ("softDeletedGenerations", .integer(Int64(report.softDeletedGenerations))),
                 ("contentBytes", .integer(report.contentBytes)),
                 ("problems", .array(report.problems.map { .string($0) })), ("unlistedProblems", .integer(Int64(report.unlistedProblems))),
                 ("rulesProblem", rulesProblem.map(JSONValue.string) ?? .null),
@@ -41,8 +42,9 @@ struct Check: StoreshCommand {
             print(document.serialized)
         } else {
             // Noncurrent generations are named only where versioning kept some (rule B5).
-            let noncurrent = report.noncurrentGenerations == 0
-                ? "" : ", \(MessageText.counted(report.noncurrentGenerations, "noncurrent generation"))"
+            let noncurrent = (report.noncurrentGenerations == 0
+                ? "" : ", \(MessageText.counted(report.noncurrentGenerations, "noncurrent generation"))")
+                + (report.softDeletedGenerations == 0 ? "" : ", \(MessageText.counted(report.softDeletedGenerations, "soft-deleted generation"))")
             let counts =
                 "\(MessageText.counted(report.objects, "object"))\(noncurrent), \(MessageText.counted(report.snapshots, "snapshot")), \(MessageText.counted(report.keptVersions, "version")) kept for snapshots, \(MessageText.grouped(Int(report.contentBytes))) bytes of content checked"
             if report.isSound, let rulesProblem {
