@@ -34,6 +34,13 @@ public struct BucketSettings: Sendable, Equatable, Codable {
     public var softDeleteSeconds: Int64?
     /// When the soft delete policy took effect.
     public var softDeleteEffectiveTime: Timestamp?
+    /// The bucket's access control lists and IAM policy (rule B7), kept as given and answered; nil for a new bucket's.
+    /// storesh serve decides no request by them: every request on its JSON and XML APIs is the administrator's.
+    public var acl: JSONValue?
+    public var defaultObjectAcl: JSONValue?
+    public var iamPolicy: JSONValue?
+    /// Counts the IAM policy's changes: its etag.
+    public var iamPolicyVersion: Int64?
 
     /// The settings of a bucket made at `time`, as the service gives a new bucket when nothing is asked for.
     public init(madeAt time: Timestamp, madeByServer: Bool = false) {

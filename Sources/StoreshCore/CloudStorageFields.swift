@@ -15,12 +15,19 @@ public struct CloudStorageFields: Sendable, Equatable {
     public var timeStorageClassUpdated: Timestamp?
 
     public static let defaultStorageClass = "STANDARD"
+
+    /// The service's limits of contexts: 50 keys, each key and value at most 256 bytes, 25 KiB in all.
+    public static let maximumContexts = 50
+    public static let maximumContextBytes = 256
+    public static let maximumContextsBytes = 25 << 10
     public var contexts: [String: ObjectContext] = [:]
     /// How many objects a composite was made of.
     public var componentCount: Int64?
     /// When a soft-deleted generation was deleted, and when it goes for good (rule B6); nil for any other.
     public var softDeleteTime: Timestamp?
     public var hardDeleteTime: Timestamp?
+    /// The object's own access control list (rule B7), as JSON text; nil for its bucket's default object ACL.
+    public var acl: String?
     /// The SHA-256 (base64) of the customer-supplied key the object was written with: every read of its content must
     /// give that key. The key itself is never kept.
     public var customerKeySHA256: String?
@@ -37,7 +44,7 @@ public struct CloudStorageFields: Sendable, Equatable {
     /// The fields in the bucket file's column: nothing when empty; else a version byte, a byte of flags, the values
     /// present, and the contexts in key byte order.
     public var packed: [UInt8] {
-        var flags: UInt8 = 0
+        var flags: UInt64 = 0
         if temporaryHold { flags |= 1 }
         if eventBasedHold { flags |= 2 }
         if customTime != nil { flags |= 4 }
@@ -46,10 +53,11 @@ public struct CloudStorageFields: Sendable, Equatable {
         if componentCount != nil { flags |= 32 }
         if customerKeySHA256 != nil { flags |= 64 }
         if softDeleteTime != nil || hardDeleteTime != nil { flags |= 128 }
+        if acl != nil { flags |= 256 }
         if flags == 0 && contexts.isEmpty { return [] }
         var writer = PackedWriter()
         writer.byte(1)
-        writer.byte(flags)
+        writer.unsigned(flags)
         if let customTime { writer.signed(customTime.microseconds) }
         if let storageClass { writer.string(storageClass) }
         if let timeStorageClassUpdated { writer.signed(timeStorageClassUpdated.microseconds) }
@@ -59,6 +67,7 @@ public struct CloudStorageFields: Sendable, Equatable {
             writer.signed(softDeleteTime?.microseconds ?? 0)
             writer.signed(hardDeleteTime?.microseconds ?? 0)
         }
+        if let acl { writer.string(acl) }
         writer.unsigned(UInt64(contexts.count))
         for (key, context) in contexts.sortedByKeyBytes {
             writer.string(key)
@@ -78,7 +87,7 @@ public struct CloudStorageFields: Sendable, Equatable {
             var fields = CloudStorageFields()
             do {
                 guard try reader.byte() == 1 else { return nil }
-                let flags = try reader.byte()
+                let flags = try reader.unsigned()
                 fields.temporaryHold = flags & 1 != 0
                 fields.eventBasedHold = flags & 2 != 0
                 if flags & 4 != 0 { fields.customTime = Timestamp(microseconds: try reader.signed()) }
@@ -90,6 +99,7 @@ public struct CloudStorageFields: Sendable, Equatable {
                     fields.softDeleteTime = Timestamp(microseconds: try reader.signed())
                     fields.hardDeleteTime = Timestamp(microseconds: try reader.signed())
                 }
+                if flags & 256 != 0 { fields.acl = try reader.string() }
                 let count = try reader.unsigned()
                 // Bounded by the bytes: each context takes at least four.
                 guard count <= UInt64(buffer.count) else { return nil }
@@ -130,6 +140,7 @@ extension CloudStorageFields {
             }
             members.append(("contexts", .object([("custom", .object(custom))])))
         }
+        if let acl, let list = try? JSONDecoder().decode(JSONValue.self, from: Data(acl.utf8)) { members.append(("acl", list)) }
         if let softDeleteTime { members.append(("softDeleteTime", .string(softDeleteTime.rfc3339))) }
         if let hardDeleteTime { members.append(("hardDeleteTime", .string(hardDeleteTime.rfc3339))) }
         if let customerKeySHA256 {
@@ -173,6 +184,11 @@ extension CloudStorageFields {
             }
         }
         if let encryption = resource["customerEncryption"] as? [String: Any] { customerKeySHA256 = encryption["keySha256"] as? String }
+        if let list = resource["acl"] as? [Any], JSONSerialization.isValidJSONObject(list),
+            let data = try? JSONSerialization.data(withJSONObject: list, options: [.sortedKeys])
+        {
+            acl = String(decoding: data, as: UTF8.self)
+        }
     }
 }
 
@@ -199,11 +215,13 @@ public struct CloudStorageFieldsUpdate: Sendable, Equatable {
     /// Per-key changes of the contexts (nil removes the key), applied after `clearsContexts`.
     public var contexts: [String: String?] = [:]
     public var clearsContexts = false
+    /// A new access control list (JSON text), or `.some(nil)` for the bucket's default object ACL again.
+    public var acl: String??
 
     public init() {}
 
     public var isEmpty: Bool {
-        customTime == nil && temporaryHold == nil && eventBasedHold == nil && contexts.isEmpty && !clearsContexts
+        customTime == nil && temporaryHold == nil && eventBasedHold == nil && contexts.isEmpty && !clearsContexts && acl == nil
     }
 
     /// The fields after the change at `now`; refused when it would move the custom time back.
@@ -217,6 +235,7 @@ public struct CloudStorageFieldsUpdate: Sendable, Equatable {
             next.customTime = customTime
         }
         if let temporaryHold { next.temporaryHold = temporaryHold }
+        if let acl { next.acl = acl }
         if let eventBasedHold { next.eventBasedHold = eventBasedHold }
         if clearsContexts { next.contexts = [:] }
         for (key, value) in contexts.sortedByKeyBytes {
@@ -231,6 +250,11 @@ public struct CloudStorageFieldsUpdate: Sendable, Equatable {
             } else {
                 next.contexts[key] = ObjectContext(value: value, createTime: now, updateTime: now)
             }
+        }
+        let bytes = next.contexts.reduce(0) { $0 + $1.key.utf8.count + $1.value.value.utf8.count }
+        guard next.contexts.count <= CloudStorageFields.maximumContexts, bytes <= CloudStorageFields.maximumContextsBytes else {
+            throw .invalidArgument(
+                "An object has at most \(CloudStorageFields.maximumContexts) contexts of \(CloudStorageFields.maximumContextsBytes) bytes in all; this change would leave \(next.contexts.count) of \(bytes) bytes. Nothing was changed.")
         }
         return next
     }

@@ -276,6 +276,18 @@ public struct HumanRenderer: ResultRenderer {
         if let entityTag = metadata.entityTag { rows.append(["etag", entityTag]) }
         if let versionID = metadata.versionID { rows.append(["versionId", versionID]) }
         if !metadata.md5Hash.isEmpty { rows.append(["md5Hash", metadata.md5Hash]) }
+        // Cloud Storage's own fields (rule M9) and a kept generation's times (B5, B6), where there are any.
+        let fields = metadata.cloudStorage
+        if let storageClass = fields.storageClass { rows.append(["storageClass", storageClass]) }
+        if let customTime = fields.customTime { rows.append(["customTime", customTime.rfc3339Microseconds]) }
+        if fields.temporaryHold { rows.append(["temporaryHold", "true (it can be neither deleted nor overwritten)"]) }
+        if fields.eventBasedHold { rows.append(["eventBasedHold", "true (it can be neither deleted nor overwritten)"]) }
+        for (key, context) in fields.contexts.sortedByKeyBytes { rows.append(["context." + key, context.value]) }
+        if let count = fields.componentCount { rows.append(["componentCount", String(count)]) }
+        if let key = fields.customerKeySHA256 { rows.append(["customerEncryption", "AES256, key SHA-256 \(key)"]) }
+        if let deleted = metadata.timeDeleted { rows.append(["timeDeleted", deleted.rfc3339]) }
+        if let soft = fields.softDeleteTime { rows.append(["softDeleteTime", soft.rfc3339]) }
+        if let hard = fields.hardDeleteTime { rows.append(["hardDeleteTime", hard.rfc3339]) }
         return Formatting.columns(rows.map { $0.map(MessageText.oneLine) })
     }
 }

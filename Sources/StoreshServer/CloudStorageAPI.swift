@@ -30,7 +30,8 @@ extension StorageAPI {
             case .get:
                 let settings = try exchange.bucket.settings()
                 try Self.checkBucketConditions(try Conditions(exchange.query), settings, name: exchange.bucket.name)
-                return Reply.json(BucketResource.document(settings, name: exchange.bucket.name, baseURL: exchange.baseURL))
+                return Reply.json(
+                    BucketResource.document(settings, name: exchange.bucket.name, baseURL: exchange.baseURL, full: exchange.query["projection"] == "full"))
             case .patch, .put:
                 return try await updateBucket(&exchange, replacing: method == .put)
             case .delete:
@@ -43,6 +44,36 @@ extension StorageAPI {
                 throw HTTPFailure.badRequest("storesh serve keeps no managed folders: they cannot be made (rule B4).")
             }
             return Reply.json(.object([("kind", .string("storage#managedFolders")), ("items", .array([]))]))
+        case .serviceAccount:
+            guard method == .get else { throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.get], what: "a project's service account") }
+            // The project's Cloud Storage service agent, as the service names one (storesh serve acts as no one).
+            return Reply.json(.object([
+                ("kind", .string("storage#serviceAccount")), ("email_address", .string("service-0@gs-project-accounts.iam.gserviceaccount.com")),
+            ]))
+        case .bucketACL(_, let defaults):
+            guard method == .get else {
+                throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.get], what: "a bucket's access control list (a PATCH of the bucket changes it)")
+            }
+            let settings = try exchange.bucket.settings()
+            try Self.refuseLegacyACL(settings)
+            let list = (defaults ? settings.defaultObjectAcl : settings.acl) ?? BucketResource.defaultACL(exchange.bucket.name, objects: defaults)
+            return Reply.json(.object([
+                ("kind", .string(defaults ? "storage#objectAccessControls" : "storage#bucketAccessControls")),
+                ("items", BucketResource.accessControls(list, bucket: exchange.bucket.name, objects: defaults)),
+            ]))
+        case .objectACL(_, let name):
+            guard method == .get else {
+                throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.get], what: "an object's access control list (a PATCH of the object changes it)")
+            }
+            let settings = try exchange.bucket.settings()
+            try Self.refuseLegacyACL(settings)
+            let object = try currentObject(try objectName(name), generation: try exchange.query.integer("generation"), in: exchange.bucket)
+            return Reply.json(.object([
+                ("kind", .string("storage#objectAccessControls")),
+                ("items", BucketResource.accessControls(Self.objectACL(object, settings, bucket: exchange.bucket.name), bucket: exchange.bucket.name, objects: true)),
+            ]))
+        case .bucketIAM:
+            return try await bucketIAM(&exchange)
         case .storageLayout:
             guard method == .get else { throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.get], what: "a bucket's storage layout") }
             return Reply.json(BucketResource.storageLayout(try exchange.bucket.settings(), name: exchange.bucket.name))
@@ -136,7 +167,7 @@ extension StorageAPI {
             try store.storeSettings(settings)
             return settings
         }
-        return Reply.json(BucketResource.document(updated, name: bucket.name, baseURL: exchange.baseURL))
+        return Reply.json(BucketResource.document(updated, name: bucket.name, baseURL: exchange.baseURL, full: exchange.query["projection"] == "full"))
     }
 
     /// `buckets.delete`: an empty bucket that this server made for a client goes, file and all (409 when it holds
@@ -166,6 +197,45 @@ extension StorageAPI {
             }
         }
         return Reply.empty(.noContent)
+    }
+
+    /// Legacy ACLs are not read or written while uniform bucket-level access is on, as on the service.
+    static func refuseLegacyACL(_ settings: BucketSettings) throws {
+        if settings.uniformBucketLevelAccess {
+            throw HTTPFailure.badRequest("Cannot get legacy ACL for a bucket that has uniform bucket-level access enabled (rule B7).")
+        }
+    }
+
+    /// An object's ACL: its own, else its bucket's default object ACL.
+    static func objectACL(_ object: ObjectMetadata, _ settings: BucketSettings, bucket: String) -> JSONValue {
+        object.cloudStorage.acl.flatMap { try? JSONDecoder().decode(JSONValue.self, from: Data($0.utf8)) }
+            ?? settings.defaultObjectAcl ?? BucketResource.defaultACL(bucket, objects: true)
+    }
+
+    /// `getIamPolicy` and `setIamPolicy` (rule B7): kept as given and answered; storesh serve decides nothing by it.
+    private func bucketIAM(_ exchange: inout Exchange) async throws -> Answer {
+        let bucket = exchange.bucket
+        switch exchange.method {
+        case .get:
+            return Reply.json(try bucket.settings().iamPolicy ?? BucketResource.defaultIAMPolicy(bucket.name))
+        case .put:
+            let data = try await body(&exchange, limit: limits.maximumJSONBytes, what: "IAM policy")
+            guard let given = try? JSONDecoder().decode(JSONValue.self, from: data) else { throw HTTPFailure.badRequest("The IAM policy is not valid JSON.") }
+            let unstored = try bucket.settingsWhenNoneStored()
+            let stored = try await bucket.change(counted: false) { transaction -> JSONValue in
+                guard let store = transaction.settingsStore else { throw StorageError.internalError("The bucket keeps no settings.") }
+                var settings = try store.storedSettings() ?? unstored
+                let etag = BucketResource.entityTag(metageneration: (settings.iamPolicyVersion ?? 1) + 1)
+                let policy = try BucketResource.iamPolicy(given, name: bucket.name, settings: settings, etag: etag)
+                settings.iamPolicy = policy
+                settings.iamPolicyVersion = (settings.iamPolicyVersion ?? 1) + 1
+                try store.storeSettings(settings)
+                return policy
+            }
+            return Reply.json(stored)
+        default:
+            throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.get, .put], what: "a bucket's IAM policy")
+        }
     }
 
     /// The metageneration preconditions of a request on a bucket.
@@ -225,12 +295,12 @@ extension StorageAPI {
             guard let generation, !media else {
                 throw HTTPFailure.badRequest("A soft-deleted object is read by its generation, metadata only (restore it to read its content).")
             }
-            return Reply.json(ObjectResource.cloudStorage(try exchange.bucket.reader().softDeletedMetadata(of: name, generation: generation), baseURL: exchange.baseURL))
+            return Reply.json(objectResource(try exchange.bucket.reader().softDeletedMetadata(of: name, generation: generation), exchange))
         }
         if !media {
             let object = try currentObject(name, generation: generation, in: exchange.bucket)
             try checkForRead(conditions, object, headers: exchange.request.headers)
-            return Reply.json(ObjectResource.cloudStorage(object, baseURL: exchange.baseURL))
+            return Reply.json(objectResource(object, exchange))
         }
         // Conditions first, on the metadata: a refused read reads no content.
         let current = try currentObject(name, generation: generation, in: exchange.bucket)
@@ -280,6 +350,12 @@ extension StorageAPI {
         let generation = try exchange.query.integer("generation")
         let body = try await jsonBody(&exchange, what: "object resource")
         var requested = body.update
+        // An ACL is one the bucket's settings allow (rule B7), kept in its checked form.
+        if case .some(.some(let text)) = requested.cloudStorage.acl {
+            let given = (try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))) ?? .null
+            let list = try BucketResource.accessControlList(given, field: "acl", settings: try exchange.bucket.settings())
+            requested.cloudStorage.acl = .some(list.map { $0.serialized })
+        }
         if replacing {
             for property in WritableProperty.allCases where requested.properties[property] == nil { requested.properties[property] = .unset }
             requested.clearsCustomMetadata = true
@@ -301,7 +377,8 @@ extension StorageAPI {
             } else {
                 existing = try await transaction.metadata(of: name)
             }
-            try body.refuseReadOnlyChanges(against: ObjectResource.cloudStorage(existing, baseURL: baseURL), object: existing)
+            try body.refuseReadOnlyChanges(
+                against: ObjectResource.cloudStorage(existing, baseURL: baseURL, customerKey: existing.cloudStorage.customerKeySHA256), object: existing)
             if let storageClass = body.storageClass, storageClass != (existing.cloudStorage.storageClass ?? CloudStorageFields.defaultStorageClass) {
                 throw HTTPFailure.badRequest(
                     "An object's storage class is changed by a rewrite, not by a patch or an update (it is \(existing.cloudStorage.storageClass ?? CloudStorageFields.defaultStorageClass)); nothing was changed.")
@@ -310,7 +387,7 @@ extension StorageAPI {
             guard let generation, let versions else { return try await transaction.updateMetadata(of: name, requested, precondition: precondition) }
             return try await versions.updateMetadata(of: name, generation: generation, requested, precondition: precondition)
         }
-        return Reply.json(ObjectResource.cloudStorage(result.metadata, baseURL: exchange.baseURL))
+        return Reply.json(objectResource(result.metadata, exchange))
     }
 
     private func deleteObject(_ exchange: Exchange, name: ObjectName) async throws -> Answer {
@@ -436,7 +513,7 @@ extension StorageAPI {
                     precondition: try conditions.precondition(given: existing, name: destination.rawValue))
             }
         }
-        let resource = ObjectResource.cloudStorage(object, baseURL: exchange.baseURL)
+        let resource = objectResource(object, exchange)
         guard rewrite else { return Reply.json(resource) }
         return Reply.json(.object([
             ("kind", .string("storage#rewriteResponse")),
@@ -445,6 +522,13 @@ extension StorageAPI {
             ("done", .bool(true)),
             ("resource", resource),
         ]))
+    }
+
+    /// An object as the JSON API answers this request: its hashes shown if it has no customer-supplied key, or the
+    /// request gives it.
+    func objectResource(_ object: ObjectMetadata, _ exchange: Exchange) -> JSONValue {
+        let key = (try? CustomerKey(exchange.request.headers)).flatMap { $0 }
+        return ObjectResource.cloudStorage(object, baseURL: exchange.baseURL, customerKey: key?.sha256)
     }
 
     /// `objects.restore`: a soft-deleted generation is live again, as a new generation, under the request's conditions
@@ -459,7 +543,7 @@ extension StorageAPI {
             let existing = try await transaction.metadataIfPresent(of: name)
             return try await versions.restore(name, generation: generation, precondition: try conditions.precondition(given: existing, name: name.rawValue))
         }
-        return Reply.json(ObjectResource.cloudStorage(restored, baseURL: exchange.baseURL))
+        return Reply.json(objectResource(restored, exchange))
     }
 
     /// `objects.move`: the object renamed in its bucket, in one change: the destination gets the source's content and
@@ -488,7 +572,7 @@ extension StorageAPI {
             try await transaction.delete(source, precondition: Precondition(generation: original.generation))
             return written
         }
-        return Reply.json(ObjectResource.cloudStorage(moved, baseURL: exchange.baseURL))
+        return Reply.json(objectResource(moved, exchange))
     }
 
     /// A copy's metadata: the source's, with the request's properties laid over them.
@@ -587,7 +671,7 @@ extension StorageAPI {
             }
             return written
         }
-        return Reply.json(ObjectResource.cloudStorage(object, baseURL: exchange.baseURL))
+        return Reply.json(objectResource(object, exchange))
     }
 
     // MARK: Uploads
@@ -619,13 +703,13 @@ extension StorageAPI {
             if let encoding = exchange.query["contentEncoding"] { upload.options.properties[.contentEncoding] = encoding }
             upload.options.cloudStorage.customerKeySHA256 = try CustomerKey(exchange.request.headers)?.sha256
             let content = try await receiveObject(&exchange)
-            return Reply.json(ObjectResource.cloudStorage(try await finishUpload(upload, content: content), baseURL: exchange.baseURL))
+            return Reply.json(objectResource(try await finishUpload(upload, content: content), exchange))
         case "multipart":
             let parts = try await receiveMultipart(&exchange)
             let metadata = try ObjectMetadataBody(json: parts.metadata, what: "upload's metadata part")
             var upload = try uploadRequest(metadata, exchange: exchange, conditions: conditions)
             if upload.options.properties[.contentType] == nil, let type = parts.contentType { upload.options.properties[.contentType] = type }
-            return Reply.json(ObjectResource.cloudStorage(try await finishUpload(upload, content: parts.content), baseURL: exchange.baseURL))
+            return Reply.json(objectResource(try await finishUpload(upload, content: parts.content), exchange))
         case "resumable":
             let metadata = try await jsonBody(&exchange, what: "upload's metadata")
             var upload = try uploadRequest(metadata, exchange: exchange, conditions: conditions)
@@ -746,7 +830,7 @@ extension StorageAPI {
         case .finish(let upload, let spool):
             let baseURL = exchange.baseURL
             let answer = try await landUpload(
-                session: id, upload, spool: spool, firebase: false, resource: { ObjectResource.cloudStorage($0, baseURL: baseURL) })
+                session: id, upload, spool: spool, firebase: false, resource: { ObjectResource.cloudStorage($0, baseURL: baseURL, customerKey: $0.cloudStorage.customerKeySHA256) })
             return Reply.json(answer.body, status: answer.status)
         }
     }

@@ -16,6 +16,8 @@ final class MultipartUploads: @unchecked Sendable {
 
     /// The service's limit of parts per upload, numbered 1 to this.
     static let maximumParts = 10_000
+    /// The least a part but the last may hold, as on the service.
+    static let minimumPartBytes: Int64 = 5 << 20
 
     private let lock = NSLock()
     private var uploads: [String: Upload] = [:]
@@ -153,7 +155,10 @@ extension StorageAPI {
     ) async throws -> ObjectMetadata {
         let whole = Spool(directory: spoolDirectory)
         var previous = 0
-        for (number, tag) in named {
+        for (index, (number, tag)) in named.enumerated() {
+            guard (1...MultipartUploads.maximumParts).contains(number) else {
+                throw SignedURL.refusal(.badRequest, code: "InvalidArgument", "PartNumber \(number) is not a part number (1 to \(MultipartUploads.maximumParts)).")
+            }
             guard number > previous else {
                 throw SignedURL.refusal(.badRequest, code: "InvalidPartOrder", "The parts must be listed in ascending order of PartNumber (\(number) follows \(previous)).")
             }
@@ -162,6 +167,11 @@ extension StorageAPI {
                 throw SignedURL.refusal(.badRequest, code: "InvalidPart", "Part \(number) was not received, or its ETag is not \(tag).")
             }
             guard part.size <= Int64(limits.maximumObjectBytes) - whole.size else { throw objectTooLarge(whole.size + part.size) }
+            guard index == named.count - 1 || part.size >= MultipartUploads.minimumPartBytes else {
+                throw SignedURL.refusal(
+                    .badRequest, code: "EntityTooSmall",
+                    "Part \(number) holds \(part.size) bytes: every part but the last holds at least \(MultipartUploads.minimumPartBytes) bytes (5 MiB).")
+            }
             var offset: Int64 = 0
             // Bounded: each round copies at least one byte, up to the part's end.
             while offset < part.size {

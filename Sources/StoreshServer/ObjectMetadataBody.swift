@@ -29,7 +29,7 @@ struct ObjectMetadataBody {
     ]
     /// Properties of the service that storesh does not keep: refused, since accepting them would lose them.
     static let unsupportedNames: Set<String> = [
-        "acl", "retention", "retentionExpirationTime", "kmsKeyName", "customerEncryption", "restoreToken",
+        "retention", "retentionExpirationTime", "kmsKeyName", "customerEncryption", "restoreToken",
     ]
 
     init() {}
@@ -103,8 +103,21 @@ struct ObjectMetadataBody {
                         "Invalid value for 'storageClass' in the \(what): it must be one of \(BucketSettings.storageClasses.sorted().joined(separator: ", ")).")
                 }
                 storageClass = text.uppercased()
+            case "acl":
+                // Checked against the bucket's settings where they are known (ObjectMetadataBody.checkACL).
+                if value is NSNull {
+                    update.cloudStorage.acl = .some(nil)
+                } else {
+                    guard JSONSerialization.isValidJSONObject(value), let data = try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys]) else {
+                        throw HTTPFailure.badRequest("Invalid value for 'acl' in the \(what): it must be an array of entries.")
+                    }
+                    update.cloudStorage.acl = .some(String(decoding: data, as: UTF8.self))
+                }
             case "contexts":
                 try readContexts(value, what: what)
+                guard update.cloudStorage.contexts.count <= CloudStorageFields.maximumContexts else {
+                    throw HTTPFailure.badRequest("An object has at most \(CloudStorageFields.maximumContexts) contexts, not \(update.cloudStorage.contexts.count).")
+                }
             case _ where Self.unsupportedNames.contains(key):
                 throw HTTPFailure.badRequest("'\(key)' is not supported by storesh serve (rule M9 lists the fields it keeps).")
             default:
@@ -131,7 +144,9 @@ struct ObjectMetadataBody {
                 throw HTTPFailure.badRequest("Invalid value for 'contexts.custom' in the \(what): it must be an object of keys.")
             }
             for (name, payload) in entries {
-                guard !name.isEmpty, name.utf8.count <= 256 else { throw HTTPFailure.badRequest("A context key must be 1 to 256 bytes long.") }
+                guard !name.isEmpty, name.utf8.count <= CloudStorageFields.maximumContextBytes, !name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+                    throw HTTPFailure.badRequest("A context key is 1 to \(CloudStorageFields.maximumContextBytes) bytes, without control characters.")
+                }
                 if payload is NSNull {
                     update.cloudStorage.contexts[name] = .some(nil)
                     continue
@@ -142,7 +157,9 @@ struct ObjectMetadataBody {
                 switch fields["value"] {
                 case nil, is NSNull: update.cloudStorage.contexts[name] = .some(nil)
                 case let text as String where !(fields["value"] is NSNumber):
-                    guard text.utf8.count <= 1024 else { throw HTTPFailure.badRequest("The value of context \(name) is longer than 1,024 bytes.") }
+                    guard text.utf8.count <= CloudStorageFields.maximumContextBytes else {
+                        throw HTTPFailure.badRequest("The value of context \(name) is longer than \(CloudStorageFields.maximumContextBytes) bytes.")
+                    }
                     update.cloudStorage.contexts[name] = .some(text)
                 default: throw HTTPFailure.badRequest("Invalid value for 'contexts.custom.\(name).value': it must be a string.")
                 }
@@ -228,6 +245,7 @@ struct ObjectMetadataBody {
         fields.temporaryHold = given.temporaryHold ?? false
         fields.eventBasedHold = given.eventBasedHold ?? false
         fields.storageClass = storageClass
+        if case .some(let acl) = given.acl { fields.acl = acl }
         for case let (key, value?) in given.contexts {
             fields.contexts[key] = ObjectContext(value: value, createTime: Timestamp(microseconds: 0), updateTime: Timestamp(microseconds: 0))
         }

@@ -171,6 +171,10 @@ extension ServedExchange {
         case .compose: return "objects.compose (Cloud Storage JSON API)"
         case .move: return "objects.move (Cloud Storage JSON API)"
         case .restore: return "objects.restore (Cloud Storage JSON API)"
+        case .bucketACL(_, let defaults): return defaults ? "defaultObjectAccessControls (Cloud Storage JSON API)" : "bucketAccessControls (Cloud Storage JSON API)"
+        case .objectACL: return "objectAccessControls (Cloud Storage JSON API)"
+        case .bucketIAM: return method == .put ? "buckets.setIamPolicy (Cloud Storage JSON API)" : "buckets.getIamPolicy (Cloud Storage JSON API)"
+        case .serviceAccount: return "projects.serviceAccount.get (Cloud Storage JSON API)"
         case .buckets: return method == .post ? "buckets.insert (Cloud Storage JSON API)" : "buckets.list (Cloud Storage JSON API)"
         case .bucket:
             let call = method == .patch ? "patch" : method == .put ? "update" : method == .delete ? "delete" : "get"

@@ -102,6 +102,14 @@ enum Endpoint: Equatable, Sendable {
     /// `POST …/o/SOURCE/copyTo/b/BUCKET/o/DESTINATION` (`rewriteTo` with `rewrite`).
     case copy(bucket: String, source: String, destinationBucket: String, destination: String, rewrite: Bool)
     case compose(bucket: String, destination: String)
+    /// `…/b/BUCKET/acl`, `…/defaultObjectAcl` (`defaults`): a bucket's access control lists (rule B7).
+    case bucketACL(bucket: String, defaults: Bool)
+    /// `…/b/BUCKET/iam`: a bucket's IAM policy (rule B7).
+    case bucketIAM(String)
+    /// `…/o/NAME/acl`: an object's access control list (rule B7).
+    case objectACL(bucket: String, name: String)
+    /// `/storage/v1/projects/PROJECT/serviceAccount`: the project's Cloud Storage service agent.
+    case serviceAccount(project: String)
     /// `POST …/o/NAME/restore?generation=G`: a soft-deleted generation brought back (rule B6).
     case restore(bucket: String, name: String)
     /// `POST …/o/SOURCE/moveTo/o/DESTINATION`: an object renamed in its bucket, atomically.
@@ -135,6 +143,12 @@ enum Endpoint: Equatable, Sendable {
         if strip("/v0/b/") {
             guard let endpoint = try Self.bucketPath(path, firebase: true) else { return nil }
             self = endpoint
+            return
+        }
+        if path.hasPrefix("/storage/v1/projects/"), path.hasSuffix("/serviceAccount") {
+            let project = path.dropFirst("/storage/v1/projects/".count).dropLast("/serviceAccount".count)
+            guard !project.isEmpty, !project.contains("/") else { return nil }
+            self = .serviceAccount(project: try PercentEncoding.decode(project, plusIsSpace: false, what: "the project"))
             return
         }
         var kind = "json"
@@ -172,6 +186,8 @@ enum Endpoint: Equatable, Sendable {
         if rest.isEmpty || rest == "/" { return firebase ? .firebaseBucket(bucket) : .bucket(bucket) }
         if !firebase, rest == "/storageLayout" { return .storageLayout(bucket) }
         if !firebase, rest == "/managedFolders" || rest == "/managedFolders/" { return .managedFolders(bucket) }
+        if !firebase, rest == "/acl" || rest == "/defaultObjectAcl" { return .bucketACL(bucket: bucket, defaults: rest == "/defaultObjectAcl") }
+        if !firebase, rest == "/iam" { return .bucketIAM(bucket) }
         guard rest.hasPrefix("/o") else { return nil }
         rest = rest.dropFirst(2)
         if rest.isEmpty || rest == "/" { return firebase ? .firebaseObjects(bucket: bucket) : .objects(bucket: bucket) }
@@ -187,6 +203,9 @@ enum Endpoint: Equatable, Sendable {
             }
             if segments.count == 4, segments[1] == "moveTo", segments[2] == "o" {
                 return .move(bucket: bucket, source: try decodeName(segments[0]), destination: try decodeName(segments[3]))
+            }
+            if segments.count == 2, segments[1] == "acl" {
+                return .objectACL(bucket: bucket, name: try decodeName(segments[0]))
             }
             if segments.count == 2, segments[1] == "restore" {
                 return .restore(bucket: bucket, name: try decodeName(segments[0]))
@@ -207,10 +226,11 @@ enum Endpoint: Equatable, Sendable {
     var bucket: String? {
         switch self {
         case .bucket(let bucket), .storageLayout(let bucket), .managedFolders(let bucket), .objects(let bucket), .object(let bucket, _), .copy(let bucket, _, _, _, _),
-            .compose(let bucket, _), .move(let bucket, _, _), .restore(let bucket, _), .upload(let bucket), .download(let bucket, _), .firebaseBucket(let bucket),
+            .compose(let bucket, _), .move(let bucket, _, _), .restore(let bucket, _), .bucketACL(let bucket, _), .bucketIAM(let bucket),
+            .objectACL(let bucket, _), .upload(let bucket), .download(let bucket, _), .firebaseBucket(let bucket),
             .firebaseObjects(let bucket), .firebaseObject(let bucket, _):
             bucket
-        case .buckets, .firebaseRoot, .setRules, .reset, .batch: nil
+        case .buckets, .firebaseRoot, .setRules, .reset, .batch, .serviceAccount: nil
         }
     }
 
@@ -236,7 +256,7 @@ enum Endpoint: Equatable, Sendable {
     var objectName: String? {
         switch self {
         case .object(_, let name), .download(_, let name), .firebaseObject(_, let name), .compose(_, let name): name
-        case .copy(_, let source, _, _, _), .move(_, let source, _), .restore(_, let source): source
+        case .copy(_, let source, _, _, _), .move(_, let source, _), .restore(_, let source), .objectACL(_, let source): source
         default: nil
         }
     }

@@ -48,7 +48,7 @@ extension StorageAPI {
             return try await respondXML(to: request, path)
         } catch let failure as HTTPFailure where failure.xml == nil {
             // The XML API answers in XML, naming the URL's own bucket and object; the headers (Retry-After) stay.
-            var refusal = SignedURL.refusal(failure.status, code: failure.status == .notFound ? "NoSuchBucket" : failure.reason, failure.message)
+            var refusal = SignedURL.refusal(failure.status, code: failure.status == .notFound ? "NoSuchBucket" : Self.xmlCode(failure), failure.message)
             refusal.headers = failure.headers
             throw refusal
         } catch let error as StorageError {
@@ -60,8 +60,20 @@ extension StorageAPI {
                 throw SignedURL.refusal(.notFound, code: "NoSuchBucket", "The specified bucket does not exist.", details: path.bucket)
             default:
                 let failure = HTTPFailure(error, bucket: path.bucket, object: path.name, firebase: false)
-                throw SignedURL.refusal(failure.status, code: failure.reason, failure.message)
+                throw SignedURL.refusal(failure.status, code: Self.xmlCode(failure), failure.message)
             }
+        }
+    }
+
+    /// The XML API's code for a refusal the JSON API would name by its reason.
+    static func xmlCode(_ failure: HTTPFailure) -> String {
+        switch failure.status {
+        case .forbidden: "AccessDenied"
+        case .preconditionFailed: "PreconditionFailed"
+        case .badRequest: "InvalidArgument"
+        case .conflict: "Conflict"
+        case .tooManyRequests: "SlowDown"
+        default: failure.reason
         }
     }
 
@@ -94,7 +106,12 @@ extension StorageAPI {
             // A signed URL may ask for the answer's type and disposition (the stored object is not changed).
             if let type = query["response-content-type"] { object.contentType = type }
             if let disposition = query["response-content-disposition"] { object.contentDisposition = disposition }
-            return try Reply.media(object, content: content, request: request.headers, entityTag: CloudStorageXML.entityTag(md5Base64: object.md5Hash))
+            var answer = try Reply.media(object, content: content, request: request.headers, entityTag: CloudStorageXML.entityTag(md5Base64: object.md5Hash))
+            // The custom metadata in headers, as the XML API gives it (a key is a header name: one that cannot be is left out).
+            for (key, value) in object.customMetadata.sortedByKeyBytes {
+                if let name = HTTPField.Name("x-goog-meta-" + key), !value.contains(where: \.isNewline) { answer.headers[name] = value }
+            }
+            return answer
         case .put:
             let upload = try xmlUpload(exchange, name: name)
             let content = try await receiveObject(&exchange)
@@ -203,6 +220,9 @@ extension StorageAPI {
         if let given = try query.integer("max-keys") {
             guard given > 0 else { throw SignedURL.refusal(.badRequest, code: "InvalidArgument", "max-keys must be positive, not \(given).") }
             maxKeys = Int(min(given, Int64(ListOptions.maximumResults)))
+        }
+        guard [nil, "1", "2"].contains(query["list-type"]) else {
+            throw SignedURL.refusal(.badRequest, code: "InvalidArgument", "list-type is 1 or 2, not '\(query["list-type"]!)'.")
         }
         let listType2 = query["list-type"] == "2"
         let prefix = query["prefix"] ?? ""

@@ -6,8 +6,9 @@ import StoreshCore
 /// keeps is stored and answered; a read-only one is ignored, as the service ignores it; a setting storesh cannot
 /// honour is refused with the reason, never kept and ignored; an unknown field is refused as the service refuses it.
 public enum BucketResource {
-    /// The document of `settings` for bucket `name`.
-    public static func document(_ settings: BucketSettings, name: String, baseURL: String) -> JSONValue {
+    /// The document of `settings` for bucket `name`; with `full` (`projection=full`), its access control lists too
+    /// (none while uniform access is on, as on the service).
+    public static func document(_ settings: BucketSettings, name: String, baseURL: String, full: Bool = false) -> JSONValue {
         var members: [(String, JSONValue)] = [
             ("kind", .string("storage#bucket")),
             ("id", .string(name)),
@@ -43,7 +44,73 @@ public enum BucketResource {
         for field in BucketSettings.keptFields + ["hierarchicalNamespace"] {
             if let value = settings.kept[field] { members.append((field, value)) }
         }
+        if full && !settings.uniformBucketLevelAccess {
+            members.append(("acl", accessControls(settings.acl ?? defaultACL(name, objects: false), bucket: name, objects: false)))
+            members.append(("defaultObjectAcl", accessControls(settings.defaultObjectAcl ?? defaultACL(name, objects: true), bucket: name, objects: true)))
+        }
         return .object(members)
+    }
+
+    /// An access control list's entries as the service answers them: each with its kind (and its bucket).
+    public static func accessControls(_ list: JSONValue, bucket: String, objects: Bool) -> JSONValue {
+        guard case .array(let entries) = list else { return .array([]) }
+        return .array(entries.map { entry in
+            guard case .object(let members) = entry else { return entry }
+            var answered = members.filter { $0.0 != "kind" && $0.0 != "bucket" }
+            answered.insert(("kind", .string(objects ? "storage#objectAccessControl" : "storage#bucketAccessControl")), at: 0)
+            if !objects { answered.append(("bucket", .string(bucket))) }
+            return .object(answered)
+        })
+    }
+
+    /// A new bucket's IAM policy, as the service gives one: the legacy roles of the project's teams.
+    public static func defaultIAMPolicy(_ name: String) -> JSONValue {
+        .object([
+            ("kind", .string("storage#policy")), ("resourceId", .string("projects/_/buckets/\(name)")), ("version", .integer(1)),
+            ("etag", .string("CAE=")),
+            ("bindings", .array([
+                .object([("role", .string("roles/storage.legacyBucketOwner")), ("members", .array([.string("projectEditor:0"), .string("projectOwner:0")]))]),
+                .object([("role", .string("roles/storage.legacyBucketReader")), ("members", .array([.string("projectViewer:0")]))]),
+            ])),
+        ])
+    }
+
+    /// An IAM policy a client sets (`setIamPolicy`): its bindings, each a role, members and perhaps a condition. A
+    /// condition needs uniform access (412) and a policy of version 3 (400), as on the service. Answered as it will be
+    /// stored: with the bucket's resource id and a new etag.
+    public static func iamPolicy(_ body: JSONValue, name: String, settings: BucketSettings, etag: String) throws(StorageError) -> JSONValue {
+        guard case .object(let members) = body, case .array(let bindings)? = members.first(where: { $0.0 == "bindings" })?.1 else {
+            throw .invalidArgument("An IAM policy is an object with bindings.")
+        }
+        var version: Int64 = 1
+        switch members.first(where: { $0.0 == "version" })?.1 {
+        case .integer(let number)?: version = number
+        case .string(let text)?: version = Int64(text) ?? 0
+        case nil, .null?: break
+        default: version = 0
+        }
+        guard [1, 2, 3].contains(version) else { throw .invalidArgument("An IAM policy's version is 1, 2 or 3.") }
+        var kept: [JSONValue] = []
+        for binding in bindings {
+            guard case .object(let fields) = binding, case .string(let role)? = fields.first(where: { $0.0 == "role" })?.1, role.hasPrefix("roles/"),
+                case .array(let people)? = fields.first(where: { $0.0 == "members" })?.1, people.allSatisfy({ if case .string = $0 { true } else { false } })
+            else {
+                throw .invalidArgument("Each binding of an IAM policy has a role (roles/…) and members (strings).")
+            }
+            if let condition = fields.first(where: { $0.0 == "condition" })?.1, condition != .null {
+                guard settings.uniformBucketLevelAccess else {
+                    throw StorageError(.preconditionFailed, "IAM conditions need uniform bucket-level access: enable uniform bucket-level access on gs://\(name) first.")
+                }
+                guard version >= 3 else {
+                    throw .invalidArgument("A policy with conditions must be of version at least 3 (this one is \(version)).")
+                }
+            }
+            kept.append(binding)
+        }
+        return .object([
+            ("kind", .string("storage#policy")), ("resourceId", .string("projects/_/buckets/\(name)")), ("version", .integer(version)),
+            ("etag", .string(etag)), ("bindings", .array(kept)),
+        ])
     }
 
     /// `storageLayout` of a bucket: where it is, and that it has no hierarchical namespace.
@@ -176,11 +243,53 @@ public enum BucketResource {
                     throw unsupported("encryption.\(key)", "storesh serve has no key management service and encrypts nothing")
                 }
             case "acl", "defaultObjectAcl":
-                if case .array(let entries) = value, !entries.isEmpty { throw unsupported(field, "storesh serve keeps no access control lists") }
+                let list = try accessControlList(value, field: field, settings: settings)
+                if field == "acl" { settings.acl = list } else { settings.defaultObjectAcl = list }
             default:
                 throw .invalidArgument("Invalid JSON payload received. Unknown name \"\(field)\" in the bucket resource: Cannot find field.")
             }
         }
+    }
+
+    // MARK: Access control (rule B7)
+
+    /// A new bucket's ACL, as the service gives one: the project's owners and editors own it, its viewers read it.
+    public static func defaultACL(_ name: String, objects: Bool) -> JSONValue {
+        let entries: [(String, String)] = [("project-owners-0", "OWNER"), ("project-editors-0", "OWNER"), ("project-viewers-0", "READER")]
+        return .array(entries.map { entity, role in
+            var members: [(String, JSONValue)] = [
+                ("kind", .string(objects ? "storage#objectAccessControl" : "storage#bucketAccessControl")),
+                ("entity", .string(entity)), ("role", .string(role)),
+                ("projectTeam", .object([("projectNumber", .string("0")), ("team", .string(String(entity.dropFirst("project-".count).prefix { $0 != "-" })))])),
+            ]
+            if !objects { members.append(("bucket", .string(name))) }
+            return .object(members)
+        })
+    }
+
+    /// An access control list a client sends: entries with an `entity` and a `role` (OWNER, WRITER or READER; an
+    /// object's READER or OWNER); null for a new bucket's. Refused while uniform access is on, as on the service, and
+    /// a public entity while public access prevention is enforced.
+    public static func accessControlList(_ value: JSONValue, field: String, settings: BucketSettings) throws(StorageError) -> JSONValue? {
+        if value == .null { return nil }
+        if settings.uniformBucketLevelAccess {
+            throw .invalidArgument("Cannot set \(field) for a bucket that has uniform bucket-level access enabled.")
+        }
+        guard case .array(let entries) = value else { throw invalid(field, "an array of entries with an entity and a role") }
+        var kept: [JSONValue] = []
+        for entry in entries {
+            guard case .object(let members) = entry, case .string(let entity)? = members.first(where: { $0.0 == "entity" })?.1,
+                case .string(let role)? = members.first(where: { $0.0 == "role" })?.1, !entity.isEmpty,
+                ["OWNER", "WRITER", "READER"].contains(role)
+            else {
+                throw invalid(field, "an array of entries, each with an entity and a role (OWNER, WRITER or READER)")
+            }
+            if settings.publicAccessPrevention == "enforced", entity == "allUsers" || entity == "allAuthenticatedUsers" {
+                throw StorageError(.preconditionFailed, "Public access prevention is enforced on this bucket: \(entity) cannot be granted access.")
+            }
+            kept.append(.object([("entity", .string(entity)), ("role", .string(role))]))
+        }
+        return .array(kept)
     }
 
     /// The service's range: 0 (none), or 7 to 90 days.

@@ -107,8 +107,11 @@ public enum CloudStorageXML {
         }
         var parts: [(number: Int, entityTag: String)] = []
         for part in root.all("Part") {
-            guard let text = part.text(of: "PartNumber"), let number = Int(text.trimmingCharacters(in: .whitespaces)) else {
+            guard let text = part.text(of: "PartNumber") else {
                 throw .invalidArgument("A Part of the CompleteMultipartUpload document has no PartNumber.")
+            }
+            guard let number = Int(text.trimmingCharacters(in: .whitespaces)) else {
+                throw .invalidArgument("The PartNumber '\(text.prefix(40))' of the CompleteMultipartUpload document is not a part number (1 to 10000).")
             }
             parts.append((number, part.text(of: "ETag")?.trimmingCharacters(in: .whitespaces) ?? ""))
         }

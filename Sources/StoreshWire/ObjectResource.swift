@@ -7,7 +7,10 @@ import StoreshCore
 public enum ObjectResource {
     /// An object of the Cloud Storage JSON API (`storage#object`): numbers as strings, every name as it is,
     /// custom metadata (download tokens included) under `metadata`, and `crc32c` where the bucket keeps one.
-    public static func cloudStorage(_ object: ObjectMetadata, baseURL: String) -> JSONValue {
+    /// An object written with a customer-supplied key shows its MD5 and CRC32C only to a request that gives the key
+    /// (`customerKey`, its SHA-256): the service encrypts them with it.
+    public static func cloudStorage(_ object: ObjectMetadata, baseURL: String, customerKey: String? = nil) -> JSONValue {
+        let showsHashes = object.cloudStorage.customerKeySHA256.map { $0 == customerKey } ?? true
         let encoded = NameBytes.percentEncoded(object.fullPath)
         var members: [(String, JSONValue)] = [
             ("kind", .string("storage#object")),
@@ -18,9 +21,11 @@ public enum ObjectResource {
         members += [
             ("storageClass", .string(object.cloudStorage.storageClass ?? CloudStorageFields.defaultStorageClass)),
             ("size", .string(String(object.size))),
-            ("md5Hash", .string(object.md5Hash)),
         ]
-        if let crc32c = object.crc32c { members.append(("crc32c", .string(crc32c))) }
+        if showsHashes {
+            members.append(("md5Hash", .string(object.md5Hash)))
+            if let crc32c = object.crc32c { members.append(("crc32c", .string(crc32c))) }
+        }
         for property in [WritableProperty.contentEncoding, .contentDisposition, .contentLanguage, .cacheControl] {
             if let value = object[property] { members.append((property.rawValue, .string(value))) }
         }

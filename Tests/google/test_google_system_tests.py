@@ -26,11 +26,6 @@ ROOT = Path(__file__).resolve().parents[2]
 # What storesh serve does not do yet, by test (issue 54 lists them).
 KNOWN_GAPS = {
     "test_blob.py::test_blob_acl_upload_predefined": "object ACLs",
-    "test_blob.py::test_blob_acl_w_metageneration_match": "object ACLs",
-    "test_bucket.py::test_bucket_acls_w_metageneration_match": "bucket ACLs",
-    "test_bucket.py::test_ubla_set_unset_preserves_acls": "bucket ACLs",
-    "test_bucket.py::test_new_bucket_created_w_inherited_pap": "bucket ACLs",
-    "test_bucket.py::test_bucket_get_set_iam_policy": "bucket IAM policies",
     "test_blob.py::test_blob_upload_from_string_w_owner": "an object's owner",
     "test_bucket.py::test_bucket_list_blobs_w_filter": "object contexts (the listing's filter names them)",
     "test_blob.py::test_object_retention_lock": "object retention",

@@ -114,3 +114,38 @@ def test_only_an_empty_bucket_the_server_made_is_deleted(server, client, tmp_pat
     for file in server.home.glob("*.bucket"):
         status, out, err = harness.storesh(tmp_path, "check", "--bucket", str(file))
         assert status == 0, (file, out, err)
+
+
+def test_acls_and_iam_policies_are_kept_and_checked_as_the_service_checks_them(server, client):
+    """Rule B7: ACLs and IAM policies are stored and answered, never used to decide; uniform access and public access
+    prevention constrain them as on the service."""
+    bucket = client.create_bucket("governed")
+    bucket.acl.reload()
+    assert {entry["entity"] for entry in bucket.acl} >= {"project-owners-0"}
+    bucket.acl.group("teachers@example.com").grant_read()
+    bucket.acl.save()
+    bucket.acl.reload()
+    assert "READER" in bucket.acl.group("teachers@example.com").get_roles()
+    blob = bucket.blob("page.html")
+    blob.upload_from_string(b"<p>")
+    blob.acl.domain("example.com").grant_read()
+    blob.acl.save(if_metageneration_match=1)
+    blob.acl.reload()
+    assert "READER" in blob.acl.domain("example.com").get_roles()
+    bucket.iam_configuration.public_access_prevention = "enforced"
+    bucket.patch()
+    with pytest.raises(exceptions.PreconditionFailed):
+        blob.make_public()
+    policy = bucket.get_iam_policy(requested_policy_version=3)
+    policy.version = 3
+    policy.bindings.append({"role": "roles/storage.objectViewer", "members": {"user:ada@example.com"},
+                            "condition": {"title": "t", "expression": "true"}})
+    with pytest.raises(exceptions.PreconditionFailed, match="uniform bucket-level access"):
+        bucket.set_iam_policy(policy)
+    bucket.iam_configuration.uniform_bucket_level_access_enabled = True
+    bucket.patch()
+    with pytest.raises(exceptions.BadRequest):
+        bucket.acl.reload()  # no legacy ACL under uniform access
+    stored = bucket.set_iam_policy(policy)
+    assert client.bucket("governed").get_iam_policy(requested_policy_version=3).bindings == stored.bindings
+    assert client.get_service_account_email().endswith("gs-project-accounts.iam.gserviceaccount.com")

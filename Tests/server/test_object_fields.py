@@ -95,6 +95,10 @@ def test_contexts_are_made_changed_and_removed_key_by_key(server, client):
     read.contexts = None
     read.patch()
     assert "contexts" not in bucket.get_blob("model.bin")._properties
+    # The service's limits: 50 keys, 256 bytes a key or value, no control character in a key.
+    for contexts in [{f"k{index}": {"value": "v"} for index in range(51)}, {"k": {"value": "v" * 257}}, {"a\u0000b": {"value": "v"}}]:
+        refused = requests.patch(f"{server.url}/storage/v1/b/contexts/o/model.bin", json={"contexts": {"custom": contexts}}, timeout=30)
+        assert refused.status_code == 400, refused.text
 
 
 def test_a_composite_counts_its_components(server, client):

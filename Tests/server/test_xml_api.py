@@ -94,6 +94,8 @@ def test_objects_and_listings_at_their_xml_paths(signing):  # noqa: F811
         put = requests.put(f"{base}/{name}", data=name.encode(), headers={"Content-Type": "text/plain", "x-goog-meta-k": "v"}, timeout=30)
         assert put.status_code == 200 and put.headers["ETag"].startswith('"')
     assert client.bucket(BUCKET).get_blob("dir/b.txt").metadata == {"k": "v"}
+    assert requests.head(f"{base}/dir/b.txt", timeout=30).headers["x-goog-meta-k"] == "v"
+    assert error_code(requests.get(base, params={"list-type": "3"}, timeout=30)) == "InvalidArgument"
     # A write under a condition that fails is refused, the object untouched.
     refused = requests.put(f"{base}/a.txt", data=b"new", headers={"x-goog-if-generation-match": "0"}, timeout=30)
     assert refused.status_code == 412 and requests.get(f"{base}/a.txt", timeout=30).content == b"a.txt"
@@ -122,7 +124,7 @@ def test_a_multipart_upload_lands_whole_or_not_at_all(signing):  # noqa: F811
     url = f"{server.url}/{BUCKET}/parts/whole.bin"
     started = requests.post(url + "?uploads", headers={"Content-Type": "application/x-parts", "x-goog-meta-made": "mpu"}, timeout=30)
     upload_id = ElementTree.fromstring(started.content).findtext(S3 + "UploadId")
-    pieces = {1: b"a" * 700_000, 2: b"b" * 700_000, 3: b"c" * 5}
+    pieces = {1: b"a" * (5 << 20), 2: b"b" * (5 << 20), 3: b"c" * 5}
     tags = {}
     for number in [3, 1, 2]:  # in any order, as a transfer manager sends them
         sent = requests.put(url, params={"partNumber": number, "uploadId": upload_id}, data=pieces[number], timeout=30)
@@ -148,6 +150,11 @@ def test_a_multipart_upload_lands_whole_or_not_at_all(signing):  # noqa: F811
     # Completed: the upload is gone; an aborted one takes its parts with it.
     assert error_code(complete([1])) == "NoSuchUpload"
     other = ElementTree.fromstring(requests.post(url + "?uploads", timeout=30).content).findtext(S3 + "UploadId")
-    requests.put(url, params={"partNumber": 1, "uploadId": other}, data=b"z", timeout=30)
+    small = requests.put(url, params={"partNumber": 1, "uploadId": other}, data=b"z", timeout=30).headers["ETag"]
+    last = requests.put(url, params={"partNumber": 2, "uploadId": other}, data=b"y", timeout=30).headers["ETag"]
+    # Every part but the last holds 5 MiB at least, as on the service.
+    body = (f"<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>{small}</ETag></Part>"
+            f"<Part><PartNumber>2</PartNumber><ETag>{last}</ETag></Part></CompleteMultipartUpload>")
+    assert error_code(requests.post(url, params={"uploadId": other}, data=body, timeout=30)) == "EntityTooSmall"
     assert requests.delete(url, params={"uploadId": other}, timeout=30).status_code == 204
     assert requests.get(url, params={"uploadId": other}, timeout=30).status_code == 404

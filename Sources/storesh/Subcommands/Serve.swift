@@ -239,7 +239,7 @@ struct Serve: StoreshCommand {
         let server = try StorageServer(
             bucket: bucket, otherBuckets: otherBucketsDirectory, options: BucketLocation.options(clock: clock), configuration: configuration,
             onCreate: { [quiet = context.quiet] name, path in
-                if !quiet { Diagnostics.notice("created gs://\(name) at \(path), for a client's first write to it", from: "storesh serve") }
+                if !quiet { Diagnostics.notice("created gs://\(name) at \(path), as a client asked (buckets.insert, or a first write to it)", from: "storesh serve") }
             })
         let watches = try await loadProjectRules(project, texts: rulesTexts, into: server, first: bucket.name)
         defer { for watch in watches { watch.cancel() } }
