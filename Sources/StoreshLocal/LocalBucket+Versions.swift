@@ -72,12 +72,20 @@ extension LocalBucket {
     }
 
     func fetchNoncurrent(_ name: String, generation: Int64) throws -> NoncurrentRow? {
+        try fetchKept(name, generation: generation, softDeleted: false)
+    }
+
+    /// A generation kept noncurrent, or soft-deleted (rule B6), by its name and number.
+    private func fetchKept(_ name: String, generation: Int64, softDeleted: Bool) throws -> NoncurrentRow? {
         guard storesNoncurrent else { return nil }
-        let statement = try connection.statement("SELECT \(NoncurrentRow.columns) FROM noncurrent WHERE name = ?1 AND generation = ?2")
+        let statement = try connection.statement(
+            softDeleted
+                ? "SELECT \(NoncurrentRow.softDeletedColumns) FROM soft_deleted WHERE name = ?1 AND generation = ?2"
+                : "SELECT \(NoncurrentRow.columns) FROM noncurrent WHERE name = ?1 AND generation = ?2")
         defer { statement.reset() }
         statement.bind(1, name)
         statement.bind(2, generation)
-        return try statement.step() ? try NoncurrentRow(statement, bucket: self.name) : nil
+        return try statement.step() ? try NoncurrentRow(statement, bucket: self.name, softDeleted: softDeleted) : nil
     }
 
     // MARK: Soft delete (rule B6)
@@ -139,12 +147,7 @@ extension LocalBucket {
     }
 
     func fetchSoftDeleted(_ name: String, generation: Int64) throws -> NoncurrentRow? {
-        guard storesNoncurrent else { return nil }
-        let statement = try connection.statement("SELECT \(NoncurrentRow.softDeletedColumns) FROM soft_deleted WHERE name = ?1 AND generation = ?2")
-        defer { statement.reset() }
-        statement.bind(1, name)
-        statement.bind(2, generation)
-        return try statement.step() ? try NoncurrentRow(statement, bucket: self.name, softDeleted: true) : nil
+        try fetchKept(name, generation: generation, softDeleted: true)
     }
 
     /// The metadata of a soft-deleted generation.
