@@ -267,10 +267,23 @@ public enum CommandCatalog {
             """
     ]
 
+    /// A command's detail lines as paragraphs: a line that does not end a sentence (with `.`, `:` or `)`) goes on
+    /// into the next, so that the terminal wraps each paragraph between words at its own width, not the source's
+    /// (a line broken for the source once left `contentLanguage,` alone on an 80-column line).
+    static func paragraphs(_ details: [String]) -> [String] {
+        var paragraphs: [String] = []
+        var open = false
+        for line in details {
+            if open, let last = paragraphs.popLast() { paragraphs.append(last + " " + line) } else { paragraphs.append(line) }
+            open = !(line.hasSuffix(".") || line.hasSuffix(":") || line.hasSuffix(")"))
+        }
+        return paragraphs
+    }
+
     /// What `help COMMAND` prints.
     public static func text(for command: CommandHelp) -> String {
         var lines = ["usage: \(command.usage)", "  \(command.summary)"]
-        lines += command.details.map { "  " + $0 }
+        lines += paragraphs(command.details).map { "  " + $0 }
         if !command.sdk.isEmpty { lines.append("Firebase SDK: \(command.sdk.joined(separator: ", ")) (explain \(command.name) … shows the call)") }
         lines.append("example: \(command.example)")
         return lines.joined(separator: "\n")
