@@ -67,7 +67,7 @@ extension StorageAPI {
             }
             let settings = try exchange.bucket.settings()
             try Self.refuseLegacyACL(settings)
-            let object = try currentObject(try objectName(name), generation: try exchange.query.integer("generation"), in: exchange.bucket)
+            let object = try currentObject(try objectName(name), generation: try exchange.query.generation(), in: exchange.bucket)
             return Reply.json(.object([
                 ("kind", .string("storage#objectAccessControls")),
                 ("items", BucketResource.accessControls(Self.objectACL(object, settings, bucket: exchange.bucket.name), bucket: exchange.bucket.name, objects: true)),
@@ -289,7 +289,7 @@ extension StorageAPI {
 
     private func getObject(_ exchange: Exchange, name: ObjectName, media: Bool) async throws -> Answer {
         let conditions = try Conditions(exchange.query)
-        let generation = try exchange.query.integer("generation")
+        let generation = try exchange.query.generation()
         if try exchange.query.flag("softDeleted") {
             // A soft-deleted generation's metadata only: its content is read once it is restored (rule B6).
             guard let generation, !media else {
@@ -347,7 +347,7 @@ extension StorageAPI {
     /// PATCH merges (rules M4–M6); PUT (`update`) replaces every writable property with what the body gives.
     private func patchObject(_ exchange: inout Exchange, name: ObjectName, replacing: Bool) async throws -> Answer {
         let conditions = try Conditions(exchange.query)
-        let generation = try exchange.query.integer("generation")
+        let generation = try exchange.query.generation()
         let body = try await jsonBody(&exchange, what: "object resource")
         var requested = body.update
         // An ACL is one the bucket's settings allow (rule B7), kept in its checked form.
@@ -392,7 +392,7 @@ extension StorageAPI {
 
     private func deleteObject(_ exchange: Exchange, name: ObjectName) async throws -> Answer {
         let conditions = try Conditions(exchange.query)
-        let generation = try exchange.query.integer("generation")
+        let generation = try exchange.query.generation()
         try await exchange.bucket.change { transaction -> Void in
             // A generation named is deleted for good, live or noncurrent (rule B5); without one, the live object goes
             // (kept as a noncurrent generation while the bucket's versioning is on).
@@ -425,7 +425,7 @@ extension StorageAPI {
     ) async throws -> Answer {
         let conditions = try Conditions(exchange.query)
         let sourceConditions = try Conditions(exchange.query, prefix: "ifSource")
-        var sourceGeneration = try exchange.query.integer("sourceGeneration")
+        var sourceGeneration = try exchange.query.generation("sourceGeneration")
         let overrides = try await jsonBody(&exchange, what: "destination object resource")
         let origin = exchange.bucket
         // The source is read with its customer-supplied key; the destination is written with the request's (or none).
@@ -535,7 +535,7 @@ extension StorageAPI {
     /// on the live object it replaces (rule B6).
     private func restoreObject(_ exchange: Exchange, name: ObjectName) async throws -> Answer {
         let conditions = try Conditions(exchange.query)
-        guard let generation = try exchange.query.integer("generation") else {
+        guard let generation = try exchange.query.generation() else {
             throw HTTPFailure.required("Required parameter: generation (the soft-deleted generation to restore).")
         }
         let restored = try await exchange.bucket.change { transaction in

@@ -77,6 +77,14 @@ struct QueryParameters: Sendable {
         return number
     }
 
+    /// A generation a request names (`generation`, `sourceGeneration`): a whole number, never negative (a negative one
+    /// is a malformed request, a 400, not an object that is not there).
+    func generation(_ name: String = "generation") throws -> Int64? {
+        guard let value = try integer(name) else { return nil }
+        guard value >= 0 else { throw HTTPFailure.badRequest("Invalid value for the query parameter '\(name)': \(value); generations are zero or more.") }
+        return value
+    }
+
     /// A true/false parameter; Python clients write `True` and `False`.
     func flag(_ name: String) throws -> Bool {
         switch values[name]?.lowercased() {

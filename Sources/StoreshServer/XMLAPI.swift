@@ -99,7 +99,7 @@ extension StorageAPI {
         if let id = query["uploadId"] { return try await multipartStep(&exchange, name: name, uploadID: id) }
         switch request.method {
         case .get, .head:
-            let generation = try query.integer("generation")
+            let generation = try query.generation()
             let (stored, content) = try download(name, generation: generation, in: bucket)
             try CustomerKey.check(try CustomerKey(request.headers), reading: stored)
             var object = stored
@@ -129,7 +129,7 @@ extension StorageAPI {
             return Reply.empty(.created, headers: [.location: "\(exchange.baseURL)\(request.uri.path)?upload_id=\(id)"])
         case .delete:
             let conditions = try Conditions(xmlHeaders: request.headers)
-            let generation = try query.integer("generation")
+            let generation = try query.generation()
             try await bucket.change { transaction -> Void in
                 if let generation, let versions = try Self.objectVersions(transaction, generation: generation) {
                     return try await versions.delete(name, generation: generation, precondition: conditions.precondition)

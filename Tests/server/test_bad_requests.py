@@ -48,6 +48,8 @@ CATALOGUE = [
     ("number as a custom value", "PATCH", OBJECT, {"json": {"metadata": {"k": 1}}}, 400, "must be a string"),
     ("custom metadata not a map", "PATCH", OBJECT, {"json": {"metadata": "k=v"}}, 400, "object of strings"),
     ("property storesh does not keep", "PATCH", OBJECT, {"json": {"retention": {"mode": "Locked"}}}, 400, "not supported"),
+    ("a negative generation", "GET", OBJECT + "?generation=-1", {}, 400, "zero or more"),
+    ("a negative source generation", "POST", OBJECT + "/rewriteTo/b/{bucket}/o/copy?sourceGeneration=-5", {"json": {}}, 400, "zero or more"),
     ("a storage class changed by a patch", "PATCH", OBJECT, {"json": {"storageClass": "NEARLINE"}}, 400, "rewrite"),
     ("a custom time that is no time", "PATCH", OBJECT, {"json": {"customTime": "soon"}}, 400, "RFC 3339"),
     ("a hold that is no boolean", "PATCH", OBJECT, {"json": {"temporaryHold": "yes"}}, 400, "true or false"),
