@@ -1102,8 +1102,9 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         return version.born <= newest
     }
 
-    /// Deletes a live version, keeping it first if a snapshot sees it, as a noncurrent generation since
-    /// `noncurrentSince` if that is given and the bucket's versioning is on, and its content if nothing else does.
+    /// Deletes a live version, keeping it first if a snapshot sees it and, when `noncurrentSince` (the change's time) is
+    /// given, as a noncurrent generation (versioning on, and `asNoncurrent`) or a soft-deleted one (a soft delete
+    /// policy: `keepReplaced`); its content goes if nothing else keeps it.
     func removeLive(_ version: StoredVersion, noncurrentSince: Timestamp? = nil, asNoncurrent: Bool = true) throws {
         let snapshotted = try keepIfSnapshotted(version)
         let kept = try keepReplaced(version, at: noncurrentSince, asNoncurrent: asNoncurrent) || snapshotted
@@ -1207,8 +1208,8 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         return (contentID, crc)
     }
 
-    /// Creates or replaces the object `metadata.fullPath` with new content; `existing` is its live row, kept as a
-    /// noncurrent generation since `noncurrentSince` if that is given and the bucket's versioning is on.
+    /// Creates or replaces the object `metadata.fullPath` with new content; `existing` is its live row, kept as
+    /// `keepReplaced` keeps it when `noncurrentSince` (the change's time) is given.
     private func store(_ metadata: ObjectMetadata, content: Data, replacing existing: LiveRow?, noncurrentSince: Timestamp? = nil) throws {
         guard Int64(content.count) <= Self.largestObjectBytes else { throw Self.objectTooLarge(Int64(content.count)) }
         let insertContent = try connection.statement("INSERT INTO contents (data) VALUES (?1)")
@@ -1228,8 +1229,8 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     }
 
     /// Makes `metadata` the live version of its name, over content stored already as `contentID`; the version it
-    /// replaces is kept as a noncurrent generation since `noncurrentSince` if that is given and the bucket's
-    /// versioning is on. (An import restores a state: it keeps none.)
+    /// replaces is kept as `keepReplaced` keeps it (noncurrent or soft-deleted) when `noncurrentSince` (the change's
+    /// time) is given. (An import restores a state: it keeps none.)
     func store(_ metadata: ObjectMetadata, contentID: Int64, replacing existing: LiveRow?, noncurrentSince: Timestamp? = nil) throws {
         let version = StoredVersion(metadata, contentID: contentID, born: try epochs().current)
         guard let existing else {
