@@ -71,6 +71,18 @@ final class MultipartUploads: @unchecked Sendable {
         }
     }
 
+    /// The uploads in progress of objects of `bucket` under `prefix`, by name (then by when they began, as their ids
+    /// do not say).
+    func inProgress(in bucket: ServedBucket, prefix: String) -> [(key: String, uploadID: String)] {
+        let now = Date()
+        return lock.withLock {
+            uploads.filter { $0.value.request.bucket === bucket && now.timeIntervalSince($0.value.lastUsed) < UploadSessions.idleLimit }
+                .filter { $0.value.request.name.rawValue.utf8.starts(with: prefix.utf8) }
+                .sorted { NameBytes.precedes($0.value.request.name.rawValue, $1.value.request.name.rawValue) }
+                .map { (key: $0.value.request.name.rawValue, uploadID: $0.key) }
+        }
+    }
+
     /// Takes the upload out (to complete or abort it): no part can join it meanwhile, and no second completion.
     func take(_ id: String) throws -> Upload {
         try lock.withLock {

@@ -88,7 +88,12 @@ extension StorageAPI {
             request: request, endpoint: endpoint, bucket: bucket, query: query, baseURL: "http://" + (request.head.authority ?? "127.0.0.1"))
         guard let rawName = path.name else {
             switch request.method {
-            case .get, .head: return try listXML(exchange)
+            case .get, .head:
+                if query["uploads"] != nil {
+                    let uploads = multipartUploads.inProgress(in: bucket, prefix: query["prefix"] ?? "")
+                    return Reply.xml(CloudStorageXML.listMultipartUploadsResult(bucket: bucket.name, uploads: uploads))
+                }
+                return try listXML(exchange)
             case .post: return try await postPolicyUpload(&exchange)
             default:
                 throw SignedURL.refusal(.methodNotAllowed, code: "MethodNotAllowed", "A bucket's XML path takes GET (a listing) or POST (a form upload).")
@@ -239,7 +244,10 @@ extension StorageAPI {
             }
         }
         if listType2, options.pageToken == nil, let after = query["start-after"], !after.isEmpty { options.startOffset = after + "\u{0}" }
-        let page = try bucket.listStoredNames(prefix: prefix, delimited: delimiter != nil, options: options)
+        // `?versions` lists every generation (rule B5), each `Contents` with its `Generation`.
+        let page = query["versions"] != nil
+            ? try bucket.listGenerations(prefix: prefix, delimited: delimiter != nil, options: options)
+            : try bucket.listStoredNames(prefix: prefix, delimited: delimiter != nil, options: options)
         let stored = StoredListingPage(prefixes: page.prefixes.map { $0 + "/" }, items: page.itemMetadata ?? [], continuation: page.nextPageToken)
         let document = CloudStorageXML.listBucketResult(
             bucket: bucket.name, prefix: prefix, delimiter: delimiter, maxKeys: maxKeys, page: stored, marker: resumeAt, listType2: listType2,

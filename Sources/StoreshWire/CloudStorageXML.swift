@@ -63,6 +63,16 @@ public enum CloudStorageXML {
             + "<Key>\(MarkupText.escaped(key))</Key><UploadId>\(MarkupText.escaped(uploadID))</UploadId></InitiateMultipartUploadResult>"
     }
 
+    /// The answer to `GET /BUCKET?uploads`: the multipart uploads in progress.
+    public static func listMultipartUploadsResult(bucket: String, uploads: [(key: String, uploadID: String)]) -> String {
+        var xml = declaration + "<ListMultipartUploadsResult xmlns=\"\(uploadNamespace)\"><Bucket>\(MarkupText.escaped(bucket))</Bucket>"
+            + "<IsTruncated>false</IsTruncated>"
+        for upload in uploads {
+            xml += "<Upload><Key>\(MarkupText.escaped(upload.key))</Key><UploadId>\(MarkupText.escaped(upload.uploadID))</UploadId></Upload>"
+        }
+        return xml + "</ListMultipartUploadsResult>"
+    }
+
     /// The answer to `POST /BUCKET/OBJECT?uploadId=…` once the object is written.
     public static func completeMultipartUploadResult(location: String, bucket: String, key: String, entityTag: String) -> String {
         declaration + "<CompleteMultipartUploadResult xmlns=\"\(uploadNamespace)\"><Location>\(MarkupText.escaped(location))</Location>"

@@ -178,3 +178,18 @@ def test_soft_delete_keeps_deleted_objects_restorable_for_the_policys_time(serve
     assert status == 0 and report["sound"] and report["softDeletedGenerations"] == 1, err
     bucket.blob("draft.txt").delete()
     bucket.delete()  # soft-deleted objects do not keep a bucket from being deleted, as on the service
+
+
+def test_the_xml_api_lists_every_generation_with_versions(server, client):
+    """Rule B5 on the XML API: `GET /BUCKET?versions` lists each generation with its number."""
+    import xml.etree.ElementTree as ElementTree
+    bucket = versioned_bucket(client, "xml-versions")
+    blob = bucket.blob("a.txt")
+    blob.upload_from_string(b"1")
+    first = blob.generation
+    blob.upload_from_string(b"2")
+    listing = ElementTree.fromstring(requests.get(f"{server.url}/xml-versions", params={"versions": ""}, timeout=30).content)
+    namespace = "{http://doc.s3.amazonaws.com/2006-03-01}"
+    assert [int(g.text) for g in listing.iter(namespace + "Generation")] == [first, blob.generation]
+    plain = ElementTree.fromstring(requests.get(f"{server.url}/xml-versions", timeout=30).content)
+    assert [int(g.text) for g in plain.iter(namespace + "Generation")] == [blob.generation]

@@ -150,6 +150,8 @@ def test_a_multipart_upload_lands_whole_or_not_at_all(signing):  # noqa: F811
     # Completed: the upload is gone; an aborted one takes its parts with it.
     assert error_code(complete([1])) == "NoSuchUpload"
     other = ElementTree.fromstring(requests.post(url + "?uploads", timeout=30).content).findtext(S3 + "UploadId")
+    listed = ElementTree.fromstring(requests.get(f"{server.url}/{BUCKET}", params={"uploads": ""}, timeout=30).content)
+    assert [u.text for u in listed.iter(S3 + "UploadId")] == [other]
     small = requests.put(url, params={"partNumber": 1, "uploadId": other}, data=b"z", timeout=30).headers["ETag"]
     last = requests.put(url, params={"partNumber": 2, "uploadId": other}, data=b"y", timeout=30).headers["ETag"]
     # Every part but the last holds 5 MiB at least, as on the service.
