@@ -233,7 +233,7 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
             md5Hash: response.header("x-amz-server-side-encryption") == "aws:kms" ? "" : Self.md5(fromEntityTag: entityTag ?? ""),
             entityTag: entityTag, versionID: response.header("x-amz-version-id").flatMap { $0 == "null" ? nil : $0 })
         for property in WritableProperty.allCases {
-            if let value = response.header(Self.header(for: property)), !value.isEmpty { metadata[property] = value }
+            if let value = response.header(property.httpHeader), !value.isEmpty { metadata[property] = value }
         }
         var keptHeaders: [(String, String)] = []
         for (headerName, value) in response.headers {
@@ -258,16 +258,6 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
         "x-amz-storage-class", "x-amz-server-side-encryption", "x-amz-server-side-encryption-aws-kms-key-id",
         "x-amz-server-side-encryption-bucket-key-enabled", "expires", "x-amz-website-redirect-location",
     ]
-
-    static func header(for property: WritableProperty) -> String {
-        switch property {
-        case .cacheControl: "Cache-Control"
-        case .contentDisposition: "Content-Disposition"
-        case .contentEncoding: "Content-Encoding"
-        case .contentLanguage: "Content-Language"
-        case .contentType: "Content-Type"
-        }
-    }
 
     /// The base64 MD5 an ETag is, when it is one (a single-part upload's `"<32 hex digits>"`); else empty.
     static func md5(fromEntityTag entityTag: String) -> String {
@@ -319,7 +309,7 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
     private static func propertyHeaders(_ metadata: ObjectMetadata) -> [(String, String)] {
         var headers: [(String, String)] = []
         for property in WritableProperty.allCases {
-            if let value = metadata[property] { headers.append((header(for: property), value)) }
+            if let value = metadata[property] { headers.append((property.httpHeader, value)) }
         }
         for (key, value) in metadata.customMetadata.sortedByKeyBytes { headers.append(("x-amz-meta-" + key, value)) }
         return headers

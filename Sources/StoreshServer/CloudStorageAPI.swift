@@ -561,8 +561,8 @@ extension StorageAPI {
             }
             let spool = Spool(directory: spoolDirectory)
             _ = try await transaction.read(source, into: SpoolSink(spool))
-            var options = WriteOptions(customMetadata: original.customMetadata)
-            for property in WritableProperty.allCases { options.properties[property] = original[property] }
+            // The copy's options, but every field of the object kept: a move renames, it makes no new object.
+            var options = try Self.copiedOptions(original, overrides: ObjectMetadataBody())
             options.cloudStorage = original.cloudStorage
             options.guessesContentType = false
             let existing = try await transaction.metadataIfPresent(of: destination)

@@ -154,11 +154,9 @@ extension StorageAPI {
             throw SignedURL.refusal(.badRequest, code: "InvalidArgument", "The form has no key field naming the object.")
         }
         var options = WriteOptions()
-        let properties: [(String, WritableProperty)] = [
-            ("content-type", .contentType), ("cache-control", .cacheControl), ("content-disposition", .contentDisposition),
-            ("content-encoding", .contentEncoding), ("content-language", .contentLanguage),
-        ]
-        for (field, property) in properties { if let value = form.fields[field] { options.properties[property] = value } }
+        for property in WritableProperty.allCases {
+            if let value = form.fields[property.httpHeader.lowercased()] { options.properties[property] = value }
+        }
         if options.properties[.contentType] == nil, let type = form.fileContentType { options.properties[.contentType] = type }
         for (field, value) in form.fields where field.hasPrefix("x-goog-meta-") { options.customMetadata[String(field.dropFirst("x-goog-meta-".count))] = value }
         try CustomMetadataLimits.validate(options.customMetadata)

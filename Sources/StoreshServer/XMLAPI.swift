@@ -163,11 +163,9 @@ extension StorageAPI {
     func xmlUpload(_ exchange: Exchange, name: ObjectName) throws -> UploadRequest {
         let headers = exchange.request.headers
         var options = WriteOptions()
-        let properties: [(HTTPField.Name, WritableProperty)] = [
-            (.contentType, .contentType), (.cacheControl, .cacheControl), (HTTPField.Name("Content-Disposition")!, .contentDisposition),
-            (.contentEncoding, .contentEncoding), (.contentLanguage, .contentLanguage),
-        ]
-        for (header, property) in properties { if let value = headers[header] { options.properties[property] = value } }
+        for property in WritableProperty.allCases {
+            if let value = headers[HTTPField.Name(property.httpHeader)!] { options.properties[property] = value }
+        }
         for field in headers {
             let header = field.name.canonicalName.lowercased()
             guard header.hasPrefix("x-goog-meta-") else { continue }
