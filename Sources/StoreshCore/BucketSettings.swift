@@ -2,7 +2,7 @@ import Foundation
 
 /// What a bucket is besides its objects and rules: Cloud Storage's bucket resource, as much of it as storesh keeps
 /// (rule B4). Stored with the bucket and answered as it was given; what storesh does with each setting is in the
-/// rule, and a setting it cannot honour (retention, a hierarchical namespace) is refused when given,
+/// rule, and a setting it cannot honour (a hierarchical namespace, autoclass) is refused when given,
 /// never kept and ignored.
 public struct BucketSettings: Sendable, Equatable, Codable {
     /// Counts the changes of the settings, from 1 (preconditions on a bucket name it).
@@ -34,6 +34,16 @@ public struct BucketSettings: Sendable, Equatable, Codable {
     public var softDeleteSeconds: Int64?
     /// When the soft delete policy took effect.
     public var softDeleteEffectiveTime: Timestamp?
+    /// A retention policy (rule M9): no object is deleted or overwritten before it is this many seconds old; nil
+    /// when there is none.
+    public var retentionPeriod: Int64?
+    /// When the retention policy took effect.
+    public var retentionEffectiveTime: Timestamp?
+    /// Whether the policy is locked: it can then be neither removed nor shortened, only lengthened.
+    public var retentionLocked: Bool?
+    /// Whether objects may carry a retention of their own (`objectRetention.mode` Enabled), chosen when the bucket is
+    /// made (`enableObjectRetention`).
+    public var objectRetentionEnabled: Bool?
     /// The bucket's access control lists and IAM policy (rule B7), kept as given and answered; nil for a new bucket's.
     /// storesh serve decides no request by them: every request on its JSON and XML APIs is the administrator's.
     public var acl: JSONValue?
@@ -60,6 +70,9 @@ public struct BucketSettings: Sendable, Equatable, Codable {
 
     /// The settings kept as given, by the name the JSON API gives them.
     public static let keptFields = ["cors", "lifecycle", "website", "logging", "billing"]
+
+    /// The longest retention period the service takes: 3,155,760,000 seconds (100 years).
+    public static let longestRetentionPeriod: Int64 = 3_155_760_000
 
     /// The storage classes Cloud Storage has.
     public static let storageClasses: Set<String> = [

@@ -31,6 +31,12 @@ public struct CloudStorageFields: Sendable, Equatable {
     /// The SHA-256 (base64) of the customer-supplied key the object was written with: every read of its content must
     /// give that key. The key itself is never kept.
     public var customerKeySHA256: String?
+    /// The object's own retention: it is neither deleted nor overwritten before its time; nil when it has none.
+    public var retention: ObjectRetention?
+    /// When the bucket's retention policy lets the object go (its creation plus the policy's period), as the service
+    /// answers it: computed where the object is read, never kept with it (not packed, not compared); nil without a
+    /// policy.
+    public var retentionExpirationTime: Timestamp?
 
     public init() {}
 
@@ -54,6 +60,7 @@ public struct CloudStorageFields: Sendable, Equatable {
         if customerKeySHA256 != nil { flags |= 64 }
         if softDeleteTime != nil || hardDeleteTime != nil { flags |= 128 }
         if acl != nil { flags |= 256 }
+        if retention != nil { flags |= 512 }
         if flags == 0 && contexts.isEmpty { return [] }
         var writer = PackedWriter()
         writer.byte(1)
@@ -68,6 +75,10 @@ public struct CloudStorageFields: Sendable, Equatable {
             writer.signed(hardDeleteTime?.microseconds ?? 0)
         }
         if let acl { writer.string(acl) }
+        if let retention {
+            writer.string(retention.mode.rawValue)
+            writer.signed(retention.retainUntilTime.microseconds)
+        }
         writer.unsigned(UInt64(contexts.count))
         for (key, context) in contexts.sortedByKeyBytes {
             writer.string(key)
@@ -100,6 +111,10 @@ public struct CloudStorageFields: Sendable, Equatable {
                     fields.hardDeleteTime = Timestamp(microseconds: try reader.signed())
                 }
                 if flags & 256 != 0 { fields.acl = try reader.string() }
+                if flags & 512 != 0 {
+                    guard let mode = ObjectRetention.Mode(rawValue: try reader.string()) else { return nil }
+                    fields.retention = ObjectRetention(mode: mode, retainUntilTime: Timestamp(microseconds: try reader.signed()))
+                }
                 let count = try reader.unsigned()
                 // Bounded by the bytes: each context takes at least four.
                 guard count <= UInt64(buffer.count) else { return nil }
@@ -141,6 +156,12 @@ extension CloudStorageFields {
             members.append(("contexts", .object([("custom", .object(custom))])))
         }
         if let acl, let list = try? JSONDecoder().decode(JSONValue.self, from: Data(acl.utf8)) { members.append(("acl", list)) }
+        if let retention {
+            members.append(("retention", .object([
+                ("mode", .string(retention.mode.rawValue)), ("retainUntilTime", .string(retention.retainUntilTime.rfc3339Microseconds)),
+            ])))
+        }
+        if let retentionExpirationTime { members.append(("retentionExpirationTime", .string(retentionExpirationTime.rfc3339))) }
         if let softDeleteTime { members.append(("softDeleteTime", .string(softDeleteTime.rfc3339))) }
         if let hardDeleteTime { members.append(("hardDeleteTime", .string(hardDeleteTime.rfc3339))) }
         if let customerKeySHA256 {
@@ -159,8 +180,15 @@ extension CloudStorageFields {
             return .some(time)
         }
         guard let customTime = time("customTime"), let classTime = time("timeStorageClassUpdated"), let softDeleteTime = time("softDeleteTime"),
-            let hardDeleteTime = time("hardDeleteTime")
+            let hardDeleteTime = time("hardDeleteTime"), let expiration = time("retentionExpirationTime")
         else { return nil }
+        retentionExpirationTime = expiration
+        if let retention = resource["retention"] as? [String: Any] {
+            guard let mode = (retention["mode"] as? String).flatMap(ObjectRetention.Mode.init(rawValue:)),
+                let until = (retention["retainUntilTime"] as? String).flatMap(Timestamp.init(rfc3339:))
+            else { return nil }
+            self.retention = ObjectRetention(mode: mode, retainUntilTime: until)
+        }
         self.softDeleteTime = softDeleteTime
         self.hardDeleteTime = hardDeleteTime
         self.customTime = customTime
@@ -192,6 +220,24 @@ extension CloudStorageFields {
     }
 }
 
+/// An object's own retention (rule M9): until `retainUntilTime` the object is neither deleted nor overwritten. An
+/// Unlocked retention may be shortened or removed by a request that says it overrides it; a Locked one only
+/// lengthened.
+public struct ObjectRetention: Sendable, Equatable {
+    public enum Mode: String, Sendable {
+        case unlocked = "Unlocked"
+        case locked = "Locked"
+    }
+
+    public var mode: Mode
+    public var retainUntilTime: Timestamp
+
+    public init(mode: Mode, retainUntilTime: Timestamp) {
+        self.mode = mode
+        self.retainUntilTime = retainUntilTime
+    }
+}
+
 /// One of an object's contexts: its value, and when the key was made and last changed.
 public struct ObjectContext: Sendable, Equatable {
     public var value: String
@@ -217,11 +263,16 @@ public struct CloudStorageFieldsUpdate: Sendable, Equatable {
     public var clearsContexts = false
     /// A new access control list (JSON text), or `.some(nil)` for the bucket's default object ACL again.
     public var acl: String??
+    /// A new retention, or `.some(nil)` to remove it.
+    public var retention: ObjectRetention??
+    /// Whether the change may shorten or remove an Unlocked retention (`overrideUnlockedRetention`).
+    public var overridesUnlockedRetention = false
 
     public init() {}
 
     public var isEmpty: Bool {
         customTime == nil && temporaryHold == nil && eventBasedHold == nil && contexts.isEmpty && !clearsContexts && acl == nil
+            && retention == nil
     }
 
     /// The fields after the change at `now`; refused when it would move the custom time back.
@@ -235,6 +286,10 @@ public struct CloudStorageFieldsUpdate: Sendable, Equatable {
             next.customTime = customTime
         }
         if let temporaryHold { next.temporaryHold = temporaryHold }
+        if let retention {
+            try Self.checkRetention(from: fields.retention, to: retention, overriding: overridesUnlockedRetention)
+            next.retention = retention
+        }
         if let acl { next.acl = acl }
         if let eventBasedHold { next.eventBasedHold = eventBasedHold }
         if clearsContexts { next.contexts = [:] }
@@ -257,5 +312,26 @@ public struct CloudStorageFieldsUpdate: Sendable, Equatable {
                 "An object has at most \(CloudStorageFields.maximumContexts) contexts of \(CloudStorageFields.maximumContextsBytes) bytes in all; this change would leave \(next.contexts.count) of \(bytes) bytes. Nothing was changed.")
         }
         return next
+    }
+
+    /// Whether a retention may become `new` (rule M9): a Locked one only lengthened and kept Locked; an Unlocked one
+    /// shortened, removed or unlocked only by a request that overrides it.
+    static func checkRetention(from old: ObjectRetention?, to new: ObjectRetention?, overriding: Bool) throws(StorageError) {
+        guard let old, old != new else { return }
+        let lengthens = new.map { $0.retainUntilTime >= old.retainUntilTime } ?? false
+        switch old.mode {
+        case .locked:
+            guard let new, new.mode == .locked, lengthens else {
+                throw StorageError(
+                    .unauthorized,
+                    "The object's retention is Locked until \(old.retainUntilTime.rfc3339): it can only be lengthened, never shortened, unlocked or removed (rule M9). Nothing was changed.")
+            }
+        case .unlocked:
+            if !lengthens && !overriding {
+                throw StorageError(
+                    .unauthorized,
+                    "The object's retention lasts until \(old.retainUntilTime.rfc3339): shortening or removing it needs overrideUnlockedRetention (rule M9). Nothing was changed.")
+            }
+        }
     }
 }

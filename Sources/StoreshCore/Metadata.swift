@@ -217,6 +217,12 @@ public struct ObjectMetadata: Sendable, Equatable {
         var next = self
         for property in WritableProperty.allCases { next[property] = other[property] }
         next.customMetadata = other.customMetadata
+        // A state without the custom time this object has (an undo, a restore) cannot be made: it is never removed.
+        if let time = cloudStorage.customTime, other.cloudStorage.customTime == nil {
+            throw .invalidArgument(
+                "customTime cannot be removed: once set, it only moves forward (it is \(time.rfc3339Microseconds); rule M9). Nothing was changed.")
+        }
+        next.cloudStorage = try CloudStorageFieldsUpdate(from: cloudStorage, to: other.cloudStorage).applied(to: cloudStorage, now: now)
         return try stamped(next, now: now)
     }
 
@@ -271,6 +277,7 @@ public struct MetadataUpdate: Sendable, Equatable {
                 properties[property] = change
             }
         }
+        cloudStorage = CloudStorageFieldsUpdate(from: before.cloudStorage, to: after.cloudStorage)
     }
 
     /// Adds `key=value` as a user writes it: a writable property name, or `custom.NAME`
@@ -279,6 +286,7 @@ public struct MetadataUpdate: Sendable, Equatable {
         switch try MetadataKey(parsing: key) {
         case .property(let property): properties[property] = .set(value)
         case .custom(let name): customMetadata[name] = .set(value)
+        case .cloudStorage(let field): try cloudStorage.set(field, to: value)
         case .allCustomMetadata:
             throw .invalidArgument(
                 "customMetadata is a map: set one key with custom.NAME=VALUE, or unset it as a whole.")
@@ -290,6 +298,7 @@ public struct MetadataUpdate: Sendable, Equatable {
         switch try MetadataKey(parsing: key) {
         case .property(let property): properties[property] = .unset
         case .custom(let name): customMetadata[name] = .unset
+        case .cloudStorage(let field): try cloudStorage.unset(field)
         case .allCustomMetadata:
             clearsCustomMetadata = true
             customMetadata = customMetadata.filter { if case .set = $0.value { true } else { false } }
@@ -297,17 +306,19 @@ public struct MetadataUpdate: Sendable, Equatable {
     }
 }
 
-/// A metadata key as users write it in updates: `contentType`, `custom.NAME`, or `custom` for the whole map.
+/// A metadata key as users write it in updates: `contentType`, `custom.NAME`, `custom` for the whole map, or one
+/// of Cloud Storage's own fields (`customTime`, `temporaryHold`, `eventBasedHold`, `context.KEY`; rule M9).
 public enum MetadataKey: Sendable, Equatable {
     case property(WritableProperty)
     case custom(String)
     case allCustomMetadata
+    case cloudStorage(CloudStorageWritableField)
 
     public static let customPrefixes = ["custom.", "customMetadata."]
 
-    /// Every key a user can name in an update, for help and completion (custom keys excepted).
+    /// Every key a user can name in an update, for help and completion (custom keys and contexts excepted).
     public static var writableNames: [String] {
-        WritableProperty.allCases.map(\.rawValue) + ["custom"]
+        WritableProperty.allCases.map(\.rawValue) + ["custom"] + CloudStorageWritableField.names
     }
 
     public init(parsing key: String) throws(StorageError) {
@@ -327,6 +338,10 @@ public enum MetadataKey: Sendable, Equatable {
             self = .property(property)
             return
         }
+        if let field = CloudStorageWritableField(key: key) {
+            self = .cloudStorage(field)
+            return
+        }
         if let property = MetadataProperty(rawValue: key) {
             let why =
                 property.access == .atUploadOnly
@@ -335,11 +350,11 @@ public enum MetadataKey: Sendable, Equatable {
             throw .invalidArgument("Property '\(key)' cannot be changed: \(why) (rule M7).")
         }
         var message = "Unknown metadata property '\(key)'"
-        let candidates = MetadataProperty.allCases.map(\.rawValue) + ["custom"]
+        let candidates = MetadataProperty.allCases.map(\.rawValue) + ["custom"] + CloudStorageWritableField.names
         if let suggestion = Suggestion.nearest(to: key, among: candidates) {
             message += "; did you mean '\(suggestion)'?"
         } else {
-            message += "; writable properties are \(Self.writableNames.joined(separator: ", ")) and custom.NAME."
+            message += "; writable properties are \(Self.writableNames.joined(separator: ", ")), custom.NAME and context.KEY."
         }
         throw .invalidArgument(message + " (rule M7)")
     }
@@ -395,7 +410,8 @@ public struct PropertyDifference: Sendable, Hashable {
 }
 
 extension ObjectMetadata {
-    /// The writable properties that differ from `self` to `other`, in M1 order, then custom keys in byte order.
+    /// The writable properties that differ from `self` to `other`, in M1 order, then custom keys in byte order, then
+    /// Cloud Storage's own writable fields by key bytes.
     public func differences(to other: ObjectMetadata) -> [PropertyDifference] {
         var differences: [PropertyDifference] = []
         for property in WritableProperty.allCases where !NameBytes.sameBytes(self[property], other[property]) {
@@ -405,6 +421,16 @@ extension ObjectMetadata {
             .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
         for key in keys where !NameBytes.sameBytes(customMetadata[key], other.customMetadata[key]) {
             differences.append(PropertyDifference(key: "custom." + key, old: customMetadata[key], new: other.customMetadata[key]))
+        }
+        // Cloud Storage's own writable fields (rule M9), after: an object written through Firebase has none, and
+        // what a plan or a diff said of it before they were kept is said the same way.
+        var fields: [CloudStorageWritableField] = []
+        for field in cloudStorage.writableFields + other.cloudStorage.writableFields where !fields.contains(field) {
+            fields.append(field)
+        }
+        for field in fields.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
+            let (old, new) = (cloudStorage.text(of: field), other.cloudStorage.text(of: field))
+            if !NameBytes.sameBytes(old, new) { differences.append(PropertyDifference(key: field.key, old: old, new: new)) }
         }
         return differences
     }

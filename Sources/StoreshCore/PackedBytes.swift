@@ -84,12 +84,16 @@ public struct PackedReader {
     }
 
     public mutating func string() throws(Malformed) -> String {
-        try text(length: try length(try unsigned()))
+        let written = try unsigned()
+        return try text(length: try length(written))
     }
 
     /// What `PackedWriter.string` wrote, as the bytes it holds (no text made of them).
     public mutating func stringBytes() throws(Malformed) -> UnsafeRawBufferPointer {
-        let count = try length(try unsigned())
+        // The length is read before it is checked against what is left (`length(try unsigned())` would check it
+        // against the bytes left before the length itself was read).
+        let written = try unsigned()
+        let count = try length(written)
         defer { offset += count }
         return UnsafeRawBufferPointer(rebasing: buffer[offset..<offset + count])
     }
@@ -114,7 +118,7 @@ public struct PackedReader {
 
 extension ObjectMetadata {
     /// The metadata in packed form (a plan's spill keeps millions): every property, custom metadata in key byte
-    /// order.
+    /// order, then what Cloud Storage keeps besides.
     public var packed: [UInt8] {
         var writer = PackedWriter(capacity: 128 + fullPath.utf8.count)
         writer.byte(1)  // the form's version
@@ -134,6 +138,15 @@ extension ObjectMetadata {
         }
         writer.optionalString(entityTag)
         writer.optionalString(versionID)
+        // A tail that plans written before it do not have: the CRC32C, a noncurrent generation's time of deletion,
+        // and Cloud Storage's own fields (rule M9), so that a planned hold or custom time is applied as planned.
+        let fields = cloudStorage.packed
+        if crc32c != nil || timeDeleted != nil || !fields.isEmpty {
+            writer.optionalString(crc32c)
+            writer.byte(timeDeleted == nil ? 0 : 1)
+            if let timeDeleted { writer.signed(timeDeleted.microseconds) }
+            fields.withUnsafeBytes { writer.string(bytes: $0) }
+        }
         return writer.bytes
     }
 
@@ -155,6 +168,17 @@ extension ObjectMetadata {
         }
         entityTag = try reader.optionalString()
         versionID = try reader.optionalString()
+        guard !reader.isAtEnd else { return }
+        crc32c = try reader.optionalString()
+        switch try reader.byte() {
+        case 0: break
+        case 1: timeDeleted = Timestamp(microseconds: try reader.signed())
+        default: throw PackedReader.Malformed()
+        }
+        guard let fields = CloudStorageFields(packed: UnsafeRawBufferPointer(try reader.stringBytes())), reader.isAtEnd else {
+            throw PackedReader.Malformed()
+        }
+        cloudStorage = fields
     }
 }
 

@@ -52,6 +52,11 @@ public struct ApplyOutcome: Sendable {
     /// Whether a failure was a refusal or a change overtaken by another writer, which resuming does not mend.
     public var hasLastingFailures: Bool
 
+    /// How many changes landed otherwise than planned (`PlanApplier.landedOtherwise`), and the first of them with
+    /// what differs (result against plan): applied, and said apart.
+    public var landedOtherwiseCount = 0
+    public var landedOtherwise: [(object: String, differences: [PropertyDifference])] = []
+
     public static let shownFailures = 100
     /// Failures that resuming may get past.
     public static let passingCodes: Set<StorageErrorCode> = [.unavailable, .cancelled, .internalError, .unknown]
@@ -77,6 +82,8 @@ public final class PlanApplier: @unchecked Sendable {
     private var done = 0
     private var failed = 0
     private var total = 0
+    private var landedOtherwiseCount = 0
+    private var landedOtherwise: [(object: String, differences: [PropertyDifference])] = []
 
     public init(
         bucket: any Bucket, plan: PlanStore, parallel: Int, batchSize: Int = ApplySettings.defaultBatchSize, keepGoing: Bool,
@@ -207,7 +214,8 @@ public final class PlanApplier: @unchecked Sendable {
             applied: counts.applied, failed: counts.failed, notSent: max(0, total - counts.applied - counts.failed),
             failures: failures,
             hasPassingFailures: (try? plan.hasFailures { ApplyOutcome.passingCodes.contains($0) }) ?? true,
-            hasLastingFailures: (try? plan.hasFailures { !ApplyOutcome.passingCodes.contains($0) }) ?? false)
+            hasLastingFailures: (try? plan.hasFailures { !ApplyOutcome.passingCodes.contains($0) }) ?? false,
+            landedOtherwiseCount: lock.withLock { landedOtherwiseCount }, landedOtherwise: lock.withLock { landedOtherwise })
         try? journal?.ended(outcome)
         return outcome
     }
@@ -293,7 +301,30 @@ public final class PlanApplier: @unchecked Sendable {
         try journal?.applied(pending.index, result: result, planned: pending.change.after, found: found)
         try plan.record(.applied(result: result, found: found), ofChange: pending.index)
         if pending.touches > 1 { try plan.setLanded(ofChange: pending.index, result) }
-        lock.withLock { done += 1 }
+        // A metadata change names exactly what it makes; a write's object is the service's to describe (its type,
+        // its own defaults), so only a metadata change is held to its plan.
+        let otherwise = pending.change.writesContent
+            ? [] : result.flatMap { result in pending.change.after.map { Self.landedOtherwise(result, planned: $0) } } ?? []
+        lock.withLock {
+            done += 1
+            if !otherwise.isEmpty {
+                landedOtherwiseCount += 1
+                if landedOtherwise.count < ApplyOutcome.shownFailures { landedOtherwise.append((pending.change.object, otherwise)) }
+            }
+        }
+    }
+
+    /// What the bucket kept otherwise than the plan said (a service that drops a field it does not know, or changes
+    /// one on its own): each writable property, custom key and Cloud
+    /// Storage field that differs, the service's download tokens (rule G7) aside, and a custom time that is the
+    /// planned one to the millisecond (as the service's resources write times).
+    static func landedOtherwise(_ result: ObjectMetadata, planned: ObjectMetadata) -> [PropertyDifference] {
+        result.withoutDownloadTokens.differences(to: planned.withoutDownloadTokens).filter { difference in
+            guard difference.key == CloudStorageWritableField.customTime.key, let kept = result.cloudStorage.customTime,
+                let wanted = planned.cloudStorage.customTime
+            else { return true }
+            return kept.microseconds / 1000 != wanted.microseconds / 1000
+        }
     }
 
     /// One change, guarded by the state it goes from (rule G5).
@@ -549,10 +580,19 @@ public enum JournalRecord {
             case (nil, let now?):
                 try undo.append(PlannedChange(object: object, before: now, after: nil))
             case (let old?, let now?) where old.generation == now.generation:
-                var restored = now
-                for property in WritableProperty.allCases { restored[property] = old[property] }
-                restored.customMetadata = old.customMetadata
-                try undo.append(PlannedChange(object: object, before: now, after: restored))
+                // Every writable field as it was, Cloud Storage's own among them (rule M9); a custom time set by the
+                // run cannot be removed, nor moved back.
+                let restored: ObjectMetadata
+                do throws(StorageError) {
+                    restored = try now.replacingWritableMetadata(with: old, now: now.updated).metadata
+                } catch {
+                    impossible.add(object, error.message)
+                    return
+                }
+                var planned = restored
+                planned.metageneration = now.metageneration
+                planned.updated = now.updated
+                try undo.append(PlannedChange(object: object, before: now, after: planned))
             case (_?, _):
                 impossible.add(object, "its old content was replaced or deleted, and the journal keeps only metadata")
             }

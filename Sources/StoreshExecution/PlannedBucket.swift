@@ -335,6 +335,7 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
         }
         let existing = try await metadataIfPresent(of: object)
         try require(precondition, object, existing)
+        try existing?.refuseIfProtected(.overwritten, now: clock.now())
         let now = clock.nextChangeTime()
         // The generation the bucket would give is its own; this one is larger than any the object had.
         let metadata = ObjectMetadata.newObject(
@@ -357,6 +358,7 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
         }
         let existing = try await metadataIfPresent(of: object)
         try require(precondition, object, existing)
+        try existing?.refuseIfProtected(.overwritten, now: clock.now())
         let now = clock.nextChangeTime()
         var metadata = ObjectMetadata.newObject(
             bucket: name, name: object, content: Data(), generation: max(now.microseconds, (existing?.generation ?? 0) + 1), now: now,
@@ -371,6 +373,8 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
     public func delete(_ object: ObjectName, precondition: Precondition) async throws {
         let existing = try await metadata(of: object, entry: try store.entry(object.rawValue), seen: precondition.seenState(of: object))
         try require(precondition, object, existing)
+        // Refused in the plan as the bucket would refuse it, before anything is sent.
+        try existing.refuseIfProtected(.deleted, now: clock.now())
         try record(PlannedChange(object: object.rawValue, before: existing, after: nil, step: step), content: .real)
     }
 

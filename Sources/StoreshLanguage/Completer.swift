@@ -106,16 +106,20 @@ public struct Completer {
 
     /// Writable keys (as `KEY=` in meta set), `custom`, and the custom keys of the current object.
     func keys(assignments: Bool) -> [CompletionCandidate] {
-        var names = WritableProperty.allCases.map(\.rawValue)
+        var names = WritableProperty.allCases.map(\.rawValue) + CloudStorageWritableField.names
         if let object = try? current.objectName(), let metadata = try? source.currentMetadata(of: object) {
             names += metadata.customMetadata.sortedByKeyBytes.map { "custom." + $0.key }
+            names += metadata.cloudStorage.contexts.sortedByKeyBytes.map { CloudStorageWritableField.contextPrefix + $0.key }
         }
         if assignments {
-            return (names + ["custom."]).map {
+            return (names + ["custom.", CloudStorageWritableField.contextPrefix]).map {
                 CompletionCandidate(word: $0.hasSuffix(".") ? $0 : $0 + "=", display: $0, continues: true)
             }
         }
-        return (names + ["custom"]).map { CompletionCandidate(word: $0, display: $0, continues: false) }
+        // A custom time is never removed (rule M9): `meta unset` does not offer it.
+        return (names.filter { $0 != CloudStorageWritableField.customTime.key } + ["custom"]).map {
+            CompletionCandidate(word: $0, display: $0, continues: false)
+        }
     }
 
     /// Folders and objects whose names continue the typed path, from one page read at the typed name.

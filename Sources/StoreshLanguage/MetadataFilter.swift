@@ -2,7 +2,8 @@ import Foundation
 import StoreshCore
 
 /// `--where KEY=GLOB`, `KEY!=GLOB`, `KEY exists`, `KEY missing`: which of a command's targets it acts on, by their
-/// metadata. KEY is a property (`contentType`, `size`, …) or `custom.NAME`; GLOB is a shell pattern on the value
+/// metadata. KEY is a property (`contentType`, `size`, …), `custom.NAME`, or one of Cloud Storage's own fields
+/// (`customTime`, `temporaryHold`, `eventBasedHold`, `context.KEY`, `storageClass`; rule M9); GLOB is a shell pattern on the value
 /// (`image/*`), matched by the C library's fnmatch. Several filters must all hold.
 public struct MetadataFilter: Sendable, Equatable {
     public enum Test: Sendable, Equatable {
@@ -40,6 +41,7 @@ public struct MetadataFilter: Sendable, Equatable {
             test = parts[1] == "exists" ? .exists : .missing
         }
         let known = MetadataProperty(rawValue: key) != nil || (key.hasPrefix("custom.") && key.count > "custom.".count)
+            || CloudStorageWritableField(key: key) != nil || key == "storageClass"
         guard known else {
             var message = "--where: '\(key)' is not a metadata property; use one of \(MetadataProperty.allCases.map(\.rawValue).filter { $0 != "customMetadata" }.joined(separator: ", ")) or custom.NAME"
             if let near = Suggestion.nearest(to: key, among: MetadataProperty.allCases.map(\.rawValue)) { message = "--where: '\(key)' is not a metadata property; did you mean \(near)?" }
@@ -52,6 +54,8 @@ public struct MetadataFilter: Sendable, Equatable {
     static func value(of key: String, in metadata: ObjectMetadata) -> String? {
         if key.hasPrefix("custom.") { return metadata.customMetadata[String(key.dropFirst("custom.".count))] }
         if let writable = WritableProperty(rawValue: key) { return metadata[writable] }
+        if let field = CloudStorageWritableField(key: key) { return metadata.cloudStorage.text(of: field) }
+        if key == "storageClass" { return metadata.cloudStorage.storageClass ?? CloudStorageFields.defaultStorageClass }
         switch MetadataProperty(rawValue: key) {
         case .bucket: return metadata.bucket
         case .fullPath: return metadata.fullPath

@@ -283,6 +283,10 @@ public struct HumanRenderer: ResultRenderer {
         if fields.temporaryHold { rows.append(["temporaryHold", "true (it can be neither deleted nor overwritten)"]) }
         if fields.eventBasedHold { rows.append(["eventBasedHold", "true (it can be neither deleted nor overwritten)"]) }
         for (key, context) in fields.contexts.sortedByKeyBytes { rows.append(["context." + key, context.value]) }
+        if let retention = fields.retention {
+            rows.append(["retention", "\(retention.mode.rawValue) until \(retention.retainUntilTime.rfc3339) (not deleted or overwritten before)"])
+        }
+        if let expiration = fields.retentionExpirationTime { rows.append(["retentionExpirationTime", expiration.rfc3339 + " (the bucket's retention policy)"]) }
         if let count = fields.componentCount { rows.append(["componentCount", String(count)]) }
         if let key = fields.customerKeySHA256 { rows.append(["customerEncryption", "AES256, key SHA-256 \(key)"]) }
         if let deleted = metadata.timeDeleted { rows.append(["timeDeleted", deleted.rfc3339]) }

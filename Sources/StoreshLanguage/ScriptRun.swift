@@ -251,6 +251,12 @@ extension Session {
         switch outcome.end {
         case .complete:
             held?.release()
+            if outcome.landedOtherwiseCount > 0 {
+                // Every change was sent and answered, but the bucket did not keep some as asked: not a success.
+                output.notice(
+                    "applied \(MessageText.counted(total, "change")) to \(bucketLocation)\(where_); \(MessageText.grouped(outcome.landedOtherwiseCount)) of them landed otherwise than planned (above)")
+                return .failed
+            }
             // At the prompt a line's single change needs no notice: its result said it.
             if !options.atPrompt || total > 1 {
                 output.notice("applied \(MessageText.counted(total, "change")) to \(bucketLocation)\(where_)")
@@ -343,7 +349,17 @@ extension Session {
         if outcome.failed > outcome.failures.count {
             output.notice("… and \(MessageText.grouped(outcome.failed - outcome.failures.count)) more failures\(journal.map { " (the journal \($0.location) lists each)" } ?? "")")
         }
+        // Applied, but not as planned: the bucket's answer says so, and the results printed from the plan would not.
+        for (object, differences) in outcome.landedOtherwise {
+            let said = differences.map { "\($0.key) is \(Self.quoted($0.old)) (planned \(Self.quoted($0.new)))" }
+            output.notice("\(MessageText.name(object)) landed otherwise than planned: \(said.joined(separator: ", "))")
+        }
+        if outcome.landedOtherwiseCount > outcome.landedOtherwise.count {
+            output.notice("… and \(MessageText.counted(outcome.landedOtherwiseCount - outcome.landedOtherwise.count, "more change")) landed otherwise than planned\(journal.map { " (the journal \($0.location) has each result)" } ?? "")")
+        }
     }
+
+    private static func quoted(_ value: String?) -> String { value.map { "\"\(MessageText.oneLine($0))\"" } ?? "not set" }
 
     /// `apply` on a bucket with transactions: the whole plan in one transaction, through the session's rules.
     private func applyInOneTransaction(

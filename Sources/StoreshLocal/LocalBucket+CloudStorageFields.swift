@@ -7,13 +7,37 @@ import StoreshCore
 extension LocalBucket {
     static let defaultStorageClassKey = "default_storage_class"
     static let defaultEventBasedHoldKey = "default_event_based_hold"
+    static let retentionSecondsKey = "retention_seconds"
 
-    /// An object under a hold is neither deleted nor overwritten, as on the service (403 on its APIs).
-    static func refuseIfHeld(_ object: ObjectMetadata?, _ what: String) throws(StorageError) {
-        guard let object, object.cloudStorage.isHeld else { return }
-        let hold = object.cloudStorage.temporaryHold ? "a temporary hold" : "an event-based hold"
-        throw StorageError(
-            .unauthorized, "Object \(MessageText.name(object.fullPath)) is under \(hold) and cannot be \(what) until the hold is removed.")
+    /// Refuses to delete or overwrite an object that a hold, its own retention or the bucket's retention policy keeps
+    /// (rule M9), as the service does (403 on its APIs).
+    func refuseIfProtected(_ metadata: ObjectMetadata?, _ change: HeldChange) throws {
+        guard var metadata else { return }
+        metadata.cloudStorage.retentionExpirationTime = try retentionExpiration(of: metadata)
+        try metadata.refuseIfProtected(change, now: options.clock.now())
+    }
+
+    /// `objects` with the time the bucket's retention policy lets each go, as the service answers it
+    /// (`retentionExpirationTime`); as they are without a policy. One read of the policy for all.
+    public func withRetentionExpiration(_ objects: [ObjectMetadata]) throws(StorageError) -> [ObjectMetadata] {
+        try read {
+            guard let first = objects.first, try retentionExpiration(of: first) != nil else { return objects }
+            return try objects.map { object in
+                var object = object
+                object.cloudStorage.retentionExpirationTime = try retentionExpiration(of: object)
+                return object
+            }
+        }
+    }
+
+    /// When the bucket's retention policy lets `object` go: its creation plus the policy's period; nil without a policy.
+    func retentionExpiration(of object: ObjectMetadata) throws -> Timestamp? {
+        guard let seconds = Int64(try BucketSchema.readInfo(Self.retentionSecondsKey, connection: connection) ?? ""), seconds > 0 else {
+            return nil
+        }
+        let (period, overflowed) = seconds.multipliedReportingOverflow(by: 1_000_000)
+        let (end, past) = object.timeCreated.microseconds.addingReportingOverflow(period)
+        return Timestamp(microseconds: overflowed || past ? .max : end)
     }
 
     /// A new object's fields: those given, contexts made now; its storage class the bucket's default when none is given, set now; an
@@ -42,6 +66,7 @@ extension LocalBucket {
         try storeVersioning(settings.versioning == true)
         try BucketSchema.writeInfo(Self.defaultStorageClassKey, settings.storageClass, connection: connection)
         try BucketSchema.writeInfo(Self.defaultEventBasedHoldKey, settings.defaultEventBasedHold == true ? "on" : "off", connection: connection)
+        try BucketSchema.writeInfo(Self.retentionSecondsKey, String(settings.retentionPeriod ?? 0), connection: connection)
         guard storesNoncurrent else {
             if (settings.softDeleteSeconds ?? 0) > 0 { throw StorageError.invalidArgument("\(path) is open for reading only: its soft delete policy cannot be set.") }
             return

@@ -348,7 +348,7 @@ extension LocalBucket: ObjectVersions {
             guard precondition.isSatisfied(by: row.metadata) else {
                 throw StorageError.preconditionFailed(object.rawValue, precondition, actual: row.metadata)
             }
-            try Self.refuseIfHeld(row.metadata, "deleted")
+            try refuseIfProtected(row.metadata, .deleted)
             // Deleted by number: no noncurrent generation is left, but a soft delete policy keeps it (rule B6).
             let now = options.clock.nextChangeTime()
             switch row {
@@ -376,7 +376,7 @@ extension LocalBucket: ObjectVersions {
             guard precondition.isSatisfied(by: existing?.metadata) else {
                 throw StorageError.preconditionFailed(object.rawValue, precondition, actual: existing?.metadata)
             }
-            try Self.refuseIfHeld(existing?.metadata, "overwritten")
+            try refuseIfProtected(existing?.metadata, .overwritten)
             let now = options.clock.nextChangeTime()
             var restored = soft.metadata
             restored.generation = try nextGeneration(now: now)

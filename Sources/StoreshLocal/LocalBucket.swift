@@ -724,7 +724,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
             guard precondition.isSatisfied(by: existing?.metadata) else {
                 throw StorageError.preconditionFailed(object.rawValue, precondition, actual: existing?.metadata)
             }
-            try Self.refuseIfHeld(existing?.metadata, "overwritten")
+            try refuseIfProtected(existing?.metadata, .overwritten)
             metadata.cloudStorage = try newObjectFields(writeOptions.cloudStorage, now: now)
             try store(metadata, content: content, replacing: existing, noncurrentSince: now)
             return metadata
@@ -767,7 +767,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
             guard precondition.isSatisfied(by: existing?.metadata) else {
                 throw StorageError.preconditionFailed(object.rawValue, precondition, actual: existing?.metadata)
             }
-            try Self.refuseIfHeld(existing?.metadata, "overwritten")
+            try refuseIfProtected(existing?.metadata, .overwritten)
             metadata.cloudStorage = try newObjectFields(writeOptions.cloudStorage, now: now)
             let (contentID, crc) = try storeContent(from: source)
             metadata.crc32c = crc.base64
@@ -852,7 +852,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
             guard precondition.isSatisfied(by: row.metadata) else {
                 throw StorageError.preconditionFailed(object.rawValue, precondition, actual: row.metadata)
             }
-            try Self.refuseIfHeld(row.metadata, "deleted")
+            try refuseIfProtected(row.metadata, .deleted)
             try removeLive(row.version, noncurrentSince: options.clock.nextChangeTime())
         }
     }

@@ -73,8 +73,13 @@ final class FirebaseStorageBucket: Bucket, SignedInUser, Sendable {
     var pageTokens: any PageTokenFormat { ServicePageTokens() }
     var guardsChanges: Bool { false }
     var scheme: String { "gs" }
-    /// What the v0 API accepts is the JSON API's: nothing to refuse beforehand.
-    func validateStorable(_ metadata: ObjectMetadata) throws {}
+    /// What the v0 API accepts is the JSON API's Firebase slice: Cloud Storage's own fields (rule M9) are not in it.
+    func validateStorable(_ metadata: ObjectMetadata) throws {
+        if let field = metadata.cloudStorage.writableFields.first {
+            throw StorageError.invalidArgument(
+                "\(metadata.fullPath): \(field.key) is Cloud Storage's own field (rule M9), which the Firebase Storage API does not carry; change it through gs:// with Cloud Storage credentials. Nothing was changed.")
+        }
+    }
     var transactions: (any TransactionalBucket)? { nil }
     var snapshotStore: (any SnapshotStore)? { nil }
     var immediateReads: (any ImmediateReads)? { nil }
@@ -207,6 +212,7 @@ final class FirebaseStorageBucket: Bucket, SignedInUser, Sendable {
     /// change was computed from, which narrows the window for a concurrent change but cannot close it.
     func applyMetadata(of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata) async throws -> ObjectMetadata {
         let name = object.rawValue
+        if !CloudStorageFieldsUpdate(from: before.cloudStorage, to: after.cloudStorage).isEmpty { try validateStorable(after) }
         let current = try await metadata(ofName: name)
         guard current.generation == before.generation, current.metageneration == before.metageneration else {
             throw StorageError.preconditionFailed(name, Precondition(generation: before.generation, metageneration: before.metageneration), actual: current)

@@ -267,6 +267,10 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
     }
 
     public func validateStorable(_ metadata: ObjectMetadata) throws {
+        if let field = metadata.cloudStorage.writableFields.first {
+            throw StorageError.invalidArgument(
+                "\(metadata.fullPath): \(field.key) is Cloud Storage's (rule M9); an S3 object has no such field, so nothing was changed.")
+        }
         guard metadata.contentType != nil else {
             throw StorageError.invalidArgument(
                 "\(metadata.fullPath): an S3 object always has a content type (S3 gives binary/octet-stream when none is sent); set another instead of unsetting it.")

@@ -77,6 +77,9 @@ extension StorageAPI {
         case .storageLayout:
             guard method == .get else { throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.get], what: "a bucket's storage layout") }
             return Reply.json(BucketResource.storageLayout(try exchange.bucket.settings(), name: exchange.bucket.name))
+        case .lockRetentionPolicy:
+            guard method == .post else { throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.post], what: "a retention policy's lock") }
+            return try await lockRetentionPolicy(exchange)
         case .objects:
             guard method == .get else {
                 throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.get], what: "the object list (uploads go to /upload/storage/v1/b/BUCKET/o)")
@@ -122,9 +125,7 @@ extension StorageAPI {
     /// `buckets.insert`: a bucket file of its own, with the settings asked for, made now as the service makes it;
     /// a setting storesh cannot honour makes no bucket.
     private func createBucket(_ exchange: inout Exchange) async throws -> Answer {
-        if try exchange.query.flag("enableObjectRetention") {
-            throw HTTPFailure.badRequest("The bucket setting enableObjectRetention is not supported: storesh serve keeps no retention periods. Nothing was made.")
-        }
+        let objectRetention = try exchange.query.flag("enableObjectRetention")
         let fields = try BucketResource.body(try await body(&exchange, limit: limits.maximumJSONBytes, what: "bucket resource"))
         guard case .string(let name)? = fields.first(where: { $0.0 == "name" })?.1 else {
             throw HTTPFailure.required("Required: the bucket resource's name ({\"name\": \"BUCKET\"}).")
@@ -137,11 +138,39 @@ extension StorageAPI {
         let created = try await made.change(counted: false) { transaction -> BucketSettings in
             guard let store = transaction.settingsStore else { throw StorageError.internalError("The bucket keeps no settings.") }
             var settings = BucketSettings(madeAt: clock.nextChangeTime(), madeByServer: true)
-            try BucketResource.apply(fields, to: &settings, replacing: nil, creating: true)
+            try BucketResource.apply(fields, to: &settings, replacing: nil, creating: true, now: settings.timeCreated)
+            if objectRetention { settings.objectRetentionEnabled = true }
             try store.storeSettings(settings)
             return settings
         }
         return Reply.json(BucketResource.document(created, name: made.name, baseURL: exchange.baseURL))
+    }
+
+    /// `buckets.lockRetentionPolicy`: the policy can then only be lengthened (rule M9). The request must name the
+    /// bucket's metageneration (`ifMetagenerationMatch`), as on the service; a bucket without a policy has none to lock.
+    private func lockRetentionPolicy(_ exchange: Exchange) async throws -> Answer {
+        let conditions = try Conditions(exchange.query)
+        guard conditions.metagenerationMatch != nil else {
+            throw HTTPFailure.badRequest("Required parameter: ifMetagenerationMatch (the bucket's metageneration, whose policy is locked).")
+        }
+        let bucket = exchange.bucket
+        let clock = bucket.clock
+        let unstored = try bucket.settingsWhenNoneStored()
+        let locked = try await bucket.change(counted: false) { transaction -> BucketSettings in
+            guard let store = transaction.settingsStore else { throw StorageError.internalError("The bucket keeps no settings.") }
+            var settings = try store.storedSettings() ?? unstored
+            try Self.checkBucketConditions(conditions, settings, name: bucket.name)
+            guard settings.retentionPeriod != nil else {
+                throw HTTPFailure.badRequest("gs://\(bucket.name) has no retention policy to lock.")
+            }
+            guard settings.retentionLocked != true else { return settings }
+            settings.retentionLocked = true
+            settings.metageneration += 1
+            settings.updated = clock.nextChangeTime()
+            try store.storeSettings(settings)
+            return settings
+        }
+        return Reply.json(BucketResource.document(locked, name: bucket.name, baseURL: exchange.baseURL))
     }
 
     /// `buckets.patch` and `buckets.update` (`replacing`): the settings changed as one change, the metageneration
@@ -281,7 +310,8 @@ extension StorageAPI {
             : try exchange.bucket.reader().listStoredNames(
                 prefix: prefix, delimited: delimited, options: options, matchGlob: matchGlob, includeTrailingDelimiter: includeTrailingDelimiter)
         let stored = StoredListingPage(
-            prefixes: page.prefixes.map { $0 + "/" }, items: page.itemMetadata ?? [], continuation: page.nextPageToken)
+            prefixes: page.prefixes.map { $0 + "/" }, items: try exchange.bucket.reader().withRetentionExpiration(page.itemMetadata ?? []),
+            continuation: page.nextPageToken)
         return Reply.json(CloudStorageJSON.listDocument(stored, baseURL: exchange.baseURL))
     }
 
@@ -349,7 +379,9 @@ extension StorageAPI {
         let conditions = try Conditions(exchange.query)
         let generation = try exchange.query.generation()
         let body = try await jsonBody(&exchange, what: "object resource")
+        try body.refuseRetention(unless: try exchange.bucket.settings())
         var requested = body.update
+        requested.cloudStorage.overridesUnlockedRetention = try exchange.query.flag("overrideUnlockedRetention")
         // An ACL is one the bucket's settings allow (rule B7), kept in its checked form.
         if case .some(.some(let text)) = requested.cloudStorage.acl {
             let given = (try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))) ?? .null
@@ -528,6 +560,8 @@ extension StorageAPI {
     /// request gives it.
     func objectResource(_ object: ObjectMetadata, _ exchange: Exchange) -> JSONValue {
         let key = (try? CustomerKey(exchange.request.headers)).flatMap { $0 }
+        // With the time the bucket's retention policy lets it go (rule M9), as the service answers it.
+        let object = (try? exchange.bucket.reader().withRetentionExpiration([object]).first) ?? object
         return ObjectResource.cloudStorage(object, baseURL: exchange.baseURL, customerKey: key?.sha256)
     }
 
@@ -740,6 +774,7 @@ extension StorageAPI {
         if let given = exchange.query["name"], let named = metadata.name, given != named {
             throw HTTPFailure.badRequest("The name parameter '\(given)' and the metadata's name '\(named)' differ.")
         }
+        try metadata.refuseRetention(unless: try exchange.bucket.settings())
         var options = metadata.writeOptions
         options.cloudStorage.customerKeySHA256 = try CustomerKey(exchange.request.headers)?.sha256
         return UploadRequest(

@@ -25,11 +25,11 @@ struct ObjectMetadataBody {
     static let readOnlyNames: Set<String> = [
         "kind", "id", "selfLink", "mediaLink", "bucket", "generation", "metageneration", "size", "etag", "timeCreated",
         "updated", "timeStorageClassUpdated", "timeDeleted", "owner", "componentCount", "fullPath", "downloadTokens",
-        "contentEncryption", "hardDeleteTime", "softDeleteTime", "timeFinalized",
+        "contentEncryption", "hardDeleteTime", "softDeleteTime", "timeFinalized", "retentionExpirationTime",
     ]
     /// Properties of the service that storesh does not keep: refused, since accepting them would lose them.
     static let unsupportedNames: Set<String> = [
-        "retention", "retentionExpirationTime", "kmsKeyName", "customerEncryption", "restoreToken",
+        "kmsKeyName", "customerEncryption", "restoreToken",
     ]
 
     init() {}
@@ -113,6 +113,8 @@ struct ObjectMetadataBody {
                     }
                     update.cloudStorage.acl = .some(String(decoding: data, as: UTF8.self))
                 }
+            case "retention":
+                update.cloudStorage.retention = .some(try Self.retention(value, what: what))
             case "contexts":
                 try readContexts(value, what: what)
                 guard update.cloudStorage.contexts.count <= CloudStorageFields.maximumContexts else {
@@ -164,6 +166,31 @@ struct ObjectMetadataBody {
                 default: throw HTTPFailure.badRequest("Invalid value for 'contexts.custom.\(name).value': it must be a string.")
                 }
             }
+        }
+    }
+
+    /// `retention: {"mode": "Unlocked" | "Locked", "retainUntilTime": RFC3339}`, or null (or a mode of null) for none.
+    private static func retention(_ value: Any, what: String) throws -> ObjectRetention? {
+        if value is NSNull { return nil }
+        guard let members = value as? [String: Any] else { throw HTTPFailure.badRequest("Invalid value for 'retention' in the \(what): it must be an object.") }
+        // `retentionExpirationTime` is the service's (the bucket's policy), sent back by clients that resend a resource.
+        for key in members.keys where !["mode", "retainUntilTime", "retentionExpirationTime"].contains(key) {
+            throw HTTPFailure.badRequest("Invalid JSON payload received. Unknown name \"\(key)\" in retention: Cannot find field.")
+        }
+        if members["mode"] == nil || members["mode"] is NSNull { return nil }
+        guard let mode = (members["mode"] as? String).flatMap(ObjectRetention.Mode.init(rawValue:)) else {
+            throw HTTPFailure.badRequest("Invalid value for 'retention.mode' in the \(what): it is Unlocked or Locked.")
+        }
+        guard let text = members["retainUntilTime"] as? String, let until = Timestamp(rfc3339: text) else {
+            throw HTTPFailure.badRequest("Invalid value for 'retention.retainUntilTime' in the \(what): it must be an RFC 3339 time.")
+        }
+        return ObjectRetention(mode: mode, retainUntilTime: until)
+    }
+
+    /// Refuses a retention given for an object in a bucket made without object retention, as the service does.
+    func refuseRetention(unless settings: BucketSettings) throws {
+        if case .some(.some) = update.cloudStorage.retention, settings.objectRetentionEnabled != true {
+            throw HTTPFailure.badRequest("Object retention is not enabled on this bucket: a bucket made with enableObjectRetention=true takes one (rule M9).")
         }
     }
 
@@ -246,6 +273,7 @@ struct ObjectMetadataBody {
         fields.eventBasedHold = given.eventBasedHold ?? false
         fields.storageClass = storageClass
         if case .some(let acl) = given.acl { fields.acl = acl }
+        if case .some(let retention) = given.retention { fields.retention = retention }
         for case let (key, value?) in given.contexts {
             fields.contexts[key] = ObjectContext(value: value, createTime: Timestamp(microseconds: 0), updateTime: Timestamp(microseconds: 0))
         }

@@ -180,6 +180,7 @@ extension ServedExchange {
             let call = method == .patch ? "patch" : method == .put ? "update" : method == .delete ? "delete" : "get"
             return "buckets.\(call) (Cloud Storage JSON API)"
         case .storageLayout: return "buckets.getStorageLayout (Cloud Storage JSON API)"
+        case .lockRetentionPolicy: return "buckets.lockRetentionPolicy (Cloud Storage JSON API)"
         case .managedFolders: return "managedFolders.list (Cloud Storage JSON API)"
         case .batch: return "batch (Cloud Storage JSON API: several requests in one)"
         case .setRules: return "loading security rules (the emulator's /internal/setRules, as @firebase/rules-unit-testing does)"

@@ -103,6 +103,8 @@ enum Endpoint: Equatable, Sendable {
     case bucket(String)
     /// `GET /storage/v1/b/BUCKET/storageLayout`.
     case storageLayout(String)
+    /// `POST /storage/v1/b/BUCKET/lockRetentionPolicy`.
+    case lockRetentionPolicy(String)
     /// `GET /storage/v1/b/BUCKET/managedFolders`: none (storesh keeps no managed folders; gcloud's `rm -r` asks).
     case managedFolders(String)
     case objects(bucket: String)
@@ -193,6 +195,7 @@ enum Endpoint: Equatable, Sendable {
         var rest = path[bucketEnd...]
         if rest.isEmpty || rest == "/" { return firebase ? .firebaseBucket(bucket) : .bucket(bucket) }
         if !firebase, rest == "/storageLayout" { return .storageLayout(bucket) }
+        if !firebase, rest == "/lockRetentionPolicy" { return .lockRetentionPolicy(bucket) }
         if !firebase, rest == "/managedFolders" || rest == "/managedFolders/" { return .managedFolders(bucket) }
         if !firebase, rest == "/acl" || rest == "/defaultObjectAcl" { return .bucketACL(bucket: bucket, defaults: rest == "/defaultObjectAcl") }
         if !firebase, rest == "/iam" { return .bucketIAM(bucket) }
@@ -233,7 +236,7 @@ enum Endpoint: Equatable, Sendable {
     /// The bucket a request is about, when it names one.
     var bucket: String? {
         switch self {
-        case .bucket(let bucket), .storageLayout(let bucket), .managedFolders(let bucket), .objects(let bucket), .object(let bucket, _), .copy(let bucket, _, _, _, _),
+        case .bucket(let bucket), .storageLayout(let bucket), .lockRetentionPolicy(let bucket), .managedFolders(let bucket), .objects(let bucket), .object(let bucket, _), .copy(let bucket, _, _, _, _),
             .compose(let bucket, _), .move(let bucket, _, _), .restore(let bucket, _), .bucketACL(let bucket, _), .bucketIAM(let bucket),
             .objectACL(let bucket, _), .upload(let bucket), .download(let bucket, _), .firebaseBucket(let bucket),
             .firebaseObjects(let bucket), .firebaseObject(let bucket, _):

@@ -35,6 +35,13 @@ public enum BucketResource {
                 [("retentionDurationSeconds", .string(String(settings.softDeleteSeconds ?? 0)))]
                     + (settings.softDeleteEffectiveTime.map { [("effectiveTime", .string($0.rfc3339))] } ?? []))),
         ]
+        if let period = settings.retentionPeriod {
+            members.append(("retentionPolicy", .object(
+                [("retentionPeriod", .string(String(period)))]
+                    + (settings.retentionEffectiveTime.map { [("effectiveTime", .string($0.rfc3339))] } ?? [])
+                    + [("isLocked", .bool(settings.retentionLocked == true))])))
+        }
+        if settings.objectRetentionEnabled == true { members.append(("objectRetention", .object([("mode", .string("Enabled"))]))) }
         if let versioning = settings.versioning { members.append(("versioning", .object([("enabled", .bool(versioning))]))) }
         if let hold = settings.defaultEventBasedHold { members.append(("defaultEventBasedHold", .bool(hold))) }
         if !settings.labels.isEmpty {
@@ -219,10 +226,17 @@ public enum BucketResource {
                     }
                 default: throw invalid("versioning", "an object such as {\"enabled\": true}")
                 }
-            case "retentionPolicy", "objectRetention":
-                if value != .null, !(field == "objectRetention" && value == .object([("mode", .string("Disabled"))])) {
-                    throw unsupported(field, "storesh serve keeps no retention periods")
+            case "retentionPolicy":
+                try applyRetentionPolicy(value, to: &settings, now: now ?? settings.updated)
+            case "objectRetention":
+                // Chosen when the bucket is made (`enableObjectRetention`), and answered; sent back, it is read-only.
+                guard case .object(let members) = value, case .string(let mode)? = members.first(where: { $0.0 == "mode" })?.1,
+                    ["Enabled", "Disabled"].contains(mode)
+                else {
+                    if value == .null { continue }
+                    throw invalid(field, "an object with mode Enabled or Disabled")
                 }
+                if creating { settings.objectRetentionEnabled = mode == "Enabled" ? true : nil }
             case "softDeletePolicy":
                 try applySoftDelete(value, to: &settings, now: now ?? settings.updated)
             case "hierarchicalNamespace":
@@ -290,6 +304,47 @@ public enum BucketResource {
             kept.append(.object([("entity", .string(entity)), ("role", .string(role))]))
         }
         return .array(kept)
+    }
+
+    /// A retention policy a client sets (rule M9): a period of 1 second to 100 years, or null (none). A locked
+    /// policy can only be lengthened: removing or shortening it is refused (403), as on the service.
+    private static func applyRetentionPolicy(_ value: JSONValue, to settings: inout BucketSettings, now: Timestamp) throws(StorageError) {
+        let locked = settings.retentionLocked == true
+        guard case .object(let policy) = value else {
+            guard value == .null else { throw invalid("retentionPolicy", "an object with retentionPeriod, or null") }
+            if locked, settings.retentionPeriod != nil {
+                throw StorageError(.unauthorized, "The bucket's retention policy is locked: it cannot be removed.")
+            }
+            (settings.retentionPeriod, settings.retentionEffectiveTime, settings.retentionLocked) = (nil, nil, nil)
+            return
+        }
+        for (key, setting) in policy {
+            switch key {
+            case "retentionPeriod":
+                let seconds: Int64?
+                switch setting {
+                case .string(let text): seconds = Int64(text)
+                case .integer(let number): seconds = number
+                case .null:
+                    if locked { throw StorageError(.unauthorized, "The bucket's retention policy is locked: it cannot be removed.") }
+                    (settings.retentionPeriod, settings.retentionEffectiveTime, settings.retentionLocked) = (nil, nil, nil)
+                    continue
+                default: seconds = nil
+                }
+                guard let seconds, seconds > 0, seconds <= BucketSettings.longestRetentionPeriod else {
+                    throw invalid("retentionPolicy.retentionPeriod", "a number of seconds from 1 to \(BucketSettings.longestRetentionPeriod) (100 years)")
+                }
+                if locked, let current = settings.retentionPeriod, seconds < current {
+                    throw StorageError(
+                        .unauthorized, "The bucket's retention policy is locked at \(current) seconds: it can be lengthened, not shortened to \(seconds).")
+                }
+                if seconds != settings.retentionPeriod { settings.retentionEffectiveTime = now }
+                settings.retentionPeriod = seconds
+            case "effectiveTime", "isLocked": continue  // the service's to set (a lock is its own request)
+            default:
+                throw .invalidArgument("Invalid JSON payload received. Unknown name \"\(key)\" in retentionPolicy: Cannot find field.")
+            }
+        }
     }
 
     /// The service's range: 0 (none), or 7 to 90 days.

@@ -75,18 +75,27 @@ public enum CloudStorageJSON {
     /// A PATCH body that makes an object's writable metadata go from `before` to `after`: each changed property
     /// set, or null to delete it; each changed custom key likewise (rules M4–M5). Keys that did not change,
     /// download tokens among them (rule G7), are not sent, so they are kept.
+    ///
+    /// Of Cloud Storage's own fields (rule M9) a changed custom time is sent as its time, a hold as true or false, a
+    /// context as `contexts.custom.KEY` with its value or null.
     public static func patchBody(from before: ObjectMetadata, to after: ObjectMetadata) -> Data {
         var members: [(String, JSONValue)] = []
         var custom: [(String, JSONValue)] = []
+        var contexts: [(String, JSONValue)] = []
         for difference in before.differences(to: after) {
             let value: JSONValue = difference.new.map { .string($0) } ?? .null
             if difference.key.hasPrefix("custom.") {
                 custom.append((String(difference.key.dropFirst("custom.".count)), value))
-            } else {
-                members.append((difference.key, value))
+                continue
+            }
+            switch CloudStorageWritableField(key: difference.key) {
+            case .temporaryHold?, .eventBasedHold?: members.append((difference.key, .bool(difference.new != nil)))
+            case .context(let key)?: contexts.append((key, difference.new.map { .object([("value", .string($0))]) } ?? .null))
+            case .customTime?, nil: members.append((difference.key, value))
             }
         }
         if !custom.isEmpty { members.append(("metadata", .object(custom))) }
+        if !contexts.isEmpty { members.append(("contexts", .object([("custom", .object(contexts))]))) }
         return Data(JSONValue.object(members).serialized.utf8)
     }
 

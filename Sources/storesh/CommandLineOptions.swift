@@ -127,6 +127,23 @@ struct ProcessArguments {
     /// Whether the run asked for JSON: its errors, even a usage error argument-parser found, are then JSON too.
     var asksForJSON: Bool { options.contains("--json") }
 
+    /// How many times `option` is given (`-c TEXT` or `-cTEXT`), its values not counted, before `--`.
+    func occurrences(ofOption option: String) -> Int {
+        let flag = Array(option.utf8)
+        var count = 0
+        var index = 0
+        while index < bytes.count, bytes[index] != Array("--".utf8) {
+            if bytes[index] == flag {
+                count += 1
+                index += 1
+            } else if bytes[index].starts(with: flag) {
+                count += 1
+            }
+            index += 1
+        }
+        return count
+    }
+
     /// The bytes of the argument after `option` (`-c TEXT`) or joined to it (`-cTEXT`), as the system gave them;
     /// nil when the option is not there.
     func rawValue(ofOption option: String) -> [UInt8]? {

@@ -134,6 +134,11 @@ struct RootInvocation: Equatable {
 
     func run() async throws -> Session.Status {
         if let command {
+            // argument-parser keeps the last of a repeated option: a script given twice would run one and drop one.
+            let given = ProcessArguments.current.occurrences(ofOption: "-c")
+            if given > 1 {
+                throw CommandLineError("-c is given \(given) times; give one script, its commands on separate lines or separated by ; (-c 'pwd; ls'). Nothing was run.")
+            }
             // Swift's arguments replace invalid UTF-8 with U+FFFD: the bytes as given are decoded instead, so that
             // a bad byte is a positioned error, as it is in a script file.
             let bytes = ProcessArguments.current.rawValue(ofOption: "-c") ?? Array(command.utf8)

@@ -69,6 +69,87 @@ struct CloudStorageFieldsTests {
         #expect(ObjectMetadata(jsonDocument: document) == object)
     }
 
+    @Test("rule M9: an update names customTime, the holds and context.KEY; each is checked, and a custom time cannot be removed")
+    func namedInUpdates() throws {
+        var update = MetadataUpdate()
+        try update.set("customTime", to: "2026-01-31T12:00:00Z")
+        try update.set("temporaryHold", to: "true")
+        try update.set("context.team", to: "blue")
+        try update.unset("eventBasedHold")
+        #expect(update.cloudStorage.customTime == Timestamp(rfc3339: "2026-01-31T12:00:00Z"))
+        #expect(update.cloudStorage.temporaryHold == true && update.cloudStorage.eventBasedHold == false)
+        #expect(update.cloudStorage.contexts["team"] == .some("blue"))
+        for (key, value) in [("customTime", "yesterday"), ("temporaryHold", "yes"), ("context.", "x"), ("context.a\u{1}", "x"),
+                             ("context.k", String(repeating: "v", count: 257))] {
+            var refused = MetadataUpdate()
+            #expect(throws: StorageError.self, "\(key)=\(value)") { try refused.set(key, to: value) }
+        }
+        var removal = MetadataUpdate()
+        let error = #expect(throws: StorageError.self) { try removal.unset("customTime") }
+        #expect(error?.message.contains("only moves forward") == true)
+        #expect(throws: StorageError.self) { try removal.set("customTim", to: "2026-01-31T12:00:00Z") }
+    }
+
+    @Test("rule M9: the fields are differences like any property: said by a plan, and made into the update that makes them")
+    func differences() throws {
+        let before = ObjectMetadata(
+            bucket: "b", fullPath: "x", generation: 5, metageneration: 2, size: 3, timeCreated: t0, updated: t1, md5Hash: "bWQ1")
+        var update = MetadataUpdate()
+        try update.set("customTime", to: "2026-11-28T12:00:00Z")
+        try update.set("eventBasedHold", to: "true")
+        try update.set("context.k", to: "v")
+        try update.set("contentType", to: "text/plain")
+        let (after, changed) = try before.applying(update, now: t1)
+        #expect(changed && after.metageneration == 3)
+        #expect(before.differences(to: after).map(\.key) == ["contentType", "context.k", "customTime", "eventBasedHold"])
+        #expect(before.differences(to: after).last?.new == "true")
+        // The update made from the two states makes the same state, and applying the state itself does too.
+        #expect(try before.applying(MetadataUpdate(from: before, to: after), now: t1).metadata == after)
+        #expect(try before.replacingWritableMetadata(with: after, now: t1).metadata == after)
+        // Released and removed: a hold that is off and a context that is gone are "not set".
+        var release = MetadataUpdate()
+        try release.unset("eventBasedHold")
+        try release.unset("context.k")
+        let released = try after.applying(release, now: t1).metadata
+        #expect(after.differences(to: released).map { [$0.key, $0.old, $0.new] } == [["context.k", "v", nil], ["eventBasedHold", "true", nil]])
+        // Going back in time is refused, as the service refuses it: an undo of a custom time cannot be made.
+        var earlier = before
+        earlier.cloudStorage.customTime = t0
+        #expect(throws: StorageError.self) { try after.replacingWritableMetadata(with: earlier, now: self.t1) }
+    }
+
+    @Test("rule M9: a retention keeps an object until its time; Locked only lengthens; Unlocked shortens only when overridden")
+    func retention() throws {
+        var object = ObjectMetadata(
+            bucket: "b", fullPath: "r", generation: 5, metageneration: 1, size: 1, timeCreated: t0, updated: t0, md5Hash: "bWQ1")
+        #expect(object.protection(against: .deleted, now: t0) == nil)
+        object.cloudStorage.retention = ObjectRetention(mode: .unlocked, retainUntilTime: t1)
+        #expect(CloudStorageFields(packed: object.cloudStorage.packed) == object.cloudStorage)
+        #expect(object.protection(against: .deleted, now: t0)?.code == .unauthorized)
+        #expect(object.protection(against: .overwritten, now: t1) == nil)
+        // Shortened or removed: only with the override; lengthened or locked: always.
+        var shorten = CloudStorageFieldsUpdate()
+        shorten.retention = .some(nil)
+        #expect(throws: StorageError.self) { try shorten.applied(to: object.cloudStorage, now: self.t0) }
+        shorten.overridesUnlockedRetention = true
+        #expect(try shorten.applied(to: object.cloudStorage, now: t0).retention == nil)
+        var lock = CloudStorageFieldsUpdate()
+        lock.retention = .some(ObjectRetention(mode: .locked, retainUntilTime: t1))
+        let locked = try lock.applied(to: object.cloudStorage, now: t0)
+        for change in [ObjectRetention(mode: .unlocked, retainUntilTime: t1), ObjectRetention(mode: .locked, retainUntilTime: t0), nil] {
+            var undo = CloudStorageFieldsUpdate()
+            undo.retention = .some(change)
+            undo.overridesUnlockedRetention = true
+            #expect(throws: StorageError.self) { try undo.applied(to: locked, now: self.t0) }
+        }
+        // The bucket's policy, as a read answers it: kept until then, and named in the refusal.
+        var young = ObjectMetadata(
+            bucket: "b", fullPath: "p", generation: 5, metageneration: 1, size: 1, timeCreated: t0, updated: t0, md5Hash: "bWQ1")
+        young.cloudStorage.retentionExpirationTime = t1
+        #expect(young.protection(against: .deleted, now: t0)?.message.contains("retention policy until 2026-11-28T11:00:00") == true)
+        #expect(young.cloudStorage.packed.isEmpty)
+    }
+
     private func parsed(_ document: JSONValue) throws -> [String: Any] {
         try JSONSerialization.jsonObject(with: Data(document.serialized.utf8)) as! [String: Any]
     }

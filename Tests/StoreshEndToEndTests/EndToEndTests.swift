@@ -88,6 +88,15 @@ struct EndToEndTests {
         #expect(!FileManager.default.fileExists(atPath: sandbox.file("data/storesh/default.bucket")))
     }
 
+    @Test("-c given twice is a usage error that runs neither script (argument-parser would keep one and drop one)")
+    func repeatedCommand() throws {
+        let result = try sandbox.storesh.run(["--bucket", sandbox.file("c.bucket"), "-c", "put --data x a.txt", "-c", "rm a.txt"])
+        #expect(result.status == 2, "\(result.stderr)")
+        #expect(result.stderr.contains("-c is given 2 times; give one script"), "\(result.stderr)")
+        #expect(result.stdout.isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: sandbox.file("c.bucket")))
+    }
+
     @Test("a bucket in a directory that does not exist is an error, and nothing is made")
     func mistypedDirectory() throws {
         let result = try sandbox.storesh.run(["export", "--bucket", sandbox.file("nodir/x.bucket")])

@@ -270,5 +270,33 @@ struct PlanExecutionTests {
         let packed = metadata.packed
         #expect(try packed.withUnsafeBytes { try ObjectMetadata(packed: $0) } == metadata)
         #expect(throws: PackedReader.Malformed.self) { try packed.dropLast().withUnsafeBytes { try ObjectMetadata(packed: $0) } }
+        // What Cloud Storage keeps besides (rule M9) is in the plan too: a planned hold is applied as planned. A plan
+        // written before the tail existed is read as it was.
+        var held = metadata
+        held.cloudStorage.temporaryHold = true
+        held.cloudStorage.customTime = Timestamp(microseconds: 1_795_602_528_206_312)
+        held.cloudStorage.contexts = ["k": ObjectContext(value: "v", createTime: held.updated, updateTime: held.updated)]
+        held.crc32c = "AAAAAA=="
+        held.timeDeleted = held.updated
+        let heldPacked = held.packed
+        #expect(try heldPacked.withUnsafeBytes { try ObjectMetadata(packed: $0) } == held)
+        #expect(Array(heldPacked.prefix(packed.count)) == packed)
+        for cut in [1, 3] {
+            #expect(throws: PackedReader.Malformed.self) { try heldPacked.dropLast(cut).withUnsafeBytes { try ObjectMetadata(packed: $0) } }
+        }
+        // A length one byte past the end is malformed, not a trap: it is checked against what is left after it.
+        let short: [UInt8] = [2, 0x61]
+        #expect(throws: PackedReader.Malformed.self) {
+            try short.withUnsafeBytes { buffer in
+                var reader = PackedReader(buffer)
+                _ = try reader.string()
+            }
+        }
+        #expect(throws: PackedReader.Malformed.self) {
+            try short.withUnsafeBytes { buffer in
+                var reader = PackedReader(buffer)
+                _ = try reader.stringBytes()
+            }
+        }
     }
 }

@@ -82,6 +82,17 @@ struct WireRoundTripTests {
         #expect(applied.differences(to: after).isEmpty)
         // Download tokens are not sent, so they are kept (rule G7).
         #expect(body.update.customMetadata[ObjectMetadata.downloadTokensKey] == nil)
+        // Cloud Storage's own fields (rule M9): set, then released and removed, each read as the change it is.
+        var held = Self.object
+        held.cloudStorage.customTime = Self.object.updated
+        held.cloudStorage.temporaryHold = true
+        held.cloudStorage.contexts = ["k": ObjectContext(value: "v", createTime: Self.object.updated, updateTime: Self.object.updated)]
+        let holding = try ObjectMetadataBody(json: CloudStorageJSON.patchBody(from: Self.object, to: held), what: "a test")
+        let applied2 = try Self.object.applying(holding.update, now: Self.object.updated).metadata
+        #expect(applied2.differences(to: held).isEmpty && applied2.cloudStorage.temporaryHold)
+        let releasing = try ObjectMetadataBody(json: CloudStorageJSON.patchBody(from: held, to: Self.object.with(customTime: held)), what: "a test")
+        let released = try applied2.applying(releasing.update, now: Self.object.updated).metadata
+        #expect(!released.cloudStorage.temporaryHold && released.cloudStorage.contexts.isEmpty && released.cloudStorage.customTime == held.cloudStorage.customTime)
     }
 
     @Test("an upload's resource is read by the server as the metadata it asked for")
@@ -96,5 +107,14 @@ struct WireRoundTripTests {
         #expect(body.writeOptions.properties == options.properties)
         #expect(body.writeOptions.customMetadata == options.customMetadata)
         #expect(body.writeOptions.expectedMD5 == options.expectedMD5)
+    }
+}
+
+extension ObjectMetadata {
+    /// `self` with `other`'s custom time (which no change removes).
+    fileprivate func with(customTime other: ObjectMetadata) -> ObjectMetadata {
+        var copy = self
+        copy.cloudStorage.customTime = other.cloudStorage.customTime
+        return copy
     }
 }

@@ -244,3 +244,69 @@ def test_P7_names_cloud_storage_refuses_are_refused(backend):
         if backend.s3:
             continue  # S3 takes these names; the rule is Cloud Storage's.
         assert status == 1 and "rule P7" in err, err
+
+
+def test_M9_custom_time_holds_and_contexts_are_set_planned_undone_and_holds_refuse_deletes(backend):
+    """Cloud Storage's own fields by name in meta set and meta unset: a custom time that only moves forward, the two
+    holds (each held object named by a dry run of rm before anything is sent), contexts; undone from the journal on a
+    real bucket. S3 has none of them: refused before any request, nothing changed."""
+    backend.seed(["h/a.txt", "h/b.txt"])
+    script = "meta set customTime=2026-02-01T00:00:00Z temporaryHold=true context.team=ops -- h/a.txt"
+    if backend.s3:
+        status, _, err = backend.run("-c", script)
+        assert status == 1 and "customTime is Cloud Storage's (rule M9); an S3 object has no such field" in err, err
+        assert "customTime" not in metadata(backend, "h/a.txt")
+        return
+    if "cloud-storage-fields" in backend.cannot:
+        # A server that answers the change without keeping the fields: storesh says so, and the run is not a success.
+        status, _, err = backend.run("-c", script)
+        assert status == 1 and "h/a.txt landed otherwise than planned: context.team is not set (planned \"ops\")" in err, err
+        assert "temporaryHold is not set (planned \"true\")" in err and "1 of them landed otherwise than planned" in err
+        return
+    journal = str(backend.home / "holds.journal")
+    backend.ok(*(["--journal", journal] if backend.remote else []), "-c", script)
+    held = metadata(backend, "h/a.txt")
+    assert held["customTime"].startswith("2026-02-01T00:00:00") and held["temporaryHold"] is True
+    assert held["contexts"]["custom"]["team"]["value"] == "ops"
+    backend.ok("-c", "meta set eventBasedHold=true -- h/b.txt")
+    status, out, err = backend.run("--dry-run", "-c", "rm h/*")
+    assert status == 1 and "Object h/a.txt is under a temporary hold and cannot be deleted" in err, err
+    assert "Object h/b.txt is under an event-based hold" in err and "2 of the 2 objects named are kept by a hold or a retention" in err
+    status, _, err = backend.run("-c", "meta set customTime=2025-01-01T00:00:00Z -- h/a.txt")
+    assert status == 1 and "customTime can only move forward" in err
+    status, _, err = backend.run("-c", "meta unset customTime -- h/a.txt")
+    assert status == 2 and "customTime cannot be removed" in err
+    if backend.remote:
+        # The journal cannot put the object back: its custom time cannot be removed. Undo says so and changes nothing.
+        status, _, err = backend.run("undo", journal)
+        assert status == 1 and "customTime cannot be removed" in err, err
+        assert metadata(backend, "h/a.txt") == held
+    backend.ok("-c", "meta unset temporaryHold context.team -- h/a.txt; meta unset eventBasedHold -- h/b.txt")
+    released = metadata(backend, "h/a.txt")
+    assert "temporaryHold" not in released and "contexts" not in released and released["customTime"] == held["customTime"]
+    backend.ok("-c", "rm h/*")
+    assert listing(backend, "h/")["items"] == []
+
+
+@pytest.mark.parametrize("backend", ["storesh-serve"], indirect=True)
+def test_M9_a_retention_policy_refuses_deletes_and_a_dry_run_names_each_object_it_keeps(backend):
+    """A bucket's retention policy (set here through serve's JSON API; the shell has no bucket settings command): every
+    object younger than the period is named by a dry run of rm before anything is sent, and a delete is refused."""
+    import requests
+    from conftest import BUCKET
+    backend.seed(["r/a.txt", "r/b.txt"])
+    url = f"{backend.env['STORAGE_EMULATOR_HOST']}/storage/v1/b/{BUCKET}"
+    answer = requests.patch(url, json={"retentionPolicy": {"retentionPeriod": "3600"}}, timeout=30)
+    assert answer.status_code == 200 and answer.json()["retentionPolicy"]["retentionPeriod"] == "3600", answer.text
+    try:
+        kept = metadata(backend, "r/a.txt")
+        assert kept["retentionExpirationTime"] > kept["timeCreated"]
+        status, _, err = backend.run("--dry-run", "-c", "rm r/*")
+        assert status == 1 and "2 of the 2 objects named are kept by a hold or a retention" in err, err
+        assert f"Object r/a.txt is kept by its bucket's retention policy until {kept['retentionExpirationTime']}" in err
+        assert "Object r/b.txt is kept by its bucket's retention policy until" in err
+        status, _, err = backend.run("-c", "rm r/a.txt")
+        assert status == 1 and "retention policy" in err and "unauthorized" in err
+        assert listing(backend, "r/")["items"] == ["r/a.txt", "r/b.txt"]
+    finally:
+        requests.patch(url, json={"retentionPolicy": None}, timeout=30).raise_for_status()

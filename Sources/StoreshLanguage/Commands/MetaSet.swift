@@ -12,7 +12,10 @@ public struct MetaSetCommand: MetadataUpdateCommand, Equatable {
         summary: "update writable properties of each target (default: the current one)",
         details: [
             "KEY is contentType, cacheControl, contentDisposition, contentEncoding, contentLanguage,",
-            "or custom.NAME for a key of customMetadata. Words with = before -- are assignments;",
+            "or custom.NAME for a key of customMetadata. Cloud Storage's own fields (rule M9):",
+            "customTime=RFC3339 (it only moves forward), temporaryHold=true|false,",
+            "eventBasedHold=true|false (a held object is neither deleted nor overwritten), and",
+            "context.KEY=VALUE. Words with = before -- are assignments;",
             "the rest are targets. A target may be a pattern: * within a segment, ** across segments,",
             "? one character, […] a set. A pattern that matches nothing is an error. Quoted, these",
             "characters are literal: 'a*b' names the object a*b.",

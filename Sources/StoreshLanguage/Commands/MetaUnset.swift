@@ -11,7 +11,10 @@ public struct MetaUnsetCommand: MetadataUpdateCommand, Equatable {
     public static let declaration = CommandDeclaration(
         "meta unset", group: .metadata, usage: "meta unset KEY… [--where F]… [--] [TARGET…]",
         summary: "delete properties of each target; `custom` clears customMetadata",
-        details: ["Keys come first; the first word that is not a key, or --, starts the targets. --where as in meta set."],
+        details: [
+            "Keys come first; the first word that is not a key, or --, starts the targets. --where as in meta set.",
+            "temporaryHold and eventBasedHold release a hold; context.KEY removes a context. customTime cannot be removed.",
+        ],
         example: "meta unset custom.stale contentLanguage -- docs/*",
         options: ["--where"],
         changesBucket: true, patterns: .targets, completion: .keysThenObjects,
@@ -48,16 +51,16 @@ public struct MetaUnsetCommand: MetadataUpdateCommand, Equatable {
     }
 
     /// A word is a key when it names a property (writable or not, so that read-only ones get their error),
-    /// `custom`, or `custom.NAME`; the first word is also taken as a key when it is a near miss of one, so that a
+    /// `custom`, `custom.NAME`, or one of Cloud Storage's own fields (rule M9); the first word is also taken as a key when it is a near miss of one, so that a
     /// typo is reported rather than taken for a target. (Tab completion offers keys by the same test.)
     public static func looksLikeKey(_ word: Word, isFirst: Bool) -> Bool {
         let text = word.text
         if MetadataProperty(rawValue: text) != nil || text == "custom"
-            || MetadataKey.customPrefixes.contains(where: { text.hasPrefix($0) })
+            || MetadataKey.customPrefixes.contains(where: { text.hasPrefix($0) }) || CloudStorageWritableField(key: text) != nil
         {
             return true
         }
-        let keyNames = MetadataProperty.allCases.map(\.rawValue) + ["custom"]
+        let keyNames = MetadataProperty.allCases.map(\.rawValue) + ["custom"] + CloudStorageWritableField.names
         return isFirst && !text.contains("/") && Suggestion.nearest(to: text, among: keyNames) != nil
     }
 }

@@ -32,13 +32,28 @@ public struct RmCommand: LanguageCommand, Equatable {
 
     public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
         let results = BulkResults(.deletions, output: session.output, options: session.options, progress: session.progress)
-        try await session.forEachTarget(targets, raw: raw, filters: filters, at: here) { object in
+        var held = 0
+        let matched = try await session.forEachTarget(targets, raw: raw, filters: filters, at: here) { object in
+            // A hold or a retention refuses the delete (rule M9): each such object found is named, and the walk goes
+            // on, so that one run (a dry run above all) names them all before the command fails.
+            if let refusal = object.metadata?.protection(against: .deleted, now: session.clock.now()) {
+                held += 1
+                session.output.error(Diagnostic.running(refusal, at: object.word?.location ?? here))
+                return
+            }
             // An object a pattern found is deleted only as it was found (rule G5).
             let precondition = object.metadata.map { Precondition.sameContent(as: $0) } ?? .none
             try await session.onTarget(object.word, name: object.name, at: here) {
                 try await session.target.delete(object.name, precondition: precondition)
             }
             results.deleted(object.name.rawValue)
+        }
+        if held > 0 {
+            throw Diagnostic.running(
+                StorageError(
+                    .unauthorized,
+                    "\(held) of the \(matched) objects named \(held == 1 ? "is" : "are") kept by a hold or a retention (named above), which refuses the delete; release a hold with meta unset temporaryHold eventBasedHold -- NAME."),
+                at: here)
         }
         if !session.options.dryRun { session.reportedChanges += results.deletedCount }
         results.finish(single: true)
