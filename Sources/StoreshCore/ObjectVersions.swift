@@ -22,10 +22,19 @@ public protocol ObjectVersions: AnyObject, Sendable {
     /// by number leaves no noncurrent generation behind (as on the service).
     func delete(_ object: ObjectName, generation: Int64, precondition: Precondition) async throws
 
+    /// The metadata of a soft-deleted generation (rule B6), with its `softDeleteTime` and `hardDeleteTime`.
+    func softDeletedMetadata(of object: ObjectName, generation: Int64) async throws -> ObjectMetadata
+
     /// Brings a soft-deleted generation back as the live object, a new generation (rule B6), if the live object (or
     /// its absence) satisfies `precondition`.
     func restore(_ object: ObjectName, generation: Int64, precondition: Precondition) async throws -> ObjectMetadata
 
     /// Whether the bucket keeps any noncurrent generation (a bucket that does is not empty).
     func hasNoncurrentGenerations() async throws -> Bool
+
+    /// One page of every generation under `prefix`, live and noncurrent, by name and then generation (oldest first),
+    /// as the JSON API lists them with `versions=true`; with `softDeleted`, the soft-deleted generations instead (rule
+    /// B6). With `delimited`, names past the next `/` collapse into prefixes (without their `/`). The page always
+    /// carries each generation's metadata (`itemMetadata`).
+    func listGenerations(prefix: String, delimited: Bool, options: ListOptions, softDeleted: Bool) async throws -> ListPage
 }

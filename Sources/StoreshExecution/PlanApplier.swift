@@ -333,6 +333,12 @@ public final class PlanApplier: @unchecked Sendable {
             return try await bucket.apply(try Self.batchedChange(change, from: current))
         }
         let name = try ObjectName(change.object)
+        if let generation = change.restoresGeneration {
+            guard let versions = bucket.objectVersions else {
+                throw StorageError.invalidArgument("\(bucket.url) restores no soft-deleted generation; \(change.object) was not restored.")
+            }
+            return try await versions.restore(name, generation: generation, precondition: Self.writePrecondition(current: current))
+        }
         var options = WriteOptions(customMetadata: after.customMetadata, expectedMD5: after.md5Hash)
         for property in WritableProperty.allCases { if let value = after[property] { options.properties[property] = value } }
         let precondition = Self.writePrecondition(current: current)
@@ -403,6 +409,7 @@ public enum JournalRecord {
         if let content = change.content { members.append(("content", .string(content.base64EncodedString()))) }
         // A large file is named, not copied: a resumed run reads it again (and checks it is unchanged).
         if let origin = change.contentOrigin { members.append(("contentFrom", .string(origin))) }
+        if let generation = change.restoresGeneration { members.append(("restoresGeneration", .integer(generation))) }
         return JSONValue.object(members).serialized
     }
 
@@ -546,6 +553,7 @@ public enum JournalRecord {
                     object: object, before: before, after: after, content: content, source: reopened,
                     step: (line["step"] as? NSNumber)?.intValue ?? 0)
                 change.contentOrigin = origin
+                change.restoresGeneration = (line["restoresGeneration"] as? NSNumber)?.int64Value
                 try plan.plan(change, content: .real)
             } else if let index = (line["applied"] as? NSNumber)?.intValue {
                 guard index >= 0 && index < plan.count else {
@@ -593,6 +601,16 @@ public enum JournalRecord {
                 planned.metageneration = now.metageneration
                 planned.updated = now.updated
                 try undo.append(PlannedChange(object: object, before: now, after: planned))
+            case (let old?, let now) where old.hasGenerations:
+                // Deleted or replaced on a bucket that names generations: the old generation is brought back, where
+                // the bucket keeps it soft-deleted (rule B6), as the live object again; a bucket that does not keep
+                // it refuses the restore, and the run says so for that object.
+                var restored = old
+                restored.generation = max(old.generation, (now?.generation ?? 0)) + 1
+                restored.metageneration = 1
+                var planned = PlannedChange(object: object, before: now, after: restored)
+                planned.restoresGeneration = old.generation
+                try undo.append(planned)
             case (_?, _):
                 impossible.add(object, "its old content was replaced or deleted, and the journal keeps only metadata")
             }

@@ -50,7 +50,7 @@ public final class PlanStore: @unchecked Sendable {
                 PRAGMA cache_size = -\(Self.cacheKiB); PRAGMA synchronous = OFF; PRAGMA temp_store = FILE;
                 CREATE TABLE changes (
                     id INTEGER PRIMARY KEY, step INTEGER NOT NULL, object TEXT NOT NULL, before BLOB, after BLOB,
-                    content BLOB, origin TEXT);
+                    content BLOB, origin TEXT, restores INTEGER);
                 CREATE TABLE overlay (
                     name TEXT PRIMARY KEY, state BLOB, content INTEGER NOT NULL, content_change INTEGER,
                     existed INTEGER NOT NULL, touches INTEGER NOT NULL, landed BLOB, has_landed INTEGER NOT NULL DEFAULT 0)
@@ -129,7 +129,7 @@ public final class PlanStore: @unchecked Sendable {
     /// Inserts a change (under the lock).
     private func insert(_ change: PlannedChange, packedAfter: [UInt8]?) throws -> Int {
         let insert = try connection.statement(
-            "INSERT INTO changes (id, step, object, before, after, content, origin) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")
+            "INSERT INTO changes (id, step, object, before, after, content, origin, restores) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")
         defer { insert.reset() }
         let index = changeCount
         insert.bind(1, Int64(index))
@@ -139,6 +139,7 @@ public final class PlanStore: @unchecked Sendable {
         insert.bind(5, bytes: packedAfter)
         insert.bind(6, change.content)
         insert.bind(7, change.contentOrigin)
+        insert.bind(8, change.restoresGeneration)
         try insert.step()
         if let source = change.source { sources[index] = source }
         changeCount += 1
@@ -149,7 +150,7 @@ public final class PlanStore: @unchecked Sendable {
     public func changes(from start: Int, limit: Int) throws(StorageError) -> [(index: Int, change: PlannedChange)] {
         try locked {
             let select = try connection.statement(
-                "SELECT id, step, object, before, after, content, origin FROM changes WHERE id >= ?1 ORDER BY id LIMIT ?2")
+                "SELECT id, step, object, before, after, content, origin, restores FROM changes WHERE id >= ?1 ORDER BY id LIMIT ?2")
             defer { select.reset() }
             select.bind(1, Int64(start))
             select.bind(2, Int64(limit))
@@ -160,6 +161,7 @@ public final class PlanStore: @unchecked Sendable {
                     object: select.string(2) ?? "", before: try Self.metadata(select, 3), after: try Self.metadata(select, 4),
                     content: select.isNull(5) ? nil : select.data(5), source: sources[index], step: Int(select.int64(1)))
                 change.contentOrigin = select.string(6)
+                change.restoresGeneration = select.isNull(7) ? nil : select.int64(7)
                 found.append((index, change))
             }
             return found

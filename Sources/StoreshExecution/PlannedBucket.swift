@@ -6,7 +6,7 @@ import StoreshCore
 public struct PlannedChange: Sendable, Equatable {
     public static func == (a: PlannedChange, b: PlannedChange) -> Bool {
         a.object == b.object && a.before == b.before && a.after == b.after && a.content == b.content && a.step == b.step
-            && a.source?.origin == b.source?.origin
+            && a.source?.origin == b.source?.origin && a.restoresGeneration == b.restoresGeneration
     }
 
     public var object: String
@@ -23,6 +23,8 @@ public struct PlannedChange: Sendable, Equatable {
     /// Which of the script's commands planned it (0 for the first): apply keeps a command's changes after the
     /// changes of the commands before it (rule X2).
     public var step: Int
+    /// A planned restore (rule B6): the soft-deleted generation whose content and metadata become the live object's.
+    public var restoresGeneration: Int64?
 
     public init(
         object: String, before: ObjectMetadata?, after: ObjectMetadata?, content: Data? = nil, source: (any ContentSource)? = nil,
@@ -38,7 +40,7 @@ public struct PlannedChange: Sendable, Equatable {
     }
 
     /// Whether the change writes content (a put, a copy), not only metadata.
-    public var writesContent: Bool { content != nil || source != nil || contentOrigin != nil }
+    public var writesContent: Bool { content != nil || source != nil || contentOrigin != nil || restoresGeneration != nil }
 }
 
 /// The bucket a dry run works on (rule X1): reads go to the real bucket with the changes planned so far laid
@@ -123,7 +125,8 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
     public var rulesStore: (any RulesStore)? { inner.rulesStore.map { PlannedRules(plan: self, stored: $0) } }
     /// No command plans a change of the bucket's settings.
     public var settingsStore: (any BucketSettingsStore)? { nil }
-    public var objectVersions: (any ObjectVersions)? { nil }
+    /// Generations are read from the bucket as it is (a plan lays no planned change over them); a restore is planned.
+    public var objectVersions: (any ObjectVersions)? { reads.objectVersions.map { PlannedVersions(plan: self, stored: $0) } }
     /// Whose requests the plan's reads are (`whoami` after the script's `login`).
     public var accessDescription: String? { reads.accessDescription }
     /// Whether the plan's changes can be guarded: as whom they are made decides (the Firebase v0 API has no
@@ -538,4 +541,78 @@ final class PlannedSignIn: EndUserSignIn, @unchecked Sendable {
     func restore(_ user: (any SignedInUser)?) { plan.signIn(as: user) }
     func reads(as user: (any SignedInUser)?) -> any Bucket { real.reads(as: user) }
     var lastAnswer: ServiceAnswer? { real.lastAnswer }
+}
+
+/// The generations of a planned bucket (rules B5, B6): read from the bucket as it is; a restore is a planned change
+/// like a write, applied as `objects.restore` under the state it was planned from. A change of one generation by
+/// number is not planned: it is refused before anything is sent.
+private final class PlannedVersions: ObjectVersions {
+    let plan: PlannedBucket
+    let stored: any ObjectVersions
+
+    init(plan: PlannedBucket, stored: any ObjectVersions) {
+        self.plan = plan
+        self.stored = stored
+    }
+
+    func metadata(of object: ObjectName, generation: Int64) async throws -> ObjectMetadata {
+        try await stored.metadata(of: object, generation: generation)
+    }
+
+    func read(_ object: ObjectName, generation: Int64, into sink: any ContentSink) async throws -> ObjectMetadata {
+        try await stored.read(object, generation: generation, into: sink)
+    }
+
+    func softDeletedMetadata(of object: ObjectName, generation: Int64) async throws -> ObjectMetadata {
+        try await stored.softDeletedMetadata(of: object, generation: generation)
+    }
+
+    func hasNoncurrentGenerations() async throws -> Bool { try await stored.hasNoncurrentGenerations() }
+
+    func listGenerations(prefix: String, delimited: Bool, options: ListOptions, softDeleted: Bool) async throws -> ListPage {
+        try await stored.listGenerations(prefix: prefix, delimited: delimited, options: options, softDeleted: softDeleted)
+    }
+
+    func updateMetadata(of object: ObjectName, generation: Int64, _ update: MetadataUpdate, precondition: Precondition)
+        async throws -> UpdateResult
+    {
+        throw Self.notPlanned("a change of one generation's metadata", on: plan)
+    }
+
+    func delete(_ object: ObjectName, generation: Int64, precondition: Precondition) async throws {
+        throw Self.notPlanned("a delete of one generation", on: plan)
+    }
+
+    func restore(_ object: ObjectName, generation: Int64, precondition: Precondition) async throws -> ObjectMetadata {
+        try await plan.planRestore(object, generation: generation, precondition: precondition, from: stored)
+    }
+
+    private static func notPlanned(_ what: String, on plan: PlannedBucket) -> StorageError {
+        .invalidArgument("\(what.prefix(1).uppercased() + what.dropFirst()) is not planned on \(plan.scheme)://\(plan.name); nothing was sent.")
+    }
+}
+
+extension PlannedBucket {
+    /// A planned restore of a soft-deleted generation (rule B6): the live object becomes that generation's content
+    /// and metadata as a new generation, if the object as planned satisfies `precondition` and nothing keeps it.
+    fileprivate func planRestore(_ object: ObjectName, generation: Int64, precondition: Precondition, from stored: any ObjectVersions)
+        async throws -> ObjectMetadata
+    {
+        let soft = try await stored.softDeletedMetadata(of: object, generation: generation)
+        let existing = try await metadataIfPresent(of: object)
+        try require(precondition, object, existing)
+        try existing?.refuseIfProtected(.overwritten, now: clock.now())
+        let now = clock.nextChangeTime()
+        var restored = soft
+        restored.generation = max(now.microseconds, (existing?.generation ?? 0) + 1, generation + 1)
+        restored.metageneration = 1
+        restored.timeCreated = now
+        restored.updated = now
+        restored.cloudStorage.softDeleteTime = nil
+        restored.cloudStorage.hardDeleteTime = nil
+        var change = PlannedChange(object: object.rawValue, before: existing, after: restored, step: step)
+        change.restoresGeneration = generation
+        try record(change, content: .unknown)
+        return restored
+    }
 }

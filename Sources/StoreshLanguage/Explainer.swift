@@ -268,6 +268,28 @@ enum Explainer {
             note: state == nil ? nil : "storesh deletes an object only as it read it (ifGenerationMatch, rule G5): a concurrent change is never lost.")
     }
 
+    /// `restore NAME#GENERATION`: Cloud Storage's objects.restore, guarded by the live object as read (rule B6); no
+    /// Firebase SDK or v0 API call restores.
+    static func restore(bucket: String, name: String, generation: Int64) -> ExplainedRequest {
+        ExplainedRequest(
+            purpose: "restore \(name) from its soft-deleted generation \(generation)",
+            firebaseREST: "(none: the Firebase Storage API names no generations)",
+            cloudStorageREST: CloudStorageWire.restore(
+                bucket: bucket, object: name, generation: generation, precondition: Precondition(generation: 0)
+            ).rendered(baseURL: cloudStorageHost) + "  (ifGenerationMatch: the live object's generation, or 0 when there is none)",
+            note: "A soft-deleted generation is kept while the bucket's soft delete policy says (rule B6); the restored object is a new generation.")
+    }
+
+    /// `ls -a` and `ls --soft-deleted`: objects.list with `versions=true` or `softDeleted=true` (rules B5, B6).
+    static func listGenerations(bucket: String, path: StoragePath, maxResults: Int?, softDeleted: Bool) -> ExplainedRequest {
+        ExplainedRequest(
+            purpose: softDeleted ? "list the soft-deleted generations under \(path.fullPath)" : "list every generation under \(path.fullPath)",
+            firebaseREST: "(none: the Firebase Storage API names no generations)",
+            cloudStorageREST: CloudStorageWire.listGenerations(
+                bucket: bucket, prefix: path.listingPrefix, delimited: true, maxResults: maxResults, pageToken: nil, softDeleted: softDeleted
+            ).rendered(baseURL: cloudStorageHost))
+    }
+
     /// Where targets are patterns: the listing that finds them. A pattern within one folder (`images/*.jpg`) needs
     /// that folder's listing; one with `**`, or a wildcard in a folder's name, every folder under its fixed start.
     static func patternWalk(bucket: String, pattern: String, prefix: String, recursive: Bool, matched: Int) -> ExplainedRequest {

@@ -12,6 +12,8 @@ public enum CommandResult: Sendable {
     case listing(ListingResult)
     case metadata(ObjectMetadata)
     case written(ObjectMetadata, dryRun: Bool)
+    /// `restore`: the live object a soft-deleted generation became (rule B6).
+    case restored(ObjectMetadata, generation: Int64, dryRun: Bool)
     case saved(object: String, file: String, size: Int64, dryRun: Bool)
     case content(object: String, Data)
     case echo(String)
@@ -50,6 +52,8 @@ public struct ListingResult: Sendable {
     public var referenceIsObject: Bool
     /// For an empty listing: a folder beside it with a near name (a typo's likely meaning).
     public var suggestion: String? = nil
+    /// `ls -a`, `ls --soft-deleted`: the items are generations, each with its metadata (rules B5, B6).
+    public var generations = false
     /// For an empty listing: a name stored under the reference that no listing shows (rule L3).
     public var hiddenName: String? = nil
 }
@@ -104,6 +108,10 @@ public struct HumanRenderer: ResultRenderer {
         case .written(let metadata, let dryRun):
             let type = metadata.contentType.flatMap { $0.isEmpty ? nil : $0 } ?? "no content type"
             return ["\(dryRun ? "would write" : "wrote") \(MessageText.name(metadata.fullPath)) (\(MessageText.byteCount(metadata.size)), \(type))"]
+        case .restored(let metadata, let generation, let dryRun):
+            return [
+                "\(dryRun ? "would restore" : "restored") \(MessageText.name(metadata.fullPath))#\(generation) as the live object (\(MessageText.byteCount(metadata.size)))"
+            ]
         case .saved(let object, let file, let size, let dryRun):
             return ["\(dryRun ? "would save" : "saved") \(MessageText.name(object)) (\(MessageText.byteCount(size))) to \(file)"]
         case .content(_, let data):
@@ -152,7 +160,25 @@ public struct HumanRenderer: ResultRenderer {
         // Folders in bold blue when colour is on, so they stand apart from objects at a glance.
         func folder(_ text: String) -> String { color ? "\u{1B}[1;34m\(text)\u{1B}[0m" : text }
         var lines: [String]
-        if listing.long {
+        if listing.generations {
+            // Each generation as NAME#GENERATION, with what it is: live, noncurrent since, or soft-deleted until.
+            var rows = page.prefixes.map { (listing.long ? ["-", "-", "-"] : []) + [folder(relative($0) + "/")] }
+            rows += listing.metadata.map { generation in
+                let state: String
+                if let hard = generation.cloudStorage.hardDeleteTime {
+                    let deleted = generation.cloudStorage.softDeleteTime.map { "soft-deleted \(Formatting.shortDate($0)), " } ?? ""
+                    state = deleted + "restorable until \(Formatting.shortDate(hard))"
+                } else if let deleted = generation.timeDeleted {
+                    state = "noncurrent since \(Formatting.shortDate(deleted))"
+                } else {
+                    state = "live"
+                }
+                let name = relative(generation.fullPath) + "#\(generation.generation)"
+                return (listing.long ? [MessageText.byteCount(generation.size), Formatting.shortDate(generation.updated), generation.contentType ?? "-"] : [])
+                    + [name, state]
+            }
+            lines = Formatting.columns(rows, rightAligned: listing.long ? [0] : [])
+        } else if listing.long {
             var rows = page.prefixes.map { ["-", "-", "-", folder(relative($0) + "/")] }
             rows += listing.metadata.map {
                 [MessageText.byteCount($0.size), Formatting.shortDate($0.updated), $0.contentType ?? "-", relative($0.fullPath)]
@@ -312,7 +338,7 @@ public struct JSONRenderer: ResultRenderer {
         case .planHeader, .note: return nil
         case .path(let url): return .object([("path", .string(url))])
         case .listing(let listing):
-            let items: [JSONValue] = listing.long ? listing.metadata.map(\.jsonDocument) : listing.page.items.map { .string($0) }
+            let items: [JSONValue] = listing.long || listing.generations ? listing.metadata.map(\.jsonDocument) : listing.page.items.map { .string($0) }
             return .object([
                 ("prefixes", .array(listing.page.prefixes.map { .string($0) })), ("items", .array(items)),
                 ("nextPageToken", listing.page.nextPageToken.map { .string($0) } ?? .null),
@@ -321,6 +347,9 @@ public struct JSONRenderer: ResultRenderer {
         case .written(let metadata, let dryRun):
             guard dryRun, case .object(let fields) = metadata.jsonDocument else { return metadata.jsonDocument }
             return marked(fields, true)
+        case .restored(let metadata, let generation, let dryRun):
+            guard case .object(let fields) = metadata.jsonDocument else { return metadata.jsonDocument }
+            return marked(fields + [("restoredFrom", .string(String(generation)))], dryRun)
         case .saved(let object, let file, let size, let dryRun):
             // A dry run saves no file, and says so to people only.
             return dryRun ? nil : .object([("path", .string(object)), ("file", .string(file)), ("size", .integer(size))])

@@ -541,7 +541,9 @@ extension Session {
         // Updates first, then deletions, each printed as it is read from the plan.
         let updates = BulkResults(.updates, output: output, options: shown, progress: progress)
         try plan.forEachChange { _, change in
-            if let before = change.before, let after = change.after { updates.updated(change.object, before.differences(to: after)) }
+            if let before = change.before, let after = change.after, !change.writesContent {
+                updates.updated(change.object, before.differences(to: after))
+            }
         }
         if updates.updatedCount > 0 { updates.finish(single: true) }
         let deletions = BulkResults(.deletions, output: output, options: shown, progress: progress)
@@ -549,16 +551,25 @@ extension Session {
             if change.before != nil && change.after == nil { deletions.deleted(change.object) }
         }
         if deletions.deletedCount > 0 { deletions.finish(single: true) }
-        // Writes (put, copy): each with its size, then how many.
-        var writes = 0
+        // Writes (put, copy) and restores of soft-deleted generations (rule B6): each with its size, then how many.
+        var (writes, restores) = (0, 0)
         try plan.forEachChange { _, change in
             guard change.writesContent, let after = change.after else { return }
+            let size = MessageText.counted(Int(after.size), "byte")
+            if let generation = change.restoresGeneration {
+                restores += 1
+                if !options.summaryOnly && !options.json {
+                    output.result("would restore \(MessageText.oneLine(change.object))#\(generation) (\(size)), soft-deleted, as the live object")
+                }
+                return
+            }
             writes += 1
             if !options.summaryOnly && !options.json {
-                output.result("would write \(MessageText.oneLine(change.object)) (\(MessageText.counted(Int(after.size), "byte")))")
+                output.result("would write \(MessageText.oneLine(change.object)) (\(size))")
             }
         }
         if writes > 0 && !options.json { output.result("would write \(MessageText.counted(writes, "object"))") }
+        if restores > 0 && !options.json { output.result("would restore \(MessageText.counted(restores, "object"))") }
     }
 }
 

@@ -198,13 +198,27 @@ public final class Session {
         return diagnostic
     }
 
+    /// The bucket's generations (rules B5, B6), or why this bucket gives none here.
+    func generations(at here: SourceLocation) throws -> any ObjectVersions {
+        if let versions = target.objectVersions { return versions }
+        let why: String
+        switch target.scheme {
+        case "s3": why = "storesh reads no S3 object versions"
+        default:
+            why = target.accessDescription == nil
+                ? "a bucket file's generations are its administrator's, reached with the open rules (these rules name objects, not generations: rules show)"
+                : "the Firebase Storage API names no generations (a gs:// bucket reached with Cloud Storage credentials does)"
+        }
+        throw Diagnostic.running(.invalidArgument("\(target.url) gives no generations here (rule B5): \(why)."), at: here)
+    }
+
     /// Prints a result: for people, or as JSON with `--json`.
     func deliver(_ result: CommandResult) {
         if !options.dryRun {
             // What the run has reported as changed so far: undone, and then said so, if the run fails. (Bulk
             // commands count their objects as `BulkResults` prints them.)
             switch result {
-            case .written: reportedChanges += 1
+            case .written, .restored: reportedChanges += 1
             // The rules in force and the snapshots are part of the bucket: undone with the rest.
             case .rulesLoaded, .rulesReset, .snapshotSaved, .snapshotRemoved: reportedChanges += 1
             default: break

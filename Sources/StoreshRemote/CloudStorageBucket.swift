@@ -111,7 +111,8 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
     public var immediateReads: (any ImmediateReads)? { nil }
     public var rulesStore: (any RulesStore)? { nil }
     public var settingsStore: (any BucketSettingsStore)? { nil }
-    public var objectVersions: (any ObjectVersions)? { nil }
+    /// Every Cloud Storage bucket names generations, whether or not its versioning keeps noncurrent ones (rule B5).
+    public var objectVersions: (any ObjectVersions)? { self }
     public var endUserSignIn: (any EndUserSignIn)? { nil }
     public var batchedChanges: (any BatchedChanges)? { batches.refused ? nil : self }
     /// Each object is a request of its own (batched: `batchedChanges`).
@@ -132,12 +133,12 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
 
     private var bucketURL: String { endpoint.baseURL + CloudStorageWire.bucketPath(name) }
 
-    private func objectURL(_ object: String, _ query: [(String, String?)] = []) -> String {
+    func objectURL(_ object: String, _ query: [(String, String?)] = []) -> String {
         endpoint.baseURL + CloudStorageWire.objectPath(name, object) + CloudStorageWire.query(query)
     }
 
     /// The URL of a request built by `CloudStorageWire` (the one `explain` shows).
-    private func url(_ request: WireRequest) -> String { endpoint.baseURL + request.target }
+    func url(_ request: WireRequest) -> String { endpoint.baseURL + request.target }
 
     // MARK: Requests
 
@@ -191,7 +192,7 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
     }
 
     /// One page of objects.list.
-    private func listPage(_ request: WireRequest) async throws -> StoredListingPage {
+    func listPage(_ request: WireRequest) async throws -> StoredListingPage {
         let response = try await send(.GET, url(request), repeatable: true)
         return try CloudStorageJSON.listPage(response.body, bucket: name)
     }
@@ -391,7 +392,7 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
     /// (412, or 404 for a delete), the first attempt may have landed and only its answer was lost: `landed` says
     /// whether the object is now as the change would leave it, and then the change succeeded (nil: no answer to
     /// read; the caller reads the object).
-    private func sendChange(
+    func sendChange(
         _ method: HTTPMethod, _ url: String, headers: [(String, String)] = [], body: Data? = nil, object: String,
         precondition: Precondition, landed: @escaping @Sendable (ObjectMetadata) -> Bool
     ) async throws -> RemoteResponse? {

@@ -38,7 +38,8 @@ public final class FirebaseProjectBucket: BucketLayer, EndUserSignIn, @unchecked
     public var snapshotStore: (any SnapshotStore)? { nil }
     public var rulesStore: (any RulesStore)? { nil }
     public var settingsStore: (any BucketSettingsStore)? { nil }
-    public var objectVersions: (any ObjectVersions)? { nil }
+    /// The administrator's (the JSON API names generations); none while signed in (the v0 API names none).
+    public var objectVersions: (any ObjectVersions)? { current.objectVersions }
     public var asTransaction: (any BucketTransaction)? { nil }
     /// The signed-in mode shares the administrator's connections: closed with it.
     public func close() { administrator.close() }

@@ -27,9 +27,10 @@ class RulesLayer: BucketLayer, TransactionalBucket, @unchecked Sendable {
     var rulesStore: (any RulesStore)? { inner.rulesStore }
     /// A bucket's settings are its administrator's: no security rule decides them.
     var settingsStore: (any BucketSettingsStore)? { inner.settingsStore }
-    /// Security rules name objects, not their generations (Firebase's SDKs have none to name): through the rules, a
-    /// noncurrent generation can be neither read nor changed.
-    var objectVersions: (any ObjectVersions)? { nil }
+    /// Security rules name objects, not their generations (Firebase's SDKs have none to name): a noncurrent generation
+    /// is the administrator's, reached only while the rules are open (the administrator's bucket), as the service's
+    /// generations are reached by IAM, not by rules.
+    var objectVersions: (any ObjectVersions)? { session.isOpen ? inner.objectVersions : nil }
     var endUserSignIn: (any EndUserSignIn)? { inner.endUserSignIn }
     /// Each change is decided on its own; none goes around the rules in a batch.
     var batchedChanges: (any BatchedChanges)? { nil }

@@ -61,6 +61,35 @@ public enum CloudStorageWire {
             ]))
     }
 
+    /// objects.list of generations (rule B5): every one, live and noncurrent (`versions=true`), or the soft-deleted
+    /// ones (`softDeleted=true`, rule B6).
+    public static func listGenerations(
+        bucket: String, prefix: String, delimited: Bool, maxResults: Int?, pageToken: String?, softDeleted: Bool
+    ) -> WireRequest {
+        WireRequest(
+            method: "GET",
+            target: "\(bucketPath(bucket))/o" + query([
+                ("prefix", prefix.isEmpty ? nil : prefix), ("delimiter", delimited ? "/" : nil),
+                ("maxResults", maxResults.map(String.init)), ("pageToken", pageToken),
+                (softDeleted ? "softDeleted" : "versions", "true"),
+            ]))
+    }
+
+    /// objects.get of one generation (`softDeleted`: a soft-deleted one's metadata).
+    public static func metadata(bucket: String, object: String, generation: Int64, softDeleted: Bool = false) -> WireRequest {
+        WireRequest(
+            method: "GET",
+            target: objectPath(bucket, object) + query([("generation", String(generation)), ("softDeleted", softDeleted ? "true" : nil)]))
+    }
+
+    /// objects.restore: a soft-deleted generation made live again, a new generation (rule B6), under `precondition`
+    /// on the live object (`ifGenerationMatch=0`: none may be live).
+    public static func restore(bucket: String, object: String, generation: Int64, precondition: Precondition) -> WireRequest {
+        WireRequest(
+            method: "POST",
+            target: objectPath(bucket, object) + "/restore" + query([("generation", String(generation))] + conditions(precondition)))
+    }
+
     /// The first request of a scan's page (`Bucket.scan`): every name under `prefix` after `after`, with its
     /// metadata, one more than `limit` asked so that the page knows whether another follows.
     public static func scanPage(bucket: String, prefix: String, after: String?, limit: Int, pageToken: String? = nil) -> WireRequest {

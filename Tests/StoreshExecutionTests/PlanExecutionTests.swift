@@ -242,9 +242,10 @@ struct PlanExecutionTests {
         }
     }
 
-    @Test("undo of a journal of more overwrites than it names counts the rest instead of keeping them all")
-    func undoCountsWhatItCannotPutBack() async throws {
+    @Test("undo of overwrites on a bucket that names generations plans the restore of each old generation (rule B6)")
+    func undoRestoresOverwrittenGenerations() async throws {
         let bucket = seeded()
+        let before = Dictionary(uniqueKeysWithValues: try await bucket.scan(prefix: "", after: nil, limit: Self.objectCount).objects.map { ($0.fullPath, $0) })
         let planned = try PlannedBucket(over: bucket, clock: SteppingClock(start: Timestamp(rfc3339: "2026-11-25T09:00:00Z")!))
         for name in bucket.names {
             _ = try await planned.write(Data("new".utf8), to: ObjectName(name), options: WriteOptions(), precondition: .none)
@@ -252,12 +253,14 @@ struct PlanExecutionTests {
         let applied = await PlanApplier(bucket: bucket, plan: planned.store, parallel: 8, keepGoing: false, journal: nil, isCancelled: { false }).apply()
         #expect(applied.end == .complete)
         let (undo, impossible) = try JournalRecord.undo(try readJournal(try journalLines(of: planned)))
-        // Every object's old content is gone: nothing to put back, each counted, the first ones named.
-        #expect(undo.count == 0)
-        #expect(impossible.count == Self.objectCount && Self.objectCount > ChangesNotUndone.named)
-        #expect(impossible.first.count == ChangesNotUndone.named)
-        // In undo's order: the newest change first.
-        #expect(impossible.first.map(\.object) == Array(bucket.names.reversed().prefix(ChangesNotUndone.named)))
+        // Every object's old content is a generation the bucket may keep soft-deleted: a restore of it is planned,
+        // guarded by the generation the run left, and read back from the plan as it was written.
+        #expect(impossible.isEmpty && undo.count == Self.objectCount)
+        try undo.forEachChange { _, change in
+            let old = try #require(before[change.object])
+            #expect(change.restoresGeneration == old.generation && change.writesContent)
+            #expect(change.after?.md5Hash == old.md5Hash && change.before?.generation != old.generation)
+        }
     }
 
     @Test("metadata round-trips through its packed form")

@@ -56,7 +56,7 @@ def test_patch_and_update_move_the_metageneration_under_its_preconditions(server
 
 
 @pytest.mark.parametrize("setting, value", [
-    ("versioning", {"enabled": "yes"}), ("retentionPolicy", {"retentionPeriod": "60"}),
+    ("versioning", {"enabled": "yes"}), ("retentionPolicy", {"retentionPeriod": "0"}),
     ("softDeletePolicy", {"retentionDurationSeconds": "100"}), ("hierarchicalNamespace", {"enabled": True}),
     ("defaultEventBasedHold", "yes"), ("storageClass", "EXPENSIVE"), ("noSuchSetting", 1),
     ("encryption", {"googleManagedEncryptionEnforcementConfig": {"restrictionMode": "FullyRestricted"}}),
@@ -83,11 +83,28 @@ def test_a_namespace_asked_to_be_flat_is_said_to_be(server, client):
     assert client.create_bucket("plain-bucket").hierarchical_namespace_enabled is None
 
 
-def test_object_retention_asked_at_create_is_refused_and_nothing_is_made(server):
+def test_object_retention_is_chosen_at_create_and_refused_in_a_bucket_made_without_it(server):
     answer = requests.post(f"{server.url}/storage/v1/b", params={"project": "demo-app", "enableObjectRetention": "true"},
                            json={"name": "retained-bucket"}, timeout=30)
-    assert answer.status_code == 400 and "enableObjectRetention" in answer.json()["error"]["message"], answer.text
-    assert not (server.home / "retained-bucket.bucket").exists()
+    assert answer.status_code == 200 and answer.json()["objectRetention"] == {"mode": "Enabled"}, answer.text
+    plain = requests.post(f"{server.url}/storage/v1/b", params={"project": "demo-app"}, json={"name": "plain-bucket"}, timeout=30)
+    assert plain.status_code == 200 and "objectRetention" not in plain.json()
+    retention = {"mode": "Unlocked", "retainUntilTime": "2030-01-01T00:00:00Z"}
+    for bucket, status in (("plain-bucket", 400), ("retained-bucket", 200)):
+        upload = requests.post(f"{server.url}/upload/storage/v1/b/{bucket}/o", params={"uploadType": "media", "name": "x.txt"},
+                               data=b"x", timeout=30)
+        assert upload.status_code == 200, upload.text
+        patched = requests.patch(f"{server.url}/storage/v1/b/{bucket}/o/x.txt", json={"retention": retention}, timeout=30)
+        assert patched.status_code == status, patched.text
+    assert "Object retention is not enabled" in requests.patch(
+        f"{server.url}/storage/v1/b/plain-bucket/o/x.txt", json={"retention": retention}, timeout=30).json()["error"]["message"]
+    # Kept until 2030: neither deleted nor shortened without the override.
+    assert requests.delete(f"{server.url}/storage/v1/b/retained-bucket/o/x.txt", timeout=30).status_code == 403
+    shortened = {"retention": {"mode": "Unlocked", "retainUntilTime": "2029-01-01T00:00:00Z"}}
+    assert requests.patch(f"{server.url}/storage/v1/b/retained-bucket/o/x.txt", json=shortened, timeout=30).status_code == 403
+    assert requests.patch(f"{server.url}/storage/v1/b/retained-bucket/o/x.txt", json={"retention": None},
+                          params={"overrideUnlockedRetention": "true"}, timeout=30).status_code == 200
+    assert requests.delete(f"{server.url}/storage/v1/b/retained-bucket/o/x.txt", timeout=30).status_code == 204
 
 
 def test_only_an_empty_bucket_the_server_made_is_deleted(server, client, tmp_path):

@@ -1,6 +1,7 @@
 import StoreshCore
 
-/// `ls [-n N] [--all] [--token T] [-l] [PATH]`: one page of a folder's prefixes and items (rules L1–L12).
+/// `ls [-n N] [--all] [--token T] [-l] [-a | --soft-deleted] [PATH]`: one page of a folder's prefixes and items
+/// (rules L1–L12), or of its generations (B5, B6).
 public struct ListCommand: LanguageCommand, Equatable {
     /// `-n N`: checked against 1…1000 when it runs (rule L6).
     public var maxResultsWord: Word?
@@ -8,6 +9,13 @@ public struct ListCommand: LanguageCommand, Equatable {
     public var pageToken: Word?
     public var long = false
     public var path: Word?
+    /// `-a`: every generation, live and noncurrent (rule B5); `--soft-deleted`: the soft-deleted ones (rule B6).
+    public var generations: GenerationListing?
+
+    public enum GenerationListing: Sendable, Equatable {
+        case all
+        case softDeleted
+    }
 
     public init() {}
 
@@ -15,16 +23,18 @@ public struct ListCommand: LanguageCommand, Equatable {
     public var maxResults: Int? { maxResultsWord.flatMap { Int($0.text) } }
 
     public static let declaration = CommandDeclaration(
-        "ls", group: .navigate, usage: "ls [-n N] [--all] [--token T] [-l] [PATH]",
+        "ls", group: .navigate, usage: "ls [-n N] [--all] [--token T] [-l] [-a | --soft-deleted] [PATH]",
         summary: "list one page of prefixes and items under PATH (default: here)",
         details: [
             "-n N       at most N entries, 1 to 1000 (default 1000); prefixes and items count together",
             "--all      every page (listAll)",
             "--token T  continue from a page token",
             "-l         size, updated and contentType of each item",
+            "-a         every generation of each item, live and noncurrent, as NAME#GENERATION (rule B5)",
+            "--soft-deleted  the soft-deleted generations, restorable with restore NAME#GENERATION (rule B6)",
             "Prefixes end in /. When more pages follow, `page next` shows the next one.",
         ], example: "ls -n 2 lessons/paging",
-        options: ["-n", "--all", "--token", "-l"], completion: .folders,
+        options: ["-n", "--all", "--token", "-l", "-a", "--soft-deleted"], completion: .folders,
         sdk: ["list(maxResults:)", "list(maxResults:pageToken:)", "listAll()", "StorageListResult", "pageToken", "prefixes", "items"])
 
     public init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
@@ -40,6 +50,12 @@ public struct ListCommand: LanguageCommand, Equatable {
                 case "--all": all = true
                 case "--token": pageToken = try arguments.optionValue(for: word)
                 case "-l": long = true
+                case "-a", "--soft-deleted":
+                    let asked: GenerationListing = word.text == "-a" ? .all : .softDeleted
+                    if let generations, generations != asked {
+                        throw Diagnostic.syntax("-a lists every generation and --soft-deleted the deleted ones: give one of them", at: word.location)
+                    }
+                    generations = asked
                 case "--": if let path = arguments.next() { try setPath(path) }
                 default: throw arguments.unknownOption(word)
                 }
@@ -69,6 +85,7 @@ public struct ListCommand: LanguageCommand, Equatable {
     public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
         let reference = try path.map { try session.navigationPath($0, command: name) } ?? session.current
         let maxResults = pageSize(in: session)
+        if let generations { return try await listGenerations(generations, of: reference, maxResults: maxResults, in: session, at: here) }
         let errorLocation = maxResultsWord?.location ?? pageToken?.location ?? path?.location ?? here
         var page: ListPage
         if all {
@@ -97,8 +114,44 @@ public struct ListCommand: LanguageCommand, Equatable {
         return .next
     }
 
+    /// `ls -a` and `ls --soft-deleted`: a page (or every page) of generations, each with its metadata.
+    private func listGenerations(
+        _ kind: GenerationListing, of reference: StoragePath, maxResults: Int?, in session: Session, at here: SourceLocation
+    ) async throws -> Session.Flow {
+        let versions = try session.generations(at: here)
+        let errorLocation = maxResultsWord?.location ?? pageToken?.location ?? path?.location ?? here
+        var page = ListPage(itemMetadata: [])
+        var token = pageToken?.text
+        repeat {
+            try session.checkCancelled(at: here)
+            let next = try await session.located(errorLocation) {
+                try await versions.listGenerations(
+                    prefix: reference.listingPrefix, delimited: true,
+                    options: ListOptions(maxResults: maxResults ?? ListOptions.maximumResults, pageToken: token, includeMetadata: true),
+                    softDeleted: kind == .softDeleted)
+            }
+            page.prefixes += next.prefixes
+            page.items += next.items
+            page.itemMetadata! += next.itemMetadata ?? []
+            token = next.nextPageToken
+        } while all && token != nil
+        page.nextPageToken = token
+        session.lastListing = nil
+        session.deliver(
+            .listing(
+                ListingResult(
+                    page: page, reference: reference, bucket: session.target.name, scheme: session.target.scheme, long: long,
+                    metadata: (page.itemMetadata ?? []).map(\.withoutDownloadTokens), referenceIsObject: false, generations: true)))
+        return .next
+    }
+
     public func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] {
         let reference = try path.map { try session.navigationPath($0, command: name) } ?? session.current
+        if let generations {
+            return [Explainer.listGenerations(
+                bucket: session.target.name, path: reference, maxResults: maxResults ?? ListOptions.maximumResults,
+                softDeleted: generations == .softDeleted)]
+        }
         return try session.located(here) {
             // The call a program makes names its own page size: explained with -n's, else the most a page holds,
             // never the prompt's screenful (which depends on the terminal's height).

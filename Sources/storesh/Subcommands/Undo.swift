@@ -13,8 +13,10 @@ struct Undo: StoreshCommand {
         discussion: """
             Each object the run changed gets its metadata from before the run, guarded by the state the run left \
             it in: an object changed since is reported (precondition-failed) and not touched. An object the run \
-            created is deleted. Content the run replaced or deleted cannot be put back (the journal keeps metadata, \
-            not content): those objects are listed. The undo is journaled too.
+            created is deleted. Content the run replaced or deleted on a gs:// bucket is restored from its \
+            soft-deleted generation (objects.restore, rule B6), where the bucket's soft delete policy still keeps it; \
+            elsewhere it cannot be put back (the journal keeps metadata, not content): those objects are listed. The \
+            undo is journaled too.
             """)
 
     @OptionGroup var outputOptions: OutputOptions

@@ -1,0 +1,88 @@
+import StoreshCore
+
+/// `restore NAME#GENERATION…`: soft-deleted generations brought back as the live objects (rule B6).
+public struct RestoreCommand: LanguageCommand, Equatable {
+    public var targets: [GenerationWord]
+
+    public static let declaration = CommandDeclaration(
+        "restore", group: .content, usage: "restore NAME#GENERATION…",
+        summary: "bring soft-deleted generations back as the live objects",
+        details: [
+            "Each NAME#GENERATION is a soft-deleted generation, as ls --soft-deleted lists it (the # unquoted).",
+            "It becomes the live object again, as a new generation with its content and metadata (Cloud Storage's",
+            "objects.restore); the object as it is now, or its absence, is the precondition, so a change made",
+            "meanwhile is never overwritten. A live object it replaces is deleted as any overwrite deletes it.",
+            "A bucket keeps soft-deleted generations while its soft delete policy says (rule B6).",
+        ],
+        example: "restore reports/q3.pdf#1795869510943896",
+        changesBucket: true, completion: .objects,
+        sdk: [])
+
+    public init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
+        targets = []
+        while let word = arguments.next() {
+            if word.text == "--" && word.isBare { continue }
+            try Parser.refuseStrayOption(word, for: name)
+            targets.append(try GenerationWord(word))
+        }
+        guard !targets.isEmpty else {
+            throw Diagnostic.syntax("`restore` needs at least one NAME#GENERATION, e.g. restore a.txt#1795869510943896", at: arguments.afterName)
+        }
+    }
+
+    public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
+        let versions = try session.generations(at: here)
+        for target in targets {
+            let name = try session.objectName(target.name, at: here)
+            do {
+                _ = try await versions.softDeletedMetadata(of: name, generation: target.generation)
+            } catch let error as StorageError where error.code == .objectNotFound {
+                throw Diagnostic.running(
+                    StorageError(
+                        .objectNotFound,
+                        "\(session.target.url) keeps no soft-deleted generation \(target.generation) of \(MessageText.name(name.rawValue)): restored already, gone for good, or never deleted (ls --soft-deleted lists those it keeps)."),
+                    at: target.word.location)
+            }
+            try await session.onTarget(target.name, name: name, at: here) {
+                // The precondition is the object as it is now: a change made after this read is not overwritten.
+                let live = try await session.target.metadataIfPresent(of: name)
+                let restored = try await versions.restore(
+                    name, generation: target.generation, precondition: live.map { .sameContent(as: $0) } ?? .doesNotExist)
+                session.deliver(.restored(restored, generation: target.generation, dryRun: session.options.dryRun))
+            }
+        }
+        return .next
+    }
+
+    public func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] {
+        try targets.map { target in
+            let name = try session.objectName(target.name, at: here)
+            return Explainer.restore(bucket: session.target.name, name: name.rawValue, generation: target.generation)
+        }
+    }
+}
+
+/// `NAME#GENERATION`: one generation of an object, as gsutil and gcloud write it (rules B5, B6). The `#` is unquoted and
+/// the generation a whole number; `'a#1'` quoted is the object named `a#1`.
+public struct GenerationWord: Sendable, Equatable {
+    /// The object's name, as typed before the `#`.
+    public var name: Word
+    public var generation: Int64
+    public var word: Word
+
+    public init(_ word: Word) throws(Diagnostic) {
+        let scalars = Array(word.text.unicodeScalars)
+        guard let hash = scalars.lastIndex(of: "#"), !(word.literal.indices.contains(hash) && word.literal[hash]),
+            hash > 0, let generation = Int64(String(String.UnicodeScalarView(scalars[(hash + 1)...]))), generation > 0
+        else {
+            throw Diagnostic.syntax(
+                "'\(word.text)' names no generation: write NAME#GENERATION, the # unquoted and the generation a whole number (ls -a and ls --soft-deleted list them)",
+                at: word.location)
+        }
+        self.word = word
+        self.generation = generation
+        self.name = Word(
+            String(String.UnicodeScalarView(scalars[..<hash])), literal: word.literal.isEmpty ? nil : Array(word.literal.prefix(hash)),
+            at: word.location)
+    }
+}
