@@ -13,7 +13,10 @@ extension LocalBucket {
     /// (rule M9), as the service does (403 on its APIs).
     func refuseIfProtected(_ metadata: ObjectMetadata?, _ change: HeldChange) throws {
         guard var metadata else { return }
-        metadata.cloudStorage.retentionExpirationTime = try retentionExpiration(of: metadata)
+        // A held object is refused whatever the policy: the policy is read only for one that is not.
+        if !metadata.cloudStorage.isHeld, let period = try retentionPeriod() {
+            metadata.cloudStorage.retentionExpirationTime = Self.retentionExpiration(of: metadata, period: period)
+        }
         try metadata.refuseIfProtected(change, now: options.clock.now())
     }
 
@@ -21,20 +24,26 @@ extension LocalBucket {
     /// (`retentionExpirationTime`); as they are without a policy. One read of the policy for all.
     public func withRetentionExpiration(_ objects: [ObjectMetadata]) throws(StorageError) -> [ObjectMetadata] {
         try read {
-            guard let first = objects.first, try retentionExpiration(of: first) != nil else { return objects }
-            return try objects.map { object in
+            guard !objects.isEmpty, let period = try retentionPeriod() else { return objects }
+            return objects.map { object in
                 var object = object
-                object.cloudStorage.retentionExpirationTime = try retentionExpiration(of: object)
+                object.cloudStorage.retentionExpirationTime = Self.retentionExpiration(of: object, period: period)
                 return object
             }
         }
     }
 
-    /// When the bucket's retention policy lets `object` go: its creation plus the policy's period; nil without a policy.
-    func retentionExpiration(of object: ObjectMetadata) throws -> Timestamp? {
+    /// The bucket's retention period in seconds; nil without a policy.
+    func retentionPeriod() throws -> Int64? {
         guard let seconds = Int64(try BucketSchema.readInfo(Self.retentionSecondsKey, connection: connection) ?? ""), seconds > 0 else {
             return nil
         }
+        return seconds
+    }
+
+    /// When a retention policy of `period` seconds lets `object` go: its creation plus the period (the end of time
+    /// when that is past what a timestamp holds).
+    static func retentionExpiration(of object: ObjectMetadata, period seconds: Int64) -> Timestamp {
         let (period, overflowed) = seconds.multipliedReportingOverflow(by: 1_000_000)
         let (end, past) = object.timeCreated.microseconds.addingReportingOverflow(period)
         return Timestamp(microseconds: overflowed || past ? .max : end)

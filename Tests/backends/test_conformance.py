@@ -293,9 +293,8 @@ def test_M9_a_retention_policy_refuses_deletes_and_a_dry_run_names_each_object_i
     """A bucket's retention policy (set here through serve's JSON API; the shell has no bucket settings command): every
     object younger than the period is named by a dry run of rm before anything is sent, and a delete is refused."""
     import requests
-    from conftest import BUCKET
     backend.seed(["r/a.txt", "r/b.txt"])
-    url = f"{backend.env['STORAGE_EMULATOR_HOST']}/storage/v1/b/{BUCKET}"
+    url = f"{backend.env['STORAGE_EMULATOR_HOST']}/storage/v1/b/{backend.location.removeprefix('gs://')}"
     answer = requests.patch(url, json={"retentionPolicy": {"retentionPeriod": "3600"}}, timeout=30)
     assert answer.status_code == 200 and answer.json()["retentionPolicy"]["retentionPeriod"] == "3600", answer.text
     try:
@@ -331,8 +330,7 @@ def test_B5_B6_generations_are_listed_and_a_soft_deleted_one_is_restored_or_undo
         return
     # On serve, with a soft delete policy of 7 days (set through its JSON API; the shell sets no bucket settings).
     import requests
-    from conftest import BUCKET
-    url = f"{backend.env['STORAGE_EMULATOR_HOST']}/storage/v1/b/{BUCKET}"
+    url = f"{backend.env['STORAGE_EMULATOR_HOST']}/storage/v1/b/{backend.location.removeprefix('gs://')}"
     requests.patch(url, json={"softDeletePolicy": {"retentionDurationSeconds": "604800"}}, timeout=30).raise_for_status()
     try:
         backend.ok("-c", "meta set custom.k=1 -- v/a.txt; put --data b v/b.txt")
