@@ -472,3 +472,38 @@ def test_gcloud_storage_keeps_versions_holds_and_custom_times(served, gcloud, tm
     assert status == 0 and out == "keep me", err
     status, out, err = harness.storesh(tmp_path, "check", "--bucket", str(served.home / "kept-bucket.bucket"))
     assert status == 0, out + err
+
+
+def test_gcloud_storage_retention_policies_and_object_retention_keep_objects(served, gcloud, tmp_path):
+    """Issue 54 (rule M9): a bucket made with a retention period keeps its objects (rm is a 403) until the period is
+    cleared; a bucket made with per-object retention takes an object's own retention, which refuses rm and refuses
+    to be cleared without --override-unlocked-retention; `storesh check` finds both bucket files sound."""
+    (tmp_path / "x.txt").write_bytes(b"kept")
+    status, _, err = gcloud("storage", "buckets", "create", "gs://policy-bucket", "--retention-period=1h")
+    assert status == 0, err
+    assert gcloud("storage", "cp", str(tmp_path / "x.txt"), "gs://policy-bucket/x.txt")[0] == 0
+    status, _, err = gcloud("storage", "rm", "gs://policy-bucket/x.txt")
+    assert status != 0 and "retention policy until" in err
+    status, out, err = gcloud("storage", "buckets", "describe", "gs://policy-bucket", "--format=json(retention_policy)")
+    assert status == 0 and json.loads(out)["retention_policy"]["retentionPeriod"] == "3600", (out, err)
+    assert gcloud("storage", "buckets", "update", "gs://policy-bucket", "--clear-retention-period")[0] == 0
+    assert gcloud("storage", "rm", "gs://policy-bucket/x.txt")[0] == 0
+    status, _, err = gcloud("storage", "buckets", "create", "gs://object-retention-bucket", "--enable-per-object-retention")
+    assert status == 0, err
+    assert gcloud("storage", "cp", str(tmp_path / "x.txt"), "gs://object-retention-bucket/x.txt")[0] == 0
+    status, _, err = gcloud("storage", "objects", "update", "gs://object-retention-bucket/x.txt",
+                            "--retain-until=2030-01-01T00:00:00Z", "--retention-mode=Unlocked")
+    assert status == 0, err
+    status, out, err = gcloud("storage", "objects", "describe", "gs://object-retention-bucket/x.txt", "--format=json(retention_settings)")
+    assert json.loads(out)["retention_settings"] == {"mode": "Unlocked", "retainUntilTime": "2030-01-01T00:00:00+00:00"}, (out, err)
+    status, _, err = gcloud("storage", "rm", "gs://object-retention-bucket/x.txt")
+    assert status != 0 and "retained until 2030-01-01" in err
+    status, _, err = gcloud("storage", "objects", "update", "gs://object-retention-bucket/x.txt", "--clear-retention")
+    assert status != 0 and "overrideUnlockedRetention" in err
+    status, _, err = gcloud("storage", "objects", "update", "gs://object-retention-bucket/x.txt", "--clear-retention",
+                            "--override-unlocked-retention")
+    assert status == 0, err
+    assert gcloud("storage", "rm", "gs://object-retention-bucket/x.txt")[0] == 0
+    for name in ("policy-bucket", "object-retention-bucket"):
+        status, out, err = harness.storesh(tmp_path, "check", "--bucket", str(served.home / f"{name}.bucket"))
+        assert status == 0, out + err

@@ -12,7 +12,7 @@ public struct MetaSetCommand: MetadataUpdateCommand, Equatable {
         summary: "update writable properties of each target (default: the current one)",
         details: [
             "KEY is contentType, cacheControl, contentDisposition, contentEncoding, contentLanguage,",
-            "or custom.NAME for a key of customMetadata. Cloud Storage's own fields (rule M9):",
+            "or custom.NAME for a key of customMetadata; or one of Cloud Storage's own fields (rule M9)",
             "customTime=RFC3339 (it only moves forward), temporaryHold=true|false,",
             "eventBasedHold=true|false (a held object is neither deleted nor overwritten), and",
             "context.KEY=VALUE. Words with = before -- are assignments;",
@@ -21,7 +21,8 @@ public struct MetaSetCommand: MetadataUpdateCommand, Equatable {
             "characters are literal: 'a*b' names the object a*b.",
             "An update that would change nothing changes nothing and is counted as unchanged.",
             "--where F keeps the targets whose metadata pass F: KEY=GLOB, KEY!=GLOB, 'KEY exists',",
-            "'KEY missing' (KEY a property or custom.NAME; GLOB a shell pattern: image/*). Several: all.",
+            "'KEY missing' (KEY a property, custom.NAME or a field of rule M9; GLOB a shell pattern: image/*).",
+            "Several: all.",
         ], example: "meta set cacheControl=\"public, max-age=3600\" --where contentType=image/* -- images/**",
         options: ["--where"], changesBucket: true, patterns: .targets, completion: .assignmentsThenObjects,
         sdk: ["updateMetadata(_:)", "StorageMetadata", "customMetadata"])
