@@ -61,6 +61,13 @@ public struct StorageError: Error, Sendable, Equatable, CustomStringConvertible 
         StorageError(.objectNotFound, "Object \(path) does not exist.")
     }
 
+    /// A restore of a generation the bucket does not keep soft-deleted (rule B6).
+    public static func noSoftDeletedGeneration(_ object: String, _ generation: Int64, bucketURL: String) -> StorageError {
+        StorageError(
+            .objectNotFound,
+            "\(bucketURL) keeps no soft-deleted generation \(generation) of \(MessageText.name(object)): restored already, gone for good, or never soft-deleted (ls --soft-deleted lists those it keeps).")
+    }
+
     public static func bucketNotFound(_ bucket: String) -> StorageError {
         StorageError(.bucketNotFound, "Bucket \(bucket) does not exist.")
     }

@@ -207,7 +207,7 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
         case .real: return nil
         case .unknown:
             throw StorageError.invalidArgument(
-                "The content of \(object.rawValue) is in the snapshot a planned restore brings it back from; a dry run does not read it.")
+                "The content of \(object.rawValue) is what a planned restore brings back (from a snapshot or a soft-deleted generation); a plan does not read it before it is applied.")
         case .planned(let change):
             guard let content = try store.plannedContent(ofChange: change) else {
                 throw StorageError.internalError("The planned content of \(object.rawValue) is missing from the plan.")

@@ -270,12 +270,16 @@ public enum CommandCatalog {
     /// A command's detail lines as paragraphs: a line that does not end a sentence (with `.`, `:` or `)`) goes on
     /// into the next, so that the terminal wraps each paragraph between words at its own width, not the source's
     /// (a line broken for the source once left `contentLanguage,` alone on an 80-column line).
+    ///
+    /// A line that starts with `-` is a row of an option table (`-n N  at most N entries…`): it starts a paragraph of
+    /// its own and takes in no next line, whatever it ends with.
     static func paragraphs(_ details: [String]) -> [String] {
         var paragraphs: [String] = []
         var open = false
         for line in details {
-            if open, let last = paragraphs.popLast() { paragraphs.append(last + " " + line) } else { paragraphs.append(line) }
-            open = !(line.hasSuffix(".") || line.hasSuffix(":") || line.hasSuffix(")"))
+            let row = line.hasPrefix("-")
+            if open, !row, let last = paragraphs.popLast() { paragraphs.append(last + " " + line) } else { paragraphs.append(line) }
+            open = !row && !(line.hasSuffix(".") || line.hasSuffix(":") || line.hasSuffix(")"))
         }
         return paragraphs
     }

@@ -54,7 +54,13 @@ public struct MetadataFilter: Sendable, Equatable {
     static func value(of key: String, in metadata: ObjectMetadata) -> String? {
         if key.hasPrefix("custom.") { return metadata.customMetadata[String(key.dropFirst("custom.".count))] }
         if let writable = WritableProperty(rawValue: key) { return metadata[writable] }
-        if let field = CloudStorageWritableField(key: key) { return metadata.cloudStorage.text(of: field) }
+        switch CloudStorageWritableField(key: key) {
+        // A hold is on or off: `temporaryHold=false` matches an object without one.
+        case .temporaryHold?: return metadata.cloudStorage.temporaryHold ? "true" : "false"
+        case .eventBasedHold?: return metadata.cloudStorage.eventBasedHold ? "true" : "false"
+        case let field?: return metadata.cloudStorage.text(of: field)
+        case nil: break
+        }
         if key == "storageClass" { return metadata.cloudStorage.storageClass ?? CloudStorageFields.defaultStorageClass }
         switch MetadataProperty(rawValue: key) {
         case .bucket: return metadata.bucket

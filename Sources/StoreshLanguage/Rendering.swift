@@ -162,20 +162,20 @@ public struct HumanRenderer: ResultRenderer {
         var lines: [String]
         if listing.generations {
             // Each generation as NAME#GENERATION, with what it is: live, noncurrent since, or soft-deleted until.
-            var rows = page.prefixes.map { (listing.long ? ["-", "-", "-"] : []) + [folder(relative($0) + "/")] }
+            var rows = page.prefixes.map { (listing.long ? ["-"] : []) + [folder(relative($0) + "/")] }
+            // Short enough for 80 columns with a short name: the time that matters for each (when a soft-deleted one
+            // goes for good, when a noncurrent one stopped being live); `meta get`-like detail is --json's.
             rows += listing.metadata.map { generation in
                 let state: String
                 if let hard = generation.cloudStorage.hardDeleteTime {
-                    let deleted = generation.cloudStorage.softDeleteTime.map { "soft-deleted \(Formatting.shortDate($0)), " } ?? ""
-                    state = deleted + "restorable until \(Formatting.shortDate(hard))"
+                    state = "soft-deleted, kept until \(Formatting.shortDate(hard))"
                 } else if let deleted = generation.timeDeleted {
                     state = "noncurrent since \(Formatting.shortDate(deleted))"
                 } else {
                     state = "live"
                 }
                 let name = relative(generation.fullPath) + "#\(generation.generation)"
-                return (listing.long ? [MessageText.byteCount(generation.size), Formatting.shortDate(generation.updated), generation.contentType ?? "-"] : [])
-                    + [name, state]
+                return (listing.long ? [MessageText.byteCount(generation.size)] : []) + [name, state]
             }
             lines = Formatting.columns(rows, rightAligned: listing.long ? [0] : [])
         } else if listing.long {
@@ -187,7 +187,9 @@ public struct HumanRenderer: ResultRenderer {
         } else {
             lines = page.prefixes.map { folder(relative($0) + "/") } + page.items.map(relative)
         }
-        if page.prefixes.isEmpty && page.items.isEmpty {
+        if page.prefixes.isEmpty && page.items.isEmpty && listing.generations {
+            lines.append("(no generation under \(MessageText.oneLine(listing.reference.url(bucket: listing.bucket, scheme: listing.scheme))) that this listing shows)")
+        } else if page.prefixes.isEmpty && page.items.isEmpty {
             var note = "(nothing under \(MessageText.oneLine(listing.reference.url(bucket: listing.bucket, scheme: listing.scheme))))"
             if listing.referenceIsObject { note += " — it is an object: meta get shows it (rule L5)" }
             if let suggestion = listing.suggestion { note += " — did you mean \(MessageText.oneLine(suggestion))?" }

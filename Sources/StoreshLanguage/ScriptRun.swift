@@ -559,7 +559,7 @@ extension Session {
             if let generation = change.restoresGeneration {
                 restores += 1
                 if !options.summaryOnly && !options.json {
-                    output.result("would restore \(MessageText.oneLine(change.object))#\(generation) (\(size)), soft-deleted, as the live object")
+                    output.result("would restore \(MessageText.oneLine(change.object))#\(generation) (\(size)) as the live object, if it is still kept soft-deleted")
                 }
                 return
             }

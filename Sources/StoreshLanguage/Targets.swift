@@ -163,6 +163,9 @@ extension Session {
         if zip(word.text.unicodeScalars, word.literal).contains(where: { $1 && ($0 == "*" || $0 == "?" || $0 == "[") }) {
             return " Its wildcards are quoted, so they are literal; unquote them to match a pattern."
         }
+        if let generation = try? GenerationWord(word), (try? await target.metadata(of: ObjectName(generation.name.text))) != nil {
+            return " \(MessageText.name(generation.name.text)) exists: NAME#GENERATION names a generation in restore only (ls -a lists them)."
+        }
         let typed = word.text.hasPrefix("/") ? String(word.text.dropFirst()) : word.text
         if word.text.contains("//") || (typed.hasSuffix("/") && typed.count > 1) {
             if (try? await target.metadata(of: ObjectName(typed))) != nil {

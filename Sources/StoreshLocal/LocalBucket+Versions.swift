@@ -154,7 +154,7 @@ extension LocalBucket {
     public func softDeletedMetadata(of object: ObjectName, generation: Int64) throws(StorageError) -> ObjectMetadata {
         try read {
             guard let row = try fetchSoftDeleted(object.rawValue, generation: generation) else {
-                throw StorageError(.objectNotFound, "No such object: \(name)/\(object.rawValue) (generation \(generation), soft-deleted).")
+                throw StorageError.noSoftDeletedGeneration(object.rawValue, generation, bucketURL: url)
             }
             return row.metadata
         }
@@ -370,7 +370,7 @@ extension LocalBucket: ObjectVersions {
     public func restore(_ object: ObjectName, generation: Int64, precondition: Precondition) async throws -> ObjectMetadata {
         try change {
             guard let soft = try fetchSoftDeleted(object.rawValue, generation: generation) else {
-                throw StorageError(.objectNotFound, "No such object: \(name)/\(object.rawValue) (generation \(generation), soft-deleted).")
+                throw StorageError.noSoftDeletedGeneration(object.rawValue, generation, bucketURL: url)
             }
             let existing = try fetchRow(object.rawValue)
             guard precondition.isSatisfied(by: existing?.metadata) else {

@@ -11,7 +11,11 @@ extension CloudStorageBucket: ObjectVersions {
 
     /// A soft-deleted generation's metadata (rule B6): its content is read once it is restored.
     public func softDeletedMetadata(of object: ObjectName, generation: Int64) async throws -> ObjectMetadata {
-        try await generationMetadata(object, generation: generation, softDeleted: true)
+        do {
+            return try await generationMetadata(object, generation: generation, softDeleted: true)
+        } catch let error as StorageError where error.code == .objectNotFound {
+            throw StorageError.noSoftDeletedGeneration(object.rawValue, generation, bucketURL: url)
+        }
     }
 
     private func generationMetadata(_ object: ObjectName, generation: Int64, softDeleted: Bool) async throws -> ObjectMetadata {

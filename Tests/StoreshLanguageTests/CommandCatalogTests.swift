@@ -21,6 +21,15 @@ struct CommandCatalogTests {
         #expect(CommandCatalog.commands.map(\.name) == CommandCatalog.types.map { $0.declaration.name })
     }
 
+    @Test("help keeps an option table's rows apart while it joins the lines of a sentence")
+    func optionRows() {
+        let text = CommandCatalog.text(for: ListCommand.declaration)
+        for row in ["-n N ", "--all ", "--token T ", "-l ", "-a ", "--soft-deleted "] {
+            #expect(text.split(separator: "\n").contains { $0.hasPrefix("  " + row) }, "\(row) starts no line of\n\(text)")
+        }
+        #expect(CommandCatalog.paragraphs(["a sentence", "goes on.", "-x  an option", "-y  another"]) == ["a sentence goes on.", "-x  an option", "-y  another"])
+    }
+
     @Test("the documentation's command table is the one the declarations make")
     func documentationTable() throws {
         let article = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

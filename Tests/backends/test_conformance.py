@@ -271,7 +271,7 @@ def test_M9_custom_time_holds_and_contexts_are_set_planned_undone_and_holds_refu
     backend.ok("-c", "meta set eventBasedHold=true -- h/b.txt")
     status, out, err = backend.run("--dry-run", "-c", "rm h/*")
     assert status == 1 and "Object h/a.txt is under a temporary hold and cannot be deleted" in err, err
-    assert "Object h/b.txt is under an event-based hold" in err and "2 of the 2 objects named are kept by a hold or a retention" in err
+    assert "Object h/b.txt is under an event-based hold" in err and "2 of the 2 objects named are kept by a hold" in err
     status, _, err = backend.run("-c", "meta set customTime=2025-01-01T00:00:00Z -- h/a.txt")
     assert status == 1 and "customTime can only move forward" in err
     status, _, err = backend.run("-c", "meta unset customTime -- h/a.txt")
@@ -282,6 +282,7 @@ def test_M9_custom_time_holds_and_contexts_are_set_planned_undone_and_holds_refu
         assert status == 1 and "customTime cannot be removed" in err, err
         assert metadata(backend, "h/a.txt") == held
     backend.ok("-c", "meta unset temporaryHold context.team -- h/a.txt; meta unset eventBasedHold -- h/b.txt")
+    assert json.loads(backend.ok("--json", "-c", "meta get --where temporaryHold=false h/a.txt"))["fullPath"] == "h/a.txt"
     released = metadata(backend, "h/a.txt")
     assert "temporaryHold" not in released and "contexts" not in released and released["customTime"] == held["customTime"]
     backend.ok("-c", "rm h/*")
@@ -301,7 +302,7 @@ def test_M9_a_retention_policy_refuses_deletes_and_a_dry_run_names_each_object_i
         kept = metadata(backend, "r/a.txt")
         assert kept["retentionExpirationTime"] > kept["timeCreated"]
         status, _, err = backend.run("--dry-run", "-c", "rm r/*")
-        assert status == 1 and "2 of the 2 objects named are kept by a hold or a retention" in err, err
+        assert status == 1 and "2 of the 2 objects named are kept by a retention" in err, err
         assert f"Object r/a.txt is kept by its bucket's retention policy until {kept['retentionExpirationTime']}" in err
         assert "Object r/b.txt is kept by its bucket's retention policy until" in err
         status, _, err = backend.run("-c", "rm r/a.txt")
@@ -325,7 +326,10 @@ def test_B5_B6_generations_are_listed_and_a_soft_deleted_one_is_restored_or_undo
     listed = backend.ok("-c", "ls -a v/")
     assert listed == f"a.txt#{live['generation']}  live\n", listed
     status, _, err = backend.run("-c", f"restore v/a.txt#{live['generation']}")
-    assert status == 1 and f"keeps no soft-deleted generation {live['generation']} of v/a.txt" in err, err
+    assert status == 1 and f"v/a.txt#{live['generation']} is the live generation: there is nothing to restore" in err, err
+    status, _, err = backend.run("-c", "restore v/a.txt#1")
+    assert status == 1 and "keeps no soft-deleted generation 1 of v/a.txt" in err, err
+    assert backend.ok("-c", "ls --soft-deleted v/").startswith("(no generation under")
     if not backend.remote:
         return
     # On serve, with a soft delete policy of 7 days (set through its JSON API; the shell sets no bucket settings).
@@ -341,8 +345,10 @@ def test_B5_B6_generations_are_listed_and_a_soft_deleted_one_is_restored_or_undo
         assert sorted(item["fullPath"] for item in deleted) == ["v/a.txt", "v/b.txt"]
         assert all(item["hardDeleteTime"] > item["softDeleteTime"] for item in deleted)
         status, out, err = backend.run("undo", "--dry-run", journal)
-        assert status == 0 and f"would restore v/a.txt#{kept['generation']} (7 bytes), soft-deleted, as the live object" in out, out + err
+        assert status == 0 and f"would restore v/a.txt#{kept['generation']} (7 bytes) as the live object, if it is still kept soft-deleted" in out, out + err
         backend.ok("undo", journal)
+        status, _, err = backend.run("undo", journal)
+        assert status == 1 and f"keeps no soft-deleted generation {kept['generation']} of v/a.txt" in err, err
         restored = metadata(backend, "v/a.txt")
         assert restored["customMetadata"] == {"k": "1"} and int(restored["generation"]) > int(kept["generation"])
         assert backend.ok("-c", "cat v/b.txt") == "b"

@@ -30,7 +30,7 @@ public struct ListCommand: LanguageCommand, Equatable {
             "--all      every page (listAll)",
             "--token T  continue from a page token",
             "-l         size, updated and contentType of each item",
-            "-a         every generation of each item, live and noncurrent, as NAME#GENERATION (rule B5)",
+            "-a         every generation of each item, live and noncurrent, as NAME#GENERATION (rule B5); with -l, its size",
             "--soft-deleted  the soft-deleted generations, restorable with restore NAME#GENERATION (rule B6)",
             "Prefixes end in /. When more pages follow, `page next` shows the next one.",
         ], example: "ls -n 2 lessons/paging",

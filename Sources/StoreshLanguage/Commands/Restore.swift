@@ -36,12 +36,14 @@ public struct RestoreCommand: LanguageCommand, Equatable {
             let name = try session.objectName(target.name, at: here)
             do {
                 _ = try await versions.softDeletedMetadata(of: name, generation: target.generation)
-            } catch let error as StorageError where error.code == .objectNotFound {
-                throw Diagnostic.running(
-                    StorageError(
-                        .objectNotFound,
-                        "\(session.target.url) keeps no soft-deleted generation \(target.generation) of \(MessageText.name(name.rawValue)): restored already, gone for good, or never deleted (ls --soft-deleted lists those it keeps)."),
-                    at: target.word.location)
+            } catch var error as StorageError where error.code == .objectNotFound {
+                // Named by `ls -a` perhaps: a generation that is live or noncurrent is said to be so.
+                if let kept = try? await versions.metadata(of: name, generation: target.generation) {
+                    error.message = kept.timeDeleted == nil
+                        ? "\(MessageText.name(name.rawValue))#\(target.generation) is the live generation: there is nothing to restore."
+                        : "\(MessageText.name(name.rawValue))#\(target.generation) is a noncurrent generation (versioning keeps it), not a soft-deleted one: restore brings back soft-deleted generations (ls --soft-deleted lists them)."
+                }
+                throw Diagnostic.running(error, at: target.word.location)
             }
             try await session.onTarget(target.name, name: name, at: here) {
                 // The precondition is the object as it is now: a change made after this read is not overwritten.

@@ -32,12 +32,12 @@ public struct RmCommand: LanguageCommand, Equatable {
 
     public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
         let results = BulkResults(.deletions, output: session.output, options: session.options, progress: session.progress)
-        var held = 0
+        var (held, retained) = (0, 0)
         let matched = try await session.forEachTarget(targets, raw: raw, filters: filters, at: here) { object in
             // A hold or a retention refuses the delete (rule M9): each such object found is named, and the walk goes
             // on, so that one run (a dry run above all) names them all before the command fails.
-            if let refusal = object.metadata?.protection(against: .deleted, now: session.clock.now()) {
-                held += 1
+            if let metadata = object.metadata, let refusal = metadata.protection(against: .deleted, now: session.clock.now()) {
+                if metadata.cloudStorage.isHeld { held += 1 } else { retained += 1 }
                 session.output.error(Diagnostic.running(refusal, at: object.word?.location ?? here))
                 return
             }
@@ -48,12 +48,14 @@ public struct RmCommand: LanguageCommand, Equatable {
             }
             results.deleted(object.name.rawValue)
         }
-        if held > 0 {
-            throw Diagnostic.running(
-                StorageError(
-                    .unauthorized,
-                    "\(held) of the \(matched) objects named \(held == 1 ? "is" : "are") kept by a hold or a retention (named above), which refuses the delete; release a hold with meta unset temporaryHold eventBasedHold -- NAME."),
-                at: here)
+        if held + retained > 0 {
+            let kept = held + retained
+            var message = "\(kept) of the \(matched) objects named \(kept == 1 ? "is" : "are") kept by "
+            message += held == 0 ? "a retention" : retained == 0 ? "a hold" : "a hold or a retention"
+            message += " (named above), which refuses the delete"
+            if held > 0 { message += "; release a hold with meta unset temporaryHold eventBasedHold -- NAME" }
+            if retained > 0 { message += "; a retention lasts until the time it names" }
+            throw Diagnostic.running(StorageError(.unauthorized, message + "."), at: here)
         }
         if !session.options.dryRun { session.reportedChanges += results.deletedCount }
         results.finish(single: true)
