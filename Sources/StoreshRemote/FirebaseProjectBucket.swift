@@ -39,7 +39,9 @@ public final class FirebaseProjectBucket: BucketLayer, EndUserSignIn, @unchecked
     public var rulesStore: (any RulesStore)? { nil }
     public var settingsStore: (any BucketSettingsStore)? { nil }
     /// The administrator's (the JSON API names generations); none while signed in (the v0 API names none).
-    public var objectVersions: (any ObjectVersions)? { current.objectVersions }
+    public var objectVersions: (any ObjectVersions)? {
+        current.objectVersions.map { CompletionForgettingVersions($0, completions: completions) }
+    }
     public var asTransaction: (any BucketTransaction)? { nil }
     /// The signed-in mode shares the administrator's connections: closed with it.
     public func close() { administrator.close() }
@@ -159,5 +161,52 @@ final class CompletionForgettingBatches: BatchedChanges, @unchecked Sendable {
     func send(_ changes: [BatchedChange]) async -> [Result<ObjectMetadata?, StorageError>] {
         defer { completions.forget() }
         return await batches.send(changes)
+    }
+}
+
+/// A bucket's generations whose changes (a restore, a change of one generation) forget Tab completion's reads, as the
+/// bucket's own changes do.
+final class CompletionForgettingVersions: ObjectVersions, @unchecked Sendable {
+    private let versions: any ObjectVersions
+    private let completions: CompletionReads
+
+    init(_ versions: any ObjectVersions, completions: CompletionReads) {
+        self.versions = versions
+        self.completions = completions
+    }
+
+    func metadata(of object: ObjectName, generation: Int64) async throws -> ObjectMetadata {
+        try await versions.metadata(of: object, generation: generation)
+    }
+
+    func read(_ object: ObjectName, generation: Int64, into sink: any ContentSink) async throws -> ObjectMetadata {
+        try await versions.read(object, generation: generation, into: sink)
+    }
+
+    func softDeletedMetadata(of object: ObjectName, generation: Int64) async throws -> ObjectMetadata {
+        try await versions.softDeletedMetadata(of: object, generation: generation)
+    }
+
+    func hasNoncurrentGenerations() async throws -> Bool { try await versions.hasNoncurrentGenerations() }
+
+    func listGenerations(prefix: String, delimited: Bool, options: ListOptions, softDeleted: Bool) async throws -> ListPage {
+        try await versions.listGenerations(prefix: prefix, delimited: delimited, options: options, softDeleted: softDeleted)
+    }
+
+    func updateMetadata(of object: ObjectName, generation: Int64, _ update: MetadataUpdate, precondition: Precondition)
+        async throws -> UpdateResult
+    {
+        defer { completions.forget() }
+        return try await versions.updateMetadata(of: object, generation: generation, update, precondition: precondition)
+    }
+
+    func delete(_ object: ObjectName, generation: Int64, precondition: Precondition) async throws {
+        defer { completions.forget() }
+        try await versions.delete(object, generation: generation, precondition: precondition)
+    }
+
+    func restore(_ object: ObjectName, generation: Int64, precondition: Precondition) async throws -> ObjectMetadata {
+        defer { completions.forget() }
+        return try await versions.restore(object, generation: generation, precondition: precondition)
     }
 }

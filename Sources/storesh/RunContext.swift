@@ -129,6 +129,11 @@ struct RunContext: Equatable {
         on opened: OpenedBucket, output: ConsoleOutput, journalSource: String, underRules: Bool = true,
         adjust: (inout RunOptions) -> Void = { _ in }
     ) throws -> Session {
+        if opened.isFile, let journal {
+            // A journal would be promised and never written: a bucket file's run lands whole or not at all.
+            throw CommandLineError(
+                "--journal \(journal) keeps the journal of a run on a real bucket (gs://, s3://); a script on the bucket file \(opened.given) lands whole or not at all, and snapshot save and snapshot restore put a bucket file back. Nothing was run.")
+        }
         var options = RunOptions(json: json, dryRun: dryRun, keepGoing: keepGoing)
         options.summaryOnly = summary
         options.parallel = parallel ?? ApplySettings.defaultParallel

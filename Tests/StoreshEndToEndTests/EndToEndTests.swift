@@ -95,6 +95,10 @@ struct EndToEndTests {
         #expect(result.stderr.contains("-c is given 2 times; give one script"), "\(result.stderr)")
         #expect(result.stdout.isEmpty)
         #expect(!FileManager.default.fileExists(atPath: sandbox.file("c.bucket")))
+        // --journal on a bucket file would be a journal promised and never written.
+        let journaled = try sandbox.storesh.run(["--bucket", sandbox.file("j.bucket"), "--journal", sandbox.file("j.journal"), "-c", "put --data x a.txt"])
+        #expect(journaled.status == 2 && journaled.stderr.contains("keeps the journal of a run on a real bucket"), "\(journaled.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: sandbox.file("j.journal")))
     }
 
     @Test("a bucket in a directory that does not exist is an error, and nothing is made")
