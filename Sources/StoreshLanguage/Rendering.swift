@@ -54,6 +54,8 @@ public struct ListingResult: Sendable {
     public var suggestion: String? = nil
     /// `ls -a`, `ls --soft-deleted`: the items are generations, each with its metadata (rules B5, B6).
     public var generations = false
+    /// `ls --soft-deleted`: the generations are the soft-deleted ones.
+    public var softDeleted = false
     /// For an empty listing: a name stored under the reference that no listing shows (rule L3).
     public var hiddenName: String? = nil
 }
@@ -188,7 +190,8 @@ public struct HumanRenderer: ResultRenderer {
             lines = page.prefixes.map { folder(relative($0) + "/") } + page.items.map(relative)
         }
         if page.prefixes.isEmpty && page.items.isEmpty && listing.generations {
-            lines.append("(no generation under \(MessageText.oneLine(listing.reference.url(bucket: listing.bucket, scheme: listing.scheme))) that this listing shows)")
+            let url = MessageText.oneLine(listing.reference.url(bucket: listing.bucket, scheme: listing.scheme))
+            lines.append(listing.softDeleted ? "(no soft-deleted generation under \(url))" : "(no generation under \(url))")
         } else if page.prefixes.isEmpty && page.items.isEmpty {
             var note = "(nothing under \(MessageText.oneLine(listing.reference.url(bucket: listing.bucket, scheme: listing.scheme))))"
             if listing.referenceIsObject { note += " — it is an object: meta get shows it (rule L5)" }

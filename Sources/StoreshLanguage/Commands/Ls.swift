@@ -141,7 +141,7 @@ public struct ListCommand: LanguageCommand, Equatable {
             .listing(
                 ListingResult(
                     page: page, reference: reference, bucket: session.target.name, scheme: session.target.scheme, long: long,
-                    metadata: (page.itemMetadata ?? []).map(\.withoutDownloadTokens), referenceIsObject: false, generations: true)))
+                    metadata: (page.itemMetadata ?? []).map(\.withoutDownloadTokens), referenceIsObject: false, generations: true, softDeleted: kind == .softDeleted)))
         return .next
     }
 
