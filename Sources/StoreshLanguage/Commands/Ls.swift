@@ -86,30 +86,10 @@ public struct ListCommand: LanguageCommand, Equatable {
         let reference = try path.map { try session.navigationPath($0, command: name) } ?? session.current
         let maxResults = pageSize(in: session)
         if let generations { return try await listGenerations(generations, of: reference, maxResults: maxResults, in: session, at: here) }
-        let errorLocation = maxResultsWord?.location ?? pageToken?.location ?? path?.location ?? here
-        var page: ListPage
-        if all {
-            page = ListPage()
-            var token: String?
-            repeat {
-                try session.checkCancelled(at: here)
-                let next = try await session.located(errorLocation) {
-                    try await session.target.list(
-                        reference, options: ListOptions(maxResults: maxResults, pageToken: token, includeMetadata: long))
-                }
-                page.prefixes += next.prefixes
-                page.items += next.items
-                if let metadata = next.itemMetadata { page.itemMetadata = (page.itemMetadata ?? []) + metadata }
-                token = next.nextPageToken
-            } while token != nil
-            session.lastListing = nil
-        } else {
-            page = try await session.located(errorLocation) {
-                try await session.target.list(
-                    reference, options: ListOptions(maxResults: maxResults, pageToken: pageToken?.text, includeMetadata: long))
-            }
-            session.lastListing = (reference, maxResults, long, page.nextPageToken)
+        let page = try await self.page(in: session, at: here) { token in
+            try await session.target.list(reference, options: ListOptions(maxResults: maxResults, pageToken: token, includeMetadata: long))
         }
+        session.lastListing = all ? nil : (reference, maxResults, long, page.nextPageToken)
         try await session.deliverPage(page, of: reference, long: long, at: here)
         return .next
     }
@@ -119,23 +99,12 @@ public struct ListCommand: LanguageCommand, Equatable {
         _ kind: GenerationListing, of reference: StoragePath, maxResults: Int?, in session: Session, at here: SourceLocation
     ) async throws -> Session.Flow {
         let versions = try session.generations(at: here)
-        let errorLocation = maxResultsWord?.location ?? pageToken?.location ?? path?.location ?? here
-        var page = ListPage(itemMetadata: [])
-        var token = pageToken?.text
-        repeat {
-            try session.checkCancelled(at: here)
-            let next = try await session.located(errorLocation) {
-                try await versions.listGenerations(
-                    prefix: reference.listingPrefix, delimited: true,
-                    options: ListOptions(maxResults: maxResults ?? ListOptions.maximumResults, pageToken: token, includeMetadata: true),
-                    softDeleted: kind == .softDeleted)
-            }
-            page.prefixes += next.prefixes
-            page.items += next.items
-            page.itemMetadata! += next.itemMetadata ?? []
-            token = next.nextPageToken
-        } while all && token != nil
-        page.nextPageToken = token
+        let page = try await self.page(in: session, at: here) { token in
+            try await versions.listGenerations(
+                prefix: reference.listingPrefix, delimited: true,
+                options: ListOptions(maxResults: maxResults ?? ListOptions.maximumResults, pageToken: token, includeMetadata: true),
+                softDeleted: kind == .softDeleted)
+        }
         session.lastListing = nil
         session.deliver(
             .listing(
@@ -143,6 +112,24 @@ public struct ListCommand: LanguageCommand, Equatable {
                     page: page, reference: reference, bucket: session.target.name, scheme: session.target.scheme, long: long,
                     metadata: (page.itemMetadata ?? []).map(\.withoutDownloadTokens), referenceIsObject: false, generations: true, softDeleted: kind == .softDeleted)))
         return .next
+    }
+
+    /// The page `ls` shows: the one at `--token` (or the first), or with `--all` every page from the first, joined;
+    /// `fetch` reads the page at a token.
+    private func page(in session: Session, at here: SourceLocation, _ fetch: (String?) async throws -> ListPage) async throws -> ListPage {
+        let errorLocation = maxResultsWord?.location ?? pageToken?.location ?? path?.location ?? here
+        guard all else { return try await session.located(errorLocation) { try await fetch(pageToken?.text) } }
+        var page = ListPage()
+        var token: String?
+        repeat {
+            try session.checkCancelled(at: here)
+            let next = try await session.located(errorLocation) { try await fetch(token) }
+            page.prefixes += next.prefixes
+            page.items += next.items
+            if let metadata = next.itemMetadata { page.itemMetadata = (page.itemMetadata ?? []) + metadata }
+            token = next.nextPageToken
+        } while token != nil
+        return page
     }
 
     public func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] {

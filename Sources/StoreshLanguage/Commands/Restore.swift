@@ -34,24 +34,23 @@ public struct RestoreCommand: LanguageCommand, Equatable {
         let versions = try session.generations(at: here)
         for target in targets {
             let name = try session.objectName(target.name, at: here)
+            // The precondition is the object as it is now: a change made after this read is not overwritten.
+            let live = try await session.onTarget(target.name, name: name, at: here) { try await session.target.metadataIfPresent(of: name) }
+            let restored: ObjectMetadata
             do {
-                _ = try await versions.softDeletedMetadata(of: name, generation: target.generation)
-            } catch var error as StorageError where error.code == .objectNotFound {
-                // Named by `ls -a` perhaps: a generation that is live or noncurrent is said to be so.
-                if let kept = try? await versions.metadata(of: name, generation: target.generation) {
+                restored = try await versions.restore(
+                    name, generation: target.generation, precondition: live.map { .sameContent(as: $0) } ?? .doesNotExist)
+            } catch var error as StorageError {
+                // No soft-deleted generation of that number (every bucket says so as not found): one named by `ls -a`
+                // perhaps, live or noncurrent, is said to be so.
+                if error.code == .objectNotFound, let kept = try? await versions.metadata(of: name, generation: target.generation) {
                     error.message = kept.timeDeleted == nil
                         ? "\(MessageText.name(name.rawValue))#\(target.generation) is the live generation: there is nothing to restore."
                         : "\(MessageText.name(name.rawValue))#\(target.generation) is a noncurrent generation (versioning keeps it), not a soft-deleted one: restore brings back soft-deleted generations (ls --soft-deleted lists them)."
                 }
                 throw Diagnostic.running(error, at: target.word.location)
             }
-            try await session.onTarget(target.name, name: name, at: here) {
-                // The precondition is the object as it is now: a change made after this read is not overwritten.
-                let live = try await session.target.metadataIfPresent(of: name)
-                let restored = try await versions.restore(
-                    name, generation: target.generation, precondition: live.map { .sameContent(as: $0) } ?? .doesNotExist)
-                session.deliver(.restored(restored, generation: target.generation, dryRun: session.options.dryRun))
-            }
+            session.deliver(.restored(restored, generation: target.generation, dryRun: session.options.dryRun))
         }
         return .next
     }
