@@ -290,7 +290,7 @@ public protocol BatchedChanges: AnyObject, Sendable {
 /// and `meta unset` over a pattern do on a bucket that has it. The outcome of each object is exactly that of
 /// `updateMetadata(of:_:precondition:)` on the object as the page found it (rules M4–M7: a change that changes
 /// nothing is none, a change bumps the metageneration and stamps the time, the limits of custom metadata hold);
-/// only the way there is shorter.
+/// only the way there is shorter. A change of storage class (a rewrite, rule M9) is not made this way.
 public protocol UniformUpdates: AnyObject, Sendable {
     /// Walks the objects whose names start with `prefix`, in byte order, strictly after `after`, at most `limit`
     /// of them (as `scan` does), and applies `update` to each whose name `picking` accepts. Answers the outcome of

@@ -15,6 +15,8 @@ public struct CloudStorageFields: Sendable, Equatable {
     public var timeStorageClassUpdated: Timestamp?
 
     public static let defaultStorageClass = "STANDARD"
+    /// The classes, as a message lists them.
+    public static var storageClassNames: String { BucketSettings.storageClasses.sorted().joined(separator: ", ") }
 
     /// The service's limits of contexts: 50 keys, each key and value at most 256 bytes, 25 KiB in all.
     public static let maximumContexts = 50
@@ -258,6 +260,8 @@ public struct CloudStorageFieldsUpdate: Sendable, Equatable {
     public var customTime: Timestamp?
     public var temporaryHold: Bool?
     public var eventBasedHold: Bool?
+    /// A new storage class (its name, STANDARD included): a change of class is a rewrite (rule M9).
+    public var storageClass: String?
     /// Per-key changes of the contexts (nil removes the key), applied after `clearsContexts`.
     public var contexts: [String: String?] = [:]
     public var clearsContexts = false
@@ -271,8 +275,8 @@ public struct CloudStorageFieldsUpdate: Sendable, Equatable {
     public init() {}
 
     public var isEmpty: Bool {
-        customTime == nil && temporaryHold == nil && eventBasedHold == nil && contexts.isEmpty && !clearsContexts && acl == nil
-            && retention == nil
+        customTime == nil && temporaryHold == nil && eventBasedHold == nil && storageClass == nil && contexts.isEmpty && !clearsContexts
+            && acl == nil && retention == nil
     }
 
     /// The fields after the change at `now`; refused when it would move the custom time back.
@@ -292,6 +296,11 @@ public struct CloudStorageFieldsUpdate: Sendable, Equatable {
         }
         if let acl { next.acl = acl }
         if let eventBasedHold { next.eventBasedHold = eventBasedHold }
+        if let storageClass, storageClass != fields.effectiveStorageClass {
+            // STANDARD is kept as no class; the time is the rewrite's, which is also the new generation's creation.
+            next.storageClass = storageClass == CloudStorageFields.defaultStorageClass ? nil : storageClass
+            next.timeStorageClassUpdated = next.storageClass == nil ? nil : now
+        }
         if clearsContexts { next.contexts = [:] }
         for (key, value) in contexts.sortedByKeyBytes {
             guard let value else {

@@ -1,20 +1,22 @@
 /// One of Cloud Storage's own object fields that a user changes by name (rule M9): in `meta set` and `meta unset`,
 /// and in what a plan, a journal, a result or a snapshot diff says changed. `customTime` (an RFC 3339 time that only
-/// moves forward), `temporaryHold` and `eventBasedHold` (`true` or `false`), and `context.KEY` for one of the
-/// object's contexts.
+/// moves forward), `temporaryHold` and `eventBasedHold` (`true` or `false`), `storageClass` (changed by a rewrite:
+/// the object is written again, as a new generation), and `context.KEY` for one of the object's contexts.
 ///
 /// Each has a text, as a difference carries it: the time in RFC 3339 with microseconds, `true` for a hold that is
-/// on (a hold that is off is not set), a context's value.
+/// on (a hold that is off is not set), the storage class's name (STANDARD where the object has no other), a
+/// context's value.
 public enum CloudStorageWritableField: Sendable, Equatable {
     case customTime
     case temporaryHold
     case eventBasedHold
+    case storageClass
     case context(String)
 
     /// How a context's key is written: `context.KEY`, as `meta get` shows it.
     public static let contextPrefix = "context."
     /// The names help and completion offer (a context is `context.KEY`).
-    public static let names = ["customTime", "temporaryHold", "eventBasedHold"]
+    public static let names = ["customTime", "temporaryHold", "eventBasedHold", "storageClass"]
 
     /// The field `key` names; nil when it names none (`context.` alone names none).
     public init?(key: String) {
@@ -22,6 +24,7 @@ public enum CloudStorageWritableField: Sendable, Equatable {
         case "customTime": self = .customTime
         case "temporaryHold": self = .temporaryHold
         case "eventBasedHold": self = .eventBasedHold
+        case "storageClass": self = .storageClass
         default:
             guard key.hasPrefix(Self.contextPrefix), key.utf8.count > Self.contextPrefix.utf8.count else { return nil }
             self = .context(String(key.dropFirst(Self.contextPrefix.count)))
@@ -33,6 +36,7 @@ public enum CloudStorageWritableField: Sendable, Equatable {
         case .customTime: "customTime"
         case .temporaryHold: "temporaryHold"
         case .eventBasedHold: "eventBasedHold"
+        case .storageClass: "storageClass"
         case .context(let key): Self.contextPrefix + key
         }
     }
@@ -40,7 +44,7 @@ public enum CloudStorageWritableField: Sendable, Equatable {
     /// Keys compare as their bytes (rule P7).
     public static func == (a: Self, b: Self) -> Bool {
         switch (a, b) {
-        case (.customTime, .customTime), (.temporaryHold, .temporaryHold), (.eventBasedHold, .eventBasedHold): true
+        case (.customTime, .customTime), (.temporaryHold, .temporaryHold), (.eventBasedHold, .eventBasedHold), (.storageClass, .storageClass): true
         case (.context(let x), .context(let y)): NameBytes.sameBytes(x, y)
         default: false
         }
@@ -48,24 +52,36 @@ public enum CloudStorageWritableField: Sendable, Equatable {
 }
 
 extension CloudStorageFields {
-    /// The field's text; nil when it is not set (a hold that is off).
+    /// The field's text; nil when it is not set (a hold that is off). Every object has a storage class.
     public func text(of field: CloudStorageWritableField) -> String? {
         switch field {
         case .customTime: customTime?.rfc3339Microseconds
         case .temporaryHold: temporaryHold ? "true" : nil
         case .eventBasedHold: eventBasedHold ? "true" : nil
+        case .storageClass: effectiveStorageClass
         case .context(let key): contexts[key]?.value
         }
     }
 
-    /// Every writable field that is set, in this order: the custom time, the holds, the contexts by key bytes.
+    /// The object's storage class by name: STANDARD where it has no other.
+    public var effectiveStorageClass: String { storageClass ?? Self.defaultStorageClass }
+
+    /// Every writable field that is set, in this order: the custom time, the holds, a storage class other than
+    /// STANDARD, the contexts by key bytes.
     public var writableFields: [CloudStorageWritableField] {
         var fields: [CloudStorageWritableField] = []
         if customTime != nil { fields.append(.customTime) }
         if temporaryHold { fields.append(.temporaryHold) }
         if eventBasedHold { fields.append(.eventBasedHold) }
+        if storageClass != nil { fields.append(.storageClass) }
         fields += contexts.sortedByKeyBytes.map { .context($0.key) }
         return fields
+    }
+
+    /// The storage class `text` names (any case: `nearline` is NEARLINE); nil when Cloud Storage has no such class.
+    public static func storageClass(named text: String) -> String? {
+        let name = text.uppercased()
+        return BucketSettings.storageClasses.contains(name) ? name : nil
     }
 
     /// Refuses a context the service would (rule M9): a key of 1 to 256 bytes without control characters, a value
@@ -94,6 +110,12 @@ extension CloudStorageFieldsUpdate {
                 throw .invalidArgument("\(field.key) is true or false, not '\(text)' (rule M9).")
             }
             if field == .temporaryHold { temporaryHold = text == "true" } else { eventBasedHold = text == "true" }
+        case .storageClass:
+            guard let name = CloudStorageFields.storageClass(named: text) else {
+                throw .invalidArgument(
+                    "storageClass is one of \(CloudStorageFields.storageClassNames), not '\(text)' (rule M9).")
+            }
+            storageClass = name
         case .context(let key):
             try CloudStorageFields.validateContext(key: key, value: text)
             contexts[key] = .some(text)
@@ -107,6 +129,8 @@ extension CloudStorageFieldsUpdate {
             throw .invalidArgument("customTime cannot be removed: once set, it only moves forward (rule M9).")
         case .temporaryHold: temporaryHold = false
         case .eventBasedHold: eventBasedHold = false
+        case .storageClass:
+            throw .invalidArgument("Every object has a storage class: set another (storageClass=STANDARD) instead of unsetting it (rule M9).")
         case .context(let key):
             try CloudStorageFields.validateContext(key: key, value: nil)
             contexts[key] = .some(nil)
@@ -120,6 +144,7 @@ extension CloudStorageFieldsUpdate {
         if let time = after.customTime, time != before.customTime { customTime = time }
         if before.temporaryHold != after.temporaryHold { temporaryHold = after.temporaryHold }
         if before.eventBasedHold != after.eventBasedHold { eventBasedHold = after.eventBasedHold }
+        if before.effectiveStorageClass != after.effectiveStorageClass { storageClass = after.effectiveStorageClass }
         for field in before.writableFields + after.writableFields {
             guard case .context(let key) = field else { continue }
             let new = after.contexts[key]?.value
@@ -132,6 +157,8 @@ extension CloudStorageFieldsUpdate {
 public enum HeldChange: String, Sendable {
     case deleted
     case overwritten
+    /// Written again by a change of storage class.
+    case rewritten
 }
 
 extension ObjectMetadata {

@@ -228,13 +228,30 @@ public struct ObjectMetadata: Sendable, Equatable {
 
     /// `next`, a change of `self`'s writable metadata, checked (rule M5's limits) and stamped as a change at `now`
     /// (rule M4: one that changes nothing is no change, and keeps `self`).
+    ///
+    /// A change of storage class is a rewrite (rule M9): the object is written again, content and metadata, as a new
+    /// generation made at `now` (metageneration 1). The generation here is larger than the object's; a bucket that
+    /// gives its own replaces it.
     private func stamped(_ next: ObjectMetadata, now: Timestamp) throws(StorageError) -> (metadata: ObjectMetadata, changed: Bool) {
         try CustomMetadataLimits.validate(next.customMetadata)
         guard next != self else { return (self, false) }
         var next = next
-        next.metageneration += 1
+        if rewrites(to: next) {
+            let (following, overflow) = generation.addingReportingOverflow(1)
+            guard !overflow else { throw .invalidArgument("Object \(MessageText.name(fullPath)) has the largest generation there is; it cannot be rewritten.") }
+            next.generation = max(now.microseconds, following)
+            next.metageneration = 1
+            next.timeCreated = now
+        } else {
+            next.metageneration += 1
+        }
         next.updated = now
         return (next, true)
+    }
+
+    /// Whether going from `self` to `other` is a rewrite, not an update: a change of storage class (rule M9).
+    public func rewrites(to other: ObjectMetadata) -> Bool {
+        cloudStorage.effectiveStorageClass != other.cloudStorage.effectiveStorageClass
     }
 }
 

@@ -253,8 +253,12 @@ public final class PlanApplier: @unchecked Sendable {
     /// The most batch requests in flight at once.
     static let batchesInFlight = 8
 
-    /// Whether a change can go in a batch: a metadata change or a delete (content goes on its own).
-    static func isBatchable(_ change: PlannedChange) -> Bool { !change.writesContent && change.before != nil }
+    /// Whether a change can go in a batch: a metadata change or a delete (content goes on its own, and so does a
+    /// change of storage class, a rewrite of the object).
+    static func isBatchable(_ change: PlannedChange) -> Bool {
+        guard !change.writesContent, let before = change.before else { return false }
+        return change.after.map { !before.rewrites(to: $0) } ?? true
+    }
 
     /// The state a change goes from: a later change of an object is guarded by what the earlier one left, not by
     /// the plan's guess (a write's generation is the service's to choose).
@@ -587,9 +591,10 @@ public enum JournalRecord {
                 return
             case (nil, let now?):
                 try undo.append(PlannedChange(object: object, before: now, after: nil))
-            case (let old?, let now?) where old.generation == now.generation:
+            case (let old?, let now?) where old.generation == now.generation || (old.md5Hash == now.md5Hash && old.rewrites(to: now)):
                 // Every writable field as it was, Cloud Storage's own among them (rule M9); a custom time set by the
-                // run cannot be removed, nor moved back.
+                // run cannot be removed, nor moved back. The run's change of storage class (the same content, a new
+                // generation) is undone as it was made: the object rewritten to its old class.
                 let restored: ObjectMetadata
                 do throws(StorageError) {
                     restored = try now.replacingWritableMetadata(with: old, now: now.updated).metadata
@@ -598,8 +603,10 @@ public enum JournalRecord {
                     return
                 }
                 var planned = restored
-                planned.metageneration = now.metageneration
-                planned.updated = now.updated
+                if !now.rewrites(to: restored) {
+                    planned.metageneration = now.metageneration
+                    planned.updated = now.updated
+                }
                 try undo.append(PlannedChange(object: object, before: now, after: planned))
             case (let old?, let now) where old.hasGenerations:
                 // Deleted or replaced on a bucket that names generations: the old generation is brought back, where

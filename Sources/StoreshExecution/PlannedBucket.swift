@@ -322,6 +322,8 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
         try require(precondition, object, existing)
         let (next, changed) = try next(existing, clock.nextChangeTime())
         if changed {
+            // A change of storage class writes the object again (rule M9): refused as a write is.
+            if existing.rewrites(to: next) { try existing.refuseIfProtected(.rewritten, now: clock.now()) }
             try inner.validateStorable(next)
             try record(PlannedChange(object: object.rawValue, before: existing, after: next, step: step), content: entry?.content ?? .real)
         }

@@ -116,8 +116,9 @@ public struct Completer {
                 CompletionCandidate(word: $0.hasSuffix(".") ? $0 : $0 + "=", display: $0, continues: true)
             }
         }
-        // A custom time is never removed (rule M9): `meta unset` does not offer it.
-        return (names.filter { $0 != CloudStorageWritableField.customTime.key } + ["custom"]).map {
+        // A custom time is never removed, and a storage class only replaced (rule M9): `meta unset` offers neither.
+        let neverUnset = [CloudStorageWritableField.customTime.key, CloudStorageWritableField.storageClass.key]
+        return (names.filter { !neverUnset.contains($0) } + ["custom"]).map {
             CompletionCandidate(word: $0, display: $0, continues: false)
         }
     }

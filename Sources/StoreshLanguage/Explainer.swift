@@ -196,6 +196,7 @@ enum Explainer {
         if let state, let after = try? state.applying(Session.keepingDownloadTokens(update, of: state), now: state.updated).metadata,
             state.differences(to: after).count > 0
         {
+            if state.rewrites(to: after) { return rewrite(bucket: bucket, name: name, from: state, to: after) }
             cloudStorage = CloudStorageWire.patch(bucket: bucket, object: name, from: state, to: after).rendered(baseURL: cloudStorageHost)
             firebase = FirebaseWire.patch(bucket: bucket, object: name, body: CloudStorageJSON.patchBody(from: state, to: after))
                 .rendered(baseURL: firebaseHost)
@@ -211,6 +212,18 @@ enum Explainer {
             rulesMethod: "update",
             note: [note, "storesh sends ifGenerationMatch and ifMetagenerationMatch with the generation and metageneration it read, and only what changes, so a concurrent change is never overwritten (rule G5)."]
                 .compactMap { $0 }.joined(separator: " "))
+    }
+
+    /// A change of storage class (rule M9): no SDK of Firebase's has one, and the JSON API makes it by rewriting the
+    /// object onto itself.
+    static func rewrite(bucket: String, name: String, from state: ObjectMetadata, to after: ObjectMetadata) -> ExplainedRequest {
+        ExplainedRequest(
+            purpose: "rewrite \(name) as storage class \(after.cloudStorage.effectiveStorageClass): the same content, a new generation, metageneration 1 (rule M9)",
+            firebaseREST: "(none: the Firebase Storage API does not change an object's storage class)",
+            cloudStorageREST: CloudStorageWire.change(bucket: bucket, object: name, from: state, to: after).rendered(baseURL: cloudStorageHost)
+                + "\n(a large object takes several calls: each after the first sends the rewriteToken the one before answered)",
+            rulesMethod: "update",
+            note: "storesh rewrites only the generation and metageneration it read (ifSourceGenerationMatch, ifSourceMetagenerationMatch) and only over that generation (ifGenerationMatch), so a concurrent change is never overwritten (rule G5); the body is the object's metadata whole, with null for what the change removes.")
     }
 
     /// `current`: the object the upload would replace, as storesh read it (nil: none); on a real bucket storesh

@@ -41,7 +41,7 @@ public struct MetadataFilter: Sendable, Equatable {
             test = parts[1] == "exists" ? .exists : .missing
         }
         let known = MetadataProperty(rawValue: key) != nil || (key.hasPrefix("custom.") && key.count > "custom.".count)
-            || CloudStorageWritableField(key: key) != nil || key == "storageClass"
+            || CloudStorageWritableField(key: key) != nil
         guard known else {
             var message = "--where: '\(key)' is not a metadata property; use one of \(MetadataProperty.allCases.map(\.rawValue).filter { $0 != "customMetadata" }.joined(separator: ", ")) or custom.NAME"
             if let near = Suggestion.nearest(to: key, among: MetadataProperty.allCases.map(\.rawValue)) { message = "--where: '\(key)' is not a metadata property; did you mean \(near)?" }
@@ -61,7 +61,6 @@ public struct MetadataFilter: Sendable, Equatable {
         case let field?: return metadata.cloudStorage.text(of: field)
         case nil: break
         }
-        if key == "storageClass" { return metadata.cloudStorage.storageClass ?? CloudStorageFields.defaultStorageClass }
         switch MetadataProperty(rawValue: key) {
         case .bucket: return metadata.bucket
         case .fullPath: return metadata.fullPath

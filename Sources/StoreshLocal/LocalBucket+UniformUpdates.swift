@@ -16,7 +16,11 @@ extension LocalBucket: UniformUpdates {
     public func updatePage(
         prefix: String, after: String?, limit: Int, _ update: MetadataUpdate, picking: (String) throws -> Bool
     ) async throws -> UniformUpdatePage {
-        try updateRows(prefix: prefix, after: after, limit: limit, RowUpdate(update), picking: picking)
+        // A change of storage class makes a new generation of each object (rule M9), which a row update does not.
+        guard update.cloudStorage.storageClass == nil else {
+            throw StorageError.internalError("A change of storage class is a rewrite of each object; it is not made as a page update.")
+        }
+        return try updateRows(prefix: prefix, after: after, limit: limit, RowUpdate(update), picking: picking)
     }
 
     /// The page's names found first (through the name index alone); then one statement over them visits each row,

@@ -680,11 +680,21 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
             let scanned = scannedRows.removeValue(forKey: object)
             guard let row = try scanned ?? fetchRow(object.rawValue) else { throw StorageError.objectNotFound(object.rawValue) }
             let now = options.clock.nextChangeTime()
-            let (next, changed) = try next(row.metadata, now)
+            var (next, changed) = try next(row.metadata, now)
             guard precondition.isSatisfied(by: row.metadata) else {
                 throw StorageError.preconditionFailed(object.rawValue, precondition, actual: row.metadata)
             }
-            if changed { try storeMetadata(next, over: row) }
+            if changed && row.metadata.rewrites(to: next) {
+                // A change of storage class is a rewrite (rule M9): a new generation over the same content (shared,
+                // not copied), replacing the object as a write does; refused as a write is by a hold or a retention.
+                try refuseIfProtected(row.metadata, .rewritten)
+                try atomically {
+                    next.generation = try nextGeneration(now: now)
+                    try store(next, contentID: row.version.contentID, replacing: row, noncurrentSince: now)
+                }
+            } else if changed {
+                try storeMetadata(next, over: row)
+            }
             return UpdateResult(metadata: next, previous: row.metadata, changed: changed)
         }
     }

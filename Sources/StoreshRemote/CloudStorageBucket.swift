@@ -262,6 +262,7 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
     public func applyMetadata(of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata) async throws
         -> ObjectMetadata
     {
+        if before.rewrites(to: after) { return try await rewriteInPlace(object, from: before, to: after) }
         let request = CloudStorageWire.patch(bucket: name, object: object.rawValue, from: before, to: after)
         let response = try await sendChange(
             .PATCH, url(request), headers: [("Content-Type", "application/json")], body: request.body ?? Data(),
@@ -269,6 +270,33 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
         ) { current in Self.metadataLanded(current, from: before, to: after) }
         if let response { return try CloudStorageJSON.metadata(try CloudStorageJSON.object(response.body, what: "an update"), bucket: name) }
         return try await metadata(of: object)
+    }
+
+    /// A change of storage class (rule M9): the object rewritten onto itself, guarded by `before` on both sides, a
+    /// call at a time until the service says it is done (a large object takes several, each continuing the last
+    /// with its token). A repeat refused because the first attempt landed counts as done when the object is a new
+    /// generation of the same content, as planned.
+    private func rewriteInPlace(_ object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata) async throws -> ObjectMetadata {
+        var token: String?
+        while true {
+            let request = CloudStorageWire.rewriteInPlace(bucket: name, object: object.rawValue, from: before, to: after, token: token)
+            let response = try await sendChange(
+                .POST, url(request), headers: [("Content-Type", "application/json")], body: request.body ?? Data(),
+                object: object.rawValue, precondition: Precondition(generation: before.generation, metageneration: before.metageneration)
+            ) { current in
+                current.generation != before.generation && current.md5Hash == before.md5Hash && current.differences(to: after).isEmpty
+            }
+            guard let response else { return try await metadata(of: object) }
+            let answer = try CloudStorageJSON.object(response.body, what: "a rewrite")
+            if answer["done"] as? Bool == true, let resource = answer["resource"] as? [String: Any] {
+                return try CloudStorageJSON.metadata(resource, bucket: name)
+            }
+            guard let next = answer["rewriteToken"] as? String, !next.isEmpty, next != token else {
+                throw StorageError.internalError(
+                    "The service answered a rewrite of \(object.rawValue) as neither done nor with a token to continue it; the object is as it was, or a new generation of the same content.")
+            }
+            token = next
+        }
     }
 
     /// Whether a metadata change refused on a repeat had landed on its first attempt: the object is as planned,

@@ -91,10 +91,35 @@ public enum CloudStorageJSON {
             switch CloudStorageWritableField(key: difference.key) {
             case .temporaryHold?, .eventBasedHold?: members.append((difference.key, .bool(difference.new != nil)))
             case .context(let key)?: contexts.append((key, difference.new.map { .object([("value", .string($0))]) } ?? .null))
-            case .customTime?, nil: members.append((difference.key, value))
+            case .customTime?, .storageClass?, nil: members.append((difference.key, value))
             }
         }
         if !custom.isEmpty { members.append(("metadata", .object(custom))) }
+        if !contexts.isEmpty { members.append(("contexts", .object([("custom", .object(contexts))]))) }
+        return Data(JSONValue.object(members).serialized.utf8)
+    }
+
+    /// The destination resource of a rewrite of an object onto itself that makes `before` `after` (a change of
+    /// storage class, rule M9): every writable property, custom key, custom time and context `after` has, and null
+    /// for each one `before` has and `after` does not, so that the object is `after` whether the service takes the
+    /// resource as the whole of the new object's metadata or lays it over the source's. Holds are not sent: an object
+    /// under one is not rewritten.
+    public static func rewriteBody(from before: ObjectMetadata, to after: ObjectMetadata) -> Data {
+        var members: [(String, JSONValue)] = []
+        for property in WritableProperty.allCases {
+            if let value = after[property] {
+                members.append((property.rawValue, .string(value)))
+            } else if before[property] != nil {
+                members.append((property.rawValue, .null))
+            }
+        }
+        members.append(("storageClass", .string(after.cloudStorage.effectiveStorageClass)))
+        if let time = after.cloudStorage.customTime { members.append(("customTime", .string(time.rfc3339Microseconds))) }
+        var custom = after.customMetadata.sortedByKeyBytes.map { ($0.key, JSONValue.string($0.value)) }
+        custom += before.customMetadata.sortedByKeyBytes.filter { after.customMetadata[$0.key] == nil }.map { ($0.key, JSONValue.null) }
+        if !custom.isEmpty { members.append(("metadata", .object(custom))) }
+        var contexts = after.cloudStorage.contexts.sortedByKeyBytes.map { ($0.key, JSONValue.object([("value", .string($0.value.value))])) }
+        contexts += before.cloudStorage.contexts.sortedByKeyBytes.filter { after.cloudStorage.contexts[$0.key] == nil }.map { ($0.key, JSONValue.null) }
         if !contexts.isEmpty { members.append(("contexts", .object([("custom", .object(contexts))]))) }
         return Data(JSONValue.object(members).serialized.utf8)
     }

@@ -112,6 +112,31 @@ public enum CloudStorageWire {
             body: CloudStorageJSON.patchBody(from: before, to: after))
     }
 
+    /// The request that makes an object `after` from `before`: a PATCH, or, for a change of storage class (rule M9),
+    /// a rewrite of the object onto itself.
+    public static func change(bucket: String, object: String, from before: ObjectMetadata, to after: ObjectMetadata) -> WireRequest {
+        before.rewrites(to: after)
+            ? rewriteInPlace(bucket: bucket, object: object, from: before, to: after, token: nil)
+            : patch(bucket: bucket, object: object, from: before, to: after)
+    }
+
+    /// objects.rewrite of an object onto itself, as `before` was read (its generation and metageneration guard the
+    /// source, its generation the destination: nothing replaced it since), into `after` (`rewriteBody`). A large
+    /// object takes several calls: each after the first carries the `rewriteToken` the one before answered.
+    public static func rewriteInPlace(
+        bucket: String, object: String, from before: ObjectMetadata, to after: ObjectMetadata, token: String?
+    ) -> WireRequest {
+        let path = objectPath(bucket, object)
+        let generation = String(before.generation)
+        return WireRequest(
+            method: "POST",
+            target: path + "/rewriteTo" + path.dropFirst("/storage/v1".count) + query([
+                ("sourceGeneration", generation), ("ifGenerationMatch", generation), ("ifSourceGenerationMatch", generation),
+                ("ifSourceMetagenerationMatch", String(before.metageneration)), ("rewriteToken", token),
+            ]),
+            body: CloudStorageJSON.rewriteBody(from: before, to: after))
+    }
+
     /// The precondition of a change computed from `state`.
     public static func conditions(guarding state: ObjectMetadata) -> [(String, String?)] {
         conditions(Precondition(generation: state.generation, metageneration: state.metageneration))

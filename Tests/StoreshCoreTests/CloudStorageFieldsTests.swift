@@ -150,6 +150,39 @@ struct CloudStorageFieldsTests {
         #expect(young.cloudStorage.packed.isEmpty)
     }
 
+    @Test("rule M9: a change of storage class is a rewrite: a new generation of the same content, made now, metageneration 1")
+    func storageClassRewrite() throws {
+        var update = MetadataUpdate()
+        try update.set("storageClass", to: "nearline")
+        #expect(update.cloudStorage.storageClass == "NEARLINE")
+        #expect(throws: StorageError.self) { try update.set("storageClass", to: "cold") }
+        var unset = MetadataUpdate()
+        #expect(throws: StorageError.self) { try unset.unset("storageClass") }
+        let object = ObjectMetadata(
+            bucket: "b", fullPath: "x", generation: 7, metageneration: 3, size: 3, timeCreated: t0, updated: t0, md5Hash: "bWQ1")
+        let (rewritten, changed) = try object.applying(update, now: t1)
+        #expect(changed && object.rewrites(to: rewritten))
+        #expect(rewritten.generation > object.generation && rewritten.metageneration == 1)
+        #expect(rewritten.timeCreated == t1 && rewritten.updated == t1 && rewritten.md5Hash == object.md5Hash)
+        #expect(rewritten.cloudStorage.storageClass == "NEARLINE" && rewritten.cloudStorage.timeStorageClassUpdated == t1)
+        #expect(object.differences(to: rewritten) == [PropertyDifference(key: "storageClass", old: "STANDARD", new: "NEARLINE")])
+        // The class it has already: no change. STANDARD again: no class kept, a rewrite all the same.
+        #expect(try !rewritten.applying(update, now: t1).changed)
+        var standard = MetadataUpdate()
+        try standard.set("storageClass", to: "STANDARD")
+        let back = try rewritten.applying(standard, now: t1).metadata
+        #expect(back.cloudStorage.storageClass == nil && back.cloudStorage.timeStorageClassUpdated == nil && rewritten.rewrites(to: back))
+        // The update that makes one state the other names the class; a metadata change alone is no rewrite.
+        #expect(MetadataUpdate(from: rewritten, to: object).cloudStorage.storageClass == "STANDARD")
+        var cached = MetadataUpdate()
+        try cached.set("cacheControl", to: "no-cache")
+        #expect(!object.rewrites(to: try object.applying(cached, now: t1).metadata))
+        // A generation at the end of the numbers cannot be rewritten, and does not trap.
+        var last = object
+        last.generation = .max
+        #expect(throws: StorageError.self) { try last.applying(update, now: self.t1) }
+    }
+
     private func parsed(_ document: JSONValue) throws -> [String: Any] {
         try JSONSerialization.jsonObject(with: Data(document.serialized.utf8)) as! [String: Any]
     }

@@ -289,6 +289,45 @@ def test_M9_custom_time_holds_and_contexts_are_set_planned_undone_and_holds_refu
     assert listing(backend, "h/")["items"] == []
 
 
+def test_M9_a_storage_class_is_changed_by_a_rewrite_planned_journaled_and_undone(backend):
+    """meta set storageClass=… writes each object again as a new generation of the same content (a rewrite on
+    Cloud Storage's JSON API), planned and named by a dry run, refused for an object under a hold, and undone from the
+    journal on a real bucket by a rewrite back. S3 is refused before any request."""
+    backend.seed(["c/a.txt", "c/b.txt"])
+    if backend.s3:
+        status, _, err = backend.run("-c", "meta set storageClass=NEARLINE -- c/a.txt")
+        assert status == 1 and "storageClass is Cloud Storage's (rule M9); an S3 object has no such field" in err, err
+        return
+    if "cloud-storage-fields" in backend.cannot:
+        # A server that answers the rewrite without the class asked: storesh says so, and the run is not a success.
+        status, _, err = backend.run("-c", "meta set storageClass=nearline -- c/a.txt")
+        assert status == 1 and 'c/a.txt landed otherwise than planned: storageClass is "STANDARD" (planned "NEARLINE")' in err, err
+        return
+    before = metadata(backend, "c/a.txt")
+    content = backend.ok("-c", "cat c/a.txt")
+    out = backend.ok("--dry-run", "-c", "meta set storageClass=nearline -- c/*")
+    assert 'storageClass  "STANDARD"  →  "NEARLINE"' in out and "would update 2 objects" in out, out
+    assert metadata(backend, "c/a.txt") == before
+    journal = str(backend.home / "classes.journal")
+    backend.ok(*(["--journal", journal] if backend.remote else []), "-c", "meta set storageClass=nearline -- c/*")
+    after = metadata(backend, "c/a.txt")
+    assert after["storageClass"] == "NEARLINE" and after["metageneration"] == "1", after
+    assert int(after["generation"]) > int(before["generation"]) and after["md5Hash"] == before["md5Hash"]
+    assert after["contentType"] == before["contentType"] and after.get("customMetadata") == before.get("customMetadata")
+    assert backend.ok("-c", "cat c/a.txt") == content
+    assert json.loads(backend.ok("--json", "-c", "meta get --where storageClass=NEARLINE c/b.txt"))["fullPath"] == "c/b.txt"
+    status, _, err = backend.run("--dry-run", "-c", "meta set temporaryHold=true -- c/b.txt; meta set storageClass=COLDLINE -- c/b.txt")
+    assert status == 1 and "Object c/b.txt is under a temporary hold and cannot be rewritten" in err, err
+    if backend.remote:
+        backend.ok("undo", journal)
+        undone = metadata(backend, "c/a.txt")
+        assert "storageClass" not in undone and undone["md5Hash"] == before["md5Hash"], undone
+        assert int(undone["generation"]) > int(after["generation"])
+    else:
+        backend.ok("-c", "meta set storageClass=STANDARD -- c/*")
+        assert "storageClass" not in metadata(backend, "c/b.txt")
+
+
 @pytest.mark.parametrize("backend", ["storesh-serve"], indirect=True)
 def test_M9_a_retention_policy_refuses_deletes_and_a_dry_run_names_each_object_it_keeps(backend):
     """A bucket's retention policy (set here through serve's JSON API; the shell has no bucket settings command): every

@@ -507,3 +507,44 @@ def test_gcloud_storage_retention_policies_and_object_retention_keep_objects(ser
     for name in ("policy-bucket", "object-retention-bucket"):
         status, out, err = harness.storesh(tmp_path, "check", "--bucket", str(served.home / f"{name}.bucket"))
         assert status == 0, out + err
+
+
+def test_gcloud_storage_rsync_updates_by_wildcard_and_rewrites_storage_classes(served, gcloud, tmp_path):
+    """Issue 54: `gcloud storage rsync -r` of a small tree up, again (nothing to send), and back; `objects update` by a
+    wildcard sets a property on every match; `objects update --storage-class` rewrites an object (a new generation of
+    the same content) and storesh's own `meta set storageClass=` does the same through gs://, each read back by the
+    other; `storesh check` finds the bucket file sound."""
+    tree = tmp_path / "tree"
+    for name, content in [("a.txt", b"alpha"), ("sub/b.txt", b"beta"), ("sub/deeper/c.bin", os.urandom(70000))]:
+        (tree / name).parent.mkdir(parents=True, exist_ok=True)
+        (tree / name).write_bytes(content)
+    status, _, err = gcloud("storage", "rsync", "-r", str(tree), f"gs://{BUCKET}/tree")
+    assert status == 0, err
+    status, out, err = gcloud("storage", "ls", f"gs://{BUCKET}/tree/**")
+    assert status == 0 and sorted(out.split()) == [f"gs://{BUCKET}/tree/{n}" for n in ("a.txt", "sub/b.txt", "sub/deeper/c.bin")], out
+    status, _, err = gcloud("storage", "rsync", "-r", f"gs://{BUCKET}/tree", str(tmp_path / "back"))
+    assert status == 0, err
+    for name in ("a.txt", "sub/b.txt", "sub/deeper/c.bin"):
+        assert (tmp_path / "back" / name).read_bytes() == (tree / name).read_bytes()
+    status, _, err = gcloud("storage", "objects", "update", f"gs://{BUCKET}/tree/**.txt", "--cache-control=no-store")
+    assert status == 0, err
+    status, out, err = gcloud("storage", "objects", "list", f"gs://{BUCKET}/tree/**", "--format=json")
+    listed = {item["name"]: item for item in json.loads(out)}
+    assert [listed[f"tree/{n}"].get("cache_control") for n in ("a.txt", "sub/b.txt", "sub/deeper/c.bin")] == ["no-store", "no-store", None], out
+    before = listed["tree/a.txt"]
+    status, _, err = gcloud("storage", "objects", "update", f"gs://{BUCKET}/tree/a.txt", "--storage-class=NEARLINE")
+    assert status == 0, err
+    status, out, err = harness.storesh(tmp_path, "--json", "--bucket", served.bucket_file, "-c", "meta get tree/a.txt")
+    rewritten = json.loads(out)
+    assert status == 0 and rewritten["storageClass"] == "NEARLINE" and rewritten["cacheControl"] == "no-store", rewritten
+    assert int(rewritten["generation"]) > int(before["generation"]) and rewritten["md5Hash"] == before["md5_hash"]
+    status, out, err = harness.storesh(tmp_path, "--bucket", f"gs://{BUCKET}", "-c", "meta set storageClass=coldline -- tree/sub/**",
+                                       STORAGE_EMULATOR_HOST=served.url)
+    assert status == 0 and b"updated 2 objects" in out, out + err
+    status, out, err = gcloud("storage", "objects", "describe", f"gs://{BUCKET}/tree/sub/deeper/c.bin", "--format=json")
+    assert status == 0 and json.loads(out)["storage_class"] == "COLDLINE", out + err
+    back = tmp_path / "c.bin"
+    status, _, err = gcloud("storage", "cp", f"gs://{BUCKET}/tree/sub/deeper/c.bin", str(back))
+    assert status == 0 and back.read_bytes() == (tree / "sub/deeper/c.bin").read_bytes(), err
+    status, out, err = harness.storesh(tmp_path, "check", "--bucket", served.bucket_file)
+    assert status == 0, out + err

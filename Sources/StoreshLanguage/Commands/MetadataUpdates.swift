@@ -29,8 +29,9 @@ extension Session {
     /// One update on every target, with the plan (old → new per property) in a dry run.
     func runUpdate(_ update: MetadataUpdate, targets: [Word], filters: [MetadataFilter] = [], at here: SourceLocation) async throws {
         let results = BulkResults(.updates, output: output, options: options, progress: progress)
-        // A pattern's matches get the same update each, unless rule G7 makes it depend on the object.
-        let uniform = update.clearsCustomMetadata ? nil : PageUpdate(update: update) { outcome, word in
+        // A pattern's matches get the same update each, unless rule G7 makes it depend on the object; a change of
+        // storage class is a rewrite of each object (rule M9), not an update of its row.
+        let uniform = update.clearsCustomMetadata || update.cloudStorage.storageClass != nil ? nil : PageUpdate(update: update) { outcome, word in
             switch outcome {
             case .updated(let name, let differences): results.updated(name, differences)
             case .unchanged(let name): results.unchanged(name)
