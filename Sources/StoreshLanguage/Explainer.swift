@@ -259,6 +259,26 @@ enum Explainer {
             note: "storesh guesses contentType, when not given, from the object name's extension (its rule M3). The Swift SDK's putFile guesses it from the local file's extension and putData sends application/octet-stream; the JavaScript SDK takes the Blob's type.")
     }
 
+    /// A generation's content (NAME#GENERATION, rule B5): the JSON API's media download of that generation; no
+    /// Firebase SDK or v0 API call names generations.
+    static func download(bucket: String, name: String, generation: Int64, toFile file: String?) -> ExplainedRequest {
+        ExplainedRequest(
+            purpose: "download the content of \(name) as generation \(generation)\(file.map { " into \($0)" } ?? "")",
+            firebaseREST: "(none: the Firebase Storage API names no generations)",
+            cloudStorageREST: "GET \(cloudStorageObject(bucket, name))?alt=media&generation=\(generation)",
+            rulesMethod: "get")
+    }
+
+    /// A generation's metadata (NAME#GENERATION, rules B5, B6): live or noncurrent, else soft-deleted.
+    static func getMetadata(bucket: String, name: String, generation: Int64) -> ExplainedRequest {
+        ExplainedRequest(
+            purpose: "read the metadata of \(name) as generation \(generation)",
+            firebaseREST: "(none: the Firebase Storage API names no generations)",
+            cloudStorageREST: CloudStorageWire.metadata(bucket: bucket, object: name, generation: generation).rendered(baseURL: cloudStorageHost)
+                + "\n(not found there: the same with softDeleted=true, for a soft-deleted generation)",
+            rulesMethod: "get")
+    }
+
     static func download(bucket: String, name: String, toFile file: String?) -> ExplainedRequest {
         let swift =
             file.map { "let url = try await \(SwiftSDK.reference(name)).writeAsync(toFile: URL(fileURLWithPath: \(SwiftSDK.literal($0))))" }

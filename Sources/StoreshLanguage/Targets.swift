@@ -15,8 +15,10 @@ extension Session {
     /// With `updatingPages`, a pattern's matches on a bucket that makes uniform updates are not passed: the bucket
     /// updates them a page at a time, and `updatingPages` is given each one's outcome with the pattern's word.
     @discardableResult
+    ///
+    /// With `generations`, a target NAME#GENERATION (`namedGeneration`) is passed as that generation, with its metadata.
     func forEachTarget(
-        _ targets: [Word], raw: Bool, filters: [MetadataFilter] = [], at here: SourceLocation,
+        _ targets: [Word], raw: Bool, filters: [MetadataFilter] = [], at here: SourceLocation, generations: Bool = false,
         updatingPages: PageUpdate? = nil, _ body: (ExpandedTarget) async throws -> Void
     ) async throws -> Int {
         var passed = 0
@@ -79,6 +81,8 @@ extension Session {
                         StorageError(.objectNotFound, "No object matches the pattern \(pattern.text)."), at: word.location)
                 }
                 patterns.append(pattern)
+            } else if generations, let generation = try await namedGeneration(word, raw: raw, at: here) {
+                try await offer((generation.name, try await metadata(of: generation), word))
             } else {
                 let name = try objectName(word, raw: raw, at: here)
                 guard named.insert(name).inserted else { continue }
@@ -164,7 +168,7 @@ extension Session {
             return " Its wildcards are quoted, so they are literal; unquote them to match a pattern."
         }
         if let generation = try? GenerationWord(word), (try? await target.metadata(of: ObjectName(generation.name.text))) != nil {
-            return " \(MessageText.name(generation.name.text)) exists: NAME#GENERATION names a generation in restore only (ls -a lists them)."
+            return " \(MessageText.name(generation.name.text)) exists: NAME#GENERATION names one of its generations where the bucket gives them (ls -a lists them)."
         }
         let typed = word.text.hasPrefix("/") ? String(word.text.dropFirst()) : word.text
         if word.text.contains("//") || (typed.hasSuffix("/") && typed.count > 1) {

@@ -21,7 +21,13 @@ extension CloudStorageBucket: ObjectVersions {
     private func generationMetadata(_ object: ObjectName, generation: Int64, softDeleted: Bool) async throws -> ObjectMetadata {
         let request = CloudStorageWire.metadata(bucket: name, object: object.rawValue, generation: generation, softDeleted: softDeleted)
         let response = try await send(.GET, url(request), repeatable: true, object: object.rawValue)
-        return try CloudStorageJSON.metadata(try CloudStorageJSON.object(response.body, what: "a generation's metadata"), bucket: name)
+        let answered = try CloudStorageJSON.metadata(try CloudStorageJSON.object(response.body, what: "a generation's metadata"), bucket: name)
+        // A server that does not read by generation answers the live object: said, never shown as the one asked for.
+        guard answered.generation == generation else {
+            throw StorageError.internalError(
+                "\(url) answered generation \(answered.generation) of \(MessageText.name(object.rawValue)) when asked for generation \(generation): it does not read objects by generation, so nothing was read as that generation.")
+        }
+        return answered
     }
 
     public func read(_ object: ObjectName, generation: Int64, into sink: any ContentSink) async throws -> ObjectMetadata {

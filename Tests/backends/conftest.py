@@ -202,4 +202,5 @@ def backend(request, tmp_path):
     url = request.getfixturevalue("emulator_process")
     requests.get(url + "/wipe?keep-buckets=1", timeout=30).raise_for_status()
     return Backend("gcp-storage-emulator", f"gs://{BUCKET}", tmp_path, dict(state, STORAGE_EMULATOR_HOST=url),
-                   cannot={"preconditions", "metadata-deletes", "metageneration", "cloud-storage-fields", "soft-delete"})
+                   cannot={"preconditions", "metadata-deletes", "metageneration", "cloud-storage-fields", "soft-delete",
+                           "reads-by-generation"})

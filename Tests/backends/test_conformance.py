@@ -351,6 +351,57 @@ def test_M9_a_retention_policy_refuses_deletes_and_a_dry_run_names_each_object_i
         requests.patch(url, json={"retentionPolicy": None}, timeout=30).raise_for_status()
 
 
+def test_B5_B6_a_generation_is_read_by_name_and_number_and_an_object_named_so_keeps_its_name(backend):
+    """cat, get and meta get take NAME#GENERATION as ls -a writes it: the live generation, a noncurrent one (with
+    versioning on), a soft-deleted one's metadata (its content only once restored); an object whose own name ends in
+    #DIGITS is still read by that name. S3 gives no generations: the word is a name, and the hint says so."""
+    backend.seed(["g/a.txt", "g/n#5"])
+    if backend.s3:
+        status, _, err = backend.run("-c", "cat g/a.txt#7")
+        assert status == 1 and "Object g/a.txt#7 does not exist" in err and "names one of its generations where the bucket gives them" in err, err
+        return
+    backend.require("generations")
+    content = backend.ok("-c", "cat g/a.txt")
+    live = metadata(backend, "g/a.txt")
+    if "reads-by-generation" in backend.cannot:
+        # A server that answers the live object whatever generation is asked: refused, never shown as that one.
+        status, _, err = backend.run("-c", "cat g/a.txt#1")
+        assert status == 1 and f"answered generation {live['generation']} of g/a.txt when asked for generation 1" in err, err
+        return
+    assert backend.ok("-c", f"cat g/a.txt#{live['generation']}") == content
+    assert json.loads(backend.ok("--json", "-c", f"meta get g/a.txt#{live['generation']}")) == live
+    assert backend.ok("-c", "cat g/n#5") == backend.ok("-c", "cat 'g/n#5'")
+    status, _, err = backend.run("-c", "cat g/a.txt#1")
+    assert status == 1 and "has no generation 1 of g/a.txt: ls -a lists the live and noncurrent generations" in err, err
+    explained = backend.ok("-c", f"explain cat g/a.txt#{live['generation']}")
+    assert f"/o/g%2Fa.txt?alt=media&generation={live['generation']}" in explained, explained
+    if not backend.remote or "soft-delete" in backend.cannot:
+        return
+    import requests
+    url = f"{backend.env['STORAGE_EMULATOR_HOST']}/storage/v1/b/{backend.location.removeprefix('gs://')}"
+    requests.patch(url, json={"versioning": {"enabled": True}, "softDeletePolicy": {"retentionDurationSeconds": "604800"}},
+                   timeout=30).raise_for_status()
+    try:
+        backend.ok("-c", "put --data second g/a.txt")
+        assert backend.ok("-c", f"cat g/a.txt#{live['generation']}") == content
+        saved = backend.home / "old.txt"
+        assert backend.ok("-c", f"get g/a.txt#{live['generation']} {saved}").startswith("saved g/a.txt")
+        assert saved.read_text() == content
+        noncurrent = json.loads(backend.ok("--json", "-c", f"meta get g/a.txt#{live['generation']}"))
+        assert noncurrent["timeDeleted"] and noncurrent["md5Hash"] == live["md5Hash"], noncurrent
+        # Off again, a delete is soft: its metadata is read, its content only once it is restored.
+        requests.patch(url, json={"versioning": {"enabled": False}}, timeout=30).raise_for_status()
+        newest = metadata(backend, "g/a.txt")
+        backend.ok("-c", "rm g/a.txt")
+        soft = json.loads(backend.ok("--json", "-c", f"meta get g/a.txt#{newest['generation']}"))
+        assert soft["softDeleteTime"] and soft["hardDeleteTime"] > soft["softDeleteTime"], soft
+        status, _, err = backend.run("-c", f"cat g/a.txt#{newest['generation']}")
+        assert status == 1 and f"g/a.txt#{newest['generation']} is soft-deleted: its content is read once it is restored" in err, err
+    finally:
+        requests.patch(url, json={"versioning": {"enabled": False}, "softDeletePolicy": {"retentionDurationSeconds": "0"}},
+                       timeout=30).raise_for_status()
+
+
 def test_B5_B6_generations_are_listed_and_a_soft_deleted_one_is_restored_or_undone(backend):
     """ls -a lists each object's generations as NAME#GENERATION, ls --soft-deleted the deleted ones a soft delete
     policy keeps; restore NAME#GENERATION brings one back, and undo of a journaled rm on a real bucket restores what it

@@ -11,7 +11,12 @@ public struct CatCommand: LanguageCommand, Equatable {
     }
 
     public static let declaration = CommandDeclaration(
-        "cat", group: .content, usage: "cat [--raw] OBJECT", summary: "print an object's content", example: "cat docs/readme.md",
+        "cat", group: .content, usage: "cat [--raw] OBJECT", summary: "print an object's content",
+        details: [
+            "OBJECT#GENERATION prints that generation, live or noncurrent, where the bucket gives generations (ls -a",
+            "lists them); an object whose own name is that is still printed, and quoted ('a#1') the word is a name.",
+        ],
+        example: "cat docs/readme.md",
         options: ["--raw"], completion: .objects,
         sdk: ["data(maxSize:)", "getData"])
 
@@ -22,13 +27,11 @@ public struct CatCommand: LanguageCommand, Equatable {
     }
 
     public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
-        let name = try session.objectName(object, raw: raw, at: here)
-        try await session.onTarget(object, name: name, at: here) { try await session.deliverContent(of: name) }
+        try await session.deliverContent(of: object, raw: raw, at: here)
         return .next
     }
 
     public func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] {
-        let name = try session.objectName(object, raw: raw, at: here)
-        return [Explainer.download(bucket: session.target.name, name: name.rawValue, toFile: nil)]
+        [try await session.explainDownload(of: object, raw: raw, toFile: nil, at: here)]
     }
 }

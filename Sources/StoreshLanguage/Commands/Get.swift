@@ -15,7 +15,12 @@ public struct GetCommand: LanguageCommand, Equatable {
     public static let declaration = CommandDeclaration(
         "get", group: .content, usage: "get [--raw] OBJECT [LOCAL_FILE]",
         summary: "download an object's content (default: its name, in the working directory)",
-        details: ["A LOCAL_FILE that is a directory, or ends in /, gets the object's name in it."],
+        details: [
+            "A LOCAL_FILE that is a directory, or ends in /, gets the object's name in it.",
+            "OBJECT#GENERATION downloads that generation, live or noncurrent, where the bucket gives generations",
+            "(ls -a lists them); an object whose own name is that is still downloaded, and quoted ('a#1') the word is a",
+            "name.",
+        ],
         example: "get images/forest.jpg /tmp/forest.jpg",
         options: ["--raw"], completion: .objects,
         sdk: ["writeAsync(toFile:)", "write(toFile:)"])
@@ -27,7 +32,8 @@ public struct GetCommand: LanguageCommand, Equatable {
     }
 
     public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
-        let name = try session.objectName(object, raw: raw, at: here)
+        let generation = try await session.namedGeneration(object, raw: raw, at: here)
+        let name = try generation?.name ?? session.objectName(object, raw: raw, at: here)
         // Like cp: a destination ending in / or naming a directory gets the object's own name.
         var path = file?.text ?? name.lastSegment
         if let given = file?.text, given.hasSuffix("/") || session.files.isDirectory(given) {
@@ -38,14 +44,20 @@ public struct GetCommand: LanguageCommand, Equatable {
                 .invalidArgument("Object \(name) has no last segment to name a local file after; give LOCAL_FILE."), at: object.location)
         }
         let size: Int64
-        if session.options.dryRun {
+        if let generation, session.options.dryRun {
+            size = try await session.metadata(of: generation).size
+        } else if session.options.dryRun {
             size = try await session.onTarget(object, name: name, at: here) { try await session.target.metadata(of: name) }.size
         } else {
             // Written a piece at a time, and into place only once whole.
             let fileLocation = file?.location ?? object.location
             let sink = try session.located(fileLocation) { try session.files.sink(writingTo: path) }
             do {
-                size = try await session.onTarget(object, name: name, at: here) { try await session.target.read(name, into: sink) }
+                if let generation {
+                    size = try await session.read(generation, into: sink).size
+                } else {
+                    size = try await session.onTarget(object, name: name, at: here) { try await session.target.read(name, into: sink) }
+                }
                 try session.located(fileLocation) { try sink.commit() }
             } catch {
                 sink.discard()
@@ -57,7 +69,7 @@ public struct GetCommand: LanguageCommand, Equatable {
     }
 
     public func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] {
-        let name = try session.objectName(object, raw: raw, at: here)
-        return [Explainer.download(bucket: session.target.name, name: name.rawValue, toFile: file?.text ?? name.lastSegment)]
+        let name = try await session.namedGeneration(object, raw: raw, at: here)?.name ?? session.objectName(object, raw: raw, at: here)
+        return [try await session.explainDownload(of: object, raw: raw, toFile: file?.text ?? name.lastSegment, at: here)]
     }
 }

@@ -18,6 +18,7 @@ public struct MetaGetCommand: LanguageCommand, Equatable {
         details: [
             "--raw takes each TARGET as the exact object name, e.g. meta get --raw wrongPrefix//sadItem.",
             "A TARGET may be a pattern (images/**.jpg); --where keeps the objects whose metadata pass it.",
+            "NAME#GENERATION shows that generation: live, noncurrent or soft-deleted (ls -a, ls --soft-deleted).",
         ],
         example: "meta get --where 'custom.camera exists' images/**",
         options: ["--raw", "--where"], patterns: .targets, completion: .objects,
@@ -30,7 +31,7 @@ public struct MetaGetCommand: LanguageCommand, Equatable {
 
     public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
         var shown = 0
-        try await session.forEachTarget(targets, raw: raw, filters: filters, at: here) { object in
+        try await session.forEachTarget(targets, raw: raw, filters: filters, at: here, generations: true) { object in
             let metadata = try await session.metadata(of: object, at: here)
             // Several objects: a blank line between them, for people (JSON has one document each).
             if shown > 0 && !session.options.json { session.deliver(.echo("")) }
@@ -43,7 +44,17 @@ public struct MetaGetCommand: LanguageCommand, Equatable {
 
     public func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] {
         let bucket = session.target.name
-        return try await session.explainEach(targets, raw: raw, filters: filters, at: here) { object, _ in
+        var explained: [ExplainedRequest] = []
+        var others: [Word] = []
+        for word in targets {
+            if let generation = try await session.namedGeneration(word, raw: raw, at: here) {
+                explained.append(Explainer.getMetadata(bucket: bucket, name: generation.name.rawValue, generation: generation.generation))
+            } else {
+                others.append(word)
+            }
+        }
+        guard !others.isEmpty || targets.isEmpty else { return explained }
+        return try await explained + session.explainEach(others, raw: raw, filters: filters, at: here) { object, _ in
             Explainer.getMetadata(bucket: bucket, name: object.name.rawValue)
         }
     }
