@@ -244,6 +244,8 @@ public protocol Bucket: AnyObject, Sendable {
     var settingsStore: (any BucketSettingsStore)? { get }
     /// A bucket that keeps objects' noncurrent generations when its versioning is on (rule B5); nil otherwise.
     var objectVersions: (any ObjectVersions)? { get }
+    /// Renames objects in one step (`mv`); nil where the bucket has no such call.
+    var objectMoves: (any ObjectMoves)? { get }
     /// A real bucket that can be used as an end user of the app (rule F1); nil otherwise.
     var endUserSignIn: (any EndUserSignIn)? { get }
     /// A bucket that takes many changes in one request (the JSON API's batches, rule Q2); nil otherwise, and

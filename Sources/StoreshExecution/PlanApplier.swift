@@ -175,19 +175,26 @@ public final class PlanApplier: @unchecked Sendable {
                 next = following
                 for pending in page.changes {
                     let change = pending.change
+                    // The source leaving in a move is applied with its move (the change before it).
+                    if change.movedTo != nil {
+                        settleLeavingOfLandedMove(pending)
+                        continue
+                    }
                     let object = ObjectName(stored: change.object)
+                    // A move changes two objects: both wait for the changes of either in flight.
+                    let objects = [object] + (change.movesFrom.map { [ObjectName(stored: $0)] } ?? [])
                     if change.step != step {
                         sendBatch()
                         while running > 0 { await finishOne() }
                         step = change.step
                     }
                     // A later change of an object waits for the earlier one, in the batch being filled too.
-                    if batched.contains(object) { sendBatch() }
-                    while running >= inFlightLimit || inFlight.contains(object) { await finishOne() }
+                    if objects.contains(where: batched.contains) { sendBatch() }
+                    while running >= inFlightLimit || objects.contains(where: inFlight.contains) { await finishOne() }
                     if isCancelled() { interrupted = true }
                     if lock.withLock({ failed > 0 }) && !keepGoing { stopped = true }
                     if interrupted || stopped { break reading }
-                    inFlight.insert(object)
+                    inFlight.formUnion(objects)
                     if batching != nil, Self.isBatchable(change) {
                         batch.append(pending)
                         batched.insert(object)
@@ -195,8 +202,12 @@ public final class PlanApplier: @unchecked Sendable {
                     } else {
                         running += 1
                         group.addTask {
-                            await self.send(pending, started: started)
-                            return [change.object]
+                            if change.movesFrom != nil {
+                                await self.sendMove(pending, started: started)
+                            } else {
+                                await self.send(pending, started: started)
+                            }
+                            return objects.map(\.rawValue)
                         }
                     }
                 }
@@ -231,6 +242,40 @@ public final class PlanApplier: @unchecked Sendable {
         reportProgress(started: started)
     }
 
+    /// A move: the source leaving (the change after `arriving`) and the object arriving, in one call of the bucket's
+    /// move, guarded by the states the two changes go from; both are settled by its outcome.
+    private func sendMove(_ arriving: PlanStore.PendingChange, started: ContinuousClock.Instant) async {
+        let leaving = (try? plan.pending(from: arriving.index + 1, limit: 1))?.changes.first
+        let outcome: Result<ObjectMetadata?, Error>
+        do {
+            guard let leaving, leaving.index == arriving.index + 1, let destination = leaving.change.movedTo,
+                NameBytes.sameBytes(destination, arriving.change.object), let origin = arriving.change.movesFrom
+            else {
+                throw StorageError.internalError("The plan's move to \(arriving.change.object) has lost the change of its source; nothing was moved.")
+            }
+            guard let moves = bucket.objectMoves else {
+                throw StorageError.invalidArgument("\(bucket.url) moves no objects; \(origin) was not moved.")
+            }
+            guard let source = currentState(leaving) else { throw StorageError.objectNotFound(origin) }
+            outcome = .success(
+                try await moves.move(
+                    try ObjectName(origin), to: try ObjectName(arriving.change.object), sourcePrecondition: .matches(source),
+                    destinationPrecondition: Self.writePrecondition(current: currentState(arriving))))
+        } catch {
+            outcome = .failure(error)
+        }
+        await settle(arriving, outcome)
+        if let leaving, leaving.change.movedTo != nil { await settle(leaving, outcome.map { _ in nil }) }
+        reportProgress(started: started)
+    }
+
+    /// The source leaving in a move whose arriving change a run before this one recorded, and stopped before it
+    /// recorded this one: applied with it.
+    private func settleLeavingOfLandedMove(_ leaving: PlanStore.PendingChange) {
+        guard leaving.index > 0, let landed = try? plan.appliedResult(ofChange: leaving.index - 1), landed != nil else { return }
+        try? record(leaving, result: nil, found: true)
+    }
+
     /// Changes sent as one batch (rule Q2); each is settled on its own, as it would have been alone.
     private func send(_ pendings: [PlanStore.PendingChange], through batching: any BatchedChanges, started: ContinuousClock.Instant) async {
         var calls: [BatchedChange] = []
@@ -256,7 +301,7 @@ public final class PlanApplier: @unchecked Sendable {
     /// Whether a change can go in a batch: a metadata change or a delete (content goes on its own, and so does a
     /// change of storage class, a rewrite of the object).
     static func isBatchable(_ change: PlannedChange) -> Bool {
-        guard !change.writesContent, let before = change.before else { return false }
+        guard !change.writesContent, change.movedTo == nil, let before = change.before else { return false }
         return change.after.map { !before.rewrites(to: $0) } ?? true
     }
 
@@ -414,6 +459,8 @@ public enum JournalRecord {
         // A large file is named, not copied: a resumed run reads it again (and checks it is unchanged).
         if let origin = change.contentOrigin { members.append(("contentFrom", .string(origin))) }
         if let generation = change.restoresGeneration { members.append(("restoresGeneration", .integer(generation))) }
+        if let origin = change.movesFrom { members.append(("movesFrom", .string(origin))) }
+        if let destination = change.movedTo { members.append(("movedTo", .string(destination))) }
         return JSONValue.object(members).serialized
     }
 
@@ -558,6 +605,8 @@ public enum JournalRecord {
                     step: (line["step"] as? NSNumber)?.intValue ?? 0)
                 change.contentOrigin = origin
                 change.restoresGeneration = (line["restoresGeneration"] as? NSNumber)?.int64Value
+                change.movesFrom = line["movesFrom"] as? String
+                change.movedTo = line["movedTo"] as? String
                 try plan.plan(change, content: .real)
             } else if let index = (line["applied"] as? NSNumber)?.intValue {
                 guard index >= 0 && index < plan.count else {
@@ -584,8 +633,16 @@ public enum JournalRecord {
         var impossible = ChangesNotUndone()
         // An object changed several times goes back to its state before the first change; undo runs as one
         // command, every object at most once.
-        try journal.plan.appliedObjects { object, original, result in
+        try journal.plan.appliedObjects { object, original, result, movedWith in
             counting?.advance()
+            if let movedWith {
+                // A move is undone by a move back, which an undo does not plan: both of its objects are named.
+                let why = result == nil
+                    ? "it was moved to \(movedWith); undo moves no object back (mv \(movedWith) \(object) does)"
+                    : "it was moved here from \(movedWith); undo moves no object back (mv \(object) \(movedWith) does)"
+                impossible.add(object, why)
+                return
+            }
             switch (original, result) {
             case (nil, nil):
                 return

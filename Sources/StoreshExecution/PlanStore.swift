@@ -50,7 +50,7 @@ public final class PlanStore: @unchecked Sendable {
                 PRAGMA cache_size = -\(Self.cacheKiB); PRAGMA synchronous = OFF; PRAGMA temp_store = FILE;
                 CREATE TABLE changes (
                     id INTEGER PRIMARY KEY, step INTEGER NOT NULL, object TEXT NOT NULL, before BLOB, after BLOB,
-                    content BLOB, origin TEXT, restores INTEGER);
+                    content BLOB, origin TEXT, restores INTEGER, moves_from TEXT, moved_to TEXT);
                 CREATE TABLE overlay (
                     name TEXT PRIMARY KEY, state BLOB, content INTEGER NOT NULL, content_change INTEGER,
                     existed INTEGER NOT NULL, touches INTEGER NOT NULL, landed BLOB, has_landed INTEGER NOT NULL DEFAULT 0)
@@ -129,7 +129,7 @@ public final class PlanStore: @unchecked Sendable {
     /// Inserts a change (under the lock).
     private func insert(_ change: PlannedChange, packedAfter: [UInt8]?) throws -> Int {
         let insert = try connection.statement(
-            "INSERT INTO changes (id, step, object, before, after, content, origin, restores) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")
+            "INSERT INTO changes (id, step, object, before, after, content, origin, restores, moves_from, moved_to) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)")
         defer { insert.reset() }
         let index = changeCount
         insert.bind(1, Int64(index))
@@ -140,6 +140,8 @@ public final class PlanStore: @unchecked Sendable {
         insert.bind(6, change.content)
         insert.bind(7, change.contentOrigin)
         insert.bind(8, change.restoresGeneration)
+        insert.bind(9, change.movesFrom)
+        insert.bind(10, change.movedTo)
         try insert.step()
         if let source = change.source { sources[index] = source }
         changeCount += 1
@@ -150,7 +152,7 @@ public final class PlanStore: @unchecked Sendable {
     public func changes(from start: Int, limit: Int) throws(StorageError) -> [(index: Int, change: PlannedChange)] {
         try locked {
             let select = try connection.statement(
-                "SELECT id, step, object, before, after, content, origin, restores FROM changes WHERE id >= ?1 ORDER BY id LIMIT ?2")
+                "SELECT id, step, object, before, after, content, origin, restores, moves_from, moved_to FROM changes WHERE id >= ?1 ORDER BY id LIMIT ?2")
             defer { select.reset() }
             select.bind(1, Int64(start))
             select.bind(2, Int64(limit))
@@ -162,6 +164,8 @@ public final class PlanStore: @unchecked Sendable {
                     content: select.isNull(5) ? nil : select.data(5), source: sources[index], step: Int(select.int64(1)))
                 change.contentOrigin = select.string(6)
                 change.restoresGeneration = select.isNull(7) ? nil : select.int64(7)
+                change.movesFrom = select.string(8)
+                change.movedTo = select.string(9)
                 found.append((index, change))
             }
             return found
@@ -511,23 +515,26 @@ public final class PlanStore: @unchecked Sendable {
     }
 
     /// For undo: each object applied changes touched, newest last change first, with the state before its first
-    /// applied change and the state its last one left.
-    public func appliedObjects(_ body: (_ object: String, _ before: ObjectMetadata?, _ result: ObjectMetadata?) throws -> Void) throws {
+    /// applied change, the state its last one left, and the other object of a move among them (`mv`), if any.
+    public func appliedObjects(
+        _ body: (_ object: String, _ before: ObjectMetadata?, _ result: ObjectMetadata?, _ movedWith: String?) throws -> Void
+    ) throws {
         try locked { try connection.execute("CREATE INDEX IF NOT EXISTS changes_object ON changes (object, id)") }
         var afterLast: Int64 = .max
         while true {
             // A batch at a time, newest first, by each object's last applied change.
-            let batch: [(String, ObjectMetadata?, ObjectMetadata?, Int64)] = try locked {
+            let batch: [(String, ObjectMetadata?, ObjectMetadata?, Int64, String?)] = try locked {
                 let select = try connection.statement(
                     """
-                    SELECT c.object, min(c.id), max(c.id) AS last FROM changes c JOIN outcomes o ON o.change = c.id AND o.applied = 1
+                    SELECT c.object, min(c.id), max(c.id) AS last, max(coalesce(c.moves_from, c.moved_to))
+                    FROM changes c JOIN outcomes o ON o.change = c.id AND o.applied = 1
                     GROUP BY c.object HAVING last < ?1 ORDER BY last DESC LIMIT 1000
                     """)
                 defer { select.reset() }
                 select.bind(1, afterLast)
-                var rows: [(String, Int64, Int64)] = []
-                while try select.step() { rows.append((select.string(0) ?? "", select.int64(1), select.int64(2))) }
-                return try rows.map { object, first, last in
+                var rows: [(String, Int64, Int64, String?)] = []
+                while try select.step() { rows.append((select.string(0) ?? "", select.int64(1), select.int64(2), select.string(3))) }
+                return try rows.map { object, first, last, movedWith in
                     let before = try connection.statement("SELECT before FROM changes WHERE id = ?1")
                     before.bind(1, first)
                     _ = try before.step()
@@ -538,11 +545,11 @@ public final class PlanStore: @unchecked Sendable {
                     _ = try result.step()
                     let now = try Self.metadata(result, 0)
                     result.reset()
-                    return (object, old, now, last)
+                    return (object, old, now, last, movedWith)
                 }
             }
             guard let last = batch.last?.3 else { return }
-            for (object, before, result, _) in batch { try body(object, before, result) }
+            for (object, before, result, _, movedWith) in batch { try body(object, before, result, movedWith) }
             afterLast = last
         }
     }

@@ -7,6 +7,7 @@ public struct PlannedChange: Sendable, Equatable {
     public static func == (a: PlannedChange, b: PlannedChange) -> Bool {
         a.object == b.object && a.before == b.before && a.after == b.after && a.content == b.content && a.step == b.step
             && a.source?.origin == b.source?.origin && a.restoresGeneration == b.restoresGeneration
+            && NameBytes.sameBytes(a.movesFrom, b.movesFrom) && NameBytes.sameBytes(a.movedTo, b.movedTo)
     }
 
     public var object: String
@@ -25,6 +26,10 @@ public struct PlannedChange: Sendable, Equatable {
     public var step: Int
     /// A planned restore (rule B6): the soft-deleted generation whose content and metadata become the live object's.
     public var restoresGeneration: Int64?
+    /// A planned move (`mv`) is two changes, planned one after the other and applied together by one move: the
+    /// object arriving (this name, `movesFrom` the source's) and then the source leaving (`movedTo` the destination's).
+    public var movesFrom: String?
+    public var movedTo: String?
 
     public init(
         object: String, before: ObjectMetadata?, after: ObjectMetadata?, content: Data? = nil, source: (any ContentSource)? = nil,
@@ -40,7 +45,9 @@ public struct PlannedChange: Sendable, Equatable {
     }
 
     /// Whether the change writes content (a put, a copy), not only metadata.
-    public var writesContent: Bool { content != nil || source != nil || contentOrigin != nil || restoresGeneration != nil }
+    public var writesContent: Bool {
+        content != nil || source != nil || contentOrigin != nil || restoresGeneration != nil || movesFrom != nil
+    }
 }
 
 /// The bucket a dry run works on (rule X1): reads go to the real bucket with the changes planned so far laid
@@ -127,6 +134,8 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
     public var settingsStore: (any BucketSettingsStore)? { nil }
     /// Generations are read from the bucket as it is (a plan lays no planned change over them); a restore is planned.
     public var objectVersions: (any ObjectVersions)? { reads.objectVersions.map { PlannedVersions(plan: self, stored: $0) } }
+    /// A move is planned as the two changes it makes, and applied by the bucket's own move.
+    public var objectMoves: (any ObjectMoves)? { reads.objectMoves.map { _ in PlannedMoves(plan: self) } }
     /// Whose requests the plan's reads are (`whoami` after the script's `login`).
     public var accessDescription: String? { reads.accessDescription }
     /// Whether the plan's changes can be guarded: as whom they are made decides (the Firebase v0 API has no
@@ -207,7 +216,7 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
         case .real: return nil
         case .unknown:
             throw StorageError.invalidArgument(
-                "The content of \(object.rawValue) is what a planned restore brings back (from a snapshot or a soft-deleted generation); a plan does not read it before it is applied.")
+                "The content of \(object.rawValue) is what a planned restore brings back (from a snapshot or a soft-deleted generation) or a planned move brings here; a plan does not read it before it is applied.")
         case .planned(let change):
             guard let content = try store.plannedContent(ofChange: change) else {
                 throw StorageError.internalError("The planned content of \(object.rawValue) is missing from the plan.")
@@ -381,6 +390,34 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
         // Refused in the plan as the bucket would refuse it, before anything is sent.
         try existing.refuseIfProtected(.deleted, now: clock.now())
         try record(PlannedChange(object: object.rawValue, before: existing, after: nil, step: step), content: .real)
+    }
+
+    /// A planned move: the object arriving at `destination` with the source's content and metadata (a new generation,
+    /// guarded by what is there now), then the source leaving; refused as the bucket would refuse it.
+    fileprivate func planMove(
+        _ source: ObjectName, to destination: ObjectName, sourcePrecondition: Precondition, destinationPrecondition: Precondition
+    ) async throws -> ObjectMetadata {
+        try destination.checkNewObjectName()
+        let sourceEntry = try store.entry(source.rawValue)
+        let from = try await metadata(of: source, entry: sourceEntry, seen: sourcePrecondition.seenState(of: source))
+        try require(sourcePrecondition, source, from)
+        let existing = try await metadataIfPresent(of: destination)
+        try require(destinationPrecondition, destination, existing)
+        try from.refuseMove(over: existing, named: destination, now: clock.now())
+        let now = clock.nextChangeTime()
+        let moved = from.moved(to: destination, generation: max(now.microseconds, (existing?.generation ?? 0) + 1), now: now)
+        try inner.validateStorable(moved)
+        // The destination's content is the source's: the plan's where a planned write gives it, else the real source's,
+        // which the move never sends through here and the plan does not read.
+        let content: PlanStore.ContentKind
+        if case .planned(let change)? = sourceEntry?.content { content = .planned(change: change) } else { content = .unknown }
+        var arriving = PlannedChange(object: destination.rawValue, before: existing, after: moved, step: step)
+        arriving.movesFrom = source.rawValue
+        var leaving = PlannedChange(object: source.rawValue, before: from, after: nil, step: step)
+        leaving.movedTo = destination.rawValue
+        try record(arriving, content: content)
+        try record(leaving, content: .real)
+        return moved
     }
 
     // MARK: Helpers
@@ -616,5 +653,18 @@ extension PlannedBucket {
         change.restoresGeneration = generation
         try record(change, content: .unknown)
         return restored
+    }
+}
+
+/// The plan's moves: each planned (`PlannedBucket.planMove`), none sent.
+private final class PlannedMoves: ObjectMoves, @unchecked Sendable {
+    let plan: PlannedBucket
+
+    init(plan: PlannedBucket) { self.plan = plan }
+
+    func move(_ source: ObjectName, to destination: ObjectName, sourcePrecondition: Precondition, destinationPrecondition: Precondition)
+        async throws -> ObjectMetadata
+    {
+        try await plan.planMove(source, to: destination, sourcePrecondition: sourcePrecondition, destinationPrecondition: destinationPrecondition)
     }
 }

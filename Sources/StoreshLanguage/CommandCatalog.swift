@@ -102,7 +102,7 @@ public enum CommandCatalog {
     public static let types: [any LanguageCommand.Type] = [
         CdCommand.self, PwdCommand.self, ListCommand.self, PageNextCommand.self, PageTokenCommand.self,
         MetaGetCommand.self, MetaSetCommand.self, MetaUnsetCommand.self, MetaRenameCommand.self, MetaCopyCommand.self,
-        PutCommand.self, GetCommand.self, CatCommand.self, RmCommand.self, RestoreCommand.self,
+        PutCommand.self, GetCommand.self, CatCommand.self, RmCommand.self, MvCommand.self, RestoreCommand.self,
         EchoCommand.self, HelpCommand.self,
         RulesShowCommand.self, RulesLoadCommand.self, RulesResetCommand.self, RulesWhyCommand.self,
         LoginCommand.self, LogoutCommand.self, WhoamiCommand.self,

@@ -301,6 +301,21 @@ enum Explainer {
             note: state == nil ? nil : "storesh deletes an object only as it read it (ifGenerationMatch, rule G5): a concurrent change is never lost.")
     }
 
+    /// `mv`: Cloud Storage's objects.move, guarded by the source as read and the object it replaces (or its absence);
+    /// no Firebase SDK or v0 API call moves.
+    static func move(bucket: String, source: String, destination: String, state: ObjectMetadata?, replaced: ObjectMetadata?) -> ExplainedRequest {
+        let sourcePrecondition = state.map { Precondition.matches($0) } ?? Precondition(generation: nil, metageneration: nil)
+        return ExplainedRequest(
+            purpose: "move \(source) to \(destination): its content and metadata as a new generation there, and it gone, in one step",
+            firebaseREST: "(none: the Firebase Storage API has no move; an app downloads, uploads and deletes, three requests)",
+            cloudStorageREST: CloudStorageWire.move(
+                bucket: bucket, source: source, destination: destination, sourcePrecondition: sourcePrecondition,
+                destinationPrecondition: replaced.map { PlanApplier.writePrecondition(current: $0) } ?? .doesNotExist
+            ).rendered(baseURL: cloudStorageHost),
+            rulesMethod: "get, create, delete",
+            note: "storesh moves the source only as it read it (ifSourceGenerationMatch, ifSourceMetagenerationMatch) and only over what it read at the destination (ifGenerationMatch; 0: nothing there), so a concurrent change is never lost (rule G5).")
+    }
+
     /// `restore NAME#GENERATION`: Cloud Storage's objects.restore, guarded by the live object as read (rule B6); no
     /// Firebase SDK or v0 API call restores.
     static func restore(bucket: String, name: String, generation: Int64) -> ExplainedRequest {

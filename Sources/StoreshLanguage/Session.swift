@@ -212,13 +212,23 @@ public final class Session {
         throw Diagnostic.running(.invalidArgument("\(target.url) gives no generations here (rule B5): \(why)."), at: here)
     }
 
+    /// The bucket's moves (`mv`), or why this bucket has none.
+    func objectMoves(at here: SourceLocation) throws -> any ObjectMoves {
+        if let moves = target.objectMoves { return moves }
+        let why =
+            target.scheme == "s3"
+            ? "S3 has no move (a copy and a delete are two requests, and between them the object would be in both places or a failure could leave it half moved)"
+            : "the Firebase Storage API has no move (a gs:// bucket reached with Cloud Storage credentials has objects.move)"
+        throw Diagnostic.running(.invalidArgument("\(target.url) moves no objects here: \(why)."), at: here)
+    }
+
     /// Prints a result: for people, or as JSON with `--json`.
     func deliver(_ result: CommandResult) {
         if !options.dryRun {
             // What the run has reported as changed so far: undone, and then said so, if the run fails. (Bulk
             // commands count their objects as `BulkResults` prints them.)
             switch result {
-            case .written, .restored: reportedChanges += 1
+            case .written, .restored, .moved: reportedChanges += 1
             // The rules in force and the snapshots are part of the bucket: undone with the rest.
             case .rulesLoaded, .rulesReset, .snapshotSaved, .snapshotRemoved: reportedChanges += 1
             default: break

@@ -591,6 +591,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     public var rulesStore: (any RulesStore)? { self }
     public var settingsStore: (any BucketSettingsStore)? { self }
     public var objectVersions: (any ObjectVersions)? { self }
+    public var objectMoves: (any ObjectMoves)? { self }
     public var endUserSignIn: (any EndUserSignIn)? { nil }
     public var batchedChanges: (any BatchedChanges)? { nil }
     public var uniformUpdates: (any UniformUpdates)? { self }

@@ -19,6 +19,7 @@ final class LocalTransaction: BucketTransaction, BucketLayer, @unchecked Sendabl
     var rulesStore: (any RulesStore)? { engine }
     var settingsStore: (any BucketSettingsStore)? { engine }
     var objectVersions: (any ObjectVersions)? { engine }
+    var objectMoves: (any ObjectMoves)? { engine }
     var endUserSignIn: (any EndUserSignIn)? { nil }
     var batchedChanges: (any BatchedChanges)? { nil }
     var uniformUpdates: (any UniformUpdates)? { engine }

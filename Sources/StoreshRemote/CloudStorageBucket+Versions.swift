@@ -102,3 +102,23 @@ extension CloudStorageBucket: ObjectVersions {
             nextPageToken: page.continuation, itemMetadata: page.items)
     }
 }
+
+/// `mv` on Cloud Storage: objects.move, one atomic request (the service renames; no copy is sent through here).
+extension CloudStorageBucket: ObjectMoves {
+    public func move(_ source: ObjectName, to destination: ObjectName, sourcePrecondition: Precondition, destinationPrecondition: Precondition)
+        async throws -> ObjectMetadata
+    {
+        let request = CloudStorageWire.move(
+            bucket: name, source: source.rawValue, destination: destination.rawValue, sourcePrecondition: sourcePrecondition,
+            destinationPrecondition: destinationPrecondition)
+        let seen = sourcePrecondition.seenState(of: source)
+        let response = try await sendChange(.POST, url(request), object: source.rawValue, precondition: destinationPrecondition) { current in
+            // A repeat refused because the first attempt landed: the destination is a new object of the source's content.
+            guard let seen else { return false }
+            return current.md5Hash == seen.md5Hash && current.generation != destinationPrecondition.generation
+                && current.generation != seen.generation
+        }
+        guard let response else { return try await metadata(of: destination) }
+        return try CloudStorageJSON.metadata(try CloudStorageJSON.object(response.body, what: "a move"), bucket: name)
+    }
+}

@@ -113,6 +113,7 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
     public var settingsStore: (any BucketSettingsStore)? { nil }
     /// Every Cloud Storage bucket names generations, whether or not its versioning keeps noncurrent ones (rule B5).
     public var objectVersions: (any ObjectVersions)? { self }
+    public var objectMoves: (any ObjectMoves)? { self }
     public var endUserSignIn: (any EndUserSignIn)? { nil }
     public var batchedChanges: (any BatchedChanges)? { batches.refused ? nil : self }
     /// Each object is a request of its own (batched: `batchedChanges`).

@@ -42,6 +42,10 @@ public final class FirebaseProjectBucket: BucketLayer, EndUserSignIn, @unchecked
     public var objectVersions: (any ObjectVersions)? {
         current.objectVersions.map { CompletionForgettingVersions($0, completions: completions) }
     }
+    /// The administrator's (the JSON API's objects.move); none while signed in (the v0 API has none).
+    public var objectMoves: (any ObjectMoves)? {
+        current.objectMoves.map { CompletionForgettingMoves($0, completions: completions) }
+    }
     public var asTransaction: (any BucketTransaction)? { nil }
     /// The signed-in mode shares the administrator's connections: closed with it.
     public func close() { administrator.close() }
@@ -208,5 +212,23 @@ final class CompletionForgettingVersions: ObjectVersions, @unchecked Sendable {
     func restore(_ object: ObjectName, generation: Int64, precondition: Precondition) async throws -> ObjectMetadata {
         defer { completions.forget() }
         return try await versions.restore(object, generation: generation, precondition: precondition)
+    }
+}
+
+/// Moves that make Tab completion read the bucket again, as every other change does.
+final class CompletionForgettingMoves: ObjectMoves, @unchecked Sendable {
+    private let moves: any ObjectMoves
+    private let completions: CompletionReads
+
+    init(_ moves: any ObjectMoves, completions: CompletionReads) {
+        self.moves = moves
+        self.completions = completions
+    }
+
+    func move(_ source: ObjectName, to destination: ObjectName, sourcePrecondition: Precondition, destinationPrecondition: Precondition)
+        async throws -> ObjectMetadata
+    {
+        defer { completions.forget() }
+        return try await moves.move(source, to: destination, sourcePrecondition: sourcePrecondition, destinationPrecondition: destinationPrecondition)
     }
 }

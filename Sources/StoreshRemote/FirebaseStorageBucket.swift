@@ -86,6 +86,8 @@ final class FirebaseStorageBucket: Bucket, SignedInUser, Sendable {
     var rulesStore: (any RulesStore)? { nil }
     var settingsStore: (any BucketSettingsStore)? { nil }
     var objectVersions: (any ObjectVersions)? { nil }
+    /// The Firebase Storage API has no move (nor copy).
+    var objectMoves: (any ObjectMoves)? { nil }
     /// This bucket is the signed-in mode of a `FirebaseProjectBucket`, which signs in and out.
     var endUserSignIn: (any EndUserSignIn)? { nil }
     var batchedChanges: (any BatchedChanges)? { nil }

@@ -68,6 +68,8 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
     public var rulesStore: (any RulesStore)? { nil }
     public var settingsStore: (any BucketSettingsStore)? { nil }
     public var objectVersions: (any ObjectVersions)? { nil }
+    /// S3 has no move: a copy and a delete are two requests, which could leave both objects or neither's state.
+    public var objectMoves: (any ObjectMoves)? { nil }
     public var endUserSignIn: (any EndUserSignIn)? { nil }
     public var batchedChanges: (any BatchedChanges)? { nil }
     public var uniformUpdates: (any UniformUpdates)? { nil }

@@ -31,6 +31,9 @@ class RulesLayer: BucketLayer, TransactionalBucket, @unchecked Sendable {
     /// is the administrator's, reached only while the rules are open (the administrator's bucket), as the service's
     /// generations are reached by IAM, not by rules.
     var objectVersions: (any ObjectVersions)? { session.isOpen ? inner.objectVersions : nil }
+    /// A move is decided as what it does (rule R2): a `get` of the source, a `create` of the destination, a `delete` of
+    /// the source; then made in one step by the bucket, guarded by the states decided on.
+    var objectMoves: (any ObjectMoves)? { inner.objectMoves.map { DecidedMoves(inner: $0, layer: self) } }
     var endUserSignIn: (any EndUserSignIn)? { inner.endUserSignIn }
     /// Each change is decided on its own; none goes around the rules in a batch.
     var batchedChanges: (any BatchedChanges)? { nil }
@@ -180,6 +183,31 @@ class RulesLayer: BucketLayer, TransactionalBucket, @unchecked Sendable {
         try await inner.delete(object, precondition: .sameContent(as: existing))
     }
 
+        /// A move decided as a `get` and a `delete` of the source and a `create` of the destination.
+    fileprivate func decideMove(
+        _ source: ObjectName, to destination: ObjectName, sourcePrecondition: Precondition, destinationPrecondition: Precondition
+    ) async throws -> (source: Precondition, destination: Precondition) {
+        if session.isOpen {
+            try check(.get, source.rawValue)
+            try check(.create, destination.rawValue)
+            try check(.delete, source.rawValue)
+            return (sourcePrecondition, destinationPrecondition)
+        }
+        let seen = sourcePrecondition.seenState(of: source)
+        guard let existing = try await seen.asyncOr({ try await inner.metadataIfPresent(of: source) }) else {
+            try check(.get, source.rawValue)
+            throw StorageError.objectNotFound(source.rawValue)
+        }
+        try check(.get, source.rawValue, existing: existing)
+        try require(sourcePrecondition, of: source, existing)
+        let replaced = try await inner.metadataIfPresent(of: destination)
+        let new = existing.moved(to: destination, generation: existing.generation, now: session.clock.now())
+        try check(.create, destination.rawValue, new: new, existing: replaced)
+        try require(destinationPrecondition, of: destination, replaced)
+        try check(.delete, source.rawValue, existing: existing)
+        return (.matches(existing), replaced.map { .sameContent(as: $0) } ?? .doesNotExist)
+    }
+
     // MARK: Helpers
 
     fileprivate func check(_ method: AccessMethod, _ path: String, new: ObjectMetadata? = nil, existing: ObjectMetadata? = nil) throws {
@@ -277,5 +305,24 @@ extension Optional {
     fileprivate func asyncOr(_ fallback: () async throws -> Wrapped?) async rethrows -> Wrapped? {
         if let self { return self }
         return try await fallback()
+    }
+}
+
+/// Moves through the rules layer: each decided before the bucket makes it.
+private final class DecidedMoves: ObjectMoves, @unchecked Sendable {
+    let inner: any ObjectMoves
+    let layer: RulesLayer
+
+    init(inner: any ObjectMoves, layer: RulesLayer) {
+        self.inner = inner
+        self.layer = layer
+    }
+
+    func move(_ source: ObjectName, to destination: ObjectName, sourcePrecondition: Precondition, destinationPrecondition: Precondition)
+        async throws -> ObjectMetadata
+    {
+        let decided = try await layer.decideMove(
+            source, to: destination, sourcePrecondition: sourcePrecondition, destinationPrecondition: destinationPrecondition)
+        return try await inner.move(source, to: destination, sourcePrecondition: decided.source, destinationPrecondition: decided.destination)
     }
 }

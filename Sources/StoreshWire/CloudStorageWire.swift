@@ -120,6 +120,18 @@ public enum CloudStorageWire {
             : patch(bucket: bucket, object: object, from: before, to: after)
     }
 
+    /// objects.move: `source` renamed to `destination` in one step, the `ifSource…` conditions guarding the source and
+    /// the others the destination (`ifGenerationMatch=0`: nothing may be there).
+    public static func move(
+        bucket: String, source: String, destination: String, sourcePrecondition: Precondition, destinationPrecondition: Precondition
+    ) -> WireRequest {
+        let sourceConditions = conditions(sourcePrecondition).map { ("ifSource" + $0.0.dropFirst("if".count), $0.1) }
+        return WireRequest(
+            method: "POST",
+            target: objectPath(bucket, source) + "/moveTo/o/\(NameBytes.percentEncoded(destination))"
+                + query(sourceConditions + conditions(destinationPrecondition)))
+    }
+
     /// objects.rewrite of an object onto itself, as `before` was read (its generation and metageneration guard the
     /// source, its generation the destination: nothing replaced it since), into `after` (`rewriteBody`). A large
     /// object takes several calls: each after the first carries the `rewriteToken` the one before answered.

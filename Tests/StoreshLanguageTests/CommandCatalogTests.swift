@@ -44,7 +44,7 @@ struct CommandCatalogTests {
 
     @Test("the commands whose words may be patterns are said from their declarations")
     func patternCommands() {
-        #expect(CommandCatalog.patternCommands == "meta get, meta set, meta unset, meta rename, rm and the DEST of meta copy")
+        #expect(CommandCatalog.patternCommands == "meta get, meta set, meta unset, meta rename, rm, mv and the DEST of meta copy")
     }
 
     @Test("help and the fuzzer know every command, from its declaration")

@@ -175,6 +175,7 @@ struct CommandTableTests {
             var rulesStore: (any RulesStore)? { nil }
             var settingsStore: (any BucketSettingsStore)? { nil }
             var objectVersions: (any ObjectVersions)? { nil }
+            var objectMoves: (any ObjectMoves)? { nil }
             var immediateReads: (any ImmediateReads)? { nil }
             var endUserSignIn: (any EndUserSignIn)? { nil }
             var batchedChanges: (any BatchedChanges)? { nil }

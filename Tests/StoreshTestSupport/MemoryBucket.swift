@@ -53,6 +53,7 @@ public final class MemoryBucket: Bucket, SnapshotStore, RulesStore, @unchecked S
     public var rulesStore: (any RulesStore)? { self }
     public var settingsStore: (any BucketSettingsStore)? { nil }
     public var objectVersions: (any ObjectVersions)? { nil }
+    public var objectMoves: (any ObjectMoves)? { nil }
     public var transactions: (any TransactionalBucket)? { nil }
     public var immediateReads: (any ImmediateReads)? { nil }
     public var endUserSignIn: (any EndUserSignIn)? { nil }

@@ -203,4 +203,4 @@ def backend(request, tmp_path):
     requests.get(url + "/wipe?keep-buckets=1", timeout=30).raise_for_status()
     return Backend("gcp-storage-emulator", f"gs://{BUCKET}", tmp_path, dict(state, STORAGE_EMULATOR_HOST=url),
                    cannot={"preconditions", "metadata-deletes", "metageneration", "cloud-storage-fields", "soft-delete",
-                           "reads-by-generation"})
+                           "reads-by-generation", "moves"})

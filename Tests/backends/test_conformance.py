@@ -351,6 +351,52 @@ def test_M9_a_retention_policy_refuses_deletes_and_a_dry_run_names_each_object_i
         requests.patch(url, json={"retentionPolicy": None}, timeout=30).raise_for_status()
 
 
+def test_mv_renames_objects_in_one_step_keeping_their_metadata_planned_and_guarded(backend):
+    """mv renames one object, or moves several (a pattern's matches keep their names below its fixed folder) into a
+    folder: content, properties, custom metadata and Cloud Storage's fields arrive as a new generation and the source
+    goes. A dry run changes nothing; an object at DEST is replaced as read; a held source, a move onto itself and a
+    pattern that would find its own moves again are refused before anything moves. S3 has no move: refused."""
+    backend.seed(["m/a.txt", "m/p/one.txt", "m/p/sub/two.txt", "m/taken.txt"])
+    if backend.s3:
+        status, _, err = backend.run("-c", "mv m/a.txt m/b.txt")
+        assert status == 1 and "moves no objects here: S3 has no move" in err, err
+        assert listing(backend, "m/")["items"] == ["m/a.txt", "m/taken.txt"]
+        return
+    backend.require("moves")
+    backend.ok("-c", "meta set cacheControl=no-store custom.k=v -- m/a.txt")
+    before = metadata(backend, "m/a.txt")
+    content = backend.ok("-c", "cat m/a.txt")
+    out = backend.ok("--dry-run", "-c", "mv m/a.txt m/b.txt")
+    assert "\nwould move m/a.txt to m/b.txt (7 B)\n" in out, out
+    assert listing(backend, "m/")["items"] == ["m/a.txt", "m/taken.txt"]
+    journal = str(backend.home / "mv.journal")
+    assert backend.ok(*(["--journal", journal] if backend.remote else []), "-c", "mv m/a.txt m/b.txt").startswith("moved m/a.txt to m/b.txt (")
+    if backend.remote:
+        # The journal names both objects of the move, and says how to move it back.
+        status, _, err = backend.run("undo", "--dry-run", journal)
+        assert "cannot undo the change to m/b.txt: it was moved here from m/a.txt; undo moves no object back (mv m/b.txt m/a.txt does)" in err, err
+    moved = metadata(backend, "m/b.txt")
+    assert moved["metageneration"] == "1" and moved["md5Hash"] == before["md5Hash"]
+    assert moved["cacheControl"] == "no-store" and moved["customMetadata"]["k"] == "v"
+    assert backend.ok("-c", "cat m/b.txt") == content
+    out = backend.ok("-c", "mv m/p/** m/q/")
+    assert [line.split(" (")[0] for line in out.splitlines()] == [
+        "moved m/p/one.txt to m/q/one.txt", "moved m/p/sub/two.txt to m/q/sub/two.txt", "moved 2 objects"], out
+    assert listing(backend, "m/q/sub")["items"] == ["m/q/sub/two.txt"] and listing(backend, "m/p") == {"prefixes": [], "items": [], "nextPageToken": None}
+    out = backend.ok("-c", "mv m/b.txt m/taken.txt")
+    assert "replacing the object there" in out, out
+    assert metadata(backend, "m/taken.txt")["md5Hash"] == before["md5Hash"]
+    status, _, err = backend.run("-c", "mv m/taken.txt m/taken.txt")
+    assert status == 1 and "cannot be moved onto itself" in err, err
+    status, _, err = backend.run("-c", "mv m/q/** m/q/deeper/")
+    assert status == 1 and "which m/q/** matches too" in err, err
+    backend.ok("-c", "meta set temporaryHold=true -- m/taken.txt")
+    status, _, err = backend.run("--dry-run", "-c", "mv m/taken.txt m/free.txt")
+    assert status == 1 and "Object m/taken.txt is under a temporary hold and cannot be deleted" in err, err
+    backend.ok("-c", "meta set temporaryHold=false -- m/taken.txt")
+    assert listing(backend, "m/")["items"] == ["m/taken.txt"]
+
+
 def test_B5_B6_a_generation_is_read_by_name_and_number_and_an_object_named_so_keeps_its_name(backend):
     """cat, get and meta get take NAME#GENERATION as ls -a writes it: the live generation, a noncurrent one (with
     versioning on), a soft-deleted one's metadata (its content only once restored); an object whose own name ends in

@@ -1,0 +1,59 @@
+import CSQLite
+import Foundation
+import StoreshCore
+import StoreshSQLite
+
+/// `mv` on a bucket file: one change, so the destination appears and the source goes together, or neither.
+extension LocalBucket: ObjectMoves {
+    public func move(_ source: ObjectName, to destination: ObjectName, sourcePrecondition: Precondition, destinationPrecondition: Precondition)
+        async throws -> ObjectMetadata
+    {
+        try destination.checkNewObjectName()
+        return try change {
+            guard let from = try fetchRow(source.rawValue) else { throw StorageError.objectNotFound(source.rawValue) }
+            guard sourcePrecondition.isSatisfied(by: from.metadata) else {
+                throw StorageError.preconditionFailed(source.rawValue, sourcePrecondition, actual: from.metadata)
+            }
+            let existing = try fetchRow(destination.rawValue)
+            guard destinationPrecondition.isSatisfied(by: existing?.metadata) else {
+                throw StorageError.preconditionFailed(destination.rawValue, destinationPrecondition, actual: existing?.metadata)
+            }
+            try from.metadata.refuseMove(over: existing?.metadata, named: destination, now: options.clock.now())
+            try refuseIfProtected(from.metadata, .deleted)
+            try refuseIfProtected(existing?.metadata, .overwritten)
+            let now = options.clock.nextChangeTime()
+            let moved = from.metadata.moved(to: destination, generation: try nextGeneration(now: now), now: now)
+            // Only versions of one name share content: the destination gets a copy, made a piece at a time.
+            let contentID = try copyContent(from.version.contentID)
+            try store(moved, contentID: contentID, replacing: existing, noncurrentSince: now)
+            // Renamed, not deleted: no noncurrent or soft-deleted generation is left behind (a snapshot that sees the
+            // source still keeps it).
+            try removeLive(from.version, noncurrentSince: nil)
+            return moved
+        }
+    }
+
+    /// A new content row with the bytes and CRC-32C of `contentID`'s, copied a piece at a time.
+    private func copyContent(_ contentID: Int64) throws -> Int64 {
+        let reader = try SQLiteBlob(connection, table: "contents", column: "data", row: contentID, writable: false)
+        defer { reader.close() }
+        let insert = try connection.statement("INSERT INTO contents (data) VALUES (zeroblob(?1))")
+        insert.bind(1, Int64(reader.size))
+        try insert.step()
+        insert.reset()
+        let copy = sqlite3_last_insert_rowid(connection.handle)
+        let writer = try SQLiteBlob(connection, table: "contents", column: "data", row: copy, writable: true)
+        defer { writer.close() }
+        var offset = 0
+        var crc = CRC32C()
+        try reader.forEachPiece(of: Self.streamedPieceBytes) { piece in
+            try writer.write(piece, at: offset)
+            crc.update(piece)
+            offset += piece.count
+        }
+        reader.close()
+        writer.close()
+        try BucketSchema.keepContentChecksum(crc.value, of: copy, connection: connection)
+        return copy
+    }
+}
