@@ -351,7 +351,7 @@ def test_M9_a_retention_policy_refuses_deletes_and_a_dry_run_names_each_object_i
         requests.patch(url, json={"retentionPolicy": None}, timeout=30).raise_for_status()
 
 
-def test_mv_renames_objects_in_one_step_keeping_their_metadata_planned_and_guarded(backend):
+def test_M10_mv_renames_objects_in_one_step_keeping_their_metadata_planned_and_guarded(backend):
     """mv renames one object, or moves several (a pattern's matches keep their names below its fixed folder) into a
     folder: content, properties, custom metadata and Cloud Storage's fields arrive as a new generation and the source
     goes. A dry run changes nothing; an object at DEST is replaced as read; a held source, a move onto itself and a

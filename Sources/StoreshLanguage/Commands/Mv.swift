@@ -19,7 +19,7 @@ public struct MvCommand: LanguageCommand, Equatable {
             "(metageneration 1); the source goes without a noncurrent or soft-deleted generation. Each move is one",
             "step of the bucket (a bucket file's change, Cloud Storage's objects.move): the object is never in both",
             "places or in neither. An object at DEST is replaced, as it was read; a held or retained source or",
-            "DEST is refused. S3 and the Firebase Storage API have no move.",
+            "DEST is refused. S3 and the Firebase Storage API have no move (rule M10).",
         ],
         example: "mv reports/draft.pdf reports/final.pdf",
         options: ["--raw"], changesBucket: true, patterns: .targets, completion: .objects,
