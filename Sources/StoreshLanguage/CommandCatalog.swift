@@ -271,15 +271,17 @@ public enum CommandCatalog {
     /// into the next, so that the terminal wraps each paragraph between words at its own width, not the source's
     /// (a line broken for the source once left `contentLanguage,` alone on an 80-column line).
     ///
-    /// A line that starts with `-` is a row of an option table (`-n N  at most N entries…`): it starts a paragraph of
-    /// its own and takes in no next line, whatever it ends with.
+    /// A line that starts with `-` and sets its text apart by two spaces is a row of an option table (`-n N  at most N
+    /// entries…`): it starts a paragraph of its own and takes in no next line, whatever it ends with. A sentence that
+    /// starts with an option (`--where F keeps…`) is prose. A paragraph ends with a sentence (`.`, `:`, `.)`), not
+    /// with an aside in parentheses (`(rule M9)`).
     static func paragraphs(_ details: [String]) -> [String] {
         var paragraphs: [String] = []
         var open = false
         for line in details {
-            let row = line.hasPrefix("-")
+            let row = line.hasPrefix("-") && line.contains("  ")
             if open, !row, let last = paragraphs.popLast() { paragraphs.append(last + " " + line) } else { paragraphs.append(line) }
-            open = !row && !(line.hasSuffix(".") || line.hasSuffix(":") || line.hasSuffix(")"))
+            open = !row && !(line.hasSuffix(".") || line.hasSuffix(":") || line.hasSuffix(".)"))
         }
         return paragraphs
     }

@@ -580,31 +580,24 @@ extension StorageAPI {
         return Reply.json(objectResource(restored, exchange))
     }
 
-    /// `objects.move`: the object renamed in its bucket, in one change: the destination gets the source's content and
-    /// metadata as a new generation, and the source goes (as the generation read), or nothing happens. The
-    /// `ifSource…` conditions guard the source, the others the destination.
+    /// `objects.move`: the object renamed in its bucket, in one change (the bucket's own move, rule M10): the
+    /// destination gets the source's content and metadata as a new generation, and the source goes (as the generation
+    /// read, leaving no noncurrent or soft-deleted generation), or nothing happens. The `ifSource…` conditions guard
+    /// the source, the others the destination.
     private func moveObject(_ exchange: Exchange, from source: ObjectName, to destination: ObjectName) async throws -> Answer {
         let conditions = try Conditions(exchange.query)
         let sourceConditions = try Conditions(exchange.query, prefix: "ifSource")
         guard source != destination else { throw HTTPFailure.badRequest("An object cannot be moved onto itself (\(source.rawValue)).") }
-        let spoolDirectory = self.spoolDirectory
         let moved = try await exchange.bucket.change { transaction in
+            guard let moves = transaction.objectMoves else { throw StorageError.internalError("The bucket moves no objects.") }
             let original = try await transaction.metadata(of: source)
             guard sourceConditions.hold(for: original) else {
                 throw StorageError(.preconditionFailed, "Object \(source.rawValue) does not meet the request's source conditions. Nothing was moved.")
             }
-            let spool = Spool(directory: spoolDirectory)
-            _ = try await transaction.read(source, into: SpoolSink(spool))
-            // The copy's options, but every field of the object kept: a move renames, it makes no new object.
-            var options = try Self.copiedOptions(original, overrides: ObjectMetadataBody())
-            options.cloudStorage = original.cloudStorage
-            options.guessesContentType = false
             let existing = try await transaction.metadataIfPresent(of: destination)
-            let written = try await transaction.write(
-                from: try spool.content(), to: destination, options: options,
-                precondition: try conditions.precondition(given: existing, name: destination.rawValue))
-            try await transaction.delete(source, precondition: Precondition(generation: original.generation))
-            return written
+            return try await moves.move(
+                source, to: destination, sourcePrecondition: .matches(original),
+                destinationPrecondition: try conditions.precondition(given: existing, name: destination.rawValue))
         }
         return Reply.json(objectResource(moved, exchange))
     }

@@ -12,7 +12,7 @@ public struct MetaSetCommand: MetadataUpdateCommand, Equatable {
         summary: "update writable properties of each target (default: the current one)",
         details: [
             "KEY is contentType, cacheControl, contentDisposition, contentEncoding, contentLanguage,",
-            "or custom.NAME for a key of customMetadata; or one of Cloud Storage's own fields (rule M9)",
+            "or custom.NAME for a key of customMetadata; or one of Cloud Storage's own fields (rule M9):",
             "customTime=RFC3339 (it only moves forward), temporaryHold=true|false,",
             "eventBasedHold=true|false (a held object is neither deleted nor overwritten),",
             "storageClass=STANDARD|NEARLINE|COLDLINE|ARCHIVE (a rewrite: the same content as a new",
