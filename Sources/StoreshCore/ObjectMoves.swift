@@ -1,7 +1,11 @@
 /// Objects renamed by the bucket (`mv`): the destination gets the source's content and metadata as a new object, and
 /// the source goes. A bucket file and Cloud Storage (objects.move) do it in one step, so that either both happen or
-/// neither; a bucket without it has none (`Bucket.objectMoves` is nil).
+/// neither; S3, which has no move, in two (a copy, then a delete of the source as copied), and a failure between them
+/// is a `HalfMove`; a bucket with neither has none (`Bucket.objectMoves` is nil).
 public protocol ObjectMoves: AnyObject, Sendable {
+    /// Whether a move is one step (nothing in between to fail), or a copy and then a delete.
+    var movesInOneStep: Bool { get }
+
     /// Moves `source`, if it satisfies `sourcePrecondition`, to `destination`, if the object there (or its absence)
     /// satisfies `destinationPrecondition`; answers the new object. The source is not kept as a noncurrent or
     /// soft-deleted generation (as on the service: a move is a rename); an object the destination replaces is kept as
@@ -37,5 +41,17 @@ extension ObjectMetadata {
         }
         try refuseIfProtected(.deleted, now: now)
         try destination?.refuseIfProtected(.overwritten, now: now)
+    }
+}
+
+/// A move made as a copy and then a delete whose delete failed: the object arrived (`arrived`) and the source is
+/// still there, as `failure` says.
+public struct HalfMove: Error, Sendable {
+    public var arrived: ObjectMetadata
+    public var failure: StorageError
+
+    public init(arrived: ObjectMetadata, failure: StorageError) {
+        self.arrived = arrived
+        self.failure = failure
     }
 }

@@ -261,6 +261,12 @@ public final class PlanApplier: @unchecked Sendable {
                 try await moves.move(
                     try ObjectName(origin), to: try ObjectName(arriving.change.object), sourcePrecondition: .matches(source),
                     destinationPrecondition: Self.writePrecondition(current: currentState(arriving))))
+        } catch let half as HalfMove {
+            // Copied, not deleted (a bucket that moves in two steps): the object arrived, and the source stays.
+            await settle(arriving, .success(half.arrived))
+            if let leaving { await settle(leaving, .failure(half.failure)) }
+            reportProgress(started: started)
+            return
         } catch {
             outcome = .failure(error)
         }

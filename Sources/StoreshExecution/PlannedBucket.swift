@@ -135,7 +135,7 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
     /// Generations are read from the bucket as it is (a plan lays no planned change over them); a restore is planned.
     public var objectVersions: (any ObjectVersions)? { reads.objectVersions.map { PlannedVersions(plan: self, stored: $0) } }
     /// A move is planned as the two changes it makes, and applied by the bucket's own move.
-    public var objectMoves: (any ObjectMoves)? { reads.objectMoves.map { _ in PlannedMoves(plan: self) } }
+    public var objectMoves: (any ObjectMoves)? { reads.objectMoves.map { PlannedMoves(plan: self, inOneStep: $0.movesInOneStep) } }
     /// Whose requests the plan's reads are (`whoami` after the script's `login`).
     public var accessDescription: String? { reads.accessDescription }
     /// Whether the plan's changes can be guarded: as whom they are made decides (the Firebase v0 API has no
@@ -659,8 +659,13 @@ extension PlannedBucket {
 /// The plan's moves: each planned (`PlannedBucket.planMove`), none sent.
 private final class PlannedMoves: ObjectMoves, @unchecked Sendable {
     let plan: PlannedBucket
+    /// As the bucket will make them.
+    let movesInOneStep: Bool
 
-    init(plan: PlannedBucket) { self.plan = plan }
+    init(plan: PlannedBucket, inOneStep: Bool) {
+        self.plan = plan
+        movesInOneStep = inOneStep
+    }
 
     func move(_ source: ObjectName, to destination: ObjectName, sourcePrecondition: Precondition, destinationPrecondition: Precondition)
         async throws -> ObjectMetadata

@@ -15,7 +15,8 @@ public enum CommandResult: Sendable {
     /// `restore`: the live object a soft-deleted generation became (rule B6).
     case restored(ObjectMetadata, generation: Int64, dryRun: Bool)
     /// `mv`: the object a move made, from the name it had, and whether it replaced an object there.
-    case moved(from: String, to: ObjectMetadata, replaced: Bool, dryRun: Bool)
+    /// `inOneStep`: false where the bucket copies, then deletes (S3).
+    case moved(from: String, to: ObjectMetadata, replaced: Bool, inOneStep: Bool, dryRun: Bool)
     case saved(object: String, file: String, size: Int64, dryRun: Bool)
     case content(object: String, Data)
     case echo(String)
@@ -116,9 +117,10 @@ public struct HumanRenderer: ResultRenderer {
             return [
                 "\(dryRun ? "would restore" : "restored") \(MessageText.name(metadata.fullPath))#\(generation) as the live object (\(MessageText.byteCount(metadata.size)))"
             ]
-        case .moved(let source, let metadata, let replaced, let dryRun):
+        case .moved(let source, let metadata, let replaced, let inOneStep, let dryRun):
+            let how = inOneStep ? "" : dryRun ? "; a copy, then a delete" : "; copied, then deleted"
             return [
-                "\(dryRun ? "would move" : "moved") \(MessageText.name(source)) to \(MessageText.name(metadata.fullPath)) (\(MessageText.byteCount(metadata.size))\(replaced ? ", replacing the object there" : ""))"
+                "\(dryRun ? "would move" : "moved") \(MessageText.name(source)) to \(MessageText.name(metadata.fullPath)) (\(MessageText.byteCount(metadata.size))\(replaced ? ", replacing the object there" : "")\(how))"
             ]
         case .saved(let object, let file, let size, let dryRun):
             return ["\(dryRun ? "would save" : "saved") \(MessageText.name(object)) (\(MessageText.byteCount(size))) to \(file)"]
@@ -361,9 +363,9 @@ public struct JSONRenderer: ResultRenderer {
         case .restored(let metadata, let generation, let dryRun):
             guard case .object(let fields) = metadata.jsonDocument else { return metadata.jsonDocument }
             return marked(fields + [("restoredFrom", .string(String(generation)))], dryRun)
-        case .moved(let source, let metadata, let replaced, let dryRun):
+        case .moved(let source, let metadata, let replaced, let inOneStep, let dryRun):
             guard case .object(let fields) = metadata.jsonDocument else { return metadata.jsonDocument }
-            return marked(fields + [("movedFrom", .string(source)), ("replaced", .bool(replaced))], dryRun)
+            return marked(fields + [("movedFrom", .string(source)), ("replaced", .bool(replaced)), ("inOneStep", .bool(inOneStep))], dryRun)
         case .saved(let object, let file, let size, let dryRun):
             // A dry run saves no file, and says so to people only.
             return dryRun ? nil : .object([("path", .string(object)), ("file", .string(file)), ("size", .integer(size))])

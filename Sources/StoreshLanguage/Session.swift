@@ -215,11 +215,10 @@ public final class Session {
     /// The bucket's moves (`mv`), or why this bucket has none.
     func objectMoves(at here: SourceLocation) throws -> any ObjectMoves {
         if let moves = target.objectMoves { return moves }
-        let why =
-            target.scheme == "s3"
-            ? "S3 has no move (a copy and a delete are two requests, and between them the object would be in both places or a failure could leave it half moved)"
-            : "the Firebase Storage API has no move (a gs:// bucket reached with Cloud Storage credentials has objects.move)"
-        throw Diagnostic.running(.invalidArgument("\(target.url) moves no objects here: \(why)."), at: here)
+        throw Diagnostic.running(
+            .invalidArgument(
+                "\(target.url) moves no objects here: the Firebase Storage API has no move (a gs:// bucket reached with Cloud Storage credentials has objects.move)."),
+            at: here)
     }
 
     /// Prints a result: for people, or as JSON with `--json`.

@@ -5,6 +5,8 @@ import StoreshSQLite
 
 /// `mv` on a bucket file: one change, so the destination appears and the source goes together, or neither.
 extension LocalBucket: ObjectMoves {
+    public var movesInOneStep: Bool { true }
+
     public func move(_ source: ObjectName, to destination: ObjectName, sourcePrecondition: Precondition, destinationPrecondition: Precondition)
         async throws -> ObjectMetadata
     {

@@ -105,6 +105,8 @@ extension CloudStorageBucket: ObjectVersions {
 
 /// `mv` on Cloud Storage: objects.move, one atomic request (the service renames; no copy is sent through here).
 extension CloudStorageBucket: ObjectMoves {
+    public var movesInOneStep: Bool { true }
+
     public func move(_ source: ObjectName, to destination: ObjectName, sourcePrecondition: Precondition, destinationPrecondition: Precondition)
         async throws -> ObjectMetadata
     {

@@ -219,6 +219,7 @@ final class CompletionForgettingVersions: ObjectVersions, @unchecked Sendable {
 final class CompletionForgettingMoves: ObjectMoves, @unchecked Sendable {
     private let moves: any ObjectMoves
     private let completions: CompletionReads
+    var movesInOneStep: Bool { moves.movesInOneStep }
 
     init(_ moves: any ObjectMoves, completions: CompletionReads) {
         self.moves = moves

@@ -68,8 +68,8 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
     public var rulesStore: (any RulesStore)? { nil }
     public var settingsStore: (any BucketSettingsStore)? { nil }
     public var objectVersions: (any ObjectVersions)? { nil }
-    /// S3 has no move: a copy and a delete are two requests, which could leave both objects or neither's state.
-    public var objectMoves: (any ObjectMoves)? { nil }
+    /// S3 has no move: a copy, then a delete of the source as copied (rule M10).
+    public var objectMoves: (any ObjectMoves)? { self }
     public var endUserSignIn: (any EndUserSignIn)? { nil }
     public var batchedChanges: (any BatchedChanges)? { nil }
     public var uniformUpdates: (any UniformUpdates)? { nil }
@@ -556,5 +556,56 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
         _ = try await send(
             .DELETE, objectPath(object.rawValue), headers: headers, repeatable: true, object: object.rawValue, precondition: precondition)
         completions.forget()
+    }
+}
+
+/// `mv` on S3, which has no move: CopyObject of the source as read (its ETag) onto the destination as read (or
+/// where nothing is), then DeleteObject of the source with that ETag. A failure of the delete leaves the object in
+/// both places, and says so (`HalfMove`).
+extension S3Bucket: ObjectMoves {
+    public var movesInOneStep: Bool { false }
+
+    public func move(_ source: ObjectName, to destination: ObjectName, sourcePrecondition: Precondition, destinationPrecondition: Precondition)
+        async throws -> ObjectMetadata
+    {
+        let current = try await metadata(of: source)
+        guard sourcePrecondition.isSatisfied(by: current) else {
+            throw StorageError.preconditionFailed(source.rawValue, sourcePrecondition, actual: current)
+        }
+        guard !NameBytes.sameBytes(source.rawValue, destination.rawValue) else {
+            throw StorageError.invalidArgument("\(MessageText.name(source.rawValue)) cannot be moved onto itself.")
+        }
+        guard current.size <= Self.largestCopy else {
+            throw StorageError.invalidArgument(
+                "\(source.rawValue) is \(current.size) bytes; S3 copies objects of up to 5 GiB in one request (CopyObject's limit), so it was not moved.")
+        }
+        guard let entityTag = current.entityTag else {
+            throw StorageError.internalError("\(source.rawValue) was read without an ETag; it was not moved.")
+        }
+        let existing = try await metadataIfPresent(of: destination)
+        guard destinationPrecondition.isSatisfied(by: existing) else {
+            throw StorageError.preconditionFailed(destination.rawValue, destinationPrecondition, actual: existing)
+        }
+        let guarded = existing.map { Precondition.sameContent(as: $0) } ?? .doesNotExist
+        let headers: [(String, String)] = [
+            ("x-amz-copy-source", "/" + NameBytes.percentEncoded(name) + objectPath(source.rawValue)),
+            ("x-amz-metadata-directive", "COPY"), ("x-amz-copy-source-if-match", entityTag),
+        ] + Self.conditions(guarded)
+        let response = try await send(
+            .PUT, objectPath(destination.rawValue), headers: headers, repeatable: true, object: destination.rawValue,
+            precondition: guarded, acceptFailure: true)
+        completions.forget()
+        guard (200..<300).contains(response.status), try S3XML.error(response.body) == nil else {
+            throw failure(response, object: destination.rawValue, precondition: guarded)
+        }
+        let arrived = try await metadata(of: destination)
+        do {
+            try await delete(source, precondition: Precondition.sameContent(as: current))
+        } catch let error as StorageError {
+            var failure = error
+            failure.message = "\(destination.rawValue) was copied from \(source.rawValue), which was not deleted: \(error.message) Both objects are there now."
+            throw HalfMove(arrived: arrived, failure: failure)
+        }
+        return arrived
     }
 }

@@ -312,6 +312,7 @@ extension Optional {
 private final class DecidedMoves: ObjectMoves, @unchecked Sendable {
     let inner: any ObjectMoves
     let layer: RulesLayer
+    var movesInOneStep: Bool { inner.movesInOneStep }
 
     init(inner: any ObjectMoves, layer: RulesLayer) {
         self.inner = inner

@@ -119,6 +119,40 @@ struct PlanExecutionTests {
         }
     }
 
+    @Test("rule M10: moves are applied whole and in parallel (both objects waited for); a move left half made says so for its source alone; undo names both objects")
+    func moves() async throws {
+        let bucket = seeded()
+        bucket.movesByCopying = true
+        let stays = String(format: "users/u%05d/photo.jpg", 7)
+        bucket.sourcesThatStay = [stays]
+        let planned = try PlannedBucket(over: bucket, clock: SteppingClock(start: Timestamp(rfc3339: "2026-11-25T09:00:00Z")!))
+        let moves = try #require(planned.objectMoves)
+        #expect(!moves.movesInOneStep)
+        for index in 0..<Self.objectCount {
+            let source = try ObjectName(String(format: "users/u%05d/photo.jpg", index))
+            let state = try await planned.metadata(of: source)
+            _ = try await moves.move(
+                source, to: try ObjectName(String(format: "moved/u%05d.jpg", index)), sourcePrecondition: .matches(state),
+                destinationPrecondition: .doesNotExist)
+        }
+        // Planned, not sent: the plan reads the objects as moved.
+        #expect(bucket.changeRequests.isEmpty && planned.changeCount == 2 * Self.objectCount)
+        #expect(try await planned.metadataIfPresent(of: ObjectName("users/u00001/photo.jpg")) == nil)
+        let journal = RecordingJournal()
+        let outcome = await PlanApplier(
+            bucket: bucket, plan: planned.store, parallel: 16, keepGoing: true, journal: journal, isCancelled: { false }
+        ).apply()
+        // Every move but one whole; that one's object arrived, and its source alone failed.
+        #expect(outcome.applied == 2 * Self.objectCount - 1 && outcome.failed == 1)
+        #expect(outcome.failures.map(\.error.message) == ["\(stays) stays (the test's failure)."])
+        #expect(bucket.names.filter { $0.hasPrefix("moved/") }.count == Self.objectCount)
+        #expect(bucket.names.filter { $0.hasPrefix("users/") } == [stays])
+        // Undo moves nothing back, and names both objects of each move (the journal here has every change applied).
+        let (undo, impossible) = try JournalRecord.undo(try readJournal(try journalLines(of: planned)))
+        #expect(undo.count == 0 && impossible.count == 2 * Self.objectCount)
+        #expect(impossible.first.contains { $0.reason.contains("undo moves no object back (mv ") })
+    }
+
     @Test("stopped part-way, the plan resumed applies the rest once; its journal's undo puts every object back")
     func resumeThenUndo() async throws {
         let bucket = seeded()

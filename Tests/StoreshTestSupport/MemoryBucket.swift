@@ -53,7 +53,11 @@ public final class MemoryBucket: Bucket, SnapshotStore, RulesStore, @unchecked S
     public var rulesStore: (any RulesStore)? { self }
     public var settingsStore: (any BucketSettingsStore)? { nil }
     public var objectVersions: (any ObjectVersions)? { nil }
-    public var objectMoves: (any ObjectMoves)? { nil }
+    /// Moves as S3 makes them, a copy and then a delete (nil: none, as the Firebase v0 API).
+    public var movesByCopying = false
+    /// Sources whose delete after a copy fails (a move left half made).
+    public var sourcesThatStay: Set<String> = []
+    public var objectMoves: (any ObjectMoves)? { movesByCopying ? self : nil }
     public var transactions: (any TransactionalBucket)? { nil }
     public var immediateReads: (any ImmediateReads)? { nil }
     public var endUserSignIn: (any EndUserSignIn)? { nil }
@@ -204,5 +208,27 @@ public final class MemoryBucket: Bucket, SnapshotStore, RulesStore, @unchecked S
     public func storeRules(source: String, origin: String) throws {
         lock.withLock { recordedRequests.append("rules load \(origin)") }
         rules = (source, origin)
+    }
+}
+
+/// A copy, then a delete of the source as copied (S3's way, rule M10).
+extension MemoryBucket: ObjectMoves {
+    public var movesInOneStep: Bool { false }
+
+    public func move(_ source: ObjectName, to destination: ObjectName, sourcePrecondition: Precondition, destinationPrecondition: Precondition)
+        async throws -> ObjectMetadata
+    {
+        guard let stored = objects[source.rawValue] else { throw StorageError.objectNotFound(source.rawValue) }
+        guard sourcePrecondition.isSatisfied(by: stored.metadata) else {
+            throw StorageError.preconditionFailed(source.rawValue, sourcePrecondition, actual: stored.metadata)
+        }
+        var options = WriteOptions(customMetadata: stored.metadata.customMetadata)
+        for property in WritableProperty.allCases { options.properties[property] = stored.metadata[property] }
+        let arrived = try await write(stored.content, to: destination, options: options, precondition: destinationPrecondition)
+        if sourcesThatStay.contains(source.rawValue) {
+            throw HalfMove(arrived: arrived, failure: StorageError(.unknown, "\(source.rawValue) stays (the test's failure)."))
+        }
+        try await delete(source, precondition: .sameContent(as: stored.metadata))
+        return arrived
     }
 }

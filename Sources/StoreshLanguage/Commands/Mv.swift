@@ -18,8 +18,9 @@ public struct MvCommand: LanguageCommand, Equatable {
             "properties, custom metadata and Cloud Storage's fields move with the object, as a new generation",
             "(metageneration 1); the source goes without a noncurrent or soft-deleted generation. Each move is one",
             "step of the bucket (a bucket file's change, Cloud Storage's objects.move): the object is never in both",
-            "places or in neither. An object at DEST is replaced, as it was read; a held or retained source or",
-            "DEST is refused. S3 and the Firebase Storage API have no move (rule M10).",
+            "places or in neither. S3 has no move: there it is a copy, then a delete of the source as copied, and",
+            "the plan says so. An object at DEST is replaced, as it was read; a held or retained source or DEST is",
+            "refused. The Firebase Storage API has no move (rule M10).",
         ],
         example: "mv reports/draft.pdf reports/final.pdf",
         options: ["--raw"], changesBucket: true, patterns: .targets, completion: .objects,
@@ -62,7 +63,8 @@ public struct MvCommand: LanguageCommand, Equatable {
                     destinationPrecondition: replaced.map { .sameContent(as: $0) } ?? .doesNotExist)
             }
             moved += 1
-            session.deliver(.moved(from: object.name.rawValue, to: result, replaced: replaced != nil, dryRun: session.options.dryRun))
+            session.deliver(
+                .moved(from: object.name.rawValue, to: result, replaced: replaced != nil, inOneStep: moves.movesInOneStep, dryRun: session.options.dryRun))
         }
         if moved > 1 { session.deliver(.note("\(session.options.dryRun ? "would move" : "moved") \(moved) objects")) }
         return .next
