@@ -172,53 +172,13 @@ extension CloudStorageFields {
         return members
     }
 
-    /// The fields of a resource or document as JSONSerialization decodes it (`jsonMembers`, with `storageClass` and
-    /// `timeStorageClassUpdated`, STANDARD being no class); nil when one is malformed.
+    /// The fields of a document as JSONSerialization decodes it (storesh's metadata document in a journal line), read
+    /// as `CloudStorageFieldsDocument` reads them; nil when one is malformed.
     public init?(jsonMembers resource: [String: Any]) {
-        self.init()
-        func time(_ key: String) -> Timestamp?? {
-            guard let value = resource[key] else { return .some(nil) }
-            guard let text = value as? String, let time = Timestamp(rfc3339: text) else { return nil }
-            return .some(time)
-        }
-        guard let customTime = time("customTime"), let classTime = time("timeStorageClassUpdated"), let softDeleteTime = time("softDeleteTime"),
-            let hardDeleteTime = time("hardDeleteTime"), let expiration = time("retentionExpirationTime")
+        guard JSONSerialization.isValidJSONObject(resource), let data = try? JSONSerialization.data(withJSONObject: resource),
+            let fields = (try? JSONDecoder().decode(CloudStorageFieldsDocument.self, from: data))?.fields
         else { return nil }
-        retentionExpirationTime = expiration
-        if let retention = resource["retention"] as? [String: Any] {
-            guard let mode = (retention["mode"] as? String).flatMap(ObjectRetention.Mode.init(rawValue:)),
-                let until = (retention["retainUntilTime"] as? String).flatMap(Timestamp.init(rfc3339:))
-            else { return nil }
-            self.retention = ObjectRetention(mode: mode, retainUntilTime: until)
-        }
-        self.softDeleteTime = softDeleteTime
-        self.hardDeleteTime = hardDeleteTime
-        self.customTime = customTime
-        temporaryHold = resource["temporaryHold"] as? Bool ?? false
-        eventBasedHold = resource["eventBasedHold"] as? Bool ?? false
-        if let storageClass = resource["storageClass"] as? String, storageClass != Self.defaultStorageClass {
-            self.storageClass = storageClass
-            timeStorageClassUpdated = classTime
-        }
-        if let count = resource["componentCount"] {
-            guard let number = (count as? NSNumber)?.int64Value ?? (count as? String).flatMap({ Int64($0) }) else { return nil }
-            componentCount = number
-        }
-        if let contexts = resource["contexts"] as? [String: Any], let custom = contexts["custom"] as? [String: Any] {
-            for (key, payload) in custom {
-                guard let payload = payload as? [String: Any], let value = payload["value"] as? String,
-                    let created = (payload["createTime"] as? String).flatMap(Timestamp.init(rfc3339:)),
-                    let changed = (payload["updateTime"] as? String).flatMap(Timestamp.init(rfc3339:))
-                else { return nil }
-                self.contexts[key] = ObjectContext(value: value, createTime: created, updateTime: changed)
-            }
-        }
-        if let encryption = resource["customerEncryption"] as? [String: Any] { customerKeySHA256 = encryption["keySha256"] as? String }
-        if let list = resource["acl"] as? [Any], JSONSerialization.isValidJSONObject(list),
-            let data = try? JSONSerialization.data(withJSONObject: list, options: [.sortedKeys])
-        {
-            acl = String(decoding: data, as: UTF8.self)
-        }
+        self = fields
     }
 }
 

@@ -119,7 +119,7 @@ extension CloudStorageBucket: BatchedChanges {
                 switch change {
                 case .delete: return .success(nil)
                 case .metadata:
-                    return .success(try CloudStorageJSON.metadata(try CloudStorageJSON.object(answer.body, what: "an update"), bucket: name))
+                    return .success(try CloudStorageJSON.metadata(answer.body, bucket: name, what: "an update"))
                 }
             }
             if repeated {

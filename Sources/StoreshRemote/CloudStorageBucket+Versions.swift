@@ -21,7 +21,7 @@ extension CloudStorageBucket: ObjectVersions {
     private func generationMetadata(_ object: ObjectName, generation: Int64, softDeleted: Bool) async throws -> ObjectMetadata {
         let request = CloudStorageWire.metadata(bucket: name, object: object.rawValue, generation: generation, softDeleted: softDeleted)
         let response = try await send(.GET, url(request), repeatable: true, object: object.rawValue)
-        let answered = try CloudStorageJSON.metadata(try CloudStorageJSON.object(response.body, what: "a generation's metadata"), bucket: name)
+        let answered = try CloudStorageJSON.metadata(response.body, bucket: name, what: "a generation's metadata")
         // A server that does not read by generation answers the live object: said, never shown as the one asked for.
         guard answered.generation == generation else {
             throw StorageError.internalError(
@@ -55,7 +55,7 @@ extension CloudStorageBucket: ObjectVersions {
             precondition: .matches(before)
         ) { current in Self.metadataLanded(current, from: before, to: planned) }
         guard let response else { return UpdateResult(metadata: try await metadata(of: object, generation: generation), previous: before, changed: true) }
-        let after = try CloudStorageJSON.metadata(try CloudStorageJSON.object(response.body, what: "an update"), bucket: name)
+        let after = try CloudStorageJSON.metadata(response.body, bucket: name, what: "an update")
         return UpdateResult(metadata: after, previous: before, changed: true)
     }
 
@@ -77,7 +77,7 @@ extension CloudStorageBucket: ObjectVersions {
             current.md5Hash == soft.md5Hash && current.generation != soft.generation && current.generation != precondition.generation
         }
         guard let response else { return try await metadata(of: object) }
-        return try CloudStorageJSON.metadata(try CloudStorageJSON.object(response.body, what: "a restore"), bucket: name)
+        return try CloudStorageJSON.metadata(response.body, bucket: name, what: "a restore")
     }
 
     public func hasNoncurrentGenerations() async throws -> Bool {
@@ -121,6 +121,6 @@ extension CloudStorageBucket: ObjectMoves {
                 && current.generation != seen.generation
         }
         guard let response else { return try await metadata(of: destination) }
-        return try CloudStorageJSON.metadata(try CloudStorageJSON.object(response.body, what: "a move"), bucket: name)
+        return try CloudStorageJSON.metadata(response.body, bucket: name, what: "a move")
     }
 }

@@ -224,7 +224,7 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
     public func metadata(of object: ObjectName) async throws -> ObjectMetadata {
         let response = try await send(
             .GET, url(CloudStorageWire.metadata(bucket: name, object: object.rawValue)), repeatable: true, object: object.rawValue)
-        return try CloudStorageJSON.metadata(try CloudStorageJSON.object(response.body, what: "a metadata read"), bucket: name)
+        return try CloudStorageJSON.metadata(response.body, bucket: name, what: "a metadata read")
     }
 
     public func read(_ object: ObjectName) async throws -> Data {
@@ -269,7 +269,7 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
             .PATCH, url(request), headers: [("Content-Type", "application/json")], body: request.body ?? Data(),
             object: object.rawValue, precondition: .matches(before)
         ) { current in Self.metadataLanded(current, from: before, to: after) }
-        if let response { return try CloudStorageJSON.metadata(try CloudStorageJSON.object(response.body, what: "an update"), bucket: name) }
+        if let response { return try CloudStorageJSON.metadata(response.body, bucket: name, what: "an update") }
         return try await metadata(of: object)
     }
 
@@ -288,11 +288,9 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
                 current.generation != before.generation && current.md5Hash == before.md5Hash && current.differences(to: after).isEmpty
             }
             guard let response else { return try await metadata(of: object) }
-            let answer = try CloudStorageJSON.object(response.body, what: "a rewrite")
-            if answer["done"] as? Bool == true, let resource = answer["resource"] as? [String: Any] {
-                return try CloudStorageJSON.metadata(resource, bucket: name)
-            }
-            guard let next = answer["rewriteToken"] as? String, !next.isEmpty, next != token else {
+            let answer = try CloudStorageRewriteDocument.decode(response.body, what: "a rewrite")
+            if answer.done == true, let resource = answer.resource { return try resource.metadata(bucket: name) }
+            guard let next = answer.rewriteToken, !next.isEmpty, next != token else {
                 throw StorageError.internalError(
                     "The service answered a rewrite of \(object.rawValue) as neither done nor with a token to continue it; the object is as it was, or a new generation of the same content.")
             }
@@ -349,7 +347,7 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
     private func uploaded(_ response: RemoteResponse?, object: ObjectName, expectedMD5: String?) async throws -> ObjectMetadata {
         let metadata: ObjectMetadata
         if let response {
-            metadata = try CloudStorageJSON.metadata(try CloudStorageJSON.object(response.body, what: "an upload"), bucket: name)
+            metadata = try CloudStorageJSON.metadata(response.body, bucket: name, what: "an upload")
         } else {
             metadata = try await self.metadata(of: object)
         }

@@ -4,49 +4,10 @@ import StoreshCore
 /// The Cloud Storage JSON API's documents as storesh reads and writes them (rule G1): object resources into
 /// `ObjectMetadata`, updates into PATCH bodies, error bodies into storage errors.
 public enum CloudStorageJSON {
-    /// A JSON document of a response; anything else is the service misbehaving, said plainly.
-    public static func object(_ data: Data, what: String) throws -> [String: Any] {
-        guard let value = try? JSONSerialization.jsonObject(with: data), let object = value as? [String: Any] else {
-            throw StorageError.internalError("The service answered \(what) with something that is not a JSON object.")
-        }
-        return object
-    }
-
-    /// An object resource (`storage#object`). Numbers come as strings; unset properties are absent.
-    public static func metadata(_ resource: [String: Any], bucket: String) throws -> ObjectMetadata {
-        guard let name = resource["name"] as? String else {
-            throw StorageError.internalError("The service gave an object without a name.")
-        }
-        func number(_ key: String) throws -> Int64 {
-            if let text = resource[key] as? String, let value = Int64(text) { return value }
-            if let value = resource[key] as? NSNumber { return value.int64Value }
-            throw StorageError.internalError("The service gave object \(name) without a valid \(key).")
-        }
-        func time(_ key: String) throws -> Timestamp {
-            guard let text = resource[key] as? String, let value = Timestamp(rfc3339: text) else {
-                throw StorageError.internalError("The service gave object \(name) without a valid \(key).")
-            }
-            return value
-        }
-        var metadata = ObjectMetadata(
-            bucket: (resource["bucket"] as? String) ?? bucket, fullPath: name, generation: try number("generation"),
-            metageneration: try number("metageneration"), size: try number("size"), timeCreated: try time("timeCreated"),
-            updated: try time("updated"), md5Hash: (resource["md5Hash"] as? String) ?? "",
-            crc32c: resource["crc32c"] as? String)
-        if resource["timeDeleted"] != nil { metadata.timeDeleted = try time("timeDeleted") }
-        guard let fields = CloudStorageFields(jsonMembers: resource) else {
-            throw StorageError.internalError("The service gave object \(name) with Cloud Storage fields that cannot be read.")
-        }
-        metadata.cloudStorage = fields
-        for property in WritableProperty.allCases {
-            if let value = resource[property.rawValue] as? String { metadata[property] = value }
-        }
-        if let custom = resource["metadata"] as? [String: Any] {
-            for (key, value) in custom {
-                if let value = value as? String { metadata.customMetadata[key] = value }
-            }
-        }
-        return metadata
+    /// An object resource of an answer (`storage#object`), as `CloudStorageObjectDocument` reads it (`what`: "an
+    /// update").
+    public static func metadata(_ data: Data, bucket: String, what: String) throws -> ObjectMetadata {
+        try CloudStorageObjectDocument.decode(data, what: what).metadata(bucket: bucket)
     }
 
     /// objects.list's answer (`storage#objects`), as `storesh serve` writes it: the page's prefixes (each ending in
@@ -62,14 +23,10 @@ public enum CloudStorageJSON {
     /// A page read back from objects.list's answer (`listDocument` writes it so), as the `gs://` client reads the
     /// service's: absent members are empty, and an empty token is none.
     public static func listPage(_ data: Data, bucket: String) throws -> StoredListingPage {
-        let document = try object(data, what: "a listing")
-        guard let items = document["items"].map({ $0 as? [[String: Any]] }) ?? [], let prefixes = document["prefixes"].map({ $0 as? [String] }) ?? []
-        else {
-            throw StorageError.internalError("The service answered a listing whose items or prefixes are not lists of objects and names.")
-        }
+        let document = try decodeAnswer(CloudStorageObjectListDocument.self, data, what: "a listing")
         return StoredListingPage(
-            prefixes: prefixes, items: try items.map { try metadata($0, bucket: bucket) },
-            continuation: (document["nextPageToken"] as? String).flatMap { $0.isEmpty ? nil : $0 })
+            prefixes: document.prefixes ?? [], items: try (document.items ?? []).map { try $0.metadata(bucket: bucket) },
+            continuation: document.nextPageToken.flatMap { $0.isEmpty ? nil : $0 })
     }
 
     /// A PATCH body that makes an object's writable metadata go from `before` to `after`: each changed property
@@ -150,13 +107,29 @@ public enum CloudStorageJSON {
         return (body, "multipart/related; boundary=\(boundary)")
     }
 
-    /// The message of an error body (`{"error":{"code":…,"message":…}}`), when there is one.
+    /// The message of an error body (`{"error":{"code":…,"message":…}}`, or `{"error":"…"}`), when there is one;
+    /// a body that is not JSON, its first words.
     public static func errorMessage(_ data: Data) -> String? {
-        guard let value = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+        guard let document = try? JSONDecoder().decode(ErrorDocument.self, from: data) else {
             let text = String(decoding: data.prefix(300), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             return text.isEmpty ? nil : text
         }
-        if let error = value["error"] as? [String: Any] { return error["message"] as? String }
-        return value["error"] as? String
+        return document.message
+    }
+
+    private struct ErrorDocument: Decodable {
+        var message: String?
+
+        private enum Member: String, CodingKey { case error }
+        private struct Body: Decodable { var message: String? }
+
+        init(from decoder: any Decoder) throws {
+            let members = try decoder.container(keyedBy: Member.self)
+            if let body = try? members.decode(Body.self, forKey: .error) {
+                message = body.message
+            } else {
+                message = try? members.decode(String.self, forKey: .error)
+            }
+        }
     }
 }

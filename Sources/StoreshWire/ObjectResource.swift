@@ -111,9 +111,9 @@ public enum ObjectResource {
     /// An object of the Firebase v0 API read back: the JSON API's fields, with the download tokens returned to the
     /// custom metadata, where the bucket keeps them.
     public static func firebaseMetadata(_ data: Data, bucket: String) throws -> ObjectMetadata {
-        let document = try CloudStorageJSON.object(data, what: "a metadata read")
-        var metadata = try CloudStorageJSON.metadata(document, bucket: bucket)
-        if let tokens = document["downloadTokens"] as? String, !tokens.isEmpty {
+        let document = try CloudStorageObjectDocument.decode(data, what: "a metadata read")
+        var metadata = try document.metadata(bucket: bucket)
+        if let tokens = document.downloadTokens, !tokens.isEmpty {
             metadata.customMetadata[ObjectMetadata.downloadTokensKey] = tokens
         }
         return metadata

@@ -24,7 +24,7 @@ struct WireRoundTripTests {
     @Test("an object resource of the JSON API and of the v0 API reads back as the object it was written from")
     func resources() throws {
         let written = ObjectResource.cloudStorage(Self.object, baseURL: "http://127.0.0.1:9199")
-        let read = try CloudStorageJSON.metadata(try CloudStorageJSON.object(data(written), what: "a test"), bucket: "other")
+        let read = try CloudStorageJSON.metadata(data(written), bucket: "other", what: "a test")
         #expect(read == Self.object && read.crc32c == Self.object.crc32c)
         #expect(try ObjectResource.firebaseMetadata(data(ObjectResource.firebase(Self.object)), bucket: "other") == Self.object)
         // Custom keys in byte order, as everywhere else storesh writes them.
@@ -48,8 +48,24 @@ struct WireRoundTripTests {
             "équipe": ObjectContext(value: "données", createTime: made, updateTime: made),
             "team": ObjectContext(value: "blue", createTime: made, updateTime: Timestamp(rfc3339: "2026-11-25T00:00:00Z")!),
         ]
+        noncurrent.cloudStorage.retention = ObjectRetention(mode: .unlocked, retainUntilTime: Timestamp(rfc3339: "2030-01-01T00:00:00Z")!)
+        noncurrent.cloudStorage.acl = #"[{"entity":"allUsers","role":"READER"}]"#
         let kept = ObjectResource.cloudStorage(noncurrent, baseURL: "http://127.0.0.1:9199")
-        #expect(try CloudStorageJSON.metadata(try CloudStorageJSON.object(data(kept), what: "a test"), bucket: "other") == noncurrent)
+        #expect(try CloudStorageJSON.metadata(data(kept), bucket: "other", what: "a test") == noncurrent)
+        // A soft-deleted generation's times (rule B6), and the hash of a customer-supplied key, shown to a request
+        // that gives it.
+        var soft = noncurrent
+        soft.cloudStorage.softDeleteTime = Timestamp(rfc3339: "2026-11-28T11:00:00Z")
+        soft.cloudStorage.hardDeleteTime = Timestamp(rfc3339: "2026-12-05T11:00:00Z")
+        soft.cloudStorage.customerKeySHA256 = "a2V5IGhhc2g="
+        let softly = ObjectResource.cloudStorage(soft, baseURL: "", customerKey: "a2V5IGhhc2g=")
+        #expect(try CloudStorageJSON.metadata(data(softly), bucket: "other", what: "a test") == soft)
+        // Malformed members are refused with the member named, never read as something else.
+        for bad in [#"{"name":"x","generation":"1","metageneration":"1","size":"1","timeCreated":"soon","updated":"2026-11-21T09:30:00Z"}"#,
+                    #"{"name":"x","generation":"one","metageneration":"1","size":"1"}"#,
+                    #"{"name":"x","generation":"1","metageneration":"1","size":"1","timeCreated":"2026-11-21T09:30:00Z","updated":"2026-11-21T09:30:00Z","retention":{"mode":"Forever"}}"#] {
+            #expect(throws: StorageError.self) { try CloudStorageJSON.metadata(Data(bad.utf8), bucket: "b", what: "a test") }
+        }
     }
 
     @Test("objects.list's document reads back as the page it was written from: prefixes, items, the next token")
