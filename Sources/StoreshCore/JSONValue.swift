@@ -164,12 +164,7 @@ extension ObjectMetadata {
 /// and lifecycle rules). Numbers are whole, as the JSON APIs' are; an object's members come back in byte order of
 /// their names (a decoder does not keep the order they were written in).
 extension JSONValue: Codable {
-    private struct Key: CodingKey {
-        var stringValue: String
-        var intValue: Int? { nil }
-        init(stringValue: String) { self.stringValue = stringValue }
-        init?(intValue: Int) { nil }
-    }
+    private typealias Key = JSONMemberKey
 
     public init(from decoder: any Decoder) throws {
         if let members = try? decoder.container(keyedBy: Key.self) {
@@ -219,4 +214,12 @@ extension JSONValue: Codable {
             try container.encodeNil()
         }
     }
+}
+
+/// A member of a JSON object by its name, whatever it is (a decoder's key for members not known in advance).
+public struct JSONMemberKey: CodingKey {
+    public var stringValue: String
+    public var intValue: Int? { nil }
+    public init(stringValue: String) { self.stringValue = stringValue }
+    public init?(intValue: Int) { nil }
 }

@@ -642,11 +642,20 @@ public enum JournalRecord {
         try journal.plan.appliedObjects { object, original, result, movedWith in
             counting?.advance()
             if let movedWith {
-                // A move is undone by a move back, which an undo does not plan: both of its objects are named.
-                let why = result == nil
-                    ? "it was moved to \(movedWith); undo moves no object back (mv \(movedWith) \(object) does)"
-                    : "it was moved here from \(movedWith); undo moves no object back (mv \(object) \(movedWith) does)"
-                impossible.add(object, why)
+                // A move is undone by a move back, planned from its destination's side (its source's side is that
+                // same move back), where the run did nothing else to either object; otherwise both are named.
+                let (source, destination) = result == nil ? (object, movedWith) : (movedWith, object)
+                switch try moveBack(from: destination, to: source, journal.plan) {
+                case .planned(let back):
+                    if result != nil {
+                        try undo.append(back.arriving)
+                        try undo.append(back.leaving)
+                    }
+                case .impossible(let why):
+                    impossible.add(object, result == nil
+                        ? "it was moved to \(movedWith), \(why) (mv \(movedWith) \(object) moves it back)"
+                        : "it was moved here from \(movedWith), \(why) (mv \(object) \(movedWith) moves it back)")
+                }
                 return
             }
             switch (original, result) {
@@ -686,6 +695,38 @@ public enum JournalRecord {
             }
         }
         return (undo, impossible)
+    }
+
+    enum MoveBack {
+        case planned(arriving: PlannedChange, leaving: PlannedChange)
+        case impossible(String)
+    }
+
+    /// The move back of a run's move from `source` to `destination`: the object, as the run left it at `destination`,
+    /// moved to `source` again, guarded by that state and by `source` being free. Only where the run made the
+    /// destination (it replaced nothing there) and changed neither object otherwise.
+    static func moveBack(from destination: String, to source: String, _ plan: PlanStore) throws -> MoveBack {
+        guard let arrived = try plan.appliedObject(destination), let left = try plan.appliedObject(source) else {
+            return .impossible("and the journal does not record both halves of the move as applied")
+        }
+        guard let now = arrived.result, left.result == nil, let original = left.before,
+            NameBytes.sameBytes(arrived.movedWith, source), NameBytes.sameBytes(left.movedWith, destination)
+        else { return .impossible("and the run changed one of the two objects again") }
+        guard arrived.before == nil else {
+            return .impossible("which replaced an object there that undo cannot bring back")
+        }
+        guard original.differences(to: now).isEmpty, original.md5Hash == now.md5Hash else {
+            return .impossible("and the run changed it after the move")
+        }
+        // The generation is the bucket's to give; the plan's guess is one past the object's (a journal's number may be
+        // anything: it never traps).
+        let (next, overflow) = now.generation.addingReportingOverflow(1)
+        let back = now.moved(to: try ObjectName(source), generation: overflow ? now.generation : next, now: now.updated)
+        var arriving = PlannedChange(object: source, before: nil, after: back)
+        arriving.movesFrom = destination
+        var leaving = PlannedChange(object: destination, before: now, after: nil)
+        leaving.movedTo = source
+        return .planned(arriving: arriving, leaving: leaving)
     }
 }
 

@@ -554,6 +554,31 @@ public final class PlanStore: @unchecked Sendable {
         }
     }
 
+    /// What the applied changes of `object` did (as `appliedObjects` gives each object): the state before the first,
+    /// the state the last left, and the other object of a move among them; nil when none of its changes was applied.
+    public func appliedObject(_ object: String) throws(StorageError) -> (before: ObjectMetadata?, result: ObjectMetadata?, movedWith: String?)? {
+        try locked {
+            let select = try connection.statement(
+                """
+                SELECT min(c.id), max(c.id), max(coalesce(c.moves_from, c.moved_to)), count(*)
+                FROM changes c JOIN outcomes o ON o.change = c.id AND o.applied = 1 WHERE c.object = ?1
+                """)
+            defer { select.reset() }
+            select.bind(1, object)
+            guard try select.step(), select.int64(3) > 0 else { return nil }
+            let (first, last, movedWith) = (select.int64(0), select.int64(1), select.string(2))
+            let before = try connection.statement("SELECT before FROM changes WHERE id = ?1")
+            defer { before.reset() }
+            before.bind(1, first)
+            _ = try before.step()
+            let result = try connection.statement("SELECT result FROM outcomes WHERE change = ?1")
+            defer { result.reset() }
+            result.bind(1, last)
+            _ = try result.step()
+            return (try Self.metadata(before, 0), try Self.metadata(result, 0), movedWith)
+        }
+    }
+
     /// The first `limit` failures, in change order.
     public func failures(limit: Int) throws(StorageError) -> [(index: Int, error: StorageError)] {
         try locked {

@@ -548,14 +548,22 @@ extension Session {
         if updates.updatedCount > 0 { updates.finish(single: true) }
         let deletions = BulkResults(.deletions, output: output, options: shown, progress: progress)
         try plan.forEachChange { _, change in
-            if change.before != nil && change.after == nil { deletions.deleted(change.object) }
+            // The source leaving in a move is said with its move.
+            if change.before != nil && change.after == nil && change.movedTo == nil { deletions.deleted(change.object) }
         }
         if deletions.deletedCount > 0 { deletions.finish(single: true) }
         // Writes (put, copy) and restores of soft-deleted generations (rule B6): each with its size, then how many.
-        var (writes, restores) = (0, 0)
+        var (writes, restores, moves) = (0, 0, 0)
         try plan.forEachChange { _, change in
             guard change.writesContent, let after = change.after else { return }
             let size = MessageText.counted(Int(after.size), "byte")
+            if let origin = change.movesFrom {
+                moves += 1
+                if !options.summaryOnly && !options.json {
+                    output.result("would move \(MessageText.oneLine(origin)) to \(MessageText.oneLine(change.object)) (\(size))")
+                }
+                return
+            }
             if let generation = change.restoresGeneration {
                 restores += 1
                 if !options.summaryOnly && !options.json {
@@ -570,6 +578,7 @@ extension Session {
         }
         if writes > 0 && !options.json { output.result("would write \(MessageText.counted(writes, "object"))") }
         if restores > 0 && !options.json { output.result("would restore \(MessageText.counted(restores, "object"))") }
+        if moves > 0 && !options.json { output.result("would move \(MessageText.counted(moves, "object"))") }
     }
 }
 

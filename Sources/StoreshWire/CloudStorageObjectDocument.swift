@@ -28,13 +28,6 @@ public struct CloudStorageObjectDocument: Decodable, Sendable {
         case name, bucket, generation, metageneration, size, timeCreated, updated, timeDeleted, md5Hash, crc32c, metadata, downloadTokens
     }
 
-    private struct PropertyKey: CodingKey {
-        var stringValue: String
-        var intValue: Int? { nil }
-        init(stringValue: String) { self.stringValue = stringValue }
-        init?(intValue: Int) { nil }
-    }
-
     public init(from decoder: any Decoder) throws {
         let members = try decoder.container(keyedBy: Member.self)
         name = try members.decodeIfPresent(String.self, forKey: .name)
@@ -49,9 +42,9 @@ public struct CloudStorageObjectDocument: Decodable, Sendable {
         crc32c = try members.decodeIfPresent(String.self, forKey: .crc32c)
         metadata = try members.decodeIfPresent([String: JSONValue].self, forKey: .metadata)
         downloadTokens = try members.decodeIfPresent(String.self, forKey: .downloadTokens)
-        let properties = try decoder.container(keyedBy: PropertyKey.self)
+        let properties = try decoder.container(keyedBy: JSONMemberKey.self)
         for property in WritableProperty.allCases {
-            if let value = try properties.decodeIfPresent(String.self, forKey: PropertyKey(stringValue: property.rawValue)) {
+            if let value = try properties.decodeIfPresent(String.self, forKey: JSONMemberKey(stringValue: property.rawValue)) {
                 self.properties[property] = value
             }
         }

@@ -147,10 +147,27 @@ struct PlanExecutionTests {
         #expect(outcome.failures.map(\.error.message) == ["\(stays) stays (the test's failure)."])
         #expect(bucket.names.filter { $0.hasPrefix("moved/") }.count == Self.objectCount)
         #expect(bucket.names.filter { $0.hasPrefix("users/") } == [stays])
-        // Undo moves nothing back, and names both objects of each move (the journal here has every change applied).
+        // Undo moves each object back (the journal here has every change applied, the half-made move's too): the one
+        // whose source stayed cannot go back over it, and says so.
         let (undo, impossible) = try JournalRecord.undo(try readJournal(try journalLines(of: planned)))
-        #expect(undo.count == 0 && impossible.count == 2 * Self.objectCount)
-        #expect(impossible.first.contains { $0.reason.contains("undo moves no object back (mv ") })
+        #expect(undo.count == 2 * Self.objectCount && impossible.isEmpty)
+        let undone = await PlanApplier(bucket: bucket, plan: undo, parallel: 16, keepGoing: true, journal: nil, isCancelled: { false }).apply()
+        #expect(undone.applied == 2 * Self.objectCount - 2 && undone.failed == 2)
+        #expect(bucket.names.filter { $0.hasPrefix("users/") }.count == Self.objectCount)
+        #expect(bucket.names.filter { $0.hasPrefix("moved/") } == ["moved/u00007.jpg"])
+        // A journal whose move was followed by another change of the object: named, not moved back.
+        var changedAfter = try journalLines(of: planned)
+        let arrivedIndex = try #require(try (0..<planned.changeCount).first { try planned.store.change($0)?.movesFrom != nil })
+        var later = PlannedChange(object: try #require(try planned.store.change(arrivedIndex)).object, before: nil, after: nil)
+        later.before = try planned.store.appliedResult(ofChange: arrivedIndex) ?? nil
+        later.after = later.before.map { var changed = $0; changed.cacheControl = "no-store"; changed.metageneration += 1; return changed }
+        let count = planned.changeCount
+        changedAfter[0] = JournalRecord.header(bucket: "gs://memory", source: "-c", changes: count + 1, created: Timestamp(microseconds: 0))
+        changedAfter.insert(JournalRecord.change(count, later), at: count + 1)
+        changedAfter.append(JournalRecord.applied(count, result: later.after, planned: later.after, found: false))
+        let (partial, named) = try JournalRecord.undo(try readJournal(changedAfter))
+        #expect(partial.count == 2 * Self.objectCount - 2 && named.count == 2)
+        #expect(named.first.contains { $0.reason.contains("and the run changed") && $0.reason.contains("moves it back)") })
     }
 
     @Test("stopped part-way, the plan resumed applies the rest once; its journal's undo puts every object back")

@@ -15,8 +15,8 @@ struct Undo: StoreshCommand {
             it in: an object changed since is reported (precondition-failed) and not touched. An object the run \
             created is deleted. Content the run replaced or deleted on a gs:// bucket is restored from its \
             soft-deleted generation (objects.restore, rule B6), where the bucket's soft delete policy still keeps it; \
-            elsewhere it cannot be put back (the journal keeps metadata, not content): those objects are listed. The \
-            undo is journaled too.
+            elsewhere it cannot be put back (the journal keeps metadata, not content): those objects are listed. An \
+            object the run moved (mv) is moved back (rule M10). The undo is journaled too.
             """)
 
     @OptionGroup var outputOptions: OutputOptions
