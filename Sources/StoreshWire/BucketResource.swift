@@ -204,9 +204,8 @@ public enum BucketResource {
                 default: fits = false
                 }
                 guard fits else { throw invalid(field, field == "cors" ? "an array of CORS rules" : "an object") }
-                if field == "billing", case .object(let billing) = value, billing.contains(where: { $0.0 == "requesterPays" && $0.1 == .bool(true) }) {
-                    throw unsupported("billing.requesterPays", "storesh serve bills no one")
-                }
+                // `billing.requesterPays` is kept and answered: every request on serve is the bucket's project owner's,
+                // which the service serves without a `userProject` to bill.
                 settings.kept[field] = value == .null ? nil : value
             case "iamConfiguration":
                 try applyAccess(value, to: &settings)
