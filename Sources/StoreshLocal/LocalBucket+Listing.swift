@@ -3,23 +3,28 @@ import Foundation
 import StoreshCore
 
 extension LocalBucket {
-    /// How many pages one listing with a `matchGlob` reads at most before it answers: a glob that matches little in a
+    /// How many pages one listing with a `matchGlob` or a `filter` reads at most before it answers: a glob that matches little in a
     /// large bucket answers a short page (or none) with a token, as the service does, rather than read it all at once.
     static let globbedPagesPerAnswer = 10
 
     /// A page of the names under `prefix` as the JSON API lists them with its options beyond rule V2's: `matchGlob`
-    /// keeps the items it matches (pages may then be short, a token saying where to go on); `includeTrailingDelimiter`
-    /// adds, beside a prefix `P/`, the object named `P/` itself when there is one (the service's "folder" objects).
+    /// keeps the items it matches, `filter` those whose contexts pass it (pages may then be short, a token saying
+    /// where to go on); `includeTrailingDelimiter` adds, beside a prefix `P/`, the object named `P/` itself when there
+    /// is one (the service's "folder" objects).
     public func listStoredNames(
-        prefix: String, delimited: Bool, options: ListOptions, matchGlob: MatchGlob?, includeTrailingDelimiter: Bool
+        prefix: String, delimited: Bool, options: ListOptions, matchGlob: MatchGlob?, filter: ObjectContextFilter? = nil,
+        includeTrailingDelimiter: Bool
     ) throws(StorageError) -> ListPage {
-        guard let matchGlob else {
+        guard matchGlob != nil || filter != nil else {
             var page = try listStoredNames(prefix: prefix, delimited: delimited, options: options)
             if delimited && includeTrailingDelimiter { try addFolderObjects(to: &page) }
             return page
         }
         guard !delimited else {
-            throw StorageError.invalidArgument("storesh serve lists with matchGlob or with a delimiter, not both.")
+            throw StorageError.invalidArgument("storesh serve lists with matchGlob or a filter, or with a delimiter, not both.")
+        }
+        let keeps = { (object: ObjectMetadata) in
+            (matchGlob?.matches(object.fullPath) ?? true) && (filter?.admits(object) ?? true)
         }
         let wanted = try options.validatedMaxResults()
         var answer = ListPage()
@@ -30,7 +35,7 @@ extension LocalBucket {
             // Never more than the page still has room for: a token then always resumes after the last name read.
             next.maxResults = wanted - items.count
             let page = try listStoredNames(prefix: prefix, delimited: false, options: next)
-            items += (page.itemMetadata ?? []).filter { matchGlob.matches($0.fullPath) }
+            items += (page.itemMetadata ?? []).filter(keeps)
             answer.nextPageToken = page.nextPageToken
             guard let token = page.nextPageToken, items.count < wanted else { break }
             next.pageToken = token

@@ -289,11 +289,12 @@ extension StorageAPI {
             throw HTTPFailure.badRequest("storesh serve lists with the delimiter '/' only, not '\(other)'.")
         }
         let matchGlob = try query["matchGlob"].map { try MatchGlob($0) }
+        let filter = try query["filter"].flatMap { $0.isEmpty ? nil : $0 }.map { text throws(StorageError) in try ObjectContextFilter(parsing: text) }
         let includeTrailingDelimiter = try query.flag("includeTrailingDelimiter")
         let versions = try query.flag("versions")
         let softDeleted = try query.flag("softDeleted")
-        if (versions || softDeleted) && (matchGlob != nil || includeTrailingDelimiter) {
-            throw HTTPFailure.badRequest("storesh serve lists generations (versions, softDeleted) without matchGlob or includeTrailingDelimiter.")
+        if (versions || softDeleted) && (matchGlob != nil || filter != nil || includeTrailingDelimiter) {
+            throw HTTPFailure.badRequest("storesh serve lists generations (versions, softDeleted) without matchGlob, filter or includeTrailingDelimiter.")
         }
         var maxResults = ListOptions.maximumResults
         if let given = try query.integer("maxResults") {
@@ -308,7 +309,8 @@ extension StorageAPI {
         let page = versions || softDeleted
             ? try exchange.bucket.reader().listGenerations(prefix: prefix, delimited: delimited, options: options, softDeleted: softDeleted)
             : try exchange.bucket.reader().listStoredNames(
-                prefix: prefix, delimited: delimited, options: options, matchGlob: matchGlob, includeTrailingDelimiter: includeTrailingDelimiter)
+                prefix: prefix, delimited: delimited, options: options, matchGlob: matchGlob, filter: filter,
+                includeTrailingDelimiter: includeTrailingDelimiter)
         let stored = StoredListingPage(
             prefixes: page.prefixes.map { $0 + "/" }, items: try exchange.bucket.reader().withRetentionExpiration(page.itemMetadata ?? []),
             continuation: page.nextPageToken)

@@ -183,6 +183,23 @@ struct CloudStorageFieldsTests {
         #expect(throws: StorageError.self) { try last.applying(update, now: self.t1) }
     }
 
+    @Test("rule M9: a listing's filter on contexts: a key with a value, a key at all, either negated; anything else refused")
+    func contextFilters() throws {
+        var object = ObjectMetadata(bucket: "b", fullPath: "x", generation: 1, metageneration: 1, size: 0, timeCreated: t0, updated: t0, md5Hash: "")
+        object.cloudStorage.contexts = ["target": ObjectContext(value: "match", createTime: t0, updateTime: t0)]
+        let plain = ObjectMetadata(bucket: "b", fullPath: "y", generation: 1, metageneration: 1, size: 0, timeCreated: t0, updated: t0, md5Hash: "")
+        for (text, admitsObject, admitsPlain) in [
+            (#"contexts."target"="match""#, true, false), (#"contexts."target"="other""#, false, false),
+            (#"contexts."target":*"#, true, false), (#"-contexts."target"="match""#, false, true), (#"-contexts."target":*"#, false, true),
+        ] {
+            let filter = try ObjectContextFilter(parsing: text)
+            #expect(filter.admits(object) == admitsObject && filter.admits(plain) == admitsPlain, "\(text)")
+        }
+        for bad in [#"contexts.target="match""#, #"contexts."target"=match"#, #"contexts."target"="a" AND x"#, #"name="x""#, #"contexts."":*"#, ""] {
+            #expect(throws: StorageError.self, "\(bad)") { try ObjectContextFilter(parsing: bad) }
+        }
+    }
+
     private func parsed(_ document: JSONValue) throws -> [String: Any] {
         try JSONSerialization.jsonObject(with: Data(document.serialized.utf8)) as! [String: Any]
     }

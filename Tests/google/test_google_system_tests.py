@@ -27,7 +27,6 @@ ROOT = Path(__file__).resolve().parents[2]
 KNOWN_GAPS = {
     "test_blob.py::test_blob_acl_upload_predefined": "object ACLs",
     "test_blob.py::test_blob_upload_from_string_w_owner": "an object's owner",
-    "test_bucket.py::test_bucket_list_blobs_w_filter": "object contexts (the listing's filter names them)",
     "test_bucket.py::test_bucket_move_blob_hns": "hierarchical namespaces",
     "test_bucket.py::test_new_bucket_with_hierarchical_namespace": "hierarchical namespaces",
     "test_bucket.py::test_bucket_list_blobs_include_managed_folders": "managed folders",

@@ -1,5 +1,5 @@
 """The JSON API's listing options, compose's and move's semantics as Cloud Storage has them (issue 54):
-`matchGlob` (pages stay bounded, tokens go on), `includeTrailingDelimiter`, compose's `deleteSourceObjects` and a
+`matchGlob` (pages stay bounded, tokens go on), `filter` on object contexts, `includeTrailingDelimiter`, compose's `deleteSourceObjects` and a
 composite without a content type, `objects.move` atomic under conditions on both sides."""
 import pytest
 import requests
@@ -30,6 +30,19 @@ def test_match_glob_and_trailing_delimiters(server, client):
     assert refused.status_code == 400 and "matchGlob" in refused.json()["error"]["message"]
     iterator = bucket.list_blobs(delimiter="/", include_trailing_delimiter=True)
     assert names(iterator) == ["foobar", "parent/", "top.txt"] and iterator.prefixes == {"foo/", "parent/"}
+    # A filter on object contexts (rule M9), with the glob; any other filter is refused, naming the forms it takes.
+    blob = bucket.blob("foo/bar")
+    blob.reload()
+    requests.patch(f"{server.url}/storage/v1/b/globbed/o/foo%2Fbar", json={"contexts": {"custom": {"team": {"value": "ops"}}}},
+                   timeout=30).raise_for_status()
+    listed = requests.get(f"{server.url}/storage/v1/b/globbed/o", params={"filter": 'contexts."team"="ops"', "matchGlob": "foo/**"},
+                          timeout=30).json()
+    assert [item["name"] for item in listed["items"]] == ["foo/bar"]
+    listed = requests.get(f"{server.url}/storage/v1/b/globbed/o", params={"filter": '-contexts."team":*', "matchGlob": "foo/**"},
+                          timeout=30).json()
+    assert [item["name"] for item in listed["items"]] == ["foo/baz", "foo/foobar"]
+    refused = requests.get(f"{server.url}/storage/v1/b/globbed/o", params={"filter": 'name="foo"'}, timeout=30)
+    assert refused.status_code == 400 and 'contexts."KEY"="VALUE"' in refused.json()["error"]["message"]
 
 
 def test_compose_deletes_its_sources_when_asked_and_names_no_type(server, client):
