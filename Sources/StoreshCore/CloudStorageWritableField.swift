@@ -168,21 +168,26 @@ extension ObjectMetadata {
     /// words.
     public func protection(against change: HeldChange, now: Timestamp) -> StorageError? {
         let name = MessageText.name(fullPath)
+        var refusal: StorageError
         if cloudStorage.isHeld {
             let hold = cloudStorage.temporaryHold ? "a temporary hold" : "an event-based hold"
-            return StorageError(.unauthorized, "Object \(name) is under \(hold) and cannot be \(change.rawValue) until the hold is removed.")
+            refusal = StorageError(.unauthorized, "Object \(name) is under \(hold) and cannot be \(change.rawValue) until the hold is removed.")
+            refusal.keptBy = .hold
+            return refusal
         }
         if let retention = cloudStorage.retention, now < retention.retainUntilTime {
-            return StorageError(
+            refusal = StorageError(
                 .unauthorized,
                 "Object \(name) is retained until \(retention.retainUntilTime.rfc3339) (\(retention.mode.rawValue)) and cannot be \(change.rawValue) before then.")
-        }
-        if let expiration = cloudStorage.retentionExpirationTime, now < expiration {
-            return StorageError(
+        } else if let expiration = cloudStorage.retentionExpirationTime, now < expiration {
+            refusal = StorageError(
                 .unauthorized,
                 "Object \(name) is kept by its bucket's retention policy until \(expiration.rfc3339) and cannot be \(change.rawValue) before then.")
+        } else {
+            return nil
         }
-        return nil
+        refusal.keptBy = .retention
+        return refusal
     }
 
     /// Throws `protection(against:now:)`, if any.

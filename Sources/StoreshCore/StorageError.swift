@@ -47,6 +47,14 @@ public enum StorageErrorCode: String, Sendable, CaseIterable, Codable {
 public struct StorageError: Error, Sendable, Equatable, CustomStringConvertible {
     public var code: StorageErrorCode
     public var message: String
+    /// What kept the object from the change, when a hold or a retention did (rule M9): a command over many objects
+    /// names each such one and goes on, then fails.
+    public var keptBy: KeptBy?
+
+    public enum KeptBy: Sendable, Equatable {
+        case hold
+        case retention
+    }
 
     public init(_ code: StorageErrorCode, _ message: String) {
         self.code = code

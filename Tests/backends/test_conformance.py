@@ -272,6 +272,10 @@ def test_M9_custom_time_holds_and_contexts_are_set_planned_undone_and_holds_refu
     status, out, err = backend.run("--dry-run", "-c", "rm h/*")
     assert status == 1 and "Object h/a.txt is under a temporary hold and cannot be deleted" in err, err
     assert "Object h/b.txt is under an event-based hold" in err and "2 of the 2 objects named are kept by a hold" in err
+    # Named rather than matched: the same, each named, none stopping the others.
+    status, out, err = backend.run("--dry-run", "-c", "rm h/a.txt h/b.txt")
+    assert status == 1 and "Object h/a.txt is under a temporary hold" in err and "Object h/b.txt is under an event-based hold" in err, err
+    assert "2 of the 2 objects named are kept by a hold" in err
     status, _, err = backend.run("-c", "meta set customTime=2025-01-01T00:00:00Z -- h/a.txt")
     assert status == 1 and "customTime can only move forward" in err
     status, _, err = backend.run("-c", "meta unset customTime -- h/a.txt")

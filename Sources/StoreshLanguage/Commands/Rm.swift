@@ -35,16 +35,25 @@ public struct RmCommand: LanguageCommand, Equatable {
         var (held, retained) = (0, 0)
         let matched = try await session.forEachTarget(targets, raw: raw, filters: filters, at: here) { object in
             // A hold or a retention refuses the delete (rule M9): each such object found is named, and the walk goes
-            // on, so that one run (a dry run above all) names them all before the command fails.
-            if let metadata = object.metadata, let refusal = metadata.protection(against: .deleted, now: session.clock.now()) {
-                if metadata.cloudStorage.isHeld { held += 1 } else { retained += 1 }
+            // on, so that one run (a dry run above all) names them all before the command fails. A pattern's match is
+            // known kept from its scan; a named one, from the bucket's (or the plan's) refusal.
+            var refusal = object.metadata.flatMap { $0.protection(against: .deleted, now: session.clock.now()) }
+            if refusal == nil {
+                // An object a pattern found is deleted only as it was found (rule G5).
+                let precondition = object.metadata.map { Precondition.sameContent(as: $0) } ?? .none
+                refusal = try await session.onTarget(object.word, name: object.name, at: here) { () async throws -> StorageError? in
+                    do {
+                        try await session.target.delete(object.name, precondition: precondition)
+                        return nil
+                    } catch let error as StorageError where error.keptBy != nil {
+                        return error
+                    }
+                }
+            }
+            if let refusal {
+                if refusal.keptBy == .hold { held += 1 } else { retained += 1 }
                 session.output.error(Diagnostic.running(refusal, at: object.word?.location ?? here))
                 return
-            }
-            // An object a pattern found is deleted only as it was found (rule G5).
-            let precondition = object.metadata.map { Precondition.sameContent(as: $0) } ?? .none
-            try await session.onTarget(object.word, name: object.name, at: here) {
-                try await session.target.delete(object.name, precondition: precondition)
             }
             results.deleted(object.name.rawValue)
         }
