@@ -747,6 +747,9 @@ public struct ApplySettings {
     public var progressEnded: (() -> Void)?
     /// Keeps a dry run's plan (`--plan FILE`) and returns where; nil keeps none.
     public var keepPlan: ((PlanStore) throws -> String)?
+    /// What to do about a change refused because its object changed meanwhile: a script's run plans again; an undo
+    /// says what it leaves.
+    public var replanAdvice = "run the script again to plan it anew"
 
     public init() {}
 }

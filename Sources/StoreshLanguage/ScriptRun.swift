@@ -291,7 +291,7 @@ extension Session {
                     lines.append("finish with: storesh run --resume \(journal.location)")
                 }
                 if outcome.hasLastingFailures {
-                    lines.append("a change refused or overtaken by another writer is not resumed: run the script again to plan it anew")
+                    lines.append("a change refused or overtaken by another writer is not resumed: \(applySettings.replanAdvice)")
                 }
                 if outcome.applied > 0 {
                     lines.append("put back what was applied with: storesh undo \(journal.location)")

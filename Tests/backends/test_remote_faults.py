@@ -306,6 +306,9 @@ def test_X4_undo_puts_back_the_old_values_with_preconditions(remote):
     remote.patch_directly("u/4.txt", {"contentLanguage": "fr"})
     status, _, err = remote.run("undo", "--keep-going", journal)
     assert status == 1 and "u/4.txt changed meanwhile" in err
+    # Its failure names the journal (not the script its run came from), and says what undo leaves.
+    assert f"{journal}:1:1: error: Object u/4.txt changed meanwhile" in err, err
+    assert "an object another writer changed since the run is left as that writer made it" in err and "run the script again" not in err
     for name in names[:4]:
         object = remote.object(name)
         assert object["cacheControl"] == "old" and object["metadata"] == {"keep": "1"}

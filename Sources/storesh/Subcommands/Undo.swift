@@ -41,7 +41,10 @@ struct Undo: StoreshCommand {
             throw CommandLineError("\(file) is a journal of \(journal.bucket), not \(given); undo works on the bucket its journal names.")
         }
         let (changes, impossible) = try JournalRecord.undo(journal, counting: context.progressMeter)
-        let session = try await journalSession(journal, journalSource: "undo \(file)", in: context)
+        // Its failures name the journal they come from, not the script the journal's run came from.
+        let session = try await journalSession(journal, journalSource: "undo \(file)", sourceName: file, in: context)
+        session.applySettings.replanAdvice =
+            "an object another writer changed since the run is left as that writer made it (undo puts back only what is still as the run left it)"
         for (object, reason) in impossible.first {
             session.output.notice("cannot undo the change to \(object): \(reason)")
         }
@@ -63,9 +66,11 @@ struct Undo: StoreshCommand {
 }
 
 /// A session on the bucket a journal names, for resuming or undoing its run.
-func journalSession(_ journal: JournalRecord.Contents, journalSource: String, in context: RunContext) async throws -> Session {
+func journalSession(
+    _ journal: JournalRecord.Contents, journalSource: String, sourceName: String? = nil, in context: RunContext
+) async throws -> Session {
     storesh_install_interrupt_handler()
     let location = try BucketLocation.parse(journal.bucket, source: "the journal's bucket")
-    let output = ConsoleOutput(json: context.json, source: SourceText(name: journal.source, text: ""))
+    let output = ConsoleOutput(json: context.json, source: SourceText(name: sourceName ?? journal.source, text: ""))
     return try context.session(on: try await context.open(location), output: output, journalSource: journalSource)
 }
