@@ -139,6 +139,8 @@ public final class PlanApplier: @unchecked Sendable {
             // cannot join it, and at the end.
             var batch: [PlanStore.PendingChange] = []
             var batched: Set<ObjectName> = []
+            // The moves this run sends: their sources' changes are settled by them.
+            var movesSent: Set<Int> = []
             func finishOne() async {
                 guard let objects = await group.next() else { return }
                 running -= 1
@@ -177,7 +179,7 @@ public final class PlanApplier: @unchecked Sendable {
                     let change = pending.change
                     // The source leaving in a move is applied with its move (the change before it).
                     if change.movedTo != nil {
-                        settleLeavingOfLandedMove(pending)
+                        if !movesSent.contains(pending.index - 1) { settleLeavingOfLandedMove(pending) }
                         continue
                     }
                     let object = ObjectName(stored: change.object)
@@ -201,6 +203,7 @@ public final class PlanApplier: @unchecked Sendable {
                         if batch.count >= largestBatch { sendBatch() }
                     } else {
                         running += 1
+                        if change.movesFrom != nil { movesSent.insert(pending.index) }
                         group.addTask {
                             if change.movesFrom != nil {
                                 await self.sendMove(pending, started: started)
@@ -276,7 +279,7 @@ public final class PlanApplier: @unchecked Sendable {
     }
 
     /// The source leaving in a move whose arriving change a run before this one recorded, and stopped before it
-    /// recorded this one: applied with it.
+    /// recorded this one: applied with it. (A move this run sends settles its source's change itself.)
     private func settleLeavingOfLandedMove(_ leaving: PlanStore.PendingChange) {
         guard leaving.index > 0, let landed = try? plan.appliedResult(ofChange: leaving.index - 1), landed != nil else { return }
         try? record(leaving, result: nil, found: true)
