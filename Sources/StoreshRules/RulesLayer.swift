@@ -183,7 +183,7 @@ class RulesLayer: BucketLayer, TransactionalBucket, @unchecked Sendable {
         try await inner.delete(object, precondition: .sameContent(as: existing))
     }
 
-        /// A move decided as a `get` and a `delete` of the source and a `create` of the destination.
+    /// A move decided as a `get` and a `delete` of the source and a `create` of the destination.
     fileprivate func decideMove(
         _ source: ObjectName, to destination: ObjectName, sourcePrecondition: Precondition, destinationPrecondition: Precondition
     ) async throws -> (source: Precondition, destination: Precondition) {
