@@ -36,6 +36,12 @@ public struct CloudStorageFieldsDocument: Decodable, Sendable {
     var softDeleteTime: String?
     var hardDeleteTime: String?
 
+    /// The members it reads, by name.
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case customTime, temporaryHold, eventBasedHold, storageClass, timeStorageClassUpdated, componentCount, contexts
+        case customerEncryption, acl, retention, retentionExpirationTime, softDeleteTime, hardDeleteTime
+    }
+
     /// The fields; nil when one is malformed (a time that is not RFC 3339, a retention or context without its
     /// members). STANDARD is no storage class, and the class's time is kept only with another.
     public var fields: CloudStorageFields? {

@@ -73,14 +73,17 @@ extension Session {
         try await onTarget(word, name: name, at: here) { try await self.deliverContent(of: name) }
     }
 
-    /// The download of what `word` names, the object or one of its generations, into `file` (nil: printed), as
-    /// `explain` shows it.
-    func explainDownload(of word: Word, raw: Bool, toFile file: String?, at here: SourceLocation) async throws -> ExplainedRequest {
+    /// The download of what `word` names, the object or one of its generations, as `explain` shows it: into the
+    /// file `file` makes of the object's name (nil: printed).
+    func explainDownload(of word: Word, raw: Bool, toFile file: (ObjectName) -> String?, at here: SourceLocation) async throws
+        -> ExplainedRequest
+    {
         if let generation = try await namedGeneration(word, raw: raw, at: here) {
-            return Explainer.download(bucket: target.name, name: generation.name.rawValue, generation: generation.generation, toFile: file)
+            return Explainer.download(
+                bucket: target.name, name: generation.name.rawValue, generation: generation.generation, toFile: file(generation.name))
         }
         let name = try objectName(word, raw: raw, at: here)
-        return Explainer.download(bucket: target.name, name: name.rawValue, toFile: file)
+        return Explainer.download(bucket: target.name, name: name.rawValue, toFile: file(name))
     }
 
     private func missing(_ named: NamedGeneration) -> StorageError {

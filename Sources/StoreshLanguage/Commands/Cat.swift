@@ -32,6 +32,6 @@ public struct CatCommand: LanguageCommand, Equatable {
     }
 
     public func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] {
-        [try await session.explainDownload(of: object, raw: raw, toFile: nil, at: here)]
+        [try await session.explainDownload(of: object, raw: raw, toFile: { _ in nil }, at: here)]
     }
 }

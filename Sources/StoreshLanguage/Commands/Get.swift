@@ -69,7 +69,6 @@ public struct GetCommand: LanguageCommand, Equatable {
     }
 
     public func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] {
-        let name = try await session.namedGeneration(object, raw: raw, at: here)?.name ?? session.objectName(object, raw: raw, at: here)
-        return [try await session.explainDownload(of: object, raw: raw, toFile: file?.text ?? name.lastSegment, at: here)]
+        [try await session.explainDownload(of: object, raw: raw, toFile: { file?.text ?? $0.lastSegment }, at: here)]
     }
 }
