@@ -194,7 +194,7 @@ extension CloudStorageFields {
 /// Unlocked retention may be shortened or removed by a request that says it overrides it; a Locked one only
 /// lengthened.
 public struct ObjectRetention: Sendable, Equatable {
-    public enum Mode: String, Sendable {
+    public enum Mode: String, Sendable, CaseIterable {
         case unlocked = "Unlocked"
         case locked = "Locked"
     }
@@ -205,6 +205,19 @@ public struct ObjectRetention: Sendable, Equatable {
     public init(mode: Mode, retainUntilTime: Timestamp) {
         self.mode = mode
         self.retainUntilTime = retainUntilTime
+    }
+
+    /// As the shell writes it: `Unlocked until 2030-01-01T00:00:00Z` (the time to the microsecond when it has one).
+    public var text: String { "\(mode.rawValue) until \(retainUntilTime.rfc3339Microseconds)" }
+
+    /// `MODE until TIME`, the mode in any case; nil when `text` is not that.
+    public init?(text: String) {
+        let words = text.split(separator: " ", omittingEmptySubsequences: true)
+        guard words.count == 3, words[1].lowercased() == "until",
+            let mode = Mode.allCases.first(where: { $0.rawValue.lowercased() == words[0].lowercased() }),
+            let time = Timestamp(rfc3339: String(words[2]))
+        else { return nil }
+        self.init(mode: mode, retainUntilTime: time)
     }
 }
 

@@ -11,12 +11,14 @@ public enum CloudStorageWritableField: Sendable, Equatable {
     case temporaryHold
     case eventBasedHold
     case storageClass
+    /// The object's own retention, written `MODE until TIME` (`Unlocked until 2030-01-01T00:00:00Z`).
+    case retention
     case context(String)
 
     /// How a context's key is written: `context.KEY`, as `meta get` shows it.
     public static let contextPrefix = "context."
     /// The names help and completion offer (a context is `context.KEY`).
-    public static let names = ["customTime", "temporaryHold", "eventBasedHold", "storageClass"]
+    public static let names = ["customTime", "temporaryHold", "eventBasedHold", "storageClass", "retention"]
 
     /// The field `key` names; nil when it names none (`context.` alone names none).
     public init?(key: String) {
@@ -25,6 +27,7 @@ public enum CloudStorageWritableField: Sendable, Equatable {
         case "temporaryHold": self = .temporaryHold
         case "eventBasedHold": self = .eventBasedHold
         case "storageClass": self = .storageClass
+        case "retention": self = .retention
         default:
             guard key.hasPrefix(Self.contextPrefix), key.utf8.count > Self.contextPrefix.utf8.count else { return nil }
             self = .context(String(key.dropFirst(Self.contextPrefix.count)))
@@ -37,6 +40,7 @@ public enum CloudStorageWritableField: Sendable, Equatable {
         case .temporaryHold: "temporaryHold"
         case .eventBasedHold: "eventBasedHold"
         case .storageClass: "storageClass"
+        case .retention: "retention"
         case .context(let key): Self.contextPrefix + key
         }
     }
@@ -44,7 +48,8 @@ public enum CloudStorageWritableField: Sendable, Equatable {
     /// Keys compare as their bytes (rule P7).
     public static func == (a: Self, b: Self) -> Bool {
         switch (a, b) {
-        case (.customTime, .customTime), (.temporaryHold, .temporaryHold), (.eventBasedHold, .eventBasedHold), (.storageClass, .storageClass): true
+        case (.customTime, .customTime), (.temporaryHold, .temporaryHold), (.eventBasedHold, .eventBasedHold), (.storageClass, .storageClass),
+            (.retention, .retention): true
         case (.context(let x), .context(let y)): NameBytes.sameBytes(x, y)
         default: false
         }
@@ -59,6 +64,7 @@ extension CloudStorageFields {
         case .temporaryHold: temporaryHold ? "true" : nil
         case .eventBasedHold: eventBasedHold ? "true" : nil
         case .storageClass: effectiveStorageClass
+        case .retention: retention?.text
         case .context(let key): contexts[key]?.value
         }
     }
@@ -74,6 +80,7 @@ extension CloudStorageFields {
         if temporaryHold { fields.append(.temporaryHold) }
         if eventBasedHold { fields.append(.eventBasedHold) }
         if storageClass != nil { fields.append(.storageClass) }
+        if retention != nil { fields.append(.retention) }
         fields += contexts.sortedByKeyBytes.map { .context($0.key) }
         return fields
     }
@@ -116,6 +123,14 @@ extension CloudStorageFieldsUpdate {
                     "storageClass is one of \(CloudStorageFields.storageClassNames), not '\(text)' (rule M9).")
             }
             storageClass = name
+        case .retention:
+            guard let retention = ObjectRetention(text: text) else {
+                throw .invalidArgument(
+                    "retention is written MODE until TIME, the mode Unlocked or Locked and the time RFC 3339 (retention=\"Unlocked until 2030-01-01T00:00:00Z\"), not '\(text)' (rule M9).")
+            }
+            self.retention = .some(retention)
+            // Asked for by name: shortening an Unlocked retention is what the user wrote (the plan shows it).
+            overridesUnlockedRetention = true
         case .context(let key):
             try CloudStorageFields.validateContext(key: key, value: text)
             contexts[key] = .some(text)
@@ -131,6 +146,10 @@ extension CloudStorageFieldsUpdate {
         case .eventBasedHold: eventBasedHold = false
         case .storageClass:
             throw .invalidArgument("Every object has a storage class: set another (storageClass=STANDARD) instead of unsetting it (rule M9).")
+        case .retention:
+            // Removing an Unlocked retention is what the user asked for by name; a Locked one is refused when applied.
+            retention = .some(nil)
+            overridesUnlockedRetention = true
         case .context(let key):
             try CloudStorageFields.validateContext(key: key, value: nil)
             contexts[key] = .some(nil)
@@ -145,6 +164,11 @@ extension CloudStorageFieldsUpdate {
         if before.temporaryHold != after.temporaryHold { temporaryHold = after.temporaryHold }
         if before.eventBasedHold != after.eventBasedHold { eventBasedHold = after.eventBasedHold }
         if before.effectiveStorageClass != after.effectiveStorageClass { storageClass = after.effectiveStorageClass }
+        if before.retention != after.retention {
+            // A state decided or planned from a change that was allowed to shorten or remove it (an undo included).
+            retention = .some(after.retention)
+            overridesUnlockedRetention = true
+        }
         for field in before.writableFields + after.writableFields {
             guard case .context(let key) = field else { continue }
             let new = after.contexts[key]?.value

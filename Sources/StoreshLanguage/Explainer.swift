@@ -204,10 +204,12 @@ enum Explainer {
             firebase = FirebaseWire.patch(bucket: bucket, object: name, body: Data(body.utf8)).rendered(baseURL: firebaseHost)
             cloudStorage = "PATCH \(cloudStorageObject(bucket, name))" + CloudStorageWire.query([("ifGenerationMatch", "G"), ("ifMetagenerationMatch", "M")]) + "\n\(body)"
         }
+        // Cloud Storage's own fields (rule M9) are not the Firebase SDKs' nor the v0 API's: storesh refuses them there.
+        let ownFields = update.cloudStorage.isEmpty ? nil : "customTime, holds, retention or contexts"
         return ExplainedRequest(
             purpose: "update the metadata of \(name): only the properties named change (rules M4, M5)",
-            swift: lines.joined(separator: "\n"),
-            firebaseREST: firebase,
+            swift: ownFields.map { "// none: StorageMetadata has no \($0) (Cloud Storage's own fields, rule M9)" } ?? lines.joined(separator: "\n"),
+            firebaseREST: ownFields.map { "(none: the Firebase Storage API does not carry \($0); storesh changes them through gs:// with Cloud Storage credentials)" } ?? firebase,
             cloudStorageREST: cloudStorage,
             rulesMethod: "update",
             note: [note, "storesh sends ifGenerationMatch and ifMetagenerationMatch with the generation and metageneration it read, and only what changes, so a concurrent change is never overwritten (rule G5)."]

@@ -685,6 +685,9 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
             guard precondition.isSatisfied(by: row.metadata) else {
                 throw StorageError.preconditionFailed(object.rawValue, precondition, actual: row.metadata)
             }
+            if let retention = next.cloudStorage.retention, retention != row.metadata.cloudStorage.retention {
+                try refuseRetentionUnlessEnabled(object)
+            }
             if changed && row.metadata.rewrites(to: next) {
                 // A change of storage class is a rewrite (rule M9): a new generation over the same content (shared,
                 // not copied), replacing the object as a write does; refused as a write is by a hold or a retention.
@@ -918,14 +921,28 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         }
     }
 
+    /// Refuses an object's own retention in a bucket made without object retention, as the service does (rule M9).
+    /// Called inside a change (the bucket's lock held).
+    func refuseRetentionUnlessEnabled(_ object: ObjectName) throws(StorageError) {
+        guard try settingsInTransaction()?.objectRetentionEnabled == true else {
+            throw StorageError.invalidArgument(
+                "Object \(MessageText.name(object.rawValue)) cannot be given a retention: object retention is not enabled on this bucket (it is chosen when the bucket is made, enableObjectRetention=true; rule M9). Nothing was changed.")
+        }
+    }
+
     public func storedSettings() throws -> BucketSettings? {
-        try read {
+        try read { try settingsInTransaction() }
+    }
+
+    /// The stored settings, read in the transaction (and under the lock) the caller holds.
+    private func settingsInTransaction() throws(StorageError) -> BucketSettings? {
+        do {
             guard let text = try BucketSchema.readInfo("settings", connection: connection) else { return nil }
-            do {
-                return try JSONDecoder().decode(BucketSettings.self, from: Data(text.utf8))
-            } catch {
-                throw StorageError.internalError("The bucket settings stored in \(path) cannot be read (\(error)).")
-            }
+            return try JSONDecoder().decode(BucketSettings.self, from: Data(text.utf8))
+        } catch let error as StorageError {
+            throw error
+        } catch {
+            throw StorageError.internalError("The bucket settings stored in \(path) cannot be read (\(error)).")
         }
     }
 

@@ -49,7 +49,8 @@ extension CloudStorageBucket: ObjectVersions {
         guard changed else { return UpdateResult(metadata: before, previous: before, changed: false) }
         let body = CloudStorageJSON.patchBody(from: before, to: planned)
         let guarded = objectURL(
-            object.rawValue, [("generation", String(generation))] + CloudStorageWire.conditions(guarding: before))
+            object.rawValue, [("generation", String(generation))] + CloudStorageWire.conditions(guarding: before)
+                + CloudStorageWire.retentionOverride(from: before, to: planned))
         let response = try await sendChange(
             .PATCH, guarded, headers: [("Content-Type", "application/json")], body: body, object: object.rawValue,
             precondition: .matches(before)

@@ -224,6 +224,9 @@ final class ServedBucket: @unchecked Sendable {
         let file: LocalBucket
         do {
             file = try LocalBucket.open(at: path, options: bucketOptions)
+        } catch where error.code == .unavailable {
+            // Busy (another process holds it past the wait): the same request may succeed later.
+            throw HTTPFailure(error, bucket: name, object: nil, firebase: false)
         } catch {
             // A file of that name that is not a bucket storesh can read: a conflict with what is there, not a
             // server error; it is left as it is.

@@ -34,7 +34,7 @@ public enum CloudStorageJSON {
     /// download tokens among them (rule G7), are not sent, so they are kept.
     ///
     /// Of Cloud Storage's own fields (rule M9) a changed custom time is sent as its time, a hold as true or false, a
-    /// context as `contexts.custom.KEY` with its value or null.
+    /// retention as `{mode, retainUntilTime}` or null, a context as `contexts.custom.KEY` with its value or null.
     public static func patchBody(from before: ObjectMetadata, to after: ObjectMetadata) -> Data {
         var members: [(String, JSONValue)] = []
         var custom: [(String, JSONValue)] = []
@@ -48,6 +48,11 @@ public enum CloudStorageJSON {
             switch CloudStorageWritableField(key: difference.key) {
             case .temporaryHold?, .eventBasedHold?: members.append((difference.key, .bool(difference.new != nil)))
             case .context(let key)?: contexts.append((key, difference.new.map { .object([("value", .string($0))]) } ?? .null))
+            case .retention?:
+                let retention = after.cloudStorage.retention.map {
+                    JSONValue.object([("mode", .string($0.mode.rawValue)), ("retainUntilTime", .string($0.retainUntilTime.rfc3339Microseconds))])
+                }
+                members.append((difference.key, retention ?? .null))
             case .customTime?, .storageClass?, nil: members.append((difference.key, value))
             }
         }

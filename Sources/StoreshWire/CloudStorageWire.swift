@@ -108,8 +108,15 @@ public enum CloudStorageWire {
     public static func patch(bucket: String, object: String, from before: ObjectMetadata, to after: ObjectMetadata) -> WireRequest {
         WireRequest(
             method: "PATCH",
-            target: objectPath(bucket, object) + query(conditions(guarding: before)),
+            target: objectPath(bucket, object) + query(conditions(guarding: before) + retentionOverride(from: before, to: after)),
             body: CloudStorageJSON.patchBody(from: before, to: after))
+    }
+
+    /// `overrideUnlockedRetention=true` for a change of the object's own retention: the service refuses to shorten or
+    /// remove an Unlocked one without it, and a change storesh makes was planned, shown and asked for by name (rule
+    /// M9). A Locked retention is refused whatever the request says.
+    public static func retentionOverride(from before: ObjectMetadata, to after: ObjectMetadata) -> [(String, String?)] {
+        before.cloudStorage.retention == after.cloudStorage.retention ? [] : [("overrideUnlockedRetention", "true")]
     }
 
     /// The request that makes an object `after` from `before`: a PATCH, or, for a change of storage class (rule M9),

@@ -477,7 +477,8 @@ def test_gcloud_storage_keeps_versions_holds_and_custom_times(served, gcloud, tm
 def test_gcloud_storage_retention_policies_and_object_retention_keep_objects(served, gcloud, tmp_path):
     """Issue 54 (rule M9): a bucket made with a retention period keeps its objects (rm is a 403) until the period is
     cleared; a bucket made with per-object retention takes an object's own retention, which refuses rm and refuses
-    to be cleared without --override-unlocked-retention; `storesh check` finds both bucket files sound."""
+    to be cleared without --override-unlocked-retention; storesh's `meta set retention=` makes one Locked, which gcloud
+    reads and can then neither clear nor delete past; `storesh check` finds both bucket files sound."""
     (tmp_path / "x.txt").write_bytes(b"kept")
     status, _, err = gcloud("storage", "buckets", "create", "gs://policy-bucket", "--retention-period=1h")
     assert status == 0, err
@@ -504,6 +505,23 @@ def test_gcloud_storage_retention_policies_and_object_retention_keep_objects(ser
                             "--override-unlocked-retention")
     assert status == 0, err
     assert gcloud("storage", "rm", "gs://object-retention-bucket/x.txt")[0] == 0
+    # storesh's own meta set on the bucket file: a Locked retention, which gcloud then reads and cannot remove.
+    assert gcloud("storage", "cp", str(tmp_path / "x.txt"), "gs://object-retention-bucket/locked.txt")[0] == 0
+    retained = str(served.home / "object-retention-bucket.bucket")
+    status, out, err = harness.storesh(tmp_path, "--bucket", retained, "-c",
+                                       'meta set retention="Locked until 2031-01-01T00:00:00Z" -- locked.txt')
+    assert status == 0 and b'retention  (not set)  \xe2\x86\x92  "Locked until 2031-01-01T00:00:00.000Z"' in out, out + err
+    status, out, err = gcloud("storage", "objects", "describe", "gs://object-retention-bucket/locked.txt", "--format=json(retention_settings)")
+    assert json.loads(out)["retention_settings"] == {"mode": "Locked", "retainUntilTime": "2031-01-01T00:00:00+00:00"}, (out, err)
+    status, _, err = gcloud("storage", "objects", "update", "gs://object-retention-bucket/locked.txt", "--clear-retention",
+                            "--override-unlocked-retention")
+    assert status != 0 and "it can only be lengthened" in err, err
+    status, _, err = harness.storesh(tmp_path, "--bucket", retained, "-c", "meta unset retention -- locked.txt")
+    assert status == 1 and b"never shortened, unlocked or removed" in err, err
+    status, _, err = harness.storesh(tmp_path, "--bucket", retained, "-c",
+                                     'meta set retention="Locked until 2032-01-01T00:00:00Z" -- locked.txt')
+    assert status == 0, err
+    assert gcloud("storage", "rm", "gs://object-retention-bucket/locked.txt")[0] != 0
     for name in ("policy-bucket", "object-retention-bucket"):
         status, out, err = harness.storesh(tmp_path, "check", "--bucket", str(served.home / f"{name}.bucket"))
         assert status == 0, out + err

@@ -13,7 +13,8 @@ public struct MetaUnsetCommand: MetadataUpdateCommand, Equatable {
         summary: "delete properties of each target; `custom` clears customMetadata",
         details: [
             "Keys come first; the first word that is not a key, or --, starts the targets. --where as in meta set.",
-            "temporaryHold and eventBasedHold release a hold; context.KEY removes a context. customTime cannot be removed.",
+            "temporaryHold and eventBasedHold release a hold; context.KEY removes a context; retention removes an",
+            "Unlocked retention (a Locked one stays). customTime cannot be removed.",
         ],
         example: "meta unset custom.stale contentLanguage -- docs/*",
         options: ["--where"],

@@ -16,8 +16,9 @@ struct Serve: StoreshCommand {
             same time. Point a client at it with the lines it prints (export STORAGE_EMULATOR_HOST=…, or the SDKs' \
             connectStorageEmulator). The bucket is served under its own name (storesh serve --name NAME sets it when \
             the file is created); any other bucket a client names is served too, each from NAME.bucket in the \
-            --buckets directory (default: the bucket file's), made empty on the first write to it, as the emulator \
-            makes a bucket on its first upload.
+            --buckets directory (default: the bucket file's), made by buckets.insert (gcloud storage buckets create) \
+            or, as the Firebase emulator makes one, by the first write on the Firebase v0 API; elsewhere a write to \
+            a bucket that does not exist is a 404, as on Cloud Storage.
 
             On the Cloud Storage JSON API and with `Bearer owner` or `Firebase owner`, requests are the \
             administrator's; other v0 requests are decided by the bucket's security rules, with request.auth read \
@@ -59,7 +60,7 @@ struct Serve: StoreshCommand {
     @Option(
         name: .customLong("buckets"),
         help: ArgumentHelp(
-            "The directory of the other buckets clients name, a NAME.bucket file each, made on the first write to the bucket (default: the directory of the bucket file).",
+            "The directory of the other buckets clients name, a NAME.bucket file each, made by buckets.insert or a first write on the Firebase v0 API (default: the directory of the bucket file).",
             valueName: "dir"))
     var otherBuckets: String?
 
