@@ -160,6 +160,83 @@ extension ObjectMetadata {
     }
 }
 
+/// Reading JSON whose shape is checked member by member (a request's body, a file a user wrote): parsed whole, then
+/// asked what each member is.
+extension JSONValue {
+    /// `data` parsed; a syntax error, or a number with a fraction or beyond 64 bits (none of the documents storesh
+    /// reads has one), is `JSONValue.SyntaxError` saying where.
+    public static func parse(_ data: Data) throws(SyntaxError) -> JSONValue {
+        do {
+            return try JSONDecoder().decode(JSONValue.self, from: data)
+        } catch let DecodingError.dataCorrupted(context) {
+            throw SyntaxError(description: Self.describe(context))
+        } catch {
+            throw SyntaxError(description: "\(error)")
+        }
+    }
+
+    public struct SyntaxError: Error, Sendable, CustomStringConvertible {
+        /// What is wrong, without a final full stop: "Unexpected character 'x' around line 1, column 3".
+        public var description: String
+    }
+
+    private static func describe(_ context: DecodingError.Context) -> String {
+        let underlying = (context.underlyingError as NSError?)?.userInfo[NSDebugDescriptionErrorKey] as? String
+        var text = underlying ?? context.debugDescription
+        if !context.codingPath.isEmpty, underlying == nil {
+            text += " (at " + context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".") + ")"
+        }
+        while text.hasSuffix(".") { text.removeLast() }
+        return text
+    }
+
+    /// The text of a string; nil for anything else.
+    public var string: String? {
+        if case .string(let text) = self { return text }
+        return nil
+    }
+
+    /// The flag of true or false; nil for anything else.
+    public var bool: Bool? {
+        if case .bool(let flag) = self { return flag }
+        return nil
+    }
+
+    /// A whole number's value; nil for anything else.
+    public var integer: Int64? {
+        if case .integer(let number) = self { return number }
+        return nil
+    }
+
+    public var isNull: Bool {
+        if case .null = self { return true }
+        return false
+    }
+
+    /// An object's members, in the order read (by name bytes when parsed); nil for anything else.
+    public var members: [(String, JSONValue)]? {
+        if case .object(let members) = self { return members }
+        return nil
+    }
+
+    /// An array's items; nil for anything else.
+    public var items: [JSONValue]? {
+        if case .array(let items) = self { return items }
+        return nil
+    }
+
+    /// The member `name` of an object (the last of that name); nil when absent or not an object.
+    public subscript(member name: String) -> JSONValue? {
+        members?.last { NameBytes.sameBytes($0.0, name) }?.1
+    }
+
+    /// The member `name` of an object unless it is absent or null.
+    public subscript(present name: String) -> JSONValue? {
+        guard let value = self[member: name], !value.isNull else { return nil }
+        return value
+    }
+}
+
 /// Read and written by `JSONDecoder` and `JSONEncoder`, for what a resource keeps as it was given (a bucket's CORS
 /// and lifecycle rules). Numbers are whole, as the JSON APIs' are; an object's members come back in byte order of
 /// their names (a decoder does not keep the order they were written in).

@@ -962,14 +962,10 @@ struct RewriteToken {
     init(_ text: String, for expected: Route) throws {
         let invalid = HTTPFailure.badRequest("Invalid rewriteToken: it is not one this server gave for this source and destination.")
         guard let data = Base64URL.decoded(text),
-            let fields = (try? JSONSerialization.jsonObject(with: data)) as? [Any], fields.count == 7,
-            fields[0] as? String == "storesh-rewrite-1",
-            let sourceBucket = fields[1] as? String, let source = fields[2] as? String,
-            let destinationBucket = fields[3] as? String, let destination = fields[4] as? String,
-            let generation = (fields[5] as? String).flatMap({ Int64($0) }), let bytes = (fields[6] as? String).flatMap({ Int64($0) }),
-            bytes > 0
+            let fields = try? JSONDecoder().decode([String].self, from: data), fields.count == 7, fields[0] == "storesh-rewrite-1",
+            let generation = Int64(fields[5]), let bytes = Int64(fields[6]), bytes > 0
         else { throw invalid }
-        let route = Route(sourceBucket: sourceBucket, source: source, destinationBucket: destinationBucket, destination: destination)
+        let route = Route(sourceBucket: fields[1], source: fields[2], destinationBucket: fields[3], destination: fields[4])
         // Names compared as bytes (rule P7), as everywhere else.
         guard NameBytes.sameBytes(route.source, expected.source), NameBytes.sameBytes(route.destination, expected.destination),
             NameBytes.sameBytes(route.sourceBucket, expected.sourceBucket),
@@ -979,9 +975,9 @@ struct RewriteToken {
     }
 
     var text: String {
-        let fields: [Any] = [
+        let fields = [
             "storesh-rewrite-1", route.sourceBucket, route.source, route.destinationBucket, route.destination, String(generation), String(bytesRewritten),
         ]
-        return Base64URL.encoded((try? JSONSerialization.data(withJSONObject: fields)) ?? Data())
+        return Base64URL.encoded(Data(JSONValue.array(fields.map { .string($0) }).serialized.utf8))
     }
 }

@@ -33,29 +33,42 @@ enum EmulatorToken {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3 else { throw refuse("a token has three dot-separated parts (header.payload.signature), this one has \(parts.count)") }
         guard let data = Base64URL.decoded(parts[1]) else { throw refuse("its payload is not base64url") }
-        guard let payload = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
+        guard let payload = try? JSONDecoder().decode([String: PayloadMember].self, from: data) else {
             throw refuse("its payload is not a JSON object")
         }
-        guard let uid = (payload["user_id"] ?? payload["sub"]) as? String, !uid.isEmpty else {
+        func text(_ key: String) -> String? {
+            if case .claim(.string(let text))? = payload[key] { return text }
+            return nil
+        }
+        guard let uid = text("user_id") ?? text("sub"), !uid.isEmpty else {
             throw refuse("its payload names no user (a non-empty string user_id or sub)")
         }
         guard uid.utf8.count <= 128 else { throw refuse("its user id is longer than 128 bytes") }
         var claims: [String: ClaimValue] = [:]
-        for (key, value) in payload {
-            if let number = value as? NSNumber {
-                // JSON true/false arrive as NSNumber too, told apart by their type code; the rest are numbers.
-                if ["c", "B"].contains(String(cString: number.objCType)) {
-                    claims[key] = .bool(number.boolValue)
-                } else if let whole = Int64(exactly: number.doubleValue), !number.stringValue.contains(".") {
-                    claims[key] = .integer(whole)
-                } else {
-                    claims[key] = .float(number.doubleValue)
-                }
-            } else if let text = value as? String {
-                claims[key] = .string(text)
+        for case let (key, .claim(value)) in payload { claims[key] = value }
+        return Identity(uid: uid, claims: claims)
+    }
+
+    /// A member of a token's payload: a claim the rules can compare (a string, a flag, a number), or anything else
+    /// (an object such as `firebase`, an array, null), which they do not see.
+    private enum PayloadMember: Decodable {
+        case claim(ClaimValue)
+        case other
+
+        init(from decoder: any Decoder) throws {
+            let single = try decoder.singleValueContainer()
+            if let flag = try? single.decode(Bool.self) {
+                self = .claim(.bool(flag))
+            } else if let whole = try? single.decode(Int64.self) {
+                self = .claim(.integer(whole))
+            } else if let number = try? single.decode(Double.self) {
+                self = .claim(.float(number))
+            } else if let text = try? single.decode(String.self) {
+                self = .claim(.string(text))
+            } else {
+                self = .other
             }
         }
-        return Identity(uid: uid, claims: claims)
     }
 }
 
@@ -421,18 +434,18 @@ extension StorageAPI {
     /// its `resource` names. Rules with an error are refused, naming it, and change nothing.
     private func setRules(_ exchange: inout Exchange) async throws -> Answer {
         let data = try await body(&exchange, limit: limits.maximumJSONBytes, what: "rules")
-        guard let body = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
+        guard let body = try? JSONValue.parse(data), body.members != nil else {
             throw HTTPFailure.badRequest("The request body must be a JSON object: {\"rules\":{\"files\":[{\"name\":…,\"content\":…}]}}.")
         }
-        guard let files = (body["rules"] as? [String: Any])?["files"] as? [Any], !files.isEmpty else {
+        guard let files = body[member: "rules"]?[member: "files"]?.items, !files.isEmpty else {
             throw HTTPFailure.badRequest("Request body must include 'rules.files' array")
         }
         var rules: [(bucket: String?, rules: ServedBuckets.ProjectRules)] = []
         for file in files {
-            guard let file = file as? [String: Any], let name = file["name"] as? String, let content = file["content"] as? String else {
+            guard let name = file[member: "name"]?.string, let content = file[member: "content"]?.string else {
                 throw HTTPFailure.badRequest("Each member of 'rules.files' array must contain 'name' and 'content'")
             }
-            let bucket = file["resource"] as? String
+            let bucket = file[member: "resource"]?.string
             if files.count > 1, bucket == nil {
                 throw HTTPFailure.badRequest("Each member of 'rules.files' array must contain 'name', 'content', and 'resource'")
             }

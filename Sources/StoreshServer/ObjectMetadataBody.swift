@@ -39,29 +39,37 @@ struct ObjectMetadataBody {
         let blanks: Set<UInt8> = [0x20, 0x0A, 0x0D, 0x09]
         let trimmed = body.drop { blanks.contains($0) }.reversed().drop { blanks.contains($0) }.reversed()
         // Nothing, or JSON's null, is no resource: the Go client sends a rewrite or copy without overrides so.
-        guard !trimmed.isEmpty, !trimmed.elementsEqual("null".utf8) else { return }
-        let parsed: Any
-        do {
-            parsed = try JSONSerialization.jsonObject(with: body, options: [])
-        } catch {
-            throw HTTPFailure.badRequest("The \(what) is not valid JSON: \(Self.describe(error)).")
+        guard !trimmed.isEmpty, !trimmed.elementsEqual("null".utf8) else {
+            self.init()
+            return
         }
-        guard let object = parsed as? [String: Any] else { throw HTTPFailure.badRequest("The \(what) must be a JSON object.") }
-        for (key, value) in object.sorted(by: { $0.key < $1.key }) {
+        let parsed: JSONValue
+        do {
+            parsed = try JSONValue.parse(body)
+        } catch {
+            throw HTTPFailure.badRequest("The \(what) is not valid JSON: \(error).")
+        }
+        try self.init(resource: parsed, what: what)
+    }
+
+    /// Reads an object resource already parsed (a compose request's destination).
+    init(resource: JSONValue, what: String) throws {
+        guard let members = resource.members else { throw HTTPFailure.badRequest("The \(what) must be a JSON object.") }
+        for (key, value) in members {
             if let property = WritableProperty(rawValue: key) {
                 update.properties[property] = try Self.change(value, field: key)
                 continue
             }
             switch key {
             case "name":
-                guard let text = value as? String else { throw HTTPFailure.badRequest("Invalid value for 'name' in the \(what): it must be a string.") }
+                guard let text = value.string else { throw HTTPFailure.badRequest("Invalid value for 'name' in the \(what): it must be a string.") }
                 name = text
             case "metadata":
-                if value is NSNull {
+                if value.isNull {
                     update.clearsCustomMetadata = true
                     continue
                 }
-                guard let map = value as? [String: Any] else {
+                guard let map = value.members else {
                     throw HTTPFailure.badRequest("Invalid value for 'metadata' in the \(what): it must be an object of strings, or null.")
                 }
                 for (key, value) in map {
@@ -69,49 +77,45 @@ struct ObjectMetadataBody {
                     update.customMetadata[key] = try Self.change(value, field: "metadata.\(key)")
                 }
             case "md5Hash":
-                guard let text = value as? String, ContentHash.isMD5Base64(text) else {
+                guard let text = value.string, ContentHash.isMD5Base64(text) else {
                     throw HTTPFailure.badRequest("Invalid value for 'md5Hash' in the \(what): it must be the base64 of a 16-byte MD5 digest.")
                 }
                 md5Hash = text
             case "crc32c":
-                guard let text = value as? String, Data(base64Encoded: text)?.count == 4 else {
+                guard let text = value.string, Data(base64Encoded: text)?.count == 4 else {
                     throw HTTPFailure.badRequest("Invalid value for 'crc32c' in the \(what): it must be the base64 of a 4-byte CRC32C.")
                 }
                 crc32c = text
             case _ where Self.readOnlyNames.contains(key):
-                if let text = value as? String, !(value is NSNumber) {
-                    readOnly[key] = text
-                } else if let number = value as? NSNumber {
-                    readOnly[key] = number.stringValue
-                } else if !(value is NSNull) {
-                    readOnly[key] = "\(value)"
+                switch value {
+                case .string(let text): readOnly[key] = text
+                case .integer(let number): readOnly[key] = String(number)
+                case .null: break
+                default: readOnly[key] = value.serialized
                 }
             case "customTime":
-                guard let text = value as? String, let time = Timestamp(rfc3339: text) else {
+                guard let time = value.string.flatMap(Timestamp.init(rfc3339:)) else {
                     throw HTTPFailure.badRequest("Invalid value for 'customTime' in the \(what): it must be an RFC 3339 time; once set, it cannot be removed, only moved forward.")
                 }
                 update.cloudStorage.customTime = time
             case "temporaryHold", "eventBasedHold":
-                guard value is NSNull || value is Bool else {
+                guard value.isNull || value.bool != nil else {
                     throw HTTPFailure.badRequest("Invalid value for '\(key)' in the \(what): it must be true or false.")
                 }
-                let hold = value as? Bool ?? false
+                let hold = value.bool ?? false
                 if key == "temporaryHold" { update.cloudStorage.temporaryHold = hold } else { update.cloudStorage.eventBasedHold = hold }
             case "storageClass":
-                guard let text = value as? String, BucketSettings.storageClasses.contains(text.uppercased()) else {
+                guard let text = value.string, BucketSettings.storageClasses.contains(text.uppercased()) else {
                     throw HTTPFailure.badRequest(
                         "Invalid value for 'storageClass' in the \(what): it must be one of \(BucketSettings.storageClasses.sorted().joined(separator: ", ")).")
                 }
                 storageClass = text.uppercased()
             case "acl":
                 // Checked against the bucket's settings where they are known (ObjectMetadataBody.checkACL).
-                if value is NSNull {
-                    update.cloudStorage.acl = .some(nil)
-                } else {
-                    guard JSONSerialization.isValidJSONObject(value), let data = try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys]) else {
-                        throw HTTPFailure.badRequest("Invalid value for 'acl' in the \(what): it must be an array of entries.")
-                    }
-                    update.cloudStorage.acl = .some(String(decoding: data, as: UTF8.self))
+                switch value {
+                case .null: update.cloudStorage.acl = .some(nil)
+                case .array: update.cloudStorage.acl = .some(value.serialized)
+                default: throw HTTPFailure.badRequest("Invalid value for 'acl' in the \(what): it must be an array of entries.")
                 }
             case "retention":
                 update.cloudStorage.retention = .some(try Self.retention(value, what: what))
@@ -130,35 +134,35 @@ struct ObjectMetadataBody {
 
     /// `contexts: {"custom": {KEY: {"value": VALUE}}}`: a key whose payload (or value) is null is removed; `contexts: null`
     /// or `custom: null` removes them all.
-    private mutating func readContexts(_ value: Any, what: String) throws {
-        if value is NSNull {
+    private mutating func readContexts(_ value: JSONValue, what: String) throws {
+        if value.isNull {
             update.cloudStorage.clearsContexts = true
             return
         }
-        guard let contexts = value as? [String: Any] else { throw HTTPFailure.badRequest("Invalid value for 'contexts' in the \(what): it must be an object.") }
+        guard let contexts = value.members else { throw HTTPFailure.badRequest("Invalid value for 'contexts' in the \(what): it must be an object.") }
         for (key, custom) in contexts {
             guard key == "custom" else { throw HTTPFailure.badRequest("Invalid JSON payload received. Unknown name \"\(key)\" in contexts: Cannot find field.") }
-            if custom is NSNull {
+            if custom.isNull {
                 update.cloudStorage.clearsContexts = true
                 continue
             }
-            guard let entries = custom as? [String: Any] else {
+            guard let entries = custom.members else {
                 throw HTTPFailure.badRequest("Invalid value for 'contexts.custom' in the \(what): it must be an object of keys.")
             }
             for (name, payload) in entries {
                 guard !name.isEmpty, name.utf8.count <= CloudStorageFields.maximumContextBytes, !name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
                     throw HTTPFailure.badRequest("A context key is 1 to \(CloudStorageFields.maximumContextBytes) bytes, without control characters.")
                 }
-                if payload is NSNull {
+                if payload.isNull {
                     update.cloudStorage.contexts[name] = .some(nil)
                     continue
                 }
-                guard let fields = payload as? [String: Any] else {
+                guard payload.members != nil else {
                     throw HTTPFailure.badRequest("Invalid value for 'contexts.custom.\(name)': it must be an object with a value.")
                 }
-                switch fields["value"] {
-                case nil, is NSNull: update.cloudStorage.contexts[name] = .some(nil)
-                case let text as String where !(fields["value"] is NSNumber):
+                switch payload[member: "value"] {
+                case nil, .null?: update.cloudStorage.contexts[name] = .some(nil)
+                case .string(let text)?:
                     guard text.utf8.count <= CloudStorageFields.maximumContextBytes else {
                         throw HTTPFailure.badRequest("The value of context \(name) is longer than \(CloudStorageFields.maximumContextBytes) bytes.")
                     }
@@ -170,21 +174,21 @@ struct ObjectMetadataBody {
     }
 
     /// `retention: {"mode": "Unlocked" | "Locked", "retainUntilTime": RFC3339}`, or null (or a mode of null) for none.
-    private static func retention(_ value: Any, what: String) throws -> ObjectRetention? {
-        if value is NSNull { return nil }
-        guard let members = value as? [String: Any] else { throw HTTPFailure.badRequest("Invalid value for 'retention' in the \(what): it must be an object.") }
+    private static func retention(_ value: JSONValue, what: String) throws -> ObjectRetention? {
+        if value.isNull { return nil }
+        guard let members = value.members else { throw HTTPFailure.badRequest("Invalid value for 'retention' in the \(what): it must be an object.") }
         // `retentionExpirationTime` is the service's (the bucket's policy), sent back by clients that resend a resource.
-        for key in members.keys where !["mode", "retainUntilTime", "retentionExpirationTime"].contains(key) {
+        for (key, _) in members where !["mode", "retainUntilTime", "retentionExpirationTime"].contains(key) {
             throw HTTPFailure.badRequest("Invalid JSON payload received. Unknown name \"\(key)\" in retention: Cannot find field.")
         }
-        if members["mode"] == nil || members["mode"] is NSNull { return nil }
-        guard let mode = (members["mode"] as? String).flatMap(ObjectRetention.Mode.init(rawValue:)) else {
+        guard let mode = value[present: "mode"] else { return nil }
+        guard let known = mode.string.flatMap(ObjectRetention.Mode.init(rawValue:)) else {
             throw HTTPFailure.badRequest("Invalid value for 'retention.mode' in the \(what): it is Unlocked or Locked.")
         }
-        guard let text = members["retainUntilTime"] as? String, let until = Timestamp(rfc3339: text) else {
+        guard let until = value[member: "retainUntilTime"]?.string.flatMap(Timestamp.init(rfc3339:)) else {
             throw HTTPFailure.badRequest("Invalid value for 'retention.retainUntilTime' in the \(what): it must be an RFC 3339 time.")
         }
-        return ObjectRetention(mode: mode, retainUntilTime: until)
+        return ObjectRetention(mode: known, retainUntilTime: until)
     }
 
     /// Refuses a retention given for an object in a bucket made without object retention, as the service does.
@@ -195,20 +199,12 @@ struct ObjectMetadataBody {
         }
     }
 
-    private static func change(_ value: Any, field: String) throws -> PropertyChange {
-        if value is NSNull { return .unset }
-        // NSNumber bridges from JSON true/false and numbers: only strings are values here.
-        guard let text = value as? String, !(value is NSNumber) else {
-            throw HTTPFailure.badRequest("Invalid value for '\(field)': it must be a string, or null to remove it.")
+    private static func change(_ value: JSONValue, field: String) throws -> PropertyChange {
+        switch value {
+        case .null: return .unset
+        case .string(let text): return .set(text)
+        default: throw HTTPFailure.badRequest("Invalid value for '\(field)': it must be a string, or null to remove it.")
         }
-        return .set(text)
-    }
-
-    private static func isFalse(_ value: Any) -> Bool { value is NSNull || (value as? NSNumber)?.boolValue == false }
-
-    private static func describe(_ error: any Error) -> String {
-        let message = (error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String ?? "\(error)"
-        return message.hasSuffix(".") ? String(message.dropLast()) : message
     }
 
     /// Refuses a read-only property given with another value than `resource` (the object as this API writes it)
@@ -298,17 +294,17 @@ struct ComposeRequest {
     var deletesSources = false
 
     init(_ body: Data) throws {
-        let parsed: Any
+        let document: JSONValue
         do {
-            parsed = try JSONSerialization.jsonObject(with: body)
+            document = try JSONValue.parse(body)
         } catch {
-            throw HTTPFailure.badRequest("The compose request is not valid JSON.")
+            throw HTTPFailure.badRequest("The compose request is not valid JSON: \(error).")
         }
-        guard let document = parsed as? [String: Any] else { throw HTTPFailure.badRequest("The compose request must be a JSON object.") }
-        for key in document.keys where !["kind", "sourceObjects", "destination", "deleteSourceObjects"].contains(key) {
+        guard let members = document.members else { throw HTTPFailure.badRequest("The compose request must be a JSON object.") }
+        for (key, _) in members where !["kind", "sourceObjects", "destination", "deleteSourceObjects"].contains(key) {
             throw HTTPFailure.badRequest("Invalid JSON payload received. Unknown name \"\(key)\" in the compose request: Cannot find field.")
         }
-        guard let list = document["sourceObjects"] as? [Any], !list.isEmpty else {
+        guard let list = document[member: "sourceObjects"]?.items, !list.isEmpty else {
             throw HTTPFailure.badRequest("A compose request needs sourceObjects: the objects to join, 1 to \(Self.maximumSources).")
         }
         guard list.count <= Self.maximumSources else {
@@ -316,34 +312,34 @@ struct ComposeRequest {
                 "The number of source components provided (\(list.count)) exceeds the maximum (\(Self.maximumSources)).")
         }
         // Generations as JSON numbers or as strings (the JSON API's int64 habit).
-        func generation(_ value: Any?, _ field: String) throws -> Int64? {
-            guard let value, !(value is NSNull) else { return nil }
-            if let text = value as? String, let number = Int64(text), number >= 0 { return number }
-            if let number = value as? NSNumber, number.int64Value >= 0 {
-                return number.int64Value
+        func generation(_ value: JSONValue?, _ field: String) throws -> Int64? {
+            switch value {
+            case nil, .null?: return nil
+            case .string(let text)? where Int64(text).map({ $0 >= 0 }) == true: return Int64(text)
+            case .integer(let number)? where number >= 0: return number
+            default: throw HTTPFailure.badRequest("Invalid value for '\(field)' in the compose request: it must be a generation.")
             }
-            throw HTTPFailure.badRequest("Invalid value for '\(field)' in the compose request: it must be a generation.")
         }
-        for (index, item) in list.enumerated() {
-            guard let source = item as? [String: Any], let name = source["name"] as? String, !name.isEmpty else {
+        for (index, source) in list.enumerated() {
+            guard let name = source[member: "name"]?.string, !name.isEmpty else {
                 throw HTTPFailure.badRequest("sourceObjects[\(index)] of the compose request needs a name.")
             }
-            let preconditions = source["objectPreconditions"] as? [String: Any]
             sources.append(
                 Source(
-                    name: name, generation: try generation(source["generation"], "sourceObjects[\(index)].generation"),
+                    name: name, generation: try generation(source[member: "generation"], "sourceObjects[\(index)].generation"),
                     ifGenerationMatch: try generation(
-                        preconditions?["ifGenerationMatch"], "sourceObjects[\(index)].objectPreconditions.ifGenerationMatch")))
+                        source[member: "objectPreconditions"]?[member: "ifGenerationMatch"],
+                        "sourceObjects[\(index)].objectPreconditions.ifGenerationMatch")))
         }
-        if let flag = document["deleteSourceObjects"], !(flag is NSNull) {
-            guard let flag = flag as? Bool else { throw HTTPFailure.badRequest("deleteSourceObjects in the compose request must be true or false.") }
+        if let flag = document[present: "deleteSourceObjects"] {
+            guard let flag = flag.bool else { throw HTTPFailure.badRequest("deleteSourceObjects in the compose request must be true or false.") }
             deletesSources = flag
         }
-        if let resource = document["destination"], !(resource is NSNull) {
-            guard JSONSerialization.isValidJSONObject(resource), let data = try? JSONSerialization.data(withJSONObject: resource) else {
+        if let resource = document[present: "destination"] {
+            guard resource.members != nil else {
                 throw HTTPFailure.badRequest("The compose request's destination must be an object resource.")
             }
-            destination = try ObjectMetadataBody(json: data, what: "compose request's destination")
+            destination = try ObjectMetadataBody(resource: resource, what: "compose request's destination")
         }
     }
 }

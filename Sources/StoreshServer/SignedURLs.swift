@@ -15,18 +15,19 @@ public struct SignedURLKey: Sendable {
 
     /// Reads a service account's JSON key file: `client_email` and `private_key` (PEM).
     public init(serviceAccountFile path: String, contents data: Data) throws(StorageError) {
-        guard let document = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any],
-            let email = document["client_email"] as? String, !email.isEmpty,
-            let pem = document["private_key"] as? String
-        else {
+        struct KeyFile: Decodable {
+            var client_email: String
+            var private_key: String
+        }
+        guard let document = try? JSONDecoder().decode(KeyFile.self, from: data), !document.client_email.isEmpty else {
             throw .invalidArgument("\(path) is not a service account's key file (a JSON object with client_email and private_key).")
         }
         do {
-            key = try _RSA.Signing.PrivateKey(pemRepresentation: pem).publicKey
+            key = try _RSA.Signing.PrivateKey(pemRepresentation: document.private_key).publicKey
         } catch {
             throw .invalidArgument("\(path): private_key is not an RSA private key in PEM.")
         }
-        self.email = email
+        self.email = document.client_email
     }
 
     /// Whether `signature` is this key's RSA-SHA256 (PKCS #1 v1.5) signature of `text`, as both signed URL forms use.
