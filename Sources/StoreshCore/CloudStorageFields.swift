@@ -172,18 +172,19 @@ extension CloudStorageFields {
         return members
     }
 
-    /// The fields among the members of a document (storesh's metadata document in a journal line), read as
-    /// `CloudStorageFieldsDocument` reads them; nil when one is malformed.
-    public init?(jsonMembers resource: [(String, JSONValue)]) {
+    /// The fields of a document as JSONSerialization decodes it (storesh's metadata document in a journal line), read
+    /// as `CloudStorageFieldsDocument` reads them; nil when one is malformed.
+    public init?(jsonMembers resource: [String: Any]) {
         // Only its own members are encoded again to be decoded, and none at all for an object without them (every
         // object written through Firebase): a journal of millions of documents is read at the cost it was before.
-        let names = Set(CloudStorageFieldsDocument.CodingKeys.allCases.map(\.rawValue))
-        let members = resource.filter { names.contains($0.0) }
+        var members: [String: Any] = [:]
+        for key in CloudStorageFieldsDocument.CodingKeys.allCases { members[key.rawValue] = resource[key.rawValue] }
         guard !members.isEmpty else {
             self.init()
             return
         }
-        guard let fields = (try? JSONDecoder().decode(CloudStorageFieldsDocument.self, from: Data(JSONValue.object(members).serialized.utf8)))?.fields
+        guard JSONSerialization.isValidJSONObject(members), let data = try? JSONSerialization.data(withJSONObject: members),
+            let fields = (try? JSONDecoder().decode(CloudStorageFieldsDocument.self, from: data))?.fields
         else { return nil }
         self = fields
     }

@@ -124,42 +124,37 @@ extension Dictionary where Key == String {
 }
 
 extension ObjectMetadata {
-    /// The metadata of a metadata document (`jsonDocument`); nil when a member is missing or of the wrong type.
-    public init?(jsonDocument document: JSONValue) {
-        guard let members = document.members else { return nil }
-        var named: [String: JSONValue] = [:]
-        for (key, value) in members { named[key] = value }
-        let entityTag = named["etag"]?.string
+    /// The metadata of a metadata document (`jsonDocument`), as JSONSerialization decodes it; nil when a member
+    /// is missing or of the wrong type.
+    public init?(jsonDocument document: [String: Any]) {
+        let entityTag = document["etag"] as? String
         func generationNumber(_ key: String) -> Int64? {
             // An S3 object's document has an etag instead of generations.
-            guard let text = named[key]?.string else { return entityTag == nil ? nil : 0 }
+            guard let text = document[key] as? String else { return entityTag == nil ? nil : 0 }
             return Int64(text)
         }
-        guard let bucket = named["bucket"]?.string, let fullPath = named["fullPath"]?.string,
+        guard let bucket = document["bucket"] as? String, let fullPath = document["fullPath"] as? String,
             let generation = generationNumber("generation"), let metageneration = generationNumber("metageneration"),
-            let size = named["size"]?.integer,
-            let timeCreated = named["timeCreated"]?.string.flatMap({ Timestamp(rfc3339: $0) }),
-            let updated = named["updated"]?.string.flatMap({ Timestamp(rfc3339: $0) }),
-            let md5Hash = named["md5Hash"]?.string ?? (entityTag == nil ? nil : "")
+            let size = (document["size"] as? NSNumber)?.int64Value,
+            let timeCreated = (document["timeCreated"] as? String).flatMap({ Timestamp(rfc3339: $0) }),
+            let updated = (document["updated"] as? String).flatMap({ Timestamp(rfc3339: $0) }),
+            let md5Hash = document["md5Hash"] as? String ?? (entityTag == nil ? nil : "")
         else { return nil }
         self.init(
             bucket: bucket, fullPath: fullPath, generation: generation, metageneration: metageneration, size: size,
             timeCreated: timeCreated, updated: updated, md5Hash: md5Hash, entityTag: entityTag,
-            versionID: named["versionId"]?.string)
+            versionID: document["versionId"] as? String)
         for property in WritableProperty.allCases {
-            if let value = named[property.rawValue]?.string { self[property] = value }
+            if let value = document[property.rawValue] as? String { self[property] = value }
         }
-        if let custom = named["customMetadata"] {
-            guard let entries = custom.members else { return nil }
-            for (key, value) in entries {
-                guard let value = value.string else { return nil }
-                customMetadata[key] = value
-            }
+        for (key, value) in (document["customMetadata"] as? [String: Any]) ?? [:] {
+            guard let value = value as? String else { return nil }
+            customMetadata[key] = value
         }
-        guard let fields = CloudStorageFields(jsonMembers: members) else { return nil }
+        guard let fields = CloudStorageFields(jsonMembers: document) else { return nil }
         cloudStorage = fields
-        if let text = named["timeDeleted"] {
-            guard let time = text.string.flatMap({ Timestamp(rfc3339: $0) }) else { return nil }
+        if let text = document["timeDeleted"] as? String {
+            guard let time = Timestamp(rfc3339: text) else { return nil }
             timeDeleted = time
         }
     }
@@ -249,26 +244,24 @@ extension JSONValue: Codable {
     private typealias Key = JSONMemberKey
 
     public init(from decoder: any Decoder) throws {
-        if let members = try? decoder.container(keyedBy: Key.self) {
-            let keys = members.allKeys.sorted { Array($0.stringValue.utf8).lexicographicallyPrecedes(Array($1.stringValue.utf8)) }
-            self = .object(try keys.map { ($0.stringValue, try members.decode(JSONValue.self, forKey: $0)) })
-            return
-        }
-        if var items = try? decoder.unkeyedContainer() {
-            var values: [JSONValue] = []
-            while !items.isAtEnd { values.append(try items.decode(JSONValue.self)) }
-            self = .array(values)
-            return
-        }
+        // Strings first, objects last: a probe that fails throws (an error made and dropped), and documents are
+        // mostly strings.
         let single = try decoder.singleValueContainer()
         if single.decodeNil() {
             self = .null
-        } else if let flag = try? single.decode(Bool.self) {
-            self = .bool(flag)
-        } else if let number = try? single.decode(Int64.self) {
-            self = .integer(number)
         } else if let text = try? single.decode(String.self) {
             self = .string(text)
+        } else if let number = try? single.decode(Int64.self) {
+            self = .integer(number)
+        } else if let flag = try? single.decode(Bool.self) {
+            self = .bool(flag)
+        } else if let members = try? decoder.container(keyedBy: Key.self) {
+            let keys = members.allKeys.sorted { $0.stringValue.utf8.lexicographicallyPrecedes($1.stringValue.utf8) }
+            self = .object(try keys.map { ($0.stringValue, try members.decode(JSONValue.self, forKey: $0)) })
+        } else if var items = try? decoder.unkeyedContainer() {
+            var values: [JSONValue] = []
+            while !items.isAtEnd { values.append(try items.decode(JSONValue.self)) }
+            self = .array(values)
         } else {
             throw DecodingError.dataCorruptedError(in: single, debugDescription: "a number with a fraction or out of 64 bits")
         }
