@@ -81,6 +81,17 @@ public struct BucketSettings: Sendable, Equatable, Codable {
 }
 
 /// Where a bucket keeps its settings (a bucket file does; a remote bucket's are the service's).
+extension BucketSettings {
+    /// Refuses an object's own retention (`object`'s, when named) where the bucket's settings do not enable object
+    /// retention (nil: none stored), as the service does: it is chosen when the bucket is made (rule M9).
+    public static func refuseObjectRetention(of object: String?, under settings: BucketSettings?) throws(StorageError) {
+        guard settings?.objectRetentionEnabled != true else { return }
+        let which = object.map { " (\(MessageText.name($0)) was not given one)" } ?? ""
+        throw .invalidArgument(
+            "Object retention is not enabled on this bucket\(which): a bucket made with enableObjectRetention=true takes one (rule M9). Nothing was changed.")
+    }
+}
+
 public protocol BucketSettingsStore: AnyObject {
     /// The stored settings; nil when none were ever stored (a bucket file made before they were kept).
     func storedSettings() throws -> BucketSettings?

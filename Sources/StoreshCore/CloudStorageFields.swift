@@ -158,11 +158,7 @@ extension CloudStorageFields {
             members.append(("contexts", .object([("custom", .object(custom))])))
         }
         if let acl, let list = try? JSONDecoder().decode(JSONValue.self, from: Data(acl.utf8)) { members.append(("acl", list)) }
-        if let retention {
-            members.append(("retention", .object([
-                ("mode", .string(retention.mode.rawValue)), ("retainUntilTime", .string(retention.retainUntilTime.rfc3339Microseconds)),
-            ])))
-        }
+        if let retention { members.append(("retention", retention.jsonValue)) }
         if let retentionExpirationTime { members.append(("retentionExpirationTime", .string(retentionExpirationTime.rfc3339))) }
         if let softDeleteTime { members.append(("softDeleteTime", .string(softDeleteTime.rfc3339))) }
         if let hardDeleteTime { members.append(("hardDeleteTime", .string(hardDeleteTime.rfc3339))) }
@@ -205,6 +201,11 @@ public struct ObjectRetention: Sendable, Equatable {
     public init(mode: Mode, retainUntilTime: Timestamp) {
         self.mode = mode
         self.retainUntilTime = retainUntilTime
+    }
+
+    /// As the JSON API's object resource writes it: `{"mode": …, "retainUntilTime": …}`.
+    public var jsonValue: JSONValue {
+        .object([("mode", .string(mode.rawValue)), ("retainUntilTime", .string(retainUntilTime.rfc3339Microseconds))])
     }
 
     /// As the shell writes it: `Unlocked until 2030-01-01T00:00:00Z` (the time to the microsecond when it has one).

@@ -686,7 +686,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
                 throw StorageError.preconditionFailed(object.rawValue, precondition, actual: row.metadata)
             }
             if let retention = next.cloudStorage.retention, retention != row.metadata.cloudStorage.retention {
-                try refuseRetentionUnlessEnabled(object)
+                try BucketSettings.refuseObjectRetention(of: object.rawValue, under: settingsInTransaction())
             }
             if changed && row.metadata.rewrites(to: next) {
                 // A change of storage class is a rewrite (rule M9): a new generation over the same content (shared,
@@ -918,15 +918,6 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         try read {
             guard let source = try BucketSchema.readInfo("rules", connection: connection) else { return nil }
             return (source, try BucketSchema.readInfo("rules_origin", connection: connection) ?? "(stored rules)")
-        }
-    }
-
-    /// Refuses an object's own retention in a bucket made without object retention, as the service does (rule M9).
-    /// Called inside a change (the bucket's lock held).
-    func refuseRetentionUnlessEnabled(_ object: ObjectName) throws(StorageError) {
-        guard try settingsInTransaction()?.objectRetentionEnabled == true else {
-            throw StorageError.invalidArgument(
-                "Object \(MessageText.name(object.rawValue)) cannot be given a retention: object retention is not enabled on this bucket (it is chosen when the bucket is made, enableObjectRetention=true; rule M9). Nothing was changed.")
         }
     }
 

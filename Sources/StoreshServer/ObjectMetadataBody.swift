@@ -194,9 +194,7 @@ struct ObjectMetadataBody {
     /// Refuses a retention given for an object in a bucket made without object retention, as the service does.
     /// The settings are read only when the body gives a retention (an upload reads no settings for nothing).
     func refuseRetention(unless settings: @autoclosure () throws -> BucketSettings) throws {
-        if case .some(.some) = update.cloudStorage.retention, try settings().objectRetentionEnabled != true {
-            throw HTTPFailure.badRequest("Object retention is not enabled on this bucket: a bucket made with enableObjectRetention=true takes one (rule M9).")
-        }
+        if case .some(.some) = update.cloudStorage.retention { try BucketSettings.refuseObjectRetention(of: name, under: try settings()) }
     }
 
     private static func change(_ value: JSONValue, field: String) throws -> PropertyChange {

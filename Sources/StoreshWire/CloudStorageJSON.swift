@@ -48,11 +48,7 @@ public enum CloudStorageJSON {
             switch CloudStorageWritableField(key: difference.key) {
             case .temporaryHold?, .eventBasedHold?: members.append((difference.key, .bool(difference.new != nil)))
             case .context(let key)?: contexts.append((key, difference.new.map { .object([("value", .string($0))]) } ?? .null))
-            case .retention?:
-                let retention = after.cloudStorage.retention.map {
-                    JSONValue.object([("mode", .string($0.mode.rawValue)), ("retainUntilTime", .string($0.retainUntilTime.rfc3339Microseconds))])
-                }
-                members.append((difference.key, retention ?? .null))
+            case .retention?: members.append((difference.key, after.cloudStorage.retention?.jsonValue ?? .null))
             case .customTime?, .storageClass?, nil: members.append((difference.key, value))
             }
         }
