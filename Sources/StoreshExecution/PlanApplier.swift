@@ -118,7 +118,7 @@ public final class PlanApplier: @unchecked Sendable {
             // A resumed run tries again what failed before.
             try plan.forgetFailures()
             let counts = try plan.outcomeCounts()
-            total = plan.count
+            total = plan.countedChanges
             done = counts.applied
         } catch {
             readFailure = error
@@ -333,10 +333,10 @@ public final class PlanApplier: @unchecked Sendable {
             {
                 try? record(pending, result: now, found: true)
             } else {
-                fail(index, error)
+                fail(pending, error)
             }
         } catch {
-            fail(index, StorageError.internalError("\(error)"))
+            fail(pending, StorageError.internalError("\(error)"))
         }
     }
 
@@ -345,13 +345,16 @@ public final class PlanApplier: @unchecked Sendable {
         progress(lock.withLock { ApplyProgress(done: done, total: total, failed: failed, started: started) })
     }
 
-    private func fail(_ index: Int, _ error: StorageError) {
-        lock.withLock {
-            done += 1
-            failed += 1
+    private func fail(_ pending: PlanStore.PendingChange, _ error: StorageError) {
+        // A move is counted once, by its source's change (as `PlanStore.outcomeCounts` counts it).
+        if pending.change.movesFrom == nil {
+            lock.withLock {
+                done += 1
+                failed += 1
+            }
         }
-        try? plan.record(.failed(error), ofChange: index)
-        try? journal?.failed(index, error)
+        try? plan.record(.failed(error), ofChange: pending.index)
+        try? journal?.failed(pending.index, error)
     }
 
     private func record(_ pending: PlanStore.PendingChange, result: ObjectMetadata?, found: Bool) throws {
@@ -364,7 +367,7 @@ public final class PlanApplier: @unchecked Sendable {
         let otherwise = pending.change.writesContent
             ? [] : result.flatMap { result in pending.change.after.map { Self.landedOtherwise(result, planned: $0) } } ?? []
         lock.withLock {
-            done += 1
+            if pending.change.movesFrom == nil { done += 1 }
             if !otherwise.isEmpty {
                 landedOtherwiseCount += 1
                 if landedOtherwise.count < ApplyOutcome.shownFailures { landedOtherwise.append((pending.change.object, otherwise)) }

@@ -15,6 +15,9 @@ public final class PlanStore: @unchecked Sendable {
     /// Large files that planned writes send, by change: their content stays in its file until it is sent.
     private var sources: [Int: any ContentSource] = [:]
     private var changeCount = 0
+    /// How many of the changes are a move's object arriving (`movesFrom`): the move's second change, its source
+    /// leaving, follows it.
+    private var moveCount = 0
     private var savepointDepth = 0
 
     /// How much of the plan SQLite keeps in memory before it spills to its file.
@@ -92,8 +95,12 @@ public final class PlanStore: @unchecked Sendable {
 
     // MARK: Changes
 
-    /// How many changes the plan holds.
+    /// How many changes the plan holds (and numbers).
     public var count: Int { lock.withLock { changeCount } }
+
+    /// How many changes of the bucket the plan holds, as every message counts them: a move (`mv`) is one, though the
+    /// plan holds two changes for it (its object arriving, then its source leaving) that land in one step.
+    public var countedChanges: Int { lock.withLock { changeCount - moveCount } }
 
     /// Adds a change after the others; returns its number.
     @discardableResult
@@ -145,6 +152,7 @@ public final class PlanStore: @unchecked Sendable {
         try insert.step()
         if let source = change.source { sources[index] = source }
         changeCount += 1
+        if change.movesFrom != nil { moveCount += 1 }
         return index
     }
 
@@ -356,7 +364,7 @@ public final class PlanStore: @unchecked Sendable {
             try connection.execute("SAVEPOINT \(name)")
             return name
         }
-        let countBefore = count
+        let (countBefore, movesBefore) = lock.withLock { (changeCount, moveCount) }
         do {
             let value = try await body()
             try locked {
@@ -368,7 +376,7 @@ public final class PlanStore: @unchecked Sendable {
             try locked {
                 try connection.execute("ROLLBACK TO \(name); RELEASE \(name)")
                 savepointDepth -= 1
-                changeCount = countBefore
+                (changeCount, moveCount) = (countBefore, movesBefore)
                 sources = sources.filter { $0.key < countBefore }
             }
             throw error
@@ -468,23 +476,35 @@ public final class PlanStore: @unchecked Sendable {
         }
     }
 
-    /// How many changes were applied and how many failed (in this run or the runs it resumes).
+    /// How many changes were applied and how many failed (in this run or the runs it resumes), counted as
+    /// `countedChanges` counts them: a move by its source's change, which lands last (a move copied and not deleted,
+    /// on a bucket that moves in two steps, failed).
     public func outcomeCounts() throws(StorageError) -> (applied: Int, failed: Int) {
         try locked {
-            let applied = try connection.integer("SELECT count(*) FROM outcomes WHERE applied = 1") ?? 0
-            let failed = try connection.integer("SELECT count(*) FROM outcomes WHERE applied = 0") ?? 0
-            return (Int(applied), Int(failed))
+            func count(applied: Bool) throws -> Int64 {
+                // Without moves, the outcomes alone: a plan of millions of changes is not joined to count them.
+                guard moveCount > 0 else {
+                    return try connection.integer("SELECT count(*) FROM outcomes WHERE applied = \(applied ? 1 : 0)") ?? 0
+                }
+                return try connection.integer(
+                    """
+                    SELECT count(*) FROM outcomes o JOIN changes c ON c.id = o.change
+                    WHERE o.applied = \(applied ? 1 : 0) AND c.moves_from IS NULL
+                    """) ?? 0
+            }
+            return (Int(try count(applied: true)), Int(try count(applied: false)))
         }
     }
 
     /// What became of the changes of each step (the statement that planned them), in step order: how many were
-    /// planned, applied and failed; the first `limit` steps, and how many steps the plan has in all.
+    /// planned, applied and failed (a move counted once, as `outcomeCounts` counts it); the first `limit` steps, and
+    /// how many steps the plan has in all.
     public func outcomesByStep(limit: Int) throws(StorageError) -> (steps: [StepOutcome], stepCount: Int) {
         try locked {
             let select = try connection.statement(
                 """
                 SELECT c.step, count(*), count(CASE WHEN o.applied = 1 THEN 1 END), count(CASE WHEN o.applied = 0 THEN 1 END)
-                FROM changes c LEFT JOIN outcomes o ON o.change = c.id GROUP BY c.step ORDER BY c.step
+                FROM changes c LEFT JOIN outcomes o ON o.change = c.id WHERE c.moves_from IS NULL GROUP BY c.step ORDER BY c.step
                 """)
             defer { select.reset() }
             var steps: [StepOutcome] = []

@@ -47,7 +47,7 @@ extension Session {
                 reason: "the plan was not kept: its changes were planned as \(changes.who), signed in by the script, and a kept plan is applied as whoever storesh apply runs as (STORESH_ID_TOKEN for a user); sign in that way instead of with login")
         }
         do {
-            return .kept(path: try keep(plan.store), changes: plan.changeCount)
+            return .kept(path: try keep(plan.store), changes: plan.store.countedChanges)
         } catch {
             _ = report(error, at: script.lastLocation ?? SourceLocation(line: 1, column: 1))
             return .notKept(reason: "the plan was not kept (see the error above); the dry run changed nothing")
@@ -246,7 +246,7 @@ extension Session {
         let outcome = await applier.apply(resumed: given != nil)
         applySettings.progressEnded?()
         reportFailures(of: outcome, in: plan, journal: journal, locate: locate)
-        let total = plan.count
+        let total = plan.countedChanges
         let where_ = journal.map { " (journal: \($0.location))" } ?? ""
         switch outcome.end {
         case .complete:
@@ -365,7 +365,7 @@ extension Session {
     private func applyInOneTransaction(
         _ plan: PlanStore, _ transactions: any TransactionalBucket, locate: (Int, PlannedChange) -> SourceLocation
     ) async -> Status {
-        let total = plan.count
+        let total = plan.countedChanges
         do {
             return try await transactions.withTransaction(forWriting: true) { transaction -> TransactionOutcome<Status> in
                 let applier = PlanApplier(
@@ -422,7 +422,9 @@ extension Session {
             output.notice(
                 "\(MessageText.counted(end.failures, "command")) failed and changed nothing; "
                     + (others > 0
-                        ? "the changes of the other \(MessageText.counted(others, "command")) that \(others == 1 ? "changes" : "change") the bucket were saved"
+                        ? (others == 1
+                            ? "the changes of the other command that changes the bucket were saved"
+                            : "the changes of the other \(MessageText.counted(others, "command")) that change the bucket were saved")
                         : "no other command changes the bucket"))
         }
         switch end.keptPlan {

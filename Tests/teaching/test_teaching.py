@@ -228,7 +228,7 @@ def test_reset_of_the_default_bucket_by_its_path_brings_the_sample_back(tmp_path
 def test_keep_going_with_c_and_help_by_subcommand_or_sdk_name(tmp_path):
     status, out, err = harness.storesh(tmp_path, "--quiet", "--keep-going", "-c", "echo one; put --data x kept.txt; rm nothing/here")
     # Only commands that change the bucket are counted among those whose changes were saved (not echo).
-    assert status == 1 and "the changes of the other 1 command that changes the bucket were saved" in err.decode(), err.decode()
+    assert status == 1 and "the changes of the other command that changes the bucket were saved" in err.decode(), err.decode()
     assert b"kept.txt" in harness.storesh(tmp_path, "--quiet", "-c", "ls")[1]
     status, out, _ = harness.storesh(tmp_path, "--quiet", "-c", "help token")
     assert status == 0 and out.decode().startswith("usage: page token")
