@@ -36,6 +36,9 @@ public struct CloudStorageFieldsDocument: Decodable, Sendable {
     var softDeleteTime: String?
     var hardDeleteTime: String?
 
+    /// The names of the members it reads.
+    public static var memberNames: [String] { CodingKeys.allCases.map(\.rawValue) }
+
     /// The members it reads, by name.
     enum CodingKeys: String, CodingKey, CaseIterable {
         case customTime, temporaryHold, eventBasedHold, storageClass, timeStorageClassUpdated, componentCount, contexts
@@ -44,19 +47,23 @@ public struct CloudStorageFieldsDocument: Decodable, Sendable {
 
     /// The fields; nil when one is malformed (a time that is not RFC 3339, a retention or context without its
     /// members). STANDARD is no storage class, and the class's time is kept only with another.
-    public var fields: CloudStorageFields? {
+    public var fields: CloudStorageFields? { try? checkedFields() }
+
+    /// The fields, or an error naming the member that is malformed and what it must be.
+    public func checkedFields() throws(StorageError) -> CloudStorageFields {
         var fields = CloudStorageFields()
-        func time(_ text: String?) -> Timestamp?? {
-            guard let text else { return .some(nil) }
-            return Timestamp(rfc3339: text).map { .some($0) } ?? nil
+        func time(_ text: String?, _ member: String) throws(StorageError) -> Timestamp? {
+            guard let text else { return nil }
+            guard let time = Timestamp(rfc3339: text) else {
+                throw .invalidArgument("\"\(member)\" must be an RFC 3339 time such as 2026-11-21T09:30:00.000Z.")
+            }
+            return time
         }
-        guard let customTime = time(customTime), let classTime = time(timeStorageClassUpdated), let softDeleted = time(softDeleteTime),
-            let hardDeleted = time(hardDeleteTime), let expiration = time(retentionExpirationTime)
-        else { return nil }
-        fields.customTime = customTime
-        fields.softDeleteTime = softDeleted
-        fields.hardDeleteTime = hardDeleted
-        fields.retentionExpirationTime = expiration
+        fields.customTime = try time(customTime, "customTime")
+        fields.softDeleteTime = try time(softDeleteTime, "softDeleteTime")
+        fields.hardDeleteTime = try time(hardDeleteTime, "hardDeleteTime")
+        fields.retentionExpirationTime = try time(retentionExpirationTime, "retentionExpirationTime")
+        let classTime = try time(timeStorageClassUpdated, "timeStorageClassUpdated")
         fields.temporaryHold = temporaryHold ?? false
         fields.eventBasedHold = eventBasedHold ?? false
         if let storageClass, storageClass != CloudStorageFields.defaultStorageClass {
@@ -65,20 +72,29 @@ public struct CloudStorageFieldsDocument: Decodable, Sendable {
         }
         fields.componentCount = componentCount?.value
         if let retention {
-            guard let mode = retention.mode.flatMap(ObjectRetention.Mode.init(rawValue:)),
-                let until = retention.retainUntilTime.flatMap(Timestamp.init(rfc3339:))
-            else { return nil }
+            guard let mode = retention.mode.flatMap(ObjectRetention.Mode.init(rawValue:)) else {
+                throw .invalidArgument("\"retention\" must have a \"mode\", Unlocked or Locked.")
+            }
+            guard let until = retention.retainUntilTime.flatMap(Timestamp.init(rfc3339:)) else {
+                throw .invalidArgument("\"retention\" must have a \"retainUntilTime\", an RFC 3339 time.")
+            }
             fields.retention = ObjectRetention(mode: mode, retainUntilTime: until)
         }
         for (key, context) in contexts?.custom ?? [:] {
             guard let value = context.value, let created = context.createTime.flatMap(Timestamp.init(rfc3339:)),
                 let changed = context.updateTime.flatMap(Timestamp.init(rfc3339:))
-            else { return nil }
+            else {
+                throw .invalidArgument(
+                    "\"contexts\": the context \"\(MessageText.oneLine(key))\" must have a \"value\", a \"createTime\" and an \"updateTime\" (RFC 3339 times).")
+            }
             fields.contexts[key] = ObjectContext(value: value, createTime: created, updateTime: changed)
         }
         fields.customerKeySHA256 = customerEncryption?.keySha256
         // Kept as its text, keys in byte order (as JSONValue reads them): one list, one text.
-        if case .array? = acl { fields.acl = acl?.serialized }
+        if let acl {
+            guard case .array = acl else { throw .invalidArgument("\"acl\" must be a list of access controls.") }
+            fields.acl = acl.serialized
+        }
         return fields
     }
 }

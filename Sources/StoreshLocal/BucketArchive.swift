@@ -1,8 +1,10 @@
 import Foundation
 import StoreshCore
+import StoreshWire
 
 /// One object as an archive holds it: what a write sets, plus (optionally) the read-only properties
-/// of an exported object, which an import keeps so that an export/import round trip is exact.
+/// of an exported object, which an import keeps so that an export/import round trip is exact: Cloud Storage's own
+/// fields (rule M9), and a generation that is not live (a noncurrent one, rule B5, or a soft-deleted one, rule B6).
 public struct ArchivedObject: Sendable, Equatable {
     public var name: ObjectName
     public var content: Data
@@ -12,6 +14,22 @@ public struct ArchivedObject: Sendable, Equatable {
     public var metageneration: Int64?
     public var timeCreated: Timestamp?
     public var updated: Timestamp?
+    /// Holds, retention, custom time, storage class, contexts… (and a soft-deleted generation's times).
+    public var cloudStorage = CloudStorageFields()
+    /// When a noncurrent generation stopped being live; nil for any other.
+    public var timeDeleted: Timestamp?
+
+    /// Which generation of its object an archived object is.
+    public enum Kind: Sendable, Equatable {
+        /// The object as listed.
+        case live
+        /// Kept by versioning after a write replaced it or a delete removed it (`timeDeleted`).
+        case noncurrent
+        /// Kept by the soft delete policy (`softDeleteTime`, `hardDeleteTime`), restorable until its hard delete time.
+        case softDeleted
+    }
+
+    public var kind: Kind { timeDeleted != nil ? .noncurrent : cloudStorage.softDeleteTime != nil ? .softDeleted : .live }
 
     public init(
         name: ObjectName, content: Data, properties: [WritableProperty: String] = [:],
@@ -49,6 +67,12 @@ public struct ArchivedObject: Sendable, Equatable {
         if let metageneration { metadata.metageneration = metageneration }
         if let timeCreated { metadata.timeCreated = timeCreated }
         metadata.updated = updated ?? metadata.timeCreated
+        if !cloudStorage.isEmpty {
+            metadata.cloudStorage = cloudStorage
+            // Computed from the bucket's policy where the object is read, never kept with it.
+            metadata.cloudStorage.retentionExpirationTime = nil
+        }
+        metadata.timeDeleted = timeDeleted
         return metadata
     }
 }
@@ -64,19 +88,111 @@ public struct ArchivedObject: Sendable, Equatable {
 /// One object per line keeps diffs readable. Content is `text` when it is UTF-8 text, else `base64`.
 /// `generation`, `metageneration`, `timeCreated`, `updated`, `size` and `md5Hash` are optional: an
 /// export writes them and an import keeps them (checking `size` and `md5Hash` against the content).
+///
+/// Version 2 adds what Cloud Storage keeps beyond that: the bucket's `settings` (its resource as the JSON API
+/// writes it, without what the service sets itself, and its `iamPolicy`), each object's own fields as its resource
+/// names them (`temporaryHold`, `retention`, `customTime`, `storageClass`, `contexts`…), and the generations that
+/// are not live: a noncurrent one has `timeDeleted`, a soft-deleted one `softDeleteTime` and `hardDeleteTime`, and
+/// both have their `generation`. An export writes version 2; an import reads both.
 public enum BucketArchive {
     public static let format = "storesh-bucket"
-    public static let version = 1
+    public static let version = 2
 
     public struct Contents: Sendable {
         public var bucket: String?
+        /// The bucket's settings, as members of its JSON API resource (and `iamPolicy`); nil when the archive has
+        /// none (version 1, or a bucket file that never stored settings).
+        public var settings: [(String, JSONValue)]?
         public var objects: [ArchivedObject]
+
+        /// `settings` laid over a bucket's (`current`: what it has, or a new bucket's), as a bucket update that
+        /// replaces them all would lay them; the bucket's own history (made, changed, made by whom) is kept.
+        public func settings(over current: BucketSettings, now: Timestamp) throws(StorageError) -> BucketSettings? {
+            guard let settings else { return nil }
+            var result = current
+            try BucketArchive.apply(settings, to: &result, now: now, place: "the archive's \"settings\"")
+            return result
+        }
     }
 
-    static let objectFields: Set<String> = [
+    static let topLevelFields = ["format", "version", "bucket", "settings", "objects"]
+
+    static let objectFields: Set<String> = Set([
         "name", "text", "base64", "cacheControl", "contentDisposition", "contentEncoding", "contentLanguage",
         "contentType", "customMetadata", "generation", "metageneration", "timeCreated", "updated", "size", "md5Hash",
+        "timeDeleted",
+    ] + CloudStorageFieldsDocument.memberNames)
+
+    /// The members of a bucket's resource an archive leaves out: the service's own (its name is the archive's
+    /// `bucket`; its times and metageneration are the importing bucket's).
+    static let unarchivedSettings: Set<String> = [
+        "kind", "id", "selfLink", "projectNumber", "name", "etag", "timeCreated", "updated", "metageneration", "locationType",
     ]
+
+    /// The archive's members of a bucket's settings, in the order its resource answers them; access control lists
+    /// and the IAM policy where the bucket has its own (not a new bucket's, which an import gives anyway).
+    static func archivedSettings(_ settings: BucketSettings, bucket: String) -> [(String, JSONValue)] {
+        guard case .object(let members) = BucketResource.document(settings, name: bucket, baseURL: "") else { return [] }
+        var archived = members.filter { !unarchivedSettings.contains($0.0) }
+        if let acl = settings.acl { archived.append(("acl", acl)) }
+        if let acl = settings.defaultObjectAcl { archived.append(("defaultObjectAcl", acl)) }
+        if let policy = settings.iamPolicy { archived.append(("iamPolicy", policy)) }
+        return archived
+    }
+
+    /// Lays an archive's settings over `settings` as a bucket update replacing them all (`BucketResource.apply`),
+    /// `iamPolicy` aside; a problem names `place`.
+    static func apply(_ members: [(String, JSONValue)], to settings: inout BucketSettings, now: Timestamp, place: String) throws(StorageError) {
+        var fields = members
+        var policy: JSONValue?
+        if let index = fields.firstIndex(where: { $0.0 == "iamPolicy" }) {
+            policy = fields.remove(at: index).1
+            guard case .object? = policy else { throw .invalidArgument("\(place): \"iamPolicy\" must be an object.") }
+        }
+        let kept = settings
+        do {
+            try BucketResource.apply(fields, to: &settings, replacing: BucketSettings(madeAt: now), creating: true, now: now)
+        } catch {
+            throw .invalidArgument("\(place): \(error.message)")
+        }
+        // What the service sets itself, an archive restores: when each policy took effect, and a policy's lock.
+        func member(_ path: String...) -> JSONValue? {
+            var value: JSONValue? = .object(members)
+            for name in path { value = value?[member: name] }
+            return value
+        }
+        func time(_ value: JSONValue?, _ name: String) throws(StorageError) -> Timestamp? {
+            guard let value else { return nil }
+            guard let text = value.string, let time = Timestamp(rfc3339: text) else {
+                throw .invalidArgument("\(place): \"\(name)\" must be an RFC 3339 time such as 2026-11-21T09:30:00.000Z.")
+            }
+            return time
+        }
+        if settings.softDeleteSeconds != nil, let effective = try time(member("softDeletePolicy", "effectiveTime"), "softDeletePolicy.effectiveTime") {
+            settings.softDeleteEffectiveTime = effective
+        }
+        if settings.retentionPeriod != nil {
+            if let effective = try time(member("retentionPolicy", "effectiveTime"), "retentionPolicy.effectiveTime") {
+                settings.retentionEffectiveTime = effective
+            }
+            switch member("retentionPolicy", "isLocked") {
+            case nil, .bool(false)?: break
+            case .bool(true)?: settings.retentionLocked = true
+            default: throw .invalidArgument("\(place): \"retentionPolicy.isLocked\" must be true or false.")
+            }
+        }
+        (settings.iamPolicy, settings.iamPolicyVersion) = (kept.iamPolicy, kept.iamPolicyVersion)
+        if policy != kept.iamPolicy {
+            settings.iamPolicy = policy
+            settings.iamPolicyVersion = policy == nil ? nil : (kept.iamPolicyVersion ?? 0) + 1
+        }
+        // A change of the settings moves the bucket's metageneration on, as an update does.
+        (settings.timeCreated, settings.updated, settings.metageneration) = (kept.timeCreated, kept.updated, kept.metageneration)
+        if settings != kept {
+            settings.metageneration += 1
+            settings.updated = now
+        }
+    }
 
     /// Reads and checks an archive. Every problem names the object (by position and name) and the field.
     public static func parse(_ data: Data, source: String) throws(StorageError) -> Contents {
@@ -95,11 +211,19 @@ public enum BucketArchive {
             throw .invalidArgument("\(source): \"format\" must be \"\(format)\"; this is not a storesh bucket archive.")
         }
         guard let archiveVersion = document.version, archiveVersion <= version else {
-            throw .invalidArgument("\(source): \"version\" must be a whole number up to \(version).")
+            throw .invalidArgument(
+                "\(source): \"version\" must be a whole number up to \(version) (an archive of a newer storesh is read by that storesh).")
         }
         if let key = document.unknownKeys.first {
-            throw .invalidArgument(
-                "\(source): \(unknownField(key, at: " at the top level", among: ["format", "version", "bucket", "objects"]))")
+            throw .invalidArgument("\(source): \(unknownField(key, at: " at the top level", among: topLevelFields))")
+        }
+        var settings: [(String, JSONValue)]?
+        if let given = document.settings {
+            guard case .object(let members) = given else { throw .invalidArgument("\(source): \"settings\" must be an object.") }
+            // Checked now, over a new bucket's settings: nothing is written from an archive with a bad setting.
+            var checked = BucketSettings(madeAt: Timestamp(microseconds: 0))
+            try apply(members, to: &checked, now: Timestamp(microseconds: 0), place: "\(source): \"settings\"")
+            settings = members
         }
         guard let entries = document.objects else {
             throw .invalidArgument("\(source): \"objects\" must be a list.")
@@ -108,14 +232,25 @@ public enum BucketArchive {
         objects.reserveCapacity(entries.count)
         var seen = Set<ObjectName>()
         seen.reserveCapacity(entries.count)
+        // A generation that is not live, by its kind, name and number.
+        var seenGenerations = Set<String>()
         for (index, entry) in entries.enumerated() {
             let object = try entry.archivedObject(where: "\(source): object #\(index + 1)")
-            guard seen.insert(object.name).inserted else {
-                throw .invalidArgument("\(source): object #\(index + 1): \"\(object.name)\" appears twice.")
+            switch object.kind {
+            case .live:
+                guard seen.insert(object.name).inserted else {
+                    throw .invalidArgument("\(source): object #\(index + 1): \"\(object.name)\" appears twice.")
+                }
+            case .noncurrent, .softDeleted:
+                let which = object.kind == .noncurrent ? "noncurrent" : "soft-deleted"
+                guard seenGenerations.insert("\(which) \(object.generation ?? 0) \(object.name.rawValue)").inserted else {
+                    throw .invalidArgument(
+                        "\(source): object #\(index + 1): the \(which) generation \(object.generation ?? 0) of \"\(object.name)\" appears twice.")
+                }
             }
             objects.append(object)
         }
-        return Contents(bucket: document.bucket, objects: objects)
+        return Contents(bucket: document.bucket, settings: settings, objects: objects)
     }
 
     /// Any JSON key, for reading objects whose keys are checked rather than assumed.
@@ -132,6 +267,7 @@ public enum BucketArchive {
         var format: String?
         var version: Int?
         var bucket: String?
+        var settings: JSONValue?
         var objects: [Entry]?
         var unknownKeys: [String]
 
@@ -140,14 +276,14 @@ public enum BucketArchive {
             format = try? container.decodeIfPresent(String.self, forKey: AnyKey("format"))
             version = try? container.decodeIfPresent(Int.self, forKey: AnyKey("version"))
             bucket = try container.decodeIfPresent(String.self, forKey: AnyKey("bucket"))
+            settings = try container.decodeIfPresent(JSONValue.self, forKey: AnyKey("settings"))
             if container.contains(AnyKey("objects")),
                 (try? container.decodeNil(forKey: AnyKey("objects"))) == false,
                 (try? container.nestedUnkeyedContainer(forKey: AnyKey("objects"))) != nil
             {
                 objects = try container.decode([Entry].self, forKey: AnyKey("objects"))
             }
-            unknownKeys = container.allKeys.map(\.stringValue)
-                .filter { !["format", "version", "bucket", "objects"].contains($0) }.sorted()
+            unknownKeys = container.allKeys.map(\.stringValue).filter { !topLevelFields.contains($0) }.sorted()
         }
     }
 
@@ -164,6 +300,9 @@ public enum BucketArchive {
         var timeCreated: String?
         var updated: String?
         var md5Hash: String?
+        var timeDeleted: String?
+        /// Cloud Storage's own fields, read as an object resource's (rule M9).
+        var cloudStorage: CloudStorageFieldsDocument
         var unknownKeys: [String] = []
 
         init(from decoder: any Decoder) throws {
@@ -183,6 +322,8 @@ public enum BucketArchive {
             timeCreated = try container.decodeIfPresent(String.self, forKey: AnyKey("timeCreated"))
             updated = try container.decodeIfPresent(String.self, forKey: AnyKey("updated"))
             md5Hash = try container.decodeIfPresent(String.self, forKey: AnyKey("md5Hash"))
+            timeDeleted = try container.decodeIfPresent(String.self, forKey: AnyKey("timeDeleted"))
+            cloudStorage = try CloudStorageFieldsDocument(from: decoder)
             unknownKeys = container.allKeys.map(\.stringValue).filter { !objectFields.contains($0) }.sorted()
         }
 
@@ -247,10 +388,29 @@ public enum BucketArchive {
             if let generation, generation < 0 {
                 throw .invalidArgument("\(place): \"generation\" must not be negative.")
             }
-            return ArchivedObject(
+            var object = ArchivedObject(
                 name: objectName, content: content, properties: properties, customMetadata: custom,
                 generation: generation, metageneration: metageneration,
                 timeCreated: try timestamp(timeCreated, "timeCreated"), updated: try timestamp(updated, "updated"))
+            do {
+                object.cloudStorage = try cloudStorage.checkedFields()
+            } catch {
+                throw .invalidArgument("\(place): \(error.message)")
+            }
+            object.timeDeleted = try timestamp(timeDeleted, "timeDeleted")
+            let fields = object.cloudStorage
+            if (fields.softDeleteTime == nil) != (fields.hardDeleteTime == nil) {
+                throw .invalidArgument("\(place): a soft-deleted generation has both \"softDeleteTime\" and \"hardDeleteTime\".")
+            }
+            if object.timeDeleted != nil, fields.softDeleteTime != nil {
+                throw .invalidArgument(
+                    "\(place): a generation is noncurrent (\"timeDeleted\") or soft-deleted (\"softDeleteTime\"), not both.")
+            }
+            if object.kind != .live, generation == nil {
+                throw .invalidArgument(
+                    "\(place): a \(object.kind == .noncurrent ? "noncurrent" : "soft-deleted") generation needs its \"generation\".")
+            }
+            return object
         }
     }
 
@@ -325,19 +485,49 @@ public enum BucketArchive {
         }
     }
 
-    /// Writes the whole bucket as an archive, one object per line, in name order.
-    public static func export(_ bucket: LocalBucket, counting: (any WorkCounter)? = nil, to write: (String) throws -> Void) throws {
-        counting?.begin("exporting", total: try? bucket.objectCount())
+    /// What an export wrote: how many objects, and how many noncurrent and soft-deleted generations.
+    public struct Exported: Sendable, Equatable {
+        public var objects = 0
+        public var noncurrent = 0
+        public var softDeleted = 0
+
+        public init() {}
+
+        /// "3 objects", or "3 objects and 2 noncurrent generations" and so on.
+        public var described: String {
+            var parts = [MessageText.counted(objects, "object")]
+            if noncurrent > 0 { parts.append(MessageText.counted(noncurrent, "noncurrent generation")) }
+            if softDeleted > 0 { parts.append(MessageText.counted(softDeleted, "soft-deleted generation")) }
+            return parts.count == 1 ? parts[0] : parts.dropLast().joined(separator: ", ") + " and " + parts.last!
+        }
+    }
+
+    /// Writes the whole bucket as an archive, one object per line: its settings, the live objects in name order, then
+    /// its noncurrent and soft-deleted generations by name and generation, all read in one transaction.
+    @discardableResult
+    public static func export(_ bucket: LocalBucket, counting: (any WorkCounter)? = nil, to write: (String) throws -> Void) throws -> Exported {
+        var exported = Exported()
         defer { counting?.end() }
-        try write(
-            "{\"format\":\(JSONValue.quoted(format)),\"version\":\(version),\"bucket\":\(JSONValue.quoted(bucket.name)),\"objects\":[")
         var first = true
-        try bucket.forEachObjectWithContent { metadata, content in
+        try bucket.forEachArchivedObject { settings, total in
+            counting?.begin("exporting", total: total)
+            var header: [(String, JSONValue)] = [("format", .string(format)), ("version", .integer(Int64(version))), ("bucket", .string(bucket.name))]
+            if let settings { header.append(("settings", .object(archivedSettings(settings, bucket: bucket.name)))) }
+            var opening = JSONValue.object(header).serialized
+            opening.removeLast()  // its closing brace: the objects follow
+            try write(opening + ",\"objects\":[")
+        } _: { metadata, content in
             try write((first ? "\n" : ",\n") + line(for: metadata, content: content))
             first = false
+            switch (metadata.timeDeleted, metadata.cloudStorage.softDeleteTime) {
+            case (nil, nil): exported.objects += 1
+            case (_?, _): exported.noncurrent += 1
+            case (nil, _?): exported.softDeleted += 1
+            }
             counting?.advance()
         }
         try write("\n]}\n")
+        return exported
     }
 
     /// One object's line: name first, then the writable properties, the read-only ones, and the content.
@@ -358,6 +548,16 @@ public enum BucketArchive {
             ("size", .integer(metadata.size)),
             ("md5Hash", .string(metadata.md5Hash)),
         ]
+        // Cloud Storage's own fields as the object's resource names them (rule M9), and when a generation that is not
+        // live stopped being so (B5, B6); not the expiration a bucket's retention policy gives, which is computed.
+        var fields = metadata.cloudStorage
+        fields.retentionExpirationTime = nil
+        if let storageClass = fields.storageClass {
+            members.append(("storageClass", .string(storageClass)))
+            if let time = fields.timeStorageClassUpdated { members.append(("timeStorageClassUpdated", .string(time.rfc3339Microseconds))) }
+        }
+        members += fields.jsonMembers
+        if let timeDeleted = metadata.timeDeleted { members.append(("timeDeleted", .string(timeDeleted.rfc3339Microseconds))) }
         if let text = readableText(content) {
             members.append(("text", .string(text)))
         } else {

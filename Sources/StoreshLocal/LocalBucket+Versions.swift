@@ -88,6 +88,61 @@ extension LocalBucket {
         return try statement.step() ? try NoncurrentRow(statement, bucket: self.name, softDeleted: softDeleted) : nil
     }
 
+    /// Keeps an archived generation that is not live (an import): noncurrent since its `timeDeleted`, or soft-deleted
+    /// until its hard delete time, over content stored already; one of that kind, name and number is replaced.
+    func storeKeptGeneration(_ metadata: ObjectMetadata, contentID: Int64) throws {
+        guard storesNoncurrent else {
+            throw StorageError.invalidArgument(
+                "\(path) is open for reading only: the generation \(metadata.generation) of \(MessageText.name(metadata.fullPath)) cannot be kept.")
+        }
+        let softDeleted = metadata.timeDeleted == nil
+        guard let died = metadata.timeDeleted ?? metadata.cloudStorage.hardDeleteTime else {
+            throw StorageError.internalError("The generation \(metadata.generation) of \(metadata.fullPath) is live, not kept.")
+        }
+        let table = softDeleted ? "soft_deleted" : "noncurrent"
+        let replaced = try connection.statement("SELECT id, content_id FROM \(table) WHERE name = ?1 AND generation = ?2")
+        replaced.bind(1, metadata.fullPath)
+        replaced.bind(2, metadata.generation)
+        let existing = try replaced.step() ? (id: replaced.int64(0), contentID: replaced.int64(1)) : nil
+        replaced.reset()
+        if let existing {
+            let delete = try connection.statement("DELETE FROM \(table) WHERE id = ?1")
+            defer { delete.reset() }
+            delete.bind(1, existing.id)
+            try delete.step()
+        }
+        // Its Cloud Storage fields (a soft-deleted one's times among them) go in its row as they do in a live one's.
+        let version = StoredVersion(metadata, contentID: contentID, born: try epochs().current)
+        let insert = try connection.statement(softDeleted ? StoredVersion.insertSoftDeleted : StoredVersion.insertNoncurrent)
+        defer { insert.reset() }
+        version.bindKept(insert, died: died.microseconds)
+        try insert.step()
+        if let existing { try releaseContent(existing.contentID, of: metadata.fullPath) }
+    }
+
+    /// Removes every noncurrent and soft-deleted generation (an import that replaces everything), a page at a time.
+    func removeKeptGenerations() throws {
+        guard storesNoncurrent else { return }
+        for table in ["noncurrent", "soft_deleted"] {
+            let page = try connection.statement("SELECT id, name, content_id FROM \(table) ORDER BY id LIMIT 1000")
+            defer { page.reset() }
+            let delete = try connection.statement("DELETE FROM \(table) WHERE id = ?1")
+            defer { delete.reset() }
+            while true {
+                var rows: [(id: Int64, name: String, contentID: Int64)] = []
+                while try page.step() { rows.append((page.int64(0), page.string(1) ?? "", page.int64(2))) }
+                page.reset()
+                guard !rows.isEmpty else { break }
+                for row in rows {
+                    delete.reset()
+                    delete.bind(1, row.id)
+                    try delete.step()
+                    try releaseContent(row.contentID, of: row.name)
+                }
+            }
+        }
+    }
+
     // MARK: Soft delete (rule B6)
 
     static let softDeleteSecondsKey = "soft_delete_seconds"

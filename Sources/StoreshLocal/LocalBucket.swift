@@ -938,16 +938,19 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     }
 
     public func storeSettings(_ settings: BucketSettings) throws {
+        try change { try storeSettingsInTransaction(settings) }
+    }
+
+    /// Stores the settings in the change the caller holds.
+    private func storeSettingsInTransaction(_ settings: BucketSettings) throws {
         let text: String
         do {
             text = String(decoding: try JSONEncoder().encode(settings), as: UTF8.self)
         } catch {
             throw StorageError.internalError("The bucket settings cannot be written (\(error)).")
         }
-        try change {
-            try BucketSchema.writeInfo("settings", text, connection: connection)
-            try storeWriteDefaults(settings)
-        }
+        try BucketSchema.writeInfo("settings", text, connection: connection)
+        try storeWriteDefaults(settings)
     }
 
     public func storeRules(source: String, origin: String) throws {
@@ -976,22 +979,39 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
 
     /// Writes many objects in one transaction: all of them, or (on any error) none.
     /// With `replacingEverything`, the bucket holds exactly `objects` afterwards.
-    public func importObjects(_ objects: [ArchivedObject], replacingEverything: Bool, counting: (any WorkCounter)? = nil) throws(StorageError) {
-        try importObjects(count: objects.count, replacingEverything: replacingEverything, counting: counting) { index throws(StorageError) in
-            (objects[index], nil)
+    public func importObjects(
+        _ objects: [ArchivedObject], replacingEverything: Bool, settings: SettingsImport? = nil, counting: (any WorkCounter)? = nil
+    ) throws(StorageError) {
+        try importObjects(count: objects.count, replacingEverything: replacingEverything, settings: settings, counting: counting) {
+            index throws(StorageError) in (objects[index], nil)
         }
     }
+
+    /// The settings an import gives the bucket, made from what it has (or a new bucket's) when the import lands;
+    /// nil leaves them as they are.
+    public typealias SettingsImport = (_ current: BucketSettings, _ now: Timestamp) throws(StorageError) -> BucketSettings?
 
     /// Writes `count` objects in one transaction, each made by `object` when its turn comes: all of them, or (on any
     /// error, `object`'s too) none. An object given with a content source (its `content` then empty) is written from
     /// it a piece at a time, so an import holds a piece of one object at a time, whatever their sizes.
+    ///
+    /// `settings` come first, so that the objects are held to them (an object's own retention needs a bucket that
+    /// takes one). A noncurrent or soft-deleted generation is kept as such, replacing one of that name and number;
+    /// with `replacingEverything` the bucket's own noncurrent and soft-deleted generations go too.
     public func importObjects(
-        count: Int, replacingEverything: Bool, counting: (any WorkCounter)? = nil,
+        count: Int, replacingEverything: Bool, settings: SettingsImport? = nil, counting: (any WorkCounter)? = nil,
         object: (Int) throws(StorageError) -> (ArchivedObject, (any ContentSource)?)
     ) throws(StorageError) {
         counting?.begin("importing", total: count)
         defer { counting?.end() }
         try change {
+            if let settings {
+                let now = options.clock.nextChangeTime()
+                if let imported = try settings(try settingsInTransaction() ?? BucketSettings(madeAt: now), now) {
+                    try storeSettingsInTransaction(imported)
+                }
+            }
+            let bucketSettings = try settingsInTransaction()
             if replacingEverything {
                 // A page of rows at a time, each page after the last one's last id: a bucket of millions of
                 // objects is never listed whole.
@@ -1007,16 +1027,34 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
                     after = last.id
                     for row in rows { try removeLive(row.version) }
                 }
+                try removeKeptGenerations()
             }
             var lastGeneration = try storedLastGeneration()
             for index in 0..<count {
                 let (object, source) = try object(index)
                 try object.name.checkNewObjectName()
                 try CustomMetadataLimits.validate(object.customMetadata)
+                if object.cloudStorage.retention != nil {
+                    try BucketSettings.refuseObjectRetention(of: object.name.rawValue, under: bucketSettings)
+                }
                 let now = options.clock.nextChangeTime()
                 // An archived generation is kept as it was; a new object gets a fresh one (rule M3).
                 let generation = object.generation ?? max(now.microseconds, lastGeneration + 1)
                 lastGeneration = max(lastGeneration, generation)
+                if object.kind != .live {
+                    var metadata: ObjectMetadata
+                    let contentID: Int64
+                    if let source {
+                        metadata = object.metadata(bucket: name, generation: generation, now: now, size: source.size, md5Hash: source.md5Base64)
+                        contentID = try storeContent(from: source).contentID
+                    } else {
+                        metadata = object.metadata(bucket: name, generation: generation, now: now)
+                        contentID = try storeContent(object.content)
+                    }
+                    try storeKeptGeneration(metadata, contentID: contentID)
+                    counting?.advance()
+                    continue
+                }
                 let existing = try fetchRow(object.name.rawValue)
                 if let source {
                     var metadata = object.metadata(bucket: name, generation: generation, now: now, size: source.size, md5Hash: source.md5Base64)
@@ -1041,6 +1079,37 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
             while try statement.step() {
                 let row = try LiveRow(statement, bucket: name)
                 try body(row.metadata) { piece in try streamContent(of: row.version, piece) }
+            }
+        }
+    }
+
+    /// What an archive holds of the bucket, read in one transaction (for export): `begin` is given its stored
+    /// settings (nil when none were ever stored) and how many objects and generations follow; then `body` each live
+    /// object with its content in name order, then each noncurrent generation (with its `timeDeleted`) and each
+    /// soft-deleted one (its fields say when it was deleted) by name and generation.
+    public func forEachArchivedObject(
+        begin: (_ settings: BucketSettings?, _ total: Int) throws -> Void, _ body: (ObjectMetadata, Data) throws -> Void
+    ) throws(StorageError) {
+        try read {
+            let kept = storesNoncurrent
+                ? (try connection.integer("SELECT (SELECT count(*) FROM noncurrent) + (SELECT count(*) FROM soft_deleted)") ?? 0) : 0
+            try begin(try settingsInTransaction(), Int(try connection.integer("SELECT count(*) FROM objects") ?? 0) + Int(kept))
+            let live = try connection.statement("SELECT \(LiveRow.columns) FROM objects ORDER BY name")
+            defer { live.reset() }
+            while try live.step() {
+                let row = try LiveRow(live, bucket: name)
+                try body(row.metadata, try content(of: row.version))
+            }
+            guard storesNoncurrent else { return }
+            for (table, columns, softDeleted) in [
+                ("noncurrent", NoncurrentRow.columns, false), ("soft_deleted", NoncurrentRow.softDeletedColumns, true),
+            ] {
+                let statement = try connection.statement("SELECT \(columns) FROM \(table) ORDER BY name, generation")
+                defer { statement.reset() }
+                while try statement.step() {
+                    let row = try NoncurrentRow(statement, bucket: name, softDeleted: softDeleted)
+                    try body(row.metadata, try content(of: row.version))
+                }
             }
         }
     }
@@ -1198,7 +1267,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     /// Stores `source`'s content a piece at a time (`streamedPieceBytes`), with its CRC-32C; returns its row. The
     /// pieces are hashed as they are written: content that is not what the source's MD5 says (a file that changed
     /// since it was measured) is refused, and the change it belongs to rolls back.
-    private func storeContent(from source: any ContentSource) throws -> (contentID: Int64, crc: CRC32C) {
+    func storeContent(from source: any ContentSource) throws -> (contentID: Int64, crc: CRC32C) {
         guard source.size <= Self.largestObjectBytes else { throw Self.objectTooLarge(source.size) }
         let insert = try connection.statement("INSERT INTO contents (data) VALUES (zeroblob(?1))")
         insert.bind(1, source.size)
@@ -1230,6 +1299,11 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     /// Creates or replaces the object `metadata.fullPath` with new content; `existing` is its live row, kept as
     /// `keepReplaced` keeps it when `noncurrentSince` (the change's time) is given.
     private func store(_ metadata: ObjectMetadata, content: Data, replacing existing: LiveRow?, noncurrentSince: Timestamp? = nil) throws {
+        try store(metadata, contentID: try storeContent(content), replacing: existing, noncurrentSince: noncurrentSince)
+    }
+
+    /// Stores content, with its CRC-32C beside it; answers its id.
+    func storeContent(_ content: Data) throws -> Int64 {
         guard Int64(content.count) <= Self.largestObjectBytes else { throw Self.objectTooLarge(Int64(content.count)) }
         let insertContent = try connection.statement("INSERT INTO contents (data) VALUES (?1)")
         insertContent.bind(1, content)
@@ -1239,7 +1313,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         var crc = CRC32C()
         crc.update(content)
         try keep(crc, ofContent: contentID)
-        try store(metadata, contentID: contentID, replacing: existing, noncurrentSince: noncurrentSince)
+        return contentID
     }
 
     /// Keeps a content's CRC-32C beside it (format 3), for every metadata answer to give.

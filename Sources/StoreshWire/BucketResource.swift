@@ -168,10 +168,15 @@ public enum BucketResource {
         now: Timestamp? = nil
     ) throws(StorageError) {
         if let defaults {
-            let (kept, created, made, location) = (settings.metageneration, settings.timeCreated, settings.madeByServer, settings.location)
+            let current = settings
             settings = defaults
-            (settings.metageneration, settings.timeCreated, settings.madeByServer) = (kept, created, made)
-            if !creating { settings.location = location }
+            (settings.metageneration, settings.timeCreated, settings.madeByServer) = (current.metageneration, current.timeCreated, current.madeByServer)
+            if !creating { settings.location = current.location }
+            // A locked retention policy outlives an update that does not name it: it is never removed (rule M9).
+            if current.retentionLocked == true {
+                (settings.retentionPeriod, settings.retentionEffectiveTime, settings.retentionLocked) =
+                    (current.retentionPeriod, current.retentionEffectiveTime, current.retentionLocked)
+            }
         }
         for (field, value) in fields {
             if readOnly.contains(field) { continue }

@@ -50,6 +50,106 @@ struct BucketArchiveTests {
         #expect(first.contains("\"base64\":\"AAEC//4=\""))
     }
 
+    @Test("version 2: the bucket's settings, Cloud Storage's own fields and the generations that are not live come back from an export, exactly (rules B5, B6, M9)")
+    func settingsFieldsAndGenerations() async throws {
+        for folder in ["a", "b"] {
+            try FileManager.default.createDirectory(atPath: directory.file(folder), withIntermediateDirectories: true)
+        }
+        let bucket = try openBucket(directory.file("a/kept.bucket"))
+        var settings = BucketSettings(madeAt: t0)
+        settings.versioning = true
+        settings.softDeleteSeconds = 7 * 86_400
+        settings.softDeleteEffectiveTime = t0
+        settings.objectRetentionEnabled = true
+        settings.labels = ["team": "blue"]
+        try bucket.storeSettings(settings)
+        for text in ["one", "two", "three"] { _ = try await bucket.write(Data(text.utf8), to: objectName("a.txt"), options: WriteOptions()) }
+        var options = WriteOptions()
+        options.cloudStorage.customTime = Timestamp(microseconds: 1_795_602_528_206_312)
+        options.cloudStorage.contexts = ["k": ObjectContext(value: "v", createTime: t0, updateTime: t0)]
+        options.cloudStorage.storageClass = "NEARLINE"
+        _ = try await bucket.write(Data("held".utf8), to: objectName("held.txt"), options: options)
+        var hold = MetadataUpdate()
+        hold.cloudStorage.temporaryHold = true
+        hold.cloudStorage.retention = ObjectRetention(mode: .locked, retainUntilTime: Timestamp(rfc3339: "2040-01-01T00:00:00Z")!)
+        _ = try await bucket.updateMetadata(of: objectName("held.txt"), hold, precondition: .none)
+        // Versioning off: a delete keeps the object soft-deleted.
+        settings.versioning = false
+        try bucket.storeSettings(settings)
+        _ = try await bucket.write(Data("gone".utf8), to: objectName("gone.txt"), options: WriteOptions())
+        try await bucket.delete(objectName("gone.txt"))
+        // A locked retention policy last (it would have refused the delete).
+        settings.retentionPeriod = 60
+        settings.retentionEffectiveTime = t0
+        settings.retentionLocked = true
+        try bucket.storeSettings(settings)
+
+        var first = ""
+        let exported = try BucketArchive.export(bucket) { first += $0 }
+        #expect(exported == { var counts = BucketArchive.Exported(); (counts.objects, counts.noncurrent, counts.softDeleted) = (2, 2, 1); return counts }())
+        #expect(exported.described == "2 objects, 2 noncurrent generations and 1 soft-deleted generation")
+        let parsed = try BucketArchive.parse(Data(first.utf8), source: "first.json")
+        #expect(parsed.objects.map(\.kind) == [.live, .live, .noncurrent, .noncurrent, .softDeleted])
+        #expect(first.contains("\"temporaryHold\":true") && first.contains("\"retention\":{\"mode\":\"Locked\""))
+        #expect(first.contains("\"storageClass\":\"NEARLINE\"") && first.contains("\"timeDeleted\":"))
+        #expect(first.hasPrefix("{\"format\":\"storesh-bucket\",\"version\":2,\"bucket\":\"kept\",\"settings\":{"))
+
+        // Into a new bucket file (the settings first: its objects need object retention).
+        let copy = try openBucket(directory.file("b/kept.bucket"), clockStart: Timestamp(microseconds: 0))
+        try copy.importObjects(parsed.objects, replacingEverything: true, settings: { current, now throws(StorageError) in
+            try parsed.settings(over: current, now: now)
+        })
+        var second = ""
+        try BucketArchive.export(copy) { second += $0 }
+        #expect(second == first)
+        let copied = try #require(try copy.storedSettings())
+        #expect(copied.retentionLocked == true && copied.retentionPeriod == 60 && copied.softDeleteSeconds == 7 * 86_400 && copied.labels == ["team": "blue"])
+        #expect(try copy.verify().isSound)
+        // Held and retained as they were: the copy refuses to delete it.
+        await #expect(throws: StorageError.self) { try await copy.delete(objectName("held.txt")) }
+        #expect(try copy.noncurrentCount() == 2)
+        #expect(try copy.softDeletedMetadata(of: objectName("gone.txt"), generation: parsed.objects[4].generation!).size == 4)
+
+        // Without the settings, an object's own retention has no bucket to take it: nothing is imported.
+        let bare = try openBucket(directory.file("b/bare.bucket"))
+        #expect(throws: StorageError.self) { try bare.importObjects(parsed.objects, replacingEverything: false) }
+        #expect(try bare.objectCount() == 0 && bare.noncurrentCount() == 0)
+    }
+
+    @Test("a version 2 archive's malformed fields and generations are named, and nothing is written")
+    func malformedVersion2() throws {
+        let cases: [(String, String)] = [
+            (#"{"name":"a","temporaryHold":"yes"}"#, "temporaryHold"),
+            (#"{"name":"a","customTime":"soon"}"#, "\"customTime\" must be an RFC 3339 time"),
+            (#"{"name":"a","retention":{"mode":"Forever","retainUntilTime":"2030-01-01T00:00:00Z"}}"#, "\"retention\" must have a \"mode\""),
+            (#"{"name":"a","timeDeleted":"2026-01-01T00:00:00Z"}"#, "a noncurrent generation needs its \"generation\""),
+            (#"{"name":"a","generation":"5","softDeleteTime":"2026-01-01T00:00:00Z"}"#, "both \"softDeleteTime\" and \"hardDeleteTime\""),
+            (
+                #"{"name":"a","generation":"5","timeDeleted":"2026-01-01T00:00:00Z","softDeleteTime":"2026-01-01T00:00:00Z","hardDeleteTime":"2026-01-08T00:00:00Z"}"#,
+                "noncurrent (\"timeDeleted\") or soft-deleted"
+            ),
+            (
+                #"{"name":"a","generation":"5","timeDeleted":"2026-01-01T00:00:00Z"},{"name":"a","generation":"5","timeDeleted":"2026-01-02T00:00:00Z"}"#,
+                "the noncurrent generation 5 of \"a\" appears twice"
+            ),
+        ]
+        for (line, expected) in cases {
+            #expect {
+                _ = try BucketArchive.parse(archive([line]), source: "x.json")
+            } throws: { error in
+                (error as? StorageError)?.message.contains(expected) == true && (error as? StorageError)?.message.contains("x.json: object #") == true
+            }
+        }
+        let badSettings = Data(#"{"format":"storesh-bucket","version":2,"settings":{"versioning":{"enabled":"yes"}},"objects":[]}"#.utf8)
+        #expect {
+            _ = try BucketArchive.parse(badSettings, source: "s.json")
+        } throws: { error in
+            (error as? StorageError)?.message.hasPrefix("s.json: \"settings\": ") == true && (error as? StorageError)?.message.contains("versioning.enabled") == true
+        }
+        let newer = Data(#"{"format":"storesh-bucket","version":3,"objects":[]}"#.utf8)
+        #expect(throws: StorageError.self) { _ = try BucketArchive.parse(newer, source: "n.json") }
+    }
+
     @Test("the teaching sample parses and holds what the lessons need")
     func teachingSample() throws {
         let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../samples/teaching.json")

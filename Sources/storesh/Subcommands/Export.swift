@@ -18,7 +18,12 @@ struct Export: StoreshCommand {
         commandName: "export",
         abstract: "Write the whole bucket, metadata and content, as readable JSON or as a Firebase emulator export.",
         discussion: """
-            json (the default): one object per line, in name order; the file is written whole or not at all.             firebase: a directory as `firebase emulators:export` writes it (firebase-export-metadata.json,             storage_export/ with buckets.json, blobs/ and metadata/), for `firebase emulators:start --import DIR`;             only storage_export/ and the storage entry of firebase-export-metadata.json are written (rule V9): the             other emulators' exports and any other file in the directory are left as they are.
+            json (the default): the bucket's settings, then one object per line, in name order, then its noncurrent \
+            and soft-deleted generations; the file is written whole or not at all. firebase: a directory as \
+            `firebase emulators:export` writes it (firebase-export-metadata.json, storage_export/ with buckets.json, \
+            blobs/ and metadata/), for `firebase emulators:start --import DIR`; only storage_export/ and the storage \
+            entry of firebase-export-metadata.json are written (rule V9): the other emulators' exports and any other \
+            file in the directory are left as they are.
             """)
 
     @OptionGroup var bucketOptions: BucketOptions
@@ -50,8 +55,9 @@ struct Export: StoreshCommand {
             try output.flush()
             return .success
         }
-        try writeFileAtomically(file) { output in try BucketArchive.export(bucket, counting: context.progressMeter) { try output.write($0) } }
-        Diagnostics.summary("exported \(MessageText.counted(try bucket.objectCount(), "object")) to \(file)")
+        var exported = BucketArchive.Exported()
+        try writeFileAtomically(file) { output in exported = try BucketArchive.export(bucket, counting: context.progressMeter) { try output.write($0) } }
+        Diagnostics.summary("exported \(exported.described) to \(file)")
         return .success
     }
 }
