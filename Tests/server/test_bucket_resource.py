@@ -166,3 +166,24 @@ def test_acls_and_iam_policies_are_kept_and_checked_as_the_service_checks_them(s
     stored = bucket.set_iam_policy(policy)
     assert client.bucket("governed").get_iam_policy(requested_policy_version=3).bindings == stored.bindings
     assert client.get_service_account_email().endswith("gs-project-accounts.iam.gserviceaccount.com")
+
+
+def test_a_locked_retention_policy_is_never_removed_by_an_update_or_a_patch(server, client):
+    """Rule M9: once locked, a bucket's retention policy is only lengthened: an update (PUT) that does not name it
+    keeps it, locked; a patch that removes or shortens it is refused (403), as on the service."""
+    bucket = client.bucket("locked-policy")
+    bucket.retention_period = 3600
+    bucket = client.create_bucket(bucket)
+    bucket.lock_retention_policy()
+    assert client.get_bucket("locked-policy").retention_policy_locked
+    replaced = client.get_bucket("locked-policy")
+    replaced._properties.pop("retentionPolicy")
+    replaced.labels = {"after": "update"}
+    replaced.update()
+    after = client.get_bucket("locked-policy")
+    assert (after.retention_period, after.retention_policy_locked, after.labels) == (3600, True, {"after": "update"})
+    for policy in (None, {"retentionPeriod": "60"}):
+        refused = requests.patch(f"{server.url}/storage/v1/b/locked-policy", json={"retentionPolicy": policy}, timeout=30)
+        assert refused.status_code == 403, refused.text
+    lengthened = requests.patch(f"{server.url}/storage/v1/b/locked-policy", json={"retentionPolicy": {"retentionPeriod": "7200"}}, timeout=30)
+    assert lengthened.status_code == 200 and lengthened.json()["retentionPolicy"]["retentionPeriod"] == "7200", lengthened.text
