@@ -167,23 +167,6 @@ extension CloudStorageFields {
         }
         return members
     }
-
-    /// The fields of a document as JSONSerialization decodes it (storesh's metadata document in a journal line), read
-    /// as `CloudStorageFieldsDocument` reads them; nil when one is malformed.
-    public init?(jsonMembers resource: [String: Any]) {
-        // Only its own members are encoded again to be decoded, and none at all for an object without them (every
-        // object written through Firebase): a journal of millions of documents is read at the cost it was before.
-        var members: [String: Any] = [:]
-        for key in CloudStorageFieldsDocument.CodingKeys.allCases { members[key.rawValue] = resource[key.rawValue] }
-        guard !members.isEmpty else {
-            self.init()
-            return
-        }
-        guard JSONSerialization.isValidJSONObject(members), let data = try? JSONSerialization.data(withJSONObject: members),
-            let fields = (try? JSONDecoder().decode(CloudStorageFieldsDocument.self, from: data))?.fields
-        else { return nil }
-        self = fields
-    }
 }
 
 /// An object's own retention (rule M9): until `retainUntilTime` the object is neither deleted nor overwritten. An

@@ -37,7 +37,7 @@ public struct CloudStorageFieldsDocument: Decodable, Sendable {
     var hardDeleteTime: String?
 
     /// The names of the members it reads.
-    public static var memberNames: [String] { CodingKeys.allCases.map(\.rawValue) }
+    public static let memberNames: [String] = CodingKeys.allCases.map(\.rawValue)
 
     /// The members it reads, by name.
     enum CodingKeys: String, CodingKey, CaseIterable {

@@ -123,43 +123,6 @@ extension Dictionary where Key == String {
     }
 }
 
-extension ObjectMetadata {
-    /// The metadata of a metadata document (`jsonDocument`), as JSONSerialization decodes it; nil when a member
-    /// is missing or of the wrong type.
-    public init?(jsonDocument document: [String: Any]) {
-        let entityTag = document["etag"] as? String
-        func generationNumber(_ key: String) -> Int64? {
-            // An S3 object's document has an etag instead of generations.
-            guard let text = document[key] as? String else { return entityTag == nil ? nil : 0 }
-            return Int64(text)
-        }
-        guard let bucket = document["bucket"] as? String, let fullPath = document["fullPath"] as? String,
-            let generation = generationNumber("generation"), let metageneration = generationNumber("metageneration"),
-            let size = (document["size"] as? NSNumber)?.int64Value,
-            let timeCreated = (document["timeCreated"] as? String).flatMap({ Timestamp(rfc3339: $0) }),
-            let updated = (document["updated"] as? String).flatMap({ Timestamp(rfc3339: $0) }),
-            let md5Hash = document["md5Hash"] as? String ?? (entityTag == nil ? nil : "")
-        else { return nil }
-        self.init(
-            bucket: bucket, fullPath: fullPath, generation: generation, metageneration: metageneration, size: size,
-            timeCreated: timeCreated, updated: updated, md5Hash: md5Hash, entityTag: entityTag,
-            versionID: document["versionId"] as? String)
-        for property in WritableProperty.allCases {
-            if let value = document[property.rawValue] as? String { self[property] = value }
-        }
-        for (key, value) in (document["customMetadata"] as? [String: Any]) ?? [:] {
-            guard let value = value as? String else { return nil }
-            customMetadata[key] = value
-        }
-        guard let fields = CloudStorageFields(jsonMembers: document) else { return nil }
-        cloudStorage = fields
-        if let text = document["timeDeleted"] as? String {
-            guard let time = Timestamp(rfc3339: text) else { return nil }
-            timeDeleted = time
-        }
-    }
-}
-
 /// Reading JSON whose shape is checked member by member (a request's body, a file a user wrote): parsed whole, then
 /// asked what each member is.
 extension JSONValue {
@@ -296,5 +259,6 @@ public struct JSONMemberKey: CodingKey {
     public var stringValue: String
     public var intValue: Int? { nil }
     public init(stringValue: String) { self.stringValue = stringValue }
+    public init(_ name: String) { stringValue = name }
     public init?(intValue: Int) { nil }
 }

@@ -253,15 +253,6 @@ public enum BucketArchive {
         return Contents(bucket: document.bucket, settings: settings, objects: objects)
     }
 
-    /// Any JSON key, for reading objects whose keys are checked rather than assumed.
-    struct AnyKey: CodingKey {
-        var stringValue: String
-        var intValue: Int? { nil }
-        init(_ string: String) { stringValue = string }
-        init?(stringValue: String) { self.stringValue = stringValue }
-        init?(intValue: Int) { nil }
-    }
-
     /// The archive document as decoded, before its rules are checked.
     struct Document: Decodable {
         var format: String?
@@ -272,16 +263,16 @@ public enum BucketArchive {
         var unknownKeys: [String]
 
         init(from decoder: any Decoder) throws {
-            let container = try decoder.container(keyedBy: AnyKey.self)
-            format = try? container.decodeIfPresent(String.self, forKey: AnyKey("format"))
-            version = try? container.decodeIfPresent(Int.self, forKey: AnyKey("version"))
-            bucket = try container.decodeIfPresent(String.self, forKey: AnyKey("bucket"))
-            settings = try container.decodeIfPresent(JSONValue.self, forKey: AnyKey("settings"))
-            if container.contains(AnyKey("objects")),
-                (try? container.decodeNil(forKey: AnyKey("objects"))) == false,
-                (try? container.nestedUnkeyedContainer(forKey: AnyKey("objects"))) != nil
+            let container = try decoder.container(keyedBy: JSONMemberKey.self)
+            format = try? container.decodeIfPresent(String.self, forKey: JSONMemberKey("format"))
+            version = try? container.decodeIfPresent(Int.self, forKey: JSONMemberKey("version"))
+            bucket = try container.decodeIfPresent(String.self, forKey: JSONMemberKey("bucket"))
+            settings = try container.decodeIfPresent(JSONValue.self, forKey: JSONMemberKey("settings"))
+            if container.contains(JSONMemberKey("objects")),
+                (try? container.decodeNil(forKey: JSONMemberKey("objects"))) == false,
+                (try? container.nestedUnkeyedContainer(forKey: JSONMemberKey("objects"))) != nil
             {
-                objects = try container.decode([Entry].self, forKey: AnyKey("objects"))
+                objects = try container.decode([Entry].self, forKey: JSONMemberKey("objects"))
             }
             unknownKeys = container.allKeys.map(\.stringValue).filter { !topLevelFields.contains($0) }.sorted()
         }
@@ -306,38 +297,38 @@ public enum BucketArchive {
         var unknownKeys: [String] = []
 
         init(from decoder: any Decoder) throws {
-            let container = try decoder.container(keyedBy: AnyKey.self)
-            name = try container.decodeIfPresent(String.self, forKey: AnyKey("name"))
-            text = try container.decodeIfPresent(String.self, forKey: AnyKey("text"))
-            base64 = try container.decodeIfPresent(String.self, forKey: AnyKey("base64"))
+            let container = try decoder.container(keyedBy: JSONMemberKey.self)
+            name = try container.decodeIfPresent(String.self, forKey: JSONMemberKey("name"))
+            text = try container.decodeIfPresent(String.self, forKey: JSONMemberKey("text"))
+            base64 = try container.decodeIfPresent(String.self, forKey: JSONMemberKey("base64"))
             for property in WritableProperty.allCases {
-                if let value = try container.decodeIfPresent(String.self, forKey: AnyKey(property.rawValue)) {
+                if let value = try container.decodeIfPresent(String.self, forKey: JSONMemberKey(property.rawValue)) {
                     properties[property] = value
                 }
             }
-            customMetadata = try container.decodeIfPresent([String: String].self, forKey: AnyKey("customMetadata"))
+            customMetadata = try container.decodeIfPresent([String: String].self, forKey: JSONMemberKey("customMetadata"))
             generation = try Self.wholeNumber(container, "generation")
             metageneration = try Self.wholeNumber(container, "metageneration")
             size = try Self.wholeNumber(container, "size")
-            timeCreated = try container.decodeIfPresent(String.self, forKey: AnyKey("timeCreated"))
-            updated = try container.decodeIfPresent(String.self, forKey: AnyKey("updated"))
-            md5Hash = try container.decodeIfPresent(String.self, forKey: AnyKey("md5Hash"))
-            timeDeleted = try container.decodeIfPresent(String.self, forKey: AnyKey("timeDeleted"))
+            timeCreated = try container.decodeIfPresent(String.self, forKey: JSONMemberKey("timeCreated"))
+            updated = try container.decodeIfPresent(String.self, forKey: JSONMemberKey("updated"))
+            md5Hash = try container.decodeIfPresent(String.self, forKey: JSONMemberKey("md5Hash"))
+            timeDeleted = try container.decodeIfPresent(String.self, forKey: JSONMemberKey("timeDeleted"))
             cloudStorage = try CloudStorageFieldsDocument(from: decoder)
             unknownKeys = container.allKeys.map(\.stringValue).filter { !objectFields.contains($0) }.sorted()
         }
 
         /// A whole number written as a number or as a string of one (generations are strings in the API).
-        static func wholeNumber(_ container: KeyedDecodingContainer<AnyKey>, _ key: String) throws -> Int64? {
-            guard container.contains(AnyKey(key)) else { return nil }
-            if let text = try? container.decode(String.self, forKey: AnyKey(key)), let number = Int64(text) {
+        static func wholeNumber(_ container: KeyedDecodingContainer<JSONMemberKey>, _ key: String) throws -> Int64? {
+            guard container.contains(JSONMemberKey(key)) else { return nil }
+            if let text = try? container.decode(String.self, forKey: JSONMemberKey(key)), let number = Int64(text) {
                 return number
             }
-            if let number = try? container.decode(Int64.self, forKey: AnyKey(key)) { return number }
+            if let number = try? container.decode(Int64.self, forKey: JSONMemberKey(key)) { return number }
             throw DecodingError.typeMismatch(
                 Int64.self,
                 DecodingError.Context(
-                    codingPath: container.codingPath + [AnyKey(key)], debugDescription: "must be a whole number"))
+                    codingPath: container.codingPath + [JSONMemberKey(key)], debugDescription: "must be a whole number"))
         }
 
         func archivedObject(where place: String) throws(StorageError) -> ArchivedObject {
@@ -472,7 +463,7 @@ public enum BucketArchive {
             let expected =
                 type == String.self ? "must be a string"
                 : type == Int64.self ? "must be a whole number (or a string of one)"
-                : type is [String: String].Type || type is [String: Any].Type ? "must be an object of strings"
+                : type is [String: String].Type ? "must be an object of strings"
                 : context.debugDescription
             if context.codingPath.isEmpty { return "expected a JSON object with \"format\": \"\(format)\"." }
             return place(context.codingPath) + expected

@@ -64,22 +64,20 @@ public enum FirebaseEmulatorExport {
     /// one object, or a content larger than `maximumObjectBytes` is refused, never skipped.
     public static func read(directory: String, maximumObjectBytes: Int64? = nil) throws(StorageError) -> Contents {
         let root = URL(fileURLWithPath: directory)
-        let hub = try document(at: root.appendingPathComponent(metadataFileName), what: "the export's metadata file")
-        guard let storage = hub["storage"] as? [String: Any] else {
+        let hub = try document(HubMetadata.self, at: root.appendingPathComponent(metadataFileName), what: "the export's metadata file")
+        guard hub.hasStorage else {
             throw .invalidArgument("\(root.appendingPathComponent(metadataFileName).path) has no \"storage\" entry: the export holds no Cloud Storage data.")
         }
-        let storagePath = (storage["path"] as? String).flatMap { $0.isEmpty ? nil : $0 } ?? storageFolder
+        let storagePath = hub.storagePath.flatMap { $0.isEmpty ? nil : $0 } ?? storageFolder
         if storagePath.hasPrefix("/") || storagePath.split(separator: "/").contains("..") {
             throw .invalidArgument(
                 "\(root.appendingPathComponent(metadataFileName).path): storage.path \"\(storagePath)\" leads outside the export; it must be a folder inside \(directory), such as \"storage_export\".")
         }
         let storageRoot = root.appendingPathComponent(storagePath)
         let bucketsFile = storageRoot.appendingPathComponent("buckets.json")
-        let bucketList = try document(at: bucketsFile, what: "the export's bucket list")
-        guard let entries = bucketList["buckets"] as? [[String: Any]] else {
+        guard let buckets = try document(BucketList.self, at: bucketsFile, what: "the export's bucket list").ids else {
             throw .invalidArgument("\(bucketsFile.path) has no \"buckets\" array.")
         }
-        let buckets = entries.compactMap { $0["id"] as? String }
         // A bucket's name becomes a file's name where it is imported (NAME.bucket beside the served bucket): one the
         // service would refuse (`../../escaped`) is refused here, before any path is made from it.
         for bucket in buckets {
@@ -94,7 +92,7 @@ public enum FirebaseEmulatorExport {
         for relative in try metadataFiles(under: metadataRoot) {
             let file = metadataRoot.appendingPathComponent(relative)
             let blob = blobsRoot.appendingPathComponent(String(relative.dropLast(".json".count)))
-            let fields = try document(at: file, what: "an object's metadata")
+            let fields = try document(ObjectFile.self, at: file, what: "an object's metadata")
             try refuseLinkedFolders(on: relative, under: blobsRoot, for: file)
             let (size, md5) = try measure(blob, for: file)
             if let maximumObjectBytes, size > maximumObjectBytes {
@@ -176,17 +174,95 @@ public enum FirebaseEmulatorExport {
         }
     }
 
-    static func document(at file: URL, what: String) throws(StorageError) -> [String: Any] {
+    /// One of the export's JSON files, read as `type` reads it (every member it knows, each where it has the type
+    /// the emulator writes, others left: the file is the emulator's, and may carry more than storesh reads).
+    static func document<Document: Decodable>(_ type: Document.Type, at file: URL, what: String) throws(StorageError) -> Document {
         let data: Data
         do {
             data = try RegularFile.read(file.path, maximumBytes: RegularFile.maximumDocumentBytes, what: what, followingLinks: false)
         } catch {
             throw .invalidArgument("\(error.message) Is this a Firebase emulator export?")
         }
-        guard let parsed = try? JSONSerialization.jsonObject(with: data), let object = parsed as? [String: Any] else {
+        guard let document = try? JSONDecoder().decode(Document.self, from: data) else {
             throw .invalidArgument("\(file.path) (\(what)) is not a JSON object.")
         }
-        return object
+        return document
+    }
+
+    /// `firebase-export-metadata.json`: each emulator's entry; storesh reads the `storage` one, and its `path`.
+    struct HubMetadata: Decodable {
+        var hasStorage = false
+        var storagePath: String?
+
+        init(from decoder: any Decoder) throws {
+            let root = try decoder.container(keyedBy: JSONMemberKey.self)
+            guard let storage = try? root.nestedContainer(keyedBy: JSONMemberKey.self, forKey: JSONMemberKey("storage")) else { return }
+            hasStorage = true
+            storagePath = (try? storage.decodeIfPresent(String.self, forKey: JSONMemberKey("path"))) ?? nil
+        }
+    }
+
+    /// `buckets.json`: `{"buckets": [{"id": NAME}, …]}`; `ids` nil without the array (an entry without an id is
+    /// no bucket).
+    struct BucketList: Decodable {
+        var ids: [String]?
+
+        init(from decoder: any Decoder) throws {
+            let root = try decoder.container(keyedBy: JSONMemberKey.self)
+            guard var list = try? root.nestedUnkeyedContainer(forKey: JSONMemberKey("buckets")) else { return }
+            var ids: [String] = []
+            while !list.isAtEnd {
+                guard let entry = try? list.nestedContainer(keyedBy: JSONMemberKey.self) else { return }
+                if let id = (try? entry.decodeIfPresent(String.self, forKey: JSONMemberKey("id"))) ?? nil { ids.append(id) }
+            }
+            self.ids = ids
+        }
+    }
+
+    /// An object's metadata file, as the emulator writes it: each member storesh reads where it has the type it
+    /// should (numbers as numbers or as strings of digits); a custom metadata value that is not a string is named.
+    struct ObjectFile: Decodable {
+        var name: String?
+        var bucket: String?
+        var size: Int64?
+        var generation: Int64?
+        var metageneration: Int64?
+        var md5Hash: String?
+        var properties: [WritableProperty: String] = [:]
+        var customMetadata: [String: String]?
+        /// The first custom metadata key whose value is not a string.
+        var customMetadataNotText: String?
+        var downloadTokens: [String]?
+        var timeCreated: String?
+        var updated: String?
+
+        init(from decoder: any Decoder) throws {
+            let root = try decoder.container(keyedBy: JSONMemberKey.self)
+            func text(_ key: String) -> String? { (try? root.decodeIfPresent(String.self, forKey: JSONMemberKey(key))) ?? nil }
+            func number(_ key: String) -> Int64? {
+                let member = JSONMemberKey(key)
+                if let whole = (try? root.decodeIfPresent(Int64.self, forKey: member)) ?? nil { return whole }
+                if let digits = text(key) { return Int64(digits) }
+                return ((try? root.decodeIfPresent(Double.self, forKey: member)) ?? nil).flatMap { Int64(exactly: $0) }
+            }
+            (name, bucket, md5Hash, timeCreated, updated) = (text("name"), text("bucket"), text("md5Hash"), text("timeCreated"), text("updated"))
+            (size, generation, metageneration) = (number("size"), number("generation"), number("metageneration"))
+            for property in WritableProperty.allCases {
+                if let value = text(property.rawValue) { properties[property] = value }
+            }
+            if let custom = try? root.nestedContainer(keyedBy: JSONMemberKey.self, forKey: JSONMemberKey("customMetadata")) {
+                var metadata: [String: String] = [:]
+                for key in custom.allKeys {
+                    guard let value = try? custom.decode(String.self, forKey: key) else {
+                        customMetadataNotText = customMetadataNotText ?? key.stringValue
+                        continue
+                    }
+                    metadata[key.stringValue] = value
+                }
+                customMetadata = metadata
+            }
+            downloadTokens = (try? root.decodeIfPresent([String].self, forKey: JSONMemberKey("downloadTokens"))) ?? nil
+        }
     }
 
     /// The size and MD5 of a content file, read a piece at a time.
@@ -202,10 +278,10 @@ public enum FirebaseEmulatorExport {
     /// One object of the export, checked against its content's size and MD5: a size or MD5 that does not match is
     /// refused rather than imported wrong (the emulator would pad or cut the content to the size). The object comes
     /// without its content.
-    static func object(_ fields: [String: Any], contentSize: Int64, contentMD5: String, file: String) throws(StorageError)
+    static func object(_ fields: ObjectFile, contentSize: Int64, contentMD5: String, file: String) throws(StorageError)
         -> (bucket: String, object: ArchivedObject)
     {
-        guard let name = fields["name"] as? String, let bucket = fields["bucket"] as? String else {
+        guard let name = fields.name, let bucket = fields.bucket else {
             throw .invalidArgument("\(file): an object needs \"name\" and \"bucket\".")
         }
         let objectName: ObjectName
@@ -214,48 +290,37 @@ public enum FirebaseEmulatorExport {
         } catch {
             throw .invalidArgument("\(file): \(error.message)")
         }
-        // Numbers as the emulator writes them, or as strings (an older export, or the JSON API's habit).
-        func number(_ key: String) -> Int64? {
-            if let value = fields[key] as? NSNumber { return value.int64Value }
-            return (fields[key] as? String).flatMap { Int64($0) }
-        }
-        if let size = number("size"), size != contentSize {
+        if let size = fields.size, size != contentSize {
             throw .invalidArgument("\(file): size is \(size) but the content beside it has \(contentSize) bytes.")
         }
-        if let md5 = fields["md5Hash"] as? String, md5 != contentMD5 {
+        if let md5 = fields.md5Hash, md5 != contentMD5 {
             throw .invalidArgument("\(file): md5Hash \(md5) is not the MD5 of the content beside it (\(contentMD5)).")
         }
         var archived = ArchivedObject(name: objectName, content: Data())
-        for property in WritableProperty.allCases {
-            if let value = fields[property.rawValue] as? String { archived.properties[property] = value }
-        }
+        archived.properties = fields.properties
         // What the emulator reports for an object imported without one (storesh would guess from the name).
         if archived.properties[.contentType] == nil { archived.properties[.contentType] = "application/octet-stream" }
-        if let custom = fields["customMetadata"] as? [String: Any] {
-            for (key, value) in custom {
-                guard let text = value as? String else {
-                    throw .invalidArgument("\(file): customMetadata.\(key) must be a string.")
-                }
-                archived.customMetadata[key] = text
-            }
+        if let key = fields.customMetadataNotText {
+            throw .invalidArgument("\(file): customMetadata.\(key) must be a string.")
         }
+        archived.customMetadata = fields.customMetadata ?? [:]
         // Tokens are an array in the file; the bucket keeps them as the SDKs' comma-separated custom key (G7).
-        var tokens = (fields["downloadTokens"] as? [String]) ?? []
+        var tokens = fields.downloadTokens ?? []
         if let listed = archived.customMetadata[ObjectMetadata.downloadTokensKey] {
             tokens += listed.split(separator: ",").map(String.init).filter { !tokens.contains($0) }
         }
         archived.customMetadata[ObjectMetadata.downloadTokensKey] = tokens.isEmpty ? nil : tokens.joined(separator: ",")
-        archived.generation = number("generation").flatMap { $0 > 0 ? $0 : nil }
-        archived.metageneration = number("metageneration").flatMap { $0 > 0 ? $0 : nil }
-        func time(_ key: String) throws(StorageError) -> Timestamp? {
-            guard let text = fields[key] as? String else { return nil }
+        archived.generation = fields.generation.flatMap { $0 > 0 ? $0 : nil }
+        archived.metageneration = fields.metageneration.flatMap { $0 > 0 ? $0 : nil }
+        func time(_ text: String?, _ key: String) throws(StorageError) -> Timestamp? {
+            guard let text else { return nil }
             guard let time = Timestamp(rfc3339: text) else {
                 throw .invalidArgument("\(file): \(key) '\(text)' is not an RFC 3339 time.")
             }
             return time
         }
-        archived.timeCreated = try time("timeCreated")
-        archived.updated = try time("updated")
+        archived.timeCreated = try time(fields.timeCreated, "timeCreated")
+        archived.updated = try time(fields.updated, "updated")
         return (bucket, archived)
     }
 
@@ -435,14 +500,13 @@ public enum FirebaseEmulatorExport {
         var buckets: [String] = []
         let bucketsFile = previous.appendingPathComponent("buckets.json")
         if lstat(bucketsFile.path, &status) == 0 {
-            let list = try document(at: bucketsFile, what: "the previous export's bucket list")
-            buckets = ((list["buckets"] as? [[String: Any]]) ?? []).compactMap { $0["id"] as? String }
+            buckets = try document(BucketList.self, at: bucketsFile, what: "the previous export's bucket list").ids ?? []
         }
         let metadataRoot = previous.appendingPathComponent("metadata")
         for relative in try metadataFiles(under: metadataRoot) {
             let file = metadataRoot.appendingPathComponent(relative)
-            let fields = try document(at: file, what: "an object's metadata in the previous export")
-            guard let owner = fields["bucket"] as? String else {
+            let fields = try document(ObjectFile.self, at: file, what: "an object's metadata in the previous export")
+            guard let owner = fields.bucket else {
                 throw StorageError.invalidArgument(
                     "\(file.path) names no bucket; storesh cannot tell whether the new export replaces it. Move \(previous.path) away first.")
             }

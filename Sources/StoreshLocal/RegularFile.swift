@@ -84,7 +84,7 @@ struct JSONMembers: Sequence {
 
     /// nil when `text` is not one JSON object.
     init?(_ text: String) {
-        guard let data = text.data(using: .utf8), (try? JSONSerialization.jsonObject(with: data)) is [String: Any] else { return nil }
+        guard (try? JSONDecoder().decode(AnyJSONObject.self, from: Data(text.utf8))) != nil else { return nil }
         let bytes = Array(text.utf8)
         var index = 0
         func skipSpace() { while index < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[index]) { index += 1 } }
@@ -140,4 +140,12 @@ struct JSONMembers: Sequence {
     }
 
     func makeIterator() -> IndexingIterator<[Member]> { members.makeIterator() }
+}
+
+/// A JSON object, whatever its members: decoding one checks the text's syntax and that it is an object, and reads
+/// nothing.
+private struct AnyJSONObject: Decodable {
+    init(from decoder: any Decoder) throws {
+        _ = try decoder.container(keyedBy: JSONMemberKey.self)
+    }
 }

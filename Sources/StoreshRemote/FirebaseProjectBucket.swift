@@ -115,8 +115,7 @@ public final class FirebaseProjectBucket: BucketLayer, EndUserSignIn, @unchecked
         guard !token.isEmpty, !token.contains(" ") else {
             throw .invalidArgument("An ID token is one word (a JWT, as the Firebase SDKs' getIdToken() gives it).")
         }
-        let claims = EndUser.claims(of: token)
-        return user(EndUser(idToken: token, uid: (claims?["user_id"] ?? claims?["sub"]) as? String, emulatorToken: false))
+        return user(EndUser(idToken: token, uid: EndUser.uid(of: token), emulatorToken: false))
     }
 
     public func user(uid: String, claims: [String: String]) throws(StorageError) -> any SignedInUser {

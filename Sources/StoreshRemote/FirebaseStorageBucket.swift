@@ -16,12 +16,12 @@ struct EndUser: Sendable {
         return emulatorToken ? "\(who) (an unsigned emulator token)" : "\(who) (Firebase ID token)"
     }
 
-    /// The claims of a JWT, without checking its signature.
-    static func claims(of token: String) -> [String: Any]? {
+    /// Who a JWT names (its `user_id`, else its `sub`), read without checking its signature; nil when its claims
+    /// cannot be read or name no one.
+    static func uid(of token: String) -> String? {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count >= 2 else { return nil }
-        guard let data = Base64URL.decoded(parts[1]) else { return nil }
-        return (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
+        guard parts.count >= 2, let data = Base64URL.decoded(parts[1]), let claims = try? JSONValue.parse(data) else { return nil }
+        return claims[member: "user_id"]?.string ?? claims[member: "sub"]?.string
     }
 
     /// An unsigned ID token as the Firebase emulator suite makes one (alg none, no signature), for `project`.

@@ -63,16 +63,17 @@ public struct GoogleCredentialSearch: Sendable {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw StorageError(.unauthenticated, "\(source) names \(path), which cannot be read.")
         }
-        guard let document = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
+        guard let document = try? JSONValue.parse(data), document.members != nil else {
             throw StorageError(.unauthenticated, "\(path) (\(source)) is not a JSON credentials file.")
         }
+        func optional(_ name: String) -> String? { document[member: name]?.string }
         func field(_ name: String) throws -> String {
-            guard let value = document[name] as? String, !value.isEmpty else {
+            guard let value = optional(name), !value.isEmpty else {
                 throw StorageError(.unauthenticated, "\(path) (\(source)) has no '\(name)'.")
             }
             return value
         }
-        let type = document["type"] as? String ?? "(none)"
+        let type = optional("type") ?? "(none)"
         switch type {
         case "service_account":
             let key: _RSA.Signing.PrivateKey
@@ -84,16 +85,16 @@ public struct GoogleCredentialSearch: Sendable {
                 throw StorageError(.unauthenticated, "\(path) (\(source)): 'private_key' is not an RSA private key in PEM.")
             }
             let tokens = ServiceAccountTokens(
-                email: try field("client_email"), keyID: document["private_key_id"] as? String, key: key,
-                tokenURI: document["token_uri"] as? String ?? Self.googleTokenURI, http: http)
+                email: try field("client_email"), keyID: optional("private_key_id"), key: key,
+                tokenURI: optional("token_uri") ?? Self.googleTokenURI, http: http)
             return CachedTokenAuthorizer(source: tokens)
         case "authorized_user":
             let tokens = RefreshTokenGrant(
                 clientID: try field("client_id"), clientSecret: try field("client_secret"),
-                refreshToken: try field("refresh_token"), tokenURI: document["token_uri"] as? String ?? Self.googleTokenURI,
-                account: document["account"] as? String, http: http)
+                refreshToken: try field("refresh_token"), tokenURI: optional("token_uri") ?? Self.googleTokenURI,
+                account: optional("account"), http: http)
             var authorizer = CachedTokenAuthorizer(source: tokens)
-            if let project = document["quota_project_id"] as? String, !project.isEmpty {
+            if let project = optional("quota_project_id"), !project.isEmpty {
                 authorizer.extraHeaders = [("x-goog-user-project", project)]
             }
             return authorizer
@@ -148,15 +149,45 @@ actor TokenCache {
 
 /// The answer of an OAuth 2.0 token endpoint, or its refusal as an error that names the endpoint, not the secret.
 func tokenAnswer(_ response: RemoteResponse, endpoint: String, what: String) throws -> AccessToken {
-    let document = (try? JSONSerialization.jsonObject(with: response.body)) as? [String: Any] ?? [:]
-    guard (200..<300).contains(response.status), let token = document["access_token"] as? String, !token.isEmpty else {
-        let reason = [document["error"] as? String, document["error_description"] as? String].compactMap { $0 }.joined(separator: ": ")
+    let answer = (try? JSONDecoder().decode(TokenEndpointAnswer.self, from: response.body)) ?? TokenEndpointAnswer()
+    guard (200..<300).contains(response.status), let token = answer.accessToken, !token.isEmpty else {
+        let reason = [answer.error, answer.errorDescription].compactMap { $0 }.joined(separator: ": ")
         throw StorageError(
             .unauthenticated,
             "The token endpoint \(endpoint) refused \(what) (\(response.status)\(reason.isEmpty ? "" : ", \(reason)")).")
     }
-    let lifetime = (document["expires_in"] as? NSNumber)?.intValue ?? 3600
-    return AccessToken(value: token, expires: .now + .seconds(max(0, lifetime)))
+    return AccessToken(value: token, expires: .now + .seconds(answer.lifetimeSeconds))
+}
+
+/// What an OAuth 2.0 token endpoint answers (RFC 6749 §5.1, §5.2): each member read when it has the type it should,
+/// so that one odd member does not hide the others (an error's description, above all).
+struct TokenEndpointAnswer: Decodable {
+    var accessToken: String?
+    /// Seconds; the RFC's "recommended" member, absent from some endpoints' answers.
+    var expiresIn: Double?
+    var error: String?
+    var errorDescription: String?
+
+    init() {}
+
+    enum CodingKeys: String, CodingKey {
+        case accessToken = "access_token", expiresIn = "expires_in", error, errorDescription = "error_description"
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        accessToken = try? container.decodeIfPresent(String.self, forKey: .accessToken)
+        expiresIn = try? container.decodeIfPresent(Double.self, forKey: .expiresIn)
+        error = try? container.decodeIfPresent(String.self, forKey: .error)
+        errorDescription = try? container.decodeIfPresent(String.self, forKey: .errorDescription)
+    }
+
+    /// How long the token lasts: an hour when the endpoint does not say, never negative, never past what a
+    /// duration holds (a number from a service never traps).
+    var lifetimeSeconds: Int64 {
+        guard let expiresIn, expiresIn.isFinite else { return 3600 }
+        return Int64(max(0, min(expiresIn, 10 * 365 * 86_400)))
+    }
 }
 
 /// A service account's key: an RS256-signed JWT exchanged at its `token_uri` (RFC 7523).

@@ -64,46 +64,20 @@ struct FirebaseProjectFile {
         } catch {
             throw CommandLineError(error.message)
         }
-        guard let root = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
+        let document: Document
+        do {
+            document = try JSONDecoder().decode(Document.self, from: data)
+        } catch let problem as Problem {
+            throw CommandLineError("\(path): \(problem.message)")
+        } catch {
             throw CommandLineError("\(path) is not a Firebase project file: its text is not a JSON object.")
         }
         var project = FirebaseProjectFile(path: path)
-        if let emulators = root["emulators"] {
-            guard let emulators = emulators as? [String: Any] else { throw CommandLineError("\(path): emulators must be an object.") }
-            if let storage = emulators["storage"] {
-                guard let storage = storage as? [String: Any] else { throw CommandLineError("\(path): emulators.storage must be an object.") }
-                if let host = storage["host"] {
-                    guard let host = host as? String, !host.isEmpty else {
-                        throw CommandLineError("\(path): emulators.storage.host must be a host name or address, such as \"127.0.0.1\".")
-                    }
-                    project.host = host
-                }
-                if let port = storage["port"] {
-                    // The CLI takes the port as a number or as a string of digits.
-                    let number = (port as? NSNumber).flatMap { Int(exactly: $0.doubleValue) } ?? (port as? String).flatMap { Int($0) }
-                    guard let number, (0...65535).contains(number), !(port is Bool) else {
-                        throw CommandLineError("\(path): emulators.storage.port must be a port number 0…65535, not \(port).")
-                    }
-                    project.port = number
-                }
-            }
-        }
-        if let storage = root["storage"] {
-            let entries: [[String: Any]]
-            if let single = storage as? [String: Any] {
-                entries = [single]
-            } else if let list = storage as? [[String: Any]] {
-                entries = list
-            } else {
-                throw CommandLineError("\(path): storage must be an object ({\"rules\": \"storage.rules\"}) or a list of them.")
-            }
-            let directory = (path as NSString).deletingLastPathComponent
-            for entry in entries {
-                guard let rules = entry["rules"] else { continue }
-                guard let rules = rules as? String, !rules.isEmpty else { throw CommandLineError("\(path): storage.rules must name a file.") }
-                let resolved = rules.hasPrefix("/") || directory.isEmpty ? rules : (directory as NSString).appendingPathComponent(rules)
-                project.rules.append((entry["bucket"] as? String, resolved))
-            }
+        (project.host, project.port) = (document.host, document.port)
+        let directory = (path as NSString).deletingLastPathComponent
+        for (bucket, rules) in document.rules {
+            let resolved = rules.hasPrefix("/") || directory.isEmpty ? rules : (directory as NSString).appendingPathComponent(rules)
+            project.rules.append((bucket, resolved))
         }
         return project
     }
@@ -183,6 +157,85 @@ struct RulesFileWatch {
             case .success:
                 break
             }
+        }
+    }
+}
+
+extension FirebaseProjectFile {
+    /// What is wrong where, in the file's words ("emulators.storage.port must be …").
+    struct Problem: Error {
+        var message: String
+    }
+
+    /// The members storesh reads: `emulators.storage.host` and `.port`, and `storage` (an entry, or a list of them,
+    /// each with its `rules` file and, in a list, its `bucket`). Every other member is the CLI's or another
+    /// emulator's, and is not read.
+    struct Document: Decodable {
+        var host: String?
+        var port: Int?
+        var rules: [(bucket: String?, file: String)] = []
+
+        init(from decoder: any Decoder) throws {
+            let root = try decoder.container(keyedBy: JSONMemberKey.self)
+            if root.contains(JSONMemberKey("emulators")) {
+                guard let emulators = try? root.nestedContainer(keyedBy: JSONMemberKey.self, forKey: JSONMemberKey("emulators")) else {
+                    throw Problem(message: "emulators must be an object.")
+                }
+                if emulators.contains(JSONMemberKey("storage")) {
+                    guard let storage = try? emulators.nestedContainer(keyedBy: JSONMemberKey.self, forKey: JSONMemberKey("storage")) else {
+                        throw Problem(message: "emulators.storage must be an object.")
+                    }
+                    if storage.contains(JSONMemberKey("host")) {
+                        guard let host = try? storage.decode(String.self, forKey: JSONMemberKey("host")), !host.isEmpty else {
+                            throw Problem(message: "emulators.storage.host must be a host name or address, such as \"127.0.0.1\".")
+                        }
+                        self.host = host
+                    }
+                    if storage.contains(JSONMemberKey("port")) {
+                        port = try Self.port(storage, JSONMemberKey("port"))
+                    }
+                }
+            }
+            guard root.contains(JSONMemberKey("storage")) else { return }
+            var entries: [KeyedDecodingContainer<JSONMemberKey>] = []
+            if let single = try? root.nestedContainer(keyedBy: JSONMemberKey.self, forKey: JSONMemberKey("storage")) {
+                entries = [single]
+            } else if var list = try? root.nestedUnkeyedContainer(forKey: JSONMemberKey("storage")) {
+                while !list.isAtEnd {
+                    guard let entry = try? list.nestedContainer(keyedBy: JSONMemberKey.self) else {
+                        throw Problem(message: "storage must be an object ({\"rules\": \"storage.rules\"}) or a list of them.")
+                    }
+                    entries.append(entry)
+                }
+            } else {
+                throw Problem(message: "storage must be an object ({\"rules\": \"storage.rules\"}) or a list of them.")
+            }
+            for entry in entries {
+                guard entry.contains(JSONMemberKey("rules")) else { continue }
+                guard let rules = try? entry.decode(String.self, forKey: JSONMemberKey("rules")), !rules.isEmpty else {
+                    throw Problem(message: "storage.rules must name a file.")
+                }
+                // A bucket that is not a string names no bucket (as before the CLI checks it).
+                let bucket = (try? entry.decodeIfPresent(String.self, forKey: JSONMemberKey("bucket"))) ?? nil
+                self.rules.append((bucket, rules))
+            }
+        }
+
+        /// The port as the CLI takes it: a whole number, or a string of digits, 0…65535.
+        static func port(_ container: KeyedDecodingContainer<JSONMemberKey>, _ key: JSONMemberKey) throws -> Int {
+            let given: String
+            if let number = try? container.decode(Double.self, forKey: key) {
+                if let whole = Int(exactly: number), (0...65535).contains(whole) { return whole }
+                given = number == number.rounded() && abs(number) < 1e15 ? String(Int64(number)) : String(number)
+            } else if let text = try? container.decode(String.self, forKey: key) {
+                if let whole = Int(text), (0...65535).contains(whole) { return whole }
+                given = text
+            } else if let flag = try? container.decode(Bool.self, forKey: key) {
+                given = String(flag)
+            } else {
+                given = "that value"
+            }
+            throw Problem(message: "emulators.storage.port must be a port number 0…65535, not \(given).")
         }
     }
 }

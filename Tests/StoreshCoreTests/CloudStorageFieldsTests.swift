@@ -52,23 +52,6 @@ struct CloudStorageFieldsTests {
         #expect(try !result.metadata.applying(update, now: t1).changed)
     }
 
-    @Test("rule M9: storesh's metadata document (meta get, plans, journals) carries the fields and reads them back")
-    func document() throws {
-        var object = ObjectMetadata(
-            bucket: "b", fullPath: "x", generation: 5, metageneration: 2, size: 3, timeCreated: t0, updated: t1, md5Hash: "bWQ1")
-        #expect(ObjectMetadata(jsonDocument: try parsed(object.jsonDocument)) == object)
-        object.cloudStorage.customTime = Timestamp(microseconds: 1_795_602_528_206_312)
-        object.cloudStorage.eventBasedHold = true
-        object.cloudStorage.storageClass = "ARCHIVE"
-        object.cloudStorage.timeStorageClassUpdated = t0
-        object.cloudStorage.contexts = ["k": ObjectContext(value: "v", createTime: t0, updateTime: t1)]
-        object.cloudStorage.customerKeySHA256 = "c2hh"
-        object.timeDeleted = t1
-        let document = try parsed(object.jsonDocument)
-        #expect(document["eventBasedHold"] as? Bool == true && document["temporaryHold"] == nil)
-        #expect(ObjectMetadata(jsonDocument: document) == object)
-    }
-
     @Test("rule M9: an update names customTime, the holds and context.KEY; each is checked, and a custom time cannot be removed")
     func namedInUpdates() throws {
         var update = MetadataUpdate()
@@ -198,9 +181,5 @@ struct CloudStorageFieldsTests {
         for bad in [#"contexts.target="match""#, #"contexts."target"=match"#, #"contexts."target"="a" AND x"#, #"name="x""#, #"contexts."":*"#, ""] {
             #expect(throws: StorageError.self, "\(bad)") { try ObjectContextFilter(parsing: bad) }
         }
-    }
-
-    private func parsed(_ document: JSONValue) throws -> [String: Any] {
-        try JSONSerialization.jsonObject(with: Data(document.serialized.utf8)) as! [String: Any]
     }
 }

@@ -103,7 +103,15 @@ def test_a_list_of_storage_targets_gives_the_served_buckets_rules(tmp_path):
 
 
 @pytest.mark.parametrize("text, named", [
-    ('{"emulators": {"storage": {"port": "abc"}}}', "emulators.storage.port must be a port number"),
+    ('{"emulators": {"storage": {"port": "abc"}}}', "emulators.storage.port must be a port number 0…65535, not abc"),
+    ('{"emulators": {"storage": {"port": true}}}', "emulators.storage.port must be a port number 0…65535, not true"),
+    ('{"emulators": {"storage": {"port": 70000}}}', "emulators.storage.port must be a port number 0…65535, not 70000"),
+    ('{"emulators": {"storage": {"port": 80.5}}}', "emulators.storage.port must be a port number 0…65535, not 80.5"),
+    ('{"emulators": {"storage": {"host": ""}}}', "emulators.storage.host must be a host name or address"),
+    ('{"emulators": ["storage"]}', "emulators must be an object"),
+    ('{"emulators": {"storage": 9199}}', "emulators.storage must be an object"),
+    ('{"storage": 5}', "storage must be an object"),
+    ('{"storage": [{"rules": "storage.rules"}, 5]}', "storage must be an object"),
     ('{"storage": {"rules": 7}}', "storage.rules must name a file"),
     ('[1, 2]', "is not a Firebase project file"),
     ('{"storage": {"rules": "missing.rules"}}', "missing.rules (the rules file): No such file or directory; nothing was started"),
