@@ -120,9 +120,11 @@ extension LocalBucket {
         if let existing { try releaseContent(existing.contentID, of: metadata.fullPath) }
     }
 
-    /// Removes every noncurrent and soft-deleted generation (an import that replaces everything), a page at a time.
-    func removeKeptGenerations() throws {
-        guard storesNoncurrent else { return }
+    /// Removes every noncurrent and soft-deleted generation (a bucket emptied whole), a page at a time; answers how
+    /// many went.
+    func removeKeptGenerations() throws -> Int {
+        guard storesNoncurrent else { return 0 }
+        var removed = 0
         for table in ["noncurrent", "soft_deleted"] {
             let page = try connection.statement("SELECT id, name, content_id FROM \(table) ORDER BY id LIMIT 1000")
             defer { page.reset() }
@@ -139,8 +141,10 @@ extension LocalBucket {
                     try delete.step()
                     try releaseContent(row.contentID, of: row.name)
                 }
+                removed += rows.count
             }
         }
+        return removed
     }
 
     // MARK: Soft delete (rule B6)

@@ -1012,23 +1012,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
                 }
             }
             let bucketSettings = try settingsInTransaction()
-            if replacingEverything {
-                // A page of rows at a time, each page after the last one's last id: a bucket of millions of
-                // objects is never listed whole.
-                let page = try connection.statement("SELECT \(LiveRow.columns) FROM objects WHERE id > ?1 ORDER BY id LIMIT 1000")
-                defer { page.reset() }
-                var after = Int64.min
-                while true {
-                    page.bind(1, after)
-                    var rows: [LiveRow] = []
-                    while try page.step() { rows.append(try LiveRow(page, bucket: name)) }
-                    page.reset()
-                    guard let last = rows.last else { break }
-                    after = last.id
-                    for row in rows { try removeLive(row.version) }
-                }
-                try removeKeptGenerations()
-            }
+            if replacingEverything { _ = try removeEverythingInTransaction() }
             var lastGeneration = try storedLastGeneration()
             for index in 0..<count {
                 let (object, source) = try object(index)
@@ -1081,6 +1065,35 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
                 try body(row.metadata) { piece in try streamContent(of: row.version, piece) }
             }
         }
+    }
+
+    /// Empties the bucket as its owner does (the emulator's reset; an import that replaces everything): every
+    /// object, and every noncurrent and soft-deleted generation, goes, whatever holds or retention say (they are
+    /// rules of the storage API, and this is the file's owner emptying it, as deleting the file would); versions
+    /// kept for snapshots stay with them. Answers how many objects and generations went.
+    @discardableResult
+    public func removeEverything() throws(StorageError) -> Int {
+        try change { try removeEverythingInTransaction() }
+    }
+
+    private func removeEverythingInTransaction() throws -> Int {
+        // A page of rows at a time, each page after the last one's last id: a bucket of millions of objects is
+        // never listed whole.
+        let page = try connection.statement("SELECT \(LiveRow.columns) FROM objects WHERE id > ?1 ORDER BY id LIMIT 1000")
+        defer { page.reset() }
+        var after = Int64.min
+        var removed = 0
+        while true {
+            page.bind(1, after)
+            var rows: [LiveRow] = []
+            while try page.step() { rows.append(try LiveRow(page, bucket: name)) }
+            page.reset()
+            guard let last = rows.last else { break }
+            after = last.id
+            for row in rows { try removeLive(row.version) }
+            removed += rows.count
+        }
+        return removed + (try removeKeptGenerations())
     }
 
     /// What an archive holds of the bucket, read in one transaction (for export): `begin` is given its stored

@@ -1,11 +1,21 @@
 import Foundation
 import StoreshCore
 
+/// A transaction on a bucket file, for the work only the file's owner does (the emulator's reset), which no storage
+/// API has and the `Bucket` interface therefore does not carry.
+public protocol BucketFileTransaction: BucketTransaction {
+    /// The bucket file, inside the transaction.
+    var file: LocalBucket { get }
+}
+
 /// One transaction on a local bucket: the value `LocalBucket.withTransaction` hands its work. Everything runs
 /// on the transaction's own engine (a `LocalBucket` in an explicit SQLite transaction on a connection of its
 /// own), so nothing else that uses the bucket meanwhile is inside it.
-final class LocalTransaction: BucketTransaction, BucketLayer, @unchecked Sendable {
+final class LocalTransaction: BucketTransaction, BucketLayer, BucketFileTransaction, @unchecked Sendable {
     let engine: LocalBucket
+
+    /// The bucket file's engine, inside this transaction: what the file's owner does (`removeEverything`).
+    public var file: LocalBucket { engine }
 
     init(engine: LocalBucket) {
         self.engine = engine

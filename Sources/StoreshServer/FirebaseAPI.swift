@@ -86,16 +86,7 @@ extension StorageAPI {
             guard method == .post else { throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.post], what: "/internal/reset") }
             // Every bucket served, as the emulator's reset empties all of its buckets.
             let served = buckets.all()
-            for bucket in served {
-                try await bucket.change { transaction -> Void in
-                    // Bounded: every page deletes what it lists, and the bucket holds finitely many objects.
-                    while true {
-                        let page = try await transaction.scan(prefix: "", after: nil, limit: 1000)
-                        for object in page.objects { try await transaction.delete(try ObjectName(object.fullPath), precondition: .none) }
-                        if page.resumeAfter == nil { break }
-                    }
-                }
-            }
+            for bucket in served { try await bucket.removeEverything() }
             let names = served.map { "gs://\($0.name)" }.joined(separator: ", ")
             return Reply.json(.object([("message", .string(served.count == 1 ? "The bucket \(names) is empty." : "The buckets \(names) are empty."))]))
         case .firebaseRoot:

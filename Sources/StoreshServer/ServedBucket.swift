@@ -379,6 +379,20 @@ final class ServedBucket: @unchecked Sendable {
         return try result.get() as! Value
     }
 
+    /// Empties the bucket as the emulator's reset does (`/internal/reset`, `clearStorage()` of
+    /// @firebase/rules-unit-testing): every object and every noncurrent and soft-deleted generation, whatever holds
+    /// or retention say, in one change; its settings and snapshots stay. A test suite resets between tests, and a
+    /// test that put a Locked retention on an object must not leave a bucket no later test can empty.
+    func removeEverything() async throws {
+        try await change { transaction -> Void in
+            // The transaction of a served bucket is its file's (`openWriter`).
+            guard let owned = transaction as? any BucketFileTransaction else {
+                throw StorageError.internalError("gs://\(self.name) is not served from a bucket file; nothing was emptied.")
+            }
+            try owned.file.removeEverything()
+        }
+    }
+
     /// Makes the bucket's file now, if it has none (a bucket a client creates, or that the project names).
     func materialize() async throws {
         guard isPending else { return }

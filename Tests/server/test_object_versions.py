@@ -252,3 +252,31 @@ def test_an_export_carries_settings_fields_and_generations_into_a_new_bucket_fil
     finally:
         status, err = copy.stop()
         assert status == 0, err
+
+
+def test_the_emulators_reset_empties_every_generation_whatever_holds_and_retention_say(server, client):
+    """The emulator's reset (`/internal/reset`, rules-unit-testing's clearStorage()) empties each served bucket as its
+    owner would: live objects, noncurrent and soft-deleted generations, held and retained objects (a test that
+    locked an object's retention must not leave a bucket no later test can empty); settings stay."""
+    made = requests.post(f"{server.url}/storage/v1/b", params={"project": "demo-app", "enableObjectRetention": "true"},
+                         json={"name": "resettable", "versioning": {"enabled": True},
+                               "softDeletePolicy": {"retentionDurationSeconds": str(7 * 86400)}}, timeout=30)
+    assert made.status_code == 200, made.text
+    bucket = client.get_bucket("resettable")
+    for text in (b"one", b"two"):
+        bucket.blob("notes.txt").upload_from_string(text)
+    bucket.blob("held.txt").upload_from_string(b"held")
+    locked = requests.patch(f"{server.url}/storage/v1/b/resettable/o/held.txt", timeout=30, json={
+        "temporaryHold": True, "retention": {"mode": "Locked", "retainUntilTime": "2040-01-01T00:00:00Z"}})
+    assert locked.status_code == 200, locked.text
+    bucket.versioning_enabled = False
+    bucket.patch()
+    bucket.blob("notes.txt").delete()  # the live one soft-deleted; the first stays noncurrent
+    assert len(list(client.list_blobs(bucket, versions=True))) == 2 and len(list(client.list_blobs(bucket, soft_deleted=True))) == 1
+    reset = requests.post(f"{server.url}/internal/reset", headers={"Authorization": "Bearer owner"}, timeout=30)
+    assert reset.status_code == 200 and "are empty" in reset.json()["message"], reset.text
+    assert list(client.list_blobs(bucket, versions=True)) == [] and list(client.list_blobs(bucket, soft_deleted=True)) == []
+    after = client.get_bucket("resettable")
+    assert after.soft_delete_policy.retention_duration_seconds == 7 * 86400 and after._properties["objectRetention"] == {"mode": "Enabled"}
+    status, out, err = harness.storesh(server.home, "--bucket", str(server.home / "resettable.bucket"), "check")
+    assert status == 0 and b": sound (0 objects, 0 snapshots," in out + err, out + err
