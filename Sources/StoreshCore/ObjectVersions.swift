@@ -32,9 +32,48 @@ public protocol ObjectVersions: AnyObject, Sendable {
     /// Whether the bucket keeps any noncurrent generation (a bucket that does is not empty).
     func hasNoncurrentGenerations() async throws -> Bool
 
+    /// How the bucket keeps an object a delete removes now, as its settings say (rules B5, B6): what a plan of
+    /// deletes tells before anything is deleted, and what an undo can bring back.
+    func deletionsKept() async throws -> DeletionKeeping
+
     /// One page of every generation under `prefix`, live and noncurrent, by name and then generation (oldest first),
     /// as the JSON API lists them with `versions=true`; with `softDeleted`, the soft-deleted generations instead (rule
     /// B6). With `delimited`, names past the next `/` collapse into prefixes (without their `/`). The page always
     /// carries each generation's metadata (`itemMetadata`).
     func listGenerations(prefix: String, delimited: Bool, options: ListOptions, softDeleted: Bool) async throws -> ListPage
+}
+
+/// How a bucket keeps an object a delete removes (rules B5, B6), as its settings say now.
+public enum DeletionKeeping: Sendable, Equatable {
+    /// As a noncurrent generation (versioning is on): listed by `ls -a`, until it is deleted by number.
+    case noncurrent
+    /// Soft-deleted for this many seconds (the soft delete policy), restorable (`restore`, `storesh undo`) until then.
+    case softDeleted(seconds: Int64)
+    /// Not at all: the delete cannot be undone.
+    case notKept
+    /// The bucket did not say (the credentials may not read its settings), and why.
+    case unknown(String)
+
+    /// What a plan of `count` deletes on `bucket` says of them: whether and how they can be brought back.
+    public func planNote(count: Int, bucket: String) -> String {
+        let them = count == 1 ? "it" : "them"
+        switch self {
+        case .softDeleted(let seconds):
+            return "\(bucket) keeps deleted objects soft-deleted for \(Self.duration(seconds)): storesh undo JOURNAL (or restore NAME#GENERATION) brings \(them) back until then"
+        case .noncurrent:
+            return "\(bucket) keeps deleted objects as noncurrent generations (versioning is on): ls -a lists \(them), until deleted by number"
+        case .notKept:
+            return "\(count == 1 ? "this delete" : "these deletes") cannot be undone: \(bucket) keeps deleted objects neither soft-deleted (it has no soft delete policy) nor as noncurrent generations (versioning is off)"
+        case .unknown(let why):
+            return "whether \(bucket) keeps deleted objects (soft delete, versioning) is not known (\(why)): \(count == 1 ? "this delete" : "these deletes") may not be undoable"
+        }
+    }
+
+    /// Seconds as people say them: "7 days", "36 hours", "90 minutes", "45 seconds".
+    static func duration(_ seconds: Int64) -> String {
+        if seconds % 86_400 == 0 { return MessageText.counted(Int(seconds / 86_400), "day") }
+        if seconds % 3_600 == 0 { return MessageText.counted(Int(seconds / 3_600), "hour") }
+        if seconds % 60 == 0 { return MessageText.counted(Int(seconds / 60), "minute") }
+        return MessageText.counted(Int(seconds), "second")
+    }
 }

@@ -608,6 +608,8 @@ private final class PlannedVersions: ObjectVersions {
 
     func hasNoncurrentGenerations() async throws -> Bool { try await stored.hasNoncurrentGenerations() }
 
+    func deletionsKept() async throws -> DeletionKeeping { try await stored.deletionsKept() }
+
     func listGenerations(prefix: String, delimited: Bool, options: ListOptions, softDeleted: Bool) async throws -> ListPage {
         try await stored.listGenerations(prefix: prefix, delimited: delimited, options: options, softDeleted: softDeleted)
     }

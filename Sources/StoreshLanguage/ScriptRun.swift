@@ -537,7 +537,53 @@ extension Session {
 extension Session {
     /// Prints planned changes as a dry run prints them (`storesh undo --dry-run`): each object, each property
     /// old → new; deletions by name.
-    public func showPlan(_ plan: PlanStore) throws {
+    /// The restores of soft-deleted generations that `plan` would send (rule B6), each checked against the bucket
+    /// now: those whose generation it no longer keeps (restored or deleted for good since, or never kept: a bucket
+    /// without a soft delete policy), by change number, with the bucket's words. A dry run says them, and shows the
+    /// others as what they are: kept, so restorable. Read a page of the plan at a time, a few generations at once.
+    public func restoresNotPossible(in plan: PlanStore) async throws -> [Int: StorageError] {
+        guard let versions = bucket.objectVersions else { return [:] }
+        let url = bucket.url
+        var missing: [Int: StorageError] = [:]
+        var next = 0
+        // Bounded: each page moves `next` on, and the plan ends.
+        while true {
+            let page = try plan.pending(from: next, limit: 256)
+            guard let following = page.next else { break }
+            next = following
+            let restores = page.changes.compactMap { pending in
+                pending.change.restoresGeneration.map { (pending.index, pending.change.object, $0) }
+            }
+            try await withThrowingTaskGroup(of: (Int, StorageError?).self) { group in
+                var started = 0
+                for (index, object, generation) in restores {
+                    if started >= 16, let (done, error) = try await group.next() { missing[done] = error }
+                    started += 1
+                    group.addTask {
+                        let name = try ObjectName(object)
+                        do {
+                            _ = try await versions.softDeletedMetadata(of: name, generation: generation)
+                            return (index, nil)
+                        } catch let error as StorageError where error.code == .objectNotFound {
+                            // Kept otherwise: as a noncurrent generation (versioning was on), which no restore takes.
+                            guard let kept = try? await versions.metadata(of: name, generation: generation), kept.timeDeleted != nil else {
+                                return (index, error)
+                            }
+                            return (index, StorageError(.objectNotFound,
+                                "\(url) keeps generation \(generation) of \(MessageText.name(object)) as a noncurrent generation (versioning), not soft-deleted, and a restore takes only soft-deleted ones: get \(MessageText.oneLine(object))#\(generation) FILE, then put FILE \(MessageText.oneLine(object)), brings its content back."))
+                        }
+                    }
+                }
+                for try await (done, error) in group { missing[done] = error }
+            }
+            if isCancelled() { throw StorageError(.cancelled, "Interrupted while checking which deleted generations the bucket still keeps.") }
+        }
+        return missing.compactMapValues { $0 }
+    }
+
+    /// Shows what `plan` would do. `restoresChecked`: its restores were checked (`restoresNotPossible`), and those
+    /// it names are left out; the others are kept, so each is said without doubt.
+    public func showPlan(_ plan: PlanStore, restoresChecked: [Int: StorageError]? = nil) throws {
         var shown = options
         shown.dryRun = true
         // Updates first, then deletions, each printed as it is read from the plan.
@@ -556,7 +602,7 @@ extension Session {
         if deletions.deletedCount > 0 { deletions.finish(single: true) }
         // Writes (put, copy) and restores of soft-deleted generations (rule B6): each with its size, then how many.
         var (writes, restores, moves) = (0, 0, 0)
-        try plan.forEachChange { _, change in
+        try plan.forEachChange { index, change in
             guard change.writesContent, let after = change.after else { return }
             let size = MessageText.counted(Int(after.size), "byte")
             if let origin = change.movesFrom {
@@ -567,9 +613,11 @@ extension Session {
                 return
             }
             if let generation = change.restoresGeneration {
+                if restoresChecked?[index] != nil { return }
                 restores += 1
                 if !options.summaryOnly && !options.json {
-                    output.result("would restore \(MessageText.oneLine(change.object))#\(generation) (\(size)) as the live object, if it is still kept soft-deleted")
+                    let doubt = restoresChecked == nil ? ", if it is still kept soft-deleted" : ""
+                    output.result("would restore \(MessageText.oneLine(change.object))#\(generation) (\(size)) as the live object\(doubt)")
                 }
                 return
             }

@@ -221,6 +221,22 @@ public final class Session {
             at: here)
     }
 
+    /// What a plan of `count` deletes says of undoing them (rules B5, B6): how the bucket keeps deleted objects, as
+    /// its settings say now.
+    func deletionsNote(count: Int) async -> String {
+        let url = bucket.url
+        guard let versions = bucket.objectVersions else {
+            return "\(count == 1 ? "this delete" : "these deletes") cannot be undone: \(url) restores no deleted object, and a journal keeps only metadata"
+        }
+        let keeping: DeletionKeeping
+        do {
+            keeping = try await versions.deletionsKept()
+        } catch {
+            keeping = .unknown((error as? StorageError)?.message ?? "\(error)")
+        }
+        return keeping.planNote(count: count, bucket: url)
+    }
+
     /// Prints a result: for people, or as JSON with `--json`.
     func deliver(_ result: CommandResult) {
         if !options.dryRun {

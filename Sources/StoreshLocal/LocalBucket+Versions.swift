@@ -453,6 +453,14 @@ extension LocalBucket: ObjectVersions {
         }
     }
 
+    public func deletionsKept() async throws -> DeletionKeeping {
+        try read {
+            if try versioningIsOn() { return .noncurrent }
+            let seconds = try softDeleteSeconds()
+            return seconds > 0 ? .softDeleted(seconds: seconds) : .notKept
+        }
+    }
+
     public func hasNoncurrentGenerations() async throws -> Bool {
         try noncurrentCount() > 0
     }

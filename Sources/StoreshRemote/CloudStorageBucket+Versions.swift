@@ -81,6 +81,21 @@ extension CloudStorageBucket: ObjectVersions {
         return try CloudStorageJSON.metadata(response.body, bucket: name, what: "a restore")
     }
 
+    /// Read from the bucket's resource (buckets.get, two fields): credentials that may read objects but not the
+    /// bucket (a Firebase user's, often) leave it unknown, said so rather than guessed.
+    public func deletionsKept() async throws -> DeletionKeeping {
+        let response: RemoteResponse
+        do {
+            response = try await send(.GET, url(CloudStorageWire.bucketDeletionSettings(bucket: name)), repeatable: true)
+        } catch let error as StorageError where error.code == .unauthorized || error.code == .unauthenticated {
+            return .unknown("the credentials may not read the bucket's settings")
+        }
+        guard let settings = try? JSONDecoder().decode(CloudStorageJSON.DeletionSettings.self, from: response.body) else {
+            return .unknown("its answer to buckets.get could not be read")
+        }
+        return settings.keeping
+    }
+
     public func hasNoncurrentGenerations() async throws -> Bool {
         var token: String?
         // Bounded by the service's continuation, which must change at every page.

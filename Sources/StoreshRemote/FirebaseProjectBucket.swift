@@ -192,6 +192,8 @@ final class CompletionForgettingVersions: ObjectVersions, @unchecked Sendable {
 
     func hasNoncurrentGenerations() async throws -> Bool { try await versions.hasNoncurrentGenerations() }
 
+    func deletionsKept() async throws -> DeletionKeeping { try await versions.deletionsKept() }
+
     func listGenerations(prefix: String, delimited: Bool, options: ListOptions, softDeleted: Bool) async throws -> ListPage {
         try await versions.listGenerations(prefix: prefix, delimited: delimited, options: options, softDeleted: softDeleted)
     }

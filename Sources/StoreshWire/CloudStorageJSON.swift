@@ -134,3 +134,28 @@ public enum CloudStorageJSON {
         }
     }
 }
+
+extension CloudStorageJSON {
+    /// The members of a bucket resource that say how it keeps deleted objects (rules B5, B6), as buckets.get answers
+    /// them with `fields=versioning,softDeletePolicy`: a bucket without either answers neither.
+    public struct DeletionSettings: Decodable, Sendable {
+        struct Versioning: Decodable, Sendable {
+            var enabled: Bool?
+        }
+
+        struct SoftDeletePolicy: Decodable, Sendable {
+            /// Seconds, written as a string of digits (the API's int64), or as a number.
+            var retentionDurationSeconds: JSONInteger?
+        }
+
+        var versioning: Versioning?
+        var softDeletePolicy: SoftDeletePolicy?
+
+        /// Versioning first: while it is on, a delete leaves a noncurrent generation, not a soft-deleted one.
+        public var keeping: DeletionKeeping {
+            if versioning?.enabled == true { return .noncurrent }
+            let seconds = softDeletePolicy?.retentionDurationSeconds?.value ?? 0
+            return seconds > 0 ? .softDeleted(seconds: seconds) : .notKept
+        }
+    }
+}

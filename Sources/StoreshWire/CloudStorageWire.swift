@@ -82,6 +82,11 @@ public enum CloudStorageWire {
             target: objectPath(bucket, object) + query([("generation", String(generation)), ("softDeleted", softDeleted ? "true" : nil)]))
     }
 
+    /// buckets.get of what says how the bucket keeps deleted objects: its versioning and soft delete policy.
+    public static func bucketDeletionSettings(bucket: String) -> WireRequest {
+        WireRequest(method: "GET", target: bucketPath(bucket) + query([("fields", "versioning,softDeletePolicy")]))
+    }
+
     /// objects.restore: a soft-deleted generation made live again, a new generation (rule B6), under `precondition`
     /// on the live object (`ifGenerationMatch=0`: none may be live).
     public static func restore(bucket: String, object: String, generation: Int64, precondition: Precondition) -> WireRequest {

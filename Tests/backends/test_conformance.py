@@ -531,18 +531,29 @@ def test_B5_B6_generations_are_listed_and_a_soft_deleted_one_is_restored_or_undo
     # On serve, with a soft delete policy of 7 days (set through its JSON API; the shell sets no bucket settings).
     import requests
     url = f"{backend.env['STORAGE_EMULATOR_HOST']}/storage/v1/b/{backend.location.removeprefix('gs://')}"
+    # Without a policy (nor versioning), a plan of deletes says they cannot be undone.
+    planned = backend.ok("--dry-run", "-c", "rm v/a.txt")
+    assert planned.endswith(
+        f"would delete v/a.txt\nthis delete cannot be undone: {backend.location} keeps deleted objects neither soft-deleted (it has no soft delete policy) nor as noncurrent generations (versioning is off)\ndry run: nothing was saved\n"), planned
     requests.patch(url, json={"softDeletePolicy": {"retentionDurationSeconds": "604800"}}, timeout=30).raise_for_status()
     try:
         backend.ok("-c", "meta set custom.k=1 -- v/a.txt; put --data b v/b.txt")
         kept = metadata(backend, "v/a.txt")
         journal = str(backend.home / "rm.journal")
+        planned = backend.ok("--dry-run", "-c", "rm v/*")
+        assert f"would delete 2 objects\n{backend.location} keeps deleted objects soft-deleted for 7 days: storesh undo JOURNAL" in planned, planned
         backend.ok("--journal", journal, "-c", "rm v/*")
         deleted = json.loads(backend.ok("--json", "-c", "ls --soft-deleted v/"))["items"]
         assert sorted(item["fullPath"] for item in deleted) == ["v/a.txt", "v/b.txt"]
         assert all(item["hardDeleteTime"] > item["softDeleteTime"] for item in deleted)
         status, out, err = backend.run("undo", "--dry-run", journal)
-        assert status == 0 and f"would restore v/a.txt#{kept['generation']} (7 bytes) as the live object, if it is still kept soft-deleted" in out, out + err
+        # Each generation checked now: kept, so said without doubt.
+        assert status == 0 and f"would restore v/a.txt#{kept['generation']} (7 bytes) as the live object\n" in out, out + err
         backend.ok("undo", journal)
+        # Restored already: a second undo's dry run says so for each, and fails as the undo would.
+        status, out, err = backend.run("undo", "--dry-run", journal)
+        assert status == 1 and f"cannot undo: {backend.location} keeps no soft-deleted generation {kept['generation']} of v/a.txt" in err, out + err
+        assert "would restore" not in out, out
         status, _, err = backend.run("undo", journal)
         assert status == 1 and f"keeps no soft-deleted generation {kept['generation']} of v/a.txt" in err, err
         restored = metadata(backend, "v/a.txt")
@@ -553,5 +564,16 @@ def test_B5_B6_generations_are_listed_and_a_soft_deleted_one_is_restored_or_undo
         generation = json.loads(backend.ok("--json", "-c", "ls --soft-deleted v/"))["items"][-1]["generation"]
         assert backend.ok("-c", f"restore v/b.txt#{generation}") == f"restored v/b.txt#{generation} as the live object (1 B)\n"
         assert backend.ok("-c", "cat v/b.txt") == "b"
+        # With versioning on, a delete leaves a noncurrent generation, which no restore takes: the plan and the undo's
+        # dry run say so, and how to bring the content back.
+        requests.patch(url, json={"versioning": {"enabled": True}}, timeout=30).raise_for_status()
+        assert "keeps deleted objects as noncurrent generations (versioning is on): ls -a lists it" in backend.ok("--dry-run", "-c", "rm v/b.txt")
+        live = metadata(backend, "v/b.txt")["generation"]
+        versioned = str(backend.home / "versioned.journal")
+        backend.ok("--journal", versioned, "-c", "rm v/b.txt")
+        status, out, err = backend.run("undo", "--dry-run", versioned)
+        assert status == 1 and f"keeps generation {live} of v/b.txt as a noncurrent generation (versioning), not soft-deleted" in err, out + err
+        assert f"get v/b.txt#{live} FILE, then put FILE v/b.txt, brings its content back" in err, err
     finally:
-        requests.patch(url, json={"softDeletePolicy": {"retentionDurationSeconds": "0"}}, timeout=30).raise_for_status()
+        requests.patch(url, json={"versioning": {"enabled": False}, "softDeletePolicy": {"retentionDurationSeconds": "0"}},
+                       timeout=30).raise_for_status()

@@ -68,6 +68,10 @@ public struct RmCommand: LanguageCommand, Equatable {
         }
         if !session.options.dryRun { session.reportedChanges += results.deletedCount }
         results.finish(single: true)
+        // A plan of deletes on a real bucket (journaled, undone with storesh undo) says whether they can be undone.
+        if session.options.dryRun, !session.options.json, results.deletedCount > 0, session.bucket.transactions == nil {
+            session.deliver(.note(await session.deletionsNote(count: results.deletedCount)))
+        }
         return .next
     }
 

@@ -16,7 +16,8 @@ struct Undo: StoreshCommand {
             created is deleted. Content the run replaced or deleted on a gs:// bucket is restored from its \
             soft-deleted generation (objects.restore, rule B6), where the bucket's soft delete policy still keeps it; \
             elsewhere it cannot be put back (the journal keeps metadata, not content): those objects are listed. An \
-            object the run moved (mv) is moved back (rule M10). The undo is journaled too.
+            object the run moved (mv) is moved back (rule M10). The undo is journaled too. --dry-run checks each \
+            generation it would restore and names those the bucket no longer keeps (exit 1, as the undo would fail).
             """)
 
     @OptionGroup var outputOptions: OutputOptions
@@ -56,9 +57,18 @@ struct Undo: StoreshCommand {
             return impossible.isEmpty ? .success : .failed
         }
         if context.dryRun {
-            try session.showPlan(changes)
+            // Each deleted or replaced generation the undo would restore, checked now: one the bucket no longer
+            // keeps is said, not shown as a restore that would fail.
+            let missing = try await session.restoresNotPossible(in: changes)
+            for (_, error) in missing.sorted(by: { $0.key < $1.key }).prefix(ChangesNotUndone.named) {
+                session.output.notice("cannot undo: \(error.message)")
+            }
+            if missing.count > ChangesNotUndone.named {
+                session.output.notice("… and \(MessageText.counted(missing.count - ChangesNotUndone.named, "more generation")) the bucket no longer keeps")
+            }
+            try session.showPlan(changes, restoresChecked: missing)
             session.output.notice("dry run: nothing was changed")
-            return .success
+            return missing.isEmpty && impossible.isEmpty ? .success : .failed
         }
         let status = await session.apply(changes)
         return impossible.isEmpty || status != .success ? status : .failed
