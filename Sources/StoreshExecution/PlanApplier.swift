@@ -328,8 +328,9 @@ public final class PlanApplier: @unchecked Sendable {
         do {
             try record(pending, result: try outcome.get(), found: false)
         } catch let error as StorageError {
+            // Read as it is now: present, or absent (a delete, a move's source, that landed), or unread (nil).
             if checkForLanded, error.code == .preconditionFailed || error.code == .objectNotFound,
-                let now = try? await bucket.metadataIfPresent(of: ObjectName(change.object)), Self.isAsPlanned(now, change)
+                case .some(let now) = await currentObject(change.object), Self.isAsPlanned(now, change)
             {
                 try? record(pending, result: now, found: true)
             } else {
@@ -337,6 +338,15 @@ public final class PlanApplier: @unchecked Sendable {
             }
         } catch {
             fail(pending, StorageError.internalError("\(error)"))
+        }
+    }
+
+    /// The object as the bucket has it now (`.some(nil)`: it has none), or nil when it could not be read.
+    private func currentObject(_ name: String) async -> ObjectMetadata?? {
+        do {
+            return .some(try await bucket.metadataIfPresent(of: ObjectName(name)))
+        } catch {
+            return nil
         }
     }
 

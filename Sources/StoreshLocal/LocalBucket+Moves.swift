@@ -25,14 +25,37 @@ extension LocalBucket: ObjectMoves {
             try refuseIfProtected(existing?.metadata, .overwritten)
             let now = options.clock.nextChangeTime()
             let moved = from.metadata.moved(to: destination, generation: try nextGeneration(now: now), now: now)
-            // Only versions of one name share content: the destination gets a copy, made a piece at a time.
-            let contentID = try copyContent(from.version.contentID)
-            try store(moved, contentID: contentID, replacing: existing, noncurrentSince: now)
             // Renamed, not deleted: no noncurrent or soft-deleted generation is left behind (a snapshot that sees the
             // source still keeps it).
-            try removeLive(from.version, noncurrentSince: nil)
+            if try isSnapshotted(from.version) || contentIsShared(from.version) {
+                // Only versions of one name share content: the destination gets a copy, made a piece at a time.
+                let contentID = try copyContent(from.version.contentID)
+                try store(moved, contentID: contentID, replacing: existing, noncurrentSince: now)
+                try removeLive(from.version, noncurrentSince: nil)
+            } else {
+                // The source's content is its live version's alone: the destination takes it as it is, and a move
+                // of any size copies no byte (a rename).
+                let delete = try connection.statement("DELETE FROM objects WHERE name = ?1")
+                defer { delete.reset() }
+                delete.bind(1, from.version.name)
+                try delete.step()
+                try store(moved, contentID: from.version.contentID, replacing: existing, noncurrentSince: now)
+            }
             return moved
         }
+    }
+
+    /// Whether a version's content is kept by another row of its name too: a version kept for snapshots, a noncurrent
+    /// or a soft-deleted generation (metadata changes keep the content they do not change).
+    private func contentIsShared(_ version: StoredVersion) throws -> Bool {
+        let tables = storesNoncurrent ? ["history", "noncurrent", "soft_deleted"] : ["history"]
+        let shared = try connection.statement(
+            "SELECT " + tables.map { "EXISTS (SELECT 1 FROM \($0) WHERE name = ?1 AND content_id = ?2)" }.joined(separator: " OR "))
+        defer { shared.reset() }
+        shared.bind(1, version.name)
+        shared.bind(2, version.contentID)
+        _ = try shared.step()
+        return shared.int64(0) != 0
     }
 
     /// A new content row with the bytes and CRC-32C of `contentID`'s, copied a piece at a time.

@@ -216,6 +216,69 @@ def test_X4_kill_9_during_apply_then_resume_applies_every_change_exactly_once(re
     assert status == 0 and "nothing to resume" in err
 
 
+DELETES = {"batched": ("POST", "/batch/", []), "alone": ("DELETE", "", ["--batch", "1"])}
+
+
+@pytest.mark.parametrize("sending", DELETES)
+def test_X4_kill_9_after_deletes_landed_unheard_then_resume_counts_them_deleted(remote, sending):
+    """Deletes that reached the server just before kill -9, their answers never heard: the resumed run finds each
+    object gone as planned and records it, rather than failing on the 404 that sending it again gets."""
+    method, path, options = DELETES[sending]
+    names = [f"gone/{i:04}.txt" for i in range(1000)]
+    remote.seed(names)
+    journal = str(remote.home / "rm.journal")
+    at = random.Random().randint(2, 9) if sending == "batched" else random.Random().randint(50, 950)
+    holder = {}
+
+    def kill():
+        os.kill(holder["process"].pid, signal.SIGKILL)
+
+    remote.proxy.rules = [Rule(method, "hook-after-forward", path=path, on=[at], hook=kill)]
+    process = remote.start("--journal", journal, *options, "-c", "rm gone/**")
+    holder["process"] = process
+    process.communicate(timeout=300)
+    assert process.returncode == -signal.SIGKILL, f"killed at {method} {at}"
+    remote.proxy.rules = []
+    status, _, err = remote.run("run", "--resume", journal)
+    assert status == 0 and "applied 1,000 changes" in err, f"killed at {method} {at}: {err}"
+    assert remote.list_all("gone/") == []
+
+
+@pytest.mark.parametrize("when", ["before-forward", "after-forward"])
+def test_M10_X4_kill_9_around_a_move_then_resume_moves_each_object_exactly_once(remote, when):
+    """A move is journaled as its object arriving, then its source leaving, once objects.move has answered: killed
+    before the request reaches the server, or after it moved the object but before storesh heard, the resumed run
+    moves each object exactly once and counts each move once."""
+    names = [f"moving/{i:03}.txt" for i in range(300)]
+    remote.seed(names)
+    journal = str(remote.home / "moves.journal")
+    at = random.Random().randint(20, 280)
+    holder = {}
+
+    def kill():
+        os.kill(holder["process"].pid, signal.SIGKILL)
+
+    action = "hook" if when == "before-forward" else "hook-after-forward"
+    remote.proxy.rules = [Rule("POST", action, path="/moveTo/", on=[at], hook=kill)]
+    process = remote.start("--journal", journal, "-c", "mv moving/** moved/")
+    holder["process"] = process
+    process.communicate(timeout=300)
+    assert process.returncode == -signal.SIGKILL, f"killed at move {at}"
+    remote.proxy.rules = []
+    status, _, err = remote.run("run", "--resume", journal)
+    assert status == 0 and "applied 300 changes" in err, f"killed at move {at} ({when}): {err}"
+    assert remote.list_all("moving/") == []
+    moved = remote.list_all("moved/")
+    assert sorted(item["name"] for item in moved) == [name.replace("moving/", "moved/") for name in names]
+    # Exactly once: each arrived as a new object (metageneration 1) with its own content.
+    assert {item["metageneration"] for item in moved} == {"1"}
+    assert all(int(item["size"]) == len(item["name"].replace("moved/", "moving/")) for item in moved)
+    status, _, err = remote.run("run", "--resume", journal)
+    assert status == 0 and "nothing to resume" in err
+    status, out, err = remote.run("undo", "--dry-run", journal)
+    assert status == 0 and out.endswith("would move 300 objects\n"), out + err
+
+
 @pytest.mark.parametrize("sending", CHANGES)
 def test_X5_ctrl_c_during_apply_finishes_in_flight_and_exits_130(remote, sending):
     method, path, options = CHANGES[sending]
