@@ -82,6 +82,13 @@ public struct BucketSettings: Sendable, Equatable, Codable {
 
 /// Where a bucket keeps its settings (a bucket file does; a remote bucket's are the service's).
 extension BucketSettings {
+    /// Whether these are a new bucket's settings, the times and count of changes aside: nothing was asked of it.
+    public var areANewBucketsSettings: Bool {
+        var new = BucketSettings(madeAt: timeCreated, madeByServer: madeByServer)
+        (new.metageneration, new.updated) = (metageneration, updated)
+        return self == new
+    }
+
     /// Refuses an object's own retention (`object`'s, when named) where the bucket's settings do not enable object
     /// retention (nil: none stored), as the service does: it is chosen when the bucket is made (rule M9).
     public static func refuseObjectRetention(of object: String?, under settings: BucketSettings?) throws(StorageError) {

@@ -235,6 +235,7 @@ public enum FirebaseEmulatorExport {
         var downloadTokens: [String]?
         var timeCreated: String?
         var updated: String?
+        var storageClass: String?
 
         init(from decoder: any Decoder) throws {
             let root = try decoder.container(keyedBy: JSONMemberKey.self)
@@ -246,6 +247,7 @@ public enum FirebaseEmulatorExport {
                 return ((try? root.decodeIfPresent(Double.self, forKey: member)) ?? nil).flatMap { Int64(exactly: $0) }
             }
             (name, bucket, md5Hash, timeCreated, updated) = (text("name"), text("bucket"), text("md5Hash"), text("timeCreated"), text("updated"))
+            storageClass = text("storageClass")
             (size, generation, metageneration) = (number("size"), number("generation"), number("metageneration"))
             for property in WritableProperty.allCases {
                 if let value = text(property.rawValue) { properties[property] = value }
@@ -310,6 +312,10 @@ public enum FirebaseEmulatorExport {
             tokens += listed.split(separator: ",").map(String.init).filter { !tokens.contains($0) }
         }
         archived.customMetadata[ObjectMetadata.downloadTokensKey] = tokens.isEmpty ? nil : tokens.joined(separator: ",")
+        // The class the emulator keeps (STANDARD, the default, is no class of the object's own).
+        if let storageClass = fields.storageClass, storageClass != CloudStorageFields.defaultStorageClass {
+            archived.cloudStorage.storageClass = storageClass
+        }
         archived.generation = fields.generation.flatMap { $0 > 0 ? $0 : nil }
         archived.metageneration = fields.metageneration.flatMap { $0 > 0 ? $0 : nil }
         func time(_ text: String?, _ key: String) throws(StorageError) -> Timestamp? {
@@ -334,13 +340,45 @@ public enum FirebaseEmulatorExport {
     /// emulators' exports (`auth_export/`, `firestore_export/`, …) and may hold anything else, the bucket file
     /// among them: all of it is left as it is. The new `storage_export/` is made beside the old one and renamed into
     /// place, so a failure leaves the previous export; other buckets' objects in the previous one are carried over.
-    public static func write(_ bucket: LocalBucket, to directory: String, counting: (any WorkCounter)? = nil) throws {
+    @discardableResult
+    public static func write(_ bucket: LocalBucket, to directory: String, counting: (any WorkCounter)? = nil) throws -> LeftOut {
         try write([bucket], to: directory, counting: counting)
+    }
+
+    /// What an export in the emulator's layout has no place for, and so did not carry (the emulator keeps neither
+    /// Cloud Storage's own fields nor generations other than the live one, nor bucket settings).
+    public struct LeftOut: Sendable, Equatable {
+        /// Objects with a hold, a retention, a custom time, contexts, a component count or an access control list.
+        public var objectsWithFields = 0
+        public var noncurrent = 0
+        public var softDeleted = 0
+        /// Buckets with settings of their own (versioning, soft delete, retention…).
+        public var bucketsWithSettings = 0
+
+        public init() {}
+
+        public var isEmpty: Bool { self == LeftOut() }
+
+        /// "left out, as the Firebase emulator's export has no place for them: …; storesh export (json) keeps them";
+        /// nil when nothing was.
+        public var described: String? {
+            var parts: [String] = []
+            if objectsWithFields > 0 {
+                parts.append("Cloud Storage's own fields (holds, retention, custom time, contexts) of \(MessageText.counted(objectsWithFields, "object"))")
+            }
+            if noncurrent > 0 { parts.append(MessageText.counted(noncurrent, "noncurrent generation")) }
+            if softDeleted > 0 { parts.append(MessageText.counted(softDeleted, "soft-deleted generation")) }
+            if bucketsWithSettings > 0 { parts.append(bucketsWithSettings == 1 ? "the bucket's settings" : "the buckets' settings") }
+            guard let last = parts.last else { return nil }
+            let listed = parts.count == 1 ? last : parts.dropLast().joined(separator: ", ") + " and " + last
+            return "left out, as the Firebase emulator's export has no place for them: \(listed) (storesh export, as JSON, keeps them)"
+        }
     }
 
     /// Writes `buckets` (one server's, rule V6) as one export, as `write(_:to:)` writes one: the previous export's
     /// objects of other buckets are carried over.
-    public static func write(_ buckets: [LocalBucket], to directory: String, counting: (any WorkCounter)? = nil) throws {
+    @discardableResult
+    public static func write(_ buckets: [LocalBucket], to directory: String, counting: (any WorkCounter)? = nil) throws -> LeftOut {
         let fileManager = FileManager.default
         let root = URL(fileURLWithPath: directory).standardizedFileURL
         var status = stat()
@@ -381,10 +419,17 @@ public enum FirebaseEmulatorExport {
         try writeDurably(Data(bucketList.indented.utf8), to: staging.appendingPathComponent("buckets.json"))
         counting?.begin("exporting", total: buckets.reduce(0) { $0 + ((try? $1.objectCount()) ?? 0) })
         defer { counting?.end() }
+        var leftOut = LeftOut()
         for bucket in buckets {
+            let kept = try bucket.keptGenerationCounts()
+            (leftOut.noncurrent, leftOut.softDeleted) = (leftOut.noncurrent + kept.noncurrent, leftOut.softDeleted + kept.softDeleted)
+            if let settings = try bucket.storedSettings(), !settings.areANewBucketsSettings { leftOut.bucketsWithSettings += 1 }
             // Each object's content a piece at a time, its CRC32C taken as it passes: an object as large as a bucket
             // file holds is never in memory whole (a 999 MB one once took 1.98 GB).
             try bucket.forEachObject { metadata, pieces in
+                var fields = metadata.cloudStorage
+                (fields.storageClass, fields.timeStorageClassUpdated) = (nil, nil)
+                if !fields.isEmpty { leftOut.objectsWithFields += 1 }
                 let file = UUID().uuidString.lowercased()
                 var crc = CRC32C()
                 let blob = try DurableFile(creating: staging.appendingPathComponent("blobs/\(file)"))
@@ -424,6 +469,7 @@ public enum FirebaseEmulatorExport {
             throw StorageError.internalError("Cannot write \(hubFile.path): \(String(cString: strerror(errno))).")
         }
         BucketFileLog.synchronizeDirectory(of: hubFile.path)
+        return leftOut
     }
 
     /// Removes what an export that was killed left in `root`: its staging and retired folders and its metadata
@@ -537,7 +583,7 @@ public enum FirebaseEmulatorExport {
             ("metageneration", .integer(metadata.metageneration)),
             ("generation", .integer(metadata.generation)),
             ("contentType", .string(metadata.contentType ?? "application/octet-stream")),
-            ("storageClass", .string("STANDARD")),
+            ("storageClass", .string(metadata.cloudStorage.storageClass ?? CloudStorageFields.defaultStorageClass)),
         ]
         for property in [WritableProperty.contentDisposition, .cacheControl, .contentLanguage, .contentEncoding] {
             if let value = metadata[property] { members.append((property.rawValue, .string(value))) }

@@ -40,6 +40,15 @@ extension LocalBucket {
         return true
     }
 
+    /// How many noncurrent and soft-deleted generations the bucket keeps, read together.
+    public func keptGenerationCounts() throws(StorageError) -> (noncurrent: Int, softDeleted: Int) {
+        guard storesNoncurrent else { return (0, 0) }
+        return try read {
+            (Int(try connection.integer("SELECT count(*) FROM noncurrent") ?? 0),
+             Int(try connection.integer("SELECT count(*) FROM soft_deleted") ?? 0))
+        }
+    }
+
     /// How many noncurrent generations the bucket keeps.
     public func noncurrentCount() throws(StorageError) -> Int {
         guard storesNoncurrent else { return 0 }

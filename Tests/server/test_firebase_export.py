@@ -214,3 +214,23 @@ def test_a_server_whose_standard_error_is_gone_still_stops_and_exports(tmp_path)
     process.send_signal(signal.SIGINT)
     assert process.wait(timeout=30) == 0
     assert {name: content for name, (_, content) in read_export(export).items()} == {"kept.txt": b"kept"}
+
+
+def test_an_export_in_the_emulators_layout_keeps_the_storage_class_and_says_what_it_leaves_out(tmp_path):
+    """The emulator's metadata files have a storage class, and no place for holds, retention, custom times, contexts,
+    generations other than the live one or bucket settings: the class goes there and comes back; the rest is named as
+    left out, never dropped without a word (issue 54)."""
+    bucket = tmp_path / "fields.bucket"
+    status, _, err = harness.storesh(tmp_path, "--bucket", str(bucket), "--quiet", "-c",
+                                     "put --data a a.txt; put --data b b.txt; meta set storageClass=NEARLINE -- a.txt; "
+                                     "meta set temporaryHold=true -- b.txt")
+    assert status == 0, err.decode()
+    status, _, err = harness.storesh(tmp_path, "--bucket", str(bucket), "export", "--format", "firebase", str(tmp_path / "exp"))
+    assert status == 0, err.decode()
+    assert (b"storesh: warning: left out, as the Firebase emulator's export has no place for them: Cloud Storage's own fields "
+            b"(holds, retention, custom time, contexts) of 1 object (storesh export, as JSON, keeps them)") in err, err.decode()
+    back = tmp_path / "back.bucket"
+    status, _, err = harness.storesh(tmp_path, "--bucket", str(back), "import", "--format", "firebase", str(tmp_path / "exp"))
+    assert status == 0, err.decode()
+    status, out, err = harness.storesh(tmp_path, "--bucket", str(back), "--quiet", "--json", "-c", "meta get a.txt")
+    assert status == 0 and json.loads(out)["storageClass"] == "NEARLINE", out + err

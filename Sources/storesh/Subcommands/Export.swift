@@ -44,9 +44,10 @@ struct Export: StoreshCommand {
         let context = RunContext(bucket: bucketOptions)
         let bucket = try context.openLocal()
         if format == .firebase, let file {
-            try FirebaseEmulatorExport.write(bucket, to: file, counting: context.progressMeter)
+            let leftOut = try FirebaseEmulatorExport.write(bucket, to: file, counting: context.progressMeter)
             Diagnostics.summary(
                 "exported \(MessageText.counted(try bucket.objectCount(), "object")) of gs://\(bucket.name) to \(file) (firebase emulators:start --only storage --import \(file) reads it)")
+            if let said = leftOut.described { Diagnostics.warning(said) }
             return .success
         }
         guard let file, file != "-" else {

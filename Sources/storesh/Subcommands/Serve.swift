@@ -297,12 +297,13 @@ struct Serve: StoreshCommand {
                 }
                 closed.append(opened)
             }
-            try FirebaseEmulatorExport.write(closed, to: directory, counting: context.progressMeter)
+            let leftOut = try FirebaseEmulatorExport.write(closed, to: directory, counting: context.progressMeter)
             let objects = try closed.reduce(0) { try $0 + $1.objectCount() }
             let buckets = closed.count == 1 ? "" : " of \(closed.map { "gs://\($0.name)" }.joined(separator: ", "))"
             Diagnostics.notice(
                 "exported \(MessageText.counted(objects, "object"))\(buckets) to \(directory) (the Firebase emulator's layout)",
                 from: "storesh serve")
+            if let said = leftOut.described { Diagnostics.warning(said, from: "storesh serve") }
             for file in skipped {
                 Diagnostics.warning("not exported: \(file), which is not a bucket file storesh serve can read", from: "storesh serve")
             }
