@@ -149,7 +149,7 @@ extension StorageAPI {
         let spool = Spool(directory: spoolDirectory)
         try await receive(&exchange, into: spool, limit: Int64(limits.maximumObjectBytes + limits.maximumJSONBytes) + 4096, tooLarge: objectTooLarge())
         let form = try PostPolicyForm(spool: spool, contentType: exchange.request.headers[.contentType])
-        try form.check(bucket: exchange.bucket.name, key: signingKey, now: Date())
+        try form.check(bucket: exchange.bucket.name, key: signingKey, now: exchange.bucket.clock.now().date)
         guard let key = form.key, !key.isEmpty else {
             throw SignedURL.refusal(.badRequest, code: "InvalidArgument", "The form has no key field naming the object.")
         }

@@ -74,7 +74,7 @@ struct SignedURL {
     }
 
     /// Checks a signed request; throws an `HTTPFailure` whose body is the XML API's.
-    static func check(_ request: Request, key: SignedURLKey?, now: Date = Date()) throws {
+    static func check(_ request: Request, key: SignedURLKey?, now: Date) throws {
         let pairs = try parameters(request)
         func parameter(_ name: String) throws -> String {
             guard let value = pairs.first(where: { $0.name.lowercased() == name.lowercased() })?.value, !value.isEmpty else {

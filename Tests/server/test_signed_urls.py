@@ -141,3 +141,24 @@ def test_a_signed_url_to_nothing_answers_in_xml_naming_its_own_bucket_and_object
     answer = requests.get(url, timeout=30)
     assert answer.status_code == 404 and answer.text.startswith("<?xml"), answer.text
     assert "<Code>NoSuchKey</Code>" in answer.text and f"{BUCKET}/nowhere/none.txt" in answer.text
+
+
+@pytest.mark.parametrize("days, code", [(3, "ExpiredToken"), (-1, "RequestNotYetValid")])
+def test_signed_urls_are_dated_and_expire_by_the_servers_clock(tmp_path, monkeypatch, days, code):
+    """With serve --clock, a signed URL's date and expiry are checked against that clock, as a test that tries expiry
+    needs: three days on, a five-minute URL made now has expired; a day back, it is dated ahead of the server."""
+    path, credentials = key_file(tmp_path)
+    clock = (datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    server = Server(tmp_path, tmp_path / "served.bucket", extra=("--signing-key", str(path), "--clock", clock))
+    try:
+        monkeypatch.setenv("STORAGE_EMULATOR_HOST", server.url)
+        monkeypatch.setenv("DISABLE_GCS_PYTHON_CLIENT_OTEL_BUCKET_METADATA", "true")
+        from google.auth.credentials import AnonymousCredentials
+        from google.cloud import storage
+        blob = storage.Client(project="demo-app", credentials=AnonymousCredentials()).bucket(BUCKET).blob("dated.txt")
+        blob.upload_from_string(b"dated")
+        answer = requests.get(sign(blob, credentials), timeout=30)
+        assert answer.status_code == 400 and f"<Code>{code}</Code>" in answer.text, answer.text
+    finally:
+        status, err = server.stop()
+        assert status == 0, err
