@@ -134,10 +134,23 @@ extension StorageAPI {
                 HTTPField.Name("X-Goog-Hash")!: "crc32c=\(content.crc32cBase64),md5=\(content.md5Base64)",
             ])
         case .get, .head:
-            let parts = try multipartUploads.parts(of: uploadID).sorted { $0.key < $1.key }.map { number, content in
+            // A page of at most `max-parts` (1,000 at most, as on the service), the parts after `part-number-marker`.
+            let largest = Int64(CloudStorageXML.largestPartsPage)
+            let asked = try exchange.query.integer("max-parts") ?? largest
+            guard asked >= 0 else {
+                throw SignedURL.refusal(.badRequest, code: "InvalidArgument", "max-parts must be a whole number from 0 to \(largest).")
+            }
+            let marker = try exchange.query.integer("part-number-marker") ?? 0
+            guard marker >= 0 else {
+                throw SignedURL.refusal(.badRequest, code: "InvalidArgument", "part-number-marker must be a part number, 0 or more.")
+            }
+            let after = try multipartUploads.parts(of: uploadID).filter { Int64($0.key) > marker }.sorted { $0.key < $1.key }
+            let limit = Int(min(asked, largest))
+            let parts = after.prefix(limit).map { number, content in
                 CloudStorageXML.UploadedPart(number: number, entityTag: CloudStorageXML.entityTag(md5Base64: content.md5Base64), size: content.size)
             }
-            return Reply.xml(CloudStorageXML.listPartsResult(bucket: exchange.bucket.name, key: name.rawValue, uploadID: uploadID, parts: parts))
+            let page = CloudStorageXML.PartsPage(marker: Int(marker), maximum: limit, truncated: after.count > limit)
+            return Reply.xml(CloudStorageXML.listPartsResult(bucket: exchange.bucket.name, key: name.rawValue, uploadID: uploadID, parts: parts, page: page))
         case .delete:
             _ = try multipartUploads.take(uploadID)
             return Reply.empty(.noContent)

@@ -100,10 +100,30 @@ public enum CloudStorageXML {
         }
     }
 
-    /// The answer to `GET /BUCKET/OBJECT?uploadId=…`: the parts received so far.
-    public static func listPartsResult(bucket: String, key: String, uploadID: String, parts: [UploadedPart]) -> String {
+    /// The most parts one listing gives, as on the service.
+    public static let largestPartsPage = 1000
+
+    /// Where a page of a listing of parts starts and how long it may be: `PartNumberMarker` (the part it starts after),
+    /// `MaxParts`, and whether more parts follow it (`IsTruncated`, and then `NextPartNumberMarker`, its last part).
+    public struct PartsPage: Sendable, Equatable {
+        public var marker: Int
+        public var maximum: Int
+        public var truncated: Bool
+
+        public init(marker: Int, maximum: Int, truncated: Bool) {
+            self.marker = marker
+            self.maximum = maximum
+            self.truncated = truncated
+        }
+    }
+
+    /// The answer to `GET /BUCKET/OBJECT?uploadId=…`: a page of the parts received so far.
+    public static func listPartsResult(bucket: String, key: String, uploadID: String, parts: [UploadedPart], page: PartsPage) -> String {
         var xml = declaration + "<ListPartsResult xmlns=\"\(uploadNamespace)\"><Bucket>\(MarkupText.escaped(bucket))</Bucket>"
-            + "<Key>\(MarkupText.escaped(key))</Key><UploadId>\(MarkupText.escaped(uploadID))</UploadId><IsTruncated>false</IsTruncated>"
+            + "<Key>\(MarkupText.escaped(key))</Key><UploadId>\(MarkupText.escaped(uploadID))</UploadId>"
+            + "<PartNumberMarker>\(page.marker)</PartNumberMarker>"
+        if page.truncated, let last = parts.last { xml += "<NextPartNumberMarker>\(last.number)</NextPartNumberMarker>" }
+        xml += "<MaxParts>\(page.maximum)</MaxParts><IsTruncated>\(page.truncated ? "true" : "false")</IsTruncated>"
         for part in parts {
             xml += "<Part><PartNumber>\(part.number)</PartNumber><ETag>\(MarkupText.escaped(part.entityTag))</ETag><Size>\(part.size)</Size></Part>"
         }

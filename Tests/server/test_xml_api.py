@@ -132,6 +132,15 @@ def test_a_multipart_upload_lands_whole_or_not_at_all(signing):  # noqa: F811
         tags[number] = sent.headers["ETag"]
     listed = ElementTree.fromstring(requests.get(url, params={"uploadId": upload_id}, timeout=30).content)
     assert [p.text for p in listed.iter(S3 + "PartNumber")] == ["1", "2", "3"]
+    assert (listed.findtext(S3 + "IsTruncated"), listed.findtext(S3 + "MaxParts")) == ("false", "1000")
+    # Page by page, as the service pages them: max-parts, then part-number-marker from NextPartNumberMarker.
+    first = ElementTree.fromstring(requests.get(url, params={"uploadId": upload_id, "max-parts": 2}, timeout=30).content)
+    assert [p.text for p in first.iter(S3 + "PartNumber")] == ["1", "2"] and first.findtext(S3 + "IsTruncated") == "true"
+    marker = first.findtext(S3 + "NextPartNumberMarker")
+    rest = ElementTree.fromstring(requests.get(url, params={"uploadId": upload_id, "max-parts": 2, "part-number-marker": marker}, timeout=30).content)
+    assert [p.text for p in rest.iter(S3 + "PartNumber")] == ["3"] and rest.findtext(S3 + "IsTruncated") == "false"
+    assert rest.findtext(S3 + "PartNumberMarker") == "2" and rest.findtext(S3 + "NextPartNumberMarker") is None
+    assert error_code(requests.get(url, params={"uploadId": upload_id, "max-parts": "-1"}, timeout=30)) == "InvalidArgument"
     assert client.bucket(BUCKET).get_blob("parts/whole.bin") is None  # nothing visible before completion
 
     def complete(order, tag=lambda n: tags[n]):
