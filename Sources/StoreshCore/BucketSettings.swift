@@ -51,6 +51,46 @@ public struct BucketSettings: Sendable, Equatable, Codable {
     public var iamPolicy: JSONValue?
     /// Counts the IAM policy's changes: its etag.
     public var iamPolicyVersion: Int64?
+    /// Which ways of encrypting new objects the bucket restricts (`encryption.*EncryptionEnforcementConfig`), by
+    /// encryption type; nil when none was ever set.
+    public var encryptionEnforcement: [EncryptionType: EncryptionEnforcement]?
+
+    /// How an object is encrypted, as a bucket's enforcement names it.
+    public enum EncryptionType: String, Codable, CodingKeyRepresentable, Sendable, CaseIterable {
+        /// Google-managed keys (GMEK): every object written without a key of its own (all of storesh serve's).
+        case googleManaged = "googleManagedEncryptionEnforcementConfig"
+        /// Cloud KMS keys (CMEK), which storesh serve has none of.
+        case customerManaged = "customerManagedEncryptionEnforcementConfig"
+        /// A key the client gives with each request (CSEK, `x-goog-encryption-key`).
+        case customerSupplied = "customerSuppliedEncryptionEnforcementConfig"
+
+        /// How messages name it.
+        public var described: String {
+            switch self {
+            case .googleManaged: "Google-managed encryption (no customer-supplied key)"
+            case .customerManaged: "a Cloud KMS key (CMEK)"
+            case .customerSupplied: "a customer-supplied key (CSEK)"
+            }
+        }
+    }
+
+    /// One type's enforcement: whether new objects may use it, and since when they may not.
+    public struct EncryptionEnforcement: Codable, Sendable, Equatable {
+        /// `FullyRestricted`: no new object may be encrypted this way; `NotRestricted`: any may.
+        public var fullyRestricted: Bool
+        /// When the restriction took effect; nil while not restricted (as the service answers it).
+        public var effectiveTime: Timestamp?
+
+        public init(fullyRestricted: Bool, effectiveTime: Timestamp?) {
+            self.fullyRestricted = fullyRestricted
+            self.effectiveTime = effectiveTime
+        }
+    }
+
+    /// The encryption types new objects may not use.
+    public var restrictedEncryption: Set<EncryptionType> {
+        Set((encryptionEnforcement ?? [:]).filter { $0.value.fullyRestricted }.keys)
+    }
 
     /// The settings of a bucket made at `time`, as the service gives a new bucket when nothing is asked for.
     public init(madeAt time: Timestamp, madeByServer: Bool = false) {

@@ -8,6 +8,21 @@ extension LocalBucket {
     static let defaultStorageClassKey = "default_storage_class"
     static let defaultEventBasedHoldKey = "default_event_based_hold"
     static let retentionSecondsKey = "retention_seconds"
+    /// The encryption types new objects may not use (`BucketSettings.restrictedEncryption`), comma-separated.
+    static let restrictedEncryptionKey = "restricted_encryption"
+
+    /// Refuses a new object encrypted in a way the bucket's encryption enforcement restricts, as the service does (a
+    /// 412 on its APIs): one with a customer-supplied key where those are restricted, one without where
+    /// Google-managed encryption is.
+    func refuseRestrictedEncryption(of fields: CloudStorageFields, name: String) throws {
+        guard let text = try BucketSchema.readInfo(Self.restrictedEncryptionKey, connection: connection), !text.isEmpty else { return }
+        let restricted = Set(text.split(separator: ",").compactMap { BucketSettings.EncryptionType(rawValue: String($0)) })
+        let type: BucketSettings.EncryptionType = fields.customerKeySHA256 == nil ? .googleManaged : .customerSupplied
+        guard restricted.contains(type) else { return }
+        throw StorageError(
+            .preconditionFailed,
+            "gs://\(self.name) restricts new objects' encryption (encryption.\(type.rawValue) is FullyRestricted): \(MessageText.name(name)) would use \(type.described). Nothing was written.")
+    }
 
     /// Refuses to delete or overwrite an object that a hold, its own retention or the bucket's retention policy keeps
     /// (rule M9), as the service does (403 on its APIs).
@@ -76,6 +91,8 @@ extension LocalBucket {
         try BucketSchema.writeInfo(Self.defaultStorageClassKey, settings.storageClass, connection: connection)
         try BucketSchema.writeInfo(Self.defaultEventBasedHoldKey, settings.defaultEventBasedHold == true ? "on" : "off", connection: connection)
         try BucketSchema.writeInfo(Self.retentionSecondsKey, String(settings.retentionPeriod ?? 0), connection: connection)
+        try BucketSchema.writeInfo(
+            Self.restrictedEncryptionKey, settings.restrictedEncryption.map(\.rawValue).sorted().joined(separator: ","), connection: connection)
         guard storesNoncurrent else {
             if (settings.softDeleteSeconds ?? 0) > 0 { throw StorageError.invalidArgument("\(path) is open for reading only: its soft delete policy cannot be set.") }
             return

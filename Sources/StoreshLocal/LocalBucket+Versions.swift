@@ -453,6 +453,8 @@ extension LocalBucket: ObjectVersions {
             restored.updated = now
             restored.cloudStorage.softDeleteTime = nil
             restored.cloudStorage.hardDeleteTime = nil
+            // A restore makes a new object: the bucket's encryption enforcement holds for it, as for a write.
+            try refuseRestrictedEncryption(of: restored.cloudStorage, name: object.rawValue)
             let remove = try connection.statement("DELETE FROM soft_deleted WHERE id = ?1")
             defer { remove.reset() }
             remove.bind(1, soft.id)

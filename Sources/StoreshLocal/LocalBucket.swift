@@ -740,6 +740,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
             }
             try refuseIfProtected(existing?.metadata, .overwritten)
             metadata.cloudStorage = try newObjectFields(writeOptions.cloudStorage, now: now)
+            try refuseRestrictedEncryption(of: metadata.cloudStorage, name: object.rawValue)
             try store(metadata, content: content, replacing: existing, noncurrentSince: now)
             return metadata
         }
@@ -783,6 +784,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
             }
             try refuseIfProtected(existing?.metadata, .overwritten)
             metadata.cloudStorage = try newObjectFields(writeOptions.cloudStorage, now: now)
+            try refuseRestrictedEncryption(of: metadata.cloudStorage, name: object.rawValue)
             let (contentID, crc) = try storeContent(from: source)
             metadata.crc32c = crc.base64
             try store(metadata, contentID: contentID, replacing: existing, noncurrentSince: now)

@@ -44,6 +44,15 @@ public enum BucketResource {
         if settings.objectRetentionEnabled == true { members.append(("objectRetention", .object([("mode", .string("Enabled"))]))) }
         if let versioning = settings.versioning { members.append(("versioning", .object([("enabled", .bool(versioning))]))) }
         if let hold = settings.defaultEventBasedHold { members.append(("defaultEventBasedHold", .bool(hold))) }
+        if let enforcement = settings.encryptionEnforcement {
+            let configs = BucketSettings.EncryptionType.allCases.compactMap { type -> (String, JSONValue)? in
+                guard let config = enforcement[type] else { return nil }
+                return (type.rawValue, .object(
+                    [("restrictionMode", .string(config.fullyRestricted ? "FullyRestricted" : "NotRestricted"))]
+                        + (config.effectiveTime.map { [("effectiveTime", .string($0.rfc3339))] } ?? [])))
+            }
+            members.append(("encryption", .object(configs)))
+        }
         if !settings.labels.isEmpty {
             let sorted = settings.labels.sorted { Array($0.key.utf8).lexicographicallyPrecedes(Array($1.key.utf8)) }
             members.append(("labels", .object(sorted.map { ($0.key, .string($0.value)) })))
@@ -256,10 +265,7 @@ public enum BucketResource {
                 default: throw invalid(field, "true or false")
                 }
             case "encryption":
-                // A KMS key, or an enforcement of how objects are encrypted: none can be honoured here.
-                if case .object(let encryption) = value, let (key, _) = encryption.first(where: { $0.1 != .null }) {
-                    throw unsupported("encryption.\(key)", "storesh serve has no key management service and encrypts nothing")
-                }
+                try applyEncryption(value, to: &settings, now: now ?? settings.updated)
             case "acl", "defaultObjectAcl":
                 let list = try accessControlList(value, field: field, settings: settings)
                 if field == "acl" { settings.acl = list } else { settings.defaultObjectAcl = list }
@@ -381,6 +387,49 @@ public enum BucketResource {
                 throw .invalidArgument("Invalid JSON payload received. Unknown name \"\(key)\" in softDeletePolicy: Cannot find field.")
             }
         }
+    }
+
+    /// The bucket's `encryption`: a default KMS key cannot be honoured (storesh serve has no key management service);
+    /// each type's enforcement (`…EncryptionEnforcementConfig: {restrictionMode}`) is kept, merged member by member as
+    /// a patch merges (null removes one), its `effectiveTime` the time it became `FullyRestricted`.
+    private static func applyEncryption(_ value: JSONValue, to settings: inout BucketSettings, now: Timestamp) throws(StorageError) {
+        guard case .object(let members) = value else {
+            guard value == .null else { throw invalid("encryption", "an object") }
+            settings.encryptionEnforcement = nil
+            return
+        }
+        var enforcement = settings.encryptionEnforcement ?? [:]
+        for (key, member) in members {
+            if key == "defaultKmsKeyName" {
+                guard member == .null else {
+                    throw unsupported("encryption.defaultKmsKeyName", "storesh serve has no key management service and encrypts nothing")
+                }
+                continue
+            }
+            guard let type = BucketSettings.EncryptionType(rawValue: key) else {
+                throw .invalidArgument("Invalid JSON payload received. Unknown name \"\(key)\" in encryption: Cannot find field.")
+            }
+            guard case .object(let config) = member else {
+                guard member == .null else { throw invalid("encryption.\(key)", "an object with restrictionMode") }
+                enforcement[type] = nil
+                continue
+            }
+            var restricted: Bool?
+            for (name, setting) in config {
+                switch (name, setting) {
+                case ("restrictionMode", .string("FullyRestricted")): restricted = true
+                case ("restrictionMode", .string("NotRestricted")): restricted = false
+                case ("restrictionMode", _): throw invalid("encryption.\(key).restrictionMode", "FullyRestricted or NotRestricted")
+                case ("effectiveTime", _): continue  // the service's to set
+                default:
+                    throw .invalidArgument("Invalid JSON payload received. Unknown name \"\(name)\" in encryption.\(key): Cannot find field.")
+                }
+            }
+            guard let restricted else { throw invalid("encryption.\(key).restrictionMode", "FullyRestricted or NotRestricted") }
+            let since = enforcement[type]?.fullyRestricted == true ? enforcement[type]?.effectiveTime : now
+            enforcement[type] = BucketSettings.EncryptionEnforcement(fullyRestricted: restricted, effectiveTime: restricted ? since : nil)
+        }
+        settings.encryptionEnforcement = enforcement.isEmpty ? nil : enforcement
     }
 
     private static func enabled(_ value: JSONValue) -> Bool {

@@ -59,7 +59,8 @@ def test_patch_and_update_move_the_metageneration_under_its_preconditions(server
     ("versioning", {"enabled": "yes"}), ("retentionPolicy", {"retentionPeriod": "0"}),
     ("softDeletePolicy", {"retentionDurationSeconds": "100"}), ("hierarchicalNamespace", {"enabled": True}),
     ("defaultEventBasedHold", "yes"), ("storageClass", "EXPENSIVE"), ("noSuchSetting", 1),
-    ("encryption", {"googleManagedEncryptionEnforcementConfig": {"restrictionMode": "FullyRestricted"}}),
+    ("encryption", {"defaultKmsKeyName": "projects/p/locations/us/keyRings/r/cryptoKeys/k"}),
+    ("encryption", {"googleManagedEncryptionEnforcementConfig": {"restrictionMode": "Sometimes"}}),
 ])
 def test_a_setting_storesh_cannot_honour_is_refused_and_nothing_is_made(server, client, setting, value):
     answer = requests.post(f"{server.url}/storage/v1/b", params={"project": "demo-app"},
@@ -187,3 +188,40 @@ def test_a_locked_retention_policy_is_never_removed_by_an_update_or_a_patch(serv
         assert refused.status_code == 403, refused.text
     lengthened = requests.patch(f"{server.url}/storage/v1/b/locked-policy", json={"retentionPolicy": {"retentionPeriod": "7200"}}, timeout=30)
     assert lengthened.status_code == 200 and lengthened.json()["retentionPolicy"]["retentionPeriod"] == "7200", lengthened.text
+
+
+def test_encryption_enforcement_is_kept_answered_and_refuses_what_it_restricts(server, client):
+    """A bucket's encryption enforcement (`encryption.*EncryptionEnforcementConfig`), as the official client sets it:
+    kept and answered, with an effective time while FullyRestricted; a new object encrypted a restricted way (a write,
+    a copy, a restore) is refused with the service's 412; a null removes a config; a default KMS key is still refused,
+    storesh serve having no key management service."""
+    import os
+    from google.api_core import exceptions as api
+    from google.cloud.storage.bucket import EncryptionEnforcementConfig
+    bucket = client.bucket("enforced")
+    bucket.encryption.customer_supplied_encryption_enforcement_config = EncryptionEnforcementConfig("FullyRestricted")
+    bucket.encryption.google_managed_encryption_enforcement_config = EncryptionEnforcementConfig("NotRestricted")
+    bucket = client.create_bucket(bucket)
+    csek = bucket.encryption.customer_supplied_encryption_enforcement_config
+    gmek = bucket.encryption.google_managed_encryption_enforcement_config
+    assert csek.restriction_mode == "FullyRestricted" and csek.effective_time is not None
+    assert gmek.restriction_mode == "NotRestricted" and gmek.effective_time is None
+    key = os.urandom(32)
+    with pytest.raises(api.PreconditionFailed, match="customer-supplied key"):
+        bucket.blob("secret.txt", encryption_key=key).upload_from_string(b"secret")
+    bucket.blob("plain.txt").upload_from_string(b"plain")
+    # Google-managed restricted instead: a plain write, or a plain copy, is refused; a customer-supplied key is taken.
+    bucket.encryption.customer_supplied_encryption_enforcement_config = None
+    bucket.encryption.google_managed_encryption_enforcement_config = EncryptionEnforcementConfig("FullyRestricted")
+    bucket.patch()
+    bucket.reload()
+    assert bucket.encryption.customer_supplied_encryption_enforcement_config is None
+    assert bucket.encryption.google_managed_encryption_enforcement_config.effective_time is not None
+    with pytest.raises(api.PreconditionFailed):
+        bucket.blob("more.txt").upload_from_string(b"plain")
+    with pytest.raises(api.PreconditionFailed):
+        bucket.copy_blob(bucket.blob("plain.txt"), bucket, "copied.txt")
+    bucket.blob("secret.txt", encryption_key=key).upload_from_string(b"secret")
+    assert bucket.blob("secret.txt", encryption_key=key).download_as_bytes() == b"secret"
+    refused = requests.patch(f"{server.url}/storage/v1/b/enforced", json={"encryption": {"defaultKmsKeyName": "projects/p/k"}}, timeout=30)
+    assert refused.status_code == 400 and "key management" in refused.json()["error"]["message"], refused.text
