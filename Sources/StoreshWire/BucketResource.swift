@@ -57,7 +57,7 @@ public enum BucketResource {
             let sorted = settings.labels.sorted { Array($0.key.utf8).lexicographicallyPrecedes(Array($1.key.utf8)) }
             members.append(("labels", .object(sorted.map { ($0.key, .string($0.value)) })))
         }
-        for field in BucketSettings.keptFields + ["hierarchicalNamespace"] {
+        for field in BucketSettings.keptFields + ["hierarchicalNamespace", "ipFilter"] {
             if let value = settings.kept[field] { members.append((field, value)) }
         }
         if full && !settings.uniformBucketLevelAccess {
@@ -256,6 +256,19 @@ public enum BucketResource {
                 if enabled(value) { throw unsupported("hierarchicalNamespace.enabled", "storesh serve's buckets have no hierarchical namespace") }
                 // Asked to be off: said so when read back, as the service says it.
                 settings.kept[field] = value == .null ? nil : .object([("enabled", .bool(false))])
+            case "ipFilter":
+                // Kept and answered while it filters nothing (`mode` Disabled): storesh serve does not filter requests
+                // by address or network, so an enabled filter would be a promise it does not keep.
+                switch value {
+                case .null: settings.kept[field] = nil
+                case .object(let members):
+                    switch members.last(where: { $0.0 == "mode" })?.1 {
+                    case .string("Disabled")?: settings.kept[field] = value
+                    case .string("Enabled")?: throw unsupported("ipFilter.mode", "storesh serve does not filter requests by address or network")
+                    default: throw invalid("ipFilter.mode", "Enabled or Disabled")
+                    }
+                default: throw invalid(field, "an object with a mode")
+                }
             case "autoclass":
                 if enabled(value) { throw unsupported("autoclass.enabled", "storesh serve moves no object between storage classes by itself") }
             case "defaultEventBasedHold":

@@ -33,7 +33,6 @@ KNOWN_GAPS = {
     "test_bucket.py::test_new_bucket_with_autoclass": "autoclass",
     "test_bucket.py::test_config_autoclass_w_existing_bucket": "autoclass",
     "test_client.py::test_restore_bucket": "soft-deleted buckets restored",
-    "test_bucket.py::test_bucket_ip_filter_patch": "IP filters",
     "test_client.py::test_create_bucket_dual_region": "custom dual regions (customPlacementConfig)",
 }
 

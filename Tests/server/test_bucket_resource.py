@@ -61,6 +61,7 @@ def test_patch_and_update_move_the_metageneration_under_its_preconditions(server
     ("defaultEventBasedHold", "yes"), ("storageClass", "EXPENSIVE"), ("noSuchSetting", 1),
     ("encryption", {"defaultKmsKeyName": "projects/p/locations/us/keyRings/r/cryptoKeys/k"}),
     ("encryption", {"googleManagedEncryptionEnforcementConfig": {"restrictionMode": "Sometimes"}}),
+    ("ipFilter", {"mode": "Enabled", "publicNetworkSource": {"allowedIpCidrRanges": ["203.0.113.10/32"]}}),
 ])
 def test_a_setting_storesh_cannot_honour_is_refused_and_nothing_is_made(server, client, setting, value):
     answer = requests.post(f"{server.url}/storage/v1/b", params={"project": "demo-app"},
