@@ -57,7 +57,7 @@ public enum BucketResource {
             let sorted = settings.labels.sorted { Array($0.key.utf8).lexicographicallyPrecedes(Array($1.key.utf8)) }
             members.append(("labels", .object(sorted.map { ($0.key, .string($0.value)) })))
         }
-        for field in BucketSettings.keptFields + ["hierarchicalNamespace", "ipFilter"] {
+        for field in BucketSettings.keptFields + ["hierarchicalNamespace", "ipFilter", "autoclass"] {
             if let value = settings.kept[field] { members.append((field, value)) }
         }
         if full && !settings.uniformBucketLevelAccess {
@@ -270,7 +270,7 @@ public enum BucketResource {
                 default: throw invalid(field, "an object with a mode")
                 }
             case "autoclass":
-                if enabled(value) { throw unsupported("autoclass.enabled", "storesh serve moves no object between storage classes by itself") }
+                try applyAutoclass(value, to: &settings, now: now ?? settings.updated)
             case "defaultEventBasedHold":
                 switch value {
                 case .bool(let hold): settings.defaultEventBasedHold = hold
@@ -400,6 +400,50 @@ public enum BucketResource {
                 throw .invalidArgument("Invalid JSON payload received. Unknown name \"\(key)\" in softDeletePolicy: Cannot find field.")
             }
         }
+    }
+
+    /// Autoclass (`enabled`, `terminalStorageClass` NEARLINE or ARCHIVE), kept and answered with the times the
+    /// service sets (`toggleTime` when it is turned on or off, `terminalStorageClassUpdateTime` when the terminal
+    /// class changes). storesh serve moves no object between classes: the service moves one only after 30 days
+    /// without access, which no test waits for (as lifecycle rules, kept and not acted on).
+    private static func applyAutoclass(_ value: JSONValue, to settings: inout BucketSettings, now: Timestamp) throws(StorageError) {
+        let current = settings.kept["autoclass"]
+        guard case .object(let members) = value else {
+            guard value == .null else { throw invalid("autoclass", "an object such as {\"enabled\": true}") }
+            settings.kept["autoclass"] = nil
+            return
+        }
+        var enabled = current?[member: "enabled"]?.bool ?? false
+        var terminal = current?[member: "terminalStorageClass"]?.string
+        for (key, setting) in members {
+            switch (key, setting) {
+            case ("enabled", .bool(let on)): enabled = on
+            case ("enabled", _): throw invalid("autoclass.enabled", "true or false")
+            case ("terminalStorageClass", .string(let storageClass)) where ["NEARLINE", "ARCHIVE"].contains(storageClass.uppercased()):
+                terminal = storageClass.uppercased()
+            case ("terminalStorageClass", .null): terminal = nil
+            case ("terminalStorageClass", _): throw invalid("autoclass.terminalStorageClass", "NEARLINE or ARCHIVE")
+            case ("toggleTime", _), ("terminalStorageClassUpdateTime", _): continue  // the service's to set
+            default:
+                throw .invalidArgument("Invalid JSON payload received. Unknown name \"\(key)\" in autoclass: Cannot find field.")
+            }
+        }
+        let wasEnabled = current?[member: "enabled"]?.bool ?? false
+        if enabled, terminal == nil { terminal = "NEARLINE" }
+        if !enabled { terminal = nil }
+        let toggled = enabled != wasEnabled
+        guard enabled || current != nil else { return }  // off, and never on: nothing to answer
+        var answered: [(String, JSONValue)] = [("enabled", .bool(enabled))]
+        let toggleTime = toggled ? .string(now.rfc3339) : current?[member: "toggleTime"]
+        if let toggleTime { answered.append(("toggleTime", toggleTime)) }
+        if let terminal {
+            answered.append(("terminalStorageClass", .string(terminal)))
+            let changed = terminal != current?[member: "terminalStorageClass"]?.string
+            if let time = changed ? .string(now.rfc3339) : current?[member: "terminalStorageClassUpdateTime"] {
+                answered.append(("terminalStorageClassUpdateTime", time))
+            }
+        }
+        settings.kept["autoclass"] = .object(answered)
     }
 
     /// The bucket's `encryption`: a default KMS key cannot be honoured (storesh serve has no key management service);

@@ -62,6 +62,7 @@ def test_patch_and_update_move_the_metageneration_under_its_preconditions(server
     ("encryption", {"defaultKmsKeyName": "projects/p/locations/us/keyRings/r/cryptoKeys/k"}),
     ("encryption", {"googleManagedEncryptionEnforcementConfig": {"restrictionMode": "Sometimes"}}),
     ("ipFilter", {"mode": "Enabled", "publicNetworkSource": {"allowedIpCidrRanges": ["203.0.113.10/32"]}}),
+    ("autoclass", {"enabled": True, "terminalStorageClass": "COLDLINE"}),
 ])
 def test_a_setting_storesh_cannot_honour_is_refused_and_nothing_is_made(server, client, setting, value):
     answer = requests.post(f"{server.url}/storage/v1/b", params={"project": "demo-app"},
