@@ -57,7 +57,7 @@ public enum BucketResource {
             let sorted = settings.labels.sorted { Array($0.key.utf8).lexicographicallyPrecedes(Array($1.key.utf8)) }
             members.append(("labels", .object(sorted.map { ($0.key, .string($0.value)) })))
         }
-        for field in BucketSettings.keptFields + ["hierarchicalNamespace", "ipFilter", "autoclass"] {
+        for field in BucketSettings.keptFields + ["hierarchicalNamespace", "ipFilter", "autoclass", "customPlacementConfig"] {
             if let value = settings.kept[field] { members.append((field, value)) }
         }
         if full && !settings.uniformBucketLevelAccess {
@@ -180,7 +180,11 @@ public enum BucketResource {
             let current = settings
             settings = defaults
             (settings.metageneration, settings.timeCreated, settings.madeByServer) = (current.metageneration, current.timeCreated, current.madeByServer)
-            if !creating { settings.location = current.location }
+            // Where the bucket is cannot change: an update keeps its location, its type and its custom dual region.
+            if !creating {
+                (settings.location, settings.locationType) = (current.location, current.locationType)
+                settings.kept["customPlacementConfig"] = current.kept["customPlacementConfig"]
+            }
             // A locked retention policy outlives an update that does not name it: it is never removed (rule M9).
             if current.retentionLocked == true {
                 (settings.retentionPeriod, settings.retentionEffectiveTime, settings.retentionLocked) =
@@ -197,7 +201,9 @@ public enum BucketResource {
                     throw .invalidArgument("A bucket's location cannot be changed (\(settings.location), not \(upper)).")
                 }
                 settings.location = upper
-                settings.locationType = upper.contains("-") ? "region" : ["US", "EU", "ASIA"].contains(upper) ? "multi-region" : "dual-region"
+                settings.locationType =
+                    settings.kept["customPlacementConfig"] != nil || !(upper.contains("-") || ["US", "EU", "ASIA"].contains(upper))
+                    ? "dual-region" : upper.contains("-") ? "region" : "multi-region"
             case "storageClass":
                 guard case .string(let storageClass) = value, BucketSettings.storageClasses.contains(storageClass.uppercased()) else {
                     throw invalid(field, "one of \(BucketSettings.storageClasses.sorted().joined(separator: ", "))")
@@ -256,6 +262,21 @@ public enum BucketResource {
                 if enabled(value) { throw unsupported("hierarchicalNamespace.enabled", "storesh serve's buckets have no hierarchical namespace") }
                 // Asked to be off: said so when read back, as the service says it.
                 settings.kept[field] = value == .null ? nil : .object([("enabled", .bool(false))])
+            case "customPlacementConfig":
+                // A custom dual region: the two regions of the location's data, chosen when the bucket is made and
+                // answered as given (a bucket file is where it is, as any location).
+                guard case .object(let members) = value, case .array(let regions)? = members.last(where: { $0.0 == "dataLocations" })?.1,
+                    regions.count == 2, regions.allSatisfy({ ($0.string ?? "").contains("-") })
+                else {
+                    if value == .null && !creating { continue }
+                    throw invalid("customPlacementConfig.dataLocations", "two regions, such as [\"US-EAST1\", \"US-WEST1\"]")
+                }
+                let config = JSONValue.object([("dataLocations", .array(regions.map { .string(($0.string ?? "").uppercased()) }))])
+                guard creating || config == settings.kept[field] else {
+                    throw .invalidArgument("A bucket's custom dual region (customPlacementConfig) cannot be changed.")
+                }
+                settings.kept[field] = config
+                settings.locationType = "dual-region"
             case "ipFilter":
                 // Kept and answered while it filters nothing (`mode` Disabled): storesh serve does not filter requests
                 // by address or network, so an enabled filter would be a promise it does not keep.

@@ -227,3 +227,20 @@ def test_encryption_enforcement_is_kept_answered_and_refuses_what_it_restricts(s
     assert bucket.blob("secret.txt", encryption_key=key).download_as_bytes() == b"secret"
     refused = requests.patch(f"{server.url}/storage/v1/b/enforced", json={"encryption": {"defaultKmsKeyName": "projects/p/k"}}, timeout=30)
     assert refused.status_code == 400 and "key management" in refused.json()["error"]["message"], refused.text
+
+
+def test_where_a_bucket_is_survives_an_update_and_a_custom_dual_region_cannot_change(server, client):
+    """A location, its type and a custom dual region (customPlacementConfig) are chosen at create: an update (PUT)
+    that replaces the other settings keeps them, and a change of the dual region's regions is refused."""
+    multi = client.create_bucket("multi-region-bucket", location="eu")
+    dual = client.create_bucket("dual-region-bucket", location="US", data_locations=["us-east1", "US-WEST1"])
+    assert (dual.location, dual.location_type, dual.data_locations) == ("US", "dual-region", ["US-EAST1", "US-WEST1"])
+    for bucket in (multi, dual):
+        bucket.labels = {"replaced": "yes"}
+        bucket.update()
+    assert (client.get_bucket("multi-region-bucket").location_type, client.get_bucket("dual-region-bucket").location_type) == (
+        "multi-region", "dual-region")
+    assert client.get_bucket("dual-region-bucket").data_locations == ["US-EAST1", "US-WEST1"]
+    moved = requests.patch(f"{server.url}/storage/v1/b/dual-region-bucket",
+                           json={"customPlacementConfig": {"dataLocations": ["US-EAST1", "US-CENTRAL1"]}}, timeout=30)
+    assert moved.status_code == 400 and "cannot be changed" in moved.json()["error"]["message"], moved.text
