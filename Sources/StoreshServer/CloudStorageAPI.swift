@@ -126,6 +126,7 @@ extension StorageAPI {
     /// a setting storesh cannot honour makes no bucket.
     private func createBucket(_ exchange: inout Exchange) async throws -> Answer {
         let objectRetention = try exchange.query.flag("enableObjectRetention")
+        let (bucketACL, defaultObjectACL) = (exchange.query["predefinedAcl"], exchange.query["predefinedDefaultObjectAcl"])
         let fields = try BucketResource.body(try await body(&exchange, limit: limits.maximumJSONBytes, what: "bucket resource"))
         guard case .string(let name)? = fields.first(where: { $0.0 == "name" })?.1 else {
             throw HTTPFailure.required("Required: the bucket resource's name ({\"name\": \"BUCKET\"}).")
@@ -139,6 +140,7 @@ extension StorageAPI {
             guard let store = transaction.settingsStore else { throw StorageError.internalError("The bucket keeps no settings.") }
             var settings = BucketSettings(madeAt: clock.nextChangeTime(), madeByServer: true)
             try BucketResource.apply(fields, to: &settings, replacing: nil, creating: true, now: settings.timeCreated)
+            try BucketResource.applyPredefinedACLs(bucketACL: bucketACL, defaultObjectACL: defaultObjectACL, to: &settings)
             if objectRetention { settings.objectRetentionEnabled = true }
             try store.storeSettings(settings)
             return settings
@@ -183,6 +185,7 @@ extension StorageAPI {
             throw HTTPFailure.badRequest("The bucket resource names \(named), not \(bucket.name); a bucket cannot be renamed.")
         }
         let clock = bucket.clock
+        let (bucketACL, defaultObjectACL) = (exchange.query["predefinedAcl"], exchange.query["predefinedDefaultObjectAcl"])
         // Read by the writer, in its change; a file that stores none has a new bucket's.
         let unstored = try bucket.settingsWhenNoneStored()
         let updated = try await bucket.change(counted: false) { transaction -> BucketSettings in
@@ -191,6 +194,7 @@ extension StorageAPI {
             try Self.checkBucketConditions(conditions, settings, name: bucket.name)
             let now = clock.nextChangeTime()
             try BucketResource.apply(fields, to: &settings, replacing: replacing ? BucketSettings(madeAt: now) : nil, creating: false, now: now)
+            try BucketResource.applyPredefinedACLs(bucketACL: bucketACL, defaultObjectACL: defaultObjectACL, to: &settings)
             settings.metageneration += 1
             settings.updated = now
             try store.storeSettings(settings)
@@ -390,6 +394,7 @@ extension StorageAPI {
             let list = try BucketResource.accessControlList(given, field: "acl", settings: try exchange.bucket.settings())
             requested.cloudStorage.acl = .some(list.map { $0.serialized })
         }
+        if let predefined = try predefinedACL(exchange) { requested.cloudStorage.acl = .some(predefined) }
         if replacing {
             for property in WritableProperty.allCases where requested.properties[property] == nil { requested.properties[property] = .unset }
             requested.clearsCustomMetadata = true
@@ -465,6 +470,11 @@ extension StorageAPI {
         // The source is read with its customer-supplied key; the destination is written with the request's (or none).
         let sourceKey = try CustomerKey(exchange.request.headers, copySource: true)
         let destinationKey = try CustomerKey(exchange.request.headers)
+        // The destination's ACL, when the request names a predefined one, as the destination bucket allows it.
+        let predefined = try exchange.query["destinationPredefinedAcl"].map { name in
+            try BucketResource.predefinedObjectACL(
+                name, owner: administratorEntity, parameter: "destinationPredefinedAcl", settings: try target.settings()).serialized
+        }
         let checkSource: @Sendable (ObjectMetadata) throws -> Void = { [sourceGeneration] original in
             if let sourceGeneration, sourceGeneration != original.generation { throw StorageError.objectNotFound(source.rawValue) }
             try CustomerKey.check(sourceKey, reading: original)
@@ -530,6 +540,7 @@ extension StorageAPI {
                 let existing = try await transaction.metadataIfPresent(of: destination)
                 var options = try Self.copiedOptions(original, overrides: overrides)
                 options.cloudStorage.customerKeySHA256 = destinationKey?.sha256
+                if let predefined { options.cloudStorage.acl = predefined }
                 return try await transaction.write(
                     from: try spool.content(), to: destination, options: options,
                     precondition: try conditions.precondition(given: existing, name: destination.rawValue))
@@ -540,6 +551,7 @@ extension StorageAPI {
             try checkGeneration(original)
             var options = try Self.copiedOptions(original, overrides: overrides)
             options.cloudStorage.customerKeySHA256 = destinationKey?.sha256
+            if let predefined { options.cloudStorage.acl = predefined }
             object = try await target.change { [options] transaction in
                 let existing = try await transaction.metadataIfPresent(of: destination)
                 return try await transaction.write(
@@ -564,7 +576,21 @@ extension StorageAPI {
         let key = (try? CustomerKey(exchange.request.headers)).flatMap { $0 }
         // With the time the bucket's retention policy lets it go (rule M9), as the service answers it.
         let object = (try? exchange.bucket.reader().withRetentionExpiration([object]).first) ?? object
-        return ObjectResource.cloudStorage(object, baseURL: exchange.baseURL, customerKey: key?.sha256)
+        let resource = ObjectResource.cloudStorage(object, baseURL: exchange.baseURL, customerKey: key?.sha256)
+        // `projection=full` names the owner: whoever made it, here the administrator every request is (rule B7).
+        guard exchange.query["projection"] == "full", case .object(let members) = resource else { return resource }
+        return .object(members + [("owner", .object([("entity", .string(administratorEntity))]))])
+    }
+
+    /// Who every request on the JSON and XML APIs is, as an ACL names them: the service account of the key signed URLs
+    /// are checked against (`--signing-key`), else the project's owners.
+    var administratorEntity: String { signingKey.map { "user-\($0.email)" } ?? "project-owners-0" }
+
+    /// The ACL a request's `parameter` (`predefinedAcl`, `destinationPredefinedAcl`) names for the object it makes or
+    /// changes, as its text; nil when it names none.
+    func predefinedACL(_ exchange: Exchange, parameter: String = "predefinedAcl") throws -> String? {
+        guard let name = exchange.query[parameter] else { return nil }
+        return try BucketResource.predefinedObjectACL(name, owner: administratorEntity, parameter: parameter, settings: try exchange.bucket.settings()).serialized
     }
 
     /// `objects.restore`: a soft-deleted generation is live again, as a new generation, under the request's conditions
@@ -636,6 +662,7 @@ extension StorageAPI {
         let bucketName = exchange.bucket.name
         // Every source is read with the request's customer-supplied key, and the composite written with it.
         let key = try CustomerKey(exchange.request.headers)
+        let predefined = try predefinedACL(exchange, parameter: "destinationPredefinedAcl")
         let object = try await exchange.bucket.change { transaction in
             // The sources' contents one after another in a spool (a file past a small size), a piece at a time: two
             // sources of 499.5 MB once peaked at 2.96 GB.
@@ -675,6 +702,7 @@ extension StorageAPI {
                 componentCount += current.cloudStorage.componentCount ?? 1
             }
             var options = request.destination.writeOptions
+            if let predefined { options.cloudStorage.acl = predefined }
             // The service checks no MD5 on a compose (a composite has none): clients send the destination resource
             // as they last read it, stale md5Hash and all (the Python client; gcloud's parallel composite uploads).
             options.expectedMD5 = nil
@@ -728,6 +756,7 @@ extension StorageAPI {
         case "media":
             var upload = UploadRequest(
                 bucket: exchange.bucket, name: try objectName(exchange.query["name"]), options: WriteOptions(), conditions: conditions, firebase: false)
+            upload.options.cloudStorage.acl = try predefinedACL(exchange)
             if let type = exchange.request.headers[.contentType] { upload.options.properties[.contentType] = type }
             if let encoding = exchange.query["contentEncoding"] { upload.options.properties[.contentEncoding] = encoding }
             upload.options.cloudStorage.customerKeySHA256 = try CustomerKey(exchange.request.headers)?.sha256
@@ -772,6 +801,7 @@ extension StorageAPI {
         try metadata.refuseRetention(unless: try exchange.bucket.settings())
         var options = metadata.writeOptions
         options.cloudStorage.customerKeySHA256 = try CustomerKey(exchange.request.headers)?.sha256
+        if let predefined = try predefinedACL(exchange) { options.cloudStorage.acl = predefined }
         return UploadRequest(
             bucket: exchange.bucket, name: try objectName(metadata.name ?? exchange.query["name"]), options: options,
             expectedCRC32C: metadata.crc32c, conditions: conditions, firebase: false)

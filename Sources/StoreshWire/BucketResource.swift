@@ -325,6 +325,60 @@ public enum BucketResource {
         })
     }
 
+    /// The names `predefinedAcl` takes on an object (`objects.insert`, `patch`; `destinationPredefinedAcl` on a copy,
+    /// rewrite or compose).
+    public static let predefinedObjectACLs = ["authenticatedRead", "bucketOwnerFullControl", "bucketOwnerRead", "private", "projectPrivate", "publicRead"]
+
+    /// The object ACL a predefined name stands for, as the service builds it (rule B7): the object's owner (`owner`,
+    /// an entity such as `user-EMAIL`) with OWNER, and whom the name adds; checked as any ACL a client sends (refused
+    /// while uniform access is on, a public one while public access prevention is enforced).
+    public static func predefinedObjectACL(_ name: String, owner: String, parameter: String, settings: BucketSettings) throws(StorageError) -> JSONValue {
+        var entries: [(String, String)] = [(owner, "OWNER")]
+        switch name {
+        case "private": break
+        case "projectPrivate": entries += [("project-owners-0", "OWNER"), ("project-editors-0", "OWNER"), ("project-viewers-0", "READER")]
+        case "publicRead": entries.append(("allUsers", "READER"))
+        case "authenticatedRead": entries.append(("allAuthenticatedUsers", "READER"))
+        case "bucketOwnerRead": entries.append(("project-owners-0", "READER"))
+        case "bucketOwnerFullControl": entries.append(("project-owners-0", "OWNER"))
+        default:
+            throw .invalidArgument("Invalid value for the query parameter '\(parameter)': '\(name)'; it is one of \(predefinedObjectACLs.joined(separator: ", ")).")
+        }
+        // The owner once: a project's owners who own the object are not named twice.
+        var seen = Set<String>()
+        let list = JSONValue.array(entries.filter { seen.insert($0.0).inserted }.map { entity, role in
+            .object([("entity", .string(entity)), ("role", .string(role))])
+        })
+        return try accessControlList(list, field: parameter, settings: settings) ?? list
+    }
+
+    /// A bucket's ACL for `predefinedAcl` on `buckets.insert`, `patch` or `update` (rule B7), as the service builds it:
+    /// the project's owners with OWNER, and whom the name adds.
+    public static func predefinedBucketACL(_ name: String, settings: BucketSettings) throws(StorageError) -> JSONValue {
+        var entries: [(String, String)] = [("project-owners-0", "OWNER")]
+        switch name {
+        case "private": break
+        case "projectPrivate": entries += [("project-editors-0", "OWNER"), ("project-viewers-0", "READER")]
+        case "authenticatedRead": entries.append(("allAuthenticatedUsers", "READER"))
+        case "publicRead": entries.append(("allUsers", "READER"))
+        case "publicReadWrite": entries.append(("allUsers", "WRITER"))
+        default:
+            throw .invalidArgument(
+                "Invalid value for the query parameter 'predefinedAcl': '\(name)'; it is one of authenticatedRead, private, projectPrivate, publicRead, publicReadWrite.")
+        }
+        let list = JSONValue.array(entries.map { .object([("entity", .string($0.0)), ("role", .string($0.1))]) })
+        return try accessControlList(list, field: "predefinedAcl", settings: settings) ?? list
+    }
+
+    /// Lays a request's `predefinedAcl` and `predefinedDefaultObjectAcl` over a bucket's settings (after its body's).
+    public static func applyPredefinedACLs(bucketACL: String?, defaultObjectACL: String?, to settings: inout BucketSettings) throws(StorageError) {
+        if let bucketACL { settings.acl = try predefinedBucketACL(bucketACL, settings: settings) }
+        if let defaultObjectACL {
+            settings.defaultObjectAcl = try predefinedObjectACL(
+                defaultObjectACL, owner: "project-owners-0", parameter: "predefinedDefaultObjectAcl", settings: settings)
+        }
+    }
+
     /// An access control list a client sends: entries with an `entity` and a `role` (OWNER, WRITER or READER; an
     /// object's READER or OWNER); null for a new bucket's. Refused while uniform access is on, as on the service, and
     /// a public entity while public access prevention is enforced.

@@ -244,3 +244,56 @@ def test_where_a_bucket_is_survives_an_update_and_a_custom_dual_region_cannot_ch
     moved = requests.patch(f"{server.url}/storage/v1/b/dual-region-bucket",
                            json={"customPlacementConfig": {"dataLocations": ["US-EAST1", "US-CENTRAL1"]}}, timeout=30)
     assert moved.status_code == 400 and "cannot be changed" in moved.json()["error"]["message"], moved.text
+
+
+def test_a_predefined_acl_gives_an_object_the_acl_it_names(server, client):
+    """Rule B7: `predefinedAcl` on an upload or a patch, `destinationPredefinedAcl` on a copy or a compose, gives the
+    object the ACL the service builds for that name (its owner, the administrator, with OWNER, and whom the name
+    adds), never dropped; an unknown name is refused, and so is any ACL while uniform access is on."""
+    def acl_of(blob):
+        blob.acl.reload()
+        return list(blob.acl)
+
+    bucket = client.create_bucket("predefined-bucket")
+    public = bucket.blob("public.txt")
+    public.upload_from_string(b"public", predefined_acl="publicRead")
+    entries = {(entry["entity"], entry["role"]) for entry in acl_of(public)}
+    assert entries == {("project-owners-0", "OWNER"), ("allUsers", "READER")}, entries
+    copied = bucket.copy_blob(public, bucket, "copied.txt")
+    assert {entry["entity"] for entry in acl_of(copied)} == {"project-owners-0", "project-editors-0", "project-viewers-0"}
+    answer = requests.post(f"{server.url}/storage/v1/b/predefined-bucket/o/public.txt/copyTo/b/predefined-bucket/o/private.txt",
+                           params={"destinationPredefinedAcl": "private"}, timeout=30)
+    assert answer.status_code == 200, answer.text
+    assert [entry["entity"] for entry in acl_of(bucket.blob("private.txt"))] == ["project-owners-0"]
+    patched = requests.patch(f"{server.url}/storage/v1/b/predefined-bucket/o/public.txt", params={"predefinedAcl": "authenticatedRead"},
+                             json={}, timeout=30)
+    assert patched.status_code == 200 and {e["entity"] for e in patched.json()["acl"]} == {"project-owners-0", "allAuthenticatedUsers"}, patched.text
+    full = requests.get(f"{server.url}/storage/v1/b/predefined-bucket/o/public.txt", params={"projection": "full"}, timeout=30).json()
+    assert full["owner"] == {"entity": "project-owners-0"}
+    unknown = requests.patch(f"{server.url}/storage/v1/b/predefined-bucket/o/public.txt", params={"predefinedAcl": "everyone"}, json={}, timeout=30)
+    assert unknown.status_code == 400 and "predefinedAcl" in unknown.json()["error"]["message"], unknown.text
+    uniform = client.bucket("uniform-bucket")
+    uniform.iam_configuration.uniform_bucket_level_access_enabled = True
+    uniform = client.create_bucket(uniform)
+    with pytest.raises(exceptions.BadRequest):
+        uniform.blob("x.txt").upload_from_string(b"x", predefined_acl="publicRead")
+
+
+def test_a_bucket_takes_its_predefined_acls_at_create_and_in_a_patch(server, client):
+    """Rule B7: `predefinedAcl` and `predefinedDefaultObjectAcl` on buckets.insert and patch set the bucket's ACL and
+    its default object ACL as the service builds them; an unknown name is refused and nothing is made."""
+    bucket = client.bucket("predefined-acls")
+    made = client.create_bucket(bucket, predefined_acl="publicRead", predefined_default_object_acl="private")
+    made.acl.reload()
+    assert {(e["entity"], e["role"]) for e in made.acl} == {("project-owners-0", "OWNER"), ("allUsers", "READER")}
+    made.default_object_acl.reload()
+    assert [e["entity"] for e in made.default_object_acl] == ["project-owners-0"]
+    # An object written without an ACL of its own has the default.
+    made.blob("x.txt").upload_from_string(b"x")
+    assert [e["entity"] for e in requests.get(f"{server.url}/storage/v1/b/predefined-acls/o/x.txt/acl", timeout=30).json()["items"]] == ["project-owners-0"]
+    patched = requests.patch(f"{server.url}/storage/v1/b/predefined-acls", params={"predefinedAcl": "private", "projection": "full"}, json={}, timeout=30)
+    assert patched.status_code == 200 and [e["entity"] for e in patched.json()["acl"]] == ["project-owners-0"], patched.text
+    refused = requests.post(f"{server.url}/storage/v1/b", params={"project": "demo-app", "predefinedAcl": "everyone"},
+                            json={"name": "never-made"}, timeout=30)
+    assert refused.status_code == 400 and "predefinedAcl" in refused.text
+    assert not (server.home / "never-made.bucket").exists()
