@@ -110,11 +110,14 @@ public struct BucketCapabilities: OptionSet, Sendable, Hashable {
     public static let integrityCheck = BucketCapabilities(rawValue: 1 << 4)
     /// Reads that answer without awaiting (Tab completion at the prompt).
     public static let immediateReads = BucketCapabilities(rawValue: 1 << 5)
+    /// The bucket's settings are kept in its file, and storesh may change them (`bucket set`).
+    public static let bucketSettings = BucketCapabilities(rawValue: 1 << 6)
 
     /// Names for messages: "snapshots", "rules administration", ….
     public var names: [String] {
         [(Self.transactions, "transactions"), (.snapshots, "snapshots"), (.rulesAdministration, "rules administration"),
-         (.archives, "archives"), (.integrityCheck, "integrity checks"), (.immediateReads, "immediate reads")]
+         (.archives, "archives"), (.integrityCheck, "integrity checks"), (.immediateReads, "immediate reads"),
+         (.bucketSettings, "settings kept in its file")]
             .filter { contains($0.0) }.map(\.1)
     }
 }

@@ -2,6 +2,14 @@ import Foundation
 
 /// Text put into messages and human output.
 public enum MessageText {
+    /// Seconds as people say them: "7 days", "36 hours", "90 minutes", "45 seconds".
+    public static func duration(seconds: Int64) -> String {
+        if seconds != 0 && seconds % 86_400 == 0 { return counted(Int(seconds / 86_400), "day") }
+        if seconds != 0 && seconds % 3_600 == 0 { return counted(Int(seconds / 3_600), "hour") }
+        if seconds != 0 && seconds % 60 == 0 { return counted(Int(seconds / 60), "minute") }
+        return counted(Int(clamping: seconds), "second")
+    }
+
     /// A name or value as it can be shown on one line: as is, or quoted with escapes when it holds control
     /// characters, so that no object name can split a message or move a terminal's cursor.
     public static func oneLine(_ text: String) -> String {

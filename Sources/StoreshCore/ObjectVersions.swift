@@ -59,7 +59,7 @@ public enum DeletionKeeping: Sendable, Equatable {
         let them = count == 1 ? "it" : "them"
         switch self {
         case .softDeleted(let seconds):
-            return "\(bucket) keeps deleted objects soft-deleted for \(Self.duration(seconds)): storesh undo JOURNAL (or restore NAME#GENERATION) brings \(them) back until then"
+            return "\(bucket) keeps deleted objects soft-deleted for \(MessageText.duration(seconds: seconds)): storesh undo JOURNAL (or restore NAME#GENERATION) brings \(them) back until then"
         case .noncurrent:
             return "\(bucket) keeps deleted objects as noncurrent generations (versioning is on): ls -a lists \(them), until deleted by number"
         case .notKept:
@@ -69,11 +69,4 @@ public enum DeletionKeeping: Sendable, Equatable {
         }
     }
 
-    /// Seconds as people say them: "7 days", "36 hours", "90 minutes", "45 seconds".
-    static func duration(_ seconds: Int64) -> String {
-        if seconds % 86_400 == 0 { return MessageText.counted(Int(seconds / 86_400), "day") }
-        if seconds % 3_600 == 0 { return MessageText.counted(Int(seconds / 3_600), "hour") }
-        if seconds % 60 == 0 { return MessageText.counted(Int(seconds / 60), "minute") }
-        return MessageText.counted(Int(seconds), "second")
-    }
 }

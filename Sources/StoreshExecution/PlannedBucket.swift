@@ -68,6 +68,8 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
     /// The command being planned (the script's statement number), recorded with each change.
     public var step = 0
     private var plannedRules: (source: String, origin: String)?
+    /// The bucket's settings as the plan changed them (`bucket set`), never stored.
+    private var plannedSettings: BucketSettings?
     /// The bucket's sign-in (rule F1), which a plan never changes: a `login` in it is the plan's (`PlannedSignIn`).
     private let realSignIn: (any EndUserSignIn)?
     /// Who the plan reads as now: the bucket's sign-in when planning began, then whoever the script's `login` and
@@ -130,8 +132,19 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
     public var capabilities: BucketCapabilities { inner.capabilities.subtracting([.transactions, .immediateReads]) }
     public var snapshotStore: (any SnapshotStore)? { inner.snapshotStore.map { PlannedSnapshots(plan: self, stored: $0) } }
     public var rulesStore: (any RulesStore)? { inner.rulesStore.map { PlannedRules(plan: self, stored: $0) } }
-    /// No command plans a change of the bucket's settings.
-    public var settingsStore: (any BucketSettingsStore)? { nil }
+    /// A change of the bucket's settings (`bucket set`) is planned: read back by the plan, never stored.
+    public var settingsStore: (any BucketSettingsStore)? { inner.settingsStore.map { PlannedSettings(plan: self, stored: $0) } }
+
+    /// What the plan changed that its store of object changes does not hold (rules, snapshots, the bucket's
+    /// settings), for people: a plan kept to apply later would lose them; nil when there is none.
+    public var changesBeyondObjects: String? {
+        var kinds: [String] = []
+        if plannedRules != nil { kinds.append("the rules") }
+        if !plannedSnapshots.isEmpty { kinds.append("snapshots") }
+        if plannedSettings != nil { kinds.append("the bucket's settings") }
+        guard let last = kinds.last else { return nil }
+        return kinds.count == 1 ? last : kinds.dropLast().joined(separator: ", ") + " and " + last
+    }
     /// Generations are read from the bucket as it is (a plan lays no planned change over them); a restore is planned.
     public var objectVersions: (any ObjectVersions)? { reads.objectVersions.map { PlannedVersions(plan: self, stored: $0) } }
     /// A move is planned as the two changes it makes, and applied by the bucket's own move.
@@ -160,11 +173,11 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
     public var changeCount: Int { store.count }
 
     public func withSavepoint<Value>(_ body: () async throws -> Value) async throws -> Value {
-        let saved = (plannedRules, plannedSnapshots, changesSignedIn)
+        let saved = (plannedRules, plannedSnapshots, changesSignedIn, plannedSettings)
         do {
             return try await store.withSavepoint(body)
         } catch {
-            (plannedRules, plannedSnapshots, changesSignedIn) = saved
+            (plannedRules, plannedSnapshots, changesSignedIn, plannedSettings) = saved
             throw error
         }
     }
@@ -492,6 +505,8 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
     }
 
     fileprivate func planRules(source: String, origin: String) { plannedRules = (source, origin) }
+    fileprivate func planSettings(_ settings: BucketSettings) { plannedSettings = settings }
+    fileprivate var settingsPlanned: BucketSettings? { plannedSettings }
     fileprivate var rulesPlanned: (source: String, origin: String)? { plannedRules }
 }
 
@@ -560,6 +575,20 @@ private final class PlannedRules: RulesStore {
 
     func storedRules() throws -> (source: String, origin: String)? { try plan.rulesPlanned ?? stored.storedRules() }
     func storeRules(source: String, origin: String) throws { plan.planRules(source: source, origin: origin) }
+}
+
+/// The bucket's settings in a plan: a change is read back by the plan's later commands, and never stored.
+private final class PlannedSettings: BucketSettingsStore {
+    let plan: PlannedBucket
+    let stored: any BucketSettingsStore
+
+    init(plan: PlannedBucket, stored: any BucketSettingsStore) {
+        self.plan = plan
+        self.stored = stored
+    }
+
+    func storedSettings() throws -> BucketSettings? { try plan.settingsPlanned ?? stored.storedSettings() }
+    func storeSettings(_ settings: BucketSettings) throws { plan.planSettings(settings) }
 }
 
 /// A `login` or `logout` in a plan: the plan reads as the user from then on, and its changes are made as that user

@@ -107,7 +107,7 @@ public enum CommandCatalog {
         RulesShowCommand.self, RulesLoadCommand.self, RulesResetCommand.self, RulesWhyCommand.self,
         LoginCommand.self, LogoutCommand.self, WhoamiCommand.self,
         SnapshotSaveCommand.self, SnapshotListCommand.self, SnapshotDiffCommand.self, SnapshotRestoreCommand.self,
-        SnapshotRemoveCommand.self,
+        SnapshotRemoveCommand.self, BucketShowCommand.self, BucketSetCommand.self, BucketUnsetCommand.self,
         ExplainCommand.self, DryRunCommand.self, ExitCommand.self,
     ]
 

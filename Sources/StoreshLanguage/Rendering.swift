@@ -37,6 +37,10 @@ public enum CommandResult: Sendable {
     case explanation(Explanation)
     /// `page token`: what a token holds.
     case pageToken(token: String, bucket: String, position: ListPosition, scheme: String)
+    /// `bucket show`: the bucket's settings (rule B4).
+    case bucketSettings(bucket: String, BucketSettings)
+    /// `bucket set`, `bucket unset`: each setting changed, old → new (none: they already were so).
+    case bucketSettingsChanged(bucket: String, [PropertyDifference], dryRun: Bool)
     /// `run --echo`: the command about to run, after the prompt the shell would show.
     case command(String, prompt: String)
 }
@@ -157,6 +161,12 @@ public struct HumanRenderer: ResultRenderer {
             let rows = all.map { [$0.name, Formatting.shortDate($0.created), MessageText.counted($0.objectCount, "object")] }
             return Formatting.columns(rows, rightAligned: [2])
         case .snapshotRemoved(let info, let dryRun): return ["\(dryRun ? "would remove" : "removed") snapshot \(info.name)"]
+        case .bucketSettings(_, let settings):
+            return Formatting.columns(BucketSettingsView(settings).rows.map { [MessageText.oneLine($0.key), MessageText.oneLine($0.value ?? "(none)")] })
+        case .bucketSettingsChanged(let bucket, let differences, let dryRun):
+            guard !differences.isEmpty else { return ["the settings of \(bucket) already are so: nothing changed"] }
+            return Self.plan(name: "\(bucket) settings", differences)
+                + ["\(dryRun ? "would update" : "updated") the settings of \(bucket) (\(MessageText.counted(differences.count, "setting")))"]
         }
     }
 
@@ -408,6 +418,13 @@ public struct JSONRenderer: ResultRenderer {
         case .snapshotSaved(let info, let dryRun): return marked([("saved", Self.document(info))], dryRun)
         case .snapshots(let all): return .object([("snapshots", .array(all.map(Self.document)))])
         case .snapshotRemoved(let info, let dryRun): return marked([("removedSnapshot", .string(info.name))], dryRun)
+        case .bucketSettings(let bucket, let settings):
+            return .object([("bucket", .string(bucket)), ("settings", .object(BucketSettingsView(settings).rows.map { ($0.key, $0.value.map { .string($0) } ?? .null) }))])
+        case .bucketSettingsChanged(let bucket, let differences, let dryRun):
+            return marked([
+                ("bucket", .string(bucket)),
+                ("changes", .object(differences.map { ($0.key, .object([("old", $0.old.map(JSONValue.string) ?? .null), ("new", $0.new.map(JSONValue.string) ?? .null)])) })),
+            ], dryRun)
         }
     }
 

@@ -38,6 +38,11 @@ extension Session {
         if end.stoppedEarly || end.failures > 0 {
             return .notKept(reason: "the plan was not kept: \(end.failures > 0 ? "a command failed" : "the run stopped early"), and a plan is kept only whole")
         }
+        // A kept plan holds object changes; one that would carry others too is not kept, rather than kept without them.
+        if let beyond = plan.changesBeyondObjects {
+            return .notKept(
+                reason: "the plan was not kept: it changes \(beyond), which a kept plan does not carry (it holds object changes only); run the script itself to make those changes")
+        }
         // Tokens are never written: a kept plan is applied as whoever `storesh apply` runs as, so one whose changes
         // the script's own `login` made is not kept (applied later, they would be made as someone else).
         if let changes = plan.changesSignedIn, let signIn = bucket.endUserSignIn,

@@ -583,7 +583,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     // MARK: Bucket
 
     public var capabilities: BucketCapabilities {
-        [.transactions, .snapshots, .rulesAdministration, .archives, .integrityCheck, .immediateReads]
+        [.transactions, .snapshots, .rulesAdministration, .archives, .integrityCheck, .immediateReads, .bucketSettings]
     }
     public var transactions: (any TransactionalBucket)? { self }
     public var snapshotStore: (any SnapshotStore)? { self }

@@ -75,8 +75,8 @@ struct PreconditionTests {
     @Test("the local bucket declares what it can do, and gives each capability")
     func capabilities() throws {
         let bucket = try openBucket(directory.file("p.bucket"))
-        #expect(bucket.capabilities == [.transactions, .snapshots, .rulesAdministration, .archives, .integrityCheck, .immediateReads])
-        #expect(bucket.transactions != nil && bucket.snapshotStore != nil && bucket.immediateReads != nil)
+        #expect(bucket.capabilities == [.transactions, .snapshots, .rulesAdministration, .archives, .integrityCheck, .immediateReads, .bucketSettings])
+        #expect(bucket.transactions != nil && bucket.snapshotStore != nil && bucket.immediateReads != nil && bucket.settingsStore != nil)
     }
 
     @Test("rules hold no bucket: a bucket, its rules session and the layer around it are freed when dropped")

@@ -577,3 +577,58 @@ def test_B5_B6_generations_are_listed_and_a_soft_deleted_one_is_restored_or_undo
     finally:
         requests.patch(url, json={"versioning": {"enabled": False}, "softDeletePolicy": {"retentionDurationSeconds": "0"}},
                        timeout=30).raise_for_status()
+
+
+def test_B4_bucket_show_set_and_unset_change_a_bucket_files_settings_as_the_service_checks_them(backend):
+    """bucket show lists the settings that decide how objects are kept; bucket set and unset change them on a bucket
+    file, each checked as Cloud Storage checks it (soft delete 7 to 90 days, a locked policy only lengthened), said
+    old → new, planned by a dry run and held by the objects' commands at once (versioning keeps noncurrent
+    generations, a retention policy refuses deletes). A real bucket's settings are its service's: refused before
+    anything runs."""
+    if backend.remote:
+        status, _, err = backend.run("-c", "bucket set versioning=on")
+        assert status != 0 and "`bucket set` needs a bucket with settings kept in its file" in err and "nothing ran" in err, err
+        return
+    shown = backend.ok("-c", "bucket show")
+    assert "versioning                off" in shown and "softDelete                off" in shown, shown
+    changed = backend.ok("-c", "bucket set versioning=on softDelete=7d label.team=blue")
+    assert changed.splitlines() == [
+        "gs://conformance settings", '  versioning  "off"      →  "on"', '  softDelete  "off"      →  "7 days"',
+        '  label.team  (not set)  →  "blue"', "updated the settings of gs://conformance (3 settings)"], changed
+    settings = json.loads(backend.ok("--json", "-c", "bucket show"))["settings"]
+    assert (settings["versioning"], settings["softDelete"], settings["label.team"]) == ("on", "7 days", "blue"), settings
+    # Held at once: an overwrite keeps the old generation.
+    backend.ok("-c", "put --data one v.txt; put --data two v.txt")
+    assert len(backend.ok("-c", "ls -a").splitlines()) == 2
+    # A dry run changes nothing; the same values again change nothing.
+    planned = backend.ok("--dry-run", "-c", "bucket set versioning=off")
+    assert "would update the settings of gs://conformance (1 setting)" in planned, planned
+    assert json.loads(backend.ok("--json", "-c", "bucket show"))["settings"]["versioning"] == "on"
+    assert backend.ok("-c", "bucket set versioning=on").strip() == "the settings of gs://conformance already are so: nothing changed"
+    # Checked as the service checks them, naming the word: nothing changes.
+    status, _, err = backend.run("-c", "bucket set softDelete=1h")
+    assert status == 1 and "7 to 90 days" in err and "-c:1:12" in err, err
+    status, _, err = backend.run("-c", "bucket set versionng=on")
+    assert status == 2 and "did you mean versioning?" in err, err
+    # A retention policy refuses deletes until it is removed; object retention, once on, stays.
+    backend.ok("-c", "bucket set retentionPeriod=1d objectRetention=on")
+    status, _, err = backend.run("-c", "rm v.txt")
+    assert status == 1 and "retention" in err, err
+    backend.ok("-c", "bucket unset retentionPeriod label.team")
+    backend.ok("-c", "rm v.txt")
+    status, _, err = backend.run("-c", "bucket set objectRetention=off")
+    assert status == 1 and "cannot be turned off" in err, err
+    assert "  retentionPeriod" not in backend.ok("-c", "bucket show")
+
+
+def test_X1_a_plan_that_changes_more_than_objects_is_not_kept_without_those_changes(backend):
+    """A kept plan (--dry-run --plan FILE) holds object changes only: a script that also changes the rules, takes a
+    snapshot or changes the bucket's settings has its plan refused, never kept without them ('the plan has no
+    change' was said of such a plan before)."""
+    if backend.remote:
+        pytest.skip("rules, snapshots and bucket settings are a bucket file's (rule B3)")
+    plan = backend.home / "beyond.plan"
+    status, out, err = backend.run("--dry-run", "--plan", str(plan), "-c", "put --data x a.txt; rules reset; bucket set versioning=on")
+    assert status == 1 and "the plan was not kept: it changes the rules and the bucket's settings, which a kept plan does not carry" in err, err
+    assert not plan.exists() and "would write a.txt" in out
+    assert json.loads(backend.ok("--json", "-c", "bucket show"))["settings"]["versioning"] == "off"
