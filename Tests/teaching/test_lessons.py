@@ -18,7 +18,8 @@ def test_there_is_a_lesson_for_each_concept_of_the_docs():
     names = [os.path.basename(path) for path in LESSONS]
     assert names == ["01-prefixes-and-items.store", "02-hidden-names.store", "03-list-all.store",
                      "04-pages-and-tokens.store", "05-get-metadata.store", "06-update-metadata.store",
-                     "07-delete-a-property.store", "08-custom-metadata.store", "09-rules-version-1.store"]
+                     "07-delete-a-property.store", "08-custom-metadata.store", "09-rules-version-1.store",
+                     "10-versions-and-soft-delete.store"]
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=os.path.basename)
