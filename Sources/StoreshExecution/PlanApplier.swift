@@ -324,7 +324,7 @@ public final class PlanApplier: @unchecked Sendable {
     /// Records how a change ended: applied (journal first), or failed. In a resumed run, a refusal may mean the
     /// first run applied it and stopped before recording it: the object is then checked against the plan.
     private func settle(_ pending: PlanStore.PendingChange, _ outcome: Result<ObjectMetadata?, Error>) async {
-        let (index, change) = (pending.index, pending.change)
+        let change = pending.change
         do {
             try record(pending, result: try outcome.get(), found: false)
         } catch let error as StorageError {
@@ -665,10 +665,10 @@ public enum JournalRecord {
                 // same move back), where the run did nothing else to either object; otherwise both are named.
                 let (source, destination) = result == nil ? (object, movedWith) : (movedWith, object)
                 switch try moveBack(from: destination, to: source, journal.plan) {
-                case .planned(let back):
+                case .planned(let arriving, let leaving):
                     if result != nil {
-                        try undo.append(back.arriving)
-                        try undo.append(back.leaving)
+                        try undo.append(arriving)
+                        try undo.append(leaving)
                     }
                 case .impossible(let why):
                     impossible.add(object, result == nil

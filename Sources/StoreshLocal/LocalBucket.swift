@@ -1028,7 +1028,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
                 let generation = object.generation ?? max(now.microseconds, lastGeneration + 1)
                 lastGeneration = max(lastGeneration, generation)
                 if object.kind != .live {
-                    var metadata: ObjectMetadata
+                    let metadata: ObjectMetadata
                     let contentID: Int64
                     if let source {
                         metadata = object.metadata(bucket: name, generation: generation, now: now, size: source.size, md5Hash: source.md5Base64)
