@@ -226,7 +226,7 @@ public final class Session {
     func deletionsNote(count: Int) async -> String {
         let url = bucket.url
         guard let versions = bucket.objectVersions else {
-            return "\(count == 1 ? "this delete" : "these deletes") cannot be undone: \(url) restores no deleted object, and a journal keeps only metadata"
+            return "storesh cannot undo \(count == 1 ? "this delete" : "these deletes"): it restores no deleted object on \(url) (its API gives none back), and a journal keeps only metadata"
         }
         let keeping: DeletionKeeping
         do {
