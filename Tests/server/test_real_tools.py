@@ -15,6 +15,7 @@ import subprocess
 import time
 
 import pytest
+import requests
 
 import tls_proxy
 from serving import BUCKET, harness  # the `server` fixture is conftest's
@@ -566,3 +567,33 @@ def test_gcloud_storage_rsync_updates_by_wildcard_and_rewrites_storage_classes(s
     assert status == 0 and back.read_bytes() == (tree / "sub/deeper/c.bin").read_bytes(), err
     status, out, err = harness.storesh(tmp_path, "check", "--bucket", served.bucket_file)
     assert status == 0, out + err
+
+
+def test_gcloud_storage_sets_autoclass_placement_encryption_enforcement_and_predefined_acls(served, gcloud, tmp_path):
+    """Issue 54 (rules B4, B7), through gcloud: a bucket made with autoclass in a custom dual region, its terminal
+    class changed; a predefined ACL on an upload and a predefined default object ACL on the bucket; an encryption
+    enforcement that then refuses a plain upload (412); `storesh check` finds the bucket file sound."""
+    status, _, err = gcloud("storage", "buckets", "create", "gs://placed-bucket", "--enable-autoclass", "--location=US",
+                            "--placement=us-east1,us-west1")
+    assert status == 0, err
+    status, out, err = gcloud("storage", "buckets", "describe", "gs://placed-bucket", "--format=json")
+    described = json.loads(out)
+    assert (described["location_type"], described["data_locations"]) == ("dual-region", ["US-EAST1", "US-WEST1"]), out
+    assert described["autoclass"]["enabled"] and described["autoclass"]["terminalStorageClass"] == "NEARLINE", out
+    assert gcloud("storage", "buckets", "update", "gs://placed-bucket", "--autoclass-terminal-storage-class=ARCHIVE")[0] == 0
+    status, out, err = gcloud("storage", "buckets", "describe", "gs://placed-bucket", "--format=json(autoclass)")
+    assert json.loads(out)["autoclass"]["terminalStorageClass"] == "ARCHIVE", (out, err)
+    (tmp_path / "f.txt").write_bytes(b"public")
+    assert gcloud("storage", "cp", "--predefined-acl=publicRead", str(tmp_path / "f.txt"), "gs://placed-bucket/f.txt")[0] == 0
+    acl = requests.get(f"{served.url}/storage/v1/b/placed-bucket/o/f.txt/acl", timeout=30).json()["items"]
+    assert {(entry["entity"], entry["role"]) for entry in acl} == {("project-owners-0", "OWNER"), ("allUsers", "READER")}
+    assert gcloud("storage", "buckets", "update", "gs://placed-bucket", "--predefined-default-object-acl=private")[0] == 0
+    default = requests.get(f"{served.url}/storage/v1/b/placed-bucket/defaultObjectAcl", timeout=30).json()["items"]
+    assert [entry["entity"] for entry in default] == ["project-owners-0"]
+    restricted = requests.patch(f"{served.url}/storage/v1/b/placed-bucket", timeout=30, json={
+        "encryption": {"googleManagedEncryptionEnforcementConfig": {"restrictionMode": "FullyRestricted"}}})
+    assert restricted.status_code == 200, restricted.text
+    status, _, err = gcloud("storage", "cp", str(tmp_path / "f.txt"), "gs://placed-bucket/g.txt")
+    assert status != 0 and ("412" in err or "restricts new objects' encryption" in err), err
+    status, out, err = harness.storesh(tmp_path, "check", "--bucket", str(served.home / "placed-bucket.bucket"))
+    assert status == 0 and b": sound (1 object" in out, (out + err).decode(errors="replace")
