@@ -246,6 +246,7 @@ public final class Session {
             case .written, .restored, .moved: reportedChanges += 1
             // The rules in force and the snapshots are part of the bucket: undone with the rest.
             case .rulesLoaded, .rulesReset, .snapshotSaved, .snapshotRemoved: reportedChanges += 1
+            case .bucketSettingsChanged(_, let differences, _) where !differences.isEmpty: reportedChanges += 1
             default: break
             }
         }

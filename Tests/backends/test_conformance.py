@@ -610,6 +610,11 @@ def test_B4_bucket_show_set_and_unset_change_a_bucket_files_settings_as_the_serv
     assert status == 1 and "7 to 90 days" in err and "-c:1:12" in err, err
     status, _, err = backend.run("-c", "bucket set versionng=on")
     assert status == 2 and "did you mean versioning?" in err, err
+    # A script lands whole: a setting changed before a failure is undone, and said so.
+    status, _, err = backend.run("-c", "bucket set label.x=1; bucket set softDelete=1h")
+    assert status == 1 and "the 1 change reported above was undone" in err, err
+    assert "label.x" not in backend.ok("-c", "bucket show")
+    assert "already are so" in backend.ok("-c", "bucket set objectRetention=off")
     # A retention policy refuses deletes until it is removed; object retention, once on, stays.
     backend.ok("-c", "bucket set retentionPeriod=1d objectRetention=on")
     status, _, err = backend.run("-c", "rm v.txt")

@@ -170,10 +170,11 @@ extension BucketSettingsCommand {
             do throws(StorageError) {
                 if change.key == "objectRetention" {
                     // Chosen when a bucket is made, on the service; here it may be turned on, and never off.
-                    guard try BucketSettingName.flag(change.value ?? "off", of: change.key) else {
+                    if try BucketSettingName.flag(change.value ?? "off", of: change.key) {
+                        after.objectRetentionEnabled = true
+                    } else if after.objectRetentionEnabled == true {
                         throw StorageError.invalidArgument("objectRetention cannot be turned off once on, as on Cloud Storage.")
                     }
-                    after.objectRetentionEnabled = true
                     continue
                 }
                 try BucketResource.apply(try BucketSettingName.patch(change.key, change.value), to: &after, replacing: nil, creating: false, now: now)
@@ -228,8 +229,14 @@ public struct BucketSetCommand: BucketSettingsCommand {
             }
             let key = String(word.text[..<equals])
             let value = String(word.text[word.text.index(after: equals)...])
-            if key != "objectRetention" {
-                do { _ = try BucketSettingName.patch(key, value) } catch { throw Diagnostic.beforeRunning(error, at: word.location) }
+            do throws(StorageError) {
+                if key == "objectRetention" {
+                    _ = try BucketSettingName.flag(value, of: key)
+                } else {
+                    _ = try BucketSettingName.patch(key, value)
+                }
+            } catch {
+                throw Diagnostic.beforeRunning(error, at: word.location)
             }
             changes.append((word, key, value))
         }
