@@ -2,6 +2,12 @@ import Foundation
 
 /// Text put into messages and human output.
 public enum MessageText {
+    /// Items as a sentence lists them: "a", "a and b", "a, b and c" (nothing for none).
+    public static func listed(_ items: [String]) -> String {
+        guard let last = items.last else { return "" }
+        return items.count == 1 ? last : items.dropLast().joined(separator: ", ") + " and " + last
+    }
+
     /// Seconds as people say them: "7 days", "36 hours", "90 minutes", "45 seconds".
     public static func duration(seconds: Int64) -> String {
         if seconds != 0 && seconds % 86_400 == 0 { return counted(Int(seconds / 86_400), "day") }

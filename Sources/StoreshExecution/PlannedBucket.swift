@@ -142,8 +142,7 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
         if plannedRules != nil { kinds.append("the rules") }
         if !plannedSnapshots.isEmpty { kinds.append("snapshots") }
         if plannedSettings != nil { kinds.append("the bucket's settings") }
-        guard let last = kinds.last else { return nil }
-        return kinds.count == 1 ? last : kinds.dropLast().joined(separator: ", ") + " and " + last
+        return kinds.isEmpty ? nil : MessageText.listed(kinds)
     }
     /// Generations are read from the bucket as it is (a plan lays no planned change over them); a restore is planned.
     public var objectVersions: (any ObjectVersions)? { reads.objectVersions.map { PlannedVersions(plan: self, stored: $0) } }

@@ -212,7 +212,7 @@ public enum CommandCatalog {
     public static let patternCommands: String = {
         let names = commands.filter { $0.patterns == .targets }.map(\.name)
             + commands.filter { $0.patterns == .destinations }.map { "the DEST of \($0.name)" }
-        return names.count < 2 ? names.joined() : names.dropLast().joined(separator: ", ") + " and " + names[names.count - 1]
+        return MessageText.listed(names)
     }()
 
     /// The command table of the documentation (`CommandLanguage.md`), made from the declarations: a test checks

@@ -489,7 +489,7 @@ public enum BucketArchive {
             var parts = [MessageText.counted(objects, "object")]
             if noncurrent > 0 { parts.append(MessageText.counted(noncurrent, "noncurrent generation")) }
             if softDeleted > 0 { parts.append(MessageText.counted(softDeleted, "soft-deleted generation")) }
-            return parts.count == 1 ? parts[0] : parts.dropLast().joined(separator: ", ") + " and " + parts.last!
+            return MessageText.listed(parts)
         }
     }
 

@@ -369,9 +369,8 @@ public enum FirebaseEmulatorExport {
             if noncurrent > 0 { parts.append(MessageText.counted(noncurrent, "noncurrent generation")) }
             if softDeleted > 0 { parts.append(MessageText.counted(softDeleted, "soft-deleted generation")) }
             if bucketsWithSettings > 0 { parts.append(bucketsWithSettings == 1 ? "the bucket's settings" : "the buckets' settings") }
-            guard let last = parts.last else { return nil }
-            let listed = parts.count == 1 ? last : parts.dropLast().joined(separator: ", ") + " and " + last
-            return "left out, as the Firebase emulator's export has no place for them: \(listed) (storesh export, as JSON, keeps them)"
+            guard !parts.isEmpty else { return nil }
+            return "left out, as the Firebase emulator's export has no place for them: \(MessageText.listed(parts)) (storesh export, as JSON, keeps them)"
         }
     }
 
