@@ -138,10 +138,22 @@ public struct CloudStorageFields: Sendable, Equatable {
 }
 
 extension CloudStorageFields {
+    /// The fields as storesh's own documents write them (the metadata document, archives): the storage class and when
+    /// it was set where the object has a class of its own (not the default), then `jsonMembers`.
+    public var documentMembers: [(String, JSONValue)] {
+        var members: [(String, JSONValue)] = []
+        if let storageClass {
+            members.append(("storageClass", .string(storageClass)))
+            if let timeStorageClassUpdated { members.append(("timeStorageClassUpdated", .string(timeStorageClassUpdated.rfc3339Microseconds))) }
+        }
+        return members + jsonMembers
+    }
+
     /// The fields as members of an object resource, each where it has a value, in the JSON API's shapes (storesh's
     /// own metadata document uses them too): `customTime`, `temporaryHold`, `eventBasedHold`, `componentCount`,
     /// `contexts: {custom: {KEY: {value, createTime, updateTime}}}`, `customerEncryption`. The storage class is the
-    /// caller's to write (a resource always names one; storesh's document only a class that is not the default).
+    /// caller's to write (a resource always names one; storesh's documents only a class that is not the default:
+    /// `documentMembers`).
     public var jsonMembers: [(String, JSONValue)] {
         var members: [(String, JSONValue)] = []
         if let customTime { members.append(("customTime", .string(customTime.rfc3339Microseconds))) }

@@ -106,11 +106,7 @@ extension ObjectMetadata {
             members.append(("customMetadata", .object(customMetadata.sortedByKeyBytes.map { ($0.key, .string($0.value)) })))
         }
         // Cloud Storage's own fields (rule M9) and a noncurrent generation's deletion (B5), where there are any.
-        if let storageClass = cloudStorage.storageClass {
-            members.append(("storageClass", .string(storageClass)))
-            if let time = cloudStorage.timeStorageClassUpdated { members.append(("timeStorageClassUpdated", .string(time.rfc3339Microseconds))) }
-        }
-        members += cloudStorage.jsonMembers
+        members += cloudStorage.documentMembers
         if let timeDeleted { members.append(("timeDeleted", .string(timeDeleted.rfc3339))) }
         return .object(members)
     }

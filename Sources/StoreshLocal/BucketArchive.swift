@@ -543,11 +543,7 @@ public enum BucketArchive {
         // live stopped being so (B5, B6); not the expiration a bucket's retention policy gives, which is computed.
         var fields = metadata.cloudStorage
         fields.retentionExpirationTime = nil
-        if let storageClass = fields.storageClass {
-            members.append(("storageClass", .string(storageClass)))
-            if let time = fields.timeStorageClassUpdated { members.append(("timeStorageClassUpdated", .string(time.rfc3339Microseconds))) }
-        }
-        members += fields.jsonMembers
+        members += fields.documentMembers
         if let timeDeleted = metadata.timeDeleted { members.append(("timeDeleted", .string(timeDeleted.rfc3339Microseconds))) }
         if let text = readableText(content) {
             members.append(("text", .string(text)))
