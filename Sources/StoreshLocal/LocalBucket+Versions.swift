@@ -42,11 +42,14 @@ extension LocalBucket {
 
     /// How many noncurrent and soft-deleted generations the bucket keeps, read together.
     public func keptGenerationCounts() throws(StorageError) -> (noncurrent: Int, softDeleted: Int) {
+        try read { try keptGenerationCountsInTransaction() }
+    }
+
+    /// The same, read in the transaction (and under the lock) the caller holds.
+    func keptGenerationCountsInTransaction() throws -> (noncurrent: Int, softDeleted: Int) {
         guard storesNoncurrent else { return (0, 0) }
-        return try read {
-            (Int(try connection.integer("SELECT count(*) FROM noncurrent") ?? 0),
-             Int(try connection.integer("SELECT count(*) FROM soft_deleted") ?? 0))
-        }
+        return (Int(try connection.integer("SELECT count(*) FROM noncurrent") ?? 0),
+                Int(try connection.integer("SELECT count(*) FROM soft_deleted") ?? 0))
     }
 
     /// How many noncurrent generations the bucket keeps.
@@ -137,20 +140,10 @@ extension LocalBucket {
         for table in ["noncurrent", "soft_deleted"] {
             let page = try connection.statement("SELECT id, name, content_id FROM \(table) ORDER BY id LIMIT 1000")
             defer { page.reset() }
-            let delete = try connection.statement("DELETE FROM \(table) WHERE id = ?1")
-            defer { delete.reset() }
             while true {
-                var rows: [(id: Int64, name: String, contentID: Int64)] = []
-                while try page.step() { rows.append((page.int64(0), page.string(1) ?? "", page.int64(2))) }
-                page.reset()
-                guard !rows.isEmpty else { break }
-                for row in rows {
-                    delete.reset()
-                    delete.bind(1, row.id)
-                    try delete.step()
-                    try releaseContent(row.contentID, of: row.name)
-                }
-                removed += rows.count
+                let removedNow = try deleteKeptRows(page, from: table)
+                guard removedNow > 0 else { break }
+                removed += removedNow
             }
         }
         return removed
@@ -199,19 +192,28 @@ extension LocalBucket {
     func purgeExpiredSoftDeleted(now: Timestamp) throws {
         guard storesNoncurrent else { return }
         let expired = try connection.statement("SELECT id, name, content_id FROM soft_deleted WHERE died <= ?1 ORDER BY died LIMIT 100")
+        defer { expired.reset() }
         expired.bind(1, now.microseconds)
-        var rows: [(Int64, String, Int64)] = []
-        while try expired.step() { rows.append((expired.int64(0), expired.string(1) ?? "", expired.int64(2))) }
-        expired.reset()
-        guard !rows.isEmpty else { return }
-        let delete = try connection.statement("DELETE FROM soft_deleted WHERE id = ?1")
+        _ = try deleteKeptRows(expired, from: "soft_deleted")
+    }
+
+    /// Deletes the rows of `table` (`noncurrent` or `soft_deleted`) that `selection` (id, name, content id) finds,
+    /// each with its content when nothing else keeps it; answers how many. The selection is read whole first, then
+    /// reset (its bindings cleared), so that its rows are not deleted under it.
+    func deleteKeptRows(_ selection: SQLiteStatement, from table: String) throws -> Int {
+        var rows: [(id: Int64, name: String, contentID: Int64)] = []
+        while try selection.step() { rows.append((selection.int64(0), selection.string(1) ?? "", selection.int64(2))) }
+        selection.reset()
+        guard !rows.isEmpty else { return 0 }
+        let delete = try connection.statement("DELETE FROM \(table) WHERE id = ?1")
         defer { delete.reset() }
-        for (id, name, contentID) in rows {
+        for row in rows {
             delete.reset()
-            delete.bind(1, id)
+            delete.bind(1, row.id)
             try delete.step()
-            try releaseContent(contentID, of: name)
+            try releaseContent(row.contentID, of: row.name)
         }
+        return rows.count
     }
 
     func fetchSoftDeleted(_ name: String, generation: Int64) throws -> NoncurrentRow? {

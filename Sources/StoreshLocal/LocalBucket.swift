@@ -1106,9 +1106,8 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         begin: (_ settings: BucketSettings?, _ total: Int) throws -> Void, _ body: (ObjectMetadata, Data) throws -> Void
     ) throws(StorageError) {
         try read {
-            let kept = storesNoncurrent
-                ? (try connection.integer("SELECT (SELECT count(*) FROM noncurrent) + (SELECT count(*) FROM soft_deleted)") ?? 0) : 0
-            try begin(try settingsInTransaction(), Int(try connection.integer("SELECT count(*) FROM objects") ?? 0) + Int(kept))
+            let kept = try keptGenerationCountsInTransaction()
+            try begin(try settingsInTransaction(), Int(try connection.integer("SELECT count(*) FROM objects") ?? 0) + kept.noncurrent + kept.softDeleted)
             let live = try connection.statement("SELECT \(LiveRow.columns) FROM objects ORDER BY name")
             defer { live.reset() }
             while try live.step() {
@@ -1125,18 +1124,6 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
                     let row = try NoncurrentRow(statement, bucket: name, softDeleted: softDeleted)
                     try body(row.metadata, try content(of: row.version))
                 }
-            }
-        }
-    }
-
-    /// Every object with its content, in name order, a page at a time (for export).
-    public func forEachObjectWithContent(_ body: (ObjectMetadata, Data) throws -> Void) throws(StorageError) {
-        try read {
-            let statement = try connection.statement("SELECT \(LiveRow.columns) FROM objects ORDER BY name")
-            defer { statement.reset() }
-            while try statement.step() {
-                let row = try LiveRow(statement, bucket: name)
-                try body(row.metadata, try content(of: row.version))
             }
         }
     }
