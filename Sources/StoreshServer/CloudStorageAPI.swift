@@ -471,10 +471,7 @@ extension StorageAPI {
         let sourceKey = try CustomerKey(exchange.request.headers, copySource: true)
         let destinationKey = try CustomerKey(exchange.request.headers)
         // The destination's ACL, when the request names a predefined one, as the destination bucket allows it.
-        let predefined = try exchange.query["destinationPredefinedAcl"].map { name in
-            try BucketResource.predefinedObjectACL(
-                name, owner: administratorEntity, parameter: "destinationPredefinedAcl", settings: try target.settings()).serialized
-        }
+        let predefined = try predefinedACL(exchange, parameter: "destinationPredefinedAcl", in: target)
         let checkSource: @Sendable (ObjectMetadata) throws -> Void = { [sourceGeneration] original in
             if let sourceGeneration, sourceGeneration != original.generation { throw StorageError.objectNotFound(source.rawValue) }
             try CustomerKey.check(sourceKey, reading: original)
@@ -587,10 +584,11 @@ extension StorageAPI {
     var administratorEntity: String { signingKey.map { "user-\($0.email)" } ?? "project-owners-0" }
 
     /// The ACL a request's `parameter` (`predefinedAcl`, `destinationPredefinedAcl`) names for the object it makes or
-    /// changes, as its text; nil when it names none.
-    func predefinedACL(_ exchange: Exchange, parameter: String = "predefinedAcl") throws -> String? {
+    /// changes in `bucket` (the request's, unless a copy names another), as its text; nil when it names none.
+    func predefinedACL(_ exchange: Exchange, parameter: String = "predefinedAcl", in bucket: ServedBucket? = nil) throws -> String? {
         guard let name = exchange.query[parameter] else { return nil }
-        return try BucketResource.predefinedObjectACL(name, owner: administratorEntity, parameter: parameter, settings: try exchange.bucket.settings()).serialized
+        let settings = try (bucket ?? exchange.bucket).settings()
+        return try BucketResource.predefinedObjectACL(name, owner: administratorEntity, parameter: parameter, settings: settings).serialized
     }
 
     /// `objects.restore`: a soft-deleted generation is live again, as a new generation, under the request's conditions

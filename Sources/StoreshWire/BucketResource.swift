@@ -344,12 +344,17 @@ public enum BucketResource {
         default:
             throw .invalidArgument("Invalid value for the query parameter '\(parameter)': '\(name)'; it is one of \(predefinedObjectACLs.joined(separator: ", ")).")
         }
-        // The owner once: a project's owners who own the object are not named twice.
+        return try checkedACL(entries, field: parameter, settings: settings)
+    }
+
+    /// An ACL of `entries` (entity, role), each entity once (a project's owners who own the object are not named
+    /// twice), checked as any ACL a client sends.
+    private static func checkedACL(_ entries: [(String, String)], field: String, settings: BucketSettings) throws(StorageError) -> JSONValue {
         var seen = Set<String>()
         let list = JSONValue.array(entries.filter { seen.insert($0.0).inserted }.map { entity, role in
             .object([("entity", .string(entity)), ("role", .string(role))])
         })
-        return try accessControlList(list, field: parameter, settings: settings) ?? list
+        return try accessControlList(list, field: field, settings: settings) ?? list
     }
 
     /// A bucket's ACL for `predefinedAcl` on `buckets.insert`, `patch` or `update` (rule B7), as the service builds it:
@@ -366,8 +371,7 @@ public enum BucketResource {
             throw .invalidArgument(
                 "Invalid value for the query parameter 'predefinedAcl': '\(name)'; it is one of authenticatedRead, private, projectPrivate, publicRead, publicReadWrite.")
         }
-        let list = JSONValue.array(entries.map { .object([("entity", .string($0.0)), ("role", .string($0.1))]) })
-        return try accessControlList(list, field: "predefinedAcl", settings: settings) ?? list
+        return try checkedACL(entries, field: "predefinedAcl", settings: settings)
     }
 
     /// Lays a request's `predefinedAcl` and `predefinedDefaultObjectAcl` over a bucket's settings (after its body's).
