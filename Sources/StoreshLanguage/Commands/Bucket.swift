@@ -161,6 +161,12 @@ public protocol BucketSettingsCommand: LanguageCommand {
 extension BucketSettingsCommand {
     public var header: String { "\(name) \(changes.map(\.word.text).joined(separator: " "))" }
 
+    /// The same command with the same words.
+    public func isEqual(to other: any LanguageCommand) -> Bool {
+        guard let other = other as? Self else { return false }
+        return other.changes.map(\.word) == changes.map(\.word)
+    }
+
     public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
         let store = try session.requireSettingsStore(here)
         let before = try session.currentBucketSettings(store)
@@ -244,11 +250,6 @@ public struct BucketSetCommand: BucketSettingsCommand {
             throw Diagnostic.syntax("`bucket set` needs at least one KEY=VALUE, e.g. bucket set versioning=on", at: arguments.afterName)
         }
     }
-
-    public func isEqual(to other: any LanguageCommand) -> Bool {
-        guard let other = other as? Self else { return false }
-        return other.changes.map(\.word) == changes.map(\.word)
-    }
 }
 
 /// `bucket unset KEY…`.
@@ -275,10 +276,5 @@ public struct BucketUnsetCommand: BucketSettingsCommand {
         guard !changes.isEmpty else {
             throw Diagnostic.syntax("`bucket unset` needs at least one KEY, e.g. bucket unset retentionPeriod", at: arguments.afterName)
         }
-    }
-
-    public func isEqual(to other: any LanguageCommand) -> Bool {
-        guard let other = other as? Self else { return false }
-        return other.changes.map(\.word) == changes.map(\.word)
     }
 }
