@@ -183,6 +183,10 @@ public protocol Bucket: AnyObject, Sendable {
     /// rule S2), naming the limit, before any request: so a plan fails at the command that made it.
     func validateStorable(_ metadata: ObjectMetadata) throws
 
+    /// The storage classes this bucket's objects may be given (rule M9), by its service's names: a command that
+    /// names another is refused before anything runs.
+    var storageClasses: StorageClasses { get }
+
     /// Ends the use of the bucket: a local one is left as one file, a remote one closes its connections.
     /// Every way out of a program that opened a bucket closes it; closing twice does nothing.
     func close()
@@ -344,6 +348,7 @@ extension BucketLayer {
     public var accessDescription: String? { inner.accessDescription }
     public var guardsChanges: Bool { inner.guardsChanges }
     public func validateStorable(_ metadata: ObjectMetadata) throws { try inner.validateStorable(metadata) }
+    public var storageClasses: StorageClasses { inner.storageClasses }
 }
 
 extension Bucket {

@@ -113,11 +113,6 @@ public struct BucketSettings: Sendable, Equatable, Codable {
 
     /// The longest retention period the service takes: 3,155,760,000 seconds (100 years).
     public static let longestRetentionPeriod: Int64 = 3_155_760_000
-
-    /// The storage classes Cloud Storage has.
-    public static let storageClasses: Set<String> = [
-        "STANDARD", "NEARLINE", "COLDLINE", "ARCHIVE", "MULTI_REGIONAL", "REGIONAL", "DURABLE_REDUCED_AVAILABILITY",
-    ]
 }
 
 /// Where a bucket keeps its settings (a bucket file does; a remote bucket's are the service's).

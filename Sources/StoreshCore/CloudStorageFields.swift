@@ -15,8 +15,6 @@ public struct CloudStorageFields: Sendable, Equatable {
     public var timeStorageClassUpdated: Timestamp?
 
     public static let defaultStorageClass = "STANDARD"
-    /// The classes, as a message lists them.
-    public static var storageClassNames: String { BucketSettings.storageClasses.sorted().joined(separator: ", ") }
 
     /// The service's limits of contexts: 50 keys, each key and value at most 256 bytes, 25 KiB in all.
     public static let maximumContexts = 50

@@ -85,12 +85,6 @@ extension CloudStorageFields {
         return fields
     }
 
-    /// The storage class `text` names (any case: `nearline` is NEARLINE); nil when Cloud Storage has no such class.
-    public static func storageClass(named text: String) -> String? {
-        let name = text.uppercased()
-        return BucketSettings.storageClasses.contains(name) ? name : nil
-    }
-
     /// Refuses a context the service would (rule M9): a key of 1 to 256 bytes without control characters, a value
     /// of at most 256 bytes.
     public static func validateContext(key: String, value: String?) throws(StorageError) {
@@ -118,9 +112,9 @@ extension CloudStorageFieldsUpdate {
             }
             if field == .temporaryHold { temporaryHold = text == "true" } else { eventBasedHold = text == "true" }
         case .storageClass:
-            guard let name = CloudStorageFields.storageClass(named: text) else {
-                throw .invalidArgument(
-                    "storageClass is one of \(CloudStorageFields.storageClassNames), not '\(text)' (rule M9).")
+            // Any service's class: the bucket refuses one its service does not have (`StorageClasses.check`).
+            guard let name = StorageClasses.named(text) else {
+                throw .invalidArgument("storageClass is one of \(StorageClasses.allNamesDescribed), not '\(text)' (rule M9).")
             }
             storageClass = name
         case .retention:

@@ -128,6 +128,7 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
     /// A listing of a folder with planned changes gets a plan's token; the others, the bucket's own.
     public var pageTokens: any PageTokenFormat { EitherPageTokens(first: Self.planTokens, second: inner.pageTokens) }
     public func validateStorable(_ metadata: ObjectMetadata) throws { try inner.validateStorable(metadata) }
+    public var storageClasses: StorageClasses { inner.storageClasses }
     // A plan has no transactions of its own (it is one) and no reads for Tab completion.
     public var capabilities: BucketCapabilities { inner.capabilities.subtracting([.transactions, .immediateReads]) }
     public var snapshotStore: (any SnapshotStore)? { inner.snapshotStore.map { PlannedSnapshots(plan: self, stored: $0) } }

@@ -601,6 +601,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     public var accessDescription: String? { nil }
     public var guardsChanges: Bool { true }
     /// A bucket file stores any metadata Cloud Storage accepts; its limits are checked as it is written.
+    public var storageClasses: StorageClasses { .cloudStorage }
     public func validateStorable(_ metadata: ObjectMetadata) throws {}
 
     public func list(_ reference: StoragePath, options: ListOptions) async throws -> ListPage {

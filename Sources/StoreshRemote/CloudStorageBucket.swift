@@ -105,6 +105,7 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
     public var scheme: String { "gs" }
     public var guardsChanges: Bool { true }
     /// Cloud Storage stores whatever metadata its JSON API accepts: nothing to refuse beforehand.
+    public var storageClasses: StorageClasses { .cloudStorage }
     public func validateStorable(_ metadata: ObjectMetadata) throws {}
     public var transactions: (any TransactionalBucket)? { nil }
     public var snapshotStore: (any SnapshotStore)? { nil }

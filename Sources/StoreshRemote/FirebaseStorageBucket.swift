@@ -74,6 +74,7 @@ final class FirebaseStorageBucket: Bucket, SignedInUser, Sendable {
     var guardsChanges: Bool { false }
     var scheme: String { "gs" }
     /// What the v0 API accepts is the JSON API's Firebase slice: Cloud Storage's own fields (rule M9) are not in it.
+    var storageClasses: StorageClasses { .none }
     func validateStorable(_ metadata: ObjectMetadata) throws {
         if let field = metadata.cloudStorage.writableFields.first {
             throw StorageError.invalidArgument(

@@ -7,8 +7,9 @@ import StoreshWire
 ///
 /// S3 has no partial metadata update: an update reads the object (HEAD), merges the change (rules M4–M5), and
 /// copies the object onto itself with `x-amz-metadata-directive: REPLACE`, resending every property, guarded by the
-/// ETag read and its time (rule S3). Properties storesh does not show (storage class, server-side encryption,
-/// `Expires`, a website redirect) are resent as they were read. Listings are the Firebase view of ListObjectsV2,
+/// ETag read and its time (rule S3). The storage class is storesh's `storageClass` (rule M9: S3's names; a copy that
+/// does not name one makes the object STANDARD, so every copy names it). Properties storesh does not show
+/// (server-side encryption, `Expires`, a website redirect) are resent as they were read. Listings are the Firebase view of ListObjectsV2,
 /// with storesh's own page tokens (rule S1).
 public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
     public let name: String
@@ -63,6 +64,7 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
     public var capabilities: BucketCapabilities { [.immediateReads] }
     public var immediateReads: (any ImmediateReads)? { completions }
     public var guardsChanges: Bool { true }
+    public var storageClasses: StorageClasses { .s3 }
     public var transactions: (any TransactionalBucket)? { nil }
     public var snapshotStore: (any SnapshotStore)? { nil }
     public var rulesStore: (any RulesStore)? { nil }
@@ -109,6 +111,14 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
         throw failure(response, object: object, precondition: precondition)
     }
 
+    /// An object in GLACIER or DEEP_ARCHIVE, which is neither read nor copied (so neither changed nor moved) until
+    /// restored: refused before a request when storesh read its class, and when the service says so.
+    static func archived(_ path: String, detail: String = "") -> StorageError {
+        StorageError(
+            .invalidArgument,
+            "\(path) is archived (S3's GLACIER or DEEP_ARCHIVE class): it cannot be read, changed or moved until it is restored (aws s3api restore-object), and nothing was changed.\(detail)")
+    }
+
     /// A status (and S3's error code, when the answer has a body) as the error it means (spec E).
     func failure(_ response: RemoteResponse, object: String?, precondition: Precondition) -> StorageError {
         // Without libxml2 the status alone says what failed.
@@ -131,6 +141,8 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
             return StorageError(.nonMatchingChecksum, "The service refused the content of \(path): its MD5 is not the one expected.\(detail)")
         case (_, "EntityTooLarge"):
             return StorageError(.invalidArgument, "\(path) is larger than the service takes in one request.\(detail)")
+        case (_, "InvalidObjectState"), (_, "ObjectNotInActiveTierError"):
+            return Self.archived(path, detail: detail)
         case (_, "MetadataTooLarge"):
             return StorageError(.invalidArgument, "The metadata of \(path) is over S3's 2 KB of user metadata.\(detail)")
         default:
@@ -237,6 +249,12 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
         for property in WritableProperty.allCases {
             if let value = response.header(property.httpHeader), !value.isEmpty { metadata[property] = value }
         }
+        // S3 names no class for STANDARD; storesh keeps none for it either (`CloudStorageFields.storageClass`).
+        if let storageClass = response.header("x-amz-storage-class"), !storageClass.isEmpty,
+            storageClass != CloudStorageFields.defaultStorageClass
+        {
+            metadata.cloudStorage.storageClass = storageClass
+        }
         var keptHeaders: [(String, String)] = []
         for (headerName, value) in response.headers {
             let lowered = headerName.lowercased()
@@ -257,7 +275,7 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
 
     /// What a copy must resend for the object to stay as it was, besides storesh's properties.
     static let keptHeaders: Set<String> = [
-        "x-amz-storage-class", "x-amz-server-side-encryption", "x-amz-server-side-encryption-aws-kms-key-id",
+        "x-amz-server-side-encryption", "x-amz-server-side-encryption-aws-kms-key-id",
         "x-amz-server-side-encryption-bucket-key-enabled", "expires", "x-amz-website-redirect-location",
     ]
 
@@ -269,9 +287,12 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
     }
 
     public func validateStorable(_ metadata: ObjectMetadata) throws {
-        if let field = metadata.cloudStorage.writableFields.first {
+        if let field = metadata.cloudStorage.writableFields.first(where: { $0 != .storageClass }) {
             throw StorageError.invalidArgument(
                 "\(metadata.fullPath): \(field.key) is Cloud Storage's (rule M9); an S3 object has no such field, so nothing was changed.")
+        }
+        if let storageClass = metadata.cloudStorage.storageClass {
+            try storageClasses.check(storageClass, bucket: "s3://\(name)/\(metadata.fullPath)")
         }
         guard metadata.contentType != nil else {
             throw StorageError.invalidArgument(
@@ -318,6 +339,7 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
             if let value = metadata[property] { headers.append((property.httpHeader, value)) }
         }
         for (key, value) in metadata.customMetadata.sortedByKeyBytes { headers.append(("x-amz-meta-" + key, value)) }
+        if let storageClass = metadata.cloudStorage.storageClass { headers.append(("x-amz-storage-class", storageClass)) }
         return headers
     }
 
@@ -371,6 +393,9 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
         -> ObjectMetadata
     {
         try validateStorable(after)
+        if let storageClass = before.cloudStorage.storageClass, StorageClasses.s3Archived.contains(storageClass) {
+            throw Self.archived("s3://\(name)/\(object.rawValue)")
+        }
         guard before.size <= Self.largestCopy else {
             throw StorageError.invalidArgument(
                 "\(object.rawValue) is \(before.size) bytes; S3 can rewrite the metadata of objects up to 5 GiB only (CopyObject's limit).")
@@ -572,6 +597,9 @@ extension S3Bucket: ObjectMoves {
         guard sourcePrecondition.isSatisfied(by: current) else {
             throw StorageError.preconditionFailed(source.rawValue, sourcePrecondition, actual: current)
         }
+        if let storageClass = current.cloudStorage.storageClass, StorageClasses.s3Archived.contains(storageClass) {
+            throw Self.archived("s3://\(name)/\(source.rawValue)")
+        }
         guard !NameBytes.sameBytes(source.rawValue, destination.rawValue) else {
             throw StorageError.invalidArgument("\(MessageText.name(source.rawValue)) cannot be moved onto itself.")
         }
@@ -587,10 +615,16 @@ extension S3Bucket: ObjectMoves {
             throw StorageError.preconditionFailed(destination.rawValue, destinationPrecondition, actual: existing)
         }
         let guarded = existing.map { Precondition.sameContent(as: $0) } ?? .doesNotExist
-        let headers: [(String, String)] = [
+        // A copy takes the source's metadata (COPY) but not its class nor its encryption, which it names again: the
+        // destination would be STANDARD, encrypted as the bucket's default.
+        let encryption = keptLock.withLock { kept[source]?.entityTag == entityTag ? kept[source]?.headers ?? [] : [] }
+            .filter { $0.0.hasPrefix("x-amz-server-side-encryption") }
+        var headers: [(String, String)] = [
             ("x-amz-copy-source", "/" + NameBytes.percentEncoded(name) + objectPath(source.rawValue)),
             ("x-amz-metadata-directive", "COPY"), ("x-amz-copy-source-if-match", entityTag),
-        ] + Self.conditions(guarded)
+        ]
+        if let storageClass = current.cloudStorage.storageClass { headers.append(("x-amz-storage-class", storageClass)) }
+        headers += encryption + Self.conditions(guarded)
         let response = try await send(
             .PUT, objectPath(destination.rawValue), headers: headers, repeatable: true, object: destination.rawValue,
             precondition: guarded, acceptFailure: true)

@@ -105,9 +105,9 @@ struct ObjectMetadataBody {
                 let hold = value.bool ?? false
                 if key == "temporaryHold" { update.cloudStorage.temporaryHold = hold } else { update.cloudStorage.eventBasedHold = hold }
             case "storageClass":
-                guard let text = value.string, BucketSettings.storageClasses.contains(text.uppercased()) else {
+                guard let text = value.string, StorageClasses.cloudStorage.contains(text.uppercased()) else {
                     throw HTTPFailure.badRequest(
-                        "Invalid value for 'storageClass' in the \(what): it must be one of \(BucketSettings.storageClasses.sorted().joined(separator: ", ")).")
+                        "Invalid value for 'storageClass' in the \(what): it must be one of \(StorageClasses.cloudStorage.names.joined(separator: ", ")).")
                 }
                 storageClass = text.uppercased()
             case "acl":

@@ -181,7 +181,7 @@ extension StorageAPI {
             options.cloudStorage.customTime = time
         }
         if let text = headers[HTTPField.Name("x-goog-storage-class")!] {
-            guard BucketSettings.storageClasses.contains(text.uppercased()) else {
+            guard StorageClasses.cloudStorage.contains(text.uppercased()) else {
                 throw SignedURL.refusal(.badRequest, code: "InvalidStorageClass", "x-goog-storage-class '\(text)' is not a storage class.")
             }
             options.cloudStorage.storageClass = text.uppercased()

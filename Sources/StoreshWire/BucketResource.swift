@@ -205,8 +205,8 @@ public enum BucketResource {
                     settings.kept["customPlacementConfig"] != nil || !(upper.contains("-") || ["US", "EU", "ASIA"].contains(upper))
                     ? "dual-region" : upper.contains("-") ? "region" : "multi-region"
             case "storageClass":
-                guard case .string(let storageClass) = value, BucketSettings.storageClasses.contains(storageClass.uppercased()) else {
-                    throw invalid(field, "one of \(BucketSettings.storageClasses.sorted().joined(separator: ", "))")
+                guard case .string(let storageClass) = value, StorageClasses.cloudStorage.contains(storageClass.uppercased()) else {
+                    throw invalid(field, "one of \(StorageClasses.cloudStorage.names.joined(separator: ", "))")
                 }
                 settings.storageClass = storageClass.uppercased()
             case "rpo":

@@ -65,6 +65,7 @@ public final class MemoryBucket: Bucket, SnapshotStore, RulesStore, @unchecked S
     public var uniformUpdates: (any UniformUpdates)? { nil }
     public var asTransaction: (any BucketTransaction)? { nil }
     public var scheme: String { "gs" }
+    public var storageClasses: StorageClasses { .cloudStorage }
     public func validateStorable(_ metadata: ObjectMetadata) throws {}
     public func close() {}
 

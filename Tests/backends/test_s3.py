@@ -102,6 +102,44 @@ def test_S2_what_S3_cannot_hold_is_refused_before_any_request(s3, command, limit
     assert s3.head("s/a.jpg")["LastModified"] == before["LastModified"]
 
 
+def test_M9_S3_storage_classes_are_S3s_kept_by_changes_and_moves_and_archived_objects_are_named(s3):
+    """An S3 object's class is storesh's storageClass: shown, changed by a copy onto itself with every other property
+    and the encryption kept, kept by a move (a copy names no class: without one the copy would be STANDARD), and an
+    object in GLACIER is refused by name, unchanged, with how to restore it."""
+    s3.put("cls/a.jpg", b"jpeg", ContentType="image/jpeg", Metadata={"camera": "x100"}, StorageClass="STANDARD_IA",
+           ServerSideEncryption="AES256")
+    status, out, err = s3.run("--json", "-c", "meta get cls/a.jpg")
+    assert status == 0 and json.loads(out)["storageClass"] == "STANDARD_IA", err
+    status, _, err = s3.run("-c", "meta set storageClass=glacier_ir -- cls/a.jpg")
+    assert status == 0, err
+    head = s3.head("cls/a.jpg")
+    assert head["StorageClass"] == "GLACIER_IR" and head["Metadata"] == {"camera": "x100"}, head
+    assert head["ContentType"] == "image/jpeg" and head["ServerSideEncryption"] == "AES256", head
+    copies = [h for h in s3.proxy.headers if "x-amz-copy-source" in h]
+    assert [h.get("x-amz-storage-class") for h in copies] == ["GLACIER_IR"], copies
+
+    status, _, err = s3.run("-c", "mv cls/a.jpg moved/a.jpg")
+    assert status == 0, err
+    moved = s3.head("moved/a.jpg")
+    assert moved["StorageClass"] == "GLACIER_IR" and moved["ServerSideEncryption"] == "AES256", moved
+    assert moved["Metadata"] == {"camera": "x100"} and s3.body("moved/a.jpg") == b"jpeg"
+
+    s3.put("cls/cold.txt", b"cold")
+    status, out, err = s3.run("--dry-run", "-c", "meta set storageClass=GLACIER -- cls/cold.txt")
+    assert status == 0 and 'storageClass  "STANDARD"  →  "GLACIER"' in out, err
+    assert "storesh can neither read, change, move nor undo it until it is restored" in out + err, out + err
+    assert "StorageClass" not in s3.head("cls/cold.txt")  # S3 names no class for STANDARD: the dry run sent nothing
+    status, _, err = s3.run("-c", "meta set storageClass=GLACIER -- cls/cold.txt")
+    assert status == 0 and s3.head("cls/cold.txt")["StorageClass"] == "GLACIER", err
+    before = s3.head("cls/cold.txt")
+    for command in ("meta set custom.k=1 -- cls/cold.txt", "mv cls/cold.txt warm/cold.txt", "cat cls/cold.txt"):
+        s3.proxy.headers.clear()
+        status, _, err = s3.run("-c", command)
+        assert status == 1 and "cls/cold.txt is archived" in err and "restore-object" in err, (command, err)
+        assert [h for h in s3.proxy.headers if "x-amz-copy-source" in h] == [], command
+    assert s3.head("cls/cold.txt")["LastModified"] == before["LastModified"]
+
+
 def test_S3_X3_a_change_made_between_plan_and_apply_is_reported_and_kept(s3):
     names = [f"race/{letter}.txt" for letter in "abcde"]
     for name in names:

@@ -28,6 +28,14 @@ extension MetadataUpdateCommand {
 extension Session {
     /// One update on every target, with the plan (old → new per property) in a dry run.
     func runUpdate(_ update: MetadataUpdate, targets: [Word], filters: [MetadataFilter] = [], at here: SourceLocation) async throws {
+        if let storageClass = update.cloudStorage.storageClass {
+            // Before any object is read: a class of another service (GLACIER on gs://) is no object's fault.
+            do {
+                try target.storageClasses.check(storageClass, bucket: "\(target.scheme)://\(target.name)")
+            } catch {
+                throw Diagnostic.running(error, at: here)
+            }
+        }
         let results = BulkResults(.updates, output: output, options: options, progress: progress)
         // A pattern's matches get the same update each, unless rule G7 makes it depend on the object; a change of
         // storage class is a rewrite of each object (rule M9), not an update of its row.
@@ -56,6 +64,14 @@ extension Session {
         }
         if !options.dryRun { reportedChanges += results.updatedCount }
         results.finish(single: true)
+        if options.dryRun, !options.json, results.updatedCount > 0, let storageClass = update.cloudStorage.storageClass,
+            target.storageClasses == .s3, StorageClasses.s3Archived.contains(storageClass)
+        {
+            // Said before it is done: the journal's undo is a copy, which S3 refuses for an archived object.
+            let them = results.updatedCount == 1 ? "it" : "them"
+            deliver(.note(
+                "S3 archives \(storageClass) objects: once changed, storesh can neither read, change, move nor undo \(them) until \(them == "it" ? "it is" : "they are") restored (aws s3api restore-object)"))
+        }
     }
 
     /// An update made for each target from what it holds: `change` reads the object's metadata and says what to
