@@ -54,6 +54,20 @@ public struct BucketSettings: Sendable, Equatable, Codable {
     /// Which ways of encrypting new objects the bucket restricts (`encryption.*EncryptionEnforcementConfig`), by
     /// encryption type; nil when none was ever set.
     public var encryptionEnforcement: [EncryptionType: EncryptionEnforcement]?
+    /// When the bucket was deleted, while its soft delete policy keeps it restorable (rule B6); nil while it is live.
+    public var softDeleteTime: Timestamp?
+
+    /// The bucket's generation: which of the buckets ever given its name it is (a soft-deleted one is restored by
+    /// it), the microsecond it was made.
+    public var generation: Int64 { timeCreated.microseconds }
+
+    /// When a soft-deleted bucket goes for good: its deletion plus its soft delete policy's duration.
+    public var hardDeleteTime: Timestamp? {
+        guard let softDeleteTime else { return nil }
+        let (span, spanOverflow) = (softDeleteSeconds ?? 0).multipliedReportingOverflow(by: 1_000_000)
+        let (end, overflow) = softDeleteTime.microseconds.addingReportingOverflow(span)
+        return Timestamp(microseconds: spanOverflow || overflow ? .max : end)
+    }
 
     /// How an object is encrypted, as a bucket's enforcement names it.
     public enum EncryptionType: String, Codable, CodingKeyRepresentable, Sendable, CaseIterable {

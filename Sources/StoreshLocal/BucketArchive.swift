@@ -127,6 +127,7 @@ public enum BucketArchive {
     /// `bucket`; its times and metageneration are the importing bucket's).
     static let unarchivedSettings: Set<String> = [
         "kind", "id", "selfLink", "projectNumber", "name", "etag", "timeCreated", "updated", "metageneration", "locationType",
+        "generation", "softDeleteTime", "hardDeleteTime",
     ]
 
     /// The archive's members of a bucket's settings, in the order its resource answers them; access control lists

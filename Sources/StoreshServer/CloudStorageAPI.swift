@@ -13,10 +13,17 @@ extension StorageAPI {
         case .buckets:
             switch method {
             case .get:
-                // `client.list_buckets(prefix=…)`: every bucket served, the first and those in the directory.
+                // `client.list_buckets(prefix=…)`: every bucket served, the first and those in the directory; with
+                // softDeleted=true, those kept soft-deleted instead (rule B6).
                 let baseURL = exchange.baseURL
                 let prefix = exchange.query["prefix"] ?? ""
                 var items: [JSONValue] = []
+                if try exchange.query.flag("softDeleted") {
+                    for deleted in try buckets.softDeleted() where deleted.name.utf8.starts(with: prefix.utf8) {
+                        items.append(BucketResource.document(deleted.settings, name: deleted.name, baseURL: baseURL))
+                    }
+                    return Reply.json(.object([("kind", .string("storage#buckets")), ("items", .array(items))]))
+                }
                 for served in buckets.all() where served.name.utf8.starts(with: prefix.utf8) {
                     items.append(BucketResource.document(try served.settings(), name: served.name, baseURL: baseURL))
                 }
@@ -39,6 +46,18 @@ extension StorageAPI {
             default:
                 throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.get, .patch, .put, .delete], what: "a bucket")
             }
+        case .softDeletedBucket(let name):
+            guard let generation = try exchange.query.generation() else {
+                throw HTTPFailure.required("Required parameter: generation (a soft-deleted bucket is read by its generation).")
+            }
+            return Reply.json(BucketResource.document(try buckets.softDeleted(name, generation: generation).settings, name: name, baseURL: exchange.baseURL))
+        case .restoreBucket(let name):
+            guard method == .post else { throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.post], what: "a bucket's restore") }
+            guard let generation = try exchange.query.generation() else {
+                throw HTTPFailure.required("Required parameter: generation (the soft-deleted bucket to restore).")
+            }
+            let restored = try buckets.restore(name, generation: generation)
+            return Reply.json(BucketResource.document(try restored.settings(), name: name, baseURL: exchange.baseURL))
         case .managedFolders:
             guard method == .get else {
                 throw HTTPFailure.badRequest("storesh serve keeps no managed folders: they cannot be made (rule B4).")
@@ -215,7 +234,8 @@ extension StorageAPI {
         }
         // Read by the writer, in its change; a file that stores none has a new bucket's.
         let unstored = try bucket.settingsWhenNoneStored()
-        try await buckets.delete(bucket) { transaction in
+        let clock = bucket.clock
+        try await buckets.delete(bucket) { transaction -> BucketSettings? in
             let settings = try transaction.settingsStore?.storedSettings() ?? unstored
             try Self.checkBucketConditions(conditions, settings, name: bucket.name)
             guard settings.madeByServer else {
@@ -228,6 +248,12 @@ extension StorageAPI {
             else {
                 throw HTTPFailure(.conflict, reason: "conflict", "The bucket you tried to delete is not empty.")
             }
+            // Kept restorable for the policy's duration (rule B6), as its objects are, with when it was deleted.
+            guard (settings.softDeleteSeconds ?? 0) > 0, let store = transaction.settingsStore else { return nil }
+            var kept = settings
+            kept.softDeleteTime = clock.nextChangeTime()
+            try store.storeSettings(kept)
+            return kept
         }
         return Reply.empty(.noContent)
     }

@@ -181,6 +181,8 @@ extension ServedExchange {
             return "buckets.\(call) (Cloud Storage JSON API)"
         case .storageLayout: return "buckets.getStorageLayout (Cloud Storage JSON API)"
         case .lockRetentionPolicy: return "buckets.lockRetentionPolicy (Cloud Storage JSON API)"
+        case .softDeletedBucket: return "buckets.get ?softDeleted=true (Cloud Storage JSON API)"
+        case .restoreBucket: return "buckets.restore (Cloud Storage JSON API)"
         case .managedFolders: return "managedFolders.list (Cloud Storage JSON API)"
         case .batch: return "batch (Cloud Storage JSON API: several requests in one)"
         case .setRules: return "loading security rules (the emulator's /internal/setRules, as @firebase/rules-unit-testing does)"

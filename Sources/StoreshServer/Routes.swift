@@ -105,6 +105,11 @@ enum Endpoint: Equatable, Sendable {
     case storageLayout(String)
     /// `POST /storage/v1/b/BUCKET/lockRetentionPolicy`.
     case lockRetentionPolicy(String)
+    /// `GET /storage/v1/b/BUCKET?softDeleted=true&generation=G`: a soft-deleted bucket, which no live bucket
+    /// resolves (rule B6).
+    case softDeletedBucket(String)
+    /// `POST /storage/v1/b/BUCKET/restore?generation=G`.
+    case restoreBucket(String)
     /// `GET /storage/v1/b/BUCKET/managedFolders`: none (storesh keeps no managed folders; gcloud's `rm -r` asks).
     case managedFolders(String)
     case objects(bucket: String)
@@ -196,6 +201,7 @@ enum Endpoint: Equatable, Sendable {
         if rest.isEmpty || rest == "/" { return firebase ? .firebaseBucket(bucket) : .bucket(bucket) }
         if !firebase, rest == "/storageLayout" { return .storageLayout(bucket) }
         if !firebase, rest == "/lockRetentionPolicy" { return .lockRetentionPolicy(bucket) }
+        if !firebase, rest == "/restore" { return .restoreBucket(bucket) }
         if !firebase, rest == "/managedFolders" || rest == "/managedFolders/" { return .managedFolders(bucket) }
         if !firebase, rest == "/acl" || rest == "/defaultObjectAcl" { return .bucketACL(bucket: bucket, defaults: rest == "/defaultObjectAcl") }
         if !firebase, rest == "/iam" { return .bucketIAM(bucket) }
@@ -241,7 +247,8 @@ enum Endpoint: Equatable, Sendable {
             .objectACL(let bucket, _), .upload(let bucket), .download(let bucket, _), .firebaseBucket(let bucket),
             .firebaseObjects(let bucket), .firebaseObject(let bucket, _):
             bucket
-        case .buckets, .firebaseRoot, .setRules, .reset, .batch, .serviceAccount: nil
+        // A soft-deleted bucket is no live bucket: the request names one only to find it among the kept.
+        case .buckets, .firebaseRoot, .setRules, .reset, .batch, .serviceAccount, .softDeletedBucket, .restoreBucket: nil
         }
     }
 

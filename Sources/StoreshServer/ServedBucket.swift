@@ -295,11 +295,29 @@ final class ServedBucket: @unchecked Sendable {
 
     /// Deletes the bucket when `check` (run as a change, after every change queued before it) allows it: no change
     /// lands in it afterwards, in the same commit or later. The caller then removes its files (`removeFiles`).
-    func markRemoved(_ check: @escaping @Sendable (any BucketTransaction) async throws -> Void) async throws {
+    func markRemoved<Decision: Sendable>(_ check: @escaping @Sendable (any BucketTransaction) async throws -> Decision) async throws
+        -> Decision
+    {
         try await change(counted: false) { transaction in
-            try await check(transaction)
+            let decision = try await check(transaction)
             self.lock.withLock { self.removed = true }
+            return decision
         }
+    }
+
+    /// Closes every connection of a deleted bucket and moves its file to `kept` (a soft-deleted bucket's, rule B6),
+    /// as `removeFiles` would remove it; closed first, which folds SQLite's log into the file.
+    func keepFiles(at kept: String) throws {
+        closeConnections()
+        budget?.give(for: self)
+        for suffix in ["-wal", "-shm"] where access(path + suffix, F_OK) == 0 {
+            // A log left by a connection that did not fold it: it is the file's, and goes with it.
+            guard rename(path + suffix, kept + suffix) == 0 else { throw StorageError.internalError("\(path + suffix) could not be moved beside \(kept): \(String(cString: strerror(errno))).") }
+        }
+        guard rename(path, kept) == 0 else {
+            throw StorageError.internalError("\(path) could not be moved to \(kept): \(String(cString: strerror(errno))).")
+        }
+        BucketFileLog.synchronizeDirectory(of: path)
     }
 
     /// Closes every connection of a deleted bucket and removes its file (and SQLite's log and index beside it):

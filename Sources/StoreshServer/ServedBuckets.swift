@@ -129,12 +129,113 @@ public final class ServedBuckets: @unchecked Sendable {
     /// Deletes `bucket` when `check` allows it (a change, after every change queued before it): it is forgotten,
     /// under the lock that names buckets, before its files go, so that a request naming it afterwards finds none
     /// (and may make it anew) while no connection of the old file remains.
-    func delete(_ bucket: ServedBucket, check: @escaping @Sendable (any BucketTransaction) async throws -> Void) async throws {
-        try await bucket.markRemoved(check)
-        lock.withLock {
+    ///
+    /// `check` answers the settings to keep the bucket with when its soft delete policy keeps it restorable (rule
+    /// B6): its file is then moved aside (`softDeletedPath`) rather than removed.
+    func delete(_ bucket: ServedBucket, check: @escaping @Sendable (any BucketTransaction) async throws -> BucketSettings?) async throws {
+        let kept = try await bucket.markRemoved(check)
+        try lock.withLock {
             if others[bucket.name] === bucket { others[bucket.name] = nil }
-            bucket.removeFiles()
+            if let kept {
+                try bucket.keepFiles(at: Self.softDeletedPath(of: bucket.name, generation: kept.generation, in: directory))
+            } else {
+                bucket.removeFiles()
+            }
         }
+    }
+
+    // MARK: Soft-deleted buckets (rule B6)
+
+    /// Where a soft-deleted bucket's file waits: `NAME@GENERATION.soft-deleted` in the buckets' directory. No bucket
+    /// name holds `@`, and no bucket file ends so: it is never served as a bucket.
+    static func softDeletedPath(of bucket: String, generation: Int64, in directory: String) -> String {
+        (directory as NSString).appendingPathComponent("\(bucket)@\(generation)\(softDeletedSuffix)")
+    }
+
+    static let softDeletedSuffix = ".soft-deleted"
+
+    /// A bucket deleted while its soft delete policy keeps it: its name, generation, file and settings.
+    struct SoftDeletedBucket {
+        var name: String
+        var path: String
+        var settings: BucketSettings
+    }
+
+    /// The soft-deleted buckets whose files are in the directory (those named `name`, or all), by name then
+    /// generation. One whose hard delete time has passed goes for good first: its file was this server's.
+    func softDeleted(named name: String? = nil) throws -> [SoftDeletedBucket] {
+        let now = options.clock.now()
+        var found: [SoftDeletedBucket] = []
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] where entry.hasSuffix(Self.softDeletedSuffix) {
+            let stem = entry.dropLast(Self.softDeletedSuffix.count)
+            guard let at = stem.lastIndex(of: "@"), Int64(stem[stem.index(after: at)...]) != nil else { continue }
+            let bucket = String(stem[..<at])
+            guard BucketNames.problem(with: bucket) == nil, name.map({ $0 == bucket }) ?? true else { continue }
+            let path = (directory as NSString).appendingPathComponent(entry)
+            var status = stat()
+            guard lstat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG,
+                let (stored, settings) = try? Self.settings(ofFileAt: path), stored == bucket, let settings, settings.softDeleteTime != nil
+            else { continue }
+            if let end = settings.hardDeleteTime, end <= now {
+                for suffix in ["-wal", "-shm", ""] { unlink(path + suffix) }
+                continue
+            }
+            found.append(SoftDeletedBucket(name: bucket, path: path, settings: settings))
+        }
+        // Bucket names are ASCII: their order as strings is their order as bytes.
+        return found.sorted { ($0.name, $0.settings.generation) < ($1.name, $1.settings.generation) }
+    }
+
+    /// The soft-deleted bucket `name` of `generation`, or the service's 404.
+    func softDeleted(_ name: String, generation: Int64) throws -> SoftDeletedBucket {
+        guard let found = try softDeleted(named: name).first(where: { $0.settings.generation == generation }) else {
+            throw HTTPFailure(
+                .notFound, reason: "notFound",
+                "gs://\(name) has no soft-deleted generation \(generation) here: restored already, gone for good, or never soft-deleted (buckets.list with softDeleted=true lists those kept).")
+        }
+        return found
+    }
+
+    /// Makes the soft-deleted bucket `name` of `generation` live again, as it was (its generation kept), when no
+    /// bucket of its name is live; answers it.
+    func restore(_ name: String, generation: Int64) throws -> ServedBucket {
+        let deleted = try softDeleted(name, generation: generation)
+        let path = Self.path(of: name, in: directory)
+        try lock.withLock {
+            if name.utf8.elementsEqual(primary.name.utf8) || others[name].map({ !$0.isPending }) == true || access(path, F_OK) == 0 {
+                throw HTTPFailure(
+                    .conflict, reason: "conflict",
+                    "gs://\(name) exists: a soft-deleted bucket is restored only while no bucket has its name (delete the live one first).")
+            }
+            var settings = deleted.settings
+            settings.softDeleteTime = nil
+            let file = try LocalBucket.open(at: deleted.path, options: Self.existingFile(options))
+            defer { file.close() }
+            try file.storeSettings(settings)
+            file.close()
+            guard rename(deleted.path, path) == 0 else {
+                throw StorageError.internalError("\(deleted.path) could not be moved back to \(path): \(String(cString: strerror(errno))).")
+            }
+            BucketFileLog.synchronizeDirectory(of: path)
+            // A pending bucket of the name (a request that made nothing yet) would make a file of its own.
+            others[name] = nil
+        }
+        return try bucket(named: name, creating: false)
+    }
+
+    /// The bucket a file holds and the settings it stores, read and closed.
+    private static func settings(ofFileAt path: String) throws -> (bucket: String, settings: BucketSettings?) {
+        let file = try LocalBucket.open(at: path, options: existingFile(LocalBucketOptions()))
+        defer { file.close() }
+        return (file.name, try file.storedSettings())
+    }
+
+    /// `options` for a file that must exist (never made).
+    private static func existingFile(_ options: LocalBucketOptions) -> LocalBucketOptions {
+        var options = options
+        options.createIfMissing = false
+        options.nameForNewBucket = nil
+        return options
     }
 
     static func noSuchBucket(_ name: String) -> HTTPFailure {

@@ -92,11 +92,16 @@ final class StorageAPI: Sendable {
             // A signed URL is on the XML API's path (/BUCKET/NAME), known by its query; so is every path that is not
             // one of the JSON or Firebase APIs' (rule V7).
             if SignedURL.isSigned(query: request.uri.query) { return try await respondXML(to: request) }
-            guard let found = try Endpoint(path: request.uri.path) else {
+            guard var found = try Endpoint(path: request.uri.path) else {
                 guard XMLPath.isXML(request.uri.path) else {
                     throw HTTPFailure.notFound("Not Found: storesh serve has no endpoint at \(request.uri.path).")
                 }
                 return try await respondXML(to: request)
+            }
+            if case .bucket(let name) = found, request.method == .get || request.method == .head,
+                try QueryParameters(request.uri.query).flag("softDeleted")
+            {
+                found = .softDeletedBucket(name)
             }
             endpoint = found
             try rates.admit(request.method, found)

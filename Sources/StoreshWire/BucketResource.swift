@@ -18,6 +18,7 @@ public enum BucketResource {
             ("timeCreated", .string(settings.timeCreated.rfc3339)),
             ("updated", .string(settings.updated.rfc3339)),
             ("metageneration", .string(String(settings.metageneration))),
+            ("generation", .string(String(settings.generation))),
             ("location", .string(settings.location)),
             ("locationType", .string(settings.locationType)),
             ("storageClass", .string(settings.storageClass)),
@@ -35,6 +36,9 @@ public enum BucketResource {
                 [("retentionDurationSeconds", .string(String(settings.softDeleteSeconds ?? 0)))]
                     + (settings.softDeleteEffectiveTime.map { [("effectiveTime", .string($0.rfc3339))] } ?? []))),
         ]
+        if let deleted = settings.softDeleteTime, let end = settings.hardDeleteTime {
+            members += [("softDeleteTime", .string(deleted.rfc3339)), ("hardDeleteTime", .string(end.rfc3339))]
+        }
         if let period = settings.retentionPeriod {
             members.append(("retentionPolicy", .object(
                 [("retentionPeriod", .string(String(period)))]

@@ -28,7 +28,6 @@ KNOWN_GAPS = {
     "test_bucket.py::test_bucket_move_blob_hns": "hierarchical namespaces",
     "test_bucket.py::test_new_bucket_with_hierarchical_namespace": "hierarchical namespaces",
     "test_bucket.py::test_bucket_list_blobs_include_managed_folders": "managed folders",
-    "test_client.py::test_restore_bucket": "soft-deleted buckets restored",
 }
 
 

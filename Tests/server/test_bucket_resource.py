@@ -136,6 +136,42 @@ def test_only_an_empty_bucket_the_server_made_is_deleted(server, client, tmp_pat
         assert status == 0, (file, out, err)
 
 
+def test_B6_a_soft_deleted_bucket_is_kept_whole_restored_once_and_only_while_its_name_is_free(server, client, tmp_path):
+    """Rule B6: a bucket deleted under a soft delete policy keeps its file aside with its soft-deleted objects; it is
+    restored with its generation, not over a live bucket of its name, not twice; bad generations are refused; a file
+    in the directory that only looks like a kept bucket (a link) is not listed."""
+    bucket = client.bucket("kept-whole")
+    bucket.soft_delete_policy.retention_duration_seconds = 7 * 86400
+    bucket = client.create_bucket(bucket)
+    bucket.blob("a.txt").upload_from_string(b"a")
+    bucket.blob("a.txt").delete()  # soft-deleted inside: it does not keep the bucket from being deleted
+    generation = bucket.generation
+    bucket.delete()
+    kept = list(server.home.glob("kept-whole@*.soft-deleted"))
+    assert [file.name for file in kept] == [f"kept-whole@{generation}.soft-deleted"], kept
+    url = f"{server.url}/storage/v1/b/kept-whole"
+    assert requests.get(url, params={"softDeleted": "true"}).status_code == 400  # a generation is required
+    assert requests.get(url, params={"softDeleted": "true", "generation": "x1"}).status_code == 400
+    assert requests.get(url, params={"softDeleted": "true", "generation": str(generation + 1)}).status_code == 404
+    (server.home / "kept-whole@1.soft-deleted").symlink_to(kept[0])
+    listed = requests.get(f"{server.url}/storage/v1/b", params={"softDeleted": "true"}).json()["items"]
+    assert [(b["name"], b["generation"]) for b in listed] == [("kept-whole", str(generation))], listed
+    # A live bucket of the name: the kept one waits.
+    client.create_bucket("kept-whole")
+    answer = requests.post(f"{url}/restore", params={"generation": str(generation)})
+    assert answer.status_code == 409 and "exists" in answer.json()["error"]["message"], answer.text
+    client.bucket("kept-whole").delete()  # no policy: gone for good, the kept one stays
+    restored = client.restore_bucket("kept-whole", generation=generation)
+    assert restored.generation == generation and restored.soft_delete_time is None
+    assert [b.name for b in client.list_blobs("kept-whole", soft_deleted=True)] == ["a.txt"]
+    assert requests.post(f"{url}/restore", params={"generation": str(generation)}).status_code == 404  # not twice
+    (server.home / "kept-whole@1.soft-deleted").unlink()
+    client.bucket("kept-whole").delete()
+    assert requests.post(f"{url}/restore", params={"generation": "12"}).status_code == 404
+    status, out, err = harness.storesh(tmp_path, "check", "--bucket", str(server.home / f"kept-whole@{generation}.soft-deleted"))
+    assert status == 0, out + err
+
+
 def test_acls_and_iam_policies_are_kept_and_checked_as_the_service_checks_them(server, client):
     """Rule B7: ACLs and IAM policies are stored and answered, never used to decide; uniform access and public access
     prevention constrain them as on the service."""

@@ -471,6 +471,27 @@ def test_gcloud_storage_keeps_versions_holds_and_custom_times(served, gcloud, tm
     assert status == 0, err
     status, out, err = gcloud("storage", "cat", "gs://kept-bucket/notes.txt")
     assert status == 0 and out == "keep me", err
+    # The bucket itself, deleted under its soft delete policy, is kept: listed with its generation and restored whole.
+    assert gcloud("storage", "rm", "gs://kept-bucket/notes.txt")[0] == 0
+    status, _, err = gcloud("storage", "buckets", "delete", "gs://kept-bucket")
+    assert status == 0, err
+    assert not (served.home / "kept-bucket.bucket").exists()
+    status, out, err = gcloud("storage", "buckets", "describe", "gs://kept-bucket")
+    assert status != 0, out
+    status, out, err = gcloud("alpha", "storage", "buckets", "list", "--soft-deleted", "--format=json")
+    assert status == 0, err
+    kept = json.loads(out)
+    assert status == 0 and [b["name"] for b in kept] == ["kept-bucket"] and kept[0]["soft_delete_time"], (out, err)
+    generation = kept[0]["generation"]
+    status, _, err = gcloud("storage", "restore", f"gs://kept-bucket#{generation}")
+    assert status == 0, err
+    status, out, err = gcloud("storage", "buckets", "describe", "gs://kept-bucket", "--format=json")
+    restored = json.loads(out)
+    assert status == 0 and str(restored["generation"]) == str(generation) and "soft_delete_time" not in restored, (out, err)
+    status, out, err = gcloud("storage", "ls", "--soft-deleted", "gs://kept-bucket/**")
+    assert status == 0 and len(out.split()) == 1, (out, err)
+    status, out, err = gcloud("alpha", "storage", "buckets", "list", "--soft-deleted", "--format=value(name)")
+    assert status == 0 and out.split() == [], (out, err)
     status, out, err = harness.storesh(tmp_path, "check", "--bucket", str(served.home / "kept-bucket.bucket"))
     assert status == 0, out + err
 
