@@ -32,7 +32,7 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
     /// The path the bucket's URL starts with (`/BUCKET` in path style, else empty), as the signer sees it.
     private let bucketPath: String
     private let host: String
-    private var completions: CompletionReads!
+    var completions: CompletionReads!
     /// What a HEAD said beyond storesh's properties, by object, with the ETag it was read at: resent by a copy.
     /// By the keys' bytes (rule P7).
     private var kept: [ObjectName: (entityTag: String?, headers: [(String, String)])] = [:]
@@ -143,6 +143,10 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
             return StorageError(.invalidArgument, "\(path) is larger than the service takes in one request.\(detail)")
         case (_, "InvalidObjectState"), (_, "ObjectNotInActiveTierError"):
             return Self.archived(path, detail: detail)
+        case (_, "InvalidRequest") where (error?.message ?? "").replacingOccurrences(of: " ", with: "").contains("ObjectLockConfiguration"):
+            return StorageError(
+                .invalidArgument,
+                "s3://\(name) has no Object Lock (S3 turns it on when a bucket is made): its objects take no hold (temporaryHold) or retention, and nothing was changed.\(detail)")
         case (_, "MetadataTooLarge"):
             return StorageError(.invalidArgument, "The metadata of \(path) is over S3's 2 KB of user metadata.\(detail)")
         default:
@@ -159,7 +163,7 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
         _ = try await send(.GET, "/", query: [("list-type", "2"), ("max-keys", "1")], repeatable: true)
     }
 
-    private func objectPath(_ key: String) -> String { "/" + NameBytes.percentEncoded(key, keepingSlashes: true) }
+    func objectPath(_ key: String) -> String { "/" + NameBytes.percentEncoded(key, keepingSlashes: true) }
 
     // MARK: Listing
 
@@ -249,6 +253,7 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
         for property in WritableProperty.allCases {
             if let value = response.header(property.httpHeader), !value.isEmpty { metadata[property] = value }
         }
+        ObjectLock.read(response, into: &metadata.cloudStorage)
         // S3 names no class for STANDARD; storesh keeps none for it either (`CloudStorageFields.storageClass`).
         if let storageClass = response.header("x-amz-storage-class"), !storageClass.isEmpty,
             storageClass != CloudStorageFields.defaultStorageClass
@@ -287,7 +292,7 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
     }
 
     public func validateStorable(_ metadata: ObjectMetadata) throws {
-        if let field = metadata.cloudStorage.writableFields.first(where: { $0 != .storageClass }) {
+        if let field = metadata.cloudStorage.writableFields.first(where: { ![.storageClass, .temporaryHold, .retention].contains($0) }) {
             throw StorageError.invalidArgument(
                 "\(metadata.fullPath): \(field.key) is Cloud Storage's (rule M9); an S3 object has no such field, so nothing was changed.")
         }
@@ -340,7 +345,7 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
         }
         for (key, value) in metadata.customMetadata.sortedByKeyBytes { headers.append(("x-amz-meta-" + key, value)) }
         if let storageClass = metadata.cloudStorage.storageClass { headers.append(("x-amz-storage-class", storageClass)) }
-        return headers
+        return headers + ObjectLock.headers(metadata.cloudStorage)
     }
 
     public func read(_ object: ObjectName) async throws -> Data {
@@ -393,6 +398,16 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
         -> ObjectMetadata
     {
         try validateStorable(after)
+        // A hold or a retention alone is put on the object as it is (S3's own calls, no new version); anything else
+        // writes it again, which neither may be (on S3 each version keeps its own: the one written over would
+        // stay held, out of sight).
+        var rest = after
+        (rest.cloudStorage.temporaryHold, rest.cloudStorage.retention) = (before.cloudStorage.temporaryHold, before.cloudStorage.retention)
+        if before.differences(to: rest).isEmpty { return try await applyLock(of: object, from: before, to: after) }
+        if var refusal = before.protection(against: .overwritten, now: Timestamp(date: Date())) {
+            refusal.message += " On S3 a change of metadata writes the object again (a copy onto itself); change its hold or retention alone, or release it first."
+            throw refusal
+        }
         if let storageClass = before.cloudStorage.storageClass, StorageClasses.s3Archived.contains(storageClass) {
             throw Self.archived("s3://\(name)/\(object.rawValue)")
         }
@@ -641,5 +656,100 @@ extension S3Bucket: ObjectMoves {
             throw HalfMove(arrived: arrived, failure: failure)
         }
         return arrived
+    }
+}
+
+/// S3 Object Lock as rule M9's fields (rule S2): the legal hold is `temporaryHold` (an object under it is neither
+/// deleted nor written again until it is released), a retention is `retention`, GOVERNANCE being Unlocked (shortened
+/// or removed only by a change that says it overrides it: `x-amz-bypass-governance-retention`) and COMPLIANCE
+/// Locked (only lengthened). S3 has no event-based hold.
+enum ObjectLock {
+    /// What a HEAD says of the object's lock (S3 sends it to whoever may read it).
+    static func read(_ response: RemoteResponse, into fields: inout CloudStorageFields) {
+        if response.header("x-amz-object-lock-legal-hold") == "ON" { fields.temporaryHold = true }
+        if let mode = response.header("x-amz-object-lock-mode").flatMap(mode(named:)),
+            let until = response.header("x-amz-object-lock-retain-until-date").flatMap(Timestamp.init(rfc3339:))
+        {
+            fields.retention = ObjectRetention(mode: mode, retainUntilTime: until)
+        }
+    }
+
+    static func mode(named name: String) -> ObjectRetention.Mode? {
+        switch name {
+        case "GOVERNANCE": .unlocked
+        case "COMPLIANCE": .locked
+        default: nil
+        }
+    }
+
+    static func name(of mode: ObjectRetention.Mode) -> String { mode == .unlocked ? "GOVERNANCE" : "COMPLIANCE" }
+
+    /// The headers that give a new version (an upload, a copy) the hold and retention of `fields`; none when it
+    /// has neither, so that a bucket without Object Lock takes the write.
+    static func headers(_ fields: CloudStorageFields) -> [(String, String)] {
+        var headers: [(String, String)] = []
+        if fields.temporaryHold { headers.append(("x-amz-object-lock-legal-hold", "ON")) }
+        // A retention whose time has passed keeps nothing, and S3 takes only a time to come.
+        if let retention = fields.retention, retention.retainUntilTime > Timestamp(date: Date()) {
+            headers += [("x-amz-object-lock-mode", name(of: retention.mode)), ("x-amz-object-lock-retain-until-date", retention.retainUntilTime.rfc3339)]
+        }
+        return headers
+    }
+
+    static let namespace = "http://s3.amazonaws.com/doc/2006-03-01/"
+
+    /// PutObjectLegalHold's body.
+    static func legalHoldBody(_ on: Bool) -> Data {
+        Data("<LegalHold xmlns=\"\(namespace)\"><Status>\(on ? "ON" : "OFF")</Status></LegalHold>".utf8)
+    }
+
+    /// PutObjectRetention's body; an empty retention removes it.
+    static func retentionBody(_ retention: ObjectRetention?) -> Data {
+        guard let retention else { return Data("<Retention xmlns=\"\(namespace)\"></Retention>".utf8) }
+        return Data(
+            "<Retention xmlns=\"\(namespace)\"><Mode>\(name(of: retention.mode))</Mode><RetainUntilDate>\(retention.retainUntilTime.rfc3339)</RetainUntilDate></Retention>".utf8)
+    }
+}
+
+extension S3Bucket {
+    /// A change of the hold or retention alone (rule M9), put on the version read (`versionId`): the object is read
+    /// again first and must be as it was (its ETag and version), and after, to say whether the version changed is
+    /// still the live one. A shorter or removed GOVERNANCE retention is sent with the bypass the change was planned
+    /// with (the core refused it otherwise).
+    func applyLock(of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata) async throws -> ObjectMetadata {
+        let current = try await metadata(of: object)
+        if current.differences(to: after).isEmpty { return current }
+        guard current.entityTag == before.entityTag, current.versionID == before.versionID,
+            current.differences(to: before).isEmpty
+        else {
+            throw StorageError.preconditionFailed(object.rawValue, .matches(before), actual: current)
+        }
+        let version: [(String, String?)] = [("versionId", current.versionID)]
+        if current.cloudStorage.temporaryHold != after.cloudStorage.temporaryHold {
+            let body = ObjectLock.legalHoldBody(after.cloudStorage.temporaryHold)
+            _ = try await send(
+                .PUT, objectPath(object.rawValue), query: [("legal-hold", "")] + version, headers: [("Content-MD5", ContentHash.md5Base64(body))],
+                body: body, repeatable: true, object: object.rawValue)
+        }
+        if current.cloudStorage.retention != after.cloudStorage.retention {
+            let body = ObjectLock.retentionBody(after.cloudStorage.retention)
+            var headers = [("Content-MD5", ContentHash.md5Base64(body))]
+            if let old = current.cloudStorage.retention, old.mode == .unlocked,
+                after.cloudStorage.retention.map({ $0.retainUntilTime < old.retainUntilTime || $0.mode != old.mode }) ?? true
+            {
+                headers.append(("x-amz-bypass-governance-retention", "true"))
+            }
+            _ = try await send(
+                .PUT, objectPath(object.rawValue), query: [("retention", "")] + version, headers: headers,
+                body: body, repeatable: true, object: object.rawValue)
+        }
+        completions.forget()
+        let landed = try await metadata(of: object)
+        guard landed.versionID == current.versionID else {
+            throw StorageError(
+                .preconditionFailed,
+                "\(object.rawValue) was written again while its hold or retention was changed: the change is on the version read (\(current.versionID ?? "null")), not on the live one.")
+        }
+        return landed
     }
 }

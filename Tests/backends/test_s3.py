@@ -140,6 +140,53 @@ def test_M9_S3_storage_classes_are_S3s_kept_by_changes_and_moves_and_archived_ob
     assert s3.head("cls/cold.txt")["LastModified"] == before["LastModified"]
 
 
+def test_M9_S3_object_lock_is_the_hold_and_the_retention_changed_in_place_planned_and_undone(s3):
+    """S3 Object Lock as rule M9's fields: the legal hold is temporaryHold and a GOVERNANCE retention an Unlocked
+    one, each changed on the live version (no new version), shown, undone from the journal; a held object is neither
+    deleted nor written again (a change of its metadata would be a copy); a bucket without Object Lock and the
+    event-based hold S3 lacks are refused by name."""
+    locked = "locked-media"
+    s3.client.create_bucket(Bucket=locked, ObjectLockEnabledForBucket=True)
+    env = s3.env
+
+    def run(*arguments):
+        status, out, err = harness.storesh(s3.home, "--bucket", f"s3://{locked}", "--quiet", *arguments, **env)
+        return status, out.decode(), err.decode()
+
+    s3.client.put_object(Bucket=locked, Key="l/a.txt", Body=b"kept", ContentType="text/plain")
+    version = s3.client.head_object(Bucket=locked, Key="l/a.txt")["VersionId"]
+    status, _, err = run("-c", "meta set temporaryHold=true -- l/a.txt")
+    assert status == 0, err
+    head = s3.client.head_object(Bucket=locked, Key="l/a.txt")
+    assert head["ObjectLockLegalHoldStatus"] == "ON" and head["VersionId"] == version, head
+    status, _, err = run("-c", "rm l/a.txt")
+    assert status == 1 and "under a temporary hold" in err, err
+    status, _, err = run("-c", "meta set custom.k=1 -- l/a.txt")
+    assert status == 1 and "On S3 a change of metadata writes the object again" in err, err
+    journal = s3.home / "lock.journal"
+    status, _, err = run("--journal", str(journal), "-c", 'meta set retention="Unlocked until 2030-01-01T00:00:00Z" -- l/a.txt')
+    assert status == 0, err
+    head = s3.client.head_object(Bucket=locked, Key="l/a.txt")
+    assert head["ObjectLockMode"] == "GOVERNANCE" and head["ObjectLockRetainUntilDate"].year == 2030, head
+    assert head["VersionId"] == version
+    status, out, err = run("--json", "-c", "meta get l/a.txt")
+    shown = json.loads(out)
+    assert shown["temporaryHold"] is True and shown["retention"]["mode"] == "Unlocked", shown
+    status, _, err = harness.storesh(s3.home, "undo", str(journal), "--quiet", **env)
+    assert status == 0, err.decode()
+    head = s3.client.head_object(Bucket=locked, Key="l/a.txt")
+    assert "ObjectLockMode" not in head and head["ObjectLockLegalHoldStatus"] == "ON", head
+    status, _, err = run("-c", "meta unset temporaryHold -- l/a.txt; rm l/a.txt")
+    assert status == 0, err
+    assert s3.client.list_objects_v2(Bucket=locked).get("KeyCount") == 0
+
+    s3.put("plain.txt")
+    status, _, err = s3.run("-c", "meta set temporaryHold=true -- plain.txt")
+    assert status == 1 and "has no Object Lock" in err, err
+    status, _, err = s3.run("-c", "meta set eventBasedHold=true -- plain.txt")
+    assert status == 1 and "eventBasedHold is Cloud Storage's" in err, err
+
+
 def test_S3_X3_a_change_made_between_plan_and_apply_is_reported_and_kept(s3):
     names = [f"race/{letter}.txt" for letter in "abcde"]
     for name in names:
