@@ -623,15 +623,17 @@ private final class PlannedVersions: ObjectVersions {
         self.stored = stored
     }
 
-    func metadata(of object: ObjectName, generation: Int64) async throws -> ObjectMetadata {
+    func generation(named text: String) -> ObjectGeneration? { stored.generation(named: text) }
+
+    func metadata(of object: ObjectName, generation: ObjectGeneration) async throws -> ObjectMetadata {
         try await stored.metadata(of: object, generation: generation)
     }
 
-    func read(_ object: ObjectName, generation: Int64, into sink: any ContentSink) async throws -> ObjectMetadata {
+    func read(_ object: ObjectName, generation: ObjectGeneration, into sink: any ContentSink) async throws -> ObjectMetadata {
         try await stored.read(object, generation: generation, into: sink)
     }
 
-    func softDeletedMetadata(of object: ObjectName, generation: Int64) async throws -> ObjectMetadata {
+    func softDeletedMetadata(of object: ObjectName, generation: ObjectGeneration) async throws -> ObjectMetadata {
         try await stored.softDeletedMetadata(of: object, generation: generation)
     }
 
@@ -643,17 +645,17 @@ private final class PlannedVersions: ObjectVersions {
         try await stored.listGenerations(prefix: prefix, delimited: delimited, options: options, softDeleted: softDeleted)
     }
 
-    func updateMetadata(of object: ObjectName, generation: Int64, _ update: MetadataUpdate, precondition: Precondition)
+    func updateMetadata(of object: ObjectName, generation: ObjectGeneration, _ update: MetadataUpdate, precondition: Precondition)
         async throws -> UpdateResult
     {
         throw Self.notPlanned("a change of one generation's metadata", on: plan)
     }
 
-    func delete(_ object: ObjectName, generation: Int64, precondition: Precondition) async throws {
+    func delete(_ object: ObjectName, generation: ObjectGeneration, precondition: Precondition) async throws {
         throw Self.notPlanned("a delete of one generation", on: plan)
     }
 
-    func restore(_ object: ObjectName, generation: Int64, precondition: Precondition) async throws -> ObjectMetadata {
+    func restore(_ object: ObjectName, generation: ObjectGeneration, precondition: Precondition) async throws -> ObjectMetadata {
         try await plan.planRestore(object, generation: generation, precondition: precondition, from: stored)
     }
 
@@ -665,10 +667,11 @@ private final class PlannedVersions: ObjectVersions {
 extension PlannedBucket {
     /// A planned restore of a soft-deleted generation (rule B6): the live object becomes that generation's content
     /// and metadata as a new generation, if the object as planned satisfies `precondition` and nothing keeps it.
-    fileprivate func planRestore(_ object: ObjectName, generation: Int64, precondition: Precondition, from stored: any ObjectVersions)
+    fileprivate func planRestore(_ object: ObjectName, generation: ObjectGeneration, precondition: Precondition, from stored: any ObjectVersions)
         async throws -> ObjectMetadata
     {
         let soft = try await stored.softDeletedMetadata(of: object, generation: generation)
+        let generation = try generation.numbered(object)
         let existing = try await metadataIfPresent(of: object)
         try require(precondition, object, existing)
         try existing?.refuseIfProtected(.overwritten, now: clock.now())

@@ -5,7 +5,7 @@ import StoreshCore
 /// commands that read one: `cat`, `get` and `meta get`.
 struct NamedGeneration {
     var name: ObjectName
-    var generation: Int64
+    var generation: ObjectGeneration
     var versions: any ObjectVersions
     var word: Word
 
@@ -18,12 +18,23 @@ extension Session {
     /// when an object of that exact name exists (read as it always was: an object named `a#1` is still `a#1`, and
     /// quoted, `'a#1'` is always the name), with `raw`, or when the bucket gives no generations.
     func namedGeneration(_ word: Word, raw: Bool, at here: SourceLocation) async throws -> NamedGeneration? {
-        guard !raw, let named = try? GenerationWord(word), let versions = target.objectVersions else { return nil }
+        guard !raw, let named = try? GenerationWord(word), let versions = target.objectVersions,
+            let generation = versions.generation(named: named.generation)
+        else { return nil }
         let literal = try objectName(word, raw: raw, at: here)
         if try await onTarget(word, name: literal, at: here, { try await self.target.metadataIfPresent(of: literal) }) != nil {
             return nil
         }
-        return NamedGeneration(name: try objectName(named.name, at: here), generation: named.generation, versions: versions, word: word)
+        return NamedGeneration(name: try objectName(named.name, at: here), generation: generation, versions: versions, word: word)
+    }
+
+    /// The number of a generation `explain` shows Cloud Storage's request for; an S3 version is not one.
+    func numbered(_ named: NamedGeneration) throws -> Int64 {
+        do {
+            return try named.generation.numbered(named.name)
+        } catch {
+            throw Diagnostic.running(error, at: named.word.location)
+        }
     }
 
     /// The generation's metadata: the live or a noncurrent generation's (with `timeDeleted`), else a soft-deleted
@@ -80,7 +91,7 @@ extension Session {
     {
         if let generation = try await namedGeneration(word, raw: raw, at: here) {
             return Explainer.download(
-                bucket: target.name, name: generation.name.rawValue, generation: generation.generation, toFile: file(generation.name))
+                bucket: target.name, name: generation.name.rawValue, generation: try numbered(generation), toFile: file(generation.name))
         }
         let name = try objectName(word, raw: raw, at: here)
         return Explainer.download(bucket: target.name, name: name.rawValue, toFile: file(name))

@@ -13,7 +13,7 @@ public enum CommandResult: Sendable {
     case metadata(ObjectMetadata)
     case written(ObjectMetadata, dryRun: Bool)
     /// `restore`: the live object a soft-deleted generation became (rule B6).
-    case restored(ObjectMetadata, generation: Int64, dryRun: Bool)
+    case restored(ObjectMetadata, generation: ObjectGeneration, dryRun: Bool)
     /// `mv`: the object a move made, from the name it had, and whether it replaced an object there.
     /// `inOneStep`: false where the bucket copies, then deletes (S3).
     case moved(from: String, to: ObjectMetadata, replaced: Bool, inOneStep: Bool, dryRun: Bool)
@@ -194,7 +194,7 @@ public struct HumanRenderer: ResultRenderer {
                 } else {
                     state = "live"
                 }
-                let name = relative(generation.fullPath) + "#\(generation.generation)"
+                let name = relative(generation.fullPath) + "#\(generation.generationID)"
                 return (listing.long ? [MessageText.byteCount(generation.size)] : []) + [name, state]
             }
             lines = Formatting.columns(rows, rightAligned: listing.long ? [0] : [])
@@ -372,7 +372,7 @@ public struct JSONRenderer: ResultRenderer {
             return marked(fields, true)
         case .restored(let metadata, let generation, let dryRun):
             guard case .object(let fields) = metadata.jsonDocument else { return metadata.jsonDocument }
-            return marked(fields + [("restoredFrom", .string(String(generation)))], dryRun)
+            return marked(fields + [("restoredFrom", .string(generation.description))], dryRun)
         case .moved(let source, let metadata, let replaced, let inOneStep, let dryRun):
             guard case .object(let fields) = metadata.jsonDocument else { return metadata.jsonDocument }
             return marked(fields + [("movedFrom", .string(source)), ("replaced", .bool(replaced)), ("inOneStep", .bool(inOneStep))], dryRun)

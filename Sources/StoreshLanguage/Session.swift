@@ -212,6 +212,17 @@ public final class Session {
         throw Diagnostic.running(.invalidArgument("\(target.url) gives no generations here (rule B5): \(why)."), at: here)
     }
 
+    /// The generation `word` names in `versions`' bucket, or why it names none there (its generations are numbers).
+    func generation(_ word: GenerationWord, in versions: any ObjectVersions) throws -> ObjectGeneration {
+        guard let generation = versions.generation(named: word.generation) else {
+            throw Diagnostic.running(
+                .invalidArgument(
+                    "'\(word.word.text)' names no generation: \(target.url) numbers its generations, so the part after the # is a whole number (ls -a and ls --soft-deleted list them)."),
+                at: word.word.location)
+        }
+        return generation
+    }
+
     /// The bucket's moves (`mv`), or why this bucket has none.
     func objectMoves(at here: SourceLocation) throws -> any ObjectMoves {
         if let moves = target.objectMoves { return moves }

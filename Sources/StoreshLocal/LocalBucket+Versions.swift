@@ -221,7 +221,7 @@ extension LocalBucket {
     }
 
     /// The metadata of a soft-deleted generation.
-    public func softDeletedMetadata(of object: ObjectName, generation: Int64) throws(StorageError) -> ObjectMetadata {
+    public func softDeletedGenerationMetadata(of object: ObjectName, generation: Int64) throws(StorageError) -> ObjectMetadata {
         try read {
             guard let row = try fetchSoftDeleted(object.rawValue, generation: generation) else {
                 throw StorageError.noSoftDeletedGeneration(object.rawValue, generation, bucketURL: url)
@@ -362,11 +362,18 @@ extension LocalBucket {
 }
 
 extension LocalBucket: ObjectVersions {
-    public func metadata(of object: ObjectName, generation: Int64) async throws -> ObjectMetadata {
-        try generationMetadata(of: object, generation: generation)
+    public func generation(named text: String) -> ObjectGeneration? { .number(named: text) }
+
+    public func metadata(of object: ObjectName, generation: ObjectGeneration) async throws -> ObjectMetadata {
+        try generationMetadata(of: object, generation: try generation.numbered(object))
     }
 
-    public func read(_ object: ObjectName, generation: Int64, into sink: any ContentSink) async throws -> ObjectMetadata {
+    public func softDeletedMetadata(of object: ObjectName, generation: ObjectGeneration) async throws -> ObjectMetadata {
+        try softDeletedGenerationMetadata(of: object, generation: try generation.numbered(object))
+    }
+
+    public func read(_ object: ObjectName, generation: ObjectGeneration, into sink: any ContentSink) async throws -> ObjectMetadata {
+        let generation = try generation.numbered(object)
         // The sink's own failure (a full disk) is the caller's to read as it was thrown, not as the bucket's.
         var sinkFailure: (any Error)?
         do {
@@ -383,10 +390,11 @@ extension LocalBucket: ObjectVersions {
         }
     }
 
-    public func updateMetadata(of object: ObjectName, generation: Int64, _ update: MetadataUpdate, precondition: Precondition)
+    public func updateMetadata(of object: ObjectName, generation: ObjectGeneration, _ update: MetadataUpdate, precondition: Precondition)
         async throws -> UpdateResult
     {
-        try change {
+        let generation = try generation.numbered(object)
+        return try change {
             let row = try fetchGeneration(object, generation)
             let now = options.clock.nextChangeTime()
             let (next, changed) = try row.metadata.applying(update, now: now)
@@ -412,8 +420,9 @@ extension LocalBucket: ObjectVersions {
         }
     }
 
-    public func delete(_ object: ObjectName, generation: Int64, precondition: Precondition) async throws {
-        try change {
+    public func delete(_ object: ObjectName, generation: ObjectGeneration, precondition: Precondition) async throws {
+        let generation = try generation.numbered(object)
+        return try change {
             let row = try fetchGeneration(object, generation)
             guard precondition.isSatisfied(by: row.metadata) else {
                 throw StorageError.preconditionFailed(object.rawValue, precondition, actual: row.metadata)
@@ -437,8 +446,9 @@ extension LocalBucket: ObjectVersions {
     /// Brings a soft-deleted generation back as the live object (rule B6): a new generation with its content (shared,
     /// not copied) and metadata, under `precondition` on the live object it replaces (which is then replaced as a
     /// write replaces it: noncurrent, soft-deleted or gone).
-    public func restore(_ object: ObjectName, generation: Int64, precondition: Precondition) async throws -> ObjectMetadata {
-        try change {
+    public func restore(_ object: ObjectName, generation: ObjectGeneration, precondition: Precondition) async throws -> ObjectMetadata {
+        let generation = try generation.numbered(object)
+        return try change {
             guard let soft = try fetchSoftDeleted(object.rawValue, generation: generation) else {
                 throw StorageError.noSoftDeletedGeneration(object.rawValue, generation, bucketURL: url)
             }

@@ -5,12 +5,15 @@ import StoreshWire
 /// A Cloud Storage bucket's generations (rules B5, B6), through the JSON API: every request names the generation, and
 /// a change is guarded by the state it was decided on, as the live object's are.
 extension CloudStorageBucket: ObjectVersions {
-    public func metadata(of object: ObjectName, generation: Int64) async throws -> ObjectMetadata {
-        try await generationMetadata(object, generation: generation, softDeleted: false)
+    public func generation(named text: String) -> ObjectGeneration? { .number(named: text) }
+
+    public func metadata(of object: ObjectName, generation: ObjectGeneration) async throws -> ObjectMetadata {
+        try await generationMetadata(object, generation: try generation.numbered(object), softDeleted: false)
     }
 
     /// A soft-deleted generation's metadata (rule B6): its content is read once it is restored.
-    public func softDeletedMetadata(of object: ObjectName, generation: Int64) async throws -> ObjectMetadata {
+    public func softDeletedMetadata(of object: ObjectName, generation: ObjectGeneration) async throws -> ObjectMetadata {
+        let generation = try generation.numbered(object)
         do {
             return try await generationMetadata(object, generation: generation, softDeleted: true)
         } catch let error as StorageError where error.code == .objectNotFound {
@@ -30,7 +33,8 @@ extension CloudStorageBucket: ObjectVersions {
         return answered
     }
 
-    public func read(_ object: ObjectName, generation: Int64, into sink: any ContentSink) async throws -> ObjectMetadata {
+    public func read(_ object: ObjectName, generation: ObjectGeneration, into sink: any ContentSink) async throws -> ObjectMetadata {
+        let generation = try generation.numbered(object)
         let metadata = try await metadata(of: object, generation: generation)
         _ = try await send(
             .GET, objectURL(object.rawValue, [("alt", "media"), ("generation", String(generation))]), repeatable: true,
@@ -38,9 +42,10 @@ extension CloudStorageBucket: ObjectVersions {
         return metadata
     }
 
-    public func updateMetadata(of object: ObjectName, generation: Int64, _ update: MetadataUpdate, precondition: Precondition)
+    public func updateMetadata(of object: ObjectName, generation: ObjectGeneration, _ update: MetadataUpdate, precondition: Precondition)
         async throws -> UpdateResult
     {
+        let generation = try generation.numbered(object)
         let before = try await metadata(of: object, generation: generation)
         guard precondition.isSatisfied(by: before) else {
             throw StorageError.preconditionFailed(object.rawValue, precondition, actual: before)
@@ -60,7 +65,8 @@ extension CloudStorageBucket: ObjectVersions {
         return UpdateResult(metadata: after, previous: before, changed: true)
     }
 
-    public func delete(_ object: ObjectName, generation: Int64, precondition: Precondition) async throws {
+    public func delete(_ object: ObjectName, generation: ObjectGeneration, precondition: Precondition) async throws {
+        let generation = try generation.numbered(object)
         // Named by its generation, the request is repeatable as a guarded one: the generation is its own precondition.
         var guarded = precondition
         guarded.generation = generation
@@ -69,7 +75,8 @@ extension CloudStorageBucket: ObjectVersions {
             object: object.rawValue, precondition: guarded) { _ in false }
     }
 
-    public func restore(_ object: ObjectName, generation: Int64, precondition: Precondition) async throws -> ObjectMetadata {
+    public func restore(_ object: ObjectName, generation: ObjectGeneration, precondition: Precondition) async throws -> ObjectMetadata {
+        let generation = try generation.numbered(object)
         let soft = try await softDeletedMetadata(of: object, generation: generation)
         let request = CloudStorageWire.restore(bucket: name, object: object.rawValue, generation: generation, precondition: precondition)
         // Repeated only under a precondition (rule G4); a repeat refused because the first attempt landed finds the

@@ -178,15 +178,17 @@ final class CompletionForgettingVersions: ObjectVersions, @unchecked Sendable {
         self.completions = completions
     }
 
-    func metadata(of object: ObjectName, generation: Int64) async throws -> ObjectMetadata {
+    func generation(named text: String) -> ObjectGeneration? { versions.generation(named: text) }
+
+    func metadata(of object: ObjectName, generation: ObjectGeneration) async throws -> ObjectMetadata {
         try await versions.metadata(of: object, generation: generation)
     }
 
-    func read(_ object: ObjectName, generation: Int64, into sink: any ContentSink) async throws -> ObjectMetadata {
+    func read(_ object: ObjectName, generation: ObjectGeneration, into sink: any ContentSink) async throws -> ObjectMetadata {
         try await versions.read(object, generation: generation, into: sink)
     }
 
-    func softDeletedMetadata(of object: ObjectName, generation: Int64) async throws -> ObjectMetadata {
+    func softDeletedMetadata(of object: ObjectName, generation: ObjectGeneration) async throws -> ObjectMetadata {
         try await versions.softDeletedMetadata(of: object, generation: generation)
     }
 
@@ -198,19 +200,19 @@ final class CompletionForgettingVersions: ObjectVersions, @unchecked Sendable {
         try await versions.listGenerations(prefix: prefix, delimited: delimited, options: options, softDeleted: softDeleted)
     }
 
-    func updateMetadata(of object: ObjectName, generation: Int64, _ update: MetadataUpdate, precondition: Precondition)
+    func updateMetadata(of object: ObjectName, generation: ObjectGeneration, _ update: MetadataUpdate, precondition: Precondition)
         async throws -> UpdateResult
     {
         defer { completions.forget() }
         return try await versions.updateMetadata(of: object, generation: generation, update, precondition: precondition)
     }
 
-    func delete(_ object: ObjectName, generation: Int64, precondition: Precondition) async throws {
+    func delete(_ object: ObjectName, generation: ObjectGeneration, precondition: Precondition) async throws {
         defer { completions.forget() }
         try await versions.delete(object, generation: generation, precondition: precondition)
     }
 
-    func restore(_ object: ObjectName, generation: Int64, precondition: Precondition) async throws -> ObjectMetadata {
+    func restore(_ object: ObjectName, generation: ObjectGeneration, precondition: Precondition) async throws -> ObjectMetadata {
         defer { completions.forget() }
         return try await versions.restore(object, generation: generation, precondition: precondition)
     }

@@ -357,7 +357,7 @@ extension StorageAPI {
             guard let generation, !media else {
                 throw HTTPFailure.badRequest("A soft-deleted object is read by its generation, metadata only (restore it to read its content).")
             }
-            return Reply.json(objectResource(try exchange.bucket.reader().softDeletedMetadata(of: name, generation: generation), exchange))
+            return Reply.json(objectResource(try exchange.bucket.reader().softDeletedGenerationMetadata(of: name, generation: generation), exchange))
         }
         if !media {
             let object = try currentObject(name, generation: generation, in: exchange.bucket)

@@ -108,7 +108,7 @@ struct BucketArchiveTests {
         // Held and retained as they were: the copy refuses to delete it.
         await #expect(throws: StorageError.self) { try await copy.delete(objectName("held.txt")) }
         #expect(try copy.noncurrentCount() == 2)
-        #expect(try copy.softDeletedMetadata(of: objectName("gone.txt"), generation: parsed.objects[4].generation!).size == 4)
+        #expect(try copy.softDeletedGenerationMetadata(of: objectName("gone.txt"), generation: parsed.objects[4].generation!).size == 4)
 
         // Without the settings, an object's own retention has no bucket to take it: nothing is imported.
         let bare = try openBucket(directory.file("b/bare.bucket"))

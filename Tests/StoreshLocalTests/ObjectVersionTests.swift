@@ -191,7 +191,7 @@ struct SoftDeleteTests {
         try await bucket.delete(objectName("a"))
         let soft = try bucket.listGenerations(prefix: "", delimited: false, options: ListOptions(includeMetadata: true), softDeleted: true)
         #expect(soft.items == ["a", "a"])
-        let kept = try bucket.softDeletedMetadata(of: objectName("a"), generation: first.generation)
+        let kept = try bucket.softDeletedGenerationMetadata(of: objectName("a"), generation: first.generation)
         let times = try #require(kept.cloudStorage.softDeleteTime.flatMap { start in kept.cloudStorage.hardDeleteTime.map { (start, $0) } })
         #expect(times.1.microseconds - times.0.microseconds == 7 * 86_400 * 1_000_000)
         let restored = try await bucket.restore(objectName("a"), generation: first.generation, precondition: Precondition(generation: 0))

@@ -48,7 +48,7 @@ public struct MetaGetCommand: LanguageCommand, Equatable {
         var others: [Word] = []
         for word in targets {
             if let generation = try await session.namedGeneration(word, raw: raw, at: here) {
-                explained.append(Explainer.getMetadata(bucket: bucket, name: generation.name.rawValue, generation: generation.generation))
+                explained.append(Explainer.getMetadata(bucket: bucket, name: generation.name.rawValue, generation: try session.numbered(generation)))
             } else {
                 others.append(word)
             }

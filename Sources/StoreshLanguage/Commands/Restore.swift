@@ -34,54 +34,63 @@ public struct RestoreCommand: LanguageCommand, Equatable {
         let versions = try session.generations(at: here)
         for target in targets {
             let name = try session.objectName(target.name, at: here)
+            let generation = try session.generation(target, in: versions)
             // The precondition is the object as it is now: a change made after this read is not overwritten.
             let live = try await session.onTarget(target.name, name: name, at: here) { try await session.target.metadataIfPresent(of: name) }
             let restored: ObjectMetadata
             do {
                 restored = try await versions.restore(
-                    name, generation: target.generation, precondition: live.map { .sameContent(as: $0) } ?? .doesNotExist)
+                    name, generation: generation, precondition: live.map { .sameContent(as: $0) } ?? .doesNotExist)
             } catch var error as StorageError {
                 // No soft-deleted generation of that number (every bucket says so as not found): one named by `ls -a`
                 // perhaps, live or noncurrent, is said to be so.
-                if error.code == .objectNotFound, let kept = try? await versions.metadata(of: name, generation: target.generation) {
+                if error.code == .objectNotFound, let kept = try? await versions.metadata(of: name, generation: generation) {
                     error.message = kept.timeDeleted == nil
-                        ? "\(MessageText.name(name.rawValue))#\(target.generation) is the live generation: there is nothing to restore."
-                        : "\(MessageText.name(name.rawValue))#\(target.generation) is a noncurrent generation (versioning keeps it), not a soft-deleted one: restore brings back soft-deleted generations (ls --soft-deleted lists them)."
+                        ? "\(MessageText.name(name.rawValue))#\(generation) is the live generation: there is nothing to restore."
+                        : "\(MessageText.name(name.rawValue))#\(generation) is a noncurrent generation (versioning keeps it), not a soft-deleted one: restore brings back soft-deleted generations (ls --soft-deleted lists them)."
                 }
                 throw Diagnostic.running(error, at: target.word.location)
             }
-            session.deliver(.restored(restored, generation: target.generation, dryRun: session.options.dryRun))
+            session.deliver(.restored(restored, generation: generation, dryRun: session.options.dryRun))
         }
         return .next
     }
 
     public func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] {
-        try targets.map { target in
+        let versions = try session.generations(at: here)
+        return try targets.map { target in
             let name = try session.objectName(target.name, at: here)
-            return Explainer.restore(bucket: session.target.name, name: name.rawValue, generation: target.generation)
+            let generation = try session.generation(target, in: versions)
+            do throws(StorageError) {
+                return Explainer.restore(bucket: session.target.name, name: name.rawValue, generation: try generation.numbered(name))
+            } catch {
+                throw Diagnostic.running(error, at: target.word.location)
+            }
         }
     }
 }
 
-/// `NAME#GENERATION`: one generation of an object, as gsutil and gcloud write it (rules B5, B6). The `#` is unquoted and
-/// the generation a whole number; `'a#1'` quoted is the object named `a#1`.
+/// `NAME#GENERATION`: one generation of an object, as gsutil and gcloud write it (rules B5, B6). The `#` is unquoted;
+/// the generation is what the bucket names its generations by (`ObjectVersions.generation(named:)`: a whole number,
+/// or an S3 version id); `'a#1'` quoted is the object named `a#1`.
 public struct GenerationWord: Sendable, Equatable {
     /// The object's name, as typed before the `#`.
     public var name: Word
-    public var generation: Int64
+    /// The generation, as typed after the `#`.
+    public var generation: String
     public var word: Word
 
     public init(_ word: Word) throws(Diagnostic) {
         let scalars = Array(word.text.unicodeScalars)
         guard let hash = scalars.lastIndex(of: "#"), !(word.literal.indices.contains(hash) && word.literal[hash]),
-            hash > 0, let generation = Int64(String(String.UnicodeScalarView(scalars[(hash + 1)...]))), generation > 0
+            hash > 0, hash + 1 < scalars.count
         else {
             throw Diagnostic.syntax(
-                "'\(word.text)' names no generation: write NAME#GENERATION, the # unquoted and the generation a whole number (ls -a and ls --soft-deleted list them)",
+                "'\(word.text)' names no generation: write NAME#GENERATION, the # unquoted (ls -a and ls --soft-deleted list them)",
                 at: word.location)
         }
         self.word = word
-        self.generation = generation
+        self.generation = String(String.UnicodeScalarView(scalars[(hash + 1)...]))
         self.name = Word(
             String(String.UnicodeScalarView(scalars[..<hash])), literal: word.literal.isEmpty ? nil : Array(word.literal.prefix(hash)),
             at: word.location)
