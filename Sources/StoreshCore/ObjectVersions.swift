@@ -110,6 +110,8 @@ extension ObjectMetadata {
 public enum DeletionKeeping: Sendable, Equatable {
     /// As a noncurrent generation (versioning is on): listed by `ls -a`, until it is deleted by number.
     case noncurrent
+    /// As a noncurrent version that a restore copies back as the live object (S3's versioning, rule S2).
+    case noncurrentRestorable
     /// Soft-deleted for this many seconds (the soft delete policy), restorable (`restore`, `storesh undo`) until then.
     case softDeleted(seconds: Int64)
     /// Not at all: the delete cannot be undone.
@@ -125,6 +127,8 @@ public enum DeletionKeeping: Sendable, Equatable {
             return "\(bucket) keeps deleted objects soft-deleted for \(MessageText.duration(seconds: seconds)): storesh undo JOURNAL (or restore NAME#GENERATION) brings \(them) back until then"
         case .noncurrent:
             return "\(bucket) keeps deleted objects as noncurrent generations (versioning is on): ls -a lists \(them), until deleted by number"
+        case .noncurrentRestorable:
+            return "\(bucket) keeps deleted objects as noncurrent versions (versioning is on): storesh undo JOURNAL (or restore NAME#VERSION) copies \(them) back"
         case .notKept:
             return "\(count == 1 ? "this delete" : "these deletes") cannot be undone: \(bucket) keeps deleted objects neither soft-deleted (it has no soft delete policy) nor as noncurrent generations (versioning is off)"
         case .unknown(let why):

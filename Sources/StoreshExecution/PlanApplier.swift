@@ -480,7 +480,11 @@ public enum JournalRecord {
         if let content = change.content { members.append(("content", .string(content.base64EncodedString()))) }
         // A large file is named, not copied: a resumed run reads it again (and checks it is unchanged).
         if let origin = change.contentOrigin { members.append(("contentFrom", .string(origin))) }
-        if let generation = change.restoresGeneration { members.append(("restoresGeneration", .integer(generation))) }
+        switch change.restoresGeneration {
+        case .number(let generation)?: members.append(("restoresGeneration", .integer(generation)))
+        case .version(let id)?: members.append(("restoresVersion", .string(id)))
+        case nil: break
+        }
         if let origin = change.movesFrom { members.append(("movesFrom", .string(origin))) }
         if let destination = change.movedTo { members.append(("movedTo", .string(destination))) }
         return JSONValue.object(members).serialized
@@ -629,7 +633,8 @@ public enum JournalRecord {
                     object: object, before: before, after: after, content: content, source: reopened,
                     step: (line["step"] as? NSNumber)?.intValue ?? 0)
                 change.contentOrigin = origin
-                change.restoresGeneration = (line["restoresGeneration"] as? NSNumber)?.int64Value
+                change.restoresGeneration = (line["restoresGeneration"] as? NSNumber).map { .number($0.int64Value) }
+                    ?? (line["restoresVersion"] as? String).map { .version($0) }
                 change.movesFrom = line["movesFrom"] as? String
                 change.movedTo = line["movedTo"] as? String
                 try plan.plan(change, content: .real)
@@ -682,7 +687,7 @@ public enum JournalRecord {
                 return
             case (nil, let now?):
                 try undo.append(PlannedChange(object: object, before: now, after: nil))
-            case (let old?, let now?) where old.generation == now.generation || (old.md5Hash == now.md5Hash && old.rewrites(to: now)):
+            case (let old?, let now?) where Self.sameStoredObject(old, now):
                 // Every writable field as it was, Cloud Storage's own among them (rule M9); a custom time set by the
                 // run cannot be removed, nor moved back. The run's change of storage class (the same content, a new
                 // generation) is undone as it was made: the object rewritten to its old class.
@@ -707,13 +712,29 @@ public enum JournalRecord {
                 restored.generation = max(old.generation, (now?.generation ?? 0)) + 1
                 restored.metageneration = 1
                 var planned = PlannedChange(object: object, before: now, after: restored)
-                planned.restoresGeneration = old.generation
+                planned.restoresGeneration = .number(old.generation)
+                try undo.append(planned)
+            case (let old?, let now) where old.versionID != nil:
+                // Deleted or replaced on a versioned S3 bucket: the old version, noncurrent now, copied back (rule S2);
+                // a bucket that no longer keeps it refuses the restore, and the run says so for that object.
+                var planned = PlannedChange(object: object, before: now, after: old)
+                planned.restoresGeneration = old.generationID
                 try undo.append(planned)
             case (_?, _):
                 impossible.add(object, "its old content was replaced or deleted, and the journal keeps only metadata")
             }
         }
         return (undo, impossible)
+    }
+
+    /// Whether `now` is still the object `old` was, its metadata aside (so an undo puts the metadata back): the same
+    /// generation, or the same content rewritten to another class; on S3, the same version where the bucket keeps
+    /// versions (a change there is a new version, which the undo copies back instead), else the same content as far
+    /// as its ETag says (a multipart upload's ETag is no MD5: taken as the same).
+    static func sameStoredObject(_ old: ObjectMetadata, _ now: ObjectMetadata) -> Bool {
+        if let version = old.versionID { return version == now.versionID }
+        if old.hasGenerations { return old.generation == now.generation || (old.md5Hash == now.md5Hash && old.rewrites(to: now)) }
+        return old.md5Hash.isEmpty || old.md5Hash == now.md5Hash
     }
 
     enum MoveBack {

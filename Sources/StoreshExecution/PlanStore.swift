@@ -146,7 +146,12 @@ public final class PlanStore: @unchecked Sendable {
         insert.bind(5, bytes: packedAfter)
         insert.bind(6, change.content)
         insert.bind(7, change.contentOrigin)
-        insert.bind(8, change.restoresGeneration)
+        switch change.restoresGeneration {
+        case .number(let number)?: insert.bind(8, number)
+        // Text, marked: a version id may be all digits.
+        case .version(let id)?: insert.bind(8, Self.versionMark + id)
+        case nil: insert.bind(8, nil as Int64?)
+        }
         insert.bind(9, change.movesFrom)
         insert.bind(10, change.movedTo)
         try insert.step()
@@ -154,6 +159,15 @@ public final class PlanStore: @unchecked Sendable {
         changeCount += 1
         if change.movesFrom != nil { moveCount += 1 }
         return index
+    }
+
+    /// How the `restores` column marks an S3 version id, which it keeps as text beside Cloud Storage's numbers.
+    static let versionMark = "version:"
+
+    /// The generation a `restores` value names (a number's column text is its digits).
+    static func generation(_ text: String) -> ObjectGeneration? {
+        if text.hasPrefix(versionMark) { return .version(String(text.dropFirst(versionMark.count))) }
+        return Int64(text).map { .number($0) }
     }
 
     /// Up to `limit` changes from number `start` on, in order.
@@ -171,7 +185,7 @@ public final class PlanStore: @unchecked Sendable {
                     object: select.string(2) ?? "", before: try Self.metadata(select, 3), after: try Self.metadata(select, 4),
                     content: select.isNull(5) ? nil : select.data(5), source: sources[index], step: Int(select.int64(1)))
                 change.contentOrigin = select.string(6)
-                change.restoresGeneration = select.isNull(7) ? nil : select.int64(7)
+                change.restoresGeneration = select.isNull(7) ? nil : Self.generation(select.string(7) ?? "")
                 change.movesFrom = select.string(8)
                 change.movedTo = select.string(9)
                 found.append((index, change))

@@ -24,8 +24,9 @@ public struct PlannedChange: Sendable, Equatable {
     /// Which of the script's commands planned it (0 for the first): apply keeps a command's changes after the
     /// changes of the commands before it (rule X2).
     public var step: Int
-    /// A planned restore (rule B6): the soft-deleted generation whose content and metadata become the live object's.
-    public var restoresGeneration: Int64?
+    /// A planned restore (rule B6): the soft-deleted generation whose content and metadata become the live object's
+    /// (on S3, the noncurrent version copied back).
+    public var restoresGeneration: ObjectGeneration?
     /// A planned move (`mv`) is two changes, planned one after the other and applied together by one move: the
     /// object arriving (this name, `movesFrom` the source's) and then the source leaving (`movedTo` the destination's).
     public var movesFrom: String?
@@ -670,14 +671,20 @@ extension PlannedBucket {
     fileprivate func planRestore(_ object: ObjectName, generation: ObjectGeneration, precondition: Precondition, from stored: any ObjectVersions)
         async throws -> ObjectMetadata
     {
-        let soft = try await stored.softDeletedMetadata(of: object, generation: generation)
-        let generation = try generation.numbered(object)
+        // S3 restores a noncurrent version (a copy of it), Cloud Storage a soft-deleted generation.
+        let soft = if case .version = generation {
+            try await stored.metadata(of: object, generation: generation)
+        } else {
+            try await stored.softDeletedMetadata(of: object, generation: generation)
+        }
         let existing = try await metadataIfPresent(of: object)
         try require(precondition, object, existing)
         try existing?.refuseIfProtected(.overwritten, now: clock.now())
         let now = clock.nextChangeTime()
         var restored = soft
-        restored.generation = max(now.microseconds, (existing?.generation ?? 0) + 1, generation + 1)
+        if case .number(let number) = generation {
+            restored.generation = max(now.microseconds, (existing?.generation ?? 0) + 1, number + 1)
+        }
         restored.metageneration = 1
         restored.timeCreated = now
         restored.updated = now

@@ -98,7 +98,13 @@ extension Session {
     }
 
     private func missing(_ named: NamedGeneration) -> StorageError {
-        StorageError(
+        if case .version = named.generation {
+            // S3's versions: no soft-deleted ones to look among.
+            return StorageError(
+                .objectNotFound,
+                "\(target.url) has no version \(named.generation) of \(MessageText.name(named.name.rawValue)) (or it is a delete marker): ls -a lists the versions it keeps.")
+        }
+        return StorageError(
             .objectNotFound,
             "\(target.url) has no generation \(named.generation) of \(MessageText.name(named.name.rawValue)): ls -a lists the live and noncurrent generations, ls --soft-deleted the soft-deleted ones.")
     }

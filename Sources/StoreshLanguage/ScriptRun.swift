@@ -566,6 +566,15 @@ extension Session {
                     started += 1
                     group.addTask {
                         let name = try ObjectName(object)
+                        if case .version = generation {
+                            // An S3 version, restored by a copy of it while the bucket keeps it (rule S2).
+                            do {
+                                _ = try await versions.metadata(of: name, generation: generation)
+                                return (index, nil)
+                            } catch let error as StorageError where error.code == .objectNotFound {
+                                return (index, error)
+                            }
+                        }
                         do {
                             _ = try await versions.softDeletedMetadata(of: name, generation: generation)
                             return (index, nil)
@@ -621,7 +630,8 @@ extension Session {
                 if restoresChecked?[index] != nil { return }
                 restores += 1
                 if !options.summaryOnly && !options.json {
-                    let doubt = restoresChecked == nil ? ", if it is still kept soft-deleted" : ""
+                    let kept = if case .version = generation { "kept" } else { "kept soft-deleted" }
+                    let doubt = restoresChecked == nil ? ", if it is still \(kept)" : ""
                     output.result("would restore \(MessageText.oneLine(change.object))#\(generation) (\(size)) as the live object\(doubt)")
                 }
                 return

@@ -203,7 +203,7 @@ public final class Session {
         if let versions = target.objectVersions { return versions }
         let why: String
         switch target.scheme {
-        case "s3": why = "storesh reads no S3 object versions"
+        case "s3": why = "this bucket gives none"
         default:
             why = target.accessDescription == nil
                 ? "a bucket file's generations are its administrator's, reached with the open rules (these rules name objects, not generations: rules show)"

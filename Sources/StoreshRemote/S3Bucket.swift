@@ -69,7 +69,8 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
     public var snapshotStore: (any SnapshotStore)? { nil }
     public var rulesStore: (any RulesStore)? { nil }
     public var settingsStore: (any BucketSettingsStore)? { nil }
-    public var objectVersions: (any ObjectVersions)? { nil }
+    /// Its versions, where versioning is on (rule S2).
+    public var objectVersions: (any ObjectVersions)? { self }
     /// S3 has no move: a copy, then a delete of the source as copied (rule M10).
     public var objectMoves: (any ObjectMoves)? { self }
     public var endUserSignIn: (any EndUserSignIn)? { nil }
@@ -242,7 +243,8 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
     }
 
     /// An object's metadata from the headers of a HEAD or GET (rule S2); what storesh does not show is kept for a copy.
-    private func headMetadata(_ response: RemoteResponse, key: String) throws -> ObjectMetadata {
+    /// `keepsHeaders`: what it read is the live object's, kept for its next copy (not an older version's).
+    func headMetadata(_ response: RemoteResponse, key: String, keepsHeaders: Bool = true) throws -> ObjectMetadata {
         let time = response.header("Last-Modified").flatMap { Timestamp(httpDate: $0) } ?? Timestamp(microseconds: 0)
         let entityTag = response.header("ETag")
         var metadata = ObjectMetadata(
@@ -274,7 +276,7 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
                 .invalidArgument,
                 "s3://\(name)/\(key) has \(missing) metadata entries that HTTP headers cannot carry; storesh leaves it alone rather than lose them.")
         }
-        keptLock.withLock { kept[ObjectName(stored: key)] = (entityTag, keptHeaders) }
+        if keepsHeaders { keptLock.withLock { kept[ObjectName(stored: key)] = (entityTag, keptHeaders) } }
         return metadata
     }
 

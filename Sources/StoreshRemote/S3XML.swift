@@ -36,6 +36,37 @@ enum S3XML {
         return (prefixes, items, truncated ? next : nil)
     }
 
+    /// A ListObjectVersions page, asked with `encoding-type=url`: its prefixes, its versions and delete markers in
+    /// the service's order (by key, each key's newest first), and S3's markers for the next page.
+    static func versions(_ body: Data) throws -> (
+        prefixes: [String], entries: [S3ListedVersion], truncated: Bool, nextKeyMarker: String?, nextVersionMarker: String?
+    ) {
+        guard let root = try XMLElement.parse(body), root.name == "ListVersionsResult" else {
+            throw StorageError.internalError("The service's listing is not the XML of ListObjectVersions.")
+        }
+        let encoded = root.text(of: "EncodingType") == "url"
+        func key(_ text: String) throws -> String {
+            guard encoded else { return text }
+            guard let decoded = text.replacingOccurrences(of: "+", with: " ").removingPercentEncoding else {
+                throw StorageError.internalError("The service listed a key that is not percent-encoded UTF-8: \(text).")
+            }
+            return decoded
+        }
+        let prefixes = try root.all("CommonPrefixes").compactMap { try $0.text(of: "Prefix").map(key) }
+        let entries = try root.children.filter { $0.name == "Version" || $0.name == "DeleteMarker" }.map { entry -> S3ListedVersion in
+            guard let name = entry.text(of: "Key"), let versionID = entry.text(of: "VersionId") else {
+                throw StorageError.internalError("The service listed a version without a key or a version id.")
+            }
+            return S3ListedVersion(
+                key: try key(name), versionID: versionID, isLatest: entry.text(of: "IsLatest") == "true",
+                isDeleteMarker: entry.name == "DeleteMarker", size: Int64(entry.text(of: "Size") ?? "") ?? 0, etag: entry.text(of: "ETag") ?? "",
+                lastModified: entry.text(of: "LastModified").flatMap { Timestamp(rfc3339: $0) } ?? Timestamp(microseconds: 0),
+                storageClass: entry.text(of: "StorageClass"))
+        }
+        let marker = { (name: String) in root.text(of: name).flatMap { $0.isEmpty ? nil : $0 } }
+        return (prefixes, entries, root.text(of: "IsTruncated") == "true", try marker("NextKeyMarker").map(key), marker("NextVersionIdMarker"))
+    }
+
     /// The text of one element of an answer (`UploadId`, `ETag`), anywhere under the root.
     static func value(_ name: String, in body: Data) throws(StorageError) -> String? {
         func find(_ element: XMLElement) -> String? {
@@ -53,4 +84,16 @@ struct S3ListedObject {
     var size: Int64
     var etag: String
     var lastModified: Timestamp?
+}
+
+/// What a ListObjectVersions entry says of one version or delete marker.
+struct S3ListedVersion {
+    var key: String
+    var versionID: String
+    var isLatest: Bool
+    var isDeleteMarker: Bool
+    var size: Int64
+    var etag: String
+    var lastModified: Timestamp
+    var storageClass: String?
 }

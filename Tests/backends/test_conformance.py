@@ -463,11 +463,12 @@ def test_M10_mv_renames_objects_in_one_step_keeping_their_metadata_planned_and_g
 def test_B5_B6_a_generation_is_read_by_name_and_number_and_an_object_named_so_keeps_its_name(backend):
     """cat, get and meta get take NAME#GENERATION as ls -a writes it: the live generation, a noncurrent one (with
     versioning on), a soft-deleted one's metadata (its content only once restored); an object whose own name ends in
-    #DIGITS is still read by that name. S3 gives no generations: the word is a name, and the hint says so."""
+    #DIGITS is still read by that name. On S3 the part after the # is a version id (test_s3 reads versions)."""
     backend.seed(["g/a.txt", "g/n#5"])
     if backend.s3:
         status, _, err = backend.run("-c", "cat g/a.txt#7")
-        assert status == 1 and "Object g/a.txt#7 does not exist" in err and "names one of its generations where the bucket gives them" in err, err
+        assert status == 1 and "has no version 7 of g/a.txt" in err and "ls -a lists the versions it keeps" in err, err
+        assert backend.ok("-c", "cat g/n#5") == "g/n#5"
         return
     backend.require("generations")
     content = backend.ok("-c", "cat g/a.txt")
@@ -517,8 +518,11 @@ def test_B5_B6_generations_are_listed_and_a_soft_deleted_one_is_restored_or_undo
     deleted. A bucket without generations says so."""
     backend.seed(["v/a.txt"])
     if backend.s3:
-        status, _, err = backend.run("-c", "ls -a v/")
-        assert status == 1 and "gives no generations here (rule B5): storesh reads no S3 object versions" in err, err
+        # An unversioned S3 bucket keeps one version of each key, whose id is "null" (test_s3 has a versioned one).
+        # (AWS reads it with versionId=null; moto answers that 400, so it is not read here.)
+        assert backend.ok("-c", "ls -a v/") == "a.txt#null  live\n"
+        out = backend.ok("--dry-run", "-c", "rm v/a.txt")
+        assert "this delete cannot be undone" in out, out
         return
     backend.require("soft-delete")
     live = metadata(backend, "v/a.txt")

@@ -187,6 +187,60 @@ def test_M9_S3_object_lock_is_the_hold_and_the_retention_changed_in_place_planne
     assert status == 1 and "eventBasedHold is Cloud Storage's" in err, err
 
 
+def test_B5_S2_versions_are_listed_read_restored_and_a_delete_is_undone_by_copying_its_version_back(s3):
+    """In a versioned S3 bucket, `ls -a` lists each key's versions (newest first) as NAME#VERSIONID, live or
+    noncurrent since the write or delete above it; cat and meta get read one; a dry run of rm says the deletes can be
+    undone; undo copies the deleted version back, and restore an older one; boto3 sees each result."""
+    bucket = "versioned-media"
+    s3.client.create_bucket(Bucket=bucket)
+    s3.client.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+
+    def run(*arguments):
+        status, out, err = harness.storesh(s3.home, "--bucket", f"s3://{bucket}", "--quiet", *arguments, **s3.env)
+        return status, out.decode(), err.decode()
+
+    first = s3.client.put_object(Bucket=bucket, Key="v/a.txt", Body=b"one", ContentType="text/plain", Metadata={"n": "1"})["VersionId"]
+    second = s3.client.put_object(Bucket=bucket, Key="v/a.txt", Body=b"two", ContentType="text/plain")["VersionId"]
+    status, out, err = run("-c", "ls -a v")
+    lines = out.splitlines()
+    assert status == 0 and len(lines) == 2, (out, err)
+    assert lines[0].split()[:2] == [f"a.txt#{second}", "live"] and lines[1].split()[:3] == [f"a.txt#{first}", "noncurrent", "since"], out
+    status, out, err = run("-c", f"cat v/a.txt#{first}")
+    assert status == 0 and out == "one", err
+    status, out, err = run("--json", "-c", f"meta get v/a.txt#{first}")
+    assert status == 0 and json.loads(out)["customMetadata"] == {"n": "1"} and json.loads(out)["versionId"] == first, out + err
+
+    status, out, err = run("--dry-run", "-c", "rm v/a.txt")
+    assert status == 0 and "keeps deleted objects as noncurrent versions (versioning is on): storesh undo JOURNAL" in out + err, out + err
+    journal = s3.home / "versions.journal"
+    status, _, err = run("--journal", str(journal), "-c", "rm v/a.txt")
+    assert status == 0, err
+    assert "Contents" not in s3.client.list_objects_v2(Bucket=bucket)
+    status, out, err = harness.storesh(s3.home, "undo", "--dry-run", str(journal), **s3.env)
+    assert status == 0 and f"would restore v/a.txt#{second}" in out.decode(), (out, err)
+    status, out, err = harness.storesh(s3.home, "undo", str(journal), "--quiet", **s3.env)
+    assert status == 0, err.decode()
+    assert s3.client.get_object(Bucket=bucket, Key="v/a.txt")["Body"].read() == b"two"
+
+    status, out, err = run("-c", f"restore v/a.txt#{first}")
+    assert status == 0 and f"restored v/a.txt#{first}" in out, out + err
+    restored = s3.client.get_object(Bucket=bucket, Key="v/a.txt")
+    assert restored["Body"].read() == b"one" and restored["Metadata"] == {"n": "1"}
+    live = s3.client.head_object(Bucket=bucket, Key="v/a.txt")["VersionId"]
+    status, _, err = run("-c", f"restore v/a.txt#{live}")
+    assert status == 1 and "is the live version: there is nothing to restore" in err, err
+    status, _, err = run("-c", "cat v/a.txt#no-such-version")
+    assert status == 1 and "has no version no-such-version of v/a.txt" in err, err
+    # A change of metadata is a new version too: its undo copies the version before it back.
+    edit = s3.home / "edit.journal"
+    status, _, err = run("--journal", str(edit), "-c", "meta set custom.n=2 -- v/a.txt")
+    assert status == 0 and s3.client.head_object(Bucket=bucket, Key="v/a.txt")["Metadata"] == {"n": "2"}, err
+    status, out, err = harness.storesh(s3.home, "undo", str(edit), "--quiet", **s3.env)
+    assert status == 0, err.decode()
+    undone = s3.client.get_object(Bucket=bucket, Key="v/a.txt")
+    assert undone["Metadata"] == {"n": "1"} and undone["Body"].read() == b"one"
+
+
 def test_S3_X3_a_change_made_between_plan_and_apply_is_reported_and_kept(s3):
     names = [f"race/{letter}.txt" for letter in "abcde"]
     for name in names:

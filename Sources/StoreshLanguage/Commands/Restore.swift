@@ -13,6 +13,8 @@ public struct RestoreCommand: LanguageCommand, Equatable {
             "objects.restore); the object as it is now, or its absence, is the precondition, so a change made",
             "meanwhile is never overwritten. A live object it replaces is deleted as any overwrite deletes it.",
             "A bucket keeps soft-deleted generations while its soft delete policy says (rule B6).",
+            "On s3:// (no soft delete) NAME#VERSIONID is an older version, as ls -a lists it, copied back",
+            "as the live object (rule S2).",
         ],
         example: "restore reports/q3.pdf#1795869510943896",
         changesBucket: true, completion: .objects,
