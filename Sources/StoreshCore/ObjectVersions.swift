@@ -78,6 +78,19 @@ public enum ObjectGeneration: Hashable, Sendable, CustomStringConvertible {
 }
 
 extension ObjectVersions {
+    /// Whether any generation listed is noncurrent, walking every generation a page at a time (bounded by the
+    /// service's token, which must change at every page): `hasNoncurrentGenerations` where the bucket has no
+    /// quicker way.
+    public func listsNoncurrentGeneration() async throws -> Bool {
+        var token: String?
+        while true {
+            let page = try await listGenerations(prefix: "", delimited: false, options: ListOptions(maxResults: 1000, pageToken: token), softDeleted: false)
+            if page.itemMetadata?.contains(where: { $0.timeDeleted != nil }) == true { return true }
+            guard let next = page.nextPageToken, next != token else { return false }
+            token = next
+        }
+    }
+
     // Cloud Storage's numbered generations, as its APIs name them (storesh serve's requests).
     public func metadata(of object: ObjectName, generation: Int64) async throws -> ObjectMetadata {
         try await metadata(of: object, generation: .number(generation))

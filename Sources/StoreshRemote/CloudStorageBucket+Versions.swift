@@ -103,16 +103,7 @@ extension CloudStorageBucket: ObjectVersions {
         return settings.keeping
     }
 
-    public func hasNoncurrentGenerations() async throws -> Bool {
-        var token: String?
-        // Bounded by the service's continuation, which must change at every page.
-        while true {
-            let page = try await listGenerations(prefix: "", delimited: false, options: ListOptions(maxResults: 1000, pageToken: token), softDeleted: false)
-            if page.itemMetadata?.contains(where: { $0.timeDeleted != nil }) == true { return true }
-            guard let next = page.nextPageToken, next != token else { return false }
-            token = next
-        }
-    }
+    public func hasNoncurrentGenerations() async throws -> Bool { try await listsNoncurrentGeneration() }
 
     public func listGenerations(prefix: String, delimited: Bool, options: ListOptions, softDeleted: Bool) async throws -> ListPage {
         let maxResults = try options.validatedMaxResults()

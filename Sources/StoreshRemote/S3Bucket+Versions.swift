@@ -117,15 +117,7 @@ extension S3Bucket: ObjectVersions {
         return try await metadata(of: object)
     }
 
-    public func hasNoncurrentGenerations() async throws -> Bool {
-        var token: String?
-        while true {
-            let page = try await listGenerations(prefix: "", delimited: false, options: ListOptions(maxResults: 1000, pageToken: token), softDeleted: false)
-            if page.itemMetadata?.contains(where: { $0.timeDeleted != nil }) == true { return true }
-            guard let next = page.nextPageToken, next != token else { return false }
-            token = next
-        }
-    }
+    public func hasNoncurrentGenerations() async throws -> Bool { try await listsNoncurrentGeneration() }
 
     /// GetBucketVersioning: Enabled keeps what a delete or a write replaces, as noncurrent versions that a restore
     /// (and `storesh undo`) copies back; Suspended or never set, nothing.

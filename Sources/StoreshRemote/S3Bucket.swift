@@ -8,9 +8,10 @@ import StoreshWire
 /// S3 has no partial metadata update: an update reads the object (HEAD), merges the change (rules M4–M5), and
 /// copies the object onto itself with `x-amz-metadata-directive: REPLACE`, resending every property, guarded by the
 /// ETag read and its time (rule S3). The storage class is storesh's `storageClass` (rule M9: S3's names; a copy that
-/// does not name one makes the object STANDARD, so every copy names it). Properties storesh does not show
-/// (server-side encryption, `Expires`, a website redirect) are resent as they were read. Listings are the Firebase view of ListObjectsV2,
-/// with storesh's own page tokens (rule S1).
+/// does not name one makes the object STANDARD, so every copy names it), the Object Lock's legal hold and retention
+/// are `temporaryHold` and `retention` (`ObjectLock`), and versions are generations (`S3Bucket+Versions`).
+/// Properties storesh does not show (server-side encryption, `Expires`, a website redirect) are resent as they were
+/// read. Listings are the Firebase view of ListObjectsV2, with storesh's own page tokens (rule S1).
 public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
     public let name: String
     public let configuration: AWSConfiguration

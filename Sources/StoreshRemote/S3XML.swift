@@ -15,15 +15,7 @@ enum S3XML {
         guard let root = try XMLElement.parse(body), root.name == "ListBucketResult" else {
             throw StorageError.internalError("The service's listing is not the XML of ListObjectsV2.")
         }
-        let encoded = root.text(of: "EncodingType") == "url"
-        func key(_ text: String) throws -> String {
-            guard encoded else { return text }
-            // Form encoding: a `+` is a space.
-            guard let decoded = text.replacingOccurrences(of: "+", with: " ").removingPercentEncoding else {
-                throw StorageError.internalError("The service listed a key that is not percent-encoded UTF-8: \(text).")
-            }
-            return decoded
-        }
+        let key = keys(of: root)
         let prefixes = try root.all("CommonPrefixes").compactMap { try $0.text(of: "Prefix").map(key) }
         let items = try root.all("Contents").map { entry -> S3ListedObject in
             guard let name = entry.text(of: "Key") else { throw StorageError.internalError("The service listed an object without a key.") }
@@ -44,14 +36,7 @@ enum S3XML {
         guard let root = try XMLElement.parse(body), root.name == "ListVersionsResult" else {
             throw StorageError.internalError("The service's listing is not the XML of ListObjectVersions.")
         }
-        let encoded = root.text(of: "EncodingType") == "url"
-        func key(_ text: String) throws -> String {
-            guard encoded else { return text }
-            guard let decoded = text.replacingOccurrences(of: "+", with: " ").removingPercentEncoding else {
-                throw StorageError.internalError("The service listed a key that is not percent-encoded UTF-8: \(text).")
-            }
-            return decoded
-        }
+        let key = keys(of: root)
         let prefixes = try root.all("CommonPrefixes").compactMap { try $0.text(of: "Prefix").map(key) }
         let entries = try root.children.filter { $0.name == "Version" || $0.name == "DeleteMarker" }.map { entry -> S3ListedVersion in
             guard let name = entry.text(of: "Key"), let versionID = entry.text(of: "VersionId") else {
@@ -65,6 +50,20 @@ enum S3XML {
         }
         let marker = { (name: String) in root.text(of: name).flatMap { $0.isEmpty ? nil : $0 } }
         return (prefixes, entries, root.text(of: "IsTruncated") == "true", try marker("NextKeyMarker").map(key), marker("NextVersionIdMarker"))
+    }
+
+    /// How a listing's keys read: as they are, or percent-decoded where it says `EncodingType` url (asked for, so
+    /// that any byte survives XML).
+    private static func keys(of root: XMLElement) -> (String) throws -> String {
+        let encoded = root.text(of: "EncodingType") == "url"
+        return { text in
+            guard encoded else { return text }
+            // Form encoding: a `+` is a space.
+            guard let decoded = text.replacingOccurrences(of: "+", with: " ").removingPercentEncoding else {
+                throw StorageError.internalError("The service listed a key that is not percent-encoded UTF-8: \(text).")
+            }
+            return decoded
+        }
     }
 
     /// The text of one element of an answer (`UploadId`, `ETag`), anywhere under the root.
