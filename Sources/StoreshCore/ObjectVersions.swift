@@ -141,7 +141,7 @@ public enum DeletionKeeping: Sendable, Equatable {
         case .noncurrent:
             return "\(bucket) keeps deleted objects as noncurrent generations (versioning is on): ls -a lists \(them), until deleted by number"
         case .noncurrentRestorable:
-            return "\(bucket) keeps deleted objects as noncurrent versions (versioning is on): storesh undo JOURNAL (or restore NAME#VERSION) copies \(them) back"
+            return "\(bucket) keeps deleted objects as noncurrent versions (versioning is on): storesh undo JOURNAL (or restore NAME#VERSIONID) copies \(them) back"
         case .notKept:
             return "\(count == 1 ? "this delete" : "these deletes") cannot be undone: \(bucket) keeps deleted objects neither soft-deleted (it has no soft delete policy) nor as noncurrent generations (versioning is off)"
         case .unknown(let why):

@@ -215,7 +215,10 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
             guard let next = page.continuation, next != continuation else {
                 return ObjectScanPage(objects: objects, resumeAfter: nil)
             }
-            if objects.count == limit { return ObjectScanPage(objects: objects, resumeAfter: objects.last?.fullPath) }
+            // One request a page: startOffset is inclusive, so a page after the first brings `after` again and one
+            // name fewer than asked; the page ends there rather than asking again for the rest (which cost a second
+            // request and threw away all but one of its names, issue 55).
+            if !objects.isEmpty { return ObjectScanPage(objects: objects, resumeAfter: objects.last?.fullPath) }
             continuation = next
         }
     }

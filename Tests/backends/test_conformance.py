@@ -520,7 +520,7 @@ def test_B5_B6_generations_are_listed_and_a_soft_deleted_one_is_restored_or_undo
     if backend.s3:
         # An unversioned S3 bucket keeps one version of each key, whose id is "null" (test_s3 has a versioned one).
         # (AWS reads it with versionId=null; moto answers that 400, so it is not read here.)
-        assert backend.ok("-c", "ls -a v/") == "a.txt#null  live\n"
+        assert backend.ok("-c", "ls -a v/") == backend.ok("-c", "ls -a v/a.txt") == "a.txt#null  live\n"
         out = backend.ok("--dry-run", "-c", "rm v/a.txt")
         assert "this delete cannot be undone" in out, out
         return
@@ -528,6 +528,8 @@ def test_B5_B6_generations_are_listed_and_a_soft_deleted_one_is_restored_or_undo
     live = metadata(backend, "v/a.txt")
     listed = backend.ok("-c", "ls -a v/")
     assert listed == f"a.txt#{live['generation']}  live\n", listed
+    # Named by itself, an object lists its own generations (not those of a folder of its name).
+    assert backend.ok("-c", "ls -a v/a.txt") == listed
     status, _, err = backend.run("-c", f"restore v/a.txt#{live['generation']}")
     assert status == 1 and f"v/a.txt#{live['generation']} is the live generation: there is nothing to restore" in err, err
     status, _, err = backend.run("-c", "restore v/a.txt#1")

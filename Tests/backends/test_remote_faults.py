@@ -4,6 +4,7 @@ overwritten (G5, X3), a dry run sends nothing that changes (X1), kill -9 and Ctr
 `run --resume` with every change applied exactly once, and `undo` puts the old values back (X4, X5).
 """
 import json
+from urllib.parse import parse_qs, urlsplit
 import os
 import random
 import signal
@@ -168,6 +169,21 @@ def test_X1_a_dry_run_sends_no_changing_request(remote, tmp_path):
     assert "would" in out
     assert remote.proxy.changing_requests() == []
     assert [r[0] for r in remote.proxy.requests] and all(r[0] == "GET" for r in remote.proxy.requests)
+
+
+def test_a_walk_over_many_objects_asks_for_each_page_once(remote):
+    """A pattern over 2,500 objects is walked a page at a time, one objects.list each (issue 55: the inclusive
+    startOffset used to cost every page after the first a second request, all but one of whose names were thrown
+    away); every object is planned once."""
+    names = [f"walk/{i:05}.txt" for i in range(2500)]
+    remote.seed(names)
+    status, out, err = remote.run("--dry-run", "--json", "-c", "meta set custom.k=v -- walk/**")
+    assert status == 0, err
+    planned = [entry["path"] for entry in json.loads(out)["updated"]]
+    assert planned == names, planned[:3]
+    listings = [path for method, path, _ in remote.proxy.requests if method == "GET" and "/o?" in path]
+    offsets = [parse_qs(urlsplit(path).query).get("startOffset", [""])[0] for path in listings]
+    assert len(offsets) == len(set(offsets)) and len(listings) <= 4, listings
 
 
 def journal_lines(path):

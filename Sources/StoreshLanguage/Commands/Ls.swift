@@ -99,19 +99,54 @@ public struct ListCommand: LanguageCommand, Equatable {
         _ kind: GenerationListing, of reference: StoragePath, maxResults: Int?, in session: Session, at here: SourceLocation
     ) async throws -> Session.Flow {
         let versions = try session.generations(at: here)
-        let page = try await self.page(in: session, at: here) { token in
+        var shown = reference
+        var page = try await self.page(in: session, at: here) { token in
             try await versions.listGenerations(
                 prefix: reference.listingPrefix, delimited: true,
                 options: ListOptions(maxResults: maxResults ?? ListOptions.maximumResults, pageToken: token, includeMetadata: true),
                 softDeleted: kind == .softDeleted)
         }
+        if page.prefixes.isEmpty, page.items.isEmpty, !reference.isRoot, pageToken == nil {
+            // Nothing under it as a folder: the path may name an object, whose own generations are listed (as
+            // `gsutil ls -a gs://B/NAME` lists them), beside it in its folder.
+            page = try await session.located(path?.location ?? here) {
+                try await Self.generations(of: reference.fullPath, in: versions, softDeleted: kind == .softDeleted, session: session, at: here)
+            }
+            if !page.items.isEmpty { shown = reference.parent }
+        }
         session.lastListing = nil
         session.deliver(
             .listing(
                 ListingResult(
-                    page: page, reference: reference, bucket: session.target.name, scheme: session.target.scheme, long: long,
+                    page: page, reference: shown, bucket: session.target.name, scheme: session.target.scheme, long: long,
                     metadata: (page.itemMetadata ?? []).map(\.withoutDownloadTokens), referenceIsObject: false, generations: true, softDeleted: kind == .softDeleted)))
         return .next
+    }
+
+    /// Every generation of the object `name` (live, noncurrent, or soft-deleted ones): the listing of the names
+    /// that start with it, a page at a time, until a name past it.
+    private static func generations(
+        of name: String, in versions: any ObjectVersions, softDeleted: Bool, session: Session, at here: SourceLocation
+    ) async throws -> ListPage {
+        var found = ListPage(itemMetadata: [])
+        var token: String?
+        // Bounded by the bucket's token, which must change at every page, and by the first name past `name`.
+        while true {
+            try session.checkCancelled(at: here)
+            let page = try await versions.listGenerations(
+                prefix: name, delimited: true, options: ListOptions(maxResults: ListOptions.maximumResults, pageToken: token, includeMetadata: true),
+                softDeleted: softDeleted)
+            for generation in page.itemMetadata ?? [] {
+                guard NameBytes.sameBytes(generation.fullPath, name) else {
+                    if name.utf8.lexicographicallyPrecedes(generation.fullPath.utf8) { return found }
+                    continue
+                }
+                found.items.append(generation.fullPath)
+                found.itemMetadata?.append(generation)
+            }
+            guard let next = page.nextPageToken, next != token else { return found }
+            token = next
+        }
     }
 
     /// The page `ls` shows: the one at `--token` (or the first), or with `--all` every page from the first, joined;

@@ -62,7 +62,11 @@ public struct RmCommand: LanguageCommand, Equatable {
             var message = "\(kept) of the \(matched) objects named \(kept == 1 ? "is" : "are") kept by "
             message += held == 0 ? "a retention" : retained == 0 ? "a hold" : "a hold or a retention"
             message += " (named above), which refuses the delete"
-            if held > 0 { message += "; release a hold with meta unset temporaryHold eventBasedHold -- NAME" }
+            if held > 0 {
+                // S3 has one hold, Object Lock's legal hold, which storesh names temporaryHold (rule S2).
+                let holds = session.target.scheme == "s3" ? "temporaryHold" : "temporaryHold eventBasedHold"
+                message += "; release a hold with meta unset \(holds) -- NAME"
+            }
             if retained > 0 { message += "; a retention lasts until the time it names" }
             throw Diagnostic.running(StorageError(.unauthorized, message + "."), at: here)
         }

@@ -386,7 +386,7 @@ struct Serve: StoreshCommand {
             var text = "storesh serve: gs://\(bucket) (\(path)) at http://\(address)\n"
             text += everyWriteCreates
                 ? "  and any other bucket a client names, from NAME.bucket in \(others) (made when a write to it lands)\n"
-                : "  and other buckets, from NAME.bucket in \(others), made by buckets.insert or a write on the Firebase API (elsewhere a write to a missing bucket is a 404, as on Cloud Storage)\n"
+                : "  and other buckets, from NAME.bucket in \(others), made by buckets.insert or by a write on the Firebase API; on the JSON and XML APIs a write to a bucket that does not exist is a 404, as on Cloud Storage\n"
             text += code("export STORAGE_EMULATOR_HOST=http://\(address)", "# the Python, Go and Java clients")
             // The Node Admin SDK (firebase-admin) reads this one, host and port without a scheme.
             text += code("export FIREBASE_STORAGE_EMULATOR_HOST=\(address)", "# firebase-admin (Node)")
