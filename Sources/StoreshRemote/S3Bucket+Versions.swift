@@ -17,6 +17,13 @@ extension S3Bucket: ObjectVersions {
     }
 
     public func metadata(of object: ObjectName, generation: ObjectGeneration) async throws -> ObjectMetadata {
+        try await headVersion(object, generation).metadata
+    }
+
+    /// HEAD with `versionId`: the version's metadata, and how it is encrypted (which a copy of it names again).
+    private func headVersion(_ object: ObjectName, _ generation: ObjectGeneration) async throws
+        -> (metadata: ObjectMetadata, encryption: [(String, String)])
+    {
         let response = try await send(
             .HEAD, objectPath(object.rawValue), query: [("versionId", generation.description)], repeatable: true, object: object.rawValue,
             acceptFailure: true)
@@ -26,7 +33,10 @@ extension S3Bucket: ObjectVersions {
             }
             throw failure(response, object: object.rawValue, precondition: .none)
         }
-        return try versionMetadata(response, key: object.rawValue)
+        // SSE-S3 and SSE-KMS, as the live object's copies resend them (a customer's own key is not the bucket's to give).
+        let encryption = response.headers.map { ($0.0.lowercased(), $0.1) }
+            .filter { $0.0.hasPrefix("x-amz-server-side-encryption") && Self.keptHeaders.contains($0.0) }
+        return (try headMetadata(response, key: object.rawValue, keepsHeaders: false), encryption)
     }
 
     public func read(_ object: ObjectName, generation: ObjectGeneration, into sink: any ContentSink) async throws -> ObjectMetadata {
@@ -80,7 +90,7 @@ extension S3Bucket: ObjectVersions {
     /// Brings an older version back as the live object: CopyObject of `?versionId=` onto the key (a new version of
     /// the same content, metadata and class), if the live object (or its absence) satisfies `precondition`.
     public func restore(_ object: ObjectName, generation: ObjectGeneration, precondition: Precondition) async throws -> ObjectMetadata {
-        let version = try await metadata(of: object, generation: generation)
+        let (version, encryption) = try await headVersion(object, generation)
         let live = try await metadataIfPresent(of: object)
         if let live, live.versionID == version.versionID {
             throw StorageError(.objectNotFound, "\(MessageText.name(object.rawValue))#\(generation) is the live version: there is nothing to restore.")
@@ -100,7 +110,9 @@ extension S3Bucket: ObjectVersions {
             ("x-amz-copy-source", "/" + NameBytes.percentEncoded(name) + objectPath(object.rawValue) + "?versionId=" + NameBytes.percentEncoded(generation.description)),
             ("x-amz-metadata-directive", "COPY"),
         ]
+        // A copy names the class and the encryption again, or it is STANDARD, encrypted as the bucket's default.
         if let storageClass = version.cloudStorage.storageClass { headers.append(("x-amz-storage-class", storageClass)) }
+        headers += encryption
         let guarded = live.map { Precondition.sameContent(as: $0) } ?? .doesNotExist
         if guarded.generation == 0 {
             headers.append(("If-None-Match", "*"))
@@ -175,11 +187,6 @@ extension S3Bucket: ObjectVersions {
             ).text
         }
         return page
-    }
-
-    /// A version's metadata from a HEAD with `versionId`, as `metadata(of:)` reads the live one's.
-    private func versionMetadata(_ response: RemoteResponse, key: String) throws -> ObjectMetadata {
-        try headMetadata(response, key: key, keepsHeaders: false)
     }
 
     static func noVersion(_ object: ObjectName, _ generation: ObjectGeneration, bucket: String) -> StorageError {

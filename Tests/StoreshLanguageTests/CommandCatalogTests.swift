@@ -15,6 +15,8 @@ struct CommandCatalogTests {
             }
             let parsed = try Parser.parse(SourceText(name: "example", text: declaration.example)).allStatements[0].command
             #expect(parsed.name == declaration.name, "the example of \(declaration.name) parses as \(parsed.name)")
+            // Wrapped, an example is two lines, and the first pasted alone is a broken command.
+            #expect(TerminalCells.width(of: "example: " + declaration.example) <= 80, "the example of \(declaration.name) is wider than 80 columns")
             #expect(declaration.usage.hasPrefix(declaration.name), "\(declaration.usage)")
             #expect(!declaration.options.contains { !declaration.usage.contains($0) }, "\(declaration.name)'s usage names its options")
         }

@@ -534,6 +534,9 @@ def test_B5_B6_generations_are_listed_and_a_soft_deleted_one_is_restored_or_undo
     assert status == 1 and f"v/a.txt#{live['generation']} is the live generation: there is nothing to restore" in err, err
     status, _, err = backend.run("-c", "restore v/a.txt#1")
     assert status == 1 and "keeps no soft-deleted generation 1 of v/a.txt" in err, err
+    # A word that is no number names no generation where generations are numbers (an S3 version id would).
+    status, _, err = backend.run("-c", "restore v/a.txt#draft")
+    assert status == 1 and "'v/a.txt#draft' names no generation" in err and "numbers its generations" in err, err
     empty = backend.ok("-c", "ls --soft-deleted v/")
     assert empty.startswith("(no soft-deleted generation under gs://") and empty.endswith("/v)\n"), empty
     if not backend.remote:

@@ -199,7 +199,8 @@ def test_B5_S2_versions_are_listed_read_restored_and_a_delete_is_undone_by_copyi
         status, out, err = harness.storesh(s3.home, "--bucket", f"s3://{bucket}", "--quiet", *arguments, **s3.env)
         return status, out.decode(), err.decode()
 
-    first = s3.client.put_object(Bucket=bucket, Key="v/a.txt", Body=b"one", ContentType="text/plain", Metadata={"n": "1"})["VersionId"]
+    first = s3.client.put_object(Bucket=bucket, Key="v/a.txt", Body=b"one", ContentType="text/plain", Metadata={"n": "1"},
+                                 ServerSideEncryption="AES256", StorageClass="STANDARD_IA")["VersionId"]
     second = s3.client.put_object(Bucket=bucket, Key="v/a.txt", Body=b"two", ContentType="text/plain")["VersionId"]
     status, out, err = run("-c", "ls -a v")
     lines = out.splitlines()
@@ -226,6 +227,8 @@ def test_B5_S2_versions_are_listed_read_restored_and_a_delete_is_undone_by_copyi
     assert status == 0 and f"restored v/a.txt#{first}" in out, out + err
     restored = s3.client.get_object(Bucket=bucket, Key="v/a.txt")
     assert restored["Body"].read() == b"one" and restored["Metadata"] == {"n": "1"}
+    # The copy names the version's class and encryption again: without them S3 makes it STANDARD, the bucket's default.
+    assert restored["StorageClass"] == "STANDARD_IA" and restored["ServerSideEncryption"] == "AES256", restored
     live = s3.client.head_object(Bucket=bucket, Key="v/a.txt")["VersionId"]
     status, _, err = run("-c", f"restore v/a.txt#{live}")
     assert status == 1 and "is the live version: there is nothing to restore" in err, err

@@ -20,7 +20,7 @@ public struct ExplainCommand: LanguageCommand, Equatable {
             "REST API (v0, the SDKs' API), the Cloud Storage JSON API, and the security-rules method",
             "(list, get, create, update, delete) that decides it. Patterns are expanded (a read), nothing",
             "changes. `storesh run --explain FILE` explains every command of a script.",
-        ], example: "explain meta set cacheControl=\"public, max-age=300\" images/forest.jpg",
+        ], example: "explain meta set cacheControl=\"max-age=300\" images/forest.jpg",
         completion: .commandLine)
 
     public init(parsing arguments: inout CommandArguments) throws(Diagnostic) {

@@ -27,7 +27,7 @@ public struct MetaSetCommand: MetadataUpdateCommand, Equatable {
             "--where F keeps the targets whose metadata pass F: KEY=GLOB, KEY!=GLOB, 'KEY exists',",
             "'KEY missing' (KEY a property, custom.NAME or a field of rule M9; GLOB a shell pattern: image/*).",
             "Several: all.",
-        ], example: "meta set cacheControl=\"public, max-age=3600\" --where contentType=image/* -- images/**",
+        ], example: "meta set cacheControl=no-cache --where contentType=image/* -- images/**",
         options: ["--where"], changesBucket: true, patterns: .targets, completion: .assignmentsThenObjects,
         sdk: ["updateMetadata(_:)", "StorageMetadata", "customMetadata"])
 
