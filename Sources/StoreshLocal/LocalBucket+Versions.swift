@@ -263,6 +263,19 @@ extension LocalBucket {
         try read { try fetchGeneration(object, generation).metadata }
     }
 
+    /// One generation's metadata, with the bytes of its content that `bytes` picks (nil: all, checked against its MD5)
+    /// handed to `piece` a piece at a time, as `currentObject(_:bytes:contentPieces:)` reads the live object's.
+    public func generation(
+        _ object: ObjectName, _ generation: Int64, bytes: (Int64) throws -> Range<Int64>?, contentPieces piece: (Data) throws -> Void
+    ) throws(StorageError) -> (metadata: ObjectMetadata, range: Range<Int64>?) {
+        try read {
+            let row = try fetchGeneration(object, generation)
+            let range = try bytes(row.version.size)
+            try streamContent(of: row.version, range: range, piece)
+            return (row.metadata, range)
+        }
+    }
+
     /// One generation's metadata, with its content handed to `piece` a piece at a time, checked against its MD5.
     public func generation(_ object: ObjectName, _ generation: Int64, contentPieces piece: (Data) throws -> Void) throws(StorageError)
         -> ObjectMetadata

@@ -804,6 +804,43 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         }
     }
 
+    /// An object's metadata, with the bytes of its content that `bytes` picks (given the size; nil: all of them)
+    /// handed to `piece` a piece at a time, from one state of the bucket: a ranged read (HTTP `Range`) reads its range
+    /// and no more. A range is not checked against the MD5, which is the whole content's (`storesh check` is).
+    public func currentObject(
+        _ object: ObjectName, bytes: (Int64) throws -> Range<Int64>?, contentPieces piece: (Data) throws -> Void
+    ) throws(StorageError) -> (metadata: ObjectMetadata, range: Range<Int64>?) {
+        try read {
+            guard let row = try fetchRow(object.rawValue) else { throw StorageError.objectNotFound(object.rawValue) }
+            let range = try bytes(row.version.size)
+            try streamContent(of: row.version, range: range, piece)
+            return (row.metadata, range)
+        }
+    }
+
+    /// `range` of a version's content (all of it, checked against its MD5 once read, when nil), a piece of at most
+    /// `streamedPieceBytes` at a time.
+    func streamContent(of version: StoredVersion, range: Range<Int64>?, _ piece: (Data) throws -> Void) throws {
+        guard let range else { return try streamContent(of: version, piece) }
+        let blob: SQLiteBlob
+        do {
+            blob = try SQLiteBlob(connection, table: "contents", column: "data", row: version.contentID, writable: false)
+        } catch {
+            throw ChecksumMismatch(what: "content of object \(version.name.debugDescription) (missing)")
+        }
+        defer { blob.close() }
+        guard range.lowerBound >= 0, range.upperBound <= Int64(blob.size) else {
+            throw StorageError.internalError("Bytes \(range) of \(version.name.debugDescription) are not within its \(blob.size) bytes.")
+        }
+        var offset = Int(range.lowerBound)
+        // Bounded: each round reads at least one byte, up to the range's end.
+        while offset < Int(range.upperBound) {
+            let bytes = try blob.read(at: offset, count: min(Self.streamedPieceBytes, Int(range.upperBound) - offset))
+            try piece(bytes)
+            offset += bytes.count
+        }
+    }
+
     /// A version's content, a piece of at most `streamedPieceBytes` at a time, checked against its MD5 once read.
     func streamContent(of version: StoredVersion, _ piece: (Data) throws -> Void) throws {
         let blob: SQLiteBlob

@@ -369,10 +369,11 @@ extension StorageAPI {
         try checkForRead(conditions, current, headers: exchange.request.headers)
         let key = try CustomerKey(exchange.request.headers)
         try CustomerKey.check(key, reading: current)
-        let (object, content) = try download(name, generation: generation, in: exchange.bucket)
+        let read = try download(name, generation: generation, in: exchange.bucket, request: exchange.request.headers)
+        let object = read.object
         try CustomerKey.check(key, reading: object)
         try checkForRead(conditions, object, headers: exchange.request.headers)
-        return try Reply.media(object, content: content, request: exchange.request.headers, entityTag: ObjectResource.etag(object))
+        return try Reply.media(object, content: read.content, partial: read.partial, request: exchange.request.headers, entityTag: ObjectResource.etag(object))
     }
 
     /// A read's conditions: a failed `…Match` is 412; a failed `…NotMatch` is 304, as the service answers.
@@ -570,7 +571,9 @@ extension StorageAPI {
             }
         } else {
             // Another bucket is another file: the source is read (into a spool) as one state, then written.
-            let (original, content) = try download(source, generation: sourceGeneration, in: origin)
+            // Whole: a copy's request has no Range for its source.
+            let read = try download(source, generation: sourceGeneration, in: origin, request: HTTPFields())
+            let (original, content) = (read.object, read.content)
             try checkGeneration(original)
             var options = try Self.copiedOptions(original, overrides: overrides)
             options.cloudStorage.customerKeySHA256 = destinationKey?.sha256

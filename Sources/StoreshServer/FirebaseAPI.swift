@@ -190,18 +190,19 @@ extension StorageAPI {
         if let token = exchange.query["token"], !token.isEmpty,
             let object = try? exchange.bucket.reader().currentMetadata(of: name), Self.tokens(of: object).contains(token)
         {
-            let (current, content) = try download(name, in: exchange.bucket)
+            let read = try download(name, in: exchange.bucket, request: exchange.request.headers)
+            let current = read.object
             // Firebase's SDKs give no customer-supplied key: content written with one is not read through this API.
             try CustomerKey.check(nil, reading: current)
             // The object may have changed between the two reads: its content is served only under a token it has.
             if Self.tokens(of: current).contains(token) {
-                return try Reply.media(current, content: content, request: exchange.request.headers, entityTag: "\"\(current.md5Hash)\"")
+                return try Reply.media(current, content: read.content, partial: read.partial, request: exchange.request.headers, entityTag: "\"\(current.md5Hash)\"")
             }
         }
         _ = try await readable(by: who, in: exchange.bucket).metadata(of: name)
-        let (object, content) = try download(name, in: exchange.bucket)
-        try CustomerKey.check(nil, reading: object)
-        return try Reply.media(object, content: content, request: exchange.request.headers, entityTag: "\"\(object.md5Hash)\"")
+        let read = try download(name, in: exchange.bucket, request: exchange.request.headers)
+        try CustomerKey.check(nil, reading: read.object)
+        return try Reply.media(read.object, content: read.content, partial: read.partial, request: exchange.request.headers, entityTag: "\"\(read.object.md5Hash)\"")
     }
 
     static func tokens(of object: ObjectMetadata) -> [String] {

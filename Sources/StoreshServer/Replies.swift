@@ -75,7 +75,8 @@ enum Reply {
     /// hashes of the whole content (`X-Goog-Hash`), its generations and its stored size and encoding; served inert
     /// (`InertContent`) whatever it holds.
     /// `entityTag` is the API's: the JSON API's is the resource's etag, the XML API's the MD5 in hexadecimal, quoted.
-    static func media(_ object: ObjectMetadata, content: SpooledContent, request: HTTPFields, entityTag: String) throws -> Answer {
+    /// `partial`: `content` is those bytes of the object alone, read for the request's range.
+    static func media(_ object: ObjectMetadata, content: SpooledContent, partial: Range<Int64>? = nil, request: HTTPFields, entityTag: String) throws -> Answer {
         let rangeHeader = request[.range]
         var headers = InertContent.headers(contentType: object.contentType, storedDisposition: object.contentDisposition, request: request)
         headers[.contentType] = object.contentType ?? "application/octet-stream"
@@ -90,6 +91,10 @@ enum Reply {
         if let value = object.cacheControl { headers[.cacheControl] = value }
         if let value = object.contentLanguage { headers[.contentLanguage] = value }
         if let value = object.contentEncoding, value != "identity" { headers[.contentEncoding] = value }
+        if let partial {
+            headers[.contentRange] = "bytes \(partial.lowerBound)-\(partial.upperBound - 1)/\(object.size)"
+            return try body(content, range: 0..<content.size, status: .partialContent, headers: headers)
+        }
         guard let range = try ByteRange.parse(rangeHeader, size: Int(content.size)) else {
             headers[HTTPField.Name("X-Goog-Hash")!] = "crc32c=\(content.crc32cBase64),md5=\(object.md5Hash)"
             return try body(content, range: 0..<content.size, status: .ok, headers: headers)

@@ -248,18 +248,47 @@ final class StorageAPI: Sendable {
         return parts
     }
 
-    /// The content of an object, through a spool (in memory when small, else in a file), checked against its MD5.
-    func download(_ name: ObjectName, generation: Int64? = nil, in bucket: ServedBucket) throws -> (ObjectMetadata, SpooledContent) {
+    /// The content of an object, through a spool (in memory when small, else in a file): the whole object, checked
+    /// against its MD5, or only the one range the request's `Range` asks for (`partial`), read alone, so that a range
+    /// costs its own size and not the object's (issue 55).
+    func download(_ name: ObjectName, generation: Int64? = nil, in bucket: ServedBucket, request: HTTPFields) throws -> Download {
         let spool = Spool(directory: spoolDirectory)
         let keep = { (piece: Data) throws(StorageError) in
             do { try spool.append(piece) } catch let error as StorageError { throw error } catch { throw .internalError("\(error)") }
         }
+        // The range is read from the size the read finds, in the same state of the bucket; one past the end is
+        // answered 416 after a read of nothing.
+        let header = request[.range]
+        var unsatisfiable: HTTPFailure?
+        let bytes = { (size: Int64) -> Range<Int64>? in
+            do {
+                return try ByteRange.parse(header, size: Int(size)).map { Int64($0.lowerBound)..<Int64($0.upperBound) }
+            } catch let failure as HTTPFailure {
+                unsatisfiable = failure
+                return 0..<0
+            } catch {
+                return nil
+            }
+        }
         // A generation named is read as that generation, live or noncurrent (rule B5).
         let reader = try bucket.reader()
-        let object = try generation.map { generation throws(StorageError) in try reader.generation(name, generation, contentPieces: keep) }
-            ?? reader.currentObject(name, contentPieces: keep)
-        // Its MD5 was checked as it was read: the pass over the spool computes only its CRC32C.
-        return (object, try spool.content(0..<spool.size, knownMD5: object.md5Hash))
+        let (object, partial) = try generation.map { generation throws(StorageError) in
+            try reader.generation(name, generation, bytes: bytes, contentPieces: keep)
+        } ?? reader.currentObject(name, bytes: bytes, contentPieces: keep)
+        if let unsatisfiable { throw unsatisfiable }
+        guard let partial else {
+            // Its MD5 was checked as it was read: the pass over the spool computes only its CRC32C.
+            return Download(object: object, content: try spool.content(0..<spool.size, knownMD5: object.md5Hash), partial: nil)
+        }
+        // A range's answer carries no hash of it (nor of the whole, which was not read).
+        return Download(object: object, content: SpooledContent(spool: spool, range: 0..<spool.size, md5Base64: "", crc32cBase64: ""), partial: partial)
+    }
+
+    /// What a download read: the object, and its content whole or, with `partial`, those bytes of it.
+    struct Download {
+        var object: ObjectMetadata
+        var content: SpooledContent
+        var partial: Range<Int64>?
     }
 
     func jsonBody(_ exchange: inout Exchange, what: String) async throws -> ObjectMetadataBody {

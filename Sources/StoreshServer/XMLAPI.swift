@@ -106,13 +106,14 @@ extension StorageAPI {
         switch request.method {
         case .get, .head:
             let generation = try query.generation()
-            let (stored, content) = try download(name, generation: generation, in: bucket)
-            try CustomerKey.check(try CustomerKey(request.headers), reading: stored)
-            var object = stored
+            let read = try download(name, generation: generation, in: bucket, request: request.headers)
+            try CustomerKey.check(try CustomerKey(request.headers), reading: read.object)
+            var object = read.object
             // A signed URL may ask for the answer's type and disposition (the stored object is not changed).
             if let type = query["response-content-type"] { object.contentType = type }
             if let disposition = query["response-content-disposition"] { object.contentDisposition = disposition }
-            var answer = try Reply.media(object, content: content, request: request.headers, entityTag: CloudStorageXML.entityTag(md5Base64: object.md5Hash))
+            var answer = try Reply.media(
+                object, content: read.content, partial: read.partial, request: request.headers, entityTag: CloudStorageXML.entityTag(md5Base64: object.md5Hash))
             // The custom metadata in headers, as the XML API gives it (a key is a header name: one that cannot be is left out).
             for (key, value) in object.customMetadata.sortedByKeyBytes {
                 if let name = HTTPField.Name("x-goog-meta-" + key), !value.contains(where: \.isNewline) { answer.headers[name] = value }

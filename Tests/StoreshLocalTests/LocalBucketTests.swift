@@ -224,6 +224,37 @@ struct LocalBucketSpecTests {
     }
 }
 
+@Suite("Local bucket: ranged reads (issue 55)")
+struct RangedReadTests {
+    @Test("a range is read alone: the pieces handed over are its bytes, however large the object, in one state with its metadata")
+    func rangeReadsOnlyItsBytes() async throws {
+        let directory = TemporaryDirectory()
+        let bucket = try openBucket(directory.file("r.bucket"))
+        defer { bucket.close() }
+        // Larger than a streamed piece, so that a whole read would hand over several.
+        let content = Data((0..<(3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+        let written = try await bucket.write(content, to: objectName("big.bin"), options: WriteOptions())
+        for range: Range<Int64> in [0..<10, 1_048_570..<1_048_590, Int64(content.count) - 7..<Int64(content.count), 5..<5] {
+            var handed = Data()
+            var sizeSeen: Int64?
+            let (metadata, read) = try bucket.currentObject(objectName("big.bin"), bytes: { size in
+                sizeSeen = size
+                return range
+            }, contentPieces: { handed.append($0) })
+            #expect(sizeSeen == Int64(content.count) && read == range && metadata.generation == written.generation)
+            #expect(handed == content.subdata(in: Int(range.lowerBound)..<Int(range.upperBound)))
+        }
+        // A range past the content is refused, not read short.
+        #expect(throws: StorageError.self) {
+            _ = try bucket.currentObject(objectName("big.bin"), bytes: { size in size - 2..<size + 5 }, contentPieces: { _ in })
+        }
+        // No range: the whole content, checked against its MD5, as before.
+        var whole = Data()
+        let (_, none) = try bucket.currentObject(objectName("big.bin"), bytes: { _ in nil }, contentPieces: { whole.append($0) })
+        #expect(none == nil && whole == content)
+    }
+}
+
 @Suite("Local bucket: transactions, durability and sharing")
 struct LocalBucketDurabilityTests {
     let directory = TemporaryDirectory()
