@@ -101,15 +101,18 @@ struct BucketLocation {
     }
 
     /// How every command opens a bucket: `$STORESH_BUSY_TIMEOUT_MS` bounds the wait for another writer
-    /// (default 5000), and `$STORESH_FAULT` is the crash tests' hook.
+    /// (default 5000), and in a debug build `$STORESH_FAULT` is the crash tests' hook (a release build has none: a
+    /// variable left in someone's environment never makes it stop before a commit).
     static func options(clock: any StorageClock, environment: Environment = Environment()) -> LocalBucketOptions
     {
         var options = LocalBucketOptions(clock: clock)
         if let wait = environment["STORESH_BUSY_TIMEOUT_MS"].flatMap(Int32.init), wait >= 0 {
             options.busyTimeoutMilliseconds = wait
         }
+        #if DEBUG
         options.crashBeforeCommit = environment["STORESH_FAULT"] == "crash-before-commit"
         options.crashAfterCommit = environment["STORESH_FAULT"] == "crash-after-commit"
+        #endif
         return options
     }
 
