@@ -17,6 +17,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
+        // The server's logger (Hummingbird's), named where serve quiets or keeps it.
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         // Hummingbird's own: a live page's event stream ends when the server shuts down gracefully.
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
@@ -86,6 +88,7 @@ let package = Package(
                 // The address check before anything is written (StorageServer.checkAddress).
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "Logging", package: "swift-log"),
                 // V4 signed URLs' signatures (SHA-256, RSA PKCS #1 v1.5).
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
@@ -98,6 +101,9 @@ let package = Package(
             dependencies: [
                 "StoreshCore", "StoreshWire",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                // Requests' headers and bodies as AsyncHTTPClient takes them, and its event loops.
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
@@ -144,10 +150,10 @@ let package = Package(
             dependencies: ["StoreshCore", "StoreshRules", "StoreshLocal", "StoreshLanguage", "StoreshTestSupport", "StoreshFuzzing"]),
         .testTarget(
             name: "StoreshLocalTests",
-            dependencies: ["StoreshCore", "StoreshLocal", "StoreshSQLite", "StoreshRules", "StoreshTestSupport", "StoreshFuzzing", "StoreshWire"]),
+            dependencies: ["StoreshCore", "StoreshLocal", "StoreshSQLite", "CSQLite", "StoreshRules", "StoreshTestSupport", "StoreshFuzzing", "StoreshWire"]),
         .testTarget(
             name: "StoreshLanguageTests",
-            dependencies: ["StoreshCore", "StoreshLanguage", "StoreshLocal", "StoreshRules", "StoreshTestSupport", "StoreshFuzzing"]),
+            dependencies: ["StoreshCore", "StoreshLanguage", "StoreshExecution", "StoreshLocal", "StoreshRules", "StoreshTestSupport", "StoreshFuzzing"]),
         .testTarget(name: "StoreshExecutionTests", dependencies: ["StoreshExecution", "StoreshCore", "StoreshTestSupport"]),
         .testTarget(
             name: "StoreshServerTests",
@@ -155,12 +161,15 @@ let package = Package(
                 "StoreshServer", "StoreshCore", "StoreshLocal", "StoreshWire",
                 // The routes in process, in Hummingbird's router test mode (the end-to-end suites run the binary).
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ]),
         .testTarget(name: "StoreshRemoteTests", dependencies: ["StoreshRemote", "StoreshCore", "StoreshWire"]),
         // The command line's own parsing, in process (the storesh executable's module).
         .testTarget(
             name: "StoreshCommandLineTests",
-            dependencies: ["storesh", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+            dependencies: ["storesh", "StoreshLanguage", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         // Runs the built `storesh` binary as a user would.
         .testTarget(name: "StoreshEndToEndTests", dependencies: ["StoreshCore", "StoreshLocal"]),
     ]
