@@ -494,32 +494,6 @@ public struct ServiceAnswer: Sendable {
         self.status = status
         self.decision = decision
     }
-
-    /// The header `storesh serve` says a rules decision in, and the other end reads it from.
-    public static let decisionHeader = "X-Storesh-Rules"
-
-    /// The most of a decision's words a header carries (a decision that lists why each of many `allow`s failed
-    /// can be long; clients refuse header lines past 64 KiB, and many past 8 KiB).
-    public static let maximumHeaderBytes = 2048
-
-    /// A decision's words as a header value: the bytes of characters outside printable ASCII, and `%`, as `%XX`;
-    /// cut between characters at `maximumHeaderBytes`, with `…` (`%E2%80%A6`) saying so.
-    public static func headerValue(_ text: String) -> String {
-        var output = ""
-        for scalar in text.unicodeScalars {
-            let encoded =
-                scalar.isASCII && scalar.value >= 0x20 && scalar.value < 0x7F && scalar != "%"
-                ? String(scalar) : String(scalar).utf8.map { "%" + String($0 >> 4, radix: 16, uppercase: true) + String($0 & 0xF, radix: 16, uppercase: true) }.joined()
-            if output.utf8.count + encoded.utf8.count > maximumHeaderBytes - 9 { return output + "%E2%80%A6" }
-            output += encoded
-        }
-        return output
-    }
-
-    /// The words of a header value `headerValue` made.
-    public static func decision(fromHeader value: String) -> String {
-        value.removingPercentEncoding ?? value
-    }
 }
 
 /// How a transaction ends when its work returns: its changes land, or are forgotten (a dry run, a failure).

@@ -122,7 +122,7 @@ final class FirebaseStorageBucket: Bucket, SignedInUser, Sendable {
         answers.keep(
             ServiceAnswer(
                 request: "\(methodName) gs://\(bucket)/\(object ?? "")", status: response.status,
-                decision: response.header(ServiceAnswer.decisionHeader).map(ServiceAnswer.decision(fromHeader:))))
+                decision: response.header(RulesDecisionHeader.name).map(RulesDecisionHeader.decision(from:))))
         guard (200..<300).contains(response.status) else { throw failure(response, object: object) }
         return response
     }

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import StoreshCore
+import StoreshWire
 
 /// The layers every answer of `storesh serve` passes through, outermost first: the request log, the latency asked
 /// for, the origin policy. The router (`StorageServer.router`) puts them around the APIs.
@@ -21,8 +22,8 @@ struct RequestLogMiddleware<Context: RequestContext>: RouterMiddleware {
         // A client of the v0 API (storesh's own, after login) is told what the rules decided, which the real service
         // never says: `rules why` there then shows the server's decision, not a guess.
         if path.hasPrefix("/v0/"), let trace, let last = trace.verdicts.last {
-            response.headers[HTTPField.Name(ServiceAnswer.decisionHeader)!] =
-                ServiceAnswer.headerValue(last.decision.explanation(for: last.request))
+            response.headers[HTTPField.Name(RulesDecisionHeader.name)!] =
+                RulesDecisionHeader.value(last.decision.explanation(for: last.request))
         }
         let elapsed = ContinuousClock.now - start
         let seconds = elapsed.inSeconds

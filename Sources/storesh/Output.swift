@@ -1,6 +1,7 @@
 import CStoreshTerminal
 import Foundation
 import StoreshCore
+import StoreshLanguage
 
 /// Buffered output to a file descriptor that reports every failed write: a full disk or a closed pipe is an
 /// error with its reason, never a crash or a silent loss.
