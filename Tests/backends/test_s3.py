@@ -9,6 +9,7 @@ import random
 import re
 import signal
 import threading
+from urllib.parse import parse_qs, urlsplit
 from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -59,6 +60,31 @@ EVERY_PROPERTY = dict(
     WebsiteRedirectLocation="/elsewhere")
 KEPT = ["ContentType", "ContentDisposition", "ContentEncoding", "ContentLanguage", "StorageClass", "Expires",
         "WebsiteRedirectLocation", "ETag", "ContentLength"]
+
+
+def botocore_request(operation, params):
+    """The request botocore's own model of S3 makes for `operation` (its path, query and body), unsent."""
+    import botocore.session
+    from botocore import serialize
+    model = botocore.session.get_session().get_service_model("s3")
+    return serialize.create_serializer(model.metadata["protocol"]).serialize_to_request(params, model.operation_model(operation))
+
+
+def xml_fields(body):
+    """An XML body's elements, namespace aside, as (path, text) pairs; times as the instants they name."""
+    from xml.etree import ElementTree
+    fields = []
+
+    def walk(element, prefix):
+        name = prefix + "/" + element.tag.split("}")[-1]
+        text = (element.text or "").strip()
+        if name.endswith("Date"):
+            text = datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).isoformat()
+        fields.append((name, text))
+        for child in element:
+            walk(child, name)
+    walk(ElementTree.fromstring(body), "")
+    return fields
 
 
 def test_S2_S3_an_update_naming_one_property_keeps_every_other(s3):
@@ -179,6 +205,23 @@ def test_M9_S3_object_lock_is_the_hold_and_the_retention_changed_in_place_planne
     status, _, err = run("-c", "meta unset temporaryHold -- l/a.txt; rm l/a.txt")
     assert status == 0, err
     assert s3.client.list_objects_v2(Bucket=locked).get("KeyCount") == 0
+    # The requests as sent are those botocore's own model makes for the same calls (path, query, body, bypass).
+    sent = [(path, body) for method, path, body in s3.proxy.exchanges if method == "PUT" and ("legal-hold" in path or "retention" in path)]
+    expected = [
+        ("PutObjectLegalHold", {"LegalHold": {"Status": "ON"}}),
+        ("PutObjectRetention", {"Retention": {"Mode": "GOVERNANCE", "RetainUntilDate": datetime.datetime(2030, 1, 1, tzinfo=datetime.timezone.utc)}}),
+        ("PutObjectRetention", {"Retention": {}, "BypassGovernanceRetention": True}),  # the undo
+        ("PutObjectLegalHold", {"LegalHold": {"Status": "OFF"}}),
+    ]
+    assert len(sent) == len(expected), sent
+    for (path, body), (operation, params) in zip(sent, expected):
+        model = botocore_request(operation, dict(params, Bucket=locked, Key="l/a.txt", VersionId=version))
+        url = urlsplit(path)
+        assert url.path == model["url_path"].split("?")[0] and parse_qs(url.query, keep_blank_values=True) == \
+            dict({model["url_path"].split("?")[1]: [""]}, **{k: [v] for k, v in model["query_string"].items()}), (path, model)
+        assert xml_fields(body) == xml_fields(model["body"]), (body, model["body"])
+    bypassed = [h for h in s3.proxy.headers if "x-amz-bypass-governance-retention" in h]
+    assert [h["x-amz-bypass-governance-retention"].lower() for h in bypassed] == ["true"], bypassed
 
     s3.put("plain.txt")
     status, _, err = s3.run("-c", "meta set temporaryHold=true -- plain.txt")
