@@ -3,7 +3,8 @@ import PackageDescription
 
 let package = Package(
     name: "storesh",
-    platforms: [.macOS(.v13)],
+    // Linux only (Debian, as the README's set-up says): glibc's types (`__rlimit_resource_t`), Linux's file calls
+    // (CStoreshFiles) and libedit's headers; no Apple platform is claimed.
     products: [
         .executable(name: "storesh", targets: ["storesh"]),
         .library(name: "StoreshCore", targets: ["StoreshCore"]),
