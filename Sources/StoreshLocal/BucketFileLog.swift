@@ -256,11 +256,8 @@ final class LineageKeeper: @unchecked Sendable {
             return commitsSinceFold >= Self.foldInterval
         }
         guard due else { return }
-        var logFrames: Int32 = 0
-        var foldedFrames: Int32 = 0
-        let status = sqlite3_wal_checkpoint_v2(connection.handle, nil, SQLITE_CHECKPOINT_PASSIVE, &logFrames, &foldedFrames)
         // Readers of older states hold part of the log back: then try again after the next commit.
-        if status == SQLITE_OK && logFrames == foldedFrames {
+        if connection.foldLogPassively() {
             lock.withLock {
                 foldedMark = mark
                 commitsSinceFold = 0
@@ -307,16 +304,7 @@ extension LocalBucket {
             let copy = try SQLiteConnection(path: temporary, flags: SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
             defer { copy.close() }
             try copy.execute("PRAGMA synchronous = FULL")
-            try withConnection { source in
-                guard let backup = sqlite3_backup_init(copy.handle, "main", source.handle, "main") else {
-                    throw copy.lastError(sqlite3_errcode(copy.handle))
-                }
-                // All pages in one step: one read transaction on the source, so the copy is one state of it.
-                let stepped = sqlite3_backup_step(backup, -1)
-                let finished = sqlite3_backup_finish(backup)
-                if stepped != SQLITE_DONE { throw copy.lastError(stepped) }
-                if finished != SQLITE_OK { throw copy.lastError(finished) }
-            }
+            try withConnection { source in try copy.copyAll(from: source) }
         } catch let error as SQLiteError {
             throw Self.describe(error, path: destination, options: options)
         } catch let error as StorageError {

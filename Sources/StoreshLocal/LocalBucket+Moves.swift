@@ -66,7 +66,7 @@ extension LocalBucket: ObjectMoves {
         insert.bind(1, Int64(reader.size))
         try insert.step()
         insert.reset()
-        let copy = sqlite3_last_insert_rowid(connection.handle)
+        let copy = connection.lastInsertedRowID
         let writer = try SQLiteBlob(connection, table: "contents", column: "data", row: copy, writable: true)
         defer { writer.close() }
         var offset = 0

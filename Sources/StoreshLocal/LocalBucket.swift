@@ -152,7 +152,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
             }
             try connection.execute(Self.connectionSettings)
             if version == 1 { try BucketSchema.upgradeFromVersion1(connection) }
-            let writable = sqlite3_db_readonly(connection.handle, "main") == 0
+            let writable = !connection.isReadOnly
             if version == 2 && writable { try BucketSchema.upgradeFromVersion2(connection) }
             if (version == 3 || version == 4) && writable { try BucketSchema.upgradeAddingNoncurrent(connection, from: version) }
             let name = try BucketSchema.readInfo("name", connection: connection)
@@ -178,7 +178,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     private static func connect(_ path: String, options: LocalBucketOptions, exists: Bool) throws(StorageError) -> SQLiteConnection {
         do {
             let connection = try SQLiteConnection(path: path, flags: SQLITE_OPEN_READWRITE)
-            sqlite3_busy_timeout(connection.handle, options.busyTimeoutMilliseconds)
+            connection.waitWhenBusy(milliseconds: options.busyTimeoutMilliseconds)
             _ = try connection.integer("PRAGMA application_id")
             return connection
         } catch let error where [SQLITE_CANTOPEN, SQLITE_READONLY, SQLITE_PERM].contains(error.primaryCode) && exists {
@@ -186,7 +186,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
             // its shared-memory file) can still be read; a change then fails as read-only.
             do {
                 let connection = try SQLiteConnection(path: readOnlyLocation(path), flags: SQLITE_OPEN_READONLY | SQLITE_OPEN_URI)
-                sqlite3_busy_timeout(connection.handle, options.busyTimeoutMilliseconds)
+                connection.waitWhenBusy(milliseconds: options.busyTimeoutMilliseconds)
                 return connection
             } catch {
                 throw describe(error, path: path, options: options)
@@ -1256,7 +1256,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         release.bind(1, contentID)
         release.bind(2, name)
         try release.step()
-        guard sqlite3_changes(connection.handle) > 0, storesContentChecksums else { return }
+        guard connection.changedRows > 0, storesContentChecksums else { return }
         let releaseChecksum = try connection.statement("DELETE FROM content_checksums WHERE content_id = ?1")
         defer { releaseChecksum.reset() }
         releaseChecksum.bind(1, contentID)
@@ -1286,7 +1286,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         version.bindLive(update)
         update.bind(18, id)
         try update.step()
-        guard sqlite3_changes(connection.handle) == 1 else {
+        guard connection.changedRows == 1 else {
             throw StorageError.internalError("The row of \(version.name.debugDescription) changed while it was being updated; nothing was changed.")
         }
     }
@@ -1313,7 +1313,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         insert.bind(1, source.size)
         try insert.step()
         insert.reset()
-        let contentID = sqlite3_last_insert_rowid(connection.handle)
+        let contentID = connection.lastInsertedRowID
         let blob = try SQLiteBlob(connection, table: "contents", column: "data", row: contentID, writable: true)
         defer { blob.close() }
         var offset: Int64 = 0
@@ -1349,7 +1349,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         insertContent.bind(1, content)
         try insertContent.step()
         insertContent.reset()
-        let contentID = sqlite3_last_insert_rowid(connection.handle)
+        let contentID = connection.lastInsertedRowID
         var crc = CRC32C()
         crc.update(content)
         try keep(crc, ofContent: contentID)

@@ -25,7 +25,8 @@ public struct SQLiteError: Error, CustomStringConvertible {
 
 /// One connection to one database file. Not thread-safe: its owner serialises access.
 public final class SQLiteConnection {
-    public private(set) var handle: OpaquePointer?
+    /// SQLite's own handle, for this module's types alone: everything above goes through the calls below.
+    private(set) var handle: OpaquePointer?
     private var statements: [String: SQLiteStatement] = [:]
     private var functions: [String: SQLiteFunction] = [:]
 
@@ -99,6 +100,39 @@ public final class SQLiteConnection {
     }
 
     public var isAutocommit: Bool { sqlite3_get_autocommit(handle) != 0 }
+
+    /// The row id of the last row this connection inserted.
+    public var lastInsertedRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+
+    /// How many rows the last statement changed.
+    public var changedRows: Int { Int(sqlite3_changes(handle)) }
+
+    /// Whether the main database is open for reading only.
+    public var isReadOnly: Bool { sqlite3_db_readonly(handle, "main") == 1 }
+
+    /// How long a statement waits for another connection's lock before it fails as busy.
+    public func waitWhenBusy(milliseconds: Int32) { sqlite3_busy_timeout(handle, milliseconds) }
+
+    /// Folds what it can of the write-ahead log into the database without waiting for anyone (a passive
+    /// checkpoint): whether all of the log was folded (readers of older states hold the rest back).
+    public func foldLogPassively() -> Bool {
+        var logFrames: Int32 = 0
+        var foldedFrames: Int32 = 0
+        let status = sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_PASSIVE, &logFrames, &foldedFrames)
+        return status == SQLITE_OK && logFrames == foldedFrames
+    }
+
+    /// Copies every page of `source`'s main database into this connection's, in one step: one read transaction
+    /// on the source, so the copy is one state of it (SQLite's online backup).
+    public func copyAll(from source: SQLiteConnection) throws(SQLiteError) {
+        guard let backup = sqlite3_backup_init(handle, "main", source.handle, "main") else {
+            throw lastError(sqlite3_errcode(handle))
+        }
+        let stepped = sqlite3_backup_step(backup, -1)
+        let finished = sqlite3_backup_finish(backup)
+        if stepped != SQLITE_DONE { throw lastError(stepped) }
+        if finished != SQLITE_OK { throw lastError(finished) }
+    }
 
     /// An SQL function of this connection, defined on first ask (`SQLiteFunction`). Prepare a statement that uses
     /// it after asking: before, SQLite does not know the name.

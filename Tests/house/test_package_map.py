@@ -59,3 +59,20 @@ def test_every_module_a_target_imports_is_declared_for_it():
             if module not in allowed:
                 undeclared.append(f"{target['name']} imports {module} ({place}), which Package.swift does not declare for it")
     assert not undeclared, "\n".join(undeclared)
+
+
+def test_sqlite_is_called_only_through_its_module():
+    """StoreshSQLite owns the connection (its handle is its own): no other Swift module calls `sqlite3_…` itself,
+    so that every use of SQLite keeps that module's rules (errors, statements, blobs)."""
+    calls = []
+    for directory, _, files in os.walk(os.path.join(ROOT, "Sources")):
+        if os.path.relpath(directory, os.path.join(ROOT, "Sources")).split(os.sep)[0] == "StoreshSQLite":
+            continue
+        for file in files:
+            if file.endswith(".swift"):
+                path = os.path.join(directory, file)
+                with open(path, encoding="utf-8") as source:
+                    for number, line in enumerate(source, 1):
+                        if re.search(r"\bsqlite3_[a-z_0-9]+\s*\(", line):
+                            calls.append(f"{os.path.relpath(path, ROOT)}:{number}: {line.strip()}")
+    assert not calls, "\n".join(calls)
