@@ -818,10 +818,9 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         }
     }
 
-    /// `range` of a version's content (all of it, checked against its MD5 once read, when nil), a piece of at most
+    /// `range` of a version's content (all of it when nil, then checked against its MD5 once read), a piece of at most
     /// `streamedPieceBytes` at a time.
-    func streamContent(of version: StoredVersion, range: Range<Int64>?, _ piece: (Data) throws -> Void) throws {
-        guard let range else { return try streamContent(of: version, piece) }
+    func streamContent(of version: StoredVersion, range: Range<Int64>? = nil, _ piece: (Data) throws -> Void) throws {
         let blob: SQLiteBlob
         do {
             blob = try SQLiteBlob(connection, table: "contents", column: "data", row: version.contentID, writable: false)
@@ -829,27 +828,13 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
             throw ChecksumMismatch(what: "content of object \(version.name.debugDescription) (missing)")
         }
         defer { blob.close() }
-        guard range.lowerBound >= 0, range.upperBound <= Int64(blob.size) else {
-            throw StorageError.internalError("Bytes \(range) of \(version.name.debugDescription) are not within its \(blob.size) bytes.")
+        if let range {
+            guard range.lowerBound >= 0, range.upperBound <= Int64(blob.size) else {
+                throw StorageError.internalError("Bytes \(range) of \(version.name.debugDescription) are not within its \(blob.size) bytes.")
+            }
+            // A range is not the whole content its MD5 is of: `storesh check` verifies that.
+            return try blob.forEachPiece(of: Self.streamedPieceBytes, in: Int(range.lowerBound)..<Int(range.upperBound), piece)
         }
-        var offset = Int(range.lowerBound)
-        // Bounded: each round reads at least one byte, up to the range's end.
-        while offset < Int(range.upperBound) {
-            let bytes = try blob.read(at: offset, count: min(Self.streamedPieceBytes, Int(range.upperBound) - offset))
-            try piece(bytes)
-            offset += bytes.count
-        }
-    }
-
-    /// A version's content, a piece of at most `streamedPieceBytes` at a time, checked against its MD5 once read.
-    func streamContent(of version: StoredVersion, _ piece: (Data) throws -> Void) throws {
-        let blob: SQLiteBlob
-        do {
-            blob = try SQLiteBlob(connection, table: "contents", column: "data", row: version.contentID, writable: false)
-        } catch {
-            throw ChecksumMismatch(what: "content of object \(version.name.debugDescription) (missing)")
-        }
-        defer { blob.close() }
         var md5 = MD5Accumulator()
         try blob.forEachPiece(of: Self.streamedPieceBytes) { bytes in
             md5.update(bytes)

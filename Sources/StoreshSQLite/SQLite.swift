@@ -376,12 +376,14 @@ public final class SQLiteBlob {
         return data
     }
 
-    /// The whole blob, in order, a piece of at most `pieceBytes` at a time: its size never in memory at once.
-    public func forEachPiece(of pieceBytes: Int, _ body: (Data) throws -> Void) throws {
-        var offset = 0
-        // Bounded: each round reads at least one byte, up to the blob's size.
-        while offset < size {
-            let piece = try read(at: offset, count: min(pieceBytes, size - offset))
+    /// The bytes of `range` (the whole blob when nil), in order, a piece of at most `pieceBytes` at a time: never
+    /// all in memory at once.
+    public func forEachPiece(of pieceBytes: Int, in range: Range<Int>? = nil, _ body: (Data) throws -> Void) throws {
+        let end = range?.upperBound ?? size
+        var offset = range?.lowerBound ?? 0
+        // Bounded: each round reads at least one byte, up to the range's end.
+        while offset < end {
+            let piece = try read(at: offset, count: min(pieceBytes, end - offset))
             try body(piece)
             offset += piece.count
         }
