@@ -33,17 +33,13 @@ extension S3Bucket: ObjectVersions {
             }
             throw failure(response, object: object.rawValue, precondition: .none)
         }
-        // SSE-S3 and SSE-KMS, as the live object's copies resend them (a customer's own key is not the bucket's to give).
-        let encryption = response.headers.map { ($0.0.lowercased(), $0.1) }
-            .filter { $0.0.hasPrefix("x-amz-server-side-encryption") && Self.keptHeaders.contains($0.0) }
+        let encryption = Self.encryptionHeaders(response.headers.map { ($0.0.lowercased(), $0.1) })
         return (try headMetadata(response, key: object.rawValue, keepsHeaders: false), encryption)
     }
 
     public func read(_ object: ObjectName, generation: ObjectGeneration, into sink: any ContentSink) async throws -> ObjectMetadata {
         let version = try await metadata(of: object, generation: generation)
-        if let storageClass = version.cloudStorage.storageClass, StorageClasses.s3Archived.contains(storageClass) {
-            throw Self.archived("s3://\(name)/\(object.rawValue)#\(generation)")
-        }
+        try Self.refuseIfArchived(version, at: "s3://\(name)/\(object.rawValue)#\(generation)")
         let counter = CountingSink(sink)
         // A version never changes: read whole, its length checked.
         _ = try await send(
@@ -103,22 +99,15 @@ extension S3Bucket: ObjectVersions {
             throw StorageError.invalidArgument(
                 "\(object.rawValue)#\(generation) is \(version.size) bytes; S3 copies objects of up to 5 GiB in one request (CopyObject's limit), so it was not restored.")
         }
-        if let storageClass = version.cloudStorage.storageClass, StorageClasses.s3Archived.contains(storageClass) {
-            throw Self.archived("s3://\(name)/\(object.rawValue)#\(generation)")
-        }
+        try Self.refuseIfArchived(version, at: "s3://\(name)/\(object.rawValue)#\(generation)")
         var headers: [(String, String)] = [
-            ("x-amz-copy-source", "/" + NameBytes.percentEncoded(name) + objectPath(object.rawValue) + "?versionId=" + NameBytes.percentEncoded(generation.description)),
+            ("x-amz-copy-source", copySource(object.rawValue, version: generation.description)),
             ("x-amz-metadata-directive", "COPY"),
         ]
         // A copy names the class and the encryption again, or it is STANDARD, encrypted as the bucket's default.
         if let storageClass = version.cloudStorage.storageClass { headers.append(("x-amz-storage-class", storageClass)) }
-        headers += encryption
         let guarded = live.map { Precondition.sameContent(as: $0) } ?? .doesNotExist
-        if guarded.generation == 0 {
-            headers.append(("If-None-Match", "*"))
-        } else if let entityTag = guarded.entityTag {
-            headers.append(("If-Match", entityTag))
-        }
+        headers += encryption + Self.conditions(guarded)
         let response = try await send(
             .PUT, objectPath(object.rawValue), headers: headers, repeatable: true, object: object.rawValue, precondition: guarded,
             acceptFailure: true)

@@ -113,6 +113,25 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
         throw failure(response, object: object, precondition: precondition)
     }
 
+    /// Refuses, before any request, to read or copy `object` (at `path`, for the message) when storesh read its class
+    /// as an archived one (`archived`).
+    static func refuseIfArchived(_ object: ObjectMetadata, at path: String) throws {
+        if let storageClass = object.cloudStorage.storageClass, StorageClasses.s3Archived.contains(storageClass) {
+            throw archived(path)
+        }
+    }
+
+    /// `x-amz-copy-source` of `key` in this bucket (of its version `version`, when given).
+    func copySource(_ key: String, version: String? = nil) -> String {
+        "/" + NameBytes.percentEncoded(name) + objectPath(key) + (version.map { "?versionId=" + NameBytes.percentEncoded($0) } ?? "")
+    }
+
+    /// The server-side encryption (SSE-S3, SSE-KMS) among `headers` (lower-case names), which a copy names again: a
+    /// copy that does not is encrypted as the bucket's default. A customer's own key is not the bucket's to give.
+    static func encryptionHeaders(_ headers: [(String, String)]) -> [(String, String)] {
+        headers.filter { $0.0.hasPrefix("x-amz-server-side-encryption") && keptHeaders.contains($0.0) }
+    }
+
     /// An object in GLACIER or DEEP_ARCHIVE, which is neither read nor copied (so neither changed nor moved) until
     /// restored: refused before a request when storesh read its class, and when the service says so.
     static func archived(_ path: String, detail: String = "") -> StorageError {
@@ -411,9 +430,7 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
             refusal.message += " On S3 a change of metadata writes the object again (a copy onto itself); change its hold or retention alone, or release it first."
             throw refusal
         }
-        if let storageClass = before.cloudStorage.storageClass, StorageClasses.s3Archived.contains(storageClass) {
-            throw Self.archived("s3://\(name)/\(object.rawValue)")
-        }
+        try Self.refuseIfArchived(before, at: "s3://\(name)/\(object.rawValue)")
         guard before.size <= Self.largestCopy else {
             throw StorageError.invalidArgument(
                 "\(object.rawValue) is \(before.size) bytes; S3 can rewrite the metadata of objects up to 5 GiB only (CopyObject's limit).")
@@ -434,9 +451,8 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
             }
             extra = keptLock.withLock { kept[object] }
         }
-        let source = "/" + NameBytes.percentEncoded(name) + objectPath(object.rawValue)
         var headers: [(String, String)] = [
-            ("x-amz-copy-source", source), ("x-amz-metadata-directive", "REPLACE"),
+            ("x-amz-copy-source", copySource(object.rawValue)), ("x-amz-metadata-directive", "REPLACE"),
             ("x-amz-copy-source-if-match", entityTag), ("x-amz-copy-source-if-unmodified-since", before.updated.httpDate),
         ]
         headers += Self.propertyHeaders(after) + (extra?.headers ?? [])
@@ -513,7 +529,7 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
     }
 
     /// S3's conditional write headers: `If-None-Match: *` for a create, `If-Match` for a replacement.
-    private static func conditions(_ precondition: Precondition) -> [(String, String)] {
+    static func conditions(_ precondition: Precondition) -> [(String, String)] {
         if precondition.generation == 0 { return [("If-None-Match", "*")] }
         if let entityTag = precondition.entityTag { return [("If-Match", entityTag)] }
         return []
@@ -615,9 +631,7 @@ extension S3Bucket: ObjectMoves {
         guard sourcePrecondition.isSatisfied(by: current) else {
             throw StorageError.preconditionFailed(source.rawValue, sourcePrecondition, actual: current)
         }
-        if let storageClass = current.cloudStorage.storageClass, StorageClasses.s3Archived.contains(storageClass) {
-            throw Self.archived("s3://\(name)/\(source.rawValue)")
-        }
+        try Self.refuseIfArchived(current, at: "s3://\(name)/\(source.rawValue)")
         guard !NameBytes.sameBytes(source.rawValue, destination.rawValue) else {
             throw StorageError.invalidArgument("\(MessageText.name(source.rawValue)) cannot be moved onto itself.")
         }
@@ -635,10 +649,9 @@ extension S3Bucket: ObjectMoves {
         let guarded = existing.map { Precondition.sameContent(as: $0) } ?? .doesNotExist
         // A copy takes the source's metadata (COPY) but not its class nor its encryption, which it names again: the
         // destination would be STANDARD, encrypted as the bucket's default.
-        let encryption = keptLock.withLock { kept[source]?.entityTag == entityTag ? kept[source]?.headers ?? [] : [] }
-            .filter { $0.0.hasPrefix("x-amz-server-side-encryption") }
+        let encryption = Self.encryptionHeaders(keptLock.withLock { kept[source]?.entityTag == entityTag ? kept[source]?.headers ?? [] : [] })
         var headers: [(String, String)] = [
-            ("x-amz-copy-source", "/" + NameBytes.percentEncoded(name) + objectPath(source.rawValue)),
+            ("x-amz-copy-source", copySource(source.rawValue)),
             ("x-amz-metadata-directive", "COPY"), ("x-amz-copy-source-if-match", entityTag),
         ]
         if let storageClass = current.cloudStorage.storageClass { headers.append(("x-amz-storage-class", storageClass)) }

@@ -75,9 +75,9 @@ enum Reply {
     /// hashes of the whole content (`X-Goog-Hash`), its generations and its stored size and encoding; served inert
     /// (`InertContent`) whatever it holds.
     /// `entityTag` is the API's: the JSON API's is the resource's etag, the XML API's the MD5 in hexadecimal, quoted.
-    /// `partial`: `content` is those bytes of the object alone, read for the request's range.
-    static func media(_ object: ObjectMetadata, content: SpooledContent, partial: Range<Int64>? = nil, request: HTTPFields, entityTag: String) throws -> Answer {
-        let rangeHeader = request[.range]
+    /// `partial`: `content` is those bytes of the object alone, read for the request's range
+    /// (`StorageAPI.download`, which answers an unsatisfiable range itself); nil: `content` is the whole object.
+    static func media(_ object: ObjectMetadata, content: SpooledContent, partial: Range<Int64>?, request: HTTPFields, entityTag: String) throws -> Answer {
         var headers = InertContent.headers(contentType: object.contentType, storedDisposition: object.contentDisposition, request: request)
         headers[.contentType] = object.contentType ?? "application/octet-stream"
         headers[.acceptRanges] = "bytes"
@@ -91,21 +91,17 @@ enum Reply {
         if let value = object.cacheControl { headers[.cacheControl] = value }
         if let value = object.contentLanguage { headers[.contentLanguage] = value }
         if let value = object.contentEncoding, value != "identity" { headers[.contentEncoding] = value }
-        if let partial {
-            headers[.contentRange] = "bytes \(partial.lowerBound)-\(partial.upperBound - 1)/\(object.size)"
-            return try body(content, range: 0..<content.size, status: .partialContent, headers: headers)
-        }
-        guard let range = try ByteRange.parse(rangeHeader, size: Int(content.size)) else {
+        guard let partial else {
             headers[HTTPField.Name("X-Goog-Hash")!] = "crc32c=\(content.crc32cBase64),md5=\(object.md5Hash)"
-            return try body(content, range: 0..<content.size, status: .ok, headers: headers)
+            return try body(content, status: .ok, headers: headers)
         }
-        headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(content.size)"
-        return try body(content, range: Int64(range.lowerBound)..<Int64(range.upperBound), status: .partialContent, headers: headers)
+        headers[.contentRange] = "bytes \(partial.lowerBound)-\(partial.upperBound - 1)/\(object.size)"
+        return try body(content, status: .partialContent, headers: headers)
     }
 
-    /// Bytes `range` of `content`: in the answer when small, streamed from the spool when not.
-    private static func body(_ content: SpooledContent, range: Range<Int64>, status: HTTPResponse.Status, headers: HTTPFields) throws -> Answer {
-        let bytes = content.range.lowerBound + range.lowerBound..<content.range.lowerBound + range.upperBound
+    /// `content`: in the answer when small, streamed from the spool when not.
+    private static func body(_ content: SpooledContent, status: HTTPResponse.Status, headers: HTTPFields) throws -> Answer {
+        let bytes = content.range
         guard bytes.count > Int64(Spool.memoryBytes) else {
             return Answer(status: status, headers: headers, body: ByteBuffer(bytes: try content.spool.read(offset: bytes.lowerBound, length: Int(bytes.count))))
         }
