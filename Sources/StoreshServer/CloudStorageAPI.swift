@@ -19,7 +19,7 @@ extension StorageAPI {
                 let prefix = exchange.query["prefix"] ?? ""
                 var items: [JSONValue] = []
                 if try exchange.query.flag("softDeleted") {
-                    for deleted in try buckets.softDeleted() where deleted.name.utf8.starts(with: prefix.utf8) {
+                    for deleted in buckets.softDeleted() where deleted.name.utf8.starts(with: prefix.utf8) {
                         items.append(BucketResource.document(deleted.settings, name: deleted.name, baseURL: baseURL))
                     }
                     return Reply.json(.object([("kind", .string("storage#buckets")), ("items", .array(items))]))

@@ -161,26 +161,16 @@ public final class ServedBuckets: @unchecked Sendable {
         var settings: BucketSettings
     }
 
-    /// The soft-deleted buckets whose files are in the directory (those named `name`, or all), by name then
-    /// generation. One whose hard delete time has passed goes for good first: its file was this server's.
-    func softDeleted(named name: String? = nil) throws -> [SoftDeletedBucket] {
+    /// The soft-deleted buckets whose files are in the directory, by name then generation.
+    func softDeleted() -> [SoftDeletedBucket] {
         let now = options.clock.now()
         var found: [SoftDeletedBucket] = []
         for entry in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] where entry.hasSuffix(Self.softDeletedSuffix) {
             let stem = entry.dropLast(Self.softDeletedSuffix.count)
-            guard let at = stem.lastIndex(of: "@"), Int64(stem[stem.index(after: at)...]) != nil else { continue }
-            let bucket = String(stem[..<at])
-            guard BucketNames.problem(with: bucket) == nil, name.map({ $0 == bucket }) ?? true else { continue }
-            let path = (directory as NSString).appendingPathComponent(entry)
-            var status = stat()
-            guard lstat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG,
-                let (stored, settings) = try? Self.settings(ofFileAt: path), stored == bucket, let settings, settings.softDeleteTime != nil
+            guard let at = stem.lastIndex(of: "@"), let generation = Int64(stem[stem.index(after: at)...]),
+                let kept = keptBucket(String(stem[..<at]), generation: generation, now: now)
             else { continue }
-            if let end = settings.hardDeleteTime, end <= now {
-                for suffix in ["-wal", "-shm", ""] { unlink(path + suffix) }
-                continue
-            }
-            found.append(SoftDeletedBucket(name: bucket, path: path, settings: settings))
+            found.append(kept)
         }
         // Bucket names are ASCII: their order as strings is their order as bytes.
         return found.sorted { ($0.name, $0.settings.generation) < ($1.name, $1.settings.generation) }
@@ -188,12 +178,30 @@ public final class ServedBuckets: @unchecked Sendable {
 
     /// The soft-deleted bucket `name` of `generation`, or the service's 404.
     func softDeleted(_ name: String, generation: Int64) throws -> SoftDeletedBucket {
-        guard let found = try softDeleted(named: name).first(where: { $0.settings.generation == generation }) else {
+        guard let found = keptBucket(name, generation: generation, now: options.clock.now()) else {
             throw HTTPFailure(
                 .notFound, reason: "notFound",
                 "gs://\(name) has no soft-deleted generation \(generation) here: restored already, gone for good, or never soft-deleted (buckets.list with softDeleted=true lists those kept).")
         }
         return found
+    }
+
+    /// The bucket kept soft-deleted as `name` of `generation`: its file (`softDeletedPath`), when that is a regular
+    /// file holding that bucket, soft-deleted, of that generation. One whose hard delete time has passed goes for
+    /// good first (its file was this server's).
+    private func keptBucket(_ name: String, generation: Int64, now: Timestamp) -> SoftDeletedBucket? {
+        guard BucketNames.problem(with: name) == nil else { return nil }
+        let path = Self.softDeletedPath(of: name, generation: generation, in: directory)
+        var status = stat()
+        guard lstat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG,
+            let (stored, settings) = try? Self.settings(ofFileAt: path), stored == name, let settings, settings.softDeleteTime != nil,
+            settings.generation == generation
+        else { return nil }
+        if let end = settings.hardDeleteTime, end <= now {
+            for suffix in ["-wal", "-shm", ""] { unlink(path + suffix) }
+            return nil
+        }
+        return SoftDeletedBucket(name: name, path: path, settings: settings)
     }
 
     /// Makes the soft-deleted bucket `name` of `generation` live again, as it was (its generation kept), when no
