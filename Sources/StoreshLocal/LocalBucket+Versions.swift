@@ -280,11 +280,7 @@ extension LocalBucket {
     public func generation(_ object: ObjectName, _ generation: Int64, contentPieces piece: (Data) throws -> Void) throws(StorageError)
         -> ObjectMetadata
     {
-        try read {
-            let row = try fetchGeneration(object, generation)
-            try streamContent(of: row.version, piece)
-            return row.metadata
-        }
+        try self.generation(object, generation, bytes: { _ in nil }, contentPieces: piece).metadata
     }
 
     /// A page of every generation under `prefix`, live and noncurrent, by name and then generation (oldest first), as

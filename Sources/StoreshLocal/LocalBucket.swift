@@ -797,11 +797,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     /// in memory), from one state of the bucket. The content's MD5 is checked as it passes: damage is thrown
     /// after the last piece, so a caller that keeps the pieces aside must drop them then.
     public func currentObject(_ object: ObjectName, contentPieces piece: (Data) throws -> Void) throws(StorageError) -> ObjectMetadata {
-        try read {
-            guard let row = try fetchRow(object.rawValue) else { throw StorageError.objectNotFound(object.rawValue) }
-            try streamContent(of: row.version, piece)
-            return row.metadata
-        }
+        try currentObject(object, bytes: { _ in nil }, contentPieces: piece).metadata
     }
 
     /// An object's metadata, with the bytes of its content that `bytes` picks (given the size; nil: all of them)
