@@ -5,7 +5,7 @@ import StoreshFuzzing
 import StoreshLanguage
 import StoreshLocal
 
-@Suite("Fuzzing (short run; scripts/fuzz runs 1,000,000 inputs)")
+@Suite("Fuzzing (short run; scripts/fuzz runs 1,000,000 inputs)", .tags(.fuzzing))
 struct FuzzTests {
     @Test("random and mutated scripts: no crash, every rejection positioned, dry runs change nothing")
     func shortRun() async throws {
@@ -17,4 +17,9 @@ struct FuzzTests {
         #expect(report.accepted > 1000 && report.rejected > 1000 && report.interpreted > 50)
         #expect(session.files.files.isEmpty, "a dry run wrote local files")
     }
+}
+
+extension Tag {
+    /// A fuzz run: scripts/test runs these in a step of their own (every suite named *FuzzTests*), after the rest.
+    @Tag static var fuzzing: Self
 }

@@ -390,7 +390,7 @@ struct OpenRulesTests {
 }
 
 /// Rules are input a request can send (issue 26): a short run of the rules fuzzer (scripts/fuzz rules runs more).
-@Suite("Rules under hostile input (short fuzz run)")
+@Suite("Rules under hostile input (short fuzz run)", .tags(.fuzzing))
 struct RulesFuzzTests {
     @Test("deep nesting, long chains, calls and random bytes: no crash, refusals positioned, decisions bounded")
     func fuzz() {
@@ -434,4 +434,9 @@ struct RulesNameBytesTests {
         #expect(await session.get("n/caf\u{E9}") == nil)
         #expect(await session.get("n/cafe\u{301}") == .unauthorized)
     }
+}
+
+extension Tag {
+    /// A fuzz run: scripts/test runs these in a step of their own (every suite named *FuzzTests*), after the rest.
+    @Tag static var fuzzing: Self
 }
