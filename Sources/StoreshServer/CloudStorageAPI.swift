@@ -765,9 +765,10 @@ extension StorageAPI {
             switch exchange.method {
             case .put, .post: return try await resumableChunk(&exchange, id: id)
             case .delete:
-                try uploads.withSession(id) { (session: inout UploadSessions.Session) in
-                    if case .receiving = session.state { throw UploadSessions.busy }
-                    if session.state.inProgress { session.end(.cancelled) }
+                do {
+                    _ = try uploads.withSession(id) { session in try session.machine.cancel() }
+                } catch let refusal as UploadMachine.Refusal {
+                    throw failure(refusal, upload: id, firebase: false)
                 }
                 return Reply.empty(HTTPResponse.Status(code: 499, reasonPhrase: "Client Closed Request"))
             default:
@@ -845,81 +846,58 @@ extension StorageAPI {
         // The Go client asks not to be sent a 308 (its HTTP stack would take it for a redirect): the step is then a
         // 200 that says 308 in X-Http-Status-Code-Override, as Cloud Storage answers it.
         let overridesIncomplete = exchange.header("X-GUploader-No-308")?.lowercased() == "yes"
-        let limit = Int64(limits.maximumObjectBytes)
-        // Decide under the session's lock where this chunk goes; its bytes arrive outside it.
-        enum Start { case answer(Answer), receive(Spool, skip: Int64, total: Int64?) }
-        let start = try uploads.withSession(id) { (session: inout UploadSessions.Session) throws -> Start in
-            switch session.state {
-            case .final(let status, let body):
-                return .answer(Reply.json(body, status: HTTPResponse.Status(code: status)))
-            case .cancelled:
-                throw HTTPFailure(HTTPResponse.Status(code: 499, reasonPhrase: "Client Closed Request"), reason: "cancelled", "The upload \(id) was cancelled.")
-            case .finishing, .receiving: throw UploadSessions.busy
-            case .active: break
+        // The machine decides under the session's lock where this chunk goes; its bytes arrive outside it.
+        let start: UploadMachine.ChunkStart
+        let spool: Spool?
+        do {
+            (start, spool) = try uploads.withSession(id) { session in
+                (try session.machine.chunkBegins(first: range.first, end: range.end, total: range.total, length: declaredLength), session.spool)
             }
-            let received = session.received
-            if let total = range.total {
-                if let declared = session.declaredSize, declared != total {
-                    throw HTTPFailure.badRequest("Content-Range gives the object's size as \(total) bytes, but the upload was started for \(declared).")
+        } catch let refusal as UploadMachine.Refusal {
+            throw failure(refusal, upload: id, firebase: false)
+        }
+        switch start {
+        case .replay(let final): return Self.replay(final)
+        case .receive(let skip, let keep, let total):
+            guard let spool else { throw UploadSessions.busy }
+            let length = try await receiveChunk(
+                &exchange, session: id, into: spool, limit: keep, skipping: skip,
+                tooLarge: total.map { HTTPFailure.badRequest("Content-Range ends past the object's size of \($0) bytes.") } ?? self.objectTooLarge(),
+                check: { try range.check(bodyLength: $0, header: rangeHeader) })
+            let end: UploadMachine.ChunkEnd
+            let upload: UploadRequest
+            do {
+                (end, upload) = try uploads.withSession(id) { session in
+                    (try session.machine.chunkArrived(length: length, ending: range.whole ? .wholeObject : .atDeclaredSize), session.request)
                 }
-                guard total <= limit else {
-                    session.end(.cancelled)
-                    throw objectTooLarge(total)
+            } catch let refusal as UploadMachine.Refusal {
+                throw failure(refusal, upload: id, firebase: false)
+            }
+            switch end {
+            case .incomplete(let received):
+                var headers = HTTPFields()
+                if received > 0 { headers[.range] = "bytes=0-\(received - 1)" }
+                if overridesIncomplete {
+                    headers[HTTPField.Name("X-Http-Status-Code-Override")!] = "308"
+                    return Reply.empty(.ok, headers: headers)
                 }
+                return Reply.empty(HTTPResponse.Status(code: 308, reasonPhrase: "Resume Incomplete"), headers: headers)
+            case .land:
+                var landing = upload
+                if let hashHeader, let crc = Self.hash("crc32c", in: hashHeader) { landing.lastRequestCRC32C = crc }
+                let baseURL = exchange.baseURL
+                let answer = try await landUpload(
+                    session: id, landing, spool: spool, firebase: false,
+                    resource: { ObjectResource.cloudStorage($0, baseURL: baseURL, customerKey: $0.cloudStorage.customerKeySHA256) })
+                return Reply.json(answer.body, status: answer.status)
             }
-            if let end = range.end, end > limit {
-                session.end(.cancelled)
-                throw objectTooLarge(end)
-            }
-            let first = range.first ?? received
-            guard first <= received else {
-                throw HTTPFailure.badRequest("Content-Range starts at byte \(first), but only \(received) bytes of the upload have been received.")
-            }
-            if range.total != nil { session.declaredSize = range.total }
-            session.state = .receiving
-            return .receive(session.spool!, skip: received - first, total: session.declaredSize)
         }
-        guard case .receive(let spool, let skip, let total) = start else {
-            if case .answer(let answer) = start { return answer }
-            throw HTTPFailure(.internalServerError, reason: "backendError", "unreachable")
-        }
-        try await receiveChunk(
-            &exchange, session: id, into: spool, limit: min(limit, total ?? limit), skipping: skip,
-            tooLarge: total.map { HTTPFailure.badRequest("Content-Range ends past the object's size of \($0) bytes.") } ?? self.objectTooLarge(),
-            check: { try range.check(bodyLength: $0, header: rangeHeader) })
-        enum Step { case answer(Answer), finish(UploadRequest, Spool) }
-        let step = try uploads.withSession(id) { (session: inout UploadSessions.Session) throws -> Step in
-            session.state = .active
-            if range.whole {
-                // No Content-Range: this request carried the whole object.
-                if let declared = session.declaredSize, declared != session.received {
-                    throw HTTPFailure.badRequest(
-                        "The upload was started for \(declared) bytes, but has \(session.received) and its last request gave no Content-Range.")
-                }
-                session.declaredSize = session.received
-            }
-            if let total = session.declaredSize, session.received == total {
-                var upload = session.request
-                if let hashHeader, let crc = Self.hash("crc32c", in: hashHeader) { upload.lastRequestCRC32C = crc }
-                session.state = .finishing
-                return .finish(upload, spool)
-            }
-            var headers = HTTPFields()
-            if session.received > 0 { headers[.range] = "bytes=0-\(session.received - 1)" }
-            if overridesIncomplete {
-                headers[HTTPField.Name("X-Http-Status-Code-Override")!] = "308"
-                return .answer(Reply.empty(.ok, headers: headers))
-            }
-            return .answer(Reply.empty(HTTPResponse.Status(code: 308, reasonPhrase: "Resume Incomplete"), headers: headers))
-        }
-        switch step {
-        case .answer(let response): return response
-        case .finish(let upload, let spool):
-            let baseURL = exchange.baseURL
-            let answer = try await landUpload(
-                session: id, upload, spool: spool, firebase: false, resource: { ObjectResource.cloudStorage($0, baseURL: baseURL, customerKey: $0.cloudStorage.customerKeySHA256) })
-            return Reply.json(answer.body, status: answer.status)
-        }
+    }
+
+    /// The answer an ended upload gave, given again.
+    static func replay(_ final: UploadMachine.Final?, headers: HTTPFields = [:]) -> Answer {
+        guard let final else { return Reply.empty(.ok, headers: headers) }
+        return Reply.json(final.body, status: HTTPResponse.Status(code: final.status), headers: headers)
     }
 
     /// One hash of an `X-Goog-Hash` header (`crc32c=…,md5=…`).

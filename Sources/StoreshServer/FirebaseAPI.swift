@@ -345,75 +345,69 @@ extension StorageAPI {
             offset = value
         }
         let declaredLength = exchange.request.headers[.contentLength].flatMap(Int64.init)
-        let limit = Int64(limits.maximumObjectBytes)
         func status(_ state: String, _ received: Int64) -> HTTPFields {
             [HTTPField.Name("X-Goog-Upload-Status")!: state, HTTPField.Name("X-Goog-Upload-Size-Received")!: String(received)]
         }
-        enum Start { case answer(Answer), receive(Spool, skip: Int64, total: Int64?), finalize }
-        let start = try uploads.withSession(id) { (session: inout UploadSessions.Session) throws -> Start in
-            if case .final(let code, let body) = session.state {
-                return .answer(Reply.json(body, status: HTTPResponse.Status(code: code), headers: status("final", session.declaredSize ?? 0)))
-            }
-            if case .finishing = session.state { throw UploadSessions.busy }
-            if case .receiving = session.state { throw UploadSessions.busy }
-            if case .cancelled = session.state {
-                if commands == ["query"] { return .answer(Reply.empty(.ok, headers: status("cancelled", 0))) }
-                throw HTTPFailure.badRequest("The upload \(id) was cancelled.")
-            }
-            if commands.contains("cancel") {
-                session.end(.cancelled)
-                return .answer(Reply.empty(.ok, headers: status("cancelled", 0)))
-            }
-            if commands == ["query"] { return .answer(Reply.empty(.ok, headers: status("active", session.received))) }
-            guard commands.contains("upload") else {
-                if let declaredLength, declaredLength > 0 {
-                    throw HTTPFailure.badRequest("A finalize without upload carries no bytes, but this request has \(declaredLength).")
-                }
-                return .finalize
-            }
-            let received = session.received
-            let first = offset ?? received
-            guard first <= received else {
-                throw HTTPFailure.badRequest("X-Goog-Upload-Offset is \(first), but only \(received) bytes of the upload have been received.")
-            }
-            // The declared length is the client's: compared with the room left, never added (no overflow).
-            if let declaredLength, declaredLength > limit - first {
-                session.end(.cancelled)
-                let (total, overflow) = first.addingReportingOverflow(declaredLength)
-                throw objectTooLarge(overflow ? .max : total)
-            }
-            session.state = .receiving
-            return .receive(session.spool!, skip: received - first, total: session.declaredSize)
+        if commands.contains("finalize"), !commands.contains("upload"), let declaredLength, declaredLength > 0 {
+            throw HTTPFailure.badRequest("A finalize without upload carries no bytes, but this request has \(declaredLength).")
         }
-        var chunkLength: Int64 = 0
+        /// What the request does first, decided by the machine under the session's lock: its bytes arrive outside it.
+        enum Start { case answer(Answer), receive(Spool, skip: Int64, limit: Int64, total: Int64?), ended(UploadMachine.ChunkEnd) }
+        let start: Start
+        let upload: UploadRequest
+        do {
+            (start, upload) = try uploads.withSession(id) { session throws -> (Start, UploadRequest) in
+                let machine = session.machine
+                switch machine.phase {
+                case .finished(let final):
+                    return (.answer(Self.replay(final, headers: status("final", machine.received))), session.request)
+                case .cancelled:
+                    if commands == ["query"] { return (.answer(Reply.empty(.ok, headers: status("cancelled", 0))), session.request) }
+                    throw UploadMachine.Refusal.cancelled
+                case .receiving, .landing:
+                    throw UploadMachine.Refusal.busy
+                case .open:
+                    break
+                }
+                if commands.contains("cancel") {
+                    _ = try session.machine.cancel()
+                    return (.answer(Reply.empty(.ok, headers: status("cancelled", 0))), session.request)
+                }
+                if commands == ["query"] { return (.answer(Reply.empty(.ok, headers: status("active", machine.received))), session.request) }
+                guard commands.contains("upload") else { return (.ended(try session.machine.finalize()), session.request) }
+                switch try session.machine.chunkBegins(first: offset, length: declaredLength) {
+                case .replay(let final):
+                    return (.answer(Self.replay(final, headers: status("final", machine.received))), session.request)
+                case .receive(let skip, let limit, let total):
+                    guard let spool = session.spool else { throw UploadMachine.Refusal.busy }
+                    return (.receive(spool, skip: skip, limit: limit, total: total), session.request)
+                }
+            }
+        } catch let refusal as UploadMachine.Refusal {
+            throw failure(refusal, upload: id, firebase: true)
+        }
+        let end: UploadMachine.ChunkEnd
         switch start {
         case .answer(let answer): return answer
-        case .finalize: break
-        case .receive(let spool, let skip, let total):
-            chunkLength = try await receiveChunk(
-                &exchange, session: id, into: spool, limit: min(limit, total ?? limit), skipping: skip,
+        case .ended(let ended): end = ended
+        case .receive(let spool, let skip, let limit, let total):
+            let length = try await receiveChunk(
+                &exchange, session: id, into: spool, limit: limit, skipping: skip,
                 tooLarge: total.map { HTTPFailure.badRequest("The upload would have more than the \($0) bytes announced at its start.") }
                     ?? self.objectTooLarge())
-        }
-        if !commands.contains("upload"), chunkLength > 0 {
-            throw HTTPFailure.badRequest("A finalize without upload carries no bytes, but this request has \(chunkLength).")
-        }
-        enum Step { case answer(Answer), finish(UploadRequest, Spool) }
-        let step = try uploads.withSession(id) { (session: inout UploadSessions.Session) throws -> Step in
-            if case .receiving = session.state { session.state = .active }
-            guard case .active = session.state, let spool = session.spool else { throw UploadSessions.busy }
-            guard commands.contains("finalize") else {
-                return .answer(Reply.empty(.ok, headers: status("active", session.received)))
+            do {
+                end = try uploads.withSession(id) { session in
+                    try session.machine.chunkArrived(length: length, ending: commands.contains("finalize") ? .finalize : .more)
+                }
+            } catch let refusal as UploadMachine.Refusal {
+                throw failure(refusal, upload: id, firebase: true)
             }
-            if let declared = session.declaredSize, session.received != declared {
-                throw HTTPFailure.badRequest("The upload cannot be finalized: \(session.received) of the \(declared) bytes announced have been received.")
-            }
-            session.state = .finishing
-            return .finish(session.request, spool)
         }
-        switch step {
-        case .answer(let response): return response
-        case .finish(let upload, let spool):
+        switch end {
+        case .incomplete(let received): return Reply.empty(.ok, headers: status("active", received))
+        case .land:
+            let spool = try uploads.withSession(id) { $0.spool }
+            guard let spool else { throw UploadSessions.busy }
             let answer = try await landUpload(session: id, upload, spool: spool, firebase: true, resource: ObjectResource.firebase)
             return Reply.json(answer.body, status: answer.status, headers: status("final", spool.size))
         }

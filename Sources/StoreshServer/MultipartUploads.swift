@@ -7,10 +7,13 @@ import StoreshWire
 /// The XML API's multipart uploads in progress (rule V7), as `transfer_manager.upload_chunks_concurrently` and S3
 /// tools make them: parts sent in any order, each into a spool of its own, then put together in the order the
 /// completion names, as one write, so a half upload is never visible; an abort, or an hour idle, lets the parts go.
+/// Each upload's life is an `UploadMachine` of parts: a part that arrives while the upload completes is asked to
+/// retry, and one that arrives after it ended is not kept.
 final class MultipartUploads: @unchecked Sendable {
     struct Upload {
         var request: UploadRequest
         var parts: [Int: SpooledContent] = [:]
+        var machine: UploadMachine
         var lastUsed: Date
     }
 
@@ -22,53 +25,88 @@ final class MultipartUploads: @unchecked Sendable {
     private let lock = NSLock()
     private var uploads: [String: Upload] = [:]
     private let maximumUploads: Int
+    private let maximumObjectBytes: Int64
 
-    init(maximumUploads: Int) {
+    init(maximumUploads: Int, maximumObjectBytes: Int64) {
         self.maximumUploads = maximumUploads
+        self.maximumObjectBytes = maximumObjectBytes
     }
 
     static let noSuchUpload = SignedURL.refusal(
         .notFound, code: "NoSuchUpload", "The specified multipart upload does not exist: it was completed, aborted, or idle for an hour.")
 
+    static let busy = SignedURL.refusal(
+        .serviceUnavailable, code: "ServiceUnavailable", "The multipart upload is being completed; ask again in a moment.")
+
+    /// A refusal of the machine, in the XML API's words.
+    static func failure(_ refusal: UploadMachine.Refusal) -> HTTPFailure {
+        refusal == .busy ? busy : noSuchUpload
+    }
+
     /// Starts an upload; its id.
     func start(_ request: UploadRequest) throws -> String {
         let now = Date()
         return try lock.withLock {
-            uploads = uploads.filter { now.timeIntervalSince($0.value.lastUsed) < UploadSessions.idleLimit }
+            forgetIdle(now: now)
             guard uploads.count < maximumUploads else {
                 throw SignedURL.refusal(
                     .tooManyRequests, code: "SlowDown",
                     "\(maximumUploads) multipart uploads are in progress; complete or abort one first (an upload idle for an hour ends by itself).")
             }
             let id = UploadSessions.newID()
-            uploads[id] = Upload(request: request, lastUsed: now)
+            uploads[id] = Upload(request: request, machine: UploadMachine(.parts, limit: maximumObjectBytes), lastUsed: now)
             return id
         }
     }
 
-    /// The upload's request, when `id` is an upload of `name` in `bucket`.
-    func request(_ id: String, of name: ObjectName, in bucket: ServedBucket) throws -> UploadRequest {
-        try lock.withLock {
-            guard let upload = uploads[id], upload.request.bucket === bucket, upload.request.name == name else { throw Self.noSuchUpload }
-            uploads[id]?.lastUsed = Date()
-            return upload.request
+    /// Ends the uploads idle past the limit (but those a request is at work on), and lets their parts go.
+    private func forgetIdle(now: Date) {
+        for id in Array(uploads.keys) where now.timeIntervalSince(uploads[id]!.lastUsed) >= UploadSessions.idleLimit {
+            uploads[id]!.machine.expire()
+            if !uploads[id]!.machine.inProgress { uploads[id] = nil }
         }
     }
 
-    /// Keeps a part received (a part sent again replaces the one before, as on the service).
-    func keep(_ content: SpooledContent, number: Int, of id: String) throws {
+    /// Runs `event` on the machine of the upload `id` of `name` in `bucket`, under the lock; an upload that ended
+    /// is let go.
+    private func withUpload<T>(
+        _ id: String, of name: ObjectName? = nil, in bucket: ServedBucket? = nil, _ event: (inout Upload) throws -> T
+    ) throws -> T {
         try lock.withLock {
-            guard uploads[id] != nil else { throw Self.noSuchUpload }
-            uploads[id]!.parts[number] = content
-            uploads[id]!.lastUsed = Date()
+            guard var upload = uploads[id], upload.machine.inProgress,
+                bucket.map({ upload.request.bucket === $0 }) ?? true, name.map({ upload.request.name == $0 }) ?? true
+            else { throw Self.noSuchUpload }
+            upload.lastUsed = Date()
+            defer { uploads[id] = upload.machine.inProgress ? upload : nil }
+            do { return try event(&upload) } catch let refusal as UploadMachine.Refusal { throw Self.failure(refusal) }
+        }
+    }
+
+    /// The upload's request, when `id` is an upload of `name` in `bucket` in progress.
+    func request(_ id: String, of name: ObjectName, in bucket: ServedBucket) throws -> UploadRequest {
+        try withUpload(id, of: name, in: bucket) { $0.request }
+    }
+
+    /// A part's bytes begin to arrive.
+    func partBegins(_ id: String) throws {
+        try withUpload(id) { upload in try upload.machine.partBegins() }
+    }
+
+    /// A part's bytes have arrived (`content`), or failed to (nil). A part that arrived is kept unless the upload
+    /// ended meanwhile (a part sent again replaces the one before, as on the service).
+    func partArrived(_ content: SpooledContent?, number: Int, of id: String) throws {
+        try lock.withLock {
+            guard var upload = uploads[id] else { throw Self.noSuchUpload }
+            let keep = upload.machine.partArrived()
+            if keep, let content { upload.parts[number] = content }
+            upload.lastUsed = Date()
+            uploads[id] = upload
+            if content != nil, !keep { throw Self.noSuchUpload }
         }
     }
 
     func parts(of id: String) throws -> [Int: SpooledContent] {
-        try lock.withLock {
-            guard let upload = uploads[id] else { throw Self.noSuchUpload }
-            return upload.parts
-        }
+        try withUpload(id) { $0.parts }
     }
 
     /// The uploads in progress of objects of `bucket` under `prefix`, by name (then by when they began, as their ids
@@ -77,27 +115,40 @@ final class MultipartUploads: @unchecked Sendable {
         let now = Date()
         return lock.withLock {
             uploads.filter { $0.value.request.bucket === bucket && now.timeIntervalSince($0.value.lastUsed) < UploadSessions.idleLimit }
-                .filter { $0.value.request.name.rawValue.utf8.starts(with: prefix.utf8) }
+                .filter { $0.value.machine.inProgress && $0.value.request.name.rawValue.utf8.starts(with: prefix.utf8) }
                 .sorted { NameBytes.precedes($0.value.request.name.rawValue, $1.value.request.name.rawValue) }
                 .map { (key: $0.value.request.name.rawValue, uploadID: $0.key) }
         }
     }
 
-    /// Takes the upload out (to complete or abort it): no part can join it meanwhile, and no second completion.
-    func take(_ id: String) throws -> Upload {
-        try lock.withLock {
-            guard let upload = uploads.removeValue(forKey: id) else { throw Self.noSuchUpload }
+    /// The client completes the upload: its parts as they are, to land. Until `landed` or `landingFailed`, no
+    /// second completion, abort or part is taken.
+    func complete(_ id: String) throws -> Upload {
+        try withUpload(id) { upload in
+            try upload.machine.complete()
             return upload
         }
     }
 
-    /// Puts back an upload whose completion failed, for the client to complete again or abort.
-    func putBack(_ upload: Upload, as id: String) {
+    /// The completed upload's object landed: the upload ends and its parts go.
+    func landed(_ id: String) {
         lock.withLock {
-            var kept = upload
-            kept.lastUsed = Date()
-            uploads[id] = kept
+            uploads[id]?.machine.landed(nil)
+            if uploads[id]?.machine.inProgress == false { uploads[id] = nil }
         }
+    }
+
+    /// The completion failed: the upload goes back to work, for the client to complete again or abort.
+    func landingFailed(_ id: String) {
+        lock.withLock {
+            uploads[id]?.machine.landingFailed()
+            uploads[id]?.lastUsed = Date()
+        }
+    }
+
+    /// The client aborts the upload: its parts go.
+    func abort(_ id: String) throws {
+        try withUpload(id) { upload in _ = try upload.machine.cancel() }
     }
 }
 
@@ -117,18 +168,26 @@ extension StorageAPI {
             guard let number = try exchange.query.integer("partNumber"), (1...Int64(MultipartUploads.maximumParts)).contains(number) else {
                 throw SignedURL.refusal(.badRequest, code: "InvalidArgument", "partNumber must be 1 to \(MultipartUploads.maximumParts).")
             }
-            let content = try await receiveObject(&exchange)
+            try multipartUploads.partBegins(uploadID)
+            let content: SpooledContent
+            do {
+                content = try await receiveObject(&exchange)
+            } catch {
+                try? multipartUploads.partArrived(nil, number: Int(number), of: uploadID)
+                throw error
+            }
             // The part's hashes as the client gives them (Content-MD5, x-goog-hash), each checked: a part damaged on
             // the way is refused, the upload kept.
             let hashes = Self.declaredHashes(exchange.request.headers)
             for (kind, declared, actual) in [("MD5", hashes.md5, content.md5Base64), ("CRC32C", hashes.crc32c, content.crc32cBase64)] {
                 if let declared, declared != actual {
+                    try? multipartUploads.partArrived(nil, number: Int(number), of: uploadID)
                     throw SignedURL.refusal(
                         .badRequest, code: "BadDigest", "The part's \(kind) is not the one given.",
                         details: "Provided \(kind) \(declared) does not match calculated \(kind) \(actual).")
                 }
             }
-            try multipartUploads.keep(content, number: Int(number), of: uploadID)
+            try multipartUploads.partArrived(content, number: Int(number), of: uploadID)
             return Reply.empty(.ok, headers: [
                 .eTag: CloudStorageXML.entityTag(md5Base64: content.md5Base64),
                 HTTPField.Name("X-Goog-Hash")!: "crc32c=\(content.crc32cBase64),md5=\(content.md5Base64)",
@@ -152,20 +211,21 @@ extension StorageAPI {
             let page = CloudStorageXML.PartsPage(marker: Int(marker), maximum: limit, truncated: after.count > limit)
             return Reply.xml(CloudStorageXML.listPartsResult(bucket: exchange.bucket.name, key: name.rawValue, uploadID: uploadID, parts: parts, page: page))
         case .delete:
-            _ = try multipartUploads.take(uploadID)
+            try multipartUploads.abort(uploadID)
             return Reply.empty(.noContent)
         case .post:
             let named = try CloudStorageXML.completedParts(try await body(&exchange, limit: limits.maximumJSONBytes, what: "CompleteMultipartUpload document"))
-            let upload = try multipartUploads.take(uploadID)
+            let upload = try multipartUploads.complete(uploadID)
             do {
                 let object = try await completeMultipart(upload, parts: named, request: request)
+                multipartUploads.landed(uploadID)
                 let location = "\(exchange.baseURL)/\(exchange.bucket.name)/\(NameBytes.percentEncoded(name.rawValue))"
                 return Reply.xml(
                     CloudStorageXML.completeMultipartUploadResult(
                         location: location, bucket: exchange.bucket.name, key: name.rawValue, entityTag: CloudStorageXML.entityTag(md5Base64: object.md5Hash)),
                     headers: [HTTPField.Name("X-Goog-Generation")!: String(object.generation)])
             } catch {
-                multipartUploads.putBack(upload, as: uploadID)
+                multipartUploads.landingFailed(uploadID)
                 throw error
             }
         default:

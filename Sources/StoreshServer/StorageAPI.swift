@@ -72,8 +72,8 @@ final class StorageAPI: Sendable {
         self.buckets = buckets
         self.signingKey = signingKey
         self.limits = limits
-        uploads = UploadSessions(maximumSessions: limits.maximumUploadSessions)
-        multipartUploads = MultipartUploads(maximumUploads: limits.maximumUploadSessions)
+        uploads = UploadSessions(maximumSessions: limits.maximumUploadSessions, maximumObjectBytes: Int64(limits.maximumObjectBytes))
+        multipartUploads = MultipartUploads(maximumUploads: limits.maximumUploadSessions, maximumObjectBytes: Int64(limits.maximumObjectBytes))
         rates = ServiceRates(writesPerSecond: limits.writesPerSecond, readsPerSecond: limits.readsPerSecond)
         let primary = buckets.primary.path
         spoolDirectory = (primary as NSString).deletingLastPathComponent.isEmpty ? "." : (primary as NSString).deletingLastPathComponent
@@ -207,9 +207,7 @@ final class StorageAPI: Sendable {
         } catch {
             try? spool.truncate(to: sizeBefore)
             let over = (error as? HTTPFailure)?.status == .contentTooLarge
-            try? uploads.withSession(id) { (session: inout UploadSessions.Session) in
-                if over { session.end(.cancelled) } else { session.state = .active }
-            }
+            try? uploads.withSession(id) { $0.machine.chunkFailed(tooLarge: over) }
             throw error
         }
     }
@@ -375,15 +373,36 @@ final class StorageAPI: Sendable {
             let failure = HTTPFailure(error, bucket: upload.bucket.name, object: upload.name.rawValue, firebase: firebase)
             answer = (failure.status, failure.body(firebase: firebase))
         } catch {
-            uploads.reopen(id)
+            try? uploads.withSession(id) { $0.machine.landingFailed() }
             throw error
         }
-        let size = spool.size
-        try? uploads.withSession(id) { (session: inout UploadSessions.Session) in
-            session.end(.final(status: Int(answer.status.code), body: answer.body))
-            session.declaredSize = size
-        }
+        try? uploads.withSession(id) { $0.machine.landed(UploadMachine.Final(status: Int(answer.status.code), body: answer.body)) }
         return answer
+    }
+
+    /// A resumable upload's refusal, in the words of its protocol.
+    func failure(_ refusal: UploadMachine.Refusal, upload id: String, firebase: Bool) -> HTTPFailure {
+        switch refusal {
+        case .busy:
+            return UploadSessions.busy
+        case .cancelled:
+            if firebase { return HTTPFailure.badRequest("The upload \(id) was cancelled.") }
+            return HTTPFailure(HTTPResponse.Status(code: 499, reasonPhrase: "Client Closed Request"), reason: "cancelled", "The upload \(id) was cancelled.")
+        case .ended:
+            return HTTPFailure.badRequest("The upload \(id) has ended: ask for its object.")
+        case .startsPastReceived(let first, let received):
+            let start = firebase ? "X-Goog-Upload-Offset is \(first)" : "Content-Range starts at byte \(first)"
+            return HTTPFailure.badRequest("\(start), but only \(received) bytes of the upload have been received.")
+        case .sizeChanged(let declared, let given):
+            return HTTPFailure.badRequest("Content-Range gives the object's size as \(given) bytes, but the upload was started for \(declared).")
+        case .tooLarge(let size):
+            return objectTooLarge(size)
+        case .incomplete(let received, let declared):
+            if firebase {
+                return HTTPFailure.badRequest("The upload cannot be finalized: \(received) of the \(declared) bytes announced have been received.")
+            }
+            return HTTPFailure.badRequest("The upload was started for \(declared) bytes, but has \(received) and its last request gave no Content-Range.")
+        }
     }
 
     /// Decides at an upload's start what its end will be decided on (the service checks a resumable upload's

@@ -111,45 +111,29 @@ struct UploadRequest: Sendable {
     var caller = Caller.administrator
 }
 
-/// Resumable uploads in progress. Their bytes wait in a spool (a file beside the bucket past a small size) and
-/// land in the bucket only when the last byte has arrived, in one change, so a half upload is never visible and
-/// one that a crash interrupts leaves nothing behind. A session ends when its upload lands or fails for good, is
-/// cancelled, or idles out; only sessions in progress count against the limit, and an ended one is remembered a
-/// while (without its bytes) to answer a client that asks again.
+/// Resumable uploads in progress, each an `UploadMachine` and the spool its bytes wait in (a file beside the bucket
+/// past a small size): they land in the bucket only when the last byte has arrived, in one change, so a half upload
+/// is never visible and one that a crash interrupts leaves nothing behind. A session ends when its upload lands or
+/// fails for good, is cancelled, or idles out; only sessions in progress count against the limit, and an ended one
+/// is remembered a while (without its bytes) to answer a client that asks again.
 final class UploadSessions: @unchecked Sendable {
-    enum State: Sendable {
-        case active
-        /// A request's bytes are arriving: another request on the session meanwhile is asked to retry.
-        case receiving
-        /// Its last byte has arrived and its object is being written: a request meanwhile is asked to retry.
-        case finishing
-        /// Finished: the answer it gave, given again to a client that asks again.
-        case final(status: Int, body: JSONValue)
-        case cancelled
-
-        var inProgress: Bool {
-            switch self {
-            case .active, .receiving, .finishing: true
-            case .final, .cancelled: false
-            }
-        }
-    }
-
     struct Session: Sendable {
         var request: UploadRequest
-        /// The size the client announced, when it did.
-        var declaredSize: Int64?
         /// The bytes received so far; nil once the session has ended.
-        var spool: Spool?
-        var state = State.active
+        private(set) var spool: Spool?
+        var machine: UploadMachine
         var lastUsed: Date
 
-        var received: Int64 { spool?.size ?? 0 }
+        init(request: UploadRequest, spool: Spool, machine: UploadMachine, lastUsed: Date) {
+            self.request = request
+            self.spool = spool
+            self.machine = machine
+            self.lastUsed = lastUsed
+        }
 
-        /// Ends the session with `state`, letting its bytes go.
-        mutating func end(_ state: State) {
-            self.state = state
-            spool = nil
+        /// Lets the bytes go once the upload has ended.
+        mutating func settle() {
+            if !machine.inProgress { spool = nil }
         }
     }
 
@@ -167,9 +151,12 @@ final class UploadSessions: @unchecked Sendable {
     private let lock = NSLock()
     private var sessions: [String: Session] = [:]
     private let maximumSessions: Int
+    /// The most bytes an object may have.
+    private let maximumObjectBytes: Int64
 
-    init(maximumSessions: Int) {
+    init(maximumSessions: Int, maximumObjectBytes: Int64) {
         self.maximumSessions = maximumSessions
+        self.maximumObjectBytes = maximumObjectBytes
     }
 
     func start(_ request: UploadRequest, declaredSize: Int64?, spool: Spool) throws -> String {
@@ -178,43 +165,43 @@ final class UploadSessions: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         forgetStale(now: now)
-        let inProgress = sessions.values.count { $0.state.inProgress }
+        let inProgress = sessions.values.count { $0.machine.inProgress }
         guard inProgress < maximumSessions else {
             throw HTTPFailure(
                 .tooManyRequests, reason: "rateLimitExceeded",
                 "\(maximumSessions) resumable uploads are in progress; finish or cancel one first (an upload idle for \(Int(Self.idleLimit / 60)) minutes ends by itself).")
         }
-        sessions[id] = Session(request: request, declaredSize: declaredSize, spool: spool, lastUsed: now)
+        let machine = UploadMachine(.chunks, limit: maximumObjectBytes, declaredSize: declaredSize)
+        sessions[id] = Session(request: request, spool: spool, machine: machine, lastUsed: now)
         return id
     }
 
     /// Ends idle sessions in progress, and forgets ended ones past their memory.
     private func forgetStale(now: Date) {
         var ended = 0
-        for (id, session) in sessions {
+        for id in Array(sessions.keys) {
+            guard var session = sessions[id] else { continue }
             let idle = now.timeIntervalSince(session.lastUsed)
-            switch session.state {
-            case .active where idle >= Self.idleLimit: sessions[id]?.end(.cancelled)
-            case .final, .cancelled:
-                if idle >= Self.endedMemory { sessions[id] = nil } else { ended += 1 }
-            default: break
+            if session.machine.inProgress {
+                if idle >= Self.idleLimit {
+                    session.machine.expire()
+                    session.settle()
+                    sessions[id] = session
+                }
+            } else if idle >= Self.endedMemory {
+                sessions[id] = nil
+            } else {
+                ended += 1
             }
         }
         if ended > Self.maximumEnded {
-            let oldest = sessions.filter { !$0.value.state.inProgress }.sorted { $0.value.lastUsed < $1.value.lastUsed }
+            let oldest = sessions.filter { !$0.value.machine.inProgress }.sorted { $0.value.lastUsed < $1.value.lastUsed }
             for (id, _) in oldest.prefix(ended - Self.maximumEnded) { sessions[id] = nil }
         }
     }
 
-    /// Puts the session back to work after its object could not be written for a reason a retry may cure.
-    func reopen(_ id: String) {
-        lock.withLock {
-            if case .finishing? = sessions[id]?.state { sessions[id]?.state = .active }
-        }
-    }
-
     /// Runs `body` on the session `id` (a 404 when there is none), under the lock: requests on one session are
-    /// serialised, as their chunks must be.
+    /// serialised, as their chunks must be. Its machine takes the events; once it has ended, its bytes go.
     func withSession<T>(_ id: String, _ body: (inout Session) throws -> T) throws -> T {
         lock.lock()
         defer { lock.unlock() }
@@ -222,7 +209,10 @@ final class UploadSessions: @unchecked Sendable {
             throw HTTPFailure.notFound("No such upload: '\(id)'. It finished, was cancelled, was never started here, or the server restarted since.")
         }
         session.lastUsed = Date()
-        defer { sessions[id] = session }
+        defer {
+            session.settle()
+            sessions[id] = session
+        }
         return try body(&session)
     }
 
