@@ -93,7 +93,9 @@ let package = Package(
                 // V4 signed URLs' signatures (SHA-256, RSA PKCS #1 v1.5).
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
-            ]),
+            ],
+            // The page's style and script, compiled in and served beside it (PageAssets).
+            resources: [.embedInCode("Page/page.css"), .embedInCode("Page/page.js")]),
 
         // Real buckets: Google Cloud Storage (and Firebase) over HTTP with AsyncHTTPClient, its credentials, and
         // the retry policy of remote requests. Each backend is a `Bucket`; storage semantics stay in the core.

@@ -121,6 +121,11 @@ public enum MessageText {
     /// `1 object`, `2 objects`, `4,812 objects`.
     public static func counted(_ count: Int, _ noun: String) -> String { "\(grouped(count)) \(noun)\(count == 1 ? "" : "s")" }
 
+    /// `1 prefix`, `2 prefixes`: a noun whose plural is not its singular and an s.
+    public static func counted(_ count: Int, _ singular: String, _ plural: String) -> String {
+        "\(grouped(count)) \(count == 1 ? singular : plural)"
+    }
+
     /// A size or a count kept in 64 bits, grouped as `grouped(_:)` groups an `Int`.
     public static func grouped(_ count: Int64) -> String { grouped(Int(count)) }
 

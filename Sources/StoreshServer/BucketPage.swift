@@ -37,19 +37,15 @@ enum BucketPage {
     ) async throws -> Answer {
         var headers = HTTPFields()
         headers[.contentType] = "text/html; charset=utf-8"
-        // The page is the bucket as it is now; a reload must ask again.
+        // The page is the bucket as it is now; a reload must ask again. (Its security headers are the
+        // PageSecurityMiddleware's.)
         headers[.cacheControl] = "no-store"
-        // No other page may frame it (a click there would be a click here: rule V8).
-        headers[HTTPField.Name("X-Frame-Options")!] = "DENY"
-        headers[HTTPField.Name("Content-Security-Policy")!] = "frame-ancestors 'none'"
-        headers[HTTPField.Name("X-Content-Type-Options")!] = "nosniff"
-        headers[HTTPField.Name("Referrer-Policy")!] = "no-referrer"
         if query["view"] == "requests" {
             let html = document(
-                title: "Requests to gs://\(bucket.name) · storesh", heading: "Requests to gs://\(escaped(bucket.name))",
+                title: "Requests to gs://\(bucket.name) · storesh", heading: "Requests to gs://\(bucket.name)",
                 main: requestLog(journal.recent(RequestJournal.capacity), bucket: bucket.name, full: true), wide: true,
                 pageToken: pageToken)
-            return Answer(status: .ok, headers: headers, body: ByteBuffer(string: html))
+            return Answer(status: .ok, headers: headers, body: ByteBuffer(string: html.markup))
         }
         let folder = StoragePath(normalizing: query["path"] ?? "")
         let token = query["token"].flatMap { $0.isEmpty ? nil : $0 }
@@ -68,11 +64,8 @@ enum BucketPage {
         let html = render(
             bucket: bucket.name, folder: folder, token: token, page: page, object: object, missing: missing, rules: rules,
             requests: journal.recent(requestsBeside), pageToken: pageToken, buckets: buckets)
-        return Answer(status: .ok, headers: headers, body: ByteBuffer(string: html))
+        return Answer(status: .ok, headers: headers, body: ByteBuffer(string: html.markup))
     }
-
-    /// Text made safe for HTML, in text and in attribute values.
-    static func escaped(_ text: String) -> String { MarkupText.escaped(text) }
 
     /// A link to this page with these parameters.
     static func link(path: String, token: String? = nil, object: String? = nil) -> String {
@@ -83,26 +76,26 @@ enum BucketPage {
         return "/?" + parameters.joined(separator: "&")
     }
 
-    /// The page around `main`: its head, header and live script. `pageToken` is the server's own
-    /// (`OriginPolicy.newPageToken`): the page's script sends it with every change it makes, which a page of another
-    /// origin cannot read and so cannot forge.
-    static func document(title: String, heading: String, navigation: String = "", main: String, wide: Bool = false, pageToken: String) -> String {
+    /// The page around `main`: its head, header, style and live script (`PageAssets`). `pageToken` is the server's
+    /// own (`OriginPolicy.newPageToken`): the page's script sends it with every change it makes, which a page of
+    /// another origin cannot read and so cannot forge.
+    static func document(title: String, heading: HTML, navigation: HTML = "", main: HTML, wide: Bool = false, pageToken: String) -> HTML {
         """
         <!doctype html>
         <html lang="en">
         <head>
         <meta charset="utf-8">
-        <meta name="storesh-page-token" content="\(escaped(pageToken))">
+        <meta name="storesh-page-token" content="\(pageToken)">
         <meta name="viewport" content="width=device-width, initial-scale=1">
-        <title>\(escaped(title))</title>
-        <style>\(style)</style>
+        <title>\(title)</title>
+        <link rel="stylesheet" href="\(PageAssets.style.link)">
         </head>
-        <body\(wide ? " class=\"projected\"" : "")>
+        <body\(" class=\"projected\"", if: wide)>
         <header><h1>\(heading)</h1>\(navigation)
-        <p id="live" class="note" aria-live="polite">Reload to see changes (live updates need JavaScript).</p>\(wide ? "" : identityForm)</header>
+        <p id="live" class="note" aria-live="polite">Reload to see changes (live updates need JavaScript).</p>\(identityForm, if: !wide)</header>
         <main>
         \(main)</main>
-        <script>\(liveScript)</script>
+        <script src="\(PageAssets.script.link)"></script>
         </body>
         </html>
 
@@ -112,11 +105,11 @@ enum BucketPage {
     static func render(
         bucket: String, folder: StoragePath, token: String?, page: ListPage, object: ObjectMetadata?, missing: String?,
         rules: (source: String, origin: String)?, requests: [ServedExchange], pageToken: String, buckets: [String] = []
-    ) -> String {
+    ) -> HTML {
         let prefix = folder.listingPrefix
-        var html = """
+        var html: HTML = """
             <section class="listing" aria-labelledby="listing-title">
-            <h2 id="listing-title">\(prefix.isEmpty ? "the root" : escaped(prefix))</h2>
+            <h2 id="listing-title">\(prefix.isEmpty ? "the root" : prefix)</h2>
 
             """
         if token != nil { html += "<p class=\"note\">A later page (from a page token).</p>\n" }
@@ -126,23 +119,31 @@ enum BucketPage {
             html += "<ul class=\"entries\">\n"
             for child in page.prefixes {
                 let name = StoragePath(normalizing: child).name
-                html += "<li class=\"prefix\"><a href=\"\(escaped(link(path: child + "/")))\">\(escaped(name))/</a> <span class=\"kind\">prefix</span></li>\n"
+                html += "<li class=\"prefix\"><a href=\"\(link(path: child + "/"))\">\(name)/</a> <span class=\"kind\">prefix</span></li>\n"
             }
             let sizes = Dictionary((page.itemMetadata ?? []).map { (ObjectName(stored: $0.fullPath), $0.size) }) { first, _ in first }
             for item in page.items {
                 let name = StoragePath(normalizing: item).name
-                let size = sizes[ObjectName(stored: item)].map { " <span class=\"size\">\(MessageText.byteCount($0))</span>" } ?? ""
-                let current = object.map { NameBytes.sameBytes($0.fullPath, item) } ?? false ? " aria-current=\"true\"" : ""
+                let size: HTML = sizes[ObjectName(stored: item)].map { " <span class=\"size\">\(MessageText.byteCount($0))</span>" } ?? ""
+                let current = object.map { NameBytes.sameBytes($0.fullPath, item) } ?? false
                 // Two names that look alike are two objects (rule P7): the decomposed one says so.
-                let form = MessageText.isComposed(name) ? "" : " <span class=\"kind\">(not NFC)</span>"
-                html += "<li class=\"item\"><a href=\"\(escaped(link(path: prefix, token: token, object: item)))\"\(current)>\(escaped(name))</a>\(form)\(size) <span class=\"kind\">item</span></li>\n"
+                let decomposed = !MessageText.isComposed(name)
+                html += """
+                    <li class="item"><a href="\(link(path: prefix, token: token, object: item))"\(" aria-current=\"true\"", if: current)>\(name)</a>\
+                    \(" <span class=\"kind\">(not NFC)</span>", if: decomposed)\(size) <span class="kind">item</span></li>
+
+                    """
             }
             html += "</ul>\n"
         }
         html += uploadForm(bucket: bucket, prefix: prefix)
-        html += "<p class=\"count\">\(page.prefixes.count) \(page.prefixes.count == 1 ? "prefix" : "prefixes"), \(page.items.count) \(page.items.count == 1 ? "item" : "items") on this page (at most \(pageSize))</p>\n"
+        html += """
+            <p class="count">\(MessageText.counted(page.prefixes.count, "prefix", "prefixes")), \
+            \(MessageText.counted(page.items.count, "item")) on this page (at most \(pageSize))</p>
+
+            """
         if let next = page.nextPageToken {
-            html += "<p class=\"paging\"><a rel=\"next\" href=\"\(escaped(link(path: prefix, token: next)))\">Next page</a> <span class=\"token\">pageToken \(escaped(next))</span></p>\n"
+            html += "<p class=\"paging\"><a rel=\"next\" href=\"\(link(path: prefix, token: next))\">Next page</a> <span class=\"token\">pageToken \(next)</span></p>\n"
         } else {
             html += "<p class=\"paging\">Last page: no page token.</p>\n"
         }
@@ -150,27 +151,27 @@ enum BucketPage {
         if let object {
             html += metadataPanel(bucket: bucket, object: object)
         } else if let missing {
-            html += "<section class=\"object\" aria-label=\"object\"><h2>No such object</h2><p>\(escaped(missing))</p></section>\n"
+            html += "<section class=\"object\" aria-label=\"object\"><h2>No such object</h2><p>\(missing)</p></section>\n"
         }
         if let rules {
             // The origin is a file, or already a parenthesised description (the open rules of a new bucket).
             let origin = rules.origin.hasPrefix("(") ? rules.origin : "(\(rules.origin))"
-            html += "<section class=\"rules\"><details><summary>Security rules in force \(escaped(origin))</summary><pre>\(escaped(rules.source))</pre></details></section>\n"
+            html += "<section class=\"rules\"><details><summary>Security rules in force \(origin)</summary><pre>\(rules.source)</pre></details></section>\n"
         }
         html += requestLog(requests, bucket: bucket, full: false)
         return document(
-            title: "gs://\(bucket)/\(prefix) · storesh", heading: "gs://\(escaped(bucket))",
+            title: "gs://\(bucket)/\(prefix) · storesh", heading: "gs://\(bucket)",
             navigation: breadcrumb(bucket: bucket, folder: folder) + bucketList(buckets, shown: bucket), main: html, pageToken: pageToken)
     }
 
     /// The requests that reached the server, newest first, each as the SDK call it stands for, the HTTP exchange,
     /// who made it and what the rules decided: the words say allowed or denied, colour adds nothing to them.
-    static func requestLog(_ requests: [ServedExchange], bucket: String, full: Bool) -> String {
-        var html = "<section class=\"requests\" aria-labelledby=\"requests-title\">\n<h2 id=\"requests-title\">Requests this server received</h2>\n"
+    static func requestLog(_ requests: [ServedExchange], bucket: String, full: Bool) -> HTML {
+        var html: HTML = "<section class=\"requests\" aria-labelledby=\"requests-title\">\n<h2 id=\"requests-title\">Requests this server received</h2>\n"
         if !full {
             html += "<p class=\"note\"><a href=\"/?view=requests\">The request log alone, in large type</a> · the last \(requestsBeside) here, newest first</p>\n"
         } else {
-            html += "<p class=\"note\"><a href=\"/\">Back to gs://\(escaped(bucket))</a> · the last \(RequestJournal.capacity) at most, newest first</p>\n"
+            html += "<p class=\"note\"><a href=\"/\">Back to gs://\(bucket)</a> · the last \(RequestJournal.capacity) at most, newest first</p>\n"
         }
         guard !requests.isEmpty else {
             return html + "<p class=\"empty\">None yet: requests from an app, an SDK, the shell on gs:// or curl appear here as they arrive.</p>\n</section>\n"
@@ -178,59 +179,66 @@ enum BucketPage {
         html += "<ol class=\"exchanges\">\n"
         for exchange in requests {
             let denied = exchange.verdicts.contains { !$0.allowed }
-            html += "<li class=\"exchange\(denied ? " denied" : "")\" id=\"request-\(exchange.number)\">\n"
-            if let call = exchange.call { html += "<p class=\"call\"><code>\(escaped(call))</code></p>\n" }
+            html += "<li class=\"exchange\(" denied", if: denied)\" id=\"request-\(exchange.number)\">\n"
+            if let call = exchange.call { html += "<p class=\"call\"><code>\(call)</code></p>\n" }
             let time = String(exchange.time.rfc3339.dropFirst(11).prefix(8))
-            html += "<p class=\"http\">#\(exchange.number) <code>\(escaped(exchange.method.rawValue)) \(escaped(exchange.target))</code> → <strong>\(exchange.status) \(escaped(exchange.reason))</strong> in \(String(format: "%.1f", exchange.milliseconds)) ms · \(escaped(exchange.caller)) · \(time)</p>\n"
+            let milliseconds = String(format: "%.1f", exchange.milliseconds)
+            html += """
+                <p class="http">#\(exchange.number) <code>\(exchange.method.rawValue) \(exchange.target)</code> → \
+                <strong>\(exchange.status) \(exchange.reason)</strong> in \(milliseconds) ms · \(exchange.caller) · \(time)</p>
+
+                """
             for verdict in exchange.verdicts {
                 // The decision's first word (allowed, denied) in bold: it is what the class looks for.
                 let text = verdict.text
                 let (word, rest) = text.firstIndex(of: " ").map { (String(text[..<$0]), String(text[$0...])) } ?? (text, "")
-                html += "<p class=\"verdict \(verdict.allowed ? "allowed" : "denied")\">Rules: <strong>\(escaped(word))</strong>\(escaped(rest).replacingOccurrences(of: "\n", with: "<br>"))</p>\n"
+                let decision = verdict.allowed ? "allowed" : "denied"
+                html += "<p class=\"verdict \(decision)\">Rules: <strong>\(word)</strong>\(HTML.lines(rest))</p>\n"
             }
-            if let note = exchange.rulesNote { html += "<p class=\"verdict\">Rules: \(escaped(note))</p>\n" }
+            if let note = exchange.rulesNote { html += "<p class=\"verdict\">Rules: \(note)</p>\n" }
             html += "</li>\n"
         }
         return html + "</ol>\n</section>\n"
     }
 
-    /// gs://BUCKET / a / b /, each part a link to its folder.
     /// The buckets this server serves, when it serves more than one: each a link to its root, the one shown marked.
-    static func bucketList(_ buckets: [String], shown: String) -> String {
+    static func bucketList(_ buckets: [String], shown: String) -> HTML {
         guard buckets.count > 1 else { return "" }
-        let links = buckets.enumerated().map { index, name in
+        let links = buckets.enumerated().map { index, name -> HTML in
             let href = index == 0 ? "/" : "/?bucket=" + NameBytes.percentEncoded(name)
-            let current = name == shown ? " aria-current=\"page\"" : ""
-            return "<li><a href=\"\(escaped(href))\"\(current)>gs://\(escaped(name))</a></li>"
+            return "<li><a href=\"\(href)\"\(" aria-current=\"page\"", if: name == shown)>gs://\(name)</a></li>"
         }
-        return "<nav class=\"buckets\" aria-label=\"buckets\"><span class=\"note\">Buckets served:</span> <ul>\(links.joined())</ul></nav>"
+        return "<nav class=\"buckets\" aria-label=\"buckets\"><span class=\"note\">Buckets served:</span> <ul>\(links)</ul></nav>"
     }
 
-    static func breadcrumb(bucket: String, folder: StoragePath) -> String {
-        var parts = ["<a href=\"\(escaped(link(path: "")))\">gs://\(escaped(bucket))</a>"]
+    /// gs://BUCKET / a / b /, each part a link to its folder.
+    static func breadcrumb(bucket: String, folder: StoragePath) -> HTML {
+        var parts: [HTML] = ["<a href=\"\(link(path: ""))\">gs://\(bucket)</a>"]
         var path = ""
         for segment in folder.listingPrefix.split(separator: "/", omittingEmptySubsequences: false).dropLast() {
             path += segment + "/"
-            parts.append("<a href=\"\(escaped(link(path: path)))\">\(escaped(String(segment)))</a>")
+            parts.append("<a href=\"\(link(path: path))\">\(segment)</a>")
         }
-        return "<nav class=\"breadcrumb\" aria-label=\"folder\">" + parts.joined(separator: " / ") + " /</nav>"
+        return "<nav class=\"breadcrumb\" aria-label=\"folder\">\(parts.joined(separator: " / ")) /</nav>"
     }
 
     /// Every property of an object, its custom metadata, and a link to its content. Download tokens are counted,
     /// not shown (rule G7: they open the object to anyone who has them).
-    static func metadataPanel(bucket: String, object: ObjectMetadata) -> String {
+    static func metadataPanel(bucket: String, object: ObjectMetadata) -> HTML {
+        let size = object.size < 1024
+            ? MessageText.counted(Int(object.size), "byte")
+            : "\(MessageText.grouped(Int(object.size))) bytes (\(MessageText.byteCount(object.size)))"
         var rows: [(String, String)] = [
             ("name", object.name), ("fullPath", object.fullPath), ("bucket", object.bucket),
             ("generation", String(object.generation)), ("metageneration", String(object.metageneration)),
-            ("size", object.size < 1024 ? MessageText.counted(Int(object.size), "byte") : "\(MessageText.grouped(Int(object.size))) bytes (\(MessageText.byteCount(object.size)))"), ("timeCreated", object.timeCreated.rfc3339),
-            ("updated", object.updated.rfc3339), ("md5Hash", object.md5Hash),
+            ("size", size), ("timeCreated", object.timeCreated.rfc3339), ("updated", object.updated.rfc3339), ("md5Hash", object.md5Hash),
         ]
         if let crc32c = object.crc32c { rows.append(("crc32c", crc32c)) }
         for property in WritableProperty.allCases {
             rows.append((property.rawValue, object[property] ?? "(not set)"))
         }
-        var html = "<section class=\"object\" aria-labelledby=\"object-title\">\n<h2 id=\"object-title\">\(escaped(object.fullPath))</h2>\n<dl class=\"metadata\">\n"
-        for (key, value) in rows { html += "<dt>\(escaped(key))</dt><dd>\(escaped(value))</dd>\n" }
+        var html: HTML = "<section class=\"object\" aria-labelledby=\"object-title\">\n<h2 id=\"object-title\">\(object.fullPath)</h2>\n<dl class=\"metadata\">\n"
+        for (key, value) in rows { html += "<dt>\(key)</dt><dd>\(value)</dd>\n" }
         html += "</dl>\n<h3>customMetadata</h3>\n"
         var custom = object.customMetadata
         let tokens = custom.removeValue(forKey: ObjectMetadata.downloadTokensKey)
@@ -238,15 +246,15 @@ enum BucketPage {
             html += "<p class=\"empty\">(none)</p>\n"
         } else {
             html += "<dl class=\"custom\">\n"
-            for (key, value) in custom.sortedByKeyBytes { html += "<dt>\(escaped(key))</dt><dd>\(escaped(value))</dd>\n" }
+            for (key, value) in custom.sortedByKeyBytes { html += "<dt>\(key)</dt><dd>\(value)</dd>\n" }
             html += "</dl>\n"
         }
         if let tokens {
             let count = tokens.split(separator: ",").count
-            html += "<p class=\"note\">\(count) download \(count == 1 ? "token" : "tokens") (not shown: a token opens the object to anyone who has it)</p>\n"
+            html += "<p class=\"note\">\(MessageText.counted(count, "download token")) (not shown: a token opens the object to anyone who has it)</p>\n"
         }
         let download = "/download/storage/v1/b/\(NameBytes.percentEncoded(bucket))/o/\(NameBytes.percentEncoded(object.fullPath))?alt=media"
-        html += "<p><a class=\"download\" href=\"\(escaped(download))\" download>Download the content</a></p>\n"
+        html += "<p><a class=\"download\" href=\"\(download)\" download>Download the content</a></p>\n"
         html += editForm(bucket: bucket, object: object, custom: custom)
         return html + "</section>\n"
     }
@@ -265,7 +273,7 @@ enum BucketPage {
     /// Whom the page's edits, deletions and uploads are made as: the owner (the JSON API with no rules, as the
     /// Emulator Suite's page edits), or, to see the rules decide, signed out or signed in as a uid (an unsigned
     /// emulator ID token, as the Firebase emulators take). Kept for the browser tab; shown only where scripts run.
-    static let identityForm = """
+    static let identityForm: HTML = """
 
         <form class="identity" hidden>
         <p><label>Edit and upload as <select name="as">
@@ -280,29 +288,33 @@ enum BucketPage {
     /// them to the JSON API with the generation and metageneration shown (`ifGenerationMatch`,
     /// `ifMetagenerationMatch`), so that a change made meanwhile, by anyone, is refused rather than overwritten;
     /// they are requests like any client's, in the request log. Without a script the form stays hidden.
-    static func editForm(bucket: String, object: ObjectMetadata, custom: [String: String]) -> String {
-        var html = """
+    static func editForm(bucket: String, object: ObjectMetadata, custom: [String: String]) -> HTML {
+        var html: HTML = """
             <p class="note scriptless">Editing needs JavaScript: the page sends its changes to this server's API.</p>
-            <form class="edit" hidden data-object="\(escaped(objectResource(bucket: bucket, name: object.fullPath)))" \
-            data-firebase="\(escaped(firebaseResource(bucket: bucket, name: object.fullPath)))" \
+            <form class="edit" hidden data-object="\(objectResource(bucket: bucket, name: object.fullPath))" \
+            data-firebase="\(firebaseResource(bucket: bucket, name: object.fullPath))" \
             data-generation="\(object.generation)" data-metageneration="\(object.metageneration)" \
-            data-name="\(escaped(MessageText.name(object.fullPath)))" data-folder="\(escaped(link(path: NameBytes.folder(ofPrefix: object.fullPath))))">
+            data-name="\(MessageText.name(object.fullPath))" data-folder="\(link(path: NameBytes.folder(ofPrefix: object.fullPath)))">
             <h3>Edit</h3>
             <p class="note">As chosen at the top of the page (the owner, unless you choose a user), on the object as shown (generation \(object.generation), metageneration \(object.metageneration)): a change made since is refused, not overwritten. An emptied field is removed.</p>
 
             """
         for property in WritableProperty.allCases {
-            let value = escaped(object[property] ?? "")
+            let value = object[property] ?? ""
             html += "<p><label>\(property.rawValue) <input class=\"property\" name=\"\(property.rawValue)\" value=\"\(value)\" data-was=\"\(value)\"></label></p>\n"
         }
         html += "<fieldset><legend>customMetadata</legend>\n"
         let rows = custom.sortedByKeyBytes.map { ($0.key, $0.value) } + [("", "")]
         for (key, value) in rows {
-            html += "<p class=\"custom-row\"><input class=\"key\" aria-label=\"key\" value=\"\(escaped(key))\" data-was=\"\(escaped(key))\" placeholder=\"new key\"> <input class=\"value\" aria-label=\"value of \(escaped(key.isEmpty ? "the new key" : key))\" value=\"\(escaped(value))\" data-was=\"\(escaped(value))\"></p>\n"
+            html += """
+                <p class="custom-row"><input class="key" aria-label="key" value="\(key)" data-was="\(key)" placeholder="new key"> \
+                <input class="value" aria-label="value of \(key.isEmpty ? "the new key" : key)" value="\(value)" data-was="\(value)"></p>
+
+                """
         }
         html += """
             </fieldset>
-            <p><button type="submit">Save</button> <button type="button" class="delete">Delete \(escaped(object.name))</button></p>
+            <p><button type="submit">Save</button> <button type="button" class="delete">Delete \(object.name)</button></p>
             <p class="outcome" role="status"></p>
             </form>
 
@@ -311,187 +323,14 @@ enum BucketPage {
     }
 
     /// Files from the computer into the folder shown, each only where no object has its name (`ifGenerationMatch=0`).
-    static func uploadForm(bucket: String, prefix: String) -> String {
+    static func uploadForm(bucket: String, prefix: String) -> HTML {
         """
-        <form class="upload" hidden data-upload="/upload/storage/v1/b/\(escaped(NameBytes.percentEncoded(bucket)))/o" \
-        data-firebase="\(escaped(firebaseResource(bucket: bucket)))" data-prefix="\(escaped(prefix))">
-        <p><label>Upload into \(prefix.isEmpty ? "the root" : escaped(prefix)) <input type="file" name="files" multiple></label> <button type="submit">Upload</button></p>
+        <form class="upload" hidden data-upload="/upload/storage/v1/b/\(NameBytes.percentEncoded(bucket))/o" \
+        data-firebase="\(firebaseResource(bucket: bucket))" data-prefix="\(prefix)">
+        <p><label>Upload into \(prefix.isEmpty ? "the root" : prefix) <input type="file" name="files" multiple></label> <button type="submit">Upload</button></p>
         <p class="outcome" role="status"></p>
         </form>
 
         """
     }
-
-    /// The page keeps itself current where scripts run: it listens to `/_storesh/events` and, at each change of the
-    /// bucket, reads itself again and puts the new `main` in place (everything works without it, by reloading).
-    static let liveScript = """
-        (function () {
-          if (!window.EventSource || !window.fetch || !window.DOMParser) return;
-          var live = document.getElementById("live");
-          var shown = new URLSearchParams(location.search).get("bucket");
-          var events = new EventSource("/_storesh/events" + (shown ? "?bucket=" + encodeURIComponent(shown) : ""));
-          events.onopen = function () { live.textContent = "Live: changes to the bucket appear here as they happen."; };
-          // The forms are the script's: shown only where it runs.
-          function showForms() {
-            document.querySelectorAll("form.edit, form.upload, form.identity").forEach(function (form) { form.hidden = false; });
-            document.querySelectorAll(".scriptless").forEach(function (note) { note.hidden = true; });
-          }
-          showForms();
-          // Whom edits are made as, kept for this tab (the header is not replaced by live updates).
-          var identity = document.querySelector("form.identity");
-          if (identity) {
-            identity.elements.as.value = sessionStorage.getItem("storesh.as") || "owner";
-            identity.elements.uid.value = sessionStorage.getItem("storesh.uid") || "";
-            identity.addEventListener("change", function () {
-              sessionStorage.setItem("storesh.as", identity.elements.as.value);
-              sessionStorage.setItem("storesh.uid", identity.elements.uid.value.trim());
-            });
-            identity.addEventListener("submit", function (event) { event.preventDefault(); });
-          }
-          function base64url(text) {
-            return btoa(unescape(encodeURIComponent(text))).replace(/[+]/g, "-").replace(/[/]/g, "_").replace(/=+$/, "");
-          }
-          // Where a change goes and with which headers: the owner's to the JSON API; anyone else's to the v0 API,
-          // which the rules decide, signed in with an unsigned emulator ID token (null: no uid was given).
-          var pageToken = document.querySelector('meta[name="storesh-page-token"]').content;
-          function route(json, headers) {
-            headers["X-Storesh-Page-Token"] = pageToken;
-            var as = identity ? identity.elements.as.value : "owner", uid = identity ? identity.elements.uid.value.trim() : "";
-            if (as === "owner") return { url: json, headers: headers, who: "as the owner" };
-            if (as === "user" && !uid) return null;
-            if (as === "user") {
-              headers.Authorization = "Firebase " + base64url(JSON.stringify({ alg: "none", typ: "JWT" })) + "." +
-                base64url(JSON.stringify({ sub: uid, user_id: uid })) + ".";
-            }
-            return { url: null, headers: headers, who: as === "user" ? "as " + uid : "signed out" };
-          }
-          var noUid = "Give a uid at the top of the page to act as a signed-in user.";
-          // One read of the page at a time, and at most one more after it, however many events arrive. An edit
-          // being typed, or files chosen, are not swept away: the page waits until they are sent (an edit's
-          // preconditions catch a change made meanwhile).
-          var reading = false, again = null;
-          function refresh(why) {
-            if (reading || document.querySelector("form[data-dirty]")) {
-              again = why;
-              if (!reading) live.textContent = "The bucket changed (" + why + "): shown once your edit or upload is sent.";
-              return;
-            }
-            reading = true;
-            fetch(location.href, { cache: "no-store" }).then(function (answer) { return answer.text(); }).then(function (html) {
-              var next = new DOMParser().parseFromString(html, "text/html").querySelector("main");
-              if (next) {
-                var outcomes = Array.from(document.querySelectorAll("main .outcome"), function (p) { return p.textContent; });
-                document.querySelector("main").replaceWith(next);
-                showForms();
-                // What the last edit did stays in view.
-                document.querySelectorAll("main .outcome").forEach(function (p, index) { if (outcomes[index]) p.textContent = outcomes[index]; });
-              }
-              live.textContent = "Updated at " + new Date().toLocaleTimeString() + ": " + why + ".";
-            }).finally(function () {
-              reading = false;
-              if (again) { var later = again; again = null; refresh(later); }
-            });
-          }
-          function failure(answer) {
-            return answer.json().then(function (body) { return body.error && body.error.message || answer.statusText; },
-                                      function () { return answer.statusText; });
-          }
-          function touched(event) {
-            var form = event.target.closest && event.target.closest("form.edit, form.upload");
-            if (form) form.dataset.dirty = "1";
-          }
-          document.addEventListener("input", touched);
-          document.addEventListener("change", touched);
-          document.addEventListener("submit", function (event) {
-            var form = event.target;
-            if (form.matches("form.edit")) { event.preventDefault(); save(form); }
-            if (form.matches("form.upload")) { event.preventDefault(); upload(form); }
-          });
-          document.addEventListener("click", function (event) {
-            if (event.target.matches && event.target.matches("form.edit button.delete")) remove(event.target.form);
-          });
-          function conditions(form, withMetageneration) {
-            return "?ifGenerationMatch=" + form.dataset.generation + (withMetageneration ? "&ifMetagenerationMatch=" + form.dataset.metageneration : "");
-          }
-          function settle(form, text) {
-            delete form.dataset.dirty;
-            form.querySelector(".outcome").textContent = text;
-            refresh(text.replace(/[.]$/, ""));
-          }
-          // Only what changed: a property set, or null to remove it; custom keys likewise, under metadata.
-          function save(form) {
-            var body = {}, metadata = {}, before = {}, after = {};
-            form.querySelectorAll("input.property").forEach(function (input) {
-              if (input.value !== input.dataset.was) body[input.name] = input.value === "" ? null : input.value;
-            });
-            form.querySelectorAll(".custom-row").forEach(function (row) {
-              var key = row.querySelector(".key"), value = row.querySelector(".value");
-              if (key.dataset.was) before[key.dataset.was] = value.dataset.was;
-              if (key.value !== "" && value.value !== "") after[key.value] = value.value;
-            });
-            Object.keys(before).forEach(function (key) { if (!(key in after)) metadata[key] = null; });
-            Object.keys(after).forEach(function (key) { if (before[key] !== after[key]) metadata[key] = after[key]; });
-            if (Object.keys(metadata).length) body.metadata = metadata;
-            if (!Object.keys(body).length) { form.querySelector(".outcome").textContent = "Nothing to save: no field changed."; return; }
-            var to = route(form.dataset.object, { "Content-Type": "application/json" });
-            if (!to) { form.querySelector(".outcome").textContent = noUid; return; }
-            fetch((to.url || form.dataset.firebase) + conditions(form, true), {
-              method: "PATCH", headers: to.headers, body: JSON.stringify(body)
-            }).then(function (answer) {
-              if (answer.ok) return answer.json().then(function (object) { settle(form, "Saved " + to.who + ": metageneration " + object.metageneration + "."); });
-              if (answer.status === 412) return settle(form, "Not saved: the object changed since the page showed it. Nothing was changed; it is shown as it is now.");
-              return failure(answer).then(function (message) { settle(form, "Not saved " + to.who + " (" + answer.status + "): " + message); });
-            }, function (error) { form.querySelector(".outcome").textContent = "Not saved: " + error; });
-          }
-          function remove(form) {
-            // A deletion is asked about first: nothing is deleted by a click alone.
-            if (!window.confirm("Delete " + form.dataset.name + "? This cannot be undone here.")) return;
-            var to = route(form.dataset.object, {});
-            if (!to) { form.querySelector(".outcome").textContent = noUid; return; }
-            fetch((to.url || form.dataset.firebase) + conditions(form, false), { method: "DELETE", headers: to.headers }).then(function (answer) {
-              if (answer.ok) { location.href = form.dataset.folder; return; }
-              if (answer.status === 412) return settle(form, "Not deleted: the object changed since the page showed it. It is shown as it is now.");
-              return failure(answer).then(function (message) { settle(form, "Not deleted " + to.who + " (" + answer.status + "): " + message); });
-            });
-          }
-          // One file after another; each only where nothing has its name (ifGenerationMatch=0).
-          function upload(form) {
-            var files = Array.from(form.querySelector("input[type=file]").files), done = [], outcome = form.querySelector(".outcome");
-            if (!files.length) { outcome.textContent = "Choose a file first."; return; }
-            if (!route("", {})) { outcome.textContent = noUid; return; }
-            (function next() {
-              if (!files.length) { settle(form, done.join(" ")); return; }
-              var file = files.shift(), name = form.dataset.prefix + file.name;
-              var to = route(form.dataset.upload + "?uploadType=media&", { "Content-Type": file.type || "application/octet-stream" });
-              fetch((to.url || form.dataset.firebase + "?") + "ifGenerationMatch=0&name=" + encodeURIComponent(name), {
-                method: "POST", headers: to.headers, body: file
-              }).then(function (answer) {
-                if (answer.ok) { done.push("Uploaded " + name + " " + to.who + "."); return; }
-                if (answer.status === 412) { done.push(name + " exists: not replaced."); return; }
-                return failure(answer).then(function (message) { done.push(name + " not uploaded " + to.who + " (" + answer.status + "): " + message); });
-              }).then(next);
-            })();
-          }
-          events.addEventListener("change", function () { refresh("the bucket changed"); });
-          events.addEventListener("request", function () { refresh("a request arrived"); });
-        })();
-        """
-
-    /// Large type for a projector, contrast without colour, one column on a narrow screen.
-    static let style = """
-        body{font:20px/1.5 system-ui,sans-serif;margin:0 auto;max-width:72em;padding:1em;color:#111;background:#fff}
-        h1{font-size:1.6em;margin:.2em 0}h2{font-size:1.3em;border-bottom:2px solid #111}
-        main{display:grid;grid-template-columns:repeat(auto-fit,minmax(22em,1fr));gap:1.5em}
-        nav.buckets ul{display:inline;list-style:none;padding:0}nav.buckets li{display:inline;margin-right:1em}nav.buckets [aria-current]{font-weight:bold}
-        ul.entries{list-style:none;padding:0}ul.entries li{padding:.15em 0;border-bottom:1px solid #ccc}
-        li.prefix a{font-weight:bold}.kind,.size,.token,.count,.note{color:#444;font-size:.85em}
-        a[aria-current]{text-decoration:underline double}dl{display:grid;grid-template-columns:max-content 1fr;gap:.2em 1em}
-        dt{font-weight:bold}dd{margin:0;word-break:break-all}pre{white-space:pre-wrap;font-size:.8em}
-        .rules,.requests{grid-column:1/-1}
-        ol.exchanges{list-style:none;padding:0}li.exchange{border-left:6px solid #888;padding:.3em .8em;margin:.6em 0}
-        li.exchange.denied{border-left:6px double #111}li.exchange p{margin:.15em 0}.call code{font-size:1.05em}
-        .http{font-size:.9em}.verdict{font-size:.9em}code{word-break:break-all}
-        form input,form button,form select{font:inherit;max-width:100%}fieldset{border:1px solid #888}.outcome{font-weight:bold}
-        body.projected{font-size:28px;max-width:none}body.projected main{display:block}
-        """
 }

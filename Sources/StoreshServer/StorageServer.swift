@@ -240,7 +240,14 @@ extension StorageServer {
                 return Reply.failure(HTTPFailure(failure, bucket: shown, object: nil, firebase: false), firebase: false).response
             }
         }
-        for method: HTTPRequest.Method in [.get, .head] { router.on("/", method: method, responder: page) }
+        // The page, its assets and its live updates carry the page's security headers, from one middleware.
+        let pageRoutes = router.group().add(middleware: PageSecurityMiddleware())
+        for method: HTTPRequest.Method in [.get, .head] {
+            pageRoutes.on("/", method: method, responder: page)
+            for asset in PageAssets.all {
+                pageRoutes.on(RouterPath(asset.path), method: method, responder: CallbackResponder { _, _ in PageAssets.answer(asset) })
+            }
+        }
         // The page's live updates: an event each time the bucket file changes, by anyone, and each time the APIs
         // answer a request, until the page closes or the server stops.
         let events = CallbackResponder<BasicRequestContext> { request, _ in
@@ -319,7 +326,7 @@ extension StorageServer {
                 try await writer.finish(nil)
             })
         }
-        router.on("/_storesh/events", method: .get, responder: events)
+        pageRoutes.on("/_storesh/events", method: .get, responder: events)
         let responder = CallbackResponder<BasicRequestContext> { request, _ in await api.respond(to: request).response }
         for method in Self.methods where method != .get && method != .head { router.on("/", method: method, responder: responder) }
         for method in Self.methods { router.on("**", method: method, responder: responder) }

@@ -24,6 +24,8 @@ def browser(javascript=True, arguments=()):
         options.add_argument(argument)
     if not javascript:
         options.add_experimental_option("prefs", {"profile.managed_default_content_settings.javascript": 2})
+    # The console, to see what the page's policy refused.
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     binary = shutil.which("chromium")
     if binary:
         options.binary_location = binary
@@ -84,6 +86,17 @@ def test_the_tree_by_the_listing_rules_and_an_objects_metadata(served, chrome):
     for shown in ("image/jpeg", "public,max-age=60", "activity", "Hiking", "metageneration"):
         assert shown in panel
     screenshot(chrome, "object.png")
+
+
+def test_the_page_runs_its_own_script_and_style_under_its_policy_and_nothing_is_refused(served, chrome):
+    """The style and script come from the server beside the page (issue 55); the policy forbids anything inline,
+    and the page still works whole: styled, its forms shown, live."""
+    chrome.get(served.url + "/?path=images/&object=images/forest.jpg")
+    wait_for(chrome, lambda: chrome.find_element(By.ID, "live").text.startswith("Live:"))
+    assert chrome.execute_script("return getComputedStyle(document.body).fontSize") == "20px"
+    assert chrome.find_element(By.CSS_SELECTOR, "form.edit").is_displayed()
+    refused = [entry["message"] for entry in chrome.get_log("browser") if "Content Security Policy" in entry["message"]]
+    assert refused == []
 
 
 def test_paging_follows_the_page_token(served, chrome):

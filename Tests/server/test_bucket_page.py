@@ -11,12 +11,14 @@ from serving import BUCKET, harness
 
 
 class Page(HTMLParser):
-    """A page's links (href → text), its text, and whether it holds a script."""
+    """A page's links (href → text), its text, the sources of its scripts and style sheets, and what it holds inline:
+    script or style elements with content, and style attributes."""
 
     def __init__(self, html):
         super().__init__()
-        self.links, self.text, self.scripts = {}, [], 0
+        self.links, self.text, self.scripts, self.sheets, self.inline = {}, [], [], [], []
         self._href = None
+        self._inside = None
         self.feed(html)
 
     def handle_starttag(self, tag, attributes):
@@ -25,13 +27,23 @@ class Page(HTMLParser):
             self._href = attributes.get("href")
             self.links[self._href] = ""
         if tag == "script":
-            self.scripts += 1
+            self.scripts.append(attributes.get("src"))
+        if tag == "link" and attributes.get("rel") == "stylesheet":
+            self.sheets.append(attributes.get("href"))
+        if tag in ("script", "style"):
+            self._inside = tag
+        if "style" in attributes or any(name.startswith("on") for name in attributes):
+            self.inline.append((tag, attributes))
 
     def handle_endtag(self, tag):
         if tag == "a":
             self._href = None
+        if tag in ("script", "style"):
+            self._inside = None
 
     def handle_data(self, data):
+        if self._inside and data.strip():
+            self.inline.append((self._inside, data[:80]))
         self.text.append(data)
         if self._href is not None:
             self.links[self._href] += data
@@ -56,8 +68,8 @@ def test_a_folder_as_the_listing_rules_show_it_with_no_script(server, client):
     for name in ["correctPrefix/happyItem", "wrongPrefix//sadItem", "lonelyItem/", "images/forest.jpg"]:
         bucket.blob(name).upload_from_string(name.encode())
     root, html = page(server)
-    # Everything is in the HTML itself; the one script only keeps the page current, and loads nothing.
-    assert root.scripts == 1 and "<script src" not in html
+    # Everything is in the HTML itself; the one script, from this server, only keeps the page current.
+    assert len(root.scripts) == 1 and root.scripts[0].startswith("/_storesh/page.js?v=")
     # Rule L3's seed example: prefixes at the root, and sadItem (under an empty segment) is no item anywhere.
     assert {"correctPrefix/", "wrongPrefix/", "lonelyItem/", "images/"} <= set(root.links.values())
     wrong, _ = page(server, root.link("wrongPrefix/"))
@@ -210,3 +222,29 @@ def test_the_request_log_shows_each_requests_sdk_call_exchange_caller_and_rules_
     # Beside the bucket: the same log, newest first.
     _, beside = page(server)
     assert exchanges(beside)[0] == exchanges(page(server, view="requests")[1])[0]
+
+
+def test_the_page_holds_no_inline_script_or_style_and_its_policy_allows_none(server, client):
+    """The page's style and script are served beside it (issue 55): its policy then forbids anything inline, so a
+    name that escaped its escaping still could not run."""
+    bucket = client.bucket(BUCKET)
+    hostile = '"><script>alert(1)</script><img src=x onerror=alert(2) style="x">'
+    bucket.blob(f"names/{hostile}").upload_from_string(b"x")
+    blob = bucket.blob("names/plain.txt")
+    blob.metadata = {hostile: hostile}
+    blob.upload_from_string(b"x")
+    answer = server.request("GET", "/", params={"path": "names/", "object": "names/plain.txt"})
+    shown = Page(answer.text)
+    assert shown.inline == [], shown.inline
+    assert len(shown.scripts) == 1 and len(shown.sheets) == 1
+    assert hostile in "".join(shown.text)
+    policy = answer.headers["Content-Security-Policy"]
+    assert "script-src 'self'" in policy and "style-src 'self'" in policy and "'unsafe-inline'" not in policy
+    assert "default-src 'none'" in policy and "frame-ancestors 'none'" in policy
+    assert answer.headers["X-Content-Type-Options"] == "nosniff" and answer.headers["Referrer-Policy"] == "no-referrer"
+    # Each asset: its type, kept for good under a link that names its content, with the same headers.
+    for link, kind in [(shown.scripts[0], "text/javascript"), (shown.sheets[0], "text/css")]:
+        asset = server.request("GET", link)
+        assert asset.status_code == 200 and asset.headers["Content-Type"].startswith(kind)
+        assert "immutable" in asset.headers["Cache-Control"] and asset.headers["X-Content-Type-Options"] == "nosniff"
+        assert len(asset.content) > 200
