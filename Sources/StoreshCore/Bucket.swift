@@ -308,6 +308,11 @@ public protocol UniformUpdates: AnyObject, Sendable {
     func updatePage(
         prefix: String, after: String?, limit: Int, _ update: MetadataUpdate, picking: (String) throws -> Bool
     ) async throws -> UniformUpdatePage
+
+    /// What `updatePage` would answer, with nothing changed: a dry run's uniform update.
+    func previewPage(
+        prefix: String, after: String?, limit: Int, _ update: MetadataUpdate, picking: (String) throws -> Bool
+    ) async throws -> UniformUpdatePage
 }
 
 /// The outcome of one page of a uniform update.

@@ -137,7 +137,7 @@ extension Session {
             }
             target = guarded(steps ?? bucket)
             planned = steps
-            let end = await runStatements(script, steps: steps, transactional: false)
+            let end = await runStatements(script, summary, steps: steps, transactional: false)
             return conclude(end, summary, keeping: steps)
         }
         var began = false
@@ -147,7 +147,7 @@ extension Session {
                 began = true
                 let steps: any BucketTransaction = options.dryRun ? try PlannedBucket(over: transaction, clock: clock) : transaction
                 target = guarded(steps)
-                var end = await runStatements(script, steps: steps, transactional: true)
+                var end = await runStatements(script, summary, steps: steps, transactional: true)
                 // A dry run's plan lives as long as its planned bucket: kept (`--plan`) before the transaction ends.
                 if let plan = steps as? PlannedBucket { end.keptPlan = keepPlan(plan, end, summary) }
                 return end.keep && !options.dryRun ? .commit(end) : .rollback(end)
@@ -177,7 +177,7 @@ extension Session {
         // was only planned (an interrupted apply did not update the objects its command's lines count).
         let held = HeldResults(output)
         output = held
-        let end = await runStatements(script, steps: plan, transactional: true)
+        let end = await runStatements(script, summary, steps: plan, transactional: true)
         output = held.output
         if end.stoppedEarly || !end.keep { return end.status }
         // The script's sign-in is the bucket's from now on: its changes are made as the user who planned them,
@@ -462,7 +462,7 @@ extension Session {
     }
 
     /// The statements in order, each as a step of `steps` with `--keep-going`.
-    private func runStatements(_ script: Script, steps: (any BucketTransaction)?, transactional: Bool) async -> ScriptEnd {
+    private func runStatements(_ script: Script, _ summary: ScriptSummary, steps: (any BucketTransaction)?, transactional: Bool) async -> ScriptEnd {
         if let name = options.snapshotBefore {
             let start = SourceLocation(line: 1, column: 1)
             do {
@@ -490,7 +490,11 @@ extension Session {
                 return ScriptEnd(status: .failed, keep: false, failures: failures + 1, stoppedEarly: true)
             }
             for statement in prepared(written) {
-                (steps as? PlannedBucket)?.step = number
+                if let plan = steps as? PlannedBucket {
+                    plan.step = number
+                    // The last statement of a dry run whose plan is not kept: its uniform update may be previewed.
+                    plan.previewsUniformUpdates = options.dryRun && applySettings.keepPlan == nil && number == summary.statementCount - 1
+                }
                 if isCancelled() {
                     output.error(Diagnostic.running(Self.interruption, at: statement.location))
                     return ScriptEnd(status: .interrupted, keep: false, failures: failures, stoppedEarly: true)

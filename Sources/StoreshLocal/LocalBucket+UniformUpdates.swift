@@ -23,6 +23,39 @@ extension LocalBucket: UniformUpdates {
         return try updateRows(prefix: prefix, after: after, limit: limit, RowUpdate(update), picking: picking)
     }
 
+    /// The outcomes `updatePage` would have, decided by the same visit of the same rows (`VisitedPage`), with nothing
+    /// written: a dry run of a uniform update at the cost of the update's reads and decisions, not of a plan of
+    /// every object (issue 55).
+    public func previewPage(
+        prefix: String, after: String?, limit: Int, _ update: MetadataUpdate, picking: (String) throws -> Bool
+    ) async throws -> UniformUpdatePage {
+        guard update.cloudStorage.storageClass == nil else {
+            throw StorageError.internalError("A change of storage class is a rewrite of each object; it is not previewed as a page update.")
+        }
+        let rowUpdate = RowUpdate(update)
+        return try read {
+            guard let bounds = try pageBounds(prefix: prefix, after: after, limit: limit) else {
+                return UniformUpdatePage(outcomes: [], resumeAfter: nil)
+            }
+            let epochs = try epochs()
+            let visits = try connection.function(VisitedPage.visits, arguments: RowColumns.count)
+            return try withoutActuallyEscaping(picking) { picking in
+                let page = VisitedPage(rowUpdate, epochs: epochs, bucket: name, clock: options.clock, picking: picking)
+                // The update's condition alone: each row visited and decided, none written.
+                let statement = try connection.statement("SELECT count(*) FROM objects WHERE \(VisitedPage.visiting)")
+                defer { statement.reset() }
+                statement.bind(1, bounds.first)
+                statement.bind(2, bounds.last)
+                do {
+                    _ = try visits.answering(page.visit) { try statement.step() }
+                } catch {
+                    throw page.failure ?? error
+                }
+                return UniformUpdatePage(outcomes: page.outcomes, resumeAfter: bounds.more && !page.failed ? bounds.last : nil)
+            }
+        }
+    }
+
     /// The page's names found first (through the name index alone); then one statement over them visits each row,
     /// decides it and writes it (`VisitedPage`). One change (inside a transaction, a savepoint), so a page lands
     /// whole or not at all. Reading the page apart from writing it walked every row twice.

@@ -8,6 +8,26 @@ struct ScriptEndToEndTests {
 
     init() throws { _ = try sandbox.seededBucket() }
 
+    @Test("a dry run's last bulk edit is previewed by the bucket: the same lines as a plan of every object, nothing changed")
+    func previewedDryRun() throws {
+        let before = try sandbox.export(bucket)
+        let edit = "meta set cacheControl=no-cache custom.k=v -- docs/**"
+        // As the script's last statement the edit is previewed (issue 55); followed by another, it is planned.
+        let previewed = try sandbox.storesh.run(["--bucket", bucket, "--dry-run", "-c", edit])
+        let planned = try sandbox.storesh.run(["--bucket", bucket, "--dry-run", "-c", edit + "; echo done"])
+        #expect(previewed.status == 0 && planned.status == 0, "\(previewed.stderr)\(planned.stderr)")
+        #expect(previewed.stdout.contains("would update 5 objects, 0 unchanged"))
+        #expect(previewed.stdout == planned.stdout.replacingOccurrences(of: "done\n", with: ""))
+        for format in ["--json", "--summary"] {
+            let one = try sandbox.storesh.run(["--bucket", bucket, "--dry-run", format, "-c", edit])
+            let other = try sandbox.storesh.run(["--bucket", bucket, "--dry-run", format, "-c", edit + "; echo done"])
+            // The echo's line (text or JSON) set aside, the same lines.
+            let others = other.stdout.split(separator: "\n").filter { !$0.contains("done") }
+            #expect(one.stdout.split(separator: "\n") == others, "\(format)")
+        }
+        #expect(try sandbox.export(bucket) == before)
+    }
+
     func export() throws -> String { try sandbox.export(bucket) }
 
     @Test("run FILE: exit 0 and the results on stdout")

@@ -118,6 +118,22 @@ struct UniformUpdateTests {
             // Picked by the name's bytes, so that both sides pick the same objects.
             func picks(_ name: String) -> Bool { skip == 0 || name.utf8.reduce(0) { $0 &+ Int($1) } % 5 != skip }
 
+            // A dry run's preview first: the same outcomes as the update, and nothing changed. (On both twins: a
+            // preview takes its change times from the clock, as the update would.)
+            var previewed: [UniformUpdateOutcome] = []
+            for twin in [paged, single] {
+                let before = try everything(twin)
+                var outcomes: [UniformUpdateOutcome] = []
+                var previewAfter: String?
+                repeat {
+                    let page = try await twin.previewPage(prefix: prefix, after: previewAfter, limit: 7, update, picking: picks)
+                    outcomes += page.outcomes
+                    previewAfter = page.resumeAfter
+                } while previewAfter != nil
+                #expect(try everything(twin) == before, "round \(round): a preview changed the bucket")
+                if twin === paged { previewed = outcomes } else { #expect(outcomes == previewed) }
+            }
+
             var pagedOutcomes: [UniformUpdateOutcome] = []
             var after: String?
             repeat {
@@ -140,6 +156,7 @@ struct UniformUpdateTests {
             }
             let told = String(describing: update).replacingOccurrences(of: String(repeating: "x", count: 5000), with: "x*5000")
             #expect(pagedOutcomes == singleOutcomes, "round \(round): \(told)")
+            #expect(previewed == pagedOutcomes, "round \(round): the preview is not the update: \(told)")
             let (pagedObjects, singleObjects) = (try everything(paged), try everything(single))
             let firstDifference = zip(pagedObjects, singleObjects).first { $0 != $1 }.map {
                 String(describing: $0).replacingOccurrences(of: String(repeating: "x", count: 5000), with: "x*5000")
