@@ -392,7 +392,8 @@ final class ServedBucket: @unchecked Sendable {
                 committing = true
                 return true
             }
-            if starts { Task { await self.commitWaitingChanges() } }
+            // Commits block (SQLite, fsync): on StorageWork's threads.
+            if starts { Task(executorPreference: StorageWork.shared) { await self.commitWaitingChanges() } }
         }
         return try result.get() as! Value
     }

@@ -230,9 +230,10 @@ extension StorageServer {
                 let query = try QueryParameters(request.uri.query)
                 shown = query["bucket"] ?? shown
                 let bucket = try api.buckets.bucket(named: shown, creating: false)
-                return try await BucketPage.answer(
-                    bucket, among: api.buckets.all().map(\.name), journal: api.journal, query: query, pageToken: api.pageToken
-                ).response
+                return try await withTaskExecutorPreference(StorageWork.shared) {
+                    try await BucketPage.answer(
+                        bucket, among: api.buckets.all().map(\.name), journal: api.journal, query: query, pageToken: api.pageToken)
+                }.response
             } catch let failure as HTTPFailure {
                 return Reply.failure(failure, firebase: false).response
             } catch {
@@ -327,7 +328,10 @@ extension StorageServer {
             })
         }
         pageRoutes.on("/_storesh/events", method: .get, responder: events)
-        let responder = CallbackResponder<BasicRequestContext> { request, _ in await api.respond(to: request).response }
+        // The APIs' requests do their blocking work on StorageWork's threads, not on the cooperative pool.
+        let responder = CallbackResponder<BasicRequestContext> { request, _ in
+            await withTaskExecutorPreference(StorageWork.shared) { await api.respond(to: request) }.response
+        }
         for method in Self.methods where method != .get && method != .head { router.on("/", method: method, responder: responder) }
         for method in Self.methods { router.on("**", method: method, responder: responder) }
         return router

@@ -18,8 +18,9 @@ BUCKET = "demo-app.appspot.com"
 class Server:
     """One running `storesh serve`: its URL, its bucket file, and the process."""
 
-    def __init__(self, home, bucket_file, name=BUCKET, extra=(), config=None):
-        """`config`: a firebase.json to read; by default none is (not one in a directory above the tests')."""
+    def __init__(self, home, bucket_file, name=BUCKET, extra=(), config=None, environment=None):
+        """`config`: a firebase.json to read; by default none is (not one in a directory above the tests').
+        `environment`: variables added to the server's."""
         self.home = home
         self.bucket_file = str(bucket_file)
         self.name = name
@@ -27,7 +28,7 @@ class Server:
         arguments += ["--config", str(config)] if config else ["--no-config"]
         if not os.path.exists(self.bucket_file):
             arguments += ["--name", name]
-        self.process = harness.start(home, *arguments)
+        self.process = harness.start(home, *arguments, **(environment or {}))
         line = self.process.stdout.readline().decode()
         match = re.search(r"at (http://127\.0\.0\.1:\d+)", line)
         if not match:
