@@ -43,7 +43,10 @@ public enum TerminalCells {
     }
 
     /// `line` cut into lines of at most `cells` cells, at blanks between words only: never inside a word, nor
-    /// inside a span quoted with `"` or `` ` `` (a value, a rule). A word longer than a line stands alone on one.
+    /// inside a span quoted with `"` or `` ` `` (a value, a rule). A word longer than a line stands alone on one;
+    /// but a file's absolute path longer than a line (a bucket file deep in a folder: how long depends on the
+    /// machine) is broken after a `/`, its pieces kept together where they fit, rather than cut by the terminal
+    /// wherever its edge falls. (Code and URLs, which `explain` shows to be copied, stay whole.)
     ///
     /// Continued lines hang under the line's text: its indentation, or, when the line is a term and its text
     /// apart by two blanks or more (`-n N       at most N entries`, `custom.location  Half Dome`), under the
@@ -69,25 +72,46 @@ public enum TerminalCells {
         parts = parts.flatMap { part in
             width(of: part) > cells - headCells && part.contains(" ") ? part.split(separator: " ").map(String.init) : [part]
         }
+        // Each piece, and whether it goes on from the one before without a blank (a path broken after a `/`).
+        let pieces: [(text: String, continues: Bool)] = parts.flatMap { part -> [(text: String, continues: Bool)] in
+            guard width(of: part) > cells - headCells, part.hasPrefix("/") else { return [(part, false)] }
+            return pathPieces(part).enumerated().map { ($1, $0 > 0) }
+        }
         let hang = String(repeating: " ", count: headCells)
         var lines: [String] = []
         var current = head
         var currentCells = headCells
         var empty = true
-        for word in parts {
+        for (word, continues) in pieces {
             let wordCells = width(of: word)
-            if !empty && currentCells + 1 + wordCells > cells {
+            let gap = empty || continues ? 0 : 1
+            if !empty && currentCells + gap + wordCells > cells {
                 lines.append(current)
                 current = hang + word
                 currentCells = headCells + wordCells
             } else {
-                current += (empty ? "" : " ") + word
-                currentCells += (empty ? 0 : 1) + wordCells
+                current += (gap == 0 ? "" : " ") + word
+                currentCells += gap + wordCells
             }
             empty = false
         }
         lines.append(current)
         return lines
+    }
+
+    /// A path's pieces, each up to and including a `/` (the last up to the end): `a/b/c` is `a/`, `b/`, `c`.
+    static func pathPieces(_ path: String) -> [String] {
+        var pieces: [String] = []
+        var piece = ""
+        for character in path {
+            piece.append(character)
+            if character == "/" {
+                pieces.append(piece)
+                piece = ""
+            }
+        }
+        if !piece.isEmpty { pieces.append(piece) }
+        return pieces
     }
 
     /// The words of `text`, split at blanks outside quoted spans.

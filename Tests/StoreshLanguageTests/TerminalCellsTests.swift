@@ -31,6 +31,14 @@ struct TerminalCellsTests {
         #expect(TerminalCells.wrap("fullPath         images/mountains/summit.jpg", toCells: 40) == ["fullPath images/mountains/summit.jpg"])
         #expect(TerminalCells.wrap("  한국어 한국어 한국어", toCells: 10) == ["  한국어", "  한국어", "  한국어"])
         #expect(TerminalCells.wrap("averyveryverylongword x", toCells: 5) == ["averyveryverylongword", "x"])
+        // A file's absolute path wider than the line is broken after a `/`, its pieces together where they fit,
+        // not cut by the terminal's edge; joined again, it is the path. A URL or code stays whole.
+        let path = "/tmp/pytest-of-root/pytest-334/popen-gw0/test_import_export_check_and_a0/big.bucket:"
+        let broken = TerminalCells.wrap("checking " + path + " now", toCells: 40)
+        #expect(broken == ["checking /tmp/pytest-of-root/pytest-334/", "popen-gw0/", "test_import_export_check_and_a0/", "big.bucket: now"])
+        #expect(broken.joined(separator: "\n").replacingOccurrences(of: "/\n", with: "/") == "checking " + path + " now")
+        let url = "https://storage.googleapis.com/storage/v1/b/teaching/o/images%2Fmountains%2Fsummit.jpg"
+        #expect(TerminalCells.wrap("GET " + url, toCells: 40) == ["GET", url])
     }
 
     @Test("a term and its text wrap with the text's lines under the text; the term's blanks are kept")
