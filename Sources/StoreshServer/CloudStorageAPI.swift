@@ -436,7 +436,7 @@ extension StorageAPI {
         let baseURL = exchange.baseURL
         let result = try await exchange.bucket.change { [requested] transaction in
             // A generation named is updated as that generation, live or noncurrent (rule B5).
-            let versions = try Self.objectVersions(transaction, generation: generation)
+            let versions = try StorageService.objectVersions(transaction, generation: generation)
             let existing: ObjectMetadata
             if let generation, let versions {
                 existing = try await versions.metadata(of: name, generation: generation)
@@ -462,7 +462,7 @@ extension StorageAPI {
         try await exchange.bucket.change { transaction -> Void in
             // A generation named is deleted for good, live or noncurrent (rule B5); without one, the live object goes
             // (kept as a noncurrent generation while the bucket's versioning is on).
-            if let generation, let versions = try Self.objectVersions(transaction, generation: generation) {
+            if let generation, let versions = try StorageService.objectVersions(transaction, generation: generation) {
                 let existing = try await versions.metadata(of: name, generation: generation)
                 return try await versions.delete(name, generation: generation, precondition: try conditions.precondition(given: existing, name: name.rawValue))
             }
@@ -473,11 +473,6 @@ extension StorageAPI {
     }
 
     /// The bucket's generations when a request names one (nil when it names none).
-    static func objectVersions(_ transaction: any BucketTransaction, generation: Int64?) throws -> (any ObjectVersions)? {
-        guard generation != nil else { return nil }
-        guard let versions = transaction.objectVersions else { throw StorageError.internalError("The bucket keeps no generations.") }
-        return versions
-    }
 
     // MARK: Copy and rewrite
 
@@ -544,47 +539,18 @@ extension StorageAPI {
             }
             try checkSource(original)
         }
-        let object: ObjectMetadata
-        if target === origin {
-            let spoolDirectory = self.spoolDirectory
-            object = try await target.change { [sourceGeneration] transaction in
-                // Through a spool (a file past a small size), a piece at a time: a 999 MB copy once held the object
-                // in memory twice over. A source generation named is read as that generation (rule B5).
-                let spool = Spool(directory: spoolDirectory)
-                let original: ObjectMetadata
-                if let versions = try Self.objectVersions(transaction, generation: sourceGeneration), let sourceGeneration {
-                    original = try await versions.metadata(of: source, generation: sourceGeneration)
-                    try checkGeneration(original)
-                    _ = try await versions.read(source, generation: sourceGeneration, into: SpoolSink(spool))
-                } else {
-                    original = try await transaction.metadata(of: source)
-                    try checkGeneration(original)
-                    _ = try await transaction.read(source, into: SpoolSink(spool))
-                }
-                let existing = try await transaction.metadataIfPresent(of: destination)
-                var options = try Self.copiedOptions(original, overrides: overrides)
-                options.cloudStorage.customerKeySHA256 = destinationKey?.sha256
-                if let predefined { options.cloudStorage.acl = predefined }
-                return try await transaction.write(
-                    from: try spool.content(), to: destination, options: options,
-                    precondition: try conditions.precondition(given: existing, name: destination.rawValue))
-            }
-        } else {
-            // Another bucket is another file: the source is read (into a spool) as one state, then written.
-            // Whole: a copy's request has no Range for its source.
-            let read = try download(source, generation: sourceGeneration, in: origin, request: HTTPFields())
-            let (original, content) = (read.object, read.content)
-            try checkGeneration(original)
-            var options = try Self.copiedOptions(original, overrides: overrides)
-            options.cloudStorage.customerKeySHA256 = destinationKey?.sha256
-            if let predefined { options.cloudStorage.acl = predefined }
-            object = try await target.change { [options] transaction in
-                let existing = try await transaction.metadataIfPresent(of: destination)
-                return try await transaction.write(
-                    from: content, to: destination, options: options,
-                    precondition: try conditions.precondition(given: existing, name: destination.rawValue))
-            }
-        }
+        let storageClass = overrides.storageClass
+        let update = overrides.update
+        let object = try await storage.copy(
+            StorageService.Copy(
+                source: source, generation: sourceGeneration, destination: destination, conditions: conditions, check: checkGeneration,
+                options: { original in
+                    var options = try StorageService.copiedOptions(original, overrides: update, storageClass: storageClass)
+                    options.cloudStorage.customerKeySHA256 = destinationKey?.sha256
+                    if let predefined { options.cloudStorage.acl = predefined }
+                    return options
+                }),
+            from: origin, to: target)
         let resource = objectResource(object, exchange)
         guard rewrite else { return Reply.json(resource) }
         return Reply.json(.object([
@@ -627,11 +593,7 @@ extension StorageAPI {
         guard let generation = try exchange.query.generation() else {
             throw HTTPFailure.required("Required parameter: generation (the soft-deleted generation to restore).")
         }
-        let restored = try await exchange.bucket.change { transaction in
-            guard let versions = transaction.objectVersions else { throw StorageError.internalError("The bucket keeps no generations.") }
-            let existing = try await transaction.metadataIfPresent(of: name)
-            return try await versions.restore(name, generation: generation, precondition: try conditions.precondition(given: existing, name: name.rawValue))
-        }
+        let restored = try await storage.restore(name, generation: generation, in: exchange.bucket, conditions: conditions)
         return Reply.json(objectResource(restored, exchange))
     }
 
@@ -643,36 +605,8 @@ extension StorageAPI {
         let conditions = try Conditions(exchange.query)
         let sourceConditions = try Conditions(exchange.query, prefix: "ifSource")
         guard source != destination else { throw HTTPFailure.badRequest("An object cannot be moved onto itself (\(source.rawValue)).") }
-        let moved = try await exchange.bucket.change { transaction in
-            guard let moves = transaction.objectMoves else { throw StorageError.internalError("The bucket moves no objects.") }
-            let original = try await transaction.metadata(of: source)
-            guard sourceConditions.hold(for: original) else {
-                throw StorageError(.preconditionFailed, "Object \(source.rawValue) does not meet the request's source conditions. Nothing was moved.")
-            }
-            let existing = try await transaction.metadataIfPresent(of: destination)
-            return try await moves.move(
-                source, to: destination, sourcePrecondition: .matches(original),
-                destinationPrecondition: try conditions.precondition(given: existing, name: destination.rawValue))
-        }
+        let moved = try await storage.move(source, to: destination, in: exchange.bucket, sourceConditions: sourceConditions, conditions: conditions)
         return Reply.json(objectResource(moved, exchange))
-    }
-
-    /// A copy's metadata: the source's, with the request's properties laid over them.
-    /// Of Cloud Storage's own fields (rule M9) the copy keeps the custom time and the contexts; the holds are the
-    /// request's, and the storage class the request's or the destination bucket's default.
-    private static func copiedOptions(_ original: ObjectMetadata, overrides: ObjectMetadataBody) throws -> WriteOptions {
-        var options = WriteOptions(customMetadata: original.customMetadata)
-        for property in WritableProperty.allCases { options.properties[property] = original[property] }
-        var kept = original
-        kept.cloudStorage = CloudStorageFields()
-        kept.cloudStorage.customTime = original.cloudStorage.customTime
-        kept.cloudStorage.contexts = original.cloudStorage.contexts
-        let merged = overrides.update.isEmpty ? kept : try kept.applying(overrides.update, now: original.updated).metadata
-        options.customMetadata = merged.customMetadata
-        for property in WritableProperty.allCases { options.properties[property] = merged[property] }
-        options.cloudStorage = merged.cloudStorage
-        options.cloudStorage.storageClass = overrides.storageClass
-        return options
     }
 
     /// `compose`: the destination gets the sources' contents one after another (at most 32 sources), each source
@@ -683,77 +617,25 @@ extension StorageAPI {
     private func composeObject(_ exchange: inout Exchange, to destination: ObjectName) async throws -> Answer {
         let conditions = try Conditions(exchange.query)
         let request = try ComposeRequest(try await body(&exchange, limit: limits.maximumJSONBytes, what: "compose request"))
-        let limit = Int64(limits.maximumObjectBytes)
-        let names = try request.sources.map { try objectName($0.name) }
-        let spoolDirectory = self.spoolDirectory
-        let bucketName = exchange.bucket.name
+        let sources = try request.sources.map {
+            StorageService.ComposeSource(name: try objectName($0.name), generation: $0.generation, ifGenerationMatch: $0.ifGenerationMatch)
+        }
         // Every source is read with the request's customer-supplied key, and the composite written with it.
         let key = try CustomerKey(exchange.request.headers)
-        let predefined = try predefinedACL(exchange, parameter: "destinationPredefinedAcl")
-        let object = try await exchange.bucket.change { transaction in
-            // The sources' contents one after another in a spool (a file past a small size), a piece at a time: two
-            // sources of 499.5 MB once peaked at 2.96 GB.
-            let content = Spool(directory: spoolDirectory)
-            var composed: [(name: ObjectName, generation: Int64)] = []
-            // A composite counts the objects it was made of, its composite sources' components included.
-            var componentCount: Int64 = 0
-            for (source, name) in zip(request.sources, names) {
-                // A source generation named is read as that generation, live or noncurrent (rule B5).
-                let versions = try Self.objectVersions(transaction, generation: source.generation)
-                let named: ObjectMetadata?
-                if let versions, let generation = source.generation {
-                    named = try? await versions.metadata(of: name, generation: generation)
-                } else {
-                    named = try await transaction.metadataIfPresent(of: name)
-                }
-                guard let current = named else {
-                    // Named as the service names a missing object, the source's name (not the destination's).
-                    let generation = source.generation.map { " (generation \($0))" } ?? ""
-                    throw HTTPFailure(
-                        .notFound, reason: "notFound",
-                        "No such object: \(bucketName)/\(source.name)\(generation); it cannot be composed, and nothing was changed.")
-                }
-                if let required = source.ifGenerationMatch, required != current.generation {
-                    throw StorageError(
-                        .preconditionFailed,
-                        "Object \(source.name) is at generation \(current.generation), not \(required) as the compose request requires. Nothing was changed.")
-                }
-                guard current.size <= limit - content.size else { throw self.objectTooLarge(content.size + current.size) }
-                try CustomerKey.check(key, reading: current)
-                if let versions, let generation = source.generation {
-                    _ = try await versions.read(name, generation: generation, into: SpoolSink(content))
-                } else {
-                    _ = try await transaction.read(name, into: SpoolSink(content))
-                }
-                composed.append((name, current.generation))
-                componentCount += current.cloudStorage.componentCount ?? 1
-            }
-            var options = request.destination.writeOptions
-            if let predefined { options.cloudStorage.acl = predefined }
-            // The service checks no MD5 on a compose (a composite has none): clients send the destination resource
-            // as they last read it, stale md5Hash and all (the Python client; gcloud's parallel composite uploads).
-            options.expectedMD5 = nil
-            options.guessesContentType = false
-            options.cloudStorage.componentCount = componentCount
-            options.cloudStorage.customerKeySHA256 = key?.sha256
-            let existing = try await transaction.metadataIfPresent(of: destination)
-            let written = try await transaction.write(
-                from: try content.content(), to: destination, options: options,
-                precondition: try conditions.precondition(given: existing, name: destination.rawValue))
-            if request.deletesSources {
-                // Each source once (a source named twice is deleted once), never the composite itself; the generation
-                // read, for good (in a versioned bucket too, as on the service).
-                var deleted: [ObjectName] = []
-                for (name, generation) in composed where name != destination && !deleted.contains(name) {
-                    if let versions = transaction.objectVersions {
-                        try await versions.delete(name, generation: generation, precondition: .none)
-                    } else {
-                        try await transaction.delete(name, precondition: Precondition(generation: generation))
-                    }
-                    deleted.append(name)
-                }
-            }
-            return written
+        var options = request.destination.writeOptions
+        if let predefined = try predefinedACL(exchange, parameter: "destinationPredefinedAcl") { options.cloudStorage.acl = predefined }
+        let object: ObjectMetadata
+        do {
+            object = try await storage.compose(
+                sources, into: destination, in: exchange.bucket, options: options, conditions: conditions, key: key,
+                deletingSources: request.deletesSources)
+        } catch StorageService.Refusal.tooLarge(let size) {
+            throw objectTooLarge(size)
+        } catch StorageService.Refusal.missingSource(let name, let generation) {
+            // Named as the service names a missing object, the source's name (not the destination's).
+            let at = generation.map { " (generation \($0))" } ?? ""
+            throw HTTPFailure(
+                .notFound, reason: "notFound", "No such object: \(exchange.bucket.name)/\(name)\(at); it cannot be composed, and nothing was changed.")
         }
         return Reply.json(objectResource(object, exchange))
     }

@@ -67,6 +67,9 @@ final class StorageAPI: Sendable {
     /// Whether a write on the JSON and XML APIs makes a bucket that does not exist (the v0 API's always do).
     let createsBucketsOnEveryWrite: Bool
 
+    /// The storage semantics the routes ask of the buckets (compose, copy, move, restore).
+    let storage: StorageService
+
     init(buckets: ServedBuckets, limits: ServeLimits, signingKey: SignedURLKey?, createsBucketsOnEveryWrite: Bool = false) {
         self.createsBucketsOnEveryWrite = createsBucketsOnEveryWrite
         self.buckets = buckets
@@ -77,6 +80,7 @@ final class StorageAPI: Sendable {
         rates = ServiceRates(writesPerSecond: limits.writesPerSecond, readsPerSecond: limits.readsPerSecond)
         let primary = buckets.primary.path
         spoolDirectory = (primary as NSString).deletingLastPathComponent.isEmpty ? "." : (primary as NSString).deletingLastPathComponent
+        storage = StorageService(spoolDirectory: spoolDirectory, maximumObjectBytes: Int64(limits.maximumObjectBytes))
     }
 
     func respond(to request: Request) async -> Answer {
@@ -323,8 +327,7 @@ final class StorageAPI: Sendable {
 
     /// The object's metadata: the live object's, or that of the generation named, live or noncurrent (rule B5).
     func currentObject(_ name: ObjectName, generation: Int64?, in bucket: ServedBucket) throws -> ObjectMetadata {
-        guard let generation else { return try bucket.reader().currentMetadata(of: name) }
-        return try bucket.reader().generationMetadata(of: name, generation: generation)
+        try storage.metadata(of: name, generation: generation, in: bucket)
     }
 
     /// Writes an upload's content as its object, in one change: checksums are checked first, then the request's

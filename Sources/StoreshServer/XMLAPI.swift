@@ -138,7 +138,7 @@ extension StorageAPI {
             let conditions = try Conditions(xmlHeaders: request.headers)
             let generation = try query.generation()
             try await bucket.change { transaction -> Void in
-                if let generation, let versions = try Self.objectVersions(transaction, generation: generation) {
+                if let generation, let versions = try StorageService.objectVersions(transaction, generation: generation) {
                     return try await versions.delete(name, generation: generation, precondition: conditions.precondition)
                 }
                 try await transaction.delete(name, precondition: conditions.precondition)
