@@ -3,7 +3,7 @@ import StoreshCore
 
 /// Where apply records what it did (rule X4): each applied change before the run reports it, so that a run
 /// stopped anywhere (Ctrl-C, kill -9, a lost network) can be finished or undone.
-public protocol ApplyJournal: AnyObject, Sendable {
+package protocol ApplyJournal: AnyObject, Sendable {
     /// Where the journal is, for messages (`storesh run --resume PATH`).
     var location: String { get }
     /// The change numbered `index` landed, leaving the object as `result` (nil: deleted), where the plan expected
@@ -17,16 +17,16 @@ public protocol ApplyJournal: AnyObject, Sendable {
 }
 
 /// How far apply has come, for a progress line.
-public struct ApplyProgress: Sendable {
-    public var done: Int
-    public var total: Int
-    public var failed: Int
-    public var started: ContinuousClock.Instant
+package struct ApplyProgress: Sendable {
+    package var done: Int
+    package var total: Int
+    package var failed: Int
+    package var started: ContinuousClock.Instant
 }
 
 /// How an apply ended.
-public struct ApplyOutcome: Sendable {
-    public enum End: String, Sendable {
+package struct ApplyOutcome: Sendable {
+    package enum End: String, Sendable {
         /// Every change was applied.
         case complete
         /// A change failed (without `--keep-going`): the rest were not sent.
@@ -37,29 +37,29 @@ public struct ApplyOutcome: Sendable {
         case finishedWithFailures = "finished-with-failures"
     }
 
-    public var end: End
+    package var end: End
     /// How many changes are applied, in this run or before it (a resumed run).
-    public var applied: Int
+    package var applied: Int
     /// How many failed.
-    public var failed: Int
+    package var failed: Int
     /// How many were not sent.
-    public var notSent: Int
+    package var notSent: Int
     /// The first failures, in change order (at most `shownFailures`), with why: a run of millions may fail
     /// millions of times, and the journal holds them all.
-    public var failures: [(index: Int, error: StorageError)]
+    package var failures: [(index: Int, error: StorageError)]
     /// Whether a failure was a passing fault (unavailable, cancelled, …) that resuming may get past.
-    public var hasPassingFailures: Bool
+    package var hasPassingFailures: Bool
     /// Whether a failure was a refusal or a change overtaken by another writer, which resuming does not mend.
-    public var hasLastingFailures: Bool
+    package var hasLastingFailures: Bool
 
     /// How many changes landed otherwise than planned (`PlanApplier.landedOtherwise`), and the first of them with
     /// what differs (result against plan): applied, and said apart.
-    public var landedOtherwiseCount = 0
-    public var landedOtherwise: [(object: String, differences: [PropertyDifference])] = []
+    package var landedOtherwiseCount = 0
+    package var landedOtherwise: [(object: String, differences: [PropertyDifference])] = []
 
-    public static let shownFailures = 100
+    package static let shownFailures = 100
     /// Failures that resuming may get past.
-    public static let passingCodes: Set<StorageErrorCode> = [.unavailable, .cancelled, .internalError, .unknown]
+    package static let passingCodes: Set<StorageErrorCode> = [.unavailable, .cancelled, .internalError, .unknown]
 }
 
 /// Sends a plan's changes to a bucket (rules X2–X5): each with the precondition of the state it was planned from
@@ -68,7 +68,7 @@ public struct ApplyOutcome: Sendable {
 ///
 /// The plan is read from its store a batch at a time, and what each change became is recorded there: memory
 /// holds the changes in flight, not the plan.
-public final class PlanApplier: @unchecked Sendable {
+package final class PlanApplier: @unchecked Sendable {
     let bucket: any Bucket
     let plan: PlanStore
     let parallel: Int
@@ -85,7 +85,7 @@ public final class PlanApplier: @unchecked Sendable {
     private var landedOtherwiseCount = 0
     private var landedOtherwise: [(object: String, differences: [PropertyDifference])] = []
 
-    public init(
+    package init(
         bucket: any Bucket, plan: PlanStore, parallel: Int, batchSize: Int = ApplySettings.defaultBatchSize, keepGoing: Bool,
         journal: (any ApplyJournal)?, isCancelled: @escaping @Sendable () -> Bool, progress: (@Sendable (ApplyProgress) -> Void)? = nil
     ) {
@@ -108,7 +108,7 @@ public final class PlanApplier: @unchecked Sendable {
 
     /// Applies every change not applied yet, in order: a command's changes after the previous command's have all
     /// ended, and a change to an object only once the earlier change to it has; up to `parallel` at a time.
-    public func apply(resumed: Bool = false) async -> ApplyOutcome {
+    package func apply(resumed: Bool = false) async -> ApplyOutcome {
         checkForLanded = resumed
         let started = ContinuousClock.now
         var stopped = false
@@ -432,10 +432,10 @@ public final class PlanApplier: @unchecked Sendable {
     }
 
     /// What a delete applied from a plan requires (rule G5): the content it was planned from. `explain` shows it.
-    public static func deletePrecondition(current: ObjectMetadata) -> Precondition { .sameContent(as: current) }
+    package static func deletePrecondition(current: ObjectMetadata) -> Precondition { .sameContent(as: current) }
 
     /// What a write applied from a plan requires: the content it was planned from, or no object at all.
-    public static func writePrecondition(current: ObjectMetadata?) -> Precondition {
+    package static func writePrecondition(current: ObjectMetadata?) -> Precondition {
         current.map { Precondition.sameContent(as: $0) } ?? .doesNotExist
     }
 
@@ -453,22 +453,22 @@ public final class PlanApplier: @unchecked Sendable {
 /// The journal's lines (rule X4), one JSON document each: a header, the whole plan, then one line per change
 /// applied or failed, and how the run ended. Content of planned writes is kept (base64) so that a resumed run
 /// can send it; no credential is ever written.
-public enum JournalRecord {
-    public static let format = "storesh-journal"
+package enum JournalRecord {
+    package static let format = "storesh-journal"
     /// Version 1 wrote every state whole; version 2 writes a change's `after` as it differs from its `before`
     /// (`afterChanges`) and an applied change's result as it differs from its `after` (`resultChanges`): half the
     /// bytes, about 580 per metadata change. Both are read.
-    public static let version = 2
+    package static let version = 2
     static let readableVersions = 1...2
 
-    public static func header(bucket: String, source: String, changes: Int, created: Timestamp) -> String {
+    package static func header(bucket: String, source: String, changes: Int, created: Timestamp) -> String {
         JSONValue.object([
             ("format", .string(format)), ("version", .integer(Int64(version))), ("bucket", .string(bucket)),
             ("source", .string(source)), ("created", .string(created.rfc3339)), ("changes", .integer(Int64(changes))),
         ]).serialized
     }
 
-    public static func change(_ index: Int, _ change: PlannedChange) -> String {
+    package static func change(_ index: Int, _ change: PlannedChange) -> String {
         var members: [(String, JSONValue)] = [
             ("change", .integer(Int64(index))), ("step", .integer(Int64(change.step))), ("object", .string(change.object)),
         ]
@@ -492,7 +492,7 @@ public enum JournalRecord {
 
     /// An applied change: the state it left (`result`), written as it differs from the planned one when there was
     /// one (`resultChanges`: most often only the time of the change).
-    public static func applied(_ index: Int, result: ObjectMetadata?, planned: ObjectMetadata?, found: Bool) -> String {
+    package static func applied(_ index: Int, result: ObjectMetadata?, planned: ObjectMetadata?, found: Bool) -> String {
         var members: [(String, JSONValue)] = [("applied", .integer(Int64(index)))]
         if let result = result?.jsonDocument, let planned = planned?.jsonDocument {
             members.append(("resultChanges", difference(result, from: planned)))
@@ -527,13 +527,13 @@ public enum JournalRecord {
         return document
     }
 
-    public static func failed(_ index: Int, _ error: StorageError) -> String {
+    package static func failed(_ index: Int, _ error: StorageError) -> String {
         JSONValue.object([
             ("failed", .integer(Int64(index))), ("code", .string(error.code.name)), ("message", .string(error.message)),
         ]).serialized
     }
 
-    public static func ended(_ outcome: ApplyOutcome) -> String {
+    package static func ended(_ outcome: ApplyOutcome) -> String {
         JSONValue.object([
             ("end", .string(outcome.end.rawValue)), ("applied", .integer(Int64(outcome.applied))),
             ("failed", .integer(Int64(outcome.failed))), ("notSent", .integer(Int64(outcome.notSent))),
@@ -542,12 +542,12 @@ public enum JournalRecord {
 
     /// A journal read back: its bucket, its plan (with what was applied, and the state each applied change left),
     /// and how its last run ended.
-    public struct Contents: Sendable {
-        public var bucket: String
-        public var source: String
-        public var plan: PlanStore
+    package struct Contents: Sendable {
+        package var bucket: String
+        package var source: String
+        package var plan: PlanStore
         /// How the last run on it ended; nil when it never said (kill -9, a lost machine).
-        public var end: String?
+        package var end: String?
     }
 
     /// Reads a journal a line at a time (`nextLine` gives each line without its newline, and whether the line
@@ -555,7 +555,7 @@ public enum JournalRecord {
     /// line. A last line cut short (the run was killed while writing it) is ignored: its change is then checked
     /// against the bucket on resume. `reopen` opens the large files a plan names, for a run that will send them
     /// (nil: they are not needed, as in an undo, which sends no content).
-    public static func read(
+    package static func read(
         source: String, nextLine: () throws -> (line: [UInt8], ended: Bool)?,
         reopen: ((String) throws(StorageError) -> any ContentSource)? = nil, counting: (any WorkCounter)? = nil
     ) throws -> Contents {
@@ -656,7 +656,7 @@ public enum JournalRecord {
 
     /// The plan that puts back what `journal`'s applied changes changed (rule X4), newest first, each guarded by
     /// the state the change left; and the applied changes that cannot be undone, with why.
-    public static func undo(_ journal: Contents, counting: (any WorkCounter)? = nil) throws -> (plan: PlanStore, impossible: ChangesNotUndone) {
+    package static func undo(_ journal: Contents, counting: (any WorkCounter)? = nil) throws -> (plan: PlanStore, impossible: ChangesNotUndone) {
         counting?.begin("planning the undo", total: nil)
         defer { counting?.end() }
         let undo = try PlanStore()
@@ -771,38 +771,38 @@ public enum JournalRecord {
 }
 
 /// What the program around the interpreter gives apply: where the journal goes and how progress is shown.
-public struct ApplySettings {
+package struct ApplySettings {
     /// At a typical round trip of 30 ms, 32 changes in flight are about the 1,000 writes a second that Cloud Storage
     /// takes from a bucket before it ramps up: enough to keep a remote service busy without tripping its limits
     /// (a 429 is retried after its Retry-After anyway). Over HTTP/2 they share one connection.
-    public static let defaultParallel = 32
+    package static let defaultParallel = 32
     /// Changes in one batch request where the bucket takes them (rule Q2): Cloud Storage's most.
-    public static let defaultBatchSize = 100
+    package static let defaultBatchSize = 100
 
     /// Opens the journal of a run about to apply a plan (the program chooses the file and writes the plan).
-    public var openJournal: ((PlanStore) throws -> any ApplyJournal)?
+    package var openJournal: ((PlanStore) throws -> any ApplyJournal)?
     /// Called as changes land (from any thread); nil shows nothing.
-    public var progress: (@Sendable (ApplyProgress) -> Void)?
+    package var progress: (@Sendable (ApplyProgress) -> Void)?
     /// Called once apply ends, to clear a progress line.
-    public var progressEnded: (() -> Void)?
+    package var progressEnded: (() -> Void)?
     /// Keeps a dry run's plan (`--plan FILE`) and returns where; nil keeps none.
-    public var keepPlan: ((PlanStore) throws -> String)?
+    package var keepPlan: ((PlanStore) throws -> String)?
     /// What to do about a change refused because its object changed meanwhile: a script's run plans again; an undo
     /// says what it leaves.
-    public var replanAdvice = "run the script again to plan it anew"
+    package var replanAdvice = "run the script again to plan it anew"
 
-    public init() {}
+    package init() {}
 }
 
 /// The applied changes an undo cannot put back: how many, and the first of them with why. A journal of millions of
 /// uploads is not listed whole in memory.
-public struct ChangesNotUndone: Sendable {
+package struct ChangesNotUndone: Sendable {
     /// How many are named; the others are counted.
-    public static let named = 1000
-    public private(set) var count = 0
-    public private(set) var first: [(object: String, reason: String)] = []
+    package static let named = 1000
+    package private(set) var count = 0
+    package private(set) var first: [(object: String, reason: String)] = []
 
-    public var isEmpty: Bool { count == 0 }
+    package var isEmpty: Bool { count == 0 }
 
     mutating func add(_ object: String, _ reason: String) {
         count += 1

@@ -9,7 +9,7 @@ import StoreshSQLite
 /// plan is closed: a plan of 10 million changes needs no more memory than one of ten.
 ///
 /// Changes are numbered from 0 in the order they were planned. Thread-safe: apply records outcomes from many tasks.
-public final class PlanStore: @unchecked Sendable {
+package final class PlanStore: @unchecked Sendable {
     private let connection: SQLiteConnection
     private let lock = NSLock()
     /// Large files that planned writes send, by change: their content stays in its file until it is sent.
@@ -24,7 +24,7 @@ public final class PlanStore: @unchecked Sendable {
     static let cacheKiB = 16 * 1024
 
     /// Where an object's planned content is.
-    public enum ContentKind: Sendable, Equatable {
+    package enum ContentKind: Sendable, Equatable {
         /// The object's content is the real bucket's (a metadata change).
         case real
         /// The content the planned change numbered so sends.
@@ -34,17 +34,17 @@ public final class PlanStore: @unchecked Sendable {
     }
 
     /// The planned state of one object.
-    public struct Entry: Sendable {
+    package struct Entry: Sendable {
         /// Nil: the plan deletes it.
-        public var state: ObjectMetadata?
-        public var content: ContentKind
+        package var state: ObjectMetadata?
+        package var content: ContentKind
         /// Whether the object was in the real bucket before its first planned change.
-        public var existed: Bool
+        package var existed: Bool
         /// How many planned changes touch it (apply guards a later one by what the earlier one left).
-        public var touches: Int
+        package var touches: Int
     }
 
-    public init() throws(StorageError) {
+    package init() throws(StorageError) {
         do {
             // "": a private temporary database, deleted when closed.
             connection = try SQLiteConnection(path: "", flags: SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
@@ -96,22 +96,22 @@ public final class PlanStore: @unchecked Sendable {
     // MARK: Changes
 
     /// How many changes the plan holds (and numbers).
-    public var count: Int { lock.withLock { changeCount } }
+    package var count: Int { lock.withLock { changeCount } }
 
     /// How many changes of the bucket the plan holds, as every message counts them: a move (`mv`) is one, though the
     /// plan holds two changes for it (its object arriving, then its source leaving) that land in one step.
-    public var countedChanges: Int { lock.withLock { changeCount - moveCount } }
+    package var countedChanges: Int { lock.withLock { changeCount - moveCount } }
 
     /// Adds a change after the others; returns its number.
     @discardableResult
-    public func append(_ change: PlannedChange) throws(StorageError) -> Int {
+    package func append(_ change: PlannedChange) throws(StorageError) -> Int {
         try locked { try insert(change, packedAfter: change.after?.packed) }
     }
 
     /// Adds a change after the others, and makes the state it leaves its object in that object's planned state
     /// (its content where `content` says); returns its number.
     @discardableResult
-    public func plan(_ change: PlannedChange, content: ContentKind) throws(StorageError) -> Int {
+    package func plan(_ change: PlannedChange, content: ContentKind) throws(StorageError) -> Int {
         try locked {
             // Packed once: the change's `after` and the object's planned state are the same bytes.
             let packedAfter = change.after?.packed
@@ -171,7 +171,7 @@ public final class PlanStore: @unchecked Sendable {
     }
 
     /// Up to `limit` changes from number `start` on, in order.
-    public func changes(from start: Int, limit: Int) throws(StorageError) -> [(index: Int, change: PlannedChange)] {
+    package func changes(from start: Int, limit: Int) throws(StorageError) -> [(index: Int, change: PlannedChange)] {
         try locked {
             let select = try connection.statement(
                 "SELECT id, step, object, before, after, content, origin, restores, moves_from, moved_to FROM changes WHERE id >= ?1 ORDER BY id LIMIT ?2")
@@ -195,12 +195,12 @@ public final class PlanStore: @unchecked Sendable {
     }
 
     /// The change numbered `index`.
-    public func change(_ index: Int) throws(StorageError) -> PlannedChange? {
+    package func change(_ index: Int) throws(StorageError) -> PlannedChange? {
         try changes(from: index, limit: 1).first { $0.index == index }?.change
     }
 
     /// Every change, in order, a batch at a time (a plan may not fit in memory).
-    public func forEachChange(_ body: (Int, PlannedChange) throws -> Void) throws {
+    package func forEachChange(_ body: (Int, PlannedChange) throws -> Void) throws {
         var next = 0
         while true {
             let batch = try changes(from: next, limit: 1000)
@@ -236,7 +236,7 @@ public final class PlanStore: @unchecked Sendable {
     // MARK: The planned state of objects
 
     /// The planned state of `name`; nil when no change touched it.
-    public func entry(_ name: String) throws(StorageError) -> Entry? {
+    package func entry(_ name: String) throws(StorageError) -> Entry? {
         try locked {
             let select = try connection.statement("SELECT state, content, content_change, existed, touches FROM overlay WHERE name = ?1")
             defer { select.reset() }
@@ -269,7 +269,7 @@ public final class PlanStore: @unchecked Sendable {
     }
 
     /// Forgets the planned state of `name`: it is the real bucket's again.
-    public func forget(_ name: String) throws(StorageError) {
+    package func forget(_ name: String) throws(StorageError) {
         try locked {
             let delete = try connection.statement("DELETE FROM overlay WHERE name = ?1")
             defer { delete.reset() }
@@ -280,7 +280,7 @@ public final class PlanStore: @unchecked Sendable {
 
     /// Planned states of names that start with `prefix`, after `after` and up to `through` (nil: no bound), in
     /// byte order, at most `limit`.
-    public func entries(prefix: String, after: String?, through: String? = nil, limit: Int) throws(StorageError) -> [(name: String, entry: Entry)] {
+    package func entries(prefix: String, after: String?, through: String? = nil, limit: Int) throws(StorageError) -> [(name: String, entry: Entry)] {
         try locked {
             // Names with the prefix are one run in byte order; the end is checked here, not in SQL (a prefix's
             // successor need not be valid UTF-8).
@@ -307,12 +307,12 @@ public final class PlanStore: @unchecked Sendable {
     }
 
     /// Whether any planned change touches a name that starts with `prefix`.
-    public func touches(prefix: String) throws(StorageError) -> Bool {
+    package func touches(prefix: String) throws(StorageError) -> Bool {
         !(try entries(prefix: prefix, after: nil, limit: 1).isEmpty)
     }
 
     /// How many objects the plan adds, less those it deletes, against the real bucket.
-    public func objectCountChange() throws(StorageError) -> Int {
+    package func objectCountChange() throws(StorageError) -> Int {
         try locked {
             let added = try connection.integer("SELECT count(*) FROM overlay WHERE state IS NOT NULL AND existed = 0") ?? 0
             let removed = try connection.integer("SELECT count(*) FROM overlay WHERE state IS NULL AND existed = 1") ?? 0
@@ -323,7 +323,7 @@ public final class PlanStore: @unchecked Sendable {
     // MARK: Planned states saved with a planned snapshot
 
     /// Keeps the planned state of every object as it stands, under `saved`.
-    public func saveEntries(as saved: Int) throws(StorageError) {
+    package func saveEntries(as saved: Int) throws(StorageError) {
         try locked {
             let copy = try connection.statement(
                 "INSERT INTO saved_overlays SELECT ?1, name, state, content, content_change FROM overlay")
@@ -333,7 +333,7 @@ public final class PlanStore: @unchecked Sendable {
         }
     }
 
-    public func dropSavedEntries(_ saved: Int) throws(StorageError) {
+    package func dropSavedEntries(_ saved: Int) throws(StorageError) {
         try locked {
             let delete = try connection.statement("DELETE FROM saved_overlays WHERE saved = ?1")
             defer { delete.reset() }
@@ -344,7 +344,7 @@ public final class PlanStore: @unchecked Sendable {
 
     /// Names either planned now or saved under `saved`, after `after`, at most `limit`, in byte order; with the
     /// saved state (nil: not planned then).
-    public func namesPlannedNowOrSaved(_ saved: Int, after: String?, limit: Int) throws(StorageError)
+    package func namesPlannedNowOrSaved(_ saved: Int, after: String?, limit: Int) throws(StorageError)
         -> [(name: String, then: (state: ObjectMetadata?, content: ContentKind)?)]
     {
         try locked {
@@ -371,7 +371,7 @@ public final class PlanStore: @unchecked Sendable {
     // MARK: Savepoints
 
     /// Runs `body`; when it throws, the plan is as it was before (changes, planned states, saved ones).
-    public func withSavepoint<Value>(_ body: () async throws -> Value) async throws -> Value {
+    package func withSavepoint<Value>(_ body: () async throws -> Value) async throws -> Value {
         let name = try locked { () -> String in
             savepointDepth += 1
             let name = "plan\(savepointDepth)"
@@ -400,15 +400,15 @@ public final class PlanStore: @unchecked Sendable {
     // MARK: Outcomes (apply)
 
     /// A change apply has still to send, and how many changes touch its object.
-    public struct PendingChange: Sendable {
-        public var index: Int
-        public var change: PlannedChange
-        public var touches: Int
+    package struct PendingChange: Sendable {
+        package var index: Int
+        package var change: PlannedChange
+        package var touches: Int
     }
 
     /// Of the `limit` changes from number `start` on, those not applied yet, in order; and the number to read
     /// on from (nil: the plan ends here).
-    public func pending(from start: Int, limit: Int) throws(StorageError) -> (changes: [PendingChange], next: Int?) {
+    package func pending(from start: Int, limit: Int) throws(StorageError) -> (changes: [PendingChange], next: Int?) {
         let batch = try changes(from: start, limit: limit)
         return try locked {
             let state = try connection.statement(
@@ -428,7 +428,7 @@ public final class PlanStore: @unchecked Sendable {
     }
 
     /// What the last applied change of `object` left (`.some(nil)`: deleted it); nil when none has landed.
-    public func landed(_ object: String) throws(StorageError) -> ObjectMetadata?? {
+    package func landed(_ object: String) throws(StorageError) -> ObjectMetadata?? {
         try locked {
             let select = try connection.statement("SELECT landed FROM overlay WHERE name = ?1 AND has_landed = 1")
             defer { select.reset() }
@@ -440,7 +440,7 @@ public final class PlanStore: @unchecked Sendable {
 
     /// Records what the applied change numbered `index` left, for a later change of its object to be guarded by;
     /// kept only for objects that more than one change touches.
-    public func setLanded(ofChange index: Int, _ result: ObjectMetadata?) throws(StorageError) {
+    package func setLanded(ofChange index: Int, _ result: ObjectMetadata?) throws(StorageError) {
         try locked {
             let update = try connection.statement(
                 "UPDATE overlay SET landed = ?2, has_landed = 1 WHERE name = (SELECT object FROM changes WHERE id = ?1) AND touches > 1")
@@ -452,13 +452,13 @@ public final class PlanStore: @unchecked Sendable {
     }
 
     /// What apply made of a change.
-    public enum Outcome: Sendable {
+    package enum Outcome: Sendable {
         /// It landed, leaving the object as `result` (nil: deleted); `found` when a resumed run found it landed.
         case applied(result: ObjectMetadata?, found: Bool)
         case failed(StorageError)
     }
 
-    public func record(_ outcome: Outcome, ofChange index: Int) throws(StorageError) {
+    package func record(_ outcome: Outcome, ofChange index: Int) throws(StorageError) {
         try locked {
             let insert = try connection.statement(
                 "INSERT OR REPLACE INTO outcomes (change, applied, result, found, code, message) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")
@@ -480,7 +480,7 @@ public final class PlanStore: @unchecked Sendable {
     }
 
     /// The state an applied change left (`.some(nil)`: deleted); nil when it was not applied.
-    public func appliedResult(ofChange index: Int) throws(StorageError) -> ObjectMetadata?? {
+    package func appliedResult(ofChange index: Int) throws(StorageError) -> ObjectMetadata?? {
         try locked {
             let select = try connection.statement("SELECT result FROM outcomes WHERE change = ?1 AND applied = 1")
             defer { select.reset() }
@@ -493,7 +493,7 @@ public final class PlanStore: @unchecked Sendable {
     /// How many changes were applied and how many failed (in this run or the runs it resumes), counted as
     /// `countedChanges` counts them: a move by its source's change, which lands last (a move copied and not deleted,
     /// on a bucket that moves in two steps, failed).
-    public func outcomeCounts() throws(StorageError) -> (applied: Int, failed: Int) {
+    package func outcomeCounts() throws(StorageError) -> (applied: Int, failed: Int) {
         try locked {
             func count(applied: Bool) throws -> Int64 {
                 // Without moves, the outcomes alone: a plan of millions of changes is not joined to count them.
@@ -513,7 +513,7 @@ public final class PlanStore: @unchecked Sendable {
     /// What became of the changes of each step (the statement that planned them), in step order: how many were
     /// planned, applied and failed (a move counted once, as `outcomeCounts` counts it); the first `limit` steps, and
     /// how many steps the plan has in all.
-    public func outcomesByStep(limit: Int) throws(StorageError) -> (steps: [StepOutcome], stepCount: Int) {
+    package func outcomesByStep(limit: Int) throws(StorageError) -> (steps: [StepOutcome], stepCount: Int) {
         try locked {
             let select = try connection.statement(
                 """
@@ -536,21 +536,21 @@ public final class PlanStore: @unchecked Sendable {
     }
 
     /// What became of one step's changes.
-    public struct StepOutcome: Sendable, Equatable {
-        public var step: Int
-        public var planned: Int
-        public var applied: Int
-        public var failed: Int
+    package struct StepOutcome: Sendable, Equatable {
+        package var step: Int
+        package var planned: Int
+        package var applied: Int
+        package var failed: Int
     }
 
     /// Forgets failures (a resumed run tries those changes again).
-    public func forgetFailures() throws(StorageError) {
+    package func forgetFailures() throws(StorageError) {
         try locked { try connection.execute("DELETE FROM outcomes WHERE applied = 0") }
     }
 
     /// For undo: each object applied changes touched, newest last change first, with the state before its first
     /// applied change, the state its last one left, and the other object of a move among them (`mv`), if any.
-    public func appliedObjects(
+    package func appliedObjects(
         _ body: (_ object: String, _ before: ObjectMetadata?, _ result: ObjectMetadata?, _ movedWith: String?) throws -> Void
     ) throws {
         try locked { try connection.execute("CREATE INDEX IF NOT EXISTS changes_object ON changes (object, id)") }
@@ -590,7 +590,7 @@ public final class PlanStore: @unchecked Sendable {
 
     /// What the applied changes of `object` did (as `appliedObjects` gives each object): the state before the first,
     /// the state the last left, and the other object of a move among them; nil when none of its changes was applied.
-    public func appliedObject(_ object: String) throws(StorageError) -> (before: ObjectMetadata?, result: ObjectMetadata?, movedWith: String?)? {
+    package func appliedObject(_ object: String) throws(StorageError) -> (before: ObjectMetadata?, result: ObjectMetadata?, movedWith: String?)? {
         try locked {
             let select = try connection.statement(
                 """
@@ -614,7 +614,7 @@ public final class PlanStore: @unchecked Sendable {
     }
 
     /// The first `limit` failures, in change order.
-    public func failures(limit: Int) throws(StorageError) -> [(index: Int, error: StorageError)] {
+    package func failures(limit: Int) throws(StorageError) -> [(index: Int, error: StorageError)] {
         try locked {
             let select = try connection.statement("SELECT change, code, message FROM outcomes WHERE applied = 0 ORDER BY change LIMIT ?1")
             defer { select.reset() }
@@ -629,7 +629,7 @@ public final class PlanStore: @unchecked Sendable {
     }
 
     /// Whether any failure has one of these codes.
-    public func hasFailures(where matches: (StorageErrorCode) -> Bool) throws(StorageError) -> Bool {
+    package func hasFailures(where matches: (StorageErrorCode) -> Bool) throws(StorageError) -> Bool {
         try locked {
             let select = try connection.statement("SELECT DISTINCT code FROM outcomes WHERE applied = 0")
             defer { select.reset() }

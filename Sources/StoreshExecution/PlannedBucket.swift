@@ -3,36 +3,36 @@ import StoreshCore
 
 /// A change a dry run (or, on a real bucket, the planning phase) decided on: the object, the state it was
 /// computed from, and the state it would leave (nil: deleted).
-public struct PlannedChange: Sendable, Equatable {
-    public static func == (a: PlannedChange, b: PlannedChange) -> Bool {
+package struct PlannedChange: Sendable, Equatable {
+    package static func == (a: PlannedChange, b: PlannedChange) -> Bool {
         a.object == b.object && a.before == b.before && a.after == b.after && a.content == b.content && a.step == b.step
             && a.source?.origin == b.source?.origin && a.restoresGeneration == b.restoresGeneration
             && NameBytes.sameBytes(a.movesFrom, b.movesFrom) && NameBytes.sameBytes(a.movedTo, b.movedTo)
     }
 
-    public var object: String
-    public var before: ObjectMetadata?
-    public var after: ObjectMetadata?
+    package var object: String
+    package var before: ObjectMetadata?
+    package var after: ObjectMetadata?
     /// The content a planned write sends; nil for a metadata change or a delete (or a write from `source`).
-    public var content: Data?
+    package var content: Data?
     /// A planned write of a large file: its content, read a piece at a time when it is sent.
-    public var source: (any ContentSource)? {
+    package var source: (any ContentSource)? {
         didSet { if let origin = source?.origin { contentOrigin = origin } }
     }
     /// Where a large file's content is (its path), as a journal names it; kept when the source is not reopened.
-    public var contentOrigin: String?
+    package var contentOrigin: String?
     /// Which of the script's commands planned it (0 for the first): apply keeps a command's changes after the
     /// changes of the commands before it (rule X2).
-    public var step: Int
+    package var step: Int
     /// A planned restore (rule B6): the soft-deleted generation whose content and metadata become the live object's
     /// (on S3, the noncurrent version copied back).
-    public var restoresGeneration: ObjectGeneration?
+    package var restoresGeneration: ObjectGeneration?
     /// A planned move (`mv`) is two changes, planned one after the other and applied together by one move: the
     /// object arriving (this name, `movesFrom` the source's) and then the source leaving (`movedTo` the destination's).
-    public var movesFrom: String?
-    public var movedTo: String?
+    package var movesFrom: String?
+    package var movedTo: String?
 
-    public init(
+    package init(
         object: String, before: ObjectMetadata?, after: ObjectMetadata?, content: Data? = nil, source: (any ContentSource)? = nil,
         step: Int = 0
     ) {
@@ -46,7 +46,7 @@ public struct PlannedChange: Sendable, Equatable {
     }
 
     /// Whether the change writes content (a put, a copy), not only metadata.
-    public var writesContent: Bool {
+    package var writesContent: Bool {
         content != nil || source != nil || contentOrigin != nil || restoresGeneration != nil || movesFrom != nil
     }
 }
@@ -61,13 +61,13 @@ public struct PlannedChange: Sendable, Equatable {
 ///
 /// The plan and the planned state of each object are kept in a `PlanStore`, not in memory: a bulk edit of
 /// millions of objects is planned in the memory of a small one.
-public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
+package final class PlannedBucket: BucketTransaction, @unchecked Sendable {
     let inner: any Bucket
     let clock: any StorageClock
     /// Every change planned, in order, and the planned state of each object.
-    public let store: PlanStore
+    package let store: PlanStore
     /// The command being planned (the script's statement number), recorded with each change.
-    public var step = 0
+    package var step = 0
     private var plannedRules: (source: String, origin: String)?
     /// The bucket's settings as the plan changed them (`bucket set`), never stored.
     private var plannedSettings: BucketSettings?
@@ -75,16 +75,16 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
     private let realSignIn: (any EndUserSignIn)?
     /// Who the plan reads as now: the bucket's sign-in when planning began, then whoever the script's `login` and
     /// `logout` made.
-    public private(set) var signedIn: (any SignedInUser)?
+    package private(set) var signedIn: (any SignedInUser)?
     /// The real bucket as `signedIn` reads it.
     private var reads: any Bucket
     /// Who the planned changes are made as, once one is planned: a plan is applied as one identity.
-    public private(set) var changesSignedIn: SignedInAs?
+    package private(set) var changesSignedIn: SignedInAs?
     /// Snapshots the plan saved: each with the planned changes as they stood (kept in the store under `saved`).
     fileprivate var plannedSnapshots: [(info: SnapshotInfo, saved: Int)] = []
     private var savedCount = 0
 
-    public init(over inner: any Bucket, clock: any StorageClock, store: PlanStore? = nil) throws {
+    package init(over inner: any Bucket, clock: any StorageClock, store: PlanStore? = nil) throws {
         self.inner = inner
         self.clock = clock
         self.store = try store ?? PlanStore()
@@ -94,10 +94,10 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
     }
 
     /// Someone signed in to a real bucket, or no one (its own credentials): who a plan's changes are made as.
-    public struct SignedInAs: Sendable {
-        public var user: (any SignedInUser)?
+    package struct SignedInAs: Sendable {
+        package var user: (any SignedInUser)?
         /// For messages.
-        public var who: String { user?.who ?? "the bucket's own credentials" }
+        package var who: String { user?.who ?? "the bucket's own credentials" }
     }
 
     /// Makes the plan read as `user` from now on (a `login` or `logout` of the script): the bucket's own sign-in
@@ -124,22 +124,22 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
 
     static let planTokens = PositionPageTokens(mark: "plan:")
 
-    public var name: String { inner.name }
-    public var scheme: String { inner.scheme }
+    package var name: String { inner.name }
+    package var scheme: String { inner.scheme }
     /// A listing of a folder with planned changes gets a plan's token; the others, the bucket's own.
-    public var pageTokens: any PageTokenFormat { EitherPageTokens(first: Self.planTokens, second: inner.pageTokens) }
-    public func validateStorable(_ metadata: ObjectMetadata) throws { try inner.validateStorable(metadata) }
-    public var storageClasses: StorageClasses { inner.storageClasses }
+    package var pageTokens: any PageTokenFormat { EitherPageTokens(first: Self.planTokens, second: inner.pageTokens) }
+    package func validateStorable(_ metadata: ObjectMetadata) throws { try inner.validateStorable(metadata) }
+    package var storageClasses: StorageClasses { inner.storageClasses }
     // A plan has no transactions of its own (it is one) and no reads for Tab completion.
-    public var capabilities: BucketCapabilities { inner.capabilities.subtracting([.transactions, .immediateReads]) }
-    public var snapshotStore: (any SnapshotStore)? { inner.snapshotStore.map { PlannedSnapshots(plan: self, stored: $0) } }
-    public var rulesStore: (any RulesStore)? { inner.rulesStore.map { PlannedRules(plan: self, stored: $0) } }
+    package var capabilities: BucketCapabilities { inner.capabilities.subtracting([.transactions, .immediateReads]) }
+    package var snapshotStore: (any SnapshotStore)? { inner.snapshotStore.map { PlannedSnapshots(plan: self, stored: $0) } }
+    package var rulesStore: (any RulesStore)? { inner.rulesStore.map { PlannedRules(plan: self, stored: $0) } }
     /// A change of the bucket's settings (`bucket set`) is planned: read back by the plan, never stored.
-    public var settingsStore: (any BucketSettingsStore)? { inner.settingsStore.map { PlannedSettings(plan: self, stored: $0) } }
+    package var settingsStore: (any BucketSettingsStore)? { inner.settingsStore.map { PlannedSettings(plan: self, stored: $0) } }
 
     /// What the plan changed that its store of object changes does not hold (rules, snapshots, the bucket's
     /// settings), for people: a plan kept to apply later would lose them; nil when there is none.
-    public var changesBeyondObjects: String? {
+    package var changesBeyondObjects: String? {
         var kinds: [String] = []
         if plannedRules != nil { kinds.append("the rules") }
         if !plannedSnapshots.isEmpty { kinds.append("snapshots") }
@@ -147,57 +147,57 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
         return kinds.isEmpty ? nil : MessageText.listed(kinds)
     }
     /// Generations are read from the bucket as it is (a plan lays no planned change over them); a restore is planned.
-    public var objectVersions: (any ObjectVersions)? { reads.objectVersions.map { PlannedVersions(plan: self, stored: $0) } }
+    package var objectVersions: (any ObjectVersions)? { reads.objectVersions.map { PlannedVersions(plan: self, stored: $0) } }
     /// A move is planned as the two changes it makes, and applied by the bucket's own move.
-    public var objectMoves: (any ObjectMoves)? { reads.objectMoves.map { PlannedMoves(plan: self, inOneStep: $0.movesInOneStep) } }
+    package var objectMoves: (any ObjectMoves)? { reads.objectMoves.map { PlannedMoves(plan: self, inOneStep: $0.movesInOneStep) } }
     /// Whose requests the plan's reads are (`whoami` after the script's `login`).
-    public var accessDescription: String? { reads.accessDescription }
+    package var accessDescription: String? { reads.accessDescription }
     /// Whether the plan's changes can be guarded: as whom they are made decides (the Firebase v0 API has no
     /// preconditions).
-    public var guardsChanges: Bool {
+    package var guardsChanges: Bool {
         guard let changesSignedIn, let realSignIn else { return reads.guardsChanges }
         return realSignIn.reads(as: changesSignedIn.user).guardsChanges
     }
     /// The plan's own: a `login` makes the plan read as that user and its changes made as that user, never the
     /// bucket's sign-in, which only an apply changes (a dry run's `login` signs no one in).
-    public var endUserSignIn: (any EndUserSignIn)? { realSignIn.map { PlannedSignIn(plan: self, real: $0) } }
+    package var endUserSignIn: (any EndUserSignIn)? { realSignIn.map { PlannedSignIn(plan: self, real: $0) } }
     /// A plan is made a change at a time; batches are how it is sent.
-    public var batchedChanges: (any BatchedChanges)? { nil }
+    package var batchedChanges: (any BatchedChanges)? { nil }
     /// A plan decides each object on its own, and a dry run changes nothing; but a dry run's last command, when no
     /// plan is kept (`previewsUniformUpdates`) and nothing was planned before it, has its uniform update previewed by
     /// the bucket itself: the outcomes exactly as an apply would decide them, nothing written, at the cost of the
     /// update's reads rather than of a plan of every object (issue 55: a dry run of a million was 4.3x its apply).
     /// Nothing reads the plan after it, and nothing planned before it that it would have had to see.
-    public var uniformUpdates: (any UniformUpdates)? {
-        guard previewsUniformUpdates, store.count == 0, let inner = inner.uniformUpdates else { return nil }
+    package var uniformUpdates: (any UniformUpdates)? {
+        guard previewsUniformUpdates, store.count == 0, changesBeyondObjects == nil, let inner = inner.uniformUpdates else { return nil }
         return PreviewedUniformUpdates(inner: inner, plan: self)
     }
 
     /// Set by the run for a dry run's last statement when its plan is not kept (see `uniformUpdates`).
-    public var previewsUniformUpdates = false
+    package var previewsUniformUpdates = false
     /// The changes previewed rather than planned (`uniformUpdates`).
-    public fileprivate(set) var previewedChanges = 0
-    public var transactions: (any TransactionalBucket)? { nil }
-    public var immediateReads: (any ImmediateReads)? { nil }
-    public var asTransaction: (any BucketTransaction)? { self }
-    public func close() {}
+    package fileprivate(set) var previewedChanges = 0
+    package var transactions: (any TransactionalBucket)? { nil }
+    package var immediateReads: (any ImmediateReads)? { nil }
+    package var asTransaction: (any BucketTransaction)? { self }
+    package func close() {}
 
     /// The changes planned (or previewed) so far.
-    public var changeCount: Int { store.count + previewedChanges }
+    package var changeCount: Int { store.count + previewedChanges }
 
-    public func withSavepoint<Value>(_ body: () async throws -> Value) async throws -> Value {
-        let saved = (plannedRules, plannedSnapshots, changesSignedIn, plannedSettings)
+    package func withSavepoint<Value>(_ body: () async throws -> Value) async throws -> Value {
+        let saved = (plannedRules, plannedSnapshots, changesSignedIn, plannedSettings, previewedChanges)
         do {
             return try await store.withSavepoint(body)
         } catch {
-            (plannedRules, plannedSnapshots, changesSignedIn, plannedSettings) = saved
+            (plannedRules, plannedSnapshots, changesSignedIn, plannedSettings, previewedChanges) = saved
             throw error
         }
     }
 
     // MARK: Reads
 
-    public func metadata(of object: ObjectName) async throws -> ObjectMetadata {
+    package func metadata(of object: ObjectName) async throws -> ObjectMetadata {
         try await metadata(of: object, entry: try store.entry(object.rawValue), seen: nil)
     }
 
@@ -214,7 +214,7 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
         return try await reads.metadata(of: object)
     }
 
-    public func read(_ object: ObjectName) async throws -> Data {
+    package func read(_ object: ObjectName) async throws -> Data {
         switch try plannedContent(of: object) {
         case nil: return try await reads.read(object)
         case .data(let data): return data
@@ -223,7 +223,7 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
     }
 
     /// Streamed: the real object's from the bucket, a planned file's from the file, a piece at a time.
-    public func read(_ object: ObjectName, into sink: any ContentSink) async throws -> Int64 {
+    package func read(_ object: ObjectName, into sink: any ContentSink) async throws -> Int64 {
         switch try plannedContent(of: object) {
         case nil: return try await reads.read(object, into: sink)
         case .data(let data):
@@ -251,7 +251,7 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
         }
     }
 
-    public func list(_ reference: StoragePath, options: ListOptions) async throws -> ListPage {
+    package func list(_ reference: StoragePath, options: ListOptions) async throws -> ListPage {
         let prefix = reference.listingPrefix
         guard try store.touches(prefix: prefix) else { return try await reads.list(reference, options: options) }
         // Planned changes under this folder: the listing rules run over the planned state of its objects, from
@@ -311,7 +311,7 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
         return page
     }
 
-    public func scan(prefix: String, after: String?, limit: Int) async throws -> ObjectScanPage {
+    package func scan(prefix: String, after: String?, limit: Int) async throws -> ObjectScanPage {
         let page = try await reads.scan(prefix: prefix, after: after, limit: limit)
         // The planned states in the real page's range (up to its end, or every one left when it is the last),
         // at most a page of them: past that many, the page ends where they do.
@@ -330,14 +330,14 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
 
     // MARK: Changes, planned
 
-    public func updateMetadata(of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition) async throws
+    package func updateMetadata(of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition) async throws
         -> UpdateResult
     {
         try await planMetadata(of: object, precondition: precondition) { current, now throws(StorageError) in try current.applying(update, now: now) }
     }
 
     /// Planned as the state it names (decided by the rules layer, or planned before), guarded by `before` (rule X2).
-    public func applyMetadata(of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata) async throws
+    package func applyMetadata(of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata) async throws
         -> ObjectMetadata
     {
         try await planMetadata(of: object, precondition: .matches(before)) { current, now throws(StorageError) in
@@ -365,7 +365,7 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
         return UpdateResult(metadata: next, previous: existing, changed: changed)
     }
 
-    public func write(_ content: Data, to object: ObjectName, options: WriteOptions, precondition: Precondition) async throws
+    package func write(_ content: Data, to object: ObjectName, options: WriteOptions, precondition: Precondition) async throws
         -> ObjectMetadata
     {
         try CustomMetadataLimits.validate(options.customMetadata)
@@ -388,7 +388,7 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
     }
 
     /// A planned write of a large file: its size and MD5 are the source's, and its content is read only when sent.
-    public func write(from source: any ContentSource, to object: ObjectName, options: WriteOptions, precondition: Precondition)
+    package func write(from source: any ContentSource, to object: ObjectName, options: WriteOptions, precondition: Precondition)
         async throws -> ObjectMetadata
     {
         try CustomMetadataLimits.validate(options.customMetadata)
@@ -410,7 +410,7 @@ public final class PlannedBucket: BucketTransaction, @unchecked Sendable {
         return metadata
     }
 
-    public func delete(_ object: ObjectName, precondition: Precondition) async throws {
+    package func delete(_ object: ObjectName, precondition: Precondition) async throws {
         let existing = try await metadata(of: object, entry: try store.entry(object.rawValue), seen: precondition.seenState(of: object))
         try require(precondition, object, existing)
         // Refused in the plan as the bucket would refuse it, before anything is sent.

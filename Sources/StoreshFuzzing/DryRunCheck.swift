@@ -5,12 +5,12 @@ import StoreshLocal
 
 /// The fuzzer's check for accepted scripts: run as a dry run on `bucket`, a script must leave the bucket
 /// exactly as it was (compared through its full export) and write no local file.
-public struct DryRunCheck {
+package struct DryRunCheck {
     let bucket: LocalBucket
     let files: LocalFiles
     let baseline: String
 
-    public init(bucket: LocalBucket, files: LocalFiles) throws {
+    package init(bucket: LocalBucket, files: LocalFiles) throws {
         self.bucket = bucket
         self.files = files
         var exported = ""
@@ -19,7 +19,7 @@ public struct DryRunCheck {
     }
 
     /// nil when the invariant holds, else what broke.
-    public func callAsFunction(_ text: String) async -> String? {
+    package func callAsFunction(_ text: String) async -> String? {
         guard let script = try? Parser.parse(SourceText(name: "fuzz", text: text)) else { return "accepted, then rejected" }
         let interpreter = Session(bucket: bucket, output: DiscardedOutput(), files: files, options: RunOptions(dryRun: true))
         _ = await interpreter.run(script)
@@ -34,10 +34,10 @@ public struct DryRunCheck {
 }
 
 /// Output that is thrown away: the fuzzer checks effects, not text.
-public final class DiscardedOutput: SessionOutput {
-    public init() {}
-    public func result(_ line: String) {}
-    public func resultBytes(_ bytes: Data) {}
-    public func error(_ diagnostic: Diagnostic) {}
-    public func notice(_ text: String) {}
+package final class DiscardedOutput: SessionOutput {
+    package init() {}
+    package func result(_ line: String) {}
+    package func resultBytes(_ bytes: Data) {}
+    package func error(_ diagnostic: Diagnostic) {}
+    package func notice(_ text: String) {}
 }

@@ -6,14 +6,14 @@ import StoreshRules
 /// each one it accepts. Rules arrive from anyone who can reach `storesh serve` (`PUT /internal/setRules`), so what
 /// must hold for any text: no crash (a stack overflow kills the process running this), every refusal positioned
 /// inside the text, and every decision made in bounded time.
-public struct RulesFuzzer {
-    public struct Report: Sendable {
-        public var inputs = 0
-        public var accepted = 0
-        public var rejected = 0
-        public var decisions = 0
-        public var slowestMicroseconds: Double = 0
-        public var failures: [String] = []
+package struct RulesFuzzer {
+    package struct Report: Sendable {
+        package var inputs = 0
+        package var accepted = 0
+        package var rejected = 0
+        package var decisions = 0
+        package var slowestMicroseconds: Double = 0
+        package var failures: [String] = []
     }
 
     /// Pieces of the rules language and the characters its lexer treats specially.
@@ -30,12 +30,12 @@ public struct RulesFuzzer {
 
     var random: SplitMix64
 
-    public init(seed: UInt64) {
+    package init(seed: UInt64) {
         random = SplitMix64(seed: seed)
     }
 
     /// A ruleset around `condition`, so that the generated condition reaches the evaluator.
-    public static func wrapping(_ condition: String, functions: String = "") -> String {
+    package static func wrapping(_ condition: String, functions: String = "") -> String {
         "rules_version = '2';\nservice firebase.storage {\n\(functions)  match /b/{bucket}/o {\n    match /{path=**} {\n      allow read, write: if \(condition);\n    }\n  }\n}\n"
     }
 
@@ -83,7 +83,7 @@ public struct RulesFuzzer {
         }
     }
 
-    public mutating func run(inputs count: Int) -> Report {
+    package mutating func run(inputs count: Int) -> Report {
         var report = Report()
         let store = MemoryRulesStore()
         let requests: [AccessMethod] = [.get, .list, .create, .update, .delete]

@@ -5,14 +5,14 @@ import StoreshLanguage
 /// Feeds random and mutated scripts to the lexer and parser, and some of the accepted ones to the
 /// interpreter on a scratch bucket in a dry run. It checks what must hold for any input: no crash, no hang,
 /// every rejected input has an error positioned inside the script, and a dry run changes nothing.
-public struct ScriptFuzzer {
-    public struct Report: Sendable {
-        public var inputs = 0
-        public var accepted = 0
-        public var rejected = 0
-        public var interpreted = 0
-        public var slowestParseMicroseconds: Double = 0
-        public var failures: [String] = []
+package struct ScriptFuzzer {
+    package struct Report: Sendable {
+        package var inputs = 0
+        package var accepted = 0
+        package var rejected = 0
+        package var interpreted = 0
+        package var slowestParseMicroseconds: Double = 0
+        package var failures: [String] = []
     }
 
     /// Words the generator draws from: every command's words, aliases and options (from the command table, so a
@@ -46,12 +46,12 @@ public struct ScriptFuzzer {
     let interpret: (String) async -> String?
 
     /// `interpret` runs an accepted script (in a dry run) and returns a failed invariant, or nil.
-    public init(seed: UInt64, interpret: @escaping (String) async -> String?) {
+    package init(seed: UInt64, interpret: @escaping (String) async -> String?) {
         self.random = SplitMix64(seed: seed)
         self.interpret = interpret
     }
 
-    public mutating func run(inputs count: Int, interpretEvery: Int) async -> Report {
+    package mutating func run(inputs count: Int, interpretEvery: Int) async -> Report {
         var report = Report()
         var corpus = Self.seeds
         for index in 0..<count {
@@ -158,12 +158,12 @@ public struct ScriptFuzzer {
 }
 
 /// A small, fast, seedable generator, so that a failing run can be repeated with its seed.
-public struct SplitMix64: RandomNumberGenerator {
+package struct SplitMix64: RandomNumberGenerator {
     var state: UInt64
 
-    public init(seed: UInt64) { state = seed }
+    package init(seed: UInt64) { state = seed }
 
-    public mutating func next() -> UInt64 {
+    package mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9

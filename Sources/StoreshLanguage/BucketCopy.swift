@@ -7,14 +7,14 @@ import StoreshExecution
 /// download tokens). The copy is a plan like a script's: each object to write, with the destination's current
 /// state as its precondition, so it is applied (and journaled, and resumed) as a script's changes are. Objects
 /// already identical in the destination are left alone, so copying again sends only what changed.
-public enum BucketCopy {
-    public struct Plan: Sendable {
+package enum BucketCopy {
+    package struct Plan: Sendable {
         /// Writes, in name order, each with its content.
-        public var changes: PlanStore
+        package var changes: PlanStore
         /// Objects the destination already holds as they are in the source.
-        public var unchanged: Int
+        package var unchanged: Int
         /// Bytes of content to write.
-        public var bytes: Int64
+        package var bytes: Int64
     }
 
     /// Reads the source (under `prefix`) and the destination (nil: one not made yet, empty, which will be named
@@ -23,7 +23,7 @@ public enum BucketCopy {
     /// Both buckets are read a scan page at a time, side by side in name order, and each planned write goes to the
     /// plan's store as soon as the ones before it are there: memory holds two pages and the contents being read,
     /// however many objects there are.
-    public static func plan(
+    package static func plan(
         from source: any Bucket, to destination: (any Bucket)?, destinationName: String, prefix: String, parallel: Int,
         isCancelled: @escaping @Sendable () -> Bool
     ) async throws -> Plan {

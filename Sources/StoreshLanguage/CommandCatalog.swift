@@ -1,7 +1,7 @@
 import StoreshCore
 
 /// What Tab offers for a command's words after its name.
-public enum CompletionKind: Sendable, Equatable {
+package enum CompletionKind: Sendable, Equatable {
     case nothing
     /// Folders only (`cd`, `ls`).
     case folders
@@ -22,12 +22,12 @@ public enum CompletionKind: Sendable, Equatable {
 }
 
 /// Where `help` lists a command: each declaration names its own.
-public enum CommandGroup: String, CaseIterable, Sendable {
+package enum CommandGroup: String, CaseIterable, Sendable {
     case navigate, metadata, content, rules, snapshots, teaching
 }
 
 /// Where a command's words may be patterns (`*`, `**`, `?`, `[…]`).
-public enum PatternUse: Sendable, Equatable {
+package enum PatternUse: Sendable, Equatable {
     /// Nowhere: one name (or none).
     case none
     /// In its targets (`rm`, `meta set`).
@@ -39,31 +39,31 @@ public enum PatternUse: Sendable, Equatable {
 /// One command of the language, declared once: its words, options, what it may change and need, its help and
 /// example. The parser's errors, `help`, Tab completion, dry-run headers and the checks made before a script runs
 /// all read it.
-public struct CommandDeclaration: Sendable {
+package struct CommandDeclaration: Sendable {
     /// The command's words: `ls`, `meta set`, `snapshot restore`.
-    public var name: String
-    public var usage: String
-    public var summary: String
-    public var details: [String]
-    public var example: String
+    package var name: String
+    package var usage: String
+    package var summary: String
+    package var details: [String]
+    package var example: String
     /// The options it takes, as typed (`-n`, `--all`).
-    public var options: [String]
+    package var options: [String]
     /// Whether it may change the bucket (a script that holds one takes the write lock; a dry run shows a header).
-    public var changesBucket: Bool
+    package var changesBucket: Bool
     /// What the bucket must be able to do for it (rule B3: refused before anything runs otherwise).
-    public var requires: BucketCapabilities
-    public var completion: CompletionKind
+    package var requires: BucketCapabilities
+    package var completion: CompletionKind
     /// The Firebase SDK calls it stands for (`listAll()`, `updateMetadata(_:)`): shown by `help`, and `help
     /// listAll` leads here. `explain` shows the calls with their arguments.
-    public var sdk: [String]
+    package var sdk: [String]
     /// Where `help` lists it.
-    public var group: CommandGroup
+    package var group: CommandGroup
     /// Where its words may be patterns (what the error for a pattern elsewhere lists).
-    public var patterns: PatternUse
+    package var patterns: PatternUse
     /// Other names it answers to (`quit` for `exit`).
-    public var aliases: [String]
+    package var aliases: [String]
     /// What Tab offers for an option's value (`rules load --sample NAME`).
-    public var optionCompletions: [String: CompletionKind]
+    package var optionCompletions: [String: CompletionKind]
 
     init(
         _ name: String, group: CommandGroup, aliases: [String] = [], usage: String, summary: String, details: [String] = [],
@@ -88,18 +88,18 @@ public struct CommandDeclaration: Sendable {
     }
 
     /// The first word (`meta` for `meta set`).
-    public var firstWord: String { String(name.split(separator: " ")[0]) }
+    package var firstWord: String { String(name.split(separator: " ")[0]) }
     /// The subcommand word, if any (`set` for `meta set`).
-    public var subcommand: String? { name.split(separator: " ").dropFirst().first.map(String.init) }
+    package var subcommand: String? { name.split(separator: " ").dropFirst().first.map(String.init) }
 }
 
 /// The help of a command (the name `help` and the executable know).
-public typealias CommandHelp = CommandDeclaration
+package typealias CommandHelp = CommandDeclaration
 
-public enum CommandCatalog {
+package enum CommandCatalog {
     /// Every command of the language, in the order `help` lists them. A command's type holds all of it
     /// (`Commands/`); this list is the only other place that names it.
-    public static let types: [any LanguageCommand.Type] = [
+    package static let types: [any LanguageCommand.Type] = [
         CdCommand.self, PwdCommand.self, ListCommand.self, PageNextCommand.self, PageTokenCommand.self,
         MetaGetCommand.self, MetaSetCommand.self, MetaUnsetCommand.self, MetaRenameCommand.self, MetaCopyCommand.self,
         PutCommand.self, GetCommand.self, CatCommand.self, RmCommand.self, MvCommand.self, RestoreCommand.self,
@@ -112,12 +112,12 @@ public enum CommandCatalog {
     ]
 
     /// The declarations of `types`, in their order.
-    public static let commands: [CommandDeclaration] = types.map { $0.declaration }
+    package static let commands: [CommandDeclaration] = types.map { $0.declaration }
 
     /// The command line's subcommands (`storesh check`, `storesh serve`, …), which are not commands of the language:
     /// a script or the prompt that names one is told where it is. The command line declares the same, in this order
     /// (a test holds the two together).
-    public static let commandLineSubcommands = ["run", "apply", "undo", "copy", "reset", "serve", "check", "backup", "export", "import"]
+    package static let commandLineSubcommands = ["run", "apply", "undo", "copy", "reset", "serve", "check", "backup", "export", "import"]
 
     /// The commands (their indices) by the first word of their name and by their aliases: every command of a
     /// script is looked up here, so it is made once.
@@ -155,11 +155,11 @@ public enum CommandCatalog {
     }
 
     /// The help of a command by name (`meta set`, `ls`, `quit`, …).
-    public static func help(for name: String) -> CommandHelp? { declaration(named: name) }
+    package static func help(for name: String) -> CommandHelp? { declaration(named: name) }
 
     /// The helps a topic names: one command, or every subcommand of `meta` or `page`, or the commands that stand
     /// for a Firebase SDK call (`listAll`, `updateMetadata`, `getMetadata()`), however it is written.
-    public static func helps(for topic: String) -> [CommandHelp] {
+    package static func helps(for topic: String) -> [CommandHelp] {
         if let one = help(for: topic) { return [one] }
         let subcommands = commands.filter { $0.name.hasPrefix(topic + " ") }
         if !subcommands.isEmpty { return subcommands }
@@ -173,7 +173,7 @@ public enum CommandCatalog {
     }
 
     /// What `help TOPIC` prints: a topic (`scripts`), or the help of each command it names; nil for neither.
-    public static func helpText(for topic: String) -> String? {
+    package static func helpText(for topic: String) -> String? {
         if let about = topics[topic] { return about }
         if let rules = StorageRuleBook.helpText(for: topic) { return rules }
         let helps = helps(for: topic)
@@ -192,24 +192,24 @@ public enum CommandCatalog {
     }
 
     /// The declaration of a command by its words (`meta set`; `quit` is `exit`).
-    public static func declaration(named name: String) -> CommandDeclaration? {
+    package static func declaration(named name: String) -> CommandDeclaration? {
         commands.first { $0.name == name || $0.aliases.contains(name) }
     }
 
     /// Command names a user might type as the first word, in the order of the table.
-    public static let firstWords: [String] = {
+    package static let firstWords: [String] = {
         var words: [String] = []
         for command in commands where !words.contains(command.firstWord) { words.append(command.firstWord) }
         return words + commands.flatMap(\.aliases)
     }()
 
     /// The subcommands of a first word (`get`, `set`, `unset` for `meta`), in the order of the table.
-    public static func subcommands(of word: String) -> [String] {
+    package static func subcommands(of word: String) -> [String] {
         commands.filter { $0.firstWord == word }.compactMap(\.subcommand)
     }
 
     /// The commands whose words may be patterns, for messages: `meta get, …, rm and the DEST of meta copy`.
-    public static let patternCommands: String = {
+    package static let patternCommands: String = {
         let names = commands.filter { $0.patterns == .targets }.map(\.name)
             + commands.filter { $0.patterns == .destinations }.map { "the DEST of \($0.name)" }
         return MessageText.listed(names)
@@ -217,19 +217,19 @@ public enum CommandCatalog {
 
     /// The command table of the documentation (`CommandLanguage.md`), made from the declarations: a test checks
     /// that the article holds exactly this, so a new command cannot be left out.
-    public static var markdownTable: String {
+    package static var markdownTable: String {
         (["| command | what it does |", "|---|---|"]
             + commands.map { "| `\($0.usage.replacingOccurrences(of: "|", with: "\\|"))` | \($0.summary) |" })
             .joined(separator: "\n")
     }
 
     /// The options of a command (by its words).
-    public static func options(of name: String) -> [String] { declaration(named: name)?.options ?? [] }
+    package static func options(of name: String) -> [String] { declaration(named: name)?.options ?? [] }
 
     /// The overview `help` prints: a screenful of at most 80 columns, the commands by group (subcommands joined to
     /// their first word by `/`: `meta get/set/unset`, so that `page next/token` does not read as a command `token`);
     /// `help COMMAND` has the rest.
-    public static var overview: String {
+    package static var overview: String {
         var lines = ["storesh commands (help COMMAND for one, help scripts for running scripts):"]
         for group in CommandGroup.allCases {
             var words: [String] = []
@@ -252,7 +252,7 @@ public enum CommandCatalog {
     }
 
     /// Topics of `help` that are not commands: a line a paragraph, wrapped where they are shown.
-    public static let topics: [String: String] = [
+    package static let topics: [String: String] = [
         "scripts": """
             Scripts: storesh run FILE, storesh -c 'TEXT', or commands on standard input.
               --dry-run      plan the script and print the plan (each object, each property old → new); nothing is saved. At the prompt: dry-run COMMAND.
@@ -287,7 +287,7 @@ public enum CommandCatalog {
     }
 
     /// What `help COMMAND` prints.
-    public static func text(for command: CommandHelp) -> String {
+    package static func text(for command: CommandHelp) -> String {
         var lines = ["usage: \(command.usage)", "  \(command.summary)"]
         lines += paragraphs(command.details).map { "  " + $0 }
         if !command.sdk.isEmpty { lines.append("Firebase SDK: \(command.sdk.joined(separator: ", ")) (explain \(command.name) … shows the call)") }

@@ -1,46 +1,46 @@
 import StoreshCore
 
 /// One way to finish the word under the cursor.
-public struct CompletionCandidate: Sendable, Equatable {
+package struct CompletionCandidate: Sendable, Equatable {
     /// The whole word (unescaped) that replaces what was typed.
-    public var word: String
+    package var word: String
     /// What a list of candidates shows (a path's last part, a folder with its `/`).
-    public var display: String
+    package var display: String
     /// True when more can follow without a blank (a folder's `/`, a key's `=`).
-    public var continues: Bool
+    package var continues: Bool
 }
 
 /// Tab completion for the shell: commands, subcommands and options; metadata keys, with the `custom.NAME` keys
 /// present on the current object; and paths (folders with a trailing `/`) at any depth, `..` included.
 /// A path completion reads one page at most, starting at the typed name.
-public struct Completer {
-    public static let pageSize = 200
+package struct Completer {
+    package static let pageSize = 200
 
     let source: ImmediateReads
     let current: StoragePath
     /// The names `rules load --sample` takes (the session's rules know them; none without rules).
     let ruleSamples: [String]
 
-    public init(source: ImmediateReads, current: StoragePath, ruleSamples: [String] = []) {
+    package init(source: ImmediateReads, current: StoragePath, ruleSamples: [String] = []) {
         self.source = source
         self.current = current
         self.ruleSamples = ruleSamples
     }
 
     /// What completing the word under the cursor found.
-    public struct Result: Sendable {
+    package struct Result: Sendable {
         /// The word as typed so far, unescaped.
-        public var typed: String
+        package var typed: String
         /// The quote the word is inside of, if any (so that the insertion is escaped for it, and closed).
-        public var openQuote: Unicode.Scalar?
-        public var candidates: [CompletionCandidate]
+        package var openQuote: Unicode.Scalar?
+        package var candidates: [CompletionCandidate]
         /// True when a page was full, so more candidates may exist than were read: nothing beyond what is
         /// typed may be assumed common to all of them.
-        public var truncated: Bool
+        package var truncated: Bool
     }
 
     /// The word being completed and its candidates, for the line up to the cursor.
-    public func complete(_ lineBeforeCursor: String) -> Result {
+    package func complete(_ lineBeforeCursor: String) -> Result {
         let (words, typed, openQuote) = Self.split(lineBeforeCursor)
         var truncated = false
         // By bytes (rule P7): a candidate continues what is typed when its bytes do, whatever its Unicode form.
@@ -207,7 +207,7 @@ public struct Completer {
     /// Text to insert so that the lexer reads it back as given: outside quotes, blanks, quotes and other
     /// special characters get a `\`; inside "…" only `"` and `\` do; inside '…' everything is literal but `'`,
     /// which closes the quote, is written `'\''`.
-    public static func escaped(_ text: String, inside quote: Unicode.Scalar? = nil) -> String {
+    package static func escaped(_ text: String, inside quote: Unicode.Scalar? = nil) -> String {
         var result = ""
         for scalar in text.unicodeScalars {
             switch quote {

@@ -6,19 +6,19 @@ import StoreshWire
 /// One request a command stands for, as a class meets it three ways: the Firebase SDK call for Apple platforms
 /// (Swift, as the Firebase docs write it), the REST request of the Firebase Storage API v0 that the SDKs send, and
 /// the Cloud Storage JSON API's; and the security-rules method that decides it (rules apply to the v0 API only).
-public struct ExplainedRequest: Sendable, Equatable {
+package struct ExplainedRequest: Sendable, Equatable {
     /// What the request does: "list one page of photos/".
-    public var purpose: String
-    public var swift: String?
+    package var purpose: String
+    package var swift: String?
     /// Method, URL and, for a change, the JSON body.
-    public var firebaseREST: String?
-    public var cloudStorageREST: String?
+    package var firebaseREST: String?
+    package var cloudStorageREST: String?
     /// `list`, `get`, `create`, `update`, `delete`: nil when no request is made.
-    public var rulesMethod: String?
+    package var rulesMethod: String?
     /// What storesh does that the SDK does not, or where the APIs differ.
-    public var note: String?
+    package var note: String?
 
-    public init(
+    package init(
         purpose: String, swift: String? = nil, firebaseREST: String? = nil, cloudStorageREST: String? = nil,
         rulesMethod: String? = nil, note: String? = nil
     ) {
@@ -32,9 +32,9 @@ public struct ExplainedRequest: Sendable, Equatable {
 }
 
 /// `explain COMMAND`: the command, the requests it stands for.
-public struct Explanation: Sendable, Equatable {
-    public var command: String
-    public var requests: [ExplainedRequest]
+package struct Explanation: Sendable, Equatable {
+    package var command: String
+    package var requests: [ExplainedRequest]
 }
 
 /// How each command's requests are written in the SDK and the two REST APIs.

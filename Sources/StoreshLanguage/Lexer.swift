@@ -2,25 +2,25 @@
 ///
 /// Quoting matters after lexing: a quoted `*` is a literal star, not a pattern, and a quoted `=` does not
 /// split `KEY=VALUE`.
-public struct Word: Sendable, Equatable, CustomStringConvertible {
-    public var text: String
+package struct Word: Sendable, Equatable, CustomStringConvertible {
+    package var text: String
     /// One flag per Unicode scalar of `text`: true when that scalar was quoted or escaped.
-    public var literal: [Bool]
-    public var location: SourceLocation
+    package var literal: [Bool]
+    package var location: SourceLocation
 
-    public init(_ text: String, literal: [Bool]? = nil, at location: SourceLocation) {
+    package init(_ text: String, literal: [Bool]? = nil, at location: SourceLocation) {
         self.text = text
         self.literal = literal ?? Array(repeating: false, count: text.unicodeScalars.count)
         self.location = location
     }
 
-    public var description: String { text }
+    package var description: String { text }
 
     /// True when no character was quoted or escaped.
-    public var isBare: Bool { !literal.contains(true) }
+    package var isBare: Bool { !literal.contains(true) }
 
     /// The offset (in scalars) of the first unquoted occurrence of `scalar`.
-    public func firstUnquoted(_ scalar: Unicode.Scalar) -> Int? {
+    package func firstUnquoted(_ scalar: Unicode.Scalar) -> Int? {
         for (offset, character) in text.unicodeScalars.enumerated() where character == scalar && !literal[offset] {
             return offset
         }
@@ -28,7 +28,7 @@ public struct Word: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The word cut at scalar offset `offset`: the part before, and the part after the scalar there.
-    public func split(at offset: Int) -> (Word, Word) {
+    package func split(at offset: Int) -> (Word, Word) {
         let scalars = Array(text.unicodeScalars)
         var before = String.UnicodeScalarView()
         before.append(contentsOf: scalars[..<offset])
@@ -43,11 +43,11 @@ public struct Word: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// The words of one command, as written between newlines and `;`.
-public struct WordList: Sendable, Equatable {
-    public var words: [Word]
+package struct WordList: Sendable, Equatable {
+    package var words: [Word]
     /// The command as written, from its first word to its last (a continued line joined with a space).
-    public var source: String = ""
-    public var location: SourceLocation { words[0].location }
+    package var source: String = ""
+    package var location: SourceLocation { words[0].location }
 }
 
 /// Splits a script into commands and words (contract, Lexical rules):
@@ -55,7 +55,7 @@ public struct WordList: Sendable, Equatable {
 /// inside a word it is an ordinary character), a line ending in `\`
 /// continues on the next; `'…'` is literal, `"…"` knows `\"`, `\\`, `\n` and `\t`; a `\` outside quotes
 /// makes the next character literal. Quotes may stand inside a word. Quotes do not span lines.
-public struct Lexer {
+package struct Lexer {
     private let scalars: [Unicode.Scalar]
     private var index = 0
     private var line: Int
@@ -78,7 +78,7 @@ public struct Lexer {
 
     /// Whether `text` ends in a `\` that continues it on a next line: the shell asks this before it runs a line,
     /// so that it reads the text as scripts are read (a `\` inside quotes or a `#` comment continues nothing).
-    public static func continues(_ text: String) -> Bool {
+    package static func continues(_ text: String) -> Bool {
         continuation(of: text, insideWord: false) != nil
     }
 
@@ -98,7 +98,7 @@ public struct Lexer {
 
     /// The commands of `text`, which starts at line `firstLine` of its script (a script is read a command group
     /// at a time: a line and the lines it continues on).
-    public static func commands(in text: String, firstLine: Int = 1) throws(Diagnostic) -> [WordList] {
+    package static func commands(in text: String, firstLine: Int = 1) throws(Diagnostic) -> [WordList] {
         var lexer = Lexer(text, firstLine: firstLine)
         return try lexer.commands()
     }

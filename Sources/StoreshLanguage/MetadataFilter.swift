@@ -5,22 +5,22 @@ import StoreshCore
 /// metadata. KEY is a property (`contentType`, `size`, …), `custom.NAME`, or one of Cloud Storage's own fields
 /// (`customTime`, `temporaryHold`, `eventBasedHold`, `context.KEY`, `storageClass`; rule M9); GLOB is a shell pattern on the value
 /// (`image/*`), matched by the C library's fnmatch. Several filters must all hold.
-public struct MetadataFilter: Sendable, Equatable {
-    public enum Test: Sendable, Equatable {
+package struct MetadataFilter: Sendable, Equatable {
+    package enum Test: Sendable, Equatable {
         case matches(String)
         case doesNotMatch(String)
         case exists
         case missing
     }
 
-    public var key: String
-    public var test: Test
+    package var key: String
+    package var test: Test
     /// The expression as written, for messages.
-    public var text: String
-    public var location: SourceLocation
+    package var text: String
+    package var location: SourceLocation
 
     /// Parses the word after `--where`.
-    public static func parse(_ word: Word) throws(Diagnostic) -> MetadataFilter {
+    package static func parse(_ word: Word) throws(Diagnostic) -> MetadataFilter {
         let text = word.text
         let test: Test
         let key: String
@@ -75,7 +75,7 @@ public struct MetadataFilter: Sendable, Equatable {
         }
     }
 
-    public func admits(_ metadata: ObjectMetadata) -> Bool {
+    package func admits(_ metadata: ObjectMetadata) -> Bool {
         let value = Self.value(of: key, in: metadata)
         switch test {
         case .exists: return value != nil

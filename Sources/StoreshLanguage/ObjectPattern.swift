@@ -3,7 +3,7 @@ import StoreshCore
 /// A target pattern of `meta set`, `meta unset` and `rm` (contract, Paths and patterns): `*` matches within
 /// one segment, `**` across segments (`a/**/b` also matches `a/b`), `?` one character, `[…]` a set
 /// (`[!…]` or `[^…]` negated, `a-z` ranges). Quoted or escaped characters are literal.
-public struct ObjectPattern: Sendable, CustomStringConvertible {
+package struct ObjectPattern: Sendable, CustomStringConvertible {
     enum Token: Sendable, Equatable {
         case scalar(Unicode.Scalar)
         case star
@@ -14,15 +14,15 @@ public struct ObjectPattern: Sendable, CustomStringConvertible {
 
     let tokens: [Token]
     /// The pattern resolved to a full path, as users see it in messages.
-    public let text: String
+    package let text: String
     /// The names that can match all start with this: the scan of the bucket starts here.
-    public let literalPrefix: String
+    package let literalPrefix: String
 
-    public var description: String { text }
+    package var description: String { text }
 
     /// True when matches may lie in several folders: a `**`, or a wildcard in a folder's segment. Otherwise every
     /// match is an item of one folder, which one listing shows.
-    public var crossesSegments: Bool {
+    package var crossesSegments: Bool {
         guard let lastSlash = tokens.lastIndex(of: .scalar("/")) else {
             return tokens.contains(.globstar)
         }
@@ -30,13 +30,13 @@ public struct ObjectPattern: Sendable, CustomStringConvertible {
     }
 
     /// True when the word has an unquoted `*`, `?` or `[`: it is a pattern, not a path.
-    public static func isPattern(_ word: Word) -> Bool {
+    package static func isPattern(_ word: Word) -> Bool {
         word.firstUnquoted("*") != nil || word.firstUnquoted("?") != nil || word.firstUnquoted("[") != nil
     }
 
     /// Resolves a pattern word against the current reference like a path (rules P1, P2, P4): relative or
     /// absolute, `.` and `..` navigate, runs of `/` collapse.
-    public init(resolving word: Word, from current: StoragePath, bucket: String, scheme: String = "gs") throws(StorageError) {
+    package init(resolving word: Word, from current: StoragePath, bucket: String, scheme: String = "gs") throws(StorageError) {
         var characters = Array(zip(word.text.unicodeScalars, word.literal))
         var segments: [[(Unicode.Scalar, Bool)]] = current.segments.map { segment in
             segment.unicodeScalars.map { ($0, true) }
@@ -138,7 +138,7 @@ public struct ObjectPattern: Sendable, CustomStringConvertible {
     }
 
     /// Whether the whole name matches.
-    public func matches(_ name: String) -> Bool {
+    package func matches(_ name: String) -> Bool {
         if isPrefixThenAnything { return NameBytes.starts(name, with: literalPrefix) }
         let scalars = Array(name.unicodeScalars)
         var failed = Set<Int>()  // (token, scalar) states known not to match, so backtracking stays polynomial

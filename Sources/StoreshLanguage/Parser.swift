@@ -2,14 +2,14 @@ import StoreshCore
 
 /// Turns a script's words into commands. The whole script is checked before anything runs, so a syntax
 /// error anywhere runs nothing (contract, Scripts); it is then read again, a command at a time, as it runs.
-public enum Parser {
+package enum Parser {
     /// Checks a script whole, in one pass over its bytes that holds one command at a time.
-    public static func check(_ bytes: any ScriptBytes) throws(Diagnostic) -> Script {
+    package static func check(_ bytes: any ScriptBytes) throws(Diagnostic) -> Script {
         try Script(checking: bytes)
     }
 
     /// Checks a script held in memory (a typed line, a test's script).
-    public static func parse(_ source: SourceText) throws(Diagnostic) -> Script {
+    package static func parse(_ source: SourceText) throws(Diagnostic) -> Script {
         try Script(checking: ScriptText(source.text))
     }
 
@@ -34,7 +34,7 @@ public enum Parser {
     }
 
     /// One command from its words: its type is looked up by its first words, and reads the rest.
-    public static func parseCommand(_ words: [Word]) throws(Diagnostic) -> Statement {
+    package static func parseCommand(_ words: [Word]) throws(Diagnostic) -> Statement {
         let (type, nameWordCount) = try CommandCatalog.type(for: words)
         // Joined by hand: the generic `joined` of a slice's texts looked up its witnesses at run time, in every
         // cold run (issue 23).

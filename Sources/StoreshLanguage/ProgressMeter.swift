@@ -2,18 +2,18 @@ import Foundation
 import StoreshCore
 
 /// How far a long piece of work has come: what it does, how many of how many, since when.
-public struct WorkProgress: Sendable {
+package struct WorkProgress: Sendable {
     /// What is being done, as the line starts: "updating", "planning", "applying", "deleting".
-    public var activity: String
-    public var done: Int
+    package var activity: String
+    package var done: Int
     /// How many there are in all, when that is known beforehand (a plan); a pattern's matches are counted as met.
-    public var total: Int?
-    public var failed: Int
-    public var started: ContinuousClock.Instant
+    package var total: Int?
+    package var failed: Int
+    package var started: ContinuousClock.Instant
     /// What is counted, when the total is not known: `object` ("120,000 objects"), `record`.
-    public var unit: String
+    package var unit: String
 
-    public init(activity: String, done: Int, total: Int?, failed: Int = 0, started: ContinuousClock.Instant, unit: String = "object") {
+    package init(activity: String, done: Int, total: Int?, failed: Int = 0, started: ContinuousClock.Instant, unit: String = "object") {
         self.unit = unit
         self.activity = activity
         self.done = done
@@ -27,7 +27,7 @@ public struct WorkProgress: Sendable {
 /// far it has come: first after a second, then at most ten times a second. Its cost per object is a counter (the
 /// command that counts calls `advance` from one task at a time), and a lock and a clock read every `stride`
 /// objects; a command that ends within the second shows nothing.
-public final class ProgressMeter: WorkCounter, @unchecked Sendable {
+package final class ProgressMeter: WorkCounter, @unchecked Sendable {
     private let show: @Sendable (WorkProgress) -> Void
     private let clear: @Sendable () -> Void
     private let lock = NSLock()
@@ -43,13 +43,13 @@ public final class ProgressMeter: WorkCounter, @unchecked Sendable {
     static let quiet: Duration = .seconds(1)
     static let interval: Duration = .milliseconds(100)
 
-    public init(show: @escaping @Sendable (WorkProgress) -> Void, clear: @escaping @Sendable () -> Void) {
+    package init(show: @escaping @Sendable (WorkProgress) -> Void, clear: @escaping @Sendable () -> Void) {
         self.show = show
         self.clear = clear
     }
 
     /// A piece of work starts (a command's objects, a plan's changes).
-    public func begin(_ activity: String, total: Int? = nil, unit: String = "object") {
+    package func begin(_ activity: String, total: Int? = nil, unit: String = "object") {
         lock.withLock {
             current = WorkProgress(activity: activity, done: 0, total: total, started: .now, unit: unit)
             shownAt = nil
@@ -58,7 +58,7 @@ public final class ProgressMeter: WorkCounter, @unchecked Sendable {
     }
 
     /// `count` more objects are done (`failed` of them failed).
-    public func advance(by count: Int = 1, failed: Int = 0) {
+    package func advance(by count: Int = 1, failed: Int = 0) {
         pendingDone += count
         pendingFailed += failed
         guard pendingDone >= Self.stride else { return }
@@ -77,7 +77,7 @@ public final class ProgressMeter: WorkCounter, @unchecked Sendable {
     }
 
     /// The work ended: its line goes (what it did is said by the command's own output).
-    public func end() {
+    package func end() {
         let shown: Bool = lock.withLock {
             defer { (current, shownAt) = (nil, nil) }
             return shownAt != nil

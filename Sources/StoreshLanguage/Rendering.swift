@@ -3,7 +3,7 @@ import StoreshCore
 
 /// What a command produced, as a value: commands make these, and a renderer prints them for people or as
 /// the contract's JSON documents (one per result, on one line).
-public enum CommandResult: Sendable {
+package enum CommandResult: Sendable {
     /// A dry run's header before each changing command (people only).
     case planHeader(line: Int, command: String)
     /// A remark about the run for people (`dry run: nothing was saved`); JSON has none.
@@ -46,48 +46,48 @@ public enum CommandResult: Sendable {
 }
 
 /// One page of `ls` or `page next`, with what the renderers need beyond the page.
-public struct ListingResult: Sendable {
-    public var page: ListPage
-    public var reference: StoragePath
-    public var bucket: String
+package struct ListingResult: Sendable {
+    package var page: ListPage
+    package var reference: StoragePath
+    package var bucket: String
     /// `gs`, `s3`: how the bucket's URLs start.
-    public var scheme: String
-    public var long: Bool
+    package var scheme: String
+    package var long: Bool
     /// With `-l`: each item's metadata.
-    public var metadata: [ObjectMetadata]
+    package var metadata: [ObjectMetadata]
     /// For an empty listing: whether the listed reference is an object (rule L5), worth a hint.
-    public var referenceIsObject: Bool
+    package var referenceIsObject: Bool
     /// For an empty listing: a folder beside it with a near name (a typo's likely meaning).
-    public var suggestion: String? = nil
+    package var suggestion: String? = nil
     /// `ls -a`, `ls --soft-deleted`: the items are generations, each with its metadata (rules B5, B6).
-    public var generations = false
+    package var generations = false
     /// `ls --soft-deleted`: the generations are the soft-deleted ones.
-    public var softDeleted = false
+    package var softDeleted = false
     /// For an empty listing: a name stored under the reference that no listing shows (rule L3).
-    public var hiddenName: String? = nil
+    package var hiddenName: String? = nil
 }
 
 /// Prints results.
-public protocol ResultRenderer {
+package protocol ResultRenderer {
     func render(_ result: CommandResult, to output: SessionOutput)
 }
 
 /// Results for people: aligned columns, sizes and dates for reading, plans old → new.
-public struct HumanRenderer: ResultRenderer {
+package struct HumanRenderer: ResultRenderer {
     /// Folders in colour (a terminal without NO_COLOR).
-    public var color: Bool
+    package var color: Bool
     /// Pages are a screenful at the prompt: their footer says what to type, not the token.
-    public var screenfulPages: Bool
+    package var screenfulPages: Bool
     /// The terminal's width in cells, when output goes to one: sentences are wrapped to it at blanks between words.
-    public var width: Int?
+    package var width: Int?
 
-    public init(color: Bool, screenfulPages: Bool, width: Int? = nil) {
+    package init(color: Bool, screenfulPages: Bool, width: Int? = nil) {
         self.color = color
         self.screenfulPages = screenfulPages
         self.width = width
     }
 
-    public func render(_ result: CommandResult, to output: SessionOutput) {
+    package func render(_ result: CommandResult, to output: SessionOutput) {
         let lines = lines(for: result, output: output)
         let data = Self.dataLines(of: result)
         for (index, line) in lines.enumerated() {
@@ -346,10 +346,10 @@ public struct HumanRenderer: ResultRenderer {
 }
 
 /// Results as the contract's JSON documents, one per result; the changes of a dry run carry `"dryRun":true`.
-public struct JSONRenderer: ResultRenderer {
-    public init() {}
+package struct JSONRenderer: ResultRenderer {
+    package init() {}
 
-    public func render(_ result: CommandResult, to output: SessionOutput) {
+    package func render(_ result: CommandResult, to output: SessionOutput) {
         if let document = document(for: result) { output.result(document.serialized) }
     }
 

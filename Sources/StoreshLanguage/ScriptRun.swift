@@ -60,7 +60,7 @@ extension Session {
     }
 
     /// Rule B3: the first command that needs what the bucket cannot do, as an error made before anything runs.
-    public func unsupported(_ script: ScriptSummary) -> Diagnostic? {
+    package func unsupported(_ script: ScriptSummary) -> Diagnostic? {
         let missing = script.requiredCapabilities.subtracting(bucket.capabilities)
         // The first statement that needs any of them is the first to need one of them.
         guard !missing.isEmpty,
@@ -77,7 +77,7 @@ extension Session {
 
     /// Runs a whole script and says what was saved. A script that needs what the bucket cannot do runs nothing
     /// (`unsupported`).
-    public func run(_ script: Script) async -> Status {
+    package func run(_ script: Script) async -> Status {
         // `dry-run COMMAND` makes its line (its script) a dry run as a whole: never more saved than asked.
         let askedForDryRun = script.summary.asksForDryRun && !options.dryRun
         if askedForDryRun { options.dryRun = true }
@@ -220,7 +220,7 @@ extension Session {
     /// `held`: the results of the script that planned the changes, printed once every change has landed (and
     /// dropped otherwise); `describeStep` names the command that planned a step's changes, for what an
     /// incomplete run says landed of each.
-    public func apply(
+    package func apply(
         _ plan: PlanStore, journal given: (any ApplyJournal)? = nil,
         locate: (Int, PlannedChange) -> SourceLocation = { _, _ in SourceLocation(line: 1, column: 1) }
     ) async -> Status {
@@ -550,7 +550,7 @@ extension Session {
     /// now: those whose generation it no longer keeps (restored or deleted for good since, or never kept: a bucket
     /// without a soft delete policy), by change number, with the bucket's words. A dry run says them, and shows the
     /// others as what they are: kept, so restorable. Read a page of the plan at a time, a few generations at once.
-    public func restoresNotPossible(in plan: PlanStore) async throws -> [Int: StorageError] {
+    package func restoresNotPossible(in plan: PlanStore) async throws -> [Int: StorageError] {
         guard let versions = bucket.objectVersions else { return [:] }
         let url = bucket.url
         var missing: [Int: StorageError] = [:]
@@ -601,7 +601,7 @@ extension Session {
 
     /// Shows what `plan` would do. `restoresChecked`: its restores were checked (`restoresNotPossible`), and those
     /// it names are left out; the others are kept, so each is said without doubt.
-    public func showPlan(_ plan: PlanStore, restoresChecked: [Int: StorageError]? = nil) throws {
+    package func showPlan(_ plan: PlanStore, restoresChecked: [Int: StorageError]? = nil) throws {
         var shown = options
         shown.dryRun = true
         // Updates first, then deletions, each printed as it is read from the plan.

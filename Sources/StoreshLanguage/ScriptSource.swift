@@ -3,24 +3,24 @@ import StoreshCore
 /// A script's bytes, read in pieces from any offset and as often as asked. A script is checked in one pass
 /// and then read again as it runs, a command at a time, so that no length of script is held in memory: a file,
 /// standard input kept in a private file as it is read, or `-c` text.
-public protocol ScriptBytes: AnyObject {
+package protocol ScriptBytes: AnyObject {
     /// Up to `count` bytes from `offset`: fewer only where the script ends.
     func read(at offset: Int, count: Int) throws(StorageError) -> [UInt8]
 }
 
 /// A script held in memory: `-c` text, a line typed at the prompt, a test's script.
-public final class ScriptText: ScriptBytes {
+package final class ScriptText: ScriptBytes {
     private let bytes: [UInt8]
 
-    public init(_ bytes: [UInt8]) {
+    package init(_ bytes: [UInt8]) {
         self.bytes = bytes
     }
 
-    public convenience init(_ text: String) {
+    package convenience init(_ text: String) {
         self.init(Array(text.utf8))
     }
 
-    public func read(at offset: Int, count: Int) -> [UInt8] {
+    package func read(at offset: Int, count: Int) -> [UInt8] {
         guard offset < bytes.count else { return [] }
         return Array(bytes[offset..<min(bytes.count, offset + count)])
     }
@@ -165,13 +165,13 @@ struct CommandGroupReader {
 }
 
 /// Reads a script's statements in order, a command group at a time.
-public struct StatementReader {
+package struct StatementReader {
     private var groups: CommandGroupReader
     private var pending: [Statement] = []
     private var pendingText = ""
     private var pendingFirstLine = 1
     /// The number (from 0) of the statement `next` returns next.
-    public private(set) var number: Int
+    package private(set) var number: Int
     /// Where the group of the statements in hand starts.
     private(set) var groupStart: ScriptPlace
     /// Whether the script is being checked (its errors are found before anything runs) or run.
@@ -185,7 +185,7 @@ public struct StatementReader {
     }
 
     /// The next statement; nil at the end. Its errors carry their line.
-    public mutating func next() throws(Diagnostic) -> Statement? {
+    package mutating func next() throws(Diagnostic) -> Statement? {
         while pending.isEmpty {
             let place = ScriptPlace(statement: number, offset: groups.offset, line: groups.line)
             let group: (text: String, firstLine: Int)?
@@ -222,21 +222,21 @@ public struct StatementReader {
 }
 
 /// What a script's check found out about the whole of it, kept while it runs a command at a time.
-public struct ScriptSummary: Sendable {
-    public internal(set) var statementCount = 0
+package struct ScriptSummary: Sendable {
+    package internal(set) var statementCount = 0
     /// Whether any command may change the bucket (as its declaration says; a `dry-run` prefix set aside).
-    public internal(set) var changesBucket = false
+    package internal(set) var changesBucket = false
     /// How many of its statements may change the bucket (`echo` and `ls` do not).
-    public internal(set) var changingStatementCount = 0
+    package internal(set) var changingStatementCount = 0
     /// Whether a statement asks for a dry run (`dry-run COMMAND`).
-    public internal(set) var asksForDryRun = false
+    package internal(set) var asksForDryRun = false
     /// What the bucket must be able to do for the script to run (rule B3).
-    public internal(set) var requiredCapabilities: BucketCapabilities = []
+    package internal(set) var requiredCapabilities: BucketCapabilities = []
     /// The first statement that needs each capability: its command, where, and its line (rule B3's refusal is
     /// made before anything runs, and shows the line).
     var firstNeeding: [(command: any LanguageCommand, location: SourceLocation, line: String?)] = []
-    public internal(set) var firstLocation: SourceLocation?
-    public internal(set) var lastLocation: SourceLocation?
+    package internal(set) var firstLocation: SourceLocation?
+    package internal(set) var lastLocation: SourceLocation?
 
     /// Counts a statement in; `line` gives its line when it is kept.
     mutating func add(_ statement: Statement, line: () -> String?) {
@@ -273,8 +273,8 @@ public struct ScriptSummary: Sendable {
 /// The whole script is checked before anything runs, so a syntax error anywhere runs nothing (contract, Scripts);
 /// what is kept is its summary, a checksum per megabyte and a place every `placeEvery` statements (to find where
 /// a statement was written when its change fails), whatever its length.
-public struct Script {
-    public let summary: ScriptSummary
+package struct Script {
+    package let summary: ScriptSummary
     let source: CheckedBytes
     /// Where every `placeEvery`-th group starts.
     let places: [ScriptPlace]
@@ -297,12 +297,12 @@ public struct Script {
     }
 
     /// The statements in order, read again from the script. A script changed since its check stops the reading.
-    public func statements() -> StatementReader {
+    package func statements() -> StatementReader {
         StatementReader(source, checking: false)
     }
 
     /// Every statement, in memory: for a short script (a line, a test).
-    public var allStatements: [Statement] {
+    package var allStatements: [Statement] {
         get throws(Diagnostic) {
             var reader = statements()
             var all: [Statement] = []
@@ -312,10 +312,10 @@ public struct Script {
     }
 
     /// Where statement `number` (from 0) was written: read again from the place before it.
-    public func location(ofStatement number: Int) -> SourceLocation? { statement(number)?.location }
+    package func location(ofStatement number: Int) -> SourceLocation? { statement(number)?.location }
 
     /// Statement `number` (from 0), read again from the place before it.
-    public func statement(_ number: Int) -> Statement? {
+    package func statement(_ number: Int) -> Statement? {
         guard number >= 0, number < summary.statementCount else { return nil }
         let place = places.last { $0.statement <= number } ?? ScriptPlace()
         var reader = StatementReader(source, from: place, checking: false)

@@ -3,7 +3,7 @@ import StoreshCore
 import StoreshExecution
 
 /// Where a session's results and errors go.
-public protocol SessionOutput: AnyObject {
+package protocol SessionOutput: AnyObject {
     /// One line of results for standard output (no trailing newline).
     func result(_ line: String)
     /// Raw content for standard output (`cat`).
@@ -24,7 +24,7 @@ final class ResultBytesSink: ContentSink, @unchecked Sendable {
 }
 
 /// The local files that `put` reads and `get` writes; the command-line layer gives the real ones.
-public protocol LocalFiles: Sendable {
+package protocol LocalFiles: Sendable {
     func read(_ path: String) throws(StorageError) -> Data
     /// A document storesh reads whole (a rules file): a regular file only (a pipe, a FIFO or a device is refused,
     /// never waited on or read without end), of bounded size.
@@ -41,16 +41,16 @@ public protocol LocalFiles: Sendable {
 }
 
 /// A file being written a piece at a time: it appears at its path only when committed.
-public protocol FileSink: ContentSink {
+package protocol FileSink: ContentSink {
     func commit() throws(StorageError)
     /// Leaves nothing behind.
     func discard()
 }
 
 extension LocalFiles {
-    public func source(_ path: String) throws(StorageError) -> (any ContentSource)? { nil }
+    package func source(_ path: String) throws(StorageError) -> (any ContentSource)? { nil }
 
-    public func sink(writingTo path: String) throws(StorageError) -> any FileSink { WholeFileSink(files: self, path: path) }
+    package func sink(writingTo path: String) throws(StorageError) -> any FileSink { WholeFileSink(files: self, path: path) }
 }
 
 /// A sink that gathers the content and writes the file whole at the end.
@@ -70,41 +70,41 @@ final class WholeFileSink: FileSink, @unchecked Sendable {
 }
 
 /// How a script runs (contract, Invocation and Scripts).
-public struct RunOptions: Sendable {
+package struct RunOptions: Sendable {
     /// Print one JSON document per result (NDJSON) and errors as JSON.
-    public var json: Bool
+    package var json: Bool
     /// Run without saving anything, and print the plan.
-    public var dryRun: Bool
+    package var dryRun: Bool
     /// Report each failure and keep the changes of the commands that succeeded.
-    public var keepGoing: Bool
+    package var keepGoing: Bool
     /// Colour in human output (prefixes); only on a terminal, never with NO_COLOR.
-    public var color: Bool
+    package var color: Bool
     /// The page size of `ls` without `-n`: at the prompt, a screenful, so that a listing never floods the
     /// screen without saying how to see more; nil is the contract's 1000.
-    public var defaultPageSize: Int?
+    package var defaultPageSize: Int?
     /// The terminal's width in cells when results go to one (sentences are wrapped to it); nil otherwise.
-    public var terminalWidth: Int?
+    package var terminalWidth: Int?
     /// `run --snapshot NAME`: save a snapshot first, inside the script's transaction.
-    public var snapshotBefore: String?
+    package var snapshotBefore: String?
     /// Lines typed at the prompt, not a script: messages speak of the line.
-    public var atPrompt = false
+    package var atPrompt = false
     /// On a bucket without transactions: how many planned changes are sent at once (rule X2).
-    public var parallel = ApplySettings.defaultParallel
+    package var parallel = ApplySettings.defaultParallel
     /// On a bucket that takes batches: the most changes sent in one request (rule Q2); 1 sends each alone.
-    public var batchSize = ApplySettings.defaultBatchSize
+    package var batchSize = ApplySettings.defaultBatchSize
     /// `run --explain`: each command is explained (SDK call, REST requests, rules method), none is run.
-    public var explainOnly = false
+    package var explainOnly = false
     /// `--summary`: bulk changes print their summary by change, not each object.
-    public var summaryOnly = false
+    package var summaryOnly = false
     /// `run --echo`: each command is printed, after a prompt of the current reference, before its output, so
     /// that a lesson's script is its own transcript.
-    public var echo = false
+    package var echo = false
 
     /// Whether results print a line or a few for each object on a terminal (not `--summary`, not JSON, not a
     /// file): they are then their own progress, and no progress line is drawn among them.
     var printsEachObjectOnTerminal: Bool { terminalWidth != nil && !summaryOnly && !json }
 
-    public init(json: Bool = false, dryRun: Bool = false, keepGoing: Bool = false, color: Bool = false, defaultPageSize: Int? = nil) {
+    package init(json: Bool = false, dryRun: Bool = false, keepGoing: Bool = false, color: Bool = false, defaultPageSize: Int? = nil) {
         self.json = json
         self.dryRun = dryRun
         self.keepGoing = keepGoing
@@ -119,16 +119,16 @@ public struct RunOptions: Sendable {
 /// It holds the session's state: the bucket and the one commands work on now (a transaction, a plan, the rules
 /// around it), the current reference, the last paginated listing for `page next`, the rules and who is signed in,
 /// the run's options and where results go.
-public final class Session {
+package final class Session {
     /// The session's bucket, as opened: no rules, no transaction.
-    public let bucket: any Bucket
-    public internal(set) var current: StoragePath = .root
-    public var options: RunOptions
+    package let bucket: any Bucket
+    package internal(set) var current: StoragePath = .root
+    package var options: RunOptions
     /// Checked between commands and between the objects of a bulk command; true stops the run (Ctrl-C).
-    public var isCancelled: @Sendable () -> Bool = { false }
+    package var isCancelled: @Sendable () -> Bool = { false }
     /// The session's security rules, for `rules`, `login`, `logout` and `whoami`; they decide every request
     /// the commands make.
-    public var rules: RulesControl? {
+    package var rules: RulesControl? {
         didSet { target = guarded(bucket) }
     }
     /// Where planned changes get their times (the bucket's clock, so a dry run shows what the run would make).
@@ -139,17 +139,17 @@ public final class Session {
 
     /// Where results, errors and notices go; while a script is planned on a bucket without transactions, its
     /// results are held there until the plan has landed (`HeldResults`).
-    public internal(set) var output: SessionOutput
+    package internal(set) var output: SessionOutput
     let files: LocalFiles
     /// The bucket as messages about what landed name it: a local bucket file by its path (its `gs://NAME` is
     /// the name inside the file, not where the changes went), a real bucket by its URL.
-    public lazy var bucketLocation: String = bucket.url
+    package lazy var bucketLocation: String = bucket.url
     /// Where long commands say how far they have come (a progress line on a terminal); nil says nothing.
-    public var progress: ProgressMeter?
+    package var progress: ProgressMeter?
     /// How a plan is applied to a bucket without transactions: its journal and its progress line (rules X2, X4).
-    public var applySettings = ApplySettings()
+    package var applySettings = ApplySettings()
     /// Whether an `exit` ran in the last script (the shell leaves only then).
-    public internal(set) var exitRan = false
+    package internal(set) var exitRan = false
     /// Objects the current run reported as updated, written or deleted (not in a dry run).
     var reportedChanges = 0
     /// The plan the script being run is made into, when it is (a dry run, or a bucket without transactions): its
@@ -160,7 +160,7 @@ public final class Session {
     /// How many objects a pattern scan reads at a time.
     static let scanPageSize = 1000
 
-    public init(
+    package init(
         bucket: any Bucket, output: SessionOutput, files: LocalFiles, options: RunOptions = RunOptions(),
         clock: any StorageClock = SystemClock()
     ) {
@@ -176,7 +176,7 @@ public final class Session {
     func guarded(_ base: any Bucket) -> any Bucket { rules?.guarding(base) ?? base }
 
     /// The exit status of a run (contract, Exit status).
-    public enum Status: Int32, Sendable {
+    package enum Status: Int32, Sendable {
         case success = 0
         case failed = 1
         case usage = 2
@@ -268,7 +268,7 @@ public final class Session {
         renderer.render(result, to: output)
     }
 
-    public enum Flow: Sendable, Equatable {
+    package enum Flow: Sendable, Equatable {
         case next
         case exit
     }
@@ -284,7 +284,7 @@ public final class Session {
     }
 
     /// Runs one command. Storage errors come back as diagnostics located at the word they concern.
-    public func execute(_ statement: Statement) async throws -> Flow {
+    package func execute(_ statement: Statement) async throws -> Flow {
         if options.echo && !statement.text.isEmpty {
             deliver(.command(statement.text, prompt: current.url(bucket: target.name, scheme: target.scheme)))
         }

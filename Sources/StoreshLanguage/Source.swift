@@ -2,30 +2,30 @@ import StoreshCore
 
 /// A position in a script: 1-based line and column. Columns count Unicode scalars, so a `"` followed by a
 /// combining mark is still a quote at its own column.
-public struct SourceLocation: Sendable, Equatable, Comparable, CustomStringConvertible {
-    public var line: Int
-    public var column: Int
+package struct SourceLocation: Sendable, Equatable, Comparable, CustomStringConvertible {
+    package var line: Int
+    package var column: Int
 
-    public init(line: Int, column: Int) {
+    package init(line: Int, column: Int) {
         self.line = line
         self.column = column
     }
 
-    public static func < (lhs: SourceLocation, rhs: SourceLocation) -> Bool {
+    package static func < (lhs: SourceLocation, rhs: SourceLocation) -> Bool {
         (lhs.line, lhs.column) < (rhs.line, rhs.column)
     }
 
-    public var description: String { "\(line):\(column)" }
+    package var description: String { "\(line):\(column)" }
 }
 
 /// A script's text and where it came from (`FILE`, `-c` or `-` in messages).
-public struct SourceText: Sendable {
-    public var name: String
-    public var text: String
+package struct SourceText: Sendable {
+    package var name: String
+    package var text: String
     /// The text's lines, for showing the line of an error with a caret under the column.
-    public let lines: [Substring]
+    package let lines: [Substring]
 
-    public init(name: String, text: String) {
+    package init(name: String, text: String) {
         self.name = name
         self.text = text
         // By scalars, as the lexer counts lines: as a Character, "\r\n" is not "\n".
@@ -34,7 +34,7 @@ public struct SourceText: Sendable {
 
     /// Decodes a script's bytes. Invalid UTF-8 is a syntax error at its line and column; a leading byte-order mark
     /// is dropped.
-    public init(name: String, bytes: some Collection<UInt8>) throws(Diagnostic) {
+    package init(name: String, bytes: some Collection<UInt8>) throws(Diagnostic) {
         var bytes = Array(bytes)
         if bytes.starts(with: Self.byteOrderMark) { bytes.removeFirst(3) }
         self.init(name: name, text: try Self.decode(bytes[...], firstLine: 1))
@@ -73,7 +73,7 @@ public struct SourceText: Sendable {
         throw error
     }
 
-    public func line(_ number: Int) -> Substring? {
+    package func line(_ number: Int) -> Substring? {
         number >= 1 && number <= lines.count ? lines[number - 1] : nil
     }
 }
@@ -82,25 +82,25 @@ public struct SourceText: Sendable {
 ///
 /// Its phase decides the exit status (contract): found before anything ran (2), a command that failed
 /// while running (1), or an interrupted run (130).
-public struct Diagnostic: Error, Sendable, Equatable, CustomStringConvertible {
-    public enum Phase: Sendable, Equatable {
+package struct Diagnostic: Error, Sendable, Equatable, CustomStringConvertible {
+    package enum Phase: Sendable, Equatable {
         case beforeRunning
         case running
         case interrupted
     }
 
-    public var phase: Phase
+    package var phase: Phase
     /// Printed in parentheses: a storage error's kebab-case name, or `syntax-error`.
-    public var code: String
-    public var message: String
-    public var location: SourceLocation
+    package var code: String
+    package var message: String
+    package var location: SourceLocation
     /// The line the location is in, when it was at hand as the error was made: shown with a caret under the
     /// column without holding the script (which is read a command at a time).
-    public var lineText: String?
+    package var lineText: String?
 
-    public static let syntaxErrorCode = "syntax-error"
+    package static let syntaxErrorCode = "syntax-error"
 
-    public init(phase: Phase, code: String, _ message: String, at location: SourceLocation) {
+    package init(phase: Phase, code: String, _ message: String, at location: SourceLocation) {
         self.phase = phase
         self.code = code
         self.message = message
@@ -108,33 +108,33 @@ public struct Diagnostic: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     /// A syntax error: nothing runs.
-    public static func syntax(_ message: String, at location: SourceLocation) -> Diagnostic {
+    package static func syntax(_ message: String, at location: SourceLocation) -> Diagnostic {
         Diagnostic(phase: .beforeRunning, code: syntaxErrorCode, message, at: location)
     }
 
     /// A storage error found while checking the script (an unknown metadata key, say): nothing runs.
-    public static func beforeRunning(_ error: StorageError, at location: SourceLocation) -> Diagnostic {
+    package static func beforeRunning(_ error: StorageError, at location: SourceLocation) -> Diagnostic {
         Diagnostic(phase: .beforeRunning, code: error.code.name, error.message, at: location)
     }
 
     /// A command that failed while running.
-    public static func running(_ error: StorageError, at location: SourceLocation) -> Diagnostic {
+    package static func running(_ error: StorageError, at location: SourceLocation) -> Diagnostic {
         Diagnostic(
             phase: error.code == .cancelled ? .interrupted : .running, code: error.code.name, error.message, at: location)
     }
 
-    public var isSyntaxError: Bool { code == Self.syntaxErrorCode }
+    package var isSyntaxError: Bool { code == Self.syntaxErrorCode }
 
     /// The same error at the same place (the line shown with it is not part of it).
-    public static func == (lhs: Diagnostic, rhs: Diagnostic) -> Bool {
+    package static func == (lhs: Diagnostic, rhs: Diagnostic) -> Bool {
         lhs.phase == rhs.phase && lhs.code == rhs.code && lhs.message == rhs.message && lhs.location == rhs.location
     }
 
-    public var description: String { "\(location): error: \(message) (\(code))" }
+    package var description: String { "\(location): error: \(message) (\(code))" }
 
     /// `FILE:LINE:COLUMN: error: MESSAGE (CODE)`; for an error found before running, also the line and a caret
     /// under the column (a long line is shown as a window around the column).
-    public func rendered(in source: SourceText) -> String {
+    package func rendered(in source: SourceText) -> String {
         var text = "\(source.name):\(location.line):\(location.column): error: \(message) (\(code))"
         if phase == .beforeRunning, let line = lineText.map({ Substring($0) }) ?? source.line(location.line) {
             var scalars = Array(line.unicodeScalars.filter { $0 != "\r" })
@@ -156,10 +156,10 @@ public struct Diagnostic: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The contract's `--json` error document.
-    public var jsonDocument: JSONValue { jsonDocument(file: nil) }
+    package var jsonDocument: JSONValue { jsonDocument(file: nil) }
 
     /// The `--json` error document; for a script file, `file` names it (`-c` text and standard input have none).
-    public func jsonDocument(file: String?) -> JSONValue {
+    package func jsonDocument(file: String?) -> JSONValue {
         .object([
             (
                 "error",

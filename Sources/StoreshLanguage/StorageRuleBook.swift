@@ -3,25 +3,25 @@ import Foundation
 /// The storage rules (P1, L3, G5…) as the documentation catalog's article `StorageRules.md` writes them out, compiled
 /// in: `help L3` prints a rule that a message or a test names, and a test checks that every rule cited anywhere in
 /// the sources is defined there. The article is the one place a rule is written.
-public enum StorageRuleBook {
+package enum StorageRuleBook {
     /// One rule: its identifier (`L3`), its family's title (`Listing`) and its words, as the article has them.
-    public struct Rule: Sendable, Equatable {
-        public var identifier: String
-        public var family: String
-        public var text: String
+    package struct Rule: Sendable, Equatable {
+        package var identifier: String
+        package var family: String
+        package var text: String
     }
 
     /// Every rule, in the article's order.
-    public static let rules: [Rule] = parse(String(decoding: PackageResources.StorageRules_md, as: UTF8.self))
+    package static let rules: [Rule] = parse(String(decoding: PackageResources.StorageRules_md, as: UTF8.self))
 
     /// The rule named `identifier` (`L3`, `l3`).
-    public static func rule(_ identifier: String) -> Rule? {
+    package static func rule(_ identifier: String) -> Rule? {
         let wanted = identifier.uppercased()
         return rules.first { $0.identifier == wanted }
     }
 
     /// What `help TOPIC` prints for a rule (`L3`) or a family (`L`: each of its rules); nil for anything else.
-    public static func helpText(for topic: String) -> String? {
+    package static func helpText(for topic: String) -> String? {
         if let rule = rule(topic) { return "rule \(rule.identifier) (\(rule.family)):\n" + indented(rule.text) }
         let letter = topic.uppercased()
         guard letter.count == 1 else { return nil }

@@ -1,9 +1,9 @@
 /// How many columns of a terminal text takes: names are shown by cells, not characters, so that columns line up
 /// under Korean, Chinese or Japanese names (two cells a character), combining marks (none) and emoji sequences
 /// (two cells, however many scalars). The colour escapes storesh itself writes (`ESC [ … m`) take none.
-public enum TerminalCells {
+package enum TerminalCells {
     /// The cells `text` takes on a terminal.
-    public static func width(of text: String) -> Int {
+    package static func width(of text: String) -> Int {
         var cells = 0
         var inEscape = false
         for cluster in text {
@@ -25,7 +25,7 @@ public enum TerminalCells {
 
     /// Blanks as wide as `text` on a terminal (its tabs kept as tabs): what a caret under the column after it stands
     /// behind, under wide characters and combining marks alike.
-    public static func blanks(under text: String) -> String {
+    package static func blanks(under text: String) -> String {
         var output = ""
         for cluster in text {
             if cluster == "\t" {
@@ -38,7 +38,7 @@ public enum TerminalCells {
     }
 
     /// `text` followed by blanks up to `cells` cells (none when it is as wide already).
-    public static func padded(_ text: String, to cells: Int) -> String {
+    package static func padded(_ text: String, to cells: Int) -> String {
         text + String(repeating: " ", count: max(0, cells - width(of: text)))
     }
 
@@ -51,7 +51,7 @@ public enum TerminalCells {
     /// Continued lines hang under the line's text: its indentation, or, when the line is a term and its text
     /// apart by two blanks or more (`-n N       at most N entries`, `custom.location  Half Dome`), under the
     /// text, when that column is in the line's first half. The first line's head is kept as written.
-    public static func wrap(_ line: String, toCells cells: Int) -> [String] {
+    package static func wrap(_ line: String, toCells cells: Int) -> [String] {
         // Text of several lines (a help text): each wrapped on its own.
         if line.utf8.contains(UInt8(ascii: "\n")) {
             return line.split(separator: "\n", omittingEmptySubsequences: false).flatMap { wrap(String($0), toCells: cells) }

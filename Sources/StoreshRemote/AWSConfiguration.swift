@@ -6,20 +6,20 @@ import StoreshCore
 /// read them. A file that is there but names no usable key is an error naming the file and the profile.
 ///
 /// No secret is ever part of a message: messages name variables, files and profiles.
-public struct AWSConfiguration: Sendable {
-    public var credentials: AWSCredentials
-    public var region: String
+package struct AWSConfiguration: Sendable {
+    package var credentials: AWSCredentials
+    package var region: String
     /// Without a trailing `/`: `https://s3.us-east-1.amazonaws.com`, `http://127.0.0.1:9000`.
-    public var endpoint: String
+    package var endpoint: String
     /// True for a custom endpoint (MinIO, R2, an emulator): the bucket goes in the path, not in the host name.
-    public var pathStyle: Bool
+    package var pathStyle: Bool
     /// Where the endpoint came from, for `whoami`: "$AWS_ENDPOINT_URL_S3", "AWS (region us-east-1)".
-    public var endpointSource: String
+    package var endpointSource: String
     /// True for AWS itself, which refuses a copy whose `x-amz-copy-source-if-match` fails. An S3-compatible store
     /// may ignore it (moto does), so there each update reads the object just before its copy (rule S3).
-    public var isAWS: Bool { endpointSource.hasPrefix("AWS") }
+    package var isAWS: Bool { endpointSource.hasPrefix("AWS") }
 
-    public init(credentials: AWSCredentials, region: String, endpoint: String, pathStyle: Bool, endpointSource: String) {
+    package init(credentials: AWSCredentials, region: String, endpoint: String, pathStyle: Bool, endpointSource: String) {
         self.credentials = credentials
         self.region = region
         self.endpoint = endpoint
@@ -28,7 +28,7 @@ public struct AWSConfiguration: Sendable {
     }
 
     /// The configuration the environment and the shared files give, for `bucket`.
-    public static func resolve(bucket: String, environment: (String) -> String?) throws -> AWSConfiguration {
+    package static func resolve(bucket: String, environment: (String) -> String?) throws -> AWSConfiguration {
         func variable(_ name: String) -> String? {
             environment(name).flatMap { $0.trimmingCharacters(in: .whitespaces).isEmpty ? nil : $0.trimmingCharacters(in: .whitespaces) }
         }

@@ -22,9 +22,9 @@ final class BatchEndpointState: @unchecked Sendable {
 /// recognised as landed (as `sendChange` does alone). A service without the endpoint (404, 405, 501) is sent the
 /// changes one by one, and then every later change.
 extension CloudStorageBucket: BatchedChanges {
-    public var largestBatch: Int { CloudStorageBatch.largestBatch }
+    package var largestBatch: Int { CloudStorageBatch.largestBatch }
 
-    public func send(_ changes: [BatchedChange]) async -> [Result<ObjectMetadata?, StorageError>] {
+    package func send(_ changes: [BatchedChange]) async -> [Result<ObjectMetadata?, StorageError>] {
         // Only guarded calls are batched; an unguarded delete (none in a plan) goes alone.
         guard !batches.refused, changes.allSatisfy(\.isGuarded) else { return await sendAlone(changes) }
         var outcomes = [Result<ObjectMetadata?, StorageError>?](repeating: nil, count: changes.count)

@@ -5,14 +5,14 @@ import StoreshWire
 /// A Cloud Storage bucket's generations (rules B5, B6), through the JSON API: every request names the generation, and
 /// a change is guarded by the state it was decided on, as the live object's are.
 extension CloudStorageBucket: ObjectVersions {
-    public func generation(named text: String) -> ObjectGeneration? { .number(named: text) }
+    package func generation(named text: String) -> ObjectGeneration? { .number(named: text) }
 
-    public func metadata(of object: ObjectName, generation: ObjectGeneration) async throws -> ObjectMetadata {
+    package func metadata(of object: ObjectName, generation: ObjectGeneration) async throws -> ObjectMetadata {
         try await generationMetadata(object, generation: try generation.numbered(object), softDeleted: false)
     }
 
     /// A soft-deleted generation's metadata (rule B6): its content is read once it is restored.
-    public func softDeletedMetadata(of object: ObjectName, generation: ObjectGeneration) async throws -> ObjectMetadata {
+    package func softDeletedMetadata(of object: ObjectName, generation: ObjectGeneration) async throws -> ObjectMetadata {
         let generation = try generation.numbered(object)
         do {
             return try await generationMetadata(object, generation: generation, softDeleted: true)
@@ -33,7 +33,7 @@ extension CloudStorageBucket: ObjectVersions {
         return answered
     }
 
-    public func read(_ object: ObjectName, generation: ObjectGeneration, into sink: any ContentSink) async throws -> ObjectMetadata {
+    package func read(_ object: ObjectName, generation: ObjectGeneration, into sink: any ContentSink) async throws -> ObjectMetadata {
         let generation = try generation.numbered(object)
         let metadata = try await metadata(of: object, generation: generation)
         _ = try await send(
@@ -42,7 +42,7 @@ extension CloudStorageBucket: ObjectVersions {
         return metadata
     }
 
-    public func updateMetadata(of object: ObjectName, generation: ObjectGeneration, _ update: MetadataUpdate, precondition: Precondition)
+    package func updateMetadata(of object: ObjectName, generation: ObjectGeneration, _ update: MetadataUpdate, precondition: Precondition)
         async throws -> UpdateResult
     {
         let generation = try generation.numbered(object)
@@ -65,7 +65,7 @@ extension CloudStorageBucket: ObjectVersions {
         return UpdateResult(metadata: after, previous: before, changed: true)
     }
 
-    public func delete(_ object: ObjectName, generation: ObjectGeneration, precondition: Precondition) async throws {
+    package func delete(_ object: ObjectName, generation: ObjectGeneration, precondition: Precondition) async throws {
         let generation = try generation.numbered(object)
         // Named by its generation, the request is repeatable as a guarded one: the generation is its own precondition.
         var guarded = precondition
@@ -75,7 +75,7 @@ extension CloudStorageBucket: ObjectVersions {
             object: object.rawValue, precondition: guarded) { _ in false }
     }
 
-    public func restore(_ object: ObjectName, generation: ObjectGeneration, precondition: Precondition) async throws -> ObjectMetadata {
+    package func restore(_ object: ObjectName, generation: ObjectGeneration, precondition: Precondition) async throws -> ObjectMetadata {
         let generation = try generation.numbered(object)
         let soft = try await softDeletedMetadata(of: object, generation: generation)
         let request = CloudStorageWire.restore(bucket: name, object: object.rawValue, generation: generation, precondition: precondition)
@@ -90,7 +90,7 @@ extension CloudStorageBucket: ObjectVersions {
 
     /// Read from the bucket's resource (buckets.get, two fields): credentials that may read objects but not the
     /// bucket (a Firebase user's, often) leave it unknown, said so rather than guessed.
-    public func deletionsKept() async throws -> DeletionKeeping {
+    package func deletionsKept() async throws -> DeletionKeeping {
         let response: RemoteResponse
         do {
             response = try await send(.GET, url(CloudStorageWire.bucketDeletionSettings(bucket: name)), repeatable: true)
@@ -103,9 +103,9 @@ extension CloudStorageBucket: ObjectVersions {
         return settings.keeping
     }
 
-    public func hasNoncurrentGenerations() async throws -> Bool { try await listsNoncurrentGeneration() }
+    package func hasNoncurrentGenerations() async throws -> Bool { try await listsNoncurrentGeneration() }
 
-    public func listGenerations(prefix: String, delimited: Bool, options: ListOptions, softDeleted: Bool) async throws -> ListPage {
+    package func listGenerations(prefix: String, delimited: Bool, options: ListOptions, softDeleted: Bool) async throws -> ListPage {
         let maxResults = try options.validatedMaxResults()
         let page = try await listPage(
             CloudStorageWire.listGenerations(
@@ -119,9 +119,9 @@ extension CloudStorageBucket: ObjectVersions {
 
 /// `mv` on Cloud Storage: objects.move, one atomic request (the service renames; no copy is sent through here).
 extension CloudStorageBucket: ObjectMoves {
-    public var movesInOneStep: Bool { true }
+    package var movesInOneStep: Bool { true }
 
-    public func move(_ source: ObjectName, to destination: ObjectName, sourcePrecondition: Precondition, destinationPrecondition: Precondition)
+    package func move(_ source: ObjectName, to destination: ObjectName, sourcePrecondition: Precondition, destinationPrecondition: Precondition)
         async throws -> ObjectMetadata
     {
         let request = CloudStorageWire.move(

@@ -6,24 +6,24 @@ import StoreshWire
 /// Where the Cloud Storage JSON API is (rule G2): Google's service, or an emulator named by
 /// `$STORAGE_EMULATOR_HOST` (scheme optional, `http://` assumed) or `$FIREBASE_STORAGE_EMULATOR_HOST` (`host:port`).
 /// Against an emulator no OAuth is done: requests carry `Authorization: Bearer owner`.
-public struct CloudStorageEndpoint: Sendable, Equatable {
+package struct CloudStorageEndpoint: Sendable, Equatable {
     /// Without a trailing `/`: `https://storage.googleapis.com`, `http://127.0.0.1:9199`.
-    public var baseURL: String
+    package var baseURL: String
     /// The variable that named an emulator; nil for Google's service.
-    public var emulatorVariable: String?
+    package var emulatorVariable: String?
 
-    public static let google = CloudStorageEndpoint(baseURL: "https://storage.googleapis.com", emulatorVariable: nil)
+    package static let google = CloudStorageEndpoint(baseURL: "https://storage.googleapis.com", emulatorVariable: nil)
 
-    public var isEmulator: Bool { emulatorVariable != nil }
+    package var isEmulator: Bool { emulatorVariable != nil }
 
-    public init(baseURL: String, emulatorVariable: String?) {
+    package init(baseURL: String, emulatorVariable: String?) {
         self.baseURL = baseURL
         self.emulatorVariable = emulatorVariable
     }
 
     /// The endpoint the environment names. `$STORESH_GCS_ENDPOINT` names an endpoint that is not an emulator
     /// (a private or regional one): credentials are used there as at Google's.
-    public static func resolve(_ environment: (String) -> String?) -> CloudStorageEndpoint {
+    package static func resolve(_ environment: (String) -> String?) -> CloudStorageEndpoint {
         func url(_ variable: String) -> String? {
             guard var host = environment(variable)?.trimmingCharacters(in: .whitespaces), !host.isEmpty else { return nil }
             if !host.contains("://") { host = "http://" + host }
@@ -39,7 +39,7 @@ public struct CloudStorageEndpoint: Sendable, Equatable {
 }
 
 /// What authorises a request: a header value, asked for each attempt (a token may be refreshed meanwhile).
-public protocol RequestAuthorizer: Sendable {
+package protocol RequestAuthorizer: Sendable {
     /// The `Authorization` header's value, or nil to send none.
     func authorization() async throws -> String?
     /// Extra headers every request carries (`x-goog-user-project`).
@@ -49,25 +49,25 @@ public protocol RequestAuthorizer: Sendable {
 }
 
 extension RequestAuthorizer {
-    public var extraHeaders: [(String, String)] { [] }
+    package var extraHeaders: [(String, String)] { [] }
 }
 
 /// The administrator of an emulator (rule G2).
-public struct EmulatorOwner: RequestAuthorizer {
-    public init() {}
-    public func authorization() async throws -> String? { "Bearer owner" }
-    public var description: String { "the emulator's administrator (Bearer owner)" }
+package struct EmulatorOwner: RequestAuthorizer {
+    package init() {}
+    package func authorization() async throws -> String? { "Bearer owner" }
+    package var description: String { "the emulator's administrator (Bearer owner)" }
 }
 
 /// No Google credentials were found, but requests are made as an end user (rule F1): only if the user signs out
 /// does a request need them, and it then fails as the search did.
-public struct MissingCredentials: RequestAuthorizer {
+package struct MissingCredentials: RequestAuthorizer {
     let search: StorageError
 
-    public init(_ search: StorageError) { self.search = search }
+    package init(_ search: StorageError) { self.search = search }
 
-    public func authorization() async throws -> String? { throw search }
-    public var description: String { "no Google credentials (none were found)" }
+    package func authorization() async throws -> String? { throw search }
+    package var description: String { "no Google credentials (none were found)" }
 }
 
 /// A Google Cloud Storage bucket over the JSON API v1 (rules G1–G7): every Firebase Storage bucket is one.
@@ -75,9 +75,9 @@ public struct MissingCredentials: RequestAuthorizer {
 /// Listings are the Firebase view of what the service lists as stored, with pages filled (rule G6). Every change
 /// carries the precondition it is given (rule G5), and is retried only when that precondition makes a repeat
 /// harmless (rule G4). There are no transactions: scripts are planned, then applied (rule X1).
-public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked Sendable {
-    public let name: String
-    public let endpoint: CloudStorageEndpoint
+package final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked Sendable {
+    package let name: String
+    package let endpoint: CloudStorageEndpoint
     let http: RemoteHTTP
     let authorizer: any RequestAuthorizer
     /// Uploads larger than this go as resumable uploads, in chunks of this size.
@@ -87,7 +87,7 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
 
     static let tokens = PositionPageTokens(mark: "gs1:")
 
-    public init(
+    package init(
         name: String, endpoint: CloudStorageEndpoint, http: RemoteHTTP, authorizer: any RequestAuthorizer,
         resumableThreshold: Int = 8 << 20
     ) {
@@ -101,35 +101,35 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
     /// The v0 API's base URL for this endpoint: the emulator's, or Google's.
     var firebaseBaseURL: String { endpoint.isEmulator ? endpoint.baseURL : FirebaseWire.baseURL }
 
-    public var capabilities: BucketCapabilities { [] }
-    public var scheme: String { "gs" }
-    public var guardsChanges: Bool { true }
+    package var capabilities: BucketCapabilities { [] }
+    package var scheme: String { "gs" }
+    package var guardsChanges: Bool { true }
     /// Cloud Storage stores whatever metadata its JSON API accepts: nothing to refuse beforehand.
-    public var storageClasses: StorageClasses { .cloudStorage }
-    public func validateStorable(_ metadata: ObjectMetadata) throws {}
-    public var transactions: (any TransactionalBucket)? { nil }
-    public var snapshotStore: (any SnapshotStore)? { nil }
-    public var immediateReads: (any ImmediateReads)? { nil }
-    public var rulesStore: (any RulesStore)? { nil }
-    public var settingsStore: (any BucketSettingsStore)? { nil }
+    package var storageClasses: StorageClasses { .cloudStorage }
+    package func validateStorable(_ metadata: ObjectMetadata) throws {}
+    package var transactions: (any TransactionalBucket)? { nil }
+    package var snapshotStore: (any SnapshotStore)? { nil }
+    package var immediateReads: (any ImmediateReads)? { nil }
+    package var rulesStore: (any RulesStore)? { nil }
+    package var settingsStore: (any BucketSettingsStore)? { nil }
     /// Every Cloud Storage bucket names generations, whether or not its versioning keeps noncurrent ones (rule B5).
-    public var objectVersions: (any ObjectVersions)? { self }
-    public var objectMoves: (any ObjectMoves)? { self }
-    public var endUserSignIn: (any EndUserSignIn)? { nil }
-    public var batchedChanges: (any BatchedChanges)? { batches.refused ? nil : self }
+    package var objectVersions: (any ObjectVersions)? { self }
+    package var objectMoves: (any ObjectMoves)? { self }
+    package var endUserSignIn: (any EndUserSignIn)? { nil }
+    package var batchedChanges: (any BatchedChanges)? { batches.refused ? nil : self }
     /// Each object is a request of its own (batched: `batchedChanges`).
-    public var uniformUpdates: (any UniformUpdates)? { nil }
-    public var asTransaction: (any BucketTransaction)? { nil }
-    public var pageTokens: any PageTokenFormat { Self.tokens }
+    package var uniformUpdates: (any UniformUpdates)? { nil }
+    package var asTransaction: (any BucketTransaction)? { nil }
+    package var pageTokens: any PageTokenFormat { Self.tokens }
 
-    public var accessDescription: String? {
+    package var accessDescription: String? {
         let decides =
             endpoint.isEmulator
             ? "security rules are bypassed" : "IAM decides what it may do (security rules apply to the Firebase SDKs, not here)"
         return "gs://\(name) through the Cloud Storage JSON API at \(endpoint.baseURL), as \(authorizer.description); \(decides)"
     }
 
-    public func close() { http.close() }
+    package func close() { http.close() }
 
     // MARK: URLs
 
@@ -171,7 +171,7 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
 
     /// Checks that the bucket is there and the credentials work, so that a mistyped name is said at once. A 403
     /// on the bucket itself is not fatal: Firebase users may read objects without the right to see the bucket.
-    public func verify() async throws {
+    package func verify() async throws {
         do {
             _ = try await send(.GET, bucketURL + "?fields=name", repeatable: true)
         } catch let error as StorageError where error.code == .unauthorized {
@@ -181,11 +181,11 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
 
     // MARK: Listing
 
-    public func list(_ reference: StoragePath, options: ListOptions) async throws -> ListPage {
+    package func list(_ reference: StoragePath, options: ListOptions) async throws -> ListPage {
         try await Lister.page(of: reference, bucket: name, options: options, source: self, tokens: Self.tokens)
     }
 
-    public func storedPage(prefix: String, startOffset: String?, continuation: String?, maxResults: Int) async throws
+    package func storedPage(prefix: String, startOffset: String?, continuation: String?, maxResults: Int) async throws
         -> StoredListingPage
     {
         try await listPage(
@@ -199,7 +199,7 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
         return try CloudStorageJSON.listPage(response.body, bucket: name)
     }
 
-    public func scan(prefix: String, after: String?, limit: Int) async throws -> ObjectScanPage {
+    package func scan(prefix: String, after: String?, limit: Int) async throws -> ObjectScanPage {
         var objects: [ObjectMetadata] = []
         var continuation: String?
         // Bounded by the service's continuation, which must change at every page.
@@ -225,23 +225,23 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
 
     // MARK: Objects
 
-    public func metadata(of object: ObjectName) async throws -> ObjectMetadata {
+    package func metadata(of object: ObjectName) async throws -> ObjectMetadata {
         let response = try await send(
             .GET, url(CloudStorageWire.metadata(bucket: name, object: object.rawValue)), repeatable: true, object: object.rawValue)
         return try CloudStorageJSON.metadata(response.body, bucket: name, what: "a metadata read")
     }
 
-    public func read(_ object: ObjectName) async throws -> Data {
+    package func read(_ object: ObjectName) async throws -> Data {
         try await send(.GET, objectURL(object.rawValue, [("alt", "media")]), repeatable: true, object: object.rawValue).body
     }
 
-    public func read(_ object: ObjectName, into sink: any ContentSink) async throws -> Int64 {
+    package func read(_ object: ObjectName, into sink: any ContentSink) async throws -> Int64 {
         let counter = CountingSink(sink)
         _ = try await send(.GET, objectURL(object.rawValue, [("alt", "media")]), repeatable: true, object: object.rawValue, into: counter)
         return counter.count
     }
 
-    public func write(from source: any ContentSource, to object: ObjectName, options: WriteOptions, precondition: Precondition)
+    package func write(from source: any ContentSource, to object: ObjectName, options: WriteOptions, precondition: Precondition)
         async throws -> ObjectMetadata
     {
         guard source.size > Int64(resumableThreshold) else {
@@ -256,7 +256,7 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
         return try await uploaded(response, object: object, expectedMD5: options.expectedMD5 ?? md5)
     }
 
-    public func updateMetadata(of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition) async throws
+    package func updateMetadata(of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition) async throws
         -> UpdateResult
     {
         // The service's PATCH answers the object after; the update's old values come from a read, which also
@@ -264,7 +264,7 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
         try await updateByReadingThenApplying(of: object, update, precondition: precondition)
     }
 
-    public func applyMetadata(of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata) async throws
+    package func applyMetadata(of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata) async throws
         -> ObjectMetadata
     {
         if before.rewrites(to: after) { return try await rewriteInPlace(object, from: before, to: after) }
@@ -308,7 +308,7 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
         current.metageneration == before.metageneration + 1 && current.differences(to: after).isEmpty
     }
 
-    public func write(_ content: Data, to object: ObjectName, options: WriteOptions, precondition: Precondition) async throws
+    package func write(_ content: Data, to object: ObjectName, options: WriteOptions, precondition: Precondition) async throws
         -> ObjectMetadata
     {
         let (resource, contentType) = try Self.uploadResource(object, options)
@@ -413,7 +413,7 @@ public final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked S
         return last + 1
     }
 
-    public func delete(_ object: ObjectName, precondition: Precondition) async throws {
+    package func delete(_ object: ObjectName, precondition: Precondition) async throws {
         _ = try await sendChange(
             .DELETE, url(CloudStorageWire.delete(bucket: name, object: object.rawValue, precondition: precondition)),
             object: object.rawValue, precondition: precondition) { _ in false }

@@ -6,100 +6,100 @@ import StoreshCore
 /// project's security rules decide (`FirebaseStorageBucket`, rule F1); `logout` goes back. Each mode is a bucket
 /// of its own; this one forwards every request to the one in force, and keeps Tab completion's short-lived reads,
 /// forgotten at every change and every sign-in.
-public final class FirebaseProjectBucket: BucketLayer, EndUserSignIn, @unchecked Sendable {
+package final class FirebaseProjectBucket: BucketLayer, EndUserSignIn, @unchecked Sendable {
     /// The bucket through the JSON API, with the credentials found (rule G2).
-    public let administrator: CloudStorageBucket
+    package let administrator: CloudStorageBucket
     private var signedIn: FirebaseStorageBucket?
     /// The service's answer to the signed-in user's last request.
     private let answers = LastServiceAnswer()
     private let lock = NSLock()
     private var completions: CompletionReads!
 
-    public init(_ administrator: CloudStorageBucket) {
+    package init(_ administrator: CloudStorageBucket) {
         self.administrator = administrator
         completions = CompletionReads(bucket: self)
     }
 
     /// The bucket requests go to now.
     var current: any Bucket { lock.withLock { signedIn } ?? administrator }
-    public var inner: any Bucket { current }
+    package var inner: any Bucket { current }
 
-    public var capabilities: BucketCapabilities { [.immediateReads] }
-    public var endUserSignIn: (any EndUserSignIn)? { self }
+    package var capabilities: BucketCapabilities { [.immediateReads] }
+    package var endUserSignIn: (any EndUserSignIn)? { self }
     /// The JSON API's batches, while requests are the administrator's: the Firebase v0 API has none, so a
     /// signed-in user's changes go one by one.
-    public var batchedChanges: (any BatchedChanges)? {
+    package var batchedChanges: (any BatchedChanges)? {
         guard lock.withLock({ signedIn }) == nil, let batches = administrator.batchedChanges else { return nil }
         return CompletionForgettingBatches(batches, completions: completions)
     }
-    public var uniformUpdates: (any UniformUpdates)? { nil }
-    public var immediateReads: (any ImmediateReads)? { completions }
-    public var transactions: (any TransactionalBucket)? { nil }
-    public var snapshotStore: (any SnapshotStore)? { nil }
-    public var rulesStore: (any RulesStore)? { nil }
-    public var settingsStore: (any BucketSettingsStore)? { nil }
+    package var uniformUpdates: (any UniformUpdates)? { nil }
+    package var immediateReads: (any ImmediateReads)? { completions }
+    package var transactions: (any TransactionalBucket)? { nil }
+    package var snapshotStore: (any SnapshotStore)? { nil }
+    package var rulesStore: (any RulesStore)? { nil }
+    package var settingsStore: (any BucketSettingsStore)? { nil }
     /// The administrator's (the JSON API names generations); none while signed in (the v0 API names none).
-    public var objectVersions: (any ObjectVersions)? {
+    package var objectVersions: (any ObjectVersions)? {
         current.objectVersions.map { CompletionForgettingVersions($0, completions: completions) }
     }
     /// The administrator's (the JSON API's objects.move); none while signed in (the v0 API has none).
-    public var objectMoves: (any ObjectMoves)? {
+    package var objectMoves: (any ObjectMoves)? {
         current.objectMoves.map { CompletionForgettingMoves($0, completions: completions) }
     }
-    public var asTransaction: (any BucketTransaction)? { nil }
+    package var asTransaction: (any BucketTransaction)? { nil }
     /// The signed-in mode shares the administrator's connections: closed with it.
-    public func close() { administrator.close() }
+    package func close() { administrator.close() }
 
     /// Checks that the bucket is there and the credentials work (rule B2).
-    public func verify() async throws { try await administrator.verify() }
+    package func verify() async throws { try await administrator.verify() }
 
-    public func list(_ reference: StoragePath, options: ListOptions) async throws -> ListPage {
+    package func list(_ reference: StoragePath, options: ListOptions) async throws -> ListPage {
         try await current.list(reference, options: options)
     }
 
-    public func scan(prefix: String, after: String?, limit: Int) async throws -> ObjectScanPage {
+    package func scan(prefix: String, after: String?, limit: Int) async throws -> ObjectScanPage {
         try await current.scan(prefix: prefix, after: after, limit: limit)
     }
 
-    public func metadata(of object: ObjectName) async throws -> ObjectMetadata { try await current.metadata(of: object) }
+    package func metadata(of object: ObjectName) async throws -> ObjectMetadata { try await current.metadata(of: object) }
 
-    public func read(_ object: ObjectName) async throws -> Data { try await current.read(object) }
+    package func read(_ object: ObjectName) async throws -> Data { try await current.read(object) }
 
-    public func read(_ object: ObjectName, into sink: any ContentSink) async throws -> Int64 {
+    package func read(_ object: ObjectName, into sink: any ContentSink) async throws -> Int64 {
         try await current.read(object, into: sink)
     }
 
     // Changes: what completion read before may be stale after.
 
-    public func updateMetadata(of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition) async throws
+    package func updateMetadata(of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition) async throws
         -> UpdateResult
     {
         defer { completions.forget() }
         return try await current.updateMetadata(of: object, update, precondition: precondition)
     }
 
-    public func applyMetadata(of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata) async throws
+    package func applyMetadata(of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata) async throws
         -> ObjectMetadata
     {
         defer { completions.forget() }
         return try await current.applyMetadata(of: object, from: before, to: after)
     }
 
-    public func write(_ content: Data, to object: ObjectName, options: WriteOptions, precondition: Precondition) async throws
+    package func write(_ content: Data, to object: ObjectName, options: WriteOptions, precondition: Precondition) async throws
         -> ObjectMetadata
     {
         defer { completions.forget() }
         return try await current.write(content, to: object, options: options, precondition: precondition)
     }
 
-    public func write(from source: any ContentSource, to object: ObjectName, options: WriteOptions, precondition: Precondition)
+    package func write(from source: any ContentSource, to object: ObjectName, options: WriteOptions, precondition: Precondition)
         async throws -> ObjectMetadata
     {
         defer { completions.forget() }
         return try await current.write(from: source, to: object, options: options, precondition: precondition)
     }
 
-    public func delete(_ object: ObjectName, precondition: Precondition) async throws {
+    package func delete(_ object: ObjectName, precondition: Precondition) async throws {
         defer { completions.forget() }
         try await current.delete(object, precondition: precondition)
     }
@@ -110,7 +110,7 @@ public final class FirebaseProjectBucket: BucketLayer, EndUserSignIn, @unchecked
         FirebaseStorageBucket(bucket: name, baseURL: administrator.firebaseBaseURL, http: administrator.http, user: user, answers: answers)
     }
 
-    public func user(idToken: String) throws(StorageError) -> any SignedInUser {
+    package func user(idToken: String) throws(StorageError) -> any SignedInUser {
         let token = idToken.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !token.isEmpty, !token.contains(" ") else {
             throw .invalidArgument("An ID token is one word (a JWT, as the Firebase SDKs' getIdToken() gives it).")
@@ -118,7 +118,7 @@ public final class FirebaseProjectBucket: BucketLayer, EndUserSignIn, @unchecked
         return user(EndUser(idToken: token, uid: EndUser.uid(of: token), emulatorToken: false))
     }
 
-    public func user(uid: String, claims: [String: String]) throws(StorageError) -> any SignedInUser {
+    package func user(uid: String, claims: [String: String]) throws(StorageError) -> any SignedInUser {
         guard administrator.endpoint.isEmulator else {
             throw .invalidArgument(
                 "login UID makes an unsigned emulator token, which only an emulator accepts; on a real project sign in with login --id-token TOKEN (a user's Firebase ID token).")
@@ -127,17 +127,17 @@ public final class FirebaseProjectBucket: BucketLayer, EndUserSignIn, @unchecked
         return user(EndUser(idToken: EndUser.emulatorToken(uid: uid, claims: claims, project: project), uid: uid, emulatorToken: true))
     }
 
-    public var lastAnswer: ServiceAnswer? { answers.last }
+    package var lastAnswer: ServiceAnswer? { answers.last }
 
-    public var signedInUser: (any SignedInUser)? { lock.withLock { signedIn } }
+    package var signedInUser: (any SignedInUser)? { lock.withLock { signedIn } }
 
-    public func restore(_ user: (any SignedInUser)?) {
+    package func restore(_ user: (any SignedInUser)?) {
         answers.keep(nil)
         lock.withLock { signedIn = user as? FirebaseStorageBucket }
         completions.forget()
     }
 
-    public func reads(as user: (any SignedInUser)?) -> any Bucket { (user as? FirebaseStorageBucket) ?? administrator }
+    package func reads(as user: (any SignedInUser)?) -> any Bucket { (user as? FirebaseStorageBucket) ?? administrator }
 
     /// The Firebase project a default bucket belongs to (`my-app.appspot.com`, `my-app.firebasestorage.app`).
     static func projectID(ofBucket bucket: String) -> String {

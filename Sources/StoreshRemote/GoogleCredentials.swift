@@ -9,11 +9,11 @@ import _CryptoExtras
 /// source that is there but unusable (a bad file, an unknown type) is an error naming it, never skipped.
 ///
 /// No credential, access token or assertion is ever part of a message: messages name files and fields.
-public struct GoogleCredentialSearch: Sendable {
+package struct GoogleCredentialSearch: Sendable {
     let environment: @Sendable (String) -> String?
     let http: RemoteHTTP
 
-    public init(environment: @escaping @Sendable (String) -> String?, http: RemoteHTTP) {
+    package init(environment: @escaping @Sendable (String) -> String?, http: RemoteHTTP) {
         self.environment = environment
         self.http = http
     }
@@ -23,7 +23,7 @@ public struct GoogleCredentialSearch: Sendable {
     static let googleTokenURI = "https://oauth2.googleapis.com/token"
 
     /// The first credentials found, as an authorizer that caches and refreshes its access token.
-    public func find() async throws -> any RequestAuthorizer {
+    package func find() async throws -> any RequestAuthorizer {
         var tried: [String] = []
         if let path = environment("GOOGLE_APPLICATION_CREDENTIALS"), !path.isEmpty {
             return try credentials(inFile: path, source: "$GOOGLE_APPLICATION_CREDENTIALS")

@@ -9,26 +9,26 @@ import StoreshWire
 /// When a failed request is sent again (rule G4): 408, 429, 5xx and broken connections, with exponential backoff
 /// and jitter, until a total time is spent. A request that changes something is repeated only when the caller
 /// says a repeat is harmless (a precondition makes it so).
-public struct RetryPolicy: Sendable {
+package struct RetryPolicy: Sendable {
     /// The first wait, doubled at each retry.
-    public var initialDelay: Double
+    package var initialDelay: Double
     /// No wait is longer than this.
-    public var maximumDelay: Double
+    package var maximumDelay: Double
     /// No retry starts once this much time has passed since the first attempt.
-    public var giveUpAfter: Double
+    package var giveUpAfter: Double
 
-    public init(initialDelay: Double = 1, maximumDelay: Double = 32, giveUpAfter: Double = 120) {
+    package init(initialDelay: Double = 1, maximumDelay: Double = 32, giveUpAfter: Double = 120) {
         self.initialDelay = initialDelay
         self.maximumDelay = maximumDelay
         self.giveUpAfter = giveUpAfter
     }
 
     /// Statuses that say "try again later", not "this request is wrong".
-    public static func isRetryable(status: Int) -> Bool { [408, 429, 500, 502, 503, 504].contains(status) }
+    package static func isRetryable(status: Int) -> Bool { [408, 429, 500, 502, 503, 504].contains(status) }
 
     /// Statuses by which a service says "slower" (rule Q1): 429, and 503 (S3's SlowDown; Cloud Storage's
     /// overloaded backend).
-    public static func isPushback(status: Int) -> Bool { status == 429 || status == 503 }
+    package static func isPushback(status: Int) -> Bool { status == 429 || status == 503 }
 
     /// The wait before retry number `retry` (0 for the first): the doubled delay, capped, with full jitter
     /// between half of it and all of it, so that parallel requests refused together do not come back together.
@@ -41,20 +41,20 @@ public struct RetryPolicy: Sendable {
 }
 
 /// One request to a remote service.
-public struct RemoteRequest: Sendable {
-    public var method: HTTPMethod
-    public var url: String
-    public var headers: [(String, String)]
-    public var body: Data?
+package struct RemoteRequest: Sendable {
+    package var method: HTTPMethod
+    package var url: String
+    package var headers: [(String, String)]
+    package var body: Data?
     /// True when sending it twice does no harm: a read, or a change guarded by a precondition.
-    public var repeatable: Bool
+    package var repeatable: Bool
     /// How many writes it makes, as the service counts them against its rate (rule Q1): none for a read, one
     /// for a change, one per call for a batch.
-    public var writes: Int
+    package var writes: Int
     /// What `--trace` adds after the URL (a batch's calls).
-    public var traceNote: String?
+    package var traceNote: String?
 
-    public init(
+    package init(
         method: HTTPMethod, url: String, headers: [(String, String)] = [], body: Data? = nil, repeatable: Bool, writes: Int? = nil,
         traceNote: String? = nil
     ) {
@@ -69,20 +69,20 @@ public struct RemoteRequest: Sendable {
 }
 
 /// A service's answer: its status, headers and whole body.
-public struct RemoteResponse: Sendable {
-    public var status: Int
-    public var headers: HTTPHeaders
-    public var body: Data
+package struct RemoteResponse: Sendable {
+    package var status: Int
+    package var headers: HTTPHeaders
+    package var body: Data
     /// How many times the request was sent (1 when it was not retried).
-    public var attempts: Int
+    package var attempts: Int
     /// When the last attempt was let go by the write pacer (its clock), to tell it of calls of a batch pushed back.
-    public var sentAt: Double?
+    package var sentAt: Double?
 
-    public func header(_ name: String) -> String? { headers.first(name: name) }
+    package func header(_ name: String) -> String? { headers.first(name: name) }
 }
 
 /// Where a request goes and what it says: a line for `--trace`, with every credential and token left out.
-public protocol RequestTrace: Sendable {
+package protocol RequestTrace: Sendable {
     func sent(_ request: RemoteRequest, status: Int?, attempt: Int, milliseconds: Int)
     /// What a request's answer held beyond its status (a batch's answers to its calls).
     func answered(_ summary: String)
@@ -90,12 +90,12 @@ public protocol RequestTrace: Sendable {
 
 /// The HTTP client every remote bucket shares: one pool of kept-alive connections (HTTP/2 where the service
 /// offers it over TLS), timeouts on every request, and the retry policy of G4.
-public final class RemoteHTTP: Sendable {
+package final class RemoteHTTP: Sendable {
     let client: HTTPClient
     let policy: RetryPolicy
-    public let trace: (any RequestTrace)?
+    package let trace: (any RequestTrace)?
     /// Paces the requests that change something (rule Q1); nil sends them as they come.
-    public let pacer: WritePacer?
+    package let pacer: WritePacer?
     /// Checked between attempts and during waits: Ctrl-C ends a wait at once.
     let isCancelled: @Sendable () -> Bool
     private let closed = LockedFlag()
@@ -105,7 +105,7 @@ public final class RemoteHTTP: Sendable {
     /// The largest body read into memory.
     static let largestBody = 1 << 31
 
-    public init(
+    package init(
         policy: RetryPolicy = RetryPolicy(), connectionsPerHost: Int = 16, trace: (any RequestTrace)? = nil,
         pacing: WriteRateLimits? = nil, isCancelled: @escaping @Sendable () -> Bool = { false }
     ) {
@@ -126,7 +126,7 @@ public final class RemoteHTTP: Sendable {
     /// used), retrying as the policy says; answers the service's last response, whatever its status.
     /// With `sink`, a successful answer's body goes into it a piece at a time (and the response's body is empty);
     /// a body that breaks off midway is an error, never retried (the sink holds part of it).
-    public func send(
+    package func send(
         _ request: RemoteRequest, into sink: (any ContentSink)? = nil, authorization: @Sendable () async throws -> String?
     ) async throws -> RemoteResponse {
         try await send(request, into: sink) { _ in try await authorization().map { [("Authorization", $0)] } ?? [] }
@@ -134,7 +134,7 @@ public final class RemoteHTTP: Sendable {
 
     /// Sends `request` as above, with the headers `authorizing` gives for each attempt: a signature that covers the
     /// request and the time of the attempt (SigV4), or a bearer token.
-    public func send(
+    package func send(
         _ request: RemoteRequest, into sink: (any ContentSink)? = nil,
         authorizing: @Sendable (RemoteRequest) async throws -> [(String, String)]
     ) async throws -> RemoteResponse {
@@ -182,7 +182,7 @@ public final class RemoteHTTP: Sendable {
     }
 
     /// One attempt, with its own time limit and no retry (asking whether a service is there at all).
-    public func sendOnce(_ request: RemoteRequest, timeout: TimeAmount) async throws -> RemoteResponse {
+    package func sendOnce(_ request: RemoteRequest, timeout: TimeAmount) async throws -> RemoteResponse {
         let (response, body) = try await attempt(request, authorization: [], timeout: timeout)
         return RemoteResponse(status: Int(response.status.code), headers: response.headers, body: body, attempts: 1)
     }
@@ -216,7 +216,7 @@ public final class RemoteHTTP: Sendable {
 
     /// Waits before retry number `retry` (0 for the first) of something first sent at `started`, as the policy
     /// says; false, without waiting, when that would go past the policy's total time.
-    public func waitBeforeRetry(_ retry: Int, retryAfter: Double?, since started: ContinuousClock.Instant) async throws -> Bool {
+    package func waitBeforeRetry(_ retry: Int, retryAfter: Double?, since started: ContinuousClock.Instant) async throws -> Bool {
         let wait = policy.delay(beforeRetry: retry, retryAfter: retryAfter)
         let spent = Double(Self.milliseconds(since: started)) / 1000
         guard spent + wait <= policy.giveUpAfter else { return false }
@@ -234,7 +234,7 @@ public final class RemoteHTTP: Sendable {
     }
 
     /// Closes every connection; later requests fail. Closing twice does nothing.
-    public func close() {
+    package func close() {
         guard closed.setOnce() else { return }
         try? client.syncShutdown()
     }
@@ -304,17 +304,17 @@ final class LockedFlag: @unchecked Sendable {
 /// `--trace`: one line per request sent, on standard error, as it is answered. Headers and bodies are not shown,
 /// and the query parameters that grant access by themselves (a download token, an upload session, a presigned
 /// signature) are left out, so a trace can be pasted into a bug report or shown to a class.
-public struct RequestLog: RequestTrace {
-    public init() {}
+package struct RequestLog: RequestTrace {
+    package init() {}
 
-    public func sent(_ request: RemoteRequest, status: Int?, attempt: Int, milliseconds: Int) {
+    package func sent(_ request: RemoteRequest, status: Int?, attempt: Int, milliseconds: Int) {
         let outcome = status.map { "\($0)" } ?? "no answer"
         let repeated = attempt > 1 ? " (attempt \(attempt))" : ""
         let note = request.traceNote.map { " (\($0))" } ?? ""
         write("\(request.method.rawValue) \(SecretParameters.redacted(request.url))\(note) → \(outcome) in \(milliseconds) ms\(repeated)")
     }
 
-    public func answered(_ summary: String) { write("  " + summary) }
+    package func answered(_ summary: String) { write("  " + summary) }
 
     private func write(_ text: String) {
         // A closed standard error loses the trace, not the run (the non-throwing `write` would trap).

@@ -11,12 +11,12 @@ import StoreshWire
 extension S3Bucket: ObjectVersions {
     /// S3's version ids: printable ASCII without spaces, up to 1,024 bytes (`null` names the version written while
     /// versioning was off).
-    public func generation(named text: String) -> ObjectGeneration? {
+    package func generation(named text: String) -> ObjectGeneration? {
         guard !text.isEmpty, text.utf8.count <= 1024, text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { return nil }
         return .version(text)
     }
 
-    public func metadata(of object: ObjectName, generation: ObjectGeneration) async throws -> ObjectMetadata {
+    package func metadata(of object: ObjectName, generation: ObjectGeneration) async throws -> ObjectMetadata {
         try await headVersion(object, generation).metadata
     }
 
@@ -37,7 +37,7 @@ extension S3Bucket: ObjectVersions {
         return (try headMetadata(response, key: object.rawValue, keepsHeaders: false), encryption)
     }
 
-    public func read(_ object: ObjectName, generation: ObjectGeneration, into sink: any ContentSink) async throws -> ObjectMetadata {
+    package func read(_ object: ObjectName, generation: ObjectGeneration, into sink: any ContentSink) async throws -> ObjectMetadata {
         let version = try await metadata(of: object, generation: generation)
         try Self.refuseIfArchived(version, at: "s3://\(name)/\(object.rawValue)#\(generation)")
         let counter = CountingSink(sink)
@@ -53,7 +53,7 @@ extension S3Bucket: ObjectVersions {
 
     /// Only the live version's metadata changes (a copy onto itself, as `meta set NAME` makes it); an older
     /// version's is fixed.
-    public func updateMetadata(of object: ObjectName, generation: ObjectGeneration, _ update: MetadataUpdate, precondition: Precondition)
+    package func updateMetadata(of object: ObjectName, generation: ObjectGeneration, _ update: MetadataUpdate, precondition: Precondition)
         async throws -> UpdateResult
     {
         let live = try await metadataIfPresent(of: object)
@@ -66,7 +66,7 @@ extension S3Bucket: ObjectVersions {
 
     /// Deletes one version for good (DeleteObject with its `versionId`): when it is the live one, the version below
     /// it becomes live, as on S3. A version under a hold or retention is refused first.
-    public func delete(_ object: ObjectName, generation: ObjectGeneration, precondition: Precondition) async throws {
+    package func delete(_ object: ObjectName, generation: ObjectGeneration, precondition: Precondition) async throws {
         let version = try await metadata(of: object, generation: generation)
         guard precondition.isSatisfied(by: version) else {
             throw StorageError.preconditionFailed(object.rawValue, precondition, actual: version)
@@ -77,7 +77,7 @@ extension S3Bucket: ObjectVersions {
         completions.forget()
     }
 
-    public func softDeletedMetadata(of object: ObjectName, generation: ObjectGeneration) async throws -> ObjectMetadata {
+    package func softDeletedMetadata(of object: ObjectName, generation: ObjectGeneration) async throws -> ObjectMetadata {
         throw StorageError(
             .objectNotFound,
             "s3://\(name) keeps no soft-deleted versions (S3 has no soft delete); ls -a lists the versions it keeps.")
@@ -85,7 +85,7 @@ extension S3Bucket: ObjectVersions {
 
     /// Brings an older version back as the live object: CopyObject of `?versionId=` onto the key (a new version of
     /// the same content, metadata and class), if the live object (or its absence) satisfies `precondition`.
-    public func restore(_ object: ObjectName, generation: ObjectGeneration, precondition: Precondition) async throws -> ObjectMetadata {
+    package func restore(_ object: ObjectName, generation: ObjectGeneration, precondition: Precondition) async throws -> ObjectMetadata {
         let (version, encryption) = try await headVersion(object, generation)
         let live = try await metadataIfPresent(of: object)
         if let live, live.versionID == version.versionID {
@@ -118,11 +118,11 @@ extension S3Bucket: ObjectVersions {
         return try await metadata(of: object)
     }
 
-    public func hasNoncurrentGenerations() async throws -> Bool { try await listsNoncurrentGeneration() }
+    package func hasNoncurrentGenerations() async throws -> Bool { try await listsNoncurrentGeneration() }
 
     /// GetBucketVersioning: Enabled keeps what a delete or a write replaces, as noncurrent versions that a restore
     /// (and `storesh undo`) copies back; Suspended or never set, nothing.
-    public func deletionsKept() async throws -> DeletionKeeping {
+    package func deletionsKept() async throws -> DeletionKeeping {
         let response: RemoteResponse
         do {
             response = try await send(.GET, "", query: [("versioning", "")], repeatable: true)
@@ -136,7 +136,7 @@ extension S3Bucket: ObjectVersions {
     /// newest first; each with what a listing says of it (no content type or custom metadata: `meta get NAME#ID`
     /// reads those), and the noncurrent ones with `timeDeleted`, the time of the version or marker above them.
     /// storesh's token carries S3's markers and that time across pages.
-    public func listGenerations(prefix: String, delimited: Bool, options: ListOptions, softDeleted: Bool) async throws -> ListPage {
+    package func listGenerations(prefix: String, delimited: Bool, options: ListOptions, softDeleted: Bool) async throws -> ListPage {
         if softDeleted { return ListPage(itemMetadata: []) }
         let maxResults = try options.validatedMaxResults()
         let resume = try options.pageToken.map(VersionPageToken.init(parsing:))

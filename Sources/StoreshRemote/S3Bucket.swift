@@ -12,9 +12,9 @@ import StoreshWire
 /// are `temporaryHold` and `retention` (`ObjectLock`), and versions are generations (`S3Bucket+Versions`).
 /// Properties storesh does not show (server-side encryption, `Expires`, a website redirect) are resent as they were
 /// read. Listings are the Firebase view of ListObjectsV2, with storesh's own page tokens (rule S1).
-public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
-    public let name: String
-    public let configuration: AWSConfiguration
+package final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
+    package let name: String
+    package let configuration: AWSConfiguration
     let http: RemoteHTTP
     let signer: SigV4Signer
     /// Uploads larger than this go in parts of this size (S3's parts are at least 5 MiB).
@@ -39,7 +39,7 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
     private var kept: [ObjectName: (entityTag: String?, headers: [(String, String)])] = [:]
     private let keptLock = NSLock()
 
-    public init(name: String, configuration: AWSConfiguration, http: RemoteHTTP, multipartThreshold: Int = 8 << 20) {
+    package init(name: String, configuration: AWSConfiguration, http: RemoteHTTP, multipartThreshold: Int = 8 << 20) {
         self.name = name
         self.configuration = configuration
         self.http = http
@@ -60,32 +60,32 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
         completions = CompletionReads(bucket: self)
     }
 
-    public var scheme: String { "s3" }
-    public var pageTokens: any PageTokenFormat { Self.tokens }
-    public var capabilities: BucketCapabilities { [.immediateReads] }
-    public var immediateReads: (any ImmediateReads)? { completions }
-    public var guardsChanges: Bool { true }
-    public var storageClasses: StorageClasses { .s3 }
-    public var transactions: (any TransactionalBucket)? { nil }
-    public var snapshotStore: (any SnapshotStore)? { nil }
-    public var rulesStore: (any RulesStore)? { nil }
-    public var settingsStore: (any BucketSettingsStore)? { nil }
+    package var scheme: String { "s3" }
+    package var pageTokens: any PageTokenFormat { Self.tokens }
+    package var capabilities: BucketCapabilities { [.immediateReads] }
+    package var immediateReads: (any ImmediateReads)? { completions }
+    package var guardsChanges: Bool { true }
+    package var storageClasses: StorageClasses { .s3 }
+    package var transactions: (any TransactionalBucket)? { nil }
+    package var snapshotStore: (any SnapshotStore)? { nil }
+    package var rulesStore: (any RulesStore)? { nil }
+    package var settingsStore: (any BucketSettingsStore)? { nil }
     /// Its versions, where versioning is on (rule S2).
-    public var objectVersions: (any ObjectVersions)? { self }
+    package var objectVersions: (any ObjectVersions)? { self }
     /// S3 has no move: a copy, then a delete of the source as copied (rule M10).
-    public var objectMoves: (any ObjectMoves)? { self }
-    public var endUserSignIn: (any EndUserSignIn)? { nil }
-    public var batchedChanges: (any BatchedChanges)? { nil }
-    public var uniformUpdates: (any UniformUpdates)? { nil }
-    public var asTransaction: (any BucketTransaction)? { nil }
+    package var objectMoves: (any ObjectMoves)? { self }
+    package var endUserSignIn: (any EndUserSignIn)? { nil }
+    package var batchedChanges: (any BatchedChanges)? { nil }
+    package var uniformUpdates: (any UniformUpdates)? { nil }
+    package var asTransaction: (any BucketTransaction)? { nil }
 
-    public var accessDescription: String? {
+    package var accessDescription: String? {
         "s3://\(name) at \(configuration.endpoint) (\(configuration.endpointSource)), region \(configuration.region), with the key "
             + "\(configuration.credentials.accessKeyID) from \(configuration.credentials.source); the bucket's policies decide. "
             + "Updates copy each object onto itself, guarded by its ETag and time (S3 has no partial update)."
     }
 
-    public func close() { http.close() }
+    package func close() { http.close() }
 
     // MARK: Requests
 
@@ -180,7 +180,7 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
 
     /// Checks that the bucket is there and the credentials work, so that a mistyped name or a wrong secret is
     /// said at once.
-    public func verify() async throws {
+    package func verify() async throws {
         _ = try await send(.GET, "/", query: [("list-type", "2"), ("max-keys", "1")], repeatable: true)
     }
 
@@ -188,7 +188,7 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
 
     // MARK: Listing
 
-    public func list(_ reference: StoragePath, options: ListOptions) async throws -> ListPage {
+    package func list(_ reference: StoragePath, options: ListOptions) async throws -> ListPage {
         var page = try await Lister.page(of: reference, bucket: name, options: options, source: self, tokens: Self.tokens)
         if options.includeMetadata {
             // ListObjectsV2 carries no content type or custom metadata: each item is read (HEAD), many at once.
@@ -197,7 +197,7 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
         return page
     }
 
-    public func storedPage(prefix: String, startOffset: String?, continuation: String?, maxResults: Int) async throws
+    package func storedPage(prefix: String, startOffset: String?, continuation: String?, maxResults: Int) async throws
         -> StoredListingPage
     {
         // S3's start-after is exclusive: starting after the name with its last character dropped reaches the name
@@ -228,7 +228,7 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
             updated: time, md5Hash: Self.md5(fromEntityTag: listed.etag), entityTag: listed.etag)
     }
 
-    public func scan(prefix: String, after: String?, limit: Int) async throws -> ObjectScanPage {
+    package func scan(prefix: String, after: String?, limit: Int) async throws -> ObjectScanPage {
         let listed = try await listRequest(
             prefix: prefix, delimited: false, startAfter: after, continuation: nil, maxKeys: min(ListOptions.maximumResults, limit))
         let names = listed.items.map(\.key).filter { name in after.map { $0.utf8.lexicographicallyPrecedes(name.utf8) } ?? true }
@@ -257,7 +257,7 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
 
     // MARK: Objects
 
-    public func metadata(of object: ObjectName) async throws -> ObjectMetadata {
+    package func metadata(of object: ObjectName) async throws -> ObjectMetadata {
         let response = try await send(.HEAD, objectPath(object.rawValue), repeatable: true, object: object.rawValue)
         return try headMetadata(response, key: object.rawValue)
     }
@@ -313,7 +313,7 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
         return Data(bytes).base64EncodedString()
     }
 
-    public func validateStorable(_ metadata: ObjectMetadata) throws {
+    package func validateStorable(_ metadata: ObjectMetadata) throws {
         if let field = metadata.cloudStorage.writableFields.first(where: { ![.storageClass, .temporaryHold, .retention].contains($0) }) {
             throw StorageError.invalidArgument(
                 "\(metadata.fullPath): \(field.key) is Cloud Storage's (rule M9); an S3 object has no such field, so nothing was changed.")
@@ -370,14 +370,14 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
         return headers + ObjectLock.headers(metadata.cloudStorage)
     }
 
-    public func read(_ object: ObjectName) async throws -> Data {
+    package func read(_ object: ObjectName) async throws -> Data {
         try await send(.GET, objectPath(object.rawValue), repeatable: true, object: object.rawValue).body
     }
 
     /// A download pinned to the object's ETag (`If-Match`): when the answer breaks off midway, it goes on from the
     /// byte it reached with a ranged GET, so a large file is never fetched twice, and a change of the object
     /// meanwhile is precondition-failed rather than a file of two versions.
-    public func read(_ object: ObjectName, into sink: any ContentSink) async throws -> Int64 {
+    package func read(_ object: ObjectName, into sink: any ContentSink) async throws -> Int64 {
         let key = object.rawValue
         let pinned = try await metadata(of: object)
         let counter = CountingSink(sink)
@@ -407,7 +407,7 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
 
     // MARK: Changes
 
-    public func updateMetadata(of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition) async throws
+    package func updateMetadata(of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition) async throws
         -> UpdateResult
     {
         try await updateByReadingThenApplying(of: object, update, precondition: precondition)
@@ -416,7 +416,7 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
     /// Rule S3: a copy of the object onto itself that replaces its metadata with `after`'s, guarded by the ETag and
     /// the time `before` was read at (a concurrent change of content changes the ETag; one of metadata alone, the
     /// time, to the second).
-    public func applyMetadata(of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata) async throws
+    package func applyMetadata(of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata) async throws
         -> ObjectMetadata
     {
         try validateStorable(after)
@@ -482,7 +482,7 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
         throw failure(response, object: object.rawValue, precondition: .matches(before))
     }
 
-    public func write(_ content: Data, to object: ObjectName, options: WriteOptions, precondition: Precondition) async throws
+    package func write(_ content: Data, to object: ObjectName, options: WriteOptions, precondition: Precondition) async throws
         -> ObjectMetadata
     {
         let headers = try uploadHeaders(object, options)
@@ -501,7 +501,7 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
         return try await written(response, object: object, precondition: precondition, md5: md5)
     }
 
-    public func write(from source: any ContentSource, to object: ObjectName, options: WriteOptions, precondition: Precondition)
+    package func write(from source: any ContentSource, to object: ObjectName, options: WriteOptions, precondition: Precondition)
         async throws -> ObjectMetadata
     {
         guard source.size > Int64(multipartThreshold) else {
@@ -605,7 +605,7 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
 
     /// S3 deletes a missing key without complaint, and not every S3 store honours `If-Match` on a delete: the
     /// object is read first, so that a missing one is object-not-found and one that changed is precondition-failed.
-    public func delete(_ object: ObjectName, precondition: Precondition) async throws {
+    package func delete(_ object: ObjectName, precondition: Precondition) async throws {
         let current = try await metadata(of: object)
         guard precondition.isSatisfied(by: current) else {
             throw StorageError.preconditionFailed(object.rawValue, precondition, actual: current)
@@ -622,9 +622,9 @@ public final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
 /// where nothing is), then DeleteObject of the source with that ETag. A failure of the delete leaves the object in
 /// both places, and says so (`HalfMove`).
 extension S3Bucket: ObjectMoves {
-    public var movesInOneStep: Bool { false }
+    package var movesInOneStep: Bool { false }
 
-    public func move(_ source: ObjectName, to destination: ObjectName, sourcePrecondition: Precondition, destinationPrecondition: Precondition)
+    package func move(_ source: ObjectName, to destination: ObjectName, sourcePrecondition: Precondition, destinationPrecondition: Precondition)
         async throws -> ObjectMetadata
     {
         let current = try await metadata(of: source)

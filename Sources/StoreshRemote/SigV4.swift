@@ -3,15 +3,15 @@ import Foundation
 import StoreshCore
 
 /// AWS credentials (rule S4): never printed, logged or journaled; `description` says where they came from.
-public struct AWSCredentials: Sendable {
-    public var accessKeyID: String
-    public var secretAccessKey: String
+package struct AWSCredentials: Sendable {
+    package var accessKeyID: String
+    package var secretAccessKey: String
     /// Temporary credentials' token (`x-amz-security-token`).
-    public var sessionToken: String?
+    package var sessionToken: String?
     /// Where they were found, for `whoami` and messages: "$AWS_ACCESS_KEY_ID", "profile dev in ~/.aws/credentials".
-    public var source: String
+    package var source: String
 
-    public init(accessKeyID: String, secretAccessKey: String, sessionToken: String? = nil, source: String) {
+    package init(accessKeyID: String, secretAccessKey: String, sessionToken: String? = nil, source: String) {
         self.accessKeyID = accessKeyID
         self.secretAccessKey = secretAccessKey
         self.sessionToken = sessionToken
@@ -25,39 +25,39 @@ public struct AWSCredentials: Sendable {
 /// The canonical request is built from the request exactly as it is sent: the path as percent-encoded on the
 /// wire (S3 does not normalise paths, so neither does the signer), the query sorted by encoded name then value,
 /// and every header given, by lower-cased name.
-public struct SigV4Signer: Sendable {
-    public var credentials: AWSCredentials
-    public var region: String
-    public var service: String
+package struct SigV4Signer: Sendable {
+    package var credentials: AWSCredentials
+    package var region: String
+    package var service: String
 
-    public init(credentials: AWSCredentials, region: String, service: String = "s3") {
+    package init(credentials: AWSCredentials, region: String, service: String = "s3") {
         self.credentials = credentials
         self.region = region
         self.service = service
     }
 
     /// The SHA-256 of an empty body, hex.
-    public static let emptyPayloadHash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+    package static let emptyPayloadHash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
-    public static func payloadHash(_ body: Data?) -> String {
+    package static func payloadHash(_ body: Data?) -> String {
         guard let body, !body.isEmpty else { return emptyPayloadHash }
         return Hexadecimal.encoded(SHA256.hash(data: body))
     }
 
     /// What signing one request made: the headers to add, and the intermediate texts tests compare with the
     /// published vectors.
-    public struct Signature: Sendable {
-        public var canonicalRequest: String
-        public var stringToSign: String
-        public var authorization: String
+    package struct Signature: Sendable {
+        package var canonicalRequest: String
+        package var stringToSign: String
+        package var authorization: String
         /// `x-amz-date`, `x-amz-content-sha256` (when the service is S3), `x-amz-security-token`, `Authorization`.
-        public var headers: [(String, String)]
+        package var headers: [(String, String)]
     }
 
     /// Signs a request. `path` and `query` are as sent (already percent-encoded); `headers` must include `host`;
     /// `payloadHash` is the body's SHA-256 in hex. `includeContentHash` adds `x-amz-content-sha256` (S3 requires
     /// it; the generic test vectors do not have it).
-    public func sign(
+    package func sign(
         method: String, path: String, query: String, headers: [(String, String)], payloadHash: String, date: Date,
         includeContentHash: Bool = true
     ) -> Signature {

@@ -3,20 +3,20 @@ import StoreshCore
 
 /// Rule Q1's limits of a service: the write rate a bucket takes to start, how fast that may grow, and the caps
 /// given by hand.
-public struct WriteRateLimits: Sendable, Equatable {
+package struct WriteRateLimits: Sendable, Equatable {
     /// Writes a second at the start: what the service documents a new bucket takes.
-    public var initialRate: Double
+    package var initialRate: Double
     /// The ceiling doubles at most this often (seconds).
-    public var doublingInterval: Double
+    package var doublingInterval: Double
     /// `--rate N`: writes a second never exceeded, whatever the service would take.
-    public var cap: Double?
+    package var cap: Double?
     /// `--parallel N`: requests in flight never exceeded.
-    public var maximumConcurrency: Int
+    package var maximumConcurrency: Int
     /// Whether the ramp is the service's documented one. An emulator documents none: the rate starts at the
     /// initial one and doubles every second until the first pushback, with no ceiling but `cap`.
-    public var documented: Bool
+    package var documented: Bool
 
-    public init(initialRate: Double, doublingInterval: Double, cap: Double?, maximumConcurrency: Int, documented: Bool = true) {
+    package init(initialRate: Double, doublingInterval: Double, cap: Double?, maximumConcurrency: Int, documented: Bool = true) {
         self.initialRate = initialRate
         self.doublingInterval = doublingInterval
         self.cap = cap
@@ -26,19 +26,19 @@ public struct WriteRateLimits: Sendable, Equatable {
 
     /// Cloud Storage: about 1,000 object writes a second per bucket to start, growing by at most doubling every
     /// 20 minutes.
-    public static func cloudStorage(cap: Double?, maximumConcurrency: Int) -> WriteRateLimits {
+    package static func cloudStorage(cap: Double?, maximumConcurrency: Int) -> WriteRateLimits {
         WriteRateLimits(initialRate: 1000, doublingInterval: 20 * 60, cap: cap, maximumConcurrency: maximumConcurrency)
     }
 
     /// An emulator of Cloud Storage (`$STORAGE_EMULATOR_HOST`): no documented limits, so the pace starts where
     /// Cloud Storage's does and finds the emulator's own by its answers.
-    public static func emulator(cap: Double?, maximumConcurrency: Int) -> WriteRateLimits {
+    package static func emulator(cap: Double?, maximumConcurrency: Int) -> WriteRateLimits {
         WriteRateLimits(initialRate: 1000, doublingInterval: .infinity, cap: cap, maximumConcurrency: maximumConcurrency, documented: false)
     }
 
     /// S3: 3,500 writes a second per prefix. storesh does not see how S3 partitions a bucket's prefixes, so it
     /// keeps the whole bucket to one prefix's rate, which never grows.
-    public static func s3(cap: Double?, maximumConcurrency: Int) -> WriteRateLimits {
+    package static func s3(cap: Double?, maximumConcurrency: Int) -> WriteRateLimits {
         WriteRateLimits(initialRate: 3500, doublingInterval: .infinity, cap: cap, maximumConcurrency: maximumConcurrency)
     }
 }
@@ -58,15 +58,15 @@ public struct WriteRateLimits: Sendable, Equatable {
 ///   `maximumConcurrency`; a pushback halves them.
 /// - A pushback from a request sent before the last decrease is not counted again: it was sent at the old pace.
 /// - `Retry-After` is honoured by the request that was refused (it is sent again no sooner).
-public struct WriteRateController: Sendable {
-    public let limits: WriteRateLimits
+package struct WriteRateController: Sendable {
+    package let limits: WriteRateLimits
     /// Writes a second allowed now.
-    public private(set) var rate: Double
+    package private(set) var rate: Double
     /// Requests allowed in flight now.
-    public var concurrency: Int { Int(concurrencyLevel) }
-    public private(set) var inFlight = 0
+    package var concurrency: Int { Int(concurrencyLevel) }
+    package private(set) var inFlight = 0
     /// How many times the service pushed back (counted once per decrease).
-    public private(set) var decreases = 0
+    package private(set) var decreases = 0
 
     private let origin: Double
     private var concurrencyLevel: Double
@@ -82,7 +82,7 @@ public struct WriteRateController: Sendable {
     static let slowerThanFastest = 2.0
     static let lowestRate = 1.0
 
-    public init(limits: WriteRateLimits, now: Double) {
+    package init(limits: WriteRateLimits, now: Double) {
         self.limits = limits
         origin = now
         nextStart = now
@@ -93,7 +93,7 @@ public struct WriteRateController: Sendable {
     }
 
     /// The most writes a second allowed at `now`: the documented ramp, capped by `--rate`.
-    public func ceiling(at now: Double) -> Double {
+    package func ceiling(at now: Double) -> Double {
         guard limits.documented else { return limits.cap ?? .infinity }
         let doublings = limits.doublingInterval.isFinite ? ((now - origin) / limits.doublingInterval).rounded(.down) : 0
         let ramp = limits.initialRate * pow(2, min(max(doublings, 0), 20))
@@ -102,7 +102,7 @@ public struct WriteRateController: Sendable {
 
     /// Reserves the start of a request of `weight` writes: when it may be sent (`now` or later). Nil when
     /// `concurrency` requests are in flight already: ask again once one has ended.
-    public mutating func reserve(weight: Int, now: Double) -> Double? {
+    package mutating func reserve(weight: Int, now: Double) -> Double? {
         guard inFlight < concurrency else { return nil }
         inFlight += 1
         let start = max(now, nextStart)
@@ -112,7 +112,7 @@ public struct WriteRateController: Sendable {
 
     /// A reserved request ended at `now`, sent at `sentAt`: `accepted` of its writes were taken (0 for a refusal or a
     /// failure).
-    public mutating func ended(sentAt: Double, now: Double, accepted count: Int) {
+    package mutating func ended(sentAt: Double, now: Double, accepted count: Int) {
         inFlight = max(0, inFlight - 1)
         guard count > 0 else { return }
         accepted.add(count, at: now)
@@ -132,7 +132,7 @@ public struct WriteRateController: Sendable {
 
     /// The service pushed back on a request sent at `sentAt` (429, 503 SlowDown). `withdrawn`: writes `ended`
     /// counted as taken that were refused after all (calls of a batch whose request as a whole was answered 200).
-    public mutating func pushedBack(sentAt: Double, now: Double, withdrawn: Int) {
+    package mutating func pushedBack(sentAt: Double, now: Double, withdrawn: Int) {
         accepted.add(-withdrawn, at: now)
         guard sentAt >= lastDecrease else { return }
         lastDecrease = now
@@ -144,7 +144,7 @@ public struct WriteRateController: Sendable {
     }
 
     /// Writes accepted in the last second.
-    public func acceptedLastSecond(at now: Double) -> Int { accepted.total(at: now) }
+    package func acceptedLastSecond(at now: Double) -> Int { accepted.total(at: now) }
 }
 
 /// Counts in a sliding window, kept in a few slots.
@@ -173,23 +173,23 @@ struct SlidingCount: Sendable {
 
 /// `WriteRateController` on the real clock, for every request that changes something: a request waits for its
 /// turn, is sent, and says how it ended.
-public final class WritePacer: @unchecked Sendable {
+package final class WritePacer: @unchecked Sendable {
     private let lock = NSLock()
     private var controller: WriteRateController
     private var waiting: [CheckedContinuation<Void, Never>] = []
     private let origin = ContinuousClock.now
 
-    public init(limits: WriteRateLimits) {
+    package init(limits: WriteRateLimits) {
         controller = WriteRateController(limits: limits, now: 0)
     }
 
     /// Seconds since the pacer began.
-    public var now: Double {
+    package var now: Double {
         (ContinuousClock.now - origin).inSeconds
     }
 
     /// Waits until a request of `weight` writes may be sent; answers when it was let go (for `ended`).
-    public func admit(weight: Int, isCancelled: @Sendable () -> Bool) async throws -> Double {
+    package func admit(weight: Int, isCancelled: @Sendable () -> Bool) async throws -> Double {
         while true {
             if isCancelled() { throw StorageError(.cancelled, "Interrupted before the request was sent.") }
             let reserved = lock.withLock { controller.reserve(weight: weight, now: now) }
@@ -217,7 +217,7 @@ public final class WritePacer: @unchecked Sendable {
     }
 
     /// A request let go at `sentAt` ended; `accepted` of its writes were taken.
-    public func ended(sentAt: Double, accepted: Int) {
+    package func ended(sentAt: Double, accepted: Int) {
         let woken = lock.withLock {
             controller.ended(sentAt: sentAt, now: now, accepted: accepted)
             defer { waiting.removeAll() }
@@ -228,12 +228,12 @@ public final class WritePacer: @unchecked Sendable {
 
     /// The service pushed back on a request let go at `sentAt`; `withdrawn` of the writes `ended` counted as
     /// taken were refused after all (calls of a batch).
-    public func pushedBack(sentAt: Double, withdrawn: Int) {
+    package func pushedBack(sentAt: Double, withdrawn: Int) {
         lock.withLock { controller.pushedBack(sentAt: sentAt, now: now, withdrawn: withdrawn) }
     }
 
     /// What the pacer allows now, for `--trace` and the progress line.
-    public var state: (rate: Double, concurrency: Int, pushbacks: Int) {
+    package var state: (rate: Double, concurrency: Int, pushbacks: Int) {
         lock.withLock { (controller.rate, controller.concurrency, controller.decreases) }
     }
 }

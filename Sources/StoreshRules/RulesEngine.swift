@@ -3,9 +3,9 @@ import StoreshCore
 
 /// The pure part of security rules: the rules of a new bucket, parsing, and a decision as a function of the
 /// request (which carries its identity), the ruleset and the resource.
-public enum RulesEngine {
+package enum RulesEngine {
     /// What a new bucket gets, so that a newcomer is never blocked.
-    public static let openRules = """
+    package static let openRules = """
         rules_version = '2';
         service firebase.storage {
           match /b/{bucket}/o {
@@ -16,7 +16,7 @@ public enum RulesEngine {
         }
 
         """
-    public static let openRulesOrigin = "(the open rules of a new bucket)"
+    package static let openRulesOrigin = "(the open rules of a new bucket)"
     static let openRuleset = CompiledRuleset(try! RulesParser.parse(openRules), origin: openRulesOrigin)
     /// Rules that grant nothing: what stands for stored rules that cannot be used.
     static let denyingRuleset = CompiledRuleset(Ruleset(version: "2", functions: [], matches: []), origin: "(no rules)")
@@ -27,12 +27,12 @@ public enum RulesEngine {
     }
 
     /// The exact error of rule L12.
-    public static let listingNeedsVersion2 = StorageError(
+    package static let listingNeedsVersion2 = StorageError(
         .unauthorized,
         "Listing objects in a bucket is disallowed for rules_version = \"1\". Please update storage security rules to rules_version = \"2\" to use list.")
 
     /// Checks a ruleset's text without putting it in force; the error names ORIGIN:LINE:COLUMN.
-    public static func check(_ source: String, origin: String) throws(StorageError) {
+    package static func check(_ source: String, origin: String) throws(StorageError) {
         _ = try parse(source, origin: origin)
     }
 

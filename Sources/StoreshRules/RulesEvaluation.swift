@@ -2,7 +2,7 @@ import Foundation
 import StoreshCore
 
 /// A value in a rules expression.
-public enum RulesValue: Sendable {
+package enum RulesValue: Sendable {
     case null
     case bool(Bool)
     case integer(Int64)

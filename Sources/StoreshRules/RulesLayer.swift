@@ -253,29 +253,26 @@ final class DecidedUniformUpdates: UniformUpdates, @unchecked Sendable {
         self.layer = layer
     }
 
-    /// A page's update as the rules decide it: the listing of its folder, and the update of the last object
-    /// picked (open rules decide every object alike).
     func updatePage(
         prefix: String, after: String?, limit: Int, _ update: MetadataUpdate, picking: (String) throws -> Bool
     ) async throws -> UniformUpdatePage {
-        try layer.check(.list, NameBytes.folder(ofPrefix: prefix))
-        var lastPicked: String?
-        let page = try await inner.updatePage(prefix: prefix, after: after, limit: limit, update) { name in
-            guard try picking(name) else { return false }
-            lastPicked = name
-            return true
-        }
-        if let lastPicked { try layer.check(.update, lastPicked) }
-        return page
+        try await page(writing: true, prefix: prefix, after: after, limit: limit, update, picking: picking)
     }
 
-    /// A preview, decided as the update is.
     func previewPage(
         prefix: String, after: String?, limit: Int, _ update: MetadataUpdate, picking: (String) throws -> Bool
     ) async throws -> UniformUpdatePage {
+        try await page(writing: false, prefix: prefix, after: after, limit: limit, update, picking: picking)
+    }
+
+    /// A page's update (or its preview) as the rules decide it: the listing of its folder, and the update of the
+    /// last object picked (open rules decide every object alike).
+    private func page(
+        writing: Bool, prefix: String, after: String?, limit: Int, _ update: MetadataUpdate, picking: (String) throws -> Bool
+    ) async throws -> UniformUpdatePage {
         try layer.check(.list, NameBytes.folder(ofPrefix: prefix))
         var lastPicked: String?
-        let page = try await inner.previewPage(prefix: prefix, after: after, limit: limit, update) { name in
+        let page = try await (writing ? inner.updatePage : inner.previewPage)(prefix, after, limit, update) { name in
             guard try picking(name) else { return false }
             lastPicked = name
             return true

@@ -5,7 +5,7 @@ import StoreshCore
 /// force, who requests are made as, and the last decision for `rules why`. It holds no bucket: the rules come
 /// from a store when the session starts or reloads, and it wraps whatever bucket it is given
 /// (`guarding(_:)`), so one session can guard a bucket, a transaction of it, or a plan over it.
-public final class RulesSession: RulesControl, @unchecked Sendable {
+package final class RulesSession: RulesControl, @unchecked Sendable {
     private let lock = NSLock()
     /// Where `request.time` comes from.
     let clock: any StorageClock
@@ -31,7 +31,7 @@ public final class RulesSession: RulesControl, @unchecked Sendable {
 
     /// A session under the rules `store` keeps (the open rules of a new bucket when it keeps none, or there is
     /// no store).
-    public init(store: (any RulesStore)?, clock: any StorageClock = SystemClock()) throws {
+    package init(store: (any RulesStore)?, clock: any StorageClock = SystemClock()) throws {
         self.clock = clock
         (ruleset, source, origin) = (nil, RulesEngine.openRules, RulesEngine.openRulesOrigin)
         openDecision = RulesEngine.openDecision(origin: RulesEngine.openRulesOrigin)
@@ -41,7 +41,7 @@ public final class RulesSession: RulesControl, @unchecked Sendable {
     /// A session under the same rules for requests made as `identity` (one request of a server): the compiled
     /// rules are shared, not parsed again, and its decisions are not recorded for `rules why`; each is given to
     /// `observer`, when there is one.
-    public func session(
+    package func session(
         as identity: Identity?, observer: (@Sendable (AccessRequest, AccessDecision) -> Void)? = nil
     ) -> RulesSession {
         let copy = lock.withLock {
@@ -62,15 +62,15 @@ public final class RulesSession: RulesControl, @unchecked Sendable {
     }
 
     /// Why the stored rules cannot be used, when they cannot (see `unusable`).
-    public var problem: String? { lock.withLock { unusable } }
+    package var problem: String? { lock.withLock { unusable } }
 
     // MARK: RulesControl
 
-    public var samples: [(name: String, source: String)] { SampleRules.all }
+    package var samples: [(name: String, source: String)] { SampleRules.all }
 
-    public var openRules: (source: String, origin: String) { (RulesEngine.openRules, RulesEngine.openRulesOrigin) }
+    package var openRules: (source: String, origin: String) { (RulesEngine.openRules, RulesEngine.openRulesOrigin) }
 
-    public var identity: Identity? {
+    package var identity: Identity? {
         get { lock.withLock { signedIn } }
         set {
             let value = RulesEvaluator.authValue(newValue)
@@ -78,27 +78,27 @@ public final class RulesSession: RulesControl, @unchecked Sendable {
         }
     }
 
-    public var lastDecision: (request: AccessRequest, decision: AccessDecision)? { lock.withLock { last } }
+    package var lastDecision: (request: AccessRequest, decision: AccessDecision)? { lock.withLock { last } }
 
-    public var recordsDecisions: Bool {
+    package var recordsDecisions: Bool {
         get { lock.withLock { recording } }
         set { lock.withLock { recording = newValue } }
     }
 
-    public func currentRules() -> (source: String, origin: String) {
+    package func currentRules() -> (source: String, origin: String) {
         lock.withLock {
             guard let unusable else { return (source, origin) }
             return (source, "\(origin), which cannot be used (\(unusable)): every request they would decide is denied until rules load or rules reset")
         }
     }
 
-    public func loadRules(source: String, origin: String, into store: any RulesStore) throws {
+    package func loadRules(source: String, origin: String, into store: any RulesStore) throws {
         let parsed = try RulesEngine.parse(source, origin: origin)
         try store.storeRules(source: source, origin: origin)
         put(parsed, source: source, origin: origin)
     }
 
-    public func reloadRules(from store: any RulesStore) throws {
+    package func reloadRules(from store: any RulesStore) throws {
         guard let stored = try store.storedRules() else {
             put(nil, source: RulesEngine.openRules, origin: RulesEngine.openRulesOrigin)
             return
@@ -120,7 +120,7 @@ public final class RulesSession: RulesControl, @unchecked Sendable {
         lock.withLock { (ruleset, self.source, self.origin, openDecision, self.unusable) = (compiled, source, origin, decision, unusable) }
     }
 
-    public func guarding(_ bucket: any Bucket) -> any Bucket {
+    package func guarding(_ bucket: any Bucket) -> any Bucket {
         if let transaction = bucket.asTransaction { return RulesLayerTransaction(transaction, session: self) }
         return RulesLayer(bucket, session: self)
     }
@@ -173,7 +173,7 @@ public final class RulesSession: RulesControl, @unchecked Sendable {
 
     /// Decides the `create` of an object of `size` bytes with `options` before its bytes arrive (an upload's
     /// start), on the resource as the write would make it; not recorded. Throws its denial.
-    public func authorizeCreate(
+    package func authorizeCreate(
         of object: ObjectName, in bucket: String, size: Int64, options: WriteOptions, existing: ObjectMetadata?
     ) throws {
         // The content is not there yet: its MD5 is the empty content's, as the service's is before any byte.
@@ -182,7 +182,7 @@ public final class RulesSession: RulesControl, @unchecked Sendable {
     }
 
     /// The bare decision, for the benchmark of one decision.
-    public func decide(_ request: AccessRequest) -> AccessDecision {
+    package func decide(_ request: AccessRequest) -> AccessDecision {
         lock.withLock { RulesEngine.decide(request, ruleset: ruleset ?? RulesEngine.openRuleset, auth: authValue) }
     }
 }

@@ -1,38 +1,38 @@
 import StoreshCore
 
 /// An error in a rules file, at its line and column.
-public struct RulesSyntaxError: Error, Sendable, Equatable, CustomStringConvertible {
-    public var message: String
-    public var line: Int
-    public var column: Int
+package struct RulesSyntaxError: Error, Sendable, Equatable, CustomStringConvertible {
+    package var message: String
+    package var line: Int
+    package var column: Int
 
-    public var description: String { "\(line):\(column): \(message)" }
+    package var description: String { "\(line):\(column): \(message)" }
 }
 
 /// The bounds of a rules text, as the service has them: rules are input a request can send (`PUT
 /// /internal/setRules`), so the parser and the evaluator must stay within a fixed stack and time whatever the text.
 /// A text beyond them is refused with a positioned error, never parsed or evaluated on.
-public enum RulesLimits {
+package enum RulesLimits {
     /// The largest rules text, in UTF-8 bytes (the service's 256 KB).
-    public static let maximumSourceBytes = 256 * 1024
+    package static let maximumSourceBytes = 256 * 1024
     /// How deeply expressions may nest: parentheses, operators, calls, lists. A chain of `&&` or `||` is one
     /// level however long.
-    public static let maximumExpressionDepth = 100
+    package static let maximumExpressionDepth = 100
     /// How deeply match blocks may nest.
-    public static let maximumMatchDepth = 32
+    package static let maximumMatchDepth = 32
     /// Expressions evaluated for one request, function calls included; beyond it the allow grants nothing.
-    public static let maximumEvaluatedExpressions = 1_000
+    package static let maximumEvaluatedExpressions = 1_000
 }
 
 /// A parsed ruleset (the subset of the Cloud Storage rules language that storesh enforces).
-public struct Ruleset: Sendable {
-    public var version: String
-    public var functions: [RulesFunction]
-    public var matches: [MatchBlock]
+package struct Ruleset: Sendable {
+    package var version: String
+    package var functions: [RulesFunction]
+    package var matches: [MatchBlock]
 }
 
-public struct MatchBlock: Sendable {
-    public enum Segment: Sendable, Equatable {
+package struct MatchBlock: Sendable {
+    package enum Segment: Sendable, Equatable {
         case literal(String)
         /// `{name}`: one segment.
         case variable(String)
@@ -40,23 +40,23 @@ public struct MatchBlock: Sendable {
         case rest(String)
     }
 
-    public var path: [Segment]
-    public var allows: [AllowStatement]
-    public var functions: [RulesFunction]
-    public var children: [MatchBlock]
-    public var line: Int
+    package var path: [Segment]
+    package var allows: [AllowStatement]
+    package var functions: [RulesFunction]
+    package var children: [MatchBlock]
+    package var line: Int
 }
 
 /// Shared by reference (as `RulesFunction`): every decision passes the candidates around, and a struct of
 /// four references cost four retains at every step.
-public final class AllowStatement: Sendable {
-    public let methods: Set<AccessMethod>
-    public let methodNames: [String]
+package final class AllowStatement: Sendable {
+    package let methods: Set<AccessMethod>
+    package let methodNames: [String]
     /// nil: `allow read;` grants without a condition.
-    public let condition: RulesExpression?
-    public let line: Int
+    package let condition: RulesExpression?
+    package let line: Int
     /// The statement's text, for `rules why`.
-    public let text: String
+    package let text: String
 
     init(methods: Set<AccessMethod>, methodNames: [String], condition: RulesExpression?, line: Int, text: String) {
         self.methods = methods
@@ -67,11 +67,11 @@ public final class AllowStatement: Sendable {
     }
 }
 
-public final class RulesFunction: Sendable {
-    public let name: String
-    public let parameters: [String]
-    public let bindings: [(name: String, value: RulesExpression)]
-    public let body: RulesExpression
+package final class RulesFunction: Sendable {
+    package let name: String
+    package let parameters: [String]
+    package let bindings: [(name: String, value: RulesExpression)]
+    package let body: RulesExpression
 
     init(name: String, parameters: [String], bindings: [(name: String, value: RulesExpression)], body: RulesExpression) {
         self.name = name
@@ -81,7 +81,7 @@ public final class RulesFunction: Sendable {
     }
 }
 
-public indirect enum RulesExpression: Sendable {
+package indirect enum RulesExpression: Sendable {
     case literal(RulesValue)
     case identifier(String, line: Int)
     /// `request` and `resource` are reserved (as in the service: no path variable or parameter hides them), so
@@ -114,7 +114,7 @@ extension RulesExpression {
 }
 
 /// The fields of `request` (rule R4).
-public enum RequestField: String, Sendable, CaseIterable {
+package enum RequestField: String, Sendable, CaseIterable {
     case auth, path, time, method, resource
 }
 
@@ -252,8 +252,8 @@ enum RulesLexer {
 
 /// Parses a rules file: `rules_version = '1'|'2';`, `service firebase.storage { match /b/{bucket}/o { … } }`,
 /// nested `match` blocks, `allow METHODS: if COND;`, `function name(args) { let x = …; return EXPR; }`.
-public enum RulesParser {
-    public static func parse(_ text: String) throws(RulesSyntaxError) -> Ruleset {
+package enum RulesParser {
+    package static func parse(_ text: String) throws(RulesSyntaxError) -> Ruleset {
         let bytes = text.utf8.count
         guard bytes <= RulesLimits.maximumSourceBytes else {
             throw RulesSyntaxError(

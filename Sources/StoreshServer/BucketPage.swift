@@ -6,8 +6,8 @@ import StoreshWire
 
 /// The bucket in a browser (`GET /` of `storesh serve`): a folder as the listing rules show it (prefixes and items,
 /// hidden names not shown as items, as an SDK's list would), a page at a time with the page token in the link, an
-/// object's metadata with a link to its content, and the security rules in force. Plain HTML with its style inline:
-/// it works with JavaScript off, needs nothing from outside the machine, and reads large enough to project, with no
+/// object's metadata with a link to its content, and the security rules in force. Plain HTML (written by `HTML`),
+/// its style and script served beside it (`PageAssets`): it works with JavaScript off, needs nothing from outside the machine, and reads large enough to project, with no
 /// meaning carried by colour alone. It reads as the bucket's administrator; its edits are requests to the APIs, made
 /// by its script (`editForm`, `identityForm`).
 enum BucketPage {

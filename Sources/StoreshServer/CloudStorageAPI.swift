@@ -472,8 +472,6 @@ extension StorageAPI {
         return Reply.empty()
     }
 
-    /// The bucket's generations when a request names one (nil when it names none).
-
     // MARK: Copy and rewrite
 
     /// The destination gets the source's content and metadata, with the body's properties laid over them: a new

@@ -348,9 +348,6 @@ extension StorageAPI {
         func status(_ state: String, _ received: Int64) -> HTTPFields {
             [HTTPField.Name("X-Goog-Upload-Status")!: state, HTTPField.Name("X-Goog-Upload-Size-Received")!: String(received)]
         }
-        if commands.contains("finalize"), !commands.contains("upload"), let declaredLength, declaredLength > 0 {
-            throw HTTPFailure.badRequest("A finalize without upload carries no bytes, but this request has \(declaredLength).")
-        }
         /// What the request does first, decided by the machine under the session's lock: its bytes arrive outside it.
         enum Start { case answer(Answer), receive(Spool, skip: Int64, limit: Int64, total: Int64?), ended(UploadMachine.ChunkEnd) }
         let start: Start
@@ -374,7 +371,12 @@ extension StorageAPI {
                     return (.answer(Reply.empty(.ok, headers: status("cancelled", 0))), session.request)
                 }
                 if commands == ["query"] { return (.answer(Reply.empty(.ok, headers: status("active", machine.received))), session.request) }
-                guard commands.contains("upload") else { return (.ended(try session.machine.finalize()), session.request) }
+                guard commands.contains("upload") else {
+                    if let declaredLength, declaredLength > 0 {
+                        throw HTTPFailure.badRequest("A finalize without upload carries no bytes, but this request has \(declaredLength).")
+                    }
+                    return (.ended(try session.machine.finalize()), session.request)
+                }
                 switch try session.machine.chunkBegins(first: offset, length: declaredLength) {
                 case .replay(let final):
                     return (.answer(Self.replay(final, headers: status("final", machine.received))), session.request)

@@ -92,16 +92,21 @@ final class MultipartUploads: @unchecked Sendable {
         try withUpload(id) { upload in try upload.machine.partBegins() }
     }
 
-    /// A part's bytes have arrived (`content`), or failed to (nil). A part that arrived is kept unless the upload
-    /// ended meanwhile (a part sent again replaces the one before, as on the service).
+    /// A part's bytes have arrived (`content`), or failed to (nil). A part that arrived is kept while the upload is
+    /// open (a part sent again replaces the one before, as on the service); while it is being completed the client
+    /// is asked to retry, and after it ended told there is no such upload.
     func partArrived(_ content: SpooledContent?, number: Int, of id: String) throws {
         try lock.withLock {
             guard var upload = uploads[id] else { throw Self.noSuchUpload }
-            let keep = upload.machine.partArrived()
-            if keep, let content { upload.parts[number] = content }
+            defer { uploads[id] = upload }
             upload.lastUsed = Date()
-            uploads[id] = upload
-            if content != nil, !keep { throw Self.noSuchUpload }
+            guard let content else { return upload.machine.partFailed() }
+            do {
+                try upload.machine.partArrived()
+            } catch let refusal as UploadMachine.Refusal {
+                throw Self.failure(refusal)
+            }
+            upload.parts[number] = content
         }
     }
 

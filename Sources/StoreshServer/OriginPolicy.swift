@@ -11,13 +11,13 @@ import StoreshCore
 /// - a request from a page (`Origin`) is answered only for the origins an app under development uses: localhost,
 ///   127.0.0.1 and [::1] on any port, the server's own origin, and the `--cors` origins; any other page's request
 ///   is refused before it does anything, and its preflight allows nothing.
-public struct OriginPolicy: Sendable {
+package struct OriginPolicy: Sendable {
     /// Origins allowed beside the local ones (`--cors`), as `scheme://host[:port]`; `*` allows every origin.
-    public var origins: [String]
+    package var origins: [String]
     /// Host names allowed beside loopback, IP addresses and the address listened on (`--allow-host`).
-    public var hosts: [String]
+    package var hosts: [String]
 
-    public init(origins: [String] = [], hosts: [String] = []) {
+    package init(origins: [String] = [], hosts: [String] = []) {
         self.origins = origins.map { $0.lowercased() }
         self.hosts = hosts.map { $0.lowercased() }
     }

@@ -9,42 +9,42 @@ import StoreshWire
 ///
 /// It keeps what the request was, and its words are made when the log is shown: a bulk edit through the server
 /// pays for recording each request, not for describing it (only the last 200 are ever shown).
-public struct ServedExchange: Sendable {
+package struct ServedExchange: Sendable {
     /// One rules decision: `allowed get on gs://b/a.txt by `allow read: if true` at storage.rules:4`, or a denial
     /// with its reasons.
-    public struct Verdict: Sendable {
+    package struct Verdict: Sendable {
         let request: AccessRequest
         let decision: AccessDecision
 
-        public var allowed: Bool { decision.allowed }
-        public var text: String { decision.explanation(for: request) }
+        package var allowed: Bool { decision.allowed }
+        package var text: String { decision.explanation(for: request) }
     }
 
     /// Counted from 1 since the server started.
-    public var number: Int
-    public var time: Timestamp
-    public var method: HTTPRequest.Method
+    package var number: Int
+    package var time: Timestamp
+    package var method: HTTPRequest.Method
     /// The path and query as sent (percent-encoded); `target` shows them.
     var path: String
     var query: String?
     /// `X-HTTP-Method-Override`, with which a PUT is a PATCH.
     var methodOverride: String?
-    public var status: Int
-    public var milliseconds: Double
+    package var status: Int
+    package var milliseconds: Double
     /// Who made it, when its handler read it (a v0 request).
     var who: Caller?
-    public var verdicts: [Verdict]
+    package var verdicts: [Verdict]
 
     /// The path and query, with the values that grant access elided.
-    public var target: String { ServedRequest.loggable(path: path, query: query) }
+    package var target: String { ServedRequest.loggable(path: path, query: query) }
     /// The status's reason phrase (`Forbidden`).
-    public var reason: String { Self.reasonPhrase(status) }
+    package var reason: String { Self.reasonPhrase(status) }
     /// `signed out`, `signed in as alice`, `the owner …`, `the administrator`.
-    public var caller: String { Self.caller(who, path: path, query: query, status: status).name }
+    package var caller: String { Self.caller(who, path: path, query: query, status: status).name }
     /// The Swift SDK call it stands for, or the JSON API method; nil when it stands for none (a malformed path).
-    public var call: String? { Self.call(method: method, path: path, query: query, methodOverride: methodOverride) }
+    package var call: String? { Self.call(method: method, path: path, query: query, methodOverride: methodOverride) }
     /// Why no rule decided, when none did.
-    public var rulesNote: String? { verdicts.isEmpty ? Self.caller(who, path: path, query: query, status: status).rulesNote : nil }
+    package var rulesNote: String? { verdicts.isEmpty ? Self.caller(who, path: path, query: query, status: status).rulesNote : nil }
 }
 
 /// The request being answered, as its log entry gathers it: who made it, and each rules decision taken for it.

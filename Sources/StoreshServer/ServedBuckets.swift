@@ -8,13 +8,13 @@ import StoreshRules
 /// file's), opened the first time a request names it and made the first time a change to it lands, as the Firebase
 /// emulator makes a bucket on its first upload: until then it is pending (`ServedBucket`), and a request that is
 /// refused leaves no file. A file there that holds another bucket is never served under the wrong name.
-public final class ServedBuckets: @unchecked Sendable {
+package final class ServedBuckets: @unchecked Sendable {
     /// Rules that a project file gives a bucket, put in force when the bucket is opened and whenever they change.
-    public struct ProjectRules: Sendable {
-        public var source: String
-        public var origin: String
+    package struct ProjectRules: Sendable {
+        package var source: String
+        package var origin: String
 
-        public init(source: String, origin: String) {
+        package init(source: String, origin: String) {
             self.source = source
             self.origin = origin
         }
@@ -22,7 +22,7 @@ public final class ServedBuckets: @unchecked Sendable {
 
     let primary: ServedBucket
     /// Where the other buckets' files are.
-    public let directory: String
+    package let directory: String
     private let options: LocalBucketOptions
     private let readerCount: Int
     /// Told each bucket file this server creates (for the terminal's log).
@@ -54,7 +54,7 @@ public final class ServedBuckets: @unchecked Sendable {
     }
 
     /// The file a bucket other than the first is kept in.
-    public static func path(of bucket: String, in directory: String) -> String {
+    package static func path(of bucket: String, in directory: String) -> String {
         (directory as NSString).appendingPathComponent(bucket + ".bucket")
     }
 
@@ -259,7 +259,7 @@ public final class ServedBuckets: @unchecked Sendable {
     /// The name and file of every bucket served, as `all()` lists them, without opening any: what an export
     /// carries once the server has stopped. A file of the directory may still hold another bucket than its name
     /// says (the first bucket's own file, a copy): whoever opens it checks.
-    public func files() -> [(name: String, path: String)] {
+    package func files() -> [(name: String, path: String)] {
         // Open buckets by name; a pending one is not served yet (its file, if any, is being made or removed).
         var (names, pending) = lock.withLock {
             others.reduce(into: (Set<String>(), Set<String>())) { sets, entry in

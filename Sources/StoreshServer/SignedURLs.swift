@@ -9,12 +9,12 @@ import _CryptoExtras
 /// The key `storesh serve --signing-key` checks V4 signed URLs against: a service account's key file, as the
 /// official clients sign with (`blob.generate_signed_url(version="v4", credentials=…)`). Its public half is all
 /// that is kept.
-public struct SignedURLKey: Sendable {
+package struct SignedURLKey: Sendable {
     let email: String
     let key: _RSA.Signing.PublicKey
 
     /// Reads a service account's JSON key file: `client_email` and `private_key` (PEM).
-    public init(serviceAccountFile path: String, contents data: Data) throws(StorageError) {
+    package init(serviceAccountFile path: String, contents data: Data) throws(StorageError) {
         struct KeyFile: Decodable {
             var client_email: String
             var private_key: String

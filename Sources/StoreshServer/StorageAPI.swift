@@ -8,19 +8,19 @@ import StoreshLocal
 import StoreshRules
 
 /// The limits of one server: a request beyond them is a 4xx with a message, and changes nothing (rule V4).
-public struct ServeLimits: Sendable {
+package struct ServeLimits: Sendable {
     /// The largest object an upload may make (its bytes wait in a file beside the bucket until they land, never
     /// whole in memory).
-    public var maximumObjectBytes: Int
+    package var maximumObjectBytes: Int
     /// The largest JSON body (metadata, rules).
-    public var maximumJSONBytes: Int
+    package var maximumJSONBytes: Int
     /// Resumable uploads in progress at once.
-    public var maximumUploadSessions: Int
+    package var maximumUploadSessions: Int
     /// `--write-rate`, `--read-rate`: requests a second above which the server answers 429 (rule Q3).
-    public var writesPerSecond: Int?
-    public var readsPerSecond: Int?
+    package var writesPerSecond: Int?
+    package var readsPerSecond: Int?
 
-    public init(maximumObjectBytes: Int = 256 << 20, maximumJSONBytes: Int = 2 << 20, maximumUploadSessions: Int = 256) {
+    package init(maximumObjectBytes: Int = 256 << 20, maximumJSONBytes: Int = 2 << 20, maximumUploadSessions: Int = 256) {
         self.maximumObjectBytes = maximumObjectBytes
         self.maximumJSONBytes = maximumJSONBytes
         self.maximumUploadSessions = maximumUploadSessions
@@ -254,10 +254,6 @@ final class StorageAPI: Sendable {
     /// against its MD5, or only the one range the request's `Range` asks for (`partial`), read alone, so that a range
     /// costs its own size and not the object's (issue 55).
     func download(_ name: ObjectName, generation: Int64? = nil, in bucket: ServedBucket, request: HTTPFields) throws -> Download {
-        let spool = Spool(directory: spoolDirectory)
-        let keep = { (piece: Data) throws(StorageError) in
-            do { try spool.append(piece) } catch let error as StorageError { throw error } catch { throw .internalError("\(error)") }
-        }
         // The range is read from the size the read finds, in the same state of the bucket; one past the end is
         // answered 416 after a read of nothing.
         let header = request[.range]
@@ -272,18 +268,9 @@ final class StorageAPI: Sendable {
                 return nil
             }
         }
-        // A generation named is read as that generation, live or noncurrent (rule B5).
-        let reader = try bucket.reader()
-        let (object, partial) = try generation.map { generation throws(StorageError) in
-            try reader.generation(name, generation, bytes: bytes, contentPieces: keep)
-        } ?? reader.currentObject(name, bytes: bytes, contentPieces: keep)
+        let read = try storage.read(name, generation: generation, in: bucket, range: bytes)
         if let unsatisfiable { throw unsatisfiable }
-        guard let partial else {
-            // Its MD5 was checked as it was read: the pass over the spool computes only its CRC32C.
-            return Download(object: object, content: try spool.content(0..<spool.size, knownMD5: object.md5Hash), partial: nil)
-        }
-        // A range's answer carries no hash of it (nor of the whole, which was not read).
-        return Download(object: object, content: SpooledContent(spool: spool, range: 0..<spool.size, md5Base64: "", crc32cBase64: ""), partial: partial)
+        return Download(object: read.object, content: read.content, partial: read.partial)
     }
 
     /// What a download read: the object, and its content whole or, with `partial`, those bytes of it.
@@ -361,7 +348,7 @@ final class StorageAPI: Sendable {
         }
     }
 
-    /// Lands a resumable upload whose last byte has arrived (its session `id` is finishing), on either API, with one
+    /// Lands a resumable upload whose last byte has arrived (its session `id`'s machine is landing), on any API, with one
     /// policy: the object is written and its resource (`resource`) is the session's final answer; a failure that
     /// sending again cannot mend (a condition, a checksum, the rules, a name or size refused) is its final answer
     /// too, kept for a client that asks again; a busy or failing disk (or any unforeseen error) puts the session
@@ -400,6 +387,9 @@ final class StorageAPI: Sendable {
             return HTTPFailure.badRequest("Content-Range gives the object's size as \(given) bytes, but the upload was started for \(declared).")
         case .tooLarge(let size):
             return objectTooLarge(size)
+        case .pastDeclaredSize(let declared):
+            if firebase { return HTTPFailure.badRequest("The upload would have more than the \(declared) bytes announced at its start.") }
+            return HTTPFailure.badRequest("Content-Range ends past the object's size of \(declared) bytes.")
         case .incomplete(let received, let declared):
             if firebase {
                 return HTTPFailure.badRequest("The upload cannot be finalized: \(received) of the \(declared) bytes announced have been received.")

@@ -11,32 +11,32 @@ import StoreshWire
 import StoreshLocal
 
 /// How `storesh serve` runs.
-public struct ServeConfiguration: Sendable {
-    public var host: String
+package struct ServeConfiguration: Sendable {
+    package var host: String
     /// 0 picks a free port (the one bound is given to `onListening`).
-    public var port: Int
-    public var limits: ServeLimits
+    package var port: Int
+    package var limits: ServeLimits
     /// Connections that read the bucket in parallel, beside the one that writes.
-    public var readerCount: Int
+    package var readerCount: Int
     /// Added before every answer, as a distant service's round trip would be: an app's loading states, or a
     /// client's parallelism, can then be tried on loopback. The wait holds no thread.
-    public var latency: Duration
+    package var latency: Duration
     /// Which pages and host names the server answers (`--cors`, `--allow-host`).
-    public var originPolicy: OriginPolicy
+    package var originPolicy: OriginPolicy
     /// A connection that sends nothing this long (a request's header or body stalled, or idle between requests)
     /// is closed, so that half-open connections cannot pile up (rule V4: clients never hang the server).
-    public var idleTimeout: Duration = .seconds(60)
+    package var idleTimeout: Duration = .seconds(60)
     /// Connections served at once; more wait to be accepted until one closes.
-    public var maximumConnections = 1024
+    package var maximumConnections = 1024
     /// The service account key V4 signed URLs are checked against (`--signing-key`); without one, their form and
     /// time are checked but not their signature.
-    public var signingKey: SignedURLKey?
+    package var signingKey: SignedURLKey?
     /// Whether a write to a bucket that does not exist makes it on every API (`--create-buckets-on-write`, as the
     /// Firebase emulator does), not only on the Firebase v0 API: on the JSON and XML APIs it is otherwise a 404, as on
     /// Cloud Storage (rule V6).
-    public var createsBucketsOnEveryWrite = false
+    package var createsBucketsOnEveryWrite = false
 
-    public init(
+    package init(
         host: String = "127.0.0.1", port: Int = 9199, limits: ServeLimits = ServeLimits(), readerCount: Int = 4,
         latency: Duration = .zero, originPolicy: OriginPolicy = OriginPolicy()
     ) {
@@ -50,13 +50,13 @@ public struct ServeConfiguration: Sendable {
 }
 
 /// One request served, for the log line a terminal shows.
-public struct ServedRequest: Sendable {
-    public var method: String
+package struct ServedRequest: Sendable {
+    package var method: String
     /// The path and query as people read them (`MessageText.readableTarget`: names decoded), with the values that
     /// grant access elided.
-    public var path: String
-    public var status: Int
-    public var seconds: Double
+    package var path: String
+    package var status: Int
+    package var seconds: Double
 }
 
 extension ServedRequest {
@@ -69,13 +69,13 @@ extension ServedRequest {
 }
 
 /// A local bucket served over HTTP with the API of the Firebase Storage emulator (rules V1–V5).
-public final class StorageServer: Sendable {
+package final class StorageServer: Sendable {
     private let api: StorageAPI
     private let configuration: ServeConfiguration
 
     /// Serves `bucket` (open; the server closes it when it stops) and every other bucket a client names, each from
     /// `NAME.bucket` in `otherBuckets` (rule V6); `onCreate` is told each bucket file the server makes.
-    public init(
+    package init(
         bucket: LocalBucket, otherBuckets: String, options: LocalBucketOptions, configuration: ServeConfiguration,
         onCreate: @escaping @Sendable (_ bucket: String, _ path: String) -> Void = { _, _ in }
     ) throws {
@@ -90,23 +90,23 @@ public final class StorageServer: Sendable {
 
     /// Why the first bucket's stored security rules cannot be used, when they cannot (every v0 request they would
     /// decide is then denied until rules are loaded).
-    public var rulesProblem: String? { try? api.buckets.primary.rulesSession(as: nil).problem }
+    package var rulesProblem: String? { try? api.buckets.primary.rulesSession(as: nil).problem }
 
     /// Checks `source` (an error names `origin`:LINE:COLUMN), then keeps it as the rules of `bucket` (opened, and
     /// made if there is none), or with nil of every bucket, and puts it in force for the requests that follow.
-    public func loadRules(source: String, origin: String, bucket: String? = nil) async throws {
+    package func loadRules(source: String, origin: String, bucket: String? = nil) async throws {
         try await api.buckets.setRules(ServedBuckets.ProjectRules(source: source, origin: origin), for: bucket)
     }
 
     /// The name and file of every bucket served (the first, then the others by name), for an export; read after
     /// the server stopped too.
-    public var servedBuckets: [(name: String, path: String)] { api.buckets.files() }
+    package var servedBuckets: [(name: String, path: String)] { api.buckets.files() }
 
     /// Serves until SIGINT or SIGTERM, then stops accepting, lets the requests in progress finish (each change is
     /// durable before it is answered), and closes the bucket. `onListening` is told the address bound.
     /// Returns how many changes landed, in how many commits.
     @discardableResult
-    public func run(
+    package func run(
         onListening: @escaping @Sendable (_ host: String, _ port: Int) -> Void,
         log: (@Sendable (ServedRequest) -> Void)? = nil
     ) async throws -> (changes: Int, commits: Int) {
@@ -150,7 +150,7 @@ extension StorageServer {
     /// Binds `configuration`'s address and lets it go at once, so that a port another process holds (or a host that
     /// is no address of this machine) is found before `storesh serve` writes anything: an import or the project's
     /// rules land only once the server can start. Port 0 (any free port) cannot be taken.
-    public static func checkAddress(of configuration: ServeConfiguration) async throws {
+    package static func checkAddress(of configuration: ServeConfiguration) async throws {
         guard configuration.port != 0 else { return }
         do {
             let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -186,8 +186,8 @@ extension StorageServer {
 }
 
 /// Why the server could not start, in words a user can act on.
-public struct ServeError: Error, CustomStringConvertible {
-    public let description: String
+package struct ServeError: Error, CustomStringConvertible {
+    package let description: String
 
     init(description: String) {
         self.description = description

@@ -28,19 +28,26 @@ struct StorageService: Sendable {
         return try bucket.reader().generationMetadata(of: name, generation: generation)
     }
 
-    /// An object whole, live or at the generation named, in a spool of its own (its MD5 checked as it was read), as
-    /// one state of its bucket.
-    func readWhole(_ name: ObjectName, generation: Int64?, in bucket: ServedBucket) throws -> (object: ObjectMetadata, content: SpooledContent) {
+    /// An object, live or at the generation named, read into a spool of its own as one state of its bucket: whole
+    /// (its MD5 checked as it was read), or only the bytes `range` picks from the size the read finds (`partial`:
+    /// which bytes of the object the content is), so that a range costs its own size and not the object's.
+    func read(
+        _ name: ObjectName, generation: Int64?, in bucket: ServedBucket, range: (Int64) -> Range<Int64>? = { _ in nil }
+    ) throws -> (object: ObjectMetadata, content: SpooledContent, partial: Range<Int64>?) {
         let spool = Spool(directory: spoolDirectory)
         let keep = { (piece: Data) throws(StorageError) in
             do { try spool.append(piece) } catch let error as StorageError { throw error } catch { throw .internalError("\(error)") }
         }
-        let whole = { (_: Int64) -> Range<Int64>? in nil }
         let reader = try bucket.reader()
-        let (object, _) = try generation.map { generation throws(StorageError) in
-            try reader.generation(name, generation, bytes: whole, contentPieces: keep)
-        } ?? reader.currentObject(name, bytes: whole, contentPieces: keep)
-        return (object, try spool.content(0..<spool.size, knownMD5: object.md5Hash))
+        let (object, partial) = try generation.map { generation throws(StorageError) in
+            try reader.generation(name, generation, bytes: range, contentPieces: keep)
+        } ?? reader.currentObject(name, bytes: range, contentPieces: keep)
+        guard let partial else {
+            // Its MD5 was checked as it was read: the pass over the spool computes only its CRC32C.
+            return (object, try spool.content(0..<spool.size, knownMD5: object.md5Hash), nil)
+        }
+        // A range carries no hash of its own (nor of the whole, which was not read).
+        return (object, SpooledContent(spool: spool, range: 0..<spool.size, md5Base64: "", crc32cBase64: ""), partial)
     }
 
     // MARK: Copies
@@ -81,7 +88,7 @@ struct StorageService: Sendable {
             }
         }
         // Another bucket is another file: the source is read (into a spool) as one state, then written.
-        let (original, content) = try readWhole(copy.source, generation: copy.generation, in: origin)
+        let (original, content, _) = try read(copy.source, generation: copy.generation, in: origin)
         try copy.check(original)
         let options = try copy.options(original)
         return try await target.change { transaction in

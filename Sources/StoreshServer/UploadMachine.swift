@@ -52,6 +52,8 @@ struct UploadMachine: Sendable, Equatable {
         case sizeChanged(declared: Int64, given: Int64)
         /// The object would pass the server's limit: the upload is cancelled, as it cannot succeed.
         case tooLarge(size: Int64)
+        /// A chunk would pass the size the upload was started for: refused, the upload goes on.
+        case pastDeclaredSize(declared: Int64)
         /// The last request says the object is whole, but the bytes received are not the size declared.
         case incomplete(received: Int64, declared: Int64)
     }
@@ -139,12 +141,15 @@ struct UploadMachine: Sendable, Equatable {
         if let end, end > limit { throw cancel(tooLarge: end) }
         let first = first ?? received
         guard first <= received else { throw .startsPastReceived(first: first, received: received) }
-        // The length is the client's: compared with the room left, never added (no overflow).
+        if let total { declaredSize = total }
+        // The length is the client's: compared with the room left, never added (no overflow). Past the size given,
+        // the chunk is wrong and the upload goes on; past the server's limit with no size given, the upload cannot
+        // succeed.
+        if let length, let declaredSize, length > declaredSize - first { throw .pastDeclaredSize(declared: declaredSize) }
         if let length, length > limit - first {
             let (size, overflow) = first.addingReportingOverflow(length)
             throw cancel(tooLarge: overflow ? .max : size)
         }
-        if let total { declaredSize = total }
         phase = .receiving(first: first)
         return .receive(skip: received - first, limit: min(limit, declaredSize ?? limit), declaredSize: declaredSize)
     }
@@ -205,14 +210,21 @@ struct UploadMachine: Sendable, Equatable {
         }
     }
 
-    /// A part's bytes have arrived whole and checked, or failed (then the driver keeps nothing whatever this says):
-    /// whether the driver keeps the part — not when the upload ended meanwhile.
-    mutating func partArrived() -> Bool {
+    /// A part's bytes have arrived whole and checked: the driver keeps it, unless the upload is being completed
+    /// (the completion took the parts it found: the client is asked to retry, and gets 404 once it has landed) or
+    /// has ended.
+    mutating func partArrived() throws(Refusal) {
         partsArriving = max(0, partsArriving - 1)
         switch phase {
-        case .open, .landing: return true
-        case .receiving, .finished, .cancelled: return false
+        case .open: return
+        case .landing: throw .busy
+        case .receiving, .finished, .cancelled: throw .ended
         }
+    }
+
+    /// A part's bytes did not all arrive, or were refused: nothing is kept.
+    mutating func partFailed() {
+        partsArriving = max(0, partsArriving - 1)
     }
 
     /// The client completes the upload: land the parts it names.

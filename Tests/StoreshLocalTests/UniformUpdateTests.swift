@@ -120,27 +120,26 @@ struct UniformUpdateTests {
 
             // A dry run's preview first: the same outcomes as the update, and nothing changed. (On both twins: a
             // preview takes its change times from the clock, as the update would.)
+            /// Every page's outcomes, from the first to the last.
+            func walk(_ page: (String?) async throws -> UniformUpdatePage) async throws -> [UniformUpdateOutcome] {
+                var outcomes: [UniformUpdateOutcome] = []
+                var after: String?
+                repeat {
+                    let next = try await page(after)
+                    outcomes += next.outcomes
+                    after = next.resumeAfter
+                } while after != nil
+                return outcomes
+            }
             var previewed: [UniformUpdateOutcome] = []
             for twin in [paged, single] {
                 let before = try everything(twin)
-                var outcomes: [UniformUpdateOutcome] = []
-                var previewAfter: String?
-                repeat {
-                    let page = try await twin.previewPage(prefix: prefix, after: previewAfter, limit: 7, update, picking: picks)
-                    outcomes += page.outcomes
-                    previewAfter = page.resumeAfter
-                } while previewAfter != nil
+                let outcomes = try await walk { try await twin.previewPage(prefix: prefix, after: $0, limit: 7, update, picking: picks) }
                 #expect(try everything(twin) == before, "round \(round): a preview changed the bucket")
                 if twin === paged { previewed = outcomes } else { #expect(outcomes == previewed) }
             }
 
-            var pagedOutcomes: [UniformUpdateOutcome] = []
-            var after: String?
-            repeat {
-                let page = try await paged.updatePage(prefix: prefix, after: after, limit: 7, update, picking: picks)
-                pagedOutcomes += page.outcomes
-                after = page.resumeAfter
-            } while after != nil
+            let pagedOutcomes = try await walk { try await paged.updatePage(prefix: prefix, after: $0, limit: 7, update, picking: picks) }
 
             var singleOutcomes: [UniformUpdateOutcome] = []
             walk: for object in try everything(single) where object.fullPath.utf8.starts(with: prefix.utf8) && picks(object.fullPath) {

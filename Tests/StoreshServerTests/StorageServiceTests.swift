@@ -33,7 +33,7 @@ struct StorageServiceTests {
         }
 
         func text(_ name: String, in bucket: ServedBucket? = nil) throws -> String {
-            String(decoding: try service.readWhole(try ObjectName(name), generation: nil, in: bucket ?? self.bucket).content.read(offset: 0, length: 1 << 20), as: UTF8.self)
+            String(decoding: try service.read(try ObjectName(name), generation: nil, in: bucket ?? self.bucket).content.read(offset: 0, length: 1 << 20), as: UTF8.self)
         }
     }
 

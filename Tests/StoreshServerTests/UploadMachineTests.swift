@@ -100,6 +100,9 @@ struct UploadMachineTests {
         machine.chunkFailed(tooLarge: false)
         #expect(machine.phase == .open && machine.received == 5)
         #expect(throws: Refusal.sizeChanged(declared: 20, given: 30)) { try machine.chunkBegins(first: 5, end: 10, total: 30, length: 5) }
+        // A chunk longer than the size declared is refused before its bytes, and the upload goes on.
+        #expect(throws: Refusal.pastDeclaredSize(declared: 20)) { try machine.chunkBegins(first: 5, length: 16) }
+        #expect(machine.phase == .open && machine.received == 5)
         // The whole object in one request (no Content-Range) must be the size declared.
         #expect(throws: Refusal.incomplete(received: 8, declared: 20)) { try Self.chunk(&machine, first: 0, length: 8, ending: .wholeObject) }
         #expect(machine.phase == .open && machine.received == 8)
@@ -133,7 +136,7 @@ struct UploadMachineTests {
         try parts.partBegins()
         parts.expire()
         #expect(parts.inProgress)
-        _ = parts.partArrived()
+        parts.partFailed()
         parts.expire()
         #expect(!parts.inProgress)
     }
@@ -144,18 +147,19 @@ struct UploadMachineTests {
         try machine.partBegins()
         try machine.partBegins()
         #expect(machine.partsArriving == 2)
-        let kept = machine.partArrived()
-        #expect(kept)
+        try machine.partArrived()
         try machine.complete()
         #expect(throws: Refusal.busy) { try machine.partBegins() }
+        // A part that began before the completion and arrives during it is not kept: the completion took the parts
+        // it found, so the client is asked to send it again.
+        #expect(throws: Refusal.busy) { try machine.partArrived() }
         #expect(throws: Refusal.busy) { try machine.complete() }
         #expect(throws: Refusal.busy) { try machine.cancel() }
         // A completion that failed: the upload is the client's again, to complete or abort.
         machine.landingFailed()
         try machine.complete()
         machine.landed(nil)
-        let keptAfterEnd = machine.partArrived()
-        #expect(!keptAfterEnd)
+        #expect(throws: Refusal.ended) { try machine.partArrived() }
         #expect(throws: Refusal.ended) { try machine.partBegins() }
         #expect(throws: Refusal.ended) { try machine.complete() }
 

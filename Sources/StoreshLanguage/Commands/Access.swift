@@ -1,19 +1,19 @@
 import StoreshCore
 
 /// `login UID [--claim KEY=VALUE…] | login --id-token TOKEN`: who the session's requests are made as.
-public struct LoginCommand: LanguageCommand, Equatable {
-    public enum Credential: Sendable, Equatable {
+package struct LoginCommand: LanguageCommand, Equatable {
+    package enum Credential: Sendable, Equatable {
         /// A user of the local rules, or of an emulator's unsigned token.
         case user(uid: Word, claims: [Assignment])
         /// A real bucket, used as the user of a Firebase ID token (rule F1).
         case idToken(Word)
     }
 
-    public var credential: Credential
+    package var credential: Credential
 
-    public init(_ credential: Credential) { self.credential = credential }
+    package init(_ credential: Credential) { self.credential = credential }
 
-    public static let declaration = CommandDeclaration(
+    package static let declaration = CommandDeclaration(
         "login", group: .rules, usage: "login UID [--claim KEY=VALUE…] | login --id-token TOKEN",
         summary: "make requests as this user (request.auth.uid, request.auth.token.KEY)",
         details: [
@@ -26,7 +26,7 @@ public struct LoginCommand: LanguageCommand, Equatable {
         options: ["--claim", "--id-token"],
         sdk: ["Auth.auth().signIn", "getIDToken()", "request.auth"])
 
-    public init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
+    package init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
         let uid = try arguments.required("a UID")
         if uid.text == "--id-token", uid.isBare {
             let token = try arguments.optionValue(for: uid)
@@ -47,7 +47,7 @@ public struct LoginCommand: LanguageCommand, Equatable {
         credential = .user(uid: uid, claims: claims)
     }
 
-    public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
+    package func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
         switch credential {
         case .user(let uid, let claims):
             if let signIn = session.target.endUserSignIn {
@@ -76,7 +76,7 @@ public struct LoginCommand: LanguageCommand, Equatable {
         "signed in as \(who): requests now go through the Firebase Storage API, where the project's security rules decide (logout goes back)"
     }
 
-    public func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] {
+    package func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] {
         switch credential {
         case .user(let uid, _):
             [
@@ -95,20 +95,20 @@ public struct LoginCommand: LanguageCommand, Equatable {
 }
 
 /// `logout`: requests made signed out (request.auth is null), or on gs:// through the JSON API again.
-public struct LogoutCommand: LocalCommand, Equatable {
-    public init() {}
+package struct LogoutCommand: LocalCommand, Equatable {
+    package init() {}
 
-    public static let declaration = CommandDeclaration(
+    package static let declaration = CommandDeclaration(
         "logout", group: .rules, usage: "logout", summary: "make requests signed out (request.auth is null)", example: "logout",
         sdk: ["Auth.auth().signOut()"])
 
-    public static let explanation = Explainer.local("sign out: request.auth is null for the rules", swift: "try Auth.auth().signOut()")
+    package static let explanation = Explainer.local("sign out: request.auth is null for the rules", swift: "try Auth.auth().signOut()")
 
-    public init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
+    package init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
         try arguments.expectEnd()
     }
 
-    public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
+    package func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
         if let signIn = session.target.endUserSignIn {
             signIn.signOut()
             session.deliver(.access("signed out: requests go through the Cloud Storage JSON API again (whoami says as whom)"))
@@ -121,20 +121,20 @@ public struct LogoutCommand: LocalCommand, Equatable {
 }
 
 /// `whoami`: who requests are made as.
-public struct WhoamiCommand: LocalCommand, Equatable {
-    public init() {}
+package struct WhoamiCommand: LocalCommand, Equatable {
+    package init() {}
 
-    public static let declaration = CommandDeclaration(
+    package static let declaration = CommandDeclaration(
         "whoami", group: .rules, usage: "whoami", summary: "who requests are made as", example: "whoami",
         sdk: ["Auth.auth().currentUser"])
 
-    public static let explanation = Explainer.local("who requests are made as: no request", swift: "let user = Auth.auth().currentUser")
+    package static let explanation = Explainer.local("who requests are made as: no request", swift: "let user = Auth.auth().currentUser")
 
-    public init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
+    package init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
         try arguments.expectEnd()
     }
 
-    public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
+    package func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
         if let access = session.target.accessDescription {
             session.deliver(.access(access))
         } else {

@@ -123,14 +123,14 @@ private func bucketExplanation(_ purpose: String, method: String, bucket: String
 }
 
 /// `bucket show`: the bucket's settings (rule B4).
-public struct BucketShowCommand: LanguageCommand, Equatable {
-    public init() {}
+package struct BucketShowCommand: LanguageCommand, Equatable {
+    package init() {}
 
-    public init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
+    package init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
         try arguments.expectEnd()
     }
 
-    public static let declaration = CommandDeclaration(
+    package static let declaration = CommandDeclaration(
         "bucket show", group: .metadata, usage: "bucket show",
         summary: "the bucket's settings: versioning, soft delete, retention, default storage class, holds, labels",
         details: [
@@ -140,34 +140,34 @@ public struct BucketShowCommand: LanguageCommand, Equatable {
         ],
         example: "bucket show", requires: .bucketSettings)
 
-    public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
+    package func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
         let store = try session.requireSettingsStore(here)
         session.deliver(.bucketSettings(bucket: session.bucket.url, try session.currentBucketSettings(store)))
         return .next
     }
 
-    public func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] {
+    package func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] {
         [bucketExplanation("read the bucket's settings", method: "GET", bucket: session.target.name, body: nil)]
     }
 }
 
 /// `bucket set KEY=VALUE…` and `bucket unset KEY…`: the bucket's settings changed as `buckets.patch` changes them,
 /// in the script's transaction (a dry run changes nothing).
-public protocol BucketSettingsCommand: LanguageCommand {
+package protocol BucketSettingsCommand: LanguageCommand {
     /// Each setting named, with its new value (nil: unset), and the word that named it.
     var changes: [(word: Word, key: String, value: String?)] { get }
 }
 
 extension BucketSettingsCommand {
-    public var header: String { "\(name) \(changes.map(\.word.text).joined(separator: " "))" }
+    package var header: String { "\(name) \(changes.map(\.word.text).joined(separator: " "))" }
 
     /// The same command with the same words.
-    public func isEqual(to other: any LanguageCommand) -> Bool {
+    package func isEqual(to other: any LanguageCommand) -> Bool {
         guard let other = other as? Self else { return false }
         return other.changes.map(\.word) == changes.map(\.word)
     }
 
-    public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
+    package func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
         let store = try session.requireSettingsStore(here)
         let before = try session.currentBucketSettings(store)
         let now = session.clock.nextChangeTime()
@@ -198,7 +198,7 @@ extension BucketSettingsCommand {
         return .next
     }
 
-    public func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] {
+    package func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] {
         var members: [(String, JSONValue)] = []
         for change in changes {
             if change.key == "objectRetention" { continue }
@@ -210,10 +210,10 @@ extension BucketSettingsCommand {
 }
 
 /// `bucket set KEY=VALUE…`.
-public struct BucketSetCommand: BucketSettingsCommand {
-    public var changes: [(word: Word, key: String, value: String?)]
+package struct BucketSetCommand: BucketSettingsCommand {
+    package var changes: [(word: Word, key: String, value: String?)]
 
-    public static let declaration = CommandDeclaration(
+    package static let declaration = CommandDeclaration(
         "bucket set", group: .metadata, usage: "bucket set KEY=VALUE…",
         summary: "change the bucket's settings: versioning=on, softDelete=7d, retentionPeriod=1d, storageClass=NEARLINE…",
         details: [
@@ -226,7 +226,7 @@ public struct BucketSetCommand: BucketSettingsCommand {
         example: "bucket set versioning=on softDelete=7d",
         changesBucket: true, requires: .bucketSettings)
 
-    public init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
+    package init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
         changes = []
         while let word = arguments.next() {
             try Parser.refuseStrayOption(word, for: "bucket set")
@@ -253,10 +253,10 @@ public struct BucketSetCommand: BucketSettingsCommand {
 }
 
 /// `bucket unset KEY…`.
-public struct BucketUnsetCommand: BucketSettingsCommand {
-    public var changes: [(word: Word, key: String, value: String?)]
+package struct BucketUnsetCommand: BucketSettingsCommand {
+    package var changes: [(word: Word, key: String, value: String?)]
 
-    public static let declaration = CommandDeclaration(
+    package static let declaration = CommandDeclaration(
         "bucket unset", group: .metadata, usage: "bucket unset KEY…",
         summary: "remove bucket settings: retentionPeriod, softDelete, versioning, defaultEventBasedHold, label.KEY",
         details: [
@@ -266,7 +266,7 @@ public struct BucketUnsetCommand: BucketSettingsCommand {
         example: "bucket unset retentionPeriod label.team",
         changesBucket: true, requires: .bucketSettings)
 
-    public init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
+    package init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
         changes = []
         while let word = arguments.next() {
             try Parser.refuseStrayOption(word, for: "bucket unset")

@@ -1,16 +1,16 @@
 import StoreshCore
 
 /// `cat [--raw] OBJECT`: an object's content on standard output, byte for byte.
-public struct CatCommand: LanguageCommand, Equatable {
-    public var object: Word
-    public var raw: Bool
+package struct CatCommand: LanguageCommand, Equatable {
+    package var object: Word
+    package var raw: Bool
 
-    public init(object: Word, raw: Bool = false) {
+    package init(object: Word, raw: Bool = false) {
         self.object = object
         self.raw = raw
     }
 
-    public static let declaration = CommandDeclaration(
+    package static let declaration = CommandDeclaration(
         "cat", group: .content, usage: "cat [--raw] OBJECT", summary: "print an object's content",
         details: [
             "OBJECT#GENERATION prints that generation, live or noncurrent, where the bucket gives generations (ls -a",
@@ -20,18 +20,18 @@ public struct CatCommand: LanguageCommand, Equatable {
         options: ["--raw"], completion: .objects,
         sdk: ["data(maxSize:)", "getData"])
 
-    public init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
+    package init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
         raw = arguments.takeRaw()
         object = try arguments.required("OBJECT")
         try arguments.expectEnd()
     }
 
-    public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
+    package func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
         try await session.deliverContent(of: object, raw: raw, at: here)
         return .next
     }
 
-    public func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] {
+    package func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] {
         [try await session.explainDownload(of: object, raw: raw, toFile: { _ in nil }, at: here)]
     }
 }

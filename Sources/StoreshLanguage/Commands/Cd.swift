@@ -2,12 +2,12 @@ import StoreshCore
 import StoreshWire
 
 /// `cd [PATH]`: the current reference, which later paths are relative to.
-public struct CdCommand: LanguageCommand, Equatable {
-    public var path: Word?
+package struct CdCommand: LanguageCommand, Equatable {
+    package var path: Word?
 
-    public init(path: Word?) { self.path = path }
+    package init(path: Word?) { self.path = path }
 
-    public static let declaration = CommandDeclaration(
+    package static let declaration = CommandDeclaration(
         "cd", group: .navigate, usage: "cd [PATH]", summary: "make PATH the current reference; no PATH: the root",
         details: [
             "PATH is relative to the current reference, or absolute when it starts with / or gs://BUCKET/.",
@@ -17,18 +17,18 @@ public struct CdCommand: LanguageCommand, Equatable {
         completion: .folders,
         sdk: ["reference()", "child(_:)", "parent()", "root()"])
 
-    public init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
+    package init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
         path = try arguments.optionalLast()
     }
 
-    public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
+    package func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
         let reference = try path.map { try session.navigationPath($0, command: name) } ?? .root
         session.current = reference
         if path != nil, !reference.isRoot, let note = await session.emptyReferenceNote(reference) { session.deliver(.note(note)) }
         return .next
     }
 
-    public func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] {
+    package func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] {
         let reference = try path.map { try session.navigationPath($0, command: name) } ?? .root
         return [
             Explainer.local(

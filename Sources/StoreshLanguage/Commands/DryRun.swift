@@ -2,12 +2,12 @@ import StoreshCore
 
 /// `dry-run COMMAND…`: the line (at the prompt) or the whole script runs as a dry run: nothing is saved, and the
 /// plan (each object, each property old → new) is printed.
-public struct DryRunCommand: LanguageCommand, Equatable {
-    public var planned: any LanguageCommand
+package struct DryRunCommand: LanguageCommand, Equatable {
+    package var planned: any LanguageCommand
 
-    public init(_ planned: any LanguageCommand) { self.planned = planned }
+    package init(_ planned: any LanguageCommand) { self.planned = planned }
 
-    public static let declaration = CommandDeclaration(
+    package static let declaration = CommandDeclaration(
         "dry-run", group: .teaching, usage: "dry-run COMMAND…",
         summary: "run the line without saving anything, and print what it would change",
         details: [
@@ -16,21 +16,21 @@ public struct DryRunCommand: LanguageCommand, Equatable {
         ], example: "dry-run meta set cacheControl=no-cache -- images/**",
         completion: .commandLine)
 
-    public init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
+    package init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
         planned = try arguments.innerCommand(usage: "dry-run meta set cacheControl=no-cache -- images/*").command
     }
 
     /// The prefix is taken off before a script runs (`Script.withoutDryRunPrefixes`, which makes the run a dry run);
     /// a statement run on its own runs its command.
-    public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
+    package func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
         try await session.execute(Statement(planned, at: here))
     }
 
-    public var header: String { planned.header }
+    package var header: String { planned.header }
 
-    public func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] {
+    package func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] {
         try await planned.explain(in: session, at: here)
     }
 
-    public static func == (lhs: DryRunCommand, rhs: DryRunCommand) -> Bool { lhs.planned.isEqual(to: rhs.planned) }
+    package static func == (lhs: DryRunCommand, rhs: DryRunCommand) -> Bool { lhs.planned.isEqual(to: rhs.planned) }
 }

@@ -2,17 +2,17 @@ import StoreshCore
 
 /// `explain COMMAND…`: the requests COMMAND stands for, in the SDK and the REST APIs, and the rules method that
 /// decides each; nothing runs.
-public struct ExplainCommand: LanguageCommand, Equatable {
-    public var explained: any LanguageCommand
+package struct ExplainCommand: LanguageCommand, Equatable {
+    package var explained: any LanguageCommand
     /// COMMAND as written, for the heading.
-    public var text: String
+    package var text: String
 
-    public init(_ explained: any LanguageCommand, text: String) {
+    package init(_ explained: any LanguageCommand, text: String) {
         self.explained = explained
         self.text = text
     }
 
-    public static let declaration = CommandDeclaration(
+    package static let declaration = CommandDeclaration(
         "explain", group: .teaching, usage: "explain COMMAND…",
         summary: "the SDK call, REST requests and rules method of COMMAND; runs nothing",
         details: [
@@ -23,26 +23,26 @@ public struct ExplainCommand: LanguageCommand, Equatable {
         ], example: "explain meta set cacheControl=\"max-age=300\" images/forest.jpg",
         completion: .commandLine)
 
-    public init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
+    package init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
         let (explained, words) = try arguments.innerCommand(usage: "explain ls -n 2 photos")
         self.explained = explained
         text = words.map(\.text).joined(separator: " ")
     }
 
-    public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
+    package func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
         var explanation = try await session.explanation(of: explained, at: here)
         explanation.command = text
         session.deliver(.explanation(explanation))
         return .next
     }
 
-    public var header: String { explained.header }
+    package var header: String { explained.header }
 
-    public func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] {
+    package func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] {
         try await explained.explain(in: session, at: here)
     }
 
-    public static func == (lhs: ExplainCommand, rhs: ExplainCommand) -> Bool {
+    package static func == (lhs: ExplainCommand, rhs: ExplainCommand) -> Bool {
         lhs.explained.isEqual(to: rhs.explained) && lhs.text == rhs.text
     }
 }

@@ -1,18 +1,18 @@
 import StoreshCore
 
 /// `get [--raw] OBJECT [LOCAL_FILE]`: downloads an object's content into a local file, whole or not at all.
-public struct GetCommand: LanguageCommand, Equatable {
-    public var object: Word
-    public var file: Word?
-    public var raw: Bool
+package struct GetCommand: LanguageCommand, Equatable {
+    package var object: Word
+    package var file: Word?
+    package var raw: Bool
 
-    public init(object: Word, file: Word? = nil, raw: Bool = false) {
+    package init(object: Word, file: Word? = nil, raw: Bool = false) {
         self.object = object
         self.file = file
         self.raw = raw
     }
 
-    public static let declaration = CommandDeclaration(
+    package static let declaration = CommandDeclaration(
         "get", group: .content, usage: "get [--raw] OBJECT [LOCAL_FILE]",
         summary: "download an object's content (default: its name, in the working directory)",
         details: [
@@ -25,13 +25,13 @@ public struct GetCommand: LanguageCommand, Equatable {
         options: ["--raw"], completion: .objects,
         sdk: ["writeAsync(toFile:)", "write(toFile:)"])
 
-    public init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
+    package init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
         raw = arguments.takeRaw()
         object = try arguments.required("OBJECT")
         file = try arguments.optionalLast()
     }
 
-    public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
+    package func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
         let generation = try await session.namedGeneration(object, raw: raw, at: here)
         let name = try generation?.name ?? session.objectName(object, raw: raw, at: here)
         // Like cp: a destination ending in / or naming a directory gets the object's own name.
@@ -68,7 +68,7 @@ public struct GetCommand: LanguageCommand, Equatable {
         return .next
     }
 
-    public func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] {
+    package func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] {
         [try await session.explainDownload(of: object, raw: raw, toFile: { file?.text ?? $0.lastSegment }, at: here)]
     }
 }

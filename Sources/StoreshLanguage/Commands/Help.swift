@@ -2,19 +2,19 @@ import StoreshCore
 
 /// `help [COMMAND | RULE]`: the overview, or a command's usage, details, SDK calls and example; a topic (`scripts`) or
 /// an SDK call's name (`listAll`) leads to its commands; a storage rule (`L3`) or family (`L`) is printed.
-public struct HelpCommand: LocalCommand, Equatable {
-    public var topic: Word?
+package struct HelpCommand: LocalCommand, Equatable {
+    package var topic: Word?
 
-    public init(topic: Word?) { self.topic = topic }
+    package init(topic: Word?) { self.topic = topic }
 
-    public static let declaration = CommandDeclaration(
+    package static let declaration = CommandDeclaration(
         "help", group: .teaching, usage: "help [COMMAND | RULE]", summary: "usage and an example for each command; a storage rule (help L3)",
         example: "help meta set",
         completion: .commandNames)
 
-    public static let explanation = Explainer.local("storesh itself: no request")
+    package static let explanation = Explainer.local("storesh itself: no request")
 
-    public init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
+    package init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
         let words = arguments.rest(skippingDoubleDash: false)
         guard let first = words.first else {
             topic = nil
@@ -26,7 +26,7 @@ public struct HelpCommand: LocalCommand, Equatable {
         topic = Word(known, at: first.location)
     }
 
-    public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
+    package func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
         session.deliver(.help(topic.map { CommandCatalog.helpText(for: $0.text) ?? "" } ?? CommandCatalog.overview))
         return .next
     }

@@ -6,7 +6,7 @@ import StoreshCore
 /// by its words, and help, completion, the fuzzer's vocabulary and the capability check read their declarations.
 ///
 /// Adding a command is a file in `Commands/` with one such type and its line in `CommandCatalog.types`.
-public protocol LanguageCommand: Sendable {
+package protocol LanguageCommand: Sendable {
     static var declaration: CommandDeclaration { get }
 
     /// Reads the command from the words after its name; errors are placed at the word they concern.
@@ -26,35 +26,35 @@ public protocol LanguageCommand: Sendable {
 }
 
 extension LanguageCommand {
-    public var declaration: CommandDeclaration { Self.declaration }
+    package var declaration: CommandDeclaration { Self.declaration }
     /// The command's words in the table: `ls`, `meta set`.
-    public var name: String { Self.declaration.name }
+    package var name: String { Self.declaration.name }
     /// Whether it may change the bucket.
-    public var changesBucket: Bool { Self.declaration.changesBucket }
-    public var header: String { name }
+    package var changesBucket: Bool { Self.declaration.changesBucket }
+    package var header: String { name }
 }
 
 extension LanguageCommand where Self: Equatable {
-    public func isEqual(to other: any LanguageCommand) -> Bool { (other as? Self) == self }
+    package func isEqual(to other: any LanguageCommand) -> Bool { (other as? Self) == self }
 }
 
 /// A command that makes no storage request: `explain` says what it stands for in one line.
-public protocol LocalCommand: LanguageCommand {
+package protocol LocalCommand: LanguageCommand {
     static var explanation: ExplainedRequest { get }
 }
 
 extension LocalCommand {
-    public func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] { [Self.explanation] }
+    package func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] { [Self.explanation] }
 }
 
 /// The words of one command after its name, read one at a time by the command's parse.
-public struct CommandArguments {
+package struct CommandArguments {
     let words: [Word]
     var index: Int
     /// The last of the command's own words (`set` in `meta set`): "something is missing" points just after it.
-    public let nameWord: Word
+    package let nameWord: Word
     /// The command's words, for messages (`meta set`).
-    public let commandName: String
+    package let commandName: String
 
     init(words: [Word], nameWordCount: Int, commandName: String) {
         self.words = words
@@ -64,7 +64,7 @@ public struct CommandArguments {
     }
 
     /// Whether every word has been read.
-    public var isAtEnd: Bool { index >= words.count }
+    package var isAtEnd: Bool { index >= words.count }
 
     mutating func next() -> Word? {
         guard index < words.count else { return nil }
@@ -160,11 +160,11 @@ public struct CommandArguments {
 }
 
 /// `KEY=VALUE` as written: the key and the value, each with its place.
-public struct Assignment: Sendable, Equatable {
-    public var key: Word
-    public var value: Word
+package struct Assignment: Sendable, Equatable {
+    package var key: Word
+    package var value: Word
 
-    public init(key: Word, value: Word) {
+    package init(key: Word, value: Word) {
         self.key = key
         self.value = value
     }

@@ -2,27 +2,27 @@ import StoreshCore
 
 /// `ls [-n N] [--all] [--token T] [-l] [-a | --soft-deleted] [PATH]`: one page of a folder's prefixes and items
 /// (rules L1–L12), or of its generations (B5, B6).
-public struct ListCommand: LanguageCommand, Equatable {
+package struct ListCommand: LanguageCommand, Equatable {
     /// `-n N`: checked against 1…1000 when it runs (rule L6).
-    public var maxResultsWord: Word?
-    public var all = false
-    public var pageToken: Word?
-    public var long = false
-    public var path: Word?
+    package var maxResultsWord: Word?
+    package var all = false
+    package var pageToken: Word?
+    package var long = false
+    package var path: Word?
     /// `-a`: every generation, live and noncurrent (rule B5); `--soft-deleted`: the soft-deleted ones (rule B6).
-    public var generations: GenerationListing?
+    package var generations: GenerationListing?
 
-    public enum GenerationListing: Sendable, Equatable {
+    package enum GenerationListing: Sendable, Equatable {
         case all
         case softDeleted
     }
 
-    public init() {}
+    package init() {}
 
     /// The page size asked for with `-n`.
-    public var maxResults: Int? { maxResultsWord.flatMap { Int($0.text) } }
+    package var maxResults: Int? { maxResultsWord.flatMap { Int($0.text) } }
 
-    public static let declaration = CommandDeclaration(
+    package static let declaration = CommandDeclaration(
         "ls", group: .navigate, usage: "ls [-n N] [--all] [--token T] [-l] [-a | --soft-deleted] [PATH]",
         summary: "list one page of prefixes and items under PATH (default: here)",
         details: [
@@ -37,7 +37,7 @@ public struct ListCommand: LanguageCommand, Equatable {
         options: ["-n", "--all", "--token", "-l", "-a", "--soft-deleted"], completion: .folders,
         sdk: ["list(maxResults:)", "list(maxResults:pageToken:)", "listAll()", "StorageListResult", "pageToken", "prefixes", "items"])
 
-    public init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
+    package init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
         while let word = arguments.next() {
             if word.isOption {
                 switch word.text {
@@ -82,7 +82,7 @@ public struct ListCommand: LanguageCommand, Equatable {
         all ? maxResults : maxResults ?? session.options.defaultPageSize ?? ListOptions.maximumResults
     }
 
-    public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
+    package func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
         let reference = try path.map { try session.navigationPath($0, command: name) } ?? session.current
         let maxResults = pageSize(in: session)
         if let generations { return try await listGenerations(generations, of: reference, maxResults: maxResults, in: session, at: here) }
@@ -167,7 +167,7 @@ public struct ListCommand: LanguageCommand, Equatable {
         return page
     }
 
-    public func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] {
+    package func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] {
         let reference = try path.map { try session.navigationPath($0, command: name) } ?? session.current
         if let generations {
             return [Explainer.listGenerations(

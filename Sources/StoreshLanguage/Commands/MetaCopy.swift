@@ -3,13 +3,13 @@ import StoreshCore
 /// `meta copy SRC [--where F]… [--] DEST…`: makes each DEST's writable metadata SRC's — its five properties and
 /// its custom metadata, keys SRC lacks removed — keeping each DEST's own download tokens (rule G7: a token opens
 /// one object; copying it would open DEST with SRC's token).
-public struct MetaCopyCommand: LanguageCommand, Equatable {
-    public var source: Word
+package struct MetaCopyCommand: LanguageCommand, Equatable {
+    package var source: Word
     /// Paths or patterns.
-    public var targets: [Word]
-    public var filters: [MetadataFilter] = []
+    package var targets: [Word]
+    package var filters: [MetadataFilter] = []
 
-    public static let declaration = CommandDeclaration(
+    package static let declaration = CommandDeclaration(
         "meta copy", group: .metadata, usage: "meta copy SRC [--where F]… [--] DEST…",
         summary: "make each DEST's metadata the same as SRC's (properties and custom metadata)",
         details: [
@@ -21,7 +21,7 @@ public struct MetaCopyCommand: LanguageCommand, Equatable {
         options: ["--where"], changesBucket: true, patterns: .destinations, completion: .objects,
         sdk: ["getMetadata()", "updateMetadata(_:)"])
 
-    public init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
+    package init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
         while let word = arguments.peek(), word.text == "--where", word.isBare {
             _ = arguments.next()
             filters.append(try MetadataFilter.parse(try arguments.optionValue(for: word)))
@@ -58,7 +58,7 @@ public struct MetaCopyCommand: LanguageCommand, Equatable {
         return try await session.onTarget(source, name: name, at: here) { try await session.target.metadata(of: name) }
     }
 
-    public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
+    package func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
         let copied = try await sourceMetadata(in: session, at: here)
         try await session.updateEach(targets, filters: filters, at: here) { _, current in
             MetadataUpdate(from: current, to: Self.copying(copied, onto: current))
@@ -66,7 +66,7 @@ public struct MetaCopyCommand: LanguageCommand, Equatable {
         return .next
     }
 
-    public func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] {
+    package func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] {
         let bucket = session.target.name
         let copied = try await sourceMetadata(in: session, at: here)
         var requests = [Explainer.getMetadata(bucket: bucket, name: copied.fullPath)]

@@ -2,18 +2,18 @@ import StoreshCore
 
 /// `meta get [--raw] [--where F]… [TARGET…]`: each target's metadata. `--raw` takes each path as the exact object
 /// name (for names like `wrongPrefix//sadItem`) and shows download tokens (rule G7).
-public struct MetaGetCommand: LanguageCommand, Equatable {
-    public var targets: [Word]
-    public var raw: Bool
-    public var filters: [MetadataFilter]
+package struct MetaGetCommand: LanguageCommand, Equatable {
+    package var targets: [Word]
+    package var raw: Bool
+    package var filters: [MetadataFilter]
 
-    public init(targets: [Word], raw: Bool = false, filters: [MetadataFilter] = []) {
+    package init(targets: [Word], raw: Bool = false, filters: [MetadataFilter] = []) {
         self.targets = targets
         self.raw = raw
         self.filters = filters
     }
 
-    public static let declaration = CommandDeclaration(
+    package static let declaration = CommandDeclaration(
         "meta get", group: .metadata, usage: "meta get [--raw] [--where F]… [TARGET…]", summary: "all metadata of each target (default: the current one)",
         details: [
             "--raw takes each TARGET as the exact object name, e.g. meta get --raw wrongPrefix//sadItem.",
@@ -24,12 +24,12 @@ public struct MetaGetCommand: LanguageCommand, Equatable {
         options: ["--raw", "--where"], patterns: .targets, completion: .objects,
         sdk: ["getMetadata()", "StorageMetadata"])
 
-    public init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
+    package init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
         raw = arguments.takeRaw()
         (targets, filters) = try arguments.targetsAndFilters()
     }
 
-    public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
+    package func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
         var shown = 0
         try await session.forEachTarget(targets, raw: raw, filters: filters, at: here, generations: true) { object in
             let metadata = try await session.metadata(of: object, at: here)
@@ -42,7 +42,7 @@ public struct MetaGetCommand: LanguageCommand, Equatable {
         return .next
     }
 
-    public func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] {
+    package func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] {
         let bucket = session.target.name
         var explained: [ExplainedRequest] = []
         var others: [Word] = []

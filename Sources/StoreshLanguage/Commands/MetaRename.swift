@@ -1,14 +1,14 @@
 import StoreshCore
 
 /// `meta rename custom.OLD custom.NEW [--where F]… [--] [TARGET…]`: moves a custom key, keeping each object's value.
-public struct MetaRenameCommand: LanguageCommand, Equatable {
+package struct MetaRenameCommand: LanguageCommand, Equatable {
     /// The custom keys, without `custom.`.
-    public var old: Word
-    public var new: Word
-    public var targets: [Word]
-    public var filters: [MetadataFilter] = []
+    package var old: Word
+    package var new: Word
+    package var targets: [Word]
+    package var filters: [MetadataFilter] = []
 
-    public static let declaration = CommandDeclaration(
+    package static let declaration = CommandDeclaration(
         "meta rename", group: .metadata, usage: "meta rename custom.OLD custom.NEW [--where F]… [--] [TARGET…]",
         summary: "move a custom key to a new name, keeping each object's value",
         details: [
@@ -18,7 +18,7 @@ public struct MetaRenameCommand: LanguageCommand, Equatable {
         options: ["--where"], changesBucket: true, patterns: .targets, completion: .keysThenObjects,
         sdk: ["updateMetadata(_:)"])
 
-    public init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
+    package init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
         guard let old = arguments.next(), let new = arguments.next() else {
             throw Diagnostic.syntax("`meta rename` needs two keys: meta rename custom.OLD custom.NEW [--] TARGET…", at: arguments.afterName)
         }
@@ -36,7 +36,7 @@ public struct MetaRenameCommand: LanguageCommand, Equatable {
 
     /// On each target that has OLD, NEW takes its value and OLD goes, in one update; an object whose NEW already
     /// holds another value is an error rather than a silent overwrite.
-    public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
+    package func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
         try await session.updateEach(targets, filters: filters, at: here) { object, metadata in
             var update = MetadataUpdate()
             guard let value = metadata.customMetadata[old.text] else { return update }
@@ -53,7 +53,7 @@ public struct MetaRenameCommand: LanguageCommand, Equatable {
         return .next
     }
 
-    public func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] {
+    package func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] {
         let bucket = session.target.name
         var update = MetadataUpdate()
         update.customMetadata[new.text] = .set("VALUE")

@@ -1,13 +1,13 @@
 import StoreshCore
 
 /// `meta set KEY=VALUE… [--where F]… [--] [TARGET…]`: a partial update of each target (rules M4, M5).
-public struct MetaSetCommand: MetadataUpdateCommand, Equatable {
-    public var update: MetadataUpdate
-    public var assignments: [Assignment]
-    public var targets: [Word]
-    public var filters: [MetadataFilter] = []
+package struct MetaSetCommand: MetadataUpdateCommand, Equatable {
+    package var update: MetadataUpdate
+    package var assignments: [Assignment]
+    package var targets: [Word]
+    package var filters: [MetadataFilter] = []
 
-    public static let declaration = CommandDeclaration(
+    package static let declaration = CommandDeclaration(
         "meta set", group: .metadata, usage: "meta set KEY=VALUE… [--where F]… [--] [TARGET…]",
         summary: "update writable properties of each target (default: the current one)",
         details: [
@@ -31,7 +31,7 @@ public struct MetaSetCommand: MetadataUpdateCommand, Equatable {
         options: ["--where"], changesBucket: true, patterns: .targets, completion: .assignmentsThenObjects,
         sdk: ["updateMetadata(_:)", "StorageMetadata", "customMetadata"])
 
-    public init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
+    package init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
         update = MetadataUpdate()
         assignments = []
         targets = []

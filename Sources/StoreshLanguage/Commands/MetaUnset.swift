@@ -2,13 +2,13 @@ import StoreshCore
 
 /// `meta unset KEY… [--where F]… [--] [TARGET…]`: deletes properties of each target; `custom` clears
 /// customMetadata (rule M5).
-public struct MetaUnsetCommand: MetadataUpdateCommand, Equatable {
-    public var update: MetadataUpdate
-    public var keys: [Word]
-    public var targets: [Word]
-    public var filters: [MetadataFilter] = []
+package struct MetaUnsetCommand: MetadataUpdateCommand, Equatable {
+    package var update: MetadataUpdate
+    package var keys: [Word]
+    package var targets: [Word]
+    package var filters: [MetadataFilter] = []
 
-    public static let declaration = CommandDeclaration(
+    package static let declaration = CommandDeclaration(
         "meta unset", group: .metadata, usage: "meta unset KEY… [--where F]… [--] [TARGET…]",
         summary: "delete properties of each target; `custom` clears customMetadata",
         details: [
@@ -21,7 +21,7 @@ public struct MetaUnsetCommand: MetadataUpdateCommand, Equatable {
         changesBucket: true, patterns: .targets, completion: .keysThenObjects,
         sdk: ["updateMetadata(_:)"])
 
-    public init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
+    package init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
         update = MetadataUpdate()
         keys = []
         targets = []
@@ -54,7 +54,7 @@ public struct MetaUnsetCommand: MetadataUpdateCommand, Equatable {
     /// A word is a key when it names a property (writable or not, so that read-only ones get their error),
     /// `custom`, `custom.NAME`, or one of Cloud Storage's own fields (rule M9); the first word is also taken as a key when it is a near miss of one, so that a
     /// typo is reported rather than taken for a target. (Tab completion offers keys by the same test.)
-    public static func looksLikeKey(_ word: Word, isFirst: Bool) -> Bool {
+    package static func looksLikeKey(_ word: Word, isFirst: Bool) -> Bool {
         let text = word.text
         if MetadataProperty(rawValue: text) != nil || text == "custom"
             || MetadataKey.customPrefixes.contains(where: { text.hasPrefix($0) }) || CloudStorageWritableField(key: text) != nil

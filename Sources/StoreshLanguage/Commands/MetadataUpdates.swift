@@ -2,7 +2,7 @@ import StoreshCore
 
 /// A command that makes one metadata update on each of its targets (`meta set`, `meta unset`): how it runs and how
 /// it is explained, shared.
-public protocol MetadataUpdateCommand: LanguageCommand {
+package protocol MetadataUpdateCommand: LanguageCommand {
     /// The update, checked when parsed (rule M7).
     var update: MetadataUpdate { get }
     /// Paths or patterns; none means the current reference.
@@ -12,12 +12,12 @@ public protocol MetadataUpdateCommand: LanguageCommand {
 }
 
 extension MetadataUpdateCommand {
-    public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
+    package func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
         try await session.runUpdate(update, targets: targets, filters: filters, at: here)
         return .next
     }
 
-    public func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] {
+    package func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] {
         let bucket = session.target.name
         return try await session.explainEach(targets, raw: false, filters: filters, at: here, wouldChange: Session.changes(update)) { object, state in
             Explainer.updateMetadata(bucket: bucket, name: object.name.rawValue, update: update, state: state)

@@ -2,13 +2,13 @@ import StoreshCore
 
 /// `mv [--raw] SOURCE DEST`, `mv SOURCE… FOLDER/`: objects renamed in one step each (a bucket file's change,
 /// Cloud Storage's objects.move), content and metadata kept, as a new generation.
-public struct MvCommand: LanguageCommand, Equatable {
+package struct MvCommand: LanguageCommand, Equatable {
     /// Paths or patterns.
-    public var sources: [Word]
-    public var destination: Word
-    public var raw: Bool
+    package var sources: [Word]
+    package var destination: Word
+    package var raw: Bool
 
-    public static let declaration = CommandDeclaration(
+    package static let declaration = CommandDeclaration(
         "mv", group: .content, usage: "mv [--raw] SOURCE… DEST",
         summary: "move (rename) objects: one to DEST, or several into the folder DEST/",
         details: [
@@ -26,7 +26,7 @@ public struct MvCommand: LanguageCommand, Equatable {
         options: ["--raw"], changesBucket: true, patterns: .targets, completion: .objects,
         sdk: [])
 
-    public init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
+    package init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
         raw = arguments.takeRaw()
         var words: [Word] = []
         while let word = arguments.next() {
@@ -47,7 +47,7 @@ public struct MvCommand: LanguageCommand, Equatable {
         }
     }
 
-    public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
+    package func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
         let moves = try session.objectMoves(at: here)
         let plan = try await destinationPlan(in: session, at: here)
         var moved = 0
@@ -70,7 +70,7 @@ public struct MvCommand: LanguageCommand, Equatable {
         return .next
     }
 
-    public func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] {
+    package func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] {
         let plan = try await destinationPlan(in: session, at: here)
         var requests: [ExplainedRequest] = []
         try await session.forEachTarget(sources, raw: raw, at: here) { object in

@@ -1,18 +1,18 @@
 import StoreshCore
 
 /// `page next`: the page after the last paginated `ls`, with its page token.
-public struct PageNextCommand: LanguageCommand, Equatable {
-    public init() {}
+package struct PageNextCommand: LanguageCommand, Equatable {
+    package init() {}
 
-    public static let declaration = CommandDeclaration(
+    package static let declaration = CommandDeclaration(
         "page next", group: .navigate, usage: "page next", summary: "the next page of the last paginated ls", example: "page next",
         sdk: ["list(maxResults:pageToken:)", "pageToken"])
 
-    public init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
+    package init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
         try arguments.expectEnd()
     }
 
-    public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
+    package func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
         let last = try session.continuedListing(at: here)
         let page = try await session.located(here) {
             try await session.target.list(
@@ -23,7 +23,7 @@ public struct PageNextCommand: LanguageCommand, Equatable {
         return .next
     }
 
-    public func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] {
+    package func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] {
         let last = try session.continuedListing(at: here)
         return try session.located(here) {
             try Explainer.list(

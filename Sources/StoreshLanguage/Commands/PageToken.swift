@@ -1,12 +1,12 @@
 import StoreshCore
 
 /// `page token [TOKEN]`: what a page token holds (default: the last listing's).
-public struct PageTokenCommand: LocalCommand, Equatable {
-    public var token: Word?
+package struct PageTokenCommand: LocalCommand, Equatable {
+    package var token: Word?
 
-    public init(token: Word?) { self.token = token }
+    package init(token: Word?) { self.token = token }
 
-    public static let declaration = CommandDeclaration(
+    package static let declaration = CommandDeclaration(
         "page token", group: .navigate, usage: "page token [TOKEN]",
         summary: "what a page token holds (default: the last page's)",
         details: [
@@ -15,15 +15,15 @@ public struct PageTokenCommand: LocalCommand, Equatable {
         ], example: "page token",
         sdk: ["pageToken"])
 
-    public static let explanation = Explainer.local(
+    package static let explanation = Explainer.local(
         "read what a page token holds: no request",
         note: "To the SDKs a pageToken is opaque: list(maxResults:pageToken:) sends it back as it came.")
 
-    public init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
+    package init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
         token = try arguments.optionalLast()
     }
 
-    public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
+    package func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
         guard let text = token?.text ?? session.lastListing?.nextPageToken else {
             throw Diagnostic.running(
                 .invalidArgument(

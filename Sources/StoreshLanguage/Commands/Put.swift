@@ -2,19 +2,19 @@ import Foundation
 import StoreshCore
 
 /// `put [--raw] [--content-type T] [--md5 B64] (LOCAL_FILE | --data TEXT) [DEST]`: writes an object (rule M3).
-public struct PutCommand: LanguageCommand, Equatable {
-    public enum Source: Sendable, Equatable {
+package struct PutCommand: LanguageCommand, Equatable {
+    package enum Source: Sendable, Equatable {
         case file(Word)
         case data(Word)
     }
 
-    public var raw = false
-    public var contentType: Word?
-    public var md5: Word?
-    public var source: Source
-    public var destination: Word?
+    package var raw = false
+    package var contentType: Word?
+    package var md5: Word?
+    package var source: Source
+    package var destination: Word?
 
-    public init(raw: Bool = false, contentType: Word? = nil, md5: Word? = nil, source: Source, destination: Word? = nil) {
+    package init(raw: Bool = false, contentType: Word? = nil, md5: Word? = nil, source: Source, destination: Word? = nil) {
         self.raw = raw
         self.contentType = contentType
         self.md5 = md5
@@ -22,7 +22,7 @@ public struct PutCommand: LanguageCommand, Equatable {
         self.destination = destination
     }
 
-    public static let declaration = CommandDeclaration(
+    package static let declaration = CommandDeclaration(
         "put", group: .content, usage: "put [--raw] [--content-type T] [--md5 B64] (LOCAL_FILE | --data TEXT) [DEST]",
         summary: "write an object from a local file or from TEXT",
         details: [
@@ -34,7 +34,7 @@ public struct PutCommand: LanguageCommand, Equatable {
         options: ["--raw", "--content-type", "--md5", "--data"], changesBucket: true, completion: .objects,
         sdk: ["putDataAsync(_:metadata:)", "putFileAsync(from:metadata:)", "putData", "putFile"])
 
-    public init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
+    package init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
         var data: Word?
         var positionals: [Word] = []
         var optionsEnded = false
@@ -97,7 +97,7 @@ public struct PutCommand: LanguageCommand, Equatable {
         return try session.located(here) { try session.current.objectName() }
     }
 
-    public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
+    package func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
         var content = Data()
         var largeFile: (any ContentSource)?
         switch source {
@@ -127,7 +127,7 @@ public struct PutCommand: LanguageCommand, Equatable {
         return .next
     }
 
-    public func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] {
+    package func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] {
         let name = try objectName(in: session, at: here)
         let current = try await session.metadataIfPresent(of: (name, nil, destination), at: here)
         var file: String?

@@ -1,10 +1,10 @@
 import StoreshCore
 
 /// `restore NAME#GENERATION…`: soft-deleted generations brought back as the live objects (rule B6).
-public struct RestoreCommand: LanguageCommand, Equatable {
-    public var targets: [GenerationWord]
+package struct RestoreCommand: LanguageCommand, Equatable {
+    package var targets: [GenerationWord]
 
-    public static let declaration = CommandDeclaration(
+    package static let declaration = CommandDeclaration(
         "restore", group: .content, usage: "restore NAME#GENERATION…",
         summary: "bring soft-deleted generations back as the live objects",
         details: [
@@ -20,7 +20,7 @@ public struct RestoreCommand: LanguageCommand, Equatable {
         changesBucket: true, completion: .objects,
         sdk: [])
 
-    public init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
+    package init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
         targets = []
         while let word = arguments.next() {
             if word.text == "--" && word.isBare { continue }
@@ -32,7 +32,7 @@ public struct RestoreCommand: LanguageCommand, Equatable {
         }
     }
 
-    public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
+    package func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
         let versions = try session.generations(at: here)
         for target in targets {
             let name = try session.objectName(target.name, at: here)
@@ -58,7 +58,7 @@ public struct RestoreCommand: LanguageCommand, Equatable {
         return .next
     }
 
-    public func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] {
+    package func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] {
         let versions = try session.generations(at: here)
         return try targets.map { target in
             let name = try session.objectName(target.name, at: here)
@@ -75,14 +75,14 @@ public struct RestoreCommand: LanguageCommand, Equatable {
 /// `NAME#GENERATION`: one generation of an object, as gsutil and gcloud write it (rules B5, B6). The `#` is unquoted;
 /// the generation is what the bucket names its generations by (`ObjectVersions.generation(named:)`: a whole number,
 /// or an S3 version id); `'a#1'` quoted is the object named `a#1`.
-public struct GenerationWord: Sendable, Equatable {
+package struct GenerationWord: Sendable, Equatable {
     /// The object's name, as typed before the `#`.
-    public var name: Word
+    package var name: Word
     /// The generation, as typed after the `#`.
-    public var generation: String
-    public var word: Word
+    package var generation: String
+    package var word: Word
 
-    public init(_ word: Word) throws(Diagnostic) {
+    package init(_ word: Word) throws(Diagnostic) {
         let scalars = Array(word.text.unicodeScalars)
         guard let hash = scalars.lastIndex(of: "#"), !(word.literal.indices.contains(hash) && word.literal[hash]),
             hash > 0, hash + 1 < scalars.count

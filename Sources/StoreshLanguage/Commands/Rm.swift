@@ -1,18 +1,18 @@
 import StoreshCore
 
 /// `rm [--raw] [--where F]… TARGET…`: deletes objects; targets may be patterns.
-public struct RmCommand: LanguageCommand, Equatable {
-    public var targets: [Word]
-    public var raw: Bool
-    public var filters: [MetadataFilter]
+package struct RmCommand: LanguageCommand, Equatable {
+    package var targets: [Word]
+    package var raw: Bool
+    package var filters: [MetadataFilter]
 
-    public init(targets: [Word], raw: Bool = false, filters: [MetadataFilter] = []) {
+    package init(targets: [Word], raw: Bool = false, filters: [MetadataFilter] = []) {
         self.targets = targets
         self.raw = raw
         self.filters = filters
     }
 
-    public static let declaration = CommandDeclaration(
+    package static let declaration = CommandDeclaration(
         "rm", group: .content, usage: "rm [--raw] [--where F]… TARGET…", summary: "delete objects; targets may be patterns",
         details: [
             "--raw takes each TARGET as an exact object name: no normalising, no patterns.",
@@ -22,7 +22,7 @@ public struct RmCommand: LanguageCommand, Equatable {
         options: ["--raw", "--where"], changesBucket: true, patterns: .targets, completion: .objects,
         sdk: ["delete()"])
 
-    public init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
+    package init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
         raw = arguments.takeRaw()
         (targets, filters) = try arguments.targetsAndFilters()
         guard !targets.isEmpty else {
@@ -30,7 +30,7 @@ public struct RmCommand: LanguageCommand, Equatable {
         }
     }
 
-    public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
+    package func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
         let results = BulkResults(.deletions, output: session.output, options: session.options, progress: session.progress)
         var (held, retained) = (0, 0)
         let matched = try await session.forEachTarget(targets, raw: raw, filters: filters, at: here) { object in
@@ -79,7 +79,7 @@ public struct RmCommand: LanguageCommand, Equatable {
         return .next
     }
 
-    public func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] {
+    package func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] {
         let bucket = session.target.name
         return try await session.explainEach(targets, raw: raw, filters: filters, at: here) { object, state in
             Explainer.delete(bucket: bucket, name: object.name.rawValue, state: state)

@@ -7,19 +7,19 @@ private let rulesExplanation = Explainer.local(
     note: "A project's rules are deployed with the Firebase CLI (firebase deploy --only storage) or the console; the emulator takes them at PUT /internal/setRules. storesh keeps them in the bucket file and checks every command against them, as the service checks every v0 request.")
 
 /// `rules show`: the rules in force and where they came from.
-public struct RulesShowCommand: LocalCommand, Equatable {
-    public init() {}
+package struct RulesShowCommand: LocalCommand, Equatable {
+    package init() {}
 
-    public static let declaration = CommandDeclaration(
+    package static let declaration = CommandDeclaration(
         "rules show", group: .rules, usage: "rules show", summary: "the security rules in force and where they came from", example: "rules show")
 
-    public static var explanation: ExplainedRequest { rulesExplanation }
+    package static var explanation: ExplainedRequest { rulesExplanation }
 
-    public init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
+    package init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
         try arguments.expectEnd()
     }
 
-    public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
+    package func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
         let (source, origin) = try session.requireRules(here).currentRules()
         session.deliver(.rules(source: source, origin: origin))
         return .next
@@ -27,18 +27,18 @@ public struct RulesShowCommand: LocalCommand, Equatable {
 }
 
 /// `rules load FILE | rules load --sample NAME`: checks rules and puts them in force, kept in the bucket.
-public struct RulesLoadCommand: LocalCommand, Equatable {
-    public enum Source: Sendable, Equatable {
+package struct RulesLoadCommand: LocalCommand, Equatable {
+    package enum Source: Sendable, Equatable {
         case file(Word)
         /// One of the sample rules compiled in.
         case sample(Word)
     }
 
-    public var source: Source
+    package var source: Source
 
-    public init(_ source: Source) { self.source = source }
+    package init(_ source: Source) { self.source = source }
 
-    public static let declaration = CommandDeclaration(
+    package static let declaration = CommandDeclaration(
         "rules load", group: .rules, usage: "rules load FILE | rules load --sample NAME", summary: "check and put in force the rules of a file",
         details: [
             "The rules are kept in the bucket. Errors name FILE:LINE:COLUMN. New buckets have open",
@@ -48,9 +48,9 @@ public struct RulesLoadCommand: LocalCommand, Equatable {
         ], example: "rules load --sample owner-only",
         options: ["--sample"], changesBucket: true, requires: .rulesAdministration, optionCompletions: ["--sample": .ruleSamples])
 
-    public static var explanation: ExplainedRequest { rulesExplanation }
+    package static var explanation: ExplainedRequest { rulesExplanation }
 
-    public init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
+    package init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
         let file = try arguments.required("FILE")
         if file.text == "--sample" && file.isBare {
             let sample = try arguments.required("a sample's name (owner-only, version1, open)", for: "rules load --sample", after: file)
@@ -62,14 +62,14 @@ public struct RulesLoadCommand: LocalCommand, Equatable {
         }
     }
 
-    public var header: String {
+    package var header: String {
         switch source {
         case .file(let file): "rules load \(file.text)"
         case .sample(let sample): "rules load --sample \(sample.text)"
         }
     }
 
-    public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
+    package func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
         switch source {
         case .file(let file):
             let data = try session.located(file.location) { try session.files.readDocument(file.text) }
@@ -95,21 +95,21 @@ public struct RulesLoadCommand: LocalCommand, Equatable {
 }
 
 /// `rules reset`: the open rules of a new bucket again.
-public struct RulesResetCommand: LocalCommand, Equatable {
-    public init() {}
+package struct RulesResetCommand: LocalCommand, Equatable {
+    package init() {}
 
-    public static let declaration = CommandDeclaration(
+    package static let declaration = CommandDeclaration(
         "rules reset", group: .rules, usage: "rules reset", summary: "put back the open rules of a new bucket",
         details: ["The same as rules load --sample open: anyone may read and write."], example: "rules reset",
         changesBucket: true, requires: .rulesAdministration)
 
-    public static var explanation: ExplainedRequest { rulesExplanation }
+    package static var explanation: ExplainedRequest { rulesExplanation }
 
-    public init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
+    package init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
         try arguments.expectEnd()
     }
 
-    public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
+    package func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
         let open = try session.requireRules(here).openRules
         try session.loadRules(open.source, origin: open.origin, at: here)
         session.deliver(.rulesReset(dryRun: session.options.dryRun))
@@ -118,20 +118,20 @@ public struct RulesResetCommand: LocalCommand, Equatable {
 }
 
 /// `rules why`: which allow granted the last request, or why none did.
-public struct RulesWhyCommand: LocalCommand, Equatable {
-    public init() {}
+package struct RulesWhyCommand: LocalCommand, Equatable {
+    package init() {}
 
-    public static let declaration = CommandDeclaration(
+    package static let declaration = CommandDeclaration(
         "rules why", group: .rules, usage: "rules why", summary: "which allow (file:line) granted the last request, or why none did",
         example: "rules why")
 
-    public static var explanation: ExplainedRequest { rulesExplanation }
+    package static var explanation: ExplainedRequest { rulesExplanation }
 
-    public init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
+    package init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
         try arguments.expectEnd()
     }
 
-    public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
+    package func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
         // On a real bucket the service decides, never storesh's own rules: say what it answered, and why when the
         // server says (storesh serve does), rather than what local rules would have said.
         if session.target.accessDescription != nil {

@@ -29,29 +29,29 @@ extension Session {
 
 /// A snapshot command that names one snapshot (`snapshot save|restore|rm NAME`): read the same way, headed by its
 /// name in a dry run.
-public protocol NamedSnapshotCommand: LocalCommand {
+package protocol NamedSnapshotCommand: LocalCommand {
     var snapshot: Word { get }
     init(_ snapshot: Word)
 }
 
 extension NamedSnapshotCommand {
-    public init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
+    package init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
         self.init(try snapshotName(&arguments))
         try arguments.expectEnd()
     }
 
-    public var header: String { "\(name) \(snapshot.text)" }
+    package var header: String { "\(name) \(snapshot.text)" }
 
-    public static var explanation: ExplainedRequest { snapshotExplanation }
+    package static var explanation: ExplainedRequest { snapshotExplanation }
 }
 
 /// `snapshot save NAME`: the bucket's current state kept under NAME.
-public struct SnapshotSaveCommand: NamedSnapshotCommand, Equatable {
-    public var snapshot: Word
+package struct SnapshotSaveCommand: NamedSnapshotCommand, Equatable {
+    package var snapshot: Word
 
-    public init(_ snapshot: Word) { self.snapshot = snapshot }
+    package init(_ snapshot: Word) { self.snapshot = snapshot }
 
-    public static let declaration = CommandDeclaration(
+    package static let declaration = CommandDeclaration(
         "snapshot save", group: .snapshots, usage: "snapshot save NAME",
         summary: "keep the bucket's current state under NAME (cheap at any size)",
         details: [
@@ -61,7 +61,7 @@ public struct SnapshotSaveCommand: NamedSnapshotCommand, Equatable {
         ], example: "snapshot save before-fix",
         changesBucket: true, requires: .snapshots, completion: .snapshotNames(count: 1))
 
-    public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
+    package func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
         let store = try session.requireSnapshots(here)
         let info = try await session.located(snapshot.location) { try await store.saveSnapshot(named: snapshot.text) }
         session.deliver(.snapshotSaved(info, dryRun: session.options.dryRun))
@@ -70,36 +70,36 @@ public struct SnapshotSaveCommand: NamedSnapshotCommand, Equatable {
 }
 
 /// `snapshot list`: the snapshots, oldest first.
-public struct SnapshotListCommand: LocalCommand, Equatable {
-    public init() {}
+package struct SnapshotListCommand: LocalCommand, Equatable {
+    package init() {}
 
-    public static let declaration = CommandDeclaration(
+    package static let declaration = CommandDeclaration(
         "snapshot list", group: .snapshots, usage: "snapshot list", summary: "the snapshots, oldest first, with their object counts",
         example: "snapshot list", requires: .snapshots)
 
-    public static var explanation: ExplainedRequest { snapshotExplanation }
+    package static var explanation: ExplainedRequest { snapshotExplanation }
 
-    public init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
+    package init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
         try arguments.expectEnd()
     }
 
-    public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
+    package func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
         session.deliver(.snapshots(try await session.requireSnapshots(here).snapshots()))
         return .next
     }
 }
 
 /// `snapshot diff NAME [NAME2]`: what changed from one snapshot to another, or to the bucket as it is now.
-public struct SnapshotDiffCommand: LocalCommand, Equatable {
-    public var from: Word
-    public var to: Word?
+package struct SnapshotDiffCommand: LocalCommand, Equatable {
+    package var from: Word
+    package var to: Word?
 
-    public init(from: Word, to: Word?) {
+    package init(from: Word, to: Word?) {
         self.from = from
         self.to = to
     }
 
-    public static let declaration = CommandDeclaration(
+    package static let declaration = CommandDeclaration(
         "snapshot diff", group: .snapshots, usage: "snapshot diff NAME [NAME2]",
         summary: "what changed from snapshot NAME to NAME2 (default: to now)",
         details: [
@@ -108,15 +108,15 @@ public struct SnapshotDiffCommand: LocalCommand, Equatable {
         ], example: "snapshot diff before-fix",
         requires: .snapshots, completion: .snapshotNames(count: 2))
 
-    public static var explanation: ExplainedRequest { snapshotExplanation }
+    package static var explanation: ExplainedRequest { snapshotExplanation }
 
-    public init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
+    package init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
         from = try snapshotName(&arguments)
         to = arguments.isAtEnd ? nil : try snapshotName(&arguments)
         try arguments.expectEnd()
     }
 
-    public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
+    package func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
         let store = try session.requireSnapshots(here)
         // An unknown name is reported at its own word.
         let known = Set(try await store.snapshots().map(\.name))
@@ -133,12 +133,12 @@ public struct SnapshotDiffCommand: LocalCommand, Equatable {
 }
 
 /// `snapshot restore NAME`: the bucket exactly as it was in the snapshot.
-public struct SnapshotRestoreCommand: NamedSnapshotCommand, Equatable {
-    public var snapshot: Word
+package struct SnapshotRestoreCommand: NamedSnapshotCommand, Equatable {
+    package var snapshot: Word
 
-    public init(_ snapshot: Word) { self.snapshot = snapshot }
+    package init(_ snapshot: Word) { self.snapshot = snapshot }
 
-    public static let declaration = CommandDeclaration(
+    package static let declaration = CommandDeclaration(
         "snapshot restore", group: .snapshots, usage: "snapshot restore NAME",
         summary: "make the bucket exactly as it was in snapshot NAME",
         details: [
@@ -147,7 +147,7 @@ public struct SnapshotRestoreCommand: NamedSnapshotCommand, Equatable {
         ], example: "snapshot restore before-fix",
         changesBucket: true, requires: .snapshots, completion: .snapshotNames(count: 1))
 
-    public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
+    package func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
         let store = try session.requireSnapshots(here)
         let dryRun = session.options.dryRun
         let results = SnapshotChanges(session, activity: dryRun ? "planning" : "restoring", shown: dryRun)
@@ -161,17 +161,17 @@ public struct SnapshotRestoreCommand: NamedSnapshotCommand, Equatable {
 }
 
 /// `snapshot rm NAME`: forgets a snapshot and what only it kept.
-public struct SnapshotRemoveCommand: NamedSnapshotCommand, Equatable {
-    public var snapshot: Word
+package struct SnapshotRemoveCommand: NamedSnapshotCommand, Equatable {
+    package var snapshot: Word
 
-    public init(_ snapshot: Word) { self.snapshot = snapshot }
+    package init(_ snapshot: Word) { self.snapshot = snapshot }
 
-    public static let declaration = CommandDeclaration(
+    package static let declaration = CommandDeclaration(
         "snapshot rm", group: .snapshots, usage: "snapshot rm NAME", summary: "forget snapshot NAME and what only it kept",
         example: "snapshot rm before-fix",
         changesBucket: true, requires: .snapshots, completion: .snapshotNames(count: 1))
 
-    public func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
+    package func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
         let store = try session.requireSnapshots(here)
         let info = try await session.located(snapshot.location) { try await store.removeSnapshot(named: snapshot.text) }
         session.deliver(.snapshotRemoved(info, dryRun: session.options.dryRun))
