@@ -729,7 +729,7 @@ private final class PlannedMoves: ObjectMoves, @unchecked Sendable {
 
 /// A dry run's uniform update, previewed by the bucket (`PlannedBucket.uniformUpdates`): what an apply would do to
 /// each object, counted as the plan's, nothing written.
-final class PreviewedUniformUpdates: UniformUpdates, @unchecked Sendable {
+final class PreviewedUniformUpdates: UniformUpdates, Sendable {
     let inner: any UniformUpdates
     let plan: PlannedBucket
 

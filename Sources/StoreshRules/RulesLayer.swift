@@ -244,7 +244,7 @@ final class RulesLayerTransaction: RulesLayer, BucketTransaction, @unchecked Sen
 /// whatever its object, so the page's updates are decided as one: the last, as `updateMetadata` decides it, which is
 /// also the request `rules why` explains afterwards, as it would after one update per object. (Deciding each of a
 /// million objects on its own cost a tenth of the edit, for the same answer.)
-final class DecidedUniformUpdates: UniformUpdates, @unchecked Sendable {
+final class DecidedUniformUpdates: UniformUpdates, Sendable {
     let inner: any UniformUpdates
     let layer: RulesLayer
 

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import StoreshLocal
 
 /// Tells the open pages of the bucket (`GET /_storesh/events`) when it changed, by anyone: this server's clients,
@@ -82,10 +83,9 @@ final class BucketWatch: @unchecked Sendable {
 
 /// Places for long-lived answers (the page's event streams), counted apart from the connections: a place is taken
 /// by `enter` and given back once, by `release` or when nothing holds it any more.
-final class StreamCount: @unchecked Sendable {
+final class StreamCount: Sendable {
     let limit: Int
-    private let lock = NSLock()
-    private var open = 0
+    private let open = Mutex(0)
 
     init(limit: Int) {
         self.limit = limit
@@ -93,7 +93,7 @@ final class StreamCount: @unchecked Sendable {
 
     /// A place, or nil when all are taken.
     func enter() -> Slot? {
-        let entered = lock.withLock {
+        let entered = open.withLock { open in
             guard open < limit else { return false }
             open += 1
             return true
@@ -102,14 +102,13 @@ final class StreamCount: @unchecked Sendable {
     }
 
     fileprivate func leave() {
-        lock.withLock { open -= 1 }
+        open.withLock { $0 -= 1 }
     }
 
-    final class Slot: @unchecked Sendable {
+    final class Slot: Sendable {
         private let count: StreamCount
-        private let lock = NSLock()
-        private var released = false
-        private var cleanup: (@Sendable () -> Void)?
+        /// Whether the place was given back, and what to do when it is.
+        private let state = Mutex<(released: Bool, cleanup: (@Sendable () -> Void)?)>((false, nil))
 
         fileprivate init(_ count: StreamCount) {
             self.count = count
@@ -117,14 +116,14 @@ final class StreamCount: @unchecked Sendable {
 
         /// What to do when the place is given back.
         func onRelease(_ body: @escaping @Sendable () -> Void) {
-            lock.withLock { cleanup = body }
+            state.withLock { $0.cleanup = body }
         }
 
         func release() {
-            let body: (@Sendable () -> Void)?? = lock.withLock {
-                if released { return nil }
-                released = true
-                return .some(cleanup)
+            let body: (@Sendable () -> Void)?? = state.withLock { state in
+                if state.released { return nil }
+                state.released = true
+                return .some(state.cleanup)
             }
             guard let body else { return }
             body?()

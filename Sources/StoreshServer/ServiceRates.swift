@@ -1,33 +1,33 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import Synchronization
 
 /// Rule Q3: `storesh serve --write-rate N` / `--read-rate N` plays a service's request rates, so that a client's
 /// pacing can be tried against something that pushes back. Each is a token bucket holding a second of requests:
 /// one above it is answered 429 `rateLimitExceeded` with `Retry-After` (whole seconds, as HTTP has them), before
 /// anything is done. A batch's calls count one by one, as the service counts them; the batch itself does not.
-final class RequestRate: @unchecked Sendable {
+final class RequestRate: Sendable {
     let perSecond: Double
-    private let lock = NSLock()
-    private var tokens: Double
-    private var refilled = ContinuousClock.now
+    /// The tokens in the bucket, and when they were last refilled.
+    private let bucket: Mutex<(tokens: Double, refilled: ContinuousClock.Instant)>
 
     init(perSecond: Int) {
         self.perSecond = Double(perSecond)
-        tokens = Double(perSecond)
+        bucket = Mutex((Double(perSecond), ContinuousClock.now))
     }
 
     /// Takes a request's token; nil when there was one, else the seconds until there is.
     func take() -> Double? {
-        lock.withLock {
+        bucket.withLock { bucket in
             let now = ContinuousClock.now
-            tokens = min(perSecond, tokens + perSecond * (now - refilled).inSeconds)
-            refilled = now
-            guard tokens < 1 else {
-                tokens -= 1
+            bucket.tokens = min(perSecond, bucket.tokens + perSecond * (now - bucket.refilled).inSeconds)
+            bucket.refilled = now
+            guard bucket.tokens < 1 else {
+                bucket.tokens -= 1
                 return nil
             }
-            return (1 - tokens) / perSecond
+            return (1 - bucket.tokens) / perSecond
         }
     }
 }
