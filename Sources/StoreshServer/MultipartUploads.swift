@@ -3,14 +3,15 @@ import HTTPTypes
 import Hummingbird
 import StoreshCore
 import StoreshWire
+import Synchronization
 
 /// The XML API's multipart uploads in progress (rule V7), as `transfer_manager.upload_chunks_concurrently` and S3
 /// tools make them: parts sent in any order, each into a spool of its own, then put together in the order the
 /// completion names, as one write, so a half upload is never visible; an abort, or an hour idle, lets the parts go.
 /// Each upload's life is an `UploadMachine` of parts: a part that arrives while the upload completes is asked to
 /// retry, and one that arrives after it ended is not kept.
-final class MultipartUploads: @unchecked Sendable {
-    struct Upload {
+final class MultipartUploads: Sendable {
+    struct Upload: Sendable {
         var request: UploadRequest
         var parts: [Int: SpooledContent] = [:]
         var machine: UploadMachine
@@ -22,8 +23,7 @@ final class MultipartUploads: @unchecked Sendable {
     /// The least a part but the last may hold, as on the service.
     static let minimumPartBytes: Int64 = 5 << 20
 
-    private let lock = NSLock()
-    private var uploads: [String: Upload] = [:]
+    private let uploads = Mutex<[String: Upload]>([:])
     private let maximumUploads: Int
     private let maximumObjectBytes: Int64
 
@@ -46,8 +46,8 @@ final class MultipartUploads: @unchecked Sendable {
     /// Starts an upload; its id.
     func start(_ request: UploadRequest) throws -> String {
         let now = Date()
-        return try lock.withLock {
-            forgetIdle(now: now)
+        return try uploads.withLock { uploads in
+            Self.forgetIdle(&uploads, now: now)
             guard uploads.count < maximumUploads else {
                 throw SignedURL.refusal(
                     .tooManyRequests, code: "SlowDown",
@@ -60,7 +60,7 @@ final class MultipartUploads: @unchecked Sendable {
     }
 
     /// Ends the uploads idle past the limit (but those a request is at work on), and lets their parts go.
-    private func forgetIdle(now: Date) {
+    private static func forgetIdle(_ uploads: inout [String: Upload], now: Date) {
         for id in Array(uploads.keys) where now.timeIntervalSince(uploads[id]!.lastUsed) >= UploadSessions.idleLimit {
             uploads[id]!.machine.expire()
             if !uploads[id]!.machine.inProgress { uploads[id] = nil }
@@ -72,7 +72,7 @@ final class MultipartUploads: @unchecked Sendable {
     private func withUpload<T>(
         _ id: String, of name: ObjectName? = nil, in bucket: ServedBucket? = nil, _ event: (inout Upload) throws -> T
     ) throws -> T {
-        try lock.withLock {
+        try uploads.withLock { uploads in
             guard var upload = uploads[id], upload.machine.inProgress,
                 bucket.map({ upload.request.bucket === $0 }) ?? true, name.map({ upload.request.name == $0 }) ?? true
             else { throw Self.noSuchUpload }
@@ -96,7 +96,7 @@ final class MultipartUploads: @unchecked Sendable {
     /// open (a part sent again replaces the one before, as on the service); while it is being completed the client
     /// is asked to retry, and after it ended told there is no such upload.
     func partArrived(_ content: SpooledContent?, number: Int, of id: String) throws {
-        try lock.withLock {
+        try uploads.withLock { uploads in
             guard var upload = uploads[id] else { throw Self.noSuchUpload }
             defer { uploads[id] = upload }
             upload.lastUsed = Date()
@@ -118,7 +118,7 @@ final class MultipartUploads: @unchecked Sendable {
     /// do not say).
     func inProgress(in bucket: ServedBucket, prefix: String) -> [(key: String, uploadID: String)] {
         let now = Date()
-        return lock.withLock {
+        return uploads.withLock { uploads in
             uploads.filter { $0.value.request.bucket === bucket && now.timeIntervalSince($0.value.lastUsed) < UploadSessions.idleLimit }
                 .filter { $0.value.machine.inProgress && $0.value.request.name.rawValue.utf8.starts(with: prefix.utf8) }
                 .sorted { NameBytes.precedes($0.value.request.name.rawValue, $1.value.request.name.rawValue) }
@@ -137,7 +137,7 @@ final class MultipartUploads: @unchecked Sendable {
 
     /// The completed upload's object landed: the upload ends and its parts go.
     func landed(_ id: String) {
-        lock.withLock {
+        uploads.withLock { uploads in
             uploads[id]?.machine.landed(nil)
             if uploads[id]?.machine.inProgress == false { uploads[id] = nil }
         }
@@ -145,7 +145,7 @@ final class MultipartUploads: @unchecked Sendable {
 
     /// The completion failed: the upload goes back to work, for the client to complete again or abort.
     func landingFailed(_ id: String) {
-        lock.withLock {
+        uploads.withLock { uploads in
             uploads[id]?.machine.landingFailed()
             uploads[id]?.lastUsed = Date()
         }

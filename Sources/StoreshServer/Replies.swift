@@ -28,15 +28,18 @@ struct Answer: Sendable {
         return Response(
             status: status, headers: headers,
             body: ResponseBody(contentLength: range.count) { writer in
-                var offset = range.lowerBound
-                // Bounded: each round sends at least one byte, up to the range's end.
-                while offset < range.upperBound {
-                    let piece = try spool.read(offset: offset, length: Int(min(Int64(Spool.pieceBytes), range.upperBound - offset)))
-                    guard !piece.isEmpty else { break }
-                    try await writer.write(ByteBuffer(bytes: piece))
-                    offset += Int64(piece.count)
+                // The spool's reads block (a file past a small size): on StorageWork's threads, as the answer's making.
+                try await withTaskExecutorPreference(StorageWork.shared) {
+                    var offset = range.lowerBound
+                    // Bounded: each round sends at least one byte, up to the range's end.
+                    while offset < range.upperBound {
+                        let piece = try spool.read(offset: offset, length: Int(min(Int64(Spool.pieceBytes), range.upperBound - offset)))
+                        guard !piece.isEmpty else { break }
+                        try await writer.write(ByteBuffer(bytes: piece))
+                        offset += Int64(piece.count)
+                    }
+                    try await writer.finish(nil)
                 }
-                try await writer.finish(nil)
             })
     }
 }

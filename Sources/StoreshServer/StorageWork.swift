@@ -6,8 +6,8 @@ import NIOPosix
 /// thread for any other request, the live page or the server's own I/O. The responders of the APIs and of the page
 /// therefore run with this executor as their preference (`withTaskExecutorPreference`), and each bucket's commits
 /// too: their synchronous parts run on NIO's thread pool, a bounded set of threads made for blocking work, and their
-/// waits for the network stay suspensions. What runs after a responder has answered is Hummingbird's: a streamed
-/// answer's body (a download read from its spool) and the live page's event stream.
+/// waits for the network stay suspensions; so does a streamed answer's body (a download read from its spool), which
+/// Hummingbird writes after its responder has answered. The live page's event stream, which only waits, does not.
 final class StorageWork: TaskExecutor, @unchecked Sendable {
     /// The process's: serve's buckets share it.
     static let shared = StorageWork(threads: 16)

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import StoreshCore
 import StoreshWire
+import Synchronization
 
 /// A `multipart/related` body as uploads send it: the object's metadata (JSON) and then its content, read from
 /// the spool the body was received into (the content stays there).
@@ -116,7 +117,7 @@ struct UploadRequest: Sendable {
 /// is never visible and one that a crash interrupts leaves nothing behind. A session ends when its upload lands or
 /// fails for good, is cancelled, or idles out; only sessions in progress count against the limit, and an ended one
 /// is remembered a while (without its bytes) to answer a client that asks again.
-final class UploadSessions: @unchecked Sendable {
+final class UploadSessions: Sendable {
     struct Session: Sendable {
         var request: UploadRequest
         /// The bytes received so far; nil once the session has ended.
@@ -148,8 +149,7 @@ final class UploadSessions: @unchecked Sendable {
     static let endedMemory: TimeInterval = 600
     static let maximumEnded = 4096
 
-    private let lock = NSLock()
-    private var sessions: [String: Session] = [:]
+    private let sessions = Mutex<[String: Session]>([:])
     private let maximumSessions: Int
     /// The most bytes an object may have.
     private let maximumObjectBytes: Int64
@@ -162,22 +162,22 @@ final class UploadSessions: @unchecked Sendable {
     func start(_ request: UploadRequest, declaredSize: Int64?, spool: Spool) throws -> String {
         let id = Self.newID()
         let now = Date()
-        lock.lock()
-        defer { lock.unlock() }
-        forgetStale(now: now)
-        let inProgress = sessions.values.count { $0.machine.inProgress }
-        guard inProgress < maximumSessions else {
-            throw HTTPFailure(
-                .tooManyRequests, reason: "rateLimitExceeded",
-                "\(maximumSessions) resumable uploads are in progress; finish or cancel one first (an upload idle for \(Int(Self.idleLimit / 60)) minutes ends by itself).")
-        }
         let machine = UploadMachine(.chunks, limit: maximumObjectBytes, declaredSize: declaredSize)
-        sessions[id] = Session(request: request, spool: spool, machine: machine, lastUsed: now)
+        try sessions.withLock { sessions in
+            Self.forgetStale(&sessions, now: now)
+            let inProgress = sessions.values.count { $0.machine.inProgress }
+            guard inProgress < maximumSessions else {
+                throw HTTPFailure(
+                    .tooManyRequests, reason: "rateLimitExceeded",
+                    "\(maximumSessions) resumable uploads are in progress; finish or cancel one first (an upload idle for \(Int(Self.idleLimit / 60)) minutes ends by itself).")
+            }
+            sessions[id] = Session(request: request, spool: spool, machine: machine, lastUsed: now)
+        }
         return id
     }
 
     /// Ends idle sessions in progress, and forgets ended ones past their memory.
-    private func forgetStale(now: Date) {
+    private static func forgetStale(_ sessions: inout [String: Session], now: Date) {
         var ended = 0
         for id in Array(sessions.keys) {
             guard var session = sessions[id] else { continue }
@@ -202,18 +202,18 @@ final class UploadSessions: @unchecked Sendable {
 
     /// Runs `body` on the session `id` (a 404 when there is none), under the lock: requests on one session are
     /// serialised, as their chunks must be. Its machine takes the events; once it has ended, its bytes go.
-    func withSession<T>(_ id: String, _ body: (inout Session) throws -> T) throws -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        guard var session = sessions[id] else {
-            throw HTTPFailure.notFound("No such upload: '\(id)'. It finished, was cancelled, was never started here, or the server restarted since.")
+    func withSession<T: Sendable>(_ id: String, _ body: (inout Session) throws -> T) throws -> T {
+        try sessions.withLock { sessions in
+            guard var session = sessions[id] else {
+                throw HTTPFailure.notFound("No such upload: '\(id)'. It finished, was cancelled, was never started here, or the server restarted since.")
+            }
+            session.lastUsed = Date()
+            defer {
+                session.settle()
+                sessions[id] = session
+            }
+            return try body(&session)
         }
-        session.lastUsed = Date()
-        defer {
-            session.settle()
-            sessions[id] = session
-        }
-        return try body(&session)
     }
 
     static func newID() -> String {
