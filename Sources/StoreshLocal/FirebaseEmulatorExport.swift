@@ -374,6 +374,53 @@ public enum FirebaseEmulatorExport {
         }
     }
 
+    /// What `write(files:to:options:counting:)` exported and left.
+    public struct ExportedFiles: Sendable {
+        /// The buckets exported, the first first.
+        public var buckets: [String] = []
+        public var objects = 0
+        public var leftOut = LeftOut()
+        /// The files not exported, each with why: not a bucket file this process can trust.
+        public var skipped: [String] = []
+    }
+
+    /// Writes the bucket files a server served (`files`: each bucket's name and file, the first the server's own) as
+    /// one export, once the server has closed them: each file opened again as it now is. The first must export; any
+    /// other file that is not a bucket file to trust (gone, a link, not a regular file, not readable as a bucket)
+    /// is left out and named, never followed, and one that holds another bucket than its name says is not one the
+    /// server served; the clients' acknowledged writes to the others are exported all the same.
+    public static func write(
+        files: [(name: String, path: String)], to directory: String, options: LocalBucketOptions, counting: (any WorkCounter)? = nil
+    ) throws -> ExportedFiles {
+        var opened: [LocalBucket] = []
+        defer { for bucket in opened { bucket.close() } }
+        var exported = ExportedFiles()
+        var options = options
+        options.createIfMissing = false
+        for (index, (name, file)) in files.enumerated() {
+            var status = stat()
+            if index > 0, lstat(file, &status) != 0 || (status.st_mode & S_IFMT) != S_IFREG {
+                exported.skipped.append("\(file) (\(lstat(file, &status) != 0 ? "gone" : "not a regular file"))")
+                continue
+            }
+            let opening = Result { () throws(StorageError) -> LocalBucket in try LocalBucket.open(at: file, options: options) }
+            if case .failure(let error) = opening, index > 0 {
+                exported.skipped.append("\(file) (\(error.message))")
+                continue
+            }
+            let bucket = try opening.get()
+            guard bucket.name == name else {
+                bucket.close()
+                continue
+            }
+            opened.append(bucket)
+        }
+        exported.leftOut = try write(opened, to: directory, counting: counting)
+        exported.objects = try opened.reduce(0) { try $0 + $1.objectCount() }
+        exported.buckets = opened.map(\.name)
+        return exported
+    }
+
     /// Writes `buckets` (one server's, rule V6) as one export, as `write(_:to:)` writes one: the previous export's
     /// objects of other buckets are carried over.
     @discardableResult

@@ -270,41 +270,14 @@ struct Serve: StoreshCommand {
         if let exportOnExit {
             let directory = exportOnExit.isEmpty ? importDirectory ?? exportOnExit : exportOnExit
             // The server has closed its buckets: the export reads their files again, as they now are.
-            var closed: [LocalBucket] = []
-            defer { for bucket in closed { bucket.close() } }
-            // The served bucket's own file must export; another file of the directory that is not a bucket file
-            // this server can trust (a link, junk, an empty file) is left out and named, never followed, and the
-            // clients' acknowledged writes to the others are exported all the same.
-            var skipped: [String] = []
-            for (index, (name, file)) in server.servedBuckets.enumerated() {
-                var status = stat()
-                if index > 0, lstat(file, &status) != 0 || (status.st_mode & S_IFMT) != S_IFREG {
-                    skipped.append("\(file) (\(lstat(file, &status) != 0 ? "gone" : "not a regular file"))")
-                    continue
-                }
-                var options = BucketLocation.options(clock: clock)
-                options.createIfMissing = false
-                let opening = Result { () throws(StorageError) -> LocalBucket in try LocalBucket.open(at: file, options: options) }
-                if case .failure(let error) = opening, index > 0 {
-                    skipped.append("\(file) (\(error.message))")
-                    continue
-                }
-                let opened = try opening.get()
-                // A file of the directory named after another bucket than it holds is not one this server serves.
-                guard opened.name == name else {
-                    opened.close()
-                    continue
-                }
-                closed.append(opened)
-            }
-            let leftOut = try FirebaseEmulatorExport.write(closed, to: directory, counting: context.progressMeter)
-            let objects = try closed.reduce(0) { try $0 + $1.objectCount() }
-            let buckets = closed.count == 1 ? "" : " of \(closed.map { "gs://\($0.name)" }.joined(separator: ", "))"
+            let exported = try FirebaseEmulatorExport.write(
+                files: server.servedBuckets, to: directory, options: BucketLocation.options(clock: clock), counting: context.progressMeter)
+            let buckets = exported.buckets.count == 1 ? "" : " of \(exported.buckets.map { "gs://\($0)" }.joined(separator: ", "))"
             Diagnostics.notice(
-                "exported \(MessageText.counted(objects, "object"))\(buckets) to \(directory) (the Firebase emulator's layout)",
+                "exported \(MessageText.counted(exported.objects, "object"))\(buckets) to \(directory) (the Firebase emulator's layout)",
                 from: "storesh serve")
-            if let said = leftOut.described { Diagnostics.warning(said, from: "storesh serve") }
-            for file in skipped {
+            if let said = exported.leftOut.described { Diagnostics.warning(said, from: "storesh serve") }
+            for file in exported.skipped {
                 Diagnostics.warning("not exported: \(file), which is not a bucket file storesh serve can read", from: "storesh serve")
             }
         }
