@@ -16,11 +16,7 @@ extension LocalBucket: UniformUpdates {
     public func updatePage(
         prefix: String, after: String?, limit: Int, _ update: MetadataUpdate, picking: (String) throws -> Bool
     ) async throws -> UniformUpdatePage {
-        // A change of storage class makes a new generation of each object (rule M9), which a row update does not.
-        guard update.cloudStorage.storageClass == nil else {
-            throw StorageError.internalError("A change of storage class is a rewrite of each object; it is not made as a page update.")
-        }
-        return try updateRows(prefix: prefix, after: after, limit: limit, RowUpdate(update), picking: picking)
+        try visitPage(prefix: prefix, after: after, limit: limit, update, writing: true, picking: picking)
     }
 
     /// The outcomes `updatePage` would have, decided by the same visit of the same rows (`VisitedPage`), with nothing
@@ -29,64 +25,58 @@ extension LocalBucket: UniformUpdates {
     public func previewPage(
         prefix: String, after: String?, limit: Int, _ update: MetadataUpdate, picking: (String) throws -> Bool
     ) async throws -> UniformUpdatePage {
+        try visitPage(prefix: prefix, after: after, limit: limit, update, writing: false, picking: picking)
+    }
+
+    private func visitPage(
+        prefix: String, after: String?, limit: Int, _ update: MetadataUpdate, writing: Bool, picking: (String) throws -> Bool
+    ) throws(StorageError) -> UniformUpdatePage {
+        // A change of storage class makes a new generation of each object (rule M9), which a row update does not.
         guard update.cloudStorage.storageClass == nil else {
-            throw StorageError.internalError("A change of storage class is a rewrite of each object; it is not previewed as a page update.")
+            throw StorageError.internalError("A change of storage class is a rewrite of each object; it is not made as a page update.")
         }
-        let rowUpdate = RowUpdate(update)
-        return try read {
-            guard let bounds = try pageBounds(prefix: prefix, after: after, limit: limit) else {
-                return UniformUpdatePage(outcomes: [], resumeAfter: nil)
-            }
-            let epochs = try epochs()
-            let visits = try connection.function(VisitedPage.visits, arguments: RowColumns.count)
-            return try withoutActuallyEscaping(picking) { picking in
-                let page = VisitedPage(rowUpdate, epochs: epochs, bucket: name, clock: options.clock, picking: picking)
-                // The update's condition alone: each row visited and decided, none written.
-                let statement = try connection.statement("SELECT count(*) FROM objects WHERE \(VisitedPage.visiting)")
-                defer { statement.reset() }
-                statement.bind(1, bounds.first)
-                statement.bind(2, bounds.last)
-                do {
-                    _ = try visits.answering(page.visit) { try statement.step() }
-                } catch {
-                    throw page.failure ?? error
-                }
-                return UniformUpdatePage(outcomes: page.outcomes, resumeAfter: bounds.more && !page.failed ? bounds.last : nil)
-            }
-        }
+        return try updateRows(prefix: prefix, after: after, limit: limit, RowUpdate(update), writing: writing, picking: picking)
     }
 
     /// The page's names found first (through the name index alone); then one statement over them visits each row,
     /// decides it and writes it (`VisitedPage`). One change (inside a transaction, a savepoint), so a page lands
-    /// whole or not at all. Reading the page apart from writing it walked every row twice.
+    /// whole or not at all. Reading the page apart from writing it walked every row twice. Not `writing` (a
+    /// preview), the visit is the condition of a `SELECT`, in a read: each row decided as the update would, none
+    /// written.
     func updateRows(
-        prefix: String, after: String?, limit: Int, _ update: RowUpdate, picking: (String) throws -> Bool
+        prefix: String, after: String?, limit: Int, _ update: RowUpdate, writing: Bool, picking: (String) throws -> Bool
     ) throws(StorageError) -> UniformUpdatePage {
-        try change {
-            guard let bounds = try pageBounds(prefix: prefix, after: after, limit: limit) else {
+        let visitAndWrite = { () throws -> UniformUpdatePage in
+            guard let bounds = try self.pageBounds(prefix: prefix, after: after, limit: limit) else {
                 return UniformUpdatePage(outcomes: [], resumeAfter: nil)
             }
-            let epochs = try epochs()
+            let epochs = try self.epochs()
             // Asked for before the statements are prepared, which name them.
-            let visits = try connection.function(VisitedPage.visits, arguments: RowColumns.count)
-            let picks = try connection.function(VisitedPage.picks, arguments: 2)
-            let columns = try connection.function(VisitedPage.columns, arguments: 2)
+            let visits = try self.connection.function(VisitedPage.visits, arguments: RowColumns.count)
+            let picks = try self.connection.function(VisitedPage.picks, arguments: 2)
+            let columns = try self.connection.function(VisitedPage.columns, arguments: 2)
             return try withoutActuallyEscaping(picking) { picking in
-                let page = VisitedPage(update, epochs: epochs, bucket: name, clock: options.clock, picking: picking)
-                try rewrite(update.visitingStatement, over: bounds, born: nil, of: update, function: visits, page.visit, columns, page)
+                let page = VisitedPage(update, epochs: epochs, bucket: self.name, clock: self.options.clock, picking: picking)
+                let result = { UniformUpdatePage(outcomes: page.outcomes, resumeAfter: bounds.more && !page.failed ? bounds.last : nil) }
+                guard writing else {
+                    try self.rewrite(VisitedPage.previewing, over: bounds, born: nil, of: nil, function: visits, page.visit, columns, page)
+                    return result()
+                }
+                try self.rewrite(update.visitingStatement, over: bounds, born: nil, of: update, function: visits, page.visit, columns, page)
                 // The rows whose `born` changes (which also rewrites the `born` index), left by the visit.
                 if page.bornChanges {
-                    try rewrite(update.rewriteWithBorn, over: bounds, born: epochs.current, of: update, function: picks, page.pick, columns, page)
+                    try self.rewrite(update.rewriteWithBorn, over: bounds, born: epochs.current, of: update, function: picks, page.pick, columns, page)
                     if let missed = page.firstUnwritten {
                         throw StorageError.internalError(
                             "The row of \(missed.debugDescription) changed while it was being updated; nothing was changed.")
                     }
                 }
                 // Rows are written apart from one another: the kinds in any order.
-                for (row, next) in page.wholeWrites { try storeMetadata(next, over: row) }
-                return UniformUpdatePage(outcomes: page.outcomes, resumeAfter: bounds.more && !page.failed ? bounds.last : nil)
+                for (row, next) in page.wholeWrites { try self.storeMetadata(next, over: row) }
+                return result()
             }
         }
+        return writing ? try change(.anyOrder, visitAndWrite) : try read(visitAndWrite)
     }
 
     /// The first and last names of the page of at most `limit` names under `prefix` after `after`, and whether
@@ -114,10 +104,10 @@ extension LocalBucket: UniformUpdates {
         return (first, String(decoding: last, as: UTF8.self), more)
     }
 
-    /// Steps `sql` (an UPDATE over the page's names) while `function` answers `body` and the column function
-    /// answers the page's rewritten columns.
+    /// Steps `sql` (an UPDATE over the page's names, or a preview's SELECT) while `function` answers `body` and the
+    /// column function answers the page's rewritten columns; `update`'s values are bound when it writes them.
     private func rewrite(
-        _ sql: String, over bounds: (first: String, last: String, more: Bool), born: Int64?, of update: RowUpdate,
+        _ sql: String, over bounds: (first: String, last: String, more: Bool), born: Int64?, of update: RowUpdate?,
         function: SQLiteFunction, _ body: @escaping (SQLiteFunctionCall) -> Void, _ columns: SQLiteFunction, _ page: VisitedPage
     ) throws {
         let statement = try connection.statement(sql)
@@ -125,7 +115,7 @@ extension LocalBucket: UniformUpdates {
         statement.bind(1, bounds.first)
         statement.bind(2, bounds.last)
         if let born { statement.bind(3, born) }
-        for (offset, property) in update.properties.enumerated() { statement.bind(Int32(4 + offset), property.value) }
+        for (offset, property) in (update?.properties ?? []).enumerated() { statement.bind(Int32(4 + offset), property.value) }
         do {
             _ = try function.answering(body) { try columns.answering(page.column) { try statement.step() } }
         } catch {
@@ -171,6 +161,8 @@ final class VisitedPage {
 
     /// The condition of the statement that visits the page (?1 and ?2: its first and last names).
     static let visiting = "name >= ?1 AND name <= ?2 AND \(visits)(\(LocalBucket.LiveRow.columns))"
+    /// A preview's statement: the visit alone, each row decided and none written.
+    static let previewing = "SELECT count(*) FROM objects WHERE \(visiting)"
     /// The condition of the statement that writes the rows whose `born` changes.
     static let bornChanging = "name >= ?1 AND name <= ?2 AND \(picks)(id, checksum)"
 
