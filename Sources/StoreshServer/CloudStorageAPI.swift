@@ -86,7 +86,7 @@ extension StorageAPI {
             }
             let settings = try exchange.bucket.settings()
             try Self.refuseLegacyACL(settings)
-            let object = try currentObject(try objectName(name), generation: try exchange.query.generation(), in: exchange.bucket)
+            let object = try storage.metadata(of: try objectName(name), generation: try exchange.query.generation(), in: exchange.bucket)
             return Reply.json(.object([
                 ("kind", .string("storage#objectAccessControls")),
                 ("items", BucketResource.accessControls(Self.objectACL(object, settings, bucket: exchange.bucket.name), bucket: exchange.bucket.name, objects: true)),
@@ -360,12 +360,12 @@ extension StorageAPI {
             return Reply.json(objectResource(try exchange.bucket.reader().softDeletedGenerationMetadata(of: name, generation: generation), exchange))
         }
         if !media {
-            let object = try currentObject(name, generation: generation, in: exchange.bucket)
+            let object = try storage.metadata(of: name, generation: generation, in: exchange.bucket)
             try checkForRead(conditions, object, headers: exchange.request.headers)
             return Reply.json(objectResource(object, exchange))
         }
         // Conditions first, on the metadata: a refused read reads no content.
-        let current = try currentObject(name, generation: generation, in: exchange.bucket)
+        let current = try storage.metadata(of: name, generation: generation, in: exchange.bucket)
         try checkForRead(conditions, current, headers: exchange.request.headers)
         let key = try CustomerKey(exchange.request.headers)
         try CustomerKey.check(key, reading: current)
@@ -512,7 +512,7 @@ extension StorageAPI {
                 sourceGeneration = token.generation
                 rewritten = token.bytesRewritten
             }
-            let original = try currentObject(source, generation: sourceGeneration, in: origin)
+            let original = try storage.metadata(of: source, generation: sourceGeneration, in: origin)
             try checkSource(original)
             // Both numbers are the client's (the step, the token's count): summed without trapping, a sum past
             // the largest number is past the object's end, and the rewrite is done.

@@ -312,11 +312,6 @@ final class StorageAPI: Sendable {
 
     // MARK: Reads shared by both APIs
 
-    /// The object's metadata: the live object's, or that of the generation named, live or noncurrent (rule B5).
-    func currentObject(_ name: ObjectName, generation: Int64?, in bucket: ServedBucket) throws -> ObjectMetadata {
-        try storage.metadata(of: name, generation: generation, in: bucket)
-    }
-
     /// Writes an upload's content as its object, in one change: checksums are checked first, then the request's
     /// conditions and (on the v0 API) the rules, on the object as it is when the change runs.
     func finishUpload(_ upload: UploadRequest, content: SpooledContent) async throws -> ObjectMetadata {
