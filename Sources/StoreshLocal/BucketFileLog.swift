@@ -306,7 +306,7 @@ extension LocalBucket {
             try copy.execute("PRAGMA synchronous = FULL")
             try withConnection { source in try copy.copyAll(from: source) }
         } catch let error as SQLiteError {
-            throw Self.describe(error, path: destination, options: options)
+            throw BucketFile.describe(error, path: destination, options: options)
         } catch let error as StorageError {
             throw error
         } catch {

@@ -62,7 +62,7 @@ extension LocalBucket {
             // The objects and their kept versions are what takes time: counted as they are checked.
             counting?.begin("checking", total: nil)
             defer { counting?.end() }
-            let objectColumns = LiveRow.columnsWithContentChecksum(stored: storesContentChecksums)
+            let objectColumns = RowStore.LiveRow.columnsWithContentChecksum(stored: storesContentChecksums)
             scan(&report, "SELECT \(objectColumns) FROM objects ORDER BY name") { statement, report in
                 let version = try StoredVersion(statement, from: 0, died: false)
                 _ = try version.metadata(bucket: name)
@@ -72,7 +72,7 @@ extension LocalBucket {
                     report.nameNotes.append("\(MessageText.name(version.name)): \(note)")
                 }
                 if version.born > current { report.add("object \(version.name.debugDescription) is from a future epoch") }
-                let data = try content(of: version)
+                let data = try rows.content(of: version)
                 report.contentBytes += Int64(data.count)
                 let checksumColumn = StoredVersion.columnCount + 2
                 if !statement.isNull(checksumColumn) {
@@ -92,7 +92,7 @@ extension LocalBucket {
                 if !(version.born < died && died <= current) {
                     report.add("a kept version of \(version.name.debugDescription) has impossible epochs \(version.born)…\(died)")
                 }
-                report.contentBytes += Int64(try content(of: version).count)
+                report.contentBytes += Int64(try rows.content(of: version).count)
             }
             if storesNoncurrent {
                 scan(&report, "SELECT \(NoncurrentRow.columns) FROM noncurrent ORDER BY name, generation") { statement, report in
@@ -102,7 +102,7 @@ extension LocalBucket {
                     if row.died < row.version.timeCreated {
                         report.add("a noncurrent generation of \(row.version.name.debugDescription) stopped being live before it was made")
                     }
-                    report.contentBytes += Int64(try content(of: row.version).count)
+                    report.contentBytes += Int64(try rows.content(of: row.version).count)
                 }
                 scan(&report, "SELECT \(NoncurrentRow.softDeletedColumns) FROM soft_deleted ORDER BY name, generation") { statement, report in
                     let row = try NoncurrentRow(statement, bucket: name, softDeleted: true)
@@ -111,7 +111,7 @@ extension LocalBucket {
                     if row.metadata.cloudStorage.hardDeleteTime?.microseconds != row.died {
                         report.add("a soft-deleted generation of \(row.version.name.debugDescription) has two times of deletion for good")
                     }
-                    report.contentBytes += Int64(try content(of: row.version).count)
+                    report.contentBytes += Int64(try rows.content(of: row.version).count)
                 }
                 // A generation is live or noncurrent, never both.
                 scan(&report, "SELECT count(*) FROM noncurrent JOIN objects USING (name, generation)") { statement, report in

@@ -49,12 +49,12 @@ extension LocalBucket {
     /// Adds to a delimited page the objects named as its prefixes (`P/`), each among the items in byte order.
     private func addFolderObjects(to page: inout ListPage) throws(StorageError) {
         guard !page.prefixes.isEmpty else { return }
-        let rows = try read { try fetchRows(page.prefixes.map { ObjectName(stored: $0 + "/") }.map(\.rawValue)) }
-        guard !rows.isEmpty else { return }
+        let folders = try read { try rows.fetchRows(page.prefixes.map { ObjectName(stored: $0 + "/") }.map(\.rawValue)) }
+        guard !folders.isEmpty else { return }
         var merged: [(name: String, metadata: ObjectMetadata?)] = zip(page.items, page.itemMetadata.map { $0.map(Optional.some) } ?? page.items.map { _ in nil })
             .map { ($0, $1) }
         for prefix in page.prefixes {
-            guard let row = rows[ObjectName(stored: prefix + "/")] else { continue }
+            guard let row = folders[ObjectName(stored: prefix + "/")] else { continue }
             merged.append((row.metadata.fullPath, row.metadata))
         }
         merged.sort { NameBytes.precedes($0.name, $1.name) }

@@ -12,11 +12,11 @@ extension LocalBucket: ObjectMoves {
     {
         try destination.checkNewObjectName()
         return try change {
-            guard let from = try fetchRow(source.rawValue) else { throw StorageError.objectNotFound(source.rawValue) }
+            guard let from = try rows.fetchRow(source.rawValue) else { throw StorageError.objectNotFound(source.rawValue) }
             guard sourcePrecondition.isSatisfied(by: from.metadata) else {
                 throw StorageError.preconditionFailed(source.rawValue, sourcePrecondition, actual: from.metadata)
             }
-            let existing = try fetchRow(destination.rawValue)
+            let existing = try rows.fetchRow(destination.rawValue)
             guard destinationPrecondition.isSatisfied(by: existing?.metadata) else {
                 throw StorageError.preconditionFailed(destination.rawValue, destinationPrecondition, actual: existing?.metadata)
             }
@@ -24,10 +24,10 @@ extension LocalBucket: ObjectMoves {
             try refuseIfProtected(from.metadata, .deleted)
             try refuseIfProtected(existing?.metadata, .overwritten)
             let now = options.clock.nextChangeTime()
-            let moved = from.metadata.moved(to: destination, generation: try nextGeneration(now: now), now: now)
+            let moved = from.metadata.moved(to: destination, generation: try rows.nextGeneration(now: now), now: now)
             // Renamed, not deleted: no noncurrent or soft-deleted generation is left behind (a snapshot that sees the
             // source still keeps it).
-            if try isSnapshotted(from.version) || contentIsShared(from.version) {
+            if try rows.isSnapshotted(from.version) || contentIsShared(from.version) {
                 // Only versions of one name share content: the destination gets a copy, made a piece at a time.
                 let contentID = try copyContent(from.version.contentID)
                 try store(moved, contentID: contentID, replacing: existing, noncurrentSince: now)

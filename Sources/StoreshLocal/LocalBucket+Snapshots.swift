@@ -31,7 +31,7 @@ extension LocalBucket: SnapshotStore {
         try SnapshotInfo.validate(name: name)
         return try change {
             if let existing = try snapshotRow(name) { throw SnapshotInfo.nameTaken(existing.info) }
-            let epochs = try epochs()
+            let epochs = try rows.epochs()
             let count = try connection.integer("SELECT count(*) FROM objects") ?? 0
             let info = SnapshotInfo(name: name, created: options.clock.now(), objectCount: Int(count))
             let insert = try connection.statement(
@@ -44,7 +44,7 @@ extension LocalBucket: SnapshotStore {
             insert.bind(5, SnapshotRow.Values(name: name, epoch: epochs.current, created: info.created.microseconds, count: count).checksum)
             try insert.step()
             // Changes from now on belong to the next epoch, so this snapshot keeps seeing what it sees now.
-            try setEpochs(current: epochs.current + 1)
+            try rows.setEpochs(current: epochs.current + 1)
             return info
         }
     }
@@ -93,7 +93,7 @@ extension LocalBucket: SnapshotStore {
             gather.bind(2, nil as Int64?)
             try gather.step()
             gather.reset()
-            let current = try epochs().current
+            let current = try rows.epochs().current
             let names = try connection.statement("SELECT name FROM restore_names WHERE name > ?1 ORDER BY name LIMIT 1000")
             defer { names.reset() }
             var after = ""
@@ -105,7 +105,7 @@ extension LocalBucket: SnapshotStore {
                 guard let last = batch.last else { break }
                 after = last
                 for object in batch {
-                    let now = try fetchRow(object)
+                    let now = try rows.fetchRow(object)
                     // The snapshot saw the live version itself: nothing to bring back.
                     if let now, now.version.born <= snapshot.epoch { continue }
                     let then = try keptVersion(of: object, at: snapshot.epoch)
@@ -114,7 +114,7 @@ extension LocalBucket: SnapshotStore {
                     // A brought-back version is born now: it belongs to no snapshot taken in between.
                     if var then {
                         then.born = current
-                        try insertLive(then)
+                        try rows.insertLive(then)
                     }
                     try body(change)
                 }
@@ -158,9 +158,9 @@ extension LocalBucket: SnapshotStore {
                 forget.reset()
                 forget.bind(1, candidate.id)
                 try forget.step()
-                try releaseContent(candidate.contentID, of: candidate.name)
+                try rows.releaseContent(candidate.contentID, of: candidate.name)
             }
-            cachedEpochs = nil  // the newest snapshot may have changed
+            rows.forgetEpochs()  // the newest snapshot may have changed
             return snapshot.info
         }
     }
@@ -227,7 +227,7 @@ extension LocalBucket: SnapshotStore {
 
     /// The object `name` as the state at `epoch` (nil: now) sees it.
     private func version(of name: String, at epoch: Int64?) throws -> ObjectMetadata? {
-        if let live = try fetchRow(name), epoch == nil || live.version.born <= epoch! {
+        if let live = try rows.fetchRow(name), epoch == nil || live.version.born <= epoch! {
             return live.metadata
         }
         guard let epoch else { return nil }

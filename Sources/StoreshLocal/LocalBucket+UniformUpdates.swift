@@ -50,7 +50,7 @@ extension LocalBucket: UniformUpdates {
             guard let bounds = try self.pageBounds(prefix: prefix, after: after, limit: limit) else {
                 return UniformUpdatePage(outcomes: [], resumeAfter: nil)
             }
-            let epochs = try self.epochs()
+            let epochs = try self.rows.epochs()
             // Asked for before the statements are prepared, which name them.
             let visits = try self.connection.function(VisitedPage.visits, arguments: RowColumns.count)
             let picks = try self.connection.function(VisitedPage.picks, arguments: 2)
@@ -72,7 +72,7 @@ extension LocalBucket: UniformUpdates {
                     }
                 }
                 // Rows are written apart from one another: the kinds in any order.
-                for (row, next) in page.wholeWrites { try self.storeMetadata(next, over: row) }
+                for (row, next) in page.wholeWrites { try self.rows.storeMetadata(next, over: row) }
                 return result()
             }
         }
@@ -82,7 +82,7 @@ extension LocalBucket: UniformUpdates {
     /// The first and last names of the page of at most `limit` names under `prefix` after `after`, and whether
     /// more follow it; nil for an empty page. Every name between two names under a prefix is under it too.
     private func pageBounds(prefix: String, after: String?, limit: Int) throws -> (first: String, last: String, more: Bool)? {
-        let statement = try pageRows(prefix: prefix, after: after, limit: limit, columns: "name")
+        let statement = try rows.pageRows(prefix: prefix, after: after, limit: limit, columns: "name")
         defer { statement.reset() }
         var first: String?
         // The last name so far, as bytes: copied as the walk passes it, made a string once.
@@ -127,7 +127,7 @@ extension LocalBucket: UniformUpdates {
 }
 
 /// A page of a uniform update as the statements that write it see it, through their SQL functions:
-/// - `storesh_updates_row(<LiveRow.columns>)` is the condition of the statement over the page's names. It visits
+/// - `storesh_updates_row(<RowStore.LiveRow.columns>)` is the condition of the statement over the page's names. It visits
 ///   each row in byte order of the names and decides it as `updateMetadata` would: its checksum verified, picked
 ///   or not, one change time per row picked, the rewrite made from the row's bytes (`RowUpdate.rewrite`) or the
 ///   whole way (`wholeWrites`, written after). It is 1 for a row that statement writes: rewritten, its `born`
@@ -160,14 +160,14 @@ final class VisitedPage {
     }
 
     /// The condition of the statement that visits the page (?1 and ?2: its first and last names).
-    static let visiting = "name >= ?1 AND name <= ?2 AND \(visits)(\(LocalBucket.LiveRow.columns))"
+    static let visiting = "name >= ?1 AND name <= ?2 AND \(visits)(\(RowStore.LiveRow.columns))"
     /// A preview's statement: the visit alone, each row decided and none written.
     static let previewing = "SELECT count(*) FROM objects WHERE \(visiting)"
     /// The condition of the statement that writes the rows whose `born` changes.
     static let bornChanging = "name >= ?1 AND name <= ?2 AND \(picks)(id, checksum)"
 
     private let update: RowUpdate
-    private let epochs: LocalBucket.Epochs
+    private let epochs: RowStore.Epochs
     private let bucket: String
     private let clock: any StorageClock
     private let picking: (String) throws -> Bool
@@ -180,7 +180,7 @@ final class VisitedPage {
     /// Each picked row's outcome, in byte order of the names.
     @exclusivity(unchecked) private(set) var outcomes: [UniformUpdateOutcome] = []
     /// The rows that take the whole way, with what they become.
-    @exclusivity(unchecked) private(set) var wholeWrites: [(row: LocalBucket.LiveRow, next: ObjectMetadata)] = []
+    @exclusivity(unchecked) private(set) var wholeWrites: [(row: RowStore.LiveRow, next: ObjectMetadata)] = []
     /// A picked row failed its update: the page ends with it.
     @exclusivity(unchecked) private(set) var failed = false
     /// What stopped the visit, reported by the statement as a failure: a damaged row, a pick that threw.
@@ -197,7 +197,7 @@ final class VisitedPage {
     @exclusivity(unchecked) private var positions: [Int64: Int] = [:]
     @exclusivity(unchecked) private var indexed = 0
 
-    init(_ update: RowUpdate, epochs: LocalBucket.Epochs, bucket: String, clock: any StorageClock, picking: @escaping (String) throws -> Bool) {
+    init(_ update: RowUpdate, epochs: RowStore.Epochs, bucket: String, clock: any StorageClock, picking: @escaping (String) throws -> Bool) {
         self.update = update
         self.epochs = epochs
         self.bucket = bucket
@@ -257,7 +257,7 @@ final class VisitedPage {
             return !rewrite.bornChanges
         }
         // Decided now, so that a failure ends the page before a later row takes a change time.
-        let whole = try LocalBucket.LiveRow(row, bucket: bucket)
+        let whole = try RowStore.LiveRow(row, bucket: bucket)
         do throws(StorageError) {
             let next = try whole.metadata.applying(update.update, now: now)
             guard next.changed else {
@@ -312,7 +312,7 @@ final class VisitedPage {
     }
 }
 
-/// The columns of a row read by `LiveRow.columns`, by position.
+/// The columns of a row read by `RowStore.LiveRow.columns`, by position.
 enum RowColumns {
     static let name: Int32 = 0
     static let generation: Int32 = 1
@@ -328,7 +328,7 @@ enum RowColumns {
     static let born: Int32 = 14
     /// Cloud Storage's own fields (rule M9), NULL when none.
     static let service: Int32 = 15
-    /// After the version's columns (`StoredVersion.columnCount`), as `LiveRow` reads them.
+    /// After the version's columns (`StoredVersion.columnCount`), as `RowStore.LiveRow` reads them.
     static let checksum: Int32 = StoredVersion.columnCount
     static let id: Int32 = StoredVersion.columnCount + 1
     /// How many there are.

@@ -124,12 +124,12 @@ extension LocalBucket {
             try delete.step()
         }
         // Its Cloud Storage fields (a soft-deleted one's times among them) go in its row as they do in a live one's.
-        let version = StoredVersion(metadata, contentID: contentID, born: try epochs().current)
+        let version = StoredVersion(metadata, contentID: contentID, born: try rows.epochs().current)
         let insert = try connection.statement(softDeleted ? StoredVersion.insertSoftDeleted : StoredVersion.insertNoncurrent)
         defer { insert.reset() }
         version.bindKept(insert, died: died.microseconds)
         try insert.step()
-        if let existing { try releaseContent(existing.contentID, of: metadata.fullPath) }
+        if let existing { try rows.releaseContent(existing.contentID, of: metadata.fullPath) }
     }
 
     /// Removes every noncurrent and soft-deleted generation (a bucket emptied whole), a page at a time; answers how
@@ -201,19 +201,19 @@ extension LocalBucket {
     /// each with its content when nothing else keeps it; answers how many. The selection is read whole first, then
     /// reset (its bindings cleared), so that its rows are not deleted under it.
     func deleteKeptRows(_ selection: SQLiteStatement, from table: String) throws -> Int {
-        var rows: [(id: Int64, name: String, contentID: Int64)] = []
-        while try selection.step() { rows.append((selection.int64(0), selection.string(1) ?? "", selection.int64(2))) }
+        var found: [(id: Int64, name: String, contentID: Int64)] = []
+        while try selection.step() { found.append((selection.int64(0), selection.string(1) ?? "", selection.int64(2))) }
         selection.reset()
-        guard !rows.isEmpty else { return 0 }
+        guard !found.isEmpty else { return 0 }
         let delete = try connection.statement("DELETE FROM \(table) WHERE id = ?1")
         defer { delete.reset() }
-        for row in rows {
+        for row in found {
             delete.reset()
             delete.bind(1, row.id)
             try delete.step()
-            try releaseContent(row.contentID, of: row.name)
+            try rows.releaseContent(row.contentID, of: row.name)
         }
-        return rows.count
+        return found.count
     }
 
     func fetchSoftDeleted(_ name: String, generation: Int64) throws -> NoncurrentRow? {
@@ -232,7 +232,7 @@ extension LocalBucket {
 
     /// One generation of an object: the live row when it has that generation, else the noncurrent one.
     enum GenerationRow {
-        case live(LiveRow)
+        case live(RowStore.LiveRow)
         case noncurrent(NoncurrentRow)
 
         var metadata: ObjectMetadata {
@@ -251,7 +251,7 @@ extension LocalBucket {
     }
 
     func fetchGeneration(_ object: ObjectName, _ generation: Int64) throws -> GenerationRow {
-        if let live = try fetchRow(object.rawValue), live.version.generation == generation { return .live(live) }
+        if let live = try rows.fetchRow(object.rawValue), live.version.generation == generation { return .live(live) }
         if let kept = try fetchNoncurrent(object.rawValue, generation: generation) { return .noncurrent(kept) }
         throw StorageError(.objectNotFound, "No such object: \(name)/\(object.rawValue) (generation \(generation)).")
     }
@@ -271,7 +271,7 @@ extension LocalBucket {
         try read {
             let row = try fetchGeneration(object, generation)
             let range = try bytes(row.version.size)
-            try streamContent(of: row.version, range: range, piece)
+            try rows.streamContent(of: row.version, range: range, piece)
             return (row.metadata, range)
         }
     }
@@ -353,7 +353,7 @@ extension LocalBucket {
                         guard let soft = try fetchSoftDeleted(entry.name, generation: entry.generation) else { continue }
                         row = .noncurrent(soft)
                     default:
-                        guard let live = try fetchRow(entry.name) else { continue }
+                        guard let live = try rows.fetchRow(entry.name) else { continue }
                         row = .live(live)
                     }
                     page.items.append(entry.name)
@@ -413,7 +413,7 @@ extension LocalBucket: ObjectVersions {
             guard changed else { return UpdateResult(metadata: row.metadata, previous: row.metadata, changed: false) }
             switch row {
             case .live(let live):
-                try storeMetadata(next, over: live)
+                try rows.storeMetadata(next, over: live)
             case .noncurrent(let kept):
                 // A noncurrent generation is one row of its own: replaced whole, its content and deletion time kept.
                 let replace = try connection.statement("DELETE FROM noncurrent WHERE id = ?1")
@@ -447,7 +447,7 @@ extension LocalBucket: ObjectVersions {
                 defer { delete.reset() }
                 delete.bind(1, kept.id)
                 try delete.step()
-                if try !keepIfSoftDeleting(kept.version, at: now) { try releaseContent(kept.version.contentID, of: kept.version.name) }
+                if try !keepIfSoftDeleting(kept.version, at: now) { try rows.releaseContent(kept.version.contentID, of: kept.version.name) }
             }
         }
     }
@@ -461,14 +461,14 @@ extension LocalBucket: ObjectVersions {
             guard let soft = try fetchSoftDeleted(object.rawValue, generation: generation) else {
                 throw StorageError.noSoftDeletedGeneration(object.rawValue, generation, bucketURL: url)
             }
-            let existing = try fetchRow(object.rawValue)
+            let existing = try rows.fetchRow(object.rawValue)
             guard precondition.isSatisfied(by: existing?.metadata) else {
                 throw StorageError.preconditionFailed(object.rawValue, precondition, actual: existing?.metadata)
             }
             try refuseIfProtected(existing?.metadata, .overwritten)
             let now = options.clock.nextChangeTime()
             var restored = soft.metadata
-            restored.generation = try nextGeneration(now: now)
+            restored.generation = try rows.nextGeneration(now: now)
             restored.metageneration = 1
             restored.timeCreated = now
             restored.updated = now

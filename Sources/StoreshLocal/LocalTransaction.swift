@@ -36,13 +36,13 @@ final class LocalTransaction: BucketTransaction, BucketLayer, BucketFileTransact
     var asTransaction: (any BucketTransaction)? { self }
 
     func withSavepoint<Value>(_ body: () async throws -> Value) async throws -> Value {
-        try await engine.beginCommand()
+        try engine.beginCommand()
         do {
             let value = try await body()
-            try await engine.endCommand()
+            try engine.endCommand()
             return value
         } catch {
-            try? await engine.undoCommand()
+            try? engine.undoCommand()
             throw error
         }
     }

@@ -29,6 +29,19 @@ func openBucket(_ path: String, clockStart: Timestamp = t0, busyTimeout: Int32 =
 
 func objectName(_ text: String) -> ObjectName { try! ObjectName(text) }
 
+/// Runs `body` with the bucket file inside a transaction of `bucket` (the transaction's engine), then commits it, or
+/// rolls it back when `committing` is false.
+func inTransaction(
+    _ bucket: LocalBucket, forWriting: Bool = true, committing: Bool = true, _ body: (LocalBucket) async throws -> Void
+) async throws {
+    try await bucket.withTransaction(forWriting: forWriting) { transaction in
+        let file = try #require(transaction as? any BucketFileTransaction).file
+        #expect(await file.isInTransaction)
+        try await body(file)
+        return committing ? .commit(()) : .rollback(())
+    }
+}
+
 extension LocalBucket {
     func put(_ names: [String]) async throws {
         for object in names { _ = try await write(Data(object.utf8), to: objectName(object), options: WriteOptions()) }
@@ -264,31 +277,31 @@ struct LocalBucketDurabilityTests {
         let path = directory.file("tx.bucket")
         let bucket = try openBucket(path)
         try await bucket.put(["keep"])
-        try await bucket.beginTransaction(forWriting: true)
-        #expect(await bucket.isInTransaction)
-        try await bucket.put(["one", "two"])
-        try await bucket.delete(objectName("keep"))
-        try await bucket.rollbackTransaction()
+        try await inTransaction(bucket, committing: false) { file in
+            try await file.put(["one", "two"])
+            try await file.delete(objectName("keep"))
+        }
         #expect(await !bucket.isInTransaction)
         #expect(try await bucket.listAll(.root).items == ["keep"])
 
-        try await bucket.beginTransaction(forWriting: true)
-        try await bucket.put(["one", "two"])
-        // Another connection sees none of it before the commit.
-        #expect(try openBucket(path).objectCount() == 1)
-        try await bucket.commitTransaction()
+        try await inTransaction(bucket) { file in
+            try await file.put(["one", "two"])
+            // Another connection sees none of it before the commit, nor does the bucket's own.
+            #expect(try openBucket(path).objectCount() == 1)
+            #expect(try bucket.objectCount() == 1)
+        }
         #expect(try openBucket(path).objectCount() == 3)
     }
 
     @Test("a failed change inside a transaction leaves nothing, and the earlier changes stay")
     func failedChangeInTransaction() async throws {
         let bucket = try openBucket(directory.file("savepoint.bucket"))
-        try await bucket.beginTransaction(forWriting: true)
-        try await bucket.put(["first"])
-        let error = await storageError { try await bucket.delete(objectName("absent")) }
-        #expect(error?.code == .objectNotFound)
-        try await bucket.put(["second"])
-        try await bucket.commitTransaction()
+        try await inTransaction(bucket) { file in
+            try await file.put(["first"])
+            let error = await storageError { try await file.delete(objectName("absent")) }
+            #expect(error?.code == .objectNotFound)
+            try await file.put(["second"])
+        }
         #expect(try await bucket.listAll(.root).items == ["first", "second"])
     }
 
@@ -324,14 +337,14 @@ struct LocalBucketDurabilityTests {
         let path = directory.file("busy.bucket")
         let holder = try openBucket(path)
         let waiter = try openBucket(path, busyTimeout: 100)
-        try await holder.beginTransaction(forWriting: true)
-        try await holder.put(["held"])
-        let error = await storageError { try await waiter.put(["blocked"]) }
-        #expect(error?.code == .unavailable, "busy is retryable, not unknown")
-        #expect(error?.message.contains("is busy: another process is changing it") == true)
-        // Readers are not blocked by the writer (WAL) and see the last committed state.
-        #expect(try waiter.objectCount() == 0)
-        try await holder.commitTransaction()
+        try await inTransaction(holder) { file in
+            try await file.put(["held"])
+            let error = await storageError { try await waiter.put(["blocked"]) }
+            #expect(error?.code == .unavailable, "busy is retryable, not unknown")
+            #expect(error?.message.contains("is busy: another process is changing it") == true)
+            // Readers are not blocked by the writer (WAL) and see the last committed state.
+            #expect(try waiter.objectCount() == 0)
+        }
         try await waiter.put(["after"])
         #expect(try await waiter.listAll(.root).items == ["after", "held"])
         #expect(try waiter.integrityProblems() == [])
@@ -342,11 +355,11 @@ struct LocalBucketDurabilityTests {
         let path = directory.file("reader.bucket")
         let reader = try openBucket(path)
         let writer = try openBucket(path, busyTimeout: 100)
-        try await reader.beginTransaction(forWriting: false)
-        _ = try await reader.list(.root, options: ListOptions())
-        try await writer.put(["while-reading"])
-        #expect(try await reader.list(.root, options: ListOptions()).items == [], "the reader keeps its snapshot")
-        try await reader.commitTransaction()
+        try await inTransaction(reader, forWriting: false) { file in
+            _ = try await file.list(.root, options: ListOptions())
+            try await writer.put(["while-reading"])
+            #expect(try await file.list(.root, options: ListOptions()).items == [], "the reader keeps its snapshot")
+        }
         #expect(try await reader.list(.root, options: ListOptions()).items == ["while-reading"])
     }
 

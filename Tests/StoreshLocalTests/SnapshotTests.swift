@@ -101,10 +101,10 @@ struct SnapshotTests {
     func rolledBack() async throws {
         let bucket = try openBucket(directory.file("r.bucket"))
         try await bucket.put(["a"])
-        try await bucket.beginTransaction(forWriting: true)
-        _ = try bucket.saveSnapshotNow(named: "s")
-        try await update(bucket, "a", ["contentType": "x/y"])
-        try await bucket.rollbackTransaction()
+        try await inTransaction(bucket, committing: false) { file in
+            _ = try file.saveSnapshotNow(named: "s")
+            try await update(file, "a", ["contentType": "x/y"])
+        }
         #expect(try bucket.allSnapshots() == [])
         try await update(bucket, "a", ["contentType": "x/z"])
         let report = try bucket.verify()
