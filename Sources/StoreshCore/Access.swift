@@ -123,7 +123,8 @@ public struct AccessDecision: Sendable {
         if let grantedBy {
             return "allowed \(target) by `\(grantedBy.statement)` at \(grantedBy.origin):\(grantedBy.line)"
         }
-        return "denied \(target): " + (reasons.count == 1 ? reasons[0] : "no allow granted it:\n  " + reasons.joined(separator: "\n  "))
+        return "denied \(target): "
+            + (reasons.count == 1 ? reasons[0] : "no allow granted it:\n  " + reasons.joined(separator: "\n  "))
     }
 }
 

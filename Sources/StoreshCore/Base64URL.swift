@@ -32,7 +32,9 @@ public enum Hexadecimal {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(digits.count / 2)
         for index in stride(from: 0, to: digits.count, by: 2) {
-            guard let byte = UInt8(String(decoding: digits[index..<index + 2], as: UTF8.self), radix: 16) else { return nil }
+            guard let byte = UInt8(String(decoding: digits[index..<index + 2], as: UTF8.self), radix: 16) else {
+                return nil
+            }
             bytes.append(byte)
         }
         return bytes

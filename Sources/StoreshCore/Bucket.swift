@@ -37,7 +37,9 @@ public struct Precondition: Sendable, Equatable {
     /// longer the object's is refused, never acted on. Not part of what the condition asks (`==`).
     public var seen: ObjectMetadata?
 
-    public init(generation: Int64? = nil, metageneration: Int64? = nil, entityTag: String? = nil, seen: ObjectMetadata? = nil) {
+    public init(
+        generation: Int64? = nil, metageneration: Int64? = nil, entityTag: String? = nil, seen: ObjectMetadata? = nil
+    ) {
         self.generation = generation
         self.metageneration = metageneration
         self.entityTag = entityTag
@@ -115,10 +117,13 @@ public struct BucketCapabilities: OptionSet, Sendable, Hashable {
 
     /// Names for messages: "snapshots", "rules administration", ….
     public var names: [String] {
-        [(Self.transactions, "transactions"), (.snapshots, "snapshots"), (.rulesAdministration, "rules administration"),
-         (.archives, "archives"), (.integrityCheck, "integrity checks"), (.immediateReads, "immediate reads"),
-         (.bucketSettings, "settings kept in its file")]
-            .filter { contains($0.0) }.map(\.1)
+        [
+            (Self.transactions, "transactions"), (.snapshots, "snapshots"),
+            (.rulesAdministration, "rules administration"),
+            (.archives, "archives"), (.integrityCheck, "integrity checks"), (.immediateReads, "immediate reads"),
+            (.bucketSettings, "settings kept in its file"),
+        ]
+        .filter { contains($0.0) }.map(\.1)
     }
 }
 
@@ -212,24 +217,32 @@ public protocol Bucket: AnyObject, Sendable {
 
     /// Writes content, creating or replacing the object (rule M3), if the object satisfies `precondition`
     /// (`.doesNotExist` for a create).
-    func write(_ content: Data, to object: ObjectName, options: WriteOptions, precondition: Precondition)
+    func write(
+        _ content: Data, to object: ObjectName, options: WriteOptions, precondition: Precondition
+    )
         async throws -> ObjectMetadata
 
     /// Writes content read from `source` a piece at a time (a large file), as `write` does; no backend holds it
     /// whole.
-    func write(from source: any ContentSource, to object: ObjectName, options: WriteOptions, precondition: Precondition)
+    func write(
+        from source: any ContentSource, to object: ObjectName, options: WriteOptions, precondition: Precondition
+    )
         async throws -> ObjectMetadata
 
     /// Applies a partial update (rules M4–M7), if the object satisfies `precondition` (else
     /// precondition-failed, and nothing changes), so a read-modify-write cannot overwrite a concurrent change.
-    func updateMetadata(of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition)
+    func updateMetadata(
+        of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition
+    )
         async throws -> UpdateResult
 
     /// Makes the object's writable metadata `after`'s, if the object is still `before` (its generation and
     /// metageneration; else precondition-failed): how a planned change, or a change the rules layer decided, is
     /// applied (rule X2). `after` is stored as it is, not merged again; the bucket stamps its own metageneration and
     /// time on it. A remote bucket does it in one request.
-    func applyMetadata(of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata) async throws
+    func applyMetadata(
+        of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata
+    ) async throws
         -> ObjectMetadata
 
     /// Deletes the object if it satisfies `precondition`; object-not-found when absent.
@@ -373,16 +386,21 @@ extension Bucket {
 
     /// `applyMetadata` as an update guarded by `before`'s exact state: for a bucket whose update already takes a
     /// precondition in the same step (a local one, a plan).
-    public func updateByPrecondition(of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata)
+    public func updateByPrecondition(
+        of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata
+    )
         async throws -> ObjectMetadata
     {
-        try await updateMetadata(of: object, MetadataUpdate(from: before, to: after), precondition: .matches(before)).metadata
+        try await updateMetadata(of: object, MetadataUpdate(from: before, to: after), precondition: .matches(before))
+            .metadata
     }
 
     /// An update as a remote bucket makes it (rules M4–M6): read the object, check `precondition` against it, merge
     /// the update, and send the result with `applyMetadata`, itself guarded by the state read, so that a
     /// read-modify-write never overwrites a concurrent change. An update that would change nothing sends nothing.
-    public func updateByReadingThenApplying(of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition)
+    public func updateByReadingThenApplying(
+        of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition
+    )
         async throws -> UpdateResult
     {
         let before = try await metadata(of: object)
@@ -396,14 +414,18 @@ extension Bucket {
     }
 
     /// An update with a precondition on the metageneration only (or none).
-    public func updateMetadata(of object: ObjectName, _ update: MetadataUpdate, ifMetagenerationMatch: Int64? = nil)
+    public func updateMetadata(
+        of object: ObjectName, _ update: MetadataUpdate, ifMetagenerationMatch: Int64? = nil
+    )
         async throws -> UpdateResult
     {
         try await updateMetadata(of: object, update, precondition: Precondition(metageneration: ifMetagenerationMatch))
     }
 
     /// A write whatever is there.
-    public func write(_ content: Data, to object: ObjectName, options: WriteOptions = WriteOptions()) async throws
+    public func write(
+        _ content: Data, to object: ObjectName, options: WriteOptions = WriteOptions()
+    ) async throws
         -> ObjectMetadata
     {
         try await write(content, to: object, options: options, precondition: .none)

@@ -8,7 +8,8 @@ public enum BucketNames {
     public static func problem(with name: String) -> String? {
         let bytes = Array(name.utf8)
         let isLetterOrDigit: (UInt8) -> Bool = { byte in
-            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
         }
         let allowed = bytes.allSatisfy { byte in
             isLetterOrDigit(byte) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".")
@@ -23,7 +24,9 @@ public enum BucketNames {
         if parts.contains(where: { $0.count > 63 || $0.isEmpty }) {
             return "each dot-separated part of a bucket name is 1 to 63 characters long."
         }
-        if parts.count == 4, parts.allSatisfy({ part in part.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) } }) {
+        if parts.count == 4,
+            parts.allSatisfy({ part in part.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) } })
+        {
             return "a bucket name is not an IP address in dotted-decimal form."
         }
         if bytes.starts(with: Array("goog".utf8)) { return "a bucket name does not begin with \"goog\"." }

@@ -144,7 +144,8 @@ extension BucketSettings {
         guard settings?.objectRetentionEnabled != true else { return }
         let which = object.map { " (\(MessageText.name($0)) was not given one)" } ?? ""
         throw .invalidArgument(
-            "Object retention is not enabled on this bucket\(which): a bucket made with enableObjectRetention=true takes one (rule M9). Nothing was changed.")
+            "Object retention is not enabled on this bucket\(which): a bucket made with enableObjectRetention=true takes one (rule M9). Nothing was changed."
+        )
     }
 }
 

@@ -113,7 +113,8 @@ public struct CloudStorageFields: Sendable, Equatable {
                 if flags & 256 != 0 { fields.acl = try reader.string() }
                 if flags & 512 != 0 {
                     guard let mode = ObjectRetention.Mode(rawValue: try reader.string()) else { return nil }
-                    fields.retention = ObjectRetention(mode: mode, retainUntilTime: Timestamp(microseconds: try reader.signed()))
+                    fields.retention = ObjectRetention(
+                        mode: mode, retainUntilTime: Timestamp(microseconds: try reader.signed()))
                 }
                 let count = try reader.unsigned()
                 // Bounded by the bytes: each context takes at least four.
@@ -142,7 +143,9 @@ extension CloudStorageFields {
         var members: [(String, JSONValue)] = []
         if let storageClass {
             members.append(("storageClass", .string(storageClass)))
-            if let timeStorageClassUpdated { members.append(("timeStorageClassUpdated", .string(timeStorageClassUpdated.rfc3339Microseconds))) }
+            if let timeStorageClassUpdated {
+                members.append(("timeStorageClassUpdated", .string(timeStorageClassUpdated.rfc3339Microseconds)))
+            }
         }
         return members + jsonMembers
     }
@@ -160,20 +163,32 @@ extension CloudStorageFields {
         if let componentCount { members.append(("componentCount", .integer(componentCount))) }
         if !contexts.isEmpty {
             let custom = contexts.sortedByKeyBytes.map { key, context -> (String, JSONValue) in
-                (key, .object([
-                    ("value", .string(context.value)), ("createTime", .string(context.createTime.rfc3339Microseconds)),
-                    ("updateTime", .string(context.updateTime.rfc3339Microseconds)),
-                ]))
+                (
+                    key,
+                    .object([
+                        ("value", .string(context.value)),
+                        ("createTime", .string(context.createTime.rfc3339Microseconds)),
+                        ("updateTime", .string(context.updateTime.rfc3339Microseconds)),
+                    ])
+                )
             }
             members.append(("contexts", .object([("custom", .object(custom))])))
         }
-        if let acl, let list = try? JSONDecoder().decode(JSONValue.self, from: Data(acl.utf8)) { members.append(("acl", list)) }
+        if let acl, let list = try? JSONDecoder().decode(JSONValue.self, from: Data(acl.utf8)) {
+            members.append(("acl", list))
+        }
         if let retention { members.append(("retention", retention.jsonValue)) }
-        if let retentionExpirationTime { members.append(("retentionExpirationTime", .string(retentionExpirationTime.rfc3339))) }
+        if let retentionExpirationTime {
+            members.append(("retentionExpirationTime", .string(retentionExpirationTime.rfc3339)))
+        }
         if let softDeleteTime { members.append(("softDeleteTime", .string(softDeleteTime.rfc3339))) }
         if let hardDeleteTime { members.append(("hardDeleteTime", .string(hardDeleteTime.rfc3339))) }
         if let customerKeySHA256 {
-            members.append(("customerEncryption", .object([("encryptionAlgorithm", .string("AES256")), ("keySha256", .string(customerKeySHA256))])))
+            members.append(
+                (
+                    "customerEncryption",
+                    .object([("encryptionAlgorithm", .string("AES256")), ("keySha256", .string(customerKeySHA256))])
+                ))
         }
         return members
     }
@@ -250,7 +265,8 @@ public struct CloudStorageFieldsUpdate: Sendable, Equatable {
     public init() {}
 
     public var isEmpty: Bool {
-        customTime == nil && temporaryHold == nil && eventBasedHold == nil && storageClass == nil && contexts.isEmpty && !clearsContexts
+        customTime == nil && temporaryHold == nil && eventBasedHold == nil && storageClass == nil && contexts.isEmpty
+            && !clearsContexts
             && acl == nil && retention == nil
     }
 
@@ -260,7 +276,8 @@ public struct CloudStorageFieldsUpdate: Sendable, Equatable {
         if let customTime {
             if let current = fields.customTime, customTime < current {
                 throw .invalidArgument(
-                    "customTime can only move forward: it is \(current.rfc3339), and \(customTime.rfc3339) is earlier. Nothing was changed.")
+                    "customTime can only move forward: it is \(current.rfc3339), and \(customTime.rfc3339) is earlier. Nothing was changed."
+                )
             }
             next.customTime = customTime
         }
@@ -291,16 +308,21 @@ public struct CloudStorageFieldsUpdate: Sendable, Equatable {
             }
         }
         let bytes = next.contexts.reduce(0) { $0 + $1.key.utf8.count + $1.value.value.utf8.count }
-        guard next.contexts.count <= CloudStorageFields.maximumContexts, bytes <= CloudStorageFields.maximumContextsBytes else {
+        guard next.contexts.count <= CloudStorageFields.maximumContexts,
+            bytes <= CloudStorageFields.maximumContextsBytes
+        else {
             throw .invalidArgument(
-                "An object has at most \(CloudStorageFields.maximumContexts) contexts of \(CloudStorageFields.maximumContextsBytes) bytes in all; this change would leave \(next.contexts.count) of \(bytes) bytes. Nothing was changed.")
+                "An object has at most \(CloudStorageFields.maximumContexts) contexts of \(CloudStorageFields.maximumContextsBytes) bytes in all; this change would leave \(next.contexts.count) of \(bytes) bytes. Nothing was changed."
+            )
         }
         return next
     }
 
     /// Whether a retention may become `new` (rule M9): a Locked one only lengthened and kept Locked; an Unlocked one
     /// shortened, removed or unlocked only by a request that overrides it.
-    static func checkRetention(from old: ObjectRetention?, to new: ObjectRetention?, overriding: Bool) throws(StorageError) {
+    static func checkRetention(
+        from old: ObjectRetention?, to new: ObjectRetention?, overriding: Bool
+    ) throws(StorageError) {
         guard let old, old != new else { return }
         let lengthens = new.map { $0.retainUntilTime >= old.retainUntilTime } ?? false
         switch old.mode {
@@ -308,13 +330,15 @@ public struct CloudStorageFieldsUpdate: Sendable, Equatable {
             guard let new, new.mode == .locked, lengthens else {
                 throw StorageError(
                     .unauthorized,
-                    "The object's retention is Locked until \(old.retainUntilTime.rfc3339): it can only be lengthened, never shortened, unlocked or removed (rule M9). Nothing was changed.")
+                    "The object's retention is Locked until \(old.retainUntilTime.rfc3339): it can only be lengthened, never shortened, unlocked or removed (rule M9). Nothing was changed."
+                )
             }
         case .unlocked:
             if !lengthens && !overriding {
                 throw StorageError(
                     .unauthorized,
-                    "The object's retention lasts until \(old.retainUntilTime.rfc3339): shortening or removing it needs overrideUnlockedRetention (rule M9). Nothing was changed.")
+                    "The object's retention lasts until \(old.retainUntilTime.rfc3339): shortening or removing it needs overrideUnlockedRetention (rule M9). Nothing was changed."
+                )
             }
         }
     }

@@ -85,7 +85,8 @@ public struct CloudStorageFieldsDocument: Decodable, Sendable {
                 let changed = context.updateTime.flatMap(Timestamp.init(rfc3339:))
             else {
                 throw .invalidArgument(
-                    "\"contexts\": the context \"\(MessageText.oneLine(key))\" must have a \"value\", a \"createTime\" and an \"updateTime\" (RFC 3339 times).")
+                    "\"contexts\": the context \"\(MessageText.oneLine(key))\" must have a \"value\", a \"createTime\" and an \"updateTime\" (RFC 3339 times)."
+                )
             }
             fields.contexts[key] = ObjectContext(value: value, createTime: created, updateTime: changed)
         }

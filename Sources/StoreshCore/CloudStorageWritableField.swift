@@ -48,8 +48,10 @@ public enum CloudStorageWritableField: Sendable, Equatable {
     /// Keys compare as their bytes (rule P7).
     public static func == (a: Self, b: Self) -> Bool {
         switch (a, b) {
-        case (.customTime, .customTime), (.temporaryHold, .temporaryHold), (.eventBasedHold, .eventBasedHold), (.storageClass, .storageClass),
-            (.retention, .retention): true
+        case (.customTime, .customTime), (.temporaryHold, .temporaryHold), (.eventBasedHold, .eventBasedHold),
+            (.storageClass, .storageClass),
+            (.retention, .retention):
+            true
         case (.context(let x), .context(let y)): NameBytes.sameBytes(x, y)
         default: false
         }
@@ -88,8 +90,11 @@ extension CloudStorageFields {
     /// Refuses a context the service would (rule M9): a key of 1 to 256 bytes without control characters, a value
     /// of at most 256 bytes.
     public static func validateContext(key: String, value: String?) throws(StorageError) {
-        guard !key.isEmpty, key.utf8.count <= maximumContextBytes, !key.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
-            throw .invalidArgument("A context key is 1 to \(maximumContextBytes) bytes, without control characters (rule M9).")
+        guard !key.isEmpty, key.utf8.count <= maximumContextBytes,
+            !key.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
+        else {
+            throw .invalidArgument(
+                "A context key is 1 to \(maximumContextBytes) bytes, without control characters (rule M9).")
         }
         if let value, value.utf8.count > maximumContextBytes {
             throw .invalidArgument("The value of context \(key) is longer than \(maximumContextBytes) bytes (rule M9).")
@@ -103,7 +108,8 @@ extension CloudStorageFieldsUpdate {
         switch field {
         case .customTime:
             guard let time = Timestamp(rfc3339: text) else {
-                throw .invalidArgument("customTime must be an RFC 3339 time such as 2026-01-31T12:00:00Z, not '\(text)' (rule M9).")
+                throw .invalidArgument(
+                    "customTime must be an RFC 3339 time such as 2026-01-31T12:00:00Z, not '\(text)' (rule M9).")
             }
             customTime = time
         case .temporaryHold, .eventBasedHold:
@@ -114,13 +120,15 @@ extension CloudStorageFieldsUpdate {
         case .storageClass:
             // Any service's class: the bucket refuses one its service does not have (`StorageClasses.check`).
             guard let name = StorageClasses.named(text) else {
-                throw .invalidArgument("storageClass is one of \(StorageClasses.allNamesDescribed), not '\(text)' (rule M9).")
+                throw .invalidArgument(
+                    "storageClass is one of \(StorageClasses.allNamesDescribed), not '\(text)' (rule M9).")
             }
             storageClass = name
         case .retention:
             guard let retention = ObjectRetention(text: text) else {
                 throw .invalidArgument(
-                    "retention is written MODE until TIME, the mode Unlocked or Locked and the time RFC 3339 (retention=\"Unlocked until 2030-01-01T00:00:00Z\"), not '\(text)' (rule M9).")
+                    "retention is written MODE until TIME, the mode Unlocked or Locked and the time RFC 3339 (retention=\"Unlocked until 2030-01-01T00:00:00Z\"), not '\(text)' (rule M9)."
+                )
             }
             self.retention = .some(retention)
             // Asked for by name: shortening an Unlocked retention is what the user wrote (the plan shows it).
@@ -139,7 +147,9 @@ extension CloudStorageFieldsUpdate {
         case .temporaryHold: temporaryHold = false
         case .eventBasedHold: eventBasedHold = false
         case .storageClass:
-            throw .invalidArgument("Every object has a storage class: set another (storageClass=STANDARD) instead of unsetting it (rule M9).")
+            throw .invalidArgument(
+                "Every object has a storage class: set another (storageClass=STANDARD) instead of unsetting it (rule M9)."
+            )
         case .retention:
             // Removing an Unlocked retention is what the user asked for by name; a Locked one is refused when applied.
             retention = .some(nil)
@@ -189,18 +199,22 @@ extension ObjectMetadata {
         var refusal: StorageError
         if cloudStorage.isHeld {
             let hold = cloudStorage.temporaryHold ? "a temporary hold" : "an event-based hold"
-            refusal = StorageError(.unauthorized, "Object \(name) is under \(hold) and cannot be \(change.rawValue) until the hold is removed.")
+            refusal = StorageError(
+                .unauthorized,
+                "Object \(name) is under \(hold) and cannot be \(change.rawValue) until the hold is removed.")
             refusal.keptBy = .hold
             return refusal
         }
         if let retention = cloudStorage.retention, now < retention.retainUntilTime {
             refusal = StorageError(
                 .unauthorized,
-                "Object \(name) is retained until \(retention.retainUntilTime.rfc3339) (\(retention.mode.rawValue)) and cannot be \(change.rawValue) before then.")
+                "Object \(name) is retained until \(retention.retainUntilTime.rfc3339) (\(retention.mode.rawValue)) and cannot be \(change.rawValue) before then."
+            )
         } else if let expiration = cloudStorage.retentionExpirationTime, now < expiration {
             refusal = StorageError(
                 .unauthorized,
-                "Object \(name) is kept by its bucket's retention policy until \(expiration.rfc3339) and cannot be \(change.rawValue) before then.")
+                "Object \(name) is kept by its bucket's retention policy until \(expiration.rfc3339) and cannot be \(change.rawValue) before then."
+            )
         } else {
             return nil
         }

@@ -86,7 +86,9 @@ extension ObjectMetadata {
     public var jsonDocument: JSONValue {
         var members: [(String, JSONValue)] = [("bucket", .string(bucket))]
         if hasGenerations {
-            members += [("generation", .string(String(generation))), ("metageneration", .string(String(metageneration)))]
+            members += [
+                ("generation", .string(String(generation))), ("metageneration", .string(String(metageneration))),
+            ]
         }
         if let entityTag { members.append(("etag", .string(entityTag))) }
         if let versionID { members.append(("versionId", .string(versionID))) }
@@ -103,7 +105,8 @@ extension ObjectMetadata {
             if let value = self[property] { members.append((property.rawValue, .string(value))) }
         }
         if !customMetadata.isEmpty {
-            members.append(("customMetadata", .object(customMetadata.sortedByKeyBytes.map { ($0.key, .string($0.value)) })))
+            members.append(
+                ("customMetadata", .object(customMetadata.sortedByKeyBytes.map { ($0.key, .string($0.value)) })))
         }
         // Cloud Storage's own fields (rule M9) and a noncurrent generation's deletion (B5), where there are any.
         members += cloudStorage.documentMembers
@@ -143,7 +146,10 @@ extension JSONValue {
         let underlying = (context.underlyingError as NSError?)?.userInfo[NSDebugDescriptionErrorKey] as? String
         var text = underlying ?? context.debugDescription
         if !context.codingPath.isEmpty, underlying == nil {
-            text += " (at " + context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".") + ")"
+            text +=
+                " (at "
+                + context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+                + ")"
         }
         while text.hasSuffix(".") { text.removeLast() }
         return text
@@ -222,7 +228,8 @@ extension JSONValue: Codable {
             while !items.isAtEnd { values.append(try items.decode(JSONValue.self)) }
             self = .array(values)
         } else {
-            throw DecodingError.dataCorruptedError(in: single, debugDescription: "a number with a fraction or out of 64 bits")
+            throw DecodingError.dataCorruptedError(
+                in: single, debugDescription: "a number with a fraction or out of 64 bits")
         }
     }
 

@@ -45,7 +45,10 @@ public struct ListPage: Sendable, Equatable {
     /// Each item's metadata, in the order of `items`, when the listing asked for it.
     public var itemMetadata: [ObjectMetadata]?
 
-    public init(prefixes: [String] = [], items: [String] = [], nextPageToken: String? = nil, itemMetadata: [ObjectMetadata]? = nil) {
+    public init(
+        prefixes: [String] = [], items: [String] = [], nextPageToken: String? = nil,
+        itemMetadata: [ObjectMetadata]? = nil
+    ) {
         self.prefixes = prefixes
         self.items = items
         self.nextPageToken = nextPageToken
@@ -180,7 +183,9 @@ public enum Lister {
         of reference: StoragePath, bucket: String, options: ListOptions, index: some ObjectNameIndex,
         tokens: some PageTokenFormat
     ) throws -> ListPage {
-        try page(prefix: reference.listingPrefix, delimited: true, view: .firebase, bucket: bucket, options: options, index: index, tokens: tokens)
+        try page(
+            prefix: reference.listingPrefix, delimited: true, view: .firebase, bucket: bucket, options: options,
+            index: index, tokens: tokens)
     }
 
     /// One page of a listing of the names that start with `prefix` (any string), collapsed at the next `/` when
@@ -190,7 +195,9 @@ public enum Lister {
         index: some ObjectNameIndex, tokens: some PageTokenFormat
     ) throws -> ListPage {
         let maxResults = try options.validatedMaxResults()
-        guard var bound = try startBound(prefix: prefix, bucket: bucket, options: options, tokens: tokens) else { return ListPage() }
+        guard var bound = try startBound(prefix: prefix, bucket: bucket, options: options, tokens: tokens) else {
+            return ListPage()
+        }
         var page = ListPage()
         var returned = 0
         var last: (kind: ListPosition.EntryKind, name: String)?
@@ -222,7 +229,9 @@ public enum Lister {
 
     /// Where a page starts (rule L10): after the page token's position, at `startOffset` when later; nil when every
     /// name with the prefix sorts before `startOffset` (an empty page). A token of another listing is refused.
-    public static func startBound(prefix: String, bucket: String, options: ListOptions, tokens: some PageTokenFormat) throws
+    public static func startBound(
+        prefix: String, bucket: String, options: ListOptions, tokens: some PageTokenFormat
+    ) throws
         -> NameBound?
     {
         var bound = NameBound.atOrAfter(prefix)

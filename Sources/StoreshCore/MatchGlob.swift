@@ -36,9 +36,13 @@ public struct MatchGlob: Sendable {
                 for index in expanded.indices { expanded[index].append(scalar) }
                 continue
             }
-            guard let close = scalars.firstIndex(of: "}") else { throw .invalidArgument("matchGlob '\(text)' has a { without its }.") }
+            guard let close = scalars.firstIndex(of: "}") else {
+                throw .invalidArgument("matchGlob '\(text)' has a { without its }.")
+            }
             let inside = scalars[..<close]
-            if inside.contains("{") { throw .invalidArgument("matchGlob '\(text)' nests braces, which Cloud Storage does not allow.") }
+            if inside.contains("{") {
+                throw .invalidArgument("matchGlob '\(text)' nests braces, which Cloud Storage does not allow.")
+            }
             let choices = inside.split(separator: ",", omittingEmptySubsequences: false)
             guard expanded.count * choices.count <= Self.maximumAlternatives else {
                 throw .invalidArgument("matchGlob '\(text)' makes more than \(Self.maximumAlternatives) alternatives.")
@@ -90,7 +94,10 @@ public struct MatchGlob: Sendable {
                     if index + 1 < scalars.count, scalars[index] == "-", scalars[index + 1] != "]" {
                         let upper = scalars[index + 1]
                         index += 2
-                        guard member <= upper else { throw .invalidArgument("matchGlob '\(glob)' has the range \(member)-\(upper), which is empty.") }
+                        guard member <= upper else {
+                            throw .invalidArgument(
+                                "matchGlob '\(glob)' has the range \(member)-\(upper), which is empty.")
+                        }
                         ranges.append(member...upper)
                     } else {
                         ranges.append(member...member)

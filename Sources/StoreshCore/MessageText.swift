@@ -61,7 +61,9 @@ public enum MessageText {
             // A run of escapes, decoded together: a character's UTF-8 bytes are several escapes.
             var run: [UInt8] = []
             var end = index
-            while end + 2 < bytes.count, bytes[end] == UInt8(ascii: "%"), let high = hex(bytes[end + 1]), let low = hex(bytes[end + 2]) {
+            while end + 2 < bytes.count, bytes[end] == UInt8(ascii: "%"), let high = hex(bytes[end + 1]),
+                let low = hex(bytes[end + 2])
+            {
                 run.append(high << 4 | low)
                 end += 3
             }
@@ -74,8 +76,11 @@ public enum MessageText {
             var position = 0
             while position < run.count {
                 let lead = run[position]
-                let length = lead < 0x80 ? 1 : lead >> 5 == 0b110 ? 2 : lead >> 4 == 0b1110 ? 3 : lead >> 3 == 0b11110 ? 4 : 1
-                let character = position + length <= run.count ? String(validating: run[position..<(position + length)], as: UTF8.self) : nil
+                let length =
+                    lead < 0x80 ? 1 : lead >> 5 == 0b110 ? 2 : lead >> 4 == 0b1110 ? 3 : lead >> 3 == 0b11110 ? 4 : 1
+                let character =
+                    position + length <= run.count
+                    ? String(validating: run[position..<(position + length)], as: UTF8.self) : nil
                 if let character, let scalar = character.unicodeScalars.first, Self.readsAsItself(scalar) {
                     output += run[position..<(position + length)]
                     decodedAny = true
@@ -95,10 +100,13 @@ public enum MessageText {
     /// Whether a decoded character can stand in a log line for itself (see `readableTarget`).
     private static func readsAsItself(_ scalar: Unicode.Scalar) -> Bool {
         if scalar.isASCII {
-            return scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || "/-._~!$'()*,;:@".unicodeScalars.contains(scalar)
+            return scalar.properties.isAlphabetic || ("0"..."9").contains(scalar)
+                || "/-._~!$'()*,;:@".unicodeScalars.contains(scalar)
         }
         switch scalar.properties.generalCategory {
-        case .control, .format, .spaceSeparator, .lineSeparator, .paragraphSeparator, .surrogate, .privateUse, .unassigned: return false
+        case .control, .format, .spaceSeparator, .lineSeparator, .paragraphSeparator, .surrogate, .privateUse,
+            .unassigned:
+            return false
         default: return true
         }
     }
@@ -119,7 +127,9 @@ public enum MessageText {
     }
 
     /// `1 object`, `2 objects`, `4,812 objects`.
-    public static func counted(_ count: Int, _ noun: String) -> String { "\(grouped(count)) \(noun)\(count == 1 ? "" : "s")" }
+    public static func counted(_ count: Int, _ noun: String) -> String {
+        "\(grouped(count)) \(noun)\(count == 1 ? "" : "s")"
+    }
 
     /// `1 prefix`, `2 prefixes`: a noun whose plural is not its singular and an s.
     public static func counted(_ count: Int, _ singular: String, _ plural: String) -> String {

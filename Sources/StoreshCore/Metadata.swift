@@ -69,7 +69,8 @@ public struct ObjectMetadata: Sendable, Equatable {
         bucket: String, fullPath: String, generation: Int64, metageneration: Int64, size: Int64,
         timeCreated: Timestamp, updated: Timestamp, md5Hash: String, cacheControl: String? = nil,
         contentDisposition: String? = nil, contentEncoding: String? = nil, contentLanguage: String? = nil,
-        contentType: String? = nil, customMetadata: [String: String] = [:], entityTag: String? = nil, versionID: String? = nil,
+        contentType: String? = nil, customMetadata: [String: String] = [:], entityTag: String? = nil,
+        versionID: String? = nil,
         crc32c: String? = nil, timeDeleted: Timestamp? = nil
     ) {
         self.bucket = bucket
@@ -161,7 +162,8 @@ public struct ObjectMetadata: Sendable, Equatable {
     /// is guessed from the name's extension.
     public static func newObject(
         bucket: String, name: ObjectName, content: some Collection<UInt8>, generation: Int64, now: Timestamp,
-        properties: [WritableProperty: String] = [:], customMetadata: [String: String] = [:], guessingContentType: Bool = true
+        properties: [WritableProperty: String] = [:], customMetadata: [String: String] = [:],
+        guessingContentType: Bool = true
     ) -> ObjectMetadata {
         newObject(
             bucket: bucket, name: name, size: Int64(content.count), md5Hash: ContentHash.md5Base64(content),
@@ -178,7 +180,8 @@ public struct ObjectMetadata: Sendable, Equatable {
     ) -> ObjectMetadata {
         var metadata = ObjectMetadata(
             bucket: bucket, fullPath: name.rawValue, generation: generation, metageneration: 1,
-            size: size, timeCreated: now, updated: now, md5Hash: md5Hash, customMetadata: customMetadata, crc32c: crc32c)
+            size: size, timeCreated: now, updated: now, md5Hash: md5Hash, customMetadata: customMetadata, crc32c: crc32c
+        )
         for (property, value) in properties { metadata[property] = value }
         if metadata.contentType == nil && guessingContentType {
             metadata.contentType = ContentType.guess(forName: name.rawValue)
@@ -188,7 +191,9 @@ public struct ObjectMetadata: Sendable, Equatable {
 
     /// The result of an update (rules M4–M6): the new metadata, and whether anything changed.
     /// A change increments metageneration and sets `updated` to `now`; no change leaves everything as it was.
-    public func applying(_ update: MetadataUpdate, now: Timestamp) throws(StorageError) -> (
+    public func applying(
+        _ update: MetadataUpdate, now: Timestamp
+    ) throws(StorageError) -> (
         metadata: ObjectMetadata, changed: Bool
     ) {
         var next = self
@@ -211,7 +216,9 @@ public struct ObjectMetadata: Sendable, Equatable {
     /// `self` with the writable metadata of `other` (rule M1's writable properties and the custom map, as they
     /// are), as a change at `now`: how a bucket stores a state decided or planned elsewhere (`applyMetadata`)
     /// without merging an update again.
-    public func replacingWritableMetadata(with other: ObjectMetadata, now: Timestamp) throws(StorageError) -> (
+    public func replacingWritableMetadata(
+        with other: ObjectMetadata, now: Timestamp
+    ) throws(StorageError) -> (
         metadata: ObjectMetadata, changed: Bool
     ) {
         var next = self
@@ -220,9 +227,11 @@ public struct ObjectMetadata: Sendable, Equatable {
         // A state without the custom time this object has (an undo, a restore) cannot be made: it is never removed.
         if let time = cloudStorage.customTime, other.cloudStorage.customTime == nil {
             throw .invalidArgument(
-                "customTime cannot be removed: once set, it only moves forward (it is \(time.rfc3339Microseconds); rule M9). Nothing was changed.")
+                "customTime cannot be removed: once set, it only moves forward (it is \(time.rfc3339Microseconds); rule M9). Nothing was changed."
+            )
         }
-        next.cloudStorage = try CloudStorageFieldsUpdate(from: cloudStorage, to: other.cloudStorage).applied(to: cloudStorage, now: now)
+        next.cloudStorage = try CloudStorageFieldsUpdate(from: cloudStorage, to: other.cloudStorage).applied(
+            to: cloudStorage, now: now)
         return try stamped(next, now: now)
     }
 
@@ -232,13 +241,18 @@ public struct ObjectMetadata: Sendable, Equatable {
     /// A change of storage class is a rewrite (rule M9): the object is written again, content and metadata, as a new
     /// generation made at `now` (metageneration 1). The generation here is larger than the object's; a bucket that
     /// gives its own replaces it.
-    private func stamped(_ next: ObjectMetadata, now: Timestamp) throws(StorageError) -> (metadata: ObjectMetadata, changed: Bool) {
+    private func stamped(
+        _ next: ObjectMetadata, now: Timestamp
+    ) throws(StorageError) -> (metadata: ObjectMetadata, changed: Bool) {
         try CustomMetadataLimits.validate(next.customMetadata)
         guard next != self else { return (self, false) }
         var next = next
         if rewrites(to: next) {
             let (following, overflow) = generation.addingReportingOverflow(1)
-            guard !overflow else { throw .invalidArgument("Object \(MessageText.name(fullPath)) has the largest generation there is; it cannot be rewritten.") }
+            guard !overflow else {
+                throw .invalidArgument(
+                    "Object \(MessageText.name(fullPath)) has the largest generation there is; it cannot be rewritten.")
+            }
             next.generation = max(now.microseconds, following)
             next.metageneration = 1
             next.timeCreated = now
@@ -280,7 +294,9 @@ public struct MetadataUpdate: Sendable, Equatable {
         self.clearsCustomMetadata = clearsCustomMetadata
     }
 
-    public var isEmpty: Bool { properties.isEmpty && customMetadata.isEmpty && !clearsCustomMetadata && cloudStorage.isEmpty }
+    public var isEmpty: Bool {
+        properties.isEmpty && customMetadata.isEmpty && !clearsCustomMetadata && cloudStorage.isEmpty
+    }
 
     /// The update that makes `before`'s writable metadata `after`'s: each property and custom key that differs,
     /// set or unset (never a clearing of the whole map, so keys that did not change are not touched).
@@ -371,7 +387,8 @@ public enum MetadataKey: Sendable, Equatable {
         if let suggestion = Suggestion.nearest(to: key, among: candidates) {
             message += "; did you mean '\(suggestion)'?"
         } else {
-            message += "; writable properties are \(Self.writableNames.joined(separator: ", ")), custom.NAME and context.KEY."
+            message +=
+                "; writable properties are \(Self.writableNames.joined(separator: ", ")), custom.NAME and context.KEY."
         }
         throw .invalidArgument(message + " (rule M7)")
     }
@@ -390,7 +407,8 @@ public enum CustomMetadataLimits {
         }
         if total > maximumBytes {
             throw .invalidArgument(
-                "Custom metadata would take \(total) bytes; keys and values together are limited to \(maximumBytes) bytes (rule M5).")
+                "Custom metadata would take \(total) bytes; keys and values together are limited to \(maximumBytes) bytes (rule M5)."
+            )
         }
     }
 }
@@ -412,7 +430,8 @@ public struct PropertyDifference: Sendable, Hashable {
     }
 
     public static func == (lhs: Self, rhs: Self) -> Bool {
-        NameBytes.sameBytes(lhs.key, rhs.key) && NameBytes.sameBytes(lhs.old, rhs.old) && NameBytes.sameBytes(lhs.new, rhs.new)
+        NameBytes.sameBytes(lhs.key, rhs.key) && NameBytes.sameBytes(lhs.old, rhs.old)
+            && NameBytes.sameBytes(lhs.new, rhs.new)
     }
 
     public func hash(into hasher: inout Hasher) {
@@ -437,7 +456,8 @@ extension ObjectMetadata {
         let keys = Set(customMetadata.keys).union(other.customMetadata.keys)
             .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
         for key in keys where !NameBytes.sameBytes(customMetadata[key], other.customMetadata[key]) {
-            differences.append(PropertyDifference(key: "custom." + key, old: customMetadata[key], new: other.customMetadata[key]))
+            differences.append(
+                PropertyDifference(key: "custom." + key, old: customMetadata[key], new: other.customMetadata[key]))
         }
         // Cloud Storage's own writable fields (rule M9), after: an object written through Firebase has none, and
         // what a plan or a diff said of it before they were kept is said the same way.
@@ -447,7 +467,9 @@ extension ObjectMetadata {
         }
         for field in fields.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
             let (old, new) = (cloudStorage.text(of: field), other.cloudStorage.text(of: field))
-            if !NameBytes.sameBytes(old, new) { differences.append(PropertyDifference(key: field.key, old: old, new: new)) }
+            if !NameBytes.sameBytes(old, new) {
+                differences.append(PropertyDifference(key: field.key, old: old, new: new))
+            }
         }
         return differences
     }

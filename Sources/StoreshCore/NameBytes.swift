@@ -45,7 +45,9 @@ public enum NameBytes {
     public static func precedes(_ first: String, _ second: String) -> Bool {
         var first = first
         var second = second
-        return first.withUTF8 { a in second.withUTF8 { b in precedes(UnsafeRawBufferPointer(a), UnsafeRawBufferPointer(b)) } }
+        return first.withUTF8 { a in
+            second.withUTF8 { b in precedes(UnsafeRawBufferPointer(a), UnsafeRawBufferPointer(b)) }
+        }
     }
 
     /// Whether the bytes `first` come before `second` (rule L4's order).
@@ -60,7 +62,9 @@ public enum NameBytes {
     public static func starts(_ name: String, with prefix: String) -> Bool {
         var name = name
         var prefix = prefix
-        return name.withUTF8 { n in prefix.withUTF8 { p in starts(UnsafeRawBufferPointer(n), with: UnsafeRawBufferPointer(p)) } }
+        return name.withUTF8 { n in
+            prefix.withUTF8 { p in starts(UnsafeRawBufferPointer(n), with: UnsafeRawBufferPointer(p)) }
+        }
     }
 
     /// Whether a name's bytes start with `prefix`'s UTF-8.
@@ -71,7 +75,8 @@ public enum NameBytes {
 
     /// Whether `bytes` start with `prefix`.
     public static func starts(_ bytes: UnsafeRawBufferPointer, with prefix: UnsafeRawBufferPointer) -> Bool {
-        prefix.count <= bytes.count && (prefix.isEmpty || memcmp(bytes.baseAddress!, prefix.baseAddress!, prefix.count) == 0)
+        prefix.count <= bytes.count
+            && (prefix.isEmpty || memcmp(bytes.baseAddress!, prefix.baseAddress!, prefix.count) == 0)
     }
 
     /// Whether two strings hold the same bytes (unlike `==`, which equates canonically equivalent spellings).
@@ -80,12 +85,15 @@ public enum NameBytes {
         guard first.utf8.count == second.utf8.count else { return false }
         var first = first
         var second = second
-        return first.withUTF8 { a in second.withUTF8 { b in sameBytes(UnsafeRawBufferPointer(a), UnsafeRawBufferPointer(b)) } }
+        return first.withUTF8 { a in
+            second.withUTF8 { b in sameBytes(UnsafeRawBufferPointer(a), UnsafeRawBufferPointer(b)) }
+        }
     }
 
     /// Whether two runs of bytes are the same: lengths, then one `memcmp` (`elementsEqual` goes a byte at a time).
     public static func sameBytes(_ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer) -> Bool {
-        first.count == second.count && (first.isEmpty || memcmp(first.baseAddress!, second.baseAddress!, first.count) == 0)
+        first.count == second.count
+            && (first.isEmpty || memcmp(first.baseAddress!, second.baseAddress!, first.count) == 0)
     }
 
     /// Feeds `text`'s bytes to `hasher` (its length first, so that texts in a row cannot run into each other): the
@@ -146,7 +154,8 @@ extension NameBytes {
         output.reserveCapacity(text.utf8.count)
         for byte in text.utf8 {
             switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"),
                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
                 output.append(byte)
             case UInt8(ascii: "/") where keepingSlashes:

@@ -20,7 +20,8 @@ public struct ObjectContextFilter: Sendable, Equatable {
             rest = rest[rest.index(after: end)...]
             return inside
         }
-        let malformed = StorageError.invalidArgument("Invalid filter '\(text)': storesh serve filters listings by \(Self.forms).")
+        let malformed = StorageError.invalidArgument(
+            "Invalid filter '\(text)': storesh serve filters listings by \(Self.forms).")
         guard rest.hasPrefix("contexts.") else { throw malformed }
         rest = rest.dropFirst("contexts.".count)
         guard let key = quoted(), !key.isEmpty else { throw malformed }

@@ -11,7 +11,10 @@ public protocol ObjectMoves: AnyObject, Sendable {
     /// soft-deleted generation (as on the service: a move is a rename); an object the destination replaces is kept as
     /// a write keeps it. A held or retained source cannot be deleted, nor a held or retained destination overwritten,
     /// so neither moves.
-    func move(_ source: ObjectName, to destination: ObjectName, sourcePrecondition: Precondition, destinationPrecondition: Precondition)
+    func move(
+        _ source: ObjectName, to destination: ObjectName, sourcePrecondition: Precondition,
+        destinationPrecondition: Precondition
+    )
         async throws -> ObjectMetadata
 }
 
@@ -35,7 +38,9 @@ extension ObjectMetadata {
 
     /// Refuses a move of `self` (the source) over `destination` (nil: none) at `now`, as the service refuses it: onto
     /// itself, or when a hold or a retention keeps the source from going or the destination from being replaced.
-    public func refuseMove(over destination: ObjectMetadata?, named destinationName: ObjectName, now: Timestamp) throws(StorageError) {
+    public func refuseMove(
+        over destination: ObjectMetadata?, named destinationName: ObjectName, now: Timestamp
+    ) throws(StorageError) {
         guard !NameBytes.sameBytes(fullPath, destinationName.rawValue) else {
             throw .invalidArgument("\(MessageText.name(fullPath)) cannot be moved onto itself.")
         }

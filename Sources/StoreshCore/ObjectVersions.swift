@@ -16,10 +16,14 @@ public protocol ObjectVersions: AnyObject, Sendable {
     func metadata(of object: ObjectName, generation: ObjectGeneration) async throws -> ObjectMetadata
 
     /// Streams the content of generation `generation` into `sink` and answers its metadata.
-    func read(_ object: ObjectName, generation: ObjectGeneration, into sink: any ContentSink) async throws -> ObjectMetadata
+    func read(
+        _ object: ObjectName, generation: ObjectGeneration, into sink: any ContentSink
+    ) async throws -> ObjectMetadata
 
     /// Updates the metadata of one generation, live or noncurrent, if it satisfies `precondition` (rules M4–M6).
-    func updateMetadata(of object: ObjectName, generation: ObjectGeneration, _ update: MetadataUpdate, precondition: Precondition)
+    func updateMetadata(
+        of object: ObjectName, generation: ObjectGeneration, _ update: MetadataUpdate, precondition: Precondition
+    )
         async throws -> UpdateResult
 
     /// Deletes one generation for good, live or noncurrent, if it satisfies `precondition`: a live generation deleted
@@ -31,7 +35,9 @@ public protocol ObjectVersions: AnyObject, Sendable {
 
     /// Brings a soft-deleted generation back as the live object, a new generation (rule B6), if the live object (or
     /// its absence) satisfies `precondition`.
-    func restore(_ object: ObjectName, generation: ObjectGeneration, precondition: Precondition) async throws -> ObjectMetadata
+    func restore(
+        _ object: ObjectName, generation: ObjectGeneration, precondition: Precondition
+    ) async throws -> ObjectMetadata
 
     /// Whether the bucket keeps any noncurrent generation (a bucket that does is not empty).
     func hasNoncurrentGenerations() async throws -> Bool
@@ -44,7 +50,9 @@ public protocol ObjectVersions: AnyObject, Sendable {
     /// S3 lists a key's versions newest first), as the JSON API lists them with `versions=true`; with `softDeleted`,
     /// the soft-deleted generations instead (rule B6). With `delimited`, names past the next `/` collapse into
     /// prefixes (without their `/`). The page always carries each generation's metadata (`itemMetadata`).
-    func listGenerations(prefix: String, delimited: Bool, options: ListOptions, softDeleted: Bool) async throws -> ListPage
+    func listGenerations(
+        prefix: String, delimited: Bool, options: ListOptions, softDeleted: Bool
+    ) async throws -> ListPage
 }
 
 /// Which generation of an object (rules B5, B6): Cloud Storage's number (a bucket file's too), or an S3 version id
@@ -62,7 +70,9 @@ public enum ObjectGeneration: Hashable, Sendable, CustomStringConvertible {
 
     /// A whole number above zero, as Cloud Storage numbers generations; nil for any other text.
     public static func number(named text: String) -> ObjectGeneration? {
-        guard let number = Int64(text), number > 0, text.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else { return nil }
+        guard let number = Int64(text), number > 0, text.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else {
+            return nil
+        }
         return .number(number)
     }
 
@@ -72,7 +82,9 @@ public enum ObjectGeneration: Hashable, Sendable, CustomStringConvertible {
         switch self {
         case .number(let number): return number
         case .version(let id):
-            throw StorageError(.objectNotFound, "\(MessageText.name(object.rawValue))#\(id) names no generation: this bucket numbers its generations.")
+            throw StorageError(
+                .objectNotFound,
+                "\(MessageText.name(object.rawValue))#\(id) names no generation: this bucket numbers its generations.")
         }
     }
 }
@@ -84,7 +96,9 @@ extension ObjectVersions {
     public func listsNoncurrentGeneration() async throws -> Bool {
         var token: String?
         while true {
-            let page = try await listGenerations(prefix: "", delimited: false, options: ListOptions(maxResults: 1000, pageToken: token), softDeleted: false)
+            let page = try await listGenerations(
+                prefix: "", delimited: false, options: ListOptions(maxResults: 1000, pageToken: token),
+                softDeleted: false)
             if page.itemMetadata?.contains(where: { $0.timeDeleted != nil }) == true { return true }
             guard let next = page.nextPageToken, next != token else { return false }
             token = next
@@ -95,10 +109,13 @@ extension ObjectVersions {
     public func metadata(of object: ObjectName, generation: Int64) async throws -> ObjectMetadata {
         try await metadata(of: object, generation: .number(generation))
     }
-    public func read(_ object: ObjectName, generation: Int64, into sink: any ContentSink) async throws -> ObjectMetadata {
+    public func read(_ object: ObjectName, generation: Int64, into sink: any ContentSink) async throws -> ObjectMetadata
+    {
         try await read(object, generation: .number(generation), into: sink)
     }
-    public func updateMetadata(of object: ObjectName, generation: Int64, _ update: MetadataUpdate, precondition: Precondition)
+    public func updateMetadata(
+        of object: ObjectName, generation: Int64, _ update: MetadataUpdate, precondition: Precondition
+    )
         async throws -> UpdateResult
     {
         try await updateMetadata(of: object, generation: .number(generation), update, precondition: precondition)
@@ -109,7 +126,9 @@ extension ObjectVersions {
     public func softDeletedMetadata(of object: ObjectName, generation: Int64) async throws -> ObjectMetadata {
         try await softDeletedMetadata(of: object, generation: .number(generation))
     }
-    public func restore(_ object: ObjectName, generation: Int64, precondition: Precondition) async throws -> ObjectMetadata {
+    public func restore(
+        _ object: ObjectName, generation: Int64, precondition: Precondition
+    ) async throws -> ObjectMetadata {
         try await restore(object, generation: .number(generation), precondition: precondition)
     }
 }
@@ -137,15 +156,20 @@ public enum DeletionKeeping: Sendable, Equatable {
         let them = count == 1 ? "it" : "them"
         switch self {
         case .softDeleted(let seconds):
-            return "\(bucket) keeps deleted objects soft-deleted for \(MessageText.duration(seconds: seconds)): storesh undo JOURNAL (or restore NAME#GENERATION) brings \(them) back until then"
+            return
+                "\(bucket) keeps deleted objects soft-deleted for \(MessageText.duration(seconds: seconds)): storesh undo JOURNAL (or restore NAME#GENERATION) brings \(them) back until then"
         case .noncurrent:
-            return "\(bucket) keeps deleted objects as noncurrent generations (versioning is on): ls -a lists \(them), until deleted by number"
+            return
+                "\(bucket) keeps deleted objects as noncurrent generations (versioning is on): ls -a lists \(them), until deleted by number"
         case .noncurrentRestorable:
-            return "\(bucket) keeps deleted objects as noncurrent versions (versioning is on): storesh undo JOURNAL (or restore NAME#VERSIONID) copies \(them) back"
+            return
+                "\(bucket) keeps deleted objects as noncurrent versions (versioning is on): storesh undo JOURNAL (or restore NAME#VERSIONID) copies \(them) back"
         case .notKept:
-            return "\(count == 1 ? "this delete" : "these deletes") cannot be undone: \(bucket) keeps deleted objects neither soft-deleted (it has no soft delete policy) nor as noncurrent generations (versioning is off)"
+            return
+                "\(count == 1 ? "this delete" : "these deletes") cannot be undone: \(bucket) keeps deleted objects neither soft-deleted (it has no soft delete policy) nor as noncurrent generations (versioning is off)"
         case .unknown(let why):
-            return "whether \(bucket) keeps deleted objects (soft delete, versioning) is not known (\(why)): \(count == 1 ? "this delete" : "these deletes") may not be undoable"
+            return
+                "whether \(bucket) keeps deleted objects (soft delete, versioning) is not known (\(why)): \(count == 1 ? "this delete" : "these deletes") may not be undoable"
         }
     }
 

@@ -157,7 +157,8 @@ extension ObjectMetadata {
         self.init(
             bucket: try reader.string(), fullPath: try reader.string(), generation: try reader.signed(),
             metageneration: try reader.signed(), size: try reader.signed(),
-            timeCreated: Timestamp(microseconds: try reader.signed()), updated: Timestamp(microseconds: try reader.signed()),
+            timeCreated: Timestamp(microseconds: try reader.signed()),
+            updated: Timestamp(microseconds: try reader.signed()),
             md5Hash: try reader.string())
         for property in WritableProperty.allCases { self[property] = try reader.optionalString() }
         let count = try reader.unsigned()
@@ -175,7 +176,8 @@ extension ObjectMetadata {
         case 1: timeDeleted = Timestamp(microseconds: try reader.signed())
         default: throw PackedReader.Malformed()
         }
-        guard let fields = CloudStorageFields(packed: UnsafeRawBufferPointer(try reader.stringBytes())), reader.isAtEnd else {
+        guard let fields = CloudStorageFields(packed: UnsafeRawBufferPointer(try reader.stringBytes())), reader.isAtEnd
+        else {
             throw PackedReader.Malformed()
         }
         cloudStorage = fields
@@ -187,6 +189,8 @@ extension Array where Element == UInt8 {
     /// bulk edit copies every name and custom map it writes.)
     @inlinable
     public mutating func append(bytes raw: UnsafeRawBufferPointer) {
-        append(contentsOf: UnsafeBufferPointer(start: raw.baseAddress?.assumingMemoryBound(to: UInt8.self), count: raw.count))
+        append(
+            contentsOf: UnsafeBufferPointer(
+                start: raw.baseAddress?.assumingMemoryBound(to: UInt8.self), count: raw.count))
     }
 }

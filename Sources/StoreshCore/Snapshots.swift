@@ -23,7 +23,8 @@ public struct SnapshotInfo: Sendable, Equatable {
             first != UInt8(ascii: "."), first != UInt8(ascii: "_"), first != UInt8(ascii: "-")
         else {
             throw .invalidArgument(
-                "\(MessageText.oneLine(name).debugDescription) is not a snapshot name: use 1 to 100 letters, digits, '.', '_' or '-', starting with a letter or digit.")
+                "\(MessageText.oneLine(name).debugDescription) is not a snapshot name: use 1 to 100 letters, digits, '.', '_' or '-', starting with a letter or digit."
+            )
         }
     }
 }
@@ -32,7 +33,8 @@ extension SnapshotInfo {
     /// A save under the name of an existing snapshot.
     public static func nameTaken(_ existing: SnapshotInfo) -> StorageError {
         .invalidArgument(
-            "A snapshot named \(existing.name) already exists (taken \(existing.created.rfc3339)); choose another name, or `snapshot rm \(existing.name)` first.")
+            "A snapshot named \(existing.name) already exists (taken \(existing.created.rfc3339)); choose another name, or `snapshot rm \(existing.name)` first."
+        )
     }
 }
 
@@ -76,7 +78,8 @@ public struct ObjectChange: Sendable, Equatable {
         case (let old?, let new?):
             var differences: [PropertyDifference] = []
             if old.generation != new.generation {
-                differences.append(PropertyDifference(key: "generation", old: String(old.generation), new: String(new.generation)))
+                differences.append(
+                    PropertyDifference(key: "generation", old: String(old.generation), new: String(new.generation)))
             }
             if old.size != new.size {
                 differences.append(PropertyDifference(key: "size", old: String(old.size), new: String(new.size)))
@@ -85,7 +88,8 @@ public struct ObjectChange: Sendable, Equatable {
                 differences.append(PropertyDifference(key: "md5Hash", old: old.md5Hash, new: new.md5Hash))
             }
             differences += old.differences(to: new)
-            return differences.isEmpty ? nil : ObjectChange(kind: .changed, name: new.fullPath, metadata: new, differences: differences)
+            return differences.isEmpty
+                ? nil : ObjectChange(kind: .changed, name: new.fullPath, metadata: new, differences: differences)
         }
     }
 }

@@ -9,12 +9,17 @@ public struct StorageClasses: Sendable, Equatable {
 
     public static let cloudStorage = StorageClasses(
         service: "Cloud Storage",
-        names: ["STANDARD", "NEARLINE", "COLDLINE", "ARCHIVE", "MULTI_REGIONAL", "REGIONAL", "DURABLE_REDUCED_AVAILABILITY"])
+        names: [
+            "STANDARD", "NEARLINE", "COLDLINE", "ARCHIVE", "MULTI_REGIONAL", "REGIONAL", "DURABLE_REDUCED_AVAILABILITY",
+        ])
     /// The classes a CopyObject may give an object in a general-purpose bucket (S3's `StorageClass` values less
     /// OUTPOSTS, SNOW and EXPRESS_ONEZONE, which belong to other kinds of bucket).
     public static let s3 = StorageClasses(
         service: "S3",
-        names: ["STANDARD", "STANDARD_IA", "ONEZONE_IA", "INTELLIGENT_TIERING", "GLACIER_IR", "GLACIER", "DEEP_ARCHIVE", "REDUCED_REDUNDANCY"])
+        names: [
+            "STANDARD", "STANDARD_IA", "ONEZONE_IA", "INTELLIGENT_TIERING", "GLACIER_IR", "GLACIER", "DEEP_ARCHIVE",
+            "REDUCED_REDUNDANCY",
+        ])
     /// A bucket whose API carries no storage class (the Firebase Storage API's v0).
     public static let none = StorageClasses(service: "the Firebase Storage API", names: [])
 
@@ -42,8 +47,11 @@ public struct StorageClasses: Sendable, Equatable {
         guard !names.isEmpty else {
             throw .invalidArgument("\(bucket): \(service) does not carry a storage class; nothing was changed.")
         }
-        let owner = Self.cloudStorage.contains(name) ? " (\(name) is Cloud Storage's)" : Self.s3.contains(name) ? " (\(name) is S3's)" : ""
+        let owner =
+            Self.cloudStorage.contains(name)
+            ? " (\(name) is Cloud Storage's)" : Self.s3.contains(name) ? " (\(name) is S3's)" : ""
         throw .invalidArgument(
-            "\(bucket) is on \(service), whose storage classes are \(names.joined(separator: ", "))\(owner); nothing was changed.")
+            "\(bucket) is on \(service), whose storage classes are \(names.joined(separator: ", "))\(owner); nothing was changed."
+        )
     }
 }

@@ -70,10 +70,12 @@ public struct StorageError: Error, Sendable, Equatable, CustomStringConvertible 
     }
 
     /// A restore of a generation the bucket does not keep soft-deleted (rule B6).
-    public static func noSoftDeletedGeneration(_ object: String, _ generation: Int64, bucketURL: String) -> StorageError {
+    public static func noSoftDeletedGeneration(_ object: String, _ generation: Int64, bucketURL: String) -> StorageError
+    {
         StorageError(
             .objectNotFound,
-            "\(bucketURL) keeps no soft-deleted generation \(generation) of \(MessageText.name(object)): restored already, gone for good, or never soft-deleted (ls --soft-deleted lists those it keeps).")
+            "\(bucketURL) keeps no soft-deleted generation \(generation) of \(MessageText.name(object)): restored already, gone for good, or never soft-deleted (ls --soft-deleted lists those it keeps)."
+        )
     }
 
     public static func bucketNotFound(_ bucket: String) -> StorageError {
@@ -101,16 +103,20 @@ public struct StorageError: Error, Sendable, Equatable, CustomStringConvertible 
     }
 
     /// The object is not in the state a change was computed from (rule G5's 412).
-    public static func preconditionFailed(_ path: String, _ precondition: Precondition, actual: ObjectMetadata?)
+    public static func preconditionFailed(
+        _ path: String, _ precondition: Precondition, actual: ObjectMetadata?
+    )
         -> StorageError
     {
         let state: String
         switch (precondition.generation, precondition.metageneration, actual) {
-        case (0?, _, let actual?): state = "it exists (generation \(actual.generation)), and the change was to create it"
+        case (0?, _, let actual?):
+            state = "it exists (generation \(actual.generation)), and the change was to create it"
         case (_, _, nil): state = "it no longer exists"
         case (let generation?, _, let actual?) where generation != actual.generation:
             state = "its generation is \(actual.generation), not \(generation)"
-        case (_, let metageneration?, let actual?): state = "its metageneration is \(actual.metageneration), not \(metageneration)"
+        case (_, let metageneration?, let actual?):
+            state = "its metageneration is \(actual.metageneration), not \(metageneration)"
         case (_, _, let actual?) where precondition.entityTag != nil && precondition.entityTag != actual.entityTag:
             state = "its ETag is \(actual.entityTag ?? "(none)"), not \(precondition.entityTag ?? "")"
         default: state = "it is not as expected"

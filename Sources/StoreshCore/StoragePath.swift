@@ -66,7 +66,9 @@ public struct StoragePath: ByteOrderedName, Sendable, CustomStringConvertible {
     /// - `/x` and `gs://BUCKET/x` are absolute; anything else is relative to `current`.
     /// - `.` is the current reference and `..` its parent; `..` at the root stays at the root.
     /// - `gs://OTHER/…` is `bucket-mismatch`.
-    public static func resolve(_ input: String, from current: StoragePath, bucket: String, scheme: String = "gs")
+    public static func resolve(
+        _ input: String, from current: StoragePath, bucket: String, scheme: String = "gs"
+    )
         throws(StorageError) -> StoragePath
     {
         var base = current
@@ -114,7 +116,8 @@ public struct ObjectName: ByteOrderedName, Sendable, CustomStringConvertible {
         }
         if byteCount > Self.maximumByteCount {
             throw .invalidArgument(
-                "Object name is \(byteCount) bytes long; names are at most \(Self.maximumByteCount) bytes of UTF-8 (rule P5).")
+                "Object name is \(byteCount) bytes long; names are at most \(Self.maximumByteCount) bytes of UTF-8 (rule P5)."
+            )
         }
         if rawValue.utf8.contains(where: { $0 == 0x0A || $0 == 0x0D }) {
             throw .invalidArgument(
@@ -134,11 +137,13 @@ public struct ObjectName: ByteOrderedName, Sendable, CustomStringConvertible {
     /// read, listed and deleted; only writing one is refused.
     public func checkNewObjectName() throws(StorageError) {
         if rawValue == "." || rawValue == ".." {
-            throw .invalidArgument("An object cannot be named exactly '\(rawValue)' (rule P7): Cloud Storage refuses it.")
+            throw .invalidArgument(
+                "An object cannot be named exactly '\(rawValue)' (rule P7): Cloud Storage refuses it.")
         }
         if rawValue.utf8.starts(with: "/.well-known/acme-challenge/".utf8.dropFirst()) {
             throw .invalidArgument(
-                "Object names cannot start with '.well-known/acme-challenge/' (rule P7): Cloud Storage keeps them for domain verification.")
+                "Object names cannot start with '.well-known/acme-challenge/' (rule P7): Cloud Storage keeps them for domain verification."
+            )
         }
     }
 

@@ -21,7 +21,9 @@ public struct StoredListingPage: Sendable {
 public protocol StoredListingSource: Sendable {
     /// Up to `maxResults` entries (prefixes and items together) of the names that start with `prefix`, at or
     /// after `startOffset`, or where `continuation` (the service's own, from the page before) says.
-    func storedPage(prefix: String, startOffset: String?, continuation: String?, maxResults: Int) async throws
+    func storedPage(
+        prefix: String, startOffset: String?, continuation: String?, maxResults: Int
+    ) async throws
         -> StoredListingPage
 }
 
@@ -37,16 +39,22 @@ extension Lister {
     /// gives the right pages (more slowly).
     /// What a page's first request to the stored listing asks (`storedPage`'s start and size), as `page` asks it:
     /// `explain` shows it. Nil when the page is empty without a request.
-    public static func firstStoredRequest(prefix: String, bucket: String, options: ListOptions, tokens: some PageTokenFormat)
+    public static func firstStoredRequest(
+        prefix: String, bucket: String, options: ListOptions, tokens: some PageTokenFormat
+    )
         throws -> (startOffset: String?, maxResults: Int)?
     {
-        guard let bound = try startBound(prefix: prefix, bucket: bucket, options: options, tokens: tokens) else { return nil }
+        guard let bound = try startBound(prefix: prefix, bucket: bucket, options: options, tokens: tokens) else {
+            return nil
+        }
         return storedRequest(prefix: prefix, from: bound, pageSize: try options.validatedMaxResults(), held: 0)
     }
 
     /// A request to the stored listing: from the page's start, for the entries the page still lacks and one more
     /// (to know whether the page is the last).
-    static func storedRequest(prefix: String, from bound: NameBound, pageSize: Int, held: Int) -> (startOffset: String?, maxResults: Int) {
+    static func storedRequest(
+        prefix: String, from bound: NameBound, pageSize: Int, held: Int
+    ) -> (startOffset: String?, maxResults: Int) {
         (bound.name == prefix ? nil : bound.name, min(ListOptions.maximumResults, pageSize - held + 1))
     }
 
@@ -56,7 +64,9 @@ extension Lister {
     ) async throws -> ListPage {
         let prefix = reference.listingPrefix
         let maxResults = try options.validatedMaxResults()
-        guard let bound = try startBound(prefix: prefix, bucket: bucket, options: options, tokens: tokens) else { return ListPage() }
+        guard let bound = try startBound(prefix: prefix, bucket: bucket, options: options, tokens: tokens) else {
+            return ListPage()
+        }
         var page = ListPage()
         var metadata: [ObjectMetadata] = []
         var last: (kind: ListPosition.EntryKind, name: String)?
@@ -66,14 +76,18 @@ extension Lister {
             let request = storedRequest(
                 prefix: prefix, from: bound, pageSize: maxResults, held: page.prefixes.count + page.items.count)
             let stored = try await source.storedPage(
-                prefix: prefix, startOffset: request.startOffset, continuation: continuation, maxResults: request.maxResults)
+                prefix: prefix, startOffset: request.startOffset, continuation: continuation,
+                maxResults: request.maxResults)
             for entry in merged(stored) {
                 guard bound.admits(entry.kind, entry.name) else { continue }
-                if let end = options.endOffset, !entry.name.utf8.lexicographicallyPrecedes(end.utf8) { return finished(page, metadata, options) }
+                if let end = options.endOffset, !entry.name.utf8.lexicographicallyPrecedes(end.utf8) {
+                    return finished(page, metadata, options)
+                }
                 guard isShown((entry.kind, entry.name)) else { continue }
                 if page.prefixes.count + page.items.count == maxResults, let last {
                     page.nextPageToken = tokens.token(
-                        for: ListPosition(prefix: prefix, lastEntryKind: last.kind, lastEntry: last.name), bucket: bucket)
+                        for: ListPosition(prefix: prefix, lastEntryKind: last.kind, lastEntry: last.name),
+                        bucket: bucket)
                     return finished(page, metadata, options)
                 }
                 switch entry.kind {
@@ -87,7 +101,8 @@ extension Lister {
             }
             guard let next = stored.continuation else { return finished(page, metadata, options) }
             guard next != continuation else {
-                throw StorageError.internalError("The service gave the same continuation twice while listing \(prefix); the listing stopped.")
+                throw StorageError.internalError(
+                    "The service gave the same continuation twice while listing \(prefix); the listing stopped.")
             }
             continuation = next
         }
@@ -100,8 +115,12 @@ extension Lister {
     }
 
     /// A stored page's prefixes and items in one byte order (a page covers one range of names).
-    private static func merged(_ page: StoredListingPage) -> [(kind: ListPosition.EntryKind, name: String, metadata: ObjectMetadata?)] {
-        var entries = page.prefixes.map { (kind: ListPosition.EntryKind.prefix, name: $0, metadata: ObjectMetadata?.none) }
+    private static func merged(
+        _ page: StoredListingPage
+    ) -> [(kind: ListPosition.EntryKind, name: String, metadata: ObjectMetadata?)] {
+        var entries = page.prefixes.map {
+            (kind: ListPosition.EntryKind.prefix, name: $0, metadata: ObjectMetadata?.none)
+        }
         entries += page.items.map { (kind: .item, name: $0.fullPath, metadata: $0) }
         return entries.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
     }
@@ -136,7 +155,9 @@ public struct EitherPageTokens: PageTokenFormat {
         self.second = second
     }
 
-    public func token(for position: ListPosition, bucket: String) -> String { first.token(for: position, bucket: bucket) }
+    public func token(for position: ListPosition, bucket: String) -> String {
+        first.token(for: position, bucket: bucket)
+    }
 
     public func position(decoding token: String, bucket: String, prefix: String) throws(StorageError) -> ListPosition {
         do {
@@ -166,13 +187,16 @@ public struct PositionPageTokens: PageTokenFormat {
     /// `BUCKET \0 KIND \0 N \0 PREFIX LAST`: the prefix's length in bytes says where the last entry starts, so that
     /// names holding NUL (which Cloud Storage allows) cannot be mistaken for a separator.
     public func token(for position: ListPosition, bucket: String) -> String {
-        let head = [bucket, String(position.lastEntryKind.rawValue), String(position.prefix.utf8.count), ""].joined(separator: "\u{0}")
+        let head = [bucket, String(position.lastEntryKind.rawValue), String(position.prefix.utf8.count), ""].joined(
+            separator: "\u{0}")
         return mark + Data((head + position.prefix + position.lastEntry).utf8).base64EncodedString()
     }
 
     public func position(decoding token: String, bucket: String, prefix: String) throws(StorageError) -> ListPosition {
         let (tokenBucket, position) = try contents(of: token)
-        guard NameBytes.sameBytes(tokenBucket, bucket), NameBytes.sameBytes(position.prefix, prefix) else { throw .malformedPageToken }
+        guard NameBytes.sameBytes(tokenBucket, bucket), NameBytes.sameBytes(position.prefix, prefix) else {
+            throw .malformedPageToken
+        }
         return position
     }
 
@@ -182,13 +206,17 @@ public struct PositionPageTokens: PageTokenFormat {
         }
         let fields = Array(data).split(separator: 0, maxSplits: 3, omittingEmptySubsequences: false)
         guard fields.count == 4, let kindByte = UInt8(String(decoding: fields[1], as: UTF8.self)),
-            let kind = ListPosition.EntryKind(rawValue: kindByte), let prefixLength = Int(String(decoding: fields[2], as: UTF8.self)),
+            let kind = ListPosition.EntryKind(rawValue: kindByte),
+            let prefixLength = Int(String(decoding: fields[2], as: UTF8.self)),
             prefixLength >= 0, prefixLength <= fields[3].count,
             let prefix = String(validating: fields[3].prefix(prefixLength), as: UTF8.self),
             let last = String(validating: fields[3].dropFirst(prefixLength), as: UTF8.self)
         else {
             throw .malformedPageToken
         }
-        return (String(decoding: fields[0], as: UTF8.self), ListPosition(prefix: prefix, lastEntryKind: kind, lastEntry: last))
+        return (
+            String(decoding: fields[0], as: UTF8.self),
+            ListPosition(prefix: prefix, lastEntryKind: kind, lastEntry: last)
+        )
     }
 }

@@ -79,14 +79,16 @@ public struct Timestamp: Hashable, Comparable, Sendable, CustomStringConvertible
         var parts = tm()
         gmtime_r(&seconds, &parts)
         func two(_ number: Int32) -> String { number < 10 ? "0\(number)" : "\(number)" }
-        return "\(Self.weekdays[Int(parts.tm_wday)]), \(two(parts.tm_mday)) \(Self.months[Int(parts.tm_mon)]) \(parts.tm_year + 1900) "
+        return
+            "\(Self.weekdays[Int(parts.tm_wday)]), \(two(parts.tm_mday)) \(Self.months[Int(parts.tm_mon)]) \(parts.tm_year + 1900) "
             + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
     }
 
     /// Parses an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), as `Last-Modified` carries it.
     public init?(httpDate text: String) {
         let fields = text.split(separator: " ")
-        guard fields.count == 6, fields[5] == "GMT", let day = Int32(fields[1]), let month = Self.months.firstIndex(of: String(fields[2])),
+        guard fields.count == 6, fields[5] == "GMT", let day = Int32(fields[1]),
+            let month = Self.months.firstIndex(of: String(fields[2])),
             let year = Int32(fields[3])
         else { return nil }
         let clock = fields[4].split(separator: ":").compactMap { Int32($0) }

@@ -54,7 +54,8 @@ extension CloudStorageFields {
             self.init()
             return
         }
-        guard JSONSerialization.isValidJSONObject(members), let data = try? JSONSerialization.data(withJSONObject: members),
+        guard JSONSerialization.isValidJSONObject(members),
+            let data = try? JSONSerialization.data(withJSONObject: members),
             let fields = (try? JSONDecoder().decode(CloudStorageFieldsDocument.self, from: data))?.fields
         else { return nil }
         self = fields

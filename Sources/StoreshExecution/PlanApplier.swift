@@ -86,8 +86,10 @@ package final class PlanApplier: @unchecked Sendable {
     private var landedOtherwise: [(object: String, differences: [PropertyDifference])] = []
 
     package init(
-        bucket: any Bucket, plan: PlanStore, parallel: Int, batchSize: Int = ApplySettings.defaultBatchSize, keepGoing: Bool,
-        journal: (any ApplyJournal)?, isCancelled: @escaping @Sendable () -> Bool, progress: (@Sendable (ApplyProgress) -> Void)? = nil
+        bucket: any Bucket, plan: PlanStore, parallel: Int, batchSize: Int = ApplySettings.defaultBatchSize,
+        keepGoing: Bool,
+        journal: (any ApplyJournal)?, isCancelled: @escaping @Sendable () -> Bool,
+        progress: (@Sendable (ApplyProgress) -> Void)? = nil
     ) {
         self.bucket = bucket
         self.plan = plan
@@ -219,17 +221,21 @@ package final class PlanApplier: @unchecked Sendable {
             while running > 0 { await finishOne() }
         }
         if lock.withLock({ failed > 0 }) && !keepGoing { stopped = true }
-        let counts: (applied: Int, failed: Int) = (try? plan.outcomeCounts()) ?? lock.withLock { (done - failed, failed) }
+        let counts: (applied: Int, failed: Int) =
+            (try? plan.outcomeCounts()) ?? lock.withLock { (done - failed, failed) }
         var failures = (try? plan.failures(limit: ApplyOutcome.shownFailures)) ?? []
         // The plan's own file failing (a full disk) stops the run: said first, at no change of the plan.
         if let readFailure { failures.insert((0, readFailure), at: 0) }
         let outcome = ApplyOutcome(
-            end: interrupted ? .interrupted : stopped || readFailure != nil ? .stopped : counts.failed == 0 ? .complete : .finishedWithFailures,
+            end: interrupted
+                ? .interrupted
+                : stopped || readFailure != nil ? .stopped : counts.failed == 0 ? .complete : .finishedWithFailures,
             applied: counts.applied, failed: counts.failed, notSent: max(0, total - counts.applied - counts.failed),
             failures: failures,
             hasPassingFailures: (try? plan.hasFailures { ApplyOutcome.passingCodes.contains($0) }) ?? true,
             hasLastingFailures: (try? plan.hasFailures { !ApplyOutcome.passingCodes.contains($0) }) ?? false,
-            landedOtherwiseCount: lock.withLock { landedOtherwiseCount }, landedOtherwise: lock.withLock { landedOtherwise })
+            landedOtherwiseCount: lock.withLock { landedOtherwiseCount },
+            landedOtherwise: lock.withLock { landedOtherwise })
         try? journal?.ended(outcome)
         return outcome
     }
@@ -254,7 +260,9 @@ package final class PlanApplier: @unchecked Sendable {
             guard let leaving, leaving.index == arriving.index + 1, let destination = leaving.change.movedTo,
                 NameBytes.sameBytes(destination, arriving.change.object), let origin = arriving.change.movesFrom
             else {
-                throw StorageError.internalError("The plan's move to \(arriving.change.object) has lost the change of its source; nothing was moved.")
+                throw StorageError.internalError(
+                    "The plan's move to \(arriving.change.object) has lost the change of its source; nothing was moved."
+                )
             }
             guard let moves = bucket.objectMoves else {
                 throw StorageError.invalidArgument("\(bucket.url) moves no objects; \(origin) was not moved.")
@@ -262,7 +270,8 @@ package final class PlanApplier: @unchecked Sendable {
             guard let source = currentState(leaving) else { throw StorageError.objectNotFound(origin) }
             outcome = .success(
                 try await moves.move(
-                    try ObjectName(origin), to: try ObjectName(arriving.change.object), sourcePrecondition: .matches(source),
+                    try ObjectName(origin), to: try ObjectName(arriving.change.object),
+                    sourcePrecondition: .matches(source),
                     destinationPrecondition: Self.writePrecondition(current: currentState(arriving))))
         } catch let half as HalfMove {
             // Copied, not deleted (a bucket that moves in two steps): the object arrived, and the source stays.
@@ -281,12 +290,16 @@ package final class PlanApplier: @unchecked Sendable {
     /// The source leaving in a move whose arriving change a run before this one recorded, and stopped before it
     /// recorded this one: applied with it. (A move this run sends settles its source's change itself.)
     private func settleLeavingOfLandedMove(_ leaving: PlanStore.PendingChange) {
-        guard leaving.index > 0, let landed = try? plan.appliedResult(ofChange: leaving.index - 1), landed != nil else { return }
+        guard leaving.index > 0, let landed = try? plan.appliedResult(ofChange: leaving.index - 1), landed != nil else {
+            return
+        }
         try? record(leaving, result: nil, found: true)
     }
 
     /// Changes sent as one batch (rule Q2); each is settled on its own, as it would have been alone.
-    private func send(_ pendings: [PlanStore.PendingChange], through batching: any BatchedChanges, started: ContinuousClock.Instant) async {
+    private func send(
+        _ pendings: [PlanStore.PendingChange], through batching: any BatchedChanges, started: ContinuousClock.Instant
+    ) async {
         var calls: [BatchedChange] = []
         var sent: [PlanStore.PendingChange] = []
         for pending in pendings {
@@ -374,13 +387,17 @@ package final class PlanApplier: @unchecked Sendable {
         if pending.touches > 1 { try plan.setLanded(ofChange: pending.index, result) }
         // A metadata change names exactly what it makes; a write's object is the service's to describe (its type,
         // its own defaults), so only a metadata change is held to its plan.
-        let otherwise = pending.change.writesContent
-            ? [] : result.flatMap { result in pending.change.after.map { Self.landedOtherwise(result, planned: $0) } } ?? []
+        let otherwise =
+            pending.change.writesContent
+            ? []
+            : result.flatMap { result in pending.change.after.map { Self.landedOtherwise(result, planned: $0) } } ?? []
         lock.withLock {
             if pending.change.movesFrom == nil { done += 1 }
             if !otherwise.isEmpty {
                 landedOtherwiseCount += 1
-                if landedOtherwise.count < ApplyOutcome.shownFailures { landedOtherwise.append((pending.change.object, otherwise)) }
+                if landedOtherwise.count < ApplyOutcome.shownFailures {
+                    landedOtherwise.append((pending.change.object, otherwise))
+                }
             }
         }
     }
@@ -406,18 +423,24 @@ package final class PlanApplier: @unchecked Sendable {
         let name = try ObjectName(change.object)
         if let generation = change.restoresGeneration {
             guard let versions = bucket.objectVersions else {
-                throw StorageError.invalidArgument("\(bucket.url) restores no soft-deleted generation; \(change.object) was not restored.")
+                throw StorageError.invalidArgument(
+                    "\(bucket.url) restores no soft-deleted generation; \(change.object) was not restored.")
             }
-            return try await versions.restore(name, generation: generation, precondition: Self.writePrecondition(current: current))
+            return try await versions.restore(
+                name, generation: generation, precondition: Self.writePrecondition(current: current))
         }
         var options = WriteOptions(customMetadata: after.customMetadata, expectedMD5: after.md5Hash)
-        for property in WritableProperty.allCases { if let value = after[property] { options.properties[property] = value } }
+        for property in WritableProperty.allCases {
+            if let value = after[property] { options.properties[property] = value }
+        }
         let precondition = Self.writePrecondition(current: current)
         if let source = change.source {
             return try await bucket.write(from: source, to: name, options: options, precondition: precondition)
         }
         guard let content = change.content else {
-            throw StorageError.invalidArgument("The content of \(change.object) (\(change.contentOrigin ?? "a file")) is not at hand; nothing was written.")
+            throw StorageError.invalidArgument(
+                "The content of \(change.object) (\(change.contentOrigin ?? "a file")) is not at hand; nothing was written."
+            )
         }
         return try await bucket.write(content, to: name, options: options, precondition: precondition)
     }
@@ -470,12 +493,15 @@ package enum JournalRecord {
 
     package static func change(_ index: Int, _ change: PlannedChange) -> String {
         var members: [(String, JSONValue)] = [
-            ("change", .integer(Int64(index))), ("step", .integer(Int64(change.step))), ("object", .string(change.object)),
+            ("change", .integer(Int64(index))), ("step", .integer(Int64(change.step))),
+            ("object", .string(change.object)),
         ]
         if let before = change.before?.jsonDocument, let after = change.after?.jsonDocument {
             members += [("before", before), ("afterChanges", difference(after, from: before))]
         } else {
-            members += [("before", change.before?.jsonDocument ?? .null), ("after", change.after?.jsonDocument ?? .null)]
+            members += [
+                ("before", change.before?.jsonDocument ?? .null), ("after", change.after?.jsonDocument ?? .null),
+            ]
         }
         if let content = change.content { members.append(("content", .string(content.base64EncodedString()))) }
         // A large file is named, not copied: a resumed run reads it again (and checks it is unchanged).
@@ -492,7 +518,8 @@ package enum JournalRecord {
 
     /// An applied change: the state it left (`result`), written as it differs from the planned one when there was
     /// one (`resultChanges`: most often only the time of the change).
-    package static func applied(_ index: Int, result: ObjectMetadata?, planned: ObjectMetadata?, found: Bool) -> String {
+    package static func applied(_ index: Int, result: ObjectMetadata?, planned: ObjectMetadata?, found: Bool) -> String
+    {
         var members: [(String, JSONValue)] = [("applied", .integer(Int64(index)))]
         if let result = result?.jsonDocument, let planned = planned?.jsonDocument {
             members.append(("resultChanges", difference(result, from: planned)))
@@ -578,11 +605,14 @@ package enum JournalRecord {
         guard let first = try nextNonEmpty(), let header = document(first.line), header["format"] as? String == format,
             let bucket = header["bucket"] as? String, let count = (header["changes"] as? NSNumber)?.intValue
         else {
-            throw StorageError.invalidArgument("\(source) is not a storesh journal (its first line is not a journal header).")
-        }
-        guard let lineVersion = (header["version"] as? NSNumber)?.intValue, readableVersions.contains(lineVersion) else {
             throw StorageError.invalidArgument(
-                "\(source) is a journal of another version of storesh; this one reads versions \(readableVersions.lowerBound) to \(readableVersions.upperBound).")
+                "\(source) is not a storesh journal (its first line is not a journal header).")
+        }
+        guard let lineVersion = (header["version"] as? NSNumber)?.intValue, readableVersions.contains(lineVersion)
+        else {
+            throw StorageError.invalidArgument(
+                "\(source) is a journal of another version of storesh; this one reads versions \(readableVersions.lowerBound) to \(readableVersions.upperBound)."
+            )
         }
         let plan = try PlanStore()
         var contents = Contents(bucket: bucket, source: header["source"] as? String ?? "", plan: plan)
@@ -594,17 +624,21 @@ package enum JournalRecord {
                 throw StorageError.invalidArgument("\(source):\(at): not a journal record.")
             }
             /// The state under `key`, or under `key`Changes as it differs from `base` (which must then exist).
-            func metadata(_ key: String, differingFrom base: ObjectMetadata? = nil) throws(StorageError) -> ObjectMetadata? {
+            func metadata(
+                _ key: String, differingFrom base: ObjectMetadata? = nil
+            ) throws(StorageError) -> ObjectMetadata? {
                 if let difference = line[key + "Changes"] {
                     guard let base, let difference = difference as? [String: Any],
                         let metadata = ObjectMetadata(jsonDocument: applying(difference, to: metadataDocument(base)))
                     else {
-                        throw .invalidArgument("\(source):\(at): '\(key)Changes' is not a difference of metadata documents.")
+                        throw .invalidArgument(
+                            "\(source):\(at): '\(key)Changes' is not a difference of metadata documents.")
                     }
                     return metadata
                 }
                 guard let value = line[key], !(value is NSNull) else { return nil }
-                guard let document = value as? [String: Any], let metadata = ObjectMetadata(jsonDocument: document) else {
+                guard let document = value as? [String: Any], let metadata = ObjectMetadata(jsonDocument: document)
+                else {
                     throw .invalidArgument("\(source):\(at): '\(key)' is not a metadata document.")
                 }
                 return metadata
@@ -617,7 +651,9 @@ package enum JournalRecord {
                 }
                 var content: Data?
                 if let text = line["content"] as? String {
-                    guard let data = Data(base64Encoded: text) else { throw StorageError.invalidArgument("\(source):\(at): bad content.") }
+                    guard let data = Data(base64Encoded: text) else {
+                        throw StorageError.invalidArgument("\(source):\(at): bad content.")
+                    }
                     content = data
                 }
                 var reopened: (any ContentSource)?
@@ -627,13 +663,15 @@ package enum JournalRecord {
                 let after = try metadata("after", differingFrom: before)
                 if let reopened, let after, reopened.md5Base64 != after.md5Hash || reopened.size != after.size {
                     throw StorageError.invalidArgument(
-                        "\(origin ?? "The file") changed since the run was planned (its MD5 is no longer \(after.md5Hash)); it is not uploaded.")
+                        "\(origin ?? "The file") changed since the run was planned (its MD5 is no longer \(after.md5Hash)); it is not uploaded."
+                    )
                 }
                 var change = PlannedChange(
                     object: object, before: before, after: after, content: content, source: reopened,
                     step: (line["step"] as? NSNumber)?.intValue ?? 0)
                 change.contentOrigin = origin
-                change.restoresGeneration = (line["restoresGeneration"] as? NSNumber).map { .number($0.int64Value) }
+                change.restoresGeneration =
+                    (line["restoresGeneration"] as? NSNumber).map { .number($0.int64Value) }
                     ?? (line["restoresVersion"] as? String).map { .version($0) }
                 change.movesFrom = line["movesFrom"] as? String
                 change.movedTo = line["movedTo"] as? String
@@ -649,14 +687,17 @@ package enum JournalRecord {
         }
         guard plan.count == count else {
             throw StorageError.invalidArgument(
-                "\(source): the plan holds \(plan.count) of its \(count) changes; the journal was cut short before its run began.")
+                "\(source): the plan holds \(plan.count) of its \(count) changes; the journal was cut short before its run began."
+            )
         }
         return contents
     }
 
     /// The plan that puts back what `journal`'s applied changes changed (rule X4), newest first, each guarded by
     /// the state the change left; and the applied changes that cannot be undone, with why.
-    package static func undo(_ journal: Contents, counting: (any WorkCounter)? = nil) throws -> (plan: PlanStore, impossible: ChangesNotUndone) {
+    package static func undo(
+        _ journal: Contents, counting: (any WorkCounter)? = nil
+    ) throws -> (plan: PlanStore, impossible: ChangesNotUndone) {
         counting?.begin("planning the undo", total: nil)
         defer { counting?.end() }
         let undo = try PlanStore()
@@ -676,9 +717,11 @@ package enum JournalRecord {
                         try undo.append(leaving)
                     }
                 case .impossible(let why):
-                    impossible.add(object, result == nil
-                        ? "it was moved to \(movedWith), \(why) (mv \(movedWith) \(object) moves it back)"
-                        : "it was moved here from \(movedWith), \(why) (mv \(object) \(movedWith) moves it back)")
+                    impossible.add(
+                        object,
+                        result == nil
+                            ? "it was moved to \(movedWith), \(why) (mv \(movedWith) \(object) moves it back)"
+                            : "it was moved here from \(movedWith), \(why) (mv \(object) \(movedWith) moves it back)")
                 }
                 return
             }
@@ -733,7 +776,9 @@ package enum JournalRecord {
     /// as its ETag says (a multipart upload's ETag is no MD5: taken as the same).
     static func sameStoredObject(_ old: ObjectMetadata, _ now: ObjectMetadata) -> Bool {
         if let version = old.versionID { return version == now.versionID }
-        if old.hasGenerations { return old.generation == now.generation || (old.md5Hash == now.md5Hash && old.rewrites(to: now)) }
+        if old.hasGenerations {
+            return old.generation == now.generation || (old.md5Hash == now.md5Hash && old.rewrites(to: now))
+        }
         return old.md5Hash.isEmpty || old.md5Hash == now.md5Hash
     }
 

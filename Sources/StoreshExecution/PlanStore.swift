@@ -83,7 +83,9 @@ package final class PlanStore: @unchecked Sendable {
             throw error
         } catch let error as SQLiteError {
             if error.isDiskFull {
-                throw StorageError(.unknown, "The plan's working file filled the disk of the temporary directory (TMPDIR): \(error.message).")
+                throw StorageError(
+                    .unknown,
+                    "The plan's working file filled the disk of the temporary directory (TMPDIR): \(error.message).")
             }
             throw StorageError.internalError("The plan's working file: \(error.message).")
         } catch let error as PackedReader.Malformed {
@@ -136,7 +138,8 @@ package final class PlanStore: @unchecked Sendable {
     /// Inserts a change (under the lock).
     private func insert(_ change: PlannedChange, packedAfter: [UInt8]?) throws -> Int {
         let insert = try connection.statement(
-            "INSERT INTO changes (id, step, object, before, after, content, origin, restores, moves_from, moved_to) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)")
+            "INSERT INTO changes (id, step, object, before, after, content, origin, restores, moves_from, moved_to) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"
+        )
         defer { insert.reset() }
         let index = changeCount
         insert.bind(1, Int64(index))
@@ -174,7 +177,8 @@ package final class PlanStore: @unchecked Sendable {
     package func changes(from start: Int, limit: Int) throws(StorageError) -> [(index: Int, change: PlannedChange)] {
         try locked {
             let select = try connection.statement(
-                "SELECT id, step, object, before, after, content, origin, restores, moves_from, moved_to FROM changes WHERE id >= ?1 ORDER BY id LIMIT ?2")
+                "SELECT id, step, object, before, after, content, origin, restores, moves_from, moved_to FROM changes WHERE id >= ?1 ORDER BY id LIMIT ?2"
+            )
             defer { select.reset() }
             select.bind(1, Int64(start))
             select.bind(2, Int64(limit))
@@ -182,8 +186,10 @@ package final class PlanStore: @unchecked Sendable {
             while try select.step() {
                 let index = Int(select.int64(0))
                 var change = PlannedChange(
-                    object: select.string(2) ?? "", before: try Self.metadata(select, 3), after: try Self.metadata(select, 4),
-                    content: select.isNull(5) ? nil : select.data(5), source: sources[index], step: Int(select.int64(1)))
+                    object: select.string(2) ?? "", before: try Self.metadata(select, 3),
+                    after: try Self.metadata(select, 4),
+                    content: select.isNull(5) ? nil : select.data(5), source: sources[index], step: Int(select.int64(1))
+                )
                 change.contentOrigin = select.string(6)
                 change.restoresGeneration = select.isNull(7) ? nil : Self.generation(select.string(7) ?? "")
                 change.movesFrom = select.string(8)
@@ -238,7 +244,8 @@ package final class PlanStore: @unchecked Sendable {
     /// The planned state of `name`; nil when no change touched it.
     package func entry(_ name: String) throws(StorageError) -> Entry? {
         try locked {
-            let select = try connection.statement("SELECT state, content, content_change, existed, touches FROM overlay WHERE name = ?1")
+            let select = try connection.statement(
+                "SELECT state, content, content_change, existed, touches FROM overlay WHERE name = ?1")
             defer { select.reset() }
             select.bind(1, name)
             guard try select.step() else { return nil }
@@ -262,9 +269,15 @@ package final class PlanStore: @unchecked Sendable {
 
     private static func bind(_ kind: ContentKind, _ statement: SQLiteStatement, at index: Int32) {
         switch kind {
-        case .real: statement.bind(index, Int64(0)); statement.bind(index + 1, nil as Int64?)
-        case .planned(let change): statement.bind(index, Int64(1)); statement.bind(index + 1, Int64(change))
-        case .unknown: statement.bind(index, Int64(2)); statement.bind(index + 1, nil as Int64?)
+        case .real:
+            statement.bind(index, Int64(0))
+            statement.bind(index + 1, nil as Int64?)
+        case .planned(let change):
+            statement.bind(index, Int64(1))
+            statement.bind(index + 1, Int64(change))
+        case .unknown:
+            statement.bind(index, Int64(2))
+            statement.bind(index + 1, nil as Int64?)
         }
     }
 
@@ -280,7 +293,9 @@ package final class PlanStore: @unchecked Sendable {
 
     /// Planned states of names that start with `prefix`, after `after` and up to `through` (nil: no bound), in
     /// byte order, at most `limit`.
-    package func entries(prefix: String, after: String?, through: String? = nil, limit: Int) throws(StorageError) -> [(name: String, entry: Entry)] {
+    package func entries(
+        prefix: String, after: String?, through: String? = nil, limit: Int
+    ) throws(StorageError) -> [(name: String, entry: Entry)] {
         try locked {
             // Names with the prefix are one run in byte order; the end is checked here, not in SQL (a prefix's
             // successor need not be valid UTF-8).
@@ -314,8 +329,10 @@ package final class PlanStore: @unchecked Sendable {
     /// How many objects the plan adds, less those it deletes, against the real bucket.
     package func objectCountChange() throws(StorageError) -> Int {
         try locked {
-            let added = try connection.integer("SELECT count(*) FROM overlay WHERE state IS NOT NULL AND existed = 0") ?? 0
-            let removed = try connection.integer("SELECT count(*) FROM overlay WHERE state IS NULL AND existed = 1") ?? 0
+            let added =
+                try connection.integer("SELECT count(*) FROM overlay WHERE state IS NOT NULL AND existed = 0") ?? 0
+            let removed =
+                try connection.integer("SELECT count(*) FROM overlay WHERE state IS NULL AND existed = 1") ?? 0
             return Int(added - removed)
         }
     }
@@ -344,7 +361,9 @@ package final class PlanStore: @unchecked Sendable {
 
     /// Names either planned now or saved under `saved`, after `after`, at most `limit`, in byte order; with the
     /// saved state (nil: not planned then).
-    package func namesPlannedNowOrSaved(_ saved: Int, after: String?, limit: Int) throws(StorageError)
+    package func namesPlannedNowOrSaved(
+        _ saved: Int, after: String?, limit: Int
+    ) throws(StorageError)
         -> [(name: String, then: (state: ObjectMetadata?, content: ContentKind)?)]
     {
         try locked {
@@ -362,7 +381,8 @@ package final class PlanStore: @unchecked Sendable {
             var found: [(String, (ObjectMetadata?, ContentKind)?)] = []
             while try select.step() {
                 let name = select.string(0) ?? ""
-                found.append((name, select.int64(1) != 0 ? (try Self.metadata(select, 2), Self.contentKind(select, 3)) : nil))
+                found.append(
+                    (name, select.int64(1) != 0 ? (try Self.metadata(select, 2), Self.contentKind(select, 3)) : nil))
             }
             return found
         }
@@ -412,7 +432,8 @@ package final class PlanStore: @unchecked Sendable {
         let batch = try changes(from: start, limit: limit)
         return try locked {
             let state = try connection.statement(
-                "SELECT (SELECT applied FROM outcomes WHERE change = ?1), (SELECT touches FROM overlay WHERE name = ?2)")
+                "SELECT (SELECT applied FROM outcomes WHERE change = ?1), (SELECT touches FROM overlay WHERE name = ?2)"
+            )
             defer { state.reset() }
             var found: [PendingChange] = []
             for (index, change) in batch {
@@ -421,7 +442,8 @@ package final class PlanStore: @unchecked Sendable {
                 state.bind(2, change.object)
                 _ = try state.step()
                 if !state.isNull(0) && state.int64(0) == 1 { continue }
-                found.append(PendingChange(index: index, change: change, touches: state.isNull(1) ? 1 : Int(state.int64(1))))
+                found.append(
+                    PendingChange(index: index, change: change, touches: state.isNull(1) ? 1 : Int(state.int64(1))))
             }
             return (found, batch.last.map { $0.index + 1 })
         }
@@ -443,7 +465,8 @@ package final class PlanStore: @unchecked Sendable {
     package func setLanded(ofChange index: Int, _ result: ObjectMetadata?) throws(StorageError) {
         try locked {
             let update = try connection.statement(
-                "UPDATE overlay SET landed = ?2, has_landed = 1 WHERE name = (SELECT object FROM changes WHERE id = ?1) AND touches > 1")
+                "UPDATE overlay SET landed = ?2, has_landed = 1 WHERE name = (SELECT object FROM changes WHERE id = ?1) AND touches > 1"
+            )
             defer { update.reset() }
             update.bind(1, Int64(index))
             update.bind(2, bytes: result?.packed)
@@ -461,7 +484,8 @@ package final class PlanStore: @unchecked Sendable {
     package func record(_ outcome: Outcome, ofChange index: Int) throws(StorageError) {
         try locked {
             let insert = try connection.statement(
-                "INSERT OR REPLACE INTO outcomes (change, applied, result, found, code, message) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")
+                "INSERT OR REPLACE INTO outcomes (change, applied, result, found, code, message) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+            )
             defer { insert.reset() }
             insert.bind(1, Int64(index))
             switch outcome {
@@ -498,7 +522,8 @@ package final class PlanStore: @unchecked Sendable {
             func count(applied: Bool) throws -> Int64 {
                 // Without moves, the outcomes alone: a plan of millions of changes is not joined to count them.
                 guard moveCount > 0 else {
-                    return try connection.integer("SELECT count(*) FROM outcomes WHERE applied = \(applied ? 1 : 0)") ?? 0
+                    return try connection.integer("SELECT count(*) FROM outcomes WHERE applied = \(applied ? 1 : 0)")
+                        ?? 0
                 }
                 return try connection.integer(
                     """
@@ -528,7 +553,8 @@ package final class PlanStore: @unchecked Sendable {
                 if steps.count < limit {
                     steps.append(
                         StepOutcome(
-                            step: Int(select.int64(0)), planned: Int(select.int64(1)), applied: Int(select.int64(2)), failed: Int(select.int64(3))))
+                            step: Int(select.int64(0)), planned: Int(select.int64(1)), applied: Int(select.int64(2)),
+                            failed: Int(select.int64(3))))
                 }
             }
             return (steps, stepCount)
@@ -551,7 +577,8 @@ package final class PlanStore: @unchecked Sendable {
     /// For undo: each object applied changes touched, newest last change first, with the state before its first
     /// applied change, the state its last one left, and the other object of a move among them (`mv`), if any.
     package func appliedObjects(
-        _ body: (_ object: String, _ before: ObjectMetadata?, _ result: ObjectMetadata?, _ movedWith: String?) throws -> Void
+        _ body: (_ object: String, _ before: ObjectMetadata?, _ result: ObjectMetadata?, _ movedWith: String?) throws ->
+            Void
     ) throws {
         try locked { try connection.execute("CREATE INDEX IF NOT EXISTS changes_object ON changes (object, id)") }
         var afterLast: Int64 = .max
@@ -567,7 +594,9 @@ package final class PlanStore: @unchecked Sendable {
                 defer { select.reset() }
                 select.bind(1, afterLast)
                 var rows: [(String, Int64, Int64, String?)] = []
-                while try select.step() { rows.append((select.string(0) ?? "", select.int64(1), select.int64(2), select.string(3))) }
+                while try select.step() {
+                    rows.append((select.string(0) ?? "", select.int64(1), select.int64(2), select.string(3)))
+                }
                 return try rows.map { object, first, last, movedWith in
                     let before = try connection.statement("SELECT before FROM changes WHERE id = ?1")
                     before.bind(1, first)
@@ -590,7 +619,9 @@ package final class PlanStore: @unchecked Sendable {
 
     /// What the applied changes of `object` did (as `appliedObjects` gives each object): the state before the first,
     /// the state the last left, and the other object of a move among them; nil when none of its changes was applied.
-    package func appliedObject(_ object: String) throws(StorageError) -> (before: ObjectMetadata?, result: ObjectMetadata?, movedWith: String?)? {
+    package func appliedObject(
+        _ object: String
+    ) throws(StorageError) -> (before: ObjectMetadata?, result: ObjectMetadata?, movedWith: String?)? {
         try locked {
             let select = try connection.statement(
                 """
@@ -616,7 +647,8 @@ package final class PlanStore: @unchecked Sendable {
     /// The first `limit` failures, in change order.
     package func failures(limit: Int) throws(StorageError) -> [(index: Int, error: StorageError)] {
         try locked {
-            let select = try connection.statement("SELECT change, code, message FROM outcomes WHERE applied = 0 ORDER BY change LIMIT ?1")
+            let select = try connection.statement(
+                "SELECT change, code, message FROM outcomes WHERE applied = 0 ORDER BY change LIMIT ?1")
             defer { select.reset() }
             select.bind(1, Int64(limit))
             var found: [(Int, StorageError)] = []

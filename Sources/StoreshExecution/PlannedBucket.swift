@@ -33,7 +33,8 @@ package struct PlannedChange: Sendable, Equatable {
     package var movedTo: String?
 
     package init(
-        object: String, before: ObjectMetadata?, after: ObjectMetadata?, content: Data? = nil, source: (any ContentSource)? = nil,
+        object: String, before: ObjectMetadata?, after: ObjectMetadata?, content: Data? = nil,
+        source: (any ContentSource)? = nil,
         step: Int = 0
     ) {
         self.object = object
@@ -104,7 +105,9 @@ package final class PlannedBucket: BucketTransaction, @unchecked Sendable {
     /// is left as it is.
     fileprivate func signIn(as user: (any SignedInUser)?) {
         signedIn = user
-        reads = (user as AnyObject?) === (realSignIn?.signedInUser as AnyObject?) ? inner : realSignIn?.reads(as: user) ?? inner
+        reads =
+            (user as AnyObject?) === (realSignIn?.signedInUser as AnyObject?)
+            ? inner : realSignIn?.reads(as: user) ?? inner
     }
 
     /// Records `change` in the plan, made as whoever is signed in: refused when the plan's other changes are
@@ -115,7 +118,8 @@ package final class PlannedBucket: BucketTransaction, @unchecked Sendable {
             if let earlier = changesSignedIn, (earlier.user as AnyObject?) !== (signedIn as AnyObject?) {
                 let now = SignedInAs(user: signedIn)
                 throw StorageError.invalidArgument(
-                    "This change would be made as \(now.who), and the earlier changes of the script as \(earlier.who); the changes of a script on \(inner.scheme)://\(name) are applied together, as one identity. Run the commands after the login or logout as a script of their own.")
+                    "This change would be made as \(now.who), and the earlier changes of the script as \(earlier.who); the changes of a script on \(inner.scheme)://\(name) are applied together, as one identity. Run the commands after the login or logout as a script of their own."
+                )
             }
             if changesSignedIn == nil { changesSignedIn = SignedInAs(user: signedIn) }
         }
@@ -132,10 +136,14 @@ package final class PlannedBucket: BucketTransaction, @unchecked Sendable {
     package var storageClasses: StorageClasses { inner.storageClasses }
     // A plan has no transactions of its own (it is one) and no reads for Tab completion.
     package var capabilities: BucketCapabilities { inner.capabilities.subtracting([.transactions, .immediateReads]) }
-    package var snapshotStore: (any SnapshotStore)? { inner.snapshotStore.map { PlannedSnapshots(plan: self, stored: $0) } }
+    package var snapshotStore: (any SnapshotStore)? {
+        inner.snapshotStore.map { PlannedSnapshots(plan: self, stored: $0) }
+    }
     package var rulesStore: (any RulesStore)? { inner.rulesStore.map { PlannedRules(plan: self, stored: $0) } }
     /// A change of the bucket's settings (`bucket set`) is planned: read back by the plan, never stored.
-    package var settingsStore: (any BucketSettingsStore)? { inner.settingsStore.map { PlannedSettings(plan: self, stored: $0) } }
+    package var settingsStore: (any BucketSettingsStore)? {
+        inner.settingsStore.map { PlannedSettings(plan: self, stored: $0) }
+    }
 
     /// What the plan changed that its store of object changes does not hold (rules, snapshots, the bucket's
     /// settings), for people: a plan kept to apply later would lose them; nil when there is none.
@@ -147,9 +155,13 @@ package final class PlannedBucket: BucketTransaction, @unchecked Sendable {
         return kinds.isEmpty ? nil : MessageText.listed(kinds)
     }
     /// Generations are read from the bucket as it is (a plan lays no planned change over them); a restore is planned.
-    package var objectVersions: (any ObjectVersions)? { reads.objectVersions.map { PlannedVersions(plan: self, stored: $0) } }
+    package var objectVersions: (any ObjectVersions)? {
+        reads.objectVersions.map { PlannedVersions(plan: self, stored: $0) }
+    }
     /// A move is planned as the two changes it makes, and applied by the bucket's own move.
-    package var objectMoves: (any ObjectMoves)? { reads.objectMoves.map { PlannedMoves(plan: self, inOneStep: $0.movesInOneStep) } }
+    package var objectMoves: (any ObjectMoves)? {
+        reads.objectMoves.map { PlannedMoves(plan: self, inOneStep: $0.movesInOneStep) }
+    }
     /// Whose requests the plan's reads are (`whoami` after the script's `login`).
     package var accessDescription: String? { reads.accessDescription }
     /// Whether the plan's changes can be guarded: as whom they are made decides (the Firebase v0 API has no
@@ -169,7 +181,8 @@ package final class PlannedBucket: BucketTransaction, @unchecked Sendable {
     /// update's reads rather than of a plan of every object (issue 55: a dry run of a million was 4.3x its apply).
     /// Nothing reads the plan after it, and nothing planned before it that it would have had to see.
     package var uniformUpdates: (any UniformUpdates)? {
-        guard previewsUniformUpdates, store.count == 0, changesBeyondObjects == nil, let inner = inner.uniformUpdates else { return nil }
+        guard previewsUniformUpdates, store.count == 0, changesBeyondObjects == nil, let inner = inner.uniformUpdates
+        else { return nil }
         return PreviewedUniformUpdates(inner: inner, plan: self)
     }
 
@@ -205,7 +218,9 @@ package final class PlannedBucket: BucketTransaction, @unchecked Sendable {
     /// pattern's match as the scan found it, so a plan over a pattern reads each object once, not again for its
     /// change, which on a remote bucket is a request per object), else the real bucket's. The plan is made from
     /// that state; apply's preconditions catch what changed since.
-    private func metadata(of object: ObjectName, entry: PlanStore.Entry?, seen: ObjectMetadata?) async throws -> ObjectMetadata {
+    private func metadata(
+        of object: ObjectName, entry: PlanStore.Entry?, seen: ObjectMetadata?
+    ) async throws -> ObjectMetadata {
         if let entry {
             guard let state = entry.state else { throw StorageError.objectNotFound(object.rawValue) }
             return state
@@ -242,7 +257,8 @@ package final class PlannedBucket: BucketTransaction, @unchecked Sendable {
         case .real: return nil
         case .unknown:
             throw StorageError.invalidArgument(
-                "The content of \(object.rawValue) is what a planned restore brings back (from a snapshot or a soft-deleted generation) or a planned move brings here; a plan does not read it before it is applied.")
+                "The content of \(object.rawValue) is what a planned restore brings back (from a snapshot or a soft-deleted generation) or a planned move brings here; a plan does not read it before it is applied."
+            )
         case .planned(let change):
             guard let content = try store.plannedContent(ofChange: change) else {
                 throw StorageError.internalError("The planned content of \(object.rawValue) is missing from the plan.")
@@ -293,7 +309,9 @@ package final class PlannedBucket: BucketTransaction, @unchecked Sendable {
             // A scan resumes after a name: a name exactly at the bound is asked for first.
             if !NameBytes.sameBytes(bound, prefix) {
                 after = bound
-                if let object = try? ObjectName(bound), let state = try await metadataIfPresent(of: object) { full = !take(state) }
+                if let object = try? ObjectName(bound), let state = try await metadataIfPresent(of: object) {
+                    full = !take(state)
+                }
             }
         }
         while !full {
@@ -320,7 +338,9 @@ package final class PlannedBucket: BucketTransaction, @unchecked Sendable {
         let end: String? = planned.count > limit ? planned[limit - 1].name : page.resumeAfter
         func inRange(_ name: String) -> Bool { end.map { !$0.utf8.lexicographicallyPrecedes(name.utf8) } ?? true }
         var objects: [ObjectName: ObjectMetadata] = [:]
-        for object in page.objects where inRange(object.fullPath) { objects[ObjectName(stored: object.fullPath)] = object }
+        for object in page.objects where inRange(object.fullPath) {
+            objects[ObjectName(stored: object.fullPath)] = object
+        }
         for (name, entry) in planned.prefix(limit) { objects[ObjectName(stored: name)] = entry.state }
         let names = objects.keys.sorted()
         let taken = names.prefix(limit)
@@ -330,14 +350,20 @@ package final class PlannedBucket: BucketTransaction, @unchecked Sendable {
 
     // MARK: Changes, planned
 
-    package func updateMetadata(of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition) async throws
+    package func updateMetadata(
+        of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition
+    ) async throws
         -> UpdateResult
     {
-        try await planMetadata(of: object, precondition: precondition) { current, now throws(StorageError) in try current.applying(update, now: now) }
+        try await planMetadata(of: object, precondition: precondition) { current, now throws(StorageError) in
+            try current.applying(update, now: now)
+        }
     }
 
     /// Planned as the state it names (decided by the rules layer, or planned before), guarded by `before` (rule X2).
-    package func applyMetadata(of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata) async throws
+    package func applyMetadata(
+        of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata
+    ) async throws
         -> ObjectMetadata
     {
         try await planMetadata(of: object, precondition: .matches(before)) { current, now throws(StorageError) in
@@ -360,18 +386,23 @@ package final class PlannedBucket: BucketTransaction, @unchecked Sendable {
             // A change of storage class writes the object again (rule M9): refused as a write is.
             if existing.rewrites(to: next) { try existing.refuseIfProtected(.rewritten, now: clock.now()) }
             try inner.validateStorable(next)
-            try record(PlannedChange(object: object.rawValue, before: existing, after: next, step: step), content: entry?.content ?? .real)
+            try record(
+                PlannedChange(object: object.rawValue, before: existing, after: next, step: step),
+                content: entry?.content ?? .real)
         }
         return UpdateResult(metadata: next, previous: existing, changed: changed)
     }
 
-    package func write(_ content: Data, to object: ObjectName, options: WriteOptions, precondition: Precondition) async throws
+    package func write(
+        _ content: Data, to object: ObjectName, options: WriteOptions, precondition: Precondition
+    ) async throws
         -> ObjectMetadata
     {
         try CustomMetadataLimits.validate(options.customMetadata)
         let md5 = ContentHash.md5Base64(content)
         if let expected = options.expectedMD5, expected != md5 {
-            throw StorageError(.nonMatchingChecksum, "The content's MD5 is \(md5), not the expected \(expected); nothing was written.")
+            throw StorageError(
+                .nonMatchingChecksum, "The content's MD5 is \(md5), not the expected \(expected); nothing was written.")
         }
         let existing = try await metadataIfPresent(of: object)
         try require(precondition, object, existing)
@@ -383,35 +414,44 @@ package final class PlannedBucket: BucketTransaction, @unchecked Sendable {
             generation: max(now.microseconds, (existing?.generation ?? 0) + 1), now: now,
             properties: options.properties, customMetadata: options.customMetadata)
         try inner.validateStorable(metadata)
-        try record(PlannedChange(object: object.rawValue, before: existing, after: metadata, content: content, step: step), content: .planned(change: store.count))
+        try record(
+            PlannedChange(object: object.rawValue, before: existing, after: metadata, content: content, step: step),
+            content: .planned(change: store.count))
         return metadata
     }
 
     /// A planned write of a large file: its size and MD5 are the source's, and its content is read only when sent.
-    package func write(from source: any ContentSource, to object: ObjectName, options: WriteOptions, precondition: Precondition)
+    package func write(
+        from source: any ContentSource, to object: ObjectName, options: WriteOptions, precondition: Precondition
+    )
         async throws -> ObjectMetadata
     {
         try CustomMetadataLimits.validate(options.customMetadata)
         if let expected = options.expectedMD5, expected != source.md5Base64 {
             throw StorageError(
-                .nonMatchingChecksum, "The content's MD5 is \(source.md5Base64), not the expected \(expected); nothing was written.")
+                .nonMatchingChecksum,
+                "The content's MD5 is \(source.md5Base64), not the expected \(expected); nothing was written.")
         }
         let existing = try await metadataIfPresent(of: object)
         try require(precondition, object, existing)
         try existing?.refuseIfProtected(.overwritten, now: clock.now())
         let now = clock.nextChangeTime()
         var metadata = ObjectMetadata.newObject(
-            bucket: name, name: object, content: Data(), generation: max(now.microseconds, (existing?.generation ?? 0) + 1), now: now,
+            bucket: name, name: object, content: Data(),
+            generation: max(now.microseconds, (existing?.generation ?? 0) + 1), now: now,
             properties: options.properties, customMetadata: options.customMetadata)
         metadata.size = source.size
         metadata.md5Hash = source.md5Base64
         try inner.validateStorable(metadata)
-        try record(PlannedChange(object: object.rawValue, before: existing, after: metadata, source: source, step: step), content: .planned(change: store.count))
+        try record(
+            PlannedChange(object: object.rawValue, before: existing, after: metadata, source: source, step: step),
+            content: .planned(change: store.count))
         return metadata
     }
 
     package func delete(_ object: ObjectName, precondition: Precondition) async throws {
-        let existing = try await metadata(of: object, entry: try store.entry(object.rawValue), seen: precondition.seenState(of: object))
+        let existing = try await metadata(
+            of: object, entry: try store.entry(object.rawValue), seen: precondition.seenState(of: object))
         try require(precondition, object, existing)
         // Refused in the plan as the bucket would refuse it, before anything is sent.
         try existing.refuseIfProtected(.deleted, now: clock.now())
@@ -421,7 +461,8 @@ package final class PlannedBucket: BucketTransaction, @unchecked Sendable {
     /// A planned move: the object arriving at `destination` with the source's content and metadata (a new generation,
     /// guarded by what is there now), then the source leaving; refused as the bucket would refuse it.
     fileprivate func planMove(
-        _ source: ObjectName, to destination: ObjectName, sourcePrecondition: Precondition, destinationPrecondition: Precondition
+        _ source: ObjectName, to destination: ObjectName, sourcePrecondition: Precondition,
+        destinationPrecondition: Precondition
     ) async throws -> ObjectMetadata {
         try destination.checkNewObjectName()
         let sourceEntry = try store.entry(source.rawValue)
@@ -431,12 +472,17 @@ package final class PlannedBucket: BucketTransaction, @unchecked Sendable {
         try require(destinationPrecondition, destination, existing)
         try from.refuseMove(over: existing, named: destination, now: clock.now())
         let now = clock.nextChangeTime()
-        let moved = from.moved(to: destination, generation: max(now.microseconds, (existing?.generation ?? 0) + 1), now: now)
+        let moved = from.moved(
+            to: destination, generation: max(now.microseconds, (existing?.generation ?? 0) + 1), now: now)
         try inner.validateStorable(moved)
         // The destination's content is the source's: the plan's where a planned write gives it, else the real source's,
         // which the move never sends through here and the plan does not read.
         let content: PlanStore.ContentKind
-        if case .planned(let change)? = sourceEntry?.content { content = .planned(change: change) } else { content = .unknown }
+        if case .planned(let change)? = sourceEntry?.content {
+            content = .planned(change: change)
+        } else {
+            content = .unknown
+        }
         var arriving = PlannedChange(object: destination.rawValue, before: existing, after: moved, step: step)
         arriving.movesFrom = source.rawValue
         var leaving = PlannedChange(object: source.rawValue, before: from, after: nil, step: step)
@@ -472,7 +518,9 @@ package final class PlannedBucket: BucketTransaction, @unchecked Sendable {
             let before = try await metadataIfPresent(of: ObjectName(change.name))
             let after = change.kind == .removed ? nil : change.metadata
             if let difference = ObjectChange.between(before, after) { all.append(difference) }
-            try record(PlannedChange(object: change.name, before: before, after: after, step: step), content: after == nil ? .real : .unknown)
+            try record(
+                PlannedChange(object: change.name, before: before, after: after, step: step),
+                content: after == nil ? .real : .unknown)
         }
         for name in others { try await revertToReal(name, into: &all) }
         return all.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
@@ -493,7 +541,9 @@ package final class PlannedBucket: BucketTransaction, @unchecked Sendable {
                 }
                 let before = try await metadataIfPresent(of: ObjectName(name))
                 if let change = ObjectChange.between(before, then.state) { all.append(change) }
-                try record(PlannedChange(object: name, before: before, after: then.state, step: step), content: then.state == nil ? .real : then.content)
+                try record(
+                    PlannedChange(object: name, before: before, after: then.state, step: step),
+                    content: then.state == nil ? .real : then.content)
             }
             after = last.name
         }
@@ -530,7 +580,9 @@ private struct PlannedSnapshots: SnapshotStore {
 
     func saveSnapshot(named name: String) async throws -> SnapshotInfo {
         try SnapshotInfo.validate(name: name)
-        if let existing = try await snapshots().first(where: { $0.name == name }) { throw SnapshotInfo.nameTaken(existing) }
+        if let existing = try await snapshots().first(where: { $0.name == name }) {
+            throw SnapshotInfo.nameTaken(existing)
+        }
         let info = SnapshotInfo(name: name, created: plan.clock.now(), objectCount: try await objectCount())
         try plan.saveSnapshot(info)
         return info
@@ -543,7 +595,8 @@ private struct PlannedSnapshots: SnapshotStore {
         for state in [old, new] {
             if case .snapshot(let name) = state, plan.plannedSnapshots.contains(where: { $0.info.name == name }) {
                 throw StorageError.invalidArgument(
-                    "Snapshot \(name) is only planned in this dry run; snapshot diff compares snapshots that are stored.")
+                    "Snapshot \(name) is only planned in this dry run; snapshot diff compares snapshots that are stored."
+                )
             }
         }
         try await stored.changes(from: old, to: new, each: body)
@@ -617,7 +670,9 @@ final class PlannedSignIn: EndUserSignIn, @unchecked Sendable {
     }
 
     func user(idToken: String) throws(StorageError) -> any SignedInUser { try real.user(idToken: idToken) }
-    func user(uid: String, claims: [String: String]) throws(StorageError) -> any SignedInUser { try real.user(uid: uid, claims: claims) }
+    func user(uid: String, claims: [String: String]) throws(StorageError) -> any SignedInUser {
+        try real.user(uid: uid, claims: claims)
+    }
     var signedInUser: (any SignedInUser)? { plan.signedIn }
     func restore(_ user: (any SignedInUser)?) { plan.signIn(as: user) }
     func reads(as user: (any SignedInUser)?) -> any Bucket { real.reads(as: user) }
@@ -642,7 +697,9 @@ private final class PlannedVersions: ObjectVersions {
         try await stored.metadata(of: object, generation: generation)
     }
 
-    func read(_ object: ObjectName, generation: ObjectGeneration, into sink: any ContentSink) async throws -> ObjectMetadata {
+    func read(
+        _ object: ObjectName, generation: ObjectGeneration, into sink: any ContentSink
+    ) async throws -> ObjectMetadata {
         try await stored.read(object, generation: generation, into: sink)
     }
 
@@ -654,11 +711,16 @@ private final class PlannedVersions: ObjectVersions {
 
     func deletionsKept() async throws -> DeletionKeeping { try await stored.deletionsKept() }
 
-    func listGenerations(prefix: String, delimited: Bool, options: ListOptions, softDeleted: Bool) async throws -> ListPage {
-        try await stored.listGenerations(prefix: prefix, delimited: delimited, options: options, softDeleted: softDeleted)
+    func listGenerations(
+        prefix: String, delimited: Bool, options: ListOptions, softDeleted: Bool
+    ) async throws -> ListPage {
+        try await stored.listGenerations(
+            prefix: prefix, delimited: delimited, options: options, softDeleted: softDeleted)
     }
 
-    func updateMetadata(of object: ObjectName, generation: ObjectGeneration, _ update: MetadataUpdate, precondition: Precondition)
+    func updateMetadata(
+        of object: ObjectName, generation: ObjectGeneration, _ update: MetadataUpdate, precondition: Precondition
+    )
         async throws -> UpdateResult
     {
         throw Self.notPlanned("a change of one generation's metadata", on: plan)
@@ -668,27 +730,34 @@ private final class PlannedVersions: ObjectVersions {
         throw Self.notPlanned("a delete of one generation", on: plan)
     }
 
-    func restore(_ object: ObjectName, generation: ObjectGeneration, precondition: Precondition) async throws -> ObjectMetadata {
+    func restore(
+        _ object: ObjectName, generation: ObjectGeneration, precondition: Precondition
+    ) async throws -> ObjectMetadata {
         try await plan.planRestore(object, generation: generation, precondition: precondition, from: stored)
     }
 
     private static func notPlanned(_ what: String, on plan: PlannedBucket) -> StorageError {
-        .invalidArgument("\(what.prefix(1).uppercased() + what.dropFirst()) is not planned on \(plan.scheme)://\(plan.name); nothing was sent.")
+        .invalidArgument(
+            "\(what.prefix(1).uppercased() + what.dropFirst()) is not planned on \(plan.scheme)://\(plan.name); nothing was sent."
+        )
     }
 }
 
 extension PlannedBucket {
     /// A planned restore of a soft-deleted generation (rule B6): the live object becomes that generation's content
     /// and metadata as a new generation, if the object as planned satisfies `precondition` and nothing keeps it.
-    fileprivate func planRestore(_ object: ObjectName, generation: ObjectGeneration, precondition: Precondition, from stored: any ObjectVersions)
+    fileprivate func planRestore(
+        _ object: ObjectName, generation: ObjectGeneration, precondition: Precondition, from stored: any ObjectVersions
+    )
         async throws -> ObjectMetadata
     {
         // S3 restores a noncurrent version (a copy of it), Cloud Storage a soft-deleted generation.
-        let soft = if case .version = generation {
-            try await stored.metadata(of: object, generation: generation)
-        } else {
-            try await stored.softDeletedMetadata(of: object, generation: generation)
-        }
+        let soft =
+            if case .version = generation {
+                try await stored.metadata(of: object, generation: generation)
+            } else {
+                try await stored.softDeletedMetadata(of: object, generation: generation)
+            }
         let existing = try await metadataIfPresent(of: object)
         try require(precondition, object, existing)
         try existing?.refuseIfProtected(.overwritten, now: clock.now())
@@ -720,10 +789,15 @@ private final class PlannedMoves: ObjectMoves, @unchecked Sendable {
         movesInOneStep = inOneStep
     }
 
-    func move(_ source: ObjectName, to destination: ObjectName, sourcePrecondition: Precondition, destinationPrecondition: Precondition)
+    func move(
+        _ source: ObjectName, to destination: ObjectName, sourcePrecondition: Precondition,
+        destinationPrecondition: Precondition
+    )
         async throws -> ObjectMetadata
     {
-        try await plan.planMove(source, to: destination, sourcePrecondition: sourcePrecondition, destinationPrecondition: destinationPrecondition)
+        try await plan.planMove(
+            source, to: destination, sourcePrecondition: sourcePrecondition,
+            destinationPrecondition: destinationPrecondition)
     }
 }
 

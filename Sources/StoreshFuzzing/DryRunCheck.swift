@@ -20,8 +20,11 @@ package struct DryRunCheck {
 
     /// nil when the invariant holds, else what broke.
     package func callAsFunction(_ text: String) async -> String? {
-        guard let script = try? Parser.parse(SourceText(name: "fuzz", text: text)) else { return "accepted, then rejected" }
-        let interpreter = Session(bucket: bucket, output: DiscardedOutput(), files: files, options: RunOptions(dryRun: true))
+        guard let script = try? Parser.parse(SourceText(name: "fuzz", text: text)) else {
+            return "accepted, then rejected"
+        }
+        let interpreter = Session(
+            bucket: bucket, output: DiscardedOutput(), files: files, options: RunOptions(dryRun: true))
         _ = await interpreter.run(script)
         var now = ""
         do {

@@ -18,9 +18,11 @@ package struct RulesFuzzer {
 
     /// Pieces of the rules language and the characters its lexer treats specially.
     static let vocabulary: [String] = [
-        "(", ")", "[", "]", "{", "}", "!", "-", "&&", "||", "==", "!=", "<", ">=", "+", "*", "/", "%", "?", ":", ",", ";",
+        "(", ")", "[", "]", "{", "}", "!", "-", "&&", "||", "==", "!=", "<", ">=", "+", "*", "/", "%", "?", ":", ",",
+        ";",
         ".", "true", "false", "null", "request", "request.auth", "request.auth.uid", "request.auth.token.admin",
-        "request.resource.size", "resource.metadata", "request.time", "uid", "f()", "g(1, 2)", "'a'", "\"b\"", "1", "1.5",
+        "request.resource.size", "resource.metadata", "request.time", "uid", "f()", "g(1, 2)", "'a'", "\"b\"", "1",
+        "1.5",
         "'x'.matches('(a+)+b')", "[1, 2]", "{'k': 1}", "in", "timestamp.date(2020, 1, 1)", "duration.value(1, 'd')",
         "allow read: if", "allow write;", "match /{p=**} {", "match /files/{uid} {", "function f() { return true; }",
         "let x = 1;", "return", "rules_version = '2';", "\n", " ", "/*", "*/", "//", "é", "\u{0}",
@@ -46,16 +48,19 @@ package struct RulesFuzzer {
         case 0:  // deep nesting of one kind
             let depth = Int(random.next() % 400)
             let (open, close) = pick([("(", ")"), ("[", "]"), ("!", ""), ("-", ""), ("f(", ")"), ("{'k': ", "}")])
-            return Self.wrapping(String(repeating: open, count: depth) + "true" + String(repeating: close, count: depth))
+            return Self.wrapping(
+                String(repeating: open, count: depth) + "true" + String(repeating: close, count: depth))
         case 1:  // long chains
             let count = Int(random.next() % 40_000)
-            return Self.wrapping(Array(repeating: pick(["true", "1 == 1", "request.auth == null"]), count: count)
-                .joined(separator: pick([" && ", " || ", " + ", " == "])))
+            return Self.wrapping(
+                Array(repeating: pick(["true", "1 == 1", "request.auth == null"]), count: count)
+                    .joined(separator: pick([" && ", " || ", " + ", " == "])))
         case 2:  // functions calling functions
             let count = Int(random.next() % 30)
             var functions = ""
             for index in 0..<count {
-                let calls = Array(repeating: "f\(index + 1)()", count: Int(random.next() % 4) + 1).joined(separator: pick([" && ", " || "]))
+                let calls = Array(repeating: "f\(index + 1)()", count: Int(random.next() % 4) + 1).joined(
+                    separator: pick([" && ", " || "]))
                 functions += "  function f\(index)() { return \(calls); }\n"
             }
             functions += "  function f\(count)() { return \(pick(["true", "f0()", "!true"])); }\n"
@@ -68,7 +73,10 @@ package struct RulesFuzzer {
             return "service firebase.storage {\n" + String(repeating: "match /a {\n", count: depth) + "allow read;\n"
                 + String(repeating: "}\n", count: depth) + "}\n"
         default:  // a sample or a generated condition, mutated
-            var text = random.next() % 2 == 0 ? pick(Self.seeds) : Self.wrapping((0..<Int(random.next() % 12)).map { _ in pick(Self.vocabulary) }.joined(separator: " "))
+            var text =
+                random.next() % 2 == 0
+                ? pick(Self.seeds)
+                : Self.wrapping((0..<Int(random.next() % 12)).map { _ in pick(Self.vocabulary) }.joined(separator: " "))
             for _ in 0..<Int(random.next() % 6) {
                 var scalars = Array(text.unicodeScalars)
                 let at = scalars.isEmpty ? 0 : Int(random.next() % UInt64(scalars.count))
@@ -105,7 +113,8 @@ package struct RulesFuzzer {
                 guard parts.count >= 3, parts[0] == "fuzz.rules", let line = Int(parts[1]), let column = Int(parts[2]),
                     line >= 1, column >= 1, line <= max(1, lines.count)
                 else {
-                    report.failures.append("an unpositioned refusal \(error.message.prefix(160)) of \(text.prefix(120).debugDescription)")
+                    report.failures.append(
+                        "an unpositioned refusal \(error.message.prefix(160)) of \(text.prefix(120).debugDescription)")
                     continue
                 }
                 continue
@@ -122,11 +131,15 @@ package struct RulesFuzzer {
                 _ = session.decide(
                     AccessRequest(
                         method: method, bucket: "fuzz", path: "files/ada/a.txt", time: Timestamp(microseconds: 0),
-                        newResource: ObjectSnapshot(object), existingResource: ObjectSnapshot(object), auth: session.identity))
+                        newResource: ObjectSnapshot(object), existingResource: ObjectSnapshot(object),
+                        auth: session.identity))
                 let took = Self.microseconds(since: start)
                 report.slowestMicroseconds = max(report.slowestMicroseconds, took)
                 report.decisions += 1
-                if took > 2_000_000 { report.failures.append("a decision took \(Int(took / 1000)) ms under \(text.prefix(120).debugDescription)") }
+                if took > 2_000_000 {
+                    report.failures.append(
+                        "a decision took \(Int(took / 1000)) ms under \(text.prefix(120).debugDescription)")
+                }
             }
         }
         return report

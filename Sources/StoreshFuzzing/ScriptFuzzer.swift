@@ -20,7 +20,8 @@ package struct ScriptFuzzer {
     static let vocabulary: [String] = {
         var words: [String] = []
         for declaration in CommandCatalog.commands {
-            for word in declaration.name.split(separator: " ").map(String.init) + declaration.aliases + declaration.options
+            for word in declaration.name.split(separator: " ").map(String.init) + declaration.aliases
+                + declaration.options
             where !words.contains(word) {
                 words.append(word)
             }
@@ -28,7 +29,8 @@ package struct ScriptFuzzer {
         return words + [
             "--", "contentType=x", "cacheControl=no-cache", "custom.k=v", "custom", "custom.", "custom.j", "size=1",
             "contentTyp", "contentType=image/*", "'custom.k exists'", "a", "a/b", "a//b", "/", "..", ".", "gs://fuzz/a",
-            "gs://other/", "*", "**", "?", "[a-z]", "[!", "]", "'", "\"", "\\", ";", "#", "=", " ", "\t", "\n", "\r\n", "0",
+            "gs://other/", "*", "**", "?", "[a-z]", "[!", "]", "'", "\"", "\\", ";", "#", "=", " ", "\t", "\n", "\r\n",
+            "0",
             "1000", "1001", "-1", "é", "\u{301}", "\u{0}", "\u{1B}[31m", "🙂", "AQh0", "x*y", "'a b'", "\"c\\\"d\"",
             "\"\\q\"", "open", "owner-only", "before", String(repeating: "z", count: 1100),
         ]
@@ -61,14 +63,18 @@ package struct ScriptFuzzer {
             let outcome = Self.check(bytes)
             let micros = Double(DispatchTime.now().uptimeNanoseconds - start) / 1000
             report.slowestParseMicroseconds = max(report.slowestParseMicroseconds, micros)
-            if micros > 1_000_000 { report.failures.append("parsing took \(Int(micros / 1000)) ms: \(Self.shown(bytes))") }
+            if micros > 1_000_000 {
+                report.failures.append("parsing took \(Int(micros / 1000)) ms: \(Self.shown(bytes))")
+            }
             switch outcome {
             case .accepted(let text):
                 report.accepted += 1
                 if corpus.count < 200 && random.next() % 50 == 0 { corpus.append(text) }
                 if interpretEvery > 0 && index % interpretEvery == 0 {
                     report.interpreted += 1
-                    if let failure = await interpret(text) { report.failures.append("\(failure): \(Self.shown(bytes))") }
+                    if let failure = await interpret(text) {
+                        report.failures.append("\(failure): \(Self.shown(bytes))")
+                    }
                 }
             case .rejected:
                 report.rejected += 1
@@ -92,7 +98,8 @@ package struct ScriptFuzzer {
         do {
             source = try SourceText(name: "fuzz", bytes: bytes)
         } catch {
-            let lines = String(decoding: bytes, as: UTF8.self).unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false)
+            let lines = String(decoding: bytes, as: UTF8.self).unicodeScalars.split(
+                separator: "\n", omittingEmptySubsequences: false)
             return position(error, lines: lines.map { Substring($0) })
         }
         do {
@@ -104,7 +111,9 @@ package struct ScriptFuzzer {
     }
 
     static func position(_ error: Diagnostic, lines: [Substring]) -> Outcome {
-        guard error.phase == .beforeRunning, !error.message.isEmpty else { return .broken("an error without a message") }
+        guard error.phase == .beforeRunning, !error.message.isEmpty else {
+            return .broken("an error without a message")
+        }
         let line = error.location.line
         guard line >= 1, line <= lines.count else { return .broken("error on line \(line) of \(lines.count)") }
         let width = lines[line - 1].unicodeScalars.count
@@ -137,7 +146,9 @@ package struct ScriptFuzzer {
         case 0 where !bytes.isEmpty: bytes[position] ^= UInt8(truncatingIfNeeded: 1 << (random.next() % 8))
         case 1: bytes.insert(UInt8(truncatingIfNeeded: random.next()), at: position)
         case 2 where !bytes.isEmpty: bytes.remove(at: position)
-        case 3: bytes.insert(contentsOf: Self.vocabulary[Int(random.next() % UInt64(Self.vocabulary.count))].utf8, at: position)
+        case 3:
+            bytes.insert(
+                contentsOf: Self.vocabulary[Int(random.next() % UInt64(Self.vocabulary.count))].utf8, at: position)
         case 4:
             let other = Array(corpus[Int(random.next() % UInt64(corpus.count))].utf8)
             let cut = other.isEmpty ? 0 : Int(random.next() % UInt64(other.count))

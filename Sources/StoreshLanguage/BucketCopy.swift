@@ -28,7 +28,9 @@ package enum BucketCopy {
         isCancelled: @escaping @Sendable () -> Bool
     ) async throws -> Plan {
         let sourceObjects = NameOrderedObjects(bucket: source, prefix: prefix, isCancelled: isCancelled)
-        let destinationObjects = destination.map { NameOrderedObjects(bucket: $0, prefix: prefix, isCancelled: isCancelled) }
+        let destinationObjects = destination.map {
+            NameOrderedObjects(bucket: $0, prefix: prefix, isCancelled: isCancelled)
+        }
         let store = try PlanStore()
         var unchanged = 0
         var bytes: Int64 = 0
@@ -61,11 +63,16 @@ package enum BucketCopy {
                     started += 1
                     running += 1
                     group.addTask {
-                        if isCancelled() { throw StorageError(.cancelled, "Interrupted while reading the source; nothing was copied.") }
+                        if isCancelled() {
+                            throw StorageError(.cancelled, "Interrupted while reading the source; nothing was copied.")
+                        }
                         let content = try await source.read(try ObjectName(object.fullPath))
                         var after = object
                         after.bucket = destinationName
-                        return (index, PlannedChange(object: object.fullPath, before: current, after: after, content: content))
+                        return (
+                            index,
+                            PlannedChange(object: object.fullPath, before: current, after: after, content: content)
+                        )
                     }
                 }
                 guard let (index, change) = try await group.next() else { break }
@@ -103,7 +110,9 @@ final class NameOrderedObjects {
     func peek() async throws -> ObjectMetadata? {
         while position == page.count {
             guard !started || resumeAfter != nil else { return nil }
-            if isCancelled() { throw StorageError(.cancelled, "Interrupted while listing \(bucket.url); nothing was copied.") }
+            if isCancelled() {
+                throw StorageError(.cancelled, "Interrupted while listing \(bucket.url); nothing was copied.")
+            }
             let next = try await bucket.scan(prefix: prefix, after: resumeAfter, limit: 1000)
             started = true
             (page, position, resumeAfter) = (next.objects, 0, next.resumeAfter)

@@ -142,7 +142,8 @@ final class BulkResults {
                     return a.objects != b.objects ? a.objects > b.objects : a.firstMet < b.firstMet
                 }
                 for (change, count) in sorted {
-                    let text = "\(change.key): \(Formatting.planValue(change.old)) → \(Formatting.planValue(change.new))"
+                    let text =
+                        "\(change.key): \(Formatting.planValue(change.old)) → \(Formatting.planValue(change.new))"
                     say("  \(MessageText.oneLine(text)): \(MessageText.counted(count.objects, "object"))")
                 }
                 if otherChanges > 0 {
@@ -152,14 +153,20 @@ final class BulkResults {
             let verb = dryRun ? "would update" : "updated"
             if single && updatedCount + unchangedCount == 1, let firstName {
                 say(
-                    updatedCount == 0 ? "\(MessageText.oneLine(firstName)): unchanged (already as asked)" : "\(verb) \(MessageText.oneLine(firstName))")
+                    updatedCount == 0
+                        ? "\(MessageText.oneLine(firstName)): unchanged (already as asked)"
+                        : "\(verb) \(MessageText.oneLine(firstName))")
             } else {
-                say("\(verb) \(MessageText.counted(updatedCount, "object")), \(MessageText.grouped(unchangedCount)) unchanged")
+                say(
+                    "\(verb) \(MessageText.counted(updatedCount, "object")), \(MessageText.grouped(unchangedCount)) unchanged"
+                )
             }
         case .deletions:
             let verb = dryRun ? "would delete" : "deleted"
             say(
-                deletedCount == 1 && firstName != nil ? "\(verb) \(MessageText.oneLine(firstName!))" : "\(verb) \(MessageText.counted(deletedCount, "object"))")
+                deletedCount == 1 && firstName != nil
+                    ? "\(verb) \(MessageText.oneLine(firstName!))"
+                    : "\(verb) \(MessageText.counted(deletedCount, "object"))")
         }
     }
 
@@ -185,7 +192,8 @@ final class BulkResults {
             lastRun = index
             return
         }
-        if runs.count == Self.runsKept, let leastLately = runs.indices.min(by: { runs[$0].lastMet < runs[$1].lastMet }) {
+        if runs.count == Self.runsKept, let leastLately = runs.indices.min(by: { runs[$0].lastMet < runs[$1].lastMet })
+        {
             countRun(at: leastLately)
         }
         runs.append(Run(differences: differences, objects: 1, firstMet: updatedCount, lastMet: updatedCount))
@@ -265,7 +273,7 @@ final class BulkResults {
         if kind == .updates {
             piece(",\"unchanged\":[")
             var first = true
-            spilled?.forEach { name in
+            spilled?.forEachName { name in
                 piece((first ? "" : ",") + JSONValue.string(name).serialized)
                 first = false
             }
@@ -305,7 +313,7 @@ private final class NameSpill {
         fwrite(line, 1, line.count, file)
     }
 
-    func forEach(_ body: (String) -> Void) {
+    func forEachName(_ body: (String) -> Void) {
         held.forEach(body)
         guard let file else { return }
         rewind(file)
@@ -317,7 +325,9 @@ private final class NameSpill {
             guard length > 0, let buffer else { break }
             let bytes = UnsafeRawBufferPointer(start: buffer, count: length - 1)
             let text = String(decoding: bytes, as: UTF8.self)
-            if text.hasPrefix("\""), let data = text.data(using: .utf8), let decoded = try? JSONSerialization.jsonObject(with: data, options: .fragmentsAllowed) as? String {
+            if text.hasPrefix("\""), let data = text.data(using: .utf8),
+                let decoded = try? JSONSerialization.jsonObject(with: data, options: .fragmentsAllowed) as? String
+            {
                 body(decoded)
             } else {
                 body(text)

@@ -66,9 +66,11 @@ package struct CommandDeclaration: Sendable {
     package var optionCompletions: [String: CompletionKind]
 
     init(
-        _ name: String, group: CommandGroup, aliases: [String] = [], usage: String, summary: String, details: [String] = [],
+        _ name: String, group: CommandGroup, aliases: [String] = [], usage: String, summary: String,
+        details: [String] = [],
         example: String, options: [String] = [], changesBucket: Bool = false, requires: BucketCapabilities = [],
-        patterns: PatternUse = .none, completion: CompletionKind = .nothing, optionCompletions: [String: CompletionKind] = [:],
+        patterns: PatternUse = .none, completion: CompletionKind = .nothing,
+        optionCompletions: [String: CompletionKind] = [:],
         sdk: [String] = []
     ) {
         self.aliases = aliases
@@ -117,7 +119,9 @@ package enum CommandCatalog {
     /// The command line's subcommands (`storesh check`, `storesh serve`, …), which are not commands of the language:
     /// a script or the prompt that names one is told where it is. The command line declares the same, in this order
     /// (a test holds the two together).
-    package static let commandLineSubcommands = ["run", "apply", "undo", "copy", "reset", "serve", "check", "backup", "export", "import"]
+    package static let commandLineSubcommands = [
+        "run", "apply", "undo", "copy", "reset", "serve", "check", "backup", "export", "import",
+    ]
 
     /// The commands (their indices) by the first word of their name and by their aliases: every command of a
     /// script is looked up here, so it is made once.
@@ -168,7 +172,9 @@ package enum CommandCatalog {
         let wanted = sdkKey(topic)
         var found = wanted.isEmpty ? [] : commands.filter { command in command.sdk.contains { sdkKey($0) == wanted } }
         let bySubcommand = commands.filter { $0.subcommand == topic }
-        if bySubcommand.count == 1, !found.contains(where: { $0.name == bySubcommand[0].name }) { found += bySubcommand }
+        if bySubcommand.count == 1, !found.contains(where: { $0.name == bySubcommand[0].name }) {
+            found += bySubcommand
+        }
         return found
     }
 
@@ -184,7 +190,7 @@ package enum CommandCatalog {
     /// `Auth.auth().signOut()` is `signout`.
     static func sdkKey(_ name: String) -> String {
         var text = Substring(name)
-        if let parenthesis = text.firstIndex(of: "(") , !text.hasPrefix("Auth.auth()") { text = text[..<parenthesis] }
+        if let parenthesis = text.firstIndex(of: "("), !text.hasPrefix("Auth.auth()") { text = text[..<parenthesis] }
         if text.hasPrefix("Auth.auth().") { text = text.dropFirst("Auth.auth().".count) }
         if let parenthesis = text.firstIndex(of: "(") { text = text[..<parenthesis] }
         if text.hasSuffix("Async") && text.count > 5 { text = text.dropLast(5) }
@@ -210,7 +216,8 @@ package enum CommandCatalog {
 
     /// The commands whose words may be patterns, for messages: `meta get, …, rm and the DEST of meta copy`.
     package static let patternCommands: String = {
-        let names = commands.filter { $0.patterns == .targets }.map(\.name)
+        let names =
+            commands.filter { $0.patterns == .targets }.map(\.name)
             + commands.filter { $0.patterns == .destinations }.map { "the DEST of \($0.name)" }
         return MessageText.listed(names)
     }()
@@ -242,7 +249,9 @@ package enum CommandCatalog {
                 }
                 lastFirstWord = command.firstWord
             }
-            lines.append("  " + group.rawValue.padding(toLength: 11, withPad: " ", startingAt: 0) + words.joined(separator: ", "))
+            lines.append(
+                "  " + group.rawValue.padding(toLength: 11, withPad: " ", startingAt: 0) + words.joined(separator: ", ")
+            )
         }
         lines.append("A Firebase SDK call leads to its command: help listAll, help updateMetadata.")
         lines.append("A storage rule that a message names: help L3; a family of rules: help L.")
@@ -254,17 +263,17 @@ package enum CommandCatalog {
     /// Topics of `help` that are not commands: a line a paragraph, wrapped where they are shown.
     package static let topics: [String: String] = [
         "scripts": """
-            Scripts: storesh run FILE, storesh -c 'TEXT', or commands on standard input.
-              --dry-run      plan the script and print the plan (each object, each property old → new); nothing is saved. At the prompt: dry-run COMMAND.
-              --keep-going   report each failing command and keep the changes of those that succeeded
-              --json         one JSON document per result; errors as JSON on stderr
-              --clock T      reproducible times: the first change at T, then 1 ms per change
-              --summary      a bulk change prints its summary by change, not each object
-              run --echo     print each command after its prompt before its output (a transcript)
-              run --explain  explain each command (SDK call, REST requests, rules method); run nothing
-            On a local bucket a script is one transaction: all of it lands, or (a command fails) none. On gs:// and s3:// it is planned, then applied with preconditions and a journal (run --resume JOURNAL, undo JOURNAL); what a command prints is printed once its changes have landed.
-            Exit: 0 ran, 1 a command failed, 2 usage or syntax error (nothing ran), 130 interrupted.
-            """
+        Scripts: storesh run FILE, storesh -c 'TEXT', or commands on standard input.
+          --dry-run      plan the script and print the plan (each object, each property old → new); nothing is saved. At the prompt: dry-run COMMAND.
+          --keep-going   report each failing command and keep the changes of those that succeeded
+          --json         one JSON document per result; errors as JSON on stderr
+          --clock T      reproducible times: the first change at T, then 1 ms per change
+          --summary      a bulk change prints its summary by change, not each object
+          run --echo     print each command after its prompt before its output (a transcript)
+          run --explain  explain each command (SDK call, REST requests, rules method); run nothing
+        On a local bucket a script is one transaction: all of it lands, or (a command fails) none. On gs:// and s3:// it is planned, then applied with preconditions and a journal (run --resume JOURNAL, undo JOURNAL); what a command prints is printed once its changes have landed.
+        Exit: 0 ran, 1 a command failed, 2 usage or syntax error (nothing ran), 130 interrupted.
+        """
     ]
 
     /// A command's detail lines as paragraphs: a line that does not end a sentence (with `.`, `:` or `)`) goes on
@@ -280,7 +289,11 @@ package enum CommandCatalog {
         var open = false
         for line in details {
             let row = line.hasPrefix("-") && line.contains("  ")
-            if open, !row, let last = paragraphs.popLast() { paragraphs.append(last + " " + line) } else { paragraphs.append(line) }
+            if open, !row, let last = paragraphs.popLast() {
+                paragraphs.append(last + " " + line)
+            } else {
+                paragraphs.append(line)
+            }
             open = !row && !(line.hasSuffix(".") || line.hasSuffix(":") || line.hasSuffix(".)"))
         }
         return paragraphs
@@ -290,7 +303,10 @@ package enum CommandCatalog {
     package static func text(for command: CommandHelp) -> String {
         var lines = ["usage: \(command.usage)", "  \(command.summary)"]
         lines += paragraphs(command.details).map { "  " + $0 }
-        if !command.sdk.isEmpty { lines.append("Firebase SDK: \(command.sdk.joined(separator: ", ")) (explain \(command.name) … shows the call)") }
+        if !command.sdk.isEmpty {
+            lines.append(
+                "Firebase SDK: \(command.sdk.joined(separator: ", ")) (explain \(command.name) … shows the call)")
+        }
         lines.append("example: \(command.example)")
         return lines.joined(separator: "\n")
     }

@@ -70,7 +70,9 @@ package struct Completer {
     }
 
     /// The candidates a kind of argument offers, after a command's `arguments`.
-    func complete(_ kind: CompletionKind, arguments: [String], typed: String, truncated: inout Bool) -> [CompletionCandidate] {
+    func complete(
+        _ kind: CompletionKind, arguments: [String], typed: String, truncated: inout Bool
+    ) -> [CompletionCandidate] {
         func paths(_ typed: String, foldersOnly: Bool) -> [CompletionCandidate] {
             self.paths(typed, foldersOnly: foldersOnly, truncated: &truncated)
         }
@@ -93,7 +95,9 @@ package struct Completer {
             return keys(assignments: true) + (hasAssignment ? paths(typed, foldersOnly: false) : [])
         case .keysThenObjects:
             if arguments.contains("--") { return paths(typed, foldersOnly: false) }
-            if arguments.allSatisfy({ MetaUnsetCommand.looksLikeKey(Word($0, at: SourceLocation(line: 1, column: 1)), isFirst: false) }) {
+            if arguments.allSatisfy({
+                MetaUnsetCommand.looksLikeKey(Word($0, at: SourceLocation(line: 1, column: 1)), isFirst: false)
+            }) {
                 return keys(assignments: false) + paths(typed, foldersOnly: false)
             }
             return paths(typed, foldersOnly: false)
@@ -109,7 +113,9 @@ package struct Completer {
         var names = WritableProperty.allCases.map(\.rawValue) + CloudStorageWritableField.names
         if let object = try? current.objectName(), let metadata = try? source.currentMetadata(of: object) {
             names += metadata.customMetadata.sortedByKeyBytes.map { "custom." + $0.key }
-            names += metadata.cloudStorage.contexts.sortedByKeyBytes.map { CloudStorageWritableField.contextPrefix + $0.key }
+            names += metadata.cloudStorage.contexts.sortedByKeyBytes.map {
+                CloudStorageWritableField.contextPrefix + $0.key
+            }
         }
         if assignments {
             return (names + ["custom.", CloudStorageWritableField.contextPrefix]).map {

@@ -45,7 +45,6 @@ enum Explainer {
     /// A query string, written as the backends write theirs.
     static func query(_ parameters: [(String, String?)]) -> String { CloudStorageWire.query(parameters) }
 
-
     static func cloudStorageObject(_ bucket: String, _ name: String) -> String {
         cloudStorageHost + CloudStorageWire.objectPath(bucket, name)
     }
@@ -54,7 +53,8 @@ enum Explainer {
 
     /// `tokens`: the bucket's page tokens, to read where storesh's own request starts.
     static func list(
-        bucket: String, path: StoragePath, maxResults: Int?, pageToken: String?, all: Bool, long: Bool, tokens: any PageTokenFormat,
+        bucket: String, path: StoragePath, maxResults: Int?, pageToken: String?, all: Bool, long: Bool,
+        tokens: any PageTokenFormat,
         screenful: Int? = nil
     ) throws -> [ExplainedRequest] {
         let prefix = path.listingPrefix
@@ -67,40 +67,56 @@ enum Explainer {
         }
         var requests = [
             ExplainedRequest(
-                purpose: all ? "list every page of \(prefix.isEmpty ? "the root" : prefix) (listAll: one request per page, gathered in memory)"
+                purpose: all
+                    ? "list every page of \(prefix.isEmpty ? "the root" : prefix) (listAll: one request per page, gathered in memory)"
                     : "list one page of \(prefix.isEmpty ? "the root" : prefix): prefixes and items, \(size) at most",
-                swift: swift + "\n// result.prefixes, result.items" + (all ? "" : ", result.pageToken (nil on the last page)"),
-                firebaseREST: FirebaseWire.list(bucket: bucket, prefix: prefix, maxResults: all ? nil : maxResults, pageToken: pageToken)
-                    .rendered(baseURL: firebaseHost),
-                cloudStorageREST: try storedListing(bucket: bucket, prefix: prefix, maxResults: size, pageToken: pageToken, tokens: tokens),
+                swift: swift + "\n// result.prefixes, result.items"
+                    + (all ? "" : ", result.pageToken (nil on the last page)"),
+                firebaseREST: FirebaseWire.list(
+                    bucket: bucket, prefix: prefix, maxResults: all ? nil : maxResults, pageToken: pageToken
+                )
+                .rendered(baseURL: firebaseHost),
+                cloudStorageREST: try storedListing(
+                    bucket: bucket, prefix: prefix, maxResults: size, pageToken: pageToken, tokens: tokens),
                 rulesMethod: "list",
-                note: "list needs rules_version = '2'. The JSON API lists names as stored (wrongPrefix//, lonelyItem/); the v0 API and storesh show the Firebase view (rule L3)."
+                note:
+                    "list needs rules_version = '2'. The JSON API lists names as stored (wrongPrefix//, lonelyItem/); the v0 API and storesh show the Firebase view (rule L3)."
                     + (pageToken != nil ? " storesh's page tokens are its own; the SDK's come from the service." : "")
-                    + (screenful.map { " At the prompt storesh itself lists \($0) at a time (a screenful); the call above is what a program would ask." } ?? ""))
+                    + (screenful.map {
+                        " At the prompt storesh itself lists \($0) at a time (a screenful); the call above is what a program would ask."
+                    } ?? ""))
         ]
         if long {
-            requests.append(ExplainedRequest(
-                purpose: "for each item listed: its size, update time and content type (ls -l)",
-                swift: "let metadata = try await item.getMetadata()",
-                firebaseREST: FirebaseWire.metadata(bucket: bucket, object: prefix + "ITEM").rendered(baseURL: firebaseHost),
-                cloudStorageREST: "(none: the JSON API's list carries each item's metadata)",
-                rulesMethod: "get",
-                note: "The SDK's list gives references only; each item's metadata is a request of its own."))
+            requests.append(
+                ExplainedRequest(
+                    purpose: "for each item listed: its size, update time and content type (ls -l)",
+                    swift: "let metadata = try await item.getMetadata()",
+                    firebaseREST: FirebaseWire.metadata(bucket: bucket, object: prefix + "ITEM").rendered(
+                        baseURL: firebaseHost),
+                    cloudStorageREST: "(none: the JSON API's list carries each item's metadata)",
+                    rulesMethod: "get",
+                    note: "The SDK's list gives references only; each item's metadata is a request of its own."))
         }
         return requests
     }
 
     /// The JSON API listing storesh sends for a page (`Lister.page` over the stored listing): one entry more than
     /// the page, and, for a page after the first, its own token's position as `startOffset`.
-    static func storedListing(bucket: String, prefix: String, maxResults: Int, pageToken: String?, tokens: any PageTokenFormat) throws -> String {
+    static func storedListing(
+        bucket: String, prefix: String, maxResults: Int, pageToken: String?, tokens: any PageTokenFormat
+    ) throws -> String {
         let options = ListOptions(maxResults: maxResults, pageToken: pageToken)
-        guard let first = try Lister.firstStoredRequest(prefix: prefix, bucket: bucket, options: options, tokens: tokens) else {
+        guard
+            let first = try Lister.firstStoredRequest(prefix: prefix, bucket: bucket, options: options, tokens: tokens)
+        else {
             return "(none: the page starts past every name)"
         }
         let request = CloudStorageWire.list(
-            bucket: bucket, prefix: prefix, delimited: true, maxResults: first.maxResults, startOffset: first.startOffset)
+            bucket: bucket, prefix: prefix, delimited: true, maxResults: first.maxResults,
+            startOffset: first.startOffset)
         return request.rendered(baseURL: cloudStorageHost)
-            + (first.maxResults > maxResults ? " (storesh asks one entry more, to know whether another page follows)" : "")
+            + (first.maxResults > maxResults
+                ? " (storesh asks one entry more, to know whether another page follows)" : "")
     }
 
     // MARK: Objects
@@ -110,7 +126,8 @@ enum Explainer {
             purpose: "read the metadata of \(name)",
             swift: "let metadata = try await \(SwiftSDK.getMetadata(name))",
             firebaseREST: FirebaseWire.metadata(bucket: bucket, object: name).rendered(baseURL: firebaseHost),
-            cloudStorageREST: CloudStorageWire.metadata(bucket: bucket, object: name).rendered(baseURL: cloudStorageHost),
+            cloudStorageREST: CloudStorageWire.metadata(bucket: bucket, object: name).rendered(
+                baseURL: cloudStorageHost),
             rulesMethod: "get")
     }
 
@@ -128,20 +145,27 @@ enum Explainer {
         if update.clearsCustomMetadata && update.customMetadata.isEmpty {
             members.append(("metadata", .null))
         } else if !update.customMetadata.isEmpty {
-            members.append((
-                "metadata",
-                .object(update.customMetadata.sortedByKeyBytes.map { key, change in
-                    if case .set(let value) = change { return (key, .string(value)) }
-                    return (key, .null)
-                })))
+            members.append(
+                (
+                    "metadata",
+                    .object(
+                        update.customMetadata.sortedByKeyBytes.map { key, change in
+                            if case .set(let value) = change { return (key, .string(value)) }
+                            return (key, .null)
+                        })
+                ))
         }
         return JSONValue.object(members).serialized
     }
 
     /// `state`: the object as storesh read it, when it exists; the REST requests are then the ones storesh sends
     /// (`CloudStorageWire`): guarded by its generation and metageneration, the body naming only what changes.
-    static func updateMetadata(bucket: String, name: String, update: MetadataUpdate, state: ObjectMetadata?) -> ExplainedRequest {
-        let deletes = update.properties.values.contains(.unset) || update.customMetadata.values.contains(.unset) || update.clearsCustomMetadata
+    static func updateMetadata(
+        bucket: String, name: String, update: MetadataUpdate, state: ObjectMetadata?
+    ) -> ExplainedRequest {
+        let deletes =
+            update.properties.values.contains(.unset) || update.customMetadata.values.contains(.unset)
+            || update.clearsCustomMetadata
         var lines: [String]
         var note: String?
         if deletes {
@@ -171,7 +195,8 @@ enum Explainer {
                 lines.append("metadata.customMetadata = custom")
             }
             lines.append("let updated = try await ref.updateMetadata(metadata)")
-            note = "The Swift SDK sends what differs from the metadata it read, and null for what was taken out of it, so a deletion starts from getMetadata(); a new StorageMetadata() with a property set to nil sends nothing for it. The JavaScript SDK's updateMetadata sends null for a key whose value is null."
+            note =
+                "The Swift SDK sends what differs from the metadata it read, and null for what was taken out of it, so a deletion starts from getMetadata(); a new StorageMetadata() with a property set to nil sends nothing for it. The JavaScript SDK's updateMetadata sends null for a key whose value is null."
         } else {
             // As the Firebase docs write an update: a new StorageMetadata naming what changes (firebase-ios-sdk,
             // FirebaseStorage/Sources/StorageReference.swift: updateMetadata(_:completion:)).
@@ -193,53 +218,78 @@ enum Explainer {
         let cloudStorage: String
         let firebase: String
         let body = updateBody(update)
-        if let state, let after = try? state.applying(Session.keepingDownloadTokens(update, of: state), now: state.updated).metadata,
+        if let state,
+            let after = try? state.applying(Session.keepingDownloadTokens(update, of: state), now: state.updated)
+                .metadata,
             state.differences(to: after).count > 0
         {
             if state.rewrites(to: after) { return rewrite(bucket: bucket, name: name, from: state, to: after) }
-            cloudStorage = CloudStorageWire.patch(bucket: bucket, object: name, from: state, to: after).rendered(baseURL: cloudStorageHost)
-            firebase = FirebaseWire.patch(bucket: bucket, object: name, body: CloudStorageJSON.patchBody(from: state, to: after))
-                .rendered(baseURL: firebaseHost)
+            cloudStorage = CloudStorageWire.patch(bucket: bucket, object: name, from: state, to: after).rendered(
+                baseURL: cloudStorageHost)
+            firebase = FirebaseWire.patch(
+                bucket: bucket, object: name, body: CloudStorageJSON.patchBody(from: state, to: after)
+            )
+            .rendered(baseURL: firebaseHost)
         } else {
-            firebase = FirebaseWire.patch(bucket: bucket, object: name, body: Data(body.utf8)).rendered(baseURL: firebaseHost)
-            cloudStorage = "PATCH \(cloudStorageObject(bucket, name))" + CloudStorageWire.query([("ifGenerationMatch", "G"), ("ifMetagenerationMatch", "M")]) + "\n\(body)"
+            firebase = FirebaseWire.patch(bucket: bucket, object: name, body: Data(body.utf8)).rendered(
+                baseURL: firebaseHost)
+            cloudStorage =
+                "PATCH \(cloudStorageObject(bucket, name))"
+                + CloudStorageWire.query([("ifGenerationMatch", "G"), ("ifMetagenerationMatch", "M")]) + "\n\(body)"
         }
         // Cloud Storage's own fields (rule M9) are not the Firebase SDKs' nor the v0 API's: storesh refuses them there.
         let ownFields = update.cloudStorage.isEmpty ? nil : "customTime, holds, retention or contexts"
         return ExplainedRequest(
             purpose: "update the metadata of \(name): only the properties named change (rules M4, M5)",
-            swift: ownFields.map { "// none: StorageMetadata has no \($0) (Cloud Storage's own fields, rule M9)" } ?? lines.joined(separator: "\n"),
-            firebaseREST: ownFields.map { "(none: the Firebase Storage API does not carry \($0); storesh changes them through gs:// with Cloud Storage credentials)" } ?? firebase,
+            swift: ownFields.map { "// none: StorageMetadata has no \($0) (Cloud Storage's own fields, rule M9)" }
+                ?? lines.joined(separator: "\n"),
+            firebaseREST: ownFields.map {
+                "(none: the Firebase Storage API does not carry \($0); storesh changes them through gs:// with Cloud Storage credentials)"
+            } ?? firebase,
             cloudStorageREST: cloudStorage,
             rulesMethod: "update",
-            note: [note, "storesh sends ifGenerationMatch and ifMetagenerationMatch with the generation and metageneration it read, and only what changes, so a concurrent change is never overwritten (rule G5)."]
-                .compactMap { $0 }.joined(separator: " "))
+            note: [
+                note,
+                "storesh sends ifGenerationMatch and ifMetagenerationMatch with the generation and metageneration it read, and only what changes, so a concurrent change is never overwritten (rule G5).",
+            ]
+            .compactMap { $0 }.joined(separator: " "))
     }
 
     /// A change of storage class (rule M9): no SDK of Firebase's has one, and the JSON API makes it by rewriting the
     /// object onto itself.
-    static func rewrite(bucket: String, name: String, from state: ObjectMetadata, to after: ObjectMetadata) -> ExplainedRequest {
+    static func rewrite(
+        bucket: String, name: String, from state: ObjectMetadata, to after: ObjectMetadata
+    ) -> ExplainedRequest {
         ExplainedRequest(
-            purpose: "rewrite \(name) as storage class \(after.cloudStorage.effectiveStorageClass): the same content, a new generation, metageneration 1 (rule M9)",
+            purpose:
+                "rewrite \(name) as storage class \(after.cloudStorage.effectiveStorageClass): the same content, a new generation, metageneration 1 (rule M9)",
             firebaseREST: "(none: the Firebase Storage API does not change an object's storage class)",
-            cloudStorageREST: CloudStorageWire.change(bucket: bucket, object: name, from: state, to: after).rendered(baseURL: cloudStorageHost)
+            cloudStorageREST: CloudStorageWire.change(bucket: bucket, object: name, from: state, to: after).rendered(
+                baseURL: cloudStorageHost)
                 + "\n(a large object takes several calls: each after the first sends the rewriteToken the one before answered)",
             rulesMethod: "update",
-            note: "storesh rewrites only the generation and metageneration it read (ifSourceGenerationMatch, ifSourceMetagenerationMatch) and only over that generation (ifGenerationMatch), so a concurrent change is never overwritten (rule G5); the body is the object's metadata whole, with null for what the change removes.")
+            note:
+                "storesh rewrites only the generation and metageneration it read (ifSourceGenerationMatch, ifSourceMetagenerationMatch) and only over that generation (ifGenerationMatch), so a concurrent change is never overwritten (rule G5); the body is the object's metadata whole, with null for what the change removes."
+        )
     }
 
     /// `current`: the object the upload would replace, as storesh read it (nil: none); on a real bucket storesh
     /// writes only over that (or only where nothing is).
-    static func upload(bucket: String, name: String, fromFile file: String?, contentType: String?, current: ObjectMetadata?) -> ExplainedRequest {
+    static func upload(
+        bucket: String, name: String, fromFile file: String?, contentType: String?, current: ObjectMetadata?
+    ) -> ExplainedRequest {
         var lines: [String] = []
         if let contentType {
             lines += ["let metadata = StorageMetadata()", "metadata.contentType = \(SwiftSDK.literal(contentType))"]
         }
         let metadataArgument = contentType == nil ? "" : ", metadata: metadata"
         if let file {
-            lines.append("let uploaded = try await \(SwiftSDK.reference(name)).putFileAsync(from: URL(fileURLWithPath: \(SwiftSDK.literal(file)))\(metadataArgument))")
+            lines.append(
+                "let uploaded = try await \(SwiftSDK.reference(name)).putFileAsync(from: URL(fileURLWithPath: \(SwiftSDK.literal(file)))\(metadataArgument))"
+            )
         } else {
-            lines.append("let uploaded = try await \(SwiftSDK.putData(name, metadata: contentType == nil ? nil : "metadata"))")
+            lines.append(
+                "let uploaded = try await \(SwiftSDK.putData(name, metadata: contentType == nil ? nil : "metadata"))")
         }
         return ExplainedRequest(
             purpose: "upload \(name): new content, a new generation, metageneration 1 (rule M3)",
@@ -258,7 +308,9 @@ enum Explainer {
             // firebase-ios-sdk, FirebaseStorage/Sources/StorageUploadTask.swift: the type of putFile from the local
             // file's extension; putData sends application/octet-stream. firebase-js-sdk, implementation/requests.ts:
             // determineContentType_ takes the Blob's type.
-            note: "storesh guesses contentType, when not given, from the object name's extension (its rule M3). The Swift SDK's putFile guesses it from the local file's extension and putData sends application/octet-stream; the JavaScript SDK takes the Blob's type.")
+            note:
+                "storesh guesses contentType, when not given, from the object name's extension (its rule M3). The Swift SDK's putFile guesses it from the local file's extension and putData sends application/octet-stream; the JavaScript SDK takes the Blob's type."
+        )
     }
 
     /// A generation's content (NAME#GENERATION, rule B5): the JSON API's media download of that generation; no
@@ -276,14 +328,17 @@ enum Explainer {
         ExplainedRequest(
             purpose: "read the metadata of \(name) as generation \(generation)",
             firebaseREST: "(none: the Firebase Storage API names no generations)",
-            cloudStorageREST: CloudStorageWire.metadata(bucket: bucket, object: name, generation: generation).rendered(baseURL: cloudStorageHost)
+            cloudStorageREST: CloudStorageWire.metadata(bucket: bucket, object: name, generation: generation).rendered(
+                baseURL: cloudStorageHost)
                 + "\n(not found there: the same with softDeleted=true, for a soft-deleted generation)",
             rulesMethod: "get")
     }
 
     static func download(bucket: String, name: String, toFile file: String?) -> ExplainedRequest {
         let swift =
-            file.map { "let url = try await \(SwiftSDK.reference(name)).writeAsync(toFile: URL(fileURLWithPath: \(SwiftSDK.literal($0))))" }
+            file.map {
+                "let url = try await \(SwiftSDK.reference(name)).writeAsync(toFile: URL(fileURLWithPath: \(SwiftSDK.literal($0))))"
+            }
             ?? "let data = try await \(SwiftSDK.data(name))"
         return ExplainedRequest(
             purpose: "download the content of \(name)", swift: swift,
@@ -298,24 +353,35 @@ enum Explainer {
         return ExplainedRequest(
             purpose: "delete \(name)", swift: "try await \(SwiftSDK.delete(name))",
             firebaseREST: FirebaseWire.delete(bucket: bucket, object: name).rendered(baseURL: firebaseHost),
-            cloudStorageREST: CloudStorageWire.delete(bucket: bucket, object: name, precondition: precondition).rendered(baseURL: cloudStorageHost),
+            cloudStorageREST: CloudStorageWire.delete(bucket: bucket, object: name, precondition: precondition)
+                .rendered(baseURL: cloudStorageHost),
             rulesMethod: "delete",
-            note: state == nil ? nil : "storesh deletes an object only as it read it (ifGenerationMatch, rule G5): a concurrent change is never lost.")
+            note: state == nil
+                ? nil
+                : "storesh deletes an object only as it read it (ifGenerationMatch, rule G5): a concurrent change is never lost."
+        )
     }
 
     /// `mv`: Cloud Storage's objects.move, guarded by the source as read and the object it replaces (or its absence);
     /// no Firebase SDK or v0 API call moves.
-    static func move(bucket: String, source: String, destination: String, state: ObjectMetadata?, replaced: ObjectMetadata?) -> ExplainedRequest {
-        let sourcePrecondition = state.map { Precondition.matches($0) } ?? Precondition(generation: nil, metageneration: nil)
+    static func move(
+        bucket: String, source: String, destination: String, state: ObjectMetadata?, replaced: ObjectMetadata?
+    ) -> ExplainedRequest {
+        let sourcePrecondition =
+            state.map { Precondition.matches($0) } ?? Precondition(generation: nil, metageneration: nil)
         return ExplainedRequest(
-            purpose: "move \(source) to \(destination): its content and metadata as a new generation there, and it gone, in one step",
-            firebaseREST: "(none: the Firebase Storage API has no move; an app downloads, uploads and deletes, three requests)",
+            purpose:
+                "move \(source) to \(destination): its content and metadata as a new generation there, and it gone, in one step",
+            firebaseREST:
+                "(none: the Firebase Storage API has no move; an app downloads, uploads and deletes, three requests)",
             cloudStorageREST: CloudStorageWire.move(
                 bucket: bucket, source: source, destination: destination, sourcePrecondition: sourcePrecondition,
                 destinationPrecondition: replaced.map { PlanApplier.writePrecondition(current: $0) } ?? .doesNotExist
             ).rendered(baseURL: cloudStorageHost),
             rulesMethod: "get, create, delete",
-            note: "storesh moves the source only as it read it (ifSourceGenerationMatch, ifSourceMetagenerationMatch) and only over what it read at the destination (ifGenerationMatch; 0: nothing there), so a concurrent change is never lost (rule G5).")
+            note:
+                "storesh moves the source only as it read it (ifSourceGenerationMatch, ifSourceMetagenerationMatch) and only over what it read at the destination (ifGenerationMatch; 0: nothing there), so a concurrent change is never lost (rule G5)."
+        )
     }
 
     /// `restore NAME#GENERATION`: Cloud Storage's objects.restore, guarded by the live object as read (rule B6); no
@@ -326,38 +392,53 @@ enum Explainer {
             firebaseREST: "(none: the Firebase Storage API names no generations)",
             cloudStorageREST: CloudStorageWire.restore(
                 bucket: bucket, object: name, generation: generation, precondition: Precondition(generation: 0)
-            ).rendered(baseURL: cloudStorageHost) + "  (ifGenerationMatch: the live object's generation, or 0 when there is none)",
-            note: "A soft-deleted generation is kept while the bucket's soft delete policy says (rule B6); the restored object is a new generation.")
+            ).rendered(baseURL: cloudStorageHost)
+                + "  (ifGenerationMatch: the live object's generation, or 0 when there is none)",
+            note:
+                "A soft-deleted generation is kept while the bucket's soft delete policy says (rule B6); the restored object is a new generation."
+        )
     }
 
     /// `ls -a` and `ls --soft-deleted`: objects.list with `versions=true` or `softDeleted=true` (rules B5, B6).
-    static func listGenerations(bucket: String, path: StoragePath, maxResults: Int?, softDeleted: Bool) -> ExplainedRequest {
+    static func listGenerations(
+        bucket: String, path: StoragePath, maxResults: Int?, softDeleted: Bool
+    ) -> ExplainedRequest {
         ExplainedRequest(
-            purpose: softDeleted ? "list the soft-deleted generations under \(path.fullPath)" : "list every generation under \(path.fullPath)",
+            purpose: softDeleted
+                ? "list the soft-deleted generations under \(path.fullPath)"
+                : "list every generation under \(path.fullPath)",
             firebaseREST: "(none: the Firebase Storage API names no generations)",
             cloudStorageREST: CloudStorageWire.listGenerations(
-                bucket: bucket, prefix: path.listingPrefix, delimited: true, maxResults: maxResults, pageToken: nil, softDeleted: softDeleted
+                bucket: bucket, prefix: path.listingPrefix, delimited: true, maxResults: maxResults, pageToken: nil,
+                softDeleted: softDeleted
             ).rendered(baseURL: cloudStorageHost))
     }
 
     /// Where targets are patterns: the listing that finds them. A pattern within one folder (`images/*.jpg`) needs
     /// that folder's listing; one with `**`, or a wildcard in a folder's name, every folder under its fixed start.
-    static func patternWalk(bucket: String, pattern: String, prefix: String, recursive: Bool, matched: Int) -> ExplainedRequest {
+    static func patternWalk(
+        bucket: String, pattern: String, prefix: String, recursive: Bool, matched: Int
+    ) -> ExplainedRequest {
         // The SDK and the v0 API list a folder; the JSON API takes any prefix of names.
         let folder = prefix.lastIndex(of: "/").map { String(prefix[...$0]) } ?? ""
-        let folderListing = FirebaseWire.list(bucket: bucket, prefix: folder, maxResults: nil, pageToken: nil).rendered(baseURL: firebaseHost)
+        let folderListing = FirebaseWire.list(bucket: bucket, prefix: folder, maxResults: nil, pageToken: nil).rendered(
+            baseURL: firebaseHost)
         guard recursive else {
             // Every match is an item of one folder.
             return ExplainedRequest(
-                purpose: "find the objects \(pattern) names (\(MessageText.grouped(matched)) found): list \(folder.isEmpty ? "the root" : folder)",
-                swift: "let result = try await \(SwiftSDK.list(String(folder.dropLast()), maxResults: nil, pageToken: nil))\n// The SDK has no patterns: keep the result.items whose names match.",
+                purpose:
+                    "find the objects \(pattern) names (\(MessageText.grouped(matched)) found): list \(folder.isEmpty ? "the root" : folder)",
+                swift:
+                    "let result = try await \(SwiftSDK.list(String(folder.dropLast()), maxResults: nil, pageToken: nil))\n// The SDK has no patterns: keep the result.items whose names match.",
                 firebaseREST: folderListing,
                 cloudStorageREST: scanRequest(bucket: bucket, prefix: prefix),
                 rulesMethod: "list")
         }
         return ExplainedRequest(
-            purpose: "find the objects \(pattern) names (\(MessageText.grouped(matched)) found): list every folder under \(folder.isEmpty ? "the root" : folder)",
-            swift: "// The SDK has no patterns: listAll() each folder, recursing into result.prefixes,\n// and keep the items whose names match.",
+            purpose:
+                "find the objects \(pattern) names (\(MessageText.grouped(matched)) found): list every folder under \(folder.isEmpty ? "the root" : folder)",
+            swift:
+                "// The SDK has no patterns: listAll() each folder, recursing into result.prefixes,\n// and keep the items whose names match.",
             firebaseREST: folderListing + " (then each prefix in turn)",
             cloudStorageREST: scanRequest(bucket: bucket, prefix: prefix),
             rulesMethod: "list")
@@ -365,19 +446,27 @@ enum Explainer {
 
     /// The JSON API's walk of every name under `prefix`, as target expansion makes it (`Bucket.scan`).
     static func scanRequest(bucket: String, prefix: String) -> String {
-        CloudStorageWire.scanPage(bucket: bucket, prefix: prefix, after: nil, limit: Session.scanPageSize).rendered(baseURL: cloudStorageHost)
+        CloudStorageWire.scanPage(bucket: bucket, prefix: prefix, after: nil, limit: Session.scanPageSize).rendered(
+            baseURL: cloudStorageHost)
             + " (no delimiter: every name under it, then the next page from the last name)"
     }
 
     /// `--where`: each target's metadata is read to decide. The JSON API's listing carries it; the SDK's and the
     /// v0 API's list give names only, so each found object is a getMetadata() of its own.
-    static func filterReads(bucket: String, filters: [String], read: Int, passed: Int, firstName: String?, listed: Bool) -> ExplainedRequest {
+    static func filterReads(
+        bucket: String, filters: [String], read: Int, passed: Int, firstName: String?, listed: Bool
+    ) -> ExplainedRequest {
         let object = firstName ?? "OBJECT"
         return ExplainedRequest(
-            purpose: "keep the objects whose metadata pass --where \(filters.joined(separator: " --where ")): \(MessageText.grouped(passed)) of \(MessageText.grouped(read))",
-            swift: "let metadata = try await \(SwiftSDK.getMetadata(object))  // for each object found\n// and keep it when the metadata pass the filter (the SDK has no filter)",
-            firebaseREST: FirebaseWire.metadata(bucket: bucket, object: object).rendered(baseURL: firebaseHost) + "  (for each object found)",
-            cloudStorageREST: listed ? "(none: the JSON API's listing above carries each object's metadata)" : "GET \(cloudStorageObject(bucket, object))  (for each object named)",
+            purpose:
+                "keep the objects whose metadata pass --where \(filters.joined(separator: " --where ")): \(MessageText.grouped(passed)) of \(MessageText.grouped(read))",
+            swift:
+                "let metadata = try await \(SwiftSDK.getMetadata(object))  // for each object found\n// and keep it when the metadata pass the filter (the SDK has no filter)",
+            firebaseREST: FirebaseWire.metadata(bucket: bucket, object: object).rendered(baseURL: firebaseHost)
+                + "  (for each object found)",
+            cloudStorageREST: listed
+                ? "(none: the JSON API's listing above carries each object's metadata)"
+                : "GET \(cloudStorageObject(bucket, object))  (for each object named)",
             rulesMethod: "get")
     }
 
@@ -410,15 +499,19 @@ extension Session {
                 try ObjectPattern(resolving: word, from: self.current, bucket: bucket, scheme: self.target.scheme)
             }
             let matched = found.filter { $0.word == word }.count
-            requests.append(Explainer.patternWalk(
-                bucket: bucket, pattern: word.text, prefix: pattern.literalPrefix, recursive: pattern.crossesSegments, matched: matched))
+            requests.append(
+                Explainer.patternWalk(
+                    bucket: bucket, pattern: word.text, prefix: pattern.literalPrefix,
+                    recursive: pattern.crossesSegments, matched: matched))
         }
         var objects = found
         if !filters.isEmpty {
             objects = try await passing(found, filters: filters, at: here)
-            requests.append(Explainer.filterReads(
-                bucket: bucket, filters: filters.map(\.text), read: found.count, passed: objects.count,
-                firstName: found.first?.name.rawValue, listed: targets.allSatisfy { !raw && ObjectPattern.isPattern($0) }))
+            requests.append(
+                Explainer.filterReads(
+                    bucket: bucket, filters: filters.map(\.text), read: found.count, passed: objects.count,
+                    firstName: found.first?.name.rawValue,
+                    listed: targets.allSatisfy { !raw && ObjectPattern.isPattern($0) }))
         }
         // Objects an update would not change: the SDK would still send the request (and the service would raise
         // metageneration); storesh sends none (rule M6). The example is an object it would change, when there is one. A named object
@@ -442,15 +535,20 @@ extension Session {
         }
         let changing = objects.filter { !unchanged.contains($0.name) }
         guard let first = changing.first ?? objects.first else { return requests }
-        let state = [firstChanged, firstRead].compactMap { $0 }.first { $0.name == first.name }?.state ?? first.metadata
+        let state =
+            [firstChanged, firstRead].compactMap { $0 }.first { $0.name == first.name }?.state ?? first.metadata
         var request = make(first, state)
         switch changing.count {
         case 0, 1: break
         case 2: request.purpose += " — and the same for 1 other object"
-        default: request.purpose += " — and the same for each of the \(MessageText.grouped(changing.count - 1)) other objects"
+        default:
+            request.purpose +=
+                " — and the same for each of the \(MessageText.grouped(changing.count - 1)) other objects"
         }
         let batchSize = options.batchSize
-        if changing.count > 1, batchSize > 1, let rest = request.cloudStorageREST, rest.hasPrefix("PATCH ") || rest.hasPrefix("DELETE ") {
+        if changing.count > 1, batchSize > 1, let rest = request.cloudStorageREST,
+            rest.hasPrefix("PATCH ") || rest.hasPrefix("DELETE ")
+        {
             let batches = (changing.count + batchSize - 1) / batchSize
             let batched =
                 "On the JSON API these \(MessageText.grouped(changing.count)) requests go as \(MessageText.counted(batches, "batch request")) (POST \(CloudStorageWire.baseURL)\(CloudStorageBatch.path), multipart/mixed, up to \(batchSize) calls each), every call with its own preconditions and answer (rule Q2)."
@@ -459,11 +557,13 @@ extension Session {
         if changing.isEmpty {
             // storesh's rule M6: the SDKs send their PATCH all the same (firebase-ios-sdk,
             // StorageUpdateMetadataTask.swift), and the service raises metageneration on every metadata update.
-            let already = (objects.count == 1 ? "It is" : "All are")
+            let already =
+                (objects.count == 1 ? "It is" : "All are")
                 + " already as asked: storesh sends no request (its rule M6). The SDK would still send its PATCH, and Cloud Storage would raise metageneration."
             request.note = [already, request.note].compactMap { $0 }.joined(separator: " ")
         } else if !unchanged.isEmpty {
-            request.purpose += "; \(MessageText.grouped(unchanged.count)) more \(unchanged.count == 1 ? "is" : "are") already as asked: storesh sends \(unchanged.count == 1 ? "it" : "them") no request"
+            request.purpose +=
+                "; \(MessageText.grouped(unchanged.count)) more \(unchanged.count == 1 ? "is" : "are") already as asked: storesh sends \(unchanged.count == 1 ? "it" : "them") no request"
         }
         if missing.contains(first.name) {
             let fails = "\(first.name.rawValue) does not exist: the request would fail with object-not-found."

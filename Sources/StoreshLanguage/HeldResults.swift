@@ -21,7 +21,8 @@ final class HeldResults: SessionOutput {
     /// Prints the held results, in order, to `output`.
     func release() {
         if let failure = held.failure {
-            output.notice("every change landed, but its results could not be held to print after the apply (\(failure))")
+            output.notice(
+                "every change landed, but its results could not be held to print after the apply (\(failure))")
             return
         }
         held.drain { output.resultBytes($0) }

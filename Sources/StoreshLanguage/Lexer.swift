@@ -168,7 +168,9 @@ package struct Lexer {
                 var source: [UInt8] = []
                 var offset = start
                 while offset < lastWordEnd {
-                    if scalars[offset] == "\\", offset + 1 < lastWordEnd, scalars[offset + 1] == "\n" || scalars[offset + 1] == "\r" {
+                    if scalars[offset] == "\\", offset + 1 < lastWordEnd,
+                        scalars[offset + 1] == "\n" || scalars[offset + 1] == "\r"
+                    {
                         offset += scalars[offset + 1] == "\r" ? 3 : 2
                         while offset < lastWordEnd, scalars[offset] == " " || scalars[offset] == "\t" { offset += 1 }
                         if source.last != UInt8(ascii: " ") { source.append(UInt8(ascii: " ")) }
@@ -218,7 +220,8 @@ package struct Lexer {
                 advance()
                 while true {
                     guard let next = peek(), !atLineBreak() else {
-                        throw Diagnostic.syntax("unterminated single quote: add the closing ' on the same line", at: start)
+                        throw Diagnostic.syntax(
+                            "unterminated single quote: add the closing ' on the same line", at: start)
                     }
                     advance()
                     if next == "'" { break }
@@ -231,7 +234,8 @@ package struct Lexer {
                 advance()
                 while true {
                     guard let next = peek(), !atLineBreak() else {
-                        throw Diagnostic.syntax("unterminated double quote: add the closing \" on the same line", at: start)
+                        throw Diagnostic.syntax(
+                            "unterminated double quote: add the closing \" on the same line", at: start)
                     }
                     if next == "\"" {
                         advance()

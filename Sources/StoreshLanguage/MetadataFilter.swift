@@ -40,11 +40,15 @@ package struct MetadataFilter: Sendable, Equatable {
             key = String(parts[0])
             test = parts[1] == "exists" ? .exists : .missing
         }
-        let known = MetadataProperty(rawValue: key) != nil || (key.hasPrefix("custom.") && key.count > "custom.".count)
+        let known =
+            MetadataProperty(rawValue: key) != nil || (key.hasPrefix("custom.") && key.count > "custom.".count)
             || CloudStorageWritableField(key: key) != nil
         guard known else {
-            var message = "--where: '\(key)' is not a metadata property; use one of \(MetadataProperty.allCases.map(\.rawValue).filter { $0 != "customMetadata" }.joined(separator: ", ")) or custom.NAME"
-            if let near = Suggestion.nearest(to: key, among: MetadataProperty.allCases.map(\.rawValue)) { message = "--where: '\(key)' is not a metadata property; did you mean \(near)?" }
+            var message =
+                "--where: '\(key)' is not a metadata property; use one of \(MetadataProperty.allCases.map(\.rawValue).filter { $0 != "customMetadata" }.joined(separator: ", ")) or custom.NAME"
+            if let near = Suggestion.nearest(to: key, among: MetadataProperty.allCases.map(\.rawValue)) {
+                message = "--where: '\(key)' is not a metadata property; did you mean \(near)?"
+            }
             throw Diagnostic.syntax(message, at: word.location)
         }
         return MetadataFilter(key: key, test: test, text: text, location: word.location)

@@ -26,7 +26,8 @@ package struct ObjectPattern: Sendable, CustomStringConvertible {
         guard let lastSlash = tokens.lastIndex(of: .scalar("/")) else {
             return tokens.contains(.globstar)
         }
-        return tokens.contains(.globstar) || tokens[..<lastSlash].contains { if case .scalar = $0 { false } else { true } }
+        return tokens.contains(.globstar)
+            || tokens[..<lastSlash].contains { if case .scalar = $0 { false } else { true } }
     }
 
     /// True when the word has an unquoted `*`, `?` or `[`: it is a pattern, not a path.
@@ -36,7 +37,9 @@ package struct ObjectPattern: Sendable, CustomStringConvertible {
 
     /// Resolves a pattern word against the current reference like a path (rules P1, P2, P4): relative or
     /// absolute, `.` and `..` navigate, runs of `/` collapse.
-    package init(resolving word: Word, from current: StoragePath, bucket: String, scheme: String = "gs") throws(StorageError) {
+    package init(
+        resolving word: Word, from current: StoragePath, bucket: String, scheme: String = "gs"
+    ) throws(StorageError) {
         var characters = Array(zip(word.text.unicodeScalars, word.literal))
         var segments: [[(Unicode.Scalar, Bool)]] = current.segments.map { segment in
             segment.unicodeScalars.map { ($0, true) }
@@ -46,7 +49,9 @@ package struct ObjectPattern: Sendable, CustomStringConvertible {
         if text.hasPrefix(urlStart) {
             let afterScheme = text.dropFirst(urlStart.count)
             let bucketPart = afterScheme.prefix { $0 != "/" }
-            if bucketPart.isEmpty { throw .invalidArgument("\(urlStart) needs a bucket name: \(urlStart)\(bucket)/PATH.") }
+            if bucketPart.isEmpty {
+                throw .invalidArgument("\(urlStart) needs a bucket name: \(urlStart)\(bucket)/PATH.")
+            }
             if bucketPart != bucket { throw .bucketMismatch(provided: String(bucketPart), current: bucket) }
             characters.removeFirst(urlStart.unicodeScalars.count + bucketPart.unicodeScalars.count)
             segments = []
@@ -81,7 +86,8 @@ package struct ObjectPattern: Sendable, CustomStringConvertible {
     /// no need to match it a character at a time.
     private let isPrefixThenAnything: Bool
 
-    private static func compile(_ characters: [(Unicode.Scalar, Bool)], pattern: String) throws(StorageError) -> [Token] {
+    private static func compile(_ characters: [(Unicode.Scalar, Bool)], pattern: String) throws(StorageError) -> [Token]
+    {
         var tokens: [Token] = []
         var index = 0
         while index < characters.count {
@@ -104,7 +110,9 @@ package struct ObjectPattern: Sendable, CustomStringConvertible {
                 tokens.append(.question)
             case "[":
                 var negated = false
-                if index < characters.count, !characters[index].1, characters[index].0 == "!" || characters[index].0 == "^" {
+                if index < characters.count, !characters[index].1,
+                    characters[index].0 == "!" || characters[index].0 == "^"
+                {
                     negated = true
                     index += 1
                 }
@@ -115,7 +123,10 @@ package struct ObjectPattern: Sendable, CustomStringConvertible {
                         throw .invalidArgument("Pattern '\(pattern)' has a '[' without its closing ']'.")
                     }
                     let (member, memberLiteral) = characters[index]
-                    if member == "]" && !memberLiteral && !first { index += 1; break }
+                    if member == "]" && !memberLiteral && !first {
+                        index += 1
+                        break
+                    }
                     first = false
                     index += 1
                     if index + 1 < characters.count, characters[index] == ("-", false), characters[index + 1].0 != "]" {
@@ -145,7 +156,9 @@ package struct ObjectPattern: Sendable, CustomStringConvertible {
         return match(0, 0, scalars, &failed)
     }
 
-    private func match(_ tokenIndex: Int, _ scalarIndex: Int, _ name: [Unicode.Scalar], _ failed: inout Set<Int>) -> Bool {
+    private func match(
+        _ tokenIndex: Int, _ scalarIndex: Int, _ name: [Unicode.Scalar], _ failed: inout Set<Int>
+    ) -> Bool {
         var t = tokenIndex
         var n = scalarIndex
         while t < tokens.count {
@@ -169,7 +182,8 @@ package struct ObjectPattern: Sendable, CustomStringConvertible {
                 if failed.contains(key) { return false }
                 let crossesSegments = tokens[t] == .globstar
                 // `**/` may stand for no segment at all: a/**/b matches a/b.
-                if crossesSegments, t + 1 < tokens.count, tokens[t + 1] == .scalar("/"), match(t + 2, n, name, &failed) {
+                if crossesSegments, t + 1 < tokens.count, tokens[t + 1] == .scalar("/"), match(t + 2, n, name, &failed)
+                {
                     return true
                 }
                 var end = n

@@ -22,10 +22,13 @@ extension Session {
             let generation = versions.generation(named: named.generation)
         else { return nil }
         let literal = try objectName(word, raw: raw, at: here)
-        if try await onTarget(word, name: literal, at: here, { try await self.target.metadataIfPresent(of: literal) }) != nil {
+        if try await onTarget(word, name: literal, at: here, { try await self.target.metadataIfPresent(of: literal) })
+            != nil
+        {
             return nil
         }
-        return NamedGeneration(name: try objectName(named.name, at: here), generation: generation, versions: versions, word: word)
+        return NamedGeneration(
+            name: try objectName(named.name, at: here), generation: generation, versions: versions, word: word)
     }
 
     /// The number of a generation `explain` shows Cloud Storage's request for; an S3 version is not one.
@@ -43,7 +46,9 @@ extension Session {
         do {
             return try await named.versions.metadata(of: named.name, generation: named.generation)
         } catch let error as StorageError where error.code == .objectNotFound {
-            if let soft = try? await named.versions.softDeletedMetadata(of: named.name, generation: named.generation) { return soft }
+            if let soft = try? await named.versions.softDeletedMetadata(of: named.name, generation: named.generation) {
+                return soft
+            }
             throw Diagnostic.running(missing(named), at: named.word.location)
         } catch let error as StorageError {
             throw Diagnostic.running(error, at: named.word.location)
@@ -58,7 +63,10 @@ extension Session {
         } catch let error as StorageError where error.code == .objectNotFound {
             if (try? await named.versions.softDeletedMetadata(of: named.name, generation: named.generation)) != nil {
                 throw Diagnostic.running(
-                    StorageError(.objectNotFound, "\(named.text) is soft-deleted: its content is read once it is restored (restore \(named.text))."),
+                    StorageError(
+                        .objectNotFound,
+                        "\(named.text) is soft-deleted: its content is read once it is restored (restore \(named.text))."
+                    ),
                     at: named.word.location)
             }
             throw Diagnostic.running(missing(named), at: named.word.location)
@@ -86,12 +94,15 @@ extension Session {
 
     /// The download of what `word` names, the object or one of its generations, as `explain` shows it: into the
     /// file `file` makes of the object's name (nil: printed).
-    func explainDownload(of word: Word, raw: Bool, toFile file: (ObjectName) -> String?, at here: SourceLocation) async throws
+    func explainDownload(
+        of word: Word, raw: Bool, toFile file: (ObjectName) -> String?, at here: SourceLocation
+    ) async throws
         -> ExplainedRequest
     {
         if let generation = try await namedGeneration(word, raw: raw, at: here) {
             return Explainer.download(
-                bucket: target.name, name: generation.name.rawValue, generation: try numbered(generation), toFile: file(generation.name))
+                bucket: target.name, name: generation.name.rawValue, generation: try numbered(generation),
+                toFile: file(generation.name))
         }
         let name = try objectName(word, raw: raw, at: here)
         return Explainer.download(bucket: target.name, name: name.rawValue, toFile: file(name))
@@ -102,11 +113,13 @@ extension Session {
             // S3's versions: no soft-deleted ones to look among.
             return StorageError(
                 .objectNotFound,
-                "\(target.url) has no version \(named.generation) of \(MessageText.name(named.name.rawValue)) (or it is a delete marker): ls -a lists the versions it keeps.")
+                "\(target.url) has no version \(named.generation) of \(MessageText.name(named.name.rawValue)) (or it is a delete marker): ls -a lists the versions it keeps."
+            )
         }
         return StorageError(
             .objectNotFound,
-            "\(target.url) has no generation \(named.generation) of \(MessageText.name(named.name.rawValue)): ls -a lists the live and noncurrent generations, ls --soft-deleted the soft-deleted ones.")
+            "\(target.url) has no generation \(named.generation) of \(MessageText.name(named.name.rawValue)): ls -a lists the live and noncurrent generations, ls --soft-deleted the soft-deleted ones."
+        )
     }
 }
 

@@ -13,7 +13,10 @@ package struct WorkProgress: Sendable {
     /// What is counted, when the total is not known: `object` ("120,000 objects"), `record`.
     package var unit: String
 
-    package init(activity: String, done: Int, total: Int?, failed: Int = 0, started: ContinuousClock.Instant, unit: String = "object") {
+    package init(
+        activity: String, done: Int, total: Int?, failed: Int = 0, started: ContinuousClock.Instant,
+        unit: String = "object"
+    ) {
         self.unit = unit
         self.activity = activity
         self.done = done
@@ -69,7 +72,9 @@ package final class ProgressMeter: WorkCounter, @unchecked Sendable {
             current!.done += done
             current!.failed += failures
             let now = ContinuousClock.now
-            guard now - current!.started >= Self.quiet, shownAt.map({ now - $0 >= Self.interval }) ?? true else { return nil }
+            guard now - current!.started >= Self.quiet, shownAt.map({ now - $0 >= Self.interval }) ?? true else {
+                return nil
+            }
             shownAt = now
             return current
         }

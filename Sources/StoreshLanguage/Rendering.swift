@@ -116,7 +116,9 @@ package struct HumanRenderer: ResultRenderer {
         case .metadata(let metadata): return Self.describe(metadata)
         case .written(let metadata, let dryRun):
             let type = metadata.contentType.flatMap { $0.isEmpty ? nil : $0 } ?? "no content type"
-            return ["\(dryRun ? "would write" : "wrote") \(MessageText.name(metadata.fullPath)) (\(MessageText.byteCount(metadata.size)), \(type))"]
+            return [
+                "\(dryRun ? "would write" : "wrote") \(MessageText.name(metadata.fullPath)) (\(MessageText.byteCount(metadata.size)), \(type))"
+            ]
         case .restored(let metadata, let generation, let dryRun):
             return [
                 "\(dryRun ? "would restore" : "restored") \(MessageText.name(metadata.fullPath))#\(generation) as the live object (\(MessageText.byteCount(metadata.size)))"
@@ -127,7 +129,9 @@ package struct HumanRenderer: ResultRenderer {
                 "\(dryRun ? "would move" : "moved") \(MessageText.name(source)) to \(MessageText.name(metadata.fullPath)) (\(MessageText.byteCount(metadata.size))\(replaced ? ", replacing the object there" : "")\(how))"
             ]
         case .saved(let object, let file, let size, let dryRun):
-            return ["\(dryRun ? "would save" : "saved") \(MessageText.name(object)) (\(MessageText.byteCount(size))) to \(file)"]
+            return [
+                "\(dryRun ? "would save" : "saved") \(MessageText.name(object)) (\(MessageText.byteCount(size))) to \(file)"
+            ]
         case .content(_, let data):
             output.resultBytes(data)
             return []
@@ -137,12 +141,15 @@ package struct HumanRenderer: ResultRenderer {
         case .pageToken(let token, let bucket, let position, let scheme):
             let folder = NameBytes.prefix(of: position.prefix, byteCount: max(0, position.prefix.utf8.count - 1))
             let kind = position.lastEntryKind == .prefix ? "a prefix" : "an item"
-            return Formatting.columns([
-                ["token", token],
-                ["bucket", bucket],
-                ["listing", "\(scheme)://\(bucket)/\(folder) (prefix \"\(position.prefix)\")"],
-                ["last entry", "\(position.lastEntry) (\(kind))"],
-            ].map { $0.map(MessageText.oneLine) }) + ["The next page starts after the last entry; the token holds its name, not its generation."]
+            return Formatting.columns(
+                [
+                    ["token", token],
+                    ["bucket", bucket],
+                    ["listing", "\(scheme)://\(bucket)/\(folder) (prefix \"\(position.prefix)\")"],
+                    ["last entry", "\(position.lastEntry) (\(kind))"],
+                ].map { $0.map(MessageText.oneLine) }) + [
+                    "The next page starts after the last entry; the token holds its name, not its generation."
+                ]
         case .rules(let source, let origin):
             return [MessageText.rulesDescription(origin).map { "# \($0)" } ?? "# rules from \(origin)", source]
         case .rulesLoaded(let file, let dryRun): return ["\(dryRun ? "would load" : "loaded") the rules of \(file)"]
@@ -153,20 +160,32 @@ package struct HumanRenderer: ResultRenderer {
         case .identity(let identity):
             guard let identity else { return ["not signed in: request.auth is null"] }
             let claims = identity.claims.sortedByKeyBytes.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-            return ["signed in as \(MessageText.oneLine(identity.uid))" + (claims.isEmpty ? "" : " (claims: \(claims))")]
+            return [
+                "signed in as \(MessageText.oneLine(identity.uid))" + (claims.isEmpty ? "" : " (claims: \(claims))")
+            ]
         case .snapshotSaved(let info, let dryRun):
-            return ["\(dryRun ? "would save" : "saved") snapshot \(info.name) (\(MessageText.counted(info.objectCount, "object")))"]
+            return [
+                "\(dryRun ? "would save" : "saved") snapshot \(info.name) (\(MessageText.counted(info.objectCount, "object")))"
+            ]
         case .snapshots(let all):
             guard !all.isEmpty else { return ["(no snapshots; snapshot save NAME takes one)"] }
-            let rows = all.map { [$0.name, Formatting.shortDate($0.created), MessageText.counted($0.objectCount, "object")] }
+            let rows = all.map {
+                [$0.name, Formatting.shortDate($0.created), MessageText.counted($0.objectCount, "object")]
+            }
             return Formatting.columns(rows, rightAligned: [2])
-        case .snapshotRemoved(let info, let dryRun): return ["\(dryRun ? "would remove" : "removed") snapshot \(info.name)"]
+        case .snapshotRemoved(let info, let dryRun):
+            return ["\(dryRun ? "would remove" : "removed") snapshot \(info.name)"]
         case .bucketSettings(_, let settings):
-            return Formatting.columns(BucketSettingsView(settings).rows.map { [MessageText.oneLine($0.key), MessageText.oneLine($0.value ?? "(none)")] })
+            return Formatting.columns(
+                BucketSettingsView(settings).rows.map {
+                    [MessageText.oneLine($0.key), MessageText.oneLine($0.value ?? "(none)")]
+                })
         case .bucketSettingsChanged(let bucket, let differences, let dryRun):
             guard !differences.isEmpty else { return ["the settings of \(bucket) already are so: nothing changed"] }
             return Self.plan(name: "\(bucket) settings", differences)
-                + ["\(dryRun ? "would update" : "updated") the settings of \(bucket) (\(MessageText.counted(differences.count, "setting")))"]
+                + [
+                    "\(dryRun ? "would update" : "updated") the settings of \(bucket) (\(MessageText.counted(differences.count, "setting")))"
+                ]
         }
     }
 
@@ -201,7 +220,10 @@ package struct HumanRenderer: ResultRenderer {
         } else if listing.long {
             var rows = page.prefixes.map { ["-", "-", "-", folder(relative($0) + "/")] }
             rows += listing.metadata.map {
-                [MessageText.byteCount($0.size), Formatting.shortDate($0.updated), $0.contentType ?? "-", relative($0.fullPath)]
+                [
+                    MessageText.byteCount($0.size), Formatting.shortDate($0.updated), $0.contentType ?? "-",
+                    relative($0.fullPath),
+                ]
             }
             lines = Formatting.columns(rows, rightAligned: [0])
         } else {
@@ -209,9 +231,11 @@ package struct HumanRenderer: ResultRenderer {
         }
         if page.prefixes.isEmpty && page.items.isEmpty && listing.generations {
             let url = MessageText.oneLine(listing.reference.url(bucket: listing.bucket, scheme: listing.scheme))
-            lines.append(listing.softDeleted ? "(no soft-deleted generation under \(url))" : "(no generation under \(url))")
+            lines.append(
+                listing.softDeleted ? "(no soft-deleted generation under \(url))" : "(no generation under \(url))")
         } else if page.prefixes.isEmpty && page.items.isEmpty {
-            var note = "(nothing under \(MessageText.oneLine(listing.reference.url(bucket: listing.bucket, scheme: listing.scheme))))"
+            var note =
+                "(nothing under \(MessageText.oneLine(listing.reference.url(bucket: listing.bucket, scheme: listing.scheme))))"
             if listing.referenceIsObject { note += " — it is an object: meta get shows it (rule L5)" }
             if let suggestion = listing.suggestion { note += " — did you mean \(MessageText.oneLine(suggestion))?" }
             if let hidden = listing.hiddenName { note += " — " + MessageText.hiddenName(hidden) }
@@ -223,7 +247,8 @@ package struct HumanRenderer: ResultRenderer {
                 // (`page token` decodes it), dimmed on a terminal.
                 // "token" and the token are joined by a no-break space: wrapped, they go to the next line together,
                 // never leaving "page next token" to be read as one command.
-                lines.append("… more: page next   " + (color ? "\u{1B}[2mtoken\u{A0}\(token)\u{1B}[0m" : "token\u{A0}\(token)"))
+                lines.append(
+                    "… more: page next   " + (color ? "\u{1B}[2mtoken\u{A0}\(token)\u{1B}[0m" : "token\u{A0}\(token)"))
             } else {
                 lines.append("… more entries: `page next` shows them (token \(token))")
             }
@@ -237,7 +262,9 @@ package struct HumanRenderer: ResultRenderer {
             switch change.kind {
             case .added:
                 let type = change.metadata.contentType.flatMap { $0.isEmpty ? nil : $0 } ?? "no content type"
-                return ["\(MessageText.name(change.name)) (added: \(MessageText.byteCount(change.metadata.size)), \(type))"]
+                return [
+                    "\(MessageText.name(change.name)) (added: \(MessageText.byteCount(change.metadata.size)), \(type))"
+                ]
             case .removed:
                 return ["\(MessageText.name(change.name)) (removed)"]
             case .changed:
@@ -255,7 +282,8 @@ package struct HumanRenderer: ResultRenderer {
     /// One object's changes on one line: `name  key old → new; key old → new`.
     static func planLine(name: String, _ differences: [PropertyDifference]) -> String {
         MessageText.name(name) + "  "
-            + differences.map { "\($0.key) \(Formatting.planValue($0.old)) → \(Formatting.planValue($0.new))" }.joined(separator: "; ")
+            + differences.map { "\($0.key) \(Formatting.planValue($0.old)) → \(Formatting.planValue($0.new))" }.joined(
+                separator: "; ")
     }
 
     /// "1 added, 2 removed, 3 changed".
@@ -266,7 +294,8 @@ package struct HumanRenderer: ResultRenderer {
 
     /// `1 added, 0 removed, 2 changed`.
     static func tally(_ counts: [ObjectChange.Kind: Int]) -> String {
-        ObjectChange.Kind.allCases.map { "\(MessageText.grouped(counts[$0] ?? 0)) \($0.rawValue)" }.joined(separator: ", ")
+        ObjectChange.Kind.allCases.map { "\(MessageText.grouped(counts[$0] ?? 0)) \($0.rawValue)" }.joined(
+            separator: ", ")
     }
 
     /// The last line of `snapshot diff FROM [TO]`, from how many objects differ by kind.
@@ -297,7 +326,9 @@ package struct HumanRenderer: ResultRenderer {
                 lines += text.split(separator: "\n", omittingEmptySubsequences: false).map { "     \($0)" }
             }
             block("Swift (Firebase SDK for Apple platforms)", request.swift)
-            block("Firebase Storage REST API (v0), the SDKs' API (as storesh sends it when signed in)", request.firebaseREST)
+            block(
+                "Firebase Storage REST API (v0), the SDKs' API (as storesh sends it when signed in)",
+                request.firebaseREST)
             block("Cloud Storage JSON API", request.cloudStorageREST)
             if let method = request.rulesMethod { lines.append("   Security rules: allow \(method)") }
             if let note = request.note { lines.append("   Note: \(note)") }
@@ -320,7 +351,9 @@ package struct HumanRenderer: ResultRenderer {
         for (key, value) in metadata.customMetadata.sortedByKeyBytes { rows.append(["custom." + key, value]) }
         rows += [["timeCreated", metadata.timeCreated.rfc3339], ["updated", metadata.updated.rfc3339]]
         if metadata.hasGenerations {
-            rows += [["generation", String(metadata.generation)], ["metageneration", String(metadata.metageneration)]]
+            rows += [
+                ["generation", String(metadata.generation)], ["metageneration", String(metadata.metageneration)],
+            ]
         }
         if let entityTag = metadata.entityTag { rows.append(["etag", entityTag]) }
         if let versionID = metadata.versionID { rows.append(["versionId", versionID]) }
@@ -330,12 +363,19 @@ package struct HumanRenderer: ResultRenderer {
         if let storageClass = fields.storageClass { rows.append(["storageClass", storageClass]) }
         if let customTime = fields.customTime { rows.append(["customTime", customTime.rfc3339Microseconds]) }
         if fields.temporaryHold { rows.append(["temporaryHold", "true (it can be neither deleted nor overwritten)"]) }
-        if fields.eventBasedHold { rows.append(["eventBasedHold", "true (it can be neither deleted nor overwritten)"]) }
+        if fields.eventBasedHold {
+            rows.append(["eventBasedHold", "true (it can be neither deleted nor overwritten)"])
+        }
         for (key, context) in fields.contexts.sortedByKeyBytes { rows.append(["context." + key, context.value]) }
         if let retention = fields.retention {
-            rows.append(["retention", "\(retention.mode.rawValue) until \(retention.retainUntilTime.rfc3339) (not deleted or overwritten before)"])
+            rows.append([
+                "retention",
+                "\(retention.mode.rawValue) until \(retention.retainUntilTime.rfc3339) (not deleted or overwritten before)",
+            ])
         }
-        if let expiration = fields.retentionExpirationTime { rows.append(["retentionExpirationTime", expiration.rfc3339 + " (the bucket's retention policy)"]) }
+        if let expiration = fields.retentionExpirationTime {
+            rows.append(["retentionExpirationTime", expiration.rfc3339 + " (the bucket's retention policy)"])
+        }
         if let count = fields.componentCount { rows.append(["componentCount", String(count)]) }
         if let key = fields.customerKeySHA256 { rows.append(["customerEncryption", "AES256, key SHA-256 \(key)"]) }
         if let deleted = metadata.timeDeleted { rows.append(["timeDeleted", deleted.rfc3339]) }
@@ -361,7 +401,9 @@ package struct JSONRenderer: ResultRenderer {
         case .planHeader, .note: return nil
         case .path(let url): return .object([("path", .string(url))])
         case .listing(let listing):
-            let items: [JSONValue] = listing.long || listing.generations ? listing.metadata.map(\.jsonDocument) : listing.page.items.map { .string($0) }
+            let items: [JSONValue] =
+                listing.long || listing.generations
+                ? listing.metadata.map(\.jsonDocument) : listing.page.items.map { .string($0) }
             return .object([
                 ("prefixes", .array(listing.page.prefixes.map { .string($0) })), ("items", .array(items)),
                 ("nextPageToken", listing.page.nextPageToken.map { .string($0) } ?? .null),
@@ -375,13 +417,19 @@ package struct JSONRenderer: ResultRenderer {
             return marked(fields + [("restoredFrom", .string(generation.description))], dryRun)
         case .moved(let source, let metadata, let replaced, let inOneStep, let dryRun):
             guard case .object(let fields) = metadata.jsonDocument else { return metadata.jsonDocument }
-            return marked(fields + [("movedFrom", .string(source)), ("replaced", .bool(replaced)), ("inOneStep", .bool(inOneStep))], dryRun)
+            return marked(
+                fields + [
+                    ("movedFrom", .string(source)), ("replaced", .bool(replaced)), ("inOneStep", .bool(inOneStep)),
+                ], dryRun)
         case .saved(let object, let file, let size, let dryRun):
             // A dry run saves no file, and says so to people only.
-            return dryRun ? nil : .object([("path", .string(object)), ("file", .string(file)), ("size", .integer(size))])
+            return dryRun
+                ? nil : .object([("path", .string(object)), ("file", .string(file)), ("size", .integer(size))])
         case .content(let object, let data):
             let body: (String, JSONValue) =
-                String(data: data, encoding: .utf8).map { ("text", .string($0)) } ?? ("base64", .string(data.base64EncodedString()))
+                String(data: data, encoding: .utf8).map { ("text", .string($0)) } ?? (
+                    "base64", .string(data.base64EncodedString())
+                )
             return .object([("path", .string(object)), body])
         case .echo(let text): return .object([("echo", .string(text))])
         case .help(let text): return .object([("help", .string(text))])
@@ -395,12 +443,19 @@ package struct JSONRenderer: ResultRenderer {
         case .explanation(let explanation):
             return .object([
                 ("explain", .string(explanation.command)),
-                ("requests", .array(explanation.requests.map { request in
-                    .object([("purpose", .string(request.purpose))] + [
-                        ("swift", request.swift), ("firebaseREST", request.firebaseREST), ("cloudStorageREST", request.cloudStorageREST),
-                        ("rulesMethod", request.rulesMethod), ("note", request.note),
-                    ].compactMap { key, value in value.map { (key, JSONValue.string($0)) } })
-                })),
+                (
+                    "requests",
+                    .array(
+                        explanation.requests.map { request in
+                            .object(
+                                [("purpose", .string(request.purpose))]
+                                    + [
+                                        ("swift", request.swift), ("firebaseREST", request.firebaseREST),
+                                        ("cloudStorageREST", request.cloudStorageREST),
+                                        ("rulesMethod", request.rulesMethod), ("note", request.note),
+                                    ].compactMap { key, value in value.map { (key, JSONValue.string($0)) } })
+                        })
+                ),
             ])
         case .rules(let source, let origin): return .object([("origin", .string(origin)), ("source", .string(source))])
         case .rulesLoaded(let file, let dryRun): return marked([("loaded", .string(file))], dryRun)
@@ -413,28 +468,55 @@ package struct JSONRenderer: ResultRenderer {
         case .identity(let identity):
             return .object([
                 ("uid", identity.map { .string($0.uid) } ?? .null),
-                ("claims", .object(identity?.claims.sortedByKeyBytes.map { ($0.key, .string($0.value.description)) } ?? [])),
+                (
+                    "claims",
+                    .object(identity?.claims.sortedByKeyBytes.map { ($0.key, .string($0.value.description)) } ?? [])
+                ),
             ])
         case .snapshotSaved(let info, let dryRun): return marked([("saved", Self.document(info))], dryRun)
         case .snapshots(let all): return .object([("snapshots", .array(all.map(Self.document)))])
         case .snapshotRemoved(let info, let dryRun): return marked([("removedSnapshot", .string(info.name))], dryRun)
         case .bucketSettings(let bucket, let settings):
-            return .object([("bucket", .string(bucket)), ("settings", .object(BucketSettingsView(settings).rows.map { ($0.key, $0.value.map { .string($0) } ?? .null) }))])
-        case .bucketSettingsChanged(let bucket, let differences, let dryRun):
-            return marked([
+            return .object([
                 ("bucket", .string(bucket)),
-                ("changes", .object(differences.map { ($0.key, .object([("old", $0.old.map(JSONValue.string) ?? .null), ("new", $0.new.map(JSONValue.string) ?? .null)])) })),
-            ], dryRun)
+                (
+                    "settings",
+                    .object(BucketSettingsView(settings).rows.map { ($0.key, $0.value.map { .string($0) } ?? .null) })
+                ),
+            ])
+        case .bucketSettingsChanged(let bucket, let differences, let dryRun):
+            return marked(
+                [
+                    ("bucket", .string(bucket)),
+                    (
+                        "changes",
+                        .object(
+                            differences.map {
+                                (
+                                    $0.key,
+                                    .object([
+                                        ("old", $0.old.map(JSONValue.string) ?? .null),
+                                        ("new", $0.new.map(JSONValue.string) ?? .null),
+                                    ])
+                                )
+                            })
+                    ),
+                ], dryRun)
         }
     }
 
     static func document(_ info: SnapshotInfo) -> JSONValue {
-        .object([("name", .string(info.name)), ("created", .string(info.created.rfc3339)), ("objects", .integer(Int64(info.objectCount)))])
+        .object([
+            ("name", .string(info.name)), ("created", .string(info.created.rfc3339)),
+            ("objects", .integer(Int64(info.objectCount))),
+        ])
     }
 
     /// Added and removed paths, and each changed object's properties old → new.
     static func changeFields(_ changes: [ObjectChange]) -> [(String, JSONValue)] {
-        let paths = { (kind: ObjectChange.Kind) -> JSONValue in .array(changes.filter { $0.kind == kind }.map { .string($0.name) }) }
+        let paths = { (kind: ObjectChange.Kind) -> JSONValue in
+            .array(changes.filter { $0.kind == kind }.map { .string($0.name) })
+        }
         let changed = changes.filter { $0.kind == .changed }.map { changedDocument(path: $0.name, $0.differences) }
         return [("added", paths(.added)), ("removed", paths(.removed)), ("changed", .array(changed))]
     }
@@ -445,7 +527,16 @@ package struct JSONRenderer: ResultRenderer {
             ("path", .string(path)),
             (
                 "changes",
-                .object(differences.map { ($0.key, .object([("old", $0.old.map(JSONValue.string) ?? .null), ("new", $0.new.map(JSONValue.string) ?? .null)])) })
+                .object(
+                    differences.map {
+                        (
+                            $0.key,
+                            .object([
+                                ("old", $0.old.map(JSONValue.string) ?? .null),
+                                ("new", $0.new.map(JSONValue.string) ?? .null),
+                            ])
+                        )
+                    })
             ),
         ])
     }

@@ -36,12 +36,17 @@ extension Session {
     func keepPlan(_ plan: PlannedBucket, _ end: ScriptEnd, _ script: ScriptSummary) -> KeptPlan? {
         guard let keep = applySettings.keepPlan, options.dryRun else { return nil }
         if end.stoppedEarly || end.failures > 0 {
-            return .notKept(reason: "the plan was not kept: \(end.failures > 0 ? "a command failed" : "the run stopped early"), and a plan is kept only whole")
+            return .notKept(
+                reason:
+                    "the plan was not kept: \(end.failures > 0 ? "a command failed" : "the run stopped early"), and a plan is kept only whole"
+            )
         }
         // A kept plan holds object changes; one that would carry others too is not kept, rather than kept without them.
         if let beyond = plan.changesBeyondObjects {
             return .notKept(
-                reason: "the plan was not kept: it changes \(beyond), which a kept plan does not carry (it holds object changes only); run the script itself to make those changes")
+                reason:
+                    "the plan was not kept: it changes \(beyond), which a kept plan does not carry (it holds object changes only); run the script itself to make those changes"
+            )
         }
         // Tokens are never written: a kept plan is applied as whoever `storesh apply` runs as, so one whose changes
         // the script's own `login` made is not kept (applied later, they would be made as someone else).
@@ -49,7 +54,9 @@ extension Session {
             (changes.user as AnyObject?) !== (signIn.signedInUser as AnyObject?)
         {
             return .notKept(
-                reason: "the plan was not kept: its changes were planned as \(changes.who), signed in by the script, and a kept plan is applied as whoever storesh apply runs as (STORESH_ID_TOKEN for a user); sign in that way instead of with login")
+                reason:
+                    "the plan was not kept: its changes were planned as \(changes.who), signed in by the script, and a kept plan is applied as whoever storesh apply runs as (STORESH_ID_TOKEN for a user); sign in that way instead of with login"
+            )
         }
         do {
             return .kept(path: try keep(plan.store), changes: plan.store.countedChanges)
@@ -69,7 +76,8 @@ extension Session {
         let lacking = first.command.declaration.requires.subtracting(bucket.capabilities)
         var refusal = Diagnostic.beforeRunning(
             .invalidArgument(
-                "`\(first.command.name)` needs a bucket with \(lacking.names.joined(separator: " and ")); \(bucket.url) has none, so nothing ran."),
+                "`\(first.command.name)` needs a bucket with \(lacking.names.joined(separator: " and ")); \(bucket.url) has none, so nothing ran."
+            ),
             at: first.location)
         refusal.lineText = first.line
         return refusal
@@ -92,7 +100,8 @@ extension Session {
         let identityBefore = rules?.identity
         let endUserBefore = bucket.endUserSignIn?.signedInUser
         // Only a script that puts rules in force (the commands that need rules administration) can roll them back.
-        let rulesBefore = summary.requiredCapabilities.contains(.rulesAdministration) ? rules?.currentRules().origin : nil
+        let rulesBefore =
+            summary.requiredCapabilities.contains(.rulesAdministration) ? rules?.currentRules().origin : nil
         planned = nil
         let status = await runPolicy(script, summary)
         target = guarded(bucket)
@@ -102,7 +111,9 @@ extension Session {
         if let rules, status != .success, !options.keepGoing, !options.dryRun, let rulesBefore,
             rules.currentRules().origin == rulesBefore
         {
-            output.notice("the rules in force are still " + (MessageText.rulesDescription(rulesBefore) ?? "those of \(rulesBefore)"))
+            output.notice(
+                "the rules in force are still "
+                    + (MessageText.rulesDescription(rulesBefore) ?? "those of \(rulesBefore)"))
         }
         // A `login` or `logout` is part of its line or script: undone with it when nothing of it lands (a failure
         // without --keep-going, or a dry run), and said so, since who is signed in decides every later request.
@@ -116,9 +127,13 @@ extension Session {
         // A plan's `login` is the plan's: the bucket's own sign-in changes only when its changes are applied.
         let endUserAfter = planned.map(\.signedIn) ?? bucket.endUserSignIn?.signedInUser
         planned = nil
-        if let signIn = bucket.endUserSignIn, undoesSignIn, (endUserAfter as AnyObject?) !== (endUserBefore as AnyObject?) {
+        if let signIn = bucket.endUserSignIn, undoesSignIn,
+            (endUserAfter as AnyObject?) !== (endUserBefore as AnyObject?)
+        {
             if (signIn.signedInUser as AnyObject?) !== (endUserBefore as AnyObject?) { signIn.restore(endUserBefore) }
-            let now = endUserBefore.map { "still signed in as \($0.who)" } ?? "requests go with the bucket's own credentials again"
+            let now =
+                endUserBefore.map { "still signed in as \($0.who)" }
+                ?? "requests go with the bucket's own credentials again"
             output.notice("the \(options.atPrompt ? "line's" : "script's") sign-in was undone with it: \(now)")
         }
         return status
@@ -143,9 +158,11 @@ extension Session {
         var began = false
         do {
             let forWriting = !options.dryRun && (summary.changesBucket || options.snapshotBefore != nil)
-            let end = try await transactions.withTransaction(forWriting: forWriting) { transaction -> TransactionOutcome<ScriptEnd> in
+            let end = try await transactions.withTransaction(forWriting: forWriting) {
+                transaction -> TransactionOutcome<ScriptEnd> in
                 began = true
-                let steps: any BucketTransaction = options.dryRun ? try PlannedBucket(over: transaction, clock: clock) : transaction
+                let steps: any BucketTransaction =
+                    options.dryRun ? try PlannedBucket(over: transaction, clock: clock) : transaction
                 target = guarded(steps)
                 var end = await runStatements(script, summary, steps: steps, transactional: true)
                 // A dry run's plan lives as long as its planned bucket: kept (`--plan`) before the transaction ends.
@@ -195,7 +212,9 @@ extension Session {
             plan.store, held: held,
             describeStep: { step in
                 script.statement(step).map { statement in
-                    PlannedCommand(location: statement.location, text: statement.text.isEmpty ? statement.command.header : statement.text)
+                    PlannedCommand(
+                        location: statement.location,
+                        text: statement.text.isEmpty ? statement.command.header : statement.text)
                 }
             }
         ) { _, change in
@@ -228,7 +247,8 @@ extension Session {
     }
 
     func apply(
-        _ plan: PlanStore, journal given: (any ApplyJournal)? = nil, held: HeldResults?, describeStep: ((Int) -> PlannedCommand?)?,
+        _ plan: PlanStore, journal given: (any ApplyJournal)? = nil, held: HeldResults?,
+        describeStep: ((Int) -> PlannedCommand?)?,
         locate: (Int, PlannedChange) -> SourceLocation
     ) async -> Status {
         if given == nil, let transactions = bucket.transactions {
@@ -246,7 +266,8 @@ extension Session {
             output.notice(Self.unguardedChanges)
         }
         let applier = PlanApplier(
-            bucket: bucket, plan: plan, parallel: options.parallel, batchSize: options.batchSize, keepGoing: options.keepGoing, journal: journal,
+            bucket: bucket, plan: plan, parallel: options.parallel, batchSize: options.batchSize,
+            keepGoing: options.keepGoing, journal: journal,
             isCancelled: isCancelled, progress: applySettings.progress)
         let outcome = await applier.apply(resumed: given != nil)
         applySettings.progressEnded?()
@@ -259,7 +280,8 @@ extension Session {
             if outcome.landedOtherwiseCount > 0 {
                 // Every change was sent and answered, but the bucket did not keep some as asked: not a success.
                 output.notice(
-                    "applied \(MessageText.counted(total, "change")) to \(bucketLocation)\(where_); \(MessageText.grouped(outcome.landedOtherwiseCount)) of them landed otherwise than planned (above)")
+                    "applied \(MessageText.counted(total, "change")) to \(bucketLocation)\(where_); \(MessageText.grouped(outcome.landedOtherwiseCount)) of them landed otherwise than planned (above)"
+                )
                 return .failed
             }
             // At the prompt a line's single change needs no notice: its result said it.
@@ -269,7 +291,10 @@ extension Session {
             return .success
         case .stopped, .interrupted, .finishedWithFailures:
             let why =
-                outcome.end == .interrupted ? "interrupted" : outcome.end == .stopped ? "stopped at the first failure (--keep-going goes on past failures)" : "some changes failed"
+                outcome.end == .interrupted
+                ? "interrupted"
+                : outcome.end == .stopped
+                    ? "stopped at the first failure (--keep-going goes on past failures)" : "some changes failed"
             var lines = [
                 "\(why): applied \(MessageText.grouped(outcome.applied)) of \(MessageText.counted(total, "change")); \(MessageText.grouped(outcome.failed)) failed, \(MessageText.grouped(outcome.notSent)) not sent"
             ]
@@ -278,16 +303,19 @@ extension Session {
                 // Standard error holds only errors as JSON: what landed is this run's one result document.
                 output.result(
                     Self.incompleteApplyDocument(
-                        outcome, total: total, journal: journal?.location, byCommand: byCommand.shown, more: byCommand.more
+                        outcome, total: total, journal: journal?.location, byCommand: byCommand.shown,
+                        more: byCommand.more
                     ).serialized)
                 return outcome.end == .interrupted ? .interrupted : .failed
             }
             lines += byCommand.shown.map { step, command in
                 let failed = step.failed > 0 ? ", \(MessageText.grouped(step.failed)) failed" : ""
-                return "  \(command.map(Self.describe) ?? "command \(step.step + 1)"): applied \(MessageText.grouped(step.applied)) of \(MessageText.counted(step.planned, "change"))\(failed)"
+                return
+                    "  \(command.map(Self.describe) ?? "command \(step.step + 1)"): applied \(MessageText.grouped(step.applied)) of \(MessageText.counted(step.planned, "change"))\(failed)"
             }
             if byCommand.more > 0 {
-                lines.append("  … and \(MessageText.counted(byCommand.more, "more command")) (the journal lists each change)")
+                lines.append(
+                    "  … and \(MessageText.counted(byCommand.more, "more command")) (the journal lists each change)")
             }
             if let journal {
                 // Resuming helps what was not sent or met a passing fault; an object that changed meanwhile or was
@@ -296,7 +324,8 @@ extension Session {
                     lines.append("finish with: storesh run --resume \(journal.location)")
                 }
                 if outcome.hasLastingFailures {
-                    lines.append("a change refused or overtaken by another writer is not resumed: \(applySettings.replanAdvice)")
+                    lines.append(
+                        "a change refused or overtaken by another writer is not resumed: \(applySettings.replanAdvice)")
                 }
                 if outcome.applied > 0 {
                     lines.append("put back what was applied with: storesh undo \(journal.location)")
@@ -313,30 +342,45 @@ extension Session {
     private func landedByCommand(
         _ plan: PlanStore, _ describeStep: (Int) -> PlannedCommand?
     ) -> (shown: [(PlanStore.StepOutcome, PlannedCommand?)], more: Int) {
-        guard let (steps, stepCount) = try? plan.outcomesByStep(limit: Self.commandsShownLanded), stepCount > 1 else { return ([], 0) }
+        guard let (steps, stepCount) = try? plan.outcomesByStep(limit: Self.commandsShownLanded), stepCount > 1 else {
+            return ([], 0)
+        }
         return (steps.map { ($0, describeStep($0.step)) }, stepCount - steps.count)
     }
 
     /// `line 3, column 12 (meta set …)`: where a command is, and what it says.
     static func describe(_ command: PlannedCommand) -> String {
-        let place = command.location.column > 1 ? "line \(command.location.line), column \(command.location.column)" : "line \(command.location.line)"
+        let place =
+            command.location.column > 1
+            ? "line \(command.location.line), column \(command.location.column)" : "line \(command.location.line)"
         return "\(place) (\(MessageText.oneLine(command.text)))"
     }
 
     /// An incomplete apply as JSON: why it ended, its counts, its journal, and what landed of each command.
     static func incompleteApplyDocument(
-        _ outcome: ApplyOutcome, total: Int, journal: String?, byCommand: [(PlanStore.StepOutcome, PlannedCommand?)], more: Int
+        _ outcome: ApplyOutcome, total: Int, journal: String?, byCommand: [(PlanStore.StepOutcome, PlannedCommand?)],
+        more: Int
     ) -> JSONValue {
         let end = outcome.end == .interrupted ? "interrupted" : outcome.end == .stopped ? "stopped" : "failed"
         let commands: [JSONValue] = byCommand.map { step, command in
             .object(
-                (command.map { [("line", .integer(Int64($0.location.line))), ("column", .integer(Int64($0.location.column))), ("command", .string($0.text))] } ?? [])
-                    + [("planned", .integer(Int64(step.planned))), ("applied", .integer(Int64(step.applied))), ("failed", .integer(Int64(step.failed)))])
+                (command.map {
+                    [
+                        ("line", .integer(Int64($0.location.line))), ("column", .integer(Int64($0.location.column))),
+                        ("command", .string($0.text)),
+                    ]
+                } ?? [])
+                    + [
+                        ("planned", .integer(Int64(step.planned))), ("applied", .integer(Int64(step.applied))),
+                        ("failed", .integer(Int64(step.failed))),
+                    ])
         }
         return .object([
-            ("incomplete", .string(end)), ("changes", .integer(Int64(total))), ("applied", .integer(Int64(outcome.applied))),
+            ("incomplete", .string(end)), ("changes", .integer(Int64(total))),
+            ("applied", .integer(Int64(outcome.applied))),
             ("failed", .integer(Int64(outcome.failed))), ("notSent", .integer(Int64(outcome.notSent))),
-            ("journal", journal.map(JSONValue.string) ?? .null), ("commands", .array(commands)), ("moreCommands", .integer(Int64(more))),
+            ("journal", journal.map(JSONValue.string) ?? .null), ("commands", .array(commands)),
+            ("moreCommands", .integer(Int64(more))),
         ])
     }
 
@@ -345,14 +389,19 @@ extension Session {
 
     /// Each failed change (the first `ApplyOutcome.shownFailures`) as an error at its place, then how many more.
     private func reportFailures(
-        of outcome: ApplyOutcome, in plan: PlanStore, journal: (any ApplyJournal)?, locate: (Int, PlannedChange) -> SourceLocation
+        of outcome: ApplyOutcome, in plan: PlanStore, journal: (any ApplyJournal)?,
+        locate: (Int, PlannedChange) -> SourceLocation
     ) {
         for failure in outcome.failures {
             let change = try? plan.change(failure.index)
-            output.error(Diagnostic.running(failure.error, at: change.map { locate(failure.index, $0) } ?? SourceLocation(line: 1, column: 1)))
+            output.error(
+                Diagnostic.running(
+                    failure.error, at: change.map { locate(failure.index, $0) } ?? SourceLocation(line: 1, column: 1)))
         }
         if outcome.failed > outcome.failures.count {
-            output.notice("… and \(MessageText.grouped(outcome.failed - outcome.failures.count)) more failures\(journal.map { " (the journal \($0.location) lists each)" } ?? "")")
+            output.notice(
+                "… and \(MessageText.grouped(outcome.failed - outcome.failures.count)) more failures\(journal.map { " (the journal \($0.location) lists each)" } ?? "")"
+            )
         }
         // Applied, but not as planned: the bucket's answer says so, and the results printed from the plan would not.
         for (object, differences) in outcome.landedOtherwise {
@@ -360,11 +409,15 @@ extension Session {
             output.notice("\(MessageText.name(object)) landed otherwise than planned: \(said.joined(separator: ", "))")
         }
         if outcome.landedOtherwiseCount > outcome.landedOtherwise.count {
-            output.notice("… and \(MessageText.counted(outcome.landedOtherwiseCount - outcome.landedOtherwise.count, "more change")) landed otherwise than planned\(journal.map { " (the journal \($0.location) has each result)" } ?? "")")
+            output.notice(
+                "… and \(MessageText.counted(outcome.landedOtherwiseCount - outcome.landedOtherwise.count, "more change")) landed otherwise than planned\(journal.map { " (the journal \($0.location) has each result)" } ?? "")"
+            )
         }
     }
 
-    private static func quoted(_ value: String?) -> String { value.map { "\"\(MessageText.oneLine($0))\"" } ?? "not set" }
+    private static func quoted(_ value: String?) -> String {
+        value.map { "\"\(MessageText.oneLine($0))\"" } ?? "not set"
+    }
 
     /// `apply` on a bucket with transactions: the whole plan in one transaction, through the session's rules.
     private func applyInOneTransaction(
@@ -372,28 +425,36 @@ extension Session {
     ) async -> Status {
         let total = plan.countedChanges
         do {
-            return try await transactions.withTransaction(forWriting: true) { transaction -> TransactionOutcome<Status> in
+            return try await transactions.withTransaction(forWriting: true) {
+                transaction -> TransactionOutcome<Status> in
                 let applier = PlanApplier(
-                    bucket: guarded(transaction), plan: plan, parallel: 1, batchSize: 1, keepGoing: options.keepGoing, journal: nil,
+                    bucket: guarded(transaction), plan: plan, parallel: 1, batchSize: 1, keepGoing: options.keepGoing,
+                    journal: nil,
                     isCancelled: isCancelled, progress: applySettings.progress)
                 let outcome = await applier.apply()
                 applySettings.progressEnded?()
                 reportFailures(of: outcome, in: plan, journal: nil, locate: locate)
-                let changedSince = outcome.hasLastingFailures
-                    ? "; an object changed since the plan was made is refused, not overwritten: make the plan again (the dry run) and review it" : ""
+                let changedSince =
+                    outcome.hasLastingFailures
+                    ? "; an object changed since the plan was made is refused, not overwritten: make the plan again (the dry run) and review it"
+                    : ""
                 switch outcome.end {
                 case .complete:
                     output.notice("applied \(MessageText.counted(total, "change")) to \(bucketLocation)")
                     return .commit(.success)
                 case .finishedWithFailures where options.keepGoing:
                     output.notice(
-                        "applied \(MessageText.grouped(outcome.applied)) of \(MessageText.counted(total, "change")) to \(bucketLocation); \(MessageText.grouped(outcome.failed)) failed and were left as they are\(changedSince)")
+                        "applied \(MessageText.grouped(outcome.applied)) of \(MessageText.counted(total, "change")) to \(bucketLocation); \(MessageText.grouped(outcome.failed)) failed and were left as they are\(changedSince)"
+                    )
                     return .commit(.failed)
                 case .interrupted:
-                    output.notice("interrupted: nothing was applied (the plan is one transaction); the bucket is as it was")
+                    output.notice(
+                        "interrupted: nothing was applied (the plan is one transaction); the bucket is as it was")
                     return .rollback(.interrupted)
                 default:
-                    output.notice("nothing was applied: the plan is one transaction, and a change failed (--keep-going applies the others)\(changedSince)")
+                    output.notice(
+                        "nothing was applied: the plan is one transaction, and a change failed (--keep-going applies the others)\(changedSince)"
+                    )
                     return .rollback(.failed)
                 }
             }
@@ -417,7 +478,9 @@ extension Session {
         } else if options.dryRun {
             if !(planned ?? bucket).guardsChanges && script.changesBucket { output.notice(Self.unguardedChanges) }
             if end.failures > 0 {
-                output.notice("\(MessageText.counted(end.failures, "command")) failed; the plan above shows what the others would change")
+                output.notice(
+                    "\(MessageText.counted(end.failures, "command")) failed; the plan above shows what the others would change"
+                )
             }
             // A line that could not change anything (`ls` in a `storesh --dry-run` session) has nothing to not save.
             if script.changesBucket { deliver(.note("dry run: nothing was saved")) }
@@ -437,7 +500,8 @@ extension Session {
             output.notice(
                 changes == 0
                     ? "the plan has no change; kept in \(path) all the same"
-                    : "plan of \(MessageText.counted(changes, "change")) kept in \(path): review it, then apply it with: storesh apply \(path)")
+                    : "plan of \(MessageText.counted(changes, "change")) kept in \(path): review it, then apply it with: storesh apply \(path)"
+            )
         case .notKept(let reason)?:
             output.notice(reason)
             // Asked to keep the plan and did not: not a success, even when every command ran.
@@ -462,7 +526,9 @@ extension Session {
     }
 
     /// The statements in order, each as a step of `steps` with `--keep-going`.
-    private func runStatements(_ script: Script, _ summary: ScriptSummary, steps: (any BucketTransaction)?, transactional: Bool) async -> ScriptEnd {
+    private func runStatements(
+        _ script: Script, _ summary: ScriptSummary, steps: (any BucketTransaction)?, transactional: Bool
+    ) async -> ScriptEnd {
         if let name = options.snapshotBefore {
             let start = SourceLocation(line: 1, column: 1)
             do {
@@ -493,7 +559,8 @@ extension Session {
                 if let plan = steps as? PlannedBucket {
                     plan.step = number
                     // The last statement of a dry run whose plan is not kept: its uniform update may be previewed.
-                    plan.previewsUniformUpdates = options.dryRun && applySettings.keepPlan == nil && number == summary.statementCount - 1
+                    plan.previewsUniformUpdates =
+                        options.dryRun && applySettings.keepPlan == nil && number == summary.statementCount - 1
                 }
                 if isCancelled() {
                     output.error(Diagnostic.running(Self.interruption, at: statement.location))
@@ -525,21 +592,26 @@ extension Session {
                         output.notice(
                             options.atPrompt
                                 ? "nothing was sent to \(bucketLocation): a line is planned whole before any change is sent"
-                                : "nothing was sent to \(bucketLocation): a script is planned whole before any change is sent (--keep-going sends what succeeds)")
+                                : "nothing was sent to \(bucketLocation): a script is planned whole before any change is sent (--keep-going sends what succeeds)"
+                        )
                     } else if transactional && reportedChanges > 0 {
                         // Changes were reported before the failure, and did not land: say so, with how many. (A line
                         // that changed nothing before it failed has nothing to take back, and says nothing more.)
-                        let undone = "the \(MessageText.counted(reportedChanges, "change")) reported above \(reportedChanges == 1 ? "was" : "were") undone"
+                        let undone =
+                            "the \(MessageText.counted(reportedChanges, "change")) reported above \(reportedChanges == 1 ? "was" : "were") undone"
                         output.notice(
                             options.atPrompt
                                 ? "nothing was saved: a line lands whole or not at all; \(undone)"
-                                : "nothing was saved: a script lands whole or not at all; \(undone) (--keep-going keeps what succeeds)")
+                                : "nothing was saved: a script lands whole or not at all; \(undone) (--keep-going keeps what succeeds)"
+                        )
                     }
                     return ScriptEnd(status: .failed, keep: false, failures: failures, stoppedEarly: true)
                 }
             }
         }
-        return ScriptEnd(status: failures == 0 ? .success : .failed, keep: true, failures: failures, changingFailures: changingFailures, stoppedEarly: false)
+        return ScriptEnd(
+            status: failures == 0 ? .success : .failed, keep: true, failures: failures,
+            changingFailures: changingFailures, stoppedEarly: false)
     }
 }
 
@@ -584,17 +656,27 @@ extension Session {
                             return (index, nil)
                         } catch let error as StorageError where error.code == .objectNotFound {
                             // Kept otherwise: as a noncurrent generation (versioning was on), which no restore takes.
-                            guard let kept = try? await versions.metadata(of: name, generation: generation), kept.timeDeleted != nil else {
+                            guard let kept = try? await versions.metadata(of: name, generation: generation),
+                                kept.timeDeleted != nil
+                            else {
                                 return (index, error)
                             }
-                            return (index, StorageError(.objectNotFound,
-                                "\(url) keeps generation \(generation) of \(MessageText.name(object)) as a noncurrent generation (versioning), not soft-deleted, and a restore takes only soft-deleted ones: get \(MessageText.oneLine(object))#\(generation) FILE, then put FILE \(MessageText.oneLine(object)), brings its content back."))
+                            return (
+                                index,
+                                StorageError(
+                                    .objectNotFound,
+                                    "\(url) keeps generation \(generation) of \(MessageText.name(object)) as a noncurrent generation (versioning), not soft-deleted, and a restore takes only soft-deleted ones: get \(MessageText.oneLine(object))#\(generation) FILE, then put FILE \(MessageText.oneLine(object)), brings its content back."
+                                )
+                            )
                         }
                     }
                 }
                 for try await (done, error) in group { missing[done] = error }
             }
-            if isCancelled() { throw StorageError(.cancelled, "Interrupted while checking which deleted generations the bucket still keeps.") }
+            if isCancelled() {
+                throw StorageError(
+                    .cancelled, "Interrupted while checking which deleted generations the bucket still keeps.")
+            }
         }
         return missing.compactMapValues { $0 }
     }
@@ -626,7 +708,8 @@ extension Session {
             if let origin = change.movesFrom {
                 moves += 1
                 if !options.summaryOnly && !options.json {
-                    output.result("would move \(MessageText.oneLine(origin)) to \(MessageText.oneLine(change.object)) (\(size))")
+                    output.result(
+                        "would move \(MessageText.oneLine(origin)) to \(MessageText.oneLine(change.object)) (\(size))")
                 }
                 return
             }
@@ -636,7 +719,9 @@ extension Session {
                 if !options.summaryOnly && !options.json {
                     let kept = if case .version = generation { "kept" } else { "kept soft-deleted" }
                     let doubt = restoresChecked == nil ? ", if it is still \(kept)" : ""
-                    output.result("would restore \(MessageText.oneLine(change.object))#\(generation) (\(size)) as the live object\(doubt)")
+                    output.result(
+                        "would restore \(MessageText.oneLine(change.object))#\(generation) (\(size)) as the live object\(doubt)"
+                    )
                 }
                 return
             }

@@ -59,7 +59,8 @@ final class CheckedBytes {
     }
 
     static let changed = StorageError.invalidArgument(
-        "the script changed after it was checked: it runs only as it was checked, so nothing more of it runs; run it again")
+        "the script changed after it was checked: it runs only as it was checked, so nothing more of it runs; run it again"
+    )
 }
 
 /// Where a command group starts: a place to read a script from again.
@@ -129,10 +130,14 @@ struct CommandGroupReader {
 
     /// The line from `start`: where it starts and ends (before its `\n`) and whether a `\n` ends it; nil when the
     /// script has ended at `start` (after a final line break, or empty).
-    private mutating func endOfLine(from start: Int, line: Int) throws(Diagnostic) -> (start: Int, end: Int, broken: Bool)? {
+    private mutating func endOfLine(
+        from start: Int, line: Int
+    ) throws(Diagnostic) -> (start: Int, end: Int, broken: Bool)? {
         var searched = start
         while true {
-            let found = searched - bufferStart <= buffer.count ? buffer[(searched - bufferStart)...].firstIndex(of: UInt8(ascii: "\n")) : nil
+            let found =
+                searched - bufferStart <= buffer.count
+                ? buffer[(searched - bufferStart)...].firstIndex(of: UInt8(ascii: "\n")) : nil
             searched = found.map { bufferStart + $0 } ?? max(searched, bufferStart + buffer.count)
             if searched - offset > Self.largestCommand {
                 throw Diagnostic.syntax(
@@ -159,7 +164,9 @@ struct CommandGroupReader {
         var last = end - bufferStart
         if last > start - bufferStart && buffer[last - 1] == UInt8(ascii: "\r") { last -= 1 }
         guard last > start - bufferStart, buffer[last - 1] == UInt8(ascii: "\\") else { return nil }
-        guard let text = String(validating: buffer[(start - bufferStart)..<(end - bufferStart)], as: UTF8.self) else { return nil }
+        guard let text = String(validating: buffer[(start - bufferStart)..<(end - bufferStart)], as: UTF8.self) else {
+            return nil
+        }
         return Lexer.continuation(of: text, insideWord: insideWord)
     }
 }

@@ -50,7 +50,9 @@ package protocol FileSink: ContentSink {
 extension LocalFiles {
     package func source(_ path: String) throws(StorageError) -> (any ContentSource)? { nil }
 
-    package func sink(writingTo path: String) throws(StorageError) -> any FileSink { WholeFileSink(files: self, path: path) }
+    package func sink(writingTo path: String) throws(StorageError) -> any FileSink {
+        WholeFileSink(files: self, path: path)
+    }
 }
 
 /// A sink that gathers the content and writes the file whole at the end.
@@ -104,7 +106,10 @@ package struct RunOptions: Sendable {
     /// file): they are then their own progress, and no progress line is drawn among them.
     var printsEachObjectOnTerminal: Bool { terminalWidth != nil && !summaryOnly && !json }
 
-    package init(json: Bool = false, dryRun: Bool = false, keepGoing: Bool = false, color: Bool = false, defaultPageSize: Int? = nil) {
+    package init(
+        json: Bool = false, dryRun: Bool = false, keepGoing: Bool = false, color: Bool = false,
+        defaultPageSize: Int? = nil
+    ) {
         self.json = json
         self.dryRun = dryRun
         self.keepGoing = keepGoing
@@ -205,11 +210,13 @@ package final class Session {
         switch target.scheme {
         case "s3": why = "this bucket gives none"
         default:
-            why = target.accessDescription == nil
+            why =
+                target.accessDescription == nil
                 ? "a bucket file's generations are its administrator's, reached with the open rules (these rules name objects, not generations: rules show)"
                 : "the Firebase Storage API names no generations (a gs:// bucket reached with Cloud Storage credentials does)"
         }
-        throw Diagnostic.running(.invalidArgument("\(target.url) gives no generations here (rule B5): \(why)."), at: here)
+        throw Diagnostic.running(
+            .invalidArgument("\(target.url) gives no generations here (rule B5): \(why)."), at: here)
     }
 
     /// The generation `word` names in `versions`' bucket, or why it names none there (its generations are numbers).
@@ -217,7 +224,8 @@ package final class Session {
         guard let generation = versions.generation(named: word.generation) else {
             throw Diagnostic.running(
                 .invalidArgument(
-                    "'\(word.word.text)' names no generation: \(target.url) numbers its generations, so the part after the # is a whole number (ls -a and ls --soft-deleted list them)."),
+                    "'\(word.word.text)' names no generation: \(target.url) numbers its generations, so the part after the # is a whole number (ls -a and ls --soft-deleted list them)."
+                ),
                 at: word.word.location)
         }
         return generation
@@ -228,7 +236,8 @@ package final class Session {
         if let moves = target.objectMoves { return moves }
         throw Diagnostic.running(
             .invalidArgument(
-                "\(target.url) moves no objects here: the Firebase Storage API has no move (a gs:// bucket reached with Cloud Storage credentials has objects.move)."),
+                "\(target.url) moves no objects here: the Firebase Storage API has no move (a gs:// bucket reached with Cloud Storage credentials has objects.move)."
+            ),
             at: here)
     }
 
@@ -237,7 +246,8 @@ package final class Session {
     func deletionsNote(count: Int) async -> String {
         let url = bucket.url
         guard let versions = bucket.objectVersions else {
-            return "storesh cannot undo \(count == 1 ? "this delete" : "these deletes"): it restores no deleted object on \(url) (its API gives none back), and a journal keeps only metadata"
+            return
+                "storesh cannot undo \(count == 1 ? "this delete" : "these deletes"): it restores no deleted object on \(url) (its API gives none back), and a journal keeps only metadata"
         }
         let keeping: DeletionKeeping
         do {
@@ -264,7 +274,8 @@ package final class Session {
         let renderer: any ResultRenderer =
             options.json
             ? JSONRenderer()
-            : HumanRenderer(color: options.color, screenfulPages: options.defaultPageSize != nil, width: options.terminalWidth)
+            : HumanRenderer(
+                color: options.color, screenfulPages: options.defaultPageSize != nil, width: options.terminalWidth)
         renderer.render(result, to: output)
     }
 
@@ -296,13 +307,18 @@ package final class Session {
 
     /// The listing `page next` continues and the token it sends; an error when there is none (`explain page next`
     /// says the same).
-    func continuedListing(at here: SourceLocation) throws -> (reference: StoragePath, maxResults: Int?, long: Bool, token: String) {
+    func continuedListing(
+        at here: SourceLocation
+    ) throws -> (reference: StoragePath, maxResults: Int?, long: Bool, token: String) {
         guard let last = lastListing else {
-            throw Diagnostic.running(.invalidArgument("There is no listing to continue: `page next` follows an ls."), at: here)
+            throw Diagnostic.running(
+                .invalidArgument("There is no listing to continue: `page next` follows an ls."), at: here)
         }
         guard let token = last.nextPageToken else {
             throw Diagnostic.running(
-                .invalidArgument("The last listing of \(last.reference.url(bucket: target.name, scheme: target.scheme)) has no more pages."), at: here)
+                .invalidArgument(
+                    "The last listing of \(last.reference.url(bucket: target.name, scheme: target.scheme)) has no more pages."
+                ), at: here)
         }
         return (last.reference, last.maxResults, last.long, token)
     }

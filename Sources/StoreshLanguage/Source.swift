@@ -120,7 +120,8 @@ package struct Diagnostic: Error, Sendable, Equatable, CustomStringConvertible {
     /// A command that failed while running.
     package static func running(_ error: StorageError, at location: SourceLocation) -> Diagnostic {
         Diagnostic(
-            phase: error.code == .cancelled ? .interrupted : .running, code: error.code.name, error.message, at: location)
+            phase: error.code == .cancelled ? .interrupted : .running, code: error.code.name, error.message,
+            at: location)
     }
 
     package var isSyntaxError: Bool { code == Self.syntaxErrorCode }
@@ -142,7 +143,8 @@ package struct Diagnostic: Error, Sendable, Equatable, CustomStringConvertible {
             let window = 100
             if scalars.count > window {
                 let start = max(0, min(column - 1 - window / 2, scalars.count - window))
-                scalars = (start > 0 ? Array("…".unicodeScalars) : []) + scalars[start..<min(scalars.count, start + window)]
+                scalars =
+                    (start > 0 ? Array("…".unicodeScalars) : []) + scalars[start..<min(scalars.count, start + window)]
                     + (start + window < line.unicodeScalars.count ? Array("…".unicodeScalars) : [])
                 column = column - start + (start > 0 ? 1 : 0)
             }
@@ -165,7 +167,8 @@ package struct Diagnostic: Error, Sendable, Equatable, CustomStringConvertible {
                 "error",
                 .object(
                     [
-                        ("code", .string(code)), ("message", .string(message)), ("line", .integer(Int64(location.line))),
+                        ("code", .string(code)), ("message", .string(message)),
+                        ("line", .integer(Int64(location.line))),
                         ("column", .integer(Int64(location.column))),
                     ] + (file.map { [("file", JSONValue.string($0))] } ?? []))
             )

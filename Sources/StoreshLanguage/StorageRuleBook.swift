@@ -25,20 +25,26 @@ package enum StorageRuleBook {
         if let rule = rule(topic) { return "rule \(rule.identifier) (\(rule.family)):\n" + indented(rule.text) }
         let letter = topic.uppercased()
         guard letter.count == 1 else { return nil }
-        let family = rules.filter { $0.identifier.hasPrefix(letter) && $0.identifier.dropFirst().allSatisfy(\.isNumber) }
+        let family = rules.filter {
+            $0.identifier.hasPrefix(letter) && $0.identifier.dropFirst().allSatisfy(\.isNumber)
+        }
         guard let first = family.first else { return nil }
-        return (["rules \(letter) (\(first.family)):"] + family.map { "\($0.identifier). " + indented($0.text).dropFirst(2) })
+        return
+            (["rules \(letter) (\(first.family)):"]
+            + family.map { "\($0.identifier). " + indented($0.text).dropFirst(2) })
             .joined(separator: "\n")
     }
 
     private static func indented(_ text: String) -> String {
-        text.split(separator: "\n", omittingEmptySubsequences: false).map { $0.isEmpty ? "" : "  " + $0 }.joined(separator: "\n")
+        text.split(separator: "\n", omittingEmptySubsequences: false).map { $0.isEmpty ? "" : "  " + $0 }.joined(
+            separator: "\n")
     }
 
     /// Whether a line of the article is part of a paragraph's text: not blank, not a table row, a list item or a
     /// code fence.
     static func continuesParagraph(_ line: Substring) -> Bool {
-        !line.isEmpty && !line.hasPrefix("|") && !line.hasPrefix("- ") && !line.hasPrefix("* ") && !line.hasPrefix("```")
+        !line.isEmpty && !line.hasPrefix("|") && !line.hasPrefix("- ") && !line.hasPrefix("* ")
+            && !line.hasPrefix("```")
             && !line.hasPrefix(" ")
     }
 
@@ -59,7 +65,9 @@ package enum StorageRuleBook {
             if line.hasPrefix("## ") {
                 finish()
                 family = String(line.dropFirst(3))
-                if let open = family.lastIndex(of: "(") { family = family[..<open].trimmingCharacters(in: .whitespaces) }
+                if let open = family.lastIndex(of: "(") {
+                    family = family[..<open].trimmingCharacters(in: .whitespaces)
+                }
                 continue
             }
             if line.hasPrefix("- **"), let close = line.range(of: ".** ") {

@@ -18,7 +18,8 @@ extension Session {
     ///
     /// With `generations`, a target NAME#GENERATION (`namedGeneration`) is passed as that generation, with its metadata.
     func forEachTarget(
-        _ targets: [Word], raw: Bool, filters: [MetadataFilter] = [], at here: SourceLocation, generations: Bool = false,
+        _ targets: [Word], raw: Bool, filters: [MetadataFilter] = [], at here: SourceLocation,
+        generations: Bool = false,
         updatingPages: PageUpdate? = nil, _ body: (ExpandedTarget) async throws -> Void
     ) async throws -> Int {
         var passed = 0
@@ -35,12 +36,14 @@ extension Session {
         var patterns: [ObjectPattern] = []
         /// Whether an earlier target passed the object a pattern matches.
         func passedBefore(_ name: String) -> Bool {
-            (!named.isEmpty && named.contains(ObjectName(stored: name))) || patterns.contains(where: { $0.matches(name) })
+            (!named.isEmpty && named.contains(ObjectName(stored: name)))
+                || patterns.contains(where: { $0.matches(name) })
         }
         for word in targets {
             if !raw && ObjectPattern.isPattern(word) {
                 let pattern = try located(word.location) {
-                    try ObjectPattern(resolving: word, from: self.current, bucket: self.target.name, scheme: self.target.scheme)
+                    try ObjectPattern(
+                        resolving: word, from: self.current, bucket: self.target.name, scheme: self.target.scheme)
                 }
                 var after: String?
                 var matched = 0
@@ -49,7 +52,8 @@ extension Session {
                         try checkCancelled(at: here)
                         let page = try await located(word.location) {
                             try await bucket.updatePage(
-                                prefix: pattern.literalPrefix, after: after, limit: Self.scanPageSize, updatingPages.update
+                                prefix: pattern.literalPrefix, after: after, limit: Self.scanPageSize,
+                                updatingPages.update
                             ) { name in
                                 guard pattern.matches(name) else { return false }
                                 matched += 1
@@ -64,7 +68,8 @@ extension Session {
                     repeat {
                         try checkCancelled(at: here)
                         let page = try await located(word.location) {
-                            try await self.target.scan(prefix: pattern.literalPrefix, after: after, limit: Self.scanPageSize)
+                            try await self.target.scan(
+                                prefix: pattern.literalPrefix, after: after, limit: Self.scanPageSize)
                         }
                         for metadata in page.objects where pattern.matches(metadata.fullPath) {
                             let name = try located(word.location) { try ObjectName(metadata.fullPath) }
@@ -78,7 +83,8 @@ extension Session {
                 }
                 if matched == 0 {
                     throw Diagnostic.running(
-                        StorageError(.objectNotFound, "No object matches the pattern \(pattern.text)."), at: word.location)
+                        StorageError(.objectNotFound, "No object matches the pattern \(pattern.text)."),
+                        at: word.location)
                 }
                 patterns.append(pattern)
             } else if generations, let generation = try await namedGeneration(word, raw: raw, at: here) {
@@ -88,7 +94,8 @@ extension Session {
                 guard named.insert(name).inserted else { continue }
                 // Passed already by an earlier pattern when it exists.
                 if patterns.contains(where: { $0.matches(name.rawValue) }),
-                    try await onTarget(word, name: name, at: here, { try await self.target.metadataIfPresent(of: name) }) != nil
+                    try await onTarget(
+                        word, name: name, at: here, { try await self.target.metadataIfPresent(of: name) }) != nil
                 {
                     continue
                 }
@@ -96,7 +103,9 @@ extension Session {
             }
         }
         if passed == 0 && !filters.isEmpty {
-            deliver(.note("(no target passes --where \(filters.map(\.text).joined(separator: " --where ")): nothing to do)"))
+            deliver(
+                .note("(no target passes --where \(filters.map(\.text).joined(separator: " --where ")): nothing to do)")
+            )
         }
         return passed
     }
@@ -119,7 +128,9 @@ extension Session {
     }
 
     /// The objects whose metadata pass every filter, each with its metadata (as `admitted`).
-    func passing(_ objects: [ExpandedTarget], filters: [MetadataFilter], at here: SourceLocation) async throws -> [ExpandedTarget] {
+    func passing(
+        _ objects: [ExpandedTarget], filters: [MetadataFilter], at here: SourceLocation
+    ) async throws -> [ExpandedTarget] {
         var kept: [ExpandedTarget] = []
         for object in objects {
             try checkCancelled(at: here)
@@ -130,7 +141,9 @@ extension Session {
 
     /// The object with its metadata when it passes every filter, else nil. Without filters, the object as it is;
     /// with them, a named object is read for them, and one that does not exist is kept, so that the command says so.
-    func admitted(_ object: ExpandedTarget, filters: [MetadataFilter], at here: SourceLocation) async throws -> ExpandedTarget? {
+    func admitted(
+        _ object: ExpandedTarget, filters: [MetadataFilter], at here: SourceLocation
+    ) async throws -> ExpandedTarget? {
         guard !filters.isEmpty, let metadata = try await metadataIfPresent(of: object, at: here) else { return object }
         return filters.allSatisfy({ $0.admits(metadata) }) ? (object.name, metadata, object.word) : nil
     }
@@ -138,18 +151,24 @@ extension Session {
     /// The metadata of a target: as a pattern's scan found it, else read; nil when the object does not exist.
     func metadataIfPresent(of object: ExpandedTarget, at here: SourceLocation) async throws -> ObjectMetadata? {
         if let known = object.metadata { return known }
-        return try await onTarget(object.word, name: object.name, at: here) { try await self.target.metadataIfPresent(of: object.name) }
+        return try await onTarget(object.word, name: object.name, at: here) {
+            try await self.target.metadataIfPresent(of: object.name)
+        }
     }
 
     /// The metadata of a target that must exist: object-not-found, with its hint, otherwise.
     func metadata(of object: ExpandedTarget, at here: SourceLocation) async throws -> ObjectMetadata {
         if let known = object.metadata { return known }
-        return try await onTarget(object.word, name: object.name, at: here) { try await self.target.metadata(of: object.name) }
+        return try await onTarget(object.word, name: object.name, at: here) {
+            try await self.target.metadata(of: object.name)
+        }
     }
 
     /// Runs a bucket call on one target. An object-not-found gets a hint when the likely mistake is known:
     /// quoted wildcards (literal), a name that normalising changed (rule P1), or a folder (a prefix).
-    func onTarget<T>(_ word: Word?, name: ObjectName, at here: SourceLocation, _ body: () async throws -> T)
+    func onTarget<T>(
+        _ word: Word?, name: ObjectName, at here: SourceLocation, _ body: () async throws -> T
+    )
         async throws -> T
     {
         do {
@@ -164,11 +183,15 @@ extension Session {
         // The hint's own requests are not the user's: `rules why` keeps explaining the failed one.
         rules?.recordsDecisions = false
         defer { rules?.recordsDecisions = true }
-        if zip(word.text.unicodeScalars, word.literal).contains(where: { $1 && ($0 == "*" || $0 == "?" || $0 == "[") }) {
+        if zip(word.text.unicodeScalars, word.literal).contains(where: { $1 && ($0 == "*" || $0 == "?" || $0 == "[") })
+        {
             return " Its wildcards are quoted, so they are literal; unquote them to match a pattern."
         }
-        if let generation = try? GenerationWord(word), (try? await target.metadata(of: ObjectName(generation.name.text))) != nil {
-            return " \(MessageText.name(generation.name.text)) exists: NAME#GENERATION names one of its generations where the bucket gives them (ls -a lists them)."
+        if let generation = try? GenerationWord(word),
+            (try? await target.metadata(of: ObjectName(generation.name.text))) != nil
+        {
+            return
+                " \(MessageText.name(generation.name.text)) exists: NAME#GENERATION names one of its generations where the bucket gives them (ls -a lists them)."
         }
         let typed = word.text.hasPrefix("/") ? String(word.text.dropFirst()) : word.text
         if word.text.contains("//") || (typed.hasSuffix("/") && typed.count > 1) {
@@ -176,12 +199,16 @@ extension Session {
                 return " Paths are normalised (rule P1); to name '\(typed)' exactly, use --raw."
             }
         }
-        if let page = try? await target.list(StoragePath(normalizing: name.rawValue), options: ListOptions(maxResults: 1)),
+        if let page = try? await target.list(
+            StoragePath(normalizing: name.rawValue), options: ListOptions(maxResults: 1)),
             !page.prefixes.isEmpty || !page.items.isEmpty
         {
-            return " \(name.rawValue) is a folder (a prefix), not an object; its objects are \(name.rawValue)/* (directly in it) or \(name.rawValue)/** (all under it)."
+            return
+                " \(name.rawValue) is a folder (a prefix), not an object; its objects are \(name.rawValue)/* (directly in it) or \(name.rawValue)/** (all under it)."
         }
-        if let near = await nearestSibling(of: StoragePath(normalizing: name.rawValue), items: true) { return " Did you mean \(near)?" }
+        if let near = await nearestSibling(of: StoragePath(normalizing: name.rawValue), items: true) {
+            return " Did you mean \(near)?"
+        }
         return ""
     }
 
@@ -192,7 +219,9 @@ extension Session {
         guard !path.isRoot else { return nil }
         rules?.recordsDecisions = false
         defer { rules?.recordsDecisions = true }
-        guard let page = try? await target.list(path.parent, options: ListOptions(maxResults: ListOptions.maximumResults)) else { return nil }
+        guard
+            let page = try? await target.list(path.parent, options: ListOptions(maxResults: ListOptions.maximumResults))
+        else { return nil }
         let candidates = page.prefixes + (items ? page.items : [])
         // The name itself is no suggestion: a folder the parent lists but whose own listing is empty holds only
         // names no listing shows (`hiddenName`).
@@ -211,7 +240,9 @@ extension Session {
     }
 
     func resolve(_ word: Word) throws -> StoragePath {
-        try located(word.location) { try StoragePath.resolve(word.text, from: self.current, bucket: self.target.name, scheme: self.target.scheme) }
+        try located(word.location) {
+            try StoragePath.resolve(word.text, from: self.current, bucket: self.target.name, scheme: self.target.scheme)
+        }
     }
 
     /// The object a path word names (or, without one, the current reference); with `raw`, the word exactly.
@@ -228,7 +259,8 @@ extension Session {
         guard ObjectPattern.isPattern(word) else { return }
         throw Diagnostic.running(
             .invalidArgument(
-                "'\(word.text)' is a pattern, and this command takes one object's name; patterns work in \(Self.patternCommands) (quote * ? [, or use --raw, to put them in a name)."),
+                "'\(word.text)' is a pattern, and this command takes one object's name; patterns work in \(Self.patternCommands) (quote * ? [, or use --raw, to put them in a name)."
+            ),
             at: word.location)
     }
 
@@ -240,7 +272,8 @@ extension Session {
         if ObjectPattern.isPattern(word) {
             throw Diagnostic.running(
                 .invalidArgument(
-                    "`\(command)` takes a path, not a pattern; patterns work in \(Self.patternCommands) (quote * ? [ to use them literally)."),
+                    "`\(command)` takes a path, not a pattern; patterns work in \(Self.patternCommands) (quote * ? [ to use them literally)."
+                ),
                 at: word.location)
         }
         return try resolve(word)

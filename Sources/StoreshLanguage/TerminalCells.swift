@@ -54,7 +54,9 @@ package enum TerminalCells {
     package static func wrap(_ line: String, toCells cells: Int) -> [String] {
         // Text of several lines (a help text): each wrapped on its own.
         if line.utf8.contains(UInt8(ascii: "\n")) {
-            return line.split(separator: "\n", omittingEmptySubsequences: false).flatMap { wrap(String($0), toCells: cells) }
+            return line.split(separator: "\n", omittingEmptySubsequences: false).flatMap {
+                wrap(String($0), toCells: cells)
+            }
         }
         guard cells > 0, width(of: line) > cells else { return [line] }
         let hanging = hangingHead(of: line, within: cells)
@@ -70,7 +72,8 @@ package enum TerminalCells {
         let headCells = width(of: head)
         // A quoted span wider than the line is cut at its blanks after all; a word that is wider alone stands alone.
         parts = parts.flatMap { part in
-            width(of: part) > cells - headCells && part.contains(" ") ? part.split(separator: " ").map(String.init) : [part]
+            width(of: part) > cells - headCells && part.contains(" ")
+                ? part.split(separator: " ").map(String.init) : [part]
         }
         // Each piece, and whether it goes on from the one before without a blank (a path broken after a `/`).
         let pieces: [(text: String, continues: Bool)] = parts.flatMap { part -> [(text: String, continues: Bool)] in

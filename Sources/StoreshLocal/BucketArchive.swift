@@ -29,7 +29,9 @@ public struct ArchivedObject: Sendable, Equatable {
         case softDeleted
     }
 
-    public var kind: Kind { timeDeleted != nil ? .noncurrent : cloudStorage.softDeleteTime != nil ? .softDeleted : .live }
+    public var kind: Kind {
+        timeDeleted != nil ? .noncurrent : cloudStorage.softDeleteTime != nil ? .softDeleted : .live
+    }
 
     public init(
         name: ObjectName, content: Data, properties: [WritableProperty: String] = [:],
@@ -117,23 +119,28 @@ public enum BucketArchive {
 
     static let topLevelFields = ["format", "version", "bucket", "settings", "objects"]
 
-    static let objectFields: Set<String> = Set([
-        "name", "text", "base64", "cacheControl", "contentDisposition", "contentEncoding", "contentLanguage",
-        "contentType", "customMetadata", "generation", "metageneration", "timeCreated", "updated", "size", "md5Hash",
-        "timeDeleted",
-    ] + CloudStorageFieldsDocument.memberNames)
+    static let objectFields: Set<String> = Set(
+        [
+            "name", "text", "base64", "cacheControl", "contentDisposition", "contentEncoding", "contentLanguage",
+            "contentType", "customMetadata", "generation", "metageneration", "timeCreated", "updated", "size",
+            "md5Hash",
+            "timeDeleted",
+        ] + CloudStorageFieldsDocument.memberNames)
 
     /// The members of a bucket's resource an archive leaves out: the service's own (its name is the archive's
     /// `bucket`; its times and metageneration are the importing bucket's).
     static let unarchivedSettings: Set<String> = [
-        "kind", "id", "selfLink", "projectNumber", "name", "etag", "timeCreated", "updated", "metageneration", "locationType",
+        "kind", "id", "selfLink", "projectNumber", "name", "etag", "timeCreated", "updated", "metageneration",
+        "locationType",
         "generation", "softDeleteTime", "hardDeleteTime",
     ]
 
     /// The archive's members of a bucket's settings, in the order its resource answers them; access control lists
     /// and the IAM policy where the bucket has its own (not a new bucket's, which an import gives anyway).
     static func archivedSettings(_ settings: BucketSettings, bucket: String) -> [(String, JSONValue)] {
-        guard case .object(let members) = BucketResource.document(settings, name: bucket, baseURL: "") else { return [] }
+        guard case .object(let members) = BucketResource.document(settings, name: bucket, baseURL: "") else {
+            return []
+        }
         var archived = members.filter { !unarchivedSettings.contains($0.0) }
         if let acl = settings.acl { archived.append(("acl", acl)) }
         if let acl = settings.defaultObjectAcl { archived.append(("defaultObjectAcl", acl)) }
@@ -143,7 +150,9 @@ public enum BucketArchive {
 
     /// Lays an archive's settings over `settings` as a bucket update replacing them all (`BucketResource.apply`),
     /// `iamPolicy` aside; a problem names `place`.
-    static func apply(_ members: [(String, JSONValue)], to settings: inout BucketSettings, now: Timestamp, place: String) throws(StorageError) {
+    static func apply(
+        _ members: [(String, JSONValue)], to settings: inout BucketSettings, now: Timestamp, place: String
+    ) throws(StorageError) {
         var fields = members
         var policy: JSONValue?
         if let index = fields.firstIndex(where: { $0.0 == "iamPolicy" }) {
@@ -152,7 +161,8 @@ public enum BucketArchive {
         }
         let kept = settings
         do {
-            try BucketResource.apply(fields, to: &settings, replacing: BucketSettings(madeAt: now), creating: true, now: now)
+            try BucketResource.apply(
+                fields, to: &settings, replacing: BucketSettings(madeAt: now), creating: true, now: now)
         } catch {
             throw .invalidArgument("\(place): \(error.message)")
         }
@@ -165,11 +175,14 @@ public enum BucketArchive {
         func time(_ value: JSONValue?, _ name: String) throws(StorageError) -> Timestamp? {
             guard let value else { return nil }
             guard let text = value.string, let time = Timestamp(rfc3339: text) else {
-                throw .invalidArgument("\(place): \"\(name)\" must be an RFC 3339 time such as 2026-11-21T09:30:00.000Z.")
+                throw .invalidArgument(
+                    "\(place): \"\(name)\" must be an RFC 3339 time such as 2026-11-21T09:30:00.000Z.")
             }
             return time
         }
-        if settings.softDeleteSeconds != nil, let effective = try time(member("softDeletePolicy", "effectiveTime"), "softDeletePolicy.effectiveTime") {
+        if settings.softDeleteSeconds != nil,
+            let effective = try time(member("softDeletePolicy", "effectiveTime"), "softDeletePolicy.effectiveTime")
+        {
             settings.softDeleteEffectiveTime = effective
         }
         if settings.retentionPeriod != nil {
@@ -188,7 +201,9 @@ public enum BucketArchive {
             settings.iamPolicyVersion = policy == nil ? nil : (kept.iamPolicyVersion ?? 0) + 1
         }
         // A change of the settings moves the bucket's metageneration on, as an update does.
-        (settings.timeCreated, settings.updated, settings.metageneration) = (kept.timeCreated, kept.updated, kept.metageneration)
+        (settings.timeCreated, settings.updated, settings.metageneration) = (
+            kept.timeCreated, kept.updated, kept.metageneration
+        )
         if settings != kept {
             settings.metageneration += 1
             settings.updated = now
@@ -213,14 +228,17 @@ public enum BucketArchive {
         }
         guard let archiveVersion = document.version, archiveVersion <= version else {
             throw .invalidArgument(
-                "\(source): \"version\" must be a whole number up to \(version) (an archive of a newer storesh is read by that storesh).")
+                "\(source): \"version\" must be a whole number up to \(version) (an archive of a newer storesh is read by that storesh)."
+            )
         }
         if let key = document.unknownKeys.first {
             throw .invalidArgument("\(source): \(unknownField(key, at: " at the top level", among: topLevelFields))")
         }
         var settings: [(String, JSONValue)]?
         if let given = document.settings {
-            guard case .object(let members) = given else { throw .invalidArgument("\(source): \"settings\" must be an object.") }
+            guard case .object(let members) = given else {
+                throw .invalidArgument("\(source): \"settings\" must be an object.")
+            }
             // Checked now, over a new bucket's settings: nothing is written from an archive with a bad setting.
             var checked = BucketSettings(madeAt: Timestamp(microseconds: 0))
             try apply(members, to: &checked, now: Timestamp(microseconds: 0), place: "\(source): \"settings\"")
@@ -244,9 +262,11 @@ public enum BucketArchive {
                 }
             case .noncurrent, .softDeleted:
                 let which = object.kind == .noncurrent ? "noncurrent" : "soft-deleted"
-                guard seenGenerations.insert("\(which) \(object.generation ?? 0) \(object.name.rawValue)").inserted else {
+                guard seenGenerations.insert("\(which) \(object.generation ?? 0) \(object.name.rawValue)").inserted
+                else {
                     throw .invalidArgument(
-                        "\(source): object #\(index + 1): the \(which) generation \(object.generation ?? 0) of \"\(object.name)\" appears twice.")
+                        "\(source): object #\(index + 1): the \(which) generation \(object.generation ?? 0) of \"\(object.name)\" appears twice."
+                    )
                 }
             }
             objects.append(object)
@@ -307,7 +327,8 @@ public enum BucketArchive {
                     properties[property] = value
                 }
             }
-            customMetadata = try container.decodeIfPresent([String: String].self, forKey: JSONMemberKey("customMetadata"))
+            customMetadata = try container.decodeIfPresent(
+                [String: String].self, forKey: JSONMemberKey("customMetadata"))
             generation = try Self.wholeNumber(container, "generation")
             metageneration = try Self.wholeNumber(container, "metageneration")
             size = try Self.wholeNumber(container, "size")
@@ -329,7 +350,8 @@ public enum BucketArchive {
             throw DecodingError.typeMismatch(
                 Int64.self,
                 DecodingError.Context(
-                    codingPath: container.codingPath + [JSONMemberKey(key)], debugDescription: "must be a whole number"))
+                    codingPath: container.codingPath + [JSONMemberKey(key)], debugDescription: "must be a whole number")
+            )
         }
 
         func archivedObject(where place: String) throws(StorageError) -> ArchivedObject {
@@ -341,7 +363,8 @@ public enum BucketArchive {
             func timestamp(_ text: String?, _ key: String) throws(StorageError) -> Timestamp? {
                 guard let text else { return nil }
                 guard let time = Timestamp(rfc3339: text) else {
-                    throw .invalidArgument("\(place): \"\(key)\" must be an RFC 3339 date such as 2026-11-21T09:30:00.000Z.")
+                    throw .invalidArgument(
+                        "\(place): \"\(key)\" must be an RFC 3339 date such as 2026-11-21T09:30:00.000Z.")
                 }
                 return time
             }
@@ -363,7 +386,9 @@ public enum BucketArchive {
             case (_?, _?): throw .invalidArgument("\(place): give the content as \"text\" or \"base64\", not both.")
             }
             let custom = customMetadata ?? [:]
-            do { try CustomMetadataLimits.validate(custom) } catch { throw .invalidArgument("\(place): \(error.message)") }
+            do { try CustomMetadataLimits.validate(custom) } catch {
+                throw .invalidArgument("\(place): \(error.message)")
+            }
             if let size, size != content.count {
                 throw .invalidArgument("\(place): \"size\" is \(size) but the content has \(content.count) bytes.")
             }
@@ -392,15 +417,18 @@ public enum BucketArchive {
             object.timeDeleted = try timestamp(timeDeleted, "timeDeleted")
             let fields = object.cloudStorage
             if (fields.softDeleteTime == nil) != (fields.hardDeleteTime == nil) {
-                throw .invalidArgument("\(place): a soft-deleted generation has both \"softDeleteTime\" and \"hardDeleteTime\".")
+                throw .invalidArgument(
+                    "\(place): a soft-deleted generation has both \"softDeleteTime\" and \"hardDeleteTime\".")
             }
             if object.timeDeleted != nil, fields.softDeleteTime != nil {
                 throw .invalidArgument(
-                    "\(place): a generation is noncurrent (\"timeDeleted\") or soft-deleted (\"softDeleteTime\"), not both.")
+                    "\(place): a generation is noncurrent (\"timeDeleted\") or soft-deleted (\"softDeleteTime\"), not both."
+                )
             }
             if object.kind != .live, generation == nil {
                 throw .invalidArgument(
-                    "\(place): a \(object.kind == .noncurrent ? "noncurrent" : "soft-deleted") generation needs its \"generation\".")
+                    "\(place): a \(object.kind == .noncurrent ? "noncurrent" : "soft-deleted") generation needs its \"generation\"."
+                )
             }
             return object
         }
@@ -462,10 +490,13 @@ public enum BucketArchive {
             return place(context.codingPath) + context.debugDescription
         case .typeMismatch(let type, let context):
             let expected =
-                type == String.self ? "must be a string"
-                : type == Int64.self ? "must be a whole number (or a string of one)"
-                : type is [String: String].Type ? "must be an object of strings"
-                : context.debugDescription
+                type == String.self
+                ? "must be a string"
+                : type == Int64.self
+                    ? "must be a whole number (or a string of one)"
+                    : type is [String: String].Type
+                        ? "must be an object of strings"
+                        : context.debugDescription
             if context.codingPath.isEmpty { return "expected a JSON object with \"format\": \"\(format)\"." }
             return place(context.codingPath) + expected
         case .valueNotFound(_, let context):
@@ -497,13 +528,17 @@ public enum BucketArchive {
     /// Writes the whole bucket as an archive, one object per line: its settings, the live objects in name order, then
     /// its noncurrent and soft-deleted generations by name and generation, all read in one transaction.
     @discardableResult
-    public static func export(_ bucket: LocalBucket, counting: (any WorkCounter)? = nil, to write: (String) throws -> Void) throws -> Exported {
+    public static func export(
+        _ bucket: LocalBucket, counting: (any WorkCounter)? = nil, to write: (String) throws -> Void
+    ) throws -> Exported {
         var exported = Exported()
         defer { counting?.end() }
         var first = true
         try bucket.forEachArchivedObject { settings, total in
             counting?.begin("exporting", total: total)
-            var header: [(String, JSONValue)] = [("format", .string(format)), ("version", .integer(Int64(version))), ("bucket", .string(bucket.name))]
+            var header: [(String, JSONValue)] = [
+                ("format", .string(format)), ("version", .integer(Int64(version))), ("bucket", .string(bucket.name)),
+            ]
             if let settings { header.append(("settings", .object(archivedSettings(settings, bucket: bucket.name)))) }
             var opening = JSONValue.object(header).serialized
             opening.removeLast()  // its closing brace: the objects follow
@@ -530,7 +565,10 @@ public enum BucketArchive {
         }
         if !metadata.customMetadata.isEmpty {
             members.append(
-                ("customMetadata", .object(metadata.customMetadata.sortedByKeyBytes.map { ($0.key, .string($0.value)) })))
+                (
+                    "customMetadata",
+                    .object(metadata.customMetadata.sortedByKeyBytes.map { ($0.key, .string($0.value)) })
+                ))
         }
         members += [
             ("generation", .string(String(metadata.generation))),
@@ -545,7 +583,9 @@ public enum BucketArchive {
         var fields = metadata.cloudStorage
         fields.retentionExpirationTime = nil
         members += fields.documentMembers
-        if let timeDeleted = metadata.timeDeleted { members.append(("timeDeleted", .string(timeDeleted.rfc3339Microseconds))) }
+        if let timeDeleted = metadata.timeDeleted {
+            members.append(("timeDeleted", .string(timeDeleted.rfc3339Microseconds)))
+        }
         if let text = readableText(content) {
             members.append(("text", .string(text)))
         } else {

@@ -56,7 +56,9 @@ struct BucketFile: Sendable {
 
     /// Identifies the existing file at `path` and opens its first connection: a file that is not a storesh bucket,
     /// is damaged, or was made by a newer storesh is an error and is left untouched.
-    static func open(at path: String, options: LocalBucketOptions) throws(StorageError) -> (BucketFile, SQLiteConnection) {
+    static func open(
+        at path: String, options: LocalBucketOptions
+    ) throws(StorageError) -> (BucketFile, SQLiteConnection) {
         // A log beside the file is applied on open: first make sure it was written for this file.
         try BucketFileLog.verifyOwnership(of: path)
         // stat, not FileManager's attributes: those look up the owner's name, which costs an NSS lookup on
@@ -80,13 +82,16 @@ struct BucketFile: Sendable {
             let version = try connection.integer("PRAGMA user_version") ?? 0
             guard version <= BucketSchema.version else {
                 throw StorageError.internalError(
-                    "\(path) was made by a newer storesh (bucket format \(version); this one reads up to \(BucketSchema.version)).")
+                    "\(path) was made by a newer storesh (bucket format \(version); this one reads up to \(BucketSchema.version))."
+                )
             }
             try connection.execute(Self.connectionSettings)
             if version == 1 { try BucketSchema.upgradeFromVersion1(connection) }
             let writable = !connection.isReadOnly
             if version == 2 && writable { try BucketSchema.upgradeFromVersion2(connection) }
-            if (version == 3 || version == 4) && writable { try BucketSchema.upgradeAddingNoncurrent(connection, from: version) }
+            if (version == 3 || version == 4) && writable {
+                try BucketSchema.upgradeAddingNoncurrent(connection, from: version)
+            }
             let name = try BucketSchema.readInfo("name", connection: connection)
             guard let name else {
                 throw StorageError.internalError("\(path) is damaged: it has no bucket name.")
@@ -103,7 +108,9 @@ struct BucketFile: Sendable {
 
     /// A connection to an existing bucket file, for reading and writing, or for reading only when the file
     /// cannot be written.
-    private static func connect(_ path: String, options: LocalBucketOptions, exists: Bool) throws(StorageError) -> SQLiteConnection {
+    private static func connect(
+        _ path: String, options: LocalBucketOptions, exists: Bool
+    ) throws(StorageError) -> SQLiteConnection {
         do {
             let connection = try SQLiteConnection(path: path, flags: SQLITE_OPEN_READWRITE)
             connection.waitWhenBusy(milliseconds: options.busyTimeoutMilliseconds)
@@ -113,7 +120,8 @@ struct BucketFile: Sendable {
             // A bucket on read-only media (or in a directory storesh may not write, where SQLite cannot make
             // its shared-memory file) can still be read; a change then fails as read-only.
             do {
-                let connection = try SQLiteConnection(path: readOnlyLocation(path), flags: SQLITE_OPEN_READONLY | SQLITE_OPEN_URI)
+                let connection = try SQLiteConnection(
+                    path: readOnlyLocation(path), flags: SQLITE_OPEN_READONLY | SQLITE_OPEN_URI)
                 connection.waitWhenBusy(milliseconds: options.busyTimeoutMilliseconds)
                 return connection
             } catch {
@@ -211,7 +219,8 @@ struct BucketFile: Sendable {
     /// What a failed row checksum means for the user of this bucket file.
     static func damaged(_ mismatch: ChecksumMismatch, path: String) -> StorageError {
         .internalError(
-            "The bucket \(path) is damaged: the stored \(mismatch.what) does not match its checksum. storesh will not write to it; `storesh check` lists what is damaged; restore a copy (storesh backup --bucket COPY \(path)), or export what can still be read.")
+            "The bucket \(path) is damaged: the stored \(mismatch.what) does not match its checksum. storesh will not write to it; `storesh check` lists what is damaged; restore a copy (storesh backup --bucket COPY \(path)), or export what can still be read."
+        )
     }
 
     /// What an SQLite failure means for the user of this bucket file.
@@ -224,7 +233,8 @@ struct BucketFile: Sendable {
             )
         }
         if error.primaryCode == SQLITE_NOTADB {
-            return .internalError("\(path) is not a storesh bucket (SQLite: \(error.message)); storesh will not change it.")
+            return .internalError(
+                "\(path) is not a storesh bucket (SQLite: \(error.message)); storesh will not change it.")
         }
         if error.isDamage {
             return .internalError(

@@ -1,7 +1,7 @@
-import StoreshSQLite
 import CSQLite
 import Foundation
 import StoreshCore
+import StoreshSQLite
 
 /// The bucket file's write-ahead log (`FILE-wal`) and its shared-memory index (`FILE-shm`), the two files SQLite
 /// keeps beside a bucket while it is open.
@@ -52,10 +52,12 @@ public enum BucketFileLog {
         guard sidecarsExist(path) else { return }
         if isOpenElsewhere(path) {
             throw .internalError(
-                "Cannot create the bucket \(path): a process still has a deleted bucket of that name open (its \(path)-wal is in use). Close it (leave its shell, or end its script) and try again.")
+                "Cannot create the bucket \(path): a process still has a deleted bucket of that name open (its \(path)-wal is in use). Close it (leave its shell, or end its script) and try again."
+            )
         }
         for suffix in suffixes where unlink(path + suffix) != 0 && errno != ENOENT {
-            throw .internalError("Cannot remove \(path + suffix), left by an earlier bucket file: \(String(cString: strerror(errno))).")
+            throw .internalError(
+                "Cannot remove \(path + suffix), left by an earlier bucket file: \(String(cString: strerror(errno))).")
         }
     }
 
@@ -94,7 +96,9 @@ public enum BucketFileLog {
             if buffer.count < count { buffer = [UInt8](repeating: 0, count: count) }
             var filled = 0
             while filled < count {
-                let read = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress! + filled, count - filled, off_t(offset + filled)) }
+                let read = buffer.withUnsafeMutableBytes {
+                    pread(descriptor, $0.baseAddress! + filled, count - filled, off_t(offset + filled))
+                }
                 if read < 0 && errno == EINTR { continue }
                 guard read > 0 else { return false }
                 filled += read
@@ -170,7 +174,8 @@ public enum BucketFileLog {
             guard base.utf8.count + character.utf8.count <= Self.temporaryBaseBytes else { break }
             base.append(character)
         }
-        return "\(url.deletingLastPathComponent().path)/.\(base).\(purpose)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        return
+            "\(url.deletingLastPathComponent().path)/.\(base).\(purpose)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
     }
 
     /// The most bytes of a file's own name a temporary name beside it keeps.
@@ -203,7 +208,9 @@ public enum BucketFileLog {
 
     /// The process that made a file named by `temporaryName`, read from its name; nil for any other name.
     static func stalePid(ofTemporary name: String) -> Int32? {
-        guard let match = name.wholeMatch(of: #/\..+\.(?:creating|backup)-(\d{1,10})-(\d{1,10})(?:-wal|-shm|-journal)?/#) else { return nil }
+        guard
+            let match = name.wholeMatch(of: #/\..+\.(?:creating|backup)-(\d{1,10})-(\d{1,10})(?:-wal|-shm|-journal)?/#)
+        else { return nil }
         return Int32(match.1)
     }
 
@@ -282,15 +289,21 @@ extension LocalBucket {
             if (target.st_mode & S_IFMT) == S_IFDIR {
                 let folder = destination.hasSuffix("/") ? String(destination.dropLast()) : destination
                 throw .invalidArgument(
-                    "\(destination) is a directory; give the path of the copy to write, e.g. \(folder)/\(URL(fileURLWithPath: path).lastPathComponent).")
+                    "\(destination) is a directory; give the path of the copy to write, e.g. \(folder)/\(URL(fileURLWithPath: path).lastPathComponent)."
+                )
             }
-            let isBucket = (try? SQLiteConnection(path: BucketFileLog.uri(destination, "immutable=1"), flags: SQLITE_OPEN_READONLY | SQLITE_OPEN_URI))
+            let isBucket =
+                (try? SQLiteConnection(
+                    path: BucketFileLog.uri(destination, "immutable=1"), flags: SQLITE_OPEN_READONLY | SQLITE_OPEN_URI))
                 .flatMap { try? $0.integer("PRAGMA application_id") } == BucketSchema.applicationID
             guard isBucket else {
-                throw .invalidArgument("\(destination) exists and is not a storesh bucket; storesh will not overwrite it.")
+                throw .invalidArgument(
+                    "\(destination) exists and is not a storesh bucket; storesh will not overwrite it.")
             }
             if BucketFileLog.isOpenElsewhere(destination) {
-                throw .invalidArgument("\(destination) is open in another storesh (a shell, a script or a server); close it first, then copy over it.")
+                throw .invalidArgument(
+                    "\(destination) is open in another storesh (a shell, a script or a server); close it first, then copy over it."
+                )
             }
         }
         var folder = stat()

@@ -1,6 +1,6 @@
-import StoreshSQLite
 import Foundation
 import StoreshCore
+import StoreshSQLite
 
 /// The layout of a bucket file, in one place: its tables, its version, and the upgrade from older layouts.
 ///
@@ -47,7 +47,8 @@ enum BucketSchema {
         """
 
     /// Each content's CRC-32C (format 3), by the content's id.
-    static let contentChecksumsTable = "CREATE TABLE content_checksums (content_id INTEGER PRIMARY KEY, crc32c INTEGER NOT NULL);"
+    static let contentChecksumsTable =
+        "CREATE TABLE content_checksums (content_id INTEGER PRIMARY KEY, crc32c INTEGER NOT NULL);"
 
     /// The noncurrent generations of objects (format 5), one row per name and generation; and the soft-deleted ones
     /// (rule B6), whose `died` is when they are deleted for good.
@@ -132,17 +133,23 @@ enum BucketSchema {
             // A version-1 object's content row had the object's id: it becomes the content id.
             try connection.execute("INSERT INTO contents (id, data) SELECT object_id, data FROM contents_v1")
             let oldObjects = try connection.statement(
-                "SELECT id, name, generation, metageneration, size, time_created, updated, md5_hash, cache_control, content_disposition, content_encoding, content_language, content_type, custom_metadata FROM objects_v1")
+                "SELECT id, name, generation, metageneration, size, time_created, updated, md5_hash, cache_control, content_disposition, content_encoding, content_language, content_type, custom_metadata FROM objects_v1"
+            )
             defer { oldObjects.reset() }
             let insert = try connection.statement(StoredVersion.insertLive)
             defer { insert.reset() }
             while try oldObjects.step() {
                 let version = StoredVersion(
-                    name: oldObjects.string(1) ?? "", generation: oldObjects.int64(2), metageneration: oldObjects.int64(3),
+                    name: oldObjects.string(1) ?? "", generation: oldObjects.int64(2),
+                    metageneration: oldObjects.int64(3),
                     size: oldObjects.int64(4), timeCreated: oldObjects.int64(5), updated: oldObjects.int64(6),
                     md5Hash: oldObjects.string(7) ?? "",
-                    properties: [oldObjects.string(8), oldObjects.string(9), oldObjects.string(10), oldObjects.string(11), oldObjects.string(12)],
-                    customColumn: oldObjects.isNull(13) ? nil : oldObjects.data(13), contentID: oldObjects.int64(0), born: 1)
+                    properties: [
+                        oldObjects.string(8), oldObjects.string(9), oldObjects.string(10), oldObjects.string(11),
+                        oldObjects.string(12),
+                    ],
+                    customColumn: oldObjects.isNull(13) ? nil : oldObjects.data(13), contentID: oldObjects.int64(0),
+                    born: 1)
                 insert.reset()
                 version.bindLive(insert)
                 try insert.step()
@@ -237,12 +244,16 @@ enum BucketSchema {
             missing.reset()
             guard let last = ids.last else { return }
             after = last
-            for id in ids { try keepContentChecksum(try contentChecksum(connection, contentID: id), of: id, connection: connection) }
+            for id in ids {
+                try keepContentChecksum(try contentChecksum(connection, contentID: id), of: id, connection: connection)
+            }
         }
     }
 
     /// Keeps the CRC-32C of content `contentID`.
-    static func keepContentChecksum(_ value: UInt32, of contentID: Int64, connection: SQLiteConnection) throws(SQLiteError) {
+    static func keepContentChecksum(
+        _ value: UInt32, of contentID: Int64, connection: SQLiteConnection
+    ) throws(SQLiteError) {
         let statement = try connection.statement("INSERT INTO content_checksums (content_id, crc32c) VALUES (?1, ?2)")
         defer { statement.reset() }
         statement.bind(1, contentID)
@@ -344,7 +355,8 @@ struct StoredVersion {
 
     init(
         name: String, generation: Int64, metageneration: Int64, size: Int64, timeCreated: Int64, updated: Int64,
-        md5Hash: String, properties: [String?], customColumn: Data?, contentID: Int64, born: Int64, serviceColumn: Data? = nil
+        md5Hash: String, properties: [String?], customColumn: Data?, contentID: Int64, born: Int64,
+        serviceColumn: Data? = nil
     ) {
         self.serviceColumn = serviceColumn
         self.name = name
@@ -400,12 +412,13 @@ struct StoredVersion {
         let diedAt: Int64? = died ? statement.int64(first + Self.columnCount) : nil
         let stored = statement.int64(first + Self.columnCount + (died ? 1 : 0))
         guard Values(version: self, died: diedAt).isChecksummed(by: stored) else {
-            let which = switch table {
-            case .live: ""
-            case .kept: " (a version kept for snapshots)"
-            case .noncurrent: " (a noncurrent generation)"
-            case .softDeleted: " (a soft-deleted generation)"
-            }
+            let which =
+                switch table {
+                case .live: ""
+                case .kept: " (a version kept for snapshots)"
+                case .noncurrent: " (a noncurrent generation)"
+                case .softDeleted: " (a soft-deleted generation)"
+                }
             throw ChecksumMismatch(what: "object \(name.debugDescription)\(which)")
         }
     }
@@ -417,7 +430,9 @@ struct StoredVersion {
 
         func add(to checksum: inout some RowChecksumming) {
             checksum.add(version.name)
-            for number in [version.generation, version.metageneration, version.size, version.timeCreated, version.updated] {
+            for number in [
+                version.generation, version.metageneration, version.size, version.timeCreated, version.updated,
+            ] {
                 checksum.add(number)
             }
             checksum.add(version.md5Hash)
@@ -436,7 +451,8 @@ struct StoredVersion {
     func metadata(bucket: String) throws -> ObjectMetadata {
         var metadata = ObjectMetadata(
             bucket: bucket, fullPath: name, generation: generation, metageneration: metageneration, size: size,
-            timeCreated: Timestamp(microseconds: timeCreated), updated: Timestamp(microseconds: updated), md5Hash: md5Hash,
+            timeCreated: Timestamp(microseconds: timeCreated), updated: Timestamp(microseconds: updated),
+            md5Hash: md5Hash,
             cacheControl: properties[0], contentDisposition: properties[1], contentEncoding: properties[2],
             contentLanguage: properties[3], contentType: properties[4],
             customMetadata: try CustomMetadataColumn.decode(customColumn))

@@ -43,7 +43,8 @@ public final class FileContentSource: ContentSource, @unchecked Sendable {
         try Self.read(descriptor, path: path, offset: offset, length: length)
     }
 
-    private static func read(_ descriptor: Int32, path: String, offset: Int64, length: Int) throws(StorageError) -> Data {
+    private static func read(_ descriptor: Int32, path: String, offset: Int64, length: Int) throws(StorageError) -> Data
+    {
         var data = Data(count: length)
         var filled = 0
         while filled < length {

@@ -1,5 +1,5 @@
-import Foundation
 import CStoreshFiles
+import Foundation
 import StoreshCore
 import StoreshWire
 
@@ -64,14 +64,18 @@ public enum FirebaseEmulatorExport {
     /// one object, or a content larger than `maximumObjectBytes` is refused, never skipped.
     public static func read(directory: String, maximumObjectBytes: Int64? = nil) throws(StorageError) -> Contents {
         let root = URL(fileURLWithPath: directory)
-        let hub = try document(HubMetadata.self, at: root.appendingPathComponent(metadataFileName), what: "the export's metadata file")
+        let hub = try document(
+            HubMetadata.self, at: root.appendingPathComponent(metadataFileName), what: "the export's metadata file")
         guard hub.hasStorage else {
-            throw .invalidArgument("\(root.appendingPathComponent(metadataFileName).path) has no \"storage\" entry: the export holds no Cloud Storage data.")
+            throw .invalidArgument(
+                "\(root.appendingPathComponent(metadataFileName).path) has no \"storage\" entry: the export holds no Cloud Storage data."
+            )
         }
         let storagePath = hub.storagePath.flatMap { $0.isEmpty ? nil : $0 } ?? storageFolder
         if storagePath.hasPrefix("/") || storagePath.split(separator: "/").contains("..") {
             throw .invalidArgument(
-                "\(root.appendingPathComponent(metadataFileName).path): storage.path \"\(storagePath)\" leads outside the export; it must be a folder inside \(directory), such as \"storage_export\".")
+                "\(root.appendingPathComponent(metadataFileName).path): storage.path \"\(storagePath)\" leads outside the export; it must be a folder inside \(directory), such as \"storage_export\"."
+            )
         }
         let storageRoot = root.appendingPathComponent(storagePath)
         let bucketsFile = storageRoot.appendingPathComponent("buckets.json")
@@ -83,7 +87,8 @@ public enum FirebaseEmulatorExport {
         for bucket in buckets {
             if let problem = BucketNames.problem(with: bucket) {
                 throw .invalidArgument(
-                    "\(bucketsFile.path) names the bucket \"\(MessageText.oneLine(bucket))\", which is not a bucket name: \(problem) Nothing was imported.")
+                    "\(bucketsFile.path) names the bucket \"\(MessageText.oneLine(bucket))\", which is not a bucket name: \(problem) Nothing was imported."
+                )
             }
         }
         var objects: [Entry] = []
@@ -97,12 +102,14 @@ public enum FirebaseEmulatorExport {
             let (size, md5) = try measure(blob, for: file)
             if let maximumObjectBytes, size > maximumObjectBytes {
                 throw .invalidArgument(
-                    "\(blob.path) holds \(MessageText.byteCount(size)), more than the largest object this server takes (\(MessageText.byteCount(maximumObjectBytes)), --max-object-size); nothing was imported.")
+                    "\(blob.path) holds \(MessageText.byteCount(size)), more than the largest object this server takes (\(MessageText.byteCount(maximumObjectBytes)), --max-object-size); nothing was imported."
+                )
             }
             let (bucket, archived) = try object(fields, contentSize: size, contentMD5: md5, file: file.path)
             if let problem = BucketNames.problem(with: bucket) {
                 throw .invalidArgument(
-                    "\(file.path) is of the bucket \"\(MessageText.oneLine(bucket))\", which is not a bucket name: \(problem) Nothing was imported.")
+                    "\(file.path) is of the bucket \"\(MessageText.oneLine(bucket))\", which is not a bucket name: \(problem) Nothing was imported."
+                )
             }
             objects.append(Entry(bucket: bucket, object: archived, blob: blob, metadataFile: file.path, md5: md5))
         }
@@ -115,7 +122,8 @@ public enum FirebaseEmulatorExport {
         for (previous, next) in zip(objects, objects.dropFirst())
         where previous.bucket.utf8.elementsEqual(next.bucket.utf8) && previous.object.name == next.object.name {
             throw .invalidArgument(
-                "\(previous.metadataFile) and \(next.metadataFile) are both gs://\(next.bucket)/\(MessageText.oneLine(next.object.name.rawValue)); an export holds each object once. Nothing was imported.")
+                "\(previous.metadataFile) and \(next.metadataFile) are both gs://\(next.bucket)/\(MessageText.oneLine(next.object.name.rawValue)); an export holds each object once. Nothing was imported."
+            )
         }
         return Contents(buckets: buckets, objects: objects)
     }
@@ -127,7 +135,8 @@ public enum FirebaseEmulatorExport {
         var status = stat()
         guard lstat(root.path, &status) == 0 else { return [] }
         guard (status.st_mode & S_IFMT) == S_IFDIR else {
-            throw .invalidArgument("\(root.path) is \(RegularFile.kindName(status.st_mode)), not the export's metadata folder.")
+            throw .invalidArgument(
+                "\(root.path) is \(RegularFile.kindName(status.st_mode)), not the export's metadata folder.")
         }
         var files: [String] = []
         var folders = [""]
@@ -142,7 +151,8 @@ public enum FirebaseEmulatorExport {
                 if bytes == [0x2E] || bytes == [0x2E, 0x2E] { continue }
                 guard let name = String(validating: bytes, as: UTF8.self) else {
                     throw .invalidArgument(
-                        "\(path) holds a file whose name is not UTF-8 (\(String(decoding: bytes, as: UTF8.self).debugDescription)); storesh cannot import it by name. Rename it, or remove it from the export.")
+                        "\(path) holds a file whose name is not UTF-8 (\(String(decoding: bytes, as: UTF8.self).debugDescription)); storesh cannot import it by name. Rename it, or remove it from the export."
+                    )
                 }
                 let relative = folder.isEmpty ? name : folder + "/" + name
                 guard lstat(root.path + "/" + relative, &status) == 0 else { continue }
@@ -151,7 +161,8 @@ public enum FirebaseEmulatorExport {
                 case S_IFREG: if name.hasSuffix(".json") && name != ".json" { files.append(relative) }
                 default:
                     throw .invalidArgument(
-                        "\(root.path)/\(relative) is \(RegularFile.kindName(status.st_mode)); an export holds only regular files and folders.")
+                        "\(root.path)/\(relative) is \(RegularFile.kindName(status.st_mode)); an export holds only regular files and folders."
+                    )
                 }
             }
         }
@@ -169,17 +180,22 @@ public enum FirebaseEmulatorExport {
         for segment in relative.split(separator: "/").dropLast() {
             folder += "/" + segment
             guard lstat(folder, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR else {
-                throw .invalidArgument("\(file.path) has no content beside it: \(folder) is not a folder (a link out of the export is not followed).")
+                throw .invalidArgument(
+                    "\(file.path) has no content beside it: \(folder) is not a folder (a link out of the export is not followed)."
+                )
             }
         }
     }
 
     /// One of the export's JSON files, read as `type` reads it (every member it knows, each where it has the type
     /// the emulator writes, others left: the file is the emulator's, and may carry more than storesh reads).
-    static func document<Document: Decodable>(_ type: Document.Type, at file: URL, what: String) throws(StorageError) -> Document {
+    static func document<Document: Decodable>(
+        _ type: Document.Type, at file: URL, what: String
+    ) throws(StorageError) -> Document {
         let data: Data
         do {
-            data = try RegularFile.read(file.path, maximumBytes: RegularFile.maximumDocumentBytes, what: what, followingLinks: false)
+            data = try RegularFile.read(
+                file.path, maximumBytes: RegularFile.maximumDocumentBytes, what: what, followingLinks: false)
         } catch {
             throw .invalidArgument("\(error.message) Is this a Firebase emulator export?")
         }
@@ -196,7 +212,8 @@ public enum FirebaseEmulatorExport {
 
         init(from decoder: any Decoder) throws {
             let root = try decoder.container(keyedBy: JSONMemberKey.self)
-            guard let storage = try? root.nestedContainer(keyedBy: JSONMemberKey.self, forKey: JSONMemberKey("storage")) else { return }
+            guard let storage = try? root.nestedContainer(keyedBy: JSONMemberKey.self, forKey: JSONMemberKey("storage"))
+            else { return }
             hasStorage = true
             storagePath = (try? storage.decodeIfPresent(String.self, forKey: JSONMemberKey("path"))) ?? nil
         }
@@ -213,7 +230,9 @@ public enum FirebaseEmulatorExport {
             var ids: [String] = []
             while !list.isAtEnd {
                 guard let entry = try? list.nestedContainer(keyedBy: JSONMemberKey.self) else { return }
-                if let id = (try? entry.decodeIfPresent(String.self, forKey: JSONMemberKey("id"))) ?? nil { ids.append(id) }
+                if let id = (try? entry.decodeIfPresent(String.self, forKey: JSONMemberKey("id"))) ?? nil {
+                    ids.append(id)
+                }
             }
             self.ids = ids
         }
@@ -239,20 +258,26 @@ public enum FirebaseEmulatorExport {
 
         init(from decoder: any Decoder) throws {
             let root = try decoder.container(keyedBy: JSONMemberKey.self)
-            func text(_ key: String) -> String? { (try? root.decodeIfPresent(String.self, forKey: JSONMemberKey(key))) ?? nil }
+            func text(_ key: String) -> String? {
+                (try? root.decodeIfPresent(String.self, forKey: JSONMemberKey(key))) ?? nil
+            }
             func number(_ key: String) -> Int64? {
                 let member = JSONMemberKey(key)
                 if let whole = (try? root.decodeIfPresent(Int64.self, forKey: member)) ?? nil { return whole }
                 if let digits = text(key) { return Int64(digits) }
                 return ((try? root.decodeIfPresent(Double.self, forKey: member)) ?? nil).flatMap { Int64(exactly: $0) }
             }
-            (name, bucket, md5Hash, timeCreated, updated) = (text("name"), text("bucket"), text("md5Hash"), text("timeCreated"), text("updated"))
+            (name, bucket, md5Hash, timeCreated, updated) = (
+                text("name"), text("bucket"), text("md5Hash"), text("timeCreated"), text("updated")
+            )
             storageClass = text("storageClass")
             (size, generation, metageneration) = (number("size"), number("generation"), number("metageneration"))
             for property in WritableProperty.allCases {
                 if let value = text(property.rawValue) { properties[property] = value }
             }
-            if let custom = try? root.nestedContainer(keyedBy: JSONMemberKey.self, forKey: JSONMemberKey("customMetadata")) {
+            if let custom = try? root.nestedContainer(
+                keyedBy: JSONMemberKey.self, forKey: JSONMemberKey("customMetadata"))
+            {
                 var metadata: [String: String] = [:]
                 for key in custom.allKeys {
                     guard let value = try? custom.decode(String.self, forKey: key) else {
@@ -280,7 +305,9 @@ public enum FirebaseEmulatorExport {
     /// One object of the export, checked against its content's size and MD5: a size or MD5 that does not match is
     /// refused rather than imported wrong (the emulator would pad or cut the content to the size). The object comes
     /// without its content.
-    static func object(_ fields: ObjectFile, contentSize: Int64, contentMD5: String, file: String) throws(StorageError)
+    static func object(
+        _ fields: ObjectFile, contentSize: Int64, contentMD5: String, file: String
+    ) throws(StorageError)
         -> (bucket: String, object: ArchivedObject)
     {
         guard let name = fields.name, let bucket = fields.bucket else {
@@ -341,7 +368,9 @@ public enum FirebaseEmulatorExport {
     /// among them: all of it is left as it is. The new `storage_export/` is made beside the old one and renamed into
     /// place, so a failure leaves the previous export; other buckets' objects in the previous one are carried over.
     @discardableResult
-    public static func write(_ bucket: LocalBucket, to directory: String, counting: (any WorkCounter)? = nil) throws -> LeftOut {
+    public static func write(
+        _ bucket: LocalBucket, to directory: String, counting: (any WorkCounter)? = nil
+    ) throws -> LeftOut {
         try write([bucket], to: directory, counting: counting)
     }
 
@@ -364,13 +393,18 @@ public enum FirebaseEmulatorExport {
         public var described: String? {
             var parts: [String] = []
             if objectsWithFields > 0 {
-                parts.append("Cloud Storage's own fields (holds, retention, custom time, contexts) of \(MessageText.counted(objectsWithFields, "object"))")
+                parts.append(
+                    "Cloud Storage's own fields (holds, retention, custom time, contexts) of \(MessageText.counted(objectsWithFields, "object"))"
+                )
             }
             if noncurrent > 0 { parts.append(MessageText.counted(noncurrent, "noncurrent generation")) }
             if softDeleted > 0 { parts.append(MessageText.counted(softDeleted, "soft-deleted generation")) }
-            if bucketsWithSettings > 0 { parts.append(bucketsWithSettings == 1 ? "the bucket's settings" : "the buckets' settings") }
+            if bucketsWithSettings > 0 {
+                parts.append(bucketsWithSettings == 1 ? "the bucket's settings" : "the buckets' settings")
+            }
             guard !parts.isEmpty else { return nil }
-            return "left out, as the Firebase emulator's export has no place for them: \(MessageText.listed(parts)) (storesh export, as JSON, keeps them)"
+            return
+                "left out, as the Firebase emulator's export has no place for them: \(MessageText.listed(parts)) (storesh export, as JSON, keeps them)"
         }
     }
 
@@ -390,7 +424,8 @@ public enum FirebaseEmulatorExport {
     /// is left out and named, never followed, and one that holds another bucket than its name says is not one the
     /// server served; the clients' acknowledged writes to the others are exported all the same.
     public static func write(
-        files: [(name: String, path: String)], to directory: String, options: LocalBucketOptions, counting: (any WorkCounter)? = nil
+        files: [(name: String, path: String)], to directory: String, options: LocalBucketOptions,
+        counting: (any WorkCounter)? = nil
     ) throws -> ExportedFiles {
         var opened: [LocalBucket] = []
         defer { for bucket in opened { bucket.close() } }
@@ -403,7 +438,9 @@ public enum FirebaseEmulatorExport {
                 exported.skipped.append("\(file) (\(lstat(file, &status) != 0 ? "gone" : "not a regular file"))")
                 continue
             }
-            let opening = Result { () throws(StorageError) -> LocalBucket in try LocalBucket.open(at: file, options: options) }
+            let opening = Result { () throws(StorageError) -> LocalBucket in
+                try LocalBucket.open(at: file, options: options)
+            }
             if case .failure(let error) = opening, index > 0 {
                 exported.skipped.append("\(file) (\(error.message))")
                 continue
@@ -424,17 +461,21 @@ public enum FirebaseEmulatorExport {
     /// Writes `buckets` (one server's, rule V6) as one export, as `write(_:to:)` writes one: the previous export's
     /// objects of other buckets are carried over.
     @discardableResult
-    public static func write(_ buckets: [LocalBucket], to directory: String, counting: (any WorkCounter)? = nil) throws -> LeftOut {
+    public static func write(
+        _ buckets: [LocalBucket], to directory: String, counting: (any WorkCounter)? = nil
+    ) throws -> LeftOut {
         let fileManager = FileManager.default
         let root = URL(fileURLWithPath: directory).standardizedFileURL
         var status = stat()
         if lstat(root.path, &status) == 0 {
             if (status.st_mode & S_IFMT) == S_IFLNK, stat(root.path, &status) != 0 {
-                throw StorageError.invalidArgument("\(directory) is a symbolic link to nothing; an export is written into a directory.")
+                throw StorageError.invalidArgument(
+                    "\(directory) is a symbolic link to nothing; an export is written into a directory.")
             }
             guard (status.st_mode & S_IFMT) == S_IFDIR else {
                 throw StorageError.invalidArgument(
-                    "\(directory) is a file, not a directory; an export is a directory (firebase-export-metadata.json and storage_export/): give another path.")
+                    "\(directory) is a file, not a directory; an export is a directory (firebase-export-metadata.json and storage_export/): give another path."
+                )
             }
         } else {
             try fileManager.createDirectory(at: root, withIntermediateDirectories: true)
@@ -442,7 +483,8 @@ public enum FirebaseEmulatorExport {
         let target = root.appendingPathComponent(storageFolder)
         for bucket in buckets where isInside(bucket.path, folder: target.path) {
             throw StorageError.invalidArgument(
-                "The bucket file \(bucket.path) is inside \(target.path), which an export replaces; move the bucket file elsewhere first.")
+                "The bucket file \(bucket.path) is inside \(target.path), which an export replaces; move the bucket file elsewhere first."
+            )
         }
         // Checked before anything is written: a hub file storesh cannot read is not rewritten.
         let hubFile = root.appendingPathComponent(metadataFileName)
@@ -457,7 +499,8 @@ public enum FirebaseEmulatorExport {
             unlink(hubStaging.path)
         }
         try fileManager.createDirectory(at: staging.appendingPathComponent("blobs"), withIntermediateDirectories: true)
-        try fileManager.createDirectory(at: staging.appendingPathComponent("metadata"), withIntermediateDirectories: true)
+        try fileManager.createDirectory(
+            at: staging.appendingPathComponent("metadata"), withIntermediateDirectories: true)
         let names = buckets.map(\.name)
         let others = try carryOverOtherBuckets(from: target, into: staging, except: Set(names))
         let bucketIDs = names + others.filter { !names.contains($0) }
@@ -468,8 +511,12 @@ public enum FirebaseEmulatorExport {
         var leftOut = LeftOut()
         for bucket in buckets {
             let kept = try bucket.keptGenerationCounts()
-            (leftOut.noncurrent, leftOut.softDeleted) = (leftOut.noncurrent + kept.noncurrent, leftOut.softDeleted + kept.softDeleted)
-            if let settings = try bucket.storedSettings(), !settings.areANewBucketsSettings { leftOut.bucketsWithSettings += 1 }
+            (leftOut.noncurrent, leftOut.softDeleted) = (
+                leftOut.noncurrent + kept.noncurrent, leftOut.softDeleted + kept.softDeleted
+            )
+            if let settings = try bucket.storedSettings(), !settings.areANewBucketsSettings {
+                leftOut.bucketsWithSettings += 1
+            }
             // Each object's content a piece at a time, its CRC32C taken as it passes: an object as large as a bucket
             // file holds is never in memory whole (a 999 MB one once took 1.98 GB).
             try bucket.forEachObject { metadata, pieces in
@@ -485,7 +532,9 @@ public enum FirebaseEmulatorExport {
                     try blob.write(piece)
                 }
                 try blob.synchronize()
-                try writeDurably(Data(document(for: metadata, crc32c: crc.value).indented.utf8), to: staging.appendingPathComponent("metadata/\(file).json"))
+                try writeDurably(
+                    Data(document(for: metadata, crc32c: crc.value).indented.utf8),
+                    to: staging.appendingPathComponent("metadata/\(file).json"))
                 counting?.advance()
             }
         }
@@ -499,7 +548,8 @@ public enum FirebaseEmulatorExport {
         } else {
             if hadPrevious {
                 guard rename(target.path, retired.path) == 0 else {
-                    throw StorageError.internalError("Cannot replace \(target.path): \(String(cString: strerror(errno))).")
+                    throw StorageError.internalError(
+                        "Cannot replace \(target.path): \(String(cString: strerror(errno))).")
                 }
             }
             guard rename(staging.path, target.path) == 0 else {
@@ -523,8 +573,11 @@ public enum FirebaseEmulatorExport {
     /// `.firebase-export-metadata.json.storesh-PID-UUID`), when that process is gone. Nothing else is touched.
     static func removeStaleStaging(in root: URL) {
         BucketFileLog.removeLeftovers(in: root.path, folders: true) { name in
-            name.wholeMatch(of: #/\.(?:storage_export|firebase-export-metadata\.json)\.storesh-(?:old-)?(\d{1,10})-[0-9A-F]{8}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{12}/#)
-                .flatMap { Int32($0.1) }
+            name.wholeMatch(
+                of:
+                    #/\.(?:storage_export|firebase-export-metadata\.json)\.storesh-(?:old-)?(\d{1,10})-[0-9A-F]{8}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{12}/#
+            )
+            .flatMap { Int32($0.1) }
         }
     }
 
@@ -552,16 +605,19 @@ public enum FirebaseEmulatorExport {
     /// refused, not replaced.
     static func mergedHub(at file: URL) throws(StorageError) -> String {
         var status = stat()
-        let storage = "{\n    \"version\": \(JSONValue.quoted(toolsVersion)),\n    \"path\": \(JSONValue.quoted(storageFolder))\n  }"
+        let storage =
+            "{\n    \"version\": \(JSONValue.quoted(toolsVersion)),\n    \"path\": \(JSONValue.quoted(storageFolder))\n  }"
         guard lstat(file.path, &status) == 0 else {
             return "{\n  \"version\": \(JSONValue.quoted(toolsVersion)),\n  \"storage\": \(storage)\n}"
         }
         // Only over a regular file storesh can read: a link, a FIFO or a device there is refused, not replaced.
         let data = try RegularFile.read(
-            file.path, maximumBytes: RegularFile.maximumDocumentBytes, what: "the export's metadata file", followingLinks: false)
+            file.path, maximumBytes: RegularFile.maximumDocumentBytes, what: "the export's metadata file",
+            followingLinks: false)
         guard let text = String(data: data, encoding: .utf8), let members = JSONMembers(text) else {
             throw .invalidArgument(
-                "\(file.path) is not a JSON object; storesh will not replace it. Move it away, or export into another directory.")
+                "\(file.path) is not a JSON object; storesh will not replace it. Move it away, or export into another directory."
+            )
         }
         var output = "{"
         var wroteStorage = false
@@ -586,13 +642,16 @@ public enum FirebaseEmulatorExport {
     /// Links (or copies) into `staging` the objects of the previous export at `previous` that belong to other
     /// buckets than those `written` (bucket names are ASCII), so that an export of some buckets loses no other's; returns the previous
     /// export's bucket list. A previous export whose files cannot be read is refused, not dropped.
-    static func carryOverOtherBuckets(from previous: URL, into staging: URL, except written: Set<String>) throws -> [String] {
+    static func carryOverOtherBuckets(
+        from previous: URL, into staging: URL, except written: Set<String>
+    ) throws -> [String] {
         var status = stat()
         guard stat(previous.path, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR else { return [] }
         var buckets: [String] = []
         let bucketsFile = previous.appendingPathComponent("buckets.json")
         if lstat(bucketsFile.path, &status) == 0 {
-            buckets = try document(BucketList.self, at: bucketsFile, what: "the previous export's bucket list").ids ?? []
+            buckets =
+                try document(BucketList.self, at: bucketsFile, what: "the previous export's bucket list").ids ?? []
         }
         let metadataRoot = previous.appendingPathComponent("metadata")
         for relative in try metadataFiles(under: metadataRoot) {
@@ -600,21 +659,29 @@ public enum FirebaseEmulatorExport {
             let fields = try document(ObjectFile.self, at: file, what: "an object's metadata in the previous export")
             guard let owner = fields.bucket else {
                 throw StorageError.invalidArgument(
-                    "\(file.path) names no bucket; storesh cannot tell whether the new export replaces it. Move \(previous.path) away first.")
+                    "\(file.path) names no bucket; storesh cannot tell whether the new export replaces it. Move \(previous.path) away first."
+                )
             }
             guard !written.contains(owner) else { continue }
             if !buckets.contains(owner) { buckets.append(owner) }
             let blob = String(relative.dropLast(".json".count))
             for (source, destination) in [
                 (file, staging.appendingPathComponent("metadata").appendingPathComponent(relative)),
-                (previous.appendingPathComponent("blobs").appendingPathComponent(blob), staging.appendingPathComponent("blobs").appendingPathComponent(blob)),
+                (
+                    previous.appendingPathComponent("blobs").appendingPathComponent(blob),
+                    staging.appendingPathComponent("blobs").appendingPathComponent(blob)
+                ),
             ] {
-                try FileManager.default.createDirectory(at: destination.deletingLastPathComponent(), withIntermediateDirectories: true)
+                try FileManager.default.createDirectory(
+                    at: destination.deletingLastPathComponent(), withIntermediateDirectories: true)
                 guard lstat(source.path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else {
                     throw StorageError.invalidArgument(
-                        "\(source.path), of gs://\(owner) in the previous export, is not a regular file; move \(previous.path) away first.")
+                        "\(source.path), of gs://\(owner) in the previous export, is not a regular file; move \(previous.path) away first."
+                    )
                 }
-                if link(source.path, destination.path) != 0 { try FileManager.default.copyItem(at: source, to: destination) }
+                if link(source.path, destination.path) != 0 {
+                    try FileManager.default.copyItem(at: source, to: destination)
+                }
             }
         }
         return buckets
@@ -634,13 +701,17 @@ public enum FirebaseEmulatorExport {
         for property in [WritableProperty.contentDisposition, .cacheControl, .contentLanguage, .contentEncoding] {
             if let value = metadata[property] { members.append((property.rawValue, .string(value))) }
         }
-        let tokens = (metadata.customMetadata[ObjectMetadata.downloadTokensKey] ?? "").split(separator: ",").map { JSONValue.string(String($0)) }
+        let tokens = (metadata.customMetadata[ObjectMetadata.downloadTokensKey] ?? "").split(separator: ",").map {
+            JSONValue.string(String($0))
+        }
         members.append(("downloadTokens", .array(tokens)))
         // The same etag storesh serve's answers give.
         members.append(("etag", .string(ObjectResource.etag(metadata))))
         var custom = metadata.customMetadata
         custom[ObjectMetadata.downloadTokensKey] = nil
-        if !custom.isEmpty { members.append(("customMetadata", .object(custom.sortedByKeyBytes.map { ($0.key, .string($0.value)) }))) }
+        if !custom.isEmpty {
+            members.append(("customMetadata", .object(custom.sortedByKeyBytes.map { ($0.key, .string($0.value)) })))
+        }
         members += [
             ("timeCreated", .string(metadata.timeCreated.rfc3339)),
             ("updated", .string(metadata.updated.rfc3339)),

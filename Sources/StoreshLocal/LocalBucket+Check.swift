@@ -1,6 +1,6 @@
-import StoreshSQLite
 import Foundation
 import StoreshCore
+import StoreshSQLite
 
 /// What `storesh check` found in a bucket file.
 public struct IntegrityReport: Sendable, Equatable {
@@ -46,7 +46,8 @@ extension LocalBucket {
             for problem in try sqliteIntegrityProblems() { report.add("SQLite: \(problem)") }
             let current: Int64
             do {
-                for key in ["name", "last_generation", "epoch"] where try BucketSchema.readInfo(key, connection: connection) == nil {
+                for key in ["name", "last_generation", "epoch"]
+                where try BucketSchema.readInfo(key, connection: connection) == nil {
                     report.add("the bucket setting \"\(key)\" is missing")
                 }
                 let settings = try connection.statement("SELECT key FROM bucket_info")
@@ -68,10 +69,14 @@ extension LocalBucket {
                 _ = try version.metadata(bucket: name)
                 report.objects += 1
                 counting?.advance()
-                if let note = ObjectName(stored: version.name).ruleNote, report.nameNotes.count < IntegrityReport.listedProblemLimit {
+                if let note = ObjectName(stored: version.name).ruleNote,
+                    report.nameNotes.count < IntegrityReport.listedProblemLimit
+                {
                     report.nameNotes.append("\(MessageText.name(version.name)): \(note)")
                 }
-                if version.born > current { report.add("object \(version.name.debugDescription) is from a future epoch") }
+                if version.born > current {
+                    report.add("object \(version.name.debugDescription) is from a future epoch")
+                }
                 let data = try rows.content(of: version)
                 report.contentBytes += Int64(data.count)
                 let checksumColumn = StoredVersion.columnCount + 2
@@ -79,7 +84,9 @@ extension LocalBucket {
                     var crc = CRC32C()
                     crc.update(data)
                     if Int64(crc.value) != statement.int64(checksumColumn) {
-                        report.add("the CRC-32C kept for the content of object \(version.name.debugDescription) differs from its content")
+                        report.add(
+                            "the CRC-32C kept for the content of object \(version.name.debugDescription) differs from its content"
+                        )
                     }
                 }
             }
@@ -90,32 +97,43 @@ extension LocalBucket {
                 report.keptVersions += 1
                 counting?.advance()
                 if !(version.born < died && died <= current) {
-                    report.add("a kept version of \(version.name.debugDescription) has impossible epochs \(version.born)…\(died)")
+                    report.add(
+                        "a kept version of \(version.name.debugDescription) has impossible epochs \(version.born)…\(died)"
+                    )
                 }
                 report.contentBytes += Int64(try rows.content(of: version).count)
             }
             if storesNoncurrent {
-                scan(&report, "SELECT \(NoncurrentRow.columns) FROM noncurrent ORDER BY name, generation") { statement, report in
+                scan(&report, "SELECT \(NoncurrentRow.columns) FROM noncurrent ORDER BY name, generation") {
+                    statement, report in
                     let row = try NoncurrentRow(statement, bucket: name)
                     report.noncurrentGenerations += 1
                     counting?.advance()
                     if row.died < row.version.timeCreated {
-                        report.add("a noncurrent generation of \(row.version.name.debugDescription) stopped being live before it was made")
+                        report.add(
+                            "a noncurrent generation of \(row.version.name.debugDescription) stopped being live before it was made"
+                        )
                     }
                     report.contentBytes += Int64(try rows.content(of: row.version).count)
                 }
-                scan(&report, "SELECT \(NoncurrentRow.softDeletedColumns) FROM soft_deleted ORDER BY name, generation") { statement, report in
+                scan(&report, "SELECT \(NoncurrentRow.softDeletedColumns) FROM soft_deleted ORDER BY name, generation")
+                { statement, report in
                     let row = try NoncurrentRow(statement, bucket: name, softDeleted: true)
                     report.softDeletedGenerations += 1
                     counting?.advance()
                     if row.metadata.cloudStorage.hardDeleteTime?.microseconds != row.died {
-                        report.add("a soft-deleted generation of \(row.version.name.debugDescription) has two times of deletion for good")
+                        report.add(
+                            "a soft-deleted generation of \(row.version.name.debugDescription) has two times of deletion for good"
+                        )
                     }
                     report.contentBytes += Int64(try rows.content(of: row.version).count)
                 }
                 // A generation is live or noncurrent, never both.
-                scan(&report, "SELECT count(*) FROM noncurrent JOIN objects USING (name, generation)") { statement, report in
-                    if statement.int64(0) > 0 { report.add("\(statement.int64(0)) generations are both live and noncurrent") }
+                scan(&report, "SELECT count(*) FROM noncurrent JOIN objects USING (name, generation)") {
+                    statement, report in
+                    if statement.int64(0) > 0 {
+                        report.add("\(statement.int64(0)) generations are both live and noncurrent")
+                    }
                 }
             }
             scan(&report, "SELECT \(SnapshotRow.columns) FROM snapshots ORDER BY epoch") { statement, report in
@@ -125,9 +143,12 @@ extension LocalBucket {
             }
             // Every version's content was found above, so the rows beyond those referenced belong to none.
             // (Counting distinct ids sorts once; a NOT EXISTS per row would scan the objects per row.)
-            let referenced = "SELECT content_id FROM objects UNION SELECT content_id FROM history"
-                + (storesNoncurrent ? " UNION SELECT content_id FROM noncurrent UNION SELECT content_id FROM soft_deleted" : "")
-            scan(&report, "SELECT (SELECT count(*) FROM contents) - (SELECT count(*) FROM (\(referenced)))") { statement, report in
+            let referenced =
+                "SELECT content_id FROM objects UNION SELECT content_id FROM history"
+                + (storesNoncurrent
+                    ? " UNION SELECT content_id FROM noncurrent UNION SELECT content_id FROM soft_deleted" : "")
+            scan(&report, "SELECT (SELECT count(*) FROM contents) - (SELECT count(*) FROM (\(referenced)))") {
+                statement, report in
                 let orphans = statement.int64(0)
                 if orphans > 0 { report.add("\(orphans) content rows belong to no object version") }
             }
@@ -151,7 +172,8 @@ extension LocalBucket {
     /// Runs a query and checks each row; a row's damage is recorded and the scan goes on, while damage to
     /// the table itself (SQLite cannot read on) ends this table's scan.
     private func scan(
-        _ report: inout IntegrityReport, _ sql: String, row check: (SQLiteStatement, inout IntegrityReport) throws -> Void
+        _ report: inout IntegrityReport, _ sql: String,
+        row check: (SQLiteStatement, inout IntegrityReport) throws -> Void
     ) {
         do {
             let statement = try connection.statement(sql)

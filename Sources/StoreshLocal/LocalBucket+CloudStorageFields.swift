@@ -15,13 +15,16 @@ extension LocalBucket {
     /// 412 on its APIs): one with a customer-supplied key where those are restricted, one without where
     /// Google-managed encryption is.
     func refuseRestrictedEncryption(of fields: CloudStorageFields, name: String) throws {
-        guard let text = try BucketSchema.readInfo(Self.restrictedEncryptionKey, connection: connection), !text.isEmpty else { return }
-        let restricted = Set(text.split(separator: ",").compactMap { BucketSettings.EncryptionType(rawValue: String($0)) })
+        guard let text = try BucketSchema.readInfo(Self.restrictedEncryptionKey, connection: connection), !text.isEmpty
+        else { return }
+        let restricted = Set(
+            text.split(separator: ",").compactMap { BucketSettings.EncryptionType(rawValue: String($0)) })
         let type: BucketSettings.EncryptionType = fields.customerKeySHA256 == nil ? .googleManaged : .customerSupplied
         guard restricted.contains(type) else { return }
         throw StorageError(
             .preconditionFailed,
-            "gs://\(self.name) restricts new objects' encryption (encryption.\(type.rawValue) is FullyRestricted): \(MessageText.name(name)) would use \(type.described). Nothing was written.")
+            "gs://\(self.name) restricts new objects' encryption (encryption.\(type.rawValue) is FullyRestricted): \(MessageText.name(name)) would use \(type.described). Nothing was written."
+        )
     }
 
     /// Refuses to delete or overwrite an object that a hold, its own retention or the bucket's retention policy keeps
@@ -50,7 +53,9 @@ extension LocalBucket {
 
     /// The bucket's retention period in seconds; nil without a policy.
     func retentionPeriod() throws -> Int64? {
-        guard let seconds = Int64(try BucketSchema.readInfo(Self.retentionSecondsKey, connection: connection) ?? ""), seconds > 0 else {
+        guard let seconds = Int64(try BucketSchema.readInfo(Self.retentionSecondsKey, connection: connection) ?? ""),
+            seconds > 0
+        else {
             return nil
         }
         return seconds
@@ -73,7 +78,9 @@ extension LocalBucket {
             fields.contexts[key]?.createTime = now
             fields.contexts[key]?.updateTime = now
         }
-        if fields.storageClass == nil { fields.storageClass = try BucketSchema.readInfo(Self.defaultStorageClassKey, connection: connection) }
+        if fields.storageClass == nil {
+            fields.storageClass = try BucketSchema.readInfo(Self.defaultStorageClassKey, connection: connection)
+        }
         // STANDARD, the service's default, is kept as no class (objects written before classes were kept have none).
         if fields.storageClass == CloudStorageFields.defaultStorageClass { fields.storageClass = nil }
         if fields.storageClass == nil {
@@ -81,7 +88,9 @@ extension LocalBucket {
         } else if fields.timeStorageClassUpdated == nil {
             fields.timeStorageClassUpdated = now
         }
-        if try BucketSchema.readInfo(Self.defaultEventBasedHoldKey, connection: connection) == "on" { fields.eventBasedHold = true }
+        if try BucketSchema.readInfo(Self.defaultEventBasedHoldKey, connection: connection) == "on" {
+            fields.eventBasedHold = true
+        }
         return fields
     }
 
@@ -89,14 +98,22 @@ extension LocalBucket {
     func storeWriteDefaults(_ settings: BucketSettings) throws {
         try storeVersioning(settings.versioning == true)
         try BucketSchema.writeInfo(Self.defaultStorageClassKey, settings.storageClass, connection: connection)
-        try BucketSchema.writeInfo(Self.defaultEventBasedHoldKey, settings.defaultEventBasedHold == true ? "on" : "off", connection: connection)
-        try BucketSchema.writeInfo(Self.retentionSecondsKey, String(settings.retentionPeriod ?? 0), connection: connection)
         try BucketSchema.writeInfo(
-            Self.restrictedEncryptionKey, settings.restrictedEncryption.map(\.rawValue).sorted().joined(separator: ","), connection: connection)
+            Self.defaultEventBasedHoldKey, settings.defaultEventBasedHold == true ? "on" : "off", connection: connection
+        )
+        try BucketSchema.writeInfo(
+            Self.retentionSecondsKey, String(settings.retentionPeriod ?? 0), connection: connection)
+        try BucketSchema.writeInfo(
+            Self.restrictedEncryptionKey, settings.restrictedEncryption.map(\.rawValue).sorted().joined(separator: ","),
+            connection: connection)
         guard storesNoncurrent else {
-            if (settings.softDeleteSeconds ?? 0) > 0 { throw StorageError.invalidArgument("\(path) is open for reading only: its soft delete policy cannot be set.") }
+            if (settings.softDeleteSeconds ?? 0) > 0 {
+                throw StorageError.invalidArgument(
+                    "\(path) is open for reading only: its soft delete policy cannot be set.")
+            }
             return
         }
-        try BucketSchema.writeInfo(Self.softDeleteSecondsKey, String(settings.softDeleteSeconds ?? 0), connection: connection)
+        try BucketSchema.writeInfo(
+            Self.softDeleteSecondsKey, String(settings.softDeleteSeconds ?? 0), connection: connection)
     }
 }

@@ -1,6 +1,6 @@
-import StoreshSQLite
 import Foundation
 import StoreshCore
+import StoreshSQLite
 
 extension LocalBucket {
     /// How many pages one listing with a `matchGlob` or a `filter` reads at most before it answers: a glob that matches little in a
@@ -12,7 +12,8 @@ extension LocalBucket {
     /// where to go on); `includeTrailingDelimiter` adds, beside a prefix `P/`, the object named `P/` itself when there
     /// is one (the service's "folder" objects).
     public func listStoredNames(
-        prefix: String, delimited: Bool, options: ListOptions, matchGlob: MatchGlob?, filter: ObjectContextFilter? = nil,
+        prefix: String, delimited: Bool, options: ListOptions, matchGlob: MatchGlob?,
+        filter: ObjectContextFilter? = nil,
         includeTrailingDelimiter: Bool
     ) throws(StorageError) -> ListPage {
         guard matchGlob != nil || filter != nil else {
@@ -21,7 +22,8 @@ extension LocalBucket {
             return page
         }
         guard !delimited else {
-            throw StorageError.invalidArgument("storesh serve lists with matchGlob or a filter, or with a delimiter, not both.")
+            throw StorageError.invalidArgument(
+                "storesh serve lists with matchGlob or a filter, or with a delimiter, not both.")
         }
         let keeps = { (object: ObjectMetadata) in
             (matchGlob?.matches(object.fullPath) ?? true) && (filter?.admits(object) ?? true)
@@ -49,10 +51,14 @@ extension LocalBucket {
     /// Adds to a delimited page the objects named as its prefixes (`P/`), each among the items in byte order.
     private func addFolderObjects(to page: inout ListPage) throws(StorageError) {
         guard !page.prefixes.isEmpty else { return }
-        let folders = try read { try rows.fetchRows(page.prefixes.map { ObjectName(stored: $0 + "/") }.map(\.rawValue)) }
+        let folders = try read {
+            try rows.fetchRows(page.prefixes.map { ObjectName(stored: $0 + "/") }.map(\.rawValue))
+        }
         guard !folders.isEmpty else { return }
-        var merged: [(name: String, metadata: ObjectMetadata?)] = zip(page.items, page.itemMetadata.map { $0.map(Optional.some) } ?? page.items.map { _ in nil })
-            .map { ($0, $1) }
+        var merged: [(name: String, metadata: ObjectMetadata?)] = zip(
+            page.items, page.itemMetadata.map { $0.map(Optional.some) } ?? page.items.map { _ in nil }
+        )
+        .map { ($0, $1) }
         for prefix in page.prefixes {
             guard let row = folders[ObjectName(stored: prefix + "/")] else { continue }
             merged.append((row.metadata.fullPath, row.metadata))

@@ -7,18 +7,24 @@ import StoreshSQLite
 extension LocalBucket: ObjectMoves {
     public var movesInOneStep: Bool { true }
 
-    public func move(_ source: ObjectName, to destination: ObjectName, sourcePrecondition: Precondition, destinationPrecondition: Precondition)
+    public func move(
+        _ source: ObjectName, to destination: ObjectName, sourcePrecondition: Precondition,
+        destinationPrecondition: Precondition
+    )
         async throws -> ObjectMetadata
     {
         try destination.checkNewObjectName()
         return try change {
-            guard let from = try rows.fetchRow(source.rawValue) else { throw StorageError.objectNotFound(source.rawValue) }
+            guard let from = try rows.fetchRow(source.rawValue) else {
+                throw StorageError.objectNotFound(source.rawValue)
+            }
             guard sourcePrecondition.isSatisfied(by: from.metadata) else {
                 throw StorageError.preconditionFailed(source.rawValue, sourcePrecondition, actual: from.metadata)
             }
             let existing = try rows.fetchRow(destination.rawValue)
             guard destinationPrecondition.isSatisfied(by: existing?.metadata) else {
-                throw StorageError.preconditionFailed(destination.rawValue, destinationPrecondition, actual: existing?.metadata)
+                throw StorageError.preconditionFailed(
+                    destination.rawValue, destinationPrecondition, actual: existing?.metadata)
             }
             try from.metadata.refuseMove(over: existing?.metadata, named: destination, now: options.clock.now())
             try refuseIfProtected(from.metadata, .deleted)
@@ -50,7 +56,9 @@ extension LocalBucket: ObjectMoves {
     private func contentIsShared(_ version: StoredVersion) throws -> Bool {
         let tables = storesNoncurrent ? ["history", "noncurrent", "soft_deleted"] : ["history"]
         let shared = try connection.statement(
-            "SELECT " + tables.map { "EXISTS (SELECT 1 FROM \($0) WHERE name = ?1 AND content_id = ?2)" }.joined(separator: " OR "))
+            "SELECT "
+                + tables.map { "EXISTS (SELECT 1 FROM \($0) WHERE name = ?1 AND content_id = ?2)" }.joined(
+                    separator: " OR "))
         defer { shared.reset() }
         shared.bind(1, version.name)
         shared.bind(2, version.contentID)

@@ -1,6 +1,6 @@
-import StoreshSQLite
 import Foundation
 import StoreshCore
+import StoreshSQLite
 
 /// Named snapshots inside the bucket file (see `BucketSchema` for how versions are kept).
 extension LocalBucket: SnapshotStore {
@@ -12,7 +12,9 @@ extension LocalBucket: SnapshotStore {
         try allSnapshots()
     }
 
-    public func changes(from old: BucketState, to new: BucketState, each body: (ObjectChange) throws -> Void) async throws {
+    public func changes(
+        from old: BucketState, to new: BucketState, each body: (ObjectChange) throws -> Void
+    ) async throws {
         try changesNow(from: old, to: new, each: body)
     }
 
@@ -41,7 +43,10 @@ extension LocalBucket: SnapshotStore {
             insert.bind(2, epochs.current)
             insert.bind(3, info.created.microseconds)
             insert.bind(4, count)
-            insert.bind(5, SnapshotRow.Values(name: name, epoch: epochs.current, created: info.created.microseconds, count: count).checksum)
+            insert.bind(
+                5,
+                SnapshotRow.Values(name: name, epoch: epochs.current, created: info.created.microseconds, count: count)
+                    .checksum)
             try insert.step()
             // Changes from now on belong to the next epoch, so this snapshot keeps seeing what it sees now.
             try rows.setEpochs(current: epochs.current + 1)
@@ -65,7 +70,8 @@ extension LocalBucket: SnapshotStore {
 
     /// Each object that differs from `old` to `new`, in name byte order, told to `body` as it is found: memory
     /// holds one change at a time, however many there are.
-    public func changesNow(from old: BucketState, to new: BucketState, each body: (ObjectChange) throws -> Void) throws {
+    public func changesNow(from old: BucketState, to new: BucketState, each body: (ObjectChange) throws -> Void) throws
+    {
         try read { try forEachChange(from: try epoch(of: old), to: try epoch(of: new), body) }
     }
 
@@ -86,7 +92,9 @@ extension LocalBucket: SnapshotStore {
             let snapshot = try requireSnapshot(name)
             // The names to look at, set aside first (in SQLite's temporary store, not in memory): the tables they
             // come from change as the restore goes.
-            try connection.execute("CREATE TEMP TABLE IF NOT EXISTS restore_names (name TEXT PRIMARY KEY) WITHOUT ROWID; DELETE FROM restore_names")
+            try connection.execute(
+                "CREATE TEMP TABLE IF NOT EXISTS restore_names (name TEXT PRIMARY KEY) WITHOUT ROWID; DELETE FROM restore_names"
+            )
             defer { try? connection.execute("DELETE FROM restore_names") }
             let gather = try connection.statement("INSERT OR IGNORE INTO restore_names (name) \(Self.namesChangedSQL)")
             gather.bind(1, snapshot.epoch)
@@ -94,7 +102,8 @@ extension LocalBucket: SnapshotStore {
             try gather.step()
             gather.reset()
             let current = try rows.epochs().current
-            let names = try connection.statement("SELECT name FROM restore_names WHERE name > ?1 ORDER BY name LIMIT 1000")
+            let names = try connection.statement(
+                "SELECT name FROM restore_names WHERE name > ?1 ORDER BY name LIMIT 1000")
             defer { names.reset() }
             var after = ""
             while true {
@@ -109,7 +118,9 @@ extension LocalBucket: SnapshotStore {
                     // The snapshot saw the live version itself: nothing to bring back.
                     if let now, now.version.born <= snapshot.epoch { continue }
                     let then = try keptVersion(of: object, at: snapshot.epoch)
-                    guard let change = ObjectChange.between(now?.metadata, try then?.metadata(bucket: self.name)) else { continue }
+                    guard let change = ObjectChange.between(now?.metadata, try then?.metadata(bucket: self.name)) else {
+                        continue
+                    }
                     if let now { try removeLive(now.version) }
                     // A brought-back version is born now: it belongs to no snapshot taken in between.
                     if var then {
@@ -137,14 +148,16 @@ extension LocalBucket: SnapshotStore {
             delete.bind(1, name)
             try delete.step()
             delete.reset()
-            let seen = try connection.statement("SELECT id, name, content_id, born, died FROM history WHERE died > ?1 AND born <= ?1")
+            let seen = try connection.statement(
+                "SELECT id, name, content_id, born, died FROM history WHERE died > ?1 AND born <= ?1")
             seen.bind(1, snapshot.epoch)
             var candidates: [(id: Int64, name: String, contentID: Int64, born: Int64, died: Int64)] = []
             while try seen.step() {
                 candidates.append((seen.int64(0), seen.string(1) ?? "", seen.int64(2), seen.int64(3), seen.int64(4)))
             }
             seen.reset()
-            let otherSnapshot = try connection.statement("SELECT 1 FROM snapshots WHERE epoch >= ?1 AND epoch < ?2 LIMIT 1")
+            let otherSnapshot = try connection.statement(
+                "SELECT 1 FROM snapshots WHERE epoch >= ?1 AND epoch < ?2 LIMIT 1")
             let forget = try connection.statement("DELETE FROM history WHERE id = ?1")
             defer {
                 otherSnapshot.reset()
@@ -241,7 +254,10 @@ extension LocalBucket: SnapshotStore {
         if let near = Suggestion.nearest(to: name, among: names) {
             message += "; did you mean \(near)?"
         } else {
-            message += names.isEmpty ? "; this bucket has none (snapshot save NAME takes one)." : "; the bucket has \(MessageText.counted(names.count, "snapshot")), which snapshot list shows."
+            message +=
+                names.isEmpty
+                ? "; this bucket has none (snapshot save NAME takes one)."
+                : "; the bucket has \(MessageText.counted(names.count, "snapshot")), which snapshot list shows."
         }
         throw StorageError.invalidArgument(message)
     }
@@ -276,7 +292,8 @@ struct SnapshotRow {
         epoch = statement.int64(1)
         let created = statement.int64(2)
         let count = statement.int64(3)
-        guard Values(name: name, epoch: epoch, created: created, count: count).isChecksummed(by: statement.int64(4)) else {
+        guard Values(name: name, epoch: epoch, created: created, count: count).isChecksummed(by: statement.int64(4))
+        else {
             throw ChecksumMismatch(what: "snapshot \(name.debugDescription)")
         }
         info = SnapshotInfo(name: name, created: Timestamp(microseconds: created), objectCount: Int(count))

@@ -29,13 +29,16 @@ extension LocalBucket: UniformUpdates {
     }
 
     private func visitPage(
-        prefix: String, after: String?, limit: Int, _ update: MetadataUpdate, writing: Bool, picking: (String) throws -> Bool
+        prefix: String, after: String?, limit: Int, _ update: MetadataUpdate, writing: Bool,
+        picking: (String) throws -> Bool
     ) throws(StorageError) -> UniformUpdatePage {
         // A change of storage class makes a new generation of each object (rule M9), which a row update does not.
         guard update.cloudStorage.storageClass == nil else {
-            throw StorageError.internalError("A change of storage class is a rewrite of each object; it is not made as a page update.")
+            throw StorageError.internalError(
+                "A change of storage class is a rewrite of each object; it is not made as a page update.")
         }
-        return try updateRows(prefix: prefix, after: after, limit: limit, RowUpdate(update), writing: writing, picking: picking)
+        return try updateRows(
+            prefix: prefix, after: after, limit: limit, RowUpdate(update), writing: writing, picking: picking)
     }
 
     /// The page's names found first (through the name index alone); then one statement over them visits each row,
@@ -56,19 +59,30 @@ extension LocalBucket: UniformUpdates {
             let picks = try self.connection.function(VisitedPage.picks, arguments: 2)
             let columns = try self.connection.function(VisitedPage.columns, arguments: 2)
             return try withoutActuallyEscaping(picking) { picking in
-                let page = VisitedPage(update, epochs: epochs, bucket: self.name, clock: self.options.clock, picking: picking)
-                let result = { UniformUpdatePage(outcomes: page.outcomes, resumeAfter: bounds.more && !page.failed ? bounds.last : nil) }
+                let page = VisitedPage(
+                    update, epochs: epochs, bucket: self.name, clock: self.options.clock, picking: picking)
+                let result = {
+                    UniformUpdatePage(
+                        outcomes: page.outcomes, resumeAfter: bounds.more && !page.failed ? bounds.last : nil)
+                }
                 guard writing else {
-                    try self.rewrite(VisitedPage.previewing, over: bounds, born: nil, of: nil, function: visits, page.visit, columns, page)
+                    try self.rewrite(
+                        VisitedPage.previewing, over: bounds, born: nil, of: nil, function: visits, page.visit, columns,
+                        page)
                     return result()
                 }
-                try self.rewrite(update.visitingStatement, over: bounds, born: nil, of: update, function: visits, page.visit, columns, page)
+                try self.rewrite(
+                    update.visitingStatement, over: bounds, born: nil, of: update, function: visits, page.visit,
+                    columns, page)
                 // The rows whose `born` changes (which also rewrites the `born` index), left by the visit.
                 if page.bornChanges {
-                    try self.rewrite(update.rewriteWithBorn, over: bounds, born: epochs.current, of: update, function: picks, page.pick, columns, page)
+                    try self.rewrite(
+                        update.rewriteWithBorn, over: bounds, born: epochs.current, of: update, function: picks,
+                        page.pick, columns, page)
                     if let missed = page.firstUnwritten {
                         throw StorageError.internalError(
-                            "The row of \(missed.debugDescription) changed while it was being updated; nothing was changed.")
+                            "The row of \(missed.debugDescription) changed while it was being updated; nothing was changed."
+                        )
                     }
                 }
                 // Rows are written apart from one another: the kinds in any order.
@@ -81,7 +95,9 @@ extension LocalBucket: UniformUpdates {
 
     /// The first and last names of the page of at most `limit` names under `prefix` after `after`, and whether
     /// more follow it; nil for an empty page. Every name between two names under a prefix is under it too.
-    private func pageBounds(prefix: String, after: String?, limit: Int) throws -> (first: String, last: String, more: Bool)? {
+    private func pageBounds(
+        prefix: String, after: String?, limit: Int
+    ) throws -> (first: String, last: String, more: Bool)? {
         let statement = try rows.pageRows(prefix: prefix, after: after, limit: limit, columns: "name")
         defer { statement.reset() }
         var first: String?
@@ -108,14 +124,17 @@ extension LocalBucket: UniformUpdates {
     /// column function answers the page's rewritten columns; `update`'s values are bound when it writes them.
     private func rewrite(
         _ sql: String, over bounds: (first: String, last: String, more: Bool), born: Int64?, of update: RowUpdate?,
-        function: SQLiteFunction, _ body: @escaping (SQLiteFunctionCall) -> Void, _ columns: SQLiteFunction, _ page: VisitedPage
+        function: SQLiteFunction, _ body: @escaping (SQLiteFunctionCall) -> Void, _ columns: SQLiteFunction,
+        _ page: VisitedPage
     ) throws {
         let statement = try connection.statement(sql)
         defer { statement.reset() }
         statement.bind(1, bounds.first)
         statement.bind(2, bounds.last)
         if let born { statement.bind(3, born) }
-        for (offset, property) in (update?.properties ?? []).enumerated() { statement.bind(Int32(4 + offset), property.value) }
+        for (offset, property) in (update?.properties ?? []).enumerated() {
+            statement.bind(Int32(4 + offset), property.value)
+        }
         do {
             _ = try function.answering(body) { try columns.answering(page.column) { try statement.step() } }
         } catch {
@@ -197,7 +216,10 @@ final class VisitedPage {
     @exclusivity(unchecked) private var positions: [Int64: Int] = [:]
     @exclusivity(unchecked) private var indexed = 0
 
-    init(_ update: RowUpdate, epochs: RowStore.Epochs, bucket: String, clock: any StorageClock, picking: @escaping (String) throws -> Bool) {
+    init(
+        _ update: RowUpdate, epochs: RowStore.Epochs, bucket: String, clock: any StorageClock,
+        picking: @escaping (String) throws -> Bool
+    ) {
         self.update = update
         self.epochs = epochs
         self.bucket = bucket
@@ -230,7 +252,8 @@ final class VisitedPage {
         // The outcomes and the change times follow the names' order, which the name index gives.
         if !previous.isEmpty {
             guard previous.withUnsafeBytes({ NameBytes.precedes($0, nameBytes) }) else {
-                throw StorageError.internalError("A uniform update met the rows of a page out of the order of their names; nothing was changed.")
+                throw StorageError.internalError(
+                    "A uniform update met the rows of a page out of the order of their names; nothing was changed.")
             }
         }
         previous.removeAll(keepingCapacity: true)
@@ -274,7 +297,8 @@ final class VisitedPage {
     }
 
     func pick(_ call: SQLiteFunctionCall) {
-        guard let position = position(of: call.int64(0)), !written[position], rewrites[position].checksumBefore == call.int64(1)
+        guard let position = position(of: call.int64(0)), !written[position],
+            rewrites[position].checksumBefore == call.int64(1)
         else { return call.result(0) }
         written[position] = true
         call.result(1)
@@ -426,7 +450,9 @@ struct SharedDifferences {
     mutating func end() {
         rows += 1
         let count = slots.count
-        if made == nil, let index = recent.indices.first(where: { matching & (1 << $0) != 0 && recent[$0].slots.count == count }) {
+        if made == nil,
+            let index = recent.indices.first(where: { matching & (1 << $0) != 0 && recent[$0].slots.count == count })
+        {
             recent[index].row = rows
             last = recent[index].differences
             return
@@ -476,7 +502,8 @@ struct RowUpdate {
             return (column.property, RowColumns.firstProperty + Int32(offset), value)
         }
         let keys = update.customMetadata.keys
-        let bytewise = !update.clearsCustomMetadata && keys.allSatisfy { !$0.isEmpty && $0.utf8.allSatisfy { $0 < 0x80 } }
+        let bytewise =
+            !update.clearsCustomMetadata && keys.allSatisfy { !$0.isEmpty && $0.utf8.allSatisfy { $0 < 0x80 } }
         wholeWayOnly = !bytewise || !update.cloudStorage.isEmpty
         custom =
             keys.isEmpty || !bytewise
@@ -487,7 +514,8 @@ struct RowUpdate {
             }
         // ?1 and ?2: the page's first and last names; ?3: the new `born`; then the properties' values.
         // The metageneration in SQL (the row is the one visited, or one still as visited); the rest from the rewrite.
-        var columns = ["metageneration = metageneration + 1"] + [VisitedPage.Column.updated, .checksum].map(\.assignment)
+        var columns =
+            ["metageneration = metageneration + 1"] + [VisitedPage.Column.updated, .checksum].map(\.assignment)
         columns += properties.enumerated().map { offset, property in
             "\(StoredVersion.propertyColumns[Int(property.column - RowColumns.firstProperty)].column) = ?\(4 + offset)"
         }
@@ -508,7 +536,8 @@ struct RowUpdate {
         for property in properties {
             let old = row.bytes(property.column)
             if !NameBytes.sameBytes(property.value, old) {
-                shared.append(slot: Int(property.column), key: property.property.rawValue, old: old, new: property.value)
+                shared.append(
+                    slot: Int(property.column), key: property.property.rawValue, old: old, new: property.value)
             }
         }
         let customBefore = row.bytes(RowColumns.custom)
@@ -528,7 +557,8 @@ struct RowUpdate {
         }
         let rowBorn = row.int64(RowColumns.born)
         var rewrite = RowRewrite(
-            name: name, id: row.int64(RowColumns.id), checksumBefore: row.int64(RowColumns.checksum), updated: now.microseconds,
+            name: name, id: row.int64(RowColumns.id), checksumBefore: row.int64(RowColumns.checksum),
+            updated: now.microseconds,
             bornChanges: born != rowBorn, custom: nil, checksum: 0)
         guard !shared.isEmpty else { return .some(nil) }
         shared.end()
@@ -580,7 +610,9 @@ struct RowUpdate {
         var reader = PackedReader(stored)
         var total = 0
         while !reader.isAtEnd {
-            guard let key = try? reader.stringBytes(), let value = try? reader.stringBytes(), !key.isEmpty else { return false }
+            guard let key = try? reader.stringBytes(), let value = try? reader.stringBytes(), !key.isEmpty else {
+                return false
+            }
             total += key.count + value.count
         }
         return total <= CustomMetadataLimits.maximumBytes

@@ -1,7 +1,7 @@
-import StoreshSQLite
 import CSQLite
 import Foundation
 import StoreshCore
+import StoreshSQLite
 import StoreshWire
 
 /// Object versioning in a bucket file (rule B5, format 5): while the bucket's versioning is on, a live version that
@@ -22,7 +22,10 @@ extension LocalBucket {
     /// Records whether versioning is on, inside the change that stores the settings.
     func storeVersioning(_ on: Bool) throws {
         guard storesNoncurrent else {
-            if on { throw StorageError.invalidArgument("\(path) is open for reading only: its versioning cannot be turned on.") }
+            if on {
+                throw StorageError.invalidArgument(
+                    "\(path) is open for reading only: its versioning cannot be turned on.")
+            }
             return
         }
         try BucketSchema.writeInfo(Self.versioningKey, on ? "on" : "off", connection: connection)
@@ -48,8 +51,10 @@ extension LocalBucket {
     /// The same, read in the transaction (and under the lock) the caller holds.
     func keptGenerationCountsInTransaction() throws -> (noncurrent: Int, softDeleted: Int) {
         guard storesNoncurrent else { return (0, 0) }
-        return (Int(try connection.integer("SELECT count(*) FROM noncurrent") ?? 0),
-                Int(try connection.integer("SELECT count(*) FROM soft_deleted") ?? 0))
+        return (
+            Int(try connection.integer("SELECT count(*) FROM noncurrent") ?? 0),
+            Int(try connection.integer("SELECT count(*) FROM soft_deleted") ?? 0)
+        )
     }
 
     /// How many noncurrent generations the bucket keeps.
@@ -61,7 +66,8 @@ extension LocalBucket {
     /// A noncurrent or soft-deleted generation's row: its id, its version and its metadata (a noncurrent one's with its
     /// `timeDeleted`; a soft-deleted one's fields say when it was deleted), with the CRC-32C.
     struct NoncurrentRow {
-        static let columns = "\(SnapshotRow.keptColumns), (SELECT crc32c FROM content_checksums WHERE content_id = noncurrent.content_id), id"
+        static let columns =
+            "\(SnapshotRow.keptColumns), (SELECT crc32c FROM content_checksums WHERE content_id = noncurrent.content_id), id"
         static let softDeletedColumns =
             "\(SnapshotRow.keptColumns), (SELECT crc32c FROM content_checksums WHERE content_id = soft_deleted.content_id), id"
 
@@ -105,14 +111,17 @@ extension LocalBucket {
     func storeKeptGeneration(_ metadata: ObjectMetadata, contentID: Int64) throws {
         guard storesNoncurrent else {
             throw StorageError.invalidArgument(
-                "\(path) is open for reading only: the generation \(metadata.generation) of \(MessageText.name(metadata.fullPath)) cannot be kept.")
+                "\(path) is open for reading only: the generation \(metadata.generation) of \(MessageText.name(metadata.fullPath)) cannot be kept."
+            )
         }
         let softDeleted = metadata.timeDeleted == nil
         guard let died = metadata.timeDeleted ?? metadata.cloudStorage.hardDeleteTime else {
-            throw StorageError.internalError("The generation \(metadata.generation) of \(metadata.fullPath) is live, not kept.")
+            throw StorageError.internalError(
+                "The generation \(metadata.generation) of \(metadata.fullPath) is live, not kept.")
         }
         let table = softDeleted ? "soft_deleted" : "noncurrent"
-        let replaced = try connection.statement("SELECT id, content_id FROM \(table) WHERE name = ?1 AND generation = ?2")
+        let replaced = try connection.statement(
+            "SELECT id, content_id FROM \(table) WHERE name = ?1 AND generation = ?2")
         replaced.bind(1, metadata.fullPath)
         replaced.bind(2, metadata.generation)
         let existing = try replaced.step() ? (id: replaced.int64(0), contentID: replaced.int64(1)) : nil
@@ -125,7 +134,8 @@ extension LocalBucket {
         }
         // Its Cloud Storage fields (a soft-deleted one's times among them) go in its row as they do in a live one's.
         let version = StoredVersion(metadata, contentID: contentID, born: try rows.epochs().current)
-        let insert = try connection.statement(softDeleted ? StoredVersion.insertSoftDeleted : StoredVersion.insertNoncurrent)
+        let insert = try connection.statement(
+            softDeleted ? StoredVersion.insertSoftDeleted : StoredVersion.insertNoncurrent)
         defer { insert.reset() }
         version.bindKept(insert, died: died.microseconds)
         try insert.step()
@@ -176,7 +186,8 @@ extension LocalBucket {
         let seconds = try softDeleteSeconds()
         guard seconds > 0 else { return false }
         var fields = try version.metadata(bucket: name).cloudStorage
-        let (hard, overflow) = time.microseconds.addingReportingOverflow(seconds.multipliedReportingOverflow(by: 1_000_000).partialValue)
+        let (hard, overflow) = time.microseconds.addingReportingOverflow(
+            seconds.multipliedReportingOverflow(by: 1_000_000).partialValue)
         fields.softDeleteTime = time
         fields.hardDeleteTime = Timestamp(microseconds: overflow ? .max : hard)
         var soft = version
@@ -191,7 +202,8 @@ extension LocalBucket {
     /// Deletes for good the soft-deleted versions whose time is up (at most 100 a change: bounded work per change).
     func purgeExpiredSoftDeleted(now: Timestamp) throws {
         guard storesNoncurrent else { return }
-        let expired = try connection.statement("SELECT id, name, content_id FROM soft_deleted WHERE died <= ?1 ORDER BY died LIMIT 100")
+        let expired = try connection.statement(
+            "SELECT id, name, content_id FROM soft_deleted WHERE died <= ?1 ORDER BY died LIMIT 100")
         defer { expired.reset() }
         expired.bind(1, now.microseconds)
         _ = try deleteKeptRows(expired, from: "soft_deleted")
@@ -221,7 +233,9 @@ extension LocalBucket {
     }
 
     /// The metadata of a soft-deleted generation.
-    public func softDeletedGenerationMetadata(of object: ObjectName, generation: Int64) throws(StorageError) -> ObjectMetadata {
+    public func softDeletedGenerationMetadata(
+        of object: ObjectName, generation: Int64
+    ) throws(StorageError) -> ObjectMetadata {
         try read {
             guard let row = try fetchSoftDeleted(object.rawValue, generation: generation) else {
                 throw StorageError.noSoftDeletedGeneration(object.rawValue, generation, bucketURL: url)
@@ -266,7 +280,8 @@ extension LocalBucket {
     /// One generation's metadata, with the bytes of its content that `bytes` picks (nil: all, checked against its MD5)
     /// handed to `piece` a piece at a time, as `currentObject(_:bytes:contentPieces:)` reads the live object's.
     public func generation(
-        _ object: ObjectName, _ generation: Int64, bytes: (Int64) throws -> Range<Int64>?, contentPieces piece: (Data) throws -> Void
+        _ object: ObjectName, _ generation: Int64, bytes: (Int64) throws -> Range<Int64>?,
+        contentPieces piece: (Data) throws -> Void
     ) throws(StorageError) -> (metadata: ObjectMetadata, range: Range<Int64>?) {
         try read {
             let row = try fetchGeneration(object, generation)
@@ -277,7 +292,9 @@ extension LocalBucket {
     }
 
     /// One generation's metadata, with its content handed to `piece` a piece at a time, checked against its MD5.
-    public func generation(_ object: ObjectName, _ generation: Int64, contentPieces piece: (Data) throws -> Void) throws(StorageError)
+    public func generation(
+        _ object: ObjectName, _ generation: Int64, contentPieces piece: (Data) throws -> Void
+    ) throws(StorageError)
         -> ObjectMetadata
     {
         try self.generation(object, generation, bytes: { _ in nil }, contentPieces: piece).metadata
@@ -287,7 +304,9 @@ extension LocalBucket {
     /// the JSON API lists with `versions=true`; with `delimited`, names past the next `/` collapse into prefixes.
     /// `items` repeats a name once per generation, `itemMetadata` has each generation's metadata.
     /// With `softDeleted`, the soft-deleted generations instead (rule B6), listed the same way.
-    public func listGenerations(prefix: String, delimited: Bool, options: ListOptions, softDeleted: Bool = false) throws(StorageError) -> ListPage {
+    public func listGenerations(
+        prefix: String, delimited: Bool, options: ListOptions, softDeleted: Bool = false
+    ) throws(StorageError) -> ListPage {
         let limit = try options.validatedMaxResults()
         var resume: (name: String, generation: Int64?, inclusive: Bool) = (prefix, nil, true)
         if let start = options.startOffset, NameBytes.precedes(prefix, start) { resume = (start, nil, true) }
@@ -305,12 +324,18 @@ extension LocalBucket {
             var branches: [String] = []
             if softDeleted {
                 if storesNoncurrent {
-                    branches.append("SELECT * FROM (SELECT name, generation, 2 AS kept FROM soft_deleted WHERE \(after) ORDER BY name, generation LIMIT ?4)")
+                    branches.append(
+                        "SELECT * FROM (SELECT name, generation, 2 AS kept FROM soft_deleted WHERE \(after) ORDER BY name, generation LIMIT ?4)"
+                    )
                 }
             } else {
-                branches.append("SELECT * FROM (SELECT name, generation, 0 AS kept FROM objects WHERE \(after) ORDER BY name LIMIT ?4)")
+                branches.append(
+                    "SELECT * FROM (SELECT name, generation, 0 AS kept FROM objects WHERE \(after) ORDER BY name LIMIT ?4)"
+                )
                 if storesNoncurrent {
-                    branches.append("SELECT * FROM (SELECT name, generation, 1 FROM noncurrent WHERE \(after) ORDER BY name, generation LIMIT ?4)")
+                    branches.append(
+                        "SELECT * FROM (SELECT name, generation, 1 FROM noncurrent WHERE \(after) ORDER BY name, generation LIMIT ?4)"
+                    )
                 }
             }
             guard !branches.isEmpty else { return ListPage() }
@@ -350,7 +375,9 @@ extension LocalBucket {
                         guard let kept = try fetchNoncurrent(entry.name, generation: entry.generation) else { continue }
                         row = .noncurrent(kept)
                     case 2:
-                        guard let soft = try fetchSoftDeleted(entry.name, generation: entry.generation) else { continue }
+                        guard let soft = try fetchSoftDeleted(entry.name, generation: entry.generation) else {
+                            continue
+                        }
                         row = .noncurrent(soft)
                     default:
                         guard let live = try rows.fetchRow(entry.name) else { continue }
@@ -358,7 +385,8 @@ extension LocalBucket {
                     }
                     page.items.append(entry.name)
                     metadata.append(row.metadata)
-                    last = ListPosition(prefix: prefix, lastEntryKind: .item, lastEntry: entry.name, lastGeneration: entry.generation)
+                    last = ListPosition(
+                        prefix: prefix, lastEntryKind: .item, lastEntry: entry.name, lastGeneration: entry.generation)
                     resume = (entry.name, entry.generation, true)
                 }
                 if found.count <= limit { break }
@@ -377,11 +405,14 @@ extension LocalBucket: ObjectVersions {
         try generationMetadata(of: object, generation: try generation.numbered(object))
     }
 
-    public func softDeletedMetadata(of object: ObjectName, generation: ObjectGeneration) async throws -> ObjectMetadata {
+    public func softDeletedMetadata(of object: ObjectName, generation: ObjectGeneration) async throws -> ObjectMetadata
+    {
         try softDeletedGenerationMetadata(of: object, generation: try generation.numbered(object))
     }
 
-    public func read(_ object: ObjectName, generation: ObjectGeneration, into sink: any ContentSink) async throws -> ObjectMetadata {
+    public func read(
+        _ object: ObjectName, generation: ObjectGeneration, into sink: any ContentSink
+    ) async throws -> ObjectMetadata {
         let generation = try generation.numbered(object)
         // The sink's own failure (a full disk) is the caller's to read as it was thrown, not as the bucket's.
         var sinkFailure: (any Error)?
@@ -399,7 +430,9 @@ extension LocalBucket: ObjectVersions {
         }
     }
 
-    public func updateMetadata(of object: ObjectName, generation: ObjectGeneration, _ update: MetadataUpdate, precondition: Precondition)
+    public func updateMetadata(
+        of object: ObjectName, generation: ObjectGeneration, _ update: MetadataUpdate, precondition: Precondition
+    )
         async throws -> UpdateResult
     {
         let generation = try generation.numbered(object)
@@ -422,7 +455,8 @@ extension LocalBucket: ObjectVersions {
                 try replace.step()
                 let insert = try connection.statement(StoredVersion.insertNoncurrent)
                 defer { insert.reset() }
-                StoredVersion(next, contentID: kept.version.contentID, born: kept.version.born).bindKept(insert, died: kept.died)
+                StoredVersion(next, contentID: kept.version.contentID, born: kept.version.born).bindKept(
+                    insert, died: kept.died)
                 try insert.step()
             }
             return UpdateResult(metadata: next, previous: row.metadata, changed: true)
@@ -447,7 +481,9 @@ extension LocalBucket: ObjectVersions {
                 defer { delete.reset() }
                 delete.bind(1, kept.id)
                 try delete.step()
-                if try !keepIfSoftDeleting(kept.version, at: now) { try rows.releaseContent(kept.version.contentID, of: kept.version.name) }
+                if try !keepIfSoftDeleting(kept.version, at: now) {
+                    try rows.releaseContent(kept.version.contentID, of: kept.version.name)
+                }
             }
         }
     }
@@ -455,7 +491,9 @@ extension LocalBucket: ObjectVersions {
     /// Brings a soft-deleted generation back as the live object (rule B6): a new generation with its content (shared,
     /// not copied) and metadata, under `precondition` on the live object it replaces (which is then replaced as a
     /// write replaces it: noncurrent, soft-deleted or gone).
-    public func restore(_ object: ObjectName, generation: ObjectGeneration, precondition: Precondition) async throws -> ObjectMetadata {
+    public func restore(
+        _ object: ObjectName, generation: ObjectGeneration, precondition: Precondition
+    ) async throws -> ObjectMetadata {
         let generation = try generation.numbered(object)
         return try change {
             guard let soft = try fetchSoftDeleted(object.rawValue, generation: generation) else {

@@ -15,7 +15,9 @@ import StoreshWire
 /// (`BucketFile`: opening, creating, its lineage), a row store over one connection (`RowStore`: rows, contents,
 /// epochs, and the connection's transaction state), and the transactions (`withTransaction`), each of which owns the
 /// row store it runs on through an engine of its own.
-public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore, BucketSettingsStore, @unchecked Sendable {
+public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore, BucketSettingsStore,
+    @unchecked Sendable
+{
     let file: BucketFile
     public var name: String { file.name }
     /// The bucket file.
@@ -92,7 +94,8 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         let file = URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent.lowercased()
         let cleaned = String(
             file.unicodeScalars.map { scalar -> Character in
-                let allowed = ("a"..."z").contains(scalar) || ("0"..."9").contains(scalar) || scalar == "-"
+                let allowed =
+                    ("a"..."z").contains(scalar) || ("0"..."9").contains(scalar) || scalar == "-"
                     || scalar == "_" || scalar == "."
                 return allowed ? Character(scalar) : "-"
             }
@@ -105,8 +108,12 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     /// Makes a new, empty bucket file named `name` at `path` and opens it; nil when a file is there already (made
     /// by someone else meanwhile: it is not the caller's, and stays as it is). What it opens is the caller's to keep
     /// or to remove (`removeIfEmpty`).
-    public static func create(newAt path: String, name: String, options: LocalBucketOptions) throws(StorageError) -> LocalBucket? {
-        guard access(path, F_OK) != 0, try create(at: path, name: name, objects: [], options: options) else { return nil }
+    public static func create(
+        newAt path: String, name: String, options: LocalBucketOptions
+    ) throws(StorageError) -> LocalBucket? {
+        guard access(path, F_OK) != 0, try create(at: path, name: name, objects: [], options: options) else {
+            return nil
+        }
         var openOptions = options
         openOptions.createIfMissing = false
         return try open(at: path, options: openOptions)
@@ -129,18 +136,24 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     /// Makes a bucket file at `path` holding `objects` (`BucketFile.create`: built beside it, linked into place);
     /// answers whether it was linked (false: a file of that name was there first, and is kept).
     @discardableResult
-    private static func create(at path: String, name: String, objects: [ArchivedObject], options: LocalBucketOptions)
+    private static func create(
+        at path: String, name: String, objects: [ArchivedObject], options: LocalBucketOptions
+    )
         throws(StorageError) -> Bool
     {
-        try BucketFile.create(at: path, name: name, options: options, seed: objects.isEmpty ? nil : { temporary throws(StorageError) in
-            var seedOptions = options
-            seedOptions.createIfMissing = false
-            seedOptions.crashBeforeCommit = false
-            seedOptions.crashAfterCommit = false
-            let seeded = try open(at: temporary, options: seedOptions)
-            defer { seeded.close() }
-            try seeded.importObjects(objects, replacingEverything: false)
-        })
+        try BucketFile.create(
+            at: path, name: name, options: options,
+            seed: objects.isEmpty
+                ? nil
+                : { temporary throws(StorageError) in
+                    var seedOptions = options
+                    seedOptions.createIfMissing = false
+                    seedOptions.crashBeforeCommit = false
+                    seedOptions.crashAfterCommit = false
+                    let seeded = try open(at: temporary, options: seedOptions)
+                    defer { seeded.close() }
+                    try seeded.importObjects(objects, replacingEverything: false)
+                })
     }
 
     /// Closes the bucket file; the object is unusable afterwards. The last connection to close folds the log
@@ -278,7 +291,8 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     public func listPage(_ reference: StoragePath, options: ListOptions) throws(StorageError) -> ListPage {
         try read {
             let page = try Lister.page(
-                of: reference, bucket: name, options: options, index: RowStore.NameIndex(connection: connection), tokens: LocalPageTokens())
+                of: reference, bucket: name, options: options, index: RowStore.NameIndex(connection: connection),
+                tokens: LocalPageTokens())
             return try withItemMetadata(page, options)
         }
     }
@@ -292,7 +306,8 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         page.itemMetadata = try page.items.map { item in
             // The listing read the name in this same transaction: a row missing now is the engine's fault.
             guard let row = found[ObjectName(stored: item)] else {
-                throw StorageError.internalError("The object \(MessageText.oneLine(item)) was listed but its metadata cannot be read.")
+                throw StorageError.internalError(
+                    "The object \(MessageText.oneLine(item)) was listed but its metadata cannot be read.")
             }
             return row.metadata
         }
@@ -301,7 +316,8 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
 
     /// A page of the names under `prefix` (any string) as the Cloud Storage JSON API lists them (rules V2, G6):
     /// every name as it is, collapsed at the next `/` when `delimited`.
-    public func listStoredNames(prefix: String, delimited: Bool, options: ListOptions) throws(StorageError) -> ListPage {
+    public func listStoredNames(prefix: String, delimited: Bool, options: ListOptions) throws(StorageError) -> ListPage
+    {
         try read {
             let page = try Lister.page(
                 prefix: prefix, delimited: delimited, view: .asStored, bucket: name, options: options,
@@ -317,20 +333,28 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     /// The synchronous form of `metadata(of:)`.
     public func currentMetadata(of object: ObjectName) throws(StorageError) -> ObjectMetadata {
         try read {
-            guard let row = try rows.fetchRow(object.rawValue) else { throw StorageError.objectNotFound(object.rawValue) }
+            guard let row = try rows.fetchRow(object.rawValue) else {
+                throw StorageError.objectNotFound(object.rawValue)
+            }
             return row.metadata
         }
     }
 
-    public func updateMetadata(of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition)
+    public func updateMetadata(
+        of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition
+    )
         async throws -> UpdateResult
     {
-        try changeMetadata(of: object, precondition: precondition) { current, now throws(StorageError) in try current.applying(update, now: now) }
+        try changeMetadata(of: object, precondition: precondition) { current, now throws(StorageError) in
+            try current.applying(update, now: now)
+        }
     }
 
     /// Stores `after`'s writable metadata as it is (decided by the rules layer, or planned), if the object is still
     /// `before`: nothing is merged again.
-    public func applyMetadata(of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata) async throws
+    public func applyMetadata(
+        of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata
+    ) async throws
         -> ObjectMetadata
     {
         try changeMetadata(of: object, precondition: .matches(before)) { current, now throws(StorageError) in
@@ -346,7 +370,9 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     ) throws(StorageError) -> UpdateResult {
         try change(.checkedFirst) {
             let scanned = rows.scannedRows.removeValue(forKey: object)
-            guard let row = try scanned ?? rows.fetchRow(object.rawValue) else { throw StorageError.objectNotFound(object.rawValue) }
+            guard let row = try scanned ?? rows.fetchRow(object.rawValue) else {
+                throw StorageError.objectNotFound(object.rawValue)
+            }
             let now = options.clock.nextChangeTime()
             var (next, changed) = try next(row.metadata, now)
             guard precondition.isSatisfied(by: row.metadata) else {
@@ -370,7 +396,9 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         }
     }
 
-    public func write(_ content: Data, to object: ObjectName, options writeOptions: WriteOptions, precondition: Precondition)
+    public func write(
+        _ content: Data, to object: ObjectName, options writeOptions: WriteOptions, precondition: Precondition
+    )
         async throws -> ObjectMetadata
     {
         try object.checkNewObjectName()
@@ -408,12 +436,16 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     /// The refusal of content larger than a bucket file holds, before any of it is written.
     static func objectTooLarge(_ size: Int64) -> StorageError {
         .invalidArgument(
-            "The object would be \(MessageText.byteCount(size)) (\(MessageText.grouped(size)) bytes), more than a bucket file holds (\(MessageText.grouped(largestObjectBytes)) bytes, SQLite's largest value); nothing was written.")
+            "The object would be \(MessageText.byteCount(size)) (\(MessageText.grouped(size)) bytes), more than a bucket file holds (\(MessageText.grouped(largestObjectBytes)) bytes, SQLite's largest value); nothing was written."
+        )
     }
 
     /// Writes content from `source` a piece at a time (`streamedPieceBytes`), so that an object of any size
     /// passes through bounded memory; its MD5 is the source's.
-    public func write(from source: any ContentSource, to object: ObjectName, options writeOptions: WriteOptions, precondition: Precondition)
+    public func write(
+        from source: any ContentSource, to object: ObjectName, options writeOptions: WriteOptions,
+        precondition: Precondition
+    )
         async throws -> ObjectMetadata
     {
         try object.checkNewObjectName()
@@ -423,13 +455,15 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         try CustomMetadataLimits.validate(writeOptions.customMetadata)
         let md5 = source.md5Base64
         if let expected = writeOptions.expectedMD5, expected != md5 {
-            throw StorageError(.nonMatchingChecksum, "The content's MD5 is \(md5), not the expected \(expected); nothing was written.")
+            throw StorageError(
+                .nonMatchingChecksum, "The content's MD5 is \(md5), not the expected \(expected); nothing was written.")
         }
         return try change {
             let existing = try rows.fetchRow(object.rawValue)
             let now = options.clock.nextChangeTime()
             var metadata = ObjectMetadata.newObject(
-                bucket: name, name: object, size: source.size, md5Hash: md5, generation: try rows.nextGeneration(now: now), now: now,
+                bucket: name, name: object, size: source.size, md5Hash: md5,
+                generation: try rows.nextGeneration(now: now), now: now,
                 properties: writeOptions.properties, customMetadata: writeOptions.customMetadata,
                 guessingContentType: writeOptions.guessesContentType)
             guard precondition.isSatisfied(by: existing?.metadata) else {
@@ -448,7 +482,9 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     /// An object's metadata, with its content handed to `piece` a piece at a time (at most `streamedPieceBytes`
     /// in memory), from one state of the bucket. The content's MD5 is checked as it passes: damage is thrown
     /// after the last piece, so a caller that keeps the pieces aside must drop them then.
-    public func currentObject(_ object: ObjectName, contentPieces piece: (Data) throws -> Void) throws(StorageError) -> ObjectMetadata {
+    public func currentObject(
+        _ object: ObjectName, contentPieces piece: (Data) throws -> Void
+    ) throws(StorageError) -> ObjectMetadata {
         try currentObject(object, bytes: { _ in nil }, contentPieces: piece).metadata
     }
 
@@ -459,7 +495,9 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         _ object: ObjectName, bytes: (Int64) throws -> Range<Int64>?, contentPieces piece: (Data) throws -> Void
     ) throws(StorageError) -> (metadata: ObjectMetadata, range: Range<Int64>?) {
         try read {
-            guard let row = try rows.fetchRow(object.rawValue) else { throw StorageError.objectNotFound(object.rawValue) }
+            guard let row = try rows.fetchRow(object.rawValue) else {
+                throw StorageError.objectNotFound(object.rawValue)
+            }
             let range = try bytes(row.version.size)
             try rows.streamContent(of: row.version, range: range, piece)
             return (row.metadata, range)
@@ -469,7 +507,9 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     /// An object's metadata and content, read from one state of the bucket.
     public func currentObjectWithContent(_ object: ObjectName) throws(StorageError) -> (ObjectMetadata, Data) {
         try read {
-            guard let row = try rows.fetchRow(object.rawValue) else { throw StorageError.objectNotFound(object.rawValue) }
+            guard let row = try rows.fetchRow(object.rawValue) else {
+                throw StorageError.objectNotFound(object.rawValue)
+            }
             return (row.metadata, try rows.content(of: row.version))
         }
     }
@@ -601,7 +641,11 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     }
 
     public func latestChange() throws(StorageError) -> Timestamp? {
-        try read { try connection.integer("SELECT max(max(updated), max(time_created)) FROM objects").map { Timestamp(microseconds: $0) } }
+        try read {
+            try connection.integer("SELECT max(max(updated), max(time_created)) FROM objects").map {
+                Timestamp(microseconds: $0)
+            }
+        }
     }
 
     public func objectCount() throws(StorageError) -> Int {
@@ -611,16 +655,20 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     /// Writes many objects in one transaction: all of them, or (on any error) none.
     /// With `replacingEverything`, the bucket holds exactly `objects` afterwards.
     public func importObjects(
-        _ objects: [ArchivedObject], replacingEverything: Bool, settings: SettingsImport? = nil, counting: (any WorkCounter)? = nil
+        _ objects: [ArchivedObject], replacingEverything: Bool, settings: SettingsImport? = nil,
+        counting: (any WorkCounter)? = nil
     ) throws(StorageError) {
-        try importObjects(count: objects.count, replacingEverything: replacingEverything, settings: settings, counting: counting) {
+        try importObjects(
+            count: objects.count, replacingEverything: replacingEverything, settings: settings, counting: counting
+        ) {
             index throws(StorageError) in (objects[index], nil)
         }
     }
 
     /// The settings an import gives the bucket, made from what it has (or a new bucket's) when the import lands;
     /// nil leaves them as they are.
-    public typealias SettingsImport = (_ current: BucketSettings, _ now: Timestamp) throws(StorageError) -> BucketSettings?
+    public typealias SettingsImport = (_ current: BucketSettings, _ now: Timestamp) throws(StorageError) ->
+        BucketSettings?
 
     /// Writes `count` objects in one transaction, each made by `object` when its turn comes: all of them, or (on any
     /// error, `object`'s too) none. An object given with a content source (its `content` then empty) is written from
@@ -660,7 +708,9 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
                     let metadata: ObjectMetadata
                     let contentID: Int64
                     if let source {
-                        metadata = object.metadata(bucket: name, generation: generation, now: now, size: source.size, md5Hash: source.md5Base64)
+                        metadata = object.metadata(
+                            bucket: name, generation: generation, now: now, size: source.size, md5Hash: source.md5Base64
+                        )
                         contentID = try rows.storeContent(from: source).contentID
                     } else {
                         metadata = object.metadata(bucket: name, generation: generation, now: now)
@@ -672,12 +722,15 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
                 }
                 let existing = try rows.fetchRow(object.name.rawValue)
                 if let source {
-                    var metadata = object.metadata(bucket: name, generation: generation, now: now, size: source.size, md5Hash: source.md5Base64)
+                    var metadata = object.metadata(
+                        bucket: name, generation: generation, now: now, size: source.size, md5Hash: source.md5Base64)
                     let (contentID, crc) = try rows.storeContent(from: source)
                     metadata.crc32c = crc.base64
                     try store(metadata, contentID: contentID, replacing: existing)
                 } else {
-                    try store(object.metadata(bucket: name, generation: generation, now: now), content: object.content, replacing: existing)
+                    try store(
+                        object.metadata(bucket: name, generation: generation, now: now), content: object.content,
+                        replacing: existing)
                 }
                 counting?.advance()
             }
@@ -687,7 +740,9 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
 
     /// Every object, in name order, with a way to read its content a piece at a time (`pieces`, which checks the
     /// MD5 at the end): an export of objects as large as a bucket file holds, in bounded memory.
-    public func forEachObject(_ body: (ObjectMetadata, _ pieces: ((Data) throws -> Void) throws -> Void) throws -> Void) throws(StorageError) {
+    public func forEachObject(
+        _ body: (ObjectMetadata, _ pieces: ((Data) throws -> Void) throws -> Void) throws -> Void
+    ) throws(StorageError) {
         try read {
             let statement = try connection.statement("SELECT \(RowStore.LiveRow.columns) FROM objects ORDER BY name")
             defer { statement.reset() }
@@ -710,7 +765,8 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     private func removeEverythingInTransaction() throws -> Int {
         // A page of rows at a time, each page after the last one's last id: a bucket of millions of objects is
         // never listed whole.
-        let page = try connection.statement("SELECT \(RowStore.LiveRow.columns) FROM objects WHERE id > ?1 ORDER BY id LIMIT 1000")
+        let page = try connection.statement(
+            "SELECT \(RowStore.LiveRow.columns) FROM objects WHERE id > ?1 ORDER BY id LIMIT 1000")
         defer { page.reset() }
         var after = Int64.min
         var removed = 0
@@ -736,7 +792,9 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
     ) throws(StorageError) {
         try read {
             let kept = try keptGenerationCountsInTransaction()
-            try begin(try settingsInTransaction(), Int(try connection.integer("SELECT count(*) FROM objects") ?? 0) + kept.noncurrent + kept.softDeleted)
+            try begin(
+                try settingsInTransaction(),
+                Int(try connection.integer("SELECT count(*) FROM objects") ?? 0) + kept.noncurrent + kept.softDeleted)
             let live = try connection.statement("SELECT \(RowStore.LiveRow.columns) FROM objects ORDER BY name")
             defer { live.reset() }
             while try live.step() {
@@ -761,14 +819,21 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
 
     /// Creates or replaces the object `metadata.fullPath` with new content; `existing` is its live row, kept as
     /// `keepReplaced` keeps it when `noncurrentSince` (the change's time) is given.
-    private func store(_ metadata: ObjectMetadata, content: Data, replacing existing: RowStore.LiveRow?, noncurrentSince: Timestamp? = nil) throws {
-        try store(metadata, contentID: try rows.storeContent(content), replacing: existing, noncurrentSince: noncurrentSince)
+    private func store(
+        _ metadata: ObjectMetadata, content: Data, replacing existing: RowStore.LiveRow?,
+        noncurrentSince: Timestamp? = nil
+    ) throws {
+        try store(
+            metadata, contentID: try rows.storeContent(content), replacing: existing, noncurrentSince: noncurrentSince)
     }
 
     /// Makes `metadata` the live version of its name, over content stored already as `contentID`; the version it
     /// replaces is kept as `keepReplaced` keeps it (noncurrent or soft-deleted) when `noncurrentSince` (the change's
     /// time) is given. (An import restores a state: it keeps none.)
-    func store(_ metadata: ObjectMetadata, contentID: Int64, replacing existing: RowStore.LiveRow?, noncurrentSince: Timestamp? = nil) throws {
+    func store(
+        _ metadata: ObjectMetadata, contentID: Int64, replacing existing: RowStore.LiveRow?,
+        noncurrentSince: Timestamp? = nil
+    ) throws {
         let version = StoredVersion(metadata, contentID: contentID, born: try rows.epochs().current)
         guard let existing else {
             // A change that replaces nothing still lets soft-deleted versions whose time is up go (rule B6).
@@ -780,7 +845,6 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         try rows.replaceLive(version, id: existing.id, bornChanges: version.born != existing.version.born)
         if !kept { try rows.releaseContent(existing.version.contentID, of: existing.version.name) }
     }
-
 
     /// Deletes a live version, keeping it first if a snapshot sees it and, when `noncurrentSince` (the change's time) is
     /// given, as a noncurrent generation (versioning on, and `asNoncurrent`) or a soft-deleted one (a soft delete

@@ -55,19 +55,25 @@ final class LocalTransaction: BucketTransaction, BucketLayer, BucketFileTransact
         try await engine.metadata(of: object)
     }
 
-    func updateMetadata(of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition) async throws
+    func updateMetadata(
+        of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition
+    ) async throws
         -> UpdateResult
     {
         try await engine.updateMetadata(of: object, update, precondition: precondition)
     }
 
-    func write(_ content: Data, to object: ObjectName, options: WriteOptions, precondition: Precondition) async throws
+    func write(
+        _ content: Data, to object: ObjectName, options: WriteOptions, precondition: Precondition
+    ) async throws
         -> ObjectMetadata
     {
         try await engine.write(content, to: object, options: options, precondition: precondition)
     }
 
-    func write(from source: any ContentSource, to object: ObjectName, options: WriteOptions, precondition: Precondition)
+    func write(
+        from source: any ContentSource, to object: ObjectName, options: WriteOptions, precondition: Precondition
+    )
         async throws -> ObjectMetadata
     {
         try await engine.write(from: source, to: object, options: options, precondition: precondition)
@@ -81,7 +87,9 @@ final class LocalTransaction: BucketTransaction, BucketLayer, BucketFileTransact
         try await engine.read(object, into: sink)
     }
 
-    func applyMetadata(of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata) async throws
+    func applyMetadata(
+        of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata
+    ) async throws
         -> ObjectMetadata
     {
         try await engine.applyMetadata(of: object, from: before, to: after)

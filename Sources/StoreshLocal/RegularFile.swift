@@ -32,7 +32,8 @@ public enum RegularFile {
         guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else {
             let kind = kindName(status.st_mode)
             Foundation.close(descriptor)
-            throw .invalidArgument("\(path) (\(what)) is \(kind), not a regular file; storesh reads only regular files here.")
+            throw .invalidArgument(
+                "\(path) (\(what)) is \(kind), not a regular file; storesh reads only regular files here.")
         }
         // Reads from here on may block as any file read does.
         _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) & ~O_NONBLOCK)
@@ -40,7 +41,9 @@ public enum RegularFile {
     }
 
     /// The whole of the regular file `path`, refused when it holds more than `maximumBytes`.
-    public static func read(_ path: String, maximumBytes: Int, what: String, followingLinks: Bool = true) throws(StorageError) -> Data {
+    public static func read(
+        _ path: String, maximumBytes: Int, what: String, followingLinks: Bool = true
+    ) throws(StorageError) -> Data {
         let descriptor = try open(path, what: what, followingLinks: followingLinks)
         defer { Foundation.close(descriptor) }
         var data = Data()
@@ -53,7 +56,9 @@ public enum RegularFile {
             }
             if count == 0 { return data }
             guard data.count + count <= maximumBytes else {
-                throw .invalidArgument("\(path) (\(what)) is larger than \(MessageText.byteCount(Int64(maximumBytes))), more than such a file ever holds; storesh will not read it.")
+                throw .invalidArgument(
+                    "\(path) (\(what)) is larger than \(MessageText.byteCount(Int64(maximumBytes))), more than such a file ever holds; storesh will not read it."
+                )
             }
             data.append(contentsOf: piece[0..<count])
         }
@@ -106,7 +111,12 @@ struct JSONMembers: Sequence {
                     if depth == 0 { return }
                     continue
                 }
-                if depth == 0 && (byte == UInt8(ascii: ",") || byte == UInt8(ascii: "}") || [0x20, 0x09, 0x0A, 0x0D].contains(byte)) { return }
+                if depth == 0
+                    && (byte == UInt8(ascii: ",") || byte == UInt8(ascii: "}")
+                        || [0x20, 0x09, 0x0A, 0x0D].contains(byte))
+                {
+                    return
+                }
                 if byte == UInt8(ascii: "{") || byte == UInt8(ascii: "[") { depth += 1 }
                 if byte == UInt8(ascii: "}") || byte == UInt8(ascii: "]") {
                     depth -= 1
@@ -125,7 +135,9 @@ struct JSONMembers: Sequence {
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { break }
             let keyStart = index
             skipString()
-            guard let key = try? JSONSerialization.jsonObject(with: Data(bytes[keyStart..<index]), options: .fragmentsAllowed) as? String
+            guard
+                let key = try? JSONSerialization.jsonObject(
+                    with: Data(bytes[keyStart..<index]), options: .fragmentsAllowed) as? String
             else { return nil }
             skipSpace()
             index += 1  // :

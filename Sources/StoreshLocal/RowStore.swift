@@ -296,7 +296,8 @@ final class RowStore {
         update.bind(18, id)
         try update.step()
         guard connection.changedRows == 1 else {
-            throw StorageError.internalError("The row of \(version.name.debugDescription) changed while it was being updated; nothing was changed.")
+            throw StorageError.internalError(
+                "The row of \(version.name.debugDescription) changed while it was being updated; nothing was changed.")
         }
     }
 
@@ -335,11 +336,13 @@ final class RowStore {
             offset += Int64(piece.count)
         }
         guard offset == source.size else {
-            throw StorageError.internalError("The content ended after \(offset) of its \(source.size) bytes; nothing was written.")
+            throw StorageError.internalError(
+                "The content ended after \(offset) of its \(source.size) bytes; nothing was written.")
         }
         blob.close()  // before the rows around it change
         guard md5.base64() == source.md5Base64 else {
-            throw StorageError.invalidArgument("\(source.origin ?? "The content") changed while it was read; nothing was written.")
+            throw StorageError.invalidArgument(
+                "\(source.origin ?? "The content") changed while it was read; nothing was written.")
         }
         try keep(crc, ofContent: contentID)
         return (contentID, crc)
@@ -347,7 +350,9 @@ final class RowStore {
 
     /// Stores content, with its CRC-32C beside it; answers its id.
     func storeContent(_ content: Data) throws -> Int64 {
-        guard Int64(content.count) <= LocalBucket.largestObjectBytes else { throw LocalBucket.objectTooLarge(Int64(content.count)) }
+        guard Int64(content.count) <= LocalBucket.largestObjectBytes else {
+            throw LocalBucket.objectTooLarge(Int64(content.count))
+        }
         let insertContent = try connection.statement("INSERT INTO contents (data) VALUES (?1)")
         insertContent.bind(1, content)
         try insertContent.step()
@@ -384,17 +389,20 @@ final class RowStore {
     func streamContent(of version: StoredVersion, range: Range<Int64>? = nil, _ piece: (Data) throws -> Void) throws {
         let blob: SQLiteBlob
         do {
-            blob = try SQLiteBlob(connection, table: "contents", column: "data", row: version.contentID, writable: false)
+            blob = try SQLiteBlob(
+                connection, table: "contents", column: "data", row: version.contentID, writable: false)
         } catch {
             throw ChecksumMismatch(what: "content of object \(version.name.debugDescription) (missing)")
         }
         defer { blob.close() }
         if let range {
             guard range.lowerBound >= 0, range.upperBound <= Int64(blob.size) else {
-                throw StorageError.internalError("Bytes \(range) of \(version.name.debugDescription) are not within its \(blob.size) bytes.")
+                throw StorageError.internalError(
+                    "Bytes \(range) of \(version.name.debugDescription) are not within its \(blob.size) bytes.")
             }
             // A range is not the whole content its MD5 is of: `storesh check` verifies that.
-            return try blob.forEachPiece(of: LocalBucket.streamedPieceBytes, in: Int(range.lowerBound)..<Int(range.upperBound), piece)
+            return try blob.forEachPiece(
+                of: LocalBucket.streamedPieceBytes, in: Int(range.lowerBound)..<Int(range.upperBound), piece)
         }
         var md5 = MD5Accumulator()
         try blob.forEachPiece(of: LocalBucket.streamedPieceBytes) { bytes in
@@ -423,7 +431,9 @@ final class RowStore {
     /// The live rows (`columns` of them: `LiveRow.columns`, or the name alone) of a page of `scan`, bound: up to
     /// `limit + 1` from where the page starts, in byte order, the caller stopping at the first without `prefix`
     /// (and, at `limit`, knowing more follow).
-    func pageRows(prefix: String, after: String?, limit: Int, columns: String = LiveRow.columns) throws -> SQLiteStatement {
+    func pageRows(
+        prefix: String, after: String?, limit: Int, columns: String = LiveRow.columns
+    ) throws -> SQLiteStatement {
         // One bound, so that the name index is entered where the page starts: with `name >= prefix AND name >
         // after` SQLite would walk every earlier name of the prefix again, and a walk of a million names, a page
         // at a time, would take quadratic time.
@@ -465,7 +475,8 @@ final class RowStore {
 
     func fetchRow(_ name: String) throws -> LiveRow? {
         let statement = try connection.statement(
-            "SELECT \(LiveRow.columnsWithContentChecksum(stored: file.storesContentChecksums)) FROM objects WHERE name = ?1")
+            "SELECT \(LiveRow.columnsWithContentChecksum(stored: file.storesContentChecksums)) FROM objects WHERE name = ?1"
+        )
         defer { statement.reset() }
         statement.bind(1, name)
         return try statement.step() ? try LiveRow(statement, bucket: file.name, withContentChecksum: true) : nil
@@ -480,7 +491,8 @@ final class RowStore {
     /// text would cut short).
     func fetchRows(_ names: [String]) throws -> [ObjectName: LiveRow] {
         let statement = try connection.statement(
-            "SELECT \(LiveRow.columnsWithContentChecksum(stored: file.storesContentChecksums)), name FROM objects WHERE name IN (\(Self.rowReadPlaceholders))")
+            "SELECT \(LiveRow.columnsWithContentChecksum(stored: file.storesContentChecksums)), name FROM objects WHERE name IN (\(Self.rowReadPlaceholders))"
+        )
         var rows: [ObjectName: LiveRow] = [:]
         rows.reserveCapacity(names.count)
         var start = names.startIndex
@@ -522,4 +534,3 @@ final class RowStore {
         }
     }
 }
-

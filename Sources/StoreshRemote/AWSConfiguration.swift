@@ -19,7 +19,8 @@ package struct AWSConfiguration: Sendable {
     /// may ignore it (moto does), so there each update reads the object just before its copy (rule S3).
     package var isAWS: Bool { endpointSource.hasPrefix("AWS") }
 
-    package init(credentials: AWSCredentials, region: String, endpoint: String, pathStyle: Bool, endpointSource: String) {
+    package init(credentials: AWSCredentials, region: String, endpoint: String, pathStyle: Bool, endpointSource: String)
+    {
         self.credentials = credentials
         self.region = region
         self.endpoint = endpoint
@@ -30,7 +31,9 @@ package struct AWSConfiguration: Sendable {
     /// The configuration the environment and the shared files give, for `bucket`.
     package static func resolve(bucket: String, environment: (String) -> String?) throws -> AWSConfiguration {
         func variable(_ name: String) -> String? {
-            environment(name).flatMap { $0.trimmingCharacters(in: .whitespaces).isEmpty ? nil : $0.trimmingCharacters(in: .whitespaces) }
+            environment(name).flatMap {
+                $0.trimmingCharacters(in: .whitespaces).isEmpty ? nil : $0.trimmingCharacters(in: .whitespaces)
+            }
         }
         let home = variable("HOME") ?? NSHomeDirectory()
         let profileName = variable("AWS_PROFILE") ?? variable("AWS_DEFAULT_PROFILE") ?? "default"
@@ -46,7 +49,9 @@ package struct AWSConfiguration: Sendable {
         }
         // A profile's setting: the credentials file first, then the config file.
         func setting(_ key: String) -> (value: String, file: String)? {
-            if let value = credentialsFile?.profiles[profileName]?[key], !value.isEmpty { return (value, credentialsPath) }
+            if let value = credentialsFile?.profiles[profileName]?[key], !value.isEmpty {
+                return (value, credentialsPath)
+            }
             if let value = configFile?.profiles[profileName]?[key], !value.isEmpty { return (value, configPath) }
             return nil
         }
@@ -55,27 +60,43 @@ package struct AWSConfiguration: Sendable {
         let credentials: AWSCredentials
         if let key = variable("AWS_ACCESS_KEY_ID") {
             guard let secret = variable("AWS_SECRET_ACCESS_KEY") else {
-                throw StorageError(.unauthenticated, "$AWS_ACCESS_KEY_ID is set but $AWS_SECRET_ACCESS_KEY is not; set both (or neither, to use a profile).")
+                throw StorageError(
+                    .unauthenticated,
+                    "$AWS_ACCESS_KEY_ID is set but $AWS_SECRET_ACCESS_KEY is not; set both (or neither, to use a profile)."
+                )
             }
             credentials = AWSCredentials(
-                accessKeyID: key, secretAccessKey: secret, sessionToken: variable("AWS_SESSION_TOKEN"), source: "$AWS_ACCESS_KEY_ID")
+                accessKeyID: key, secretAccessKey: secret, sessionToken: variable("AWS_SESSION_TOKEN"),
+                source: "$AWS_ACCESS_KEY_ID")
         } else if let key = setting("aws_access_key_id") {
             guard let secret = setting("aws_secret_access_key") else {
-                throw StorageError(.unauthenticated, "The profile \(profileName) in \(key.file) has aws_access_key_id but no aws_secret_access_key.")
+                throw StorageError(
+                    .unauthenticated,
+                    "The profile \(profileName) in \(key.file) has aws_access_key_id but no aws_secret_access_key.")
             }
             credentials = AWSCredentials(
-                accessKeyID: key.value, secretAccessKey: secret.value, sessionToken: setting("aws_session_token")?.value,
+                accessKeyID: key.value, secretAccessKey: secret.value,
+                sessionToken: setting("aws_session_token")?.value,
                 source: "profile \(profileName) in \(key.file)")
         } else {
             tried.append("$AWS_ACCESS_KEY_ID and $AWS_SECRET_ACCESS_KEY (not set)")
-            tried.append("profile \(profileName) in \(credentialsPath)" + (credentialsFile == nil ? " (no such file)" : " (no aws_access_key_id)"))
-            tried.append("profile \(profileName) in \(configPath)" + (configFile == nil ? " (no such file)" : " (no aws_access_key_id)"))
+            tried.append(
+                "profile \(profileName) in \(credentialsPath)"
+                    + (credentialsFile == nil ? " (no such file)" : " (no aws_access_key_id)"))
+            tried.append(
+                "profile \(profileName) in \(configPath)"
+                    + (configFile == nil ? " (no such file)" : " (no aws_access_key_id)"))
             var hint = "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or run `aws configure` to write a profile"
-            if setting("sso_session") != nil || setting("sso_start_url") != nil || setting("role_arn") != nil || setting("credential_process") != nil {
-                hint = "the profile \(profileName) uses SSO, a role or a credential process, which storesh does not run: "
+            if setting("sso_session") != nil || setting("sso_start_url") != nil || setting("role_arn") != nil
+                || setting("credential_process") != nil
+            {
+                hint =
+                    "the profile \(profileName) uses SSO, a role or a credential process, which storesh does not run: "
                     + "export its keys with `aws configure export-credentials --profile \(profileName) --format env`"
             }
-            throw StorageError(.unauthenticated, "No AWS credentials were found. Tried: \(tried.joined(separator: "; ")). To fix: \(hint).")
+            throw StorageError(
+                .unauthenticated,
+                "No AWS credentials were found. Tried: \(tried.joined(separator: "; ")). To fix: \(hint).")
         }
 
         let region = variable("AWS_REGION") ?? variable("AWS_DEFAULT_REGION") ?? setting("region")?.value ?? "us-east-1"
@@ -97,12 +118,14 @@ package struct AWSConfiguration: Sendable {
         var url = endpoint
         if !url.contains("://") { url = "https://" + url }
         while url.hasSuffix("/") { url.removeLast() }
-        guard let components = URLComponents(string: url), let scheme = components.scheme, ["http", "https"].contains(scheme),
+        guard let components = URLComponents(string: url), let scheme = components.scheme,
+            ["http", "https"].contains(scheme),
             components.host?.isEmpty == false
         else {
             throw StorageError(.invalidArgument, "\(source) is \(endpoint), which is not an http:// or https:// URL.")
         }
-        return AWSConfiguration(credentials: credentials, region: region, endpoint: url, pathStyle: true, endpointSource: source)
+        return AWSConfiguration(
+            credentials: credentials, region: region, endpoint: url, pathStyle: true, endpointSource: source)
     }
 }
 
@@ -119,7 +142,9 @@ struct SharedConfigFile {
             throw StorageError(.unauthenticated, "\(path) cannot be read.")
         }
         var section: String?
-        for (index, rawLine) in String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        for (index, rawLine) in String(decoding: data, as: UTF8.self).split(
+            separator: "\n", omittingEmptySubsequences: false
+        ).enumerated() {
             if rawLine.first == " " || rawLine.first == "\t" { continue }
             let line = rawLine.trimmingCharacters(in: .whitespacesAndNewlines)
             if line.isEmpty || line.hasPrefix("#") || line.hasPrefix(";") { continue }

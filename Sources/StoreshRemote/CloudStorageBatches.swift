@@ -38,7 +38,9 @@ extension CloudStorageBucket: BatchedChanges {
             let authorizer = self.authorizer
             let request = RemoteRequest(
                 method: .POST, url: endpoint.baseURL + CloudStorageBatch.path,
-                headers: authorizer.extraHeaders + [("Content-Type", CloudStorageBatch.contentType(boundary: boundary))],
+                headers: authorizer.extraHeaders + [
+                    ("Content-Type", CloudStorageBatch.contentType(boundary: boundary))
+                ],
                 body: CloudStorageBatch.body(calls, boundary: boundary), repeatable: true, writes: calls.count,
                 traceNote: Self.traceNote(calls))
             let response: RemoteResponse
@@ -65,7 +67,10 @@ extension CloudStorageBucket: BatchedChanges {
                 let answers = CloudStorageBatch.matched(read, to: calls)
             else {
                 // The calls may have landed: a resumed run checks each against the bucket.
-                let failure = StorageError(.unavailable, "The service's answer to a batch of \(calls.count) changes could not be read; whether they landed is not known.")
+                let failure = StorageError(
+                    .unavailable,
+                    "The service's answer to a batch of \(calls.count) changes could not be read; whether they landed is not known."
+                )
                 for index in waiting { outcomes[index] = .failure(failure) }
                 break
             }
@@ -76,19 +81,27 @@ extension CloudStorageBucket: BatchedChanges {
                 if RetryPolicy.isRetryable(status: answer.status) {
                     again.append(index)
                     retryAfter = max(retryAfter ?? 0, answer.header("Retry-After").flatMap(Double.init) ?? 0)
-                    outcomes[index] = .failure(self.failure(Self.response(answer, attempts: round + 1), object: changes[index].object.rawValue, precondition: .none))
+                    outcomes[index] = .failure(
+                        self.failure(
+                            Self.response(answer, attempts: round + 1), object: changes[index].object.rawValue,
+                            precondition: .none))
                 } else {
                     outcomes[index] = await outcome(of: changes[index], answer, repeated: repeated, attempts: round + 1)
                 }
             }
             http.trace?.answered(Self.summary(answers))
             let pushedBack = answers.filter { RetryPolicy.isPushback(status: $0.status) }.count
-            if pushedBack > 0, let sentAt = response.sentAt { http.pacer?.pushedBack(sentAt: sentAt, withdrawn: pushedBack) }
+            if pushedBack > 0, let sentAt = response.sentAt {
+                http.pacer?.pushedBack(sentAt: sentAt, withdrawn: pushedBack)
+            }
             for index in waiting { sentBefore.insert(index) }
             guard !again.isEmpty else { break }
             do {
                 // The retry's wait; past the policy's time, the calls keep the failure of their last answer.
-                guard try await http.waitBeforeRetry(round, retryAfter: retryAfter == 0 ? nil : retryAfter, since: started) else { break }
+                guard
+                    try await http.waitBeforeRetry(
+                        round, retryAfter: retryAfter == 0 ? nil : retryAfter, since: started)
+                else { break }
             } catch {
                 break
             }
@@ -110,7 +123,9 @@ extension CloudStorageBucket: BatchedChanges {
 
     /// A call's final answer, as the same request's alone would be: the state it left, or the error it means.
     /// A repeat refused because an earlier attempt landed is the change done.
-    private func outcome(of change: BatchedChange, _ answer: CloudStorageBatch.Answer, repeated: Bool, attempts: Int) async
+    private func outcome(
+        of change: BatchedChange, _ answer: CloudStorageBatch.Answer, repeated: Bool, attempts: Int
+    ) async
         -> Result<ObjectMetadata?, StorageError>
     {
         let object = change.object
@@ -127,7 +142,9 @@ extension CloudStorageBucket: BatchedChanges {
                 case .delete where answer.status == 404:
                     return .success(nil)
                 case .metadata(_, let before, let after) where answer.status == 412:
-                    if let current = try await metadataIfPresent(of: object), Self.metadataLanded(current, from: before, to: after) {
+                    if let current = try await metadataIfPresent(of: object),
+                        Self.metadataLanded(current, from: before, to: after)
+                    {
                         return .success(current)
                     }
                 default: break
@@ -138,7 +155,8 @@ extension CloudStorageBucket: BatchedChanges {
                 case .delete(_, let precondition): precondition
                 case .metadata(_, let before, _): .matches(before)
                 }
-            return .failure(failure(Self.response(answer, attempts: attempts), object: object.rawValue, precondition: precondition))
+            return .failure(
+                failure(Self.response(answer, attempts: attempts), object: object.rawValue, precondition: precondition))
         } catch let error as StorageError {
             return .failure(error)
         } catch {
@@ -175,19 +193,25 @@ extension CloudStorageBucket: BatchedChanges {
 
     /// What `--trace` says a batch holds: `batch of 100: PATCH ×98, DELETE ×2`.
     static func traceNote(_ calls: [CloudStorageBatch.Call]) -> String {
-        "batch of \(calls.count): " + counted(calls.map(\.method)).map { "\($0.key) ×\($0.count)" }.joined(separator: ", ")
+        "batch of \(calls.count): "
+            + counted(calls.map(\.method)).map { "\($0.key) ×\($0.count)" }.joined(separator: ", ")
     }
 
     /// What `--trace` says a batch's answers were: `answers: 200 ×98, 429 ×2`.
     static func summary(_ answers: [CloudStorageBatch.Answer]) -> String {
-        "answers: " + counted(answers.map { String($0.status) }).map { "\($0.key) ×\($0.count)" }.joined(separator: ", ")
+        "answers: "
+            + counted(answers.map { String($0.status) }).map { "\($0.key) ×\($0.count)" }.joined(separator: ", ")
     }
 
     /// How many of each, in the order first seen.
     private static func counted(_ values: [String]) -> [(key: String, count: Int)] {
         var counts: [(key: String, count: Int)] = []
         for value in values {
-            if let place = counts.firstIndex(where: { $0.key == value }) { counts[place].count += 1 } else { counts.append((value, 1)) }
+            if let place = counts.firstIndex(where: { $0.key == value }) {
+                counts[place].count += 1
+            } else {
+                counts.append((value, 1))
+            }
         }
         return counts
     }

@@ -25,7 +25,9 @@ package struct CloudStorageEndpoint: Sendable, Equatable {
     /// (a private or regional one): credentials are used there as at Google's.
     package static func resolve(_ environment: (String) -> String?) -> CloudStorageEndpoint {
         func url(_ variable: String) -> String? {
-            guard var host = environment(variable)?.trimmingCharacters(in: .whitespaces), !host.isEmpty else { return nil }
+            guard var host = environment(variable)?.trimmingCharacters(in: .whitespaces), !host.isEmpty else {
+                return nil
+            }
             if !host.contains("://") { host = "http://" + host }
             while host.hasSuffix("/") { host.removeLast() }
             return host
@@ -125,8 +127,10 @@ package final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked 
     package var accessDescription: String? {
         let decides =
             endpoint.isEmulator
-            ? "security rules are bypassed" : "IAM decides what it may do (security rules apply to the Firebase SDKs, not here)"
-        return "gs://\(name) through the Cloud Storage JSON API at \(endpoint.baseURL), as \(authorizer.description); \(decides)"
+            ? "security rules are bypassed"
+            : "IAM decides what it may do (security rules apply to the Firebase SDKs, not here)"
+        return
+            "gs://\(name) through the Cloud Storage JSON API at \(endpoint.baseURL), as \(authorizer.description); \(decides)"
     }
 
     package func close() { http.close() }
@@ -185,12 +189,15 @@ package final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked 
         try await Lister.page(of: reference, bucket: name, options: options, source: self, tokens: Self.tokens)
     }
 
-    package func storedPage(prefix: String, startOffset: String?, continuation: String?, maxResults: Int) async throws
+    package func storedPage(
+        prefix: String, startOffset: String?, continuation: String?, maxResults: Int
+    ) async throws
         -> StoredListingPage
     {
         try await listPage(
             CloudStorageWire.list(
-                bucket: name, prefix: prefix, delimited: true, maxResults: maxResults, startOffset: startOffset, pageToken: continuation))
+                bucket: name, prefix: prefix, delimited: true, maxResults: maxResults, startOffset: startOffset,
+                pageToken: continuation))
     }
 
     /// One page of objects.list.
@@ -205,9 +212,12 @@ package final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked 
         // Bounded by the service's continuation, which must change at every page.
         while true {
             let page = try await listPage(
-                CloudStorageWire.scanPage(bucket: name, prefix: prefix, after: after, limit: limit, pageToken: continuation))
+                CloudStorageWire.scanPage(
+                    bucket: name, prefix: prefix, after: after, limit: limit, pageToken: continuation))
             // A service that ignores startOffset gives names before it: they are dropped here.
-            objects += page.items.filter { object in after.map { $0.utf8.lexicographicallyPrecedes(object.fullPath.utf8) } ?? true }
+            objects += page.items.filter { object in
+                after.map { $0.utf8.lexicographicallyPrecedes(object.fullPath.utf8) } ?? true
+            }
             if objects.count > limit {
                 let taken = Array(objects.prefix(limit))
                 return ObjectScanPage(objects: taken, resumeAfter: taken.last?.fullPath)
@@ -227,21 +237,27 @@ package final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked 
 
     package func metadata(of object: ObjectName) async throws -> ObjectMetadata {
         let response = try await send(
-            .GET, url(CloudStorageWire.metadata(bucket: name, object: object.rawValue)), repeatable: true, object: object.rawValue)
+            .GET, url(CloudStorageWire.metadata(bucket: name, object: object.rawValue)), repeatable: true,
+            object: object.rawValue)
         return try CloudStorageJSON.metadata(response.body, bucket: name, what: "a metadata read")
     }
 
     package func read(_ object: ObjectName) async throws -> Data {
-        try await send(.GET, objectURL(object.rawValue, [("alt", "media")]), repeatable: true, object: object.rawValue).body
+        try await send(.GET, objectURL(object.rawValue, [("alt", "media")]), repeatable: true, object: object.rawValue)
+            .body
     }
 
     package func read(_ object: ObjectName, into sink: any ContentSink) async throws -> Int64 {
         let counter = CountingSink(sink)
-        _ = try await send(.GET, objectURL(object.rawValue, [("alt", "media")]), repeatable: true, object: object.rawValue, into: counter)
+        _ = try await send(
+            .GET, objectURL(object.rawValue, [("alt", "media")]), repeatable: true, object: object.rawValue,
+            into: counter)
         return counter.count
     }
 
-    package func write(from source: any ContentSource, to object: ObjectName, options: WriteOptions, precondition: Precondition)
+    package func write(
+        from source: any ContentSource, to object: ObjectName, options: WriteOptions, precondition: Precondition
+    )
         async throws -> ObjectMetadata
     {
         guard source.size > Int64(resumableThreshold) else {
@@ -252,11 +268,15 @@ package final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked 
         let response = try await resumableUpload(
             size: Int(source.size), read: { offset, length in try source.read(offset: Int64(offset), length: length) },
             object: object.rawValue, resource: resource, precondition: precondition,
-            landed: { current in current.md5Hash == md5 && current.metageneration == 1 && current.generation != precondition.generation })
+            landed: { current in
+                current.md5Hash == md5 && current.metageneration == 1 && current.generation != precondition.generation
+            })
         return try await uploaded(response, object: object, expectedMD5: options.expectedMD5 ?? md5)
     }
 
-    package func updateMetadata(of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition) async throws
+    package func updateMetadata(
+        of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition
+    ) async throws
         -> UpdateResult
     {
         // The service's PATCH answers the object after; the update's old values come from a read, which also
@@ -264,7 +284,9 @@ package final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked 
         try await updateByReadingThenApplying(of: object, update, precondition: precondition)
     }
 
-    package func applyMetadata(of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata) async throws
+    package func applyMetadata(
+        of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata
+    ) async throws
         -> ObjectMetadata
     {
         if before.rewrites(to: after) { return try await rewriteInPlace(object, from: before, to: after) }
@@ -281,22 +303,28 @@ package final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked 
     /// call at a time until the service says it is done (a large object takes several, each continuing the last
     /// with its token). A repeat refused because the first attempt landed counts as done when the object is a new
     /// generation of the same content, as planned.
-    private func rewriteInPlace(_ object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata) async throws -> ObjectMetadata {
+    private func rewriteInPlace(
+        _ object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata
+    ) async throws -> ObjectMetadata {
         var token: String?
         while true {
-            let request = CloudStorageWire.rewriteInPlace(bucket: name, object: object.rawValue, from: before, to: after, token: token)
+            let request = CloudStorageWire.rewriteInPlace(
+                bucket: name, object: object.rawValue, from: before, to: after, token: token)
             let response = try await sendChange(
                 .POST, url(request), headers: [("Content-Type", "application/json")], body: request.body ?? Data(),
-                object: object.rawValue, precondition: Precondition(generation: before.generation, metageneration: before.metageneration)
+                object: object.rawValue,
+                precondition: Precondition(generation: before.generation, metageneration: before.metageneration)
             ) { current in
-                current.generation != before.generation && current.md5Hash == before.md5Hash && current.differences(to: after).isEmpty
+                current.generation != before.generation && current.md5Hash == before.md5Hash
+                    && current.differences(to: after).isEmpty
             }
             guard let response else { return try await metadata(of: object) }
             let answer = try CloudStorageRewriteDocument.decode(response.body, what: "a rewrite")
             if answer.done == true, let resource = answer.resource { return try resource.metadata(bucket: name) }
             guard let next = answer.rewriteToken, !next.isEmpty, next != token else {
                 throw StorageError.internalError(
-                    "The service answered a rewrite of \(object.rawValue) as neither done nor with a token to continue it; the object is as it was, or a new generation of the same content.")
+                    "The service answered a rewrite of \(object.rawValue) as neither done nor with a token to continue it; the object is as it was, or a new generation of the same content."
+                )
             }
             token = next
         }
@@ -304,11 +332,14 @@ package final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked 
 
     /// Whether a metadata change refused on a repeat had landed on its first attempt: the object is as planned,
     /// one metageneration on.
-    static func metadataLanded(_ current: ObjectMetadata, from before: ObjectMetadata, to after: ObjectMetadata) -> Bool {
+    static func metadataLanded(_ current: ObjectMetadata, from before: ObjectMetadata, to after: ObjectMetadata) -> Bool
+    {
         current.metageneration == before.metageneration + 1 && current.differences(to: after).isEmpty
     }
 
-    package func write(_ content: Data, to object: ObjectName, options: WriteOptions, precondition: Precondition) async throws
+    package func write(
+        _ content: Data, to object: ObjectName, options: WriteOptions, precondition: Precondition
+    ) async throws
         -> ObjectMetadata
     {
         let (resource, contentType) = try Self.uploadResource(object, options)
@@ -320,12 +351,15 @@ package final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked 
         let response: RemoteResponse?
         if content.count > resumableThreshold {
             response = try await resumableUpload(
-                size: content.count, read: { offset, length in content.subdata(in: offset..<min(content.count, offset + length)) },
+                size: content.count,
+                read: { offset, length in content.subdata(in: offset..<min(content.count, offset + length)) },
                 object: object.rawValue, resource: resource, precondition: precondition, landed: landed)
         } else {
-            let upload = CloudStorageJSON.multipartUpload(resource: resource, contentType: contentType, content: content)
+            let upload = CloudStorageJSON.multipartUpload(
+                resource: resource, contentType: contentType, content: content)
             response = try await sendChange(
-                .POST, url(CloudStorageWire.upload(bucket: name, uploadType: "multipart", precondition: precondition)), headers: [("Content-Type", upload.contentType)], body: upload.body,
+                .POST, url(CloudStorageWire.upload(bucket: name, uploadType: "multipart", precondition: precondition)),
+                headers: [("Content-Type", upload.contentType)], body: upload.body,
                 object: object.rawValue, precondition: precondition, landed: landed)
         }
         return try await uploaded(response, object: object, expectedMD5: options.expectedMD5)
@@ -343,12 +377,17 @@ package final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked 
         if options.properties[.contentType] == nil {
             options.properties[.contentType] = ContentType.guess(forName: object.rawValue)
         }
-        return (CloudStorageJSON.uploadResource(name: object.rawValue, options: options), options.properties[.contentType] ?? "application/octet-stream")
+        return (
+            CloudStorageJSON.uploadResource(name: object.rawValue, options: options),
+            options.properties[.contentType] ?? "application/octet-stream"
+        )
     }
 
     /// The object an upload made (read again when its answer was lost and a repeat found it landed), checked
     /// against the MD5 the caller expects.
-    private func uploaded(_ response: RemoteResponse?, object: ObjectName, expectedMD5: String?) async throws -> ObjectMetadata {
+    private func uploaded(
+        _ response: RemoteResponse?, object: ObjectName, expectedMD5: String?
+    ) async throws -> ObjectMetadata {
         let metadata: ObjectMetadata
         if let response {
             metadata = try CloudStorageJSON.metadata(response.body, bucket: name, what: "an upload")
@@ -357,7 +396,8 @@ package final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked 
         }
         if let expectedMD5, metadata.md5Hash != expectedMD5 {
             throw StorageError(
-                .nonMatchingChecksum, "The service stored \(object.rawValue) with MD5 \(metadata.md5Hash), not the expected \(expectedMD5).")
+                .nonMatchingChecksum,
+                "The service stored \(object.rawValue) with MD5 \(metadata.md5Hash), not the expected \(expectedMD5).")
         }
         return metadata
     }
@@ -408,7 +448,8 @@ package final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked 
 
     /// The bytes a session holds, from a 308's `Range: bytes=0-N`.
     static func committedBytes(_ response: RemoteResponse) -> Int {
-        guard let range = response.header("Range"), let dash = range.lastIndex(of: "-"), let last = Int(range[range.index(after: dash)...])
+        guard let range = response.header("Range"), let dash = range.lastIndex(of: "-"),
+            let last = Int(range[range.index(after: dash)...])
         else { return 0 }
         return last + 1
     }
@@ -416,7 +457,8 @@ package final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked 
     package func delete(_ object: ObjectName, precondition: Precondition) async throws {
         _ = try await sendChange(
             .DELETE, url(CloudStorageWire.delete(bucket: name, object: object.rawValue, precondition: precondition)),
-            object: object.rawValue, precondition: precondition) { _ in false }
+            object: object.rawValue, precondition: precondition
+        ) { _ in false }
     }
 
     /// A change: repeated on failure only when a precondition guards it (rule G4). When a repeat is refused
@@ -429,12 +471,15 @@ package final class CloudStorageBucket: Bucket, StoredListingSource, @unchecked 
     ) async throws -> RemoteResponse? {
         let repeatable = precondition.isConditional
         let authorizer = self.authorizer
-        let request = RemoteRequest(method: method, url: url, headers: authorizer.extraHeaders + headers, body: body, repeatable: repeatable)
+        let request = RemoteRequest(
+            method: method, url: url, headers: authorizer.extraHeaders + headers, body: body, repeatable: repeatable)
         let response = try await http.send(request) { try await authorizer.authorization() }
         if (200..<300).contains(response.status) { return response }
         if response.attempts > 1 {
             if method == .DELETE && response.status == 404 { return nil }
-            if response.status == 412, let current = try await metadataIfPresent(of: ObjectName(object)), landed(current) {
+            if response.status == 412, let current = try await metadataIfPresent(of: ObjectName(object)),
+                landed(current)
+            {
                 return nil
             }
         }

@@ -28,9 +28,16 @@ final class CompletionReads: ImmediateReads, @unchecked Sendable {
 
     func listPage(_ reference: StoragePath, options: ListOptions) throws(StorageError) -> ListPage {
         // Each part with its length first, so that no name (NUL included) can run into the next.
-        let key = [reference.listingPrefix, options.startOffset ?? "", options.pageToken ?? "", String(options.maxResults ?? 0)]
-            .flatMap { (part: String) -> [UInt8] in Array(String(part.utf8.count).utf8) + [UInt8(ascii: ":")] + Array(part.utf8) }
-        if let cached = lock.withLock({ pages[key] }), ContinuousClock.now - cached.read < lifetime { return cached.page }
+        let key = [
+            reference.listingPrefix, options.startOffset ?? "", options.pageToken ?? "",
+            String(options.maxResults ?? 0),
+        ]
+        .flatMap { (part: String) -> [UInt8] in
+            Array(String(part.utf8.count).utf8) + [UInt8(ascii: ":")] + Array(part.utf8)
+        }
+        if let cached = lock.withLock({ pages[key] }), ContinuousClock.now - cached.read < lifetime {
+            return cached.page
+        }
         let bucket = self.bucket
         return try briefly { [self] in
             let page = try await bucket.list(reference, options: options)
@@ -61,7 +68,9 @@ final class CompletionReads: ImmediateReads, @unchecked Sendable {
 
     /// Runs `work` and waits for it at most the budget; a read still running then is left to finish (and fill the
     /// cache) on its own.
-    private func briefly<Value: Sendable>(_ work: @escaping @Sendable () async throws -> Value) throws(StorageError) -> Value {
+    private func briefly<Value: Sendable>(
+        _ work: @escaping @Sendable () async throws -> Value
+    ) throws(StorageError) -> Value {
         let outcome = Outcome<Value>()
         let done = DispatchSemaphore(value: 0)
         Task.detached {

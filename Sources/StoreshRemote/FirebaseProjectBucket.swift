@@ -61,7 +61,9 @@ package final class FirebaseProjectBucket: BucketLayer, EndUserSignIn, @unchecke
         try await current.scan(prefix: prefix, after: after, limit: limit)
     }
 
-    package func metadata(of object: ObjectName) async throws -> ObjectMetadata { try await current.metadata(of: object) }
+    package func metadata(of object: ObjectName) async throws -> ObjectMetadata {
+        try await current.metadata(of: object)
+    }
 
     package func read(_ object: ObjectName) async throws -> Data { try await current.read(object) }
 
@@ -71,28 +73,36 @@ package final class FirebaseProjectBucket: BucketLayer, EndUserSignIn, @unchecke
 
     // Changes: what completion read before may be stale after.
 
-    package func updateMetadata(of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition) async throws
+    package func updateMetadata(
+        of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition
+    ) async throws
         -> UpdateResult
     {
         defer { completions.forget() }
         return try await current.updateMetadata(of: object, update, precondition: precondition)
     }
 
-    package func applyMetadata(of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata) async throws
+    package func applyMetadata(
+        of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata
+    ) async throws
         -> ObjectMetadata
     {
         defer { completions.forget() }
         return try await current.applyMetadata(of: object, from: before, to: after)
     }
 
-    package func write(_ content: Data, to object: ObjectName, options: WriteOptions, precondition: Precondition) async throws
+    package func write(
+        _ content: Data, to object: ObjectName, options: WriteOptions, precondition: Precondition
+    ) async throws
         -> ObjectMetadata
     {
         defer { completions.forget() }
         return try await current.write(content, to: object, options: options, precondition: precondition)
     }
 
-    package func write(from source: any ContentSource, to object: ObjectName, options: WriteOptions, precondition: Precondition)
+    package func write(
+        from source: any ContentSource, to object: ObjectName, options: WriteOptions, precondition: Precondition
+    )
         async throws -> ObjectMetadata
     {
         defer { completions.forget() }
@@ -107,7 +117,9 @@ package final class FirebaseProjectBucket: BucketLayer, EndUserSignIn, @unchecke
     // MARK: Signing in (rule F1)
 
     private func user(_ user: EndUser) -> any SignedInUser {
-        FirebaseStorageBucket(bucket: name, baseURL: administrator.firebaseBaseURL, http: administrator.http, user: user, answers: answers)
+        FirebaseStorageBucket(
+            bucket: name, baseURL: administrator.firebaseBaseURL, http: administrator.http, user: user, answers: answers
+        )
     }
 
     package func user(idToken: String) throws(StorageError) -> any SignedInUser {
@@ -121,10 +133,14 @@ package final class FirebaseProjectBucket: BucketLayer, EndUserSignIn, @unchecke
     package func user(uid: String, claims: [String: String]) throws(StorageError) -> any SignedInUser {
         guard administrator.endpoint.isEmulator else {
             throw .invalidArgument(
-                "login UID makes an unsigned emulator token, which only an emulator accepts; on a real project sign in with login --id-token TOKEN (a user's Firebase ID token).")
+                "login UID makes an unsigned emulator token, which only an emulator accepts; on a real project sign in with login --id-token TOKEN (a user's Firebase ID token)."
+            )
         }
         let project = Self.projectID(ofBucket: name)
-        return user(EndUser(idToken: EndUser.emulatorToken(uid: uid, claims: claims, project: project), uid: uid, emulatorToken: true))
+        return user(
+            EndUser(
+                idToken: EndUser.emulatorToken(uid: uid, claims: claims, project: project), uid: uid,
+                emulatorToken: true))
     }
 
     package var lastAnswer: ServiceAnswer? { answers.last }
@@ -184,7 +200,9 @@ final class CompletionForgettingVersions: ObjectVersions, @unchecked Sendable {
         try await versions.metadata(of: object, generation: generation)
     }
 
-    func read(_ object: ObjectName, generation: ObjectGeneration, into sink: any ContentSink) async throws -> ObjectMetadata {
+    func read(
+        _ object: ObjectName, generation: ObjectGeneration, into sink: any ContentSink
+    ) async throws -> ObjectMetadata {
         try await versions.read(object, generation: generation, into: sink)
     }
 
@@ -196,11 +214,16 @@ final class CompletionForgettingVersions: ObjectVersions, @unchecked Sendable {
 
     func deletionsKept() async throws -> DeletionKeeping { try await versions.deletionsKept() }
 
-    func listGenerations(prefix: String, delimited: Bool, options: ListOptions, softDeleted: Bool) async throws -> ListPage {
-        try await versions.listGenerations(prefix: prefix, delimited: delimited, options: options, softDeleted: softDeleted)
+    func listGenerations(
+        prefix: String, delimited: Bool, options: ListOptions, softDeleted: Bool
+    ) async throws -> ListPage {
+        try await versions.listGenerations(
+            prefix: prefix, delimited: delimited, options: options, softDeleted: softDeleted)
     }
 
-    func updateMetadata(of object: ObjectName, generation: ObjectGeneration, _ update: MetadataUpdate, precondition: Precondition)
+    func updateMetadata(
+        of object: ObjectName, generation: ObjectGeneration, _ update: MetadataUpdate, precondition: Precondition
+    )
         async throws -> UpdateResult
     {
         defer { completions.forget() }
@@ -212,7 +235,9 @@ final class CompletionForgettingVersions: ObjectVersions, @unchecked Sendable {
         try await versions.delete(object, generation: generation, precondition: precondition)
     }
 
-    func restore(_ object: ObjectName, generation: ObjectGeneration, precondition: Precondition) async throws -> ObjectMetadata {
+    func restore(
+        _ object: ObjectName, generation: ObjectGeneration, precondition: Precondition
+    ) async throws -> ObjectMetadata {
         defer { completions.forget() }
         return try await versions.restore(object, generation: generation, precondition: precondition)
     }
@@ -229,10 +254,15 @@ final class CompletionForgettingMoves: ObjectMoves, @unchecked Sendable {
         self.completions = completions
     }
 
-    func move(_ source: ObjectName, to destination: ObjectName, sourcePrecondition: Precondition, destinationPrecondition: Precondition)
+    func move(
+        _ source: ObjectName, to destination: ObjectName, sourcePrecondition: Precondition,
+        destinationPrecondition: Precondition
+    )
         async throws -> ObjectMetadata
     {
         defer { completions.forget() }
-        return try await moves.move(source, to: destination, sourcePrecondition: sourcePrecondition, destinationPrecondition: destinationPrecondition)
+        return try await moves.move(
+            source, to: destination, sourcePrecondition: sourcePrecondition,
+            destinationPrecondition: destinationPrecondition)
     }
 }

@@ -20,7 +20,9 @@ struct EndUser: Sendable {
     /// cannot be read or name no one.
     static func uid(of token: String) -> String? {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count >= 2, let data = Base64URL.decoded(parts[1]), let claims = try? JSONValue.parse(data) else { return nil }
+        guard parts.count >= 2, let data = Base64URL.decoded(parts[1]), let claims = try? JSONValue.parse(data) else {
+            return nil
+        }
         return claims[member: "user_id"]?.string ?? claims[member: "sub"]?.string
     }
 
@@ -35,11 +37,13 @@ struct EndUser: Sendable {
         ]
         for (key, value) in claims.sorted(by: { $0.key < $1.key }) {
             let typed: JSONValue =
-                value == "true" ? .bool(true) : value == "false" ? .bool(false) : Int64(value).map { .integer($0) } ?? .string(value)
+                value == "true"
+                ? .bool(true) : value == "false" ? .bool(false) : Int64(value).map { .integer($0) } ?? .string(value)
             members.append((key, typed))
         }
         func encoded(_ value: JSONValue) -> String { Base64URL.encoded(Data(value.serialized.utf8)) }
-        return encoded(.object([("alg", .string("none")), ("typ", .string("JWT"))])) + "." + encoded(.object(members)) + "."
+        return encoded(.object([("alg", .string("none")), ("typ", .string("JWT"))])) + "." + encoded(.object(members))
+            + "."
     }
 }
 
@@ -78,7 +82,8 @@ final class FirebaseStorageBucket: Bucket, SignedInUser, Sendable {
     func validateStorable(_ metadata: ObjectMetadata) throws {
         if let field = metadata.cloudStorage.writableFields.first {
             throw StorageError.invalidArgument(
-                "\(metadata.fullPath): \(field.key) is Cloud Storage's own field (rule M9), which the Firebase Storage API does not carry; change it through gs:// with Cloud Storage credentials. Nothing was changed.")
+                "\(metadata.fullPath): \(field.key) is Cloud Storage's own field (rule M9), which the Firebase Storage API does not carry; change it through gs:// with Cloud Storage credentials. Nothing was changed."
+            )
         }
     }
     var transactions: (any TransactionalBucket)? { nil }
@@ -105,7 +110,8 @@ final class FirebaseStorageBucket: Bucket, SignedInUser, Sendable {
     private func send(
         _ wire: WireRequest, headers: [(String, String)] = [], object: String?, into sink: (any ContentSink)? = nil
     ) async throws -> RemoteResponse {
-        try await send(wire.method, url: baseURL + wire.target, headers: headers, body: wire.body, object: object, into: sink)
+        try await send(
+            wire.method, url: baseURL + wire.target, headers: headers, body: wire.body, object: object, into: sink)
     }
 
     /// Sends a request to `url` (an upload session's, which the service names whole) as `user`.
@@ -130,7 +136,9 @@ final class FirebaseStorageBucket: Bucket, SignedInUser, Sendable {
     /// A refusal in the words of spec E (the messages the SDKs give: `StatusErrors`).
     func failure(_ response: RemoteResponse, object: String?) -> StorageError {
         StatusErrors.error(
-            StatusErrors.Answer(status: response.status, attempts: response.attempts, message: CloudStorageJSON.errorMessage(response.body)),
+            StatusErrors.Answer(
+                status: response.status, attempts: response.attempts,
+                message: CloudStorageJSON.errorMessage(response.body)),
             bucket: bucket, bucketURL: "gs://\(bucket)", object: object, audience: .securityRules)
     }
 
@@ -141,7 +149,8 @@ final class FirebaseStorageBucket: Bucket, SignedInUser, Sendable {
         // Checked here, and sent only when asked for, as the SDKs do (the service's default is the same 1000).
         _ = try options.validatedMaxResults()
         let request = FirebaseWire.list(
-            bucket: bucket, prefix: reference.listingPrefix, maxResults: options.maxResults, pageToken: options.pageToken)
+            bucket: bucket, prefix: reference.listingPrefix, maxResults: options.maxResults,
+            pageToken: options.pageToken)
         let response: RemoteResponse
         do {
             response = try await send(request, object: nil)
@@ -160,19 +169,26 @@ final class FirebaseStorageBucket: Bucket, SignedInUser, Sendable {
 
     /// Every object under `prefix`, in name order, walked folder by folder (the v0 API lists with a delimiter only).
     func everything(under prefix: String) async throws -> [ObjectMetadata] {
-        let slash = prefix.utf8.lastIndex(of: UInt8(ascii: "/")).map { prefix.utf8.distance(from: prefix.utf8.startIndex, to: $0) + 1 } ?? 0
+        let slash =
+            prefix.utf8.lastIndex(of: UInt8(ascii: "/")).map {
+                prefix.utf8.distance(from: prefix.utf8.startIndex, to: $0) + 1
+            } ?? 0
         var folders = [StoragePath(normalizing: NameBytes.prefix(of: prefix, byteCount: slash))]
         var names: [String] = []
         var visited = 0
         while let folder = folders.popLast() {
             visited += 1
-            guard visited <= 1_000_000 else { throw StorageError.internalError("More than a million folders under \(prefix).") }
+            guard visited <= 1_000_000 else {
+                throw StorageError.internalError("More than a million folders under \(prefix).")
+            }
             var token: String?
             repeat {
                 let page = try await list(folder, options: ListOptions(pageToken: token))
                 names += page.items.filter { $0.utf8.starts(with: prefix.utf8) }
-                folders += page.prefixes.filter { ($0 + "/").utf8.starts(with: prefix.utf8) || prefix.utf8.starts(with: ($0 + "/").utf8) }
-                    .map { StoragePath(normalizing: $0) }
+                folders += page.prefixes.filter {
+                    ($0 + "/").utf8.starts(with: prefix.utf8) || prefix.utf8.starts(with: ($0 + "/").utf8)
+                }
+                .map { StoragePath(normalizing: $0) }
                 token = page.nextPageToken
             } while token != nil
         }
@@ -194,7 +210,8 @@ final class FirebaseStorageBucket: Bucket, SignedInUser, Sendable {
 
     func read(_ object: ObjectName, into sink: any ContentSink) async throws -> Int64 {
         let counter = CountingSink(sink)
-        _ = try await send(FirebaseWire.download(bucket: bucket, object: object.rawValue), object: object.rawValue, into: counter)
+        _ = try await send(
+            FirebaseWire.download(bucket: bucket, object: object.rawValue), object: object.rawValue, into: counter)
         return counter.count
     }
 
@@ -203,22 +220,32 @@ final class FirebaseStorageBucket: Bucket, SignedInUser, Sendable {
     func scan(prefix: String, after: String?, limit: Int) async throws -> ObjectScanPage {
         let all = try await everything(under: prefix)
         return ObjectScanPage(
-            objects: all.filter { object in after.map { $0.utf8.lexicographicallyPrecedes(object.fullPath.utf8) } ?? true },
+            objects: all.filter { object in
+                after.map { $0.utf8.lexicographicallyPrecedes(object.fullPath.utf8) } ?? true
+            },
             resumeAfter: nil)
     }
 
-    func updateMetadata(of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition) async throws -> UpdateResult {
+    func updateMetadata(
+        of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition
+    ) async throws -> UpdateResult {
         try await updateByReadingThenApplying(of: object, update, precondition: precondition)
     }
 
     /// The v0 API has no preconditions: the object is read just before the change and compared with the state the
     /// change was computed from, which narrows the window for a concurrent change but cannot close it.
-    func applyMetadata(of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata) async throws -> ObjectMetadata {
+    func applyMetadata(
+        of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata
+    ) async throws -> ObjectMetadata {
         let name = object.rawValue
-        if !CloudStorageFieldsUpdate(from: before.cloudStorage, to: after.cloudStorage).isEmpty { try validateStorable(after) }
+        if !CloudStorageFieldsUpdate(from: before.cloudStorage, to: after.cloudStorage).isEmpty {
+            try validateStorable(after)
+        }
         let current = try await metadata(ofName: name)
         guard current.generation == before.generation, current.metageneration == before.metageneration else {
-            throw StorageError.preconditionFailed(name, Precondition(generation: before.generation, metageneration: before.metageneration), actual: current)
+            throw StorageError.preconditionFailed(
+                name, Precondition(generation: before.generation, metageneration: before.metageneration),
+                actual: current)
         }
         let response = try await send(
             FirebaseWire.patch(bucket: bucket, object: name, body: CloudStorageJSON.patchBody(from: before, to: after)),
@@ -226,7 +253,9 @@ final class FirebaseStorageBucket: Bucket, SignedInUser, Sendable {
         return try metadata(response.body)
     }
 
-    func write(_ content: Data, to object: ObjectName, options: WriteOptions, precondition: Precondition) async throws -> ObjectMetadata {
+    func write(
+        _ content: Data, to object: ObjectName, options: WriteOptions, precondition: Precondition
+    ) async throws -> ObjectMetadata {
         let name = object.rawValue
         let (resource, contentType) = try CloudStorageBucket.uploadResource(object, options)
         try await require(precondition, name)
@@ -234,7 +263,8 @@ final class FirebaseStorageBucket: Bucket, SignedInUser, Sendable {
         var request = FirebaseWire.upload(bucket: bucket, object: name)
         request.body = upload.body
         let response = try await send(
-            request, headers: [("Content-Type", upload.contentType), ("X-Goog-Upload-Protocol", "multipart")], object: name)
+            request, headers: [("Content-Type", upload.contentType), ("X-Goog-Upload-Protocol", "multipart")],
+            object: name)
         return try metadata(response.body)
     }
 
@@ -245,7 +275,9 @@ final class FirebaseStorageBucket: Bucket, SignedInUser, Sendable {
     /// A large file as the SDKs upload one (`putFile`): a resumable session (`X-Goog-Upload-Command: start`), then
     /// its pieces, the last one finalizing. A piece whose answer is lost is not sent again blindly: the session is
     /// asked how much it holds (`query`) and the upload goes on from there.
-    func write(from source: any ContentSource, to object: ObjectName, options: WriteOptions, precondition: Precondition)
+    func write(
+        from source: any ContentSource, to object: ObjectName, options: WriteOptions, precondition: Precondition
+    )
         async throws -> ObjectMetadata
     {
         guard source.size > Int64(Self.uploadPieceBytes) else {
@@ -258,11 +290,14 @@ final class FirebaseStorageBucket: Bucket, SignedInUser, Sendable {
         let session = try await send(
             FirebaseWire.resumableStart(bucket: bucket, object: name, resource: Data(resource.serialized.utf8)),
             headers: [
-                ("Content-Type", "application/json"), ("X-Goog-Upload-Protocol", "resumable"), ("X-Goog-Upload-Command", "start"),
-                ("X-Goog-Upload-Header-Content-Length", String(size)), ("X-Goog-Upload-Header-Content-Type", contentType),
+                ("Content-Type", "application/json"), ("X-Goog-Upload-Protocol", "resumable"),
+                ("X-Goog-Upload-Command", "start"),
+                ("X-Goog-Upload-Header-Content-Length", String(size)),
+                ("X-Goog-Upload-Header-Content-Type", contentType),
             ], object: name)
         guard let uploadURL = session.header("X-Goog-Upload-URL") else {
-            throw StorageError.internalError("The service opened no upload session for \(name) (no X-Goog-Upload-URL header).")
+            throw StorageError.internalError(
+                "The service opened no upload session for \(name) (no X-Goog-Upload-URL header).")
         }
         var offset: Int64 = 0
         var rounds = 0
@@ -277,13 +312,17 @@ final class FirebaseStorageBucket: Bucket, SignedInUser, Sendable {
             do {
                 response = try await send(
                     "POST", url: uploadURL,
-                    headers: [("X-Goog-Upload-Command", last ? "upload, finalize" : "upload"), ("X-Goog-Upload-Offset", String(offset))],
+                    headers: [
+                        ("X-Goog-Upload-Command", last ? "upload, finalize" : "upload"),
+                        ("X-Goog-Upload-Offset", String(offset)),
+                    ],
                     body: try source.read(offset: offset, length: length), object: name)
             } catch let error as StorageError where error.code == .unavailable {
                 let status = try await send(
                     "POST", url: uploadURL, headers: [("X-Goog-Upload-Command", "query")], body: nil, object: name)
                 if status.header("X-Goog-Upload-Status") == "final" { return try await metadata(ofName: name) }
-                guard let received = status.header("X-Goog-Upload-Size-Received").flatMap(Int64.init), received <= size else {
+                guard let received = status.header("X-Goog-Upload-Size-Received").flatMap(Int64.init), received <= size
+                else {
                     throw error
                 }
                 offset = received
@@ -299,7 +338,9 @@ final class FirebaseStorageBucket: Bucket, SignedInUser, Sendable {
     private func require(_ precondition: Precondition, _ name: String) async throws {
         guard precondition != .none else { return }
         let current = try? await metadata(ofName: name)
-        guard precondition.isSatisfied(by: current) else { throw StorageError.preconditionFailed(name, precondition, actual: current) }
+        guard precondition.isSatisfied(by: current) else {
+            throw StorageError.preconditionFailed(name, precondition, actual: current)
+        }
     }
 
     func delete(_ object: ObjectName, precondition: Precondition) async throws {
@@ -322,7 +363,9 @@ final class LastServiceAnswer: @unchecked Sendable {
 /// The page tokens of the Firebase v0 API: the service's own, which storesh sends back as they came. Those of
 /// `storesh serve` are its bucket files' (`LocalPageTokens`), which `page token` shows; Cloud Storage's are opaque.
 struct ServicePageTokens: PageTokenFormat {
-    func token(for position: ListPosition, bucket: String) -> String { LocalPageTokens().token(for: position, bucket: bucket) }
+    func token(for position: ListPosition, bucket: String) -> String {
+        LocalPageTokens().token(for: position, bucket: bucket)
+    }
 
     func position(decoding token: String, bucket: String, prefix: String) throws(StorageError) -> ListPosition {
         try LocalPageTokens().position(decoding: token, bucket: bucket, prefix: prefix)
@@ -333,7 +376,8 @@ struct ServicePageTokens: PageTokenFormat {
             return try LocalPageTokens().contents(of: token)
         } catch {
             throw .invalidArgument(
-                "This page token is the service's own: Cloud Storage's tokens are opaque, so storesh cannot show what it holds, only send it back as it came (ls --page-token TOKEN, or page next).")
+                "This page token is the service's own: Cloud Storage's tokens are opaque, so storesh cannot show what it holds, only send it back as it came (ls --page-token TOKEN, or page next)."
+            )
         }
     }
 }

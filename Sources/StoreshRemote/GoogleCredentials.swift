@@ -53,7 +53,9 @@ package struct GoogleCredentialSearch: Sendable {
 
     /// `$CLOUDSDK_CONFIG/application_default_credentials.json`, else under `~/.config/gcloud`.
     func applicationDefaultPath() -> String {
-        if let config = environment("CLOUDSDK_CONFIG"), !config.isEmpty { return config + "/application_default_credentials.json" }
+        if let config = environment("CLOUDSDK_CONFIG"), !config.isEmpty {
+            return config + "/application_default_credentials.json"
+        }
         let home = environment("HOME").flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
         return home + "/.config/gcloud/application_default_credentials.json"
     }
@@ -82,7 +84,8 @@ package struct GoogleCredentialSearch: Sendable {
             } catch let error as StorageError {
                 throw error
             } catch {
-                throw StorageError(.unauthenticated, "\(path) (\(source)): 'private_key' is not an RSA private key in PEM.")
+                throw StorageError(
+                    .unauthenticated, "\(path) (\(source)): 'private_key' is not an RSA private key in PEM.")
             }
             let tokens = ServiceAccountTokens(
                 email: try field("client_email"), keyID: optional("private_key_id"), key: key,
@@ -101,7 +104,8 @@ package struct GoogleCredentialSearch: Sendable {
         default:
             throw StorageError(
                 .unauthenticated,
-                "\(path) (\(source)) holds credentials of type '\(type)'; storesh uses 'service_account' keys and 'authorized_user' files (gcloud auth application-default login).")
+                "\(path) (\(source)) holds credentials of type '\(type)'; storesh uses 'service_account' keys and 'authorized_user' files (gcloud auth application-default login)."
+            )
         }
     }
 }
@@ -154,7 +158,8 @@ func tokenAnswer(_ response: RemoteResponse, endpoint: String, what: String) thr
         let reason = [answer.error, answer.errorDescription].compactMap { $0 }.joined(separator: ": ")
         throw StorageError(
             .unauthenticated,
-            "The token endpoint \(endpoint) refused \(what) (\(response.status)\(reason.isEmpty ? "" : ", \(reason)")).")
+            "The token endpoint \(endpoint) refused \(what) (\(response.status)\(reason.isEmpty ? "" : ", \(reason)"))."
+        )
     }
     return AccessToken(value: token, expires: .now + .seconds(answer.lifetimeSeconds))
 }
@@ -171,7 +176,10 @@ struct TokenEndpointAnswer: Decodable {
     init() {}
 
     enum CodingKeys: String, CodingKey {
-        case accessToken = "access_token", expiresIn = "expires_in", error, errorDescription = "error_description"
+        case accessToken = "access_token"
+        case expiresIn = "expires_in"
+        case error
+        case errorDescription = "error_description"
     }
 
     init(from decoder: any Decoder) throws {
@@ -208,10 +216,13 @@ struct ServiceAccountTokens: AccessTokenSource {
             ("iss", .string(email)), ("scope", .string(GoogleCredentialSearch.scope)), ("aud", .string(tokenURI)),
             ("iat", .integer(Int64(now))), ("exp", .integer(Int64(now + 3600))),
         ])
-        let signingInput = Base64URL.encoded(Data(JSONValue.object(header).serialized.utf8)) + "." + Base64URL.encoded(Data(claims.serialized.utf8))
+        let signingInput =
+            Base64URL.encoded(Data(JSONValue.object(header).serialized.utf8)) + "."
+            + Base64URL.encoded(Data(claims.serialized.utf8))
         let signature = try key.signature(for: Data(signingInput.utf8), padding: .insecurePKCS1v1_5)
         let assertion = signingInput + "." + Base64URL.encoded(signature.rawRepresentation)
-        let body = "grant_type=\(NameBytes.percentEncoded("urn:ietf:params:oauth:grant-type:jwt-bearer"))&assertion=\(assertion)"
+        let body =
+            "grant_type=\(NameBytes.percentEncoded("urn:ietf:params:oauth:grant-type:jwt-bearer"))&assertion=\(assertion)"
         let response = try await http.send(
             RemoteRequest(
                 method: .POST, url: tokenURI, headers: [("Content-Type", "application/x-www-form-urlencoded")],
@@ -230,7 +241,9 @@ struct RefreshTokenGrant: AccessTokenSource {
     let account: String?
     let http: RemoteHTTP
 
-    var description: String { account.map { "user \($0) (application default credentials)" } ?? "a user's application default credentials" }
+    var description: String {
+        account.map { "user \($0) (application default credentials)" } ?? "a user's application default credentials"
+    }
 
     func fetch() async throws -> AccessToken {
         let fields = [
@@ -258,15 +271,20 @@ struct MetadataServerTokens: AccessTokenSource {
 
     /// Whether a metadata server answers, asked once with a short wait (off Google Cloud nothing answers).
     func isThere() async -> Bool {
-        let request = RemoteRequest(method: .GET, url: base + "/computeMetadata/v1/", headers: [("Metadata-Flavor", "Google")], repeatable: false)
+        let request = RemoteRequest(
+            method: .GET, url: base + "/computeMetadata/v1/", headers: [("Metadata-Flavor", "Google")],
+            repeatable: false)
         guard let response = try? await http.sendOnce(request, timeout: .seconds(2)) else { return false }
         return response.header("Metadata-Flavor") == "Google"
     }
 
     func fetch() async throws -> AccessToken {
-        let url = base + "/computeMetadata/v1/instance/service-accounts/default/token?scopes=" + NameBytes.percentEncoded(GoogleCredentialSearch.scope)
+        let url =
+            base + "/computeMetadata/v1/instance/service-accounts/default/token?scopes="
+            + NameBytes.percentEncoded(GoogleCredentialSearch.scope)
         let response = try await http.send(
-            RemoteRequest(method: .GET, url: url, headers: [("Metadata-Flavor", "Google")], repeatable: true)) { nil }
+            RemoteRequest(method: .GET, url: url, headers: [("Metadata-Flavor", "Google")], repeatable: true)
+        ) { nil }
         return try tokenAnswer(response, endpoint: base, what: "a token for the default service account")
     }
 }

@@ -55,7 +55,8 @@ package struct RemoteRequest: Sendable {
     package var traceNote: String?
 
     package init(
-        method: HTTPMethod, url: String, headers: [(String, String)] = [], body: Data? = nil, repeatable: Bool, writes: Int? = nil,
+        method: HTTPMethod, url: String, headers: [(String, String)] = [], body: Data? = nil, repeatable: Bool,
+        writes: Int? = nil,
         traceNote: String? = nil
     ) {
         self.method = method
@@ -127,7 +128,8 @@ package final class RemoteHTTP: Sendable {
     /// With `sink`, a successful answer's body goes into it a piece at a time (and the response's body is empty);
     /// a body that breaks off midway is an error, never retried (the sink holds part of it).
     package func send(
-        _ request: RemoteRequest, into sink: (any ContentSink)? = nil, authorization: @Sendable () async throws -> String?
+        _ request: RemoteRequest, into sink: (any ContentSink)? = nil,
+        authorization: @Sendable () async throws -> String?
     ) async throws -> RemoteResponse {
         try await send(request, into: sink) { _ in try await authorization().map { [("Authorization", $0)] } ?? [] }
     }
@@ -151,7 +153,8 @@ package final class RemoteHTTP: Sendable {
                 let (response, body) = try await attempt(
                     request, authorization: try await authorizing(request), timeout: Self.requestTimeout, sink: sink)
                 let status = Int(response.status.code)
-                trace?.sent(request, status: status, attempt: retry + 1, milliseconds: Self.milliseconds(since: attemptStarted))
+                trace?.sent(
+                    request, status: status, attempt: retry + 1, milliseconds: Self.milliseconds(since: attemptStarted))
                 if let paced, let sentAt {
                     if RetryPolicy.isPushback(status: status) { paced.pushedBack(sentAt: sentAt, withdrawn: 0) }
                     paced.ended(sentAt: sentAt, accepted: status < 400 ? request.writes : 0)
@@ -169,7 +172,8 @@ package final class RemoteHTTP: Sendable {
                 throw Self.describe(error.cause, request)
             } catch {
                 if let paced, let sentAt { paced.ended(sentAt: sentAt, accepted: 0) }
-                trace?.sent(request, status: nil, attempt: retry + 1, milliseconds: Self.milliseconds(since: attemptStarted))
+                trace?.sent(
+                    request, status: nil, attempt: retry + 1, milliseconds: Self.milliseconds(since: attemptStarted))
                 guard request.repeatable, Self.isBrokenConnection(error) else { throw Self.describe(error, request) }
                 failure = error
             }
@@ -216,7 +220,9 @@ package final class RemoteHTTP: Sendable {
 
     /// Waits before retry number `retry` (0 for the first) of something first sent at `started`, as the policy
     /// says; false, without waiting, when that would go past the policy's total time.
-    package func waitBeforeRetry(_ retry: Int, retryAfter: Double?, since started: ContinuousClock.Instant) async throws -> Bool {
+    package func waitBeforeRetry(
+        _ retry: Int, retryAfter: Double?, since started: ContinuousClock.Instant
+    ) async throws -> Bool {
         let wait = policy.delay(beforeRetry: retry, retryAfter: retryAfter)
         let spent = Double(Self.milliseconds(since: started)) / 1000
         guard spent + wait <= policy.giveUpAfter else { return false }
@@ -249,14 +255,18 @@ package final class RemoteHTTP: Sendable {
     /// URL, TLS that does not verify), which would fail the same way again.
     static func isBrokenConnection(_ error: Error) -> Bool {
         if let error = error as? HTTPClientError {
-            return [.remoteConnectionClosed, .connectTimeout, .readTimeout, .deadlineExceeded, .writeTimeout].contains(error)
+            return [.remoteConnectionClosed, .connectTimeout, .readTimeout, .deadlineExceeded, .writeTimeout].contains(
+                error)
         }
         return error is IOError || error is ChannelError
     }
 
     /// A transport failure as a storage error that says which service could not be reached.
     static func describe(_ error: Error, _ request: RemoteRequest, gaveUpAfter attempts: Int? = nil) -> StorageError {
-        let host = URLComponents(string: request.url).map { "\($0.scheme ?? "http")://\($0.host ?? "")\($0.port.map { ":\($0)" } ?? "")" } ?? "the service"
+        let host =
+            URLComponents(string: request.url).map {
+                "\($0.scheme ?? "http")://\($0.host ?? "")\($0.port.map { ":\($0)" } ?? "")"
+            } ?? "the service"
         let tries = attempts.map { " (gave up after \($0) attempts)" } ?? ""
         return StorageError(.unavailable, "Could not reach \(host): \(Self.plain(error))\(tries).")
     }
@@ -311,7 +321,9 @@ package struct RequestLog: RequestTrace {
         let outcome = status.map { "\($0)" } ?? "no answer"
         let repeated = attempt > 1 ? " (attempt \(attempt))" : ""
         let note = request.traceNote.map { " (\($0))" } ?? ""
-        write("\(request.method.rawValue) \(SecretParameters.redacted(request.url))\(note) → \(outcome) in \(milliseconds) ms\(repeated)")
+        write(
+            "\(request.method.rawValue) \(SecretParameters.redacted(request.url))\(note) → \(outcome) in \(milliseconds) ms\(repeated)"
+        )
     }
 
     package func answered(_ summary: String) { write("  " + summary) }

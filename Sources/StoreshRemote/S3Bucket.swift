@@ -97,15 +97,18 @@ package final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
         into sink: (any ContentSink)? = nil, acceptFailure: Bool = false
     ) async throws -> RemoteResponse {
         let present = query.compactMap { name, value in value.map { (name, $0) } }
-        let queryText = present.map { "\(NameBytes.percentEncoded($0.0))=\(NameBytes.percentEncoded($0.1))" }.joined(separator: "&")
+        let queryText = present.map { "\(NameBytes.percentEncoded($0.0))=\(NameBytes.percentEncoded($0.1))" }.joined(
+            separator: "&")
         let signedPath = bucketPath + path
         let url = bucketURL + path + (queryText.isEmpty ? "" : "?" + queryText)
         let payloadHash = SigV4Signer.payloadHash(body)
-        let request = RemoteRequest(method: method, url: url, headers: [("Host", host)] + headers, body: body, repeatable: repeatable)
+        let request = RemoteRequest(
+            method: method, url: url, headers: [("Host", host)] + headers, body: body, repeatable: repeatable)
         let signer = self.signer
         let response = try await http.send(request, into: sink) { request in
             signer.sign(
-                method: request.method.rawValue, path: signedPath.isEmpty ? "/" : signedPath, query: queryText, headers: request.headers,
+                method: request.method.rawValue, path: signedPath.isEmpty ? "/" : signedPath, query: queryText,
+                headers: request.headers,
                 payloadHash: payloadHash, date: Date()
             ).headers
         }
@@ -123,7 +126,8 @@ package final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
 
     /// `x-amz-copy-source` of `key` in this bucket (of its version `version`, when given).
     func copySource(_ key: String, version: String? = nil) -> String {
-        "/" + NameBytes.percentEncoded(name) + objectPath(key) + (version.map { "?versionId=" + NameBytes.percentEncoded($0) } ?? "")
+        "/" + NameBytes.percentEncoded(name) + objectPath(key)
+            + (version.map { "?versionId=" + NameBytes.percentEncoded($0) } ?? "")
     }
 
     /// The server-side encryption (SSE-S3, SSE-KMS) among `headers` (lower-case names), which a copy names again: a
@@ -137,42 +141,52 @@ package final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
     static func archived(_ path: String, detail: String = "") -> StorageError {
         StorageError(
             .invalidArgument,
-            "\(path) is archived (S3's GLACIER or DEEP_ARCHIVE class): it cannot be read, changed or moved until it is restored (aws s3api restore-object), and nothing was changed.\(detail)")
+            "\(path) is archived (S3's GLACIER or DEEP_ARCHIVE class): it cannot be read, changed or moved until it is restored (aws s3api restore-object), and nothing was changed.\(detail)"
+        )
     }
 
     /// A status (and S3's error code, when the answer has a body) as the error it means (spec E).
     func failure(_ response: RemoteResponse, object: String?, precondition: Precondition) -> StorageError {
         // Without libxml2 the status alone says what failed.
         let error = (try? S3XML.error(response.body)) ?? nil
-        let detail = error.map { error in
-            let message = error.message.map { $0.hasSuffix(".") ? String($0.dropLast()) : $0 }
-            return " The service said: \(error.code)\(message.map { ": \($0)" } ?? "")."
-        } ?? ""
+        let detail =
+            error.map { error in
+                let message = error.message.map { $0.hasSuffix(".") ? String($0.dropLast()) : $0 }
+                return " The service said: \(error.code)\(message.map { ": \($0)" } ?? "")."
+            } ?? ""
         let path = "s3://\(name)/\(object ?? "")"
         let credentialsHint = "Check the key from \(configuration.credentials.source) (storesh whoami says which)."
         switch (response.status, error?.code) {
         case (_, "NoSuchBucket"): return .bucketNotFound(name)
-        case (_, "InvalidAccessKeyId"), (_, "SignatureDoesNotMatch"), (_, "ExpiredToken"), (_, "InvalidToken"), (_, "TokenRefreshRequired"):
+        case (_, "InvalidAccessKeyId"), (_, "SignatureDoesNotMatch"), (_, "ExpiredToken"), (_, "InvalidToken"),
+            (_, "TokenRefreshRequired"):
             return StorageError(
                 .unauthenticated,
                 "s3://\(name): the credentials were refused (\(response.status)).\(detail) \(credentialsHint)")
         case (_, "RequestTimeTooSkewed"):
-            return StorageError(.unauthenticated, "s3://\(name): this machine's clock is too far from the service's.\(detail)")
+            return StorageError(
+                .unauthenticated, "s3://\(name): this machine's clock is too far from the service's.\(detail)")
         case (_, "BadDigest"), (_, "InvalidDigest"):
-            return StorageError(.nonMatchingChecksum, "The service refused the content of \(path): its MD5 is not the one expected.\(detail)")
+            return StorageError(
+                .nonMatchingChecksum,
+                "The service refused the content of \(path): its MD5 is not the one expected.\(detail)")
         case (_, "EntityTooLarge"):
             return StorageError(.invalidArgument, "\(path) is larger than the service takes in one request.\(detail)")
         case (_, "InvalidObjectState"), (_, "ObjectNotInActiveTierError"):
             return Self.archived(path, detail: detail)
-        case (_, "InvalidRequest") where (error?.message ?? "").replacingOccurrences(of: " ", with: "").contains("ObjectLockConfiguration"):
+        case (_, "InvalidRequest")
+        where (error?.message ?? "").replacingOccurrences(of: " ", with: "").contains("ObjectLockConfiguration"):
             return StorageError(
                 .invalidArgument,
-                "s3://\(name) has no Object Lock (S3 turns it on when a bucket is made): its objects take no hold (temporaryHold) or retention, and nothing was changed.\(detail)")
+                "s3://\(name) has no Object Lock (S3 turns it on when a bucket is made): its objects take no hold (temporaryHold) or retention, and nothing was changed.\(detail)"
+            )
         case (_, "MetadataTooLarge"):
-            return StorageError(.invalidArgument, "The metadata of \(path) is over S3's 2 KB of user metadata.\(detail)")
+            return StorageError(
+                .invalidArgument, "The metadata of \(path) is over S3's 2 KB of user metadata.\(detail)")
         default:
             return StatusErrors.error(
-                StatusErrors.Answer(status: response.status, attempts: response.attempts, message: error?.message, detail: detail),
+                StatusErrors.Answer(
+                    status: response.status, attempts: response.attempts, message: error?.message, detail: detail),
                 bucket: name, bucketURL: "s3://\(name)", object: object,
                 audience: .credentials(hint: credentialsHint))
         }
@@ -189,7 +203,8 @@ package final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
     // MARK: Listing
 
     package func list(_ reference: StoragePath, options: ListOptions) async throws -> ListPage {
-        var page = try await Lister.page(of: reference, bucket: name, options: options, source: self, tokens: Self.tokens)
+        var page = try await Lister.page(
+            of: reference, bucket: name, options: options, source: self, tokens: Self.tokens)
         if options.includeMetadata {
             // ListObjectsV2 carries no content type or custom metadata: each item is read (HEAD), many at once.
             page.itemMetadata = try await headAll(page.items)
@@ -197,17 +212,25 @@ package final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
         return page
     }
 
-    package func storedPage(prefix: String, startOffset: String?, continuation: String?, maxResults: Int) async throws
+    package func storedPage(
+        prefix: String, startOffset: String?, continuation: String?, maxResults: Int
+    ) async throws
         -> StoredListingPage
     {
         // S3's start-after is exclusive: starting after the name with its last character dropped reaches the name
         // itself (the entries in between are dropped by the lister, which knows the exact bound).
-        let startAfter = startOffset.flatMap { $0.isEmpty ? nil : String($0.dropLast()) }.flatMap { $0.isEmpty || $0 == prefix ? nil : $0 }
-        let listed = try await listRequest(prefix: prefix, delimited: true, startAfter: startAfter, continuation: continuation, maxKeys: maxResults)
-        return StoredListingPage(prefixes: listed.prefixes, items: listed.items.map(listedMetadata), continuation: listed.continuation)
+        let startAfter = startOffset.flatMap { $0.isEmpty ? nil : String($0.dropLast()) }.flatMap {
+            $0.isEmpty || $0 == prefix ? nil : $0
+        }
+        let listed = try await listRequest(
+            prefix: prefix, delimited: true, startAfter: startAfter, continuation: continuation, maxKeys: maxResults)
+        return StoredListingPage(
+            prefixes: listed.prefixes, items: listed.items.map(listedMetadata), continuation: listed.continuation)
     }
 
-    private func listRequest(prefix: String, delimited: Bool, startAfter: String?, continuation: String?, maxKeys: Int) async throws
+    private func listRequest(
+        prefix: String, delimited: Bool, startAfter: String?, continuation: String?, maxKeys: Int
+    ) async throws
         -> (prefixes: [String], items: [S3ListedObject], continuation: String?)
     {
         let response = try await send(
@@ -230,8 +253,11 @@ package final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
 
     package func scan(prefix: String, after: String?, limit: Int) async throws -> ObjectScanPage {
         let listed = try await listRequest(
-            prefix: prefix, delimited: false, startAfter: after, continuation: nil, maxKeys: min(ListOptions.maximumResults, limit))
-        let names = listed.items.map(\.key).filter { name in after.map { $0.utf8.lexicographicallyPrecedes(name.utf8) } ?? true }
+            prefix: prefix, delimited: false, startAfter: after, continuation: nil,
+            maxKeys: min(ListOptions.maximumResults, limit))
+        let names = listed.items.map(\.key).filter { name in
+            after.map { $0.utf8.lexicographicallyPrecedes(name.utf8) } ?? true
+        }
         let objects = try await headAll(names)
         return ObjectScanPage(objects: objects, resumeAfter: listed.continuation == nil ? nil : names.last)
     }
@@ -270,7 +296,8 @@ package final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
         var metadata = ObjectMetadata(
             bucket: name, fullPath: key, generation: 0, metageneration: 0,
             size: response.header("Content-Length").flatMap { Int64($0) } ?? 0, timeCreated: time, updated: time,
-            md5Hash: response.header("x-amz-server-side-encryption") == "aws:kms" ? "" : Self.md5(fromEntityTag: entityTag ?? ""),
+            md5Hash: response.header("x-amz-server-side-encryption") == "aws:kms"
+                ? "" : Self.md5(fromEntityTag: entityTag ?? ""),
             entityTag: entityTag, versionID: response.header("x-amz-version-id").flatMap { $0 == "null" ? nil : $0 })
         for property in WritableProperty.allCases {
             if let value = response.header(property.httpHeader), !value.isEmpty { metadata[property] = value }
@@ -294,7 +321,8 @@ package final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
         if let missing = response.header("x-amz-missing-meta"), missing != "0" {
             throw StorageError(
                 .invalidArgument,
-                "s3://\(name)/\(key) has \(missing) metadata entries that HTTP headers cannot carry; storesh leaves it alone rather than lose them.")
+                "s3://\(name)/\(key) has \(missing) metadata entries that HTTP headers cannot carry; storesh leaves it alone rather than lose them."
+            )
         }
         if keepsHeaders { keptLock.withLock { kept[ObjectName(stored: key)] = (entityTag, keptHeaders) } }
         return metadata
@@ -314,47 +342,59 @@ package final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
     }
 
     package func validateStorable(_ metadata: ObjectMetadata) throws {
-        if let field = metadata.cloudStorage.writableFields.first(where: { ![.storageClass, .temporaryHold, .retention].contains($0) }) {
+        if let field = metadata.cloudStorage.writableFields.first(where: {
+            ![.storageClass, .temporaryHold, .retention].contains($0)
+        }) {
             throw StorageError.invalidArgument(
-                "\(metadata.fullPath): \(field.key) is Cloud Storage's (rule M9); an S3 object has no such field, so nothing was changed.")
+                "\(metadata.fullPath): \(field.key) is Cloud Storage's (rule M9); an S3 object has no such field, so nothing was changed."
+            )
         }
         if let storageClass = metadata.cloudStorage.storageClass {
             try storageClasses.check(storageClass, bucket: "s3://\(name)/\(metadata.fullPath)")
         }
         guard metadata.contentType != nil else {
             throw StorageError.invalidArgument(
-                "\(metadata.fullPath): an S3 object always has a content type (S3 gives binary/octet-stream when none is sent); set another instead of unsetting it.")
+                "\(metadata.fullPath): an S3 object always has a content type (S3 gives binary/octet-stream when none is sent); set another instead of unsetting it."
+            )
         }
         var total = 0
         for (key, value) in metadata.customMetadata {
             guard key == key.lowercased() else {
                 throw StorageError.invalidArgument(
-                    "custom.\(key): S3 keeps custom metadata keys in lower case (x-amz-meta-\(key.lowercased())); name it custom.\(key.lowercased()).")
+                    "custom.\(key): S3 keeps custom metadata keys in lower case (x-amz-meta-\(key.lowercased())); name it custom.\(key.lowercased())."
+                )
             }
             guard !key.isEmpty, key.utf8.allSatisfy(Self.isTokenByte) else {
                 throw StorageError.invalidArgument(
-                    "custom.\(key): an S3 custom metadata key is sent as a header name (x-amz-meta-KEY), so it may hold letters, digits and -_.!#$%&'*+^`|~ only.")
+                    "custom.\(key): an S3 custom metadata key is sent as a header name (x-amz-meta-KEY), so it may hold letters, digits and -_.!#$%&'*+^`|~ only."
+                )
             }
             guard value.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else {
                 throw StorageError.invalidArgument(
-                    "custom.\(key): S3 takes printable ASCII in metadata values (they travel as HTTP headers); this value has other characters.")
+                    "custom.\(key): S3 takes printable ASCII in metadata values (they travel as HTTP headers); this value has other characters."
+                )
             }
             total += key.utf8.count + value.utf8.count
         }
         guard total <= Self.largestUserMetadata else {
             throw StorageError.invalidArgument(
-                "\(metadata.fullPath): the custom metadata would take \(total) bytes; S3 keeps at most 2 KB (keys and values).")
+                "\(metadata.fullPath): the custom metadata would take \(total) bytes; S3 keeps at most 2 KB (keys and values)."
+            )
         }
         for property in WritableProperty.allCases {
             if let value = metadata[property], value.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) {
-                throw StorageError.invalidArgument("\(property.rawValue) of \(metadata.fullPath): S3 sends it as a header, which cannot hold control characters.")
+                throw StorageError.invalidArgument(
+                    "\(property.rawValue) of \(metadata.fullPath): S3 sends it as a header, which cannot hold control characters."
+                )
             }
         }
     }
 
     private static func isTokenByte(_ byte: UInt8) -> Bool {
         switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"):
+            true
         default: "-_.!#$%&'*+^`|~".utf8.contains(byte)
         }
     }
@@ -366,7 +406,9 @@ package final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
             if let value = metadata[property] { headers.append((property.httpHeader, value)) }
         }
         for (key, value) in metadata.customMetadata.sortedByKeyBytes { headers.append(("x-amz-meta-" + key, value)) }
-        if let storageClass = metadata.cloudStorage.storageClass { headers.append(("x-amz-storage-class", storageClass)) }
+        if let storageClass = metadata.cloudStorage.storageClass {
+            headers.append(("x-amz-storage-class", storageClass))
+        }
         return headers + ObjectLock.headers(metadata.cloudStorage)
     }
 
@@ -388,26 +430,33 @@ package final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
             if offset > 0 { headers.append(("Range", "bytes=\(offset)-")) }
             do {
                 let response = try await send(
-                    .GET, objectPath(key), headers: headers, repeatable: true, object: key, precondition: .matches(pinned), into: counter)
+                    .GET, objectPath(key), headers: headers, repeatable: true, object: key,
+                    precondition: .matches(pinned), into: counter)
                 if offset > 0, response.status != 206 {
                     throw StorageError(
-                        .unavailable, "The download of \(key) broke off after \(offset) bytes and the service did not resume it (it ignored the range).")
+                        .unavailable,
+                        "The download of \(key) broke off after \(offset) bytes and the service did not resume it (it ignored the range)."
+                    )
                 }
                 break
-            } catch let error as StorageError where error.code == .unavailable && counter.count > offset && resumes < 20 {
+            } catch let error as StorageError where error.code == .unavailable && counter.count > offset && resumes < 20
+            {
                 // It broke off after some progress: go on from there (bounded, and only while it progresses).
                 resumes += 1
             }
         }
         guard counter.count == pinned.size else {
-            throw StorageError(.unavailable, "The download of \(key) ended after \(counter.count) of \(pinned.size) bytes.")
+            throw StorageError(
+                .unavailable, "The download of \(key) ended after \(counter.count) of \(pinned.size) bytes.")
         }
         return counter.count
     }
 
     // MARK: Changes
 
-    package func updateMetadata(of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition) async throws
+    package func updateMetadata(
+        of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition
+    ) async throws
         -> UpdateResult
     {
         try await updateByReadingThenApplying(of: object, update, precondition: precondition)
@@ -416,7 +465,9 @@ package final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
     /// Rule S3: a copy of the object onto itself that replaces its metadata with `after`'s, guarded by the ETag and
     /// the time `before` was read at (a concurrent change of content changes the ETag; one of metadata alone, the
     /// time, to the second).
-    package func applyMetadata(of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata) async throws
+    package func applyMetadata(
+        of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata
+    ) async throws
         -> ObjectMetadata
     {
         try validateStorable(after)
@@ -424,16 +475,20 @@ package final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
         // writes it again, which neither may be (on S3 each version keeps its own: the one written over would
         // stay held, out of sight).
         var rest = after
-        (rest.cloudStorage.temporaryHold, rest.cloudStorage.retention) = (before.cloudStorage.temporaryHold, before.cloudStorage.retention)
+        (rest.cloudStorage.temporaryHold, rest.cloudStorage.retention) = (
+            before.cloudStorage.temporaryHold, before.cloudStorage.retention
+        )
         if before.differences(to: rest).isEmpty { return try await applyLock(of: object, from: before, to: after) }
         if var refusal = before.protection(against: .overwritten, now: Timestamp(date: Date())) {
-            refusal.message += " On S3 a change of metadata writes the object again (a copy onto itself); change its hold or retention alone, or release it first."
+            refusal.message +=
+                " On S3 a change of metadata writes the object again (a copy onto itself); change its hold or retention alone, or release it first."
             throw refusal
         }
         try Self.refuseIfArchived(before, at: "s3://\(name)/\(object.rawValue)")
         guard before.size <= Self.largestCopy else {
             throw StorageError.invalidArgument(
-                "\(object.rawValue) is \(before.size) bytes; S3 can rewrite the metadata of objects up to 5 GiB only (CopyObject's limit).")
+                "\(object.rawValue) is \(before.size) bytes; S3 can rewrite the metadata of objects up to 5 GiB only (CopyObject's limit)."
+            )
         }
         guard let entityTag = before.entityTag else {
             throw StorageError.internalError("\(object.rawValue) was read without an ETag; the update was not sent.")
@@ -453,7 +508,8 @@ package final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
         }
         var headers: [(String, String)] = [
             ("x-amz-copy-source", copySource(object.rawValue)), ("x-amz-metadata-directive", "REPLACE"),
-            ("x-amz-copy-source-if-match", entityTag), ("x-amz-copy-source-if-unmodified-since", before.updated.httpDate),
+            ("x-amz-copy-source-if-match", entityTag),
+            ("x-amz-copy-source-if-unmodified-since", before.updated.httpDate),
         ]
         headers += Self.propertyHeaders(after) + (extra?.headers ?? [])
         let response = try await send(
@@ -482,26 +538,34 @@ package final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
         throw failure(response, object: object.rawValue, precondition: .matches(before))
     }
 
-    package func write(_ content: Data, to object: ObjectName, options: WriteOptions, precondition: Precondition) async throws
+    package func write(
+        _ content: Data, to object: ObjectName, options: WriteOptions, precondition: Precondition
+    ) async throws
         -> ObjectMetadata
     {
         let headers = try uploadHeaders(object, options)
         if content.count > multipartThreshold {
             return try await multipartUpload(
-                size: content.count, read: { offset, length in content.subdata(in: offset..<min(content.count, offset + length)) },
+                size: content.count,
+                read: { offset, length in content.subdata(in: offset..<min(content.count, offset + length)) },
                 object: object, headers: headers, precondition: precondition)
         }
         let md5 = ContentHash.md5Base64(content)
         if let expected = options.expectedMD5, expected != md5 {
-            throw StorageError(.nonMatchingChecksum, "The content's MD5 is \(md5), not the expected \(expected); nothing was written.")
+            throw StorageError(
+                .nonMatchingChecksum, "The content's MD5 is \(md5), not the expected \(expected); nothing was written.")
         }
         let response = try await send(
-            .PUT, objectPath(object.rawValue), headers: headers + [("Content-MD5", md5)] + Self.conditions(precondition), body: content,
-            repeatable: precondition.isConditional, object: object.rawValue, precondition: precondition, acceptFailure: true)
+            .PUT, objectPath(object.rawValue),
+            headers: headers + [("Content-MD5", md5)] + Self.conditions(precondition), body: content,
+            repeatable: precondition.isConditional, object: object.rawValue, precondition: precondition,
+            acceptFailure: true)
         return try await written(response, object: object, precondition: precondition, md5: md5)
     }
 
-    package func write(from source: any ContentSource, to object: ObjectName, options: WriteOptions, precondition: Precondition)
+    package func write(
+        from source: any ContentSource, to object: ObjectName, options: WriteOptions, precondition: Precondition
+    )
         async throws -> ObjectMetadata
     {
         guard source.size > Int64(multipartThreshold) else {
@@ -509,7 +573,8 @@ package final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
         }
         if let expected = options.expectedMD5, expected != source.md5Base64 {
             throw StorageError(
-                .nonMatchingChecksum, "The content's MD5 is \(source.md5Base64), not the expected \(expected); nothing was written.")
+                .nonMatchingChecksum,
+                "The content's MD5 is \(source.md5Base64), not the expected \(expected); nothing was written.")
         }
         return try await multipartUpload(
             size: Int(source.size), read: { offset, length in try source.read(offset: Int64(offset), length: length) },
@@ -520,7 +585,8 @@ package final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
     private func uploadHeaders(_ object: ObjectName, _ options: WriteOptions) throws -> [(String, String)] {
         try CustomMetadataLimits.validate(options.customMetadata)
         var metadata = ObjectMetadata(
-            bucket: name, fullPath: object.rawValue, generation: 0, metageneration: 0, size: 0, timeCreated: Timestamp(microseconds: 0),
+            bucket: name, fullPath: object.rawValue, generation: 0, metageneration: 0, size: 0,
+            timeCreated: Timestamp(microseconds: 0),
             updated: Timestamp(microseconds: 0), md5Hash: "", customMetadata: options.customMetadata)
         for (property, value) in options.properties { metadata[property] = value }
         if metadata.contentType == nil { metadata.contentType = ContentType.guess(forName: object.rawValue) }
@@ -537,12 +603,15 @@ package final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
 
     /// The object a write made, read back (S3's answer to a PUT carries no metadata); a repeat refused because
     /// the first attempt landed counts as done when the object has the content written.
-    private func written(_ response: RemoteResponse, object: ObjectName, precondition: Precondition, md5: String?) async throws
+    private func written(
+        _ response: RemoteResponse, object: ObjectName, precondition: Precondition, md5: String?
+    ) async throws
         -> ObjectMetadata
     {
         completions.forget()
         if !(200..<300).contains(response.status) {
-            if response.attempts > 1, response.status == 412, let md5, let current = try await metadataIfPresent(of: object),
+            if response.attempts > 1, response.status == 412, let md5,
+                let current = try await metadataIfPresent(of: object),
                 current.md5Hash == md5
             {
                 return current
@@ -555,16 +624,20 @@ package final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
     /// An upload in parts of `multipartThreshold` bytes, read one at a time; abandoned parts are discarded when
     /// anything fails. The object appears only when the last request completes it.
     private func multipartUpload(
-        size: Int, read: (Int, Int) throws -> Data, object: ObjectName, headers: [(String, String)], precondition: Precondition
+        size: Int, read: (Int, Int) throws -> Data, object: ObjectName, headers: [(String, String)],
+        precondition: Precondition
     ) async throws -> ObjectMetadata {
         guard size <= 10_000 * multipartThreshold else {
-            throw StorageError.invalidArgument("\(object.rawValue): S3 takes at most 10,000 parts, \(10_000 * multipartThreshold) bytes in parts of this size.")
+            throw StorageError.invalidArgument(
+                "\(object.rawValue): S3 takes at most 10,000 parts, \(10_000 * multipartThreshold) bytes in parts of this size."
+            )
         }
         let path = objectPath(object.rawValue)
         let started = try await send(
             .POST, path, query: [("uploads", "")], headers: headers, repeatable: true, object: object.rawValue)
         guard let uploadID = try S3XML.value("UploadId", in: started.body) else {
-            throw StorageError.internalError("The service started no multipart upload for \(object.rawValue) (no UploadId).")
+            throw StorageError.internalError(
+                "The service started no multipart upload for \(object.rawValue) (no UploadId).")
         }
         do {
             var parts: [(number: Int, entityTag: String)] = []
@@ -575,22 +648,30 @@ package final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
                 // A part sent again replaces itself: repeatable.
                 let response = try await send(
                     .PUT, path, query: [("partNumber", String(number)), ("uploadId", uploadID)],
-                    headers: [("Content-MD5", ContentHash.md5Base64(piece))], body: piece, repeatable: true, object: object.rawValue)
+                    headers: [("Content-MD5", ContentHash.md5Base64(piece))], body: piece, repeatable: true,
+                    object: object.rawValue)
                 guard let entityTag = response.header("ETag") else {
-                    throw StorageError.internalError("The service gave no ETag for part \(number) of \(object.rawValue).")
+                    throw StorageError.internalError(
+                        "The service gave no ETag for part \(number) of \(object.rawValue).")
                 }
                 parts.append((number, entityTag))
                 offset += piece.count
                 if piece.isEmpty { break }
             }
-            let manifest = "<CompleteMultipartUpload>"
-                + parts.map { "<Part><PartNumber>\($0.number)</PartNumber><ETag>\(MarkupText.escaped($0.entityTag))</ETag></Part>" }.joined()
+            let manifest =
+                "<CompleteMultipartUpload>"
+                + parts.map {
+                    "<Part><PartNumber>\($0.number)</PartNumber><ETag>\(MarkupText.escaped($0.entityTag))</ETag></Part>"
+                }.joined()
                 + "</CompleteMultipartUpload>"
             let response = try await send(
-                .POST, path, query: [("uploadId", uploadID)], headers: [("Content-Type", "application/xml")] + Self.conditions(precondition),
-                body: Data(manifest.utf8), repeatable: true, object: object.rawValue, precondition: precondition, acceptFailure: true)
+                .POST, path, query: [("uploadId", uploadID)],
+                headers: [("Content-Type", "application/xml")] + Self.conditions(precondition),
+                body: Data(manifest.utf8), repeatable: true, object: object.rawValue, precondition: precondition,
+                acceptFailure: true)
             if (200..<300).contains(response.status), let error = try S3XML.error(response.body) {
-                throw StorageError(.internalError, "The service did not complete the upload of \(object.rawValue): \(error.code).")
+                throw StorageError(
+                    .internalError, "The service did not complete the upload of \(object.rawValue): \(error.code).")
             }
             if response.status == 404, response.attempts > 1 {
                 // The first completion landed and its answer was lost: the upload id is gone, the object is there.
@@ -598,7 +679,9 @@ package final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
             }
             return try await written(response, object: object, precondition: precondition, md5: nil)
         } catch {
-            _ = try? await send(.DELETE, path, query: [("uploadId", uploadID)], repeatable: true, object: object.rawValue, acceptFailure: true)
+            _ = try? await send(
+                .DELETE, path, query: [("uploadId", uploadID)], repeatable: true, object: object.rawValue,
+                acceptFailure: true)
             throw error
         }
     }
@@ -613,7 +696,8 @@ package final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
         var headers: [(String, String)] = []
         if let entityTag = precondition.entityTag { headers.append(("If-Match", entityTag)) }
         _ = try await send(
-            .DELETE, objectPath(object.rawValue), headers: headers, repeatable: true, object: object.rawValue, precondition: precondition)
+            .DELETE, objectPath(object.rawValue), headers: headers, repeatable: true, object: object.rawValue,
+            precondition: precondition)
         completions.forget()
     }
 }
@@ -624,7 +708,10 @@ package final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
 extension S3Bucket: ObjectMoves {
     package var movesInOneStep: Bool { false }
 
-    package func move(_ source: ObjectName, to destination: ObjectName, sourcePrecondition: Precondition, destinationPrecondition: Precondition)
+    package func move(
+        _ source: ObjectName, to destination: ObjectName, sourcePrecondition: Precondition,
+        destinationPrecondition: Precondition
+    )
         async throws -> ObjectMetadata
     {
         let current = try await metadata(of: source)
@@ -637,7 +724,8 @@ extension S3Bucket: ObjectMoves {
         }
         guard current.size <= Self.largestCopy else {
             throw StorageError.invalidArgument(
-                "\(source.rawValue) is \(current.size) bytes; S3 copies objects of up to 5 GiB in one request (CopyObject's limit), so it was not moved.")
+                "\(source.rawValue) is \(current.size) bytes; S3 copies objects of up to 5 GiB in one request (CopyObject's limit), so it was not moved."
+            )
         }
         guard let entityTag = current.entityTag else {
             throw StorageError.internalError("\(source.rawValue) was read without an ETag; it was not moved.")
@@ -649,12 +737,15 @@ extension S3Bucket: ObjectMoves {
         let guarded = existing.map { Precondition.sameContent(as: $0) } ?? .doesNotExist
         // A copy takes the source's metadata (COPY) but not its class nor its encryption, which it names again: the
         // destination would be STANDARD, encrypted as the bucket's default.
-        let encryption = Self.encryptionHeaders(keptLock.withLock { kept[source]?.entityTag == entityTag ? kept[source]?.headers ?? [] : [] })
+        let encryption = Self.encryptionHeaders(
+            keptLock.withLock { kept[source]?.entityTag == entityTag ? kept[source]?.headers ?? [] : [] })
         var headers: [(String, String)] = [
             ("x-amz-copy-source", copySource(source.rawValue)),
             ("x-amz-metadata-directive", "COPY"), ("x-amz-copy-source-if-match", entityTag),
         ]
-        if let storageClass = current.cloudStorage.storageClass { headers.append(("x-amz-storage-class", storageClass)) }
+        if let storageClass = current.cloudStorage.storageClass {
+            headers.append(("x-amz-storage-class", storageClass))
+        }
         headers += encryption + Self.conditions(guarded)
         let response = try await send(
             .PUT, objectPath(destination.rawValue), headers: headers, repeatable: true, object: destination.rawValue,
@@ -668,7 +759,8 @@ extension S3Bucket: ObjectMoves {
             try await delete(source, precondition: Precondition.sameContent(as: current))
         } catch let error as StorageError {
             var failure = error
-            failure.message = "\(destination.rawValue) was copied from \(source.rawValue), which was not deleted: \(error.message) Both objects are there now."
+            failure.message =
+                "\(destination.rawValue) was copied from \(source.rawValue), which was not deleted: \(error.message) Both objects are there now."
             throw HalfMove(arrived: arrived, failure: failure)
         }
         return arrived
@@ -707,7 +799,10 @@ enum ObjectLock {
         if fields.temporaryHold { headers.append(("x-amz-object-lock-legal-hold", "ON")) }
         // A retention whose time has passed keeps nothing, and S3 takes only a time to come.
         if let retention = fields.retention, retention.retainUntilTime > Timestamp(date: Date()) {
-            headers += [("x-amz-object-lock-mode", name(of: retention.mode)), ("x-amz-object-lock-retain-until-date", retention.retainUntilTime.rfc3339)]
+            headers += [
+                ("x-amz-object-lock-mode", name(of: retention.mode)),
+                ("x-amz-object-lock-retain-until-date", retention.retainUntilTime.rfc3339),
+            ]
         }
         return headers
     }
@@ -723,7 +818,8 @@ enum ObjectLock {
     static func retentionBody(_ retention: ObjectRetention?) -> Data {
         guard let retention else { return Data("<Retention xmlns=\"\(namespace)\"></Retention>".utf8) }
         return Data(
-            "<Retention xmlns=\"\(namespace)\"><Mode>\(name(of: retention.mode))</Mode><RetainUntilDate>\(retention.retainUntilTime.rfc3339)</RetainUntilDate></Retention>".utf8)
+            "<Retention xmlns=\"\(namespace)\"><Mode>\(name(of: retention.mode))</Mode><RetainUntilDate>\(retention.retainUntilTime.rfc3339)</RetainUntilDate></Retention>"
+                .utf8)
     }
 }
 
@@ -732,7 +828,9 @@ extension S3Bucket {
     /// again first and must be as it was (its ETag and version), and after, to say whether the version changed is
     /// still the live one. A shorter or removed GOVERNANCE retention is sent with the bypass the change was planned
     /// with (the core refused it otherwise).
-    func applyLock(of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata) async throws -> ObjectMetadata {
+    func applyLock(
+        of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata
+    ) async throws -> ObjectMetadata {
         let current = try await metadata(of: object)
         if current.differences(to: after).isEmpty { return current }
         guard current.entityTag == before.entityTag, current.versionID == before.versionID,
@@ -744,14 +842,16 @@ extension S3Bucket {
         if current.cloudStorage.temporaryHold != after.cloudStorage.temporaryHold {
             let body = ObjectLock.legalHoldBody(after.cloudStorage.temporaryHold)
             _ = try await send(
-                .PUT, objectPath(object.rawValue), query: [("legal-hold", "")] + version, headers: [("Content-MD5", ContentHash.md5Base64(body))],
+                .PUT, objectPath(object.rawValue), query: [("legal-hold", "")] + version,
+                headers: [("Content-MD5", ContentHash.md5Base64(body))],
                 body: body, repeatable: true, object: object.rawValue)
         }
         if current.cloudStorage.retention != after.cloudStorage.retention {
             let body = ObjectLock.retentionBody(after.cloudStorage.retention)
             var headers = [("Content-MD5", ContentHash.md5Base64(body))]
             if let old = current.cloudStorage.retention, old.mode == .unlocked,
-                after.cloudStorage.retention.map({ $0.retainUntilTime < old.retainUntilTime || $0.mode != old.mode }) ?? true
+                after.cloudStorage.retention.map({ $0.retainUntilTime < old.retainUntilTime || $0.mode != old.mode })
+                    ?? true
             {
                 headers.append(("x-amz-bypass-governance-retention", "true"))
             }
@@ -764,7 +864,8 @@ extension S3Bucket {
         guard landed.versionID == current.versionID else {
             throw StorageError(
                 .preconditionFailed,
-                "\(object.rawValue) was written again while its hold or retention was changed: the change is on the version read (\(current.versionID ?? "null")), not on the live one.")
+                "\(object.rawValue) was written again while its hold or retention was changed: the change is on the version read (\(current.versionID ?? "null")), not on the live one."
+            )
         }
         return landed
     }

@@ -6,19 +6,25 @@ import StoreshWire
 enum S3XML {
     /// An error document's code and message (`<Error><Code>NoSuchKey</Code><Message>…</Message></Error>`).
     static func error(_ body: Data) throws(StorageError) -> (code: String, message: String?)? {
-        guard let root = try XMLElement.parse(body), root.name == "Error", let code = root.text(of: "Code") else { return nil }
+        guard let root = try XMLElement.parse(body), root.name == "Error", let code = root.text(of: "Code") else {
+            return nil
+        }
         return (code, root.text(of: "Message"))
     }
 
     /// A ListObjectsV2 page, asked with `encoding-type=url` (keys percent-encoded, so that any byte survives XML).
-    static func listing(_ body: Data, bucket: String) throws -> (prefixes: [String], items: [S3ListedObject], continuation: String?) {
+    static func listing(
+        _ body: Data, bucket: String
+    ) throws -> (prefixes: [String], items: [S3ListedObject], continuation: String?) {
         guard let root = try XMLElement.parse(body), root.name == "ListBucketResult" else {
             throw StorageError.internalError("The service's listing is not the XML of ListObjectsV2.")
         }
         let key = keys(of: root)
         let prefixes = try root.all("CommonPrefixes").compactMap { try $0.text(of: "Prefix").map(key) }
         let items = try root.all("Contents").map { entry -> S3ListedObject in
-            guard let name = entry.text(of: "Key") else { throw StorageError.internalError("The service listed an object without a key.") }
+            guard let name = entry.text(of: "Key") else {
+                throw StorageError.internalError("The service listed an object without a key.")
+            }
             return S3ListedObject(
                 key: try key(name), size: Int64(entry.text(of: "Size") ?? "") ?? 0, etag: entry.text(of: "ETag") ?? "",
                 lastModified: entry.text(of: "LastModified").flatMap { Timestamp(rfc3339: $0) })
@@ -30,26 +36,35 @@ enum S3XML {
 
     /// A ListObjectVersions page, asked with `encoding-type=url`: its prefixes, its versions and delete markers in
     /// the service's order (by key, each key's newest first), and S3's markers for the next page.
-    static func versions(_ body: Data) throws -> (
-        prefixes: [String], entries: [S3ListedVersion], truncated: Bool, nextKeyMarker: String?, nextVersionMarker: String?
+    static func versions(
+        _ body: Data
+    ) throws -> (
+        prefixes: [String], entries: [S3ListedVersion], truncated: Bool, nextKeyMarker: String?,
+        nextVersionMarker: String?
     ) {
         guard let root = try XMLElement.parse(body), root.name == "ListVersionsResult" else {
             throw StorageError.internalError("The service's listing is not the XML of ListObjectVersions.")
         }
         let key = keys(of: root)
         let prefixes = try root.all("CommonPrefixes").compactMap { try $0.text(of: "Prefix").map(key) }
-        let entries = try root.children.filter { $0.name == "Version" || $0.name == "DeleteMarker" }.map { entry -> S3ListedVersion in
+        let entries = try root.children.filter { $0.name == "Version" || $0.name == "DeleteMarker" }.map {
+            entry -> S3ListedVersion in
             guard let name = entry.text(of: "Key"), let versionID = entry.text(of: "VersionId") else {
                 throw StorageError.internalError("The service listed a version without a key or a version id.")
             }
             return S3ListedVersion(
                 key: try key(name), versionID: versionID, isLatest: entry.text(of: "IsLatest") == "true",
-                isDeleteMarker: entry.name == "DeleteMarker", size: Int64(entry.text(of: "Size") ?? "") ?? 0, etag: entry.text(of: "ETag") ?? "",
-                lastModified: entry.text(of: "LastModified").flatMap { Timestamp(rfc3339: $0) } ?? Timestamp(microseconds: 0),
+                isDeleteMarker: entry.name == "DeleteMarker", size: Int64(entry.text(of: "Size") ?? "") ?? 0,
+                etag: entry.text(of: "ETag") ?? "",
+                lastModified: entry.text(of: "LastModified").flatMap { Timestamp(rfc3339: $0) }
+                    ?? Timestamp(microseconds: 0),
                 storageClass: entry.text(of: "StorageClass"))
         }
         let marker = { (name: String) in root.text(of: name).flatMap { $0.isEmpty ? nil : $0 } }
-        return (prefixes, entries, root.text(of: "IsTruncated") == "true", try marker("NextKeyMarker").map(key), marker("NextVersionIdMarker"))
+        return (
+            prefixes, entries, root.text(of: "IsTruncated") == "true", try marker("NextKeyMarker").map(key),
+            marker("NextVersionIdMarker")
+        )
     }
 
     /// How a listing's keys read: as they are, or percent-decoded where it says `EncodingType` url (asked for, so

@@ -105,7 +105,9 @@ package struct SigV4Signer: Sendable {
             return (String(parts[0]), parts.count > 1 ? String(parts[1]) : "")
         }
         return pairs.sorted { left, right in
-            left.0 == right.0 ? left.1.utf8.lexicographicallyPrecedes(right.1.utf8) : left.0.utf8.lexicographicallyPrecedes(right.0.utf8)
+            left.0 == right.0
+                ? left.1.utf8.lexicographicallyPrecedes(right.1.utf8)
+                : left.0.utf8.lexicographicallyPrecedes(right.0.utf8)
         }.map { "\($0.0)=\($0.1)" }.joined(separator: "&")
     }
 

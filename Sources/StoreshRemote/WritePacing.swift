@@ -16,7 +16,9 @@ package struct WriteRateLimits: Sendable, Equatable {
     /// initial one and doubles every second until the first pushback, with no ceiling but `cap`.
     package var documented: Bool
 
-    package init(initialRate: Double, doublingInterval: Double, cap: Double?, maximumConcurrency: Int, documented: Bool = true) {
+    package init(
+        initialRate: Double, doublingInterval: Double, cap: Double?, maximumConcurrency: Int, documented: Bool = true
+    ) {
         self.initialRate = initialRate
         self.doublingInterval = doublingInterval
         self.cap = cap
@@ -33,13 +35,16 @@ package struct WriteRateLimits: Sendable, Equatable {
     /// An emulator of Cloud Storage (`$STORAGE_EMULATOR_HOST`): no documented limits, so the pace starts where
     /// Cloud Storage's does and finds the emulator's own by its answers.
     package static func emulator(cap: Double?, maximumConcurrency: Int) -> WriteRateLimits {
-        WriteRateLimits(initialRate: 1000, doublingInterval: .infinity, cap: cap, maximumConcurrency: maximumConcurrency, documented: false)
+        WriteRateLimits(
+            initialRate: 1000, doublingInterval: .infinity, cap: cap, maximumConcurrency: maximumConcurrency,
+            documented: false)
     }
 
     /// S3: 3,500 writes a second per prefix. storesh does not see how S3 partitions a bucket's prefixes, so it
     /// keeps the whole bucket to one prefix's rate, which never grows.
     package static func s3(cap: Double?, maximumConcurrency: Int) -> WriteRateLimits {
-        WriteRateLimits(initialRate: 3500, doublingInterval: .infinity, cap: cap, maximumConcurrency: maximumConcurrency)
+        WriteRateLimits(
+            initialRate: 3500, doublingInterval: .infinity, cap: cap, maximumConcurrency: maximumConcurrency)
     }
 }
 

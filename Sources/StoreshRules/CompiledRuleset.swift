@@ -92,7 +92,9 @@ final class CompiledRuleset: Sendable {
         /// Whether the route matches the whole of b/BUCKET/o/NAME (segments split at every `/`, empty ones kept);
         /// with `variables`, its path variables are set there. Most routes fail on a literal, so a decision asks
         /// first without variables, and makes them only for a route that matched.
-        func matches(bucket: String, name: String, version: String, binding variables: UnsafeMutablePointer<Variables>? = nil) -> Bool {
+        func matches(
+            bucket: String, name: String, version: String, binding variables: UnsafeMutablePointer<Variables>? = nil
+        ) -> Bool {
             guard let bucketSegment else {
                 var fullPath = "b/\(bucket)/o"
                 if !name.isEmpty { fullPath += "/" + name }
@@ -103,8 +105,12 @@ final class CompiledRuleset: Sendable {
             case .variable(let variable): variables?.pointee.set(variable, .string(bucket))
             case .rest: return false
             }
-            return name.utf8.withContiguousStorageIfAvailable { match(objectSegments, $0, version: version, binding: variables) }
-                ?? Array(name.utf8).withUnsafeBufferPointer { match(objectSegments, $0, version: version, binding: variables) }
+            return name.utf8.withContiguousStorageIfAvailable {
+                match(objectSegments, $0, version: version, binding: variables)
+            }
+                ?? Array(name.utf8).withUnsafeBufferPointer {
+                    match(objectSegments, $0, version: version, binding: variables)
+                }
         }
 
         private func match(
@@ -122,9 +128,11 @@ final class CompiledRuleset: Sendable {
                 case .literal(let name):
                     guard start != exhausted else { return false }
                     let end = segmentEnd()
-                    guard end - start == name.count, name.withUnsafeBufferPointer({ name in
-                        path[start..<end].elementsEqual(name)
-                    }) else { return false }
+                    guard end - start == name.count,
+                        name.withUnsafeBufferPointer({ name in
+                            path[start..<end].elementsEqual(name)
+                        })
+                    else { return false }
                     start = end + 1
                 case .variable(let name):
                     guard start != exhausted else { return false }

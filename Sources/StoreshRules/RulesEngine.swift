@@ -23,13 +23,15 @@ package enum RulesEngine {
     /// What the open rules (from `origin`) decide for every request, without parsing them: their one allow, at
     /// line 5, grants it.
     static func openDecision(origin: String) -> AccessDecision {
-        AccessDecision(allowed: true, grantedBy: AccessGrant(statement: "allow read, write: if true;", origin: origin, line: 5))
+        AccessDecision(
+            allowed: true, grantedBy: AccessGrant(statement: "allow read, write: if true;", origin: origin, line: 5))
     }
 
     /// The exact error of rule L12.
     package static let listingNeedsVersion2 = StorageError(
         .unauthorized,
-        "Listing objects in a bucket is disallowed for rules_version = \"1\". Please update storage security rules to rules_version = \"2\" to use list.")
+        "Listing objects in a bucket is disallowed for rules_version = \"1\". Please update storage security rules to rules_version = \"2\" to use list."
+    )
 
     /// Checks a ruleset's text without putting it in force; the error names ORIGIN:LINE:COLUMN.
     package static func check(_ source: String, origin: String) throws(StorageError) {
@@ -46,7 +48,8 @@ package enum RulesEngine {
 
     static func decide(_ request: AccessRequest, ruleset: CompiledRuleset, auth: RulesValue) -> AccessDecision {
         if ruleset.version == "1" && request.method == .list {
-            return AccessDecision(allowed: false, denial: listingNeedsVersion2, reasons: ["listing needs rules_version 2 (rule L12)"])
+            return AccessDecision(
+                allowed: false, denial: listingNeedsVersion2, reasons: ["listing needs rules_version 2 (rule L12)"])
         }
         let evaluator = RulesEvaluator(request: request, auth: auth)
         var reasons: [String] = []
@@ -57,21 +60,27 @@ package enum RulesEngine {
             if let routeFirstName = route.firstName, routeFirstName != firstName { continue }
             guard route.matches(bucket: request.bucket, name: request.path, version: ruleset.version) else { continue }
             var scope = Scope(variables: Variables(), functions: route.functions)
-            _ = route.matches(bucket: request.bucket, name: request.path, version: ruleset.version, binding: &scope.variables)
+            _ = route.matches(
+                bucket: request.bucket, name: request.path, version: ruleset.version, binding: &scope.variables)
             for candidate in route.allows {
                 let allow = candidate.allow
-                guard let condition = allow.condition else { return AccessDecision(allowed: true, grantedBy: candidate.grant) }
+                guard let condition = allow.condition else {
+                    return AccessDecision(allowed: true, grantedBy: candidate.grant)
+                }
                 do throws(EvaluationError) {
                     if case .bool(true) = try evaluator.evaluate(condition, scope) {
                         return AccessDecision(allowed: true, grantedBy: candidate.grant)
                     }
                     reasons.append("`\(allow.text)` at \(candidate.grant.origin):\(allow.line): the condition is false")
                 } catch {
-                    reasons.append("`\(allow.text)` at \(candidate.grant.origin):\(allow.line): \(error.message) (line \(error.line)), so it grants nothing")
+                    reasons.append(
+                        "`\(allow.text)` at \(candidate.grant.origin):\(allow.line): \(error.message) (line \(error.line)), so it grants nothing"
+                    )
                 }
             }
         }
         if reasons.isEmpty { reasons = ["no allow statement for \(request.method.rawValue) matches the path"] }
-        return AccessDecision(allowed: false, denial: .unauthorized(bucket: request.bucket, path: request.path), reasons: reasons)
+        return AccessDecision(
+            allowed: false, denial: .unauthorized(bucket: request.bucket, path: request.path), reasons: reasons)
     }
 }

@@ -96,11 +96,13 @@ struct RulesEvaluator {
         defer { budget.nesting -= 1 }
         guard budget.evaluated <= RulesLimits.maximumEvaluatedExpressions else {
             throw EvaluationError(
-                message: "the rules evaluated more than \(RulesLimits.maximumEvaluatedExpressions) expressions for this request (the service's limit)",
+                message:
+                    "the rules evaluated more than \(RulesLimits.maximumEvaluatedExpressions) expressions for this request (the service's limit)",
                 line: expression.line ?? 0)
         }
         guard budget.nesting <= Self.maximumNesting else {
-            throw EvaluationError(message: "evaluation nests more than \(Self.maximumNesting) levels deep", line: expression.line ?? 0)
+            throw EvaluationError(
+                message: "evaluation nests more than \(Self.maximumNesting) levels deep", line: expression.line ?? 0)
         }
         return try evaluateCounted(expression, scope)
     }
@@ -109,7 +111,9 @@ struct RulesEvaluator {
         switch expression {
         case .literal(let value): return value
         case .identifier(let name, let line):
-            guard let value = scope.lookup(name) else { throw EvaluationError(message: "unknown name '\(name)'", line: line) }
+            guard let value = scope.lookup(name) else {
+                throw EvaluationError(message: "unknown name '\(name)'", line: line)
+            }
             return value
         case .request: return requestValue
         case .requestField(let field): return requestField(field)
@@ -128,17 +132,22 @@ struct RulesEvaluator {
             let index = try evaluate(key, scope)
             switch (container, index) {
             case (.list(let items), .integer(let position)):
-                guard position >= 0, position < items.count else { throw EvaluationError(message: "index \(position) is out of range", line: line) }
+                guard position >= 0, position < items.count else {
+                    throw EvaluationError(message: "index \(position) is out of range", line: line)
+                }
                 return items[Int(position)]
             case (.map, .string(let name)), (.stringMap, .string(let name)), (.object, .string(let name)):
                 return try member(container, name, line: line)
-            default: throw EvaluationError(message: "cannot index a \(container.typeName) with a \(index.typeName)", line: line)
+            default:
+                throw EvaluationError(
+                    message: "cannot index a \(container.typeName) with a \(index.typeName)", line: line)
             }
         case .call(let callee, let arguments, let line):
             let values = try evaluateEach(arguments, scope)
             switch callee {
             case .identifier(let name, _): return try scope.call(name, values, line: line, evaluator: self)
-            case .member(let base, let method, _): return try call(try evaluate(base, scope), method, values, line: line)
+            case .member(let base, let method, _):
+                return try call(try evaluate(base, scope), method, values, line: line)
             default: throw EvaluationError(message: "this is not a function", line: line)
             }
         case .unary(let symbol, let operand, let line):
@@ -147,13 +156,16 @@ struct RulesEvaluator {
             case ("!", .bool(let flag)): return .bool(!flag)
             case ("-", .integer(let number)):
                 // -Int64.min does not exist: an error (the request is denied), never a trap.
-                guard number != .min else { throw EvaluationError(message: "-(\(number)) overflows a 64-bit integer", line: line) }
+                guard number != .min else {
+                    throw EvaluationError(message: "-(\(number)) overflows a 64-bit integer", line: line)
+                }
                 return .integer(-number)
             case ("-", .float(let number)): return .float(-number)
             default: throw EvaluationError(message: "'\(symbol)' does not apply to a \(value.typeName)", line: line)
             }
         case .conditional(let condition, let then, let otherwise):
-            return try truth(try evaluate(condition, scope), line: 0) ? try evaluate(then, scope) : try evaluate(otherwise, scope)
+            return try truth(try evaluate(condition, scope), line: 0)
+                ? try evaluate(then, scope) : try evaluate(otherwise, scope)
         case .logical(let all, let operands, let line):
             // Left to right, stopping at the first operand that decides the chain.
             for operand in operands {
@@ -167,7 +179,8 @@ struct RulesEvaluator {
                 if symbol == "||" && left { return .bool(true) }
                 return .bool(try truth(try evaluate(rightExpression, scope), line: line))
             }
-            return try binary(symbol, try evaluate(leftExpression, scope), try evaluate(rightExpression, scope), line: line)
+            return try binary(
+                symbol, try evaluate(leftExpression, scope), try evaluate(rightExpression, scope), line: line)
         }
     }
 
@@ -180,17 +193,23 @@ struct RulesEvaluator {
     }
 
     func truth(_ value: RulesValue, line: Int) throws(EvaluationError) -> Bool {
-        guard case .bool(let flag) = value else { throw EvaluationError(message: "a condition must be a bool, not a \(value.typeName)", line: line) }
+        guard case .bool(let flag) = value else {
+            throw EvaluationError(message: "a condition must be a bool, not a \(value.typeName)", line: line)
+        }
         return flag
     }
 
     func member(_ value: RulesValue, _ name: String, line: Int) throws(EvaluationError) -> RulesValue {
         switch value {
         case .map(let map):
-            guard let found = map[name] else { throw EvaluationError(message: "the map has no key '\(name)'", line: line) }
+            guard let found = map[name] else {
+                throw EvaluationError(message: "the map has no key '\(name)'", line: line)
+            }
             return found
         case .stringMap(let map):
-            guard let found = map[name] else { throw EvaluationError(message: "the map has no key '\(name)'", line: line) }
+            guard let found = map[name] else {
+                throw EvaluationError(message: "the map has no key '\(name)'", line: line)
+            }
             return .string(found)
         case .object(let snapshot):
             let object = snapshot.metadata
@@ -208,12 +227,15 @@ struct RulesEvaluator {
             case "updated": return .timestamp(object.updated)
             default: throw EvaluationError(message: "an object has no field '\(name)'", line: line)
             }
-        case .null: throw EvaluationError(message: "'\(name)' of null (for instance request.auth when signed out)", line: line)
+        case .null:
+            throw EvaluationError(message: "'\(name)' of null (for instance request.auth when signed out)", line: line)
         default: throw EvaluationError(message: "a \(value.typeName) has no field '\(name)'", line: line)
         }
     }
 
-    func call(_ receiver: RulesValue, _ method: String, _ arguments: [RulesValue], line: Int) throws(EvaluationError) -> RulesValue {
+    func call(
+        _ receiver: RulesValue, _ method: String, _ arguments: [RulesValue], line: Int
+    ) throws(EvaluationError) -> RulesValue {
         let arity = arguments.count
         switch (receiver, method) {
         case (.string(let text), "matches") where arity == 1:
@@ -223,9 +245,13 @@ struct RulesEvaluator {
         case (.string(let text), "upper") where arity == 0: return .string(text.uppercased())
         case (.list(let items), "size") where arity == 0: return .integer(Int64(items.count))
         case (.list(let items), "hasAny") where arity == 1:
-            if case .list(let others) = arguments[0] { return .bool(others.contains { other in items.contains { Self.equal($0, other) } }) }
+            if case .list(let others) = arguments[0] {
+                return .bool(others.contains { other in items.contains { Self.equal($0, other) } })
+            }
         case (.list(let items), "hasAll") where arity == 1:
-            if case .list(let others) = arguments[0] { return .bool(others.allSatisfy { other in items.contains { Self.equal($0, other) } }) }
+            if case .list(let others) = arguments[0] {
+                return .bool(others.allSatisfy { other in items.contains { Self.equal($0, other) } })
+            }
         case (.map(let map), "size") where arity == 0: return .integer(Int64(map.count))
         case (.map(let map), "keys") where arity == 0: return Self.sortedKeys(map.keys)
         case (.map(let map), "get") where arity == 2:
@@ -236,24 +262,37 @@ struct RulesEvaluator {
             if case .string(let key) = arguments[0] { return map[key].map(RulesValue.string) ?? arguments[1] }
         case (.timestamp(let time), "toMillis") where arity == 0: return .integer(time.microseconds / 1000)
         case (.namespace("timestamp"), "date") where arity == 3:
-            if case .integer(let year) = arguments[0], case .integer(let month) = arguments[1], case .integer(let day) = arguments[2] {
-                guard let time = Timestamp(rfc3339: String(format: "%04lld-%02lld-%02lldT00:00:00Z", year, month, day)) else {
-                    throw EvaluationError(message: "timestamp.date(\(year), \(month), \(day)) is not a date", line: line)
+            if case .integer(let year) = arguments[0], case .integer(let month) = arguments[1],
+                case .integer(let day) = arguments[2]
+            {
+                guard let time = Timestamp(rfc3339: String(format: "%04lld-%02lld-%02lldT00:00:00Z", year, month, day))
+                else {
+                    throw EvaluationError(
+                        message: "timestamp.date(\(year), \(month), \(day)) is not a date", line: line)
                 }
                 return .timestamp(time)
             }
         case (.namespace("duration"), "value") where arity == 2:
             if case .integer(let amount) = arguments[0], case .string(let unit) = arguments[1] {
-                let units: [String: Int64] = ["w": 604_800_000_000, "d": 86_400_000_000, "h": 3_600_000_000, "m": 60_000_000, "s": 1_000_000, "ms": 1000]
-                guard let scale = units[unit] else { throw EvaluationError(message: "unknown duration unit '\(unit)'", line: line) }
+                let units: [String: Int64] = [
+                    "w": 604_800_000_000, "d": 86_400_000_000, "h": 3_600_000_000, "m": 60_000_000, "s": 1_000_000,
+                    "ms": 1000,
+                ]
+                guard let scale = units[unit] else {
+                    throw EvaluationError(message: "unknown duration unit '\(unit)'", line: line)
+                }
                 let (microseconds, overflow) = amount.multipliedReportingOverflow(by: scale)
-                guard !overflow else { throw EvaluationError(message: "duration.value(\(amount), '\(unit)') is out of range", line: line) }
+                guard !overflow else {
+                    throw EvaluationError(message: "duration.value(\(amount), '\(unit)') is out of range", line: line)
+                }
                 return .duration(microseconds)
             }
         default: break
         }
         throw EvaluationError(
-            message: "a \(receiver.typeName) has no function \(method) taking (\(arguments.map(\.typeName).joined(separator: ", ")))", line: line)
+            message:
+                "a \(receiver.typeName) has no function \(method) taking (\(arguments.map(\.typeName).joined(separator: ", ")))",
+            line: line)
     }
 
     /// A map's keys in byte order (the service does not promise an order; a fixed one makes `keys()[0]`
@@ -288,16 +327,20 @@ struct RulesEvaluator {
         case (.timestamp(let x), .timestamp(let y)): x == y
         case (.duration(let x), .duration(let y)): x == y
         case (.list(let x), .list(let y)): x.count == y.count && zip(x, y).allSatisfy { equal($0, $1) }
-        case (.map(let x), .map(let y)): x.count == y.count && x.allSatisfy { key, value in y[key].map { equal(value, $0) } ?? false }
+        case (.map(let x), .map(let y)):
+            x.count == y.count && x.allSatisfy { key, value in y[key].map { equal(value, $0) } ?? false }
         case (.stringMap(let x), .stringMap(let y)):
-            x.count == y.count && x.allSatisfy { key, value in y[key].map { value.utf8.elementsEqual($0.utf8) } ?? false }
+            x.count == y.count
+                && x.allSatisfy { key, value in y[key].map { value.utf8.elementsEqual($0.utf8) } ?? false }
         case (.stringMap(let x), .map): equal(.map(x.mapValues(RulesValue.string)), b)
         case (.map, .stringMap(let y)): equal(a, .map(y.mapValues(RulesValue.string)))
         default: false
         }
     }
 
-    func binary(_ symbol: String, _ left: RulesValue, _ right: RulesValue, line: Int) throws(EvaluationError) -> RulesValue {
+    func binary(
+        _ symbol: String, _ left: RulesValue, _ right: RulesValue, line: Int
+    ) throws(EvaluationError) -> RulesValue {
         switch symbol {
         case "==": return .bool(Self.equal(left, right))
         case "!=": return .bool(!Self.equal(left, right))
@@ -305,10 +348,14 @@ struct RulesEvaluator {
             switch right {
             case .list(let items): return .bool(items.contains { Self.equal($0, left) })
             case .map(let map):
-                guard case .string(let key) = left else { throw EvaluationError(message: "map keys are strings", line: line) }
+                guard case .string(let key) = left else {
+                    throw EvaluationError(message: "map keys are strings", line: line)
+                }
                 return .bool(map[key] != nil)
             case .stringMap(let map):
-                guard case .string(let key) = left else { throw EvaluationError(message: "map keys are strings", line: line) }
+                guard case .string(let key) = left else {
+                    throw EvaluationError(message: "map keys are strings", line: line)
+                }
                 return .bool(map[key] != nil)
             default: throw EvaluationError(message: "'in' needs a list or a map, not a \(right.typeName)", line: line)
             }
@@ -319,10 +366,12 @@ struct RulesEvaluator {
             case (.integer, .float), (.float, .integer), (.float, .float):
                 let (x, y) = (Self.number(left), Self.number(right))
                 order = x < y ? -1 : x == y ? 0 : 1
-            case (.string(let x), .string(let y)): order = x.utf8.lexicographicallyPrecedes(y.utf8) ? -1 : x.utf8.elementsEqual(y.utf8) ? 0 : 1
+            case (.string(let x), .string(let y)):
+                order = x.utf8.lexicographicallyPrecedes(y.utf8) ? -1 : x.utf8.elementsEqual(y.utf8) ? 0 : 1
             case (.timestamp(let x), .timestamp(let y)): order = x < y ? -1 : x == y ? 0 : 1
             case (.duration(let x), .duration(let y)): order = x < y ? -1 : x == y ? 0 : 1
-            default: throw EvaluationError(message: "cannot compare a \(left.typeName) with a \(right.typeName)", line: line)
+            default:
+                throw EvaluationError(message: "cannot compare a \(left.typeName) with a \(right.typeName)", line: line)
             }
             switch symbol {
             case "<": return .bool(order < 0)
@@ -337,11 +386,15 @@ struct RulesEvaluator {
             // Times and durations may come from a request (a claim, an upload's size): out of range is an error (the
             // request is denied), never a trap.
             case ("+", .timestamp(let t), .duration(let d)), ("+", .duration(let d), .timestamp(let t)):
-                return .timestamp(Timestamp(microseconds: try Self.inRange(t.microseconds.addingReportingOverflow(d), line: line)))
+                return .timestamp(
+                    Timestamp(microseconds: try Self.inRange(t.microseconds.addingReportingOverflow(d), line: line)))
             case ("-", .timestamp(let t), .duration(let d)):
-                return .timestamp(Timestamp(microseconds: try Self.inRange(t.microseconds.subtractingReportingOverflow(d), line: line)))
+                return .timestamp(
+                    Timestamp(
+                        microseconds: try Self.inRange(t.microseconds.subtractingReportingOverflow(d), line: line)))
             case ("-", .timestamp(let x), .timestamp(let y)):
-                return .duration(try Self.inRange(x.microseconds.subtractingReportingOverflow(y.microseconds), line: line))
+                return .duration(
+                    try Self.inRange(x.microseconds.subtractingReportingOverflow(y.microseconds), line: line))
             case (_, .integer(let x), .integer(let y)):
                 switch symbol {
                 case "+": return .integer(x &+ y)
@@ -349,8 +402,11 @@ struct RulesEvaluator {
                 case "*": return .integer(x &* y)
                 case "/", "%":
                     guard y != 0 else { throw EvaluationError(message: "division by zero", line: line) }
-                    let (result, overflow) = symbol == "/" ? x.dividedReportingOverflow(by: y) : x.remainderReportingOverflow(dividingBy: y)
-                    guard !overflow else { throw EvaluationError(message: "\(x) \(symbol) \(y) overflows a 64-bit integer", line: line) }
+                    let (result, overflow) =
+                        symbol == "/" ? x.dividedReportingOverflow(by: y) : x.remainderReportingOverflow(dividingBy: y)
+                    guard !overflow else {
+                        throw EvaluationError(message: "\(x) \(symbol) \(y) overflows a 64-bit integer", line: line)
+                    }
                     return .integer(result)
                 default: break
                 }
@@ -365,7 +421,8 @@ struct RulesEvaluator {
                 }
             default: break
             }
-            throw EvaluationError(message: "'\(symbol)' does not apply to a \(left.typeName) and a \(right.typeName)", line: line)
+            throw EvaluationError(
+                message: "'\(symbol)' does not apply to a \(left.typeName) and a \(right.typeName)", line: line)
         }
     }
 
@@ -446,20 +503,28 @@ struct Scope {
         return caller?.pointee.lookup(name)
     }
 
-    func call(_ name: String, _ arguments: [RulesValue], line: Int, evaluator: RulesEvaluator) throws(EvaluationError) -> RulesValue {
+    func call(
+        _ name: String, _ arguments: [RulesValue], line: Int, evaluator: RulesEvaluator
+    ) throws(EvaluationError) -> RulesValue {
         guard let function = functions.last(where: { $0.name == name }) else {
             throw EvaluationError(message: "unknown function '\(name)'", line: line)
         }
         guard function.parameters.count == arguments.count else {
-            throw EvaluationError(message: "\(name) takes \(function.parameters.count) arguments, not \(arguments.count)", line: line)
+            throw EvaluationError(
+                message: "\(name) takes \(function.parameters.count) arguments, not \(arguments.count)", line: line)
         }
         guard depth < RulesEvaluator.maximumCallDepth else {
-            throw EvaluationError(message: "functions call each other more than \(RulesEvaluator.maximumCallDepth) deep", line: line)
+            throw EvaluationError(
+                message: "functions call each other more than \(RulesEvaluator.maximumCallDepth) deep", line: line)
         }
         return try withUnsafePointer(to: self) { (caller) throws(EvaluationError) -> RulesValue in
             var inner = Scope(variables: Variables(), functions: functions, depth: depth + 1, caller: caller)
-            for (parameter, argument) in zip(function.parameters, arguments) { inner.variables.set(parameter, argument) }
-            for binding in function.bindings { inner.variables.set(binding.name, try evaluator.evaluate(binding.value, inner)) }
+            for (parameter, argument) in zip(function.parameters, arguments) {
+                inner.variables.set(parameter, argument)
+            }
+            for binding in function.bindings {
+                inner.variables.set(binding.name, try evaluator.evaluate(binding.value, inner))
+            }
             return try evaluator.evaluate(function.body, inner)
         }
     }

@@ -108,7 +108,9 @@ class RulesLayer: BucketLayer, TransactionalBucket, @unchecked Sendable {
     // MARK: Changes
 
     /// Streamed: the rules see the resource as the write will make it, known by the source's size and MD5.
-    func write(from source: any ContentSource, to object: ObjectName, options: WriteOptions, precondition: Precondition)
+    func write(
+        from source: any ContentSource, to object: ObjectName, options: WriteOptions, precondition: Precondition
+    )
         async throws -> ObjectMetadata
     {
         if session.isOpen {
@@ -116,15 +118,17 @@ class RulesLayer: BucketLayer, TransactionalBucket, @unchecked Sendable {
             return try await inner.write(from: source, to: object, options: options, precondition: precondition)
         }
         let existing = try await inner.metadataIfPresent(of: object)
-        let new = session.prospective(object, in: name, size: source.size, md5Hash: source.md5Base64, options: options, existing: existing)
+        let new = session.prospective(
+            object, in: name, size: source.size, md5Hash: source.md5Base64, options: options, existing: existing)
         try check(.create, object.rawValue, new: new, existing: existing)
         try require(precondition, of: object, existing)
         let decided = existing.map { Precondition.sameContent(as: $0) } ?? .doesNotExist
         return try await inner.write(from: source, to: object, options: options, precondition: decided)
     }
 
-
-    func updateMetadata(of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition) async throws
+    func updateMetadata(
+        of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition
+    ) async throws
         -> UpdateResult
     {
         if session.isOpen {
@@ -147,13 +151,17 @@ class RulesLayer: BucketLayer, TransactionalBucket, @unchecked Sendable {
     }
 
     /// A planned change applied under rules: decided as the update it is, on the object as read here (rule X2).
-    func applyMetadata(of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata) async throws
+    func applyMetadata(
+        of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata
+    ) async throws
         -> ObjectMetadata
     {
         try await updateByPrecondition(of: object, from: before, to: after)
     }
 
-    func write(_ content: Data, to object: ObjectName, options: WriteOptions, precondition: Precondition) async throws
+    func write(
+        _ content: Data, to object: ObjectName, options: WriteOptions, precondition: Precondition
+    ) async throws
         -> ObjectMetadata
     {
         if session.isOpen {
@@ -162,7 +170,8 @@ class RulesLayer: BucketLayer, TransactionalBucket, @unchecked Sendable {
         }
         let existing = try await inner.metadataIfPresent(of: object)
         let new = session.prospective(
-            object, in: name, size: Int64(content.count), md5Hash: ContentHash.md5Base64(content), options: options, existing: existing)
+            object, in: name, size: Int64(content.count), md5Hash: ContentHash.md5Base64(content), options: options,
+            existing: existing)
         // Rule R2: writing content, new or over an existing object, is `create`.
         try check(.create, object.rawValue, new: new, existing: existing)
         try require(precondition, of: object, existing)
@@ -185,7 +194,8 @@ class RulesLayer: BucketLayer, TransactionalBucket, @unchecked Sendable {
 
     /// A move decided as a `get` and a `delete` of the source and a `create` of the destination.
     fileprivate func decideMove(
-        _ source: ObjectName, to destination: ObjectName, sourcePrecondition: Precondition, destinationPrecondition: Precondition
+        _ source: ObjectName, to destination: ObjectName, sourcePrecondition: Precondition,
+        destinationPrecondition: Precondition
     ) async throws -> (source: Precondition, destination: Precondition) {
         if session.isOpen {
             try check(.get, source.rawValue)
@@ -210,10 +220,11 @@ class RulesLayer: BucketLayer, TransactionalBucket, @unchecked Sendable {
 
     // MARK: Helpers
 
-    fileprivate func check(_ method: AccessMethod, _ path: String, new: ObjectMetadata? = nil, existing: ObjectMetadata? = nil) throws {
+    fileprivate func check(
+        _ method: AccessMethod, _ path: String, new: ObjectMetadata? = nil, existing: ObjectMetadata? = nil
+    ) throws {
         try session.check(method, bucket: name, path: path, new: new, existing: existing)
     }
-
 
     /// The caller's own precondition, checked against the state the decision was made on.
     private func require(_ precondition: Precondition, of object: ObjectName, _ existing: ObjectMetadata?) throws {
@@ -268,7 +279,8 @@ final class DecidedUniformUpdates: UniformUpdates, Sendable {
     /// A page's update (or its preview) as the rules decide it: the listing of its folder, and the update of the
     /// last object picked (open rules decide every object alike).
     private func page(
-        writing: Bool, prefix: String, after: String?, limit: Int, _ update: MetadataUpdate, picking: (String) throws -> Bool
+        writing: Bool, prefix: String, after: String?, limit: Int, _ update: MetadataUpdate,
+        picking: (String) throws -> Bool
     ) async throws -> UniformUpdatePage {
         try layer.check(.list, NameBytes.folder(ofPrefix: prefix))
         var lastPicked: String?
@@ -333,11 +345,16 @@ private final class DecidedMoves: ObjectMoves, @unchecked Sendable {
         self.layer = layer
     }
 
-    func move(_ source: ObjectName, to destination: ObjectName, sourcePrecondition: Precondition, destinationPrecondition: Precondition)
+    func move(
+        _ source: ObjectName, to destination: ObjectName, sourcePrecondition: Precondition,
+        destinationPrecondition: Precondition
+    )
         async throws -> ObjectMetadata
     {
         let decided = try await layer.decideMove(
-            source, to: destination, sourcePrecondition: sourcePrecondition, destinationPrecondition: destinationPrecondition)
-        return try await inner.move(source, to: destination, sourcePrecondition: decided.source, destinationPrecondition: decided.destination)
+            source, to: destination, sourcePrecondition: sourcePrecondition,
+            destinationPrecondition: destinationPrecondition)
+        return try await inner.move(
+            source, to: destination, sourcePrecondition: decided.source, destinationPrecondition: decided.destination)
     }
 }

@@ -45,7 +45,9 @@ package final class RulesSession: RulesControl, @unchecked Sendable {
         as identity: Identity?, observer: (@Sendable (AccessRequest, AccessDecision) -> Void)? = nil
     ) -> RulesSession {
         let copy = lock.withLock {
-            RulesSession(clock: clock, ruleset: ruleset, source: source, origin: origin, openDecision: openDecision, unusable: unusable)
+            RulesSession(
+                clock: clock, ruleset: ruleset, source: source, origin: origin, openDecision: openDecision,
+                unusable: unusable)
         }
         copy.identity = identity
         copy.recording = false
@@ -54,10 +56,13 @@ package final class RulesSession: RulesControl, @unchecked Sendable {
     }
 
     private init(
-        clock: any StorageClock, ruleset: CompiledRuleset?, source: String, origin: String, openDecision: AccessDecision,
+        clock: any StorageClock, ruleset: CompiledRuleset?, source: String, origin: String,
+        openDecision: AccessDecision,
         unusable: String?
     ) {
-        (self.clock, self.ruleset, self.source, self.origin, self.openDecision) = (clock, ruleset, source, origin, openDecision)
+        (self.clock, self.ruleset, self.source, self.origin, self.openDecision) = (
+            clock, ruleset, source, origin, openDecision
+        )
         self.unusable = unusable
     }
 
@@ -88,7 +93,10 @@ package final class RulesSession: RulesControl, @unchecked Sendable {
     package func currentRules() -> (source: String, origin: String) {
         lock.withLock {
             guard let unusable else { return (source, origin) }
-            return (source, "\(origin), which cannot be used (\(unusable)): every request they would decide is denied until rules load or rules reset")
+            return (
+                source,
+                "\(origin), which cannot be used (\(unusable)): every request they would decide is denied until rules load or rules reset"
+            )
         }
     }
 
@@ -106,7 +114,9 @@ package final class RulesSession: RulesControl, @unchecked Sendable {
         // Every command and script ends with a reload: parse only when the stored rules changed.
         if lock.withLock({ source == stored.source && origin == stored.origin }) { return }
         do throws(StorageError) {
-            put(try RulesEngine.parse(stored.source, origin: stored.origin), source: stored.source, origin: stored.origin)
+            put(
+                try RulesEngine.parse(stored.source, origin: stored.origin), source: stored.source,
+                origin: stored.origin)
         } catch {
             // Never a reason not to open the bucket: the rules are what must be replaced.
             put(RulesEngine.denyingRuleset, source: stored.source, origin: stored.origin, unusable: error.message)
@@ -117,7 +127,11 @@ package final class RulesSession: RulesControl, @unchecked Sendable {
         // The open rules, loaded from a file or stored, are the open rules.
         let compiled = source == RulesEngine.openRules ? nil : parsed
         let decision = RulesEngine.openDecision(origin: origin)
-        lock.withLock { (ruleset, self.source, self.origin, openDecision, self.unusable) = (compiled, source, origin, decision, unusable) }
+        lock.withLock {
+            (ruleset, self.source, self.origin, openDecision, self.unusable) = (
+                compiled, source, origin, decision, unusable
+            )
+        }
     }
 
     package func guarding(_ bucket: any Bucket) -> any Bucket {
@@ -135,7 +149,8 @@ package final class RulesSession: RulesControl, @unchecked Sendable {
     /// Decides a request made now by the signed-in identity, records it (unless `record` is false or recording is
     /// off), and throws its denial.
     func check(
-        _ method: AccessMethod, bucket: String, path: String, new: ObjectMetadata? = nil, existing: ObjectMetadata? = nil,
+        _ method: AccessMethod, bucket: String, path: String, new: ObjectMetadata? = nil,
+        existing: ObjectMetadata? = nil,
         record: Bool = true
     ) throws {
         let time = clock.now()
@@ -162,12 +177,14 @@ package final class RulesSession: RulesControl, @unchecked Sendable {
 
     /// `request.resource` as a write will make it; its generation is the bucket's to give.
     func prospective(
-        _ object: ObjectName, in bucket: String, size: Int64, md5Hash: String, options: WriteOptions, existing: ObjectMetadata?
+        _ object: ObjectName, in bucket: String, size: Int64, md5Hash: String, options: WriteOptions,
+        existing: ObjectMetadata?
     ) -> ObjectMetadata {
         let now = clock.now()
         return ObjectMetadata.newObject(
             bucket: bucket, name: object, size: size, md5Hash: md5Hash,
-            generation: max(now.microseconds, (existing?.generation ?? 0) + 1), now: now, properties: options.properties,
+            generation: max(now.microseconds, (existing?.generation ?? 0) + 1), now: now,
+            properties: options.properties,
             customMetadata: options.customMetadata)
     }
 
@@ -177,7 +194,9 @@ package final class RulesSession: RulesControl, @unchecked Sendable {
         of object: ObjectName, in bucket: String, size: Int64, options: WriteOptions, existing: ObjectMetadata?
     ) throws {
         // The content is not there yet: its MD5 is the empty content's, as the service's is before any byte.
-        let new = prospective(object, in: bucket, size: size, md5Hash: ContentHash.md5Base64(Data()), options: options, existing: existing)
+        let new = prospective(
+            object, in: bucket, size: size, md5Hash: ContentHash.md5Base64(Data()), options: options, existing: existing
+        )
         try check(.create, bucket: bucket, path: object.rawValue, new: new, existing: existing, record: false)
     }
 

@@ -73,7 +73,8 @@ package final class RulesFunction: Sendable {
     package let bindings: [(name: String, value: RulesExpression)]
     package let body: RulesExpression
 
-    init(name: String, parameters: [String], bindings: [(name: String, value: RulesExpression)], body: RulesExpression) {
+    init(name: String, parameters: [String], bindings: [(name: String, value: RulesExpression)], body: RulesExpression)
+    {
         self.name = name
         self.parameters = parameters
         self.bindings = bindings
@@ -105,7 +106,8 @@ extension RulesExpression {
     /// The line an expression is on, where it knows it.
     var line: Int? {
         switch self {
-        case .identifier(_, let line), .request(let line), .member(_, _, let line), .index(_, _, let line), .call(_, _, let line),
+        case .identifier(_, let line), .request(let line), .member(_, _, let line), .index(_, _, let line),
+            .call(_, _, let line),
             .unary(_, _, let line), .binary(_, _, _, let line), .logical(_, _, let line):
             line
         case .literal, .requestField, .resource, .list, .map, .conditional: nil
@@ -137,8 +139,10 @@ struct RulesToken: Equatable {
 }
 
 enum RulesLexer {
-    static let symbols = ["==", "!=", "<=", ">=", "&&", "||", "{", "}", "(", ")", "[", "]", ",", ";", ":", ".", "=", "<", ">",
-        "!", "+", "-", "*", "/", "%", "?"]
+    static let symbols = [
+        "==", "!=", "<=", ">=", "&&", "||", "{", "}", "(", ")", "[", "]", ",", ";", ":", ".", "=", "<", ">",
+        "!", "+", "-", "*", "/", "%", "?",
+    ]
 
     static func tokens(_ text: String) throws(RulesSyntaxError) -> [RulesToken] {
         let scalars = Array(text.unicodeScalars)
@@ -148,15 +152,28 @@ enum RulesLexer {
         var column = 1
         func advance(_ count: Int = 1) {
             for _ in 0..<count {
-                if scalars[index] == "\n" { line += 1; column = 1 } else { column += 1 }
+                if scalars[index] == "\n" {
+                    line += 1
+                    column = 1
+                } else {
+                    column += 1
+                }
                 index += 1
             }
         }
-        func peek(_ offset: Int = 0) -> Unicode.Scalar? { index + offset < scalars.count ? scalars[index + offset] : nil }
+        func peek(_ offset: Int = 0) -> Unicode.Scalar? {
+            index + offset < scalars.count ? scalars[index + offset] : nil
+        }
         while let scalar = peek() {
-            if scalar == " " || scalar == "\t" || scalar == "\n" || scalar == "\r" { advance(); continue }
+            if scalar == " " || scalar == "\t" || scalar == "\n" || scalar == "\r" {
+                advance()
+                continue
+            }
             if scalar == "/" && peek(1) == "/" {
-                while let next = peek(), next != "\n" { _ = next; advance() }
+                while let next = peek(), next != "\n" {
+                    _ = next
+                    advance()
+                }
                 continue
             }
             if scalar == "/" && peek(1) == "*" {
@@ -182,7 +199,8 @@ enum RulesLexer {
                     path.append(next)
                     advance()
                 }
-                tokens.append(RulesToken(kind: .path(String(path)), line: startLine, column: startColumn, offset: startOffset))
+                tokens.append(
+                    RulesToken(kind: .path(String(path)), line: startLine, column: startColumn, offset: startOffset))
                 continue
             }
             if scalar == "'" || scalar == "\"" {
@@ -205,12 +223,15 @@ enum RulesLexer {
                     }
                     value.append(next)
                 }
-                tokens.append(RulesToken(kind: .string(String(value)), line: startLine, column: startColumn, offset: startOffset))
+                tokens.append(
+                    RulesToken(kind: .string(String(value)), line: startLine, column: startColumn, offset: startOffset))
                 continue
             }
             if ("0"..."9").contains(scalar) {
                 var text = ""
-                while let next = peek(), ("0"..."9").contains(next) || next == "." && peek(1).map({ ("0"..."9").contains($0) }) == true {
+                while let next = peek(),
+                    ("0"..."9").contains(next) || next == "." && peek(1).map({ ("0"..."9").contains($0) }) == true
+                {
                     text.unicodeScalars.append(next)
                     advance()
                 }
@@ -220,7 +241,8 @@ enum RulesLexer {
                 } else if let value = Int64(text) {
                     kind = .integer(value)
                 } else {
-                    throw RulesSyntaxError(message: "the number \(text) is out of range", line: startLine, column: startColumn)
+                    throw RulesSyntaxError(
+                        message: "the number \(text) is out of range", line: startLine, column: startColumn)
                 }
                 tokens.append(RulesToken(kind: kind, line: startLine, column: startColumn, offset: startOffset))
                 continue
@@ -231,7 +253,8 @@ enum RulesLexer {
                     name.unicodeScalars.append(next)
                     advance()
                 }
-                tokens.append(RulesToken(kind: .identifier(name), line: startLine, column: startColumn, offset: startOffset))
+                tokens.append(
+                    RulesToken(kind: .identifier(name), line: startLine, column: startColumn, offset: startOffset))
                 continue
             }
             let two = String(String.UnicodeScalarView([scalar] + (peek(1).map { [$0] } ?? [])))
@@ -240,7 +263,9 @@ enum RulesLexer {
                 tokens.append(RulesToken(kind: .symbol(two), line: startLine, column: startColumn, offset: startOffset))
             } else if symbols.contains(String(scalar)) {
                 advance()
-                tokens.append(RulesToken(kind: .symbol(String(scalar)), line: startLine, column: startColumn, offset: startOffset))
+                tokens.append(
+                    RulesToken(kind: .symbol(String(scalar)), line: startLine, column: startColumn, offset: startOffset)
+                )
             } else {
                 throw RulesSyntaxError(message: "unexpected character '\(scalar)'", line: line, column: column)
             }
@@ -257,7 +282,8 @@ package enum RulesParser {
         let bytes = text.utf8.count
         guard bytes <= RulesLimits.maximumSourceBytes else {
             throw RulesSyntaxError(
-                message: "the rules are \(bytes) bytes long; a rules file is at most \(RulesLimits.maximumSourceBytes) bytes (256 KB)",
+                message:
+                    "the rules are \(bytes) bytes long; a rules file is at most \(RulesLimits.maximumSourceBytes) bytes (256 KB)",
                 line: 1, column: 1)
         }
         var parser = Parser(tokens: try RulesLexer.tokens(text), scalars: Array(text.unicodeScalars))
@@ -277,7 +303,8 @@ package enum RulesParser {
         mutating func enter(at token: RulesToken) throws(RulesSyntaxError) {
             depth += 1
             guard depth <= RulesLimits.maximumExpressionDepth else {
-                throw error("the expression nests more than \(RulesLimits.maximumExpressionDepth) levels deep", at: token)
+                throw error(
+                    "the expression nests more than \(RulesLimits.maximumExpressionDepth) levels deep", at: token)
             }
         }
 
@@ -306,14 +333,18 @@ package enum RulesParser {
         }
 
         mutating func expect(_ symbol: String, _ what: String) throws(RulesSyntaxError) {
-            guard current.kind == .symbol(symbol) else { throw error("expected '\(symbol)' \(what), found \(describe(current))") }
+            guard current.kind == .symbol(symbol) else {
+                throw error("expected '\(symbol)' \(what), found \(describe(current))")
+            }
             _ = next()
         }
 
         mutating func isKeyword(_ word: String) -> Bool { current.kind == .identifier(word) }
 
         mutating func identifier(_ what: String) throws(RulesSyntaxError) -> String {
-            guard case .identifier(let name) = current.kind else { throw error("expected \(what), found \(describe(current))") }
+            guard case .identifier(let name) = current.kind else {
+                throw error("expected \(what), found \(describe(current))")
+            }
             _ = next()
             return name
         }
@@ -330,7 +361,9 @@ package enum RulesParser {
                 _ = next()
                 try expect(";", "after the rules version")
             }
-            guard isKeyword("service") else { throw error("expected 'service firebase.storage {', found \(describe(current))") }
+            guard isKeyword("service") else {
+                throw error("expected 'service firebase.storage {', found \(describe(current))")
+            }
             _ = next()
             var service = try identifier("a service name")
             while current.kind == .symbol(".") {
@@ -338,13 +371,17 @@ package enum RulesParser {
                 service += "." + (try identifier("a service name"))
             }
             guard service == "firebase.storage" else {
-                throw error("these are rules for \(service); storesh reads rules for service firebase.storage", at: tokens[max(0, position - 1)])
+                throw error(
+                    "these are rules for \(service); storesh reads rules for service firebase.storage",
+                    at: tokens[max(0, position - 1)])
             }
             try expect("{", "to open the service")
             var functions: [RulesFunction] = []
             var matches: [MatchBlock] = []
             while current.kind != .symbol("}") {
-                if isKeyword("match") { matches.append(try match()) } else if isKeyword("function") {
+                if isKeyword("match") {
+                    matches.append(try match())
+                } else if isKeyword("function") {
                     functions.append(try function())
                 } else {
                     throw error("expected 'match' or 'function' in the service, found \(describe(current))")
@@ -374,7 +411,8 @@ package enum RulesParser {
                         segments.append(.variable(String(inner)))
                     }
                 } else if part.isEmpty || part.contains("{") || part.contains("}") {
-                    throw error("segment \(index + 1) of the path \(text) is not a name, {name} or {name=**}", at: pathToken)
+                    throw error(
+                        "segment \(index + 1) of the path \(text) is not a name, {name} or {name=**}", at: pathToken)
                 } else {
                     segments.append(.literal(String(part)))
                 }
@@ -415,7 +453,9 @@ package enum RulesParser {
                 default:
                     guard let method = AccessMethod(rawValue: name) else {
                         var message = "unknown method '\(name)'"
-                        if let near = Suggestion.nearest(to: name, among: ["read", "write"] + AccessMethod.allCases.map(\.rawValue)) {
+                        if let near = Suggestion.nearest(
+                            to: name, among: ["read", "write"] + AccessMethod.allCases.map(\.rawValue))
+                        {
                             message += "; did you mean '\(near)'?"
                         }
                         throw error(message, at: token)
@@ -434,8 +474,10 @@ package enum RulesParser {
             let end = current
             try expect(";", "to end the allow statement")
             let text = String(String.UnicodeScalarView(scalars[keyword.offset..<end.offset + 1]))
-                .split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
-            return AllowStatement(methods: methods, methodNames: names, condition: condition, line: keyword.line, text: text)
+                .split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.joined(
+                    separator: " ")
+            return AllowStatement(
+                methods: methods, methodNames: names, condition: condition, line: keyword.line, text: text)
         }
 
         mutating func function() throws(RulesSyntaxError) -> RulesFunction {
@@ -480,7 +522,9 @@ package enum RulesParser {
             return condition
         }
 
-        static let levels: [[String]] = [["||"], ["&&"], ["==", "!=", "<", "<=", ">", ">=", "in"], ["+", "-"], ["*", "/", "%"]]
+        static let levels: [[String]] = [
+            ["||"], ["&&"], ["==", "!=", "<", "<=", ">", ">=", "in"], ["+", "-"], ["*", "/", "%"],
+        ]
 
         mutating func binary(level: Int) throws(RulesSyntaxError) -> RulesExpression {
             guard level < Self.levels.count else { return try unary() }
@@ -533,7 +577,9 @@ package enum RulesParser {
             defer { depth = entered }
             while true {
                 let token = current
-                if token.kind == .symbol(".") || token.kind == .symbol("[") || token.kind == .symbol("(") { try enter(at: token) }
+                if token.kind == .symbol(".") || token.kind == .symbol("[") || token.kind == .symbol("(") {
+                    try enter(at: token)
+                }
                 if token.kind == .symbol(".") {
                     _ = next()
                     let name = try identifier("a name after '.'")

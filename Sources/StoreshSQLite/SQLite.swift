@@ -38,7 +38,9 @@ public final class SQLiteConnection {
     /// The most bytes one text or blob may hold in this process's SQLite (SQLITE_LIMIT_LENGTH; 1,000,000,000 unless
     /// it was built otherwise): an object's content is one blob, so this is the largest object a bucket file holds.
     public static let largestValueBytes: Int64 = {
-        guard let connection = try? SQLiteConnection(path: ":memory:", flags: SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) else {
+        guard
+            let connection = try? SQLiteConnection(path: ":memory:", flags: SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+        else {
             return 1_000_000_000
         }
         defer { connection.close() }
@@ -51,7 +53,8 @@ public final class SQLiteConnection {
         let status = sqlite3_open_v2(path, &handle, flags | SQLITE_OPEN_NOMUTEX, nil)
         self.handle = handle
         if status != SQLITE_OK {
-            let error = SQLiteError(code: status, message: handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory")
+            let error = SQLiteError(
+                code: status, message: handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory")
             close()
             throw error
         }
@@ -184,15 +187,12 @@ public struct SQLiteFunctionCall: SQLiteRow {
     @usableFromInline let context: OpaquePointer?
     @usableFromInline let arguments: UnsafeMutablePointer<OpaquePointer?>?
 
-    init(context: OpaquePointer?, arguments: UnsafeMutablePointer<OpaquePointer?>?) {
-        self.context = context
-        self.arguments = arguments
-    }
-
     // Inlinable, as a statement's columns are: a bulk edit hands a function every column of a million rows.
     @inlinable public func int64(_ argument: Int32) -> Int64 { sqlite3_value_int64(arguments![Int(argument)]) }
 
-    @inlinable public func isNull(_ argument: Int32) -> Bool { sqlite3_value_type(arguments![Int(argument)]) == SQLITE_NULL }
+    @inlinable public func isNull(_ argument: Int32) -> Bool {
+        sqlite3_value_type(arguments![Int(argument)]) == SQLITE_NULL
+    }
 
     public func string(_ argument: Int32) -> String? {
         guard let text = sqlite3_value_text(arguments![Int(argument)]) else { return nil }
@@ -344,7 +344,9 @@ public final class SQLiteBlob {
     private let connection: SQLiteConnection
     public let size: Int
 
-    public init(_ connection: SQLiteConnection, table: String, column: String, row: Int64, writable: Bool) throws(SQLiteError) {
+    public init(
+        _ connection: SQLiteConnection, table: String, column: String, row: Int64, writable: Bool
+    ) throws(SQLiteError) {
         self.connection = connection
         var raw: OpaquePointer?
         let status = sqlite3_blob_open(connection.handle, "main", table, column, row, writable ? 1 : 0, &raw)

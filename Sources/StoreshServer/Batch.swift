@@ -20,7 +20,8 @@ extension StorageAPI {
         }
         let contentType = exchange.request.headers[.contentType] ?? ""
         guard let boundary = CloudStorageBatch.boundary(ofContentType: contentType) else {
-            throw HTTPFailure.badRequest("A batch's Content-Type must be multipart/mixed with a boundary, not '\(contentType)'.")
+            throw HTTPFailure.badRequest(
+                "A batch's Content-Type must be multipart/mixed with a boundary, not '\(contentType)'.")
         }
         let body = try await body(&exchange, limit: limits.maximumJSONBytes * 4, what: "batch")
         let parts: [CloudStorageBatch.Call]
@@ -39,11 +40,15 @@ extension StorageAPI {
             var started = 0
             func record(_ index: Int, _ answer: Answer) {
                 total += answer.body.readableBytes
-                answers[index] = total <= Self.maximumBatchAnswerBytes ? answer : Reply.failure(
-                    HTTPFailure(
-                        .contentTooLarge, reason: "responseTooLarge",
-                        "The batch's answers would exceed \(Self.maximumBatchAnswerBytes >> 20) MiB; this request was not answered. Send it in a smaller batch."),
-                    firebase: false)
+                answers[index] =
+                    total <= Self.maximumBatchAnswerBytes
+                    ? answer
+                    : Reply.failure(
+                        HTTPFailure(
+                            .contentTooLarge, reason: "responseTooLarge",
+                            "The batch's answers would exceed \(Self.maximumBatchAnswerBytes >> 20) MiB; this request was not answered. Send it in a smaller batch."
+                        ),
+                        firebase: false)
             }
             for (index, part) in parts.enumerated() {
                 if started >= Self.batchParallelism, let (done, answer) = await group.next() { record(done, answer) }
@@ -66,8 +71,10 @@ extension StorageAPI {
         let answerBoundary = CloudStorageBatch.newBoundary()
         let written = zip(parts, answers).map { part, answer in
             CloudStorageBatch.Answer(
-                contentID: CloudStorageBatch.answerID(of: part.contentID), status: answer.status.code, reason: answer.status.reasonPhrase,
-                headers: answer.headers.map { CloudStorageBatch.Header($0.name.rawName, $0.value) }, body: Data(answer.body.readableBytesView))
+                contentID: CloudStorageBatch.answerID(of: part.contentID), status: answer.status.code,
+                reason: answer.status.reasonPhrase,
+                headers: answer.headers.map { CloudStorageBatch.Header($0.name.rawName, $0.value) },
+                body: Data(answer.body.readableBytesView))
         }
         return Answer(
             status: .ok, headers: [.contentType: CloudStorageBatch.contentType(boundary: answerBoundary)],
@@ -98,15 +105,21 @@ extension StorageAPI {
 extension CloudStorageBatch.Call {
     /// The call as a request of its own, on the batch's server: an absolute URL keeps only its path and query.
     func request(authority: String?) throws -> Request {
-        guard let path = pathAndQuery else { throw HTTPFailure.badRequest("A batch request's target must be a path or a URL, not '\(target)'.") }
+        guard let path = pathAndQuery else {
+            throw HTTPFailure.badRequest("A batch request's target must be a path or a URL, not '\(target)'.")
+        }
         var fields = HTTPFields()
         for header in headers {
-            guard let fieldName = HTTPField.Name(header.name) else { throw HTTPFailure.badRequest("A batch request has a malformed header name '\(header.name)'.") }
+            guard let fieldName = HTTPField.Name(header.name) else {
+                throw HTTPFailure.badRequest("A batch request has a malformed header name '\(header.name)'.")
+            }
             fields.append(HTTPField(name: fieldName, value: header.value))
         }
         fields[.contentLength] = String(body.count)
         guard let method = HTTPRequest.Method(method) else {
-            throw HTTPFailure.badRequest("A batch request's method must be an HTTP method (GET, PATCH, …), not '\(MessageText.oneLine(method))'.")
+            throw HTTPFailure.badRequest(
+                "A batch request's method must be an HTTP method (GET, PATCH, …), not '\(MessageText.oneLine(method))'."
+            )
         }
         let head = HTTPRequest(method: method, scheme: "http", authority: authority, path: path, headerFields: fields)
         return Request(head: head, body: RequestBody(buffer: ByteBuffer(bytes: body)))

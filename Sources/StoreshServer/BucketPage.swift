@@ -25,7 +25,8 @@ enum BucketPage {
     /// page of it), `object` (its metadata); or, with `view=requests`, the request log alone in large type, for a
     /// projector. `buckets`: every bucket served, the first first, listed for the page to switch (rule V6).
     static func answer(
-        _ bucket: ServedBucket, among buckets: [String], journal: RequestJournal, query: QueryParameters, pageToken: String
+        _ bucket: ServedBucket, among buckets: [String], journal: RequestJournal, query: QueryParameters,
+        pageToken: String
     ) async throws -> Answer {
         try await $shownBucket.withValue(bucket.name == buckets.first ? nil : bucket.name) {
             try await answerShown(bucket, among: buckets, journal: journal, query: query, pageToken: pageToken)
@@ -33,7 +34,8 @@ enum BucketPage {
     }
 
     private static func answerShown(
-        _ bucket: ServedBucket, among buckets: [String], journal: RequestJournal, query: QueryParameters, pageToken: String
+        _ bucket: ServedBucket, among buckets: [String], journal: RequestJournal, query: QueryParameters,
+        pageToken: String
     ) async throws -> Answer {
         var headers = HTTPFields()
         headers[.contentType] = "text/html; charset=utf-8"
@@ -62,7 +64,8 @@ enum BucketPage {
         }
         let rules = try? bucket.rulesSession(as: nil).currentRules()
         let html = render(
-            bucket: bucket.name, folder: folder, token: token, page: page, object: object, missing: missing, rules: rules,
+            bucket: bucket.name, folder: folder, token: token, page: page, object: object, missing: missing,
+            rules: rules,
             requests: journal.recent(requestsBeside), pageToken: pageToken, buckets: buckets)
         return Answer(status: .ok, headers: headers, body: ByteBuffer(string: html.markup))
     }
@@ -79,7 +82,9 @@ enum BucketPage {
     /// The page around `main`: its head, header, style and live script (`PageAssets`). `pageToken` is the server's
     /// own (`OriginPolicy.newPageToken`): the page's script sends it with every change it makes, which a page of
     /// another origin cannot read and so cannot forge.
-    static func document(title: String, heading: HTML, navigation: HTML = "", main: HTML, wide: Bool = false, pageToken: String) -> HTML {
+    static func document(
+        title: String, heading: HTML, navigation: HTML = "", main: HTML, wide: Bool = false, pageToken: String
+    ) -> HTML {
         """
         <!doctype html>
         <html lang="en">
@@ -119,12 +124,17 @@ enum BucketPage {
             html += "<ul class=\"entries\">\n"
             for child in page.prefixes {
                 let name = StoragePath(normalizing: child).name
-                html += "<li class=\"prefix\"><a href=\"\(link(path: child + "/"))\">\(name)/</a> <span class=\"kind\">prefix</span></li>\n"
+                html +=
+                    "<li class=\"prefix\"><a href=\"\(link(path: child + "/"))\">\(name)/</a> <span class=\"kind\">prefix</span></li>\n"
             }
-            let sizes = Dictionary((page.itemMetadata ?? []).map { (ObjectName(stored: $0.fullPath), $0.size) }) { first, _ in first }
+            let sizes = Dictionary((page.itemMetadata ?? []).map { (ObjectName(stored: $0.fullPath), $0.size) }) {
+                first, _ in first
+            }
             for item in page.items {
                 let name = StoragePath(normalizing: item).name
-                let size: HTML = sizes[ObjectName(stored: item)].map { " <span class=\"size\">\(MessageText.byteCount($0))</span>" } ?? ""
+                let size: HTML =
+                    sizes[ObjectName(stored: item)].map { " <span class=\"size\">\(MessageText.byteCount($0))</span>" }
+                    ?? ""
                 let current = object.map { NameBytes.sameBytes($0.fullPath, item) } ?? false
                 // Two names that look alike are two objects (rule P7): the decomposed one says so.
                 let decomposed = !MessageText.isComposed(name)
@@ -143,7 +153,8 @@ enum BucketPage {
 
             """
         if let next = page.nextPageToken {
-            html += "<p class=\"paging\"><a rel=\"next\" href=\"\(link(path: prefix, token: next))\">Next page</a> <span class=\"token\">pageToken \(next)</span></p>\n"
+            html +=
+                "<p class=\"paging\"><a rel=\"next\" href=\"\(link(path: prefix, token: next))\">Next page</a> <span class=\"token\">pageToken \(next)</span></p>\n"
         } else {
             html += "<p class=\"paging\">Last page: no page token.</p>\n"
         }
@@ -151,30 +162,37 @@ enum BucketPage {
         if let object {
             html += metadataPanel(bucket: bucket, object: object)
         } else if let missing {
-            html += "<section class=\"object\" aria-label=\"object\"><h2>No such object</h2><p>\(missing)</p></section>\n"
+            html +=
+                "<section class=\"object\" aria-label=\"object\"><h2>No such object</h2><p>\(missing)</p></section>\n"
         }
         if let rules {
             // The origin is a file, or already a parenthesised description (the open rules of a new bucket).
             let origin = rules.origin.hasPrefix("(") ? rules.origin : "(\(rules.origin))"
-            html += "<section class=\"rules\"><details><summary>Security rules in force \(origin)</summary><pre>\(rules.source)</pre></details></section>\n"
+            html +=
+                "<section class=\"rules\"><details><summary>Security rules in force \(origin)</summary><pre>\(rules.source)</pre></details></section>\n"
         }
         html += requestLog(requests, bucket: bucket, full: false)
         return document(
             title: "gs://\(bucket)/\(prefix) · storesh", heading: "gs://\(bucket)",
-            navigation: breadcrumb(bucket: bucket, folder: folder) + bucketList(buckets, shown: bucket), main: html, pageToken: pageToken)
+            navigation: breadcrumb(bucket: bucket, folder: folder) + bucketList(buckets, shown: bucket), main: html,
+            pageToken: pageToken)
     }
 
     /// The requests that reached the server, newest first, each as the SDK call it stands for, the HTTP exchange,
     /// who made it and what the rules decided: the words say allowed or denied, colour adds nothing to them.
     static func requestLog(_ requests: [ServedExchange], bucket: String, full: Bool) -> HTML {
-        var html: HTML = "<section class=\"requests\" aria-labelledby=\"requests-title\">\n<h2 id=\"requests-title\">Requests this server received</h2>\n"
+        var html: HTML =
+            "<section class=\"requests\" aria-labelledby=\"requests-title\">\n<h2 id=\"requests-title\">Requests this server received</h2>\n"
         if !full {
-            html += "<p class=\"note\"><a href=\"/?view=requests\">The request log alone, in large type</a> · the last \(requestsBeside) here, newest first</p>\n"
+            html +=
+                "<p class=\"note\"><a href=\"/?view=requests\">The request log alone, in large type</a> · the last \(requestsBeside) here, newest first</p>\n"
         } else {
-            html += "<p class=\"note\"><a href=\"/\">Back to gs://\(bucket)</a> · the last \(RequestJournal.capacity) at most, newest first</p>\n"
+            html +=
+                "<p class=\"note\"><a href=\"/\">Back to gs://\(bucket)</a> · the last \(RequestJournal.capacity) at most, newest first</p>\n"
         }
         guard !requests.isEmpty else {
-            return html + "<p class=\"empty\">None yet: requests from an app, an SDK, the shell on gs:// or curl appear here as they arrive.</p>\n</section>\n"
+            return html
+                + "<p class=\"empty\">None yet: requests from an app, an SDK, the shell on gs:// or curl appear here as they arrive.</p>\n</section>\n"
         }
         html += "<ol class=\"exchanges\">\n"
         for exchange in requests {
@@ -191,7 +209,8 @@ enum BucketPage {
             for verdict in exchange.verdicts {
                 // The decision's first word (allowed, denied) in bold: it is what the class looks for.
                 let text = verdict.text
-                let (word, rest) = text.firstIndex(of: " ").map { (String(text[..<$0]), String(text[$0...])) } ?? (text, "")
+                let (word, rest) =
+                    text.firstIndex(of: " ").map { (String(text[..<$0]), String(text[$0...])) } ?? (text, "")
                 let decision = verdict.allowed ? "allowed" : "denied"
                 html += "<p class=\"verdict \(decision)\">Rules: <strong>\(word)</strong>\(HTML.lines(rest))</p>\n"
             }
@@ -208,7 +227,8 @@ enum BucketPage {
             let href = index == 0 ? "/" : "/?bucket=" + NameBytes.percentEncoded(name)
             return "<li><a href=\"\(href)\"\(" aria-current=\"page\"", if: name == shown)>gs://\(name)</a></li>"
         }
-        return "<nav class=\"buckets\" aria-label=\"buckets\"><span class=\"note\">Buckets served:</span> <ul>\(links)</ul></nav>"
+        return
+            "<nav class=\"buckets\" aria-label=\"buckets\"><span class=\"note\">Buckets served:</span> <ul>\(links)</ul></nav>"
     }
 
     /// gs://BUCKET / a / b /, each part a link to its folder.
@@ -225,19 +245,22 @@ enum BucketPage {
     /// Every property of an object, its custom metadata, and a link to its content. Download tokens are counted,
     /// not shown (rule G7: they open the object to anyone who has them).
     static func metadataPanel(bucket: String, object: ObjectMetadata) -> HTML {
-        let size = object.size < 1024
+        let size =
+            object.size < 1024
             ? MessageText.counted(Int(object.size), "byte")
             : "\(MessageText.grouped(Int(object.size))) bytes (\(MessageText.byteCount(object.size)))"
         var rows: [(String, String)] = [
             ("name", object.name), ("fullPath", object.fullPath), ("bucket", object.bucket),
             ("generation", String(object.generation)), ("metageneration", String(object.metageneration)),
-            ("size", size), ("timeCreated", object.timeCreated.rfc3339), ("updated", object.updated.rfc3339), ("md5Hash", object.md5Hash),
+            ("size", size), ("timeCreated", object.timeCreated.rfc3339), ("updated", object.updated.rfc3339),
+            ("md5Hash", object.md5Hash),
         ]
         if let crc32c = object.crc32c { rows.append(("crc32c", crc32c)) }
         for property in WritableProperty.allCases {
             rows.append((property.rawValue, object[property] ?? "(not set)"))
         }
-        var html: HTML = "<section class=\"object\" aria-labelledby=\"object-title\">\n<h2 id=\"object-title\">\(object.fullPath)</h2>\n<dl class=\"metadata\">\n"
+        var html: HTML =
+            "<section class=\"object\" aria-labelledby=\"object-title\">\n<h2 id=\"object-title\">\(object.fullPath)</h2>\n<dl class=\"metadata\">\n"
         for (key, value) in rows { html += "<dt>\(key)</dt><dd>\(value)</dd>\n" }
         html += "</dl>\n<h3>customMetadata</h3>\n"
         var custom = object.customMetadata
@@ -251,9 +274,11 @@ enum BucketPage {
         }
         if let tokens {
             let count = tokens.split(separator: ",").count
-            html += "<p class=\"note\">\(MessageText.counted(count, "download token")) (not shown: a token opens the object to anyone who has it)</p>\n"
+            html +=
+                "<p class=\"note\">\(MessageText.counted(count, "download token")) (not shown: a token opens the object to anyone who has it)</p>\n"
         }
-        let download = "/download/storage/v1/b/\(NameBytes.percentEncoded(bucket))/o/\(NameBytes.percentEncoded(object.fullPath))?alt=media"
+        let download =
+            "/download/storage/v1/b/\(NameBytes.percentEncoded(bucket))/o/\(NameBytes.percentEncoded(object.fullPath))?alt=media"
         html += "<p><a class=\"download\" href=\"\(download)\" download>Download the content</a></p>\n"
         html += editForm(bucket: bucket, object: object, custom: custom)
         return html + "</section>\n"
@@ -301,7 +326,8 @@ enum BucketPage {
             """
         for property in WritableProperty.allCases {
             let value = object[property] ?? ""
-            html += "<p><label>\(property.rawValue) <input class=\"property\" name=\"\(property.rawValue)\" value=\"\(value)\" data-was=\"\(value)\"></label></p>\n"
+            html +=
+                "<p><label>\(property.rawValue) <input class=\"property\" name=\"\(property.rawValue)\" value=\"\(value)\" data-was=\"\(value)\"></label></p>\n"
         }
         html += "<fieldset><legend>customMetadata</legend>\n"
         let rows = custom.sortedByKeyBytes.map { ($0.key, $0.value) } + [("", "")]

@@ -1,6 +1,6 @@
 import Foundation
-import Synchronization
 import StoreshLocal
+import Synchronization
 
 /// Tells the open pages of the bucket (`GET /_storesh/events`) when it changed, by anyone: this server's clients,
 /// a shell or a script on the same file. One loop, on a connection of its own, asks SQLite's `data_version` every
@@ -26,7 +26,10 @@ final class BucketWatch: @unchecked Sendable {
         continuation.onTermination = { [weak self] _ in self?.remove(id) }
         // The count to compare with is read when the loop starts, under the lock that `close` takes, so that the
         // connection is never used once closed. (A stream is finished outside the lock: its end takes the lock.)
-        enum Start { case closed, running, from(Int64?) }
+        enum Start {
+            case closed, running
+            case from(Int64?)
+        }
         let start: Start = lock.withLock {
             if closed { return .closed }
             listeners[id] = continuation

@@ -30,7 +30,8 @@ extension StorageAPI {
                 return Reply.json(.object([("kind", .string("storage#buckets")), ("items", .array(items))]))
             case .post:
                 return try await createBucket(&exchange)
-            default: throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.get, .post], what: "the bucket list")
+            default:
+                throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.get, .post], what: "the bucket list")
             }
         case .bucket:
             switch method {
@@ -38,21 +39,30 @@ extension StorageAPI {
                 let settings = try exchange.bucket.settings()
                 try Self.checkBucketConditions(try Conditions(exchange.query), settings, name: exchange.bucket.name)
                 return Reply.json(
-                    BucketResource.document(settings, name: exchange.bucket.name, baseURL: exchange.baseURL, full: exchange.query["projection"] == "full"))
+                    BucketResource.document(
+                        settings, name: exchange.bucket.name, baseURL: exchange.baseURL,
+                        full: exchange.query["projection"] == "full"))
             case .patch, .put:
                 return try await updateBucket(&exchange, replacing: method == .put)
             case .delete:
                 return try await deleteBucket(exchange)
             default:
-                throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.get, .patch, .put, .delete], what: "a bucket")
+                throw HTTPFailure.methodNotAllowed(
+                    exchange.method, allowed: [.get, .patch, .put, .delete], what: "a bucket")
             }
         case .softDeletedBucket(let name):
             guard let generation = try exchange.query.generation() else {
-                throw HTTPFailure.required("Required parameter: generation (a soft-deleted bucket is read by its generation).")
+                throw HTTPFailure.required(
+                    "Required parameter: generation (a soft-deleted bucket is read by its generation).")
             }
-            return Reply.json(BucketResource.document(try buckets.softDeleted(name, generation: generation).settings, name: name, baseURL: exchange.baseURL))
+            return Reply.json(
+                BucketResource.document(
+                    try buckets.softDeleted(name, generation: generation).settings, name: name,
+                    baseURL: exchange.baseURL))
         case .restoreBucket(let name):
-            guard method == .post else { throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.post], what: "a bucket's restore") }
+            guard method == .post else {
+                throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.post], what: "a bucket's restore")
+            }
             guard let generation = try exchange.query.generation() else {
                 throw HTTPFailure.required("Required parameter: generation (the soft-deleted bucket to restore).")
             }
@@ -64,73 +74,110 @@ extension StorageAPI {
             }
             return Reply.json(.object([("kind", .string("storage#managedFolders")), ("items", .array([]))]))
         case .serviceAccount:
-            guard method == .get else { throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.get], what: "a project's service account") }
+            guard method == .get else {
+                throw HTTPFailure.methodNotAllowed(
+                    exchange.method, allowed: [.get], what: "a project's service account")
+            }
             // The project's Cloud Storage service agent, as the service names one (storesh serve acts as no one).
-            return Reply.json(.object([
-                ("kind", .string("storage#serviceAccount")), ("email_address", .string("service-0@gs-project-accounts.iam.gserviceaccount.com")),
-            ]))
+            return Reply.json(
+                .object([
+                    ("kind", .string("storage#serviceAccount")),
+                    ("email_address", .string("service-0@gs-project-accounts.iam.gserviceaccount.com")),
+                ]))
         case .bucketACL(_, let defaults):
             guard method == .get else {
-                throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.get], what: "a bucket's access control list (a PATCH of the bucket changes it)")
+                throw HTTPFailure.methodNotAllowed(
+                    exchange.method, allowed: [.get],
+                    what: "a bucket's access control list (a PATCH of the bucket changes it)")
             }
             let settings = try exchange.bucket.settings()
             try Self.refuseLegacyACL(settings)
-            let list = (defaults ? settings.defaultObjectAcl : settings.acl) ?? BucketResource.defaultACL(exchange.bucket.name, objects: defaults)
-            return Reply.json(.object([
-                ("kind", .string(defaults ? "storage#objectAccessControls" : "storage#bucketAccessControls")),
-                ("items", BucketResource.accessControls(list, bucket: exchange.bucket.name, objects: defaults)),
-            ]))
+            let list =
+                (defaults ? settings.defaultObjectAcl : settings.acl)
+                ?? BucketResource.defaultACL(exchange.bucket.name, objects: defaults)
+            return Reply.json(
+                .object([
+                    ("kind", .string(defaults ? "storage#objectAccessControls" : "storage#bucketAccessControls")),
+                    ("items", BucketResource.accessControls(list, bucket: exchange.bucket.name, objects: defaults)),
+                ]))
         case .objectACL(_, let name):
             guard method == .get else {
-                throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.get], what: "an object's access control list (a PATCH of the object changes it)")
+                throw HTTPFailure.methodNotAllowed(
+                    exchange.method, allowed: [.get],
+                    what: "an object's access control list (a PATCH of the object changes it)")
             }
             let settings = try exchange.bucket.settings()
             try Self.refuseLegacyACL(settings)
-            let object = try storage.metadata(of: try objectName(name), generation: try exchange.query.generation(), in: exchange.bucket)
-            return Reply.json(.object([
-                ("kind", .string("storage#objectAccessControls")),
-                ("items", BucketResource.accessControls(Self.objectACL(object, settings, bucket: exchange.bucket.name), bucket: exchange.bucket.name, objects: true)),
-            ]))
+            let object = try storage.metadata(
+                of: try objectName(name), generation: try exchange.query.generation(), in: exchange.bucket)
+            return Reply.json(
+                .object([
+                    ("kind", .string("storage#objectAccessControls")),
+                    (
+                        "items",
+                        BucketResource.accessControls(
+                            Self.objectACL(object, settings, bucket: exchange.bucket.name),
+                            bucket: exchange.bucket.name, objects: true)
+                    ),
+                ]))
         case .bucketIAM:
             return try await bucketIAM(&exchange)
         case .storageLayout:
-            guard method == .get else { throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.get], what: "a bucket's storage layout") }
+            guard method == .get else {
+                throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.get], what: "a bucket's storage layout")
+            }
             return Reply.json(BucketResource.storageLayout(try exchange.bucket.settings(), name: exchange.bucket.name))
         case .lockRetentionPolicy:
-            guard method == .post else { throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.post], what: "a retention policy's lock") }
+            guard method == .post else {
+                throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.post], what: "a retention policy's lock")
+            }
             return try await lockRetentionPolicy(exchange)
         case .objects:
             guard method == .get else {
-                throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.get], what: "the object list (uploads go to /upload/storage/v1/b/BUCKET/o)")
+                throw HTTPFailure.methodNotAllowed(
+                    exchange.method, allowed: [.get],
+                    what: "the object list (uploads go to /upload/storage/v1/b/BUCKET/o)")
             }
             return try listObjects(exchange)
         case .object(_, let name):
             switch method {
             case .get:
-                return try await getObject(exchange, name: try objectName(name), media: exchange.query["alt"] == "media")
+                return try await getObject(
+                    exchange, name: try objectName(name), media: exchange.query["alt"] == "media")
             case .patch, .put:
                 return try await patchObject(&exchange, name: try objectName(name), replacing: method == .put)
             case .delete:
                 return try await deleteObject(exchange, name: try objectName(name))
             default:
-                throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.get, .patch, .put, .delete], what: "an object")
+                throw HTTPFailure.methodNotAllowed(
+                    exchange.method, allowed: [.get, .patch, .put, .delete], what: "an object")
             }
         case .download(_, let name):
-            guard method == .get else { throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.get], what: "a download") }
+            guard method == .get else {
+                throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.get], what: "a download")
+            }
             return try await getObject(exchange, name: try objectName(name), media: true)
         case .copy(_, let source, let destinationBucket, let destination, let rewrite):
-            guard method == .post else { throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.post], what: "a copy") }
+            guard method == .post else {
+                throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.post], what: "a copy")
+            }
             let target = try buckets.bucket(named: destinationBucket, creating: createsBucketsOnEveryWrite)
             return try await copyObject(
                 &exchange, from: try objectName(source), to: try objectName(destination), in: target, rewrite: rewrite)
         case .compose(_, let destination):
-            guard method == .post else { throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.post], what: "a compose") }
+            guard method == .post else {
+                throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.post], what: "a compose")
+            }
             return try await composeObject(&exchange, to: try objectName(destination))
         case .restore(_, let name):
-            guard method == .post else { throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.post], what: "a restore") }
+            guard method == .post else {
+                throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.post], what: "a restore")
+            }
             return try await restoreObject(exchange, name: try objectName(name))
         case .move(_, let source, let destination):
-            guard method == .post else { throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.post], what: "a move") }
+            guard method == .post else {
+                throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.post], what: "a move")
+            }
             return try await moveObject(exchange, from: try objectName(source), to: try objectName(destination))
         case .upload:
             return try await upload(&exchange)
@@ -145,8 +192,11 @@ extension StorageAPI {
     /// a setting storesh cannot honour makes no bucket.
     private func createBucket(_ exchange: inout Exchange) async throws -> Answer {
         let objectRetention = try exchange.query.flag("enableObjectRetention")
-        let (bucketACL, defaultObjectACL) = (exchange.query["predefinedAcl"], exchange.query["predefinedDefaultObjectAcl"])
-        let fields = try BucketResource.body(try await body(&exchange, limit: limits.maximumJSONBytes, what: "bucket resource"))
+        let (bucketACL, defaultObjectACL) = (
+            exchange.query["predefinedAcl"], exchange.query["predefinedDefaultObjectAcl"]
+        )
+        let fields = try BucketResource.body(
+            try await body(&exchange, limit: limits.maximumJSONBytes, what: "bucket resource"))
         guard case .string(let name)? = fields.first(where: { $0.0 == "name" })?.1 else {
             throw HTTPFailure.required("Required: the bucket resource's name ({\"name\": \"BUCKET\"}).")
         }
@@ -156,10 +206,13 @@ extension StorageAPI {
         let made = try buckets.bucket(named: name, creating: true)
         let clock = made.clock
         let created = try await made.change(counted: false) { transaction -> BucketSettings in
-            guard let store = transaction.settingsStore else { throw StorageError.internalError("The bucket keeps no settings.") }
+            guard let store = transaction.settingsStore else {
+                throw StorageError.internalError("The bucket keeps no settings.")
+            }
             var settings = BucketSettings(madeAt: clock.nextChangeTime(), madeByServer: true)
             try BucketResource.apply(fields, to: &settings, replacing: nil, creating: true, now: settings.timeCreated)
-            try BucketResource.applyPredefinedACLs(bucketACL: bucketACL, defaultObjectACL: defaultObjectACL, to: &settings)
+            try BucketResource.applyPredefinedACLs(
+                bucketACL: bucketACL, defaultObjectACL: defaultObjectACL, to: &settings)
             if objectRetention { settings.objectRetentionEnabled = true }
             try store.storeSettings(settings)
             return settings
@@ -172,13 +225,16 @@ extension StorageAPI {
     private func lockRetentionPolicy(_ exchange: Exchange) async throws -> Answer {
         let conditions = try Conditions(exchange.query)
         guard conditions.metagenerationMatch != nil else {
-            throw HTTPFailure.badRequest("Required parameter: ifMetagenerationMatch (the bucket's metageneration, whose policy is locked).")
+            throw HTTPFailure.badRequest(
+                "Required parameter: ifMetagenerationMatch (the bucket's metageneration, whose policy is locked).")
         }
         let bucket = exchange.bucket
         let clock = bucket.clock
         let unstored = try bucket.settingsWhenNoneStored()
         let locked = try await bucket.change(counted: false) { transaction -> BucketSettings in
-            guard let store = transaction.settingsStore else { throw StorageError.internalError("The bucket keeps no settings.") }
+            guard let store = transaction.settingsStore else {
+                throw StorageError.internalError("The bucket keeps no settings.")
+            }
             var settings = try store.storedSettings() ?? unstored
             try Self.checkBucketConditions(conditions, settings, name: bucket.name)
             guard settings.retentionPeriod != nil else {
@@ -198,28 +254,39 @@ extension StorageAPI {
     /// moved on, under the request's metageneration preconditions.
     private func updateBucket(_ exchange: inout Exchange, replacing: Bool) async throws -> Answer {
         let conditions = try Conditions(exchange.query)
-        let fields = try BucketResource.body(try await body(&exchange, limit: limits.maximumJSONBytes, what: "bucket resource"))
+        let fields = try BucketResource.body(
+            try await body(&exchange, limit: limits.maximumJSONBytes, what: "bucket resource"))
         let bucket = exchange.bucket
         if case .string(let named)? = fields.first(where: { $0.0 == "name" })?.1, named != bucket.name {
-            throw HTTPFailure.badRequest("The bucket resource names \(named), not \(bucket.name); a bucket cannot be renamed.")
+            throw HTTPFailure.badRequest(
+                "The bucket resource names \(named), not \(bucket.name); a bucket cannot be renamed.")
         }
         let clock = bucket.clock
-        let (bucketACL, defaultObjectACL) = (exchange.query["predefinedAcl"], exchange.query["predefinedDefaultObjectAcl"])
+        let (bucketACL, defaultObjectACL) = (
+            exchange.query["predefinedAcl"], exchange.query["predefinedDefaultObjectAcl"]
+        )
         // Read by the writer, in its change; a file that stores none has a new bucket's.
         let unstored = try bucket.settingsWhenNoneStored()
         let updated = try await bucket.change(counted: false) { transaction -> BucketSettings in
-            guard let store = transaction.settingsStore else { throw StorageError.internalError("The bucket keeps no settings.") }
+            guard let store = transaction.settingsStore else {
+                throw StorageError.internalError("The bucket keeps no settings.")
+            }
             var settings = try store.storedSettings() ?? unstored
             try Self.checkBucketConditions(conditions, settings, name: bucket.name)
             let now = clock.nextChangeTime()
-            try BucketResource.apply(fields, to: &settings, replacing: replacing ? BucketSettings(madeAt: now) : nil, creating: false, now: now)
-            try BucketResource.applyPredefinedACLs(bucketACL: bucketACL, defaultObjectACL: defaultObjectACL, to: &settings)
+            try BucketResource.apply(
+                fields, to: &settings, replacing: replacing ? BucketSettings(madeAt: now) : nil, creating: false,
+                now: now)
+            try BucketResource.applyPredefinedACLs(
+                bucketACL: bucketACL, defaultObjectACL: defaultObjectACL, to: &settings)
             settings.metageneration += 1
             settings.updated = now
             try store.storeSettings(settings)
             return settings
         }
-        return Reply.json(BucketResource.document(updated, name: bucket.name, baseURL: exchange.baseURL, full: exchange.query["projection"] == "full"))
+        return Reply.json(
+            BucketResource.document(
+                updated, name: bucket.name, baseURL: exchange.baseURL, full: exchange.query["projection"] == "full"))
     }
 
     /// `buckets.delete`: an empty bucket that this server made for a client goes, file and all (409 when it holds
@@ -230,7 +297,8 @@ extension StorageAPI {
         guard bucket !== buckets.primary else {
             throw HTTPFailure(
                 .conflict, reason: "conflict",
-                "gs://\(bucket.name) is the bucket storesh serve was started with (\(bucket.path)); it is not deleted through the API.")
+                "gs://\(bucket.name) is the bucket storesh serve was started with (\(bucket.path)); it is not deleted through the API."
+            )
         }
         // Read by the writer, in its change; a file that stores none has a new bucket's.
         let unstored = try bucket.settingsWhenNoneStored()
@@ -241,7 +309,8 @@ extension StorageAPI {
             guard settings.madeByServer else {
                 throw HTTPFailure(
                     .conflict, reason: "conflict",
-                    "gs://\(bucket.name) is the bucket file \(bucket.path), which storesh serve did not make; it is not deleted through the API (remove the file yourself).")
+                    "gs://\(bucket.name) is the bucket file \(bucket.path), which storesh serve did not make; it is not deleted through the API (remove the file yourself)."
+                )
             }
             guard try await transaction.scan(prefix: "", after: nil, limit: 1).objects.isEmpty,
                 try await transaction.objectVersions?.hasNoncurrentGenerations() != true
@@ -261,7 +330,8 @@ extension StorageAPI {
     /// Legacy ACLs are not read or written while uniform bucket-level access is on, as on the service.
     static func refuseLegacyACL(_ settings: BucketSettings) throws {
         if settings.uniformBucketLevelAccess {
-            throw HTTPFailure.badRequest("Cannot get legacy ACL for a bucket that has uniform bucket-level access enabled (rule B7).")
+            throw HTTPFailure.badRequest(
+                "Cannot get legacy ACL for a bucket that has uniform bucket-level access enabled (rule B7).")
         }
     }
 
@@ -279,10 +349,14 @@ extension StorageAPI {
             return Reply.json(try bucket.settings().iamPolicy ?? BucketResource.defaultIAMPolicy(bucket.name))
         case .put:
             let data = try await body(&exchange, limit: limits.maximumJSONBytes, what: "IAM policy")
-            guard let given = try? JSONDecoder().decode(JSONValue.self, from: data) else { throw HTTPFailure.badRequest("The IAM policy is not valid JSON.") }
+            guard let given = try? JSONDecoder().decode(JSONValue.self, from: data) else {
+                throw HTTPFailure.badRequest("The IAM policy is not valid JSON.")
+            }
             let unstored = try bucket.settingsWhenNoneStored()
             let stored = try await bucket.change(counted: false) { transaction -> JSONValue in
-                guard let store = transaction.settingsStore else { throw StorageError.internalError("The bucket keeps no settings.") }
+                guard let store = transaction.settingsStore else {
+                    throw StorageError.internalError("The bucket keeps no settings.")
+                }
                 var settings = try store.storedSettings() ?? unstored
                 let etag = BucketResource.entityTag(metageneration: (settings.iamPolicyVersion ?? 1) + 1)
                 let policy = try BucketResource.iamPolicy(given, name: bucket.name, settings: settings, etag: etag)
@@ -300,7 +374,9 @@ extension StorageAPI {
     /// The metageneration preconditions of a request on a bucket.
     static func checkBucketConditions(_ conditions: Conditions, _ settings: BucketSettings, name: String) throws {
         if let required = conditions.metagenerationMatch, required != settings.metageneration {
-            throw StorageError(.preconditionFailed, "gs://\(name) is at metageneration \(settings.metageneration), not \(required); nothing was changed.")
+            throw StorageError(
+                .preconditionFailed,
+                "gs://\(name) is at metageneration \(settings.metageneration), not \(required); nothing was changed.")
         }
         if let refused = conditions.metagenerationNotMatch, refused == settings.metageneration {
             throw HTTPFailure(.notModified, reason: "notModified", "")
@@ -319,30 +395,40 @@ extension StorageAPI {
             throw HTTPFailure.badRequest("storesh serve lists with the delimiter '/' only, not '\(other)'.")
         }
         let matchGlob = try query["matchGlob"].map { try MatchGlob($0) }
-        let filter = try query["filter"].flatMap { $0.isEmpty ? nil : $0 }.map { text throws(StorageError) in try ObjectContextFilter(parsing: text) }
+        let filter = try query["filter"].flatMap { $0.isEmpty ? nil : $0 }.map { text throws(StorageError) in
+            try ObjectContextFilter(parsing: text)
+        }
         let includeTrailingDelimiter = try query.flag("includeTrailingDelimiter")
         let versions = try query.flag("versions")
         let softDeleted = try query.flag("softDeleted")
         if (versions || softDeleted) && (matchGlob != nil || filter != nil || includeTrailingDelimiter) {
-            throw HTTPFailure.badRequest("storesh serve lists generations (versions, softDeleted) without matchGlob, filter or includeTrailingDelimiter.")
+            throw HTTPFailure.badRequest(
+                "storesh serve lists generations (versions, softDeleted) without matchGlob, filter or includeTrailingDelimiter."
+            )
         }
         var maxResults = ListOptions.maximumResults
         if let given = try query.integer("maxResults") {
             // The service caps a larger page size at 1000; zero or less is an error.
-            guard given > 0 else { throw HTTPFailure.badRequest("Invalid value for the query parameter 'maxResults': \(given); it must be positive.") }
+            guard given > 0 else {
+                throw HTTPFailure.badRequest(
+                    "Invalid value for the query parameter 'maxResults': \(given); it must be positive.")
+            }
             maxResults = Int(min(given, Int64(ListOptions.maximumResults)))
         }
         let options = ListOptions(
             maxResults: maxResults, pageToken: query["pageToken"].flatMap { $0.isEmpty ? nil : $0 },
             startOffset: query["startOffset"], endOffset: query["endOffset"], includeMetadata: true)
         let prefix = query["prefix"] ?? ""
-        let page = versions || softDeleted
-            ? try exchange.bucket.reader().listGenerations(prefix: prefix, delimited: delimited, options: options, softDeleted: softDeleted)
+        let page =
+            versions || softDeleted
+            ? try exchange.bucket.reader().listGenerations(
+                prefix: prefix, delimited: delimited, options: options, softDeleted: softDeleted)
             : try exchange.bucket.reader().listStoredNames(
                 prefix: prefix, delimited: delimited, options: options, matchGlob: matchGlob, filter: filter,
                 includeTrailingDelimiter: includeTrailingDelimiter)
         let stored = StoredListingPage(
-            prefixes: page.prefixes.map { $0 + "/" }, items: try exchange.bucket.reader().withRetentionExpiration(page.itemMetadata ?? []),
+            prefixes: page.prefixes.map { $0 + "/" },
+            items: try exchange.bucket.reader().withRetentionExpiration(page.itemMetadata ?? []),
             continuation: page.nextPageToken)
         return Reply.json(CloudStorageJSON.listDocument(stored, baseURL: exchange.baseURL))
     }
@@ -355,9 +441,13 @@ extension StorageAPI {
         if try exchange.query.flag("softDeleted") {
             // A soft-deleted generation's metadata only: its content is read once it is restored (rule B6).
             guard let generation, !media else {
-                throw HTTPFailure.badRequest("A soft-deleted object is read by its generation, metadata only (restore it to read its content).")
+                throw HTTPFailure.badRequest(
+                    "A soft-deleted object is read by its generation, metadata only (restore it to read its content).")
             }
-            return Reply.json(objectResource(try exchange.bucket.reader().softDeletedGenerationMetadata(of: name, generation: generation), exchange))
+            return Reply.json(
+                objectResource(
+                    try exchange.bucket.reader().softDeletedGenerationMetadata(of: name, generation: generation),
+                    exchange))
         }
         if !media {
             let object = try storage.metadata(of: name, generation: generation, in: exchange.bucket)
@@ -373,7 +463,9 @@ extension StorageAPI {
         let object = read.object
         try CustomerKey.check(key, reading: object)
         try checkForRead(conditions, object, headers: exchange.request.headers)
-        return try Reply.media(object, content: read.content, partial: read.partial, request: exchange.request.headers, entityTag: ObjectResource.etag(object))
+        return try Reply.media(
+            object, content: read.content, partial: read.partial, request: exchange.request.headers,
+            entityTag: ObjectResource.etag(object))
     }
 
     /// A read's conditions: a failed `…Match` is 412; a failed `…NotMatch` is 304, as the service answers.
@@ -385,9 +477,12 @@ extension StorageAPI {
         }
         let tag = ObjectResource.etag(object)
         if let required = headers[.ifMatch], !Self.entityTags(required, include: tag) {
-            throw StorageError(.preconditionFailed, "The object's etag is \(tag), not one that If-Match names (\(required)); nothing was read.")
+            throw StorageError(
+                .preconditionFailed,
+                "The object's etag is \(tag), not one that If-Match names (\(required)); nothing was read.")
         }
-        if conditions.generationNotMatch == object.generation || conditions.metagenerationNotMatch == object.metageneration
+        if conditions.generationNotMatch == object.generation
+            || conditions.metagenerationNotMatch == object.metageneration
             || headers[.ifNoneMatch].map({ Self.entityTags($0, include: tag) }) == true
         {
             throw HTTPFailure(.notModified, reason: "notModified", "Not Modified")
@@ -400,7 +495,9 @@ extension StorageAPI {
             var value = item.trimmingCharacters(in: .whitespaces)
             if value == "*" { return true }
             if value.hasPrefix("W/") { value.removeFirst(2) }
-            if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") { value = String(value.dropFirst().dropLast()) }
+            if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") {
+                value = String(value.dropFirst().dropLast())
+            }
             return value == tag
         }
     }
@@ -418,14 +515,19 @@ extension StorageAPI {
         // An ACL is one the bucket's settings allow (rule B7), kept in its checked form.
         if case .some(.some(let text)) = requested.cloudStorage.acl {
             let given = (try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))) ?? .null
-            let list = try BucketResource.accessControlList(given, field: "acl", settings: try exchange.bucket.settings())
+            let list = try BucketResource.accessControlList(
+                given, field: "acl", settings: try exchange.bucket.settings())
             requested.cloudStorage.acl = .some(list.map { $0.serialized })
         }
         if let predefined = try predefinedACL(exchange) { requested.cloudStorage.acl = .some(predefined) }
         if replacing {
-            for property in WritableProperty.allCases where requested.properties[property] == nil { requested.properties[property] = .unset }
+            for property in WritableProperty.allCases where requested.properties[property] == nil {
+                requested.properties[property] = .unset
+            }
             requested.clearsCustomMetadata = true
-            requested.customMetadata = requested.customMetadata.filter { if case .set = $0.value { true } else { false } }
+            requested.customMetadata = requested.customMetadata.filter {
+                if case .set = $0.value { true } else { false }
+            }
             // What an update leaves out of Cloud Storage's own fields goes, but the custom time (rule M9).
             requested.cloudStorage.temporaryHold = requested.cloudStorage.temporaryHold ?? false
             requested.cloudStorage.eventBasedHold = requested.cloudStorage.eventBasedHold ?? false
@@ -444,14 +546,21 @@ extension StorageAPI {
                 existing = try await transaction.metadata(of: name)
             }
             try body.refuseReadOnlyChanges(
-                against: ObjectResource.cloudStorage(existing, baseURL: baseURL, customerKey: existing.cloudStorage.customerKeySHA256), object: existing)
-            if let storageClass = body.storageClass, storageClass != (existing.cloudStorage.storageClass ?? CloudStorageFields.defaultStorageClass) {
+                against: ObjectResource.cloudStorage(
+                    existing, baseURL: baseURL, customerKey: existing.cloudStorage.customerKeySHA256), object: existing)
+            if let storageClass = body.storageClass,
+                storageClass != (existing.cloudStorage.storageClass ?? CloudStorageFields.defaultStorageClass)
+            {
                 throw HTTPFailure.badRequest(
-                    "An object's storage class is changed by a rewrite, not by a patch or an update (it is \(existing.cloudStorage.storageClass ?? CloudStorageFields.defaultStorageClass)); nothing was changed.")
+                    "An object's storage class is changed by a rewrite, not by a patch or an update (it is \(existing.cloudStorage.storageClass ?? CloudStorageFields.defaultStorageClass)); nothing was changed."
+                )
             }
             let precondition = try conditions.precondition(given: existing, name: name.rawValue)
-            guard let generation, let versions else { return try await transaction.updateMetadata(of: name, requested, precondition: precondition) }
-            return try await versions.updateMetadata(of: name, generation: generation, requested, precondition: precondition)
+            guard let generation, let versions else {
+                return try await transaction.updateMetadata(of: name, requested, precondition: precondition)
+            }
+            return try await versions.updateMetadata(
+                of: name, generation: generation, requested, precondition: precondition)
         }
         return Reply.json(objectResource(result.metadata, exchange))
     }
@@ -464,10 +573,15 @@ extension StorageAPI {
             // (kept as a noncurrent generation while the bucket's versioning is on).
             if let generation, let versions = try StorageService.objectVersions(transaction, generation: generation) {
                 let existing = try await versions.metadata(of: name, generation: generation)
-                return try await versions.delete(name, generation: generation, precondition: try conditions.precondition(given: existing, name: name.rawValue))
+                return try await versions.delete(
+                    name, generation: generation,
+                    precondition: try conditions.precondition(given: existing, name: name.rawValue))
             }
-            guard let existing = try await transaction.metadataIfPresent(of: name) else { throw StorageError.objectNotFound(name.rawValue) }
-            try await transaction.delete(name, precondition: try conditions.precondition(given: existing, name: name.rawValue))
+            guard let existing = try await transaction.metadataIfPresent(of: name) else {
+                throw StorageError.objectNotFound(name.rawValue)
+            }
+            try await transaction.delete(
+                name, precondition: try conditions.precondition(given: existing, name: name.rawValue))
         }
         return Reply.empty()
     }
@@ -480,7 +594,8 @@ extension StorageAPI {
     /// `done: false` with a `rewriteToken` until the call that takes it past the end, which writes the object in one
     /// change, as the source was at the generation the first call found: the destination never shows part of it.
     private func copyObject(
-        _ exchange: inout Exchange, from source: ObjectName, to destination: ObjectName, in target: ServedBucket, rewrite: Bool
+        _ exchange: inout Exchange, from source: ObjectName, to destination: ObjectName, in target: ServedBucket,
+        rewrite: Bool
     ) async throws -> Answer {
         let conditions = try Conditions(exchange.query)
         let sourceConditions = try Conditions(exchange.query, prefix: "ifSource")
@@ -493,21 +608,32 @@ extension StorageAPI {
         // The destination's ACL, when the request names a predefined one, as the destination bucket allows it.
         let predefined = try predefinedACL(exchange, parameter: "destinationPredefinedAcl", in: target)
         let checkSource: @Sendable (ObjectMetadata) throws -> Void = { [sourceGeneration] original in
-            if let sourceGeneration, sourceGeneration != original.generation { throw StorageError.objectNotFound(source.rawValue) }
+            if let sourceGeneration, sourceGeneration != original.generation {
+                throw StorageError.objectNotFound(source.rawValue)
+            }
             try CustomerKey.check(sourceKey, reading: original)
             guard sourceConditions.hold(for: original) else {
-                throw StorageError(.preconditionFailed, "Object \(source.rawValue) does not meet the request's source conditions. Nothing was changed.")
+                throw StorageError(
+                    .preconditionFailed,
+                    "Object \(source.rawValue) does not meet the request's source conditions. Nothing was changed.")
             }
         }
         var rewritten: Int64 = 0
         if rewrite {
             let step = try exchange.query.integer("maxBytesRewrittenPerCall") ?? RewriteToken.defaultStep
-            guard step > 0 else { throw HTTPFailure.badRequest("Invalid maxBytesRewrittenPerCall \(step): it must be a positive number of bytes.") }
-            let route = RewriteToken.Route(sourceBucket: origin.name, source: source.rawValue, destinationBucket: target.name, destination: destination.rawValue)
+            guard step > 0 else {
+                throw HTTPFailure.badRequest(
+                    "Invalid maxBytesRewrittenPerCall \(step): it must be a positive number of bytes.")
+            }
+            let route = RewriteToken.Route(
+                sourceBucket: origin.name, source: source.rawValue, destinationBucket: target.name,
+                destination: destination.rawValue)
             if let text = exchange.query["rewriteToken"], !text.isEmpty {
                 let token = try RewriteToken(text, for: route)
                 if let sourceGeneration, sourceGeneration != token.generation {
-                    throw HTTPFailure.badRequest("Invalid rewriteToken: it continues a rewrite of generation \(token.generation), not \(sourceGeneration).")
+                    throw HTTPFailure.badRequest(
+                        "Invalid rewriteToken: it continues a rewrite of generation \(token.generation), not \(sourceGeneration)."
+                    )
                 }
                 sourceGeneration = token.generation
                 rewritten = token.bytesRewritten
@@ -520,20 +646,22 @@ extension StorageAPI {
             rewritten = overflow ? .max : sum
             if rewritten < original.size {
                 let token = RewriteToken(route: route, generation: original.generation, bytesRewritten: rewritten)
-                return Reply.json(.object([
-                    ("kind", .string("storage#rewriteResponse")),
-                    ("totalBytesRewritten", .string(String(rewritten))),
-                    ("objectSize", .string(String(original.size))),
-                    ("done", .bool(false)),
-                    ("rewriteToken", .string(token.text)),
-                ]))
+                return Reply.json(
+                    .object([
+                        ("kind", .string("storage#rewriteResponse")),
+                        ("totalBytesRewritten", .string(String(rewritten))),
+                        ("objectSize", .string(String(original.size))),
+                        ("done", .bool(false)),
+                        ("rewriteToken", .string(token.text)),
+                    ]))
             }
         }
         let checkGeneration: @Sendable (ObjectMetadata) throws -> Void = { [sourceGeneration] original in
             if let sourceGeneration, sourceGeneration != original.generation {
                 throw StorageError(
                     .preconditionFailed,
-                    "Object \(source.rawValue) changed during the rewrite (generation \(original.generation), not \(sourceGeneration)); nothing was written. Start the rewrite again.")
+                    "Object \(source.rawValue) changed during the rewrite (generation \(original.generation), not \(sourceGeneration)); nothing was written. Start the rewrite again."
+                )
             }
             try checkSource(original)
         }
@@ -541,9 +669,11 @@ extension StorageAPI {
         let update = overrides.update
         let object = try await storage.copy(
             StorageService.Copy(
-                source: source, generation: sourceGeneration, destination: destination, conditions: conditions, check: checkGeneration,
+                source: source, generation: sourceGeneration, destination: destination, conditions: conditions,
+                check: checkGeneration,
                 options: { original in
-                    var options = try StorageService.copiedOptions(original, overrides: update, storageClass: storageClass)
+                    var options = try StorageService.copiedOptions(
+                        original, overrides: update, storageClass: storageClass)
                     options.cloudStorage.customerKeySHA256 = destinationKey?.sha256
                     if let predefined { options.cloudStorage.acl = predefined }
                     return options
@@ -551,13 +681,14 @@ extension StorageAPI {
             from: origin, to: target)
         let resource = objectResource(object, exchange)
         guard rewrite else { return Reply.json(resource) }
-        return Reply.json(.object([
-            ("kind", .string("storage#rewriteResponse")),
-            ("totalBytesRewritten", .string(String(object.size))),
-            ("objectSize", .string(String(object.size))),
-            ("done", .bool(true)),
-            ("resource", resource),
-        ]))
+        return Reply.json(
+            .object([
+                ("kind", .string("storage#rewriteResponse")),
+                ("totalBytesRewritten", .string(String(object.size))),
+                ("objectSize", .string(String(object.size))),
+                ("done", .bool(true)),
+                ("resource", resource),
+            ]))
     }
 
     /// An object as the JSON API answers this request: its hashes shown if it has no customer-supplied key, or the
@@ -578,10 +709,14 @@ extension StorageAPI {
 
     /// The ACL a request's `parameter` (`predefinedAcl`, `destinationPredefinedAcl`) names for the object it makes or
     /// changes in `bucket` (the request's, unless a copy names another), as its text; nil when it names none.
-    func predefinedACL(_ exchange: Exchange, parameter: String = "predefinedAcl", in bucket: ServedBucket? = nil) throws -> String? {
+    func predefinedACL(
+        _ exchange: Exchange, parameter: String = "predefinedAcl", in bucket: ServedBucket? = nil
+    ) throws -> String? {
         guard let name = exchange.query[parameter] else { return nil }
         let settings = try (bucket ?? exchange.bucket).settings()
-        return try BucketResource.predefinedObjectACL(name, owner: administratorEntity, parameter: parameter, settings: settings).serialized
+        return try BucketResource.predefinedObjectACL(
+            name, owner: administratorEntity, parameter: parameter, settings: settings
+        ).serialized
     }
 
     /// `objects.restore`: a soft-deleted generation is live again, as a new generation, under the request's conditions
@@ -591,7 +726,8 @@ extension StorageAPI {
         guard let generation = try exchange.query.generation() else {
             throw HTTPFailure.required("Required parameter: generation (the soft-deleted generation to restore).")
         }
-        let restored = try await storage.restore(name, generation: generation, in: exchange.bucket, conditions: conditions)
+        let restored = try await storage.restore(
+            name, generation: generation, in: exchange.bucket, conditions: conditions)
         return Reply.json(objectResource(restored, exchange))
     }
 
@@ -599,11 +735,16 @@ extension StorageAPI {
     /// destination gets the source's content and metadata as a new generation, and the source goes (as the generation
     /// read, leaving no noncurrent or soft-deleted generation), or nothing happens. The `ifSource…` conditions guard
     /// the source, the others the destination.
-    private func moveObject(_ exchange: Exchange, from source: ObjectName, to destination: ObjectName) async throws -> Answer {
+    private func moveObject(
+        _ exchange: Exchange, from source: ObjectName, to destination: ObjectName
+    ) async throws -> Answer {
         let conditions = try Conditions(exchange.query)
         let sourceConditions = try Conditions(exchange.query, prefix: "ifSource")
-        guard source != destination else { throw HTTPFailure.badRequest("An object cannot be moved onto itself (\(source.rawValue)).") }
-        let moved = try await storage.move(source, to: destination, in: exchange.bucket, sourceConditions: sourceConditions, conditions: conditions)
+        guard source != destination else {
+            throw HTTPFailure.badRequest("An object cannot be moved onto itself (\(source.rawValue)).")
+        }
+        let moved = try await storage.move(
+            source, to: destination, in: exchange.bucket, sourceConditions: sourceConditions, conditions: conditions)
         return Reply.json(objectResource(moved, exchange))
     }
 
@@ -614,14 +755,18 @@ extension StorageAPI {
     /// `deleteSourceObjects` deleted in the same change (each the generation read).
     private func composeObject(_ exchange: inout Exchange, to destination: ObjectName) async throws -> Answer {
         let conditions = try Conditions(exchange.query)
-        let request = try ComposeRequest(try await body(&exchange, limit: limits.maximumJSONBytes, what: "compose request"))
+        let request = try ComposeRequest(
+            try await body(&exchange, limit: limits.maximumJSONBytes, what: "compose request"))
         let sources = try request.sources.map {
-            StorageService.ComposeSource(name: try objectName($0.name), generation: $0.generation, ifGenerationMatch: $0.ifGenerationMatch)
+            StorageService.ComposeSource(
+                name: try objectName($0.name), generation: $0.generation, ifGenerationMatch: $0.ifGenerationMatch)
         }
         // Every source is read with the request's customer-supplied key, and the composite written with it.
         let key = try CustomerKey(exchange.request.headers)
         var options = request.destination.writeOptions
-        if let predefined = try predefinedACL(exchange, parameter: "destinationPredefinedAcl") { options.cloudStorage.acl = predefined }
+        if let predefined = try predefinedACL(exchange, parameter: "destinationPredefinedAcl") {
+            options.cloudStorage.acl = predefined
+        }
         let object: ObjectMetadata
         do {
             object = try await storage.compose(
@@ -633,7 +778,8 @@ extension StorageAPI {
             // Named as the service names a missing object, the source's name (not the destination's).
             let at = generation.map { " (generation \($0))" } ?? ""
             throw HTTPFailure(
-                .notFound, reason: "notFound", "No such object: \(exchange.bucket.name)/\(name)\(at); it cannot be composed, and nothing was changed.")
+                .notFound, reason: "notFound",
+                "No such object: \(exchange.bucket.name)/\(name)\(at); it cannot be composed, and nothing was changed.")
         }
         return Reply.json(objectResource(object, exchange))
     }
@@ -652,21 +798,28 @@ extension StorageAPI {
                 }
                 return Reply.empty(HTTPResponse.Status(code: 499, reasonPhrase: "Client Closed Request"))
             default:
-                throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.put, .post, .delete], what: "a resumable upload")
+                throw HTTPFailure.methodNotAllowed(
+                    exchange.method, allowed: [.put, .post, .delete], what: "a resumable upload")
             }
         }
         guard exchange.method == .post else {
-            throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.post], what: "uploads (a resumable upload's chunks go to its upload URL)")
+            throw HTTPFailure.methodNotAllowed(
+                exchange.method, allowed: [.post], what: "uploads (a resumable upload's chunks go to its upload URL)")
         }
         let conditions = try Conditions(exchange.query)
-        if exchange.query["kmsKeyName"] != nil { throw HTTPFailure.badRequest("kmsKeyName is not supported by storesh serve.") }
+        if exchange.query["kmsKeyName"] != nil {
+            throw HTTPFailure.badRequest("kmsKeyName is not supported by storesh serve.")
+        }
         switch exchange.query["uploadType"] {
         case "media":
             var upload = UploadRequest(
-                bucket: exchange.bucket, name: try objectName(exchange.query["name"]), options: WriteOptions(), conditions: conditions, firebase: false)
+                bucket: exchange.bucket, name: try objectName(exchange.query["name"]), options: WriteOptions(),
+                conditions: conditions, firebase: false)
             upload.options.cloudStorage.acl = try predefinedACL(exchange)
             if let type = exchange.request.headers[.contentType] { upload.options.properties[.contentType] = type }
-            if let encoding = exchange.query["contentEncoding"] { upload.options.properties[.contentEncoding] = encoding }
+            if let encoding = exchange.query["contentEncoding"] {
+                upload.options.properties[.contentEncoding] = encoding
+            }
             upload.options.cloudStorage.customerKeySHA256 = try CustomerKey(exchange.request.headers)?.sha256
             let content = try await receiveObject(&exchange)
             return Reply.json(objectResource(try await finishUpload(upload, content: content), exchange))
@@ -674,7 +827,9 @@ extension StorageAPI {
             let parts = try await receiveMultipart(&exchange)
             let metadata = try ObjectMetadataBody(json: parts.metadata, what: "upload's metadata part")
             var upload = try uploadRequest(metadata, exchange: exchange, conditions: conditions)
-            if upload.options.properties[.contentType] == nil, let type = parts.contentType { upload.options.properties[.contentType] = type }
+            if upload.options.properties[.contentType] == nil, let type = parts.contentType {
+                upload.options.properties[.contentType] = type
+            }
             return Reply.json(objectResource(try await finishUpload(upload, content: parts.content), exchange))
         case "resumable":
             let metadata = try await jsonBody(&exchange, what: "upload's metadata")
@@ -688,11 +843,13 @@ extension StorageAPI {
             if conditions.precondition != .none || conditions.hasNotMatch {
                 let existing = try await exchange.bucket.reader().metadataIfPresent(of: upload.name)
                 guard conditions.hold(for: existing) else {
-                    throw StorageError.preconditionFailed(upload.name.rawValue, conditions.precondition, actual: existing)
+                    throw StorageError.preconditionFailed(
+                        upload.name.rawValue, conditions.precondition, actual: existing)
                 }
             }
             let id = try uploads.start(upload, declaredSize: declared, spool: Spool(directory: spoolDirectory))
-            let location = "\(exchange.baseURL)/upload/storage/v1/b/\(exchange.bucket.name)/o?uploadType=resumable&upload_id=\(id)"
+            let location =
+                "\(exchange.baseURL)/upload/storage/v1/b/\(exchange.bucket.name)/o?uploadType=resumable&upload_id=\(id)"
             return Reply.empty(.ok, headers: [.location: location, HTTPField.Name("X-GUploader-UploadID")!: id])
         case nil:
             throw HTTPFailure.required("Required parameter: uploadType (media, multipart or resumable).")
@@ -702,7 +859,9 @@ extension StorageAPI {
     }
 
     /// The upload of the object a metadata body names (or the `name` parameter).
-    private func uploadRequest(_ metadata: ObjectMetadataBody, exchange: Exchange, conditions: Conditions) throws -> UploadRequest {
+    private func uploadRequest(
+        _ metadata: ObjectMetadataBody, exchange: Exchange, conditions: Conditions
+    ) throws -> UploadRequest {
         if let given = exchange.query["name"], let named = metadata.name, given != named {
             throw HTTPFailure.badRequest("The name parameter '\(given)' and the metadata's name '\(named)' differ.")
         }
@@ -731,7 +890,10 @@ extension StorageAPI {
         let spool: Spool?
         do {
             (start, spool) = try uploads.withSession(id) { session in
-                (try session.machine.chunkBegins(first: range.first, end: range.end, total: range.total, length: declaredLength), session.spool)
+                (
+                    try session.machine.chunkBegins(
+                        first: range.first, end: range.end, total: range.total, length: declaredLength), session.spool
+                )
             }
         } catch let refusal as UploadMachine.Refusal {
             throw failure(refusal, upload: id, firebase: false)
@@ -742,13 +904,18 @@ extension StorageAPI {
             guard let spool else { throw UploadSessions.busy }
             let length = try await receiveChunk(
                 &exchange, session: id, into: spool, limit: keep, skipping: skip,
-                tooLarge: total.map { HTTPFailure.badRequest("Content-Range ends past the object's size of \($0) bytes.") } ?? self.objectTooLarge(),
+                tooLarge: total.map {
+                    HTTPFailure.badRequest("Content-Range ends past the object's size of \($0) bytes.")
+                } ?? self.objectTooLarge(),
                 check: { try range.check(bodyLength: $0, header: rangeHeader) })
             let end: UploadMachine.ChunkEnd
             let upload: UploadRequest
             do {
                 (end, upload) = try uploads.withSession(id) { session in
-                    (try session.machine.chunkArrived(length: length, ending: range.whole ? .wholeObject : .atDeclaredSize), session.request)
+                    (
+                        try session.machine.chunkArrived(
+                            length: length, ending: range.whole ? .wholeObject : .atDeclaredSize), session.request
+                    )
                 }
             } catch let refusal as UploadMachine.Refusal {
                 throw failure(refusal, upload: id, firebase: false)
@@ -768,7 +935,10 @@ extension StorageAPI {
                 let baseURL = exchange.baseURL
                 let answer = try await landUpload(
                     session: id, landing, spool: spool, firebase: false,
-                    resource: { ObjectResource.cloudStorage($0, baseURL: baseURL, customerKey: $0.cloudStorage.customerKeySHA256) })
+                    resource: {
+                        ObjectResource.cloudStorage(
+                            $0, baseURL: baseURL, customerKey: $0.cloudStorage.customerKeySHA256)
+                    })
                 return Reply.json(answer.body, status: answer.status)
             }
         }
@@ -808,7 +978,8 @@ struct ContentRange {
             return
         }
         let invalid = HTTPFailure.badRequest(
-            "Invalid Content-Range '\(header)': it must be 'bytes FIRST-LAST/TOTAL', 'bytes FIRST-LAST/*' or 'bytes */TOTAL'.")
+            "Invalid Content-Range '\(header)': it must be 'bytes FIRST-LAST/TOTAL', 'bytes FIRST-LAST/*' or 'bytes */TOTAL'."
+        )
         guard header.hasPrefix("bytes ") else { throw invalid }
         let parts = header.dropFirst(6).split(separator: "/", omittingEmptySubsequences: false)
         guard parts.count == 2 else { throw invalid }
@@ -818,19 +989,26 @@ struct ContentRange {
         }
         if parts[0] == "*" {
             if let bodyLength, bodyLength > 0 {
-                throw HTTPFailure.badRequest("Content-Range 'bytes */…' asks for the upload's status and carries no bytes, but this request has \(bodyLength).")
+                throw HTTPFailure.badRequest(
+                    "Content-Range 'bytes */…' asks for the upload's status and carries no bytes, but this request has \(bodyLength)."
+                )
             }
             end = nil
             return
         }
         let bounds = parts[0].split(separator: "-", omittingEmptySubsequences: false)
-        guard bounds.count == 2, let first = Int64(bounds[0]), let last = Int64(bounds[1]), first >= 0, last >= first, last < Int64.max else {
+        guard bounds.count == 2, let first = Int64(bounds[0]), let last = Int64(bounds[1]), first >= 0, last >= first,
+            last < Int64.max
+        else {
             throw invalid
         }
         if let bodyLength, last - first + 1 != bodyLength {
-            throw HTTPFailure.badRequest("Content-Range '\(header)' announces \(last - first + 1) bytes, but the request carries \(bodyLength).")
+            throw HTTPFailure.badRequest(
+                "Content-Range '\(header)' announces \(last - first + 1) bytes, but the request carries \(bodyLength).")
         }
-        if let total, last >= total { throw HTTPFailure.badRequest("Content-Range '\(header)' ends past the object's size of \(total) bytes.") }
+        if let total, last >= total {
+            throw HTTPFailure.badRequest("Content-Range '\(header)' ends past the object's size of \(total) bytes.")
+        }
         self.first = first
         end = last + 1
     }
@@ -842,7 +1020,8 @@ struct ContentRange {
         }
         let announced = first.flatMap { first in end.map { $0 - first } } ?? 0
         guard bodyLength == announced else {
-            throw HTTPFailure.badRequest("Content-Range '\(header ?? "")' announces \(announced) bytes, but the request carried \(bodyLength).")
+            throw HTTPFailure.badRequest(
+                "Content-Range '\(header ?? "")' announces \(announced) bytes, but the request carried \(bodyLength).")
         }
     }
 }
@@ -875,14 +1054,18 @@ struct RewriteToken {
     /// Reads `text` (base64url of a JSON array) for a call on `expected`: a token of another copy, or one that is
     /// not this server's, is a 400.
     init(_ text: String, for expected: Route) throws {
-        let invalid = HTTPFailure.badRequest("Invalid rewriteToken: it is not one this server gave for this source and destination.")
+        let invalid = HTTPFailure.badRequest(
+            "Invalid rewriteToken: it is not one this server gave for this source and destination.")
         guard let data = Base64URL.decoded(text),
-            let fields = try? JSONDecoder().decode([String].self, from: data), fields.count == 7, fields[0] == "storesh-rewrite-1",
+            let fields = try? JSONDecoder().decode([String].self, from: data), fields.count == 7,
+            fields[0] == "storesh-rewrite-1",
             let generation = Int64(fields[5]), let bytes = Int64(fields[6]), bytes > 0
         else { throw invalid }
-        let route = Route(sourceBucket: fields[1], source: fields[2], destinationBucket: fields[3], destination: fields[4])
+        let route = Route(
+            sourceBucket: fields[1], source: fields[2], destinationBucket: fields[3], destination: fields[4])
         // Names compared as bytes (rule P7), as everywhere else.
-        guard NameBytes.sameBytes(route.source, expected.source), NameBytes.sameBytes(route.destination, expected.destination),
+        guard NameBytes.sameBytes(route.source, expected.source),
+            NameBytes.sameBytes(route.destination, expected.destination),
             NameBytes.sameBytes(route.sourceBucket, expected.sourceBucket),
             NameBytes.sameBytes(route.destinationBucket, expected.destinationBucket)
         else { throw invalid }
@@ -891,7 +1074,8 @@ struct RewriteToken {
 
     var text: String {
         let fields = [
-            "storesh-rewrite-1", route.sourceBucket, route.source, route.destinationBucket, route.destination, String(generation), String(bytesRewritten),
+            "storesh-rewrite-1", route.sourceBucket, route.source, route.destinationBucket, route.destination,
+            String(generation), String(bytesRewritten),
         ]
         return Base64URL.encoded(Data(JSONValue.array(fields.map { .string($0) }).serialized.utf8))
     }

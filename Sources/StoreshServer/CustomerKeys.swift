@@ -16,12 +16,14 @@ struct CustomerKey: Equatable {
         func header(_ name: String) -> String? { headers[HTTPField.Name(prefix + name)!] }
         guard let keyText = header("key") else {
             if header("key-sha256") != nil || header("algorithm") != nil {
-                throw HTTPFailure.badRequest("\(prefix)key-sha256 and \(prefix)algorithm come with \(prefix)key, which is missing.")
+                throw HTTPFailure.badRequest(
+                    "\(prefix)key-sha256 and \(prefix)algorithm come with \(prefix)key, which is missing.")
             }
             return nil
         }
         guard header("algorithm")?.uppercased() == "AES256" else {
-            throw HTTPFailure.badRequest("\(prefix)algorithm must be AES256, the one algorithm of customer-supplied keys.")
+            throw HTTPFailure.badRequest(
+                "\(prefix)algorithm must be AES256, the one algorithm of customer-supplied keys.")
         }
         guard let key = Data(base64Encoded: keyText), key.count == 32 else {
             throw HTTPFailure.badRequest("\(prefix)key must be the base64 of a 256-bit key.")
@@ -41,9 +43,12 @@ struct CustomerKey: Equatable {
             throw HTTPFailure.badRequest("The target object is not encrypted by a customer-supplied encryption key.")
         case (_?, nil):
             throw HTTPFailure.badRequest(
-                "The target object is encrypted by a customer-supplied encryption key: the request must give it (x-goog-encryption-key).")
+                "The target object is encrypted by a customer-supplied encryption key: the request must give it (x-goog-encryption-key)."
+            )
         case (let expected?, let given?):
-            guard expected == given.sha256 else { throw HTTPFailure.badRequest("The provided encryption key is incorrect.") }
+            guard expected == given.sha256 else {
+                throw HTTPFailure.badRequest("The provided encryption key is incorrect.")
+            }
         }
     }
 }

@@ -2,8 +2,8 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import StoreshCore
-import StoreshWire
 import StoreshRules
+import StoreshWire
 
 /// Who makes a v0 request (rule V3).
 enum Caller: Sendable, CustomStringConvertible {
@@ -31,7 +31,10 @@ enum EmulatorToken {
             HTTPFailure(.unauthorized, reason: "authError", "Invalid Firebase ID token: \(why). Nothing was done.")
         }
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3 else { throw refuse("a token has three dot-separated parts (header.payload.signature), this one has \(parts.count)") }
+        guard parts.count == 3 else {
+            throw refuse(
+                "a token has three dot-separated parts (header.payload.signature), this one has \(parts.count)")
+        }
         guard let data = Base64URL.decoded(parts[1]) else { throw refuse("its payload is not base64url") }
         guard let payload = try? JSONDecoder().decode([String: PayloadMember].self, from: data) else {
             throw refuse("its payload is not a JSON object")
@@ -45,7 +48,7 @@ enum EmulatorToken {
         }
         guard uid.utf8.count <= 128 else { throw refuse("its user id is longer than 128 bytes") }
         var claims: [String: ClaimValue] = [:]
-        for case let (key, .claim(value)) in payload { claims[key] = value }
+        for case (let key, .claim(let value)) in payload { claims[key] = value }
         return Identity(uid: uid, claims: claims)
     }
 
@@ -80,25 +83,43 @@ extension StorageAPI {
         let method = exchange.method == .head ? .get : exchange.method
         switch exchange.endpoint {
         case .setRules:
-            guard method == .put else { throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.put], what: "/internal/setRules") }
+            guard method == .put else {
+                throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.put], what: "/internal/setRules")
+            }
             return try await setRules(&exchange)
         case .reset:
-            guard method == .post else { throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.post], what: "/internal/reset") }
+            guard method == .post else {
+                throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.post], what: "/internal/reset")
+            }
             // Every bucket served, as the emulator's reset empties all of its buckets.
             let served = buckets.all()
             for bucket in served { try await bucket.removeEverything() }
             let names = served.map { "gs://\($0.name)" }.joined(separator: ", ")
-            return Reply.json(.object([("message", .string(served.count == 1 ? "The bucket \(names) is empty." : "The buckets \(names) are empty."))]))
+            return Reply.json(
+                .object([
+                    (
+                        "message",
+                        .string(served.count == 1 ? "The bucket \(names) is empty." : "The buckets \(names) are empty.")
+                    )
+                ]))
         case .firebaseRoot:
-            guard method == .get else { throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.get], what: "/v0/") }
-            return Reply.json(.object([("emulator", .string("storage")), ("server", .string("storesh serve")), ("bucket", .string(exchange.bucket.name))]))
+            guard method == .get else {
+                throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.get], what: "/v0/")
+            }
+            return Reply.json(
+                .object([
+                    ("emulator", .string("storage")), ("server", .string("storesh serve")),
+                    ("bucket", .string(exchange.bucket.name)),
+                ]))
         case .firebaseBucket:
-            throw HTTPFailure.notFound("Not Found: the v0 API has no bucket resource; list its objects at /v0/b/\(exchange.bucket.name)/o.")
+            throw HTTPFailure.notFound(
+                "Not Found: the v0 API has no bucket resource; list its objects at /v0/b/\(exchange.bucket.name)/o.")
         case .firebaseObjects:
             switch method {
             case .get: return try await listFirebase(exchange)
             case .post, .put: return try await firebaseUpload(&exchange, pathName: nil)
-            default: throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.get, .post], what: "the object list")
+            default:
+                throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.get, .post], what: "the object list")
             }
         case .firebaseObject(_, let name):
             let override = exchange.header("X-HTTP-Method-Override")?.uppercased()
@@ -123,7 +144,8 @@ extension StorageAPI {
             case .post, .put:
                 return try await firebaseUpload(&exchange, pathName: name)
             default:
-                throw HTTPFailure.methodNotAllowed(exchange.method, allowed: [.get, .patch, .post, .delete], what: "an object")
+                throw HTTPFailure.methodNotAllowed(
+                    exchange.method, allowed: [.get, .patch, .post, .delete], what: "an object")
             }
         default:
             throw HTTPFailure.notFound("Not Found")
@@ -141,7 +163,9 @@ extension StorageAPI {
         guard let header else { return .person(nil) }
         let parts = header.split(separator: " ", maxSplits: 1)
         guard parts.count == 2, ["firebase", "bearer"].contains(parts[0].lowercased()) else {
-            throw HTTPFailure(.unauthorized, reason: "authError", "The Authorization header must be 'Firebase TOKEN' or 'Bearer TOKEN'.")
+            throw HTTPFailure(
+                .unauthorized, reason: "authError",
+                "The Authorization header must be 'Firebase TOKEN' or 'Bearer TOKEN'.")
         }
         if parts[1] == "owner" { return .administrator }
         return .person(try EmulatorToken.identity(String(parts[1])))
@@ -167,14 +191,18 @@ extension StorageAPI {
         let prefix = query["prefix"] ?? ""
         let reference = StoragePath(normalizing: prefix)
         guard reference.listingPrefix == prefix else {
-            throw HTTPFailure.badRequest("The prefix parameter is required to be empty or end with a single / character (rule L1).")
+            throw HTTPFailure.badRequest(
+                "The prefix parameter is required to be empty or end with a single / character (rule L1).")
         }
         guard query["delimiter"] == "/" else {
-            throw HTTPFailure.badRequest("The v0 API lists with delimiter=/ (as the Firebase SDKs send it); '\(query["delimiter"] ?? "")' is not supported.")
+            throw HTTPFailure.badRequest(
+                "The v0 API lists with delimiter=/ (as the Firebase SDKs send it); '\(query["delimiter"] ?? "")' is not supported."
+            )
         }
         var maxResults: Int?
         if let given = try query.integer("maxResults") { maxResults = Int(clamping: given) }
-        let options = ListOptions(maxResults: maxResults, pageToken: query["pageToken"].flatMap { $0.isEmpty ? nil : $0 })
+        let options = ListOptions(
+            maxResults: maxResults, pageToken: query["pageToken"].flatMap { $0.isEmpty ? nil : $0 })
         let bucket = exchange.bucket
         let page = try await readable(by: try caller(exchange), in: bucket).list(reference, options: options)
         return Reply.json(FirebaseWire.listDocument(page, bucket: bucket.name))
@@ -185,10 +213,12 @@ extension StorageAPI {
     private func getFirebase(_ exchange: Exchange, name: ObjectName) async throws -> Answer {
         let who = try caller(exchange)
         guard exchange.query["alt"] == "media" else {
-            return Reply.json(ObjectResource.firebase(try await readable(by: who, in: exchange.bucket).metadata(of: name)))
+            return Reply.json(
+                ObjectResource.firebase(try await readable(by: who, in: exchange.bucket).metadata(of: name)))
         }
         if let token = exchange.query["token"], !token.isEmpty,
-            let object = try? exchange.bucket.reader().currentMetadata(of: name), Self.tokens(of: object).contains(token)
+            let object = try? exchange.bucket.reader().currentMetadata(of: name),
+            Self.tokens(of: object).contains(token)
         {
             let read = try download(name, in: exchange.bucket, request: exchange.request.headers)
             let current = read.object
@@ -196,13 +226,17 @@ extension StorageAPI {
             try CustomerKey.check(nil, reading: current)
             // The object may have changed between the two reads: its content is served only under a token it has.
             if Self.tokens(of: current).contains(token) {
-                return try Reply.media(current, content: read.content, partial: read.partial, request: exchange.request.headers, entityTag: "\"\(current.md5Hash)\"")
+                return try Reply.media(
+                    current, content: read.content, partial: read.partial, request: exchange.request.headers,
+                    entityTag: "\"\(current.md5Hash)\"")
             }
         }
         _ = try await readable(by: who, in: exchange.bucket).metadata(of: name)
         let read = try download(name, in: exchange.bucket, request: exchange.request.headers)
         try CustomerKey.check(nil, reading: read.object)
-        return try Reply.media(read.object, content: read.content, partial: read.partial, request: exchange.request.headers, entityTag: "\"\(read.object.md5Hash)\"")
+        return try Reply.media(
+            read.object, content: read.content, partial: read.partial, request: exchange.request.headers,
+            entityTag: "\"\(read.object.md5Hash)\"")
     }
 
     static func tokens(of object: ObjectMetadata) -> [String] {
@@ -220,7 +254,9 @@ extension StorageAPI {
         let result = try await exchange.bucket.change { transaction in
             var update = body.update
             let existing = try await transaction.metadataIfPresent(of: name)
-            if let existing { try body.refuseReadOnlyChanges(against: ObjectResource.firebase(existing), object: existing) }
+            if let existing {
+                try body.refuseReadOnlyChanges(against: ObjectResource.firebase(existing), object: existing)
+            }
             let kept = existing.map(Self.tokens(of:)) ?? []
             var tokens = kept
             if case .set(let added)? = update.customMetadata[downloadTokensKey] {
@@ -243,7 +279,9 @@ extension StorageAPI {
     static func conditions(_ exchange: Exchange) throws -> Conditions? {
         let conditions = try Conditions(exchange.query)
         if conditions.hasNotMatch {
-            throw HTTPFailure.badRequest("The v0 API takes ifGenerationMatch and ifMetagenerationMatch only; the NotMatch forms are the JSON API's.")
+            throw HTTPFailure.badRequest(
+                "The v0 API takes ifGenerationMatch and ifMetagenerationMatch only; the NotMatch forms are the JSON API's."
+            )
         }
         return conditions.generationMatch == nil && conditions.metagenerationMatch == nil ? nil : conditions
     }
@@ -285,7 +323,8 @@ extension StorageAPI {
         func request(_ metadata: ObjectMetadataBody) throws -> UploadRequest {
             let name = try objectName(pathName ?? queryName ?? metadata.name)
             if let given = metadata.name, given != name.rawValue {
-                throw HTTPFailure.badRequest("The object's name in the URL ('\(name.rawValue)') and in the metadata ('\(given)') differ.")
+                throw HTTPFailure.badRequest(
+                    "The object's name in the URL ('\(name.rawValue)') and in the metadata ('\(given)') differ.")
             }
             return UploadRequest(
                 bucket: exchange.bucket, name: name, options: metadata.writeOptions, expectedCRC32C: metadata.crc32c,
@@ -293,35 +332,48 @@ extension StorageAPI {
         }
         if protocolName == "resumable" || command != nil {
             guard command == "start" else {
-                throw HTTPFailure.badRequest("A resumable upload starts with X-Goog-Upload-Command: start; later commands go to its upload URL.")
+                throw HTTPFailure.badRequest(
+                    "A resumable upload starts with X-Goog-Upload-Command: start; later commands go to its upload URL.")
             }
             var upload = try request(try await jsonBody(&exchange, what: "upload's metadata"))
             if upload.options.properties[.contentType] == nil,
-                let type = exchange.header("X-Goog-Upload-Header-Content-Type") ?? exchange.header("X-Goog-Upload-Content-Type")
+                let type = exchange.header("X-Goog-Upload-Header-Content-Type")
+                    ?? exchange.header("X-Goog-Upload-Content-Type")
             {
                 upload.options.properties[.contentType] = type
             }
             // The Web and Android SDKs write X-Goog-Upload-Header-…, the Apple SDK X-Goog-Upload-….
-            let declared = try announcedSize(exchange, headers: ["X-Goog-Upload-Header-Content-Length", "X-Goog-Upload-Content-Length"])
+            let declared = try announcedSize(
+                exchange, headers: ["X-Goog-Upload-Header-Content-Length", "X-Goog-Upload-Content-Length"])
             try await authorizeUploadStart(upload, declaredSize: declared)
             let id = try uploads.start(upload, declaredSize: declared, spool: Spool(directory: spoolDirectory))
-            let url = "\(exchange.baseURL)/v0/b/\(exchange.bucket.name)/o?name=\(NameBytes.percentEncoded(upload.name.rawValue))&upload_id=\(id)&upload_protocol=resumable"
-            return Reply.empty(.ok, headers: [
-                HTTPField.Name("X-Goog-Upload-Status")!: "active", HTTPField.Name("X-Goog-Upload-URL")!: url,
-                HTTPField.Name("X-Goog-Upload-Chunk-Granularity")!: "262144", HTTPField.Name("X-GUploader-UploadID")!: id,
-            ])
+            let url =
+                "\(exchange.baseURL)/v0/b/\(exchange.bucket.name)/o?name=\(NameBytes.percentEncoded(upload.name.rawValue))&upload_id=\(id)&upload_protocol=resumable"
+            return Reply.empty(
+                .ok,
+                headers: [
+                    HTTPField.Name("X-Goog-Upload-Status")!: "active", HTTPField.Name("X-Goog-Upload-URL")!: url,
+                    HTTPField.Name("X-Goog-Upload-Chunk-Granularity")!: "262144",
+                    HTTPField.Name("X-GUploader-UploadID")!: id,
+                ])
         }
         if protocolName == "multipart" {
             let parts = try await receiveMultipart(&exchange)
             var upload = try request(try ObjectMetadataBody(json: parts.metadata, what: "upload's metadata part"))
-            if upload.options.properties[.contentType] == nil, let type = parts.contentType { upload.options.properties[.contentType] = type }
+            if upload.options.properties[.contentType] == nil, let type = parts.contentType {
+                upload.options.properties[.contentType] = type
+            }
             return Reply.json(ObjectResource.firebase(try await finishUpload(upload, content: parts.content)))
         }
-        if let protocolName { throw HTTPFailure.badRequest("Unknown X-Goog-Upload-Protocol '\(protocolName)': it is multipart or resumable.") }
+        if let protocolName {
+            throw HTTPFailure.badRequest(
+                "Unknown X-Goog-Upload-Protocol '\(protocolName)': it is multipart or resumable.")
+        }
         var upload = try request(ObjectMetadataBody())
         if let type = exchange.request.headers[.contentType] { upload.options.properties[.contentType] = type }
         // The whole object in one request: decided on what the request announces before its bytes are read.
-        try await authorizeUploadStart(upload, declaredSize: exchange.request.headers[.contentLength].flatMap(Int64.init))
+        try await authorizeUploadStart(
+            upload, declaredSize: exchange.request.headers[.contentLength].flatMap(Int64.init))
         let content = try await receiveObject(&exchange)
         return Reply.json(ObjectResource.firebase(try await finishUpload(upload, content: content)))
     }
@@ -330,26 +382,36 @@ extension StorageAPI {
     /// Chunks need not carry the Authorization header (the iOS SDK sends none): the upload is its starter's. A
     /// chunk's place is checked before its bytes are read, which stream into the session's spool.
     private func firebaseResumable(_ exchange: inout Exchange, id: String) async throws -> Answer {
-        let commands = Set((exchange.header("X-Goog-Upload-Command") ?? "").lowercased().split(separator: ",").map {
-            $0.trimmingCharacters(in: .whitespaces)
-        })
+        let commands = Set(
+            (exchange.header("X-Goog-Upload-Command") ?? "").lowercased().split(separator: ",").map {
+                $0.trimmingCharacters(in: .whitespaces)
+            })
         let known: Set<String> = ["upload", "finalize", "query", "cancel"]
         guard !commands.isEmpty, commands.isSubset(of: known) else {
-            throw HTTPFailure.badRequest("X-Goog-Upload-Command must be upload, finalize, 'upload, finalize', query or cancel.")
+            throw HTTPFailure.badRequest(
+                "X-Goog-Upload-Command must be upload, finalize, 'upload, finalize', query or cancel.")
         }
         var offset: Int64?
         if let text = exchange.header("X-Goog-Upload-Offset") {
             guard let value = Int64(text), value >= 0 else {
-                throw HTTPFailure.badRequest("Invalid X-Goog-Upload-Offset '\(text)': it must be a whole number of bytes.")
+                throw HTTPFailure.badRequest(
+                    "Invalid X-Goog-Upload-Offset '\(text)': it must be a whole number of bytes.")
             }
             offset = value
         }
         let declaredLength = exchange.request.headers[.contentLength].flatMap(Int64.init)
         func status(_ state: String, _ received: Int64) -> HTTPFields {
-            [HTTPField.Name("X-Goog-Upload-Status")!: state, HTTPField.Name("X-Goog-Upload-Size-Received")!: String(received)]
+            [
+                HTTPField.Name("X-Goog-Upload-Status")!: state,
+                HTTPField.Name("X-Goog-Upload-Size-Received")!: String(received),
+            ]
         }
         /// What the request does first, decided by the machine under the session's lock: its bytes arrive outside it.
-        enum Start { case answer(Answer), receive(Spool, skip: Int64, limit: Int64, total: Int64?), ended(UploadMachine.ChunkEnd) }
+        enum Start {
+            case answer(Answer)
+            case receive(Spool, skip: Int64, limit: Int64, total: Int64?)
+            case ended(UploadMachine.ChunkEnd)
+        }
         let start: Start
         let upload: UploadRequest
         do {
@@ -359,7 +421,9 @@ extension StorageAPI {
                 case .finished(let final):
                     return (.answer(Self.replay(final, headers: status("final", machine.received))), session.request)
                 case .cancelled:
-                    if commands == ["query"] { return (.answer(Reply.empty(.ok, headers: status("cancelled", 0))), session.request) }
+                    if commands == ["query"] {
+                        return (.answer(Reply.empty(.ok, headers: status("cancelled", 0))), session.request)
+                    }
                     throw UploadMachine.Refusal.cancelled
                 case .receiving, .landing:
                     throw UploadMachine.Refusal.busy
@@ -370,10 +434,13 @@ extension StorageAPI {
                     _ = try session.machine.cancel()
                     return (.answer(Reply.empty(.ok, headers: status("cancelled", 0))), session.request)
                 }
-                if commands == ["query"] { return (.answer(Reply.empty(.ok, headers: status("active", machine.received))), session.request) }
+                if commands == ["query"] {
+                    return (.answer(Reply.empty(.ok, headers: status("active", machine.received))), session.request)
+                }
                 guard commands.contains("upload") else {
                     if let declaredLength, declaredLength > 0 {
-                        throw HTTPFailure.badRequest("A finalize without upload carries no bytes, but this request has \(declaredLength).")
+                        throw HTTPFailure.badRequest(
+                            "A finalize without upload carries no bytes, but this request has \(declaredLength).")
                     }
                     return (.ended(try session.machine.finalize()), session.request)
                 }
@@ -395,11 +462,14 @@ extension StorageAPI {
         case .receive(let spool, let skip, let limit, let total):
             let length = try await receiveChunk(
                 &exchange, session: id, into: spool, limit: limit, skipping: skip,
-                tooLarge: total.map { HTTPFailure.badRequest("The upload would have more than the \($0) bytes announced at its start.") }
+                tooLarge: total.map {
+                    HTTPFailure.badRequest("The upload would have more than the \($0) bytes announced at its start.")
+                }
                     ?? self.objectTooLarge())
             do {
                 end = try uploads.withSession(id) { session in
-                    try session.machine.chunkArrived(length: length, ending: commands.contains("finalize") ? .finalize : .more)
+                    try session.machine.chunkArrived(
+                        length: length, ending: commands.contains("finalize") ? .finalize : .more)
                 }
             } catch let refusal as UploadMachine.Refusal {
                 throw failure(refusal, upload: id, firebase: true)
@@ -410,7 +480,8 @@ extension StorageAPI {
         case .land:
             let spool = try uploads.withSession(id) { $0.spool }
             guard let spool else { throw UploadSessions.busy }
-            let answer = try await landUpload(session: id, upload, spool: spool, firebase: true, resource: ObjectResource.firebase)
+            let answer = try await landUpload(
+                session: id, upload, spool: spool, firebase: true, resource: ObjectResource.firebase)
             return Reply.json(answer.body, status: answer.status, headers: status("final", spool.size))
         }
     }
@@ -423,7 +494,8 @@ extension StorageAPI {
     private func setRules(_ exchange: inout Exchange) async throws -> Answer {
         let data = try await body(&exchange, limit: limits.maximumJSONBytes, what: "rules")
         guard let body = try? JSONValue.parse(data), body.members != nil else {
-            throw HTTPFailure.badRequest("The request body must be a JSON object: {\"rules\":{\"files\":[{\"name\":…,\"content\":…}]}}.")
+            throw HTTPFailure.badRequest(
+                "The request body must be a JSON object: {\"rules\":{\"files\":[{\"name\":…,\"content\":…}]}}.")
         }
         guard let files = body[member: "rules"]?[member: "files"]?.items, !files.isEmpty else {
             throw HTTPFailure.badRequest("Request body must include 'rules.files' array")
@@ -435,7 +507,8 @@ extension StorageAPI {
             }
             let bucket = file[member: "resource"]?.string
             if files.count > 1, bucket == nil {
-                throw HTTPFailure.badRequest("Each member of 'rules.files' array must contain 'name', 'content', and 'resource'")
+                throw HTTPFailure.badRequest(
+                    "Each member of 'rules.files' array must contain 'name', 'content', and 'resource'")
             }
             let origin = "\(name) (PUT /internal/setRules)"
             do {

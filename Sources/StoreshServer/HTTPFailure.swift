@@ -27,7 +27,9 @@ struct HTTPFailure: Error, Sendable {
     static func required(_ message: String) -> HTTPFailure { HTTPFailure(.badRequest, reason: "required", message) }
     static func notFound(_ message: String) -> HTTPFailure { HTTPFailure(.notFound, reason: "notFound", message) }
 
-    static func methodNotAllowed(_ method: HTTPRequest.Method, allowed: [HTTPRequest.Method], what: String) -> HTTPFailure {
+    static func methodNotAllowed(
+        _ method: HTTPRequest.Method, allowed: [HTTPRequest.Method], what: String
+    ) -> HTTPFailure {
         var headers = HTTPFields()
         headers[.allow] = allowed.map(\.rawValue).joined(separator: ", ")
         return HTTPFailure(
@@ -45,15 +47,18 @@ struct HTTPFailure: Error, Sendable {
         switch error.code {
         case .objectNotFound where !firebase: message = "No such object: \(bucket)/\(object ?? "")"
         case .bucketNotFound where !firebase: message = "The specified bucket does not exist."
-        case .preconditionFailed: message = "At least one of the pre-conditions you specified did not hold. \(error.message)"
+        case .preconditionFailed:
+            message = "At least one of the pre-conditions you specified did not hold. \(error.message)"
         default: message = error.message
         }
         // The statuses with their standard reason phrases; 499 is nginx's "client closed request".
         let standard: [HTTPResponse.Status] = [
-            .badRequest, .unauthorized, .forbidden, .notFound, .preconditionFailed, .internalServerError, .serviceUnavailable,
+            .badRequest, .unauthorized, .forbidden, .notFound, .preconditionFailed, .internalServerError,
+            .serviceUnavailable,
         ]
         self.init(
-            standard.first { $0.code == status } ?? HTTPResponse.Status(code: status, reasonPhrase: "Client Closed Request"),
+            standard.first { $0.code == status }
+                ?? HTTPResponse.Status(code: status, reasonPhrase: "Client Closed Request"),
             reason: reason, message)
     }
 
@@ -62,7 +67,14 @@ struct HTTPFailure: Error, Sendable {
         var members: [(String, JSONValue)] = [("code", .integer(Int64(status.code))), ("message", .string(message))]
         if !firebase {
             members.append(
-                ("errors", .array([.object([("message", .string(message)), ("domain", .string("global")), ("reason", .string(reason))])])))
+                (
+                    "errors",
+                    .array([
+                        .object([
+                            ("message", .string(message)), ("domain", .string("global")), ("reason", .string(reason)),
+                        ])
+                    ])
+                ))
         }
         return .object([("error", .object(members))])
     }

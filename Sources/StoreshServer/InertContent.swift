@@ -29,9 +29,10 @@ enum InertContent {
 
     /// Whether a browser would render `contentType` as a document that can run or load things.
     static func isActive(_ contentType: String?) -> Bool {
-        let mediaType = (contentType ?? "").split(separator: ";", maxSplits: 1).first.map {
-            $0.trimmingCharacters(in: .whitespaces).lowercased()
-        } ?? ""
+        let mediaType =
+            (contentType ?? "").split(separator: ";", maxSplits: 1).first.map {
+                $0.trimmingCharacters(in: .whitespaces).lowercased()
+            } ?? ""
         if mediaType.hasSuffix("+xml") || mediaType.hasSuffix("/xml") { return true }
         return activeTypes.contains(mediaType) || mediaType.contains("javascript") || mediaType.contains("ecmascript")
     }

@@ -14,7 +14,9 @@ struct RequestLogMiddleware<Context: RequestContext>: RouterMiddleware {
     let log: (@Sendable (ServedRequest) -> Void)?
     let journal: RequestJournal
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(
+        _ request: Request, context: Context, next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
         let start = ContinuousClock.now
         let path = request.uri.path
         let trace = RequestJournal.records(method: request.method, path: path) ? RequestTrace() : nil
@@ -27,16 +29,19 @@ struct RequestLogMiddleware<Context: RequestContext>: RouterMiddleware {
         }
         let elapsed = ContinuousClock.now - start
         let seconds = elapsed.inSeconds
-        log?(ServedRequest(
-            method: request.method.rawValue, path: ServedRequest.loggable(path: path, query: request.uri.query),
-            status: response.status.code, seconds: seconds))
+        log?(
+            ServedRequest(
+                method: request.method.rawValue, path: ServedRequest.loggable(path: path, query: request.uri.query),
+                status: response.status.code, seconds: seconds))
         if let trace {
             let (who, verdicts) = (trace.caller, trace.verdicts)
             let methodOverride = request.headers[HTTPField.Name("X-HTTP-Method-Override")!]
             journal.record { number in
                 ServedExchange(
-                    number: number, time: Timestamp(date: Date()), method: request.method, path: path, query: request.uri.query,
-                    methodOverride: methodOverride, status: response.status.code, milliseconds: seconds * 1000, who: who,
+                    number: number, time: Timestamp(date: Date()), method: request.method, path: path,
+                    query: request.uri.query,
+                    methodOverride: methodOverride, status: response.status.code, milliseconds: seconds * 1000,
+                    who: who,
                     verdicts: verdicts)
             }
         }
@@ -49,7 +54,9 @@ struct RequestLogMiddleware<Context: RequestContext>: RouterMiddleware {
 struct LatencyMiddleware<Context: RequestContext>: RouterMiddleware {
     let latency: Duration
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(
+        _ request: Request, context: Context, next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
         if latency > .zero { try? await Task.sleep(for: latency) }
         return try await next(request, context)
     }
@@ -66,20 +73,28 @@ struct OriginPolicyMiddleware<Context: RequestContext>: RouterMiddleware {
     /// The server's page token (`OriginPolicy.administrationRefusal`).
     let pageToken: String
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        if let refusal = policy.refusal(request, listening: listening) ?? policy.administrationRefusal(request, pageToken: pageToken) {
+    func handle(
+        _ request: Request, context: Context, next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
+        if let refusal = policy.refusal(request, listening: listening)
+            ?? policy.administrationRefusal(request, pageToken: pageToken)
+        {
             return Reply.failure(refusal, firebase: request.uri.path.hasPrefix("/v0")).response
         }
-        var response = request.method == .options ? Answer(status: .noContent).response : try await next(request, context)
+        var response =
+            request.method == .options ? Answer(status: .noContent).response : try await next(request, context)
         response.headers.append(
-            contentsOf: OriginPolicy.crossOriginHeaders(origin: request.headers[.origin], preflight: request.method == .options ? request : nil))
+            contentsOf: OriginPolicy.crossOriginHeaders(
+                origin: request.headers[.origin], preflight: request.method == .options ? request : nil))
         return response
     }
 }
 
 /// A `HEAD` is answered as its `GET` would be, without the body.
 struct HeadMiddleware<Context: RequestContext>: RouterMiddleware {
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(
+        _ request: Request, context: Context, next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
         let response = try await next(request, context)
         return request.method == .head ? response.createHeadResponse() : response
     }

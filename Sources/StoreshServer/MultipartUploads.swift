@@ -33,10 +33,12 @@ final class MultipartUploads: Sendable {
     }
 
     static let noSuchUpload = SignedURL.refusal(
-        .notFound, code: "NoSuchUpload", "The specified multipart upload does not exist: it was completed, aborted, or idle for an hour.")
+        .notFound, code: "NoSuchUpload",
+        "The specified multipart upload does not exist: it was completed, aborted, or idle for an hour.")
 
     static let busy = SignedURL.refusal(
-        .serviceUnavailable, code: "ServiceUnavailable", "The multipart upload is being completed; ask again in a moment.")
+        .serviceUnavailable, code: "ServiceUnavailable",
+        "The multipart upload is being completed; ask again in a moment.")
 
     /// A refusal of the machine, in the XML API's words.
     static func failure(_ refusal: UploadMachine.Refusal) -> HTTPFailure {
@@ -51,10 +53,12 @@ final class MultipartUploads: Sendable {
             guard uploads.count < maximumUploads else {
                 throw SignedURL.refusal(
                     .tooManyRequests, code: "SlowDown",
-                    "\(maximumUploads) multipart uploads are in progress; complete or abort one first (an upload idle for an hour ends by itself).")
+                    "\(maximumUploads) multipart uploads are in progress; complete or abort one first (an upload idle for an hour ends by itself)."
+                )
             }
             let id = UploadSessions.newID()
-            uploads[id] = Upload(request: request, machine: UploadMachine(.parts, limit: maximumObjectBytes), lastUsed: now)
+            uploads[id] = Upload(
+                request: request, machine: UploadMachine(.parts, limit: maximumObjectBytes), lastUsed: now)
             return id
         }
     }
@@ -119,10 +123,13 @@ final class MultipartUploads: Sendable {
     func inProgress(in bucket: ServedBucket, prefix: String) -> [(key: String, uploadID: String)] {
         let now = Date()
         return uploads.withLock { uploads in
-            uploads.filter { $0.value.request.bucket === bucket && now.timeIntervalSince($0.value.lastUsed) < UploadSessions.idleLimit }
-                .filter { $0.value.machine.inProgress && $0.value.request.name.rawValue.utf8.starts(with: prefix.utf8) }
-                .sorted { NameBytes.precedes($0.value.request.name.rawValue, $1.value.request.name.rawValue) }
-                .map { (key: $0.value.request.name.rawValue, uploadID: $0.key) }
+            uploads.filter {
+                $0.value.request.bucket === bucket
+                    && now.timeIntervalSince($0.value.lastUsed) < UploadSessions.idleLimit
+            }
+            .filter { $0.value.machine.inProgress && $0.value.request.name.rawValue.utf8.starts(with: prefix.utf8) }
+            .sorted { NameBytes.precedes($0.value.request.name.rawValue, $1.value.request.name.rawValue) }
+            .map { (key: $0.value.request.name.rawValue, uploadID: $0.key) }
         }
     }
 
@@ -161,7 +168,9 @@ extension StorageAPI {
     /// `POST /BUCKET/OBJECT?uploads`: a multipart upload begins, with the object's metadata from the headers.
     func startMultipart(_ exchange: Exchange, name: ObjectName) throws -> Answer {
         let id = try multipartUploads.start(try xmlUpload(exchange, name: name))
-        return Reply.xml(CloudStorageXML.initiateMultipartUploadResult(bucket: exchange.bucket.name, key: name.rawValue, uploadID: id))
+        return Reply.xml(
+            CloudStorageXML.initiateMultipartUploadResult(
+                bucket: exchange.bucket.name, key: name.rawValue, uploadID: id))
     }
 
     /// A request on a multipart upload: `PUT ?partNumber=N` sends a part, `POST` completes, `DELETE` aborts, `GET` lists
@@ -170,8 +179,11 @@ extension StorageAPI {
         let request = try multipartUploads.request(uploadID, of: name, in: exchange.bucket)
         switch exchange.method {
         case .put:
-            guard let number = try exchange.query.integer("partNumber"), (1...Int64(MultipartUploads.maximumParts)).contains(number) else {
-                throw SignedURL.refusal(.badRequest, code: "InvalidArgument", "partNumber must be 1 to \(MultipartUploads.maximumParts).")
+            guard let number = try exchange.query.integer("partNumber"),
+                (1...Int64(MultipartUploads.maximumParts)).contains(number)
+            else {
+                throw SignedURL.refusal(
+                    .badRequest, code: "InvalidArgument", "partNumber must be 1 to \(MultipartUploads.maximumParts).")
             }
             try multipartUploads.partBegins(uploadID)
             let content: SpooledContent
@@ -184,7 +196,9 @@ extension StorageAPI {
             // The part's hashes as the client gives them (Content-MD5, x-goog-hash), each checked: a part damaged on
             // the way is refused, the upload kept.
             let hashes = Self.declaredHashes(exchange.request.headers)
-            for (kind, declared, actual) in [("MD5", hashes.md5, content.md5Base64), ("CRC32C", hashes.crc32c, content.crc32cBase64)] {
+            for (kind, declared, actual) in [
+                ("MD5", hashes.md5, content.md5Base64), ("CRC32C", hashes.crc32c, content.crc32cBase64),
+            ] {
                 if let declared, declared != actual {
                     try? multipartUploads.partArrived(nil, number: Int(number), of: uploadID)
                     throw SignedURL.refusal(
@@ -193,33 +207,44 @@ extension StorageAPI {
                 }
             }
             try multipartUploads.partArrived(content, number: Int(number), of: uploadID)
-            return Reply.empty(.ok, headers: [
-                .eTag: CloudStorageXML.entityTag(md5Base64: content.md5Base64),
-                HTTPField.Name("X-Goog-Hash")!: "crc32c=\(content.crc32cBase64),md5=\(content.md5Base64)",
-            ])
+            return Reply.empty(
+                .ok,
+                headers: [
+                    .eTag: CloudStorageXML.entityTag(md5Base64: content.md5Base64),
+                    HTTPField.Name("X-Goog-Hash")!: "crc32c=\(content.crc32cBase64),md5=\(content.md5Base64)",
+                ])
         case .get, .head:
             // A page of at most `max-parts` (1,000 at most, as on the service), the parts after `part-number-marker`.
             let largest = Int64(CloudStorageXML.largestPartsPage)
             let asked = try exchange.query.integer("max-parts") ?? largest
             guard asked >= 0 else {
-                throw SignedURL.refusal(.badRequest, code: "InvalidArgument", "max-parts must be a whole number from 0 to \(largest).")
+                throw SignedURL.refusal(
+                    .badRequest, code: "InvalidArgument", "max-parts must be a whole number from 0 to \(largest).")
             }
             let marker = try exchange.query.integer("part-number-marker") ?? 0
             guard marker >= 0 else {
-                throw SignedURL.refusal(.badRequest, code: "InvalidArgument", "part-number-marker must be a part number, 0 or more.")
+                throw SignedURL.refusal(
+                    .badRequest, code: "InvalidArgument", "part-number-marker must be a part number, 0 or more.")
             }
-            let after = try multipartUploads.parts(of: uploadID).filter { Int64($0.key) > marker }.sorted { $0.key < $1.key }
+            let after = try multipartUploads.parts(of: uploadID).filter { Int64($0.key) > marker }.sorted {
+                $0.key < $1.key
+            }
             let limit = Int(min(asked, largest))
             let parts = after.prefix(limit).map { number, content in
-                CloudStorageXML.UploadedPart(number: number, entityTag: CloudStorageXML.entityTag(md5Base64: content.md5Base64), size: content.size)
+                CloudStorageXML.UploadedPart(
+                    number: number, entityTag: CloudStorageXML.entityTag(md5Base64: content.md5Base64),
+                    size: content.size)
             }
             let page = CloudStorageXML.PartsPage(marker: Int(marker), maximum: limit, truncated: after.count > limit)
-            return Reply.xml(CloudStorageXML.listPartsResult(bucket: exchange.bucket.name, key: name.rawValue, uploadID: uploadID, parts: parts, page: page))
+            return Reply.xml(
+                CloudStorageXML.listPartsResult(
+                    bucket: exchange.bucket.name, key: name.rawValue, uploadID: uploadID, parts: parts, page: page))
         case .delete:
             try multipartUploads.abort(uploadID)
             return Reply.empty(.noContent)
         case .post:
-            let named = try CloudStorageXML.completedParts(try await body(&exchange, limit: limits.maximumJSONBytes, what: "CompleteMultipartUpload document"))
+            let named = try CloudStorageXML.completedParts(
+                try await body(&exchange, limit: limits.maximumJSONBytes, what: "CompleteMultipartUpload document"))
             let upload = try multipartUploads.complete(uploadID)
             do {
                 let object = try await completeMultipart(upload, parts: named, request: request)
@@ -227,14 +252,16 @@ extension StorageAPI {
                 let location = "\(exchange.baseURL)/\(exchange.bucket.name)/\(NameBytes.percentEncoded(name.rawValue))"
                 return Reply.xml(
                     CloudStorageXML.completeMultipartUploadResult(
-                        location: location, bucket: exchange.bucket.name, key: name.rawValue, entityTag: CloudStorageXML.entityTag(md5Base64: object.md5Hash)),
+                        location: location, bucket: exchange.bucket.name, key: name.rawValue,
+                        entityTag: CloudStorageXML.entityTag(md5Base64: object.md5Hash)),
                     headers: [HTTPField.Name("X-Goog-Generation")!: String(object.generation)])
             } catch {
                 multipartUploads.landingFailed(uploadID)
                 throw error
             }
         default:
-            throw SignedURL.refusal(.methodNotAllowed, code: "MethodNotAllowed", "A multipart upload takes PUT, POST, GET or DELETE.")
+            throw SignedURL.refusal(
+                .methodNotAllowed, code: "MethodNotAllowed", "A multipart upload takes PUT, POST, GET or DELETE.")
         }
     }
 
@@ -247,20 +274,30 @@ extension StorageAPI {
         var previous = 0
         for (index, (number, tag)) in named.enumerated() {
             guard (1...MultipartUploads.maximumParts).contains(number) else {
-                throw SignedURL.refusal(.badRequest, code: "InvalidArgument", "PartNumber \(number) is not a part number (1 to \(MultipartUploads.maximumParts)).")
+                throw SignedURL.refusal(
+                    .badRequest, code: "InvalidArgument",
+                    "PartNumber \(number) is not a part number (1 to \(MultipartUploads.maximumParts)).")
             }
             guard number > previous else {
-                throw SignedURL.refusal(.badRequest, code: "InvalidPartOrder", "The parts must be listed in ascending order of PartNumber (\(number) follows \(previous)).")
+                throw SignedURL.refusal(
+                    .badRequest, code: "InvalidPartOrder",
+                    "The parts must be listed in ascending order of PartNumber (\(number) follows \(previous)).")
             }
             previous = number
-            guard let part = upload.parts[number], Self.sameEntityTag(tag, CloudStorageXML.entityTag(md5Base64: part.md5Base64)) else {
-                throw SignedURL.refusal(.badRequest, code: "InvalidPart", "Part \(number) was not received, or its ETag is not \(tag).")
+            guard let part = upload.parts[number],
+                Self.sameEntityTag(tag, CloudStorageXML.entityTag(md5Base64: part.md5Base64))
+            else {
+                throw SignedURL.refusal(
+                    .badRequest, code: "InvalidPart", "Part \(number) was not received, or its ETag is not \(tag).")
             }
-            guard part.size <= Int64(limits.maximumObjectBytes) - whole.size else { throw objectTooLarge(whole.size + part.size) }
+            guard part.size <= Int64(limits.maximumObjectBytes) - whole.size else {
+                throw objectTooLarge(whole.size + part.size)
+            }
             guard index == named.count - 1 || part.size >= MultipartUploads.minimumPartBytes else {
                 throw SignedURL.refusal(
                     .badRequest, code: "EntityTooSmall",
-                    "Part \(number) holds \(part.size) bytes: every part but the last holds at least \(MultipartUploads.minimumPartBytes) bytes (5 MiB).")
+                    "Part \(number) holds \(part.size) bytes: every part but the last holds at least \(MultipartUploads.minimumPartBytes) bytes (5 MiB)."
+                )
             }
             var offset: Int64 = 0
             // Bounded: each round copies at least one byte, up to the part's end.

@@ -62,7 +62,9 @@ struct ObjectMetadataBody {
             }
             switch key {
             case "name":
-                guard let text = value.string else { throw HTTPFailure.badRequest("Invalid value for 'name' in the \(what): it must be a string.") }
+                guard let text = value.string else {
+                    throw HTTPFailure.badRequest("Invalid value for 'name' in the \(what): it must be a string.")
+                }
                 name = text
             case "metadata":
                 if value.isNull {
@@ -70,7 +72,8 @@ struct ObjectMetadataBody {
                     continue
                 }
                 guard let map = value.members else {
-                    throw HTTPFailure.badRequest("Invalid value for 'metadata' in the \(what): it must be an object of strings, or null.")
+                    throw HTTPFailure.badRequest(
+                        "Invalid value for 'metadata' in the \(what): it must be an object of strings, or null.")
                 }
                 for (key, value) in map {
                     if key.isEmpty { throw HTTPFailure.badRequest("Custom metadata keys must not be empty (rule M5).") }
@@ -78,12 +81,14 @@ struct ObjectMetadataBody {
                 }
             case "md5Hash":
                 guard let text = value.string, ContentHash.isMD5Base64(text) else {
-                    throw HTTPFailure.badRequest("Invalid value for 'md5Hash' in the \(what): it must be the base64 of a 16-byte MD5 digest.")
+                    throw HTTPFailure.badRequest(
+                        "Invalid value for 'md5Hash' in the \(what): it must be the base64 of a 16-byte MD5 digest.")
                 }
                 md5Hash = text
             case "crc32c":
                 guard let text = value.string, Data(base64Encoded: text)?.count == 4 else {
-                    throw HTTPFailure.badRequest("Invalid value for 'crc32c' in the \(what): it must be the base64 of a 4-byte CRC32C.")
+                    throw HTTPFailure.badRequest(
+                        "Invalid value for 'crc32c' in the \(what): it must be the base64 of a 4-byte CRC32C.")
                 }
                 crc32c = text
             case _ where Self.readOnlyNames.contains(key):
@@ -95,7 +100,9 @@ struct ObjectMetadataBody {
                 }
             case "customTime":
                 guard let time = value.string.flatMap(Timestamp.init(rfc3339:)) else {
-                    throw HTTPFailure.badRequest("Invalid value for 'customTime' in the \(what): it must be an RFC 3339 time; once set, it cannot be removed, only moved forward.")
+                    throw HTTPFailure.badRequest(
+                        "Invalid value for 'customTime' in the \(what): it must be an RFC 3339 time; once set, it cannot be removed, only moved forward."
+                    )
                 }
                 update.cloudStorage.customTime = time
             case "temporaryHold", "eventBasedHold":
@@ -103,11 +110,16 @@ struct ObjectMetadataBody {
                     throw HTTPFailure.badRequest("Invalid value for '\(key)' in the \(what): it must be true or false.")
                 }
                 let hold = value.bool ?? false
-                if key == "temporaryHold" { update.cloudStorage.temporaryHold = hold } else { update.cloudStorage.eventBasedHold = hold }
+                if key == "temporaryHold" {
+                    update.cloudStorage.temporaryHold = hold
+                } else {
+                    update.cloudStorage.eventBasedHold = hold
+                }
             case "storageClass":
                 guard let text = value.string, StorageClasses.cloudStorage.contains(text.uppercased()) else {
                     throw HTTPFailure.badRequest(
-                        "Invalid value for 'storageClass' in the \(what): it must be one of \(StorageClasses.cloudStorage.names.joined(separator: ", ")).")
+                        "Invalid value for 'storageClass' in the \(what): it must be one of \(StorageClasses.cloudStorage.names.joined(separator: ", "))."
+                    )
                 }
                 storageClass = text.uppercased()
             case "acl":
@@ -115,19 +127,25 @@ struct ObjectMetadataBody {
                 switch value {
                 case .null: update.cloudStorage.acl = .some(nil)
                 case .array: update.cloudStorage.acl = .some(value.serialized)
-                default: throw HTTPFailure.badRequest("Invalid value for 'acl' in the \(what): it must be an array of entries.")
+                default:
+                    throw HTTPFailure.badRequest(
+                        "Invalid value for 'acl' in the \(what): it must be an array of entries.")
                 }
             case "retention":
                 update.cloudStorage.retention = .some(try Self.retention(value, what: what))
             case "contexts":
                 try readContexts(value, what: what)
                 guard update.cloudStorage.contexts.count <= CloudStorageFields.maximumContexts else {
-                    throw HTTPFailure.badRequest("An object has at most \(CloudStorageFields.maximumContexts) contexts, not \(update.cloudStorage.contexts.count).")
+                    throw HTTPFailure.badRequest(
+                        "An object has at most \(CloudStorageFields.maximumContexts) contexts, not \(update.cloudStorage.contexts.count)."
+                    )
                 }
             case _ where Self.unsupportedNames.contains(key):
-                throw HTTPFailure.badRequest("'\(key)' is not supported by storesh serve (rule M9 lists the fields it keeps).")
+                throw HTTPFailure.badRequest(
+                    "'\(key)' is not supported by storesh serve (rule M9 lists the fields it keeps).")
             default:
-                throw HTTPFailure.badRequest("Invalid JSON payload received. Unknown name \"\(key)\" in the \(what): Cannot find field.")
+                throw HTTPFailure.badRequest(
+                    "Invalid JSON payload received. Unknown name \"\(key)\" in the \(what): Cannot find field.")
             }
         }
     }
@@ -139,35 +157,50 @@ struct ObjectMetadataBody {
             update.cloudStorage.clearsContexts = true
             return
         }
-        guard let contexts = value.members else { throw HTTPFailure.badRequest("Invalid value for 'contexts' in the \(what): it must be an object.") }
+        guard let contexts = value.members else {
+            throw HTTPFailure.badRequest("Invalid value for 'contexts' in the \(what): it must be an object.")
+        }
         for (key, custom) in contexts {
-            guard key == "custom" else { throw HTTPFailure.badRequest("Invalid JSON payload received. Unknown name \"\(key)\" in contexts: Cannot find field.") }
+            guard key == "custom" else {
+                throw HTTPFailure.badRequest(
+                    "Invalid JSON payload received. Unknown name \"\(key)\" in contexts: Cannot find field.")
+            }
             if custom.isNull {
                 update.cloudStorage.clearsContexts = true
                 continue
             }
             guard let entries = custom.members else {
-                throw HTTPFailure.badRequest("Invalid value for 'contexts.custom' in the \(what): it must be an object of keys.")
+                throw HTTPFailure.badRequest(
+                    "Invalid value for 'contexts.custom' in the \(what): it must be an object of keys.")
             }
             for (name, payload) in entries {
-                guard !name.isEmpty, name.utf8.count <= CloudStorageFields.maximumContextBytes, !name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
-                    throw HTTPFailure.badRequest("A context key is 1 to \(CloudStorageFields.maximumContextBytes) bytes, without control characters.")
+                guard !name.isEmpty, name.utf8.count <= CloudStorageFields.maximumContextBytes,
+                    !name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
+                else {
+                    throw HTTPFailure.badRequest(
+                        "A context key is 1 to \(CloudStorageFields.maximumContextBytes) bytes, without control characters."
+                    )
                 }
                 if payload.isNull {
                     update.cloudStorage.contexts[name] = .some(nil)
                     continue
                 }
                 guard payload.members != nil else {
-                    throw HTTPFailure.badRequest("Invalid value for 'contexts.custom.\(name)': it must be an object with a value.")
+                    throw HTTPFailure.badRequest(
+                        "Invalid value for 'contexts.custom.\(name)': it must be an object with a value.")
                 }
                 switch payload[member: "value"] {
                 case nil, .null?: update.cloudStorage.contexts[name] = .some(nil)
                 case .string(let text)?:
                     guard text.utf8.count <= CloudStorageFields.maximumContextBytes else {
-                        throw HTTPFailure.badRequest("The value of context \(name) is longer than \(CloudStorageFields.maximumContextBytes) bytes.")
+                        throw HTTPFailure.badRequest(
+                            "The value of context \(name) is longer than \(CloudStorageFields.maximumContextBytes) bytes."
+                        )
                     }
                     update.cloudStorage.contexts[name] = .some(text)
-                default: throw HTTPFailure.badRequest("Invalid value for 'contexts.custom.\(name).value': it must be a string.")
+                default:
+                    throw HTTPFailure.badRequest(
+                        "Invalid value for 'contexts.custom.\(name).value': it must be a string.")
                 }
             }
         }
@@ -176,17 +209,21 @@ struct ObjectMetadataBody {
     /// `retention: {"mode": "Unlocked" | "Locked", "retainUntilTime": RFC3339}`, or null (or a mode of null) for none.
     private static func retention(_ value: JSONValue, what: String) throws -> ObjectRetention? {
         if value.isNull { return nil }
-        guard let members = value.members else { throw HTTPFailure.badRequest("Invalid value for 'retention' in the \(what): it must be an object.") }
+        guard let members = value.members else {
+            throw HTTPFailure.badRequest("Invalid value for 'retention' in the \(what): it must be an object.")
+        }
         // `retentionExpirationTime` is the service's (the bucket's policy), sent back by clients that resend a resource.
         for (key, _) in members where !["mode", "retainUntilTime", "retentionExpirationTime"].contains(key) {
-            throw HTTPFailure.badRequest("Invalid JSON payload received. Unknown name \"\(key)\" in retention: Cannot find field.")
+            throw HTTPFailure.badRequest(
+                "Invalid JSON payload received. Unknown name \"\(key)\" in retention: Cannot find field.")
         }
         guard let mode = value[present: "mode"] else { return nil }
         guard let known = mode.string.flatMap(ObjectRetention.Mode.init(rawValue:)) else {
             throw HTTPFailure.badRequest("Invalid value for 'retention.mode' in the \(what): it is Unlocked or Locked.")
         }
         guard let until = value[member: "retainUntilTime"]?.string.flatMap(Timestamp.init(rfc3339:)) else {
-            throw HTTPFailure.badRequest("Invalid value for 'retention.retainUntilTime' in the \(what): it must be an RFC 3339 time.")
+            throw HTTPFailure.badRequest(
+                "Invalid value for 'retention.retainUntilTime' in the \(what): it must be an RFC 3339 time.")
         }
         return ObjectRetention(mode: known, retainUntilTime: until)
     }
@@ -194,14 +231,17 @@ struct ObjectMetadataBody {
     /// Refuses a retention given for an object in a bucket made without object retention, as the service does.
     /// The settings are read only when the body gives a retention (an upload reads no settings for nothing).
     func refuseRetention(unless settings: @autoclosure () throws -> BucketSettings) throws {
-        if case .some(.some) = update.cloudStorage.retention { try BucketSettings.refuseObjectRetention(of: name, under: try settings()) }
+        if case .some(.some) = update.cloudStorage.retention {
+            try BucketSettings.refuseObjectRetention(of: name, under: try settings())
+        }
     }
 
     private static func change(_ value: JSONValue, field: String) throws -> PropertyChange {
         switch value {
         case .null: return .unset
         case .string(let text): return .set(text)
-        default: throw HTTPFailure.badRequest("Invalid value for '\(field)': it must be a string, or null to remove it.")
+        default:
+            throw HTTPFailure.badRequest("Invalid value for '\(field)': it must be a string, or null to remove it.")
         }
     }
 
@@ -232,7 +272,9 @@ struct ObjectMetadataBody {
             guard let sent = Timestamp(rfc3339: sent), let current = Timestamp(rfc3339: current) else { return false }
             return sent == current
         case "generation", "metageneration", "size":
-            guard let sent = Int64(sent.trimmingCharacters(in: .whitespaces)), let current = Int64(current) else { return false }
+            guard let sent = Int64(sent.trimmingCharacters(in: .whitespaces)), let current = Int64(current) else {
+                return false
+            }
             return sent == current
         default:
             return false
@@ -248,14 +290,15 @@ struct ObjectMetadataBody {
     private static func readOnly(_ key: String) -> HTTPFailure {
         HTTPFailure(
             .badRequest, reason: "invalid",
-            "'\(key)' is read-only: the service sets it, and an update may not change it (rule M7); nothing was changed.")
+            "'\(key)' is read-only: the service sets it, and an update may not change it (rule M7); nothing was changed."
+        )
     }
 
     /// The metadata an upload sets.
     var writeOptions: WriteOptions {
         var options = WriteOptions(expectedMD5: md5Hash)
-        for case let (property, .set(value)) in update.properties { options.properties[property] = value }
-        for case let (key, .set(value)) in update.customMetadata { options.customMetadata[key] = value }
+        for case (let property, .set(let value)) in update.properties { options.properties[property] = value }
+        for case (let key, .set(let value)) in update.customMetadata { options.customMetadata[key] = value }
         options.cloudStorage = Self.newObjectFields(update.cloudStorage, storageClass: storageClass)
         return options
     }
@@ -269,8 +312,9 @@ struct ObjectMetadataBody {
         fields.storageClass = storageClass
         if case .some(let acl) = given.acl { fields.acl = acl }
         if case .some(let retention) = given.retention { fields.retention = retention }
-        for case let (key, value?) in given.contexts {
-            fields.contexts[key] = ObjectContext(value: value, createTime: Timestamp(microseconds: 0), updateTime: Timestamp(microseconds: 0))
+        for case (let key, let value?) in given.contexts {
+            fields.contexts[key] = ObjectContext(
+                value: value, createTime: Timestamp(microseconds: 0), updateTime: Timestamp(microseconds: 0))
         }
         return fields
     }
@@ -298,16 +342,21 @@ struct ComposeRequest {
         } catch {
             throw HTTPFailure.badRequest("The compose request is not valid JSON: \(error).")
         }
-        guard let members = document.members else { throw HTTPFailure.badRequest("The compose request must be a JSON object.") }
+        guard let members = document.members else {
+            throw HTTPFailure.badRequest("The compose request must be a JSON object.")
+        }
         for (key, _) in members where !["kind", "sourceObjects", "destination", "deleteSourceObjects"].contains(key) {
-            throw HTTPFailure.badRequest("Invalid JSON payload received. Unknown name \"\(key)\" in the compose request: Cannot find field.")
+            throw HTTPFailure.badRequest(
+                "Invalid JSON payload received. Unknown name \"\(key)\" in the compose request: Cannot find field.")
         }
         guard let list = document[member: "sourceObjects"]?.items, !list.isEmpty else {
-            throw HTTPFailure.badRequest("A compose request needs sourceObjects: the objects to join, 1 to \(Self.maximumSources).")
+            throw HTTPFailure.badRequest(
+                "A compose request needs sourceObjects: the objects to join, 1 to \(Self.maximumSources).")
         }
         guard list.count <= Self.maximumSources else {
             throw HTTPFailure.badRequest(
-                "The number of source components provided (\(list.count)) exceeds the maximum (\(Self.maximumSources)).")
+                "The number of source components provided (\(list.count)) exceeds the maximum (\(Self.maximumSources))."
+            )
         }
         // Generations as JSON numbers or as strings (the JSON API's int64 habit).
         func generation(_ value: JSONValue?, _ field: String) throws -> Int64? {
@@ -315,7 +364,9 @@ struct ComposeRequest {
             case nil, .null?: return nil
             case .string(let text)? where Int64(text).map({ $0 >= 0 }) == true: return Int64(text)
             case .integer(let number)? where number >= 0: return number
-            default: throw HTTPFailure.badRequest("Invalid value for '\(field)' in the compose request: it must be a generation.")
+            default:
+                throw HTTPFailure.badRequest(
+                    "Invalid value for '\(field)' in the compose request: it must be a generation.")
             }
         }
         for (index, source) in list.enumerated() {
@@ -324,13 +375,16 @@ struct ComposeRequest {
             }
             sources.append(
                 Source(
-                    name: name, generation: try generation(source[member: "generation"], "sourceObjects[\(index)].generation"),
+                    name: name,
+                    generation: try generation(source[member: "generation"], "sourceObjects[\(index)].generation"),
                     ifGenerationMatch: try generation(
                         source[member: "objectPreconditions"]?[member: "ifGenerationMatch"],
                         "sourceObjects[\(index)].objectPreconditions.ifGenerationMatch")))
         }
         if let flag = document[present: "deleteSourceObjects"] {
-            guard let flag = flag.bool else { throw HTTPFailure.badRequest("deleteSourceObjects in the compose request must be true or false.") }
+            guard let flag = flag.bool else {
+                throw HTTPFailure.badRequest("deleteSourceObjects in the compose request must be true or false.")
+            }
             deletesSources = flag
         }
         if let resource = document[present: "destination"] {

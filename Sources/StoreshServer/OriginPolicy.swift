@@ -37,18 +37,22 @@ package struct OriginPolicy: Sendable {
         }
         if let authority = request.head.authority {
             guard let host = Self.hostName(ofAuthority: authority) else {
-                return HTTPFailure(.badRequest, reason: "badRequest", "The Host header '\(MessageText.oneLine(authority))' is not a host name with an optional port.")
+                return HTTPFailure(
+                    .badRequest, reason: "badRequest",
+                    "The Host header '\(MessageText.oneLine(authority))' is not a host name with an optional port.")
             }
             guard allowsHost(host, listening: listening) else {
                 return HTTPFailure(
                     .forbidden, reason: "forbidden",
-                    "storesh serve does not answer to the host name '\(host)' (Host: \(authority)): it answers to localhost, IP addresses and the --host it listens on, so that a web page cannot reach it through a DNS name of its own. Start it with --allow-host \(host) to answer to that name.")
+                    "storesh serve does not answer to the host name '\(host)' (Host: \(authority)): it answers to localhost, IP addresses and the --host it listens on, so that a web page cannot reach it through a DNS name of its own. Start it with --allow-host \(host) to answer to that name."
+                )
             }
         }
         if let origin = request.headers[.origin], !allowsOrigin(origin, authority: request.head.authority) {
             return HTTPFailure(
                 .forbidden, reason: "forbidden",
-                "storesh serve refused a request from the web page at \(origin): it answers pages served from localhost, 127.0.0.1 or [::1] (any port) and the origins given with --cors. Start it with --cors \(origin) to let that page in; nothing was done.")
+                "storesh serve refused a request from the web page at \(origin): it answers pages served from localhost, 127.0.0.1 or [::1] (any port) and the origins given with --cors. Start it with --cors \(origin) to let that page in; nothing was done."
+            )
         }
         return nil
     }
@@ -65,11 +69,14 @@ package struct OriginPolicy: Sendable {
     func allowsOrigin(_ origin: String, authority: String?) -> Bool {
         let origin = origin.lowercased()
         if origins.contains("*") || origins.contains(origin) { return true }
-        guard let components = URLComponents(string: origin), let scheme = components.scheme, scheme == "http" || scheme == "https",
+        guard let components = URLComponents(string: origin), let scheme = components.scheme,
+            scheme == "http" || scheme == "https",
             let host = components.host
         else { return false }
         let bare = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
-        if bare == "localhost" || bare.hasSuffix(".localhost") || bare == "::1" || bare.hasPrefix("127.") && Self.isIPAddress(bare) {
+        if bare == "localhost" || bare.hasSuffix(".localhost") || bare == "::1"
+            || bare.hasPrefix("127.") && Self.isIPAddress(bare)
+        {
             return true
         }
         // The server's own origin: same host and port as the request names.
@@ -91,7 +98,8 @@ package struct OriginPolicy: Sendable {
             .forbidden, reason: "forbidden",
             administration
                 ? "storesh serve's /internal/ requests are for tools (no Origin) and for its own page; the page at \(origin) is neither. Nothing was done."
-                : "A change from storesh serve's own page carries the page's token; this one does not (a stored document, or a page of another origin). Nothing was done.")
+                : "A change from storesh serve's own page carries the page's token; this one does not (a stored document, or a page of another origin). Nothing was done."
+        )
     }
 
     static let pageTokenField = HTTPField.Name("X-Storesh-Page-Token")!
@@ -132,7 +140,8 @@ package struct OriginPolicy: Sendable {
         if let request {
             headers[.accessControlAllowMethods] = "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"
             headers[.accessControlAllowHeaders] =
-                request.headers[.accessControlRequestHeaders] ?? "Authorization, Content-Type, X-Goog-Upload-Protocol, X-Goog-Upload-Command"
+                request.headers[.accessControlRequestHeaders]
+                ?? "Authorization, Content-Type, X-Goog-Upload-Protocol, X-Goog-Upload-Command"
             headers[.accessControlMaxAge] = "3600"
         }
         return headers
@@ -162,7 +171,9 @@ package struct OriginPolicy: Sendable {
             guard !host.isEmpty, host.utf8.allSatisfy(allowed.contains) else { return nil }
         }
         if let port {
-            guard !port.isEmpty, port.count <= 5, port.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), Int(port)! <= 65535 else { return nil }
+            guard !port.isEmpty, port.count <= 5, port.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+                Int(port)! <= 65535
+            else { return nil }
         }
         return host.lowercased()
     }

@@ -24,8 +24,10 @@ enum PageAssets {
         }
     }
 
-    static let style = Asset(path: "/_storesh/page.css", contentType: "text/css; charset=utf-8", content: PackageResources.page_css)
-    static let script = Asset(path: "/_storesh/page.js", contentType: "text/javascript; charset=utf-8", content: PackageResources.page_js)
+    static let style = Asset(
+        path: "/_storesh/page.css", contentType: "text/css; charset=utf-8", content: PackageResources.page_css)
+    static let script = Asset(
+        path: "/_storesh/page.js", contentType: "text/javascript; charset=utf-8", content: PackageResources.page_js)
     static let all = [style, script]
 
     /// The asset's answer.
@@ -47,7 +49,9 @@ struct PageSecurityMiddleware<Context: RequestContext>: RouterMiddleware {
             + "base-uri 'none'; frame-ancestors 'none'"
     }
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(
+        _ request: Request, context: Context, next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
         var response = try await next(request, context)
         response.headers[HTTPField.Name("X-Frame-Options")!] = "DENY"
         response.headers[HTTPField.Name("Content-Security-Policy")!] = Self.contentSecurityPolicy

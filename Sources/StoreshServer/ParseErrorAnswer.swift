@@ -32,15 +32,18 @@ final class ParseErrorAnswer: ChannelDuplexHandler, RemovableChannelHandler {
         case .headerOverflow:
             failure = HTTPFailure(
                 .requestHeaderFieldsTooLarge, reason: "invalid",
-                "The request's headers are larger than this server reads (80 KiB in all, 1,000 fields); nothing was done.")
+                "The request's headers are larger than this server reads (80 KiB in all, 1,000 fields); nothing was done."
+            )
         default:
-            failure = HTTPFailure.badRequest("The request could not be read as HTTP/1.1 (\(parseError)); nothing was done.")
+            failure = HTTPFailure.badRequest(
+                "The request could not be read as HTTP/1.1 (\(parseError)); nothing was done.")
         }
         let body = context.channel.allocator.buffer(string: failure.body(firebase: false).serialized)
         let head = HTTPResponse(
             status: failure.status,
             headerFields: [
-                .contentType: "application/json; charset=UTF-8", .contentLength: String(body.readableBytes), .connection: "close",
+                .contentType: "application/json; charset=UTF-8", .contentLength: String(body.readableBytes),
+                .connection: "close",
             ])
         inRequest = true  // one answer: what follows on this connection is not read
         context.write(wrapOutboundOut(.head(head)), promise: nil)

@@ -24,23 +24,29 @@ struct PostPolicyForm {
 
     /// The fields the service knows; `x-goog-meta-*` and `x-ignore-*` besides.
     static let knownFields: Set<String> = [
-        "acl", "bucket", "cache-control", "content-disposition", "content-encoding", "content-type", "expires", "key", "policy",
-        "success_action_redirect", "success_action_status", "x-goog-algorithm", "x-goog-credential", "x-goog-custom-time", "x-goog-date",
+        "acl", "bucket", "cache-control", "content-disposition", "content-encoding", "content-type", "expires", "key",
+        "policy",
+        "success_action_redirect", "success_action_status", "x-goog-algorithm", "x-goog-credential",
+        "x-goog-custom-time", "x-goog-date",
         "x-goog-signature", "content-language",
     ]
 
     init(spool: Spool, contentType: String?) throws {
         guard let contentType, contentType.lowercased().hasPrefix("multipart/form-data"),
-            let boundary = MediaTypes.parameter("boundary", of: contentType), !boundary.isEmpty, boundary.utf8.count <= 200
+            let boundary = MediaTypes.parameter("boundary", of: contentType), !boundary.isEmpty,
+            boundary.utf8.count <= 200
         else {
-            throw SignedURL.refusal(.badRequest, code: "InvalidArgument", "A form upload is multipart/form-data with a boundary.")
+            throw SignedURL.refusal(
+                .badRequest, code: "InvalidArgument", "A form upload is multipart/form-data with a boundary.")
         }
         let parts = try MultipartUpload.parts(of: spool, boundary: boundary, atMost: Self.maximumFields + 2)
         var file: SpooledContent?
         for part in parts {
             let disposition = part.headers["content-disposition"] ?? ""
             guard let name = MediaTypes.parameter("name", of: disposition) else {
-                throw SignedURL.refusal(.badRequest, code: "InvalidArgument", "A form field has no name (Content-Disposition: form-data; name=…).")
+                throw SignedURL.refusal(
+                    .badRequest, code: "InvalidArgument",
+                    "A form field has no name (Content-Disposition: form-data; name=…).")
             }
             if name.lowercased() == "file" {
                 // The file is the last field: the service ignores what follows it.
@@ -50,11 +56,16 @@ struct PostPolicyForm {
                 break
             }
             guard part.body.count <= Self.maximumFieldBytes else {
-                throw SignedURL.refusal(.badRequest, code: "InvalidArgument", "The form field \(name) is longer than \(Self.maximumFieldBytes) bytes.")
+                throw SignedURL.refusal(
+                    .badRequest, code: "InvalidArgument",
+                    "The form field \(name) is longer than \(Self.maximumFieldBytes) bytes.")
             }
-            fields[name.lowercased()] = String(decoding: try spool.read(offset: part.body.lowerBound, length: part.body.count), as: UTF8.self)
+            fields[name.lowercased()] = String(
+                decoding: try spool.read(offset: part.body.lowerBound, length: part.body.count), as: UTF8.self)
         }
-        guard let file else { throw SignedURL.refusal(.badRequest, code: "InvalidArgument", "The form has no file field.") }
+        guard let file else {
+            throw SignedURL.refusal(.badRequest, code: "InvalidArgument", "The form has no file field.")
+        }
         self.file = file
     }
 
@@ -63,12 +74,16 @@ struct PostPolicyForm {
 
     /// Checks the fields, the policy and (with a key) its signature; throws the XML API's refusal.
     func check(bucket: String, key signingKey: SignedURLKey?, now: Date) throws {
-        func refuse(_ message: String, code: String = "InvalidPolicyDocument", status: HTTPResponse.Status = .badRequest) -> HTTPFailure {
+        func refuse(
+            _ message: String, code: String = "InvalidPolicyDocument", status: HTTPResponse.Status = .badRequest
+        ) -> HTTPFailure {
             SignedURL.refusal(status, code: code, message)
         }
         for name in fields.keys {
-            guard Self.knownFields.contains(name) || name.hasPrefix("x-goog-meta-") || name.hasPrefix("x-ignore-") else {
-                throw refuse("Invalid argument: the form field \(name) is not one the XML API knows.", code: "InvalidArgument")
+            guard Self.knownFields.contains(name) || name.hasPrefix("x-goog-meta-") || name.hasPrefix("x-ignore-")
+            else {
+                throw refuse(
+                    "Invalid argument: the form field \(name) is not one the XML API knows.", code: "InvalidArgument")
             }
         }
         guard let policyText = fields["policy"], let policyData = Data(base64Encoded: policyText),
@@ -82,7 +97,9 @@ struct PostPolicyForm {
             throw refuse("The policy has no expiration time (RFC 3339).")
         }
         guard now < Date(timeIntervalSince1970: Double(expiration.microseconds) / 1_000_000) else {
-            throw refuse("Invalid according to Policy: Policy expired (\(expirationText)).", code: "AccessDenied", status: .forbidden)
+            throw refuse(
+                "Invalid according to Policy: Policy expired (\(expirationText)).", code: "AccessDenied",
+                status: .forbidden)
         }
         guard case .array(let conditions)? = policy.first(where: { $0.0 == "conditions" })?.1 else {
             throw refuse("The policy has no conditions.")
@@ -93,31 +110,46 @@ struct PostPolicyForm {
             case .object(let members):
                 for (field, value) in members {
                     let name = field.lowercased()
-                    guard case .string(let expected) = value else { throw refuse("The condition on \(field) is not a string.") }
+                    guard case .string(let expected) = value else {
+                        throw refuse("The condition on \(field) is not a string.")
+                    }
                     let given = name == "bucket" ? bucket : fields[name]
-                    guard given == expected else { throw refuse("Invalid according to Policy: Policy Condition failed: [\"eq\", \"$\(field)\", \"\(expected)\"].", code: "AccessDenied", status: .forbidden) }
+                    guard given == expected else {
+                        throw refuse(
+                            "Invalid according to Policy: Policy Condition failed: [\"eq\", \"$\(field)\", \"\(expected)\"].",
+                            code: "AccessDenied", status: .forbidden)
+                    }
                     allowed.insert(name)
                 }
             case .array(let terms):
-                guard case .string(let operation)? = terms.first else { throw refuse("A policy condition has no operation.") }
+                guard case .string(let operation)? = terms.first else {
+                    throw refuse("A policy condition has no operation.")
+                }
                 switch operation.lowercased() {
                 case "eq", "starts-with":
-                    guard terms.count == 3, case .string(let reference) = terms[1], reference.hasPrefix("$"), case .string(let value) = terms[2] else {
+                    guard terms.count == 3, case .string(let reference) = terms[1], reference.hasPrefix("$"),
+                        case .string(let value) = terms[2]
+                    else {
                         throw refuse("A policy condition \(operation) is [\"\(operation)\", \"$field\", \"value\"].")
                     }
                     let name = String(reference.dropFirst()).lowercased()
                     let given = name == "bucket" ? bucket : fields[name] ?? ""
                     let holds = operation.lowercased() == "eq" ? given == value : given.hasPrefix(value)
                     guard holds else {
-                        throw refuse("Invalid according to Policy: Policy Condition failed: [\"\(operation)\", \"\(reference)\", \"\(value)\"].", code: "AccessDenied", status: .forbidden)
+                        throw refuse(
+                            "Invalid according to Policy: Policy Condition failed: [\"\(operation)\", \"\(reference)\", \"\(value)\"].",
+                            code: "AccessDenied", status: .forbidden)
                     }
                     allowed.insert(name)
                 case "content-length-range":
-                    guard terms.count == 3, case .integer(let least) = terms[1], case .integer(let most) = terms[2] else {
+                    guard terms.count == 3, case .integer(let least) = terms[1], case .integer(let most) = terms[2]
+                    else {
                         throw refuse("content-length-range is [\"content-length-range\", MIN, MAX].")
                     }
                     guard (least...max(least, most)).contains(file.size) else {
-                        throw refuse("Your proposed upload is \(file.size) bytes, outside the policy's content-length-range \(least)…\(most).", code: "EntityTooLarge")
+                        throw refuse(
+                            "Your proposed upload is \(file.size) bytes, outside the policy's content-length-range \(least)…\(most).",
+                            code: "EntityTooLarge")
                     }
                 default:
                     throw refuse("Unknown policy condition \(operation).")
@@ -127,17 +159,25 @@ struct PostPolicyForm {
             }
         }
         for name in fields.keys where !allowed.contains(name) && !name.hasPrefix("x-ignore-") {
-            throw refuse("Invalid according to Policy: Extra input fields: \(name).", code: "AccessDenied", status: .forbidden)
+            throw refuse(
+                "Invalid according to Policy: Extra input fields: \(name).", code: "AccessDenied", status: .forbidden)
         }
-        guard fields["x-goog-algorithm"] == SignedURL.algorithm, let credential = fields["x-goog-credential"], fields["x-goog-date"] != nil,
+        guard fields["x-goog-algorithm"] == SignedURL.algorithm, let credential = fields["x-goog-credential"],
+            fields["x-goog-date"] != nil,
             let signatureText = fields["x-goog-signature"]
         else {
-            throw refuse("The form must carry x-goog-algorithm (\(SignedURL.algorithm)), x-goog-credential, x-goog-date and x-goog-signature.", code: "InvalidArgument")
+            throw refuse(
+                "The form must carry x-goog-algorithm (\(SignedURL.algorithm)), x-goog-credential, x-goog-date and x-goog-signature.",
+                code: "InvalidArgument")
         }
         guard let signingKey else { return }
         let email = credential.split(separator: "/").first.map(String.init) ?? ""
-        guard email == signingKey.email, let signature = Hexadecimal.decoded(signatureText), signingKey.verifies(signature, of: policyText) else {
-            throw refuse("The policy's signature does not match: it is not signed by \(signingKey.email), the key storesh serve was given.", code: "SignatureDoesNotMatch", status: .forbidden)
+        guard email == signingKey.email, let signature = Hexadecimal.decoded(signatureText),
+            signingKey.verifies(signature, of: policyText)
+        else {
+            throw refuse(
+                "The policy's signature does not match: it is not signed by \(signingKey.email), the key storesh serve was given.",
+                code: "SignatureDoesNotMatch", status: .forbidden)
         }
     }
 }
@@ -147,31 +187,46 @@ extension StorageAPI {
     /// by default; 201 with the XML `PostResponse`; 200), or redirected to `success_action_redirect`.
     func postPolicyUpload(_ exchange: inout Exchange) async throws -> Answer {
         let spool = Spool(directory: spoolDirectory)
-        try await receive(&exchange, into: spool, limit: Int64(limits.maximumObjectBytes + limits.maximumJSONBytes) + 4096, tooLarge: objectTooLarge())
+        try await receive(
+            &exchange, into: spool, limit: Int64(limits.maximumObjectBytes + limits.maximumJSONBytes) + 4096,
+            tooLarge: objectTooLarge())
         let form = try PostPolicyForm(spool: spool, contentType: exchange.request.headers[.contentType])
         try form.check(bucket: exchange.bucket.name, key: signingKey, now: exchange.bucket.clock.now().date)
         guard let key = form.key, !key.isEmpty else {
-            throw SignedURL.refusal(.badRequest, code: "InvalidArgument", "The form has no key field naming the object.")
+            throw SignedURL.refusal(
+                .badRequest, code: "InvalidArgument", "The form has no key field naming the object.")
         }
         var options = WriteOptions()
         for property in WritableProperty.allCases {
             if let value = form.fields[property.httpHeader.lowercased()] { options.properties[property] = value }
         }
-        if options.properties[.contentType] == nil, let type = form.fileContentType { options.properties[.contentType] = type }
-        for (field, value) in form.fields where field.hasPrefix("x-goog-meta-") { options.customMetadata[String(field.dropFirst("x-goog-meta-".count))] = value }
+        if options.properties[.contentType] == nil, let type = form.fileContentType {
+            options.properties[.contentType] = type
+        }
+        for (field, value) in form.fields where field.hasPrefix("x-goog-meta-") {
+            options.customMetadata[String(field.dropFirst("x-goog-meta-".count))] = value
+        }
         try CustomMetadataLimits.validate(options.customMetadata)
-        let upload = UploadRequest(bucket: exchange.bucket, name: try ObjectName(key), options: options, conditions: Conditions(), firebase: false)
+        let upload = UploadRequest(
+            bucket: exchange.bucket, name: try ObjectName(key), options: options, conditions: Conditions(),
+            firebase: false)
         let object = try await finishUpload(upload, content: form.file)
         var headers = Self.xmlObjectHeaders(object)
         if let redirect = form.fields["success_action_redirect"], !redirect.isEmpty {
             let separator = redirect.contains("?") ? "&" : "?"
-            headers[.location] = redirect + separator + "bucket=\(NameBytes.percentEncoded(exchange.bucket.name))&key=\(NameBytes.percentEncoded(key))&etag=\(NameBytes.percentEncoded(CloudStorageXML.entityTag(md5Base64: object.md5Hash)))"
+            headers[.location] =
+                redirect + separator
+                + "bucket=\(NameBytes.percentEncoded(exchange.bucket.name))&key=\(NameBytes.percentEncoded(key))&etag=\(NameBytes.percentEncoded(CloudStorageXML.entityTag(md5Base64: object.md5Hash)))"
             return Reply.empty(.seeOther, headers: headers)
         }
         switch form.fields["success_action_status"] {
         case "201":
             let location = "\(exchange.baseURL)/\(exchange.bucket.name)/\(NameBytes.percentEncoded(key))"
-            return Reply.xml(CloudStorageXML.postResponse(location: location, bucket: exchange.bucket.name, key: key, entityTag: CloudStorageXML.entityTag(md5Base64: object.md5Hash)), status: .created, headers: headers)
+            return Reply.xml(
+                CloudStorageXML.postResponse(
+                    location: location, bucket: exchange.bucket.name, key: key,
+                    entityTag: CloudStorageXML.entityTag(md5Base64: object.md5Hash)), status: .created, headers: headers
+            )
         case "200": return Reply.empty(.ok, headers: headers)
         default: return Reply.empty(.noContent, headers: headers)
         }

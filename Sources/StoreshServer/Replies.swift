@@ -23,7 +23,9 @@ struct Answer: Sendable {
     }
 
     var response: Response {
-        guard let streamed else { return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: body)) }
+        guard let streamed else {
+            return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: body))
+        }
         let (spool, range) = streamed
         return Response(
             status: status, headers: headers,
@@ -33,7 +35,8 @@ struct Answer: Sendable {
                     var offset = range.lowerBound
                     // Bounded: each round sends at least one byte, up to the range's end.
                     while offset < range.upperBound {
-                        let piece = try spool.read(offset: offset, length: Int(min(Int64(Spool.pieceBytes), range.upperBound - offset)))
+                        let piece = try spool.read(
+                            offset: offset, length: Int(min(Int64(Spool.pieceBytes), range.upperBound - offset)))
                         guard !piece.isEmpty else { break }
                         try await writer.write(ByteBuffer(bytes: piece))
                         offset += Int64(piece.count)
@@ -80,8 +83,12 @@ enum Reply {
     /// `entityTag` is the API's: the JSON API's is the resource's etag, the XML API's the MD5 in hexadecimal, quoted.
     /// `partial`: `content` is those bytes of the object alone, read for the request's range
     /// (`StorageAPI.download`, which answers an unsatisfiable range itself); nil: `content` is the whole object.
-    static func media(_ object: ObjectMetadata, content: SpooledContent, partial: Range<Int64>?, request: HTTPFields, entityTag: String) throws -> Answer {
-        var headers = InertContent.headers(contentType: object.contentType, storedDisposition: object.contentDisposition, request: request)
+    static func media(
+        _ object: ObjectMetadata, content: SpooledContent, partial: Range<Int64>?, request: HTTPFields,
+        entityTag: String
+    ) throws -> Answer {
+        var headers = InertContent.headers(
+            contentType: object.contentType, storedDisposition: object.contentDisposition, request: request)
         headers[.contentType] = object.contentType ?? "application/octet-stream"
         headers[.acceptRanges] = "bytes"
         headers[.eTag] = entityTag
@@ -103,10 +110,14 @@ enum Reply {
     }
 
     /// `content`: in the answer when small, streamed from the spool when not.
-    private static func body(_ content: SpooledContent, status: HTTPResponse.Status, headers: HTTPFields) throws -> Answer {
+    private static func body(
+        _ content: SpooledContent, status: HTTPResponse.Status, headers: HTTPFields
+    ) throws -> Answer {
         let bytes = content.range
         guard bytes.count > Int64(Spool.memoryBytes) else {
-            return Answer(status: status, headers: headers, body: ByteBuffer(bytes: try content.spool.read(offset: bytes.lowerBound, length: Int(bytes.count))))
+            return Answer(
+                status: status, headers: headers,
+                body: ByteBuffer(bytes: try content.spool.read(offset: bytes.lowerBound, length: Int(bytes.count))))
         }
         return Answer(status: status, headers: headers, streamed: (content.spool, bytes))
     }

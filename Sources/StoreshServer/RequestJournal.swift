@@ -44,7 +44,9 @@ package struct ServedExchange: Sendable {
     /// The Swift SDK call it stands for, or the JSON API method; nil when it stands for none (a malformed path).
     package var call: String? { Self.call(method: method, path: path, query: query, methodOverride: methodOverride) }
     /// Why no rule decided, when none did.
-    package var rulesNote: String? { verdicts.isEmpty ? Self.caller(who, path: path, query: query, status: status).rulesNote : nil }
+    package var rulesNote: String? {
+        verdicts.isEmpty ? Self.caller(who, path: path, query: query, status: status).rulesNote : nil
+    }
 }
 
 /// The request being answered, as its log entry gathers it: who made it, and each rules decision taken for it.
@@ -151,15 +153,20 @@ extension ServedExchange {
             case .patch: return SwiftSDK.updateMetadata(name)
             case .put where methodOverride?.uppercased() == "PATCH": return SwiftSDK.updateMetadata(name)
             case .delete: return SwiftSDK.delete(name)
-            case .post where parameters["create_token"] != nil: return "(a new download token for \(name), as the console makes)"
-            case .post where parameters["delete_token"] != nil: return "(a download token of \(name) revoked, as the console does)"
+            case .post where parameters["create_token"] != nil:
+                return "(a new download token for \(name), as the console makes)"
+            case .post where parameters["delete_token"] != nil:
+                return "(a download token of \(name) revoked, as the console does)"
             default: return SwiftSDK.putData(name, metadata: "metadata")
             }
         case .firebaseRoot, .firebaseBucket: return "(the v0 API's root)"
-        case .objects: return method == .get ? "objects.list (Cloud Storage JSON API)" : "objects.insert (Cloud Storage JSON API)"
+        case .objects:
+            return method == .get ? "objects.list (Cloud Storage JSON API)" : "objects.insert (Cloud Storage JSON API)"
         case .object:
             switch method {
-            case .get: return parameters["alt"] == "media" ? "objects.get ?alt=media (Cloud Storage JSON API)" : "objects.get (Cloud Storage JSON API)"
+            case .get:
+                return parameters["alt"] == "media"
+                    ? "objects.get ?alt=media (Cloud Storage JSON API)" : "objects.get (Cloud Storage JSON API)"
             case .patch: return "objects.patch (Cloud Storage JSON API)"
             case .put: return "objects.update (Cloud Storage JSON API)"
             case .delete: return "objects.delete (Cloud Storage JSON API)"
@@ -167,15 +174,22 @@ extension ServedExchange {
             }
         case .upload: return "objects.insert (Cloud Storage JSON API upload)"
         case .download: return "objects.get ?alt=media (Cloud Storage JSON API download)"
-        case .copy(_, _, _, _, let rewrite): return rewrite ? "objects.rewrite (Cloud Storage JSON API)" : "objects.copy (Cloud Storage JSON API)"
+        case .copy(_, _, _, _, let rewrite):
+            return rewrite ? "objects.rewrite (Cloud Storage JSON API)" : "objects.copy (Cloud Storage JSON API)"
         case .compose: return "objects.compose (Cloud Storage JSON API)"
         case .move: return "objects.move (Cloud Storage JSON API)"
         case .restore: return "objects.restore (Cloud Storage JSON API)"
-        case .bucketACL(_, let defaults): return defaults ? "defaultObjectAccessControls (Cloud Storage JSON API)" : "bucketAccessControls (Cloud Storage JSON API)"
+        case .bucketACL(_, let defaults):
+            return defaults
+                ? "defaultObjectAccessControls (Cloud Storage JSON API)"
+                : "bucketAccessControls (Cloud Storage JSON API)"
         case .objectACL: return "objectAccessControls (Cloud Storage JSON API)"
-        case .bucketIAM: return method == .put ? "buckets.setIamPolicy (Cloud Storage JSON API)" : "buckets.getIamPolicy (Cloud Storage JSON API)"
+        case .bucketIAM:
+            return method == .put
+                ? "buckets.setIamPolicy (Cloud Storage JSON API)" : "buckets.getIamPolicy (Cloud Storage JSON API)"
         case .serviceAccount: return "projects.serviceAccount.get (Cloud Storage JSON API)"
-        case .buckets: return method == .post ? "buckets.insert (Cloud Storage JSON API)" : "buckets.list (Cloud Storage JSON API)"
+        case .buckets:
+            return method == .post ? "buckets.insert (Cloud Storage JSON API)" : "buckets.list (Cloud Storage JSON API)"
         case .bucket:
             let call = method == .patch ? "patch" : method == .put ? "update" : method == .delete ? "delete" : "get"
             return "buckets.\(call) (Cloud Storage JSON API)"
@@ -185,7 +199,8 @@ extension ServedExchange {
         case .restoreBucket: return "buckets.restore (Cloud Storage JSON API)"
         case .managedFolders: return "managedFolders.list (Cloud Storage JSON API)"
         case .batch: return "batch (Cloud Storage JSON API: several requests in one)"
-        case .setRules: return "loading security rules (the emulator's /internal/setRules, as @firebase/rules-unit-testing does)"
+        case .setRules:
+            return "loading security rules (the emulator's /internal/setRules, as @firebase/rules-unit-testing does)"
         case .reset: return "clearStorage() (the emulator's /internal/reset, as @firebase/rules-unit-testing does)"
         }
     }
@@ -198,7 +213,8 @@ extension ServedExchange {
         case 499: return "Client Closed Request"
         default:
             let known: [HTTPResponse.Status] = [
-                .ok, .created, .noContent, .partialContent, .notModified, .badRequest, .unauthorized, .forbidden, .notFound,
+                .ok, .created, .noContent, .partialContent, .notModified, .badRequest, .unauthorized, .forbidden,
+                .notFound,
                 .methodNotAllowed, .conflict, .gone, .lengthRequired, .preconditionFailed, .contentTooLarge,
                 .unsupportedMediaType, .rangeNotSatisfiable, .tooManyRequests, .internalServerError, .notImplemented,
                 .serviceUnavailable,
@@ -208,20 +224,27 @@ extension ServedExchange {
     }
 
     /// Who made a request, as the log names it, and why no rule decided it when none did.
-    static func caller(_ caller: Caller?, path: String, query: String?, status: Int) -> (name: String, rulesNote: String?) {
+    static func caller(
+        _ caller: Caller?, path: String, query: String?, status: Int
+    ) -> (name: String, rulesNote: String?) {
         switch caller {
         case .administrator?:
             return (Caller.administrator.description, "rules do not apply to the owner")
         case nil where path.hasPrefix("/internal/"):
             return ("the emulator's test tools", "rules do not apply to the emulator's internal API")
         case nil where !path.hasPrefix("/v0"):
-            return ("the administrator", "rules do not apply: the Cloud Storage JSON API is the project's administrator's (service accounts, the Admin SDK)")
+            return (
+                "the administrator",
+                "rules do not apply: the Cloud Storage JSON API is the project's administrator's (service accounts, the Admin SDK)"
+            )
         default:
             let name = caller?.description ?? Caller.person(nil).description
             if QueryParameters(lenient: query)["token"] != nil && (200..<300).contains(status) {
                 return (name, "no rule is checked: the download token grants the read (rule G7)")
             }
-            if status >= 400 { return (name, "no rule was checked: the request was refused before any (see its status)") }
+            if status >= 400 {
+                return (name, "no rule was checked: the request was refused before any (see its status)")
+            }
             return (name, "no rule decides this request")
         }
     }

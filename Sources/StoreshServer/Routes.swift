@@ -17,8 +17,10 @@ enum PercentEncoding {
         while index < utf8.count {
             let byte = utf8[index]
             if byte == UInt8(ascii: "%") {
-                guard index + 2 < utf8.count, let high = hexValue(utf8[index + 1]), let low = hexValue(utf8[index + 2]) else {
-                    throw HTTPFailure.badRequest("Invalid percent-encoding in \(what()): '%' must be followed by two hexadecimal digits.")
+                guard index + 2 < utf8.count, let high = hexValue(utf8[index + 1]), let low = hexValue(utf8[index + 2])
+                else {
+                    throw HTTPFailure.badRequest(
+                        "Invalid percent-encoding in \(what()): '%' must be followed by two hexadecimal digits.")
                 }
                 bytes.append(high << 4 | low)
                 index += 3
@@ -52,9 +54,13 @@ struct QueryParameters: Sendable {
         guard let query, !query.isEmpty else { return }
         for pair in query.split(separator: "&", omittingEmptySubsequences: true) {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            let name = try PercentEncoding.decode(parts[0], plusIsSpace: true, what: "the query parameter name '\(parts[0])'")
-            let value = try PercentEncoding.decode(parts.count > 1 ? parts[1] : "", plusIsSpace: true, what: "the query parameter '\(name)'")
-            if values[name] != nil { throw HTTPFailure.badRequest("The query parameter '\(name)' is given more than once.") }
+            let name = try PercentEncoding.decode(
+                parts[0], plusIsSpace: true, what: "the query parameter name '\(parts[0])'")
+            let value = try PercentEncoding.decode(
+                parts.count > 1 ? parts[1] : "", plusIsSpace: true, what: "the query parameter '\(name)'")
+            if values[name] != nil {
+                throw HTTPFailure.badRequest("The query parameter '\(name)' is given more than once.")
+            }
             values[name] = value
         }
     }
@@ -72,7 +78,8 @@ struct QueryParameters: Sendable {
     func integer(_ name: String) throws -> Int64? {
         guard let text = values[name] else { return nil }
         guard let number = Int64(text) else {
-            throw HTTPFailure.badRequest("Invalid value for the query parameter '\(name)': '\(text)' is not a whole number.")
+            throw HTTPFailure.badRequest(
+                "Invalid value for the query parameter '\(name)': '\(text)' is not a whole number.")
         }
         return number
     }
@@ -81,7 +88,10 @@ struct QueryParameters: Sendable {
     /// is a malformed request, a 400, not an object that is not there).
     func generation(_ name: String = "generation") throws -> Int64? {
         guard let value = try integer(name) else { return nil }
-        guard value >= 0 else { throw HTTPFailure.badRequest("Invalid value for the query parameter '\(name)': \(value); generations are zero or more.") }
+        guard value >= 0 else {
+            throw HTTPFailure.badRequest(
+                "Invalid value for the query parameter '\(name)': \(value); generations are zero or more.")
+        }
         return value
     }
 
@@ -90,7 +100,9 @@ struct QueryParameters: Sendable {
         switch values[name]?.lowercased() {
         case nil, "false": return false
         case "true", "": return true
-        case let text?: throw HTTPFailure.badRequest("Invalid value for the query parameter '\(name)': '\(text)' is neither true nor false.")
+        case let text?:
+            throw HTTPFailure.badRequest(
+                "Invalid value for the query parameter '\(name)': '\(text)' is neither true nor false.")
         }
     }
 }
@@ -151,10 +163,22 @@ enum Endpoint: Equatable, Sendable {
             path = path.dropFirst(prefix.count)
             return true
         }
-        if path == "/internal/setRules" { self = .setRules; return }
-        if path == "/internal/reset" { self = .reset; return }
-        if path == "/batch/storage/v1" || path == "/batch" { self = .batch; return }
-        if path == "/v0" || path == "/v0/" { self = .firebaseRoot; return }
+        if path == "/internal/setRules" {
+            self = .setRules
+            return
+        }
+        if path == "/internal/reset" {
+            self = .reset
+            return
+        }
+        if path == "/batch/storage/v1" || path == "/batch" {
+            self = .batch
+            return
+        }
+        if path == "/v0" || path == "/v0/" {
+            self = .firebaseRoot
+            return
+        }
         if strip("/v0/b/") {
             guard let endpoint = try Self.bucketPath(path, firebase: true) else { return nil }
             self = endpoint
@@ -163,7 +187,8 @@ enum Endpoint: Equatable, Sendable {
         if path.hasPrefix("/storage/v1/projects/"), path.hasSuffix("/serviceAccount") {
             let project = path.dropFirst("/storage/v1/projects/".count).dropLast("/serviceAccount".count)
             guard !project.isEmpty, !project.contains("/") else { return nil }
-            self = .serviceAccount(project: try PercentEncoding.decode(project, plusIsSpace: false, what: "the project"))
+            self = .serviceAccount(
+                project: try PercentEncoding.decode(project, plusIsSpace: false, what: "the project"))
             return
         }
         var kind = "json"
@@ -203,7 +228,9 @@ enum Endpoint: Equatable, Sendable {
         if !firebase, rest == "/lockRetentionPolicy" { return .lockRetentionPolicy(bucket) }
         if !firebase, rest == "/restore" { return .restoreBucket(bucket) }
         if !firebase, rest == "/managedFolders" || rest == "/managedFolders/" { return .managedFolders(bucket) }
-        if !firebase, rest == "/acl" || rest == "/defaultObjectAcl" { return .bucketACL(bucket: bucket, defaults: rest == "/defaultObjectAcl") }
+        if !firebase, rest == "/acl" || rest == "/defaultObjectAcl" {
+            return .bucketACL(bucket: bucket, defaults: rest == "/defaultObjectAcl")
+        }
         if !firebase, rest == "/iam" { return .bucketIAM(bucket) }
         guard rest.hasPrefix("/o") else { return nil }
         rest = rest.dropFirst(2)
@@ -212,14 +239,18 @@ enum Endpoint: Equatable, Sendable {
         rest = rest.dropFirst()
         if !firebase {
             let segments = rest.split(separator: "/", omittingEmptySubsequences: false)
-            if segments.count == 6, segments[1] == "copyTo" || segments[1] == "rewriteTo", segments[2] == "b", segments[4] == "o" {
+            if segments.count == 6, segments[1] == "copyTo" || segments[1] == "rewriteTo", segments[2] == "b",
+                segments[4] == "o"
+            {
                 return .copy(
                     bucket: bucket, source: try decodeName(segments[0]),
-                    destinationBucket: try PercentEncoding.decode(segments[3], plusIsSpace: false, what: "the destination bucket name"),
+                    destinationBucket: try PercentEncoding.decode(
+                        segments[3], plusIsSpace: false, what: "the destination bucket name"),
                     destination: try decodeName(segments[5]), rewrite: segments[1] == "rewriteTo")
             }
             if segments.count == 4, segments[1] == "moveTo", segments[2] == "o" {
-                return .move(bucket: bucket, source: try decodeName(segments[0]), destination: try decodeName(segments[3]))
+                return .move(
+                    bucket: bucket, source: try decodeName(segments[0]), destination: try decodeName(segments[3]))
             }
             if segments.count == 2, segments[1] == "acl" {
                 return .objectACL(bucket: bucket, name: try decodeName(segments[0]))
@@ -242,13 +273,16 @@ enum Endpoint: Equatable, Sendable {
     /// The bucket a request is about, when it names one.
     var bucket: String? {
         switch self {
-        case .bucket(let bucket), .storageLayout(let bucket), .lockRetentionPolicy(let bucket), .managedFolders(let bucket), .objects(let bucket), .object(let bucket, _), .copy(let bucket, _, _, _, _),
-            .compose(let bucket, _), .move(let bucket, _, _), .restore(let bucket, _), .bucketACL(let bucket, _), .bucketIAM(let bucket),
+        case .bucket(let bucket), .storageLayout(let bucket), .lockRetentionPolicy(let bucket),
+            .managedFolders(let bucket), .objects(let bucket), .object(let bucket, _), .copy(let bucket, _, _, _, _),
+            .compose(let bucket, _), .move(let bucket, _, _), .restore(let bucket, _), .bucketACL(let bucket, _),
+            .bucketIAM(let bucket),
             .objectACL(let bucket, _), .upload(let bucket), .download(let bucket, _), .firebaseBucket(let bucket),
             .firebaseObjects(let bucket), .firebaseObject(let bucket, _):
             bucket
         // A soft-deleted bucket is no live bucket: the request names one only to find it among the kept.
-        case .buckets, .firebaseRoot, .setRules, .reset, .batch, .serviceAccount, .softDeletedBucket, .restoreBucket: nil
+        case .buckets, .firebaseRoot, .setRules, .reset, .batch, .serviceAccount, .softDeletedBucket, .restoreBucket:
+            nil
         }
     }
 
@@ -274,7 +308,8 @@ enum Endpoint: Equatable, Sendable {
     var objectName: String? {
         switch self {
         case .object(_, let name), .download(_, let name), .firebaseObject(_, let name), .compose(_, let name): name
-        case .copy(_, let source, _, _, _), .move(_, let source, _), .restore(_, let source), .objectACL(_, let source): source
+        case .copy(_, let source, _, _, _), .move(_, let source, _), .restore(_, let source), .objectACL(_, let source):
+            source
         default: nil
         }
     }

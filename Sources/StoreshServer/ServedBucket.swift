@@ -86,7 +86,9 @@ final class ServedBucket: @unchecked Sendable {
             var readOptions = options
             readOptions.createIfMissing = false
             self.writer = writer
-            readers = try (0..<max(1, readerCount)).map { _ throws(StorageError) in try LocalBucket.open(at: writer.path, options: readOptions) }
+            readers = try (0..<max(1, readerCount)).map { _ throws(StorageError) in
+                try LocalBucket.open(at: writer.path, options: readOptions)
+            }
             watch = BucketWatch(try LocalBucket.open(at: writer.path, options: readOptions))
             rulesReader = try LocalBucket.open(at: writer.path, options: readOptions)
         }
@@ -119,7 +121,9 @@ final class ServedBucket: @unchecked Sendable {
         pendingAt path: String, name: String, reads: PendingReads, options: LocalBucketOptions, readerCount: Int,
         budget: OpenBucketBudget, onCreate: @escaping @Sendable (String, String) -> Void
     ) throws {
-        try self.init(name: name, path: path, options: options, readerCount: readerCount, budget: budget, pending: reads, onCreate: onCreate)
+        try self.init(
+            name: name, path: path, options: options, readerCount: readerCount, budget: budget, pending: reads,
+            onCreate: onCreate)
     }
 
     /// A bucket whose file is at `path`, not open yet: `open()` opens it, and says what the file is when it is not
@@ -127,13 +131,16 @@ final class ServedBucket: @unchecked Sendable {
     convenience init(
         closedAt path: String, name: String, options: LocalBucketOptions, readerCount: Int, budget: OpenBucketBudget
     ) throws {
-        try self.init(name: name, path: path, options: options, readerCount: readerCount, budget: budget, pending: nil, onCreate: { _, _ in })
+        try self.init(
+            name: name, path: path, options: options, readerCount: readerCount, budget: budget, pending: nil,
+            onCreate: { _, _ in })
     }
 
     /// A bucket with no connection yet: pending (`pending`: the reads of a bucket with no file) or closed. Its rules
     /// are read from its file when it opens (`rulesReadAt` is nil), or are the project's until its file is made.
     private init(
-        name: String, path: String, options: LocalBucketOptions, readerCount: Int, budget: OpenBucketBudget, pending: PendingReads?,
+        name: String, path: String, options: LocalBucketOptions, readerCount: Int, budget: OpenBucketBudget,
+        pending: PendingReads?,
         onCreate: @escaping @Sendable (String, String) -> Void
     ) throws {
         self.budget = budget
@@ -224,7 +231,7 @@ final class ServedBucket: @unchecked Sendable {
         let file: LocalBucket
         do {
             file = try LocalBucket.open(at: path, options: bucketOptions)
-        } catch where error.code == .unavailable {
+        } catch  where error.code == .unavailable {
             // Busy (another process holds it past the wait): the same request may succeed later.
             throw HTTPFailure(error, bucket: name, object: nil, firebase: false)
         } catch {
@@ -232,13 +239,15 @@ final class ServedBucket: @unchecked Sendable {
             // server error; it is left as it is.
             throw HTTPFailure(
                 .conflict, reason: "conflict",
-                "gs://\(name) cannot be served: \(path) is not a bucket file storesh can read (\(error.message)); move it away to use the name.")
+                "gs://\(name) cannot be served: \(path) is not a bucket file storesh can read (\(error.message)); move it away to use the name."
+            )
         }
         guard file.name == name else {
             file.close()
             throw HTTPFailure(
                 .conflict, reason: "conflict",
-                "gs://\(name) cannot be served: \(path) holds gs://\(file.name). Move that file away (or serve it with --bucket).")
+                "gs://\(name) cannot be served: \(path) holds gs://\(file.name). Move that file away (or serve it with --bucket)."
+            )
         }
         do {
             return try Files(file, options: options, readerCount: readerCount)
@@ -253,7 +262,8 @@ final class ServedBucket: @unchecked Sendable {
     /// caller drops what it gets outside its locks: a connection closes when its last holder lets it go.
     func closeIfIdle() -> Any? {
         lock.withLock {
-            guard !closed, !committing, waiting.isEmpty, case .open(let files) = connections, !files.watch.isWatched else { return nil }
+            guard !closed, !committing, waiting.isEmpty, case .open(let files) = connections, !files.watch.isWatched
+            else { return nil }
             connections = .closed
             return files
         }
@@ -295,7 +305,9 @@ final class ServedBucket: @unchecked Sendable {
 
     /// Deletes the bucket when `check` (run as a change, after every change queued before it) allows it: no change
     /// lands in it afterwards, in the same commit or later. The caller then removes its files (`removeFiles`).
-    func markRemoved<Decision: Sendable>(_ check: @escaping @Sendable (any BucketTransaction) async throws -> Decision) async throws
+    func markRemoved<Decision: Sendable>(
+        _ check: @escaping @Sendable (any BucketTransaction) async throws -> Decision
+    ) async throws
         -> Decision
     {
         try await change(counted: false) { transaction in
@@ -312,10 +324,14 @@ final class ServedBucket: @unchecked Sendable {
         budget?.give(for: self)
         for suffix in ["-wal", "-shm"] where access(path + suffix, F_OK) == 0 {
             // A log left by a connection that did not fold it: it is the file's, and goes with it.
-            guard rename(path + suffix, kept + suffix) == 0 else { throw StorageError.internalError("\(path + suffix) could not be moved beside \(kept): \(String(cString: strerror(errno))).") }
+            guard rename(path + suffix, kept + suffix) == 0 else {
+                throw StorageError.internalError(
+                    "\(path + suffix) could not be moved beside \(kept): \(String(cString: strerror(errno))).")
+            }
         }
         guard rename(path, kept) == 0 else {
-            throw StorageError.internalError("\(path) could not be moved to \(kept): \(String(cString: strerror(errno))).")
+            throw StorageError.internalError(
+                "\(path) could not be moved to \(kept): \(String(cString: strerror(errno))).")
         }
         BucketFileLog.synchronizeDirectory(of: path)
     }
@@ -345,7 +361,9 @@ final class ServedBucket: @unchecked Sendable {
     func loadRules(source: String, origin: String) async throws {
         // Not one of the clients' changes (`storesh serve`'s rules file, or the tests' setRules, put them in force).
         try await change(counted: false) { transaction -> Void in
-            guard let store = transaction.rulesStore else { throw StorageError.internalError("The bucket keeps no rules.") }
+            guard let store = transaction.rulesStore else {
+                throw StorageError.internalError("The bucket keeps no rules.")
+            }
             try self.rules.loadRules(source: source, origin: origin, into: store)
         }
         try reloadRulesIfChanged()
@@ -406,7 +424,8 @@ final class ServedBucket: @unchecked Sendable {
         try await change { transaction -> Void in
             // The transaction of a served bucket is its file's (`openWriter`).
             guard let owned = transaction as? any BucketFileTransaction else {
-                throw StorageError.internalError("gs://\(self.name) is not served from a bucket file; nothing was emptied.")
+                throw StorageError.internalError(
+                    "gs://\(self.name) is not served from a bucket file; nothing was emptied.")
             }
             try owned.file.removeEverything()
         }
@@ -442,10 +461,14 @@ final class ServedBucket: @unchecked Sendable {
             do {
                 try await writer.withTransaction(forWriting: true) { transaction in
                     // A bucket file this server makes is a client's bucket, with a new bucket's settings (rule B4).
-                    if made { try transaction.settingsStore?.storeSettings(BucketSettings(madeAt: self.options.clock.nextChangeTime(), madeByServer: true)) }
+                    if made {
+                        try transaction.settingsStore?.storeSettings(
+                            BucketSettings(madeAt: self.options.clock.nextChangeTime(), madeByServer: true))
+                    }
                     for change in group {
                         do {
-                            results.append(.success(try await transaction.withSavepoint { try await change.run(transaction) }))
+                            results.append(
+                                .success(try await transaction.withSavepoint { try await change.run(transaction) }))
                         } catch {
                             results.append(.failure(error))
                         }
@@ -456,7 +479,11 @@ final class ServedBucket: @unchecked Sendable {
                     if case .success = result { change.counted } else { false }
                 }.count
                 // The commits that carried the clients' changes (not those of rules alone, or of failures only).
-                if landed > 0 { lock.withLock { (commitCount, committedChangeCount) = (commitCount + 1, committedChangeCount + landed) } }
+                if landed > 0 {
+                    lock.withLock {
+                        (commitCount, committedChangeCount) = (commitCount + 1, committedChangeCount + landed)
+                    }
+                }
             } catch {
                 // The commit failed (a busy or full disk): nothing of the group landed.
                 results = group.map { _ in .failure(error) }
@@ -467,7 +494,10 @@ final class ServedBucket: @unchecked Sendable {
                 case .open, .closed: false
                 }
             }
-            if settles { settleFile(writer, made: made, landed: results.contains { if case .success = $0 { true } else { false } }) }
+            if settles {
+                settleFile(
+                    writer, made: made, landed: results.contains { if case .success = $0 { true } else { false } })
+            }
             for (change, result) in zip(group, results) { change.finish(result) }
         }
     }
@@ -495,7 +525,8 @@ final class ServedBucket: @unchecked Sendable {
             budget?.give(for: self)
             throw HTTPFailure(
                 .conflict, reason: "conflict",
-                "gs://\(name) cannot be served: \(path) holds gs://\(writer.name) (made by someone else meanwhile). Move that file away.")
+                "gs://\(name) cannot be served: \(path) holds gs://\(writer.name) (made by someone else meanwhile). Move that file away."
+            )
         }
         do {
             if let stored = try pendingRules.storedRules() {
@@ -544,7 +575,8 @@ final class PendingReads: @unchecked Sendable {
     init(options: LocalBucketOptions) throws {
         var template = Array((NSTemporaryDirectory() + "/storesh-serve-XXXXXX").utf8CString)
         guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-            throw StorageError.internalError("Cannot make a private temporary directory: \(String(cString: strerror(errno))).")
+            throw StorageError.internalError(
+                "Cannot make a private temporary directory: \(String(cString: strerror(errno))).")
         }
         directory = String(cString: made)
         var emptyOptions = options

@@ -77,7 +77,8 @@ package final class ServedBuckets: @unchecked Sendable {
         if exists, (status.st_mode & S_IFMT) != S_IFREG {
             throw HTTPFailure(
                 .conflict, reason: "conflict",
-                "gs://\(name) cannot be served: \(path) is not a regular file (a link, a folder or a device), and storesh serve opens only bucket files it can trust.")
+                "gs://\(name) cannot be served: \(path) is not a regular file (a link, a folder or a device), and storesh serve opens only bucket files it can trust."
+            )
         }
         guard exists || creating else { throw Self.noSuchBucket(name) }
         return try lock.withLock {
@@ -87,7 +88,8 @@ package final class ServedBuckets: @unchecked Sendable {
                 // Made when its first change lands, not now: the request may yet be refused.
                 if pendingReads == nil { pendingReads = try PendingReads(options: options) }
                 let pending = try ServedBucket(
-                    pendingAt: path, name: name, reads: pendingReads!, options: options, readerCount: readerCount, budget: budget,
+                    pendingAt: path, name: name, reads: pendingReads!, options: options, readerCount: readerCount,
+                    budget: budget,
                     onCreate: onCreate)
                 if let rules = rulesByBucket[name] ?? rulesForAny { try pending.loadRulesNow(rules) }
                 forgetUnusedPendingBuckets()
@@ -95,7 +97,8 @@ package final class ServedBuckets: @unchecked Sendable {
                 return pending
             }
             // Opened now, to answer with what the file is when it is not this bucket's.
-            let served = try ServedBucket(closedAt: path, name: name, options: options, readerCount: readerCount, budget: budget)
+            let served = try ServedBucket(
+                closedAt: path, name: name, options: options, readerCount: readerCount, budget: budget)
             try served.open()
             if let rules = rulesByBucket[name] ?? rulesForAny {
                 do {
@@ -132,12 +135,15 @@ package final class ServedBuckets: @unchecked Sendable {
     ///
     /// `check` answers the settings to keep the bucket with when its soft delete policy keeps it restorable (rule
     /// B6): its file is then moved aside (`softDeletedPath`) rather than removed.
-    func delete(_ bucket: ServedBucket, check: @escaping @Sendable (any BucketTransaction) async throws -> BucketSettings?) async throws {
+    func delete(
+        _ bucket: ServedBucket, check: @escaping @Sendable (any BucketTransaction) async throws -> BucketSettings?
+    ) async throws {
         let kept = try await bucket.markRemoved(check)
         try lock.withLock {
             if others[bucket.name] === bucket { others[bucket.name] = nil }
             if let kept {
-                try bucket.keepFiles(at: Self.softDeletedPath(of: bucket.name, generation: kept.generation, in: directory))
+                try bucket.keepFiles(
+                    at: Self.softDeletedPath(of: bucket.name, generation: kept.generation, in: directory))
             } else {
                 bucket.removeFiles()
             }
@@ -165,7 +171,8 @@ package final class ServedBuckets: @unchecked Sendable {
     func softDeleted() -> [SoftDeletedBucket] {
         let now = options.clock.now()
         var found: [SoftDeletedBucket] = []
-        for entry in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] where entry.hasSuffix(Self.softDeletedSuffix) {
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        where entry.hasSuffix(Self.softDeletedSuffix) {
             let stem = entry.dropLast(Self.softDeletedSuffix.count)
             guard let at = stem.lastIndex(of: "@"), let generation = Int64(stem[stem.index(after: at)...]),
                 let kept = keptBucket(String(stem[..<at]), generation: generation, now: now)
@@ -181,7 +188,8 @@ package final class ServedBuckets: @unchecked Sendable {
         guard let found = keptBucket(name, generation: generation, now: options.clock.now()) else {
             throw HTTPFailure(
                 .notFound, reason: "notFound",
-                "gs://\(name) has no soft-deleted generation \(generation) here: restored already, gone for good, or never soft-deleted (buckets.list with softDeleted=true lists those kept).")
+                "gs://\(name) has no soft-deleted generation \(generation) here: restored already, gone for good, or never soft-deleted (buckets.list with softDeleted=true lists those kept)."
+            )
         }
         return found
     }
@@ -194,7 +202,8 @@ package final class ServedBuckets: @unchecked Sendable {
         let path = Self.softDeletedPath(of: name, generation: generation, in: directory)
         var status = stat()
         guard lstat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG,
-            let (stored, settings) = try? Self.settings(ofFileAt: path), stored == name, let settings, settings.softDeleteTime != nil,
+            let (stored, settings) = try? Self.settings(ofFileAt: path), stored == name, let settings,
+            settings.softDeleteTime != nil,
             settings.generation == generation
         else { return nil }
         if let end = settings.hardDeleteTime, end <= now {
@@ -210,10 +219,13 @@ package final class ServedBuckets: @unchecked Sendable {
         let deleted = try softDeleted(name, generation: generation)
         let path = Self.path(of: name, in: directory)
         try lock.withLock {
-            if name.utf8.elementsEqual(primary.name.utf8) || others[name].map({ !$0.isPending }) == true || access(path, F_OK) == 0 {
+            if name.utf8.elementsEqual(primary.name.utf8) || others[name].map({ !$0.isPending }) == true
+                || access(path, F_OK) == 0
+            {
                 throw HTTPFailure(
                     .conflict, reason: "conflict",
-                    "gs://\(name) exists: a soft-deleted bucket is restored only while no bucket has its name (delete the live one first).")
+                    "gs://\(name) exists: a soft-deleted bucket is restored only while no bucket has its name (delete the live one first)."
+                )
             }
             var settings = deleted.settings
             settings.softDeleteTime = nil
@@ -222,7 +234,8 @@ package final class ServedBuckets: @unchecked Sendable {
             try file.storeSettings(settings)
             file.close()
             guard rename(deleted.path, path) == 0 else {
-                throw StorageError.internalError("\(deleted.path) could not be moved back to \(path): \(String(cString: strerror(errno))).")
+                throw StorageError.internalError(
+                    "\(deleted.path) could not be moved back to \(path): \(String(cString: strerror(errno))).")
             }
             BucketFileLog.synchronizeDirectory(of: path)
             // A pending bucket of the name (a request that made nothing yet) would make a file of its own.
@@ -247,7 +260,10 @@ package final class ServedBuckets: @unchecked Sendable {
     }
 
     static func noSuchBucket(_ name: String) -> HTTPFailure {
-        HTTPFailure(.notFound, reason: "notFound", "The specified bucket does not exist: gs://\(name) is not on this server (buckets.insert makes it, as does a write on the Firebase API).")
+        HTTPFailure(
+            .notFound, reason: "notFound",
+            "The specified bucket does not exist: gs://\(name) is not on this server (buckets.insert makes it, as does a write on the Firebase API)."
+        )
     }
 
     /// Every bucket served: the first, then the others by name — those opened so far and those whose files are in
@@ -302,7 +318,9 @@ package final class ServedBuckets: @unchecked Sendable {
         primary.close()
     }
 
-    var committedChanges: Int { ([primary] + lock.withLock { Array(others.values) }).reduce(0) { $0 + $1.committedChanges } }
+    var committedChanges: Int {
+        ([primary] + lock.withLock { Array(others.values) }).reduce(0) { $0 + $1.committedChanges }
+    }
     var commits: Int { ([primary] + lock.withLock { Array(others.values) }).reduce(0) { $0 + $1.commits } }
 }
 
@@ -334,7 +352,9 @@ final class OpenBucketBudget: @unchecked Sendable {
     private func bound() -> Int {
         if let limit { return limit }
         var descriptors = rlimit()
-        let soft = getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &descriptors) == 0 ? Int(min(descriptors.rlim_cur, 1 << 20)) : 1024
+        let soft =
+            getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &descriptors) == 0
+            ? Int(min(descriptors.rlim_cur, 1 << 20)) : 1024
         let bound = max(8, (soft - Self.keptForConnections(soft)) / descriptorsPerBucket)
         limit = bound
         return bound
@@ -354,7 +374,9 @@ final class OpenBucketBudget: @unchecked Sendable {
             let bound = bound()
             if open.count >= bound {
                 // The one used longest ago that is idle. (Each bucket's time is read once: it may move meanwhile.)
-                let byAge = open.map { (key: $0.key, bucket: $0.value, used: $0.value.lastUsed) }.sorted { $0.used < $1.used }
+                let byAge = open.map { (key: $0.key, bucket: $0.value, used: $0.value.lastUsed) }.sorted {
+                    $0.used < $1.used
+                }
                 for candidate in byAge {
                     if let files = candidate.bucket.closeIfIdle() {
                         released = files
@@ -367,7 +389,8 @@ final class OpenBucketBudget: @unchecked Sendable {
             guard open.count < bound else {
                 var failure = HTTPFailure(
                     .serviceUnavailable, reason: "serviceUnavailable",
-                    "gs://\(bucket.name) cannot be opened now: storesh serve has \(bound) other buckets open and in use, as many as its file descriptor limit leaves room for (ulimit -n); try again shortly, or start it with a higher limit.")
+                    "gs://\(bucket.name) cannot be opened now: storesh serve has \(bound) other buckets open and in use, as many as its file descriptor limit leaves room for (ulimit -n); try again shortly, or start it with a higher limit."
+                )
                 failure.headers[.retryAfter] = "5"
                 throw failure
             }

@@ -20,7 +20,8 @@ package struct SignedURLKey: Sendable {
             var private_key: String
         }
         guard let document = try? JSONDecoder().decode(KeyFile.self, from: data), !document.client_email.isEmpty else {
-            throw .invalidArgument("\(path) is not a service account's key file (a JSON object with client_email and private_key).")
+            throw .invalidArgument(
+                "\(path) is not a service account's key file (a JSON object with client_email and private_key).")
         }
         do {
             key = try _RSA.Signing.PrivateKey(pemRepresentation: document.private_key).publicKey
@@ -32,7 +33,8 @@ package struct SignedURLKey: Sendable {
 
     /// Whether `signature` is this key's RSA-SHA256 (PKCS #1 v1.5) signature of `text`, as both signed URL forms use.
     func verifies(_ signature: some DataProtocol, of text: String) -> Bool {
-        key.isValidSignature(_RSA.Signing.RSASignature(rawRepresentation: signature), for: Data(text.utf8), padding: .insecurePKCS1v1_5)
+        key.isValidSignature(
+            _RSA.Signing.RSASignature(rawRepresentation: signature), for: Data(text.utf8), padding: .insecurePKCS1v1_5)
     }
 }
 
@@ -67,7 +69,8 @@ struct SignedURL {
         for piece in (request.uri.query ?? "").split(separator: "&", omittingEmptySubsequences: true) {
             let parts = piece.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let name = try PercentEncoding.decode(parts[0], plusIsSpace: false, what: "a signed URL's parameter name")
-            let value = try PercentEncoding.decode(parts.count > 1 ? parts[1] : "", plusIsSpace: false, what: "the parameter '\(name)'")
+            let value = try PercentEncoding.decode(
+                parts.count > 1 ? parts[1] : "", plusIsSpace: false, what: "the parameter '\(name)'")
             pairs.append((name, value))
         }
         return pairs
@@ -77,8 +80,10 @@ struct SignedURL {
     static func check(_ request: Request, key: SignedURLKey?, now: Date) throws {
         let pairs = try parameters(request)
         func parameter(_ name: String) throws -> String {
-            guard let value = pairs.first(where: { $0.name.lowercased() == name.lowercased() })?.value, !value.isEmpty else {
-                throw Self.refusal(.badRequest, code: "AuthorizationQueryParametersError", "The signed URL has no \(name).")
+            guard let value = pairs.first(where: { $0.name.lowercased() == name.lowercased() })?.value, !value.isEmpty
+            else {
+                throw Self.refusal(
+                    .badRequest, code: "AuthorizationQueryParametersError", "The signed URL has no \(name).")
             }
             return value
         }
@@ -90,13 +95,15 @@ struct SignedURL {
     }
 
     private static func checkV4(
-        _ request: Request, pairs: [(name: String, value: String)], parameter: (String) throws -> String, key: SignedURLKey?, now: Date
+        _ request: Request, pairs: [(name: String, value: String)], parameter: (String) throws -> String,
+        key: SignedURLKey?, now: Date
     ) throws {
         let algorithm = try parameter("X-Goog-Algorithm")
         guard algorithm == Self.algorithm else {
             throw Self.refusal(
                 .badRequest, code: "AuthorizationQueryParametersError",
-                "X-Goog-Algorithm is \(algorithm); storesh serve checks \(Self.algorithm) signed URLs (the official clients' V4).")
+                "X-Goog-Algorithm is \(algorithm); storesh serve checks \(Self.algorithm) signed URLs (the official clients' V4)."
+            )
         }
         let credential = try parameter("X-Goog-Credential")
         let scope = credential.split(separator: "/", omittingEmptySubsequences: false)
@@ -122,28 +129,37 @@ struct SignedURL {
                 "X-Goog-Expires must be 1 to \(Self.maximumLifetime) seconds (seven days), not '\(expiresText)'.")
         }
         if signedAt.timeIntervalSince(now) > Self.allowedSkew {
-            throw Self.refusal(.badRequest, code: "RequestNotYetValid", "The signed URL is dated \(dateText), ahead of this server's clock.")
+            throw Self.refusal(
+                .badRequest, code: "RequestNotYetValid",
+                "The signed URL is dated \(dateText), ahead of this server's clock.")
         }
         let expiry = signedAt.addingTimeInterval(TimeInterval(expires))
         if now >= expiry {
-            throw Self.refusal(.badRequest, code: "ExpiredToken", "Invalid argument.", details: "Request has expired: \(dateText) plus \(expires) seconds.")
+            throw Self.refusal(
+                .badRequest, code: "ExpiredToken", "Invalid argument.",
+                details: "Request has expired: \(dateText) plus \(expires) seconds.")
         }
         let signedHeaders = try parameter("X-Goog-SignedHeaders").split(separator: ";").map { $0.lowercased() }
         guard signedHeaders.contains("host") else {
-            throw Self.refusal(.badRequest, code: "AuthorizationQueryParametersError", "X-Goog-SignedHeaders must include host.")
+            throw Self.refusal(
+                .badRequest, code: "AuthorizationQueryParametersError", "X-Goog-SignedHeaders must include host.")
         }
         guard let key else { return }
         let signature = try parameter("X-Goog-Signature")
         let email = scope[0].removingPercentEncoding ?? String(scope[0])
         guard email == key.email, let bytes = Hexadecimal.decoded(signature) else {
-            throw Self.refusal(.forbidden, code: "SignatureDoesNotMatch", "The signed URL is not signed by \(key.email), the key storesh serve was given.")
+            throw Self.refusal(
+                .forbidden, code: "SignatureDoesNotMatch",
+                "The signed URL is not signed by \(key.email), the key storesh serve was given.")
         }
         var canonical = request.method.rawValue + "\n" + request.uri.path + "\n"
         let query: [(name: String, value: String)] = pairs.filter { $0.name != "X-Goog-Signature" }.map { pair in
             // RFC 3986's encoding, as V4 canonical queries are written: everything but unreserved characters.
             (NameBytes.percentEncoded(pair.name), NameBytes.percentEncoded(pair.value))
         }
-        let sorted = query.sorted { first, second in first.name == second.name ? first.value < second.value : first.name < second.name }
+        let sorted = query.sorted { first, second in
+            first.name == second.name ? first.value < second.value : first.name < second.name
+        }
         canonical += sorted.map { pair in pair.name + "=" + pair.value }.joined(separator: "&") + "\n"
         for header in signedHeaders.sorted() {
             let value: String
@@ -156,11 +172,13 @@ struct SignedURL {
         }
         canonical += "\n" + signedHeaders.sorted().joined(separator: ";") + "\n" + "UNSIGNED-PAYLOAD"
         let digest = Hexadecimal.encoded(SHA256.hash(data: Data(canonical.utf8)))
-        let stringToSign = [Self.algorithm, dateText, scope[1...].joined(separator: "/"), digest].joined(separator: "\n")
+        let stringToSign = [Self.algorithm, dateText, scope[1...].joined(separator: "/"), digest].joined(
+            separator: "\n")
         guard key.verifies(bytes, of: stringToSign) else {
             throw Self.refusal(
                 .forbidden, code: "SignatureDoesNotMatch",
-                "The request signature we calculated does not match the signature you provided (the method, path, query and host are signed).")
+                "The request signature we calculated does not match the signature you provided (the method, path, query and host are signed)."
+            )
         }
     }
 
@@ -177,42 +195,59 @@ struct SignedURL {
     ]
 
     private static func checkV2(
-        _ request: Request, pairs: [(name: String, value: String)], parameter: (String) throws -> String, key: SignedURLKey?, now: Date
+        _ request: Request, pairs: [(name: String, value: String)], parameter: (String) throws -> String,
+        key: SignedURLKey?, now: Date
     ) throws {
         let accessID = try parameter("GoogleAccessId")
         let expiresText = try parameter("Expires")
         guard let expires = Int64(expiresText), expires > 0 else {
-            throw Self.refusal(.badRequest, code: "AuthorizationQueryParametersError", "Expires must be a time in seconds since 1970, not '\(expiresText)'.")
+            throw Self.refusal(
+                .badRequest, code: "AuthorizationQueryParametersError",
+                "Expires must be a time in seconds since 1970, not '\(expiresText)'.")
         }
         if Int64(now.timeIntervalSince1970) >= expires {
-            throw Self.refusal(.badRequest, code: "ExpiredToken", "Invalid argument.", details: "Request has expired: \(expiresText).")
+            throw Self.refusal(
+                .badRequest, code: "ExpiredToken", "Invalid argument.", details: "Request has expired: \(expiresText).")
         }
         guard let key else { return }
         guard accessID == key.email, let signature = Data(base64Encoded: try parameter("Signature")) else {
-            throw Self.refusal(.forbidden, code: "SignatureDoesNotMatch", "The signed URL is not signed by \(key.email), the key storesh serve was given.")
+            throw Self.refusal(
+                .forbidden, code: "SignatureDoesNotMatch",
+                "The signed URL is not signed by \(key.email), the key storesh serve was given.")
         }
         // The x-goog- headers, by name, each once with its values joined; a customer-supplied key is not signed.
         var extensions: [String: [String]] = [:]
         for field in request.headers {
             let name = field.name.canonicalName.lowercased()
             guard name.hasPrefix("x-goog-"), !Self.unsignedV2Headers.contains(name) else { continue }
-            extensions[name, default: []].append(field.value.split(whereSeparator: \.isWhitespace).joined(separator: " "))
+            extensions[name, default: []].append(
+                field.value.split(whereSeparator: \.isWhitespace).joined(separator: " "))
         }
         var resource = request.uri.path
         var signedQuery: [(name: String, value: String)] = []
         for pair in pairs where !Self.unsignedV2Parameters.contains(pair.name.lowercased()) {
             signedQuery.append((pair.name.lowercased(), pair.value.trimmingCharacters(in: .whitespaces)))
         }
-        signedQuery.sort { first, second in first.name == second.name ? first.value < second.value : first.name < second.name }
-        if !signedQuery.isEmpty {
-            resource += "?" + signedQuery.map { Self.formEncoded($0.name) + "=" + Self.formEncoded($0.value) }.joined(separator: "&")
+        signedQuery.sort { first, second in
+            first.name == second.name ? first.value < second.value : first.name < second.name
         }
-        let lines = [request.method.rawValue, request.headers[.contentMD5] ?? "", request.headers[.contentType] ?? "", expiresText]
+        if !signedQuery.isEmpty {
+            resource +=
+                "?"
+                + signedQuery.map { Self.formEncoded($0.name) + "=" + Self.formEncoded($0.value) }.joined(
+                    separator: "&")
+        }
+        let lines =
+            [
+                request.method.rawValue, request.headers[.contentMD5] ?? "", request.headers[.contentType] ?? "",
+                expiresText,
+            ]
             + extensions.keys.sorted().map { "\($0):\(extensions[$0]!.joined(separator: ","))" } + [resource]
         guard key.verifies(signature, of: lines.joined(separator: "\n")) else {
             throw Self.refusal(
                 .forbidden, code: "SignatureDoesNotMatch",
-                "The request signature we calculated does not match the signature you provided (the method, Content-MD5, Content-Type, expiry, x-goog- headers and path are signed).")
+                "The request signature we calculated does not match the signature you provided (the method, Content-MD5, Content-Type, expiry, x-goog- headers and path are signed)."
+            )
         }
     }
 
@@ -222,7 +257,8 @@ struct SignedURL {
         var encoded = ""
         for byte in text.utf8 {
             switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"),
                 UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: "-"), UInt8(ascii: "~"):
                 encoded.unicodeScalars.append(Unicode.Scalar(byte))
             case UInt8(ascii: " "): encoded += "+"
@@ -233,9 +269,12 @@ struct SignedURL {
     }
 
     /// A refusal in the XML API's shape (`<Error><Code>…</Code><Message>…</Message></Error>`).
-    static func refusal(_ status: HTTPResponse.Status, code: String, _ message: String, details: String? = nil) -> HTTPFailure {
+    static func refusal(
+        _ status: HTTPResponse.Status, code: String, _ message: String, details: String? = nil
+    ) -> HTTPFailure {
         var failure = HTTPFailure(status, reason: code, message)
-        failure.xml = "<?xml version='1.0' encoding='UTF-8'?><Error><Code>\(MarkupText.escaped(code))</Code><Message>\(MarkupText.escaped(message))</Message>"
+        failure.xml =
+            "<?xml version='1.0' encoding='UTF-8'?><Error><Code>\(MarkupText.escaped(code))</Code><Message>\(MarkupText.escaped(message))</Message>"
             + (details.map { "<Details>\(MarkupText.escaped($0))</Details>" } ?? "") + "</Error>"
         return failure
     }

@@ -129,9 +129,13 @@ final class Spool: @unchecked Sendable {
     private static func failure(_ doing: String, _ code: Int32, in directory: String? = nil) -> StorageError {
         let place = directory.map { " in \($0)" } ?? ""
         if code == ENOSPC {
-            return StorageError(.unavailable, "The disk is full: storesh serve could not \(doing) the upload's bytes\(place); nothing was changed.")
+            return StorageError(
+                .unavailable,
+                "The disk is full: storesh serve could not \(doing) the upload's bytes\(place); nothing was changed.")
         }
-        return StorageError(.internalError, "storesh serve could not \(doing) an upload's bytes\(place): \(String(cString: strerror(code))).")
+        return StorageError(
+            .internalError,
+            "storesh serve could not \(doing) an upload's bytes\(place): \(String(cString: strerror(code))).")
     }
 }
 

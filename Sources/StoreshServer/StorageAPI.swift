@@ -3,9 +3,9 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 import StoreshCore
-import StoreshWire
 import StoreshLocal
 import StoreshRules
+import StoreshWire
 
 /// The limits of one server: a request beyond them is a 4xx with a message, and changes nothing (rule V4).
 package struct ServeLimits: Sendable {
@@ -20,7 +20,8 @@ package struct ServeLimits: Sendable {
     package var writesPerSecond: Int?
     package var readsPerSecond: Int?
 
-    package init(maximumObjectBytes: Int = 256 << 20, maximumJSONBytes: Int = 2 << 20, maximumUploadSessions: Int = 256) {
+    package init(maximumObjectBytes: Int = 256 << 20, maximumJSONBytes: Int = 2 << 20, maximumUploadSessions: Int = 256)
+    {
         self.maximumObjectBytes = maximumObjectBytes
         self.maximumJSONBytes = maximumJSONBytes
         self.maximumUploadSessions = maximumUploadSessions
@@ -70,16 +71,22 @@ final class StorageAPI: Sendable {
     /// The storage semantics the routes ask of the buckets (compose, copy, move, restore).
     let storage: StorageService
 
-    init(buckets: ServedBuckets, limits: ServeLimits, signingKey: SignedURLKey?, createsBucketsOnEveryWrite: Bool = false) {
+    init(
+        buckets: ServedBuckets, limits: ServeLimits, signingKey: SignedURLKey?, createsBucketsOnEveryWrite: Bool = false
+    ) {
         self.createsBucketsOnEveryWrite = createsBucketsOnEveryWrite
         self.buckets = buckets
         self.signingKey = signingKey
         self.limits = limits
-        uploads = UploadSessions(maximumSessions: limits.maximumUploadSessions, maximumObjectBytes: Int64(limits.maximumObjectBytes))
-        multipartUploads = MultipartUploads(maximumUploads: limits.maximumUploadSessions, maximumObjectBytes: Int64(limits.maximumObjectBytes))
+        uploads = UploadSessions(
+            maximumSessions: limits.maximumUploadSessions, maximumObjectBytes: Int64(limits.maximumObjectBytes))
+        multipartUploads = MultipartUploads(
+            maximumUploads: limits.maximumUploadSessions, maximumObjectBytes: Int64(limits.maximumObjectBytes))
         rates = ServiceRates(writesPerSecond: limits.writesPerSecond, readsPerSecond: limits.readsPerSecond)
         let primary = buckets.primary.path
-        spoolDirectory = (primary as NSString).deletingLastPathComponent.isEmpty ? "." : (primary as NSString).deletingLastPathComponent
+        spoolDirectory =
+            (primary as NSString).deletingLastPathComponent.isEmpty
+            ? "." : (primary as NSString).deletingLastPathComponent
         storage = StorageService(spoolDirectory: spoolDirectory, maximumObjectBytes: Int64(limits.maximumObjectBytes))
     }
 
@@ -88,10 +95,13 @@ final class StorageAPI: Sendable {
         var endpoint: Endpoint?
         do {
             // A body in a coding this server does not undo would be stored as it came (RFC 9112: 501).
-            if let coding = request.headers[.transferEncoding], coding.lowercased().trimmingCharacters(in: .whitespaces) != "chunked" {
+            if let coding = request.headers[.transferEncoding],
+                coding.lowercased().trimmingCharacters(in: .whitespaces) != "chunked"
+            {
                 throw HTTPFailure(
                     .notImplemented, reason: "notImplemented",
-                    "Transfer-Encoding '\(coding)' is not supported: storesh serve takes bodies as they are or chunked; nothing was done.")
+                    "Transfer-Encoding '\(coding)' is not supported: storesh serve takes bodies as they are or chunked; nothing was done."
+                )
             }
             // A signed URL is on the XML API's path (/BUCKET/NAME), known by its query; so is every path that is not
             // one of the JSON or Firebase APIs' (rule V7).
@@ -111,15 +121,22 @@ final class StorageAPI: Sendable {
             try rates.admit(request.method, found)
             let served: ServedBucket
             do {
-                served = try found.bucket.map { name in
-                    // Rule V6: a write makes its bucket on the Firebase v0 API, as the emulator; on the JSON API, as
-                    // on Cloud Storage, a bucket that does not exist is a 404 (unless --create-buckets-on-write).
-                    try buckets.bucket(named: name, creating: found.writes(request.method) && (found.isFirebase || createsBucketsOnEveryWrite))
-                } ?? buckets.primary
-            } catch let failure as HTTPFailure where failure.status == .notFound && found.isFirebase && request.method == .get {
+                served =
+                    try found.bucket.map { name in
+                        // Rule V6: a write makes its bucket on the Firebase v0 API, as the emulator; on the JSON API, as
+                        // on Cloud Storage, a bucket that does not exist is a 404 (unless --create-buckets-on-write).
+                        try buckets.bucket(
+                            named: name,
+                            creating: found.writes(request.method) && (found.isFirebase || createsBucketsOnEveryWrite))
+                    } ?? buckets.primary
+            } catch let failure as HTTPFailure
+                where failure.status == .notFound && found.isFirebase && request.method == .get
+            {
                 // The Firebase emulator lists a bucket no one has written to yet as empty, as an app's second
                 // bucket is before its first upload; its objects are not found.
-                if case .firebaseObjects = found { return Reply.json(FirebaseWire.listDocument(ListPage(), bucket: found.bucket ?? "")) }
+                if case .firebaseObjects = found {
+                    return Reply.json(FirebaseWire.listDocument(ListPage(), bucket: found.bucket ?? ""))
+                }
                 throw failure
             }
             var exchange = Exchange(
@@ -132,10 +149,13 @@ final class StorageAPI: Sendable {
             return Reply.failure(failure, firebase: firebase)
         } catch let error as StorageError {
             return Reply.failure(
-                HTTPFailure(error, bucket: endpoint?.bucket ?? buckets.primary.name, object: endpoint?.objectName, firebase: firebase),
+                HTTPFailure(
+                    error, bucket: endpoint?.bucket ?? buckets.primary.name, object: endpoint?.objectName,
+                    firebase: firebase),
                 firebase: firebase)
         } catch {
-            return Reply.failure(HTTPFailure(.internalServerError, reason: "backendError", "\(error)"), firebase: firebase)
+            return Reply.failure(
+                HTTPFailure(.internalServerError, reason: "backendError", "\(error)"), firebase: firebase)
         }
     }
 
@@ -146,7 +166,9 @@ final class StorageAPI: Sendable {
         let tooLarge = HTTPFailure(
             .contentTooLarge, reason: "uploadTooLarge",
             "The \(what) is larger than \(limit) bytes, the limit of this server; nothing was changed.")
-        if let declared = exchange.request.headers[.contentLength].flatMap(Int.init), declared > limit { throw tooLarge }
+        if let declared = exchange.request.headers[.contentLength].flatMap(Int.init), declared > limit {
+            throw tooLarge
+        }
         let buffer: ByteBuffer
         do {
             buffer = try await exchange.request.body.collect(upTo: limit)
@@ -164,7 +186,8 @@ final class StorageAPI: Sendable {
     /// when the declared length says so. Returns the body's length. On failure the spool is as it was.
     @discardableResult
     func receive(
-        _ exchange: inout Exchange, into spool: Spool, limit: Int64, skipping: Int64 = 0, tooLarge: @autoclosure () -> HTTPFailure
+        _ exchange: inout Exchange, into spool: Spool, limit: Int64, skipping: Int64 = 0,
+        tooLarge: @autoclosure () -> HTTPFailure
     ) async throws -> Int64 {
         let start = spool.size
         // The declared length is the client's: compared with the room left rather than added to what is kept, so
@@ -205,7 +228,8 @@ final class StorageAPI: Sendable {
     ) async throws -> Int64 {
         let sizeBefore = spool.size
         do {
-            let length = try await receive(&exchange, into: spool, limit: limit, skipping: skipping, tooLarge: tooLarge())
+            let length = try await receive(
+                &exchange, into: spool, limit: limit, skipping: skipping, tooLarge: tooLarge())
             try check(length)
             return length
         } catch {
@@ -219,13 +243,16 @@ final class StorageAPI: Sendable {
     /// A body that ended before the length its request declared.
     static func checkComplete(_ exchange: Exchange, received: Int64) throws {
         if let declared = exchange.request.headers[.contentLength].flatMap(Int64.init), received < declared {
-            throw HTTPFailure.badRequest("The request's body was cut short: \(received) of the \(declared) bytes its Content-Length declares arrived; nothing was changed.")
+            throw HTTPFailure.badRequest(
+                "The request's body was cut short: \(received) of the \(declared) bytes its Content-Length declares arrived; nothing was changed."
+            )
         }
     }
 
     /// A body the server could not read (a malformed chunk size, a connection closed mid-body): the client's.
     static func unreadableBody(_ error: any Error) -> HTTPFailure {
-        HTTPFailure.badRequest("The request's body could not be read (\(error)): it is malformed or was cut short; nothing was changed.")
+        HTTPFailure.badRequest(
+            "The request's body could not be read (\(error)): it is malformed or was cut short; nothing was changed.")
     }
 
     /// A request whose body is an object's whole content, received into a spool of its own.
@@ -240,12 +267,16 @@ final class StorageAPI: Sendable {
         let contentType = exchange.request.headers[.contentType]
         // Refused before any byte is read when it cannot be a multipart upload.
         guard contentType?.lowercased().hasPrefix("multipart/related") == true else {
-            throw HTTPFailure.badRequest("A multipart upload's Content-Type must be multipart/related with a boundary, not '\(contentType ?? "")'.")
+            throw HTTPFailure.badRequest(
+                "A multipart upload's Content-Type must be multipart/related with a boundary, not '\(contentType ?? "")'."
+            )
         }
         let spool = Spool(directory: spoolDirectory)
         try await receive(
-            &exchange, into: spool, limit: Int64(limits.maximumObjectBytes + limits.maximumJSONBytes) + 4096, tooLarge: objectTooLarge())
-        let parts = try MultipartUpload(spool: spool, contentType: contentType, maximumMetadataBytes: limits.maximumJSONBytes)
+            &exchange, into: spool, limit: Int64(limits.maximumObjectBytes + limits.maximumJSONBytes) + 4096,
+            tooLarge: objectTooLarge())
+        let parts = try MultipartUpload(
+            spool: spool, contentType: contentType, maximumMetadataBytes: limits.maximumJSONBytes)
         guard parts.content.size <= limits.maximumObjectBytes else { throw objectTooLarge(parts.content.size) }
         return parts
     }
@@ -253,7 +284,9 @@ final class StorageAPI: Sendable {
     /// The content of an object, through a spool (in memory when small, else in a file): the whole object, checked
     /// against its MD5, or only the one range the request's `Range` asks for (`partial`), read alone, so that a range
     /// costs its own size and not the object's (issue 55).
-    func download(_ name: ObjectName, generation: Int64? = nil, in bucket: ServedBucket, request: HTTPFields) throws -> Download {
+    func download(
+        _ name: ObjectName, generation: Int64? = nil, in bucket: ServedBucket, request: HTTPFields
+    ) throws -> Download {
         // The range is read from the size the read finds, in the same state of the bucket; one past the end is
         // answered 416 after a read of nothing.
         let header = request[.range]
@@ -286,7 +319,8 @@ final class StorageAPI: Sendable {
 
     /// The size an upload announces in the first of `headers` it has (nil when none), refused beyond the limit.
     func announcedSize(_ exchange: Exchange, headers: [String]) throws -> Int64? {
-        guard let (header, text) = headers.lazy.compactMap({ name in exchange.header(name).map { (name, $0) } }).first else {
+        guard let (header, text) = headers.lazy.compactMap({ name in exchange.header(name).map { (name, $0) } }).first
+        else {
             return nil
         }
         guard let size = Int64(text), size >= 0 else {
@@ -298,10 +332,13 @@ final class StorageAPI: Sendable {
 
     /// The refusal of an object over the limit (its size when known and over the limit).
     func objectTooLarge(_ size: Int64? = nil) -> HTTPFailure {
-        let what = size.flatMap { $0 > limits.maximumObjectBytes ? "The object would be \($0) bytes, more than" : nil } ?? "The object is larger than"
+        let what =
+            size.flatMap { $0 > limits.maximumObjectBytes ? "The object would be \($0) bytes, more than" : nil }
+            ?? "The object is larger than"
         return HTTPFailure(
             .contentTooLarge, reason: "uploadTooLarge",
-            "\(what) \(limits.maximumObjectBytes) bytes, the limit of this server (storesh serve --max-object-size); nothing was changed.")
+            "\(what) \(limits.maximumObjectBytes) bytes, the limit of this server (storesh serve --max-object-size); nothing was changed."
+        )
     }
 
     /// A name a request gives, checked by rule P5.
@@ -315,15 +352,18 @@ final class StorageAPI: Sendable {
     /// Writes an upload's content as its object, in one change: checksums are checked first, then the request's
     /// conditions and (on the v0 API) the rules, on the object as it is when the change runs.
     func finishUpload(_ upload: UploadRequest, content: SpooledContent) async throws -> ObjectMetadata {
-        for expected in [upload.expectedCRC32C, upload.lastRequestCRC32C].compactMap({ $0 }) where expected != content.crc32cBase64 {
+        for expected in [upload.expectedCRC32C, upload.lastRequestCRC32C].compactMap({ $0 })
+        where expected != content.crc32cBase64 {
             throw StorageError(
                 .nonMatchingChecksum,
-                "Provided CRC32C \"\(expected)\" doesn't match calculated CRC32C \"\(content.crc32cBase64)\"; nothing was written.")
+                "Provided CRC32C \"\(expected)\" doesn't match calculated CRC32C \"\(content.crc32cBase64)\"; nothing was written."
+            )
         }
         if let expected = upload.options.expectedMD5, expected != content.md5Base64 {
             throw StorageError(
                 .nonMatchingChecksum,
-                "Provided MD5 hash \"\(expected)\" doesn't match calculated MD5 hash \"\(content.md5Base64)\"; nothing was written.")
+                "Provided MD5 hash \"\(expected)\" doesn't match calculated MD5 hash \"\(content.md5Base64)\"; nothing was written."
+            )
         }
         var options = upload.options
         if upload.firebase, options.customMetadata[downloadTokensKey] == nil {
@@ -349,19 +389,23 @@ final class StorageAPI: Sendable {
     /// too, kept for a client that asks again; a busy or failing disk (or any unforeseen error) puts the session
     /// back to work, so that the client may finish it again, and is thrown.
     func landUpload(
-        session id: String, _ upload: UploadRequest, spool: Spool, firebase: Bool, resource: (ObjectMetadata) -> JSONValue
+        session id: String, _ upload: UploadRequest, spool: Spool, firebase: Bool,
+        resource: (ObjectMetadata) -> JSONValue
     ) async throws -> (status: HTTPResponse.Status, body: JSONValue) {
         let answer: (status: HTTPResponse.Status, body: JSONValue)
         do {
             answer = (.ok, resource(try await finishUpload(upload, content: try spool.content())))
         } catch let error as StorageError where error.code != .unavailable && error.code != .internalError {
-            let failure = HTTPFailure(error, bucket: upload.bucket.name, object: upload.name.rawValue, firebase: firebase)
+            let failure = HTTPFailure(
+                error, bucket: upload.bucket.name, object: upload.name.rawValue, firebase: firebase)
             answer = (failure.status, failure.body(firebase: firebase))
         } catch {
             try? uploads.withSession(id) { $0.machine.landingFailed() }
             throw error
         }
-        try? uploads.withSession(id) { $0.machine.landed(UploadMachine.Final(status: Int(answer.status.code), body: answer.body)) }
+        try? uploads.withSession(id) {
+            $0.machine.landed(UploadMachine.Final(status: Int(answer.status.code), body: answer.body))
+        }
         return answer
     }
 
@@ -372,24 +416,34 @@ final class StorageAPI: Sendable {
             return UploadSessions.busy
         case .cancelled:
             if firebase { return HTTPFailure.badRequest("The upload \(id) was cancelled.") }
-            return HTTPFailure(HTTPResponse.Status(code: 499, reasonPhrase: "Client Closed Request"), reason: "cancelled", "The upload \(id) was cancelled.")
+            return HTTPFailure(
+                HTTPResponse.Status(code: 499, reasonPhrase: "Client Closed Request"), reason: "cancelled",
+                "The upload \(id) was cancelled.")
         case .ended:
             return HTTPFailure.badRequest("The upload \(id) has ended: ask for its object.")
         case .startsPastReceived(let first, let received):
             let start = firebase ? "X-Goog-Upload-Offset is \(first)" : "Content-Range starts at byte \(first)"
             return HTTPFailure.badRequest("\(start), but only \(received) bytes of the upload have been received.")
         case .sizeChanged(let declared, let given):
-            return HTTPFailure.badRequest("Content-Range gives the object's size as \(given) bytes, but the upload was started for \(declared).")
+            return HTTPFailure.badRequest(
+                "Content-Range gives the object's size as \(given) bytes, but the upload was started for \(declared).")
         case .tooLarge(let size):
             return objectTooLarge(size)
         case .pastDeclaredSize(let declared):
-            if firebase { return HTTPFailure.badRequest("The upload would have more than the \(declared) bytes announced at its start.") }
+            if firebase {
+                return HTTPFailure.badRequest(
+                    "The upload would have more than the \(declared) bytes announced at its start.")
+            }
             return HTTPFailure.badRequest("Content-Range ends past the object's size of \(declared) bytes.")
         case .incomplete(let received, let declared):
             if firebase {
-                return HTTPFailure.badRequest("The upload cannot be finalized: \(received) of the \(declared) bytes announced have been received.")
+                return HTTPFailure.badRequest(
+                    "The upload cannot be finalized: \(received) of the \(declared) bytes announced have been received."
+                )
             }
-            return HTTPFailure.badRequest("The upload was started for \(declared) bytes, but has \(received) and its last request gave no Content-Range.")
+            return HTTPFailure.badRequest(
+                "The upload was started for \(declared) bytes, but has \(received) and its last request gave no Content-Range."
+            )
         }
     }
 
@@ -401,7 +455,7 @@ final class StorageAPI: Sendable {
         guard let session = try rulesSession(for: upload.caller, in: upload.bucket) else { return }
         let existing = try await upload.bucket.reader().metadataIfPresent(of: upload.name)
         try session.authorizeCreate(
-            of: upload.name, in: upload.bucket.name, size: declaredSize ?? 0, options: upload.options, existing: existing)
+            of: upload.name, in: upload.bucket.name, size: declaredSize ?? 0, options: upload.options,
+            existing: existing)
     }
 }
-

@@ -7,8 +7,8 @@ import NIOCore
 import NIOPosix
 import ServiceLifecycle
 import StoreshCore
-import StoreshWire
 import StoreshLocal
+import StoreshWire
 
 /// How `storesh serve` runs.
 package struct ServeConfiguration: Sendable {
@@ -83,7 +83,8 @@ package final class StorageServer: Sendable {
         let primary = try ServedBucket(bucket, options: options, readerCount: configuration.readerCount)
         api = StorageAPI(
             buckets: ServedBuckets(
-                primary: primary, directory: otherBuckets, options: options, readerCount: configuration.readerCount, onCreate: onCreate),
+                primary: primary, directory: otherBuckets, options: options, readerCount: configuration.readerCount,
+                onCreate: onCreate),
             limits: configuration.limits, signingKey: configuration.signingKey,
             createsBucketsOnEveryWrite: configuration.createsBucketsOnEveryWrite)
     }
@@ -121,7 +122,8 @@ package final class StorageServer: Sendable {
             router: router,
             server: .http1(
                 configuration: HTTP1Channel.Configuration(
-                    additionalChannelHandlers: [ParseErrorAnswer(), ClosingAnswer()], idleTimeout: TimeAmount(configuration.idleTimeout))),
+                    additionalChannelHandlers: [ParseErrorAnswer(), ClosingAnswer()],
+                    idleTimeout: TimeAmount(configuration.idleTimeout))),
             configuration: ApplicationConfiguration(
                 address: .hostname(host, port: configuration.port), serverName: "storesh",
                 availableConnectionsDelegate: MaximumAvailableConnections(connections)),
@@ -179,7 +181,8 @@ extension StorageServer {
 
     static func raiseDescriptorLimit(toAtLeast wanted: Int) {
         var limit = rlimit()
-        guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < rlim_t(wanted) else { return }
+        guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < rlim_t(wanted)
+        else { return }
         limit.rlim_cur = min(limit.rlim_max, rlim_t(wanted))
         _ = setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
     }
@@ -197,7 +200,8 @@ package struct ServeError: Error, CustomStringConvertible {
         let address = "\(host):\(port)"
         switch error.errnoCode {
         case EADDRINUSE:
-            description = "Cannot listen on \(address): the port is in use (another storesh serve, or the Firebase emulator?). Choose another with --port, or --port 0 for a free one."
+            description =
+                "Cannot listen on \(address): the port is in use (another storesh serve, or the Firebase emulator?). Choose another with --port, or --port 0 for a free one."
         case EACCES:
             description = "Cannot listen on \(address): ports below 1024 need privileges. Choose another with --port."
         case EADDRNOTAVAIL:
@@ -220,7 +224,9 @@ extension StorageServer {
         let router = Router()
         router.add(middleware: RequestLogMiddleware(log: log, journal: api.journal))
         router.add(middleware: LatencyMiddleware(latency: configuration.latency))
-        router.add(middleware: OriginPolicyMiddleware(policy: configuration.originPolicy, listening: configuration.host, pageToken: api.pageToken))
+        router.add(
+            middleware: OriginPolicyMiddleware(
+                policy: configuration.originPolicy, listening: configuration.host, pageToken: api.pageToken))
         router.add(middleware: HeadMiddleware())
         let api = self.api
         // The bucket in a browser, at the root (no API has a path there).
@@ -232,13 +238,15 @@ extension StorageServer {
                 let bucket = try api.buckets.bucket(named: shown, creating: false)
                 return try await withTaskExecutorPreference(StorageWork.shared) {
                     try await BucketPage.answer(
-                        bucket, among: api.buckets.all().map(\.name), journal: api.journal, query: query, pageToken: api.pageToken)
+                        bucket, among: api.buckets.all().map(\.name), journal: api.journal, query: query,
+                        pageToken: api.pageToken)
                 }.response
             } catch let failure as HTTPFailure {
                 return Reply.failure(failure, firebase: false).response
             } catch {
                 let failure = error as? StorageError ?? StorageError.internalError("\(error)")
-                return Reply.failure(HTTPFailure(failure, bucket: shown, object: nil, firebase: false), firebase: false).response
+                return Reply.failure(HTTPFailure(failure, bucket: shown, object: nil, firebase: false), firebase: false)
+                    .response
             }
         }
         // The page, its assets and its live updates carry the page's security headers, from one middleware.
@@ -246,20 +254,26 @@ extension StorageServer {
         for method: HTTPRequest.Method in [.get, .head] {
             pageRoutes.on("/", method: method, responder: page)
             for asset in PageAssets.all {
-                pageRoutes.on(RouterPath(asset.path), method: method, responder: CallbackResponder { _, _ in PageAssets.answer(asset) })
+                pageRoutes.on(
+                    RouterPath(asset.path), method: method,
+                    responder: CallbackResponder { _, _ in PageAssets.answer(asset) })
             }
         }
         // The page's live updates: an event each time the bucket file changes, by anyone, and each time the APIs
         // answer a request, until the page closes or the server stops.
         let events = CallbackResponder<BasicRequestContext> { request, _ in
             // The changes of the bucket the page shows.
-            let watched = (try? QueryParameters(request.uri.query))?["bucket"].flatMap { try? api.buckets.bucket(named: $0, creating: false) }
+            let watched =
+                (try? QueryParameters(request.uri.query))?["bucket"].flatMap {
+                    try? api.buckets.bucket(named: $0, creating: false)
+                }
                 ?? api.buckets.primary
             // Streams count against a limit of their own, below the connections': past it, try again later.
             guard let slot = api.eventStreams.enter() else {
                 var failure = HTTPFailure(
                     .serviceUnavailable, reason: "serviceUnavailable",
-                    "storesh serve has \(OriginPolicy.maximumEventStreams) live pages open, as many as it keeps; try again shortly (reload, or close a tab).")
+                    "storesh serve has \(OriginPolicy.maximumEventStreams) live pages open, as many as it keeps; try again shortly (reload, or close a tab)."
+                )
                 failure.headers[.retryAfter] = "5"
                 // And the connection goes with it: a refused page must not hold one of the connections either.
                 failure.headers[.connection] = "close"
@@ -275,8 +289,11 @@ extension StorageServer {
                 watch = found
             } catch {
                 slot.release()
-                let failure = error as? HTTPFailure
-                    ?? HTTPFailure(error as? StorageError ?? .internalError("\(error)"), bucket: watched.name, object: nil, firebase: false)
+                let failure =
+                    error as? HTTPFailure
+                    ?? HTTPFailure(
+                        error as? StorageError ?? .internalError("\(error)"), bucket: watched.name, object: nil,
+                        firebase: false)
                 return Reply.failure(failure, firebase: false).response
             }
             let (changes, endChanges) = watch.changes()
@@ -284,8 +301,14 @@ extension StorageServer {
             // Both streams in one, an event name per element; a change and a request close together may come as one.
             let (events, merged) = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingNewest(2))
             let forwarders = [
-                Task { for await _ in changes { merged.yield("change") }; merged.finish() },
-                Task { for await _ in arrivals { merged.yield("request") }; merged.finish() },
+                Task {
+                    for await _ in changes { merged.yield("change") }
+                    merged.finish()
+                },
+                Task {
+                    for await _ in arrivals { merged.yield("request") }
+                    merged.finish()
+                },
                 // A comment now and then: a page that is gone shows as a write that fails, and the stream ends.
                 Task {
                     while !Task.isCancelled {
@@ -314,25 +337,32 @@ extension StorageServer {
                 end()
                 for forwarder in forwarders { forwarder.cancel() }
             }
-            return Response(status: .ok, headers: headers, body: ResponseBody { writer in
-                defer { slot.release() }
-                try await withGracefulShutdownHandler {
-                    try await writer.write(ByteBuffer(string: "retry: 1000\n\n"))
-                    for await event in events {
-                        try await writer.write(ByteBuffer(string: event == "keep-alive" ? ": keep-alive\n\n" : "event: \(event)\ndata: \(event)\n\n"))
+            return Response(
+                status: .ok, headers: headers,
+                body: ResponseBody { writer in
+                    defer { slot.release() }
+                    try await withGracefulShutdownHandler {
+                        try await writer.write(ByteBuffer(string: "retry: 1000\n\n"))
+                        for await event in events {
+                            try await writer.write(
+                                ByteBuffer(
+                                    string: event == "keep-alive"
+                                        ? ": keep-alive\n\n" : "event: \(event)\ndata: \(event)\n\n"))
+                        }
+                    } onGracefulShutdown: {
+                        end()
                     }
-                } onGracefulShutdown: {
-                    end()
-                }
-                try await writer.finish(nil)
-            })
+                    try await writer.finish(nil)
+                })
         }
         pageRoutes.on("/_storesh/events", method: .get, responder: events)
         // The APIs' requests do their blocking work on StorageWork's threads, not on the cooperative pool.
         let responder = CallbackResponder<BasicRequestContext> { request, _ in
             await withTaskExecutorPreference(StorageWork.shared) { await api.respond(to: request) }.response
         }
-        for method in Self.methods where method != .get && method != .head { router.on("/", method: method, responder: responder) }
+        for method in Self.methods where method != .get && method != .head {
+            router.on("/", method: method, responder: responder)
+        }
         for method in Self.methods { router.on("**", method: method, responder: responder) }
         return router
     }

@@ -36,12 +36,15 @@ struct StorageService: Sendable {
     ) throws -> (object: ObjectMetadata, content: SpooledContent, partial: Range<Int64>?) {
         let spool = Spool(directory: spoolDirectory)
         let keep = { (piece: Data) throws(StorageError) in
-            do { try spool.append(piece) } catch let error as StorageError { throw error } catch { throw .internalError("\(error)") }
+            do { try spool.append(piece) } catch let error as StorageError { throw error } catch {
+                throw .internalError("\(error)")
+            }
         }
         let reader = try bucket.reader()
-        let (object, partial) = try generation.map { generation throws(StorageError) in
-            try reader.generation(name, generation, bytes: range, contentPieces: keep)
-        } ?? reader.currentObject(name, bytes: range, contentPieces: keep)
+        let (object, partial) =
+            try generation.map { generation throws(StorageError) in
+                try reader.generation(name, generation, bytes: range, contentPieces: keep)
+            } ?? reader.currentObject(name, bytes: range, contentPieces: keep)
         guard let partial else {
             // Its MD5 was checked as it was read: the pass over the spool computes only its CRC32C.
             return (object, try spool.content(0..<spool.size, knownMD5: object.md5Hash), nil)
@@ -72,7 +75,9 @@ struct StorageService: Sendable {
                 // in memory twice over. A source generation named is read as that generation (rule B5).
                 let spool = Spool(directory: spoolDirectory)
                 let original: ObjectMetadata
-                if let versions = try Self.objectVersions(transaction, generation: copy.generation), let generation = copy.generation {
+                if let versions = try Self.objectVersions(transaction, generation: copy.generation),
+                    let generation = copy.generation
+                {
                     original = try await versions.metadata(of: copy.source, generation: generation)
                     try copy.check(original)
                     _ = try await versions.read(copy.source, generation: generation, into: SpoolSink(spool))
@@ -102,7 +107,9 @@ struct StorageService: Sendable {
     /// A copy's metadata: the source's, with `overrides` laid over them. Of Cloud Storage's own fields (rule M9)
     /// the copy keeps the custom time and the contexts; the holds are the request's, and the storage class the
     /// request's or the destination bucket's default.
-    static func copiedOptions(_ original: ObjectMetadata, overrides: MetadataUpdate, storageClass: String?) throws -> WriteOptions {
+    static func copiedOptions(
+        _ original: ObjectMetadata, overrides: MetadataUpdate, storageClass: String?
+    ) throws -> WriteOptions {
         var kept = original
         kept.cloudStorage = CloudStorageFields()
         kept.cloudStorage.customTime = original.cloudStorage.customTime
@@ -151,13 +158,18 @@ struct StorageService: Sendable {
                 } else {
                     named = try await transaction.metadataIfPresent(of: source.name)
                 }
-                guard let current = named else { throw Refusal.missingSource(name: source.name.rawValue, generation: source.generation) }
+                guard let current = named else {
+                    throw Refusal.missingSource(name: source.name.rawValue, generation: source.generation)
+                }
                 if let required = source.ifGenerationMatch, required != current.generation {
                     throw StorageError(
                         .preconditionFailed,
-                        "Object \(source.name.rawValue) is at generation \(current.generation), not \(required) as the compose request requires. Nothing was changed.")
+                        "Object \(source.name.rawValue) is at generation \(current.generation), not \(required) as the compose request requires. Nothing was changed."
+                    )
                 }
-                guard current.size <= limit - content.size else { throw Refusal.tooLarge(size: content.size + current.size) }
+                guard current.size <= limit - content.size else {
+                    throw Refusal.tooLarge(size: content.size + current.size)
+                }
                 try CustomerKey.check(key, reading: current)
                 if let versions, let generation = source.generation {
                     _ = try await versions.read(source.name, generation: generation, into: SpoolSink(content))
@@ -201,13 +213,18 @@ struct StorageService: Sendable {
     /// source's content and metadata as a new generation, and the source goes (as the generation read), or nothing
     /// happens. `sourceConditions` guard the source, `conditions` the destination.
     func move(
-        _ source: ObjectName, to destination: ObjectName, in bucket: ServedBucket, sourceConditions: Conditions, conditions: Conditions
+        _ source: ObjectName, to destination: ObjectName, in bucket: ServedBucket, sourceConditions: Conditions,
+        conditions: Conditions
     ) async throws -> ObjectMetadata {
         try await bucket.change { transaction in
-            guard let moves = transaction.objectMoves else { throw StorageError.internalError("The bucket moves no objects.") }
+            guard let moves = transaction.objectMoves else {
+                throw StorageError.internalError("The bucket moves no objects.")
+            }
             let original = try await transaction.metadata(of: source)
             guard sourceConditions.hold(for: original) else {
-                throw StorageError(.preconditionFailed, "Object \(source.rawValue) does not meet the request's source conditions. Nothing was moved.")
+                throw StorageError(
+                    .preconditionFailed,
+                    "Object \(source.rawValue) does not meet the request's source conditions. Nothing was moved.")
             }
             let existing = try await transaction.metadataIfPresent(of: destination)
             return try await moves.move(
@@ -218,18 +235,27 @@ struct StorageService: Sendable {
 
     /// A soft-deleted generation live again, as a new generation, under `conditions` on the live object it replaces
     /// (rule B6).
-    func restore(_ name: ObjectName, generation: Int64, in bucket: ServedBucket, conditions: Conditions) async throws -> ObjectMetadata {
+    func restore(
+        _ name: ObjectName, generation: Int64, in bucket: ServedBucket, conditions: Conditions
+    ) async throws -> ObjectMetadata {
         try await bucket.change { transaction in
-            guard let versions = transaction.objectVersions else { throw StorageError.internalError("The bucket keeps no generations.") }
+            guard let versions = transaction.objectVersions else {
+                throw StorageError.internalError("The bucket keeps no generations.")
+            }
             let existing = try await transaction.metadataIfPresent(of: name)
-            return try await versions.restore(name, generation: generation, precondition: try conditions.precondition(given: existing, name: name.rawValue))
+            return try await versions.restore(
+                name, generation: generation,
+                precondition: try conditions.precondition(given: existing, name: name.rawValue))
         }
     }
 
     /// The bucket's generations, when a request names one (rule B5).
-    static func objectVersions(_ transaction: any BucketTransaction, generation: Int64?) throws -> (any ObjectVersions)? {
+    static func objectVersions(_ transaction: any BucketTransaction, generation: Int64?) throws -> (any ObjectVersions)?
+    {
         guard generation != nil else { return nil }
-        guard let versions = transaction.objectVersions else { throw StorageError.internalError("The bucket keeps no generations.") }
+        guard let versions = transaction.objectVersions else {
+            throw StorageError.internalError("The bucket keeps no generations.")
+        }
         return versions
     }
 }

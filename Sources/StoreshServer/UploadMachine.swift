@@ -127,7 +127,9 @@ struct UploadMachine: Sendable, Equatable {
     /// A chunk's request arrives, to be received from byte `first` (nil: from the bytes received), which
     /// may end at `end` (one past its last byte) and may give the object's size `total`; `length` is the count of
     /// bytes its request says it carries, when it says.
-    mutating func chunkBegins(first: Int64?, end: Int64? = nil, total: Int64? = nil, length: Int64? = nil) throws(Refusal) -> ChunkStart {
+    mutating func chunkBegins(
+        first: Int64?, end: Int64? = nil, total: Int64? = nil, length: Int64? = nil
+    ) throws(Refusal) -> ChunkStart {
         switch phase {
         case .finished(let final): return .replay(final)
         case .cancelled: throw .cancelled
@@ -145,7 +147,9 @@ struct UploadMachine: Sendable, Equatable {
         // The length is the client's: compared with the room left, never added (no overflow). Past the size given,
         // the chunk is wrong and the upload goes on; past the server's limit with no size given, the upload cannot
         // succeed.
-        if let length, let declaredSize, length > declaredSize - first { throw .pastDeclaredSize(declared: declaredSize) }
+        if let length, let declaredSize, length > declaredSize - first {
+            throw .pastDeclaredSize(declared: declaredSize)
+        }
         if let length, length > limit - first {
             let (size, overflow) = first.addingReportingOverflow(length)
             throw cancel(tooLarge: overflow ? .max : size)
@@ -182,10 +186,14 @@ struct UploadMachine: Sendable, Equatable {
         case .atDeclaredSize:
             guard let declaredSize, declaredSize == received else { return .incomplete(received: received) }
         case .wholeObject:
-            if let declaredSize, declaredSize != received { throw .incomplete(received: received, declared: declaredSize) }
+            if let declaredSize, declaredSize != received {
+                throw .incomplete(received: received, declared: declaredSize)
+            }
             declaredSize = received
         case .finalize:
-            if let declaredSize, declaredSize != received { throw .incomplete(received: received, declared: declaredSize) }
+            if let declaredSize, declaredSize != received {
+                throw .incomplete(received: received, declared: declaredSize)
+            }
             declaredSize = received
         }
         phase = .landing

@@ -17,20 +17,25 @@ struct MultipartUpload {
 
     init(spool: Spool, contentType header: String?, maximumMetadataBytes: Int) throws {
         guard let header, header.lowercased().hasPrefix("multipart/related") else {
-            throw HTTPFailure.badRequest("A multipart upload's Content-Type must be multipart/related with a boundary, not '\(header ?? "")'.")
+            throw HTTPFailure.badRequest(
+                "A multipart upload's Content-Type must be multipart/related with a boundary, not '\(header ?? "")'.")
         }
-        guard let boundary = MediaTypes.parameter("boundary", of: header), !boundary.isEmpty, boundary.utf8.count <= 200 else {
+        guard let boundary = MediaTypes.parameter("boundary", of: header), !boundary.isEmpty, boundary.utf8.count <= 200
+        else {
             throw HTTPFailure.badRequest("The multipart/related Content-Type names no boundary.")
         }
         let parts = try Self.parts(of: spool, boundary: boundary, atMost: 3)
         guard parts.count == 2 else {
-            throw HTTPFailure.badRequest("A multipart upload has exactly two parts, the metadata (JSON) and the content; this one has \(parts.count).")
+            throw HTTPFailure.badRequest(
+                "A multipart upload has exactly two parts, the metadata (JSON) and the content; this one has \(parts.count)."
+            )
         }
         let metadataRange = parts[0].body
         guard metadataRange.count <= maximumMetadataBytes else {
             throw HTTPFailure(
                 .contentTooLarge, reason: "uploadTooLarge",
-                "The upload's metadata part is larger than \(maximumMetadataBytes) bytes, the limit of this server; nothing was changed.")
+                "The upload's metadata part is larger than \(maximumMetadataBytes) bytes, the limit of this server; nothing was changed."
+            )
         }
         metadata = try spool.read(offset: metadataRange.lowerBound, length: metadataRange.count)
         content = try spool.content(parts[1].body)
@@ -39,7 +44,9 @@ struct MultipartUpload {
 
     /// The parts of a multipart body (RFC 2046) in `spool`, each with its headers (names in lower case) and where its
     /// body is; at most `maximumParts` are read (a body with more is refused by its caller's count).
-    static func parts(of spool: Spool, boundary: String, atMost maximumParts: Int) throws -> [(headers: [String: String], body: Range<Int64>)] {
+    static func parts(
+        of spool: Spool, boundary: String, atMost maximumParts: Int
+    ) throws -> [(headers: [String: String], body: Range<Int64>)] {
         let delimiter = Data(("--" + boundary).utf8)
         // Parts are delimited by CRLF--BOUNDARY; the first delimiter may open the body, and the last ends in --.
         guard let first = try spool.firstOffset(of: delimiter, from: 0), first <= 64,
@@ -58,11 +65,13 @@ struct MultipartUpload {
             let opening = try spool.read(offset: cursor, length: 2)
             if opening == Data("--".utf8) { break }  // the closing delimiter
             guard opening.starts(with: newline) else {
-                throw HTTPFailure.badRequest("The multipart body is malformed: a boundary is not followed by a line break.")
+                throw HTTPFailure.badRequest(
+                    "The multipart body is malformed: a boundary is not followed by a line break.")
             }
             cursor += Int64(newline.count)
             guard let end = try spool.firstOffset(of: next, from: cursor) else {
-                throw HTTPFailure.badRequest("The multipart body is cut short: a part has no closing boundary '--\(boundary)--'.")
+                throw HTTPFailure.badRequest(
+                    "The multipart body is cut short: a part has no closing boundary '--\(boundary)--'.")
             }
             parts.append(try Self.part(spool, cursor..<end, newline: newline))
             cursor = end + Int64(next.count)
@@ -71,12 +80,16 @@ struct MultipartUpload {
     }
 
     /// One part: its headers up to an empty line, then its body.
-    private static func part(_ spool: Spool, _ range: Range<Int64>, newline: Data) throws -> (headers: [String: String], body: Range<Int64>) {
-        let start = try spool.read(offset: range.lowerBound, length: Int(min(Int64(maximumPartHeaderBytes), Int64(range.count))))
+    private static func part(
+        _ spool: Spool, _ range: Range<Int64>, newline: Data
+    ) throws -> (headers: [String: String], body: Range<Int64>) {
+        let start = try spool.read(
+            offset: range.lowerBound, length: Int(min(Int64(maximumPartHeaderBytes), Int64(range.count))))
         guard let split = start.range(of: newline + newline) else {
             if start.starts(with: newline) { return ([:], range.lowerBound + Int64(newline.count)..<range.upperBound) }
             throw HTTPFailure.badRequest(
-                "The multipart body is malformed: a part's headers do not end with an empty line within \(maximumPartHeaderBytes) bytes.")
+                "The multipart body is malformed: a part's headers do not end with an empty line within \(maximumPartHeaderBytes) bytes."
+            )
         }
         var headers: [String: String] = [:]
         let text = String(decoding: start[start.startIndex..<split.lowerBound], as: UTF8.self)
@@ -86,9 +99,12 @@ struct MultipartUpload {
         }
         for line in lines {
             guard let colon = line.firstIndex(of: ":") else {
-                throw HTTPFailure.badRequest("The multipart body is malformed: '\(line.prefix(80))' is not a header line.")
+                throw HTTPFailure.badRequest(
+                    "The multipart body is malformed: '\(line.prefix(80))' is not a header line.")
             }
-            headers[line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            headers[line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()] = line[
+                line.index(after: colon)...
+            ].trimmingCharacters(in: .whitespaces)
         }
         return (headers, range.lowerBound + Int64(split.upperBound - start.startIndex)..<range.upperBound)
     }
@@ -140,7 +156,8 @@ final class UploadSessions: Sendable {
 
     /// The answer to a request on an upload whose bytes are arriving or whose object is being written.
     static let busy = HTTPFailure(
-        .serviceUnavailable, reason: "backendError", "Another request of this upload is in progress; ask again in a moment.",
+        .serviceUnavailable, reason: "backendError",
+        "Another request of this upload is in progress; ask again in a moment.",
         headers: [.retryAfter: "1"])
 
     /// Sessions in progress left idle this long end, and their bytes go.
@@ -169,7 +186,8 @@ final class UploadSessions: Sendable {
             guard inProgress < maximumSessions else {
                 throw HTTPFailure(
                     .tooManyRequests, reason: "rateLimitExceeded",
-                    "\(maximumSessions) resumable uploads are in progress; finish or cancel one first (an upload idle for \(Int(Self.idleLimit / 60)) minutes ends by itself).")
+                    "\(maximumSessions) resumable uploads are in progress; finish or cancel one first (an upload idle for \(Int(Self.idleLimit / 60)) minutes ends by itself)."
+                )
             }
             sessions[id] = Session(request: request, spool: spool, machine: machine, lastUsed: now)
         }
@@ -195,7 +213,9 @@ final class UploadSessions: Sendable {
             }
         }
         if ended > Self.maximumEnded {
-            let oldest = sessions.filter { !$0.value.machine.inProgress }.sorted { $0.value.lastUsed < $1.value.lastUsed }
+            let oldest = sessions.filter { !$0.value.machine.inProgress }.sorted {
+                $0.value.lastUsed < $1.value.lastUsed
+            }
             for (id, _) in oldest.prefix(ended - Self.maximumEnded) { sessions[id] = nil }
         }
     }
@@ -205,7 +225,9 @@ final class UploadSessions: Sendable {
     func withSession<T: Sendable>(_ id: String, _ body: (inout Session) throws -> T) throws -> T {
         try sessions.withLock { sessions in
             guard var session = sessions[id] else {
-                throw HTTPFailure.notFound("No such upload: '\(id)'. It finished, was cancelled, was never started here, or the server restarted since.")
+                throw HTTPFailure.notFound(
+                    "No such upload: '\(id)'. It finished, was cancelled, was never started here, or the server restarted since."
+                )
             }
             session.lastUsed = Date()
             defer {
@@ -239,7 +261,8 @@ struct Conditions: Sendable {
         func number(_ name: String) throws -> Int64? {
             guard let value = try query.integer(name) else { return nil }
             guard value >= 0 else {
-                throw HTTPFailure.badRequest("Invalid value for the query parameter '\(name)': \(value); generations are zero or more.")
+                throw HTTPFailure.badRequest(
+                    "Invalid value for the query parameter '\(name)': \(value); generations are zero or more.")
             }
             return value
         }
@@ -261,7 +284,9 @@ struct Conditions: Sendable {
     func hold(for object: ObjectMetadata?) -> Bool {
         guard precondition.isSatisfied(by: object) else { return false }
         if let object {
-            if generationNotMatch == object.generation || metagenerationNotMatch == object.metageneration { return false }
+            if generationNotMatch == object.generation || metagenerationNotMatch == object.metageneration {
+                return false
+            }
         } else if metagenerationNotMatch != nil {
             return false
         }
@@ -272,7 +297,8 @@ struct Conditions: Sendable {
     func precondition(given object: ObjectMetadata?, name: String) throws -> Precondition {
         guard hasNotMatch else { return precondition }
         guard hold(for: object) else {
-            throw StorageError(.preconditionFailed, "Object \(name) does not meet the request's conditions. Nothing was changed.")
+            throw StorageError(
+                .preconditionFailed, "Object \(name) does not meet the request's conditions. Nothing was changed.")
         }
         return object.map(Precondition.matches) ?? .doesNotExist
     }

@@ -12,11 +12,15 @@ struct XMLPath: Sendable {
 
     /// The first segments of the other APIs' paths: a path under one of them is never the XML API's (a bucket of
     /// such a name is reached by its JSON API path).
-    static let otherAPIs: Set<Substring> = ["storage", "upload", "download", "resumable", "batch", "v0", "internal", "_storesh", "b"]
+    static let otherAPIs: Set<Substring> = [
+        "storage", "upload", "download", "resumable", "batch", "v0", "internal", "_storesh", "b",
+    ]
 
     /// Whether a path that no other API has is the XML API's: not under another API's first segment.
     static func isXML(_ rawPath: String) -> Bool {
-        guard let first = rawPath.dropFirst().split(separator: "/", omittingEmptySubsequences: false).first, !first.isEmpty else { return false }
+        guard let first = rawPath.dropFirst().split(separator: "/", omittingEmptySubsequences: false).first,
+            !first.isEmpty
+        else { return false }
         return !otherAPIs.contains(first)
     }
 
@@ -44,21 +48,27 @@ extension StorageAPI {
             throw SignedURL.refusal(.badRequest, code: "InvalidURI", "An XML API path is /BUCKET or /BUCKET/OBJECT.")
         }
         // Signed URLs are dated and expire by the server's clock: `--clock` moves it, so that a test can try expiry.
-        if SignedURL.isSigned(query: request.uri.query) { try SignedURL.check(request, key: signingKey, now: buckets.primary.clock.now().date) }
+        if SignedURL.isSigned(query: request.uri.query) {
+            try SignedURL.check(request, key: signingKey, now: buckets.primary.clock.now().date)
+        }
         do {
             return try await respondXML(to: request, path)
         } catch let failure as HTTPFailure where failure.xml == nil {
             // The XML API answers in XML, naming the URL's own bucket and object; the headers (Retry-After) stay.
-            var refusal = SignedURL.refusal(failure.status, code: failure.status == .notFound ? "NoSuchBucket" : Self.xmlCode(failure), failure.message)
+            var refusal = SignedURL.refusal(
+                failure.status, code: failure.status == .notFound ? "NoSuchBucket" : Self.xmlCode(failure),
+                failure.message)
             refusal.headers = failure.headers
             throw refusal
         } catch let error as StorageError {
             switch error.code {
             case .objectNotFound:
                 throw SignedURL.refusal(
-                    .notFound, code: "NoSuchKey", "The specified key does not exist.", details: "No such object: \(path.bucket)/\(path.name ?? "")")
+                    .notFound, code: "NoSuchKey", "The specified key does not exist.",
+                    details: "No such object: \(path.bucket)/\(path.name ?? "")")
             case .bucketNotFound:
-                throw SignedURL.refusal(.notFound, code: "NoSuchBucket", "The specified bucket does not exist.", details: path.bucket)
+                throw SignedURL.refusal(
+                    .notFound, code: "NoSuchBucket", "The specified bucket does not exist.", details: path.bucket)
             default:
                 let failure = HTTPFailure(error, bucket: path.bucket, object: path.name, firebase: false)
                 throw SignedURL.refusal(failure.status, code: Self.xmlCode(failure), failure.message)
@@ -81,12 +91,14 @@ extension StorageAPI {
     private func respondXML(to request: Request, _ path: XMLPath) async throws -> Answer {
         let query = try QueryParameters(request.uri.query)
         // Reads and writes by the XML API are requests like any other: the rates count them (rule Q3).
-        let endpoint: Endpoint = path.name.map { .object(bucket: path.bucket, name: $0) } ?? .objects(bucket: path.bucket)
+        let endpoint: Endpoint =
+            path.name.map { .object(bucket: path.bucket, name: $0) } ?? .objects(bucket: path.bucket)
         try rates.admit(request.method, endpoint)
         let writes = request.method == .put || request.method == .post
         let bucket = try buckets.bucket(named: path.bucket, creating: writes && createsBucketsOnEveryWrite)
         var exchange = Exchange(
-            request: request, endpoint: endpoint, bucket: bucket, query: query, baseURL: "http://" + (request.head.authority ?? "127.0.0.1"))
+            request: request, endpoint: endpoint, bucket: bucket, query: query,
+            baseURL: "http://" + (request.head.authority ?? "127.0.0.1"))
         guard let rawName = path.name else {
             switch request.method {
             case .get, .head:
@@ -97,7 +109,9 @@ extension StorageAPI {
                 return try listXML(exchange)
             case .post: return try await postPolicyUpload(&exchange)
             default:
-                throw SignedURL.refusal(.methodNotAllowed, code: "MethodNotAllowed", "A bucket's XML path takes GET (a listing) or POST (a form upload).")
+                throw SignedURL.refusal(
+                    .methodNotAllowed, code: "MethodNotAllowed",
+                    "A bucket's XML path takes GET (a listing) or POST (a form upload).")
             }
         }
         let name = try ObjectName(rawName)
@@ -113,10 +127,13 @@ extension StorageAPI {
             if let type = query["response-content-type"] { object.contentType = type }
             if let disposition = query["response-content-disposition"] { object.contentDisposition = disposition }
             var answer = try Reply.media(
-                object, content: read.content, partial: read.partial, request: request.headers, entityTag: CloudStorageXML.entityTag(md5Base64: object.md5Hash))
+                object, content: read.content, partial: read.partial, request: request.headers,
+                entityTag: CloudStorageXML.entityTag(md5Base64: object.md5Hash))
             // The custom metadata in headers, as the XML API gives it (a key is a header name: one that cannot be is left out).
             for (key, value) in object.customMetadata.sortedByKeyBytes {
-                if let name = HTTPField.Name("x-goog-meta-" + key), !value.contains(where: \.isNewline) { answer.headers[name] = value }
+                if let name = HTTPField.Name("x-goog-meta-" + key), !value.contains(where: \.isNewline) {
+                    answer.headers[name] = value
+                }
             }
             return answer
         case .put:
@@ -129,7 +146,8 @@ extension StorageAPI {
             guard exchange.header("x-goog-resumable")?.lowercased() == "start" else {
                 throw SignedURL.refusal(
                     .badRequest, code: "InvalidArgument",
-                    "A POST to an object's XML path starts a resumable upload (x-goog-resumable: start) or a multipart upload (?uploads).")
+                    "A POST to an object's XML path starts a resumable upload (x-goog-resumable: start) or a multipart upload (?uploads)."
+                )
             }
             let upload = try xmlUpload(exchange, name: name)
             let id = try uploads.start(upload, declaredSize: nil, spool: Spool(directory: spoolDirectory))
@@ -138,24 +156,30 @@ extension StorageAPI {
             let conditions = try Conditions(xmlHeaders: request.headers)
             let generation = try query.generation()
             try await bucket.change { transaction -> Void in
-                if let generation, let versions = try StorageService.objectVersions(transaction, generation: generation) {
-                    return try await versions.delete(name, generation: generation, precondition: conditions.precondition)
+                if let generation, let versions = try StorageService.objectVersions(transaction, generation: generation)
+                {
+                    return try await versions.delete(
+                        name, generation: generation, precondition: conditions.precondition)
                 }
                 try await transaction.delete(name, precondition: conditions.precondition)
             }
             return Reply.empty(.noContent)
         default:
-            throw SignedURL.refusal(.methodNotAllowed, code: "MethodNotAllowed", "An object's XML path takes GET, HEAD, PUT, POST or DELETE.")
+            throw SignedURL.refusal(
+                .methodNotAllowed, code: "MethodNotAllowed",
+                "An object's XML path takes GET, HEAD, PUT, POST or DELETE.")
         }
     }
 
     /// The headers an XML write answers with: the object's ETag (its MD5 in hexadecimal) and generation.
     static func xmlObjectHeaders(_ object: ObjectMetadata) -> HTTPFields {
         var headers: HTTPFields = [
-            .eTag: CloudStorageXML.entityTag(md5Base64: object.md5Hash), HTTPField.Name("X-Goog-Generation")!: String(object.generation),
+            .eTag: CloudStorageXML.entityTag(md5Base64: object.md5Hash),
+            HTTPField.Name("X-Goog-Generation")!: String(object.generation),
             HTTPField.Name("X-Goog-Metageneration")!: String(object.metageneration),
         ]
-        headers[HTTPField.Name("X-Goog-Hash")!] = (object.crc32c.map { "crc32c=\($0)," } ?? "") + "md5=\(object.md5Hash)"
+        headers[HTTPField.Name("X-Goog-Hash")!] =
+            (object.crc32c.map { "crc32c=\($0)," } ?? "") + "md5=\(object.md5Hash)"
         return headers
     }
 
@@ -177,13 +201,15 @@ extension StorageAPI {
         // Cloud Storage's own fields (rule M9) in their XML headers.
         if let text = headers[HTTPField.Name("x-goog-custom-time")!] {
             guard let time = Timestamp(rfc3339: text) else {
-                throw SignedURL.refusal(.badRequest, code: "InvalidArgument", "x-goog-custom-time must be an RFC 3339 time, not '\(text)'.")
+                throw SignedURL.refusal(
+                    .badRequest, code: "InvalidArgument", "x-goog-custom-time must be an RFC 3339 time, not '\(text)'.")
             }
             options.cloudStorage.customTime = time
         }
         if let text = headers[HTTPField.Name("x-goog-storage-class")!] {
             guard StorageClasses.cloudStorage.contains(text.uppercased()) else {
-                throw SignedURL.refusal(.badRequest, code: "InvalidStorageClass", "x-goog-storage-class '\(text)' is not a storage class.")
+                throw SignedURL.refusal(
+                    .badRequest, code: "InvalidStorageClass", "x-goog-storage-class '\(text)' is not a storage class.")
             }
             options.cloudStorage.storageClass = text.uppercased()
         }
@@ -219,15 +245,21 @@ extension StorageAPI {
         let query = exchange.query
         let delimiter = query["delimiter"].flatMap { $0.isEmpty ? nil : $0 }
         guard delimiter == nil || delimiter == "/" else {
-            throw SignedURL.refusal(.badRequest, code: "InvalidArgument", "storesh serve lists with the delimiter '/' only, not '\(delimiter!)'.")
+            throw SignedURL.refusal(
+                .badRequest, code: "InvalidArgument",
+                "storesh serve lists with the delimiter '/' only, not '\(delimiter!)'.")
         }
         var maxKeys = ListOptions.maximumResults
         if let given = try query.integer("max-keys") {
-            guard given > 0 else { throw SignedURL.refusal(.badRequest, code: "InvalidArgument", "max-keys must be positive, not \(given).") }
+            guard given > 0 else {
+                throw SignedURL.refusal(
+                    .badRequest, code: "InvalidArgument", "max-keys must be positive, not \(given).")
+            }
             maxKeys = Int(min(given, Int64(ListOptions.maximumResults)))
         }
         guard [nil, "1", "2"].contains(query["list-type"]) else {
-            throw SignedURL.refusal(.badRequest, code: "InvalidArgument", "list-type is 1 or 2, not '\(query["list-type"]!)'.")
+            throw SignedURL.refusal(
+                .badRequest, code: "InvalidArgument", "list-type is 1 or 2, not '\(query["list-type"]!)'.")
         }
         let listType2 = query["list-type"] == "2"
         let prefix = query["prefix"] ?? ""
@@ -238,19 +270,25 @@ extension StorageAPI {
             if (try? bucket.pageTokens.position(decoding: resumeAt, bucket: bucket.name, prefix: prefix)) != nil {
                 options.pageToken = resumeAt
             } else if listType2 {
-                throw SignedURL.refusal(.badRequest, code: "InvalidArgument", "The continuation-token is not one this listing gave.")
+                throw SignedURL.refusal(
+                    .badRequest, code: "InvalidArgument", "The continuation-token is not one this listing gave.")
             } else {
                 options.startOffset = resumeAt + "\u{0}"  // after the name: the smallest name that follows it
             }
         }
-        if listType2, options.pageToken == nil, let after = query["start-after"], !after.isEmpty { options.startOffset = after + "\u{0}" }
+        if listType2, options.pageToken == nil, let after = query["start-after"], !after.isEmpty {
+            options.startOffset = after + "\u{0}"
+        }
         // `?versions` lists every generation (rule B5), each `Contents` with its `Generation`.
-        let page = query["versions"] != nil
+        let page =
+            query["versions"] != nil
             ? try bucket.listGenerations(prefix: prefix, delimited: delimiter != nil, options: options)
             : try bucket.listStoredNames(prefix: prefix, delimited: delimiter != nil, options: options)
-        let stored = StoredListingPage(prefixes: page.prefixes.map { $0 + "/" }, items: page.itemMetadata ?? [], continuation: page.nextPageToken)
+        let stored = StoredListingPage(
+            prefixes: page.prefixes.map { $0 + "/" }, items: page.itemMetadata ?? [], continuation: page.nextPageToken)
         let document = CloudStorageXML.listBucketResult(
-            bucket: bucket.name, prefix: prefix, delimiter: delimiter, maxKeys: maxKeys, page: stored, marker: resumeAt, listType2: listType2,
+            bucket: bucket.name, prefix: prefix, delimiter: delimiter, maxKeys: maxKeys, page: stored, marker: resumeAt,
+            listType2: listType2,
             continuationToken: resumeAt)
         return Reply.xml(document)
     }
@@ -263,7 +301,9 @@ extension Conditions {
         func number(_ name: String) throws -> Int64? {
             guard let text = headers[HTTPField.Name(name)!] else { return nil }
             guard let value = Int64(text), value >= 0 else {
-                throw SignedURL.refusal(.badRequest, code: "InvalidArgument", "The header \(name) must be a generation (zero or more), not '\(text)'.")
+                throw SignedURL.refusal(
+                    .badRequest, code: "InvalidArgument",
+                    "The header \(name) must be a generation (zero or more), not '\(text)'.")
             }
             return value
         }

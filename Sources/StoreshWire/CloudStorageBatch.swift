@@ -37,7 +37,8 @@ public enum CloudStorageBatch {
         public init(contentID: String, _ request: WireRequest) {
             self.init(
                 contentID: contentID, method: request.method, target: request.target,
-                headers: request.body == nil ? [] : [Header("Content-Type", "application/json")], body: request.body ?? Data())
+                headers: request.body == nil ? [] : [Header("Content-Type", "application/json")],
+                body: request.body ?? Data())
         }
 
         /// The target without the scheme and host of an absolute URL; nil when it is neither a path nor a URL.
@@ -100,7 +101,8 @@ public enum CloudStorageBatch {
 
     /// The boundary a `multipart/mixed` content type names, quoted or not; nil when it is another type or names none.
     public static func boundary(ofContentType contentType: String) -> String? {
-        guard contentType.lowercased().hasPrefix("multipart/mixed"), let boundary = MediaTypes.parameter("boundary", of: contentType),
+        guard contentType.lowercased().hasPrefix("multipart/mixed"),
+            let boundary = MediaTypes.parameter("boundary", of: contentType),
             !boundary.isEmpty
         else { return nil }
         return boundary
@@ -112,7 +114,8 @@ public enum CloudStorageBatch {
     public static func body(_ calls: [Call], boundary: String) -> Data {
         var body = Data()
         for call in calls {
-            body += Data("--\(boundary)\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n".utf8)
+            body += Data(
+                "--\(boundary)\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n".utf8)
             body += Data("Content-ID: <\(call.contentID)>\r\n\r\n".utf8)
             body += Data("\(call.method) \(call.target) HTTP/1.1\r\n".utf8)
             for header in call.headers where header.name.lowercased() != "content-length" {
@@ -131,7 +134,8 @@ public enum CloudStorageBatch {
     public static func answerBody(_ answers: [Answer], boundary: String) -> Data {
         var body = Data()
         for answer in answers {
-            body += Data("--\(boundary)\r\nContent-Type: application/http\r\nContent-ID: <\(answer.contentID)>\r\n\r\n".utf8)
+            body += Data(
+                "--\(boundary)\r\nContent-Type: application/http\r\nContent-ID: <\(answer.contentID)>\r\n\r\n".utf8)
             body += Data("HTTP/1.1 \(answer.status) \(answer.reason.isEmpty ? "Status" : answer.reason)\r\n".utf8)
             for header in answer.headers where header.name.lowercased() != "content-length" {
                 body += Data("\(header.name): \(header.value)\r\n".utf8)
@@ -159,15 +163,26 @@ public enum CloudStorageBatch {
             // The answer names the call by its Content-ID, in a header of its own: a control character (a bare CR)
             // would be written into the answer's headers.
             if contentID.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
-                throw Malformed(message: "Batch part \(index + 1) has a Content-ID with a control character; a Content-ID is printable text.")
+                throw Malformed(
+                    message:
+                        "Batch part \(index + 1) has a Content-ID with a control character; a Content-ID is printable text."
+                )
             }
-            guard let requestLine = reader.line() else { throw Malformed(message: "Batch part \(index + 1) holds no request.") }
+            guard let requestLine = reader.line() else {
+                throw Malformed(message: "Batch part \(index + 1) holds no request.")
+            }
             let words = requestLine.split(separator: " ")
             guard words.count == 3, words[2].hasPrefix("HTTP/") else {
-                throw Malformed(message: "Batch part \(index + 1) does not start with a request line (METHOD TARGET HTTP/1.1): '\(requestLine.prefix(80))'.")
+                throw Malformed(
+                    message:
+                        "Batch part \(index + 1) does not start with a request line (METHOD TARGET HTTP/1.1): '\(requestLine.prefix(80))'."
+                )
             }
             let headers = try httpHeaders(&reader, part: index + 1)
-            calls.append(Call(contentID: contentID, method: String(words[0]), target: String(words[1]), headers: headers, body: reader.rest))
+            calls.append(
+                Call(
+                    contentID: contentID, method: String(words[0]), target: String(words[1]), headers: headers,
+                    body: reader.rest))
         }
         return calls
     }
@@ -179,14 +194,23 @@ public enum CloudStorageBatch {
             var reader = LineReader(part)
             let mime = mimeHeaders(&reader)
             let contentID = mime.contentID ?? ""
-            guard let statusLine = mime.statusLine ?? reader.line() else { throw Malformed(message: "Batch answer \(index + 1) holds no response.") }
+            guard let statusLine = mime.statusLine ?? reader.line() else {
+                throw Malformed(message: "Batch answer \(index + 1) holds no response.")
+            }
             let words = statusLine.split(separator: " ", maxSplits: 2)
-            guard words.count >= 2, words[0].hasPrefix("HTTP/"), let status = Int(words[1]), (100...599).contains(status) else {
-                throw Malformed(message: "Batch answer \(index + 1) does not start with a status line (HTTP/1.1 CODE REASON): '\(statusLine.prefix(80))'.")
+            guard words.count >= 2, words[0].hasPrefix("HTTP/"), let status = Int(words[1]),
+                (100...599).contains(status)
+            else {
+                throw Malformed(
+                    message:
+                        "Batch answer \(index + 1) does not start with a status line (HTTP/1.1 CODE REASON): '\(statusLine.prefix(80))'."
+                )
             }
             let headers = try httpHeaders(&reader, part: index + 1)
             answers.append(
-                Answer(contentID: contentID, status: status, reason: words.count > 2 ? String(words[2]) : "", headers: headers, body: reader.rest))
+                Answer(
+                    contentID: contentID, status: status, reason: words.count > 2 ? String(words[2]) : "",
+                    headers: headers, body: reader.rest))
         }
         return answers
     }
@@ -196,10 +220,17 @@ public enum CloudStorageBatch {
     public static func matched(_ answers: [Answer], to calls: [Call]) -> [Answer]? {
         var byID: [String: Answer] = [:]
         for answer in answers {
-            let id = answer.contentID.hasPrefix("response-") ? String(answer.contentID.dropFirst("response-".count)) : answer.contentID
-            guard byID.updateValue(answer, forKey: id) == nil else { byID = [:]; break }
+            let id =
+                answer.contentID.hasPrefix("response-")
+                ? String(answer.contentID.dropFirst("response-".count)) : answer.contentID
+            guard byID.updateValue(answer, forKey: id) == nil else {
+                byID = [:]
+                break
+            }
         }
-        if byID.count == calls.count, calls.allSatisfy({ byID[$0.contentID] != nil }) { return calls.map { byID[$0.contentID]! } }
+        if byID.count == calls.count, calls.allSatisfy({ byID[$0.contentID] != nil }) {
+            return calls.map { byID[$0.contentID]! }
+        }
         return answers.count == calls.count ? answers : nil
     }
 
@@ -214,9 +245,12 @@ public enum CloudStorageBatch {
         // Bounded: each round moves past one delimiter.
         while cursor < body.endIndex {
             if body[cursor...].starts(with: Data("--".utf8)) { return parts }  // the closing delimiter
-            guard parts.count < limit else { throw Malformed(message: "A batch holds at most \(limit) parts; this one has more.") }
+            guard parts.count < limit else {
+                throw Malformed(message: "A batch holds at most \(limit) parts; this one has more.")
+            }
             guard let next = body.range(of: Data("\n".utf8) + delimiter, in: cursor..<body.endIndex) else {
-                throw Malformed(message: "The batch body is cut short: a part has no closing boundary '--\(boundary)--'.")
+                throw Malformed(
+                    message: "The batch body is cut short: a part has no closing boundary '--\(boundary)--'.")
             }
             var end = next.lowerBound
             if end > cursor, body[end - 1] == 0x0D { end -= 1 }

@@ -16,7 +16,9 @@ public enum CloudStorageJSON {
         var members: [(String, JSONValue)] = [("kind", .string("storage#objects"))]
         if let token = page.continuation { members.append(("nextPageToken", .string(token))) }
         if !page.prefixes.isEmpty { members.append(("prefixes", .array(page.prefixes.map { .string($0) }))) }
-        if !page.items.isEmpty { members.append(("items", .array(page.items.map { ObjectResource.cloudStorage($0, baseURL: baseURL) }))) }
+        if !page.items.isEmpty {
+            members.append(("items", .array(page.items.map { ObjectResource.cloudStorage($0, baseURL: baseURL) })))
+        }
         return .object(members)
     }
 
@@ -25,7 +27,8 @@ public enum CloudStorageJSON {
     public static func listPage(_ data: Data, bucket: String) throws -> StoredListingPage {
         let document = try decodeAnswer(CloudStorageObjectListDocument.self, data, what: "a listing")
         return StoredListingPage(
-            prefixes: document.prefixes ?? [], items: try (document.items ?? []).map { try $0.metadata(bucket: bucket) },
+            prefixes: document.prefixes ?? [],
+            items: try (document.items ?? []).map { try $0.metadata(bucket: bucket) },
             continuation: document.nextPageToken.flatMap { $0.isEmpty ? nil : $0 })
     }
 
@@ -47,7 +50,8 @@ public enum CloudStorageJSON {
             }
             switch CloudStorageWritableField(key: difference.key) {
             case .temporaryHold?, .eventBasedHold?: members.append((difference.key, .bool(difference.new != nil)))
-            case .context(let key)?: contexts.append((key, difference.new.map { .object([("value", .string($0))]) } ?? .null))
+            case .context(let key)?:
+                contexts.append((key, difference.new.map { .object([("value", .string($0))]) } ?? .null))
             case .retention?: members.append((difference.key, after.cloudStorage.retention?.jsonValue ?? .null))
             case .customTime?, .storageClass?, nil: members.append((difference.key, value))
             }
@@ -72,12 +76,19 @@ public enum CloudStorageJSON {
             }
         }
         members.append(("storageClass", .string(after.cloudStorage.effectiveStorageClass)))
-        if let time = after.cloudStorage.customTime { members.append(("customTime", .string(time.rfc3339Microseconds))) }
+        if let time = after.cloudStorage.customTime {
+            members.append(("customTime", .string(time.rfc3339Microseconds)))
+        }
         var custom = after.customMetadata.sortedByKeyBytes.map { ($0.key, JSONValue.string($0.value)) }
-        custom += before.customMetadata.sortedByKeyBytes.filter { after.customMetadata[$0.key] == nil }.map { ($0.key, JSONValue.null) }
+        custom += before.customMetadata.sortedByKeyBytes.filter { after.customMetadata[$0.key] == nil }.map {
+            ($0.key, JSONValue.null)
+        }
         if !custom.isEmpty { members.append(("metadata", .object(custom))) }
-        var contexts = after.cloudStorage.contexts.sortedByKeyBytes.map { ($0.key, JSONValue.object([("value", .string($0.value.value))])) }
-        contexts += before.cloudStorage.contexts.sortedByKeyBytes.filter { after.cloudStorage.contexts[$0.key] == nil }.map { ($0.key, JSONValue.null) }
+        var contexts = after.cloudStorage.contexts.sortedByKeyBytes.map {
+            ($0.key, JSONValue.object([("value", .string($0.value.value))]))
+        }
+        contexts += before.cloudStorage.contexts.sortedByKeyBytes.filter { after.cloudStorage.contexts[$0.key] == nil }
+            .map { ($0.key, JSONValue.null) }
         if !contexts.isEmpty { members.append(("contexts", .object([("custom", .object(contexts))]))) }
         return Data(JSONValue.object(members).serialized.utf8)
     }
@@ -98,7 +109,9 @@ public enum CloudStorageJSON {
 
     /// A `multipart/related` upload body, as both APIs take it: the resource as JSON, then the content. Answers
     /// the body and its Content-Type header.
-    public static func multipartUpload(resource: JSONValue, contentType: String, content: Data) -> (body: Data, contentType: String) {
+    public static func multipartUpload(
+        resource: JSONValue, contentType: String, content: Data
+    ) -> (body: Data, contentType: String) {
         let boundary = "storesh-\(UUID().uuidString)"
         var body = Data("--\(boundary)\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n".utf8)
         body += Data(resource.serialized.utf8)

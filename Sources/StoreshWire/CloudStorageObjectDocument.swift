@@ -25,7 +25,8 @@ public struct CloudStorageObjectDocument: Decodable, Sendable {
     public var fields: CloudStorageFieldsDocument
 
     private enum Member: String, CodingKey {
-        case name, bucket, generation, metageneration, size, timeCreated, updated, timeDeleted, md5Hash, crc32c, metadata, downloadTokens
+        case name, bucket, generation, metageneration, size, timeCreated, updated, timeDeleted, md5Hash, crc32c,
+            metadata, downloadTokens
     }
 
     public init(from decoder: any Decoder) throws {
@@ -44,7 +45,9 @@ public struct CloudStorageObjectDocument: Decodable, Sendable {
         downloadTokens = try members.decodeIfPresent(String.self, forKey: .downloadTokens)
         let properties = try decoder.container(keyedBy: JSONMemberKey.self)
         for property in WritableProperty.allCases {
-            if let value = try properties.decodeIfPresent(String.self, forKey: JSONMemberKey(stringValue: property.rawValue)) {
+            if let value = try properties.decodeIfPresent(
+                String.self, forKey: JSONMemberKey(stringValue: property.rawValue))
+            {
                 self.properties[property] = value
             }
         }
@@ -61,7 +64,9 @@ public struct CloudStorageObjectDocument: Decodable, Sendable {
     public func metadata(bucket fallback: String) throws -> ObjectMetadata {
         guard let name else { throw StorageError.internalError("The service gave an object without a name.") }
         func required<T>(_ value: T?, _ member: String) throws -> T {
-            guard let value else { throw StorageError.internalError("The service gave object \(name) without a valid \(member).") }
+            guard let value else {
+                throw StorageError.internalError("The service gave object \(name) without a valid \(member).")
+            }
             return value
         }
         func time(_ text: String?, _ member: String) throws -> Timestamp {
@@ -69,12 +74,15 @@ public struct CloudStorageObjectDocument: Decodable, Sendable {
         }
         var object = ObjectMetadata(
             bucket: bucket ?? fallback, fullPath: name, generation: try required(generation, "generation").value,
-            metageneration: try required(metageneration, "metageneration").value, size: try required(size, "size").value,
-            timeCreated: try time(timeCreated, "timeCreated"), updated: try time(updated, "updated"), md5Hash: md5Hash ?? "",
+            metageneration: try required(metageneration, "metageneration").value,
+            size: try required(size, "size").value,
+            timeCreated: try time(timeCreated, "timeCreated"), updated: try time(updated, "updated"),
+            md5Hash: md5Hash ?? "",
             crc32c: crc32c)
         if timeDeleted != nil { object.timeDeleted = try time(timeDeleted, "timeDeleted") }
         guard let cloudStorage = fields.fields else {
-            throw StorageError.internalError("The service gave object \(name) with Cloud Storage fields that cannot be read.")
+            throw StorageError.internalError(
+                "The service gave object \(name) with Cloud Storage fields that cannot be read.")
         }
         object.cloudStorage = cloudStorage
         for (property, value) in properties { object[property] = value }
@@ -98,7 +106,9 @@ public struct CloudStorageRewriteDocument: Decodable, Sendable {
     public var rewriteToken: String?
     public var resource: CloudStorageObjectDocument?
 
-    public static func decode(_ data: Data, what: String) throws -> Self { try decodeAnswer(Self.self, data, what: what) }
+    public static func decode(_ data: Data, what: String) throws -> Self {
+        try decodeAnswer(Self.self, data, what: what)
+    }
 }
 
 /// A document of an answer decoded as `type`; anything else is the service misbehaving, said plainly.
@@ -106,7 +116,8 @@ func decodeAnswer<T: Decodable>(_ type: T.Type, _ data: Data, what: String) thro
     do {
         return try JSONDecoder().decode(type, from: data)
     } catch let error as DecodingError {
-        throw StorageError.internalError("The service answered \(what) with a document storesh cannot read: \(DecodingErrors.summary(error)).")
+        throw StorageError.internalError(
+            "The service answered \(what) with a document storesh cannot read: \(DecodingErrors.summary(error)).")
     } catch {
         throw StorageError.internalError("The service answered \(what) with something that is not a JSON object.")
     }

@@ -44,21 +44,25 @@ public enum CloudStorageWire {
 
     /// A change's preconditions as query parameters (rule G5).
     public static func conditions(_ precondition: Precondition) -> [(String, String?)] {
-        [("ifGenerationMatch", precondition.generation.map(String.init)),
-         ("ifMetagenerationMatch", precondition.metageneration.map(String.init))]
+        [
+            ("ifGenerationMatch", precondition.generation.map(String.init)),
+            ("ifMetagenerationMatch", precondition.metageneration.map(String.init)),
+        ]
     }
 
     /// objects.list: a page of the names under `prefix`, collapsed at the next `/` when `delimited` (a folder's
     /// prefixes and items) or every name under it (a scan), each item with its metadata.
     public static func list(
-        bucket: String, prefix: String, delimited: Bool, maxResults: Int?, startOffset: String? = nil, pageToken: String? = nil
+        bucket: String, prefix: String, delimited: Bool, maxResults: Int?, startOffset: String? = nil,
+        pageToken: String? = nil
     ) -> WireRequest {
         WireRequest(
             method: "GET",
-            target: "\(bucketPath(bucket))/o" + query([
-                ("prefix", prefix.isEmpty ? nil : prefix), ("delimiter", delimited ? "/" : nil),
-                ("maxResults", maxResults.map(String.init)), ("startOffset", startOffset), ("pageToken", pageToken),
-            ]))
+            target: "\(bucketPath(bucket))/o"
+                + query([
+                    ("prefix", prefix.isEmpty ? nil : prefix), ("delimiter", delimited ? "/" : nil),
+                    ("maxResults", maxResults.map(String.init)), ("startOffset", startOffset), ("pageToken", pageToken),
+                ]))
     }
 
     /// objects.list of generations (rule B5): every one, live and noncurrent (`versions=true`), or the soft-deleted
@@ -68,18 +72,22 @@ public enum CloudStorageWire {
     ) -> WireRequest {
         WireRequest(
             method: "GET",
-            target: "\(bucketPath(bucket))/o" + query([
-                ("prefix", prefix.isEmpty ? nil : prefix), ("delimiter", delimited ? "/" : nil),
-                ("maxResults", maxResults.map(String.init)), ("pageToken", pageToken),
-                (softDeleted ? "softDeleted" : "versions", "true"),
-            ]))
+            target: "\(bucketPath(bucket))/o"
+                + query([
+                    ("prefix", prefix.isEmpty ? nil : prefix), ("delimiter", delimited ? "/" : nil),
+                    ("maxResults", maxResults.map(String.init)), ("pageToken", pageToken),
+                    (softDeleted ? "softDeleted" : "versions", "true"),
+                ]))
     }
 
     /// objects.get of one generation (`softDeleted`: a soft-deleted one's metadata).
-    public static func metadata(bucket: String, object: String, generation: Int64, softDeleted: Bool = false) -> WireRequest {
+    public static func metadata(
+        bucket: String, object: String, generation: Int64, softDeleted: Bool = false
+    ) -> WireRequest {
         WireRequest(
             method: "GET",
-            target: objectPath(bucket, object) + query([("generation", String(generation)), ("softDeleted", softDeleted ? "true" : nil)]))
+            target: objectPath(bucket, object)
+                + query([("generation", String(generation)), ("softDeleted", softDeleted ? "true" : nil)]))
     }
 
     /// buckets.get of what says how the bucket keeps deleted objects: its versioning and soft delete policy.
@@ -89,15 +97,20 @@ public enum CloudStorageWire {
 
     /// objects.restore: a soft-deleted generation made live again, a new generation (rule B6), under `precondition`
     /// on the live object (`ifGenerationMatch=0`: none may be live).
-    public static func restore(bucket: String, object: String, generation: Int64, precondition: Precondition) -> WireRequest {
+    public static func restore(
+        bucket: String, object: String, generation: Int64, precondition: Precondition
+    ) -> WireRequest {
         WireRequest(
             method: "POST",
-            target: objectPath(bucket, object) + "/restore" + query([("generation", String(generation))] + conditions(precondition)))
+            target: objectPath(bucket, object) + "/restore"
+                + query([("generation", String(generation))] + conditions(precondition)))
     }
 
     /// The first request of a scan's page (`Bucket.scan`): every name under `prefix` after `after`, with its
     /// metadata, one more than `limit` asked so that the page knows whether another follows.
-    public static func scanPage(bucket: String, prefix: String, after: String?, limit: Int, pageToken: String? = nil) -> WireRequest {
+    public static func scanPage(
+        bucket: String, prefix: String, after: String?, limit: Int, pageToken: String? = nil
+    ) -> WireRequest {
         list(
             bucket: bucket, prefix: prefix, delimited: false, maxResults: min(ListOptions.maximumResults, limit + 1),
             startOffset: after, pageToken: pageToken)
@@ -110,10 +123,13 @@ public enum CloudStorageWire {
 
     /// objects.patch from the state `before` to `after`, guarded by `before`'s generation and metageneration, so
     /// that a concurrent change is never overwritten: the body names only what changes (rules M4, M5, G5).
-    public static func patch(bucket: String, object: String, from before: ObjectMetadata, to after: ObjectMetadata) -> WireRequest {
+    public static func patch(
+        bucket: String, object: String, from before: ObjectMetadata, to after: ObjectMetadata
+    ) -> WireRequest {
         WireRequest(
             method: "PATCH",
-            target: objectPath(bucket, object) + query(conditions(guarding: before) + retentionOverride(from: before, to: after)),
+            target: objectPath(bucket, object)
+                + query(conditions(guarding: before) + retentionOverride(from: before, to: after)),
             body: CloudStorageJSON.patchBody(from: before, to: after))
     }
 
@@ -126,7 +142,9 @@ public enum CloudStorageWire {
 
     /// The request that makes an object `after` from `before`: a PATCH, or, for a change of storage class (rule M9),
     /// a rewrite of the object onto itself.
-    public static func change(bucket: String, object: String, from before: ObjectMetadata, to after: ObjectMetadata) -> WireRequest {
+    public static func change(
+        bucket: String, object: String, from before: ObjectMetadata, to after: ObjectMetadata
+    ) -> WireRequest {
         before.rewrites(to: after)
             ? rewriteInPlace(bucket: bucket, object: object, from: before, to: after, token: nil)
             : patch(bucket: bucket, object: object, from: before, to: after)
@@ -135,7 +153,8 @@ public enum CloudStorageWire {
     /// objects.move: `source` renamed to `destination` in one step, the `ifSource…` conditions guarding the source and
     /// the others the destination (`ifGenerationMatch=0`: nothing may be there).
     public static func move(
-        bucket: String, source: String, destination: String, sourcePrecondition: Precondition, destinationPrecondition: Precondition
+        bucket: String, source: String, destination: String, sourcePrecondition: Precondition,
+        destinationPrecondition: Precondition
     ) -> WireRequest {
         let sourceConditions = conditions(sourcePrecondition).map { ("ifSource" + $0.0.dropFirst("if".count), $0.1) }
         return WireRequest(
@@ -154,10 +173,12 @@ public enum CloudStorageWire {
         let generation = String(before.generation)
         return WireRequest(
             method: "POST",
-            target: path + "/rewriteTo" + path.dropFirst("/storage/v1".count) + query([
-                ("sourceGeneration", generation), ("ifGenerationMatch", generation), ("ifSourceGenerationMatch", generation),
-                ("ifSourceMetagenerationMatch", String(before.metageneration)), ("rewriteToken", token),
-            ]),
+            target: path + "/rewriteTo" + path.dropFirst("/storage/v1".count)
+                + query([
+                    ("sourceGeneration", generation), ("ifGenerationMatch", generation),
+                    ("ifSourceGenerationMatch", generation),
+                    ("ifSourceMetagenerationMatch", String(before.metageneration)), ("rewriteToken", token),
+                ]),
             body: CloudStorageJSON.rewriteBody(from: before, to: after))
     }
 
@@ -169,7 +190,9 @@ public enum CloudStorageWire {
     /// An upload (objects.insert) of `uploadType` (`multipart`: the resource and the content in one body;
     /// `resumable`: a session, then the content in chunks), guarded by `precondition`.
     public static func upload(bucket: String, uploadType: String, precondition: Precondition) -> WireRequest {
-        WireRequest(method: "POST", target: "/upload\(bucketPath(bucket))/o" + query([("uploadType", uploadType)] + conditions(precondition)))
+        WireRequest(
+            method: "POST",
+            target: "/upload\(bucketPath(bucket))/o" + query([("uploadType", uploadType)] + conditions(precondition)))
     }
 
     /// objects.delete, guarded by `precondition`.

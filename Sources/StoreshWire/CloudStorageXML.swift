@@ -20,7 +20,8 @@ public enum CloudStorageXML {
     /// A page of a bucket's listing (`GET /BUCKET`): version 1 (`marker`) or, with `listType2`, version 2
     /// (`continuation-token`), as the service answers both.
     public static func listBucketResult(
-        bucket: String, prefix: String, delimiter: String?, maxKeys: Int, page: StoredListingPage, marker: String?, listType2: Bool,
+        bucket: String, prefix: String, delimiter: String?, maxKeys: Int, page: StoredListingPage, marker: String?,
+        listType2: Bool,
         continuationToken: String?
     ) -> String {
         var xml = declaration + "<ListBucketResult xmlns=\"\(namespace)\">"
@@ -59,30 +60,39 @@ public enum CloudStorageXML {
 
     /// The answer to `POST /BUCKET/OBJECT?uploads`.
     public static func initiateMultipartUploadResult(bucket: String, key: String, uploadID: String) -> String {
-        declaration + "<InitiateMultipartUploadResult xmlns=\"\(uploadNamespace)\"><Bucket>\(MarkupText.escaped(bucket))</Bucket>"
+        declaration
+            + "<InitiateMultipartUploadResult xmlns=\"\(uploadNamespace)\"><Bucket>\(MarkupText.escaped(bucket))</Bucket>"
             + "<Key>\(MarkupText.escaped(key))</Key><UploadId>\(MarkupText.escaped(uploadID))</UploadId></InitiateMultipartUploadResult>"
     }
 
     /// The answer to `GET /BUCKET?uploads`: the multipart uploads in progress.
-    public static func listMultipartUploadsResult(bucket: String, uploads: [(key: String, uploadID: String)]) -> String {
-        var xml = declaration + "<ListMultipartUploadsResult xmlns=\"\(uploadNamespace)\"><Bucket>\(MarkupText.escaped(bucket))</Bucket>"
+    public static func listMultipartUploadsResult(bucket: String, uploads: [(key: String, uploadID: String)]) -> String
+    {
+        var xml =
+            declaration
+            + "<ListMultipartUploadsResult xmlns=\"\(uploadNamespace)\"><Bucket>\(MarkupText.escaped(bucket))</Bucket>"
             + "<IsTruncated>false</IsTruncated>"
         for upload in uploads {
-            xml += "<Upload><Key>\(MarkupText.escaped(upload.key))</Key><UploadId>\(MarkupText.escaped(upload.uploadID))</UploadId></Upload>"
+            xml +=
+                "<Upload><Key>\(MarkupText.escaped(upload.key))</Key><UploadId>\(MarkupText.escaped(upload.uploadID))</UploadId></Upload>"
         }
         return xml + "</ListMultipartUploadsResult>"
     }
 
     /// The answer to `POST /BUCKET/OBJECT?uploadId=…` once the object is written.
-    public static func completeMultipartUploadResult(location: String, bucket: String, key: String, entityTag: String) -> String {
-        declaration + "<CompleteMultipartUploadResult xmlns=\"\(uploadNamespace)\"><Location>\(MarkupText.escaped(location))</Location>"
+    public static func completeMultipartUploadResult(
+        location: String, bucket: String, key: String, entityTag: String
+    ) -> String {
+        declaration
+            + "<CompleteMultipartUploadResult xmlns=\"\(uploadNamespace)\"><Location>\(MarkupText.escaped(location))</Location>"
             + "<Bucket>\(MarkupText.escaped(bucket))</Bucket><Key>\(MarkupText.escaped(key))</Key>"
             + "<ETag>\(MarkupText.escaped(entityTag))</ETag></CompleteMultipartUploadResult>"
     }
 
     /// The answer to a form upload that asked for `success_action_status` 201.
     public static func postResponse(location: String, bucket: String, key: String, entityTag: String) -> String {
-        declaration + "<PostResponse><Location>\(MarkupText.escaped(location))</Location><Bucket>\(MarkupText.escaped(bucket))</Bucket>"
+        declaration
+            + "<PostResponse><Location>\(MarkupText.escaped(location))</Location><Bucket>\(MarkupText.escaped(bucket))</Bucket>"
             + "<Key>\(MarkupText.escaped(key))</Key><ETag>\(MarkupText.escaped(entityTag))</ETag></PostResponse>"
     }
 
@@ -118,14 +128,20 @@ public enum CloudStorageXML {
     }
 
     /// The answer to `GET /BUCKET/OBJECT?uploadId=…`: a page of the parts received so far.
-    public static func listPartsResult(bucket: String, key: String, uploadID: String, parts: [UploadedPart], page: PartsPage) -> String {
-        var xml = declaration + "<ListPartsResult xmlns=\"\(uploadNamespace)\"><Bucket>\(MarkupText.escaped(bucket))</Bucket>"
+    public static func listPartsResult(
+        bucket: String, key: String, uploadID: String, parts: [UploadedPart], page: PartsPage
+    ) -> String {
+        var xml =
+            declaration + "<ListPartsResult xmlns=\"\(uploadNamespace)\"><Bucket>\(MarkupText.escaped(bucket))</Bucket>"
             + "<Key>\(MarkupText.escaped(key))</Key><UploadId>\(MarkupText.escaped(uploadID))</UploadId>"
             + "<PartNumberMarker>\(page.marker)</PartNumberMarker>"
-        if page.truncated, let last = parts.last { xml += "<NextPartNumberMarker>\(last.number)</NextPartNumberMarker>" }
+        if page.truncated, let last = parts.last {
+            xml += "<NextPartNumberMarker>\(last.number)</NextPartNumberMarker>"
+        }
         xml += "<MaxParts>\(page.maximum)</MaxParts><IsTruncated>\(page.truncated ? "true" : "false")</IsTruncated>"
         for part in parts {
-            xml += "<Part><PartNumber>\(part.number)</PartNumber><ETag>\(MarkupText.escaped(part.entityTag))</ETag><Size>\(part.size)</Size></Part>"
+            xml +=
+                "<Part><PartNumber>\(part.number)</PartNumber><ETag>\(MarkupText.escaped(part.entityTag))</ETag><Size>\(part.size)</Size></Part>"
         }
         return xml + "</ListPartsResult>"
     }
@@ -141,7 +157,9 @@ public enum CloudStorageXML {
                 throw .invalidArgument("A Part of the CompleteMultipartUpload document has no PartNumber.")
             }
             guard let number = Int(text.trimmingCharacters(in: .whitespaces)) else {
-                throw .invalidArgument("The PartNumber '\(text.prefix(40))' of the CompleteMultipartUpload document is not a part number (1 to 10000).")
+                throw .invalidArgument(
+                    "The PartNumber '\(text.prefix(40))' of the CompleteMultipartUpload document is not a part number (1 to 10000)."
+                )
             }
             parts.append((number, part.text(of: "ETag")?.trimmingCharacters(in: .whitespaces) ?? ""))
         }

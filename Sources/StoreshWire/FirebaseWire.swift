@@ -21,10 +21,12 @@ public enum FirebaseWire {
     public static func list(bucket: String, prefix: String, maxResults: Int?, pageToken: String?) -> WireRequest {
         WireRequest(
             method: "GET",
-            target: objectsPath(bucket) + CloudStorageWire.query([
-                ("prefix", prefix.isEmpty ? nil : prefix), ("delimiter", "/"), ("maxResults", maxResults.map(String.init)),
-                ("pageToken", pageToken),
-            ]))
+            target: objectsPath(bucket)
+                + CloudStorageWire.query([
+                    ("prefix", prefix.isEmpty ? nil : prefix), ("delimiter", "/"),
+                    ("maxResults", maxResults.map(String.init)),
+                    ("pageToken", pageToken),
+                ]))
     }
 
     /// A page of the v0 API's listing as the service writes it: `prefixes` with their trailing `/`, `items` as
@@ -51,7 +53,8 @@ public enum FirebaseWire {
         do {
             decoded = try JSONDecoder().decode(Document.self, from: document)
         } catch {
-            throw StorageError.internalError("The service answered a listing with a document that is not the v0 API's list (\(error)).")
+            throw StorageError.internalError(
+                "The service answered a listing with a document that is not the v0 API's list (\(error)).")
         }
         return ListPage(
             prefixes: (decoded.prefixes ?? []).map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 },
@@ -82,7 +85,8 @@ public enum FirebaseWire {
     /// `putFile` of a large file: a resumable upload's start, its body the object's resource (the content follows in
     /// pieces to the upload URL the answer names, `X-Goog-Upload-URL`).
     public static func resumableStart(bucket: String, object: String, resource: Data) -> WireRequest {
-        WireRequest(method: "POST", target: objectsPath(bucket) + CloudStorageWire.query([("name", object)]), body: resource)
+        WireRequest(
+            method: "POST", target: objectsPath(bucket) + CloudStorageWire.query([("name", object)]), body: resource)
     }
 
     /// `delete()`.

@@ -75,24 +75,30 @@ struct LocalPageToken: Sendable, Equatable {
         guard let data = Base64URL.decoded(token), data.count > 1 + Self.checkLength else { throw malformed }
         let bytes = [UInt8](data)
         let body = bytes.dropLast(Self.checkLength)
-        guard Array(bytes.suffix(Self.checkLength)) == Self.check(body), body.first == Self.version || body.first == Self.versionWithGeneration
+        guard Array(bytes.suffix(Self.checkLength)) == Self.check(body),
+            body.first == Self.version || body.first == Self.versionWithGeneration
         else {
             throw malformed
         }
         let withGeneration = body.first == Self.versionWithGeneration
         let fields = Array(body.dropFirst()).withUnsafeBytes { buffer -> (String, String, UInt8, String, Int64?)? in
             var reader = PackedReader(buffer)
-            guard let fields = try? (reader.string(), reader.string(), reader.byte(), reader.string()) else { return nil }
+            guard let fields = try? (reader.string(), reader.string(), reader.byte(), reader.string()) else {
+                return nil
+            }
             let generation = withGeneration ? try? reader.signed() : nil
             guard reader.isAtEnd, generation != nil || !withGeneration else { return nil }
             return (fields.0, fields.1, fields.2, fields.3, generation)
         }
-        guard let (tokenBucket, tokenPrefix, kindByte, entry, generation) = fields, let kind = ListPosition.EntryKind(rawValue: kindByte)
+        guard let (tokenBucket, tokenPrefix, kindByte, entry, generation) = fields,
+            let kind = ListPosition.EntryKind(rawValue: kindByte)
         else {
             throw malformed
         }
         self.init(
-            bucket: tokenBucket, position: ListPosition(prefix: tokenPrefix, lastEntryKind: kind, lastEntry: entry, lastGeneration: generation))
+            bucket: tokenBucket,
+            position: ListPosition(
+                prefix: tokenPrefix, lastEntryKind: kind, lastEntry: entry, lastGeneration: generation))
     }
 
     private static func describe(prefix: String) -> String {

@@ -9,15 +9,22 @@ public enum ObjectResource {
     /// custom metadata (download tokens included) under `metadata`, and `crc32c` where the bucket keeps one.
     /// An object written with a customer-supplied key shows its MD5 and CRC32C only to a request that gives the key
     /// (`customerKey`, its SHA-256): the service encrypts them with it.
-    public static func cloudStorage(_ object: ObjectMetadata, baseURL: String, customerKey: String? = nil) -> JSONValue {
+    public static func cloudStorage(_ object: ObjectMetadata, baseURL: String, customerKey: String? = nil) -> JSONValue
+    {
         let showsHashes = object.cloudStorage.customerKeySHA256.map { $0 == customerKey } ?? true
         let encoded = NameBytes.percentEncoded(object.fullPath)
-        var members: [(String, JSONValue)] = [
-            ("kind", .string("storage#object")),
-            ("id", .string("\(object.bucket)/\(object.fullPath)/\(object.generation)")),
-            ("selfLink", .string("\(baseURL)/storage/v1/b/\(object.bucket)/o/\(encoded)")),
-            ("mediaLink", .string("\(baseURL)/download/storage/v1/b/\(object.bucket)/o/\(encoded)?generation=\(object.generation)&alt=media")),
-        ] + identity(object)
+        var members: [(String, JSONValue)] =
+            [
+                ("kind", .string("storage#object")),
+                ("id", .string("\(object.bucket)/\(object.fullPath)/\(object.generation)")),
+                ("selfLink", .string("\(baseURL)/storage/v1/b/\(object.bucket)/o/\(encoded)")),
+                (
+                    "mediaLink",
+                    .string(
+                        "\(baseURL)/download/storage/v1/b/\(object.bucket)/o/\(encoded)?generation=\(object.generation)&alt=media"
+                    )
+                ),
+            ] + identity(object)
         members += [
             ("storageClass", .string(object.cloudStorage.storageClass ?? CloudStorageFields.defaultStorageClass)),
             ("size", .string(String(object.size))),
@@ -33,7 +40,10 @@ public enum ObjectResource {
             ("etag", .string(etag(object))),
             ("timeCreated", .string(object.timeCreated.rfc3339)),
             ("updated", .string(object.updated.rfc3339)),
-            ("timeStorageClassUpdated", .string((object.cloudStorage.timeStorageClassUpdated ?? object.timeCreated).rfc3339)),
+            (
+                "timeStorageClassUpdated",
+                .string((object.cloudStorage.timeStorageClassUpdated ?? object.timeCreated).rfc3339)
+            ),
         ]
         if let deleted = object.timeDeleted { members.append(("timeDeleted", .string(deleted.rfc3339))) }
         members += object.cloudStorage.jsonMembers

@@ -17,7 +17,10 @@ public enum RulesDecisionHeader {
         for scalar in text.unicodeScalars {
             let encoded =
                 scalar.isASCII && scalar.value >= 0x20 && scalar.value < 0x7F && scalar != "%"
-                ? String(scalar) : String(scalar).utf8.map { "%" + String($0 >> 4, radix: 16, uppercase: true) + String($0 & 0xF, radix: 16, uppercase: true) }.joined()
+                ? String(scalar)
+                : String(scalar).utf8.map {
+                    "%" + String($0 >> 4, radix: 16, uppercase: true) + String($0 & 0xF, radix: 16, uppercase: true)
+                }.joined()
             if output.utf8.count + encoded.utf8.count > maximumBytes - 9 { return output + "%E2%80%A6" }
             output += encoded
         }

@@ -17,7 +17,8 @@ public enum SecretParameters {
     /// `url` (a whole URL, or a path and query) with the value of each secret parameter replaced by `…`.
     public static func redacted(_ url: String) -> String {
         guard let mark = url.firstIndex(of: "?") else { return url }
-        let pairs = url[url.index(after: mark)...].split(separator: "&", omittingEmptySubsequences: false).map { pair -> String in
+        let pairs = url[url.index(after: mark)...].split(separator: "&", omittingEmptySubsequences: false).map {
+            pair -> String in
             let name = pair.split(separator: "=", maxSplits: 1).first.map(String.init) ?? ""
             // As the server reads it: `%74oken` is `token`, and `+` a blank.
             let decoded = name.replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? name

@@ -47,15 +47,20 @@ public enum StatusErrors {
     /// The error a failing answer means (spec E). `bucketURL` is `gs://NAME` or `s3://NAME`; `object` the object
     /// the request was about, if any; `bucketMissing` whether a 404 is the bucket's (the service said so).
     public static func error(
-        _ answer: Answer, bucket: String, bucketURL: String, object: String?, bucketMissing: Bool = false, audience: Audience
+        _ answer: Answer, bucket: String, bucketURL: String, object: String?, bucketMissing: Bool = false,
+        audience: Audience
     ) -> StorageError {
         let path = "\(bucketURL)/\(object ?? "")"
         let detail = answer.detail
         switch answer.status {
-        case 400: return StorageError(.invalidArgument, "The service refused the request for \(path) as invalid (400).\(detail)")
+        case 400:
+            return StorageError(
+                .invalidArgument, "The service refused the request for \(path) as invalid (400).\(detail)")
         case 401:
             switch audience {
-            case .credentials(let hint): return StorageError(.unauthenticated, "\(bucketURL): the credentials were refused (401).\(detail) \(hint)")
+            case .credentials(let hint):
+                return StorageError(
+                    .unauthenticated, "\(bucketURL): the credentials were refused (401).\(detail) \(hint)")
             case .securityRules: return .unauthenticated
             }
         case 403:
@@ -69,8 +74,11 @@ public enum StatusErrors {
         case 409, 412:
             return StorageError(
                 .preconditionFailed,
-                "Object \(object ?? "") changed meanwhile (the service answered \(answer.status)); nothing was overwritten. Read it again and decide anew.")
-        case 413: return StorageError(.invalidArgument, "The request for \(path) is too large for the service (413).\(detail)")
+                "Object \(object ?? "") changed meanwhile (the service answered \(answer.status)); nothing was overwritten. Read it again and decide anew."
+            )
+        case 413:
+            return StorageError(
+                .invalidArgument, "The request for \(path) is too large for the service (413).\(detail)")
         case 408, 429, 500, 502, 503, 504:
             let tries = answer.attempts > 1 ? " after \(answer.attempts) attempts" : ""
             let code: StorageErrorCode = answer.status >= 500 && answer.status != 503 ? .internalError : .unavailable

@@ -12,7 +12,8 @@ public enum SwiftSDK {
             case "\n": output += "\\n"
             case "\r": output += "\\r"
             case "\t": output += "\\t"
-            case _ where scalar.properties.generalCategory == .control: output += "\\u{\(String(scalar.value, radix: 16))}"
+            case _ where scalar.properties.generalCategory == .control:
+                output += "\\u{\(String(scalar.value, radix: 16))}"
             default: output.unicodeScalars.append(scalar)
             }
         }

@@ -1,7 +1,6 @@
+import CStoreshXML
 import Foundation
 import StoreshCore
-
-import CStoreshXML
 
 /// One element of an XML document, read with libxml2's streaming parser (`CStoreshXML`): its name, text and children.
 /// The documents read are small and flat (S3's answers, the XML API's requests: a page of a listing, an error, a list

@@ -64,7 +64,9 @@ func generateBucket(file: String, users: Int, photos: Int) throws {
                 let name = try ObjectName(String(format: "users/u%05d/photos/%03d.jpg", user, photo))
                 let cache = photo.isMultiple(of: 2) ? "public, max-age=3600" : "no-cache"
                 objects.append(
-                    ArchivedObject(name: name, content: Data("photo \(photo) of user \(user)".utf8), properties: [.cacheControl: cache]))
+                    ArchivedObject(
+                        name: name, content: Data("photo \(photo) of user \(user)".utf8),
+                        properties: [.cacheControl: cache]))
             }
         }
         try bucket.importObjects(objects, replacingEverything: false)
@@ -86,12 +88,15 @@ func peakResidentMiB() -> Double {
 }
 
 /// The median time, in microseconds, of one page of `maxResults` under `path` (optionally from a token).
-func pageMicroseconds(_ bucket: LocalBucket, _ path: String, token: String? = nil, repeats: Int) throws -> (Double, ListPage) {
+func pageMicroseconds(
+    _ bucket: LocalBucket, _ path: String, token: String? = nil, repeats: Int
+) throws -> (Double, ListPage) {
     var samples: [Double] = []
     var page = ListPage()
     for _ in 0..<repeats {
         let start = DispatchTime.now().uptimeNanoseconds
-        page = try bucket.listPage(StoragePath(normalizing: path), options: ListOptions(maxResults: 100, pageToken: token))
+        page = try bucket.listPage(
+            StoragePath(normalizing: path), options: ListOptions(maxResults: 100, pageToken: token))
         samples.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1000)
     }
     return (median(samples), page)
@@ -101,7 +106,8 @@ func pages(bucketPath: String, repeats: Int) throws {
     let bucket = try LocalBucket.open(at: bucketPath, options: LocalBucketOptions(createIfMissing: false))
     let count = try bucket.objectCount()
     // Resuming from a token after the first 50 prefixes of users/ (both buckets have 100 or more).
-    let token = try bucket.listPage(StoragePath(normalizing: "users"), options: ListOptions(maxResults: 50)).nextPageToken
+    let token = try bucket.listPage(StoragePath(normalizing: "users"), options: ListOptions(maxResults: 50))
+        .nextPageToken
     let cases: [(String, String, String?)] = [
         ("root", "", nil),
         ("users/ (collapses to prefixes)", "users", nil),
@@ -111,13 +117,15 @@ func pages(bucketPath: String, repeats: Int) throws {
     print("objects\t\(count)")
     for (label, path, token) in cases {
         let (micros, page) = try pageMicroseconds(bucket, path, token: token, repeats: repeats)
-        print("page\t\(label)\t\(String(format: "%.1f", micros))\tµs\t\(page.prefixes.count + page.items.count) entries")
+        print(
+            "page\t\(label)\t\(String(format: "%.1f", micros))\tµs\t\(page.prefixes.count + page.items.count) entries")
     }
     // Page through the whole of users/ (every prefix), then report the process's peak memory.
     var all: String?
     var entries = 0
     repeat {
-        let page = try bucket.listPage(StoragePath(normalizing: "users"), options: ListOptions(maxResults: 100, pageToken: all))
+        let page = try bucket.listPage(
+            StoragePath(normalizing: "users"), options: ListOptions(maxResults: 100, pageToken: all))
         entries += page.prefixes.count + page.items.count
         all = page.nextPageToken
     } while all != nil
@@ -156,16 +164,22 @@ func snapshots(bucketPath: String, rounds: Int) throws {
         let shared = bucket
         Task {
             try await shared.withTransaction(forWriting: true) { transaction -> TransactionOutcome<Void> in
-                for object in objects { _ = try await transaction.updateMetadata(of: object, update, ifMetagenerationMatch: nil) }
+                for object in objects {
+                    _ = try await transaction.updateMetadata(of: object, update, ifMetagenerationMatch: nil)
+                }
                 return .commit(())
             }
             semaphore.signal()
         }
         semaphore.wait()
         _ = try timed("save after 1,000 changes") { try bucket.saveSnapshotNow(named: "b\(round)") }
-        let between = try timed("diff two snapshots (1,000 differ)") { try bucket.changesNow(from: .snapshot("a\(round)"), to: .snapshot("b\(round)")) }
+        let between = try timed("diff two snapshots (1,000 differ)") {
+            try bucket.changesNow(from: .snapshot("a\(round)"), to: .snapshot("b\(round)"))
+        }
         guard between.count == objects.count else { fail("diff found \(between.count) changes, not \(objects.count)") }
-        _ = try timed("diff a snapshot against now") { try bucket.changesNow(from: .snapshot("a\(round)"), to: .current) }
+        _ = try timed("diff a snapshot against now") {
+            try bucket.changesNow(from: .snapshot("a\(round)"), to: .current)
+        }
         let restored = try timed("restore (1,000 objects back)") { try bucket.restoreSnapshotNow(named: "a\(round)") }
         guard restored.count == objects.count else { fail("restore changed \(restored.count) objects") }
         _ = try timed("rm both snapshots") {
@@ -174,7 +188,10 @@ func snapshots(bucketPath: String, rounds: Int) throws {
         }
     }
     print("objects\t\(count)\trounds\t\(rounds)")
-    for label in ["save (1M objects)", "save after 1,000 changes", "diff two snapshots (1,000 differ)", "diff a snapshot against now", "restore (1,000 objects back)", "rm both snapshots"] {
+    for label in [
+        "save (1M objects)", "save after 1,000 changes", "diff two snapshots (1,000 differ)",
+        "diff a snapshot against now", "restore (1,000 objects back)", "rm both snapshots",
+    ] {
         print(String(format: "%@\t%.1f\tms (median)", label, median(times[label] ?? [])))
     }
 }
@@ -205,13 +222,15 @@ func writeScript(file: String, lines: Int) throws {
         "cd users/u%05d/photos", "ls -n 100 users/u%05d/photos", "meta get users/u%05d/photos/001.jpg",
         "meta set cacheControl=\"public, max-age=%d\" custom.batch=b%d -- users/u%05d/photos/*.jpg",
         "meta unset custom.stale contentLanguage -- 'users/u%05d/photos/0[0-4]?.jpg'",
-        "echo 'line %d' \"of the \\\"benchmark\\\"\" # a comment", "put --data 'hello %d' --content-type text/plain notes/%d.txt",
+        "echo 'line %d' \"of the \\\"benchmark\\\"\" # a comment",
+        "put --data 'hello %d' --content-type text/plain notes/%d.txt",
         "ls --token AQh0ZWFjaGluZw -l /users/u%05d", "rm notes/%d.txt ; pwd",
     ]
     var text = "#!/usr/bin/env -S storesh run\n"
     for line in 0..<lines {
         let template = templates[line % templates.count]
-        text += template.replacingOccurrences(of: "%05d", with: String(format: "%05d", line % 10000))
+        text +=
+            template.replacingOccurrences(of: "%05d", with: String(format: "%05d", line % 10000))
             .replacingOccurrences(of: "%d", with: String(line)) + "\n"
     }
     try Data(text.utf8).write(to: URL(fileURLWithPath: file))
@@ -242,7 +261,8 @@ func completions(bucketPath: String, repeats: Int) throws {
         var count = 0
         for _ in 0..<repeats {
             let start = DispatchTime.now().uptimeNanoseconds
-            count = Completer(source: bucket, current: StoragePath(normalizing: current)).complete(line).candidates.count
+            count =
+                Completer(source: bucket, current: StoragePath(normalizing: current)).complete(line).candidates.count
             samples.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1000)
         }
         print("complete\t\(line)\t\(String(format: "%.0f", median(samples)))\tµs\t\(count) candidates")
@@ -256,7 +276,8 @@ func bulk(bucketPath: String, rulesFile: String) async throws {
     var rules: RulesSession?
     if rulesFile != "none" {
         let session = try RulesSession(store: nil)
-        try session.loadRules(source: String(contentsOfFile: rulesFile, encoding: .utf8), origin: rulesFile, into: bucket)
+        try session.loadRules(
+            source: String(contentsOfFile: rulesFile, encoding: .utf8), origin: rulesFile, into: bucket)
         session.identity = Identity(uid: "bench")
         rules = session
     }
@@ -272,8 +293,10 @@ func bulk(bucketPath: String, rulesFile: String) async throws {
         func write(_ data: Data, to path: String) throws(StorageError) {}
         func isDirectory(_ path: String) -> Bool { false }
     }
-    let script = try Parser.parse(SourceText(
-        name: "bulk", text: "meta set cacheControl=\"public, max-age=60\" custom.reviewed=yes -- users/u00???/photos/*"))
+    let script = try Parser.parse(
+        SourceText(
+            name: "bulk",
+            text: "meta set cacheControl=\"public, max-age=60\" custom.reviewed=yes -- users/u00???/photos/*"))
     let interpreter = Session(bucket: bucket, output: Silent(), files: NoFiles())
     interpreter.rules = rules
     let status = await interpreter.run(script)
@@ -289,7 +312,8 @@ func decisions(rulesFile: String, repeats: Int) throws {
     }
     let rules = try RulesSession(store: nil)
     if rulesFile != "open" {
-        try rules.loadRules(source: String(contentsOfFile: rulesFile, encoding: .utf8), origin: rulesFile, into: MemoryRules())
+        try rules.loadRules(
+            source: String(contentsOfFile: rulesFile, encoding: .utf8), origin: rulesFile, into: MemoryRules())
     }
     rules.identity = Identity(uid: "bench")
     var update = MetadataUpdate()
@@ -297,7 +321,7 @@ func decisions(rulesFile: String, repeats: Int) throws {
     try update.set("custom.reviewed", to: "yes")
     let objects = try (0..<1000).map { index in
         let now = SystemClock().now()
-        let name = try ObjectName( String(format: "users/u%05d/photos/%03d.jpg", index / 100, index % 100))
+        let name = try ObjectName(String(format: "users/u%05d/photos/%03d.jpg", index / 100, index % 100))
         let before = ObjectMetadata.newObject(
             bucket: "bench", name: name, content: Array("photo \(index)".utf8), generation: 1, now: now,
             properties: [.cacheControl: "no-cache"])
@@ -307,9 +331,10 @@ func decisions(rulesFile: String, repeats: Int) throws {
     for _ in 0..<repeats {
         let start = DispatchTime.now().uptimeNanoseconds
         for (before, after) in objects {
-            let decision = rules.decide(AccessRequest(
-                method: .update, bucket: "bench", path: before.fullPath, time: after.updated,
-                newResource: ObjectSnapshot(after), existingResource: ObjectSnapshot(before)))
+            let decision = rules.decide(
+                AccessRequest(
+                    method: .update, bucket: "bench", path: before.fullPath, time: after.updated,
+                    newResource: ObjectSnapshot(after), existingResource: ObjectSnapshot(before)))
             guard decision.allowed else { fail("the rules denied \(before.fullPath)") }
         }
         samples.append(Double(DispatchTime.now().uptimeNanoseconds - start) / Double(objects.count) / 1000)

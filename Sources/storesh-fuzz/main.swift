@@ -15,14 +15,16 @@ if CommandLine.arguments.dropFirst().first == "rules" {
     var fuzzer = RulesFuzzer(seed: seed)
     let report = fuzzer.run(inputs: count)
     print("rules, seed \(seed): \(report.inputs) texts in \(String(format: "%.1f", Date().timeIntervalSince(start))) s")
-    print("accepted \(report.accepted), refused with a positioned error \(report.rejected), \(report.decisions) decisions")
+    print(
+        "accepted \(report.accepted), refused with a positioned error \(report.rejected), \(report.decisions) decisions"
+    )
     print("slowest parse or decision \(String(format: "%.0f", report.slowestMicroseconds)) µs")
     if report.failures.isEmpty {
         print("no crash, no unpositioned refusal, no slow decision")
         exit(0)
     }
     print("FAILURES:")
-    report.failures.prefix(20).forEach { print("  " + $0) }
+    for failure in report.failures.prefix(20) { print("  " + failure) }
     exit(1)
 }
 
@@ -33,7 +35,8 @@ let seed = arguments.count > 1 ? UInt64(arguments[1]) ?? 1 : UInt64.random(in: 1
 let directory = NSTemporaryDirectory() + "storesh-fuzz-\(getpid())"
 try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
 defer { try? FileManager.default.removeItem(atPath: directory) }
-let bucket = try LocalBucket.open(at: directory + "/fuzz.bucket", options: LocalBucketOptions(busyTimeoutMilliseconds: 100))
+let bucket = try LocalBucket.open(
+    at: directory + "/fuzz.bucket", options: LocalBucketOptions(busyTimeoutMilliseconds: 100))
 let seedObjects = ["a", "a/b", "a//b", "images/forest.jpg", "images/x/y.png", "lonelyItem/", "é/ü"]
 try bucket.importObjects(
     seedObjects.map { ArchivedObject(name: try ObjectName($0), content: Data($0.utf8), customMetadata: ["k": "v"]) },
@@ -58,13 +61,17 @@ func fuzz() async throws -> ScriptFuzzer.Report {
 let start = Date()
 let report = try await fuzz()
 let seconds = Date().timeIntervalSince(start)
-print("seed \(seed): \(report.inputs) inputs in \(String(format: "%.1f", seconds)) s (\(Int(Double(report.inputs) / seconds))/s)")
-print("accepted \(report.accepted), rejected with a positioned error \(report.rejected), interpreted in a dry run \(report.interpreted)")
+print(
+    "seed \(seed): \(report.inputs) inputs in \(String(format: "%.1f", seconds)) s (\(Int(Double(report.inputs) / seconds))/s)"
+)
+print(
+    "accepted \(report.accepted), rejected with a positioned error \(report.rejected), interpreted in a dry run \(report.interpreted)"
+)
 print("slowest parse \(String(format: "%.0f", report.slowestParseMicroseconds)) µs")
 if report.failures.isEmpty {
     print("no crash, no hang, no unpositioned error, no change from a dry run")
 } else {
     print("FAILURES:")
-    report.failures.forEach { print("  " + $0) }
+    for failure in report.failures { print("  " + failure) }
     exit(1)
 }

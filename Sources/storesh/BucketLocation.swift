@@ -35,19 +35,23 @@ struct BucketLocation {
         }
     }
 
-    static let forms = "a local bucket file (a path), gs://NAME (Google Cloud Storage, Firebase) or s3://NAME (S3-compatible)"
+    static let forms =
+        "a local bucket file (a path), gs://NAME (Google Cloud Storage, Firebase) or s3://NAME (S3-compatible)"
 
     /// `--bucket`, else `$STORESH_BUCKET`, else `default.bucket` in the user's data directory
     /// (`$XDG_DATA_HOME/storesh`, falling back to `~/.local/share/storesh`).
-    static func resolve(flag: String?, environment: Environment = Environment()) throws(CommandLineError) -> BucketLocation
-    {
+    static func resolve(
+        flag: String?, environment: Environment = Environment()
+    ) throws(CommandLineError) -> BucketLocation {
         if let flag { return try parse(flag, source: "--bucket") }
         if let fromEnvironment = environment["STORESH_BUCKET"], !fromEnvironment.isEmpty {
             var location = try parse(fromEnvironment, source: "$STORESH_BUCKET")
             location.unnamedSource = "$STORESH_BUCKET"
             return location
         }
-        return BucketLocation(kind: .file(path: defaultPath(environment: environment)), isDefault: true, unnamedSource: "the default bucket")
+        return BucketLocation(
+            kind: .file(path: defaultPath(environment: environment)), isDefault: true,
+            unnamedSource: "the default bucket")
     }
 
     /// Where the default bucket is.
@@ -62,7 +66,8 @@ struct BucketLocation {
             let lowered = text.lowercased()
             if lowered.hasPrefix(scheme + ":"), !lowered.hasPrefix(scheme + "://") {
                 let name = text.dropFirst(scheme.count + 1).drop { $0 == "/" }
-                throw CommandLineError("\(source) \(text): a real bucket is written \(scheme)://NAME (did you mean \(scheme)://\(name)?).")
+                throw CommandLineError(
+                    "\(source) \(text): a real bucket is written \(scheme)://NAME (did you mean \(scheme)://\(name)?).")
             }
         }
         // A scheme is a letter, then letters, digits, +, - or . (RFC 3986), before "://".
@@ -89,9 +94,11 @@ struct BucketLocation {
         }
         guard !name.contains("/") else {
             throw CommandLineError(
-                "\(source) \(text): give the bucket alone, as \(scheme)://NAME (paths inside it are for cd, ls and the other commands).")
+                "\(source) \(text): give the bucket alone, as \(scheme)://NAME (paths inside it are for cd, ls and the other commands)."
+            )
         }
-        return BucketLocation(kind: scheme == "gs" ? .googleCloudStorage(bucket: name) : .s3(bucket: name), isDefault: false)
+        return BucketLocation(
+            kind: scheme == "gs" ? .googleCloudStorage(bucket: name) : .s3(bucket: name), isDefault: false)
     }
 
     static func defaultDataDirectory(environment: Environment) -> String {
@@ -103,15 +110,14 @@ struct BucketLocation {
     /// How every command opens a bucket: `$STORESH_BUSY_TIMEOUT_MS` bounds the wait for another writer
     /// (default 5000), and in a debug build `$STORESH_FAULT` is the crash tests' hook (a release build has none: a
     /// variable left in someone's environment never makes it stop before a commit).
-    static func options(clock: any StorageClock, environment: Environment = Environment()) -> LocalBucketOptions
-    {
+    static func options(clock: any StorageClock, environment: Environment = Environment()) -> LocalBucketOptions {
         var options = LocalBucketOptions(clock: clock)
         if let wait = environment["STORESH_BUSY_TIMEOUT_MS"].flatMap(Int32.init), wait >= 0 {
             options.busyTimeoutMilliseconds = wait
         }
         #if DEBUG
-        options.crashBeforeCommit = environment["STORESH_FAULT"] == "crash-before-commit"
-        options.crashAfterCommit = environment["STORESH_FAULT"] == "crash-after-commit"
+            options.crashBeforeCommit = environment["STORESH_FAULT"] == "crash-before-commit"
+            options.crashAfterCommit = environment["STORESH_FAULT"] == "crash-after-commit"
         #endif
         return options
     }
@@ -121,7 +127,9 @@ struct BucketLocation {
     /// directory that must exist already, so that a mistyped path is not quietly made.
     /// `keepingClockAfterChanges`: a `--clock` before the bucket's latest change moves past it (false for a reset,
     /// which replaces every object).
-    func open(clock: any StorageClock, quiet: Bool, nameForNewBucket: String? = nil, keepingClockAfterChanges: Bool = true) throws
+    func open(
+        clock: any StorageClock, quiet: Bool, nameForNewBucket: String? = nil, keepingClockAfterChanges: Bool = true
+    ) throws
         -> LocalBucket
     {
         var options = Self.options(clock: clock)
@@ -135,7 +143,8 @@ struct BucketLocation {
             else {
                 throw StorageError(
                     .bucketNotFound,
-                    "Cannot create the bucket \(path): there is no directory \(directory). Create it first, or check the path (a real bucket is written gs://NAME or s3://NAME).")
+                    "Cannot create the bucket \(path): there is no directory \(directory). Create it first, or check the path (a real bucket is written gs://NAME or s3://NAME)."
+                )
             }
         }
         let bucket: LocalBucket
@@ -150,20 +159,26 @@ struct BucketLocation {
         // `--clock T` on a bucket with changes dated after T: the clock moves on past them, so that no change of
         // this run is dated before one the bucket holds (a timeCreated after its updated).
         // The metatype first: a cast that fails looks for a bridging conformance in the whole binary (issue 23).
-        if exists, keepingClockAfterChanges, type(of: clock) == SteppingClock.self, let stepping = clock as? SteppingClock,
+        if exists, keepingClockAfterChanges, type(of: clock) == SteppingClock.self,
+            let stepping = clock as? SteppingClock,
             let latest = try bucket.latestChange(),
             stepping.move(past: latest),
             !quiet
         {
             Diagnostics.notice(
-                "the bucket's latest change is at \(latest.rfc3339), after the --clock time: this run's changes are dated from \(stepping.now().rfc3339) on.")
+                "the bucket's latest change is at \(latest.rfc3339), after the --clock time: this run's changes are dated from \(stepping.now().rfc3339) on."
+            )
         }
         if !exists && !quiet {
             // Saying what was created also says which bucket the run uses (rule B2).
-            let what = isDefault ? "the default bucket gs://\(bucket.name) from the teaching sample" : "an empty bucket gs://\(bucket.name)"
+            let what =
+                isDefault
+                ? "the default bucket gs://\(bucket.name) from the teaching sample"
+                : "an empty bucket gs://\(bucket.name)"
             // A new empty bucket is often a mistyped name (`--bucket teaching`): say where the sample is.
             let hint =
-                isDefault ? ""
+                isDefault
+                ? ""
                 : " (a new file, since there was none; the default bucket, with the teaching sample, is used without --bucket: \(BucketLocation.defaultPath()))"
             Diagnostics.notice("created \(what) at \(path)\(hint)")
         } else if !quiet {
@@ -175,7 +190,9 @@ struct BucketLocation {
 
 extension BucketLocation {
     /// Rule B3: a local-bucket feature asked of a real bucket is a usage error that says what to use instead.
-    func refuseRemote(_ feature: String = "this command works on local bucket files only", instead: String? = nil)
+    func refuseRemote(
+        _ feature: String = "this command works on local bucket files only", instead: String? = nil
+    )
         throws(CommandLineError)
     {
         if case .file = kind { return }

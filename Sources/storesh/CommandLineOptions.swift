@@ -10,7 +10,8 @@ import StoreshLanguage
 /// `--bucket`, `--clock`, `--quiet` and `--trace`.
 struct BucketOptions: ParsableArguments {
     @Option(
-        name: .long, help: ArgumentHelp(
+        name: .long,
+        help: ArgumentHelp(
             "The bucket: a local bucket file, gs://NAME (Google Cloud Storage, Firebase) or s3://NAME (S3-compatible) (default: $STORESH_BUCKET, else the default bucket).",
             valueName: "location"))
     var bucket: String?
@@ -22,12 +23,16 @@ struct BucketOptions: ParsableArguments {
             valueName: "rfc3339"))
     var clock: String?
 
-    @Flag(name: .long, help: "Do not say which bucket is used when --bucket does not name it (storesh serve: and log no requests).")
+    @Flag(
+        name: .long,
+        help: "Do not say which bucket is used when --bucket does not name it (storesh serve: and log no requests).")
     var quiet = false
 
     @Flag(
         name: .long,
-        help: "On a real bucket, print each request sent on standard error: method, URL, status, time (credentials and tokens left out; also $STORESH_TRACE=1).")
+        help:
+            "On a real bucket, print each request sent on standard error: method, URL, status, time (credentials and tokens left out; also $STORESH_TRACE=1)."
+    )
     var trace = false
 }
 
@@ -42,7 +47,8 @@ struct OutputOptions: ParsableArguments {
 struct ApplyOptions: ParsableArguments {
     @Option(
         help: ArgumentHelp(
-            "On a real bucket: how many changes are sent at once (default \(ApplySettings.defaultParallel)).", valueName: "n"))
+            "On a real bucket: how many changes are sent at once (default \(ApplySettings.defaultParallel)).",
+            valueName: "n"))
     var parallel: Int?
 
     @Option(
@@ -69,8 +75,12 @@ struct ApplyOptions: ParsableArguments {
         if let batch, !(1...ApplySettings.defaultBatchSize).contains(batch) {
             throw ValidationError("--batch must be 1…\(ApplySettings.defaultBatchSize) changes, not \(batch).")
         }
-        if let parallel, !(1...256).contains(parallel) { throw ValidationError("--parallel must be 1…256, not \(parallel).") }
-        if let rate, !(1...1_000_000).contains(rate) { throw ValidationError("--rate must be 1…1000000 writes a second, not \(rate).") }
+        if let parallel, !(1...256).contains(parallel) {
+            throw ValidationError("--parallel must be 1…256, not \(parallel).")
+        }
+        if let rate, !(1...1_000_000).contains(rate) {
+            throw ValidationError("--rate must be 1…1000000 writes a second, not \(rate).")
+        }
     }
 }
 
@@ -98,7 +108,9 @@ struct PlanOptions: ParsableArguments {
     /// What the declaration cannot say: `--plan` needs `--dry-run`, and a file name.
     static func check(plan: String?, dryRun: Bool) throws {
         if plan != nil && !dryRun {
-            throw ValidationError("--plan keeps the plan of a dry run: add --dry-run (storesh --dry-run --plan FILE -c '…'), then storesh apply FILE.")
+            throw ValidationError(
+                "--plan keeps the plan of a dry run: add --dry-run (storesh --dry-run --plan FILE -c '…'), then storesh apply FILE."
+            )
         }
         if plan?.isEmpty == true { throw ValidationError("--plan needs a file name.") }
     }
@@ -116,7 +128,9 @@ struct ProcessArguments {
 
     private init() {
         bytes = (1..<Int(CommandLine.argc)).map { index in
-            CommandLine.unsafeArgv[index].map { Array(UnsafeBufferPointer(start: $0, count: strlen($0))).map { UInt8(bitPattern: $0) } } ?? []
+            CommandLine.unsafeArgv[index].map {
+                Array(UnsafeBufferPointer(start: $0, count: strlen($0))).map { UInt8(bitPattern: $0) }
+            } ?? []
         }
         words = bytes.map { String(decoding: $0, as: UTF8.self) }
     }
@@ -151,7 +165,9 @@ struct ProcessArguments {
         for (index, argument) in bytes.enumerated() {
             if argument == Array("--".utf8) { return nil }
             if argument == flag { return index + 1 < bytes.count ? bytes[index + 1] : nil }
-            if argument.starts(with: flag) && argument.count > flag.count { return Array(argument.dropFirst(flag.count)) }
+            if argument.starts(with: flag) && argument.count > flag.count {
+                return Array(argument.dropFirst(flag.count))
+            }
         }
         return nil
     }

@@ -62,7 +62,11 @@ final class ConsoleOutput: SessionOutput {
                 text = "\n" + message
             } else {
                 // Under the column by terminal cells: wide characters and combining marks before it move it as on screen.
-                let typed = source.line(diagnostic.location.line).map { String(String.UnicodeScalarView($0.unicodeScalars.prefix(max(0, diagnostic.location.column - 1)))) } ?? ""
+                let typed =
+                    source.line(diagnostic.location.line).map {
+                        String(
+                            String.UnicodeScalarView($0.unicodeScalars.prefix(max(0, diagnostic.location.column - 1))))
+                    } ?? ""
                 var caret = String(repeating: " ", count: promptWidth) + TerminalCells.blanks(under: typed) + "^"
                 // `rules load …; ls files/bob`: output stands between the typed line and the error, so the line is
                 // shown again, where the prompt had it, for the caret to point into.
@@ -104,7 +108,9 @@ final class ProgressLine: @unchecked Sendable {
     func show(_ progress: WorkProgress) {
         let now = ContinuousClock.now
         let text: String? = lock.withLock {
-            if let lastDrawn, now - lastDrawn < .milliseconds(100), progress.done < progress.total ?? .max { return nil }
+            if let lastDrawn, now - lastDrawn < .milliseconds(100), progress.done < progress.total ?? .max {
+                return nil
+            }
             lastDrawn = now
             drawn = true
             return Self.text(of: progress, at: now, columns: Int(storesh_terminal_columns(STDERR_FILENO)))
@@ -126,7 +132,8 @@ final class ProgressLine: @unchecked Sendable {
         }
         parts.append("\(MessageText.grouped(Int(rate.rounded())))/s")
         if let total = progress.total, rate > 0 {
-            parts.append(Self.duration(seconds: Int((Double(max(0, total - progress.done)) / rate).rounded(.up))) + " left")
+            parts.append(
+                Self.duration(seconds: Int((Double(max(0, total - progress.done)) / rate).rounded(.up))) + " left")
         }
         if progress.failed > 0 { parts.append("\(MessageText.grouped(progress.failed)) failed") }
         var text = parts.joined(separator: " · ")
@@ -153,6 +160,8 @@ final class ProgressLine: @unchecked Sendable {
 extension WorkProgress {
     /// A plan's apply as a progress line shows it.
     init(applying progress: ApplyProgress) {
-        self.init(activity: "applying", done: progress.done, total: progress.total, failed: progress.failed, started: progress.started)
+        self.init(
+            activity: "applying", done: progress.done, total: progress.total, failed: progress.failed,
+            started: progress.started)
     }
 }

@@ -14,10 +14,14 @@ enum Diagnostics {
     static func notice(_ text: String, from program: String = "storesh") { write(sentence: "\(program): \(text)") }
 
     /// Something that may be wrong but does not stop the run: `storesh: warning: TEXT`.
-    static func warning(_ text: String, from program: String = "storesh") { write(sentence: "\(program): warning: \(text)") }
+    static func warning(_ text: String, from program: String = "storesh") {
+        write(sentence: "\(program): warning: \(text)")
+    }
 
     /// A storage error that ends a run whose script itself succeeded (its output could not be written).
-    static func error(_ error: StorageError) { write(sentence: "storesh: error: \(error.message) (\(error.code.name))") }
+    static func error(_ error: StorageError) {
+        write(sentence: "storesh: error: \(error.message) (\(error.code.name))")
+    }
 
     /// An error of the terminal or the machine, with no code of spec E.
     static func error(_ message: String) { write(sentence: "storesh: error: \(message)") }
@@ -60,7 +64,9 @@ enum Diagnostics {
         case let error as StorageError:
             (status, code, message) = (1, error.code.name, error.message)
         case let error as CommandLineError where error.isInterruption:
-            (status, code, message) = (Session.Status.interrupted.rawValue, StorageErrorCode.cancelled.name, error.description)
+            (status, code, message) = (
+                Session.Status.interrupted.rawValue, StorageErrorCode.cancelled.name, error.description
+            )
         case let error as CommandLineError:
             (status, code, message) = (2, "usage-error", error.description)
         default:
@@ -76,13 +82,15 @@ enum Diagnostics {
             if let match = plain.firstMatch(of: #/Unexpected argument '([^']+)'/#),
                 CommandCatalog.firstWords.contains(String(match.1))
             {
-                plain += "\n(commands of the language run with -c: storesh -c '\(match.1) …', or from a script: storesh run FILE)"
+                plain +=
+                    "\n(commands of the language run with -c: storesh -c '\(match.1) …', or from a script: storesh run FILE)"
             }
             (status, code, message) = (exit == .validationFailure ? 2 : exit.rawValue, "usage-error", plain)
         }
         let text =
             json
-            ? JSONValue.object([("error", .object([("code", .string(code)), ("message", .string(message))]))]).serialized
+            ? JSONValue.object([("error", .object([("code", .string(code)), ("message", .string(message))]))])
+                .serialized
             : "storesh: error: \(message)" + (code == "usage-error" ? "" : " (\(code))")
         line(text)
         return status

@@ -12,7 +12,8 @@
 enum EverydayInvocation {
     /// The root's flags and options by name, each a member of `RootInvocation`.
     enum Argument: Int, CaseIterable {
-        case bucket, clock, quiet, trace, json, parallel, rate, batch, journal, command, dryRun, summary, keepGoing, plan
+        case bucket, clock, quiet, trace, json, parallel, rate, batch, journal, command, dryRun, summary, keepGoing,
+            plan
 
         var name: String {
             switch self {
@@ -53,7 +54,8 @@ enum EverydayInvocation {
                 joined = String(word[word.index(after: equals)...])
                 word = String(word[..<equals])
             }
-            guard let argument = Argument.allCases.first(where: { $0.name == word }), values[argument.rawValue] == nil else { return nil }
+            guard let argument = Argument.allCases.first(where: { $0.name == word }), values[argument.rawValue] == nil
+            else { return nil }
             if argument.takesValue {
                 if let joined {
                     // `--bucket=` is a missing value to argument-parser.

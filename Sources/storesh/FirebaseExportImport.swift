@@ -6,21 +6,26 @@ import StoreshLocal
 enum FirebaseExportImport {
     /// The objects of the export's bucket named as the local one; or, when there is no such bucket and the export
     /// holds one bucket's objects only, those (the emulator's default bucket, imported under the local name).
-    static func objects(of contents: FirebaseEmulatorExport.Contents, for bucket: String, directory: String) throws
+    static func objects(
+        of contents: FirebaseEmulatorExport.Contents, for bucket: String, directory: String
+    ) throws
         -> (objects: [FirebaseEmulatorExport.Entry], from: String)
     {
         let named = Set(contents.objects.map(\.bucket))
         if named.contains(bucket) || named.isEmpty { return (contents.objects.filter { $0.bucket == bucket }, bucket) }
         if named.count == 1, let only = named.first { return (contents.objects, only) }
         throw CommandLineError(
-            "\(directory) holds objects of \(named.sorted().map { "gs://\($0)" }.joined(separator: ", ")), none of gs://\(bucket): import it into a bucket named as one of them (storesh import --bucket NEW.bucket … names a new bucket after none, so give serve --name).")
+            "\(directory) holds objects of \(named.sorted().map { "gs://\($0)" }.joined(separator: ", ")), none of gs://\(bucket): import it into a bucket named as one of them (storesh import --bucket NEW.bucket … names a new bucket after none, so give serve --name)."
+        )
     }
 
     /// Imports the export's objects in one transaction, reading each one's content in its turn.
     static func load(
-        _ objects: [FirebaseEmulatorExport.Entry], into bucket: LocalBucket, replacingEverything: Bool, counting: (any WorkCounter)? = nil
+        _ objects: [FirebaseEmulatorExport.Entry], into bucket: LocalBucket, replacingEverything: Bool,
+        counting: (any WorkCounter)? = nil
     ) throws {
-        try bucket.importObjects(count: objects.count, replacingEverything: replacingEverything, counting: counting) { index throws(StorageError) in
+        try bucket.importObjects(count: objects.count, replacingEverything: replacingEverything, counting: counting) {
+            index throws(StorageError) in
             try objects[index].withContentSource()
         }
     }
@@ -28,13 +33,15 @@ enum FirebaseExportImport {
     /// The bucket an export is of, when it is of one: the one its objects name, else the one it lists.
     static func bucketName(of contents: FirebaseEmulatorExport.Contents) -> String? {
         let named = Set(contents.objects.map(\.bucket))
-        return named.count == 1 ? named.first : named.isEmpty && contents.buckets.count == 1 ? contents.buckets.first : nil
+        return named.count == 1
+            ? named.first : named.isEmpty && contents.buckets.count == 1 ? contents.buckets.first : nil
     }
 
     /// The bucket `storesh serve --import` serves first: the export's only one, else the first its bucket list names
     /// (then the first its objects name).
     static func firstBucket(of contents: FirebaseEmulatorExport.Contents) -> String? {
-        bucketName(of: contents) ?? contents.buckets.first ?? contents.objects.map(\.bucket).min { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+        bucketName(of: contents) ?? contents.buckets.first
+            ?? contents.objects.map(\.bucket).min { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
     }
 
     /// Puts each bucket of the export in the bucket file `storesh serve` serves it from (rule V6): the export's
@@ -42,7 +49,8 @@ enum FirebaseExportImport {
     /// `NAME.bucket` in `others`, made if missing; each as `serve(_:from:directory:in:replace:)` decides. Returns
     /// what was done, a sentence per bucket.
     static func serve(
-        _ contents: FirebaseEmulatorExport.Contents, directory: String, first: LocalBucket, others: String, clock: any StorageClock,
+        _ contents: FirebaseEmulatorExport.Contents, directory: String, first: LocalBucket, others: String,
+        clock: any StorageClock,
         replace: Bool
     ) throws -> [String] {
         var names = contents.buckets
@@ -65,7 +73,8 @@ enum FirebaseExportImport {
             defer { bucket.close() }
             guard bucket.name == name else {
                 throw CommandLineError(
-                    "\(path) holds gs://\(bucket.name), not gs://\(name) of \(directory); move it away (or give --buckets another directory). Nothing more was imported.")
+                    "\(path) holds gs://\(bucket.name), not gs://\(name) of \(directory); move it away (or give --buckets another directory). Nothing more was imported."
+                )
             }
             summaries.append(try serve(objects, from: name, directory: directory, in: bucket, replace: replace))
         }
@@ -85,7 +94,8 @@ enum FirebaseExportImport {
     /// earlier serve of this export, exported on exit) is served as it is; one that holds anything else is not
     /// replaced unless `replace` (rule V9).
     static func serve(
-        _ objects: [FirebaseEmulatorExport.Entry], from: String, directory: String, in bucket: LocalBucket, replace: Bool
+        _ objects: [FirebaseEmulatorExport.Entry], from: String, directory: String, in bucket: LocalBucket,
+        replace: Bool
     ) throws -> String {
         let held = try bucket.objectCount()
         if held == 0 || replace {
@@ -93,10 +103,12 @@ enum FirebaseExportImport {
             return summary(count: objects.count, from: from, into: bucket.name, replace: true) + " from \(directory)"
         }
         if try holdsExactly(objects, bucket) {
-            return "gs://\(bucket.name) (\(bucket.path)) already holds the \(MessageText.counted(objects.count, "object")) of \(directory); served as they are"
+            return
+                "gs://\(bucket.name) (\(bucket.path)) already holds the \(MessageText.counted(objects.count, "object")) of \(directory); served as they are"
         }
         throw CommandLineError(
-            "\(bucket.path) already holds \(MessageText.counted(held, "object")) of gs://\(bucket.name) that are not the export's; storesh will not replace them. Give --replace to serve exactly the export's objects (the file's are then gone; storesh backup keeps a copy first), or --bucket NEW.bucket to serve the export from a new file.")
+            "\(bucket.path) already holds \(MessageText.counted(held, "object")) of gs://\(bucket.name) that are not the export's; storesh will not replace them. Give --replace to serve exactly the export's objects (the file's are then gone; storesh backup keeps a copy first), or --bucket NEW.bucket to serve the export from a new file."
+        )
     }
 
     /// Whether `bucket` holds exactly `objects`: the same names (as bytes), generations, metagenerations and content.
@@ -107,7 +119,8 @@ enum FirebaseExportImport {
             let page = try bucket.scanPage(prefix: "", after: after, limit: 1000)
             for held in page.objects {
                 guard let entry = expected.next(), NameBytes.sameBytes(entry.object.name.rawValue, held.fullPath),
-                    entry.object.generation == held.generation, entry.object.metageneration.map({ $0 == held.metageneration }) ?? true,
+                    entry.object.generation == held.generation,
+                    entry.object.metageneration.map({ $0 == held.metageneration }) ?? true,
                     entry.md5 == held.md5Hash
                 else { return false }
             }
@@ -119,6 +132,8 @@ enum FirebaseExportImport {
     static func summary(count: Int, from: String, into bucket: String, replace: Bool) -> String {
         let objects = MessageText.counted(count, "object")
         let source = from == bucket ? "" : " (gs://\(from) in the export)"
-        return replace ? "gs://\(bucket) now holds exactly the export's \(objects)\(source)" : "imported \(objects)\(source) into gs://\(bucket)"
+        return replace
+            ? "gs://\(bucket) now holds exactly the export's \(objects)\(source)"
+            : "imported \(objects)\(source) into gs://\(bucket)"
     }
 }

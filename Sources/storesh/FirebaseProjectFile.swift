@@ -28,13 +28,16 @@ struct FirebaseProjectFile {
         for rules in rules {
             switch RulesFileWatch.text(of: rules.path) {
             case .failure(let problem):
-                let reason = problem.description.hasSuffix(".") ? String(problem.description.dropLast()) : problem.description
+                let reason =
+                    problem.description.hasSuffix(".") ? String(problem.description.dropLast()) : problem.description
                 throw CommandLineError("\(path) names a rules file storesh cannot use: \(reason); nothing was started.")
             case .success(let text):
                 do throws(StorageError) {
                     try RulesEngine.check(text, origin: rules.path)
                 } catch {
-                    throw CommandLineError("\(path) names the rules \(rules.path), which cannot be used: \(error.message); nothing was started.")
+                    throw CommandLineError(
+                        "\(path) names the rules \(rules.path), which cannot be used: \(error.message); nothing was started."
+                    )
                 }
                 texts[rules.path] = text
             }
@@ -60,7 +63,8 @@ struct FirebaseProjectFile {
     static func read(_ path: String) throws(CommandLineError) -> FirebaseProjectFile {
         let data: Data
         do {
-            data = try RegularFile.read(path, maximumBytes: RegularFile.maximumDocumentBytes, what: "a Firebase project file")
+            data = try RegularFile.read(
+                path, maximumBytes: RegularFile.maximumDocumentBytes, what: "a Firebase project file")
         } catch {
             throw CommandLineError(error.message)
         }
@@ -76,7 +80,9 @@ struct FirebaseProjectFile {
         (project.host, project.port) = (document.host, document.port)
         let directory = (path as NSString).deletingLastPathComponent
         for (bucket, rules) in document.rules {
-            let resolved = rules.hasPrefix("/") || directory.isEmpty ? rules : (directory as NSString).appendingPathComponent(rules)
+            let resolved =
+                rules.hasPrefix("/") || directory.isEmpty
+                ? rules : (directory as NSString).appendingPathComponent(rules)
             project.rules.append((bucket, resolved))
         }
         return project
@@ -152,7 +158,9 @@ struct RulesFileWatch {
                     Diagnostics.notice("\(path) changed: its rules are in force", from: "storesh serve")
                 } catch {
                     let reason = (error as? StorageError)?.message ?? "\(error)"
-                    Diagnostics.warning("\(path) changed, but its rules were not loaded: \(reason); the rules in force stay", from: "storesh serve")
+                    Diagnostics.warning(
+                        "\(path) changed, but its rules were not loaded: \(reason); the rules in force stay",
+                        from: "storesh serve")
                 }
             case .success:
                 break
@@ -178,16 +186,25 @@ extension FirebaseProjectFile {
         init(from decoder: any Decoder) throws {
             let root = try decoder.container(keyedBy: JSONMemberKey.self)
             if root.contains(JSONMemberKey("emulators")) {
-                guard let emulators = try? root.nestedContainer(keyedBy: JSONMemberKey.self, forKey: JSONMemberKey("emulators")) else {
+                guard
+                    let emulators = try? root.nestedContainer(
+                        keyedBy: JSONMemberKey.self, forKey: JSONMemberKey("emulators"))
+                else {
                     throw Problem(message: "emulators must be an object.")
                 }
                 if emulators.contains(JSONMemberKey("storage")) {
-                    guard let storage = try? emulators.nestedContainer(keyedBy: JSONMemberKey.self, forKey: JSONMemberKey("storage")) else {
+                    guard
+                        let storage = try? emulators.nestedContainer(
+                            keyedBy: JSONMemberKey.self, forKey: JSONMemberKey("storage"))
+                    else {
                         throw Problem(message: "emulators.storage must be an object.")
                     }
                     if storage.contains(JSONMemberKey("host")) {
-                        guard let host = try? storage.decode(String.self, forKey: JSONMemberKey("host")), !host.isEmpty else {
-                            throw Problem(message: "emulators.storage.host must be a host name or address, such as \"127.0.0.1\".")
+                        guard let host = try? storage.decode(String.self, forKey: JSONMemberKey("host")), !host.isEmpty
+                        else {
+                            throw Problem(
+                                message: "emulators.storage.host must be a host name or address, such as \"127.0.0.1\"."
+                            )
                         }
                         self.host = host
                     }
@@ -203,7 +220,8 @@ extension FirebaseProjectFile {
             } else if var list = try? root.nestedUnkeyedContainer(forKey: JSONMemberKey("storage")) {
                 while !list.isAtEnd {
                     guard let entry = try? list.nestedContainer(keyedBy: JSONMemberKey.self) else {
-                        throw Problem(message: "storage must be an object ({\"rules\": \"storage.rules\"}) or a list of them.")
+                        throw Problem(
+                            message: "storage must be an object ({\"rules\": \"storage.rules\"}) or a list of them.")
                     }
                     entries.append(entry)
                 }

@@ -11,7 +11,8 @@ struct HostFiles: LocalFiles {
         } catch {
             // Ctrl-C while a put reads a pipe: the command is cancelled, and rolled back with the rest of the line.
             if error.isInterruption { throw StorageError(.cancelled, error.description) }
-            throw StorageError(.invalidArgument, error.description.prefix(1).uppercased() + error.description.dropFirst())
+            throw StorageError(
+                .invalidArgument, error.description.prefix(1).uppercased() + error.description.dropFirst())
         }
     }
 
@@ -54,7 +55,9 @@ final class AtomicFileSink: FileSink, @unchecked Sendable {
     func write(_ bytes: Data) throws {
         var written = 0
         while written < bytes.count {
-            let count = bytes.withUnsafeBytes { Foundation.write(descriptor, $0.baseAddress! + written, bytes.count - written) }
+            let count = bytes.withUnsafeBytes {
+                Foundation.write(descriptor, $0.baseAddress! + written, bytes.count - written)
+            }
             if count < 0 && errno == EINTR { continue }
             guard count > 0 else {
                 throw StorageError(.unknown, "Cannot write \(path): \(String(cString: strerror(errno))).")
@@ -84,7 +87,8 @@ extension HostFiles {
 
     func source(_ path: String) throws(StorageError) -> (any ContentSource)? {
         var status = stat()
-        guard stat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG, Int64(status.st_size) > Self.streamingThreshold
+        guard stat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG,
+            Int64(status.st_size) > Self.streamingThreshold
         else { return nil }
         return try FileContentSource(path: path)
     }

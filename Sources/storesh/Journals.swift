@@ -20,7 +20,8 @@ final class JournalFile: ApplyJournal, @unchecked Sendable {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         descriptor = Foundation.open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
-            throw StorageError(.invalidArgument, "Cannot create the journal \(path): \(String(cString: strerror(errno))).")
+            throw StorageError(
+                .invalidArgument, "Cannot create the journal \(path): \(String(cString: strerror(errno))).")
         }
         location = path
         try Self.writePlan(bucket: bucket, source: source, plan: plan, clock: clock) { try append($0) }
@@ -32,7 +33,8 @@ final class JournalFile: ApplyJournal, @unchecked Sendable {
     static func writePlan(
         bucket: String, source: String, plan: PlanStore, clock: any StorageClock, _ write: (String) throws -> Void
     ) throws {
-        var text = JournalRecord.header(bucket: bucket, source: source, changes: plan.count, created: clock.now()) + "\n"
+        var text =
+            JournalRecord.header(bucket: bucket, source: source, changes: plan.count, created: clock.now()) + "\n"
         try plan.forEachChange { index, change in
             text += JournalRecord.change(index, change) + "\n"
             if text.utf8.count >= 1 << 20 {
@@ -44,7 +46,9 @@ final class JournalFile: ApplyJournal, @unchecked Sendable {
     }
 
     /// Keeps a dry run's plan in `path` (replacing what was there only once the whole plan is written).
-    static func keepPlan(_ plan: PlanStore, at path: String, bucket: String, source: String, clock: any StorageClock) throws {
+    static func keepPlan(
+        _ plan: PlanStore, at path: String, bucket: String, source: String, clock: any StorageClock
+    ) throws {
         try writeFileAtomically(path) { output in
             try writePlan(bucket: bucket, source: source, plan: plan, clock: clock) { try output.write($0) }
         }
@@ -54,7 +58,8 @@ final class JournalFile: ApplyJournal, @unchecked Sendable {
     init(appendingTo path: String) throws {
         descriptor = Foundation.open(path, O_WRONLY | O_APPEND | O_CLOEXEC)
         guard descriptor >= 0 else {
-            throw StorageError(.invalidArgument, "Cannot write to the journal \(path): \(String(cString: strerror(errno))).")
+            throw StorageError(
+                .invalidArgument, "Cannot write to the journal \(path): \(String(cString: strerror(errno))).")
         }
         location = path
     }
@@ -79,14 +84,16 @@ final class JournalFile: ApplyJournal, @unchecked Sendable {
         try lock.withLock {
             let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
             guard written == bytes.count else {
-                throw StorageError(.unknown, "Cannot write the journal \(location): \(String(cString: strerror(errno))).")
+                throw StorageError(
+                    .unknown, "Cannot write the journal \(location): \(String(cString: strerror(errno))).")
             }
         }
     }
 
     private func sync() throws {
         guard fsync(descriptor) == 0 else {
-            throw StorageError(.unknown, "Cannot make the journal \(location) durable: \(String(cString: strerror(errno))).")
+            throw StorageError(
+                .unknown, "Cannot make the journal \(location) durable: \(String(cString: strerror(errno))).")
         }
     }
 
@@ -108,7 +115,8 @@ final class JournalFile: ApplyJournal, @unchecked Sendable {
 
 /// Reads a journal a line at a time (a journal of millions of changes is gigabytes) into a plan store.
 func readJournal(
-    _ path: String, counting: (any WorkCounter)? = nil, reopen: ((String) throws(StorageError) -> any ContentSource)? = nil
+    _ path: String, counting: (any WorkCounter)? = nil,
+    reopen: ((String) throws(StorageError) -> any ContentSource)? = nil
 ) throws -> JournalRecord.Contents {
     // A regular file, or standard input when asked for by `-`: a FIFO with no writer or a device such as /dev/zero
     // is refused, not waited on or read without end.
@@ -163,7 +171,8 @@ struct BoundedLines {
             searched = buffer.count
             guard buffer.count - start <= maximumLineBytes else {
                 throw CommandLineError(
-                    "\(source): line \(lineNumber) is longer than \(MessageText.byteCount(Int64(maximumLineBytes))); this is not a plan or journal storesh wrote.")
+                    "\(source): line \(lineNumber) is longer than \(MessageText.byteCount(Int64(maximumLineBytes))); this is not a plan or journal storesh wrote."
+                )
             }
             if atEnd {
                 guard start < buffer.count else { return nil }

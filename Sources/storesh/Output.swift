@@ -62,7 +62,9 @@ func readInputFile(_ path: String) throws(CommandLineError) -> Data {
     if stat(path, &status) == 0, (status.st_mode & S_IFMT) != S_IFREG {
         // A pipe or a device: opened without waiting for a writer, then read as data comes, so Ctrl-C ends it.
         let descriptor = Foundation.open(path, O_RDONLY | O_NONBLOCK)
-        guard descriptor >= 0 else { throw CommandLineError("cannot read \(path): \(String(cString: strerror(errno))).") }
+        guard descriptor >= 0 else {
+            throw CommandLineError("cannot read \(path): \(String(cString: strerror(errno))).")
+        }
         defer { Foundation.close(descriptor) }
         return try readInterruptibly(descriptor, path: path)
     }
@@ -86,7 +88,8 @@ private func readInterruptibly(_ descriptor: Int32, path: String) throws(Command
         switch nextRead(of: descriptor) {
         case .bytes(let bytes): data.append(contentsOf: bytes)
         case .end: return data
-        case .interrupted: throw CommandLineError(interrupted: "Interrupted while reading \(path); nothing was written.")
+        case .interrupted:
+            throw CommandLineError(interrupted: "Interrupted while reading \(path); nothing was written.")
         case .failed: throw CommandLineError("cannot read \(path): \(String(cString: strerror(errno))).")
         }
     }

@@ -8,7 +8,8 @@ extension BucketLocation {
     /// with one request so that a mistyped name or refused credentials are said before anything runs.
     /// `pacing`: `--rate` and `--parallel`, the caps of the service's write rate and of requests in flight (rule Q1).
     func openRemote(
-        quiet: Bool, trace: Bool = false, pacing: (rate: Double?, parallel: Int), environment: Environment = Environment()
+        quiet: Bool, trace: Bool = false, pacing: (rate: Double?, parallel: Int),
+        environment: Environment = Environment()
     ) async throws -> any Bucket {
         let tracing = trace || environment["STORESH_TRACE"].map { !$0.isEmpty && $0 != "0" } == true
         switch kind {
@@ -16,7 +17,8 @@ extension BucketLocation {
             preconditionFailure("a local location opens with open(clock:quiet:)")
         case .s3(let name):
             let configuration = try AWSConfiguration.resolve(bucket: name) { environment[$0] }
-            let http = Self.client(environment, tracing: tracing, pacing: .s3(cap: pacing.rate, maximumConcurrency: pacing.parallel))
+            let http = Self.client(
+                environment, tracing: tracing, pacing: .s3(cap: pacing.rate, maximumConcurrency: pacing.parallel))
             let bucket = S3Bucket(name: name, configuration: configuration, http: http)
             do {
                 try await bucket.verify()
@@ -41,7 +43,8 @@ extension BucketLocation {
             do {
                 authorizer =
                     endpoint.isEmulator
-                    ? EmulatorOwner() : try await GoogleCredentialSearch(environment: { Environment()[$0] }, http: http).find()
+                    ? EmulatorOwner()
+                    : try await GoogleCredentialSearch(environment: { Environment()[$0] }, http: http).find()
             } catch let error as StorageError where idToken != nil {
                 // An end user needs no Google credentials of their own.
                 authorizer = MissingCredentials(error)
@@ -49,7 +52,8 @@ extension BucketLocation {
                 http.close()
                 throw error
             }
-            let bucket = FirebaseProjectBucket(CloudStorageBucket(name: name, endpoint: endpoint, http: http, authorizer: authorizer))
+            let bucket = FirebaseProjectBucket(
+                CloudStorageBucket(name: name, endpoint: endpoint, http: http, authorizer: authorizer))
             do {
                 // Rule F1: signed in as an end user from the start; the bucket's own check is then the user's.
                 if let token = idToken {
@@ -75,7 +79,8 @@ extension BucketLocation {
     /// between attempts, and `--trace`.
     static func client(_ environment: Environment, tracing: Bool, pacing: WriteRateLimits) -> RemoteHTTP {
         RemoteHTTP(
-            policy: retryPolicy(environment), connectionsPerHost: 64, trace: tracing ? RequestLog() : nil, pacing: pacing,
+            policy: retryPolicy(environment), connectionsPerHost: 64, trace: tracing ? RequestLog() : nil,
+            pacing: pacing,
             isCancelled: { storesh_interrupt_pending() != 0 })
     }
 
@@ -84,7 +89,9 @@ extension BucketLocation {
     static func retryPolicy(_ environment: Environment) -> RetryPolicy {
         var policy = RetryPolicy()
         if let total = environment["STORESH_RETRY_FOR"].flatMap(Double.init), total >= 0 { policy.giveUpAfter = total }
-        if let first = environment["STORESH_RETRY_FIRST_MS"].flatMap(Double.init), first > 0 { policy.initialDelay = first / 1000 }
+        if let first = environment["STORESH_RETRY_FIRST_MS"].flatMap(Double.init), first > 0 {
+            policy.initialDelay = first / 1000
+        }
         return policy
     }
 }

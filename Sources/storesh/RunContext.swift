@@ -33,7 +33,9 @@ struct RunContext: Equatable {
     init() {}
 
     /// The values of the groups a subcommand declares; a group it does not declare keeps its defaults.
-    init(bucket: BucketOptions? = nil, output: OutputOptions? = nil, apply: ApplyOptions? = nil, plan: PlanOptions? = nil) {
+    init(
+        bucket: BucketOptions? = nil, output: OutputOptions? = nil, apply: ApplyOptions? = nil, plan: PlanOptions? = nil
+    ) {
         if let bucket { (self.bucket, clock, quiet, trace) = (bucket.bucket, bucket.clock, bucket.quiet, bucket.trace) }
         json = output?.json ?? false
         if let apply { (parallel, rate, batch, journal) = (apply.parallel, apply.rate, apply.batch, apply.journal) }
@@ -44,7 +46,8 @@ struct RunContext: Equatable {
     func refusePlan(_ command: String) throws {
         if plan != nil {
             throw CommandLineError(
-                "--plan keeps the plan of a script; \(command) --dry-run prints its plan, which is applied by running \(command) without --dry-run.")
+                "--plan keeps the plan of a script; \(command) --dry-run prints its plan, which is applied by running \(command) without --dry-run."
+            )
         }
     }
 
@@ -70,7 +73,9 @@ struct RunContext: Equatable {
     /// Opens the bucket at `location` for a session, whatever its kind (rule B1), creating a local one when missing
     /// (named `nameForNewBucket`, else after its file), with `clock` (default: the run's) for its changes and for the
     /// session's rules.
-    func open(_ location: BucketLocation, clock given: (any StorageClock)? = nil, nameForNewBucket: String? = nil) async throws
+    func open(
+        _ location: BucketLocation, clock given: (any StorageClock)? = nil, nameForNewBucket: String? = nil
+    ) async throws
         -> OpenedBucket
     {
         let clock = try given ?? makeClock()
@@ -80,7 +85,8 @@ struct RunContext: Equatable {
         }
         let bucket = try await location.openRemote(
             quiet: silent, trace: trace, pacing: (rate.map(Double.init), parallel ?? ApplySettings.defaultParallel))
-        return OpenedBucket(bucket: OpenBuckets.shared.keep(bucket), clock: clock, given: location.displayed, isFile: false)
+        return OpenedBucket(
+            bucket: OpenBuckets.shared.keep(bucket), clock: clock, given: location.displayed, isFile: false)
     }
 
     /// Opens a local bucket file, creating it when missing, for local-bucket features (archives): refused on a
@@ -118,7 +124,9 @@ struct RunContext: Equatable {
     var progressLine: ProgressLine? { !silent && isatty(STDERR_FILENO) != 0 ? ProgressLine() : nil }
 
     /// Counts long work outside a session (reading a journal, import, export, check) on `progressLine`.
-    var progressMeter: ProgressMeter? { progressLine.map { line in ProgressMeter(show: { line.show($0) }, clear: { line.clear() }) } }
+    var progressMeter: ProgressMeter? {
+        progressLine.map { line in ProgressMeter(show: { line.show($0) }, clear: { line.clear() }) }
+    }
 
     /// The session of the language this run's commands and changes go through, on `opened`: the run's options
     /// (`--json`, `--dry-run`, `--summary`, `--keep-going`, `--parallel`, and `adjust` for what only the caller
@@ -132,7 +140,8 @@ struct RunContext: Equatable {
         if opened.isFile, let journal {
             // A journal would be promised and never written: a bucket file's run lands whole or not at all.
             throw CommandLineError(
-                "--journal \(journal) keeps the journal of a run on a real bucket (gs://, s3://); a script on the bucket file \(opened.given) lands whole or not at all, and snapshot save and snapshot restore put a bucket file back. Nothing was run.")
+                "--journal \(journal) keeps the journal of a run on a real bucket (gs://, s3://); a script on the bucket file \(opened.given) lands whole or not at all, and snapshot save and snapshot restore put a bucket file back. Nothing was run."
+            )
         }
         var options = RunOptions(json: json, dryRun: dryRun, keepGoing: keepGoing)
         options.summaryOnly = summary
@@ -142,7 +151,8 @@ struct RunContext: Equatable {
         let columns = storesh_terminal_columns(STDOUT_FILENO)
         if !json && columns > 0 { options.terminalWidth = Int(columns) }
         adjust(&options)
-        let session = Session(bucket: opened.bucket, output: output, files: HostFiles(), options: options, clock: opened.clock)
+        let session = Session(
+            bucket: opened.bucket, output: output, files: HostFiles(), options: options, clock: opened.clock)
         session.isCancelled = { storesh_interrupt_pending() != 0 }
         if opened.isFile { session.bucketLocation = "the bucket file \(opened.given)" }
         if underRules { session.rules = try rulesSession(for: opened) }
@@ -176,7 +186,8 @@ struct RunContext: Equatable {
         let session = try RulesSession(store: opened.bucket.rulesStore, clock: opened.clock)
         if let problem = session.problem {
             Diagnostics.warning(
-                "the bucket's security rules cannot be used (\(problem)); every request they would decide is denied until `rules load FILE` or `rules reset` replaces them")
+                "the bucket's security rules cannot be used (\(problem)); every request they would decide is denied until `rules load FILE` or `rules reset` replaces them"
+            )
         }
         return session
     }

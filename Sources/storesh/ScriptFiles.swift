@@ -9,9 +9,13 @@ func scriptBytes(at path: String) throws(CommandLineError) -> any ScriptBytes {
     var status = stat()
     guard stat(path, &status) == 0 else {
         throw CommandLineError(
-            errno == ENOENT ? "cannot read \(path): there is no such file." : "cannot read \(path): \(String(cString: strerror(errno))).")
+            errno == ENOENT
+                ? "cannot read \(path): there is no such file."
+                : "cannot read \(path): \(String(cString: strerror(errno))).")
     }
-    guard (status.st_mode & S_IFMT) != S_IFDIR else { throw CommandLineError("cannot read \(path): it is a directory.") }
+    guard (status.st_mode & S_IFMT) != S_IFDIR else {
+        throw CommandLineError("cannot read \(path): it is a directory.")
+    }
     let regular = (status.st_mode & S_IFMT) == S_IFREG
     // A pipe or a device is opened without waiting for a writer, then read as data comes, so that Ctrl-C ends it.
     let descriptor = Foundation.open(path, O_RDONLY | O_CLOEXEC | (regular ? 0 : O_NONBLOCK))
@@ -34,7 +38,9 @@ func standardInputScript() -> any ScriptBytes {
     var status = stat()
     if fstat(STDIN_FILENO, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG {
         let position = lseek(STDIN_FILENO, 0, SEEK_CUR)
-        if position >= 0 { return ScriptFile(descriptor: STDIN_FILENO, path: "standard input", start: Int(position), closes: false) }
+        if position >= 0 {
+            return ScriptFile(descriptor: STDIN_FILENO, path: "standard input", start: Int(position), closes: false)
+        }
     }
     return KeptInput(descriptor: STDIN_FILENO, name: "standard input", closes: false)
 }
@@ -169,6 +175,7 @@ final class KeptInput: ScriptBytes {
     }
 
     private func failure(_ what: String) -> StorageError {
-        StorageError(.unknown, "\(what.prefix(1).uppercased() + what.dropFirst()): \(String(cString: strerror(errno))).")
+        StorageError(
+            .unknown, "\(what.prefix(1).uppercased() + what.dropFirst()): \(String(cString: strerror(errno))).")
     }
 }

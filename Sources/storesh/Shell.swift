@@ -48,7 +48,8 @@ final class Shell {
     init(context: RunContext, opened: OpenedBucket, historyPath: String) throws {
         let environment = Environment()
         // Colour only on a terminal, never with NO_COLOR (no-color.org) or a dumb terminal.
-        let color = isatty(STDOUT_FILENO) != 0 && (environment["NO_COLOR"] ?? "").isEmpty && environment["TERM"] != "dumb"
+        let color =
+            isatty(STDOUT_FILENO) != 0 && (environment["NO_COLOR"] ?? "").isEmpty && environment["TERM"] != "dumb"
         self.color = color
         self.opened = opened
         output = ConsoleOutput(json: context.json, source: SourceText(name: "-", text: ""))
@@ -95,7 +96,9 @@ final class Shell {
         for line in history.lines { storesh_editor_history_add(editor, line) }
         let greeting = "storesh \(storeshVersion) · `help` for commands · Tab completes · Ctrl-D leaves"
         print(TerminalCells.wrap(greeting, toCells: Self.terminalWidth() ?? 0).joined(separator: "\n"))
-        if interpreter.options.dryRun { print("dry run (--dry-run): each line shows what it would change; nothing is saved") }
+        if interpreter.options.dryRun {
+            print("dry run (--dry-run): each line shows what it would change; nothing is saved")
+        }
         while true {
             storesh_interrupt_clear()
             let currentPrompt = prompt
@@ -163,8 +166,12 @@ final class Shell {
     func complete(_ lineBeforeCursor: String, editor: OpaquePointer) -> UInt8 {
         // Under the session's rules; Tab's reads are decided but never recorded, so `rules why` goes on explaining
         // the last command.
-        guard let reads = (interpreter.rules?.guarding(bucket) ?? bucket).immediateReads else { return storesh_cc_error }
-        let result = Completer(source: reads, current: interpreter.current, ruleSamples: interpreter.rules?.samples.map(\.name) ?? []).complete(lineBeforeCursor)
+        guard let reads = (interpreter.rules?.guarding(bucket) ?? bucket).immediateReads else {
+            return storesh_cc_error
+        }
+        let result = Completer(
+            source: reads, current: interpreter.current, ruleSamples: interpreter.rules?.samples.map(\.name) ?? []
+        ).complete(lineBeforeCursor)
         let candidates = result.candidates
         guard !candidates.isEmpty else { return storesh_cc_error }
         // From a truncated page nothing beyond the typed text is known to be common to all candidates.

@@ -40,7 +40,10 @@ struct Storesh: StoreshCommand {
             (nothing ran), 130 interrupted.
             """,
         version: "storesh \(storeshVersion)",
-        subcommands: [Run.self, Apply.self, Undo.self, Copy.self, Reset.self, Serve.self, Check.self, Backup.self, Export.self, Import.self]
+        subcommands: [
+            Run.self, Apply.self, Undo.self, Copy.self, Reset.self, Serve.self, Check.self, Backup.self, Export.self,
+            Import.self,
+        ]
     )
 
     @OptionGroup var bucketOptions: BucketOptions
@@ -72,11 +75,16 @@ struct Storesh: StoreshCommand {
         let arguments = ProcessArguments.current.words
         // `storesh help listAll`, `storesh help meta set`: the language's help, where no subcommand has that name
         // (argument-parser's own `help` would print the overview and say nothing of the topic).
-        if arguments.count > 1, arguments[0] == "help", !configuration.subcommands.contains(where: { $0._commandName == arguments[1] }) {
+        if arguments.count > 1, arguments[0] == "help",
+            !configuration.subcommands.contains(where: { $0._commandName == arguments[1] })
+        {
             let topic = arguments.dropFirst().joined(separator: " ")
             guard let text = CommandCatalog.helpText(for: topic) else {
-                leave(Diagnostics.report(CommandLineError(
-                    "storesh help \(topic): no subcommand, command or topic has that name; storesh --help lists the subcommands, storesh -c help the commands.")))
+                leave(
+                    Diagnostics.report(
+                        CommandLineError(
+                            "storesh help \(topic): no subcommand, command or topic has that name; storesh --help lists the subcommands, storesh -c help the commands."
+                        )))
             }
             printForPeople(text)
             leave(0)
@@ -87,15 +95,16 @@ struct Storesh: StoreshCommand {
             }
             leave(waitingForSwiftsExecutors { await exitStatus { try await everyday.run() } })
         }
-        leave(waitingForSwiftsExecutors {
-            await exitStatus {
-                var command = try parseAsRoot(arguments)
-                if let storeshCommand = command as? any StoreshCommand { return try await storeshCommand.execute() }
-                // argument-parser's own commands (`help SUBCOMMAND`) end by throwing what Diagnostics reports.
-                try command.run()
-                return .success
-            }
-        })
+        leave(
+            waitingForSwiftsExecutors {
+                await exitStatus {
+                    var command = try parseAsRoot(arguments)
+                    if let storeshCommand = command as? any StoreshCommand { return try await storeshCommand.execute() }
+                    // argument-parser's own commands (`help SUBCOMMAND`) end by throwing what Diagnostics reports.
+                    try command.run()
+                    return .success
+                }
+            })
     }
 
     /// The exit status of `body`: the status it returns, or its error's (reported).
@@ -119,7 +128,8 @@ struct RootInvocation: Equatable {
     init() {}
 
     init(_ root: Storesh) {
-        context = RunContext(bucket: root.bucketOptions, output: root.outputOptions, apply: root.applyOptions, plan: root.planOptions)
+        context = RunContext(
+            bucket: root.bucketOptions, output: root.outputOptions, apply: root.applyOptions, plan: root.planOptions)
         command = root.command
     }
 
@@ -137,7 +147,9 @@ struct RootInvocation: Equatable {
             // argument-parser keeps the last of a repeated option: a script given twice would run one and drop one.
             let given = ProcessArguments.current.occurrences(ofOption: "-c")
             if given > 1 {
-                throw CommandLineError("-c is given \(given) times; give one script, its commands on separate lines or separated by ; (-c 'pwd; ls'). Nothing was run.")
+                throw CommandLineError(
+                    "-c is given \(given) times; give one script, its commands on separate lines or separated by ; (-c 'pwd; ls'). Nothing was run."
+                )
             }
             // Swift's arguments replace invalid UTF-8 with U+FFFD: the bytes as given are decoded instead, so that
             // a bad byte is a positioned error, as it is in a script file.
@@ -145,12 +157,16 @@ struct RootInvocation: Equatable {
             return try await runScript(named: "-c", bytes: ScriptText(bytes), in: context) { try await context.open() }
         }
         if isatty(STDIN_FILENO) == 0 {
-            return try await runScript(named: "-", bytes: standardInputScript(), in: context) { try await context.open() }
+            return try await runScript(named: "-", bytes: standardInputScript(), in: context) {
+                try await context.open()
+            }
         }
         if context.plan != nil {
-            throw CommandLineError("--plan keeps the plan of a script (-c TEXT, run FILE or standard input), not of the prompt's lines.")
+            throw CommandLineError(
+                "--plan keeps the plan of a script (-c TEXT, run FILE or standard input), not of the prompt's lines.")
         }
-        let shell = try Shell(context: context, opened: try await context.open(), historyPath: BucketLocation.historyPath())
+        let shell = try Shell(
+            context: context, opened: try await context.open(), historyPath: BucketLocation.historyPath())
         return await shell.run()
     }
 }

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
-import Testing
 import StoreshLanguage
+import Testing
 
 @testable import storesh
 
@@ -11,7 +11,8 @@ struct EverydayInvocationTests {
     /// What argument-parser makes of `arguments`, as the root command's plain values.
     func declared(_ arguments: [String]) throws -> RootInvocation {
         let command = try Storesh.parseAsRoot(arguments)
-        let root = try #require(command as? Storesh, "argument-parser read \(arguments) as \(type(of: command)), not the root command")
+        let root = try #require(
+            command as? Storesh, "argument-parser read \(arguments) as \(type(of: command)), not the root command")
         return RootInvocation(root)
     }
 
@@ -21,13 +22,18 @@ struct EverydayInvocationTests {
         struct Dump: Decodable {
             struct Command: Decodable { var arguments: [Argument] }
             struct Argument: Decodable {
-                struct Name: Decodable { var kind: String; var name: String }
+                struct Name: Decodable {
+                    var kind: String
+                    var name: String
+                }
                 var names: [Name]?
             }
             var command: Command
         }
         let dump = try JSONDecoder().decode(Dump.self, from: Data(Storesh._dumpHelp().utf8))
-        let names = dump.command.arguments.flatMap { $0.names ?? [] }.map { ($0.kind == "short" ? "-" : "--") + $0.name }
+        let names = dump.command.arguments.flatMap { $0.names ?? [] }.map {
+            ($0.kind == "short" ? "-" : "--") + $0.name
+        }
         return Set(names).subtracting(["--help", "-h", "--version"])
     }
 
@@ -80,7 +86,8 @@ struct EverydayInvocationTests {
             ["run", "fix.store"], ["apply", "fix.plan"], ["help"], ["help", "ls"], ["--help"], ["-h"], ["--version"],
             ["-c", "ls", "-c", "cd x"], ["--json", "--json"], ["--bucket", "a", "--bucket=b"], ["--unknown"], ["ls"],
             ["-c"], ["-c", "-x"], ["-cls"], ["--", "-c", "ls"], ["--json=yes"], ["--parallel", "many"],
-            ["--parallel", "0"], ["--parallel", "-3"], ["--rate", "0"], ["--rate", "fast"], ["--batch", "101"], ["--plan", "fix.plan", "-c", "ls"], ["--dry-run", "--plan="], ["--bucket=", "-c", "ls"],
+            ["--parallel", "0"], ["--parallel", "-3"], ["--rate", "0"], ["--rate", "fast"], ["--batch", "101"],
+            ["--plan", "fix.plan", "-c", "ls"], ["--dry-run", "--plan="], ["--bucket=", "-c", "ls"],
             ["--generate-completion-script", "bash"], ["--experimental-dump-help"],
         ])
     func leavesTheRestToArgumentParser(_ arguments: [String]) {

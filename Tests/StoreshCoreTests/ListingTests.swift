@@ -1,5 +1,6 @@
-import Testing
 import StoreshTestSupport
+import Testing
+
 @testable import StoreshCore
 
 @Suite("Listing (rules L1–L10)")
@@ -167,9 +168,11 @@ struct ListingTests {
         let token = try #require(try names.page("a", maxResults: 1).nextPageToken)
         #expect(storageError { _ = try names.page("b", maxResults: 1, token: token) }?.code == .invalidArgument)
         // A well-formed token whose entry lies outside its own prefix is forged.
-        let forged = TestPageTokens().token(for: ListPosition(prefix: "a/", lastEntryKind: .item, lastEntry: "b/1"), bucket: "teaching")
+        let forged = TestPageTokens().token(
+            for: ListPosition(prefix: "a/", lastEntryKind: .item, lastEntry: "b/1"), bucket: "teaching")
         #expect(storageError { _ = try names.page("a", token: forged) } == .malformedPageToken)
-        let prefixWithoutSlash = TestPageTokens().token(for: ListPosition(prefix: "a/", lastEntryKind: .prefix, lastEntry: "a/x"), bucket: "teaching")
+        let prefixWithoutSlash = TestPageTokens().token(
+            for: ListPosition(prefix: "a/", lastEntryKind: .prefix, lastEntry: "a/x"), bucket: "teaching")
         #expect(storageError { _ = try names.page("a", token: prefixWithoutSlash) } == .malformedPageToken)
     }
 
@@ -177,7 +180,8 @@ struct ListingTests {
     func startOffset() throws {
         let names = SortedNames(["u/a1", "u/b1", "u/b2/x", "u/c", "v"])
         let page = try Lister.page(
-            of: StoragePath(normalizing: "u"), bucket: "teaching", options: ListOptions(startOffset: "u/b"), index: names,
+            of: StoragePath(normalizing: "u"), bucket: "teaching", options: ListOptions(startOffset: "u/b"),
+            index: names,
             tokens: TestPageTokens())
         #expect(page.items == ["u/b1", "u/c"] && page.prefixes == ["u/b2"])
         let outside = try Lister.page(

@@ -1,5 +1,5 @@
-import Testing
 import StoreshCore
+import Testing
 
 @Suite("Cloud Storage's matchGlob")
 struct MatchGlobTests {

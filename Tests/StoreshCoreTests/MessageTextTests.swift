@@ -1,4 +1,5 @@
 import Testing
+
 @testable import StoreshCore
 
 @Suite("Messages for people")
@@ -59,7 +60,8 @@ struct NamesAreBytesTests {
         let format = PositionPageTokens(mark: "P")
         for (prefix, last) in [("a\0/", "a\0/b\0c"), ("", "x"), ("caf\u{E9}/", "caf\u{E9}/cafe\u{301}")] {
             let position = ListPosition(prefix: prefix, lastEntryKind: .item, lastEntry: last)
-            let decoded = try format.position(decoding: format.token(for: position, bucket: "b"), bucket: "b", prefix: prefix)
+            let decoded = try format.position(
+                decoding: format.token(for: position, bucket: "b"), bucket: "b", prefix: prefix)
             #expect(NameBytes.sameBytes(decoded.lastEntry, last) && NameBytes.sameBytes(decoded.prefix, prefix))
         }
         let position = ListPosition(prefix: "caf\u{E9}/", lastEntryKind: .item, lastEntry: "caf\u{E9}/x")
@@ -73,7 +75,9 @@ struct NamesAreBytesTests {
 struct RequestLogTextTests {
     @Test("a request's names are shown decoded in logs, and what would change how the line reads stays escaped")
     func readableTargets() {
-        #expect(MessageText.readableTarget("/v0/b/demo/o/photos%2Fver%C3%A3o.jpg?alt=media") == "/v0/b/demo/o/photos/verão.jpg?alt=media")
+        #expect(
+            MessageText.readableTarget("/v0/b/demo/o/photos%2Fver%C3%A3o.jpg?alt=media")
+                == "/v0/b/demo/o/photos/verão.jpg?alt=media")
         // Decomposed: the same look, another object (rule P7).
         #expect(MessageText.readableTarget("/v0/b/demo/o/vera%CC%83o.jpg") == "/v0/b/demo/o/verão.jpg (not NFC)")
         // Space, the URL's own syntax, a control character, a bidi override and a byte that is not UTF-8 stay escaped.

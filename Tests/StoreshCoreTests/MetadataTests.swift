@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import StoreshTestSupport
+import Testing
+
 @testable import StoreshCore
 
 @Suite("Metadata (rules M1–M8) and errors (E)")
@@ -8,7 +9,9 @@ struct MetadataTests {
     static let t0 = Timestamp(rfc3339: "2026-11-21T09:30:00.000Z")!
     static let t1 = Timestamp(rfc3339: "2026-11-21T09:31:00.000Z")!
 
-    static func sample(custom: [String: String] = ["location": "Yosemite, CA, USA", "activity": "Hiking"])
+    static func sample(
+        custom: [String: String] = ["location": "Yosemite, CA, USA", "activity": "Hiking"]
+    )
         -> ObjectMetadata
     {
         ObjectMetadata.newObject(
@@ -18,8 +21,10 @@ struct MetadataTests {
 
     @Test("rule M1: read-only properties are refused by name, writable ones accepted")
     func m1Table() throws {
-        let readOnly: [MetadataProperty] = [.bucket, .generation, .metageneration, .fullPath, .name, .size,
-            .timeCreated, .updated]
+        let readOnly: [MetadataProperty] = [
+            .bucket, .generation, .metageneration, .fullPath, .name, .size,
+            .timeCreated, .updated,
+        ]
         #expect(MetadataProperty.allCases.filter { $0.access == .readOnly } == readOnly)
         #expect(MetadataProperty.md5Hash.access == .atUploadOnly)
         for property in readOnly {
@@ -65,9 +70,10 @@ struct MetadataTests {
         #expect(Timestamp(microseconds: -1).rfc3339 == "1969-12-31T23:59:59.999Z")
         #expect(Timestamp(rfc3339: "2024-02-29T23:59:59.5+02:00")?.rfc3339 == "2024-02-29T21:59:59.500Z")
         #expect(Timestamp(rfc3339: "2026-11-21T09:30:00Z") == Self.t0)
-        for bad in ["", "2026-11-21", "2026-13-01T00:00:00Z", "2026-02-29T00:00:00Z", "2026-11-21T09:30:00",
-            "2026-11-21T09:30:00.Z", "2026-11-21T25:00:00Z"]
-        {
+        for bad in [
+            "", "2026-11-21", "2026-13-01T00:00:00Z", "2026-02-29T00:00:00Z", "2026-11-21T09:30:00",
+            "2026-11-21T09:30:00.Z", "2026-11-21T25:00:00Z",
+        ] {
             #expect(Timestamp(rfc3339: bad) == nil, "\(bad)")
         }
     }
@@ -201,9 +207,10 @@ struct MetadataTests {
         let md5 = storageError { try update.set("md5Hash", to: "x") }
         #expect(md5?.code == .invalidArgument)
         #expect(md5?.message.contains("md5Hash") == true)
-        for (typo, suggestion) in [("contentTyp", "contentType"), ("cachecontrol", "cacheControl"),
-            ("contnetLanguage", "contentLanguage"), ("costum", "custom")]
-        {
+        for (typo, suggestion) in [
+            ("contentTyp", "contentType"), ("cachecontrol", "cacheControl"),
+            ("contnetLanguage", "contentLanguage"), ("costum", "custom"),
+        ] {
             let error = storageError { try update.set(typo, to: "x") }
             #expect(error?.code == .invalidArgument)
             #expect(error?.message.contains("did you mean '\(suggestion)'?") == true, "\(typo)")

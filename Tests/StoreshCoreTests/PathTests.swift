@@ -1,5 +1,6 @@
-import Testing
 import StoreshTestSupport
+import Testing
+
 @testable import StoreshCore
 
 @Suite("Paths (rules P1–P6)")

@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import StoreshTestSupport
+import Testing
+
 @testable import StoreshCore
 
 /// The listing of the Cloud Storage JSON API (rules V2, G6): any prefix, with or without the `/` delimiter, and
@@ -24,7 +25,8 @@ struct StoredNamesListingTests {
         #expect(try page(Self.seed, prefix: "wrongPrefix/") == ListPage(prefixes: ["wrongPrefix/"]))
         #expect(try page(Self.seed, prefix: "lonelyItem/") == ListPage(items: ["lonelyItem/"]))
         let flat = try page(Self.seed, prefix: "", delimited: false)
-        #expect(flat.items == ["correctPrefix/happyItem", "lonelyItem/", "wrongPrefix//sadItem"] && flat.prefixes.isEmpty)
+        #expect(
+            flat.items == ["correctPrefix/happyItem", "lonelyItem/", "wrongPrefix//sadItem"] && flat.prefixes.isEmpty)
     }
 
     @Test("rule V2: a prefix need not end at a /, and pages count prefixes and items together (L7)")
@@ -32,9 +34,13 @@ struct StoredNamesListingTests {
         let names = SortedNames(["photos/a/1", "photos/a/2", "photos/ab", "photos/b/1", "photosX", "pics/c"])
         let first = try page(names, prefix: "photos/a", options: ListOptions(maxResults: 1))
         #expect(first.prefixes == ["photos/a"] && first.items.isEmpty)
-        let second = try page(names, prefix: "photos/a", options: ListOptions(maxResults: 1, pageToken: first.nextPageToken))
+        let second = try page(
+            names, prefix: "photos/a", options: ListOptions(maxResults: 1, pageToken: first.nextPageToken))
         #expect(second == ListPage(items: ["photos/ab"]))
-        #expect(try page(names, prefix: "photos", delimited: false).items == ["photos/a/1", "photos/a/2", "photos/ab", "photos/b/1", "photosX"])
+        #expect(
+            try page(names, prefix: "photos", delimited: false).items == [
+                "photos/a/1", "photos/a/2", "photos/ab", "photos/b/1", "photosX",
+            ])
         #expect(try page(names, prefix: "p").prefixes == ["photos", "pics"])
     }
 

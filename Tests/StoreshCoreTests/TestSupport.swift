@@ -18,7 +18,9 @@ struct SortedNames: ObjectNameIndex {
         index.firstName(from: bound, withPrefix: prefix)
     }
 
-    func page(_ path: String, maxResults: Int? = nil, token: String? = nil, bucket: String = "teaching") throws
+    func page(
+        _ path: String, maxResults: Int? = nil, token: String? = nil, bucket: String = "teaching"
+    ) throws
         -> ListPage
     {
         try Lister.page(

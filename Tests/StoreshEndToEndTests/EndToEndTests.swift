@@ -1,7 +1,7 @@
 import Foundation
-import Testing
 import StoreshCore
 import StoreshLocal
+import Testing
 
 /// A fresh home directory per test.
 final class Sandbox {
@@ -55,7 +55,9 @@ struct EndToEndTests {
         let result = try sandbox.storesh.run(["-c", "ls"])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(
-            result.stderr == "storesh: created the default bucket gs://teaching from the teaching sample at \(sandbox.path)/data/storesh/default.bucket\n")
+            result.stderr
+                == "storesh: created the default bucket gs://teaching from the teaching sample at \(sandbox.path)/data/storesh/default.bucket\n"
+        )
         // Rule B2: a run that does not name its bucket says which one it uses; --quiet silences it.
         #expect(
             try sandbox.storesh.run(["-c", "ls"]).stderr
@@ -69,35 +71,46 @@ struct EndToEndTests {
 
         let exported = try sandbox.storesh.run(["export"])
         #expect(exported.status == 0)
-        #expect(exported.stdout.contains(
-            "{\"name\":\"images/forest.jpg\",\"cacheControl\":\"public, max-age=86400\",\"contentType\":\"image/jpeg\",\"customMetadata\":{\"activity\":\"Hiking\",\"location\":\"Yosemite, CA, USA\"}"))
+        #expect(
+            exported.stdout.contains(
+                "{\"name\":\"images/forest.jpg\",\"cacheControl\":\"public, max-age=86400\",\"contentType\":\"image/jpeg\",\"customMetadata\":{\"activity\":\"Hiking\",\"location\":\"Yosemite, CA, USA\"}"
+            ))
     }
 
     @Test("STORESH_BUCKET and --bucket choose the bucket; a missing location is created empty")
     func bucketLocation() throws {
-        let fromEnvironment = try sandbox.storesh.run(["-c", "pwd"], environment: ["STORESH_BUCKET": sandbox.file("env.bucket")])
+        let fromEnvironment = try sandbox.storesh.run(
+            ["-c", "pwd"], environment: ["STORESH_BUCKET": sandbox.file("env.bucket")])
         #expect(fromEnvironment.stdout == "gs://env/\n")
         let fromFlag = try sandbox.storesh.run(
-            ["--bucket", sandbox.file("flag.bucket"), "-c", "pwd; ls"], environment: ["STORESH_BUCKET": sandbox.file("env.bucket")])
+            ["--bucket", sandbox.file("flag.bucket"), "-c", "pwd; ls"],
+            environment: ["STORESH_BUCKET": sandbox.file("env.bucket")])
         #expect(fromFlag.stdout == "gs://flag/\n(nothing under gs://flag/)\n")
-        #expect(fromFlag.stderr == """
-            storesh: created an empty bucket gs://flag at \(sandbox.file("flag.bucket")) (a new file, since there was none; \
-            the default bucket, with the teaching sample, is used without --bucket: \(sandbox.file("data/storesh/default.bucket")))
+        #expect(
+            fromFlag.stderr == """
+                storesh: created an empty bucket gs://flag at \(sandbox.file("flag.bucket")) (a new file, since there was none; \
+                the default bucket, with the teaching sample, is used without --bucket: \(sandbox.file("data/storesh/default.bucket")))
 
-            """)
+                """)
         #expect(!FileManager.default.fileExists(atPath: sandbox.file("data/storesh/default.bucket")))
     }
 
     @Test("-c given twice is a usage error that runs neither script (argument-parser would keep one and drop one)")
     func repeatedCommand() throws {
-        let result = try sandbox.storesh.run(["--bucket", sandbox.file("c.bucket"), "-c", "put --data x a.txt", "-c", "rm a.txt"])
+        let result = try sandbox.storesh.run([
+            "--bucket", sandbox.file("c.bucket"), "-c", "put --data x a.txt", "-c", "rm a.txt",
+        ])
         #expect(result.status == 2, "\(result.stderr)")
         #expect(result.stderr.contains("-c is given 2 times; give one script"), "\(result.stderr)")
         #expect(result.stdout.isEmpty)
         #expect(!FileManager.default.fileExists(atPath: sandbox.file("c.bucket")))
         // --journal on a bucket file would be a journal promised and never written.
-        let journaled = try sandbox.storesh.run(["--bucket", sandbox.file("j.bucket"), "--journal", sandbox.file("j.journal"), "-c", "put --data x a.txt"])
-        #expect(journaled.status == 2 && journaled.stderr.contains("keeps the journal of a run on a real bucket"), "\(journaled.stderr)")
+        let journaled = try sandbox.storesh.run([
+            "--bucket", sandbox.file("j.bucket"), "--journal", sandbox.file("j.journal"), "-c", "put --data x a.txt",
+        ])
+        #expect(
+            journaled.status == 2 && journaled.stderr.contains("keeps the journal of a run on a real bucket"),
+            "\(journaled.stderr)")
         #expect(!FileManager.default.fileExists(atPath: sandbox.file("j.journal")))
     }
 
@@ -111,7 +124,8 @@ struct EndToEndTests {
         #expect(empty.status == 2)
         #expect(
             empty.stderr
-                == "storesh: error: --bucket needs a bucket: a local bucket file (a path), gs://NAME (Google Cloud Storage, Firebase) or s3://NAME (S3-compatible).\n")
+                == "storesh: error: --bucket needs a bucket: a local bucket file (a path), gs://NAME (Google Cloud Storage, Firebase) or s3://NAME (S3-compatible).\n"
+        )
     }
 
     @Test("rule B1: gs:// and s3:// are real buckets, never directories; an unknown scheme is a usage error")
@@ -126,19 +140,28 @@ struct EndToEndTests {
         }
         // Rule S4: without credentials, the error lists what was tried.
         let s3 = try sandbox.storesh.run(["-c", "ls"], environment: ["STORESH_BUCKET": "s3://media"])
-        #expect(s3.status == 1 && s3.stderr.contains("No AWS credentials were found. Tried: $AWS_ACCESS_KEY_ID"), "\(s3.stderr)")
+        #expect(
+            s3.status == 1 && s3.stderr.contains("No AWS credentials were found. Tried: $AWS_ACCESS_KEY_ID"),
+            "\(s3.stderr)")
         let unknown = try sandbox.storesh.run(["--bucket", "ftp://host/b", "-c", "ls"])
         #expect(unknown.status == 2)
-        #expect(unknown.stderr.contains("unknown kind of location 'ftp://'; a bucket is a local bucket file (a path), gs://NAME"))
+        #expect(
+            unknown.stderr.contains(
+                "unknown kind of location 'ftp://'; a bucket is a local bucket file (a path), gs://NAME"))
         let nearMiss = try sandbox.storesh.run(["--bucket", "gs:my-app", "-c", "ls"])
-        #expect(nearMiss.status == 2 && nearMiss.stderr.contains("a real bucket is written gs://NAME (did you mean gs://my-app?)"))
+        #expect(
+            nearMiss.status == 2
+                && nearMiss.stderr.contains("a real bucket is written gs://NAME (did you mean gs://my-app?)"))
         let noName = try sandbox.storesh.run(["--bucket", "s3://", "-c", "ls"])
         #expect(noName.status == 2 && noName.stderr.contains("give the bucket's name, as s3://NAME"))
         let withPath = try sandbox.storesh.run(["--bucket", "gs://b/images", "-c", "ls"])
         #expect(withPath.status == 2 && withPath.stderr.contains("give the bucket alone, as gs://NAME"))
         let json = try sandbox.storesh.run(["--json", "--bucket", "ftp://x", "-c", "ls"])
-        #expect(json.stderr.hasPrefix("{\"error\":{\"code\":\"usage-error\",\"message\":\"--bucket ftp://x: unknown kind"))
-        for made in ["gs:", "s3:", "ftp:", "gs:my-app"] { #expect(!FileManager.default.fileExists(atPath: sandbox.file(made))) }
+        #expect(
+            json.stderr.hasPrefix("{\"error\":{\"code\":\"usage-error\",\"message\":\"--bucket ftp://x: unknown kind"))
+        for made in ["gs:", "s3:", "ftp:", "gs:my-app"] {
+            #expect(!FileManager.default.fileExists(atPath: sandbox.file(made)))
+        }
     }
 
     @Test("rule B2: a bucket from STORESH_BUCKET is named once on stderr")
@@ -159,7 +182,8 @@ struct EndToEndTests {
         #expect(full.stderr.hasSuffix("storesh: error: Cannot write standard output: Bad file descriptor. (unknown)\n"))
         let noDirectory = try sandbox.storesh.run(["export", sandbox.file("nodir/out.json")])
         #expect(noDirectory.status == 1)
-        #expect(noDirectory.stderr.contains("Cannot write \(sandbox.file("nodir/out.json")): No such file or directory."))
+        #expect(
+            noDirectory.stderr.contains("Cannot write \(sandbox.file("nodir/out.json")): No such file or directory."))
         #expect(!FileManager.default.fileExists(atPath: sandbox.file("nodir")))
     }
 
@@ -186,21 +210,28 @@ struct EndToEndTests {
     @Test("a bad archive is refused with where it is wrong, exit 1, and the bucket unchanged")
     func badImport() throws {
         let bucket = sandbox.file("b.bucket")
-        _ = try sandbox.storesh.run(["import", "--bucket", bucket, try sandbox.archive("good.json", prefix: "good", count: 3)])
+        _ = try sandbox.storesh.run([
+            "import", "--bucket", bucket, try sandbox.archive("good.json", prefix: "good", count: 3),
+        ])
         let before = try sandbox.storesh.run(["export", "--bucket", bucket]).stdout
         let bad = try sandbox.write(
             "{\"format\":\"storesh-bucket\",\"version\":1,\"objects\":[\n{\"name\":\"new\"},\n{\"name\":\"x\",\"cacheControll\":\"no\"}\n]}",
             to: "bad.json")
         let result = try sandbox.storesh.run(["import", "--replace", "--bucket", bucket, bad])
         #expect(result.status == 1)
-        #expect(result.stderr == "storesh: error: \(bad): object #2 (x): unknown field \"cacheControll\"; did you mean \"cacheControl\"? (invalid-argument)\n")
+        #expect(
+            result.stderr
+                == "storesh: error: \(bad): object #2 (x): unknown field \"cacheControll\"; did you mean \"cacheControl\"? (invalid-argument)\n"
+        )
         #expect(try sandbox.storesh.run(["export", "--bucket", bucket]).stdout == before)
     }
 
     @Test("a change interrupted just before its commit leaves the old state, and the bucket stays sound")
     func crashBeforeCommit() throws {
         let bucket = sandbox.file("crash.bucket")
-        let seeded = try sandbox.storesh.run(["import", "--bucket", bucket, try sandbox.archive("a.json", prefix: "old", count: 50)])
+        let seeded = try sandbox.storesh.run([
+            "import", "--bucket", bucket, try sandbox.archive("a.json", prefix: "old", count: 50),
+        ])
         #expect(seeded.status == 0)
         let before = try sandbox.storesh.run(["export", "--bucket", bucket]).stdout
 
@@ -237,7 +268,9 @@ struct EndToEndTests {
     @Test("a damaged or foreign bucket file: clear message, exit 1, file untouched")
     func damagedFile() throws {
         let bucket = sandbox.file("ok.bucket")
-        _ = try sandbox.storesh.run(["import", "--bucket", bucket, try sandbox.archive("a.json", prefix: "x", count: 200)])
+        _ = try sandbox.storesh.run([
+            "import", "--bucket", bucket, try sandbox.archive("a.json", prefix: "x", count: 200),
+        ])
         var bytes = try Data(contentsOf: URL(fileURLWithPath: bucket))
         bytes = bytes.prefix(bytes.count / 3)
         let truncated = sandbox.file("truncated.bucket")
@@ -266,7 +299,8 @@ struct EndToEndTests {
         #expect(missingFile.status == 2)
         let unreadable = try sandbox.storesh.run(["import", sandbox.file("nope.json")])
         #expect(unreadable.status == 2)
-        #expect(unreadable.stderr == "storesh: error: cannot read \(sandbox.file("nope.json")): there is no such file.\n")
+        #expect(
+            unreadable.stderr == "storesh: error: cannot read \(sandbox.file("nope.json")): there is no such file.\n")
         let directory = try sandbox.storesh.run(["import", sandbox.path])
         #expect(directory.stderr == "storesh: error: cannot read \(sandbox.path): it is a directory.\n")
         let badEnvironmentClock = try sandbox.storesh.run(["-c", "ls"], environment: ["STORESH_CLOCK": "soon"])

@@ -32,8 +32,13 @@ struct PlanFileEndToEndTests {
         let before = try export()
         let dryRun = try makePlan()
         #expect(dryRun.status == 0, "\(dryRun.stderr)")
-        #expect(dryRun.stdout.hasSuffix("would update 4 objects, 0 unchanged\n# line 1: rm\nwould delete docs/0004\ndry run: nothing was saved\n"))
-        #expect(dryRun.stderr == "storesh: plan of 5 changes kept in \(plan): review it, then apply it with: storesh apply \(plan)\n")
+        #expect(
+            dryRun.stdout.hasSuffix(
+                "would update 4 objects, 0 unchanged\n# line 1: rm\nwould delete docs/0004\ndry run: nothing was saved\n"
+            ))
+        #expect(
+            dryRun.stderr
+                == "storesh: plan of 5 changes kept in \(plan): review it, then apply it with: storesh apply \(plan)\n")
         #expect(try export() == before)
 
         let shown = try sandbox.storesh.run(["apply", "--dry-run", plan])
@@ -53,22 +58,29 @@ struct PlanFileEndToEndTests {
     @Test("an object changed after the plan was made is refused, and on a local bucket nothing lands")
     func changedSinceIsRefused() throws {
         #expect(try makePlan().status == 0)
-        #expect(try sandbox.storesh.run(["--bucket", bucket, "-c", "meta set contentLanguage=fr docs/0002"]).status == 0)
+        #expect(
+            try sandbox.storesh.run(["--bucket", bucket, "-c", "meta set contentLanguage=fr docs/0002"]).status == 0)
         let before = try export()
         let refused = try sandbox.storesh.run(["apply", plan])
         #expect(refused.status == 1)
         // Change 2 (the third) is on line 4 of the plan: the header is line 1.
-        #expect(refused.stderr.hasPrefix("\(plan):4:1: error: Object docs/0002 changed meanwhile: its metageneration is 2, not 1."))
+        #expect(
+            refused.stderr.hasPrefix(
+                "\(plan):4:1: error: Object docs/0002 changed meanwhile: its metageneration is 2, not 1."))
         #expect(refused.stderr.contains("storesh: nothing was applied: the plan is one transaction"))
         #expect(try export() == before)
 
         // --keep-going applies the others and leaves the changed object as its writer left it.
         let partly = try sandbox.storesh.run(["apply", "--keep-going", plan])
         #expect(partly.status == 1)
-        #expect(partly.stderr.contains("storesh: applied 4 of 5 changes to the bucket file \(bucket); 1 failed and were left as they are"))
+        #expect(
+            partly.stderr.contains(
+                "storesh: applied 4 of 5 changes to the bucket file \(bucket); 1 failed and were left as they are"))
         #expect(try cacheControl("docs/0001") == "no-cache")
         #expect(try cacheControl("docs/0002") == "")
-        #expect(try sandbox.storesh.run(["--bucket", bucket, "-c", "meta get docs/0002"]).stdout.contains("contentLanguage  fr\n"))
+        #expect(
+            try sandbox.storesh.run(["--bucket", bucket, "-c", "meta get docs/0002"]).stdout.contains(
+                "contentLanguage  fr\n"))
     }
 
     @Test("a kept plan keeps the bucket's snapshots true: the snapshot still shows the old values")
@@ -93,7 +105,9 @@ struct PlanFileEndToEndTests {
         #expect(withoutDryRun.stderr.contains("--plan keeps the plan of a dry run: add --dry-run"))
 
         // A command that fails keeps no plan: a plan is kept whole or not at all.
-        let failing = try sandbox.storesh.run(["--bucket", bucket, "--dry-run", "--plan", plan, "-c", "rm docs/0000; rm docs/none"])
+        let failing = try sandbox.storesh.run([
+            "--bucket", bucket, "--dry-run", "--plan", plan, "-c", "rm docs/0000; rm docs/none",
+        ])
         #expect(failing.status == 1)
         #expect(!FileManager.default.fileExists(atPath: plan))
 

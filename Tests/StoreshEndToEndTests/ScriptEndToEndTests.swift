@@ -8,7 +8,9 @@ struct ScriptEndToEndTests {
 
     init() throws { _ = try sandbox.seededBucket() }
 
-    @Test("a dry run's last bulk edit is previewed by the bucket: the same lines as a plan of every object, nothing changed")
+    @Test(
+        "a dry run's last bulk edit is previewed by the bucket: the same lines as a plan of every object, nothing changed"
+    )
     func previewedDryRun() throws {
         let before = try sandbox.export(bucket)
         let edit = "meta set cacheControl=no-cache custom.k=v -- docs/**"
@@ -45,17 +47,22 @@ struct ScriptEndToEndTests {
     func errorsNameTheFile() throws {
         let before = try export()
         let script = sandbox.file("bytes.store")
-        try Data("put --data x docs/new\nls \u{1}".utf8 + [0xFF] + Data("\n".utf8)).write(to: URL(fileURLWithPath: script))
+        try Data("put --data x docs/new\nls \u{1}".utf8 + [0xFF] + Data("\n".utf8)).write(
+            to: URL(fileURLWithPath: script))
         let text = try sandbox.storesh.run(["--bucket", bucket, "run", script])
         #expect(text.status == 2)
         // The line is shown with the bad byte as a replacement character, the caret under it (the control
         // character before it as a space).
-        #expect(text.stderr == "\(script):2:5: error: the script is not valid UTF-8 (byte 0xFF) (syntax-error)\n    ls  \u{FFFD}\n        ^\n")
+        #expect(
+            text.stderr
+                == "\(script):2:5: error: the script is not valid UTF-8 (byte 0xFF) (syntax-error)\n    ls  \u{FFFD}\n        ^\n"
+        )
         let json = try sandbox.storesh.run(["--bucket", bucket, "--json", "run", script])
         #expect(json.status == 2)
         #expect(
             json.stderr
-                == "{\"error\":{\"code\":\"syntax-error\",\"message\":\"the script is not valid UTF-8 (byte 0xFF)\",\"line\":2,\"column\":5,\"file\":\"\(script)\"}}\n")
+                == "{\"error\":{\"code\":\"syntax-error\",\"message\":\"the script is not valid UTF-8 (byte 0xFF)\",\"line\":2,\"column\":5,\"file\":\"\(script)\"}}\n"
+        )
         let failing = try sandbox.write("ls\nrm docs/none\n", to: "fails.store")
         let runtime = try sandbox.storesh.run(["--bucket", bucket, "--json", "run", failing])
         #expect(runtime.status == 1)
@@ -66,22 +73,29 @@ struct ScriptEndToEndTests {
     @Test("a syntax error anywhere runs nothing: exit 2, FILE:LINE:COLUMN, the line and a caret")
     func syntaxError() throws {
         let before = try export()
-        let script = try sandbox.write("put --data x docs/new\nmeta set cacheControl=no-cache -- docs/0000\nls --al\n", to: "bad.store")
+        let script = try sandbox.write(
+            "put --data x docs/new\nmeta set cacheControl=no-cache -- docs/0000\nls --al\n", to: "bad.store")
         let result = try sandbox.storesh.run(["--bucket", bucket, "run", script])
         #expect(result.status == 2)
         #expect(result.stdout == "")
-        #expect(result.stderr == "\(script):3:4: error: `ls` has no option '--al'; did you mean '--all'? (syntax-error)\n    ls --al\n       ^\n")
+        #expect(
+            result.stderr
+                == "\(script):3:4: error: `ls` has no option '--al'; did you mean '--all'? (syntax-error)\n    ls --al\n       ^\n"
+        )
         #expect(try export() == before)
     }
 
     @Test("a failing command rolls the whole script back: exit 1")
     func rollback() throws {
         let before = try export()
-        let result = try sandbox.storesh.run(["--bucket", bucket, "-c", "put --data x docs/new; rm docs/0000; meta get docs/none"])
+        let result = try sandbox.storesh.run([
+            "--bucket", bucket, "-c", "put --data x docs/new; rm docs/0000; meta get docs/none",
+        ])
         #expect(result.status == 1)
         #expect(
             result.stderr
-                == "-c:1:47: error: Object docs/none does not exist. (object-not-found)\nstoresh: nothing was saved: a script lands whole or not at all; the 2 changes reported above were undone (--keep-going keeps what succeeds)\n")
+                == "-c:1:47: error: Object docs/none does not exist. (object-not-found)\nstoresh: nothing was saved: a script lands whole or not at all; the 2 changes reported above were undone (--keep-going keeps what succeeds)\n"
+        )
         #expect(try export() == before)
     }
 
@@ -91,9 +105,13 @@ struct ScriptEndToEndTests {
         let result = try sandbox.storesh.run(["--bucket", bucket, "run", "--keep-going", script])
         #expect(result.status == 1)
         let lines = result.stderr.split(separator: "\n").map(String.init)
-        #expect(lines.map { String($0.prefix(while: { $0 != " " })) } == ["\(script):2:4:", "\(script):4:5:", "storesh:"])
+        #expect(
+            lines.map { String($0.prefix(while: { $0 != " " })) } == ["\(script):2:4:", "\(script):4:5:", "storesh:"])
         // `cat` changes nothing: the other commands whose changes were saved are the two `rm`s that succeeded.
-        #expect(lines.last == "storesh: 2 commands failed and changed nothing; the changes of the other 2 commands that change the bucket were saved")
+        #expect(
+            lines.last
+                == "storesh: 2 commands failed and changed nothing; the changes of the other 2 commands that change the bucket were saved"
+        )
         #expect(try sandbox.storesh.run(["--bucket", bucket, "-c", "ls docs"]).stdout == "0002\n0003\n0004\n")
     }
 
@@ -101,11 +119,18 @@ struct ScriptEndToEndTests {
     func dryRun() throws {
         let before = try Data(contentsOf: URL(fileURLWithPath: bucket))
         let exported = try export()
-        let script = try sandbox.write("meta set contentType=text/plain custom.k=v -- docs/*\nrm docs/0004\n", to: "d.store")
+        let script = try sandbox.write(
+            "meta set contentType=text/plain custom.k=v -- docs/*\nrm docs/0004\n", to: "d.store")
         let result = try sandbox.storesh.run(["--bucket", bucket, "run", script, "--dry-run"])
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stdout.hasPrefix("# line 1: meta set\ndocs/0000\n  contentType  \"application/octet-stream\"  →  \"text/plain\"\n  custom.k     (not set)                   →  \"v\"\n"))
-        #expect(result.stdout.hasSuffix("would update 5 objects, 0 unchanged\n# line 2: rm\nwould delete docs/0004\ndry run: nothing was saved\n"))
+        #expect(
+            result.stdout.hasPrefix(
+                "# line 1: meta set\ndocs/0000\n  contentType  \"application/octet-stream\"  →  \"text/plain\"\n  custom.k     (not set)                   →  \"v\"\n"
+            ))
+        #expect(
+            result.stdout.hasSuffix(
+                "would update 5 objects, 0 unchanged\n# line 2: rm\nwould delete docs/0004\ndry run: nothing was saved\n"
+            ))
         #expect(try export() == exported)
         #expect(try Data(contentsOf: URL(fileURLWithPath: bucket)) == before)
     }
@@ -120,23 +145,34 @@ struct ScriptEndToEndTests {
         let json = try sandbox.storesh.run(["--bucket", bucket, "--json", "-c", "pwd; ls -n 0"])
         #expect(json.status == 1)
         #expect(json.stdout == "{\"path\":\"gs://t/\"}\n")
-        #expect(json.stderr == "{\"error\":{\"code\":\"invalid-argument\",\"message\":\"Argument 'maxResults' must be between 1 and 1000 inclusive.\",\"line\":1,\"column\":12}}\n")
+        #expect(
+            json.stderr
+                == "{\"error\":{\"code\":\"invalid-argument\",\"message\":\"Argument 'maxResults' must be between 1 and 1000 inclusive.\",\"line\":1,\"column\":12}}\n"
+        )
         let syntax = try sandbox.storesh.run(["--bucket", bucket, "--json", "-c", "ls\n'x"])
         #expect(syntax.status == 2)
-        #expect(syntax.stderr.hasPrefix("{\"error\":{\"code\":\"syntax-error\",\"message\":\"unterminated single quote"))
+        #expect(
+            syntax.stderr.hasPrefix("{\"error\":{\"code\":\"syntax-error\",\"message\":\"unterminated single quote"))
     }
 
     @Test("samples/fix-meta.store: dry run, run, and a second run that changes nothing")
     func fixMetaSample() throws {
-        let sample = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../samples/fix-meta.store").path
+        let sample = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+            "../../samples/fix-meta.store"
+        ).path
         let dry = try sandbox.storesh.run(["--clock", clock, "run", "--dry-run", sample])
         #expect(dry.status == 0, "\(dry.stderr)")
-        #expect(dry.stdout.contains("images/thumbnails/forest-small.jpg\n  cacheControl  \"public, max-age=604800, immutable\"  →  \"public, max-age=86400\"\n"))
+        #expect(
+            dry.stdout.contains(
+                "images/thumbnails/forest-small.jpg\n  cacheControl  \"public, max-age=604800, immutable\"  →  \"public, max-age=86400\"\n"
+            ))
         let real = try sandbox.storesh.run(["run", sample])
         #expect(real.status == 0, "\(real.stderr)")
         #expect(real.stdout.contains("updated 6 objects, 294 unchanged"))
         let again = try sandbox.storesh.run(["run", sample])
-        #expect(again.stdout.contains("updated 0 objects, 4 unchanged") && again.stdout.contains("updated 0 objects, 300 unchanged"))
+        #expect(
+            again.stdout.contains("updated 0 objects, 4 unchanged")
+                && again.stdout.contains("updated 0 objects, 300 unchanged"))
     }
 
     @Test("a .store file with the shebang line runs by itself")
@@ -195,7 +231,9 @@ struct ScriptEndToEndTests {
 
     @Test("flags and arguments that make no sense are usage errors: exit 2")
     func usage() throws {
-        for arguments in [["run"], ["run", "x.store", "--bogus"], ["-c"], ["run", sandbox.file("missing.store")], ["ls"]] {
+        for arguments in [
+            ["run"], ["run", "x.store", "--bogus"], ["-c"], ["run", sandbox.file("missing.store")], ["ls"],
+        ] {
             let result = try sandbox.storesh.run(["--bucket", bucket] + arguments)
             #expect(result.status == 2, "\(arguments): \(result.stderr)")
             #expect(result.stderr.hasPrefix("storesh: error: "), "\(arguments): \(result.stderr)")
@@ -208,20 +246,30 @@ struct RulesEndToEndTests {
     let sandbox = Sandbox()
 
     func sample(_ name: String) -> String {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../samples/rules/\(name)").path
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+            "../../samples/rules/\(name)"
+        ).path
     }
 
     @Test("owner-only rules: a denied write fails the script (exit 1) and saves nothing; rules why explains")
     func ownerOnly() throws {
         #expect(try sandbox.storesh.run(["-c", "rules load \(sample("owner-only.rules"))"]).status == 0)
         let before = try sandbox.storesh.run(["export"]).stdout
-        let denied = try sandbox.storesh.run(["--quiet", "-c", "login uid\nput --data mine files/uid/new.txt\nput --data theirs files/alice/new.txt"])
+        let denied = try sandbox.storesh.run([
+            "--quiet", "-c", "login uid\nput --data mine files/uid/new.txt\nput --data theirs files/alice/new.txt",
+        ])
         #expect(denied.status == 1)
-        #expect(denied.stderr.hasPrefix("-c:3:19: error: User does not have permission to access gs://teaching/files/alice/new.txt. (unauthorized)\n"))
+        #expect(
+            denied.stderr.hasPrefix(
+                "-c:3:19: error: User does not have permission to access gs://teaching/files/alice/new.txt. (unauthorized)\n"
+            ))
         #expect(try sandbox.storesh.run(["export"]).stdout == before)
         let why = try sandbox.storesh.run(["-c", "login uid\nls -n 1 files/uid\nrules why"])
         #expect(why.status == 0, "\(why.stderr)")
-        #expect(why.stdout.hasSuffix("allowed list on gs://teaching/files/uid by `allow read: if isOwner(uid);` at \(sample("owner-only.rules")):16\n"))
+        #expect(
+            why.stdout.hasSuffix(
+                "allowed list on gs://teaching/files/uid by `allow read: if isOwner(uid);` at \(sample("owner-only.rules")):16\n"
+            ))
         let missing = try sandbox.storesh.run(["-c", "meta get files/alice/none"])
         #expect(missing.stderr.contains("(unauthorized)"))  // rule R3: not object-not-found
     }
@@ -231,7 +279,10 @@ struct RulesEndToEndTests {
         #expect(try sandbox.storesh.run(["-c", "rules load \(sample("version1.rules"))"]).status == 0)
         let listing = try sandbox.storesh.run(["--quiet", "-c", "ls"])
         #expect(listing.status == 1)
-        #expect(listing.stderr == "-c:1:1: error: Listing objects in a bucket is disallowed for rules_version = \"1\". Please update storage security rules to rules_version = \"2\" to use list. (unauthorized)\n")
+        #expect(
+            listing.stderr
+                == "-c:1:1: error: Listing objects in a bucket is disallowed for rules_version = \"1\". Please update storage security rules to rules_version = \"2\" to use list. (unauthorized)\n"
+        )
         #expect(try sandbox.storesh.run(["-c", "cat docs/notes.txt"]).stdout == "Notes for the class.\n")
     }
 }

@@ -17,7 +17,8 @@ struct SnapshotEndToEndTests {
     @Test("run --snapshot, then diff shows the script's changes and restore undoes them exactly")
     func snapshotAroundAScript() throws {
         let before = try export()
-        let script = try sandbox.write("meta set contentType=text/plain -- docs/000[01]\nrm docs/0004\nput --data new docs/new\n", to: "fix.store")
+        let script = try sandbox.write(
+            "meta set contentType=text/plain -- docs/000[01]\nrm docs/0004\nput --data new docs/new\n", to: "fix.store")
         let ran = try sandbox.storesh.run(["--bucket", bucket, "run", "--snapshot", "before-fix", script])
         #expect(ran.status == 0, "\(ran.stderr)")
         #expect(ran.stdout.hasPrefix("saved snapshot before-fix (5 objects)\n"))
@@ -36,13 +37,18 @@ struct SnapshotEndToEndTests {
 
                 """)
         let json = try run("snapshot diff before-fix", json: true)
-        #expect(json.stdout.hasPrefix(#"{"from":"before-fix","to":null,"added":["docs/new"],"removed":["docs/0004"],"changed":[{"path":"docs/0000","changes":{"contentType":{"old":"application/octet-stream","new":"text/plain"}}}"#))
+        #expect(
+            json.stdout.hasPrefix(
+                #"{"from":"before-fix","to":null,"added":["docs/new"],"removed":["docs/0004"],"changed":[{"path":"docs/0000","changes":{"contentType":{"old":"application/octet-stream","new":"text/plain"}}}"#
+            ))
 
         let restored = try run("snapshot restore before-fix")
         #expect(restored.stdout == "restored snapshot before-fix: 1 added, 1 removed, 2 changed\n")
         #expect(try export() == before)
         let list = try run("snapshot list", json: true)
-        #expect(list.stdout.hasPrefix(#"{"snapshots":[{"name":"before-fix","created":""#) && list.stdout.hasSuffix(#","objects":5}]}"# + "\n"))
+        #expect(
+            list.stdout.hasPrefix(#"{"snapshots":[{"name":"before-fix","created":""#)
+                && list.stdout.hasSuffix(#","objects":5}]}"# + "\n"))
         let check = try sandbox.storesh.run(["check", "--bucket", bucket, "--json"])
         #expect(check.status == 0)
         #expect(check.stdout.contains(#""sound":true,"objects":5,"snapshots":1,"keptVersions":3,"#), "\(check.stdout)")
@@ -73,7 +79,8 @@ struct SnapshotEndToEndTests {
         #expect(try run("snapshot save v1").status == 0)
         let unknown = try run("snapshot diff v1 v2")
         #expect(unknown.status == 1)
-        #expect(unknown.stderr.hasPrefix("-c:1:18: error: No snapshot named \"v2\"; did you mean v1? (invalid-argument)"))
+        #expect(
+            unknown.stderr.hasPrefix("-c:1:18: error: No snapshot named \"v2\"; did you mean v1? (invalid-argument)"))
         let bad = try run("rm docs/0000; snapshot save 'a b'")
         #expect(bad.status == 2)
         #expect(bad.stderr.hasPrefix("-c:1:29: error: \"a b\" is not a snapshot name"))

@@ -63,7 +63,8 @@ struct StoreshProcess {
         process.waitUntilExit()
         return Result(
             status: process.terminationStatus, killedBySignal: process.terminationReason == .uncaughtSignal,
-            stdout: String(decoding: stdoutData.data, as: UTF8.self), stderr: String(decoding: stderrData, as: UTF8.self))
+            stdout: String(decoding: stdoutData.data, as: UTF8.self),
+            stderr: String(decoding: stderrData, as: UTF8.self))
     }
 }
 

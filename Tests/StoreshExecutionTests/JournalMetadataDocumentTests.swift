@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import StoreshCore
+import Testing
+
 @testable import StoreshExecution
 
 @Suite("A journal's metadata documents, read back")
@@ -11,7 +12,8 @@ struct JournalMetadataDocumentTests {
     @Test("rule M9: storesh's metadata document (meta get, plans, journals) carries the fields and reads them back")
     func document() throws {
         var object = ObjectMetadata(
-            bucket: "b", fullPath: "x", generation: 5, metageneration: 2, size: 3, timeCreated: t0, updated: t1, md5Hash: "bWQ1")
+            bucket: "b", fullPath: "x", generation: 5, metageneration: 2, size: 3, timeCreated: t0, updated: t1,
+            md5Hash: "bWQ1")
         #expect(ObjectMetadata(jsonDocument: try parsed(object.jsonDocument)) == object)
         object.cloudStorage.customTime = Timestamp(microseconds: 1_795_602_528_206_312)
         object.cloudStorage.eventBasedHold = true

@@ -9,7 +9,9 @@ import Testing
 /// `storesh copy` plans from both buckets read side by side, a scan page at a time.
 @Suite("Copy plans stream both buckets in name order")
 struct BucketCopyTests {
-    @Test("Over several scan pages, each object missing or different in the destination is planned once, in name order; identical ones are left")
+    @Test(
+        "Over several scan pages, each object missing or different in the destination is planned once, in name order; identical ones are left"
+    )
     func plansAcrossPages() async throws {
         // More than two scan pages (1,000 objects each) on both sides, with names whose byte order differs from
         // a naive one ("a/Z" before "a/a"), and with objects only the destination has.
@@ -27,17 +29,20 @@ struct BucketCopyTests {
             var properties: [WritableProperty: String] = [:]
             for property in WritableProperty.allCases { properties[property] = metadata[property] }
             _ = try await destination.write(
-                content, to: object, options: WriteOptions(properties: properties, customMetadata: metadata.customMetadata),
+                content, to: object,
+                options: WriteOptions(properties: properties, customMetadata: metadata.customMetadata),
                 precondition: .none)
         }
         let different = names.enumerated().filter { $0.offset % 7 == 0 && $0.offset % 3 != 0 }.map(\.element)
         for name in different {
-            _ = try await destination.write(Data("other".utf8), to: try ObjectName(name), options: WriteOptions(), precondition: .none)
+            _ = try await destination.write(
+                Data("other".utf8), to: try ObjectName(name), options: WriteOptions(), precondition: .none)
         }
         destination.seed(["items/00000-only-here", "items/zz-only-here"])
 
         let plan = try await BucketCopy.plan(
-            from: source, to: destination, destinationName: "destination", prefix: "items/", parallel: 8, isCancelled: { false })
+            from: source, to: destination, destinationName: "destination", prefix: "items/", parallel: 8,
+            isCancelled: { false })
 
         var planned: [String] = []
         try plan.changes.forEachChange { _, change in

@@ -1,10 +1,10 @@
 import Foundation
-import Testing
 import StoreshCore
 import StoreshExecution
 import StoreshLocal
 import StoreshRules
 import StoreshTestSupport
+import Testing
 
 /// The layers put around a bucket (the rules layer, a plan, a transaction) answer for it: each requirement of
 /// `Bucket` is forwarded or answered on purpose, never left to a default that would hide what the bucket declares.

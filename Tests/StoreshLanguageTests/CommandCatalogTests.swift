@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import StoreshCore
+import Testing
+
 @testable import StoreshLanguage
 
 @Suite("The command table: one type per command")
@@ -13,12 +14,17 @@ struct CommandCatalogTests {
             for name in [declaration.name] + declaration.aliases {
                 #expect(seen.insert(name).inserted, "\(name) is declared twice")
             }
-            let parsed = try Parser.parse(SourceText(name: "example", text: declaration.example)).allStatements[0].command
+            let parsed = try Parser.parse(SourceText(name: "example", text: declaration.example)).allStatements[0]
+                .command
             #expect(parsed.name == declaration.name, "the example of \(declaration.name) parses as \(parsed.name)")
             // Wrapped, an example is two lines, and the first pasted alone is a broken command.
-            #expect(TerminalCells.width(of: "example: " + declaration.example) <= 80, "the example of \(declaration.name) is wider than 80 columns")
+            #expect(
+                TerminalCells.width(of: "example: " + declaration.example) <= 80,
+                "the example of \(declaration.name) is wider than 80 columns")
             #expect(declaration.usage.hasPrefix(declaration.name), "\(declaration.usage)")
-            #expect(!declaration.options.contains { !declaration.usage.contains($0) }, "\(declaration.name)'s usage names its options")
+            #expect(
+                !declaration.options.contains { !declaration.usage.contains($0) },
+                "\(declaration.name)'s usage names its options")
         }
         #expect(CommandCatalog.commands.map(\.name) == CommandCatalog.types.map { $0.declaration.name })
     }
@@ -27,9 +33,13 @@ struct CommandCatalogTests {
     func optionRows() {
         let text = CommandCatalog.text(for: ListCommand.declaration)
         for row in ["-n N ", "--all ", "--token T ", "-l ", "-a ", "--soft-deleted "] {
-            #expect(text.split(separator: "\n").contains { $0.hasPrefix("  " + row) }, "\(row) starts no line of\n\(text)")
+            #expect(
+                text.split(separator: "\n").contains { $0.hasPrefix("  " + row) }, "\(row) starts no line of\n\(text)")
         }
-        #expect(CommandCatalog.paragraphs(["a sentence", "goes on.", "-x  an option", "-y  another"]) == ["a sentence goes on.", "-x  an option", "-y  another"])
+        #expect(
+            CommandCatalog.paragraphs(["a sentence", "goes on.", "-x  an option", "-y  another"]) == [
+                "a sentence goes on.", "-x  an option", "-y  another",
+            ])
     }
 
     @Test("the documentation's command table is the one the declarations make")
@@ -41,12 +51,15 @@ struct CommandCatalogTests {
         let table = text.components(separatedBy: marker).dropFirst().first?.components(separatedBy: "\n\n").first
         #expect(
             table == CommandCatalog.markdownTable,
-            "CommandLanguage.md's command table differs from the declarations'; put this one after its marker:\n\(CommandCatalog.markdownTable)")
+            "CommandLanguage.md's command table differs from the declarations'; put this one after its marker:\n\(CommandCatalog.markdownTable)"
+        )
     }
 
     @Test("the commands whose words may be patterns are said from their declarations")
     func patternCommands() {
-        #expect(CommandCatalog.patternCommands == "meta get, meta set, meta unset, meta rename, rm, mv and the DEST of meta copy")
+        #expect(
+            CommandCatalog.patternCommands
+                == "meta get, meta set, meta unset, meta rename, rm, mv and the DEST of meta copy")
     }
 
     @Test("help and the fuzzer know every command, from its declaration")
@@ -62,9 +75,13 @@ struct CommandCatalogTests {
 struct AddingACommandGuideTests {
     @Test("the guide shows Cat.swift as it is")
     func catIsShownAsItIs() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let guide = try String(contentsOf: root.appendingPathComponent("Sources/storesh/Documentation.docc/AddingACommand.md"), encoding: .utf8)
-        let file = try String(contentsOf: root.appendingPathComponent("Sources/StoreshLanguage/Commands/Cat.swift"), encoding: .utf8)
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let guide = try String(
+            contentsOf: root.appendingPathComponent("Sources/storesh/Documentation.docc/AddingACommand.md"),
+            encoding: .utf8)
+        let file = try String(
+            contentsOf: root.appendingPathComponent("Sources/StoreshLanguage/Commands/Cat.swift"), encoding: .utf8)
         let shown = guide.components(separatedBy: "<!-- Cat.swift, shown whole -->\n```swift\n").dropFirst().first?
             .components(separatedBy: "```\n").first
         #expect(shown == file, "AddingACommand.md no longer shows Cat.swift as it is")

@@ -1,7 +1,8 @@
 import Foundation
-import Testing
 import StoreshCore
 import StoreshLocal
+import Testing
+
 @testable import StoreshLanguage
 
 /// A completion source over a real bucket that counts what completion reads.
@@ -29,7 +30,9 @@ struct CompleterTests {
     let source: CountingSource
 
     init() throws {
-        session = try LanguageSandbox(["images/forest.jpg", "images/mountains/summit.jpg", "images/lake.png", "docs/read me.md", "docs/notes.txt"])
+        session = try LanguageSandbox([
+            "images/forest.jpg", "images/mountains/summit.jpg", "images/lake.png", "docs/read me.md", "docs/notes.txt",
+        ])
         source = CountingSource(session.bucket)
     }
 
@@ -63,7 +66,8 @@ struct CompleterTests {
     @Test("rules load --sample offers the samples the session's rules know")
     func ruleSamples() {
         let completer = Completer(source: source, current: .root, ruleSamples: ["owner-only", "version1", "open"])
-        #expect(completer.complete("rules load --sample ").candidates.map(\.word) == ["owner-only", "version1", "open"])
+        #expect(
+            completer.complete("rules load --sample ").candidates.map(\.word) == ["owner-only", "version1", "open"])
         #expect(completer.complete("rules load --sample o").candidates.map(\.word) == ["owner-only", "open"])
         #expect(completer.complete("rules load --sample open ").candidates.isEmpty)
     }
@@ -71,7 +75,9 @@ struct CompleterTests {
     @Test("inside quotes the insertion is escaped for the quote, which the shell closes")
     func quotes() {
         let result = Completer(source: source, current: .root).complete("cat 'docs/read")
-        #expect(result.openQuote == "'" && result.typed == "docs/read" && result.candidates.map(\.word) == ["docs/read me.md"])
+        #expect(
+            result.openQuote == "'" && result.typed == "docs/read"
+                && result.candidates.map(\.word) == ["docs/read me.md"])
         #expect(Completer.escaped("a b'c", inside: "'") == "a b'\\''c")
         #expect(Completer.escaped("a \"b\"", inside: "\"") == "a \\\"b\\\"")
         #expect(Completer.escaped("a b;c") == "a\\ b\\;c")
@@ -119,7 +125,8 @@ struct CompleterTests {
     @Test("completion reads one page at most, starting at the typed name")
     func onePage() throws {
         let names = (0..<3000).map { String(format: "users/u%05d/photo.jpg", $0) }
-        try session.bucket.importObjects(names.map { ArchivedObject(name: try ObjectName($0), content: Data()) }, replacingEverything: false)
+        try session.bucket.importObjects(
+            names.map { ArchivedObject(name: try ObjectName($0), content: Data()) }, replacingEverything: false)
         source.pagesRead = []
         #expect(complete("cd users/u0299") == (2990...2999).map { String(format: "users/u%05d/", $0) })
         #expect(source.pagesRead.count == 1)
@@ -141,7 +148,11 @@ struct CompleterNameBytesTests {
         let completer = Completer(source: CountingSource(session.bucket), current: .root)
         let words = { (line: String) in completer.complete(line).candidates.map(\.word) }
         // "cafe" is a byte prefix of the decomposed names only.
-        #expect(words("cat n/cafe").map { Array($0.utf8) } == ["n/cafe\u{301}.txt", "n/cafe\u{301}/"].sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }.map { Array($0.utf8) })
+        #expect(
+            words("cat n/cafe").map { Array($0.utf8) }
+                == ["n/cafe\u{301}.txt", "n/cafe\u{301}/"].sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }.map {
+                    Array($0.utf8)
+                })
         #expect(words("cat n/caf\u{E9}").map { Array($0.utf8) } == [Array("n/caf\u{E9}.txt".utf8)])
         // A folder whose name ends in a combining mark after `/` still completes inside it.
         #expect(words("cat n/cafe\u{301}/").map { Array($0.utf8) } == [Array("n/cafe\u{301}/x".utf8)])

@@ -1,9 +1,9 @@
 import Foundation
-import Testing
 import StoreshCore
 import StoreshFuzzing
 import StoreshLanguage
 import StoreshLocal
+import Testing
 
 @Suite("Fuzzing (short run; scripts/fuzz runs 1,000,000 inputs)", .tags(.fuzzing))
 struct FuzzTests {

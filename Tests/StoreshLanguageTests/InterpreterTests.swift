@@ -1,8 +1,9 @@
 import Foundation
-import Testing
 import StoreshCore
 import StoreshLocal
 import StoreshTestSupport
+import Testing
+
 @testable import StoreshLanguage
 
 /// Results and errors as the interpreter gives them.
@@ -23,7 +24,9 @@ final class MemoryFiles: LocalFiles, @unchecked Sendable {
     var files: [String: Data] = [:]
 
     func read(_ path: String) throws(StorageError) -> Data {
-        guard let data = files[path] else { throw StorageError(.invalidArgument, "Cannot read \(path): there is no such file.") }
+        guard let data = files[path] else {
+            throw StorageError(.invalidArgument, "Cannot read \(path): there is no such file.")
+        }
         return data
     }
 
@@ -44,19 +47,23 @@ final class LanguageSandbox {
         bucket = try LocalBucket.open(
             at: directory + "/teaching.bucket",
             options: LocalBucketOptions(clock: SteppingClock(start: Timestamp(rfc3339: "2026-11-21T09:30:00Z")!)))
-        try bucket.importObjects(names.map { ArchivedObject(name: try ObjectName($0), content: Data($0.utf8)) }, replacingEverything: false)
+        try bucket.importObjects(
+            names.map { ArchivedObject(name: try ObjectName($0), content: Data($0.utf8)) }, replacingEverything: false)
     }
 
     deinit { try? FileManager.default.removeItem(atPath: directory) }
 
     /// Runs a script; results are JSON documents unless `json` is false.
-    func run(_ text: String, json: Bool = true, dryRun: Bool = false, keepGoing: Bool = false) async throws
+    func run(
+        _ text: String, json: Bool = true, dryRun: Bool = false, keepGoing: Bool = false
+    ) async throws
         -> (status: Session.Status, output: CapturedOutput)
     {
         let output = CapturedOutput()
         let script = try Parser.parse(SourceText(name: "t", text: text))
         let interpreter = Session(
-            bucket: bucket, output: output, files: files, options: RunOptions(json: json, dryRun: dryRun, keepGoing: keepGoing))
+            bucket: bucket, output: output, files: files,
+            options: RunOptions(json: json, dryRun: dryRun, keepGoing: keepGoing))
         return (await interpreter.run(script), output)
     }
 
@@ -82,10 +89,11 @@ struct SpecInLanguageTests {
         let session = try LanguageSandbox(["correctPrefix/happyItem", "wrongPrefix//sadItem", "lonelyItem/"])
         let (status, output) = try await session.run("ls\nls correctPrefix\nls wrongPrefix\nls lonelyItem")
         #expect(status == .success)
-        #expect(output.lines == [
-            listing(["correctPrefix", "lonelyItem", "wrongPrefix"], []), listing([], ["correctPrefix/happyItem"]),
-            listing([], []), listing([], []),
-        ])
+        #expect(
+            output.lines == [
+                listing(["correctPrefix", "lonelyItem", "wrongPrefix"], []), listing([], ["correctPrefix/happyItem"]),
+                listing([], []), listing([], []),
+            ])
     }
 
     @Test("rule L7 with page next, and rule L9: no token on the last page")
@@ -93,7 +101,10 @@ struct SpecInLanguageTests {
         let session = try LanguageSandbox(["a/1", "b/1", "c", "d", "e/1"])
         let (status, output) = try await session.run("ls -n 2\npage next\npage next")
         #expect(status == .success)
-        #expect(output.lines.map(shape) == [listing(["a", "b"], [], true), listing([], ["c", "d"], true), listing(["e"], [])])
+        #expect(
+            output.lines.map(shape) == [
+                listing(["a", "b"], [], true), listing([], ["c", "d"], true), listing(["e"], []),
+            ])
         let (after, end) = try await session.run("ls -n 2; page next; page next; page next")
         #expect(after == .failed)
         #expect(end.errors.first?.message.contains("has no more pages") == true)
@@ -106,9 +117,13 @@ struct SpecInLanguageTests {
         for text in ["ls -n 0", "ls -n 1001"] {
             let (status, output) = try await session.run(text)
             #expect(status == .failed)
-            #expect(output.errors == [Diagnostic(
-                phase: .running, code: "invalid-argument", "Argument 'maxResults' must be between 1 and 1000 inclusive.",
-                at: SourceLocation(line: 1, column: 7))])
+            #expect(
+                output.errors == [
+                    Diagnostic(
+                        phase: .running, code: "invalid-argument",
+                        "Argument 'maxResults' must be between 1 and 1000 inclusive.",
+                        at: SourceLocation(line: 1, column: 7))
+                ])
         }
     }
 
@@ -132,21 +147,25 @@ struct SpecInLanguageTests {
         let session = try LanguageSandbox()
         let (_, output) = try await session.run(
             "cd //images///mountains/; pwd; cd ..; pwd; cd ../../..; pwd; cd gs://teaching/docs; pwd; cd; pwd")
-        #expect(output.lines == [
-            "{\"path\":\"gs://teaching/images/mountains\"}", "{\"path\":\"gs://teaching/images\"}",
-            "{\"path\":\"gs://teaching/\"}", "{\"path\":\"gs://teaching/docs\"}", "{\"path\":\"gs://teaching/\"}",
-        ])
+        #expect(
+            output.lines == [
+                "{\"path\":\"gs://teaching/images/mountains\"}", "{\"path\":\"gs://teaching/images\"}",
+                "{\"path\":\"gs://teaching/\"}", "{\"path\":\"gs://teaching/docs\"}", "{\"path\":\"gs://teaching/\"}",
+            ])
         let (status, mismatch) = try await session.run("cd gs://other/x")
         #expect(status == .failed)
         #expect(mismatch.errors.first?.code == "bucket-mismatch")
-        #expect(mismatch.errors.first?.message == "Provided bucket: `other` does not match the Storage bucket of the current instance: `teaching`")
+        #expect(
+            mismatch.errors.first?.message
+                == "Provided bucket: `other` does not match the Storage bucket of the current instance: `teaching`")
     }
 
     @Test("rules M3 and P6: put guesses the type, computes MD5, and --raw keeps odd names")
     func put() async throws {
         let session = try LanguageSandbox()
         let (status, output) = try await session.run(
-            "put --data hello notes/hello.txt\nput --raw --data sad wrongPrefix//sadItem\nput --md5 XUFAKrxLKna5cZ2REBfFkg== --data hello checked\nls")
+            "put --data hello notes/hello.txt\nput --raw --data sad wrongPrefix//sadItem\nput --md5 XUFAKrxLKna5cZ2REBfFkg== --data hello checked\nls"
+        )
         #expect(status == .success, "\(output.errors)")
         #expect(output.lines[0].contains("\"md5Hash\":\"XUFAKrxLKna5cZ2REBfFkg==\""))
         #expect(output.lines[0].contains("\"contentType\":\"text/plain\""))
@@ -160,10 +179,15 @@ struct SpecInLanguageTests {
     @Test("rules M4–M6: partial updates, custom merges, metageneration, unchanged re-runs")
     func updates() async throws {
         let session = try LanguageSandbox(["images/forest.jpg"])
-        let script = #"meta set cacheControl="public, max-age=60" custom.location="Yosemite, CA, USA" custom.activity=Hiking -- images/forest.jpg"#
-        let (status, output) = try await session.run(script + "\nmeta unset custom.activity -- images/forest.jpg\nmeta get images/forest.jpg")
+        let script =
+            #"meta set cacheControl="public, max-age=60" custom.location="Yosemite, CA, USA" custom.activity=Hiking -- images/forest.jpg"#
+        let (status, output) = try await session.run(
+            script + "\nmeta unset custom.activity -- images/forest.jpg\nmeta get images/forest.jpg")
         #expect(status == .success)
-        #expect(output.lines[0] == #"{"updated":[{"path":"images/forest.jpg","changes":{"cacheControl":{"old":null,"new":"public, max-age=60"},"custom.activity":{"old":null,"new":"Hiking"},"custom.location":{"old":null,"new":"Yosemite, CA, USA"}}}],"unchanged":[]}"#)
+        #expect(
+            output.lines[0]
+                == #"{"updated":[{"path":"images/forest.jpg","changes":{"cacheControl":{"old":null,"new":"public, max-age=60"},"custom.activity":{"old":null,"new":"Hiking"},"custom.location":{"old":null,"new":"Yosemite, CA, USA"}}}],"unchanged":[]}"#
+        )
         #expect(output.lines[2].contains(#""metageneration":"3""#))
         #expect(output.lines[2].contains(#""customMetadata":{"location":"Yosemite, CA, USA"}"#))
         let (_, again) = try await session.run("meta unset custom.activity -- images/forest.jpg")
@@ -211,14 +235,16 @@ struct ScriptTests {
         let session = try LanguageSandbox(["images/a.jpg", "images/b.jpg", "docs/x"])
         let before = try await session.bucket.scan(prefix: "", after: nil, limit: 100).objects
         let (status, output) = try await session.run(
-            "meta set cacheControl=no-cache -- images/*.jpg\nrm docs/x\nput --data new fresh", json: false, dryRun: true)
+            "meta set cacheControl=no-cache -- images/*.jpg\nrm docs/x\nput --data new fresh", json: false, dryRun: true
+        )
         #expect(status == .success)
-        #expect(output.lines == [
-            "# line 1: meta set", "images/a.jpg", "  cacheControl  (not set)  →  \"no-cache\"", "images/b.jpg",
-            "  cacheControl  (not set)  →  \"no-cache\"", "would update 2 objects, 0 unchanged", "# line 2: rm",
-            "would delete docs/x", "# line 3: put", "would write fresh (3 B, application/octet-stream)",
-            "dry run: nothing was saved",
-        ])
+        #expect(
+            output.lines == [
+                "# line 1: meta set", "images/a.jpg", "  cacheControl  (not set)  →  \"no-cache\"", "images/b.jpg",
+                "  cacheControl  (not set)  →  \"no-cache\"", "would update 2 objects, 0 unchanged", "# line 2: rm",
+                "would delete docs/x", "# line 3: put", "would write fresh (3 B, application/octet-stream)",
+                "dry run: nothing was saved",
+            ])
         #expect(try await session.bucket.scan(prefix: "", after: nil, limit: 100).objects == before)
     }
 
@@ -238,23 +264,27 @@ struct ScriptTests {
         let session = try LanguageSandbox(["images/forest.jpg", "images/mountains/summit.jpg", "images/lake.png"])
         let (_, listed) = try await session.run("cd images; ls; meta set contentLanguage=en -- **", json: false)
         // Each change, old → new, as a plan shows it.
-        #expect(listed.lines == [
-            "mountains/", "forest.jpg", "lake.png",
-            "images/forest.jpg", #"  contentLanguage  (not set)  →  "en""#,
-            "images/lake.png", #"  contentLanguage  (not set)  →  "en""#,
-            "images/mountains/summit.jpg", #"  contentLanguage  (not set)  →  "en""#,
-            "updated 3 objects, 0 unchanged",
-        ])
+        #expect(
+            listed.lines == [
+                "mountains/", "forest.jpg", "lake.png",
+                "images/forest.jpg", #"  contentLanguage  (not set)  →  "en""#,
+                "images/lake.png", #"  contentLanguage  (not set)  →  "en""#,
+                "images/mountains/summit.jpg", #"  contentLanguage  (not set)  →  "en""#,
+                "updated 3 objects, 0 unchanged",
+            ])
         let (_, long) = try await session.run("ls -l images", json: false)
-        #expect(long.lines == [
-            "   -  -                  -           mountains/", "17 B  2026-11-21 09:30Z  image/jpeg  forest.jpg",
-            "15 B  2026-11-21 09:30Z  image/png   lake.png",
-        ])
+        #expect(
+            long.lines == [
+                "   -  -                  -           mountains/", "17 B  2026-11-21 09:30Z  image/jpeg  forest.jpg",
+                "15 B  2026-11-21 09:30Z  image/png   lake.png",
+            ])
     }
 
     /// Forty objects whose cacheControl cycles through five values, two of them the same word precomposed and
     /// decomposed: more values than the summary keeps runs of, so runs are counted as they fall out.
-    @Test("a bulk edit's summary counts each change by its bytes, in the order first met, and each object's own old bytes")
+    @Test(
+        "a bulk edit's summary counts each change by its bytes, in the order first met, and each object's own old bytes"
+    )
     func summaryByBytes() async throws {
         let values = ["a", "caf\u{E9}", "cafe\u{301}", "b", "c"]
         let names = (0..<40).map { "o\($0 < 10 ? "0" : "")\($0)" }
@@ -262,7 +292,9 @@ struct ScriptTests {
             let session = try LanguageSandbox(names)
             for (index, name) in names.enumerated() {
                 _ = try await session.bucket.updateMetadata(
-                    of: ObjectName(name), MetadataUpdate(properties: [.cacheControl: .set(values[index % values.count])]), precondition: .none)
+                    of: ObjectName(name),
+                    MetadataUpdate(properties: [.cacheControl: .set(values[index % values.count])]), precondition: .none
+                )
             }
             return session
         }
@@ -272,17 +304,27 @@ struct ScriptTests {
         var options = RunOptions()
         options.summaryOnly = true
         let summary = CapturedOutput()
-        #expect(await Session(bucket: summarized.bucket, output: summary, files: summarized.files, options: options).run(edit) == .success)
-        let expected = ["summary, by change:"] + values.map { #"  cacheControl: "\#($0)" → "no-cache": 8 objects"# } + ["updated 40 objects, 0 unchanged"]
+        #expect(
+            await Session(bucket: summarized.bucket, output: summary, files: summarized.files, options: options).run(
+                edit) == .success)
+        let expected =
+            ["summary, by change:"] + values.map { #"  cacheControl: "\#($0)" → "no-cache": 8 objects"# } + [
+                "updated 40 objects, 0 unchanged"
+            ]
         // Compared as bytes: `==` on the lines would take the two spellings of "café" for one another.
         #expect(summary.lines.map { Array($0.utf8) } == expected.map { Array($0.utf8) })
 
         let reported = try await session()
         let documents = CapturedOutput()
-        #expect(await Session(bucket: reported.bucket, output: documents, files: reported.files, options: RunOptions(json: true)).run(edit) == .success)
+        #expect(
+            await Session(
+                bucket: reported.bucket, output: documents, files: reported.files, options: RunOptions(json: true)
+            ).run(edit) == .success)
         let olds = try documents.lines.flatMap { line -> [String] in
             let document = try JSONSerialization.jsonObject(with: Data(line.utf8)) as! [String: Any]
-            return (document["updated"] as! [[String: Any]]).map { (($0["changes"] as! [String: Any])["cacheControl"] as! [String: Any])["old"] as! String }
+            return (document["updated"] as! [[String: Any]]).map {
+                (($0["changes"] as! [String: Any])["cacheControl"] as! [String: Any])["old"] as! String
+            }
         }
         #expect(olds.map { Array($0.utf8) } == names.indices.map { Array(values[$0 % values.count].utf8) })
     }
@@ -290,7 +332,8 @@ struct ScriptTests {
     @Test("get and cat read content; exit stops a script and keeps its changes")
     func contentAndExit() async throws {
         let session = try LanguageSandbox(["docs/readme.md"])
-        let (status, output) = try await session.run("cat docs/readme.md\nget docs/readme.md\nput --data x kept\nexit\nrm kept", json: false)
+        let (status, output) = try await session.run(
+            "cat docs/readme.md\nget docs/readme.md\nput --data x kept\nexit\nrm kept", json: false)
         #expect(status == .success)
         #expect(output.bytes == Data("docs/readme.md".utf8))
         #expect(session.files.files["readme.md"] == Data("docs/readme.md".utf8))
@@ -304,7 +347,8 @@ struct ScriptTests {
         let interpreter = Session(bucket: session.bucket, output: output, files: session.files, options: RunOptions())
         let calls = Counter()
         interpreter.isCancelled = { calls.increment() > 2 }
-        let script = try Parser.parse(SourceText(name: "t", text: "put --data 1 b\nput --data 2 c\nput --data 3 d\nput --data 4 e"))
+        let script = try Parser.parse(
+            SourceText(name: "t", text: "put --data 1 b\nput --data 2 c\nput --data 3 d\nput --data 4 e"))
         #expect(await interpreter.run(script) == .interrupted)
         #expect(output.errors.first?.code == "cancelled")
         #expect(try await session.names() == ["a"])
@@ -318,7 +362,8 @@ struct TrialFindingsTests {
         let session = try LanguageSandbox()
         let bytes = Data((0...255).map { UInt8($0) } + [0xFF, 0xFE, 0x00, 0xC3])
         _ = try await session.bucket.write(bytes, to: ObjectName("bin/all.bytes"), options: WriteOptions())
-        let (status, output) = try await session.run("cat bin/all.bytes\nget bin/all.bytes\nget bin/all.bytes downloads", json: false)
+        let (status, output) = try await session.run(
+            "cat bin/all.bytes\nget bin/all.bytes\nget bin/all.bytes downloads", json: false)
         #expect(status == .success)
         #expect(output.bytes == bytes)
         #expect(session.files.files["all.bytes"] == bytes)
@@ -328,17 +373,27 @@ struct TrialFindingsTests {
     @Test("--raw reaches names that normalising would change; hints say when to use it, and when a path is a folder")
     func rawNamesAndHints() async throws {
         let session = try LanguageSandbox(["wrongPrefix//sadItem", "lonelyItem/", "images/forest.jpg"])
-        let (status, output) = try await session.run("meta get --raw wrongPrefix//sadItem\ncat --raw lonelyItem/", json: false)
+        let (status, output) = try await session.run(
+            "meta get --raw wrongPrefix//sadItem\ncat --raw lonelyItem/", json: false)
         #expect(status == .success, "\(output.errors)")
         #expect(output.lines.contains("fullPath        wrongPrefix//sadItem"))
         let (_, normalised) = try await session.run("meta get wrongPrefix//sadItem")
-        #expect(normalised.errors.first?.message == "Object wrongPrefix/sadItem does not exist. Paths are normalised (rule P1); to name 'wrongPrefix//sadItem' exactly, use --raw.")
+        #expect(
+            normalised.errors.first?.message
+                == "Object wrongPrefix/sadItem does not exist. Paths are normalised (rule P1); to name 'wrongPrefix//sadItem' exactly, use --raw."
+        )
         let (_, folder) = try await session.run("meta set contentType=x -- images")
-        #expect(folder.errors.first?.message.hasSuffix("images is a folder (a prefix), not an object; its objects are images/* (directly in it) or images/** (all under it).") == true)
+        #expect(
+            folder.errors.first?.message.hasSuffix(
+                "images is a folder (a prefix), not an object; its objects are images/* (directly in it) or images/** (all under it)."
+            ) == true)
         let (_, pattern) = try await session.run("ls images/*")
         #expect(pattern.errors.first?.message.hasPrefix("`ls` takes a path, not a pattern") == true)
         let (_, object) = try await session.run("ls images/forest.jpg", json: false)
-        #expect(object.lines == ["(nothing under gs://teaching/images/forest.jpg) — it is an object: meta get shows it (rule L5)"])
+        #expect(
+            object.lines == [
+                "(nothing under gs://teaching/images/forest.jpg) — it is an object: meta get shows it (rule L5)"
+            ])
         let (_, removed) = try await session.run("rm --raw lonelyItem/ wrongPrefix//sadItem")
         #expect(removed.lines == [#"{"deleted":["lonelyItem/","wrongPrefix//sadItem"]}"#])
     }
@@ -362,14 +417,17 @@ struct TrialFindingsTests {
         let (_, dry) = try await session.run("meta set contentType=x -- a", dryRun: true)
         #expect(dry.lines.first?.hasSuffix(#","dryRun":true}"#) == true)
         let (_, put) = try await session.run("put --data x b", dryRun: true)
-        #expect(put.lines.first?.hasPrefix(#"{"bucket":"teaching""#) == true && put.lines.first?.hasSuffix(#","dryRun":true}"#) == true)
+        #expect(
+            put.lines.first?.hasPrefix(#"{"bucket":"teaching""#) == true
+                && put.lines.first?.hasSuffix(#","dryRun":true}"#) == true)
         // A script that only reads says nothing about saving.
         let (_, reading) = try await session.run("ls\nmeta get missing", json: false)
         #expect(reading.notices.isEmpty)
         let (_, failed) = try await session.run("put --data x b\nrm missing", json: false)
-        #expect(failed.notices == [
-            "nothing was saved: a script lands whole or not at all; the 1 change reported above was undone (--keep-going keeps what succeeds)"
-        ])
+        #expect(
+            failed.notices == [
+                "nothing was saved: a script lands whole or not at all; the 1 change reported above was undone (--keep-going keeps what succeeds)"
+            ])
     }
 }
 

@@ -1,5 +1,6 @@
-import Testing
 import StoreshCore
+import Testing
+
 @testable import StoreshLanguage
 
 func words(_ text: String) throws -> [[String]] {
@@ -25,13 +26,20 @@ struct LexerTests {
         #expect(try words("echo a\r\nls\r\n") == [["echo", "a"], ["ls"]])
         #expect(try words("#!/usr/bin/env -S storesh run\nls") == [["ls"]])
         // Only at the start of a word: values like #fff stay values.
-        #expect(try words("meta set custom.color=#fff -- a#b #c d\nls;#x") == [["meta", "set", "custom.color=#fff", "--", "a#b"], ["ls"]])
+        #expect(
+            try words("meta set custom.color=#fff -- a#b #c d\nls;#x") == [
+                ["meta", "set", "custom.color=#fff", "--", "a#b"], ["ls"],
+            ])
     }
 
     @Test("quotes: '…' literal, \"…\" with four escapes, quotes inside a word, empty quoted words")
     func quoting() throws {
-        #expect(try words(#"echo 'a  b' "c\"d" 'it''s' "\\n" "x\ty""#) == [["echo", "a  b", "c\"d", "its", "\\n", "x\ty"]])
-        #expect(try words(#"meta set custom.location="Yosemite, CA, USA""#) == [["meta", "set", "custom.location=Yosemite, CA, USA"]])
+        #expect(
+            try words(#"echo 'a  b' "c\"d" 'it''s' "\\n" "x\ty""#) == [["echo", "a  b", "c\"d", "its", "\\n", "x\ty"]])
+        #expect(
+            try words(#"meta set custom.location="Yosemite, CA, USA""#) == [
+                ["meta", "set", "custom.location=Yosemite, CA, USA"]
+            ])
         #expect(try words("echo '' \"\" a''b") == [["echo", "", "", "ab"]])
         #expect(try words("echo 'a;b#c' a\\;b a\\ b") == [["echo", "a;b#c", "a;b", "a b"]])
     }
@@ -48,18 +56,22 @@ struct LexerTests {
     func positions() throws {
         let commands = try Lexer.commands(in: "ls\n  meta get  é/x\necho a \\\n b")
         #expect(commands[0].words[0].location == SourceLocation(line: 1, column: 1))
-        #expect(commands[1].words.map(\.location) == [
-            SourceLocation(line: 2, column: 3), SourceLocation(line: 2, column: 8), SourceLocation(line: 2, column: 13),
-        ])
+        #expect(
+            commands[1].words.map(\.location) == [
+                SourceLocation(line: 2, column: 3), SourceLocation(line: 2, column: 8),
+                SourceLocation(line: 2, column: 13),
+            ])
         #expect(commands[2].words[2].location == SourceLocation(line: 4, column: 2))
     }
 
-    @Test("lexical errors are positioned", arguments: [
-        ("echo 'abc", 1, 6, "unterminated single quote"),
-        ("ls\necho \"abc\nls", 2, 6, "unterminated double quote"),
-        ("echo \"a\\qb\"", 1, 8, "unknown escape"),
-        ("echo a \\", 1, 8, "no next line"),
-    ])
+    @Test(
+        "lexical errors are positioned",
+        arguments: [
+            ("echo 'abc", 1, 6, "unterminated single quote"),
+            ("ls\necho \"abc\nls", 2, 6, "unterminated double quote"),
+            ("echo \"a\\qb\"", 1, 8, "unknown escape"),
+            ("echo a \\", 1, 8, "no next line"),
+        ])
     func errors(text: String, line: Int, column: Int, message: String) {
         let error = syntaxError(text)
         #expect(error?.location == SourceLocation(line: line, column: column))
@@ -71,7 +83,10 @@ struct LexerTests {
     func invalidUTF8() {
         var bytes = Array("ls\necho a".utf8)
         bytes += [0xFF, 0x41]
-        #expect(throws: Diagnostic.syntax("the script is not valid UTF-8 (byte 0xFF)", at: SourceLocation(line: 2, column: 7))) {
+        #expect(
+            throws: Diagnostic.syntax(
+                "the script is not valid UTF-8 (byte 0xFF)", at: SourceLocation(line: 2, column: 7))
+        ) {
             _ = try SourceText(name: "t", bytes: bytes)
         }
     }
@@ -100,14 +115,19 @@ struct LexerTests {
     @Test("errors found before running show their line too (an unknown key)")
     func caretForKeys() throws {
         let source = SourceText(name: "t", text: "meta set contentTyp=x -- a")
-        #expect(try #require(syntaxError(source.text)).rendered(in: source).hasSuffix("\n    meta set contentTyp=x -- a\n             ^"))
+        #expect(
+            try #require(syntaxError(source.text)).rendered(in: source).hasSuffix(
+                "\n    meta set contentTyp=x -- a\n             ^"))
     }
 
     @Test("a syntax error is shown with its line and a caret")
     func caret() throws {
         let source = SourceText(name: "fix.store", text: "ls\n\tmeta sett x")
         let error = try #require(syntaxError(source.text))
-        #expect(error.rendered(in: source) == "fix.store:2:7: error: unknown subcommand 'meta sett'; did you mean 'meta set'? (syntax-error)\n    \tmeta sett x\n    \t     ^")
+        #expect(
+            error.rendered(in: source)
+                == "fix.store:2:7: error: unknown subcommand 'meta sett'; did you mean 'meta set'? (syntax-error)\n    \tmeta sett x\n    \t     ^"
+        )
     }
 }
 
@@ -118,10 +138,13 @@ struct ParserTests {
     }
 
     /// The command `text` parses to, as the type it must be (a failed expectation otherwise).
-    func command<T: LanguageCommand>(_ text: String, as type: T.Type, sourceLocation: Testing.SourceLocation = #_sourceLocation) throws -> T {
+    func command<T: LanguageCommand>(
+        _ text: String, as type: T.Type, sourceLocation: Testing.SourceLocation = #_sourceLocation
+    ) throws -> T {
         let parsed = try command(text)
         guard let typed = parsed as? T else {
-            Issue.record("'\(text)' parsed as \(parsed.name), not \(T.declaration.name)", sourceLocation: sourceLocation)
+            Issue.record(
+                "'\(text)' parsed as \(parsed.name), not \(T.declaration.name)", sourceLocation: sourceLocation)
             throw ParsedAsAnother()
         }
         return typed
@@ -142,8 +165,11 @@ struct ParserTests {
         #expect(metaGet.targets.map(\.text) == ["a/b"] && !metaGet.raw && metaGet.filters.isEmpty)
         let rawGet = try command("meta get --raw a//b", as: MetaGetCommand.self)
         #expect(rawGet.raw && rawGet.targets.map(\.text) == ["a//b"])
-        let filtered = try command("meta get --where 'custom.camera exists' --where contentType!=image/* a/**", as: MetaGetCommand.self)
-        #expect(!filtered.raw && filtered.targets.map(\.text) == ["a/**"] && filtered.filters.map(\.key) == ["custom.camera", "contentType"])
+        let filtered = try command(
+            "meta get --where 'custom.camera exists' --where contentType!=image/* a/**", as: MetaGetCommand.self)
+        #expect(
+            !filtered.raw && filtered.targets.map(\.text) == ["a/**"]
+                && filtered.filters.map(\.key) == ["custom.camera", "contentType"])
         #expect(filtered.filters.map(\.test) == [.exists, .doesNotMatch("image/*")])
         #expect(throws: Diagnostic.self) { try command("rm --where contentTyp=x a") }
         #expect(throws: Diagnostic.self) { try command("rm --where 'custom.a is b' a") }
@@ -153,11 +179,13 @@ struct ParserTests {
         // Renaming a key onto itself would delete it: refused before anything runs.
         #expect(syntaxError("meta rename custom.a custom.a -- x")?.message.contains("the same") == true)
         // An option-looking word among targets is a mistyped option, not an object; after a bare -- it is a name.
-        #expect(syntaxError("meta set --summary cacheControl=z -- a")?.message.contains("no option '--summary'") == true)
+        #expect(
+            syntaxError("meta set --summary cacheControl=z -- a")?.message.contains("no option '--summary'") == true)
         #expect(syntaxError("meta unset --where-not contentType a")?.location == SourceLocation(line: 1, column: 12))
         #expect(syntaxError("rm a --raw")?.message.contains("goes before the targets") == true)
         #expect(syntaxError("meta get a --rwa")?.message.contains("did you mean '--raw'") == true)
-        #expect(try command("meta set cacheControl=x -- --odd", as: MetaSetCommand.self).targets.map(\.text) == ["--odd"])
+        #expect(
+            try command("meta set cacheControl=x -- --odd", as: MetaSetCommand.self).targets.map(\.text) == ["--odd"])
         let get = try command("get a/b /tmp/x", as: GetCommand.self)
         #expect(get.object.text == "a/b" && get.file?.text == "/tmp/x" && !get.raw)
         let cat = try command("cat --raw lonelyItem/", as: CatCommand.self)
@@ -170,13 +198,16 @@ struct ParserTests {
         #expect(try command("help meta set", as: HelpCommand.self).topic?.text == "meta set")
         // A command inside explain and dry-run is parsed as it would be alone.
         let explained = try command("explain rm --raw a//b", as: ExplainCommand.self)
-        #expect((explained.explained as? RmCommand)?.targets.map(\.text) == ["a//b"] && explained.text == "rm --raw a//b")
+        #expect(
+            (explained.explained as? RmCommand)?.targets.map(\.text) == ["a//b"] && explained.text == "rm --raw a//b")
         #expect(try command("dry-run snapshot save s1", as: DryRunCommand.self).planned is SnapshotSaveCommand)
     }
 
     @Test("meta set: words with = before -- are assignments, the rest targets")
     func metaSet() throws {
-        let set = try command(#"meta set contentType=image/jpeg custom.location="Yosemite, CA, USA" a.jpg -- b=c.jpg"#, as: MetaSetCommand.self)
+        let set = try command(
+            #"meta set contentType=image/jpeg custom.location="Yosemite, CA, USA" a.jpg -- b=c.jpg"#,
+            as: MetaSetCommand.self)
         #expect(set.update.properties[.contentType] == .set("image/jpeg"))
         #expect(set.update.customMetadata["location"] == .set("Yosemite, CA, USA"))
         #expect(set.targets.map(\.text) == ["a.jpg", "b=c.jpg"])
@@ -196,40 +227,47 @@ struct ParserTests {
 
     @Test("put: a local file or --data, an optional DEST, --raw")
     func put() throws {
-        #expect(try command("put --data hello a/b", as: PutCommand.self) == PutCommand(
-            source: .data(Word("hello", at: SourceLocation(line: 1, column: 12))),
-            destination: Word("a/b", at: SourceLocation(line: 1, column: 18))))
+        #expect(
+            try command("put --data hello a/b", as: PutCommand.self)
+                == PutCommand(
+                    source: .data(Word("hello", at: SourceLocation(line: 1, column: 12))),
+                    destination: Word("a/b", at: SourceLocation(line: 1, column: 18))))
         let raw = try command("put --raw --content-type text/plain --md5 X file.txt wrong//name", as: PutCommand.self)
         #expect(raw.raw && raw.contentType?.text == "text/plain" && raw.md5?.text == "X")
         #expect(raw.source == .file(Word("file.txt", at: SourceLocation(line: 1, column: 45))))
         #expect(raw.destination?.text == "wrong//name")
     }
 
-    @Test("mistakes are syntax errors at the word, with a suggestion", arguments: [
-        ("lss", 1, "unknown command 'lss'; did you mean 'ls'?"),
-        ("check", 1, "unknown command 'check'; it is a subcommand of storesh itself: run `storesh check` from the system's shell"),
-        ("import a.json", 1, "run `storesh import`"),
-        ("ls --al", 4, "`ls` has no option '--al'; did you mean '--all'?"),
-        ("ls -n many", 7, "-n takes a whole number"),
-        ("ls -n", 7, "-n needs a value"),
-        ("ls a b", 6, "`ls` lists one PATH"),
-        ("ls --all --token T", 18, "cannot take --token"),
-        ("pwd x", 5, "`pwd` takes no more arguments; 'x' is extra"),
-        ("meta", 6, "`meta` needs a subcommand"),
-        ("meta gett", 6, "did you mean 'meta get'?"),
-        ("meta set a.jpg", 10, "needs at least one KEY=VALUE"),
-        ("meta unset", 12, "needs at least one KEY"),
-        ("page", 6, "`page` needs a subcommand"),
-        ("page prev", 6, "unknown subcommand 'page prev'; use page next or page token"),
-        ("put", 5, "needs a LOCAL_FILE or --data TEXT"),
-        ("put --data a b c", 16, "one too many"),
-        ("put --raw --data x", 5, "--raw needs a DEST"),
-        ("put --mdd5 x f", 5, "did you mean '--md5'?"),
-        ("cat", 5, "`cat` needs OBJECT"),
-        ("rm", 4, "`rm` needs at least one TARGET"),
-        ("help lss", 6, "did you mean 'ls'?"),
-        ("ls\ncat a b", 7, "'b' is extra"),
-    ])
+    @Test(
+        "mistakes are syntax errors at the word, with a suggestion",
+        arguments: [
+            ("lss", 1, "unknown command 'lss'; did you mean 'ls'?"),
+            (
+                "check", 1,
+                "unknown command 'check'; it is a subcommand of storesh itself: run `storesh check` from the system's shell"
+            ),
+            ("import a.json", 1, "run `storesh import`"),
+            ("ls --al", 4, "`ls` has no option '--al'; did you mean '--all'?"),
+            ("ls -n many", 7, "-n takes a whole number"),
+            ("ls -n", 7, "-n needs a value"),
+            ("ls a b", 6, "`ls` lists one PATH"),
+            ("ls --all --token T", 18, "cannot take --token"),
+            ("pwd x", 5, "`pwd` takes no more arguments; 'x' is extra"),
+            ("meta", 6, "`meta` needs a subcommand"),
+            ("meta gett", 6, "did you mean 'meta get'?"),
+            ("meta set a.jpg", 10, "needs at least one KEY=VALUE"),
+            ("meta unset", 12, "needs at least one KEY"),
+            ("page", 6, "`page` needs a subcommand"),
+            ("page prev", 6, "unknown subcommand 'page prev'; use page next or page token"),
+            ("put", 5, "needs a LOCAL_FILE or --data TEXT"),
+            ("put --data a b c", 16, "one too many"),
+            ("put --raw --data x", 5, "--raw needs a DEST"),
+            ("put --mdd5 x f", 5, "did you mean '--md5'?"),
+            ("cat", 5, "`cat` needs OBJECT"),
+            ("rm", 4, "`rm` needs at least one TARGET"),
+            ("help lss", 6, "did you mean 'ls'?"),
+            ("ls\ncat a b", 7, "'b' is extra"),
+        ])
     func mistakes(text: String, column: Int, message: String) throws {
         let error = try #require(syntaxError(text))
         #expect(error.location.column == column, "\(error.message)")
@@ -257,15 +295,17 @@ struct PatternTests {
         return try ObjectPattern(resolving: word, from: StoragePath(normalizing: current), bucket: "teaching")
     }
 
-    @Test("*, **, ?, and sets", arguments: [
-        ("images/*.jpg", "images/forest.jpg", true), ("images/*.jpg", "images/a/b.jpg", false),
-        ("images/**.jpg", "images/a/b.jpg", true), ("images/**", "images/a/b/c", true),
-        ("images/**/x.jpg", "images/x.jpg", true), ("images/**/x.jpg", "images/a/b/x.jpg", true),
-        ("**", "anything/at/all", true), ("a/?.txt", "a/b.txt", true), ("a/?.txt", "a/bb.txt", false),
-        ("a/?", "a//", false), ("f[0-9][!a-z]", "f1B", true), ("f[0-9][!a-z]", "f1b", false),
-        ("f[^0-9]", "fx", true), ("f[]]", "f]", true), ("*", "a/b", false), ("a*b*c", "aXbYc", true),
-        ("a*b*c", "aXbY", false), ("é*", "éa", true),
-    ])
+    @Test(
+        "*, **, ?, and sets",
+        arguments: [
+            ("images/*.jpg", "images/forest.jpg", true), ("images/*.jpg", "images/a/b.jpg", false),
+            ("images/**.jpg", "images/a/b.jpg", true), ("images/**", "images/a/b/c", true),
+            ("images/**/x.jpg", "images/x.jpg", true), ("images/**/x.jpg", "images/a/b/x.jpg", true),
+            ("**", "anything/at/all", true), ("a/?.txt", "a/b.txt", true), ("a/?.txt", "a/bb.txt", false),
+            ("a/?", "a//", false), ("f[0-9][!a-z]", "f1B", true), ("f[0-9][!a-z]", "f1b", false),
+            ("f[^0-9]", "fx", true), ("f[]]", "f]", true), ("*", "a/b", false), ("a*b*c", "aXbYc", true),
+            ("a*b*c", "aXbY", false), ("é*", "éa", true),
+        ])
     func matching(text: String, name: String, matches: Bool) throws {
         #expect(try pattern(text).matches(name) == matches)
     }

@@ -1,24 +1,29 @@
 import Foundation
-import Testing
 import StoreshCore
 import StoreshLocal
 import StoreshRules
 import StoreshTestSupport
+import Testing
+
 @testable import StoreshLanguage
 
 /// Dry runs are plans (rule X1): computed from what was read and the pure update rules, printed, never sent.
 @Suite("Dry runs are plans, on a bucket without transactions")
 struct PlanTests {
     /// Runs `text` on a memory bucket (no transactions: each change would land at once).
-    func run(_ text: String, on bucket: MemoryBucket, dryRun: Bool = true, json: Bool = false) async throws
+    func run(
+        _ text: String, on bucket: MemoryBucket, dryRun: Bool = true, json: Bool = false
+    ) async throws
         -> (status: Session.Status, output: CapturedOutput)
     {
         let files = MemoryFiles()
         files.files["photo.jpg"] = Data("jpeg".utf8)
         files.files["open.rules"] = Data(
-            "rules_version = '2';\nservice firebase.storage { match /b/{bucket}/o { match /{all=**} { allow read; } } }\n".utf8)
+            "rules_version = '2';\nservice firebase.storage { match /b/{bucket}/o { match /{all=**} { allow read; } } }\n"
+                .utf8)
         let output = CapturedOutput()
-        let interpreter = Session(bucket: bucket, output: output, files: files, options: RunOptions(json: json, dryRun: dryRun))
+        let interpreter = Session(
+            bucket: bucket, output: output, files: files, options: RunOptions(json: json, dryRun: dryRun))
         interpreter.rules = try RulesSession(store: bucket)
         return (await interpreter.run(try Parser.parse(SourceText(name: "t", text: text))), output)
     }
@@ -48,13 +53,18 @@ struct PlanTests {
 
     /// The examples `help` shows of the commands that change a bucket, as a dry run: none sends a change. The
     /// bucket holds the objects they name.
-    @Test("a dry run of each changing command's example sends no change", arguments: CommandCatalog.commands.filter(\.changesBucket).map(\.example))
+    @Test(
+        "a dry run of each changing command's example sends no change",
+        arguments: CommandCatalog.commands.filter(\.changesBucket).map(\.example))
     func examplesSendNothingInADryRun(_ example: String) async throws {
-        _ = try await dryRunSendsNothing(example, alsoHolding: ["images/forest.jpg", "images/mountains/summit.jpg", "files/uid/report.json"])
+        _ = try await dryRunSendsNothing(
+            example, alsoHolding: ["images/forest.jpg", "images/mountains/summit.jpg", "files/uid/report.json"])
     }
 
     /// Runs `text` as a dry run on the seeded bucket (and `names`) and checks that nothing reached the bucket.
-    private func dryRunSendsNothing(_ text: String, alsoHolding names: [String] = []) async throws -> (Session.Status, CapturedOutput) {
+    private func dryRunSendsNothing(
+        _ text: String, alsoHolding names: [String] = []
+    ) async throws -> (Session.Status, CapturedOutput) {
         let bucket = try await seeded()
         bucket.seed(names)
         let requestsBefore = bucket.changeRequests
@@ -71,7 +81,8 @@ struct PlanTests {
     func laterCommandsSeeThePlan() async throws {
         let bucket = try await seeded()
         let (status, output) = try await run(
-            "put --data fresh notes/n.txt\nmeta set custom.k=v -- notes/*\ncat notes/n.txt\nls notes\nrm notes/n.txt\nls notes", on: bucket)
+            "put --data fresh notes/n.txt\nmeta set custom.k=v -- notes/*\ncat notes/n.txt\nls notes\nrm notes/n.txt\nls notes",
+            on: bucket)
         #expect(status == .success, "\(output.errors)")
         #expect(output.bytes == Data("fresh".utf8))
         #expect(output.lines.contains("would write notes/n.txt (5 B, text/plain)"))
@@ -88,7 +99,9 @@ struct PlanTests {
             "ls -n 1\nput --data 1 notes/a\nput --data 2 notes/b\nput --data 3 notes/c\npage next\nls -n 2 notes\npage next",
             on: bucket)
         #expect(status == .success, "\(output.errors)")
-        let listed = output.lines.filter { !$0.hasPrefix("#") && !$0.hasPrefix("would") && !$0.hasPrefix("…") && !$0.hasPrefix("dry run") }
+        let listed = output.lines.filter {
+            !$0.hasPrefix("#") && !$0.hasPrefix("would") && !$0.hasPrefix("…") && !$0.hasPrefix("dry run")
+        }
         // The root's first page came from the bucket before anything was planned: its next page is the bucket's.
         #expect(listed == ["docs/", "images/", "a", "b", "c"], "\(output.lines)")
         #expect(output.errors.isEmpty)
@@ -97,7 +110,8 @@ struct PlanTests {
     @Test("a snapshot saved in a dry run can be listed and restored in it, not diffed; nothing is stored")
     func plannedSnapshot() async throws {
         let bucket = try await seeded()
-        let script = "put --data 1 n/a\nmeta set contentType=x/y -- docs/*\nsnapshot save mid\nput --data 2 n/b\nrm n/a\nsnapshot list\nsnapshot restore mid\nls n\ncat n/a"
+        let script =
+            "put --data 1 n/a\nmeta set contentType=x/y -- docs/*\nsnapshot save mid\nput --data 2 n/b\nrm n/a\nsnapshot list\nsnapshot restore mid\nls n\ncat n/a"
         let (status, output) = try await run(script, on: bucket)
         #expect(status == .success, "\(output.errors)")
         #expect(output.lines.contains { $0.hasPrefix("mid ") }, "the planned snapshot is listed: \(output.lines)")
@@ -132,12 +146,14 @@ struct PlanTests {
     func withoutDryRun() async throws {
         let bucket = try await seeded()
         let before = bucket.changeRequests
-        let (status, _) = try await run("put --data x n\nmeta set contentType=a/b -- n\nrm missing\nrm n", on: bucket, dryRun: false)
+        let (status, _) = try await run(
+            "put --data x n\nmeta set contentType=a/b -- n\nrm missing\nrm n", on: bucket, dryRun: false)
         #expect(status == .failed)
         // The plan stopped at `rm missing`: nothing was sent.
         #expect(!bucket.names.contains("n"))
         #expect(bucket.changeRequests == before)
-        let (applied, output) = try await run("put --data x n\nmeta set contentType=a/b -- n", on: bucket, dryRun: false)
+        let (applied, output) = try await run(
+            "put --data x n\nmeta set contentType=a/b -- n", on: bucket, dryRun: false)
         #expect(applied == .success, "\(output.errors)")
         // Applied in the script's order, each change guarded by the state the one before left.
         #expect(bucket.changeRequests.suffix(2) == ["write n", "update n"])
@@ -152,7 +168,8 @@ struct LocalDryRunTests {
         let session = try LanguageSandbox(["a", "b"])
         let holder = try LocalBucket.open(at: session.bucket.path, options: LocalBucketOptions(createIfMissing: false))
         try await holder.withTransaction(forWriting: true) { _ -> TransactionOutcome<Void> in
-            let (status, output) = try await session.run("meta set contentType=x/y -- *\nrm a\nput --data n c", json: false, dryRun: true)
+            let (status, output) = try await session.run(
+                "meta set contentType=x/y -- *\nrm a\nput --data n c", json: false, dryRun: true)
             #expect(status == .success, "\(output.errors)")
             #expect(output.lines.contains("would delete a"))
             return .rollback(())
@@ -181,23 +198,37 @@ struct CommandTableTests {
             var batchedChanges: (any BatchedChanges)? { nil }
             var uniformUpdates: (any UniformUpdates)? { nil }
             var asTransaction: (any BucketTransaction)? { nil }
-            func read(_ object: ObjectName, into sink: any ContentSink) async throws -> Int64 { try await inner.read(object, into: sink) }
-            func write(from source: any ContentSource, to object: ObjectName, options: WriteOptions, precondition: Precondition) async throws -> ObjectMetadata {
+            func read(_ object: ObjectName, into sink: any ContentSink) async throws -> Int64 {
+                try await inner.read(object, into: sink)
+            }
+            func write(
+                from source: any ContentSource, to object: ObjectName, options: WriteOptions, precondition: Precondition
+            ) async throws -> ObjectMetadata {
                 try await inner.write(from: source, to: object, options: options, precondition: precondition)
             }
-            func applyMetadata(of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata) async throws -> ObjectMetadata {
+            func applyMetadata(
+                of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata
+            ) async throws -> ObjectMetadata {
                 try await inner.applyMetadata(of: object, from: before, to: after)
             }
-            func list(_ reference: StoragePath, options: ListOptions) async throws -> ListPage { try await inner.list(reference, options: options) }
+            func list(_ reference: StoragePath, options: ListOptions) async throws -> ListPage {
+                try await inner.list(reference, options: options)
+            }
             func metadata(of object: ObjectName) async throws -> ObjectMetadata { try await inner.metadata(of: object) }
-            func updateMetadata(of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition) async throws -> UpdateResult {
+            func updateMetadata(
+                of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition
+            ) async throws -> UpdateResult {
                 try await inner.updateMetadata(of: object, update, precondition: precondition)
             }
-            func write(_ content: Data, to object: ObjectName, options: WriteOptions, precondition: Precondition) async throws -> ObjectMetadata {
+            func write(
+                _ content: Data, to object: ObjectName, options: WriteOptions, precondition: Precondition
+            ) async throws -> ObjectMetadata {
                 try await inner.write(content, to: object, options: options, precondition: precondition)
             }
             func read(_ object: ObjectName) async throws -> Data { try await inner.read(object) }
-            func delete(_ object: ObjectName, precondition: Precondition) async throws { try await inner.delete(object, precondition: precondition) }
+            func delete(_ object: ObjectName, precondition: Precondition) async throws {
+                try await inner.delete(object, precondition: precondition)
+            }
             func scan(prefix: String, after: String?, limit: Int) async throws -> ObjectScanPage {
                 try await inner.scan(prefix: prefix, after: after, limit: limit)
             }
@@ -206,9 +237,12 @@ struct CommandTableTests {
         let bucket = Plain()
         let output = CapturedOutput()
         let interpreter = Session(bucket: bucket, output: output, files: MemoryFiles())
-        let status = await interpreter.run(try Parser.parse(SourceText(name: "t", text: "put --data x a\nls\nsnapshot save s")))
+        let status = await interpreter.run(
+            try Parser.parse(SourceText(name: "t", text: "put --data x a\nls\nsnapshot save s")))
         #expect(status == .usage)
-        #expect(output.errors.first?.message == "`snapshot save` needs a bucket with snapshots; gs://memory has none, so nothing ran.")
+        #expect(
+            output.errors.first?.message
+                == "`snapshot save` needs a bucket with snapshots; gs://memory has none, so nothing ran.")
         #expect(output.errors.first?.location == SourceLocation(line: 3, column: 1))
         #expect(bucket.memory.changeRequests.isEmpty, "the put before it never ran")
     }

@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import StoreshCore
+import Testing
+
 @testable import StoreshLanguage
 
 /// Bytes that can be changed after the check, as an editor would change a file between check and run.
@@ -46,7 +47,9 @@ struct ScriptStreamingTests {
         try Parser.statements(in: String(text.dropFirst()), firstLine: 1)
     }
 
-    @Test("read a group at a time, across the check's pieces, a script gives the statements, places and texts of the whole text")
+    @Test(
+        "read a group at a time, across the check's pieces, a script gives the statements, places and texts of the whole text"
+    )
     func sameAsWholeText() throws {
         let text = Self.script(lines: 6_000)
         let script = try Script(checking: ScriptText(text), pieceSize: Self.pieceSize)
@@ -70,7 +73,9 @@ struct ScriptStreamingTests {
     func errorAtTheEnd() throws {
         let text = Self.script(lines: 4_000) + "ls\nmeta sett x\n"
         let lineCount = text.utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).count
-        let error = try #require(throws: Diagnostic.self) { try Script(checking: ScriptText(text), pieceSize: Self.pieceSize) }
+        let error = try #require(throws: Diagnostic.self) {
+            try Script(checking: ScriptText(text), pieceSize: Self.pieceSize)
+        }
         #expect(error.location == SourceLocation(line: lineCount - 1, column: 6))
         #expect(error.lineText == "meta sett x")
         #expect(error.rendered(in: SourceText(name: "big.store", text: "")).hasSuffix("\n    meta sett x\n         ^"))
@@ -81,7 +86,9 @@ struct ScriptStreamingTests {
         var bytes = Array(Self.script(lines: 3_000).utf8)
         let lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).count
         bytes += Array("echo ok\nls ab".utf8) + [0xC3] + Array("\n".utf8)
-        let error = try #require(throws: Diagnostic.self) { try Script(checking: ScriptText(bytes), pieceSize: Self.pieceSize) }
+        let error = try #require(throws: Diagnostic.self) {
+            try Script(checking: ScriptText(bytes), pieceSize: Self.pieceSize)
+        }
         #expect(error.message == "the script is not valid UTF-8 (byte 0xC3)")
         #expect(error.location == SourceLocation(line: lines + 1, column: 6))
     }

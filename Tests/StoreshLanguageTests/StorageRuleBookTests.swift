@@ -17,7 +17,8 @@ struct StorageRuleBookTests {
         }
         #expect(StorageRuleBook.rules.allSatisfy { $0.text.count > 40 && !$0.family.isEmpty })
         #expect(StorageRuleBook.rule("L12")?.text.contains("rules_version") == true)
-        #expect(StorageRuleBook.rule("M1")?.text.contains("| customMetadata |") == true, "a rule keeps its indented table")
+        #expect(
+            StorageRuleBook.rule("M1")?.text.contains("| customMetadata |") == true, "a rule keeps its indented table")
     }
 
     @Test("help L3 prints the rule, help L its family; help of no rule is nothing")

@@ -1,10 +1,11 @@
-import Foundation
-import Testing
-import StoreshTestSupport
-import StoreshCore
-@testable import StoreshLocal
-import StoreshSQLite
 import CSQLite
+import Foundation
+import StoreshCore
+import StoreshSQLite
+import StoreshTestSupport
+import Testing
+
+@testable import StoreshLocal
 
 /// A fresh directory for one test, removed afterwards.
 final class TemporaryDirectory {
@@ -24,7 +25,8 @@ let t0 = Timestamp(rfc3339: "2026-11-21T09:30:00.000Z")!
 
 func openBucket(_ path: String, clockStart: Timestamp = t0, busyTimeout: Int32 = 5000) throws -> LocalBucket {
     try LocalBucket.open(
-        at: path, options: LocalBucketOptions(clock: SteppingClock(start: clockStart), busyTimeoutMilliseconds: busyTimeout))
+        at: path,
+        options: LocalBucketOptions(clock: SteppingClock(start: clockStart), busyTimeoutMilliseconds: busyTimeout))
 }
 
 func objectName(_ text: String) -> ObjectName { try! ObjectName(text) }
@@ -110,7 +112,8 @@ struct LocalBucketSpecTests {
         let second = try await bucket.list(.root, options: ListOptions(maxResults: 2, pageToken: first.nextPageToken))
         #expect(second.items == ["bb", "c"])
         let error = await storageError {
-            _ = try await bucket.list(StoragePath(normalizing: "x"), options: ListOptions(pageToken: first.nextPageToken))
+            _ = try await bucket.list(
+                StoragePath(normalizing: "x"), options: ListOptions(pageToken: first.nextPageToken))
         }
         #expect(error?.code == .invalidArgument)
     }
@@ -123,7 +126,8 @@ struct LocalBucketSpecTests {
             // Each open restarts the clock at t0, as `--clock` does in each new process.
             let bucket = try openBucket(path)
             for object in ["x", "y", "x"] {
-                generations.append(try await bucket.write(Data(), to: objectName(object), options: WriteOptions()).generation)
+                generations.append(
+                    try await bucket.write(Data(), to: objectName(object), options: WriteOptions()).generation)
             }
         }
         #expect(generations == generations.sorted())
@@ -165,7 +169,8 @@ struct LocalBucketSpecTests {
         var update = MetadataUpdate()
         try update.set("cacheControl", to: "public, max-age=3600")
         try update.unset("custom.activity")
-        let result = try await bucket.updateMetadata(of: objectName("images/forest.jpg"), update, ifMetagenerationMatch: 1)
+        let result = try await bucket.updateMetadata(
+            of: objectName("images/forest.jpg"), update, ifMetagenerationMatch: 1)
         #expect(result.changed)
         #expect(result.metadata.metageneration == 2)
         #expect(result.metadata.updated > created.updated)
@@ -173,7 +178,8 @@ struct LocalBucketSpecTests {
         let stored = try await bucket.metadata(of: objectName("images/forest.jpg"))
         #expect(stored == result.metadata)
 
-        let again = try await bucket.updateMetadata(of: objectName("images/forest.jpg"), update, ifMetagenerationMatch: nil)
+        let again = try await bucket.updateMetadata(
+            of: objectName("images/forest.jpg"), update, ifMetagenerationMatch: nil)
         #expect(!again.changed)
         #expect(try await bucket.metadata(of: objectName("images/forest.jpg")) == stored)
 
@@ -184,7 +190,8 @@ struct LocalBucketSpecTests {
 
         var clear = MetadataUpdate()
         try clear.unset("custom")
-        let cleared = try await bucket.updateMetadata(of: objectName("images/forest.jpg"), clear, ifMetagenerationMatch: nil)
+        let cleared = try await bucket.updateMetadata(
+            of: objectName("images/forest.jpg"), clear, ifMetagenerationMatch: nil)
         #expect(cleared.metadata.customMetadata.isEmpty)
         #expect(try await bucket.metadata(of: objectName("images/forest.jpg")).customMetadata.isEmpty)
     }
@@ -198,7 +205,8 @@ struct LocalBucketSpecTests {
         #expect(await storageError { try await bucket.delete(objectName("nowhere/x")) } == expected)
         #expect(
             await storageError {
-                _ = try await bucket.updateMetadata(of: objectName("nowhere/x"), MetadataUpdate(), ifMetagenerationMatch: nil)
+                _ = try await bucket.updateMetadata(
+                    of: objectName("nowhere/x"), MetadataUpdate(), ifMetagenerationMatch: nil)
             } == expected)
     }
 
@@ -212,7 +220,8 @@ struct LocalBucketSpecTests {
         #expect(checksum?.code == .nonMatchingChecksum)
         let tooBig = await storageError {
             _ = try await bucket.write(
-                Data(), to: objectName("a"), options: WriteOptions(customMetadata: ["k": String(repeating: "v", count: 9000)]))
+                Data(), to: objectName("a"),
+                options: WriteOptions(customMetadata: ["k": String(repeating: "v", count: 9000)]))
         }
         #expect(tooBig?.code == .invalidArgument)
         #expect(try bucket.objectCount() == 0)
@@ -239,7 +248,9 @@ struct LocalBucketSpecTests {
 
 @Suite("Local bucket: ranged reads (issue 55)")
 struct RangedReadTests {
-    @Test("a range is read alone: the pieces handed over are its bytes, however large the object, in one state with its metadata")
+    @Test(
+        "a range is read alone: the pieces handed over are its bytes, however large the object, in one state with its metadata"
+    )
     func rangeReadsOnlyItsBytes() async throws {
         let directory = TemporaryDirectory()
         let bucket = try openBucket(directory.file("r.bucket"))
@@ -247,23 +258,29 @@ struct RangedReadTests {
         // Larger than a streamed piece, so that a whole read would hand over several.
         let content = Data((0..<(3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31) })
         let written = try await bucket.write(content, to: objectName("big.bin"), options: WriteOptions())
-        for range: Range<Int64> in [0..<10, 1_048_570..<1_048_590, Int64(content.count) - 7..<Int64(content.count), 5..<5] {
+        for range: Range<Int64> in [
+            0..<10, 1_048_570..<1_048_590, Int64(content.count) - 7..<Int64(content.count), 5..<5,
+        ] {
             var handed = Data()
             var sizeSeen: Int64?
-            let (metadata, read) = try bucket.currentObject(objectName("big.bin"), bytes: { size in
-                sizeSeen = size
-                return range
-            }, contentPieces: { handed.append($0) })
+            let (metadata, read) = try bucket.currentObject(
+                objectName("big.bin"),
+                bytes: { size in
+                    sizeSeen = size
+                    return range
+                }, contentPieces: { handed.append($0) })
             #expect(sizeSeen == Int64(content.count) && read == range && metadata.generation == written.generation)
             #expect(handed == content.subdata(in: Int(range.lowerBound)..<Int(range.upperBound)))
         }
         // A range past the content is refused, not read short.
         #expect(throws: StorageError.self) {
-            _ = try bucket.currentObject(objectName("big.bin"), bytes: { size in size - 2..<size + 5 }, contentPieces: { _ in })
+            _ = try bucket.currentObject(
+                objectName("big.bin"), bytes: { size in size - 2..<size + 5 }, contentPieces: { _ in })
         }
         // No range: the whole content, checked against its MD5, as before.
         var whole = Data()
-        let (_, none) = try bucket.currentObject(objectName("big.bin"), bytes: { _ in nil }, contentPieces: { whole.append($0) })
+        let (_, none) = try bucket.currentObject(
+            objectName("big.bin"), bytes: { _ in nil }, contentPieces: { whole.append($0) })
         #expect(none == nil && whole == content)
     }
 }
@@ -311,7 +328,8 @@ struct LocalBucketDurabilityTests {
         let old = (0..<2_345).map { ArchivedObject(name: objectName("old/\($0)"), content: Data("o\($0)".utf8)) }
         try bucket.importObjects(old, replacingEverything: false)
         _ = try bucket.saveSnapshotNow(named: "before")
-        try bucket.importObjects([ArchivedObject(name: objectName("new/1"), content: Data("n".utf8))], replacingEverything: true)
+        try bucket.importObjects(
+            [ArchivedObject(name: objectName("new/1"), content: Data("n".utf8))], replacingEverything: true)
         #expect(try bucket.objectCount() == 1)
         #expect(try await bucket.listAll(.root).prefixes == ["new"])
         let changes = try bucket.changesNow(from: .snapshot("before"), to: .current)
@@ -325,7 +343,8 @@ struct LocalBucketDurabilityTests {
         try await bucket.put(["existing"])
         let objects = [
             ArchivedObject(name: objectName("new/1"), content: Data()),
-            ArchivedObject(name: objectName("new/2"), content: Data(), customMetadata: ["k": String(repeating: "v", count: 9000)]),
+            ArchivedObject(
+                name: objectName("new/2"), content: Data(), customMetadata: ["k": String(repeating: "v", count: 9000)]),
         ]
         let error = storageError { try bucket.importObjects(objects, replacingEverything: true) }
         #expect(error?.code == .invalidArgument)
@@ -412,9 +431,13 @@ struct LocalBucketDurabilityTests {
     func directoryAndEmptyFile() throws {
         let empty = directory.file("empty.bucket")
         #expect(FileManager.default.createFile(atPath: empty, contents: Data()))
-        #expect(storageError { _ = try openBucket(empty) }?.message.contains("is an empty file, not a storesh bucket") == true)
+        #expect(
+            storageError { _ = try openBucket(empty) }?.message.contains("is an empty file, not a storesh bucket")
+                == true)
         #expect(try Data(contentsOf: URL(fileURLWithPath: empty)).isEmpty)
-        #expect(storageError { _ = try openBucket(directory.path) }?.message.contains("is a directory, not a bucket file") == true)
+        #expect(
+            storageError { _ = try openBucket(directory.path) }?.message.contains("is a directory, not a bucket file")
+                == true)
     }
 
     @Test("an SQLite database that is not a bucket is refused untouched")
@@ -436,7 +459,8 @@ struct LocalBucketDurabilityTests {
         #expect(bucket.name == "new")
         #expect(try bucket.objectCount() == 0)
         let refused = storageError {
-            _ = try LocalBucket.open(at: directory.file("absent.bucket"), options: LocalBucketOptions(createIfMissing: false))
+            _ = try LocalBucket.open(
+                at: directory.file("absent.bucket"), options: LocalBucketOptions(createIfMissing: false))
         }
         #expect(refused?.code == .bucketNotFound)
         // The engine makes no directories: a mistyped folder is an error, and nothing is left behind.
@@ -467,9 +491,11 @@ struct LocalBucketStreamingTests {
     func streamedWriteAndRead() async throws {
         let bucket = try openBucket(directory.file("stream.bucket"))
         var generator = SystemRandomNumberGenerator()
-        let bytes = Data((0..<(3 * LocalBucket.streamedPieceBytes + 17)).map { _ in UInt8.random(in: 0...255, using: &generator) })
+        let bytes = Data(
+            (0..<(3 * LocalBucket.streamedPieceBytes + 17)).map { _ in UInt8.random(in: 0...255, using: &generator) })
         let written = try await bucket.write(
-            from: BytesSource(bytes: bytes), to: objectName("big/one.bin"), options: WriteOptions(), precondition: .none)
+            from: BytesSource(bytes: bytes), to: objectName("big/one.bin"), options: WriteOptions(), precondition: .none
+        )
         #expect(written.size == Int64(bytes.count) && written.md5Hash == ContentHash.md5Base64(bytes))
         // The CRC-32C, computed as the pieces passed, is the whole content's, and is kept.
         #expect(written.crc32c == CRC32C.base64(of: bytes))
@@ -482,11 +508,13 @@ struct LocalBucketStreamingTests {
         // A failed precondition writes nothing, content included.
         await #expect(throws: StorageError.self) {
             try await bucket.write(
-                from: BytesSource(bytes: bytes), to: objectName("big/one.bin"), options: WriteOptions(), precondition: .doesNotExist)
+                from: BytesSource(bytes: bytes), to: objectName("big/one.bin"), options: WriteOptions(),
+                precondition: .doesNotExist)
         }
         #expect(try await bucket.read(objectName("big/one.bin")) == bytes)
         let report = try bucket.verify()
-        #expect(report.isSound && report.objects == 1 && report.contentBytes == Int64(bytes.count), "\(report.problems)")
+        #expect(
+            report.isSound && report.objects == 1 && report.contentBytes == Int64(bytes.count), "\(report.problems)")
     }
 }
 
@@ -514,7 +542,8 @@ struct ContentChecksumTests {
         // Content no version refers to any more goes with its checksum.
         _ = try await bucket.write(Data("other".utf8), to: objectName("a/hello.txt"), options: WriteOptions())
         try await bucket.delete(objectName("a/empty"))
-        #expect(try bucket.currentMetadata(of: objectName("a/hello.txt")).crc32c == CRC32C.base64(of: Data("other".utf8)))
+        #expect(
+            try bucket.currentMetadata(of: objectName("a/hello.txt")).crc32c == CRC32C.base64(of: Data("other".utf8)))
         #expect(try bucket.verify().isSound)
     }
 
@@ -523,7 +552,8 @@ struct ContentChecksumTests {
         let path = directory.file("v2.bucket")
         var bucket: LocalBucket? = try openBucket(path)
         var generator = SystemRandomNumberGenerator()
-        let large = Data((0..<(2 * LocalBucket.streamedPieceBytes + 5)).map { _ in UInt8.random(in: 0...255, using: &generator) })
+        let large = Data(
+            (0..<(2 * LocalBucket.streamedPieceBytes + 5)).map { _ in UInt8.random(in: 0...255, using: &generator) })
         _ = try await bucket!.write(Data("hello".utf8), to: objectName("hello.txt"), options: WriteOptions())
         _ = try await bucket!.write(large, to: objectName("large.bin"), options: WriteOptions())
         bucket?.close()
@@ -543,13 +573,18 @@ struct ContentChecksumTests {
         let tamper = try SQLiteConnection(path: path, flags: 0x02)
         #expect(try tamper.integer("PRAGMA user_version") == BucketSchema.version)
         try tamper.execute(
-            "UPDATE content_checksums SET crc32c = crc32c + 1 WHERE content_id = (SELECT content_id FROM objects WHERE name = 'hello.txt')")
+            "UPDATE content_checksums SET crc32c = crc32c + 1 WHERE content_id = (SELECT content_id FROM objects WHERE name = 'hello.txt')"
+        )
         tamper.close()
         let report = try openBucket(path).verify()
-        #expect(report.problems.count == 1 && report.problems.first?.contains("\"hello.txt\"") == true, "\(report.problems)")
+        #expect(
+            report.problems.count == 1 && report.problems.first?.contains("\"hello.txt\"") == true, "\(report.problems)"
+        )
         // And one missing.
         let remove = try SQLiteConnection(path: path, flags: 0x02)
-        try remove.execute("DELETE FROM content_checksums WHERE content_id = (SELECT content_id FROM objects WHERE name = 'large.bin')")
+        try remove.execute(
+            "DELETE FROM content_checksums WHERE content_id = (SELECT content_id FROM objects WHERE name = 'large.bin')"
+        )
         remove.close()
         #expect(try openBucket(path).verify().problems.contains("1 content rows have no CRC-32C"))
     }

@@ -1,17 +1,22 @@
 import Foundation
-import Testing
 import StoreshCore
 import StoreshTestSupport
+import Testing
+
 @testable import StoreshWire
 
 /// The local bucket's page tokens (rule L10), on an index of names in memory.
 @Suite("Local page tokens (rule L10)")
 struct LocalPageTokenTests {
-    func page(_ names: SortedNameIndex, _ path: String, maxResults: Int? = nil, token: String? = nil, bucket: String = "teaching")
+    func page(
+        _ names: SortedNameIndex, _ path: String, maxResults: Int? = nil, token: String? = nil,
+        bucket: String = "teaching"
+    )
         throws -> ListPage
     {
         try Lister.page(
-            of: StoragePath(normalizing: path), bucket: bucket, options: ListOptions(maxResults: maxResults, pageToken: token),
+            of: StoragePath(normalizing: path), bucket: bucket,
+            options: ListOptions(maxResults: maxResults, pageToken: token),
             index: names, tokens: LocalPageTokens())
     }
 
@@ -32,7 +37,8 @@ struct LocalPageTokenTests {
         let otherBucket = storageError { _ = try page(names, "a", maxResults: 1, token: token, bucket: "other") }
         #expect(otherBucket?.message.contains("issued for bucket 'teaching'") == true)
         // A well-formed token whose entry lies outside its own prefix is forged.
-        let forged = LocalPageTokens().token(for: ListPosition(prefix: "a/", lastEntryKind: .item, lastEntry: "b/1"), bucket: "teaching")
+        let forged = LocalPageTokens().token(
+            for: ListPosition(prefix: "a/", lastEntryKind: .item, lastEntry: "b/1"), bucket: "teaching")
         #expect(storageError { _ = try page(names, "a", token: forged) }?.code == .invalidArgument)
     }
 

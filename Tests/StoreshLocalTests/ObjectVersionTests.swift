@@ -1,9 +1,10 @@
 import Foundation
-import Testing
-import StoreshTestSupport
 import StoreshCore
-@testable import StoreshLocal
 import StoreshSQLite
+import StoreshTestSupport
+import Testing
+
+@testable import StoreshLocal
 
 /// Rule B5 in the bucket file: noncurrent generations kept while versioning is on, addressed by number, listed page
 /// by page, verified by check, and a format-4 file upgraded without its objects rewritten.
@@ -19,7 +20,9 @@ struct ObjectVersionTests {
         return bucket
     }
 
-    @Test("rule B5: overwrites and deletes keep noncurrent generations, which share their content, until deleted by number")
+    @Test(
+        "rule B5: overwrites and deletes keep noncurrent generations, which share their content, until deleted by number"
+    )
     func keptAndDeleted() async throws {
         let bucket = try versioned("kept.bucket")
         let first = try await bucket.write(Data("one".utf8), to: objectName("a"), options: WriteOptions())
@@ -34,9 +37,12 @@ struct ObjectVersionTests {
         // A noncurrent generation's metadata changes alone, its metageneration moving on.
         var update = MetadataUpdate()
         try update.set("contentLanguage", to: "ko")
-        let patched = try await bucket.updateMetadata(of: objectName("a"), generation: first.generation, update, precondition: .none)
-        #expect(patched.changed && patched.metadata.metageneration == 2 && patched.metadata.timeDeleted == old.timeDeleted)
-        #expect(try bucket.generationMetadata(of: objectName("a"), generation: second.generation).contentLanguage == nil)
+        let patched = try await bucket.updateMetadata(
+            of: objectName("a"), generation: first.generation, update, precondition: .none)
+        #expect(
+            patched.changed && patched.metadata.metageneration == 2 && patched.metadata.timeDeleted == old.timeDeleted)
+        #expect(
+            try bucket.generationMetadata(of: objectName("a"), generation: second.generation).contentLanguage == nil)
         // A precondition on the generation is checked, and a failed one changes nothing.
         var stale = Precondition()
         stale.metageneration = 1
@@ -44,7 +50,9 @@ struct ObjectVersionTests {
             try await bucket.delete(objectName("a"), generation: first.generation, precondition: stale)
         }
         try await bucket.delete(objectName("a"), generation: first.generation, precondition: .none)
-        await #expect(throws: StorageError.self) { _ = try await bucket.metadata(of: objectName("a"), generation: first.generation) }
+        await #expect(throws: StorageError.self) {
+            _ = try await bucket.metadata(of: objectName("a"), generation: first.generation)
+        }
         try await bucket.delete(objectName("a"), generation: second.generation, precondition: .none)
         #expect(try bucket.noncurrentCount() == 0)
         let report = try bucket.verify()
@@ -76,7 +84,8 @@ struct ObjectVersionTests {
         var expected: [(String, Int64)] = []
         for name in ["b", "a", "d/1", "c"] {
             for round in 0..<3 {
-                let made = try await bucket.write(Data("\(name)\(round)".utf8), to: objectName(name), options: WriteOptions())
+                let made = try await bucket.write(
+                    Data("\(name)\(round)".utf8), to: objectName(name), options: WriteOptions())
                 expected.append((name, made.generation))
             }
         }
@@ -99,11 +108,14 @@ struct ObjectVersionTests {
         #expect(rest.items == ["c", "c"] && rest.prefixes == ["d"] && rest.nextPageToken == nil)
         // A token names its listing: another prefix's is refused (rule L10).
         #expect(throws: StorageError.self) {
-            try bucket.listGenerations(prefix: "d/", delimited: false, options: ListOptions(pageToken: delimited.nextPageToken))
+            try bucket.listGenerations(
+                prefix: "d/", delimited: false, options: ListOptions(pageToken: delimited.nextPageToken))
         }
     }
 
-    @Test("a format-4 file opens as format 5 with its objects as they were; check finds a noncurrent row changed behind its back")
+    @Test(
+        "a format-4 file opens as format 5 with its objects as they were; check finds a noncurrent row changed behind its back"
+    )
     func upgradeAndCheck() async throws {
         let path = directory.file("v4.bucket")
         var bucket: LocalBucket? = try openBucket(path)
@@ -125,7 +137,9 @@ struct ObjectVersionTests {
         try tamper.execute("UPDATE noncurrent SET content_type = 'text/html'")
         tamper.close()
         let report = try openBucket(path).verify()
-        #expect(report.problems.count == 1 && report.problems.first?.contains("noncurrent generation") == true, "\(report.problems)")
+        #expect(
+            report.problems.count == 1 && report.problems.first?.contains("noncurrent generation") == true,
+            "\(report.problems)")
     }
 }
 
@@ -133,7 +147,9 @@ struct ObjectVersionTests {
 struct CloudStorageFieldsStorageTests {
     let directory = TemporaryDirectory()
 
-    @Test("rule M9: fields are stored with the object, kept by versions and snapshots, checked; holds refuse delete and overwrite")
+    @Test(
+        "rule M9: fields are stored with the object, kept by versions and snapshots, checked; holds refuse delete and overwrite"
+    )
     func storedAndHeld() async throws {
         let bucket = try openBucket(directory.file("fields.bucket"))
         var settings = BucketSettings(madeAt: t0)
@@ -144,14 +160,18 @@ struct CloudStorageFieldsStorageTests {
         options.cloudStorage.customTime = Timestamp(microseconds: 1_795_602_528_206_312)
         options.cloudStorage.contexts = ["team": ObjectContext(value: "blue", createTime: t0, updateTime: t0)]
         let written = try await bucket.write(Data("one".utf8), to: objectName("a"), options: options)
-        #expect(written.cloudStorage.storageClass == "NEARLINE" && written.cloudStorage.contexts["team"]?.createTime == written.timeCreated)
+        #expect(
+            written.cloudStorage.storageClass == "NEARLINE"
+                && written.cloudStorage.contexts["team"]?.createTime == written.timeCreated)
         #expect(try bucket.currentMetadata(of: objectName("a")) == written)
         _ = try bucket.saveSnapshotNow(named: "before")
         var hold = MetadataUpdate()
         hold.cloudStorage.temporaryHold = true
         _ = try await bucket.updateMetadata(of: objectName("a"), hold, precondition: .none)
         await #expect(throws: StorageError.self) { try await bucket.delete(objectName("a")) }
-        await #expect(throws: StorageError.self) { _ = try await bucket.write(Data("two".utf8), to: objectName("a"), options: WriteOptions()) }
+        await #expect(throws: StorageError.self) {
+            _ = try await bucket.write(Data("two".utf8), to: objectName("a"), options: WriteOptions())
+        }
         await #expect(throws: StorageError.self) {
             try await bucket.delete(objectName("a"), generation: written.generation, precondition: .none)
         }
@@ -161,7 +181,9 @@ struct CloudStorageFieldsStorageTests {
         _ = try await bucket.write(Data("two".utf8), to: objectName("a"), options: WriteOptions())
         // The first generation, noncurrent now, keeps its fields; so does the snapshot's version.
         let kept = try bucket.generationMetadata(of: objectName("a"), generation: written.generation)
-        #expect(kept.cloudStorage.customTime == written.cloudStorage.customTime && kept.cloudStorage.contexts == written.cloudStorage.contexts)
+        #expect(
+            kept.cloudStorage.customTime == written.cloudStorage.customTime
+                && kept.cloudStorage.contexts == written.cloudStorage.contexts)
         let report = try bucket.verify()
         #expect(report.isSound && report.noncurrentGenerations == 1, "\(report.problems)")
         #expect(try bucket.restoreSnapshotNow(named: "before").count == 1)
@@ -179,7 +201,9 @@ struct CloudStorageFieldsStorageTests {
 struct SoftDeleteTests {
     let directory = TemporaryDirectory()
 
-    @Test("rule B6: deleted and replaced versions are kept for the policy's time, restored as new generations, then go for good")
+    @Test(
+        "rule B6: deleted and replaced versions are kept for the policy's time, restored as new generations, then go for good"
+    )
     func keptRestoredAndPurged() async throws {
         let path = directory.file("soft.bucket")
         let bucket = try openBucket(path)
@@ -189,12 +213,15 @@ struct SoftDeleteTests {
         let first = try await bucket.write(Data("one".utf8), to: objectName("a"), options: WriteOptions())
         _ = try await bucket.write(Data("two".utf8), to: objectName("a"), options: WriteOptions())
         try await bucket.delete(objectName("a"))
-        let soft = try bucket.listGenerations(prefix: "", delimited: false, options: ListOptions(includeMetadata: true), softDeleted: true)
+        let soft = try bucket.listGenerations(
+            prefix: "", delimited: false, options: ListOptions(includeMetadata: true), softDeleted: true)
         #expect(soft.items == ["a", "a"])
         let kept = try bucket.softDeletedGenerationMetadata(of: objectName("a"), generation: first.generation)
-        let times = try #require(kept.cloudStorage.softDeleteTime.flatMap { start in kept.cloudStorage.hardDeleteTime.map { (start, $0) } })
+        let times = try #require(
+            kept.cloudStorage.softDeleteTime.flatMap { start in kept.cloudStorage.hardDeleteTime.map { (start, $0) } })
         #expect(times.1.microseconds - times.0.microseconds == 7 * 86_400 * 1_000_000)
-        let restored = try await bucket.restore(objectName("a"), generation: first.generation, precondition: Precondition(generation: 0))
+        let restored = try await bucket.restore(
+            objectName("a"), generation: first.generation, precondition: Precondition(generation: 0))
         #expect(restored.generation > first.generation && restored.cloudStorage.softDeleteTime == nil)
         #expect(try await bucket.read(objectName("a")) == Data("one".utf8))
         #expect(try bucket.verify().isSound)
@@ -202,7 +229,9 @@ struct SoftDeleteTests {
         // Eight days on, the next change deletes the soft-deleted version for good, and its content.
         let later = try openBucket(path, clockStart: Timestamp(microseconds: t0.microseconds + 8 * 86_400 * 1_000_000))
         _ = try await later.write(Data("three".utf8), to: objectName("b"), options: WriteOptions())
-        #expect(try later.listGenerations(prefix: "", delimited: false, options: ListOptions(), softDeleted: true).items.isEmpty)
+        #expect(
+            try later.listGenerations(prefix: "", delimited: false, options: ListOptions(), softDeleted: true).items
+                .isEmpty)
         let report = try later.verify()
         #expect(report.isSound && report.softDeletedGenerations == 0, "\(report.problems)")
     }

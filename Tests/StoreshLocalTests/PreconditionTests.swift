@@ -1,8 +1,9 @@
 import Foundation
-import Testing
-import StoreshTestSupport
 import StoreshCore
 import StoreshRules
+import StoreshTestSupport
+import Testing
+
 @testable import StoreshLocal
 
 @Suite("Preconditions (rule G5), declared capabilities and listings with metadata, on the local bucket")
@@ -12,12 +13,17 @@ struct PreconditionTests {
     @Test("a create refuses an object that exists; nothing is overwritten")
     func createMustNotExist() async throws {
         let bucket = try openBucket(directory.file("p.bucket"))
-        let first = try await bucket.write(Data("one".utf8), to: objectName("a"), options: WriteOptions(), precondition: .doesNotExist)
+        let first = try await bucket.write(
+            Data("one".utf8), to: objectName("a"), options: WriteOptions(), precondition: .doesNotExist)
         let error = await storageError {
-            _ = try await bucket.write(Data("two".utf8), to: objectName("a"), options: WriteOptions(), precondition: .doesNotExist)
+            _ = try await bucket.write(
+                Data("two".utf8), to: objectName("a"), options: WriteOptions(), precondition: .doesNotExist)
         }
         #expect(error?.code == .preconditionFailed)
-        #expect(error?.message == "Object a changed meanwhile: it exists (generation \(first.generation)), and the change was to create it. Nothing was changed.")
+        #expect(
+            error?.message
+                == "Object a changed meanwhile: it exists (generation \(first.generation)), and the change was to create it. Nothing was changed."
+        )
         #expect(try await bucket.read(objectName("a")) == Data("one".utf8))
     }
 
@@ -33,15 +39,19 @@ struct PreconditionTests {
 
         var other = MetadataUpdate()
         try other.set("contentLanguage", to: "fr")
-        let stale = await storageError { _ = try await bucket.updateMetadata(of: objectName("a"), other, precondition: .matches(read)) }
+        let stale = await storageError {
+            _ = try await bucket.updateMetadata(of: objectName("a"), other, precondition: .matches(read))
+        }
         #expect(stale?.code == .preconditionFailed)
-        #expect(stale?.message.contains("its metageneration is \(now.metageneration), not \(read.metageneration)") == true)
+        #expect(
+            stale?.message.contains("its metageneration is \(now.metageneration), not \(read.metageneration)") == true)
         let deleted = await storageError {
             try await bucket.delete(objectName("a"), precondition: Precondition(generation: read.generation + 1))
         }
         #expect(deleted?.code == .preconditionFailed)
         let overwritten = await storageError {
-            _ = try await bucket.write(Data("x".utf8), to: objectName("a"), options: WriteOptions(), precondition: Precondition(generation: 1))
+            _ = try await bucket.write(
+                Data("x".utf8), to: objectName("a"), options: WriteOptions(), precondition: Precondition(generation: 1))
         }
         #expect(overwritten?.code == .preconditionFailed)
         #expect(try await bucket.metadata(of: objectName("a")) == now, "nothing changed")
@@ -55,7 +65,9 @@ struct PreconditionTests {
         try await bucket.put(["f/a", "f/b", "f/sub/c"])
         let page = try await bucket.list(StoragePath(normalizing: "f"), options: ListOptions(includeMetadata: true))
         #expect(page.items == ["f/a", "f/b"] && page.prefixes == ["f/sub"])
-        let expected = [try await bucket.metadata(of: objectName("f/a")), try await bucket.metadata(of: objectName("f/b"))]
+        let expected = [
+            try await bucket.metadata(of: objectName("f/a")), try await bucket.metadata(of: objectName("f/b")),
+        ]
         #expect(page.itemMetadata == expected)
         #expect(try await bucket.list(StoragePath(normalizing: "f"), options: ListOptions()).itemMetadata == nil)
     }
@@ -65,18 +77,26 @@ struct PreconditionTests {
         let bucket = try openBucket(directory.file("p.bucket"))
         let names = ["g/quote\"d", "g/back\\slash", "g/tab\tname", "g/ünï cödé", "g/日本", "g/😀", "g/[x]*?"]
         try await bucket.put(names)
-        let page = try await bucket.list(StoragePath(normalizing: "g"), options: ListOptions(maxResults: 1000, includeMetadata: true))
+        let page = try await bucket.list(
+            StoragePath(normalizing: "g"), options: ListOptions(maxResults: 1000, includeMetadata: true))
         #expect(Set(page.items) == Set(names))
         #expect(page.itemMetadata?.map(\.fullPath) == page.items)
-        let small = try await bucket.list(StoragePath(normalizing: "g"), options: ListOptions(maxResults: 2, includeMetadata: true))
+        let small = try await bucket.list(
+            StoragePath(normalizing: "g"), options: ListOptions(maxResults: 2, includeMetadata: true))
         #expect(small.itemMetadata?.map(\.fullPath) == Array(page.items.prefix(2)))
     }
 
     @Test("the local bucket declares what it can do, and gives each capability")
     func capabilities() throws {
         let bucket = try openBucket(directory.file("p.bucket"))
-        #expect(bucket.capabilities == [.transactions, .snapshots, .rulesAdministration, .archives, .integrityCheck, .immediateReads, .bucketSettings])
-        #expect(bucket.transactions != nil && bucket.snapshotStore != nil && bucket.immediateReads != nil && bucket.settingsStore != nil)
+        #expect(
+            bucket.capabilities == [
+                .transactions, .snapshots, .rulesAdministration, .archives, .integrityCheck, .immediateReads,
+                .bucketSettings,
+            ])
+        #expect(
+            bucket.transactions != nil && bucket.snapshotStore != nil && bucket.immediateReads != nil
+                && bucket.settingsStore != nil)
     }
 
     @Test("rules hold no bucket: a bucket, its rules session and the layer around it are freed when dropped")
@@ -103,7 +123,9 @@ struct PreconditionTests {
         #expect(FileManager.default.fileExists(atPath: path + "-wal"))
         bucket.close()
         bucket.close()
-        #expect(!FileManager.default.fileExists(atPath: path + "-wal") && !FileManager.default.fileExists(atPath: path + "-shm"))
+        #expect(
+            !FileManager.default.fileExists(atPath: path + "-wal")
+                && !FileManager.default.fileExists(atPath: path + "-shm"))
         #expect(await storageError { try await bucket.put(["b"]) }?.message == "The bucket \(path) was closed.")
     }
 }

@@ -1,8 +1,9 @@
 import Foundation
-import Testing
 import StoreshCore
-@testable import StoreshLocal
 import StoreshSQLite
+import Testing
+
+@testable import StoreshLocal
 
 /// A row of test values: a column each, NULL or bytes, or a number.
 private enum TestColumn {
@@ -18,7 +19,11 @@ private struct TestRow: ChecksummedRow {
             switch column {
             case .number(let value): checksum.add(value)
             case .bytes(let bytes):
-                if let bytes { bytes.withUnsafeBytes { checksum.add($0) } } else { checksum.add(nil as UnsafeRawBufferPointer?) }
+                if let bytes {
+                    bytes.withUnsafeBytes { checksum.add($0) }
+                } else {
+                    checksum.add(nil as UnsafeRawBufferPointer?)
+                }
             }
         }
     }
@@ -33,7 +38,8 @@ struct RowChecksumTests {
     private static func sampleRows() -> [TestRow] {
         (0..<20).map { length in
             TestRow(columns: [
-                .bytes(Array("users/u\(length)/".utf8) + (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }),
+                .bytes(
+                    Array("users/u\(length)/".utf8) + (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }),
                 .number(Int64(length) << 40 | 0x1234),
                 .bytes(length % 3 == 0 ? nil : Array(repeating: UInt8(length), count: length % 9)),
             ])
@@ -94,7 +100,9 @@ struct RowChecksumTests {
         // FNV-1a (64-bit) of 0x01, the length in eight bytes low first, the bytes, for "name" then "b": worked out
         // apart from storesh (Python, from the algorithm's published constants).
         #expect(BucketSchema.InfoRow(key: "name", value: "b").isChecksummed(by: -3_494_245_807_984_524_121))
-        #expect(BucketSchema.InfoRow(key: "name", value: "b").checksum(as: ByteRowChecksum.self) == -3_494_245_807_984_524_121)
+        #expect(
+            BucketSchema.InfoRow(key: "name", value: "b").checksum(as: ByteRowChecksum.self)
+                == -3_494_245_807_984_524_121)
         // Format 4 writes its own.
         #expect(BucketSchema.InfoRow(key: "name", value: "b").checksum != -3_494_245_807_984_524_121)
     }
@@ -109,16 +117,22 @@ struct RowChecksumTests {
             var checksums: [(Int64, Int64)] = []
             while try rows.step() { checksums.append((rows.int64(0), try checksum(rows))) }
             rows.reset()
-            for (rowid, value) in checksums { try raw.execute("UPDATE \(table) SET checksum = \(value) WHERE rowid = \(rowid)") }
+            for (rowid, value) in checksums {
+                try raw.execute("UPDATE \(table) SET checksum = \(value) WHERE rowid = \(rowid)")
+            }
         }
         try rewrite("SELECT id, \(BucketSchema.metadataColumns), checksum FROM objects", table: "objects") {
-            StoredVersion.Values(version: try StoredVersion($0, from: 1, died: false), died: nil).checksum(as: ByteRowChecksum.self)
+            StoredVersion.Values(version: try StoredVersion($0, from: 1, died: false), died: nil).checksum(
+                as: ByteRowChecksum.self)
         }
         try rewrite("SELECT id, \(SnapshotRow.keptColumns) FROM history", table: "history") {
-            StoredVersion.Values(version: try StoredVersion($0, from: 1, died: true), died: $0.int64(1 + StoredVersion.columnCount)).checksum(as: ByteRowChecksum.self)
+            StoredVersion.Values(
+                version: try StoredVersion($0, from: 1, died: true), died: $0.int64(1 + StoredVersion.columnCount)
+            ).checksum(as: ByteRowChecksum.self)
         }
         try rewrite("SELECT rowid, name, epoch, created, object_count FROM snapshots", table: "snapshots") {
-            SnapshotRow.Values(name: $0.string(1)!, epoch: $0.int64(2), created: $0.int64(3), count: $0.int64(4)).checksum(as: ByteRowChecksum.self)
+            SnapshotRow.Values(name: $0.string(1)!, epoch: $0.int64(2), created: $0.int64(3), count: $0.int64(4))
+                .checksum(as: ByteRowChecksum.self)
         }
         try rewrite("SELECT rowid, key, value FROM bucket_info", table: "bucket_info") {
             BucketSchema.InfoRow(key: $0.string(1)!, value: $0.string(2)!).checksum(as: ByteRowChecksum.self)
@@ -129,7 +143,8 @@ struct RowChecksumTests {
     /// The stored checksum of a live object's row and the one format 4 gives its values.
     private func checksums(_ bucket: LocalBucket, _ name: String) throws -> (stored: Int64, format4: Int64) {
         try bucket.withConnection { connection in
-            let statement = try connection.statement("SELECT \(BucketSchema.metadataColumns), checksum FROM objects WHERE name = ?1")
+            let statement = try connection.statement(
+                "SELECT \(BucketSchema.metadataColumns), checksum FROM objects WHERE name = ?1")
             defer { statement.reset() }
             statement.bind(1, name)
             guard try statement.step() else { throw StorageError.objectNotFound(name) }
@@ -138,7 +153,9 @@ struct RowChecksumTests {
         }
     }
 
-    @Test("a format-3 bucket opens as the current format: read and checked as it is, its rows take the new checksum when written")
+    @Test(
+        "a format-3 bucket opens as the current format: read and checked as it is, its rows take the new checksum when written"
+    )
     func format3Upgraded() async throws {
         let path = directory.file("v3.bucket")
         var bucket: LocalBucket? = try openBucket(path)
@@ -157,7 +174,8 @@ struct RowChecksumTests {
         #expect(try checksums(upgraded, "d/5.txt").stored != checksums(upgraded, "d/5.txt").format4)
         // A uniform update verifies the old checksums and writes new ones; so does a single update.
         let page = try await upgraded.updatePage(
-            prefix: "d/", after: nil, limit: 6, MetadataUpdate(properties: [.cacheControl: .set("no-cache")])) { _ in true }
+            prefix: "d/", after: nil, limit: 6, MetadataUpdate(properties: [.cacheControl: .set("no-cache")])
+        ) { _ in true }
         #expect(page.outcomes.count == 6)
         _ = try await upgraded.updateMetadata(
             of: objectName("d/9.txt"), MetadataUpdate(properties: [.cacheControl: .set("x")]), precondition: .none)
@@ -167,9 +185,12 @@ struct RowChecksumTests {
         }
         #expect(try upgraded.verify().isSound)
         // An old checksum still finds damage.
-        try upgraded.withConnection { try $0.execute("UPDATE objects SET content_type = 'text/evil' WHERE name = 'd/8.txt'") }
+        try upgraded.withConnection {
+            try $0.execute("UPDATE objects SET content_type = 'text/evil' WHERE name = 'd/8.txt'")
+        }
         let report = try upgraded.verify()
-        #expect(report.problems.count == 1 && report.problems.first?.contains("\"d/8.txt\"") == true, "\(report.problems)")
+        #expect(
+            report.problems.count == 1 && report.problems.first?.contains("\"d/8.txt\"") == true, "\(report.problems)")
         upgraded.close()
     }
 }

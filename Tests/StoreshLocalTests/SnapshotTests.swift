@@ -1,10 +1,11 @@
 import Foundation
-import Testing
-import StoreshTestSupport
 import StoreshCore
-@testable import StoreshLocal
-import StoreshSQLite
 import StoreshFuzzing
+import StoreshSQLite
+import StoreshTestSupport
+import Testing
+
+@testable import StoreshLocal
 
 @Suite("Local bucket: snapshots, row checksums, and the version-1 upgrade")
 struct SnapshotTests {
@@ -34,7 +35,9 @@ struct SnapshotTests {
         #expect(changes.map(\.name) == ["added", "edit", "gone", "rewrite"])
         #expect(changes.map(\.kind) == [.added, .changed, .removed, .changed])
         #expect(changes[1].differences.map(\.key) == ["contentType", "custom.owner"])
-        #expect(changes[1].differences[0].old == "application/octet-stream" && changes[1].differences[0].new == "text/plain")
+        #expect(
+            changes[1].differences[0].old == "application/octet-stream" && changes[1].differences[0].new == "text/plain"
+        )
         #expect(changes[3].differences.map(\.key) == ["generation", "size", "md5Hash"])
         // The other direction is the inverse.
         let back = try bucket.changesNow(from: .current, to: .snapshot("before"))
@@ -58,7 +61,9 @@ struct SnapshotTests {
         #expect(afterRemoval.isSound && afterRemoval.keptVersions == 0 && afterRemoval.snapshots == 0)
     }
 
-    @Test("rule N2: restore writes exactly what diff reports; a value changed and changed back is no difference and is left alone")
+    @Test(
+        "rule N2: restore writes exactly what diff reports; a value changed and changed back is no difference and is left alone"
+    )
     func restoreWritesWhatDiffReports() async throws {
         let bucket = try openBucket(directory.file("n2.bucket"))
         try await bucket.put(["back", "moved", "same"])
@@ -88,7 +93,8 @@ struct SnapshotTests {
         _ = try bucket.saveSnapshotNow(named: "v1.0_before-fix")
         for bad in ["", "-x", ".hidden", "with space", "a/b", String(repeating: "x", count: 101), "é"] {
             let error = storageError { _ = try bucket.saveSnapshotNow(named: bad) }
-            #expect(error?.code == .invalidArgument && error?.message.contains("is not a snapshot name") == true, "\(bad)")
+            #expect(
+                error?.code == .invalidArgument && error?.message.contains("is not a snapshot name") == true, "\(bad)")
         }
         let taken = storageError { _ = try bucket.saveSnapshotNow(named: "v1.0_before-fix") }
         #expect(taken?.message.contains("already exists") == true)
@@ -153,7 +159,9 @@ struct SnapshotTests {
                 _ = try bucket.restoreSnapshotNow(named: snapshot)
                 model = snapshots[snapshot]!
             default:
-                guard snapshots.count > 2, let snapshot = snapshots.keys.sorted().randomElement(using: &random) else { continue }
+                guard snapshots.count > 2, let snapshot = snapshots.keys.sorted().randomElement(using: &random) else {
+                    continue
+                }
                 _ = try bucket.removeSnapshotNow(named: snapshot)
                 snapshots[snapshot] = nil
             }
@@ -170,7 +178,9 @@ struct SnapshotTests {
             for (name, content) in state.contents {
                 #expect(try await bucket.read(objectName(name)) == content)
             }
-            #expect(try await bucket.listAll(StoragePath(normalizing: "f0")).items.count == state.objects.keys.filter { $0.hasPrefix("f0/") }.count)
+            #expect(
+                try await bucket.listAll(StoragePath(normalizing: "f0")).items.count
+                    == state.objects.keys.filter { $0.hasPrefix("f0/") }.count)
         }
         let report = try bucket.verify()
         #expect(report.isSound, "\(report.problems)")
@@ -184,11 +194,14 @@ struct SnapshotTests {
         try await bucket.put(["a", "b"])
         bucket.close()
         let raw = try SQLiteConnection(path: path, flags: 0x02)
-        try raw.execute("UPDATE objects SET content_type = 'text/evil' WHERE name = 'a'; UPDATE contents SET data = x'00' WHERE id = (SELECT content_id FROM objects WHERE name = 'b')")
+        try raw.execute(
+            "UPDATE objects SET content_type = 'text/evil' WHERE name = 'a'; UPDATE contents SET data = x'00' WHERE id = (SELECT content_id FROM objects WHERE name = 'b')"
+        )
         raw.close()
         let damaged = try openBucket(path)
         let metadataError = storageError { _ = try damaged.currentMetadata(of: objectName("a")) }
-        #expect(metadataError?.message.contains("is damaged: the stored object \"a\" does not match its checksum") == true)
+        #expect(
+            metadataError?.message.contains("is damaged: the stored object \"a\" does not match its checksum") == true)
         let contentError = await storageError { _ = try await damaged.read(objectName("b")) }
         #expect(contentError?.message.contains("content of object \"b\" (its MD5 differs)") == true)
         let report = try damaged.verify()

@@ -1,5 +1,6 @@
-import Testing
 import StoreshCore
+import Testing
+
 @testable import StoreshRemote
 
 /// A `gs://` bucket's two modes are two buckets; the session's bucket forwards to the one in force (rule F1).
@@ -7,9 +8,11 @@ import StoreshCore
 struct FirebaseProjectBucketTests {
     func bucket(emulator: Bool) -> FirebaseProjectBucket {
         let endpoint =
-            emulator ? CloudStorageEndpoint(baseURL: "http://127.0.0.1:9", emulatorVariable: "STORAGE_EMULATOR_HOST") : .google
+            emulator
+            ? CloudStorageEndpoint(baseURL: "http://127.0.0.1:9", emulatorVariable: "STORAGE_EMULATOR_HOST") : .google
         return FirebaseProjectBucket(
-            CloudStorageBucket(name: "demo-app.appspot.com", endpoint: endpoint, http: RemoteHTTP(), authorizer: EmulatorOwner()))
+            CloudStorageBucket(
+                name: "demo-app.appspot.com", endpoint: endpoint, http: RemoteHTTP(), authorizer: EmulatorOwner()))
     }
 
     @Test("login and logout switch what every request goes through, and what the bucket says of itself")

@@ -1,6 +1,6 @@
-import Testing
 import StoreshCore
 import StoreshWire
+import Testing
 
 @Suite("StatusErrors: spec E over HTTP, both ways")
 struct StatusErrorsTests {
@@ -30,18 +30,26 @@ struct StatusErrorsTests {
     func messages() {
         func error(_ status: Int, attempts: Int = 1, _ audience: StatusErrors.Audience) -> StorageError {
             StatusErrors.error(
-                StatusErrors.Answer(status: status, attempts: attempts, message: "Nope"), bucket: "app", bucketURL: "gs://app",
+                StatusErrors.Answer(status: status, attempts: attempts, message: "Nope"), bucket: "app",
+                bucketURL: "gs://app",
                 object: "a.txt", audience: audience)
         }
         #expect(error(401, .securityRules) == .unauthenticated)
         #expect(error(403, .securityRules) == .unauthorized(bucket: "app", path: "a.txt"))
-        #expect(error(401, .credentials(hint: "Check them.")).message == "gs://app: the credentials were refused (401). The service said: Nope Check them.")
-        #expect(error(403, .credentials(hint: "")).message == "No permission for gs://app/a.txt (403). The service said: Nope")
-        #expect(error(503, attempts: 4, .securityRules).message == "The service answered 503 after 4 attempts. The service said: Nope")
+        #expect(
+            error(401, .credentials(hint: "Check them.")).message
+                == "gs://app: the credentials were refused (401). The service said: Nope Check them.")
+        #expect(
+            error(403, .credentials(hint: "")).message
+                == "No permission for gs://app/a.txt (403). The service said: Nope")
+        #expect(
+            error(503, attempts: 4, .securityRules).message
+                == "The service answered 503 after 4 attempts. The service said: Nope")
         #expect(error(502, .securityRules).code == .internalError)
         #expect(error(409, .securityRules).code == .preconditionFailed)
         let bucketGone = StatusErrors.error(
-            StatusErrors.Answer(status: 404, attempts: 1, message: "The specified bucket does not exist."), bucket: "app",
+            StatusErrors.Answer(status: 404, attempts: 1, message: "The specified bucket does not exist."),
+            bucket: "app",
             bucketURL: "gs://app", object: "a.txt", bucketMissing: true, audience: .securityRules)
         #expect(bucketGone.code == .bucketNotFound)
     }

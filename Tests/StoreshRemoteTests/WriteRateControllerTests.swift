@@ -94,7 +94,8 @@ struct WriteRateControllerTests {
     func convergesBelowTheStart() {
         for (rate, batch, latency) in [(500.0, 100, 0.02), (300.0, 1, 0.05), (700.0, 100, 0.05)] {
             var apply = SimulatedApply(
-                limits: .cloudStorage(cap: nil, maximumConcurrency: 32), serviceRate: rate, latency: latency, batch: batch)
+                limits: .cloudStorage(cap: nil, maximumConcurrency: 32), serviceRate: rate, latency: latency,
+                batch: batch)
             apply.run(seconds: 60)
             let held = apply.acceptedRate(20..<60)
             #expect(held >= 0.9 * rate, "\(rate)/s with batches of \(batch) at \(latency) s: \(held)/s held")
@@ -104,7 +105,9 @@ struct WriteRateControllerTests {
         }
     }
 
-    @Test("against a service that takes everything, it sends the documented 1,000 a second and no more, doubling at 20 minutes")
+    @Test(
+        "against a service that takes everything, it sends the documented 1,000 a second and no more, doubling at 20 minutes"
+    )
     func neverExceedsTheRamp() {
         var apply = SimulatedApply(
             limits: .cloudStorage(cap: nil, maximumConcurrency: 32), serviceRate: nil, latency: 0.02, batch: 100)
@@ -118,7 +121,9 @@ struct WriteRateControllerTests {
         #expect(apply.refused == 0 && apply.controller.decreases == 0)
     }
 
-    @Test("on an emulator (no documented ramp) it starts at 1,000 a second and doubles until pushed back, then holds what it takes")
+    @Test(
+        "on an emulator (no documented ramp) it starts at 1,000 a second and doubles until pushed back, then holds what it takes"
+    )
     func emulatorSlowStart() {
         for rate in [1000.0, 6000.0] {
             var apply = SimulatedApply(

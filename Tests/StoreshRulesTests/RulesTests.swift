@@ -1,10 +1,11 @@
 import Foundation
-import Testing
 import StoreshCore
+import StoreshFuzzing
 import StoreshLanguage
 import StoreshLocal
 import StoreshTestSupport
-import StoreshFuzzing
+import Testing
+
 @testable import StoreshRules
 
 /// A local bucket with rules in force (the rules layer around it), and a way to run requests as someone.
@@ -40,21 +41,28 @@ final class RulesFixture {
         await storageError(body)?.code
     }
 
-    func get(_ name: String) async -> StorageErrorCode? { await attempt { _ = try await self.bucket.metadata(of: ObjectName(name)) } }
+    func get(_ name: String) async -> StorageErrorCode? {
+        await attempt { _ = try await self.bucket.metadata(of: ObjectName(name)) }
+    }
     func list(_ path: String) async -> StorageErrorCode? {
         await attempt { _ = try await self.bucket.list(StoragePath(normalizing: path), options: ListOptions()) }
     }
     func create(_ name: String, type: String = "text/plain", size: Int = 1) async -> StorageErrorCode? {
         await attempt {
-            _ = try await self.bucket.write(Data(count: size), to: ObjectName(name), options: WriteOptions(properties: [.contentType: type]))
+            _ = try await self.bucket.write(
+                Data(count: size), to: ObjectName(name), options: WriteOptions(properties: [.contentType: type]))
         }
     }
     func update(_ name: String) async -> StorageErrorCode? {
         await attempt {
-            _ = try await self.bucket.updateMetadata(of: ObjectName(name), MetadataUpdate(properties: [.cacheControl: .set("no-cache")]), ifMetagenerationMatch: nil)
+            _ = try await self.bucket.updateMetadata(
+                of: ObjectName(name), MetadataUpdate(properties: [.cacheControl: .set("no-cache")]),
+                ifMetagenerationMatch: nil)
         }
     }
-    func delete(_ name: String) async -> StorageErrorCode? { await attempt { try await self.bucket.delete(ObjectName(name)) } }
+    func delete(_ name: String) async -> StorageErrorCode? {
+        await attempt { try await self.bucket.delete(ObjectName(name)) }
+    }
 }
 
 func rules(_ body: String, version: String = "2") -> String {
@@ -101,7 +109,9 @@ struct RulesTests {
     @Test("rule R4: request.auth, its uid and token claims; null when signed out, which fails closed")
     func auth() async throws {
         let session = try RulesFixture(
-            rules("match /files/{uid}/{rest=**} { allow read: if request.auth.uid == uid || request.auth.token.admin == true; }"),
+            rules(
+                "match /files/{uid}/{rest=**} { allow read: if request.auth.uid == uid || request.auth.token.admin == true; }"
+            ),
             objects: ["files/alice/a"])
         session.signIn(nil)
         #expect(await session.get("files/alice/a") == .unauthorized)
@@ -111,13 +121,16 @@ struct RulesTests {
         #expect(await session.get("files/alice/a") == nil)
         session.signIn("carol", claims: ["admin": "true"])
         #expect(await session.get("files/alice/a") == nil)
-        #expect(session.rules.lastDecision.map { $0.decision.explanation(for: $0.request) }?.contains("at test.rules:4") == true)
+        #expect(
+            session.rules.lastDecision.map { $0.decision.explanation(for: $0.request) }?.contains("at test.rules:4")
+                == true)
     }
 
     @Test("rule R4: request.resource is the object after the change, resource the one before")
     func resources() async throws {
         let session = try RulesFixture(
-            rules("""
+            rules(
+                """
                 match /{all=**} {
                   allow read;
                   allow create: if request.resource.size < 10 && request.resource.contentType.matches('text/.*')
@@ -137,7 +150,8 @@ struct RulesTests {
     @Test("rule R4: request.time, timestamps and durations")
     func time() async throws {
         let session = try RulesFixture(
-            rules("""
+            rules(
+                """
                 match /{all=**} {
                   allow get: if request.time > timestamp.date(2026, 1, 1) && request.time < timestamp.date(2026, 11, 21) + duration.value(1, 'd');
                   allow list: if request.time < timestamp.date(2020, 1, 1);
@@ -150,7 +164,8 @@ struct RulesTests {
     @Test("arithmetic past 64 bits on a request's numbers is an error that denies, never a trap")
     func arithmeticOverflowDenies() async throws {
         let session = try RulesFixture(
-            rules("""
+            rules(
+                """
                 match /{name} {
                   allow get: if -request.auth.token.least > 0;
                   allow get: if request.auth.token.least / -1 > 0;
@@ -160,10 +175,13 @@ struct RulesTests {
                   allow get: if request.time - duration.value(-request.auth.token.seconds, 's') > request.time;
                 }
                 """), objects: ["a"])
-        session.signIn("ada", claims: ["least": String(Int64.min), "most": String(Int64.max), "seconds": "9223372036854"])
+        session.signIn(
+            "ada", claims: ["least": String(Int64.min), "most": String(Int64.max), "seconds": "9223372036854"])
         #expect(await session.get("a") == .unauthorized)
         let why = session.rules.lastDecision.map { $0.decision.explanation(for: $0.request) } ?? ""
-        #expect(why.contains("overflows a 64-bit integer") && why.contains("is out of range") && why.contains("a time or duration out of range"))
+        #expect(
+            why.contains("overflows a 64-bit integer") && why.contains("is out of range")
+                && why.contains("a time or duration out of range"))
         // In range, the same expressions still grant.
         session.signIn("ada", claims: ["least": "-5", "most": "1", "seconds": "60"])
         #expect(await session.get("a") == nil)
@@ -172,7 +190,8 @@ struct RulesTests {
     @Test("nested matches, path variables and recursive wildcards; any matching allow grants")
     func matching() async throws {
         let session = try RulesFixture(
-            rules("""
+            rules(
+                """
                 match /users/{user} {
                   allow get: if user == 'alice';
                   match /photos/{photo} {
@@ -182,7 +201,11 @@ struct RulesTests {
                     allow get: if rest.size() > 20;
                   }
                 }
-                """), objects: ["users/alice", "users/bob", "users/bob/photos/p.jpg", "users/bob/photos/p.png", "users/bob/a/very/deep/path/name"])
+                """),
+            objects: [
+                "users/alice", "users/bob", "users/bob/photos/p.jpg", "users/bob/photos/p.png",
+                "users/bob/a/very/deep/path/name",
+            ])
         #expect(await session.get("users/alice") == nil)
         #expect(await session.get("users/bob") == .unauthorized)
         #expect(await session.get("users/bob/photos/p.jpg") == nil)
@@ -202,7 +225,8 @@ struct RulesTests {
               match /{first}/{bucket}/{o}/whole/{name} { allow get: if first == 'b' && o == 'o' && bucket == 'teaching'; }
             }
             """
-        let session = try RulesFixture(source, objects: ["open/a", "named/x", "named/y", "gap//end", "whole/w", "other"])
+        let session = try RulesFixture(
+            source, objects: ["open/a", "named/x", "named/y", "gap//end", "whole/w", "other"])
         #expect(await session.get("open/a") == nil)
         #expect(await session.get("named/x") == nil)
         #expect(await session.get("named/y") == .unauthorized)
@@ -214,7 +238,8 @@ struct RulesTests {
     @Test("functions see their caller's path variables; parameters hide them; resource.metadata is a map")
     func functionScopesAndMetadata() async throws {
         let session = try RulesFixture(
-            rules("""
+            rules(
+                """
                 function ownerIs(uid) { return owner == uid; }
                 function mine() { return owner == 'alice'; }
                 match /files/{owner}/{name} {
@@ -231,7 +256,8 @@ struct RulesTests {
         #expect(await session.get("files/bob/b") == .unauthorized)
         let update = await session.attempt {
             _ = try await session.bucket.updateMetadata(
-                of: ObjectName("files/alice/a"), MetadataUpdate(customMetadata: ["reviewed": .set("yes")]), ifMetagenerationMatch: nil)
+                of: ObjectName("files/alice/a"), MetadataUpdate(customMetadata: ["reviewed": .set("yes")]),
+                ifMetagenerationMatch: nil)
         }
         #expect(update == nil)
         #expect(await session.update("files/alice/a") == .unauthorized)  // cacheControl only: no `reviewed` key
@@ -239,12 +265,16 @@ struct RulesTests {
 
     @Test("rule R1 and L12: no declaration is version 1, where {x=**} needs a segment and every list fails")
     func versionOne() async throws {
-        let source = "service firebase.storage {\n match /b/{bucket}/o {\n  match /{all=**} { allow read, write; }\n }\n}\n"
+        let source =
+            "service firebase.storage {\n match /b/{bucket}/o {\n  match /{all=**} { allow read, write; }\n }\n}\n"
         let session = try RulesFixture(source, objects: ["a/b"])
         #expect(try RulesParser.parse(source).version == "1")
         #expect(await session.get("a/b") == nil)
         let listing = await storageError { _ = try await session.bucket.list(.root, options: ListOptions()) }
-        #expect(listing?.message == "Listing objects in a bucket is disallowed for rules_version = \"1\". Please update storage security rules to rules_version = \"2\" to use list.")
+        #expect(
+            listing?.message
+                == "Listing objects in a bucket is disallowed for rules_version = \"1\". Please update storage security rules to rules_version = \"2\" to use list."
+        )
         #expect(await session.list("a") != nil)
         let v2 = try RulesFixture(rules("match /{all=**} { allow list; }"), objects: ["a/b"])
         #expect(await v2.list("") == nil)  // in version 2, {all=**} matches the root's zero segments
@@ -253,7 +283,8 @@ struct RulesTests {
     @Test("functions, lets, lists, maps and `in`; errors and unknown names fail closed")
     func expressions() async throws {
         let session = try RulesFixture(
-            rules("""
+            rules(
+                """
                 function allowed(name) {
                   let names = ['a', 'b'];
                   return name in names && {'x': 1}.size() == 1 && !(name in {'zz': true});
@@ -267,16 +298,20 @@ struct RulesTests {
         #expect(await session.get("a") == nil)
         #expect(await session.get("c") == .unauthorized)
         let why = session.rules.lastDecision.map { $0.decision.explanation(for: $0.request) } ?? ""
-        #expect(why.contains("the condition is false") && why.contains("unknown name 'undefinedThing'") && why.contains("division by zero"))
+        #expect(
+            why.contains("the condition is false") && why.contains("unknown name 'undefinedThing'")
+                && why.contains("division by zero"))
     }
 
-    @Test("rules files are checked with line and column", arguments: [
-        ("rules_version = '3';", "1:17"), ("service firebase.firestore { }", "1:18"),
-        ("service firebase.storage { match /b/{bucket}/o { allow raed; } }", "1:56"),
-        ("service firebase.storage { match /b/{bucket}/o { allow read: if (1; } }", "1:67"),
-        ("service firebase.storage {\n  match /b/{x=**}/o { }\n}", "2:9"),
-        ("service firebase.storage { match b { } }", "1:34"),
-    ])
+    @Test(
+        "rules files are checked with line and column",
+        arguments: [
+            ("rules_version = '3';", "1:17"), ("service firebase.firestore { }", "1:18"),
+            ("service firebase.storage { match /b/{bucket}/o { allow raed; } }", "1:56"),
+            ("service firebase.storage { match /b/{bucket}/o { allow read: if (1; } }", "1:67"),
+            ("service firebase.storage {\n  match /b/{x=**}/o { }\n}", "2:9"),
+            ("service firebase.storage { match b { } }", "1:34"),
+        ])
     func syntaxErrors(source: String, position: String) {
         do {
             _ = try RulesParser.parse(source)
@@ -288,9 +323,15 @@ struct RulesTests {
 
     @Test("the sample rules parse")
     func samples() throws {
-        let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../samples/rules")
-        #expect(try RulesParser.parse(String(contentsOf: folder.appendingPathComponent("owner-only.rules"), encoding: .utf8)).version == "2")
-        #expect(try RulesParser.parse(String(contentsOf: folder.appendingPathComponent("version1.rules"), encoding: .utf8)).version == "1")
+        let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+            "../../samples/rules")
+        #expect(
+            try RulesParser.parse(
+                String(contentsOf: folder.appendingPathComponent("owner-only.rules"), encoding: .utf8)
+            ).version == "2")
+        #expect(
+            try RulesParser.parse(String(contentsOf: folder.appendingPathComponent("version1.rules"), encoding: .utf8))
+                .version == "1")
         #expect(try RulesParser.parse(RulesEngine.openRules).version == "2")
     }
 }
@@ -309,7 +350,9 @@ struct RulesLanguageTests {
     struct Files: LocalFiles {
         let folder: String
         func read(_ path: String) throws(StorageError) -> Data {
-            guard let data = FileManager.default.contents(atPath: folder + "/" + path) else { throw StorageError(.invalidArgument, "no \(path)") }
+            guard let data = FileManager.default.contents(atPath: folder + "/" + path) else {
+                throw StorageError(.invalidArgument, "no \(path)")
+            }
             return data
         }
         func readDocument(_ path: String) throws(StorageError) -> Data { try read(path) }
@@ -327,7 +370,8 @@ struct RulesLanguageTests {
 
     @Test("a denied write inside a script rolls the whole script back")
     func deniedWriteRollsBack() async throws {
-        let session = try RulesFixture(rules("match /mine/{x} { allow read, write: if request.auth.uid == 'me'; }"), objects: ["mine/a"])
+        let session = try RulesFixture(
+            rules("match /mine/{x} { allow read, write: if request.auth.uid == 'me'; }"), objects: ["mine/a"])
         let (status, output) = try await run(session, "login me\nput --data 1 mine/b\nlogout\nput --data 2 mine/c\n")
         #expect(status == .failed)
         #expect(output.errors.first?.code == "unauthorized" && output.errors.first?.location.line == 4)
@@ -351,8 +395,10 @@ struct RulesLanguageTests {
     @Test("login, whoami, rules why, rules load with positioned errors, rules show")
     func commands() async throws {
         let session = try RulesFixture(rules("match /{all=**} { allow read; }"), objects: ["a"])
-        try "service firebase.storage { match /b/{b}/o { allow reed; } }".write(toFile: session.directory + "/bad.rules", atomically: true, encoding: .utf8)
-        let (_, output) = try await run(session, "login ada --claim admin=true --claim level=3\nwhoami\nmeta get a\nrules why\nlogout\nwhoami")
+        try "service firebase.storage { match /b/{b}/o { allow reed; } }".write(
+            toFile: session.directory + "/bad.rules", atomically: true, encoding: .utf8)
+        let (_, output) = try await run(
+            session, "login ada --claim admin=true --claim level=3\nwhoami\nmeta get a\nrules why\nlogout\nwhoami")
         #expect(output.lines[0] == "signed in as ada")
         #expect(output.lines[1] == "signed in as ada (claims: admin=true level=3)")
         #expect(output.lines.contains("allowed get on gs://teaching/a by `allow read;` at test.rules:4"))
@@ -380,12 +426,16 @@ struct OpenRulesTests {
     @Test("the decision made without evaluating is the one evaluating the open rules gives, with its explanation")
     func sameAsEvaluated() throws {
         let request = AccessRequest(
-            method: .update, bucket: "teaching", path: "images/forest.jpg", time: Timestamp(rfc3339: "2026-11-21T09:30:00Z")!)
+            method: .update, bucket: "teaching", path: "images/forest.jpg",
+            time: Timestamp(rfc3339: "2026-11-21T09:30:00Z")!)
         let evaluated = RulesEngine.decide(request, ruleset: RulesEngine.openRuleset, auth: .null)
         let fast = RulesEngine.openDecision(origin: RulesEngine.openRulesOrigin)
         #expect(evaluated.allowed && fast.allowed)
         #expect(fast.explanation(for: request) == evaluated.explanation(for: request))
-        #expect(fast.explanation(for: request) == "allowed update on gs://teaching/images/forest.jpg by `allow read, write: if true;` at (the open rules of a new bucket):5")
+        #expect(
+            fast.explanation(for: request)
+                == "allowed update on gs://teaching/images/forest.jpg by `allow read, write: if true;` at (the open rules of a new bucket):5"
+        )
     }
 }
 
@@ -402,7 +452,8 @@ struct RulesFuzzTests {
 
     @Test("the limits: 256 KB of text, 100 levels of expression, 32 of match blocks, with positions")
     func limits() throws {
-        let deep = RulesFuzzer.wrapping(String(repeating: "(", count: 101) + "true" + String(repeating: ")", count: 101))
+        let deep = RulesFuzzer.wrapping(
+            String(repeating: "(", count: 101) + "true" + String(repeating: ")", count: 101))
         #expect(throws: RulesSyntaxError.self) { try RulesParser.parse(deep) }
         let fits = RulesFuzzer.wrapping(String(repeating: "(", count: 99) + "true" + String(repeating: ")", count: 99))
         _ = try RulesParser.parse(fits)
@@ -416,7 +467,9 @@ struct RulesFuzzTests {
             #expect(error.line == 1 && error.column == 1 && error.message.contains("262144"))
         }
         do throws(RulesSyntaxError) {
-            _ = try RulesParser.parse("service firebase.storage {\n" + String(repeating: "match /a {\n", count: 40) + String(repeating: "}\n", count: 40) + "}\n")
+            _ = try RulesParser.parse(
+                "service firebase.storage {\n" + String(repeating: "match /a {\n", count: 40)
+                    + String(repeating: "}\n", count: 40) + "}\n")
             Issue.record("40 nested match blocks were parsed")
         } catch {
             #expect(error.line == 34 && error.message.contains("32"))

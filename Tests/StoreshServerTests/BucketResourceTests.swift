@@ -11,13 +11,16 @@ struct BucketResourceTests {
         settings.location = "EUROPE-WEST1"
         settings.storageClass = "COLDLINE"
         settings.labels = ["env": "test", "owner": "ada"]
-        settings.kept["lifecycle"] = .object([("rule", .array([.object([("action", .object([("type", .string("Delete"))]))])]))])
+        settings.kept["lifecycle"] = .object([
+            ("rule", .array([.object([("action", .object([("type", .string("Delete"))]))])]))
+        ])
         settings.kept["cors"] = .array([.object([("origin", .array([.string("*")]))])])
         settings.uniformBucketLevelAccess = true
         let document = BucketResource.document(settings, name: "b-1", baseURL: "http://x")
         let fields = try BucketResource.body(Data(document.serialized.utf8))
         var read = BucketSettings(madeAt: settings.timeCreated, madeByServer: true)
-        try BucketResource.apply(fields, to: &read, replacing: BucketSettings(madeAt: settings.timeCreated), creating: true)
+        try BucketResource.apply(
+            fields, to: &read, replacing: BucketSettings(madeAt: settings.timeCreated), creating: true)
         #expect(read == settings)
         // And through the form a bucket file stores.
         let stored = try JSONDecoder().decode(BucketSettings.self, from: JSONEncoder().encode(settings))
@@ -35,12 +38,14 @@ struct BucketResourceTests {
     func refusals() throws {
         let original = BucketSettings(madeAt: Timestamp(microseconds: 0))
         for body in [
-            #"{"labels": "x"}"#, #"{"storageClass": 5}"#, #"{"location": "ASIA"}"#, #"{"versioning": {"enabled": "yes"}}"#,
+            #"{"labels": "x"}"#, #"{"storageClass": 5}"#, #"{"location": "ASIA"}"#,
+            #"{"versioning": {"enabled": "yes"}}"#,
             #"{"nope": 1}"#, #"{"labels": {"a": 1.5}}"#, #"[1]"#, #"{"cors": {}}"#,
         ] {
             var settings = original
             #expect(throws: StorageError.self, "\(body)") {
-                try BucketResource.apply(try BucketResource.body(Data(body.utf8)), to: &settings, replacing: nil, creating: false)
+                try BucketResource.apply(
+                    try BucketResource.body(Data(body.utf8)), to: &settings, replacing: nil, creating: false)
             }
         }
     }

@@ -2,6 +2,7 @@ import Foundation
 import StoreshCore
 import StoreshLocal
 import Testing
+
 @testable import StoreshServer
 
 /// Rule V4: every answered change is durable, and concurrent changes share commits rather than queueing for a disk
@@ -9,7 +10,8 @@ import Testing
 @Suite("Group commit (rule V4)")
 struct GroupCommitTests {
     func servedBucket() throws -> (ServedBucket, String) {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("storesh-group-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "storesh-group-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let path = directory.appendingPathComponent("served.bucket").path
         let bucket = try LocalBucket.open(at: path)
@@ -30,9 +32,11 @@ struct GroupCommitTests {
                         let name = try ObjectName("w/\(index)")
                         // Every tenth write asks that the object not exist, after writing it: it fails, alone.
                         _ = try await served.change { transaction in
-                            _ = try await transaction.write(Data("\(index)".utf8), to: name, options: WriteOptions(), precondition: .none)
+                            _ = try await transaction.write(
+                                Data("\(index)".utf8), to: name, options: WriteOptions(), precondition: .none)
                             if index % 10 == 0 {
-                                _ = try await transaction.write(Data(), to: name, options: WriteOptions(), precondition: .doesNotExist)
+                                _ = try await transaction.write(
+                                    Data(), to: name, options: WriteOptions(), precondition: .doesNotExist)
                             }
                             return index
                         }

@@ -1,7 +1,8 @@
 import Foundation
-import Testing
 import StoreshCore
 import StoreshWire
+import Testing
+
 @testable import StoreshServer
 
 /// How `storesh serve` reads the parts of a request: every malformed one is a 4xx naming it (rule V4).
@@ -14,7 +15,9 @@ struct RequestParsingTests {
         #expect(try PercentEncoding.decode("a+b", plusIsSpace: false, what: "x") == "a+b")
         #expect(try PercentEncoding.decode("%C3%A9", plusIsSpace: false, what: "x") == "é")
         for bad in ["%zz", "%4", "%", "%FF", "%C3"] {
-            #expect(throws: HTTPFailure.self) { try PercentEncoding.decode(Substring(bad), plusIsSpace: false, what: "x") }
+            #expect(throws: HTTPFailure.self) {
+                try PercentEncoding.decode(Substring(bad), plusIsSpace: false, what: "x")
+            }
         }
         #expect(NameBytes.percentEncoded("dir/a b+é~") == "dir%2Fa%20b%2B%C3%A9~")
     }
@@ -36,12 +39,16 @@ struct RequestParsingTests {
         #expect(try Endpoint(path: "/b/bkt/o") == .objects(bucket: "bkt"))
         #expect(try Endpoint(path: "/storage/v1/b/bkt/o/a%2Fb.txt") == .object(bucket: "bkt", name: "a/b.txt"))
         #expect(try Endpoint(path: "/storage/v1/b/bkt/o/a/b.txt") == .object(bucket: "bkt", name: "a/b.txt"))
-        #expect(try Endpoint(path: "/storage/v1/b/bkt/o/a%2Fb/copyTo/b/bkt/o/c%2Fd") == .copy(
-            bucket: "bkt", source: "a/b", destinationBucket: "bkt", destination: "c/d", rewrite: false))
+        #expect(
+            try Endpoint(path: "/storage/v1/b/bkt/o/a%2Fb/copyTo/b/bkt/o/c%2Fd")
+                == .copy(
+                    bucket: "bkt", source: "a/b", destinationBucket: "bkt", destination: "c/d", rewrite: false))
         #expect(try Endpoint(path: "/upload/storage/v1/b/bkt/o") == .upload(bucket: "bkt"))
         #expect(try Endpoint(path: "/download/storage/v1/b/bkt/o/x%20y") == .download(bucket: "bkt", name: "x y"))
         #expect(try Endpoint(path: "/v0/b/bkt/o") == .firebaseObjects(bucket: "bkt"))
-        #expect(try Endpoint(path: "/v0/b/bkt/o/users%2Fada%2Fa.txt") == .firebaseObject(bucket: "bkt", name: "users/ada/a.txt"))
+        #expect(
+            try Endpoint(path: "/v0/b/bkt/o/users%2Fada%2Fa.txt")
+                == .firebaseObject(bucket: "bkt", name: "users/ada/a.txt"))
         #expect(try Endpoint(path: "/batch/storage/v1") == .batch)
         #expect(try Endpoint(path: "/internal/setRules") == .setRules)
         #expect(try Endpoint(path: "/nothing/here") == nil)
@@ -59,7 +66,9 @@ struct RequestParsingTests {
         #expect(query.first == nil && query.total == 300001)
         let whole = try ContentRange(nil, bodyLength: 5)
         #expect(whole.first == 0 && whole.whole && whole.total == nil)
-        for (header, length) in [("bytes 0-9/10", 5), ("0-9/10", 10), ("bytes 5-1/10", 5), ("bytes */10", 3), ("bytes 0-9/5", 10)] {
+        for (header, length) in [
+            ("bytes 0-9/10", 5), ("0-9/10", 10), ("bytes 5-1/10", 5), ("bytes */10", 3), ("bytes 0-9/5", 10),
+        ] {
             #expect(throws: HTTPFailure.self) { try ContentRange(header, bodyLength: Int64(length)) }
         }
         // A chunked body has no length before it arrives: the range is checked once its bytes are counted.
@@ -72,7 +81,9 @@ struct RequestParsingTests {
     @Test("multipart/related uploads: metadata then content, with a quoted boundary and binary content")
     func multipart() throws {
         let content = Data([0, 13, 10, 45, 45, 255])  // bytes that look like line breaks and dashes
-        var body = Data("--==b==\r\ncontent-type: application/json; charset=UTF-8\r\n\r\n{\"name\":\"x\"}\r\n--==b==\r\ncontent-type: image/png\r\n\r\n".utf8)
+        var body = Data(
+            "--==b==\r\ncontent-type: application/json; charset=UTF-8\r\n\r\n{\"name\":\"x\"}\r\n--==b==\r\ncontent-type: image/png\r\n\r\n"
+                .utf8)
         body += content + Data("\r\n--==b==--".utf8)
         func parse(_ body: Data, _ type: String) throws -> MultipartUpload {
             let spool = Spool(directory: NSTemporaryDirectory())
@@ -82,7 +93,9 @@ struct RequestParsingTests {
         let upload = try parse(body, "multipart/related; boundary=\"==b==\"")
         #expect(upload.metadata == Data("{\"name\":\"x\"}".utf8))
         #expect(try upload.content.readAll() == content && upload.contentType == "image/png")
-        #expect(upload.content.md5Base64 == ContentHash.md5Base64(content) && upload.content.crc32cBase64 == CRC32C.base64(of: content))
+        #expect(
+            upload.content.md5Base64 == ContentHash.md5Base64(content)
+                && upload.content.crc32cBase64 == CRC32C.base64(of: content))
         #expect(throws: HTTPFailure.self) { try parse(body, "multipart/related") }
         #expect(throws: HTTPFailure.self) { try parse(body.prefix(40), "multipart/related; boundary=\"==b==\"") }
     }
@@ -90,7 +103,9 @@ struct RequestParsingTests {
     @Test("a spool moves to a file past its memory size, and finds a pattern that straddles two of its pieces")
     func spoolInAFile() throws {
         let spool = Spool(directory: NSTemporaryDirectory())
-        var bytes = Data(repeating: 7, count: Spool.pieceBytes - 3) + Data("\r\n--edge".utf8) + Data(repeating: 9, count: Spool.memoryBytes)
+        var bytes =
+            Data(repeating: 7, count: Spool.pieceBytes - 3) + Data("\r\n--edge".utf8)
+            + Data(repeating: 9, count: Spool.memoryBytes)
         try spool.append(bytes.prefix(10))
         try spool.append(bytes.dropFirst(10))
         #expect(spool.size == Int64(bytes.count))
@@ -101,13 +116,16 @@ struct RequestParsingTests {
         bytes = bytes.prefix(5)
         #expect(try spool.content().readAll() == bytes)
         // The file was unlinked when it was made: nothing of the spool is left in the directory.
-        let leftovers = try FileManager.default.contentsOfDirectory(atPath: NSTemporaryDirectory()).filter { $0.hasPrefix(".storesh-spool") }
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: NSTemporaryDirectory()).filter {
+            $0.hasPrefix(".storesh-spool")
+        }
         #expect(leftovers.isEmpty)
     }
 
     @Test("batch bodies with LF line ends, as the Python client writes them")
     func batch() throws {
-        let body = Data("""
+        let body = Data(
+            """
             --B
             Content-Type: application/http
             MIME-Version: 1.0
@@ -139,15 +157,27 @@ struct RequestParsingTests {
     @Test("rule V3: emulator ID tokens give the uid and claims; garbled ones are refused")
     func tokens() throws {
         func encode(_ text: String) -> String {
-            Data(text.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-                .replacingOccurrences(of: "=", with: "")
+            Data(text.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(
+                of: "/", with: "_"
+            )
+            .replacingOccurrences(of: "=", with: "")
         }
-        let token = encode("{\"alg\":\"none\"}") + "." + encode("{\"sub\":\"s\",\"user_id\":\"ada\",\"email_verified\":true,\"age\":7,\"admin\":\"true\",\"role\":\"7\",\"score\":1.5}") + "."
+        let token =
+            encode("{\"alg\":\"none\"}") + "."
+            + encode(
+                "{\"sub\":\"s\",\"user_id\":\"ada\",\"email_verified\":true,\"age\":7,\"admin\":\"true\",\"role\":\"7\",\"score\":1.5}"
+            ) + "."
         let identity = try EmulatorToken.identity(token)
-        #expect(identity.uid == "ada" && identity.claims["email_verified"] == .bool(true) && identity.claims["age"] == .integer(7))
+        #expect(
+            identity.uid == "ada" && identity.claims["email_verified"] == .bool(true)
+                && identity.claims["age"] == .integer(7))
         // A claim keeps its token's type: a string that reads as a bool or a number stays a string.
-        #expect(identity.claims["admin"] == .string("true") && identity.claims["role"] == .string("7") && identity.claims["score"] == .float(1.5))
-        for bad in ["abc", "a.b", encode("{}") + "." + encode("[1]") + ".", encode("{}") + "." + encode("{\"sub\":1}") + "."] {
+        #expect(
+            identity.claims["admin"] == .string("true") && identity.claims["role"] == .string("7")
+                && identity.claims["score"] == .float(1.5))
+        for bad in [
+            "abc", "a.b", encode("{}") + "." + encode("[1]") + ".", encode("{}") + "." + encode("{\"sub\":1}") + ".",
+        ] {
             #expect(throws: HTTPFailure.self) { try EmulatorToken.identity(bad) }
         }
     }
@@ -155,16 +185,23 @@ struct RequestParsingTests {
 
 @Suite("The served request log")
 struct ServedRequestLogTests {
-    @Test("it leaves out the values that grant access, as a client's --trace does: tokens, upload sessions, signatures, any case")
+    @Test(
+        "it leaves out the values that grant access, as a client's --trace does: tokens, upload sessions, signatures, any case"
+    )
     func redaction() {
-        #expect(ServedRequest.loggable(path: "/v0/b/b/o/a", query: "alt=media&token=abc-123") == "/v0/b/b/o/a?alt=media&token=…")
-        #expect(ServedRequest.loggable(path: "/upload/storage/v1/b/b/o", query: "uploadType=resumable&upload_id=XYZ")
-            == "/upload/storage/v1/b/b/o?uploadType=resumable&upload_id=…")
+        #expect(
+            ServedRequest.loggable(path: "/v0/b/b/o/a", query: "alt=media&token=abc-123")
+                == "/v0/b/b/o/a?alt=media&token=…")
+        #expect(
+            ServedRequest.loggable(path: "/upload/storage/v1/b/b/o", query: "uploadType=resumable&upload_id=XYZ")
+                == "/upload/storage/v1/b/b/o?uploadType=resumable&upload_id=…")
         // A signed URL, or an API key, sent to the emulator: its log shows neither.
-        #expect(ServedRequest.loggable(path: "/b/o", query: "X-Goog-Signature=f00&Key=k1&Token=t")
-            == "/b/o?X-Goog-Signature=…&Key=…&Token=…")
+        #expect(
+            ServedRequest.loggable(path: "/b/o", query: "X-Goog-Signature=f00&Key=k1&Token=t")
+                == "/b/o?X-Goog-Signature=…&Key=…&Token=…")
         #expect(ServedRequest.loggable(path: "/storage/v1/b/b/o", query: nil) == "/storage/v1/b/b/o")
         // Names as people read them (issue 52).
-        #expect(ServedRequest.loggable(path: "/storage/v1/b/b/o", query: "prefix=a%2F") == "/storage/v1/b/b/o?prefix=a/")
+        #expect(
+            ServedRequest.loggable(path: "/storage/v1/b/b/o", query: "prefix=a%2F") == "/storage/v1/b/b/o?prefix=a/")
     }
 }

@@ -7,6 +7,7 @@ import StoreshCore
 import StoreshLocal
 import Synchronization
 import Testing
+
 @testable import StoreshServer
 
 /// `storesh serve`'s routes and middlewares in process, in Hummingbird's router test mode: no socket, the same
@@ -23,7 +24,8 @@ struct RouterTests {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             let options = LocalBucketOptions(nameForNewBucket: "demo-app.appspot.com")
             let bucket = try LocalBucket.open(at: directory + "/served.bucket", options: options)
-            server = try StorageServer(bucket: bucket, otherBuckets: directory, options: options, configuration: configuration)
+            server = try StorageServer(
+                bucket: bucket, otherBuckets: directory, options: options, configuration: configuration)
         }
 
         deinit { try? FileManager.default.removeItem(atPath: directory) }
@@ -43,14 +45,17 @@ struct RouterTests {
                 #expect(String(buffer: response.body).contains("\"emulator\""))
             }
             try await client.execute(
-                uri: "/upload/storage/v1/b/demo-app.appspot.com/o?uploadType=media&name=photos%2Fa%20b.txt", method: .post,
+                uri: "/upload/storage/v1/b/demo-app.appspot.com/o?uploadType=media&name=photos%2Fa%20b.txt",
+                method: .post,
                 headers: [.contentType: "text/plain"], body: ByteBuffer(string: "hello")
             ) { response in #expect(response.status == .ok) }
-            try await client.execute(uri: "/storage/v1/b/demo-app.appspot.com/o/photos%2Fa%20b.txt", method: .get) { response in
+            try await client.execute(uri: "/storage/v1/b/demo-app.appspot.com/o/photos%2Fa%20b.txt", method: .get) {
+                response in
                 #expect(response.status == .ok)
                 #expect(String(buffer: response.body).contains("\"size\":\"5\""))
             }
-            try await client.execute(uri: "/v0/b/demo-app.appspot.com/o/photos%2Fa%20b.txt?alt=media", method: .get) { response in
+            try await client.execute(uri: "/v0/b/demo-app.appspot.com/o/photos%2Fa%20b.txt?alt=media", method: .get) {
+                response in
                 #expect(String(buffer: response.body) == "hello")
             }
             // The root is the bucket in a browser; other methods there are the APIs' (no endpoint).
@@ -72,7 +77,8 @@ struct RouterTests {
         }
     }
 
-    @Test("HEAD answers as GET without the body; a preflight from a local page is allowed, one from another page refused")
+    @Test(
+        "HEAD answers as GET without the body; a preflight from a local page is allowed, one from another page refused")
     func headAndOrigins() async throws {
         let served = try Served()
         try await served.test { client in
@@ -81,11 +87,14 @@ struct RouterTests {
                 #expect(response.body.readableBytes == 0)
             }
             let preflight: HTTPFields = [.origin: "http://localhost:5173", .accessControlRequestMethod: "PATCH"]
-            try await client.execute(uri: "/v0/b/demo-app.appspot.com/o/x", method: .options, headers: preflight) { response in
+            try await client.execute(uri: "/v0/b/demo-app.appspot.com/o/x", method: .options, headers: preflight) {
+                response in
                 #expect(response.status == .noContent)
                 #expect(response.headers[.accessControlAllowOrigin] == "http://localhost:5173")
             }
-            try await client.execute(uri: "/v0/b/demo-app.appspot.com/o", method: .get, headers: [.origin: "https://evil.example"]) {
+            try await client.execute(
+                uri: "/v0/b/demo-app.appspot.com/o", method: .get, headers: [.origin: "https://evil.example"]
+            ) {
                 response in
                 #expect(response.status == .forbidden)
                 #expect(response.headers[.accessControlAllowOrigin] == nil)
@@ -97,7 +106,9 @@ struct RouterTests {
     func log() async throws {
         let served = try Served()
         try await served.test { client in
-            try await client.execute(uri: "/v0/b/demo-app.appspot.com/o/secret.txt?alt=media&token=abc123", method: .get) { response in
+            try await client.execute(
+                uri: "/v0/b/demo-app.appspot.com/o/secret.txt?alt=media&token=abc123", method: .get
+            ) { response in
                 #expect(response.status == .notFound)
             }
             try await client.execute(uri: "/v0/", method: .get) { _ in }

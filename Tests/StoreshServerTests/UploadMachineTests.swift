@@ -1,5 +1,5 @@
-import Testing
 import StoreshCore
+import Testing
 
 @testable import StoreshServer
 
@@ -10,7 +10,8 @@ struct UploadMachineTests {
 
     /// Sends one chunk of `length` bytes from `first` and says how the request ends.
     static func chunk(
-        _ machine: inout UploadMachine, first: Int64?, length: Int64, total: Int64? = nil, ending: UploadMachine.ChunkEnding = .atDeclaredSize
+        _ machine: inout UploadMachine, first: Int64?, length: Int64, total: Int64? = nil,
+        ending: UploadMachine.ChunkEnding = .atDeclaredSize
     ) throws -> UploadMachine.ChunkEnd {
         let end = first.map { $0 + length }
         guard case .receive = try machine.chunkBegins(first: first, end: end, total: total, length: length) else {
@@ -20,10 +21,13 @@ struct UploadMachineTests {
         return try machine.chunkArrived(length: length, ending: ending)
     }
 
-    @Test("chunks in order land the object once its declared size has arrived; a request after it gets the answer again")
+    @Test(
+        "chunks in order land the object once its declared size has arrived; a request after it gets the answer again")
     func chunksInOrder() throws {
         var machine = UploadMachine(.chunks, limit: 1 << 20, declaredSize: 10)
-        #expect(try machine.chunkBegins(first: 0, end: 4, total: 10, length: 4) == .receive(skip: 0, limit: 10, declaredSize: 10))
+        #expect(
+            try machine.chunkBegins(first: 0, end: 4, total: 10, length: 4)
+                == .receive(skip: 0, limit: 10, declaredSize: 10))
         #expect(try machine.chunkArrived(length: 4, ending: .atDeclaredSize) == .incomplete(received: 4))
         #expect(try Self.chunk(&machine, first: 4, length: 6, total: 10) == .land)
         #expect(machine.phase == .landing && machine.received == 10)
@@ -41,11 +45,14 @@ struct UploadMachineTests {
         var machine = UploadMachine(.chunks, limit: 100)
         #expect(try Self.chunk(&machine, first: 0, length: 8) == .incomplete(received: 8))
         // Bytes 4… again: the first four of the request are dropped.
-        #expect(try machine.chunkBegins(first: 4, end: 12, length: 8) == .receive(skip: 4, limit: 100, declaredSize: nil))
+        #expect(
+            try machine.chunkBegins(first: 4, end: 12, length: 8) == .receive(skip: 4, limit: 100, declaredSize: nil))
         #expect(try machine.chunkArrived(length: 8, ending: .atDeclaredSize) == .incomplete(received: 12))
         // A request wholly inside what was kept adds nothing.
         #expect(try Self.chunk(&machine, first: 0, length: 5) == .incomplete(received: 12))
-        #expect(throws: Refusal.startsPastReceived(first: 13, received: 12)) { try machine.chunkBegins(first: 13, end: 20, length: 7) }
+        #expect(throws: Refusal.startsPastReceived(first: 13, received: 12)) {
+            try machine.chunkBegins(first: 13, end: 20, length: 7)
+        }
         #expect(machine.phase == .open && machine.received == 12)
         // A status query (no bytes, the size given) lands when every byte is there.
         #expect(try Self.chunk(&machine, first: nil, length: 0, total: 12) == .land)
@@ -70,10 +77,13 @@ struct UploadMachineTests {
         #expect(try Self.chunk(&machine, first: nil, length: 0, total: 4) == .land)
     }
 
-    @Test("a size that passes the server's limit ends the upload, whichever way the client gives it, and never overflows")
+    @Test(
+        "a size that passes the server's limit ends the upload, whichever way the client gives it, and never overflows")
     func tooLarge() throws {
         var byTotal = UploadMachine(.chunks, limit: 100)
-        #expect(throws: Refusal.tooLarge(size: 101)) { try byTotal.chunkBegins(first: 0, end: 1, total: 101, length: 1) }
+        #expect(throws: Refusal.tooLarge(size: 101)) {
+            try byTotal.chunkBegins(first: 0, end: 1, total: 101, length: 1)
+        }
         #expect(byTotal.phase == .cancelled)
         #expect(throws: Refusal.cancelled) { try byTotal.chunkBegins(first: 0, end: 1, length: 1) }
 
@@ -99,16 +109,22 @@ struct UploadMachineTests {
         _ = try machine.chunkBegins(first: 5, end: 10, length: 5)
         machine.chunkFailed(tooLarge: false)
         #expect(machine.phase == .open && machine.received == 5)
-        #expect(throws: Refusal.sizeChanged(declared: 20, given: 30)) { try machine.chunkBegins(first: 5, end: 10, total: 30, length: 5) }
+        #expect(throws: Refusal.sizeChanged(declared: 20, given: 30)) {
+            try machine.chunkBegins(first: 5, end: 10, total: 30, length: 5)
+        }
         // A chunk longer than the size declared is refused before its bytes, and the upload goes on.
         #expect(throws: Refusal.pastDeclaredSize(declared: 20)) { try machine.chunkBegins(first: 5, length: 16) }
         #expect(machine.phase == .open && machine.received == 5)
         // The whole object in one request (no Content-Range) must be the size declared.
-        #expect(throws: Refusal.incomplete(received: 8, declared: 20)) { try Self.chunk(&machine, first: 0, length: 8, ending: .wholeObject) }
+        #expect(throws: Refusal.incomplete(received: 8, declared: 20)) {
+            try Self.chunk(&machine, first: 0, length: 8, ending: .wholeObject)
+        }
         #expect(machine.phase == .open && machine.received == 8)
     }
 
-    @Test("the v0 API: upload without finalize goes on, finalize lands, and a finalize short of the size announced is refused")
+    @Test(
+        "the v0 API: upload without finalize goes on, finalize lands, and a finalize short of the size announced is refused"
+    )
     func firebaseCommands() throws {
         var machine = UploadMachine(.chunks, limit: 100, declaredSize: 6)
         #expect(try Self.chunk(&machine, first: nil, length: 3, ending: .more) == .incomplete(received: 3))
@@ -141,7 +157,9 @@ struct UploadMachineTests {
         #expect(!parts.inProgress)
     }
 
-    @Test("parts arrive concurrently; while the upload completes a new part is asked to retry; after it ends none is kept")
+    @Test(
+        "parts arrive concurrently; while the upload completes a new part is asked to retry; after it ends none is kept"
+    )
     func parts() throws {
         var machine = UploadMachine(.parts, limit: 100)
         try machine.partBegins()
@@ -169,22 +187,27 @@ struct UploadMachineTests {
         #expect(throws: Refusal.ended) { try aborted.partBegins() }
     }
 
-    @Test("any order of events: no trap, bytes within the limit and the size declared, a landing only when every byte is there")
+    @Test(
+        "any order of events: no trap, bytes within the limit and the size declared, a landing only when every byte is there"
+    )
     func randomEvents() {
         var generator = SplitMix(seed: 55)
         for _ in 0..<2_000 {
             let limit = Int64(generator.next() % 64)
-            var machine = UploadMachine(.chunks, limit: limit, declaredSize: generator.next() % 3 == 0 ? Int64(generator.next() % 80) : nil)
+            var machine = UploadMachine(
+                .chunks, limit: limit, declaredSize: generator.next() % 3 == 0 ? Int64(generator.next() % 80) : nil)
             for _ in 0..<20 {
                 let number = { Int64(generator.next() % 96) - 8 }
                 switch generator.next() % 8 {
                 case 0, 1, 2:
                     let first = generator.next() % 4 == 0 ? nil : number()
                     let total = generator.next() % 3 == 0 ? number() : nil
-                    _ = try? machine.chunkBegins(first: first.map { max(0, $0) }, end: nil, total: total.map { max(0, $0) }, length: number())
+                    _ = try? machine.chunkBegins(
+                        first: first.map { max(0, $0) }, end: nil, total: total.map { max(0, $0) }, length: number())
                 case 3, 4:
                     let endings: [UploadMachine.ChunkEnding] = [.atDeclaredSize, .wholeObject, .finalize, .more]
-                    let result = try? machine.chunkArrived(length: max(0, number()), ending: endings[Int(generator.next() % 4)])
+                    let result = try? machine.chunkArrived(
+                        length: max(0, number()), ending: endings[Int(generator.next() % 4)])
                     if result == .land { #expect(machine.declaredSize == machine.received) }
                 case 5: machine.chunkFailed(tooLarge: generator.next() % 2 == 0)
                 case 6: if generator.next() % 2 == 0 { machine.landed(nil) } else { machine.landingFailed() }

@@ -25,7 +25,10 @@ public final class MemoryBucket: Bucket, SnapshotStore, RulesStore, @unchecked S
     public var changeRequests: [String] { lock.withLock { recordedRequests } }
     private var recordedRequests: [String] = []
 
-    public init(name: String = "memory", clock: any StorageClock = SteppingClock(start: Timestamp(rfc3339: "2026-11-21T09:30:00Z")!)) {
+    public init(
+        name: String = "memory",
+        clock: any StorageClock = SteppingClock(start: Timestamp(rfc3339: "2026-11-21T09:30:00Z")!)
+    ) {
         self.name = name
         self.clock = clock
     }
@@ -35,7 +38,8 @@ public final class MemoryBucket: Bucket, SnapshotStore, RulesStore, @unchecked S
         for object in names {
             let content = Data("content of \(object)".utf8)
             let metadata = ObjectMetadata.newObject(
-                bucket: name, name: try! ObjectName(object), content: content, generation: Int64(objects.count + 1), now: clock.now())
+                bucket: name, name: try! ObjectName(object), content: content, generation: Int64(objects.count + 1),
+                now: clock.now())
             objects[object] = (metadata, content)
         }
     }
@@ -71,7 +75,8 @@ public final class MemoryBucket: Bucket, SnapshotStore, RulesStore, @unchecked S
 
     public func list(_ reference: StoragePath, options: ListOptions) async throws -> ListPage {
         var page = try Lister.page(
-            of: reference, bucket: name, options: options, index: SortedNameIndex(objects.keys), tokens: TestPageTokens())
+            of: reference, bucket: name, options: options, index: SortedNameIndex(objects.keys),
+            tokens: TestPageTokens())
         if options.includeMetadata { page.itemMetadata = page.items.compactMap { objects[$0]?.metadata } }
         return page
     }
@@ -92,13 +97,17 @@ public final class MemoryBucket: Bucket, SnapshotStore, RulesStore, @unchecked S
         return Int64(content.count)
     }
 
-    public func write(from source: any ContentSource, to object: ObjectName, options: WriteOptions, precondition: Precondition)
+    public func write(
+        from source: any ContentSource, to object: ObjectName, options: WriteOptions, precondition: Precondition
+    )
         async throws -> ObjectMetadata
     {
         try await write(try source.readAll(), to: object, options: options, precondition: precondition)
     }
 
-    public func applyMetadata(of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata) async throws
+    public func applyMetadata(
+        of object: ObjectName, from before: ObjectMetadata, to after: ObjectMetadata
+    ) async throws
         -> ObjectMetadata
     {
         try await updateByPrecondition(of: object, from: before, to: after)
@@ -113,7 +122,9 @@ public final class MemoryBucket: Bucket, SnapshotStore, RulesStore, @unchecked S
             objects: page.compactMap { objects[$0]?.metadata }, resumeAfter: matching.count > limit ? page.last : nil)
     }
 
-    public func updateMetadata(of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition) async throws
+    public func updateMetadata(
+        of object: ObjectName, _ update: MetadataUpdate, precondition: Precondition
+    ) async throws
         -> UpdateResult
     {
         lock.withLock { recordedRequests.append("update \(object.rawValue)") }
@@ -126,7 +137,9 @@ public final class MemoryBucket: Bucket, SnapshotStore, RulesStore, @unchecked S
         return UpdateResult(metadata: next, previous: stored.metadata, changed: changed)
     }
 
-    public func write(_ content: Data, to object: ObjectName, options: WriteOptions, precondition: Precondition) async throws
+    public func write(
+        _ content: Data, to object: ObjectName, options: WriteOptions, precondition: Precondition
+    ) async throws
         -> ObjectMetadata
     {
         lock.withLock { recordedRequests.append("write \(object.rawValue)") }
@@ -136,7 +149,8 @@ public final class MemoryBucket: Bucket, SnapshotStore, RulesStore, @unchecked S
         }
         let now = clock.nextChangeTime()
         let metadata = ObjectMetadata.newObject(
-            bucket: name, name: object, content: content, generation: max(now.microseconds, (existing?.generation ?? 0) + 1),
+            bucket: name, name: object, content: content,
+            generation: max(now.microseconds, (existing?.generation ?? 0) + 1),
             now: now, properties: options.properties, customMetadata: options.customMetadata)
         objects[object.rawValue] = (metadata, content)
         return metadata
@@ -164,7 +178,9 @@ public final class MemoryBucket: Bucket, SnapshotStore, RulesStore, @unchecked S
 
     public func snapshots() async throws -> [SnapshotInfo] { saved.map(\.info) }
 
-    public func changes(from old: BucketState, to new: BucketState, each body: (ObjectChange) throws -> Void) async throws {
+    public func changes(
+        from old: BucketState, to new: BucketState, each body: (ObjectChange) throws -> Void
+    ) async throws {
         let (before, after) = (try state(old), try state(new))
         for name in Set(before.keys).union(after.keys).sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
             if let change = ObjectChange.between(before[name]?.metadata, after[name]?.metadata) { try body(change) }
@@ -216,7 +232,10 @@ public final class MemoryBucket: Bucket, SnapshotStore, RulesStore, @unchecked S
 extension MemoryBucket: ObjectMoves {
     public var movesInOneStep: Bool { false }
 
-    public func move(_ source: ObjectName, to destination: ObjectName, sourcePrecondition: Precondition, destinationPrecondition: Precondition)
+    public func move(
+        _ source: ObjectName, to destination: ObjectName, sourcePrecondition: Precondition,
+        destinationPrecondition: Precondition
+    )
         async throws -> ObjectMetadata
     {
         guard let stored = objects[source.rawValue] else { throw StorageError.objectNotFound(source.rawValue) }
@@ -225,9 +244,11 @@ extension MemoryBucket: ObjectMoves {
         }
         var options = WriteOptions(customMetadata: stored.metadata.customMetadata)
         for property in WritableProperty.allCases { options.properties[property] = stored.metadata[property] }
-        let arrived = try await write(stored.content, to: destination, options: options, precondition: destinationPrecondition)
+        let arrived = try await write(
+            stored.content, to: destination, options: options, precondition: destinationPrecondition)
         if sourcesThatStay.contains(source.rawValue) {
-            throw HalfMove(arrived: arrived, failure: StorageError(.unknown, "\(source.rawValue) stays (the test's failure)."))
+            throw HalfMove(
+                arrived: arrived, failure: StorageError(.unknown, "\(source.rawValue) stays (the test's failure)."))
         }
         try await delete(source, precondition: .sameContent(as: stored.metadata))
         return arrived

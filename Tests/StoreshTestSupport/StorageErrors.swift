@@ -1,3 +1,5 @@
+// swift-format-ignore-file: AmbiguousTrailingClosureOverload
+// (The synchronous and the async `storageError` are one helper: a test calls whichever its body needs.)
 import StoreshCore
 
 /// The StorageError that `body` throws, or nil when it throws none (another error is reported as one).

@@ -63,7 +63,8 @@ package struct LoginCommand: LanguageCommand, Equatable {
         case .idToken(let token):
             guard let signIn = session.target.endUserSignIn else {
                 throw Diagnostic.running(
-                    .invalidArgument("login --id-token signs in to a real bucket (gs://); a local bucket's rules take login UID."),
+                    .invalidArgument(
+                        "login --id-token signs in to a real bucket (gs://); a local bucket's rules take login UID."),
                     at: token.location)
             }
             let who = try session.located(token.location) { try signIn.signIn(idToken: token.text) }
@@ -82,13 +83,17 @@ package struct LoginCommand: LanguageCommand, Equatable {
             [
                 Explainer.local(
                     "sign in as \(uid.text): request.auth.uid is \(uid.text) for the rules; no storage request",
-                    swift: "try await Auth.auth().signIn(withCustomToken: token)  // or any other sign-in; Storage then sends the user's ID token",
-                    note: "Every later v0 request carries Authorization: Firebase ID_TOKEN, which the rules read as request.auth.")
+                    swift:
+                        "try await Auth.auth().signIn(withCustomToken: token)  // or any other sign-in; Storage then sends the user's ID token",
+                    note:
+                        "Every later v0 request carries Authorization: Firebase ID_TOKEN, which the rules read as request.auth."
+                )
             ]
         case .idToken:
             [
                 Explainer.local(
-                    "use a user's Firebase ID token: no storage request", swift: "let token = try await Auth.auth().currentUser?.getIDToken()")
+                    "use a user's Firebase ID token: no storage request",
+                    swift: "let token = try await Auth.auth().currentUser?.getIDToken()")
             ]
         }
     }
@@ -99,10 +104,12 @@ package struct LogoutCommand: LocalCommand, Equatable {
     package init() {}
 
     package static let declaration = CommandDeclaration(
-        "logout", group: .rules, usage: "logout", summary: "make requests signed out (request.auth is null)", example: "logout",
+        "logout", group: .rules, usage: "logout", summary: "make requests signed out (request.auth is null)",
+        example: "logout",
         sdk: ["Auth.auth().signOut()"])
 
-    package static let explanation = Explainer.local("sign out: request.auth is null for the rules", swift: "try Auth.auth().signOut()")
+    package static let explanation = Explainer.local(
+        "sign out: request.auth is null for the rules", swift: "try Auth.auth().signOut()")
 
     package init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
         try arguments.expectEnd()
@@ -111,7 +118,8 @@ package struct LogoutCommand: LocalCommand, Equatable {
     package func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
         if let signIn = session.target.endUserSignIn {
             signIn.signOut()
-            session.deliver(.access("signed out: requests go through the Cloud Storage JSON API again (whoami says as whom)"))
+            session.deliver(
+                .access("signed out: requests go through the Cloud Storage JSON API again (whoami says as whom)"))
             return .next
         }
         try session.requireRules(here).identity = nil
@@ -128,7 +136,8 @@ package struct WhoamiCommand: LocalCommand, Equatable {
         "whoami", group: .rules, usage: "whoami", summary: "who requests are made as", example: "whoami",
         sdk: ["Auth.auth().currentUser"])
 
-    package static let explanation = Explainer.local("who requests are made as: no request", swift: "let user = Auth.auth().currentUser")
+    package static let explanation = Explainer.local(
+        "who requests are made as: no request", swift: "let user = Auth.auth().currentUser")
 
     package init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
         try arguments.expectEnd()

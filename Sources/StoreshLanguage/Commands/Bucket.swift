@@ -13,8 +13,17 @@ struct BucketSettingsView {
             ("location", "\(settings.location) (\(settings.locationType))"),
             ("storageClass", settings.storageClass),
             ("versioning", onOff(settings.versioning)),
-            ("softDelete", (settings.softDeleteSeconds ?? 0) > 0 ? MessageText.duration(seconds: settings.softDeleteSeconds ?? 0) : "off"),
-            ("retentionPeriod", settings.retentionPeriod.map { MessageText.duration(seconds: $0) + (settings.retentionLocked == true ? " (locked)" : "") }),
+            (
+                "softDelete",
+                (settings.softDeleteSeconds ?? 0) > 0
+                    ? MessageText.duration(seconds: settings.softDeleteSeconds ?? 0) : "off"
+            ),
+            (
+                "retentionPeriod",
+                settings.retentionPeriod.map {
+                    MessageText.duration(seconds: $0) + (settings.retentionLocked == true ? " (locked)" : "")
+                }
+            ),
             ("objectRetention", onOff(settings.objectRetentionEnabled)),
             ("defaultEventBasedHold", onOff(settings.defaultEventBasedHold)),
             ("uniformBucketLevelAccess", onOff(settings.uniformBucketLevelAccess)),
@@ -39,7 +48,10 @@ struct BucketSettingsView {
 /// resource: the change is made as `buckets.patch` makes it (`BucketResource.apply`), so that it is checked as the
 /// service checks it.
 enum BucketSettingName {
-    static let settable = ["versioning", "softDelete", "retentionPeriod", "storageClass", "defaultEventBasedHold", "objectRetention", "label.KEY"]
+    static let settable = [
+        "versioning", "softDelete", "retentionPeriod", "storageClass", "defaultEventBasedHold", "objectRetention",
+        "label.KEY",
+    ]
     static let unsettable = ["versioning", "softDelete", "retentionPeriod", "defaultEventBasedHold", "label.KEY"]
 
     /// The members of a patch that sets `key` to `value` (or, with nil, unsets it).
@@ -49,13 +61,18 @@ enum BucketSettingName {
         case "versioning":
             return [("versioning", .object([("enabled", .bool(try value.map(flag) ?? false))]))]
         case "softDelete":
-            let seconds = try value.map { text throws(StorageError) in ["off", "false", "no"].contains(text.lowercased()) ? 0 : try duration(text, of: key) } ?? 0
+            let seconds =
+                try value.map { text throws(StorageError) in
+                    ["off", "false", "no"].contains(text.lowercased()) ? 0 : try duration(text, of: key)
+                } ?? 0
             return [("softDeletePolicy", .object([("retentionDurationSeconds", .string(String(seconds)))]))]
         case "retentionPeriod":
             guard let value else { return [("retentionPolicy", .null)] }
             return [("retentionPolicy", .object([("retentionPeriod", .string(String(try duration(value, of: key))))]))]
         case "storageClass":
-            guard let value else { throw .invalidArgument("storageClass cannot be unset: a bucket always has one (STANDARD by default).") }
+            guard let value else {
+                throw .invalidArgument("storageClass cannot be unset: a bucket always has one (STANDARD by default).")
+            }
             return [("storageClass", .string(value))]
         case "defaultEventBasedHold":
             return [("defaultEventBasedHold", .bool(try value.map(flag) ?? false))]
@@ -65,7 +82,9 @@ enum BucketSettingName {
         default:
             let known = value == nil ? unsettable : settable
             let near = Suggestion.nearest(to: key, among: known).map { "; did you mean \($0)?" } ?? ""
-            throw .invalidArgument("'\(key)' is not a bucket setting storesh \(value == nil ? "unsets" : "sets")\(near) (\(known.joined(separator: ", "))).")
+            throw .invalidArgument(
+                "'\(key)' is not a bucket setting storesh \(value == nil ? "unsets" : "sets")\(near) (\(known.joined(separator: ", ")))."
+            )
         }
         // objectRetention is not a patch: the service takes it when the bucket is made (`set`).
     }
@@ -103,7 +122,9 @@ extension Session {
     func requireSettingsStore(_ here: SourceLocation) throws -> any BucketSettingsStore {
         guard let store = target.settingsStore else {
             throw Diagnostic.running(
-                .invalidArgument("\(bucket.url) keeps its settings with its service: gcloud storage buckets describe and update change them."), at: here)
+                .invalidArgument(
+                    "\(bucket.url) keeps its settings with its service: gcloud storage buckets describe and update change them."
+                ), at: here)
         }
         return store
     }
@@ -118,8 +139,12 @@ extension Session {
 private func bucketExplanation(_ purpose: String, method: String, bucket: String, body: String?) -> ExplainedRequest {
     ExplainedRequest(
         purpose: purpose,
-        cloudStorageREST: "\(method) \(CloudStorageWire.bucketPath(bucket))\(method == "PATCH" ? "?ifMetagenerationMatch=M" : "")" + (body.map { "\n\($0)" } ?? ""),
-        note: "A bucket file keeps its settings itself; on Cloud Storage, gcloud storage buckets \(method == "GET" ? "describe" : "update") sends this. The Firebase SDKs have no call for a bucket's settings.")
+        cloudStorageREST:
+            "\(method) \(CloudStorageWire.bucketPath(bucket))\(method == "PATCH" ? "?ifMetagenerationMatch=M" : "")"
+            + (body.map { "\n\($0)" } ?? ""),
+        note:
+            "A bucket file keeps its settings itself; on Cloud Storage, gcloud storage buckets \(method == "GET" ? "describe" : "update") sends this. The Firebase SDKs have no call for a bucket's settings."
+    )
 }
 
 /// `bucket show`: the bucket's settings (rule B4).
@@ -179,11 +204,14 @@ extension BucketSettingsCommand {
                     if try BucketSettingName.flag(change.value ?? "off", of: change.key) {
                         after.objectRetentionEnabled = true
                     } else if after.objectRetentionEnabled == true {
-                        throw StorageError.invalidArgument("objectRetention cannot be turned off once on, as on Cloud Storage.")
+                        throw StorageError.invalidArgument(
+                            "objectRetention cannot be turned off once on, as on Cloud Storage.")
                     }
                     continue
                 }
-                try BucketResource.apply(try BucketSettingName.patch(change.key, change.value), to: &after, replacing: nil, creating: false, now: now)
+                try BucketResource.apply(
+                    try BucketSettingName.patch(change.key, change.value), to: &after, replacing: nil, creating: false,
+                    now: now)
             } catch {
                 throw Diagnostic.running(error, at: change.word.location)
             }
@@ -205,7 +233,9 @@ extension BucketSettingsCommand {
             members += (try? BucketSettingName.patch(change.key, change.value)) ?? []
         }
         let body = members.isEmpty ? nil : JSONValue.object(members).serialized
-        return [bucketExplanation("change the bucket's settings", method: "PATCH", bucket: session.target.name, body: body)]
+        return [
+            bucketExplanation("change the bucket's settings", method: "PATCH", bucket: session.target.name, body: body)
+        ]
     }
 }
 
@@ -215,7 +245,8 @@ package struct BucketSetCommand: BucketSettingsCommand {
 
     package static let declaration = CommandDeclaration(
         "bucket set", group: .metadata, usage: "bucket set KEY=VALUE…",
-        summary: "change the bucket's settings: versioning=on, softDelete=7d, retentionPeriod=1d, storageClass=NEARLINE…",
+        summary:
+            "change the bucket's settings: versioning=on, softDelete=7d, retentionPeriod=1d, storageClass=NEARLINE…",
         details: [
             "Keys: versioning (on or off), softDelete (7d to 90d, or off), retentionPeriod (1s to 100 years, as 30d,",
             "12h, 90m or seconds), storageClass (the class new objects get), defaultEventBasedHold (on or off),",
@@ -231,7 +262,9 @@ package struct BucketSetCommand: BucketSettingsCommand {
         while let word = arguments.next() {
             try Parser.refuseStrayOption(word, for: "bucket set")
             guard let equals = word.text.firstIndex(of: "="), equals != word.text.startIndex else {
-                throw Diagnostic.syntax("`bucket set` takes KEY=VALUE, e.g. bucket set versioning=on; '\(word.text)' has no =", at: word.location)
+                throw Diagnostic.syntax(
+                    "`bucket set` takes KEY=VALUE, e.g. bucket set versioning=on; '\(word.text)' has no =",
+                    at: word.location)
             }
             let key = String(word.text[..<equals])
             let value = String(word.text[word.text.index(after: equals)...])
@@ -247,7 +280,8 @@ package struct BucketSetCommand: BucketSettingsCommand {
             changes.append((word, key, value))
         }
         guard !changes.isEmpty else {
-            throw Diagnostic.syntax("`bucket set` needs at least one KEY=VALUE, e.g. bucket set versioning=on", at: arguments.afterName)
+            throw Diagnostic.syntax(
+                "`bucket set` needs at least one KEY=VALUE, e.g. bucket set versioning=on", at: arguments.afterName)
         }
     }
 }
@@ -270,11 +304,14 @@ package struct BucketUnsetCommand: BucketSettingsCommand {
         changes = []
         while let word = arguments.next() {
             try Parser.refuseStrayOption(word, for: "bucket unset")
-            do { _ = try BucketSettingName.patch(word.text, nil) } catch { throw Diagnostic.beforeRunning(error, at: word.location) }
+            do { _ = try BucketSettingName.patch(word.text, nil) } catch {
+                throw Diagnostic.beforeRunning(error, at: word.location)
+            }
             changes.append((word, word.text, nil))
         }
         guard !changes.isEmpty else {
-            throw Diagnostic.syntax("`bucket unset` needs at least one KEY, e.g. bucket unset retentionPeriod", at: arguments.afterName)
+            throw Diagnostic.syntax(
+                "`bucket unset` needs at least one KEY, e.g. bucket unset retentionPeriod", at: arguments.afterName)
         }
     }
 }

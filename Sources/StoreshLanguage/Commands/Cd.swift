@@ -24,7 +24,9 @@ package struct CdCommand: LanguageCommand, Equatable {
     package func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
         let reference = try path.map { try session.navigationPath($0, command: name) } ?? .root
         session.current = reference
-        if path != nil, !reference.isRoot, let note = await session.emptyReferenceNote(reference) { session.deliver(.note(note)) }
+        if path != nil, !reference.isRoot, let note = await session.emptyReferenceNote(reference) {
+            session.deliver(.note(note))
+        }
         return .next
     }
 

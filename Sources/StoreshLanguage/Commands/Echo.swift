@@ -7,7 +7,8 @@ package struct EchoCommand: LocalCommand, Equatable {
     package init(words: [Word]) { self.words = words }
 
     package static let declaration = CommandDeclaration(
-        "echo", group: .teaching, usage: "echo WORD…", summary: "print words (for scripts and lessons)", example: "echo 'Listing the root:'")
+        "echo", group: .teaching, usage: "echo WORD…", summary: "print words (for scripts and lessons)",
+        example: "echo 'Listing the root:'")
 
     package static let explanation = Explainer.local("storesh itself: no request")
 

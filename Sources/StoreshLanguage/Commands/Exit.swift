@@ -5,7 +5,8 @@ package struct ExitCommand: LocalCommand, Equatable {
     package init() {}
 
     package static let declaration = CommandDeclaration(
-        "exit", group: .teaching, aliases: ["quit"], usage: "exit | quit", summary: "leave the shell (in a script: stop here, keeping the changes)",
+        "exit", group: .teaching, aliases: ["quit"], usage: "exit | quit",
+        summary: "leave the shell (in a script: stop here, keeping the changes)",
         example: "exit")
 
     package static let explanation = Explainer.local("storesh itself: no request")

@@ -41,13 +41,16 @@ package struct GetCommand: LanguageCommand, Equatable {
         }
         guard !path.isEmpty, !path.hasSuffix("/") else {
             throw Diagnostic.running(
-                .invalidArgument("Object \(name) has no last segment to name a local file after; give LOCAL_FILE."), at: object.location)
+                .invalidArgument("Object \(name) has no last segment to name a local file after; give LOCAL_FILE."),
+                at: object.location)
         }
         let size: Int64
         if let generation, session.options.dryRun {
             size = try await session.metadata(of: generation).size
         } else if session.options.dryRun {
-            size = try await session.onTarget(object, name: name, at: here) { try await session.target.metadata(of: name) }.size
+            size = try await session.onTarget(object, name: name, at: here) {
+                try await session.target.metadata(of: name)
+            }.size
         } else {
             // Written a piece at a time, and into place only once whole.
             let fileLocation = file?.location ?? object.location
@@ -56,7 +59,9 @@ package struct GetCommand: LanguageCommand, Equatable {
                 if let generation {
                     size = try await session.read(generation, into: sink).size
                 } else {
-                    size = try await session.onTarget(object, name: name, at: here) { try await session.target.read(name, into: sink) }
+                    size = try await session.onTarget(object, name: name, at: here) {
+                        try await session.target.read(name, into: sink)
+                    }
                 }
                 try session.located(fileLocation) { try sink.commit() }
             } catch {

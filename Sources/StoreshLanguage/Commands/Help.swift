@@ -8,7 +8,8 @@ package struct HelpCommand: LocalCommand, Equatable {
     package init(topic: Word?) { self.topic = topic }
 
     package static let declaration = CommandDeclaration(
-        "help", group: .teaching, usage: "help [COMMAND | RULE]", summary: "usage and an example for each command; a storage rule (help L3)",
+        "help", group: .teaching, usage: "help [COMMAND | RULE]",
+        summary: "usage and an example for each command; a storage rule (help L3)",
         example: "help meta set",
         completion: .commandNames)
 

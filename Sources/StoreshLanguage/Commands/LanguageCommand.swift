@@ -44,7 +44,9 @@ package protocol LocalCommand: LanguageCommand {
 }
 
 extension LocalCommand {
-    package func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] { [Self.explanation] }
+    package func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] {
+        [Self.explanation]
+    }
 }
 
 /// The words of one command after its name, read one at a time by the command's parse.
@@ -85,7 +87,8 @@ package struct CommandArguments {
 
     mutating func expectEnd(for command: String? = nil) throws(Diagnostic) {
         if let extra = next() {
-            throw Diagnostic.syntax("`\(command ?? commandName)` takes no more arguments; '\(extra.text)' is extra", at: extra.location)
+            throw Diagnostic.syntax(
+                "`\(command ?? commandName)` takes no more arguments; '\(extra.text)' is extra", at: extra.location)
         }
     }
 
@@ -98,9 +101,12 @@ package struct CommandArguments {
     }
 
     /// The next word, which must be there: `what` names it in the error.
-    mutating func required(_ what: String, for command: String? = nil, after word: Word? = nil) throws(Diagnostic) -> Word {
+    mutating func required(
+        _ what: String, for command: String? = nil, after word: Word? = nil
+    ) throws(Diagnostic) -> Word {
         guard let next = next() else {
-            throw Diagnostic.syntax("`\(command ?? commandName)` needs \(what)", at: Parser.afterEnd(of: word ?? nameWord))
+            throw Diagnostic.syntax(
+                "`\(command ?? commandName)` needs \(what)", at: Parser.afterEnd(of: word ?? nameWord))
         }
         return next
     }

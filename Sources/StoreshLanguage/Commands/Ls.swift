@@ -35,7 +35,10 @@ package struct ListCommand: LanguageCommand, Equatable {
             "Prefixes end in /. When more pages follow, `page next` shows the next one.",
         ], example: "ls -n 2 lessons/paging",
         options: ["-n", "--all", "--token", "-l", "-a", "--soft-deleted"], completion: .folders,
-        sdk: ["list(maxResults:)", "list(maxResults:pageToken:)", "listAll()", "StorageListResult", "pageToken", "prefixes", "items"])
+        sdk: [
+            "list(maxResults:)", "list(maxResults:pageToken:)", "listAll()", "StorageListResult", "pageToken",
+            "prefixes", "items",
+        ])
 
     package init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
         while let word = arguments.next() {
@@ -44,7 +47,8 @@ package struct ListCommand: LanguageCommand, Equatable {
                 case "-n":
                     let value = try arguments.optionValue(for: word)
                     guard Int(value.text) != nil else {
-                        throw Diagnostic.syntax("-n takes a whole number of entries (1 to 1000), not '\(value.text)'", at: value.location)
+                        throw Diagnostic.syntax(
+                            "-n takes a whole number of entries (1 to 1000), not '\(value.text)'", at: value.location)
                     }
                     maxResultsWord = value
                 case "--all": all = true
@@ -53,7 +57,9 @@ package struct ListCommand: LanguageCommand, Equatable {
                 case "-a", "--soft-deleted":
                     let asked: GenerationListing = word.text == "-a" ? .all : .softDeleted
                     if let generations, generations != asked {
-                        throw Diagnostic.syntax("-a lists every generation and --soft-deleted the deleted ones: give one of them", at: word.location)
+                        throw Diagnostic.syntax(
+                            "-a lists every generation and --soft-deleted the deleted ones: give one of them",
+                            at: word.location)
                     }
                     generations = asked
                 case "--": if let path = arguments.next() { try setPath(path) }
@@ -64,7 +70,8 @@ package struct ListCommand: LanguageCommand, Equatable {
             }
         }
         if all, let pageToken {
-            throw Diagnostic.syntax("--all lists every page from the start; it cannot take --token", at: pageToken.location)
+            throw Diagnostic.syntax(
+                "--all lists every page from the start; it cannot take --token", at: pageToken.location)
         }
     }
 
@@ -85,9 +92,12 @@ package struct ListCommand: LanguageCommand, Equatable {
     package func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
         let reference = try path.map { try session.navigationPath($0, command: name) } ?? session.current
         let maxResults = pageSize(in: session)
-        if let generations { return try await listGenerations(generations, of: reference, maxResults: maxResults, in: session, at: here) }
+        if let generations {
+            return try await listGenerations(generations, of: reference, maxResults: maxResults, in: session, at: here)
+        }
         let page = try await self.page(in: session, at: here) { token in
-            try await session.target.list(reference, options: ListOptions(maxResults: maxResults, pageToken: token, includeMetadata: long))
+            try await session.target.list(
+                reference, options: ListOptions(maxResults: maxResults, pageToken: token, includeMetadata: long))
         }
         session.lastListing = all ? nil : (reference, maxResults, long, page.nextPageToken)
         try await session.deliverPage(page, of: reference, long: long, at: here)
@@ -96,21 +106,24 @@ package struct ListCommand: LanguageCommand, Equatable {
 
     /// `ls -a` and `ls --soft-deleted`: a page (or every page) of generations, each with its metadata.
     private func listGenerations(
-        _ kind: GenerationListing, of reference: StoragePath, maxResults: Int?, in session: Session, at here: SourceLocation
+        _ kind: GenerationListing, of reference: StoragePath, maxResults: Int?, in session: Session,
+        at here: SourceLocation
     ) async throws -> Session.Flow {
         let versions = try session.generations(at: here)
         var shown = reference
         var page = try await self.page(in: session, at: here) { token in
             try await versions.listGenerations(
                 prefix: reference.listingPrefix, delimited: true,
-                options: ListOptions(maxResults: maxResults ?? ListOptions.maximumResults, pageToken: token, includeMetadata: true),
+                options: ListOptions(
+                    maxResults: maxResults ?? ListOptions.maximumResults, pageToken: token, includeMetadata: true),
                 softDeleted: kind == .softDeleted)
         }
         if page.prefixes.isEmpty, page.items.isEmpty, !reference.isRoot, pageToken == nil {
             // Nothing under it as a folder: the path may name an object, whose own generations are listed (as
             // `gsutil ls -a gs://B/NAME` lists them), beside it in its folder.
             page = try await session.located(path?.location ?? here) {
-                try await Self.generations(of: reference.fullPath, in: versions, softDeleted: kind == .softDeleted, session: session, at: here)
+                try await Self.generations(
+                    of: reference.fullPath, in: versions, softDeleted: kind == .softDeleted, session: session, at: here)
             }
             if !page.items.isEmpty { shown = reference.parent }
         }
@@ -118,8 +131,10 @@ package struct ListCommand: LanguageCommand, Equatable {
         session.deliver(
             .listing(
                 ListingResult(
-                    page: page, reference: shown, bucket: session.target.name, scheme: session.target.scheme, long: long,
-                    metadata: (page.itemMetadata ?? []).map(\.withoutDownloadTokens), referenceIsObject: false, generations: true, softDeleted: kind == .softDeleted)))
+                    page: page, reference: shown, bucket: session.target.name, scheme: session.target.scheme,
+                    long: long,
+                    metadata: (page.itemMetadata ?? []).map(\.withoutDownloadTokens), referenceIsObject: false,
+                    generations: true, softDeleted: kind == .softDeleted)))
         return .next
     }
 
@@ -134,7 +149,8 @@ package struct ListCommand: LanguageCommand, Equatable {
         while true {
             try session.checkCancelled(at: here)
             let page = try await versions.listGenerations(
-                prefix: name, delimited: true, options: ListOptions(maxResults: ListOptions.maximumResults, pageToken: token, includeMetadata: true),
+                prefix: name, delimited: true,
+                options: ListOptions(maxResults: ListOptions.maximumResults, pageToken: token, includeMetadata: true),
                 softDeleted: softDeleted)
             for generation in page.itemMetadata ?? [] {
                 guard NameBytes.sameBytes(generation.fullPath, name) else {
@@ -151,7 +167,9 @@ package struct ListCommand: LanguageCommand, Equatable {
 
     /// The page `ls` shows: the one at `--token` (or the first), or with `--all` every page from the first, joined;
     /// `fetch` reads the page at a token.
-    private func page(in session: Session, at here: SourceLocation, _ fetch: (String?) async throws -> ListPage) async throws -> ListPage {
+    private func page(
+        in session: Session, at here: SourceLocation, _ fetch: (String?) async throws -> ListPage
+    ) async throws -> ListPage {
         let errorLocation = maxResultsWord?.location ?? pageToken?.location ?? path?.location ?? here
         guard all else { return try await session.located(errorLocation) { try await fetch(pageToken?.text) } }
         var page = ListPage()
@@ -170,15 +188,18 @@ package struct ListCommand: LanguageCommand, Equatable {
     package func explain(in session: Session, at here: SourceLocation) async throws -> [ExplainedRequest] {
         let reference = try path.map { try session.navigationPath($0, command: name) } ?? session.current
         if let generations {
-            return [Explainer.listGenerations(
-                bucket: session.target.name, path: reference, maxResults: maxResults ?? ListOptions.maximumResults,
-                softDeleted: generations == .softDeleted)]
+            return [
+                Explainer.listGenerations(
+                    bucket: session.target.name, path: reference, maxResults: maxResults ?? ListOptions.maximumResults,
+                    softDeleted: generations == .softDeleted)
+            ]
         }
         return try session.located(here) {
             // The call a program makes names its own page size: explained with -n's, else the most a page holds,
             // never the prompt's screenful (which depends on the terminal's height).
             try Explainer.list(
-                bucket: session.target.name, path: reference, maxResults: all ? maxResults : maxResults ?? ListOptions.maximumResults,
+                bucket: session.target.name, path: reference,
+                maxResults: all ? maxResults : maxResults ?? ListOptions.maximumResults,
                 pageToken: pageToken?.text, all: all, long: long, tokens: session.target.pageTokens,
                 screenful: maxResults == nil && !all ? session.options.defaultPageSize : nil)
         }

@@ -31,7 +31,8 @@ package struct MetaCopyCommand: LanguageCommand, Equatable {
         self.source = source
         let (targets, moreFilters) = try arguments.targetsAndFilters()
         guard !targets.isEmpty else {
-            throw Diagnostic.syntax("`meta copy` needs a DEST after SRC: \(Self.declaration.usage)", at: Parser.afterEnd(of: source))
+            throw Diagnostic.syntax(
+                "`meta copy` needs a DEST after SRC: \(Self.declaration.usage)", at: Parser.afterEnd(of: source))
         }
         self.targets = targets
         filters += moreFilters
@@ -42,7 +43,8 @@ package struct MetaCopyCommand: LanguageCommand, Equatable {
         var copied = current
         for property in WritableProperty.allCases { copied[property] = source[property] }
         copied.customMetadata = source.customMetadata
-        copied.customMetadata[ObjectMetadata.downloadTokensKey] = current.customMetadata[ObjectMetadata.downloadTokensKey]
+        copied.customMetadata[ObjectMetadata.downloadTokensKey] =
+            current.customMetadata[ObjectMetadata.downloadTokensKey]
         return copied
     }
 
@@ -51,7 +53,8 @@ package struct MetaCopyCommand: LanguageCommand, Equatable {
         if ObjectPattern.isPattern(source) {
             throw Diagnostic.running(
                 .invalidArgument(
-                    "meta copy copies from one object: SRC '\(source.text)' is a pattern (DEST may be one: meta copy images/forest.jpg -- images/*.jpg)."),
+                    "meta copy copies from one object: SRC '\(source.text)' is a pattern (DEST may be one: meta copy images/forest.jpg -- images/*.jpg)."
+                ),
                 at: source.location)
         }
         let name = try session.objectName(source, raw: false, at: here)
@@ -79,7 +82,8 @@ package struct MetaCopyCommand: LanguageCommand, Equatable {
             // A DEST that does not exist: the request is shown as it would go out (and explainEach says it fails).
             let update = state.map { MetadataUpdate(from: $0, to: Self.copying(copied, onto: $0)) } ?? MetadataUpdate()
             var request = Explainer.updateMetadata(bucket: bucket, name: name, update: update, state: state)
-            request.purpose = "read the metadata of \(name), then make it \(copied.fullPath)'s: what differs is set, what \(copied.fullPath) lacks is removed"
+            request.purpose =
+                "read the metadata of \(name), then make it \(copied.fullPath)'s: what differs is set, what \(copied.fullPath) lacks is removed"
             return request
         }
         return requests

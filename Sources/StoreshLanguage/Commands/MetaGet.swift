@@ -14,7 +14,8 @@ package struct MetaGetCommand: LanguageCommand, Equatable {
     }
 
     package static let declaration = CommandDeclaration(
-        "meta get", group: .metadata, usage: "meta get [--raw] [--where F]… [TARGET…]", summary: "all metadata of each target (default: the current one)",
+        "meta get", group: .metadata, usage: "meta get [--raw] [--where F]… [TARGET…]",
+        summary: "all metadata of each target (default: the current one)",
         details: [
             "--raw takes each TARGET as the exact object name, e.g. meta get --raw wrongPrefix//sadItem.",
             "A TARGET may be a pattern (images/**.jpg); --where keeps the objects whose metadata pass it.",
@@ -48,14 +49,17 @@ package struct MetaGetCommand: LanguageCommand, Equatable {
         var others: [Word] = []
         for word in targets {
             if let generation = try await session.namedGeneration(word, raw: raw, at: here) {
-                explained.append(Explainer.getMetadata(bucket: bucket, name: generation.name.rawValue, generation: try session.numbered(generation)))
+                explained.append(
+                    Explainer.getMetadata(
+                        bucket: bucket, name: generation.name.rawValue, generation: try session.numbered(generation)))
             } else {
                 others.append(word)
             }
         }
         guard !others.isEmpty || targets.isEmpty else { return explained }
-        return try await explained + session.explainEach(others, raw: raw, filters: filters, at: here) { object, _ in
-            Explainer.getMetadata(bucket: bucket, name: object.name.rawValue)
-        }
+        return try await explained
+            + session.explainEach(others, raw: raw, filters: filters, at: here) { object, _ in
+                Explainer.getMetadata(bucket: bucket, name: object.name.rawValue)
+            }
     }
 }

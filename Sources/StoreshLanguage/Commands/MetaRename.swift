@@ -20,14 +20,17 @@ package struct MetaRenameCommand: LanguageCommand, Equatable {
 
     package init(parsing arguments: inout CommandArguments) throws(Diagnostic) {
         guard let old = arguments.next(), let new = arguments.next() else {
-            throw Diagnostic.syntax("`meta rename` needs two keys: meta rename custom.OLD custom.NEW [--] TARGET…", at: arguments.afterName)
+            throw Diagnostic.syntax(
+                "`meta rename` needs two keys: meta rename custom.OLD custom.NEW [--] TARGET…", at: arguments.afterName)
         }
         for key in [old, new] where !key.text.hasPrefix("custom.") || key.text.count == "custom.".count {
-            throw Diagnostic.syntax("`meta rename` moves a custom key: write it custom.NAME, not '\(key.text)'", at: key.location)
+            throw Diagnostic.syntax(
+                "`meta rename` moves a custom key: write it custom.NAME, not '\(key.text)'", at: key.location)
         }
         if old.text == new.text {
             // Moving a key onto itself would read its value, set it, then delete the same key: data lost.
-            throw Diagnostic.syntax("`meta rename` needs two different keys; \(old.text) and \(new.text) are the same", at: new.location)
+            throw Diagnostic.syntax(
+                "`meta rename` needs two different keys; \(old.text) and \(new.text) are the same", at: new.location)
         }
         self.old = Word(String(old.text.dropFirst("custom.".count)), at: old.location)
         self.new = Word(String(new.text.dropFirst("custom.".count)), at: new.location)
@@ -43,7 +46,8 @@ package struct MetaRenameCommand: LanguageCommand, Equatable {
             if let existing = metadata.customMetadata[new.text], existing != value {
                 throw Diagnostic.running(
                     .invalidArgument(
-                        "\(object.name.rawValue) has custom.\(new.text) already (\(existing.debugDescription)); renaming custom.\(old.text) would overwrite it. Unset one first."),
+                        "\(object.name.rawValue) has custom.\(new.text) already (\(existing.debugDescription)); renaming custom.\(old.text) would overwrite it. Unset one first."
+                    ),
                     at: object.word?.location ?? here)
             }
             update.customMetadata[new.text] = .set(value)
@@ -58,14 +62,17 @@ package struct MetaRenameCommand: LanguageCommand, Equatable {
         var update = MetadataUpdate()
         update.customMetadata[new.text] = .set("VALUE")
         update.customMetadata[old.text] = .unset
-        return try await session.explainEach(targets, raw: false, filters: filters, at: here, wouldChange: { $0.customMetadata[old.text] != nil }) {
+        return try await session.explainEach(
+            targets, raw: false, filters: filters, at: here, wouldChange: { $0.customMetadata[old.text] != nil }
+        ) {
             object, state in
             let name = object.name.rawValue
             // The object's own value moves, when storesh read it.
             var update = update
             if let value = state?.customMetadata[old.text] { update.customMetadata[new.text] = .set(value) }
             var request = Explainer.updateMetadata(bucket: bucket, name: name, update: update, state: state)
-            request.purpose = "read the metadata of \(name), then move custom.\(old.text) to custom.\(new.text) (VALUE: the object's own)"
+            request.purpose =
+                "read the metadata of \(name), then move custom.\(old.text) to custom.\(new.text) (VALUE: the object's own)"
             return request
         }
     }

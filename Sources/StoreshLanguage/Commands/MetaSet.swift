@@ -49,8 +49,11 @@ package struct MetaSetCommand: MetadataUpdateCommand, Equatable {
                     try update.set(key.text, to: value.text)
                 } catch var error {
                     // `cacheControl=public, max-age=60`: the blank split one value into two words.
-                    if let previous = assignments.last, error.code == .invalidArgument, error.message.hasPrefix("Unknown metadata property") {
-                        error.message += " (a value with a blank in it is quoted: \(previous.key.text)=\"\(previous.value.text) \(word.text)\")"
+                    if let previous = assignments.last, error.code == .invalidArgument,
+                        error.message.hasPrefix("Unknown metadata property")
+                    {
+                        error.message +=
+                            " (a value with a blank in it is quoted: \(previous.key.text)=\"\(previous.value.text) \(word.text)\")"
                     }
                     throw Diagnostic.beforeRunning(error, at: key.location)
                 }
@@ -60,7 +63,9 @@ package struct MetaSetCommand: MetadataUpdateCommand, Equatable {
             }
         }
         guard !assignments.isEmpty else {
-            throw Diagnostic.syntax("`meta set` needs at least one KEY=VALUE, e.g. meta set contentType=image/jpeg", at: arguments.afterName)
+            throw Diagnostic.syntax(
+                "`meta set` needs at least one KEY=VALUE, e.g. meta set contentType=image/jpeg", at: arguments.afterName
+            )
         }
     }
 }

@@ -47,7 +47,8 @@ package struct MetaUnsetCommand: MetadataUpdateCommand, Equatable {
             }
         }
         guard !keys.isEmpty else {
-            throw Diagnostic.syntax("`meta unset` needs at least one KEY, e.g. meta unset cacheControl", at: arguments.afterName)
+            throw Diagnostic.syntax(
+                "`meta unset` needs at least one KEY, e.g. meta unset cacheControl", at: arguments.afterName)
         }
     }
 
@@ -57,7 +58,8 @@ package struct MetaUnsetCommand: MetadataUpdateCommand, Equatable {
     package static func looksLikeKey(_ word: Word, isFirst: Bool) -> Bool {
         let text = word.text
         if MetadataProperty(rawValue: text) != nil || text == "custom"
-            || MetadataKey.customPrefixes.contains(where: { text.hasPrefix($0) }) || CloudStorageWritableField(key: text) != nil
+            || MetadataKey.customPrefixes.contains(where: { text.hasPrefix($0) })
+            || CloudStorageWritableField(key: text) != nil
         {
             return true
         }

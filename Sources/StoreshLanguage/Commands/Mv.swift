@@ -36,7 +36,8 @@ package struct MvCommand: LanguageCommand, Equatable {
         }
         guard words.count >= 2, let last = words.last else {
             throw Diagnostic.syntax(
-                "`mv` needs a SOURCE and a DEST: \(Self.declaration.usage), e.g. \(Self.declaration.example)", at: arguments.afterName)
+                "`mv` needs a SOURCE and a DEST: \(Self.declaration.usage), e.g. \(Self.declaration.example)",
+                at: arguments.afterName)
         }
         sources = Array(words.dropLast())
         destination = last
@@ -64,7 +65,9 @@ package struct MvCommand: LanguageCommand, Equatable {
             }
             moved += 1
             session.deliver(
-                .moved(from: object.name.rawValue, to: result, replaced: replaced != nil, inOneStep: moves.movesInOneStep, dryRun: session.options.dryRun))
+                .moved(
+                    from: object.name.rawValue, to: result, replaced: replaced != nil, inOneStep: moves.movesInOneStep,
+                    dryRun: session.options.dryRun))
         }
         if moved > 1 { session.deliver(.note("\(session.options.dryRun ? "would move" : "moved") \(moved) objects")) }
         return .next
@@ -78,7 +81,9 @@ package struct MvCommand: LanguageCommand, Equatable {
             let current = try await session.metadataIfPresent(of: object, at: here)
             let replaced = try? await session.target.metadataIfPresent(of: destination)
             requests.append(
-                Explainer.move(bucket: session.target.name, source: object.name.rawValue, destination: destination.rawValue, state: current, replaced: replaced))
+                Explainer.move(
+                    bucket: session.target.name, source: object.name.rawValue, destination: destination.rawValue,
+                    state: current, replaced: replaced))
         }
         return requests
     }
@@ -95,19 +100,24 @@ package struct MvCommand: LanguageCommand, Equatable {
         func destination(of object: ExpandedTarget, in session: Session, at here: SourceLocation) throws -> ObjectName {
             if let name { return name }
             guard let word = object.word, ObjectPattern.isPattern(word) else {
-                return try session.located(object.word?.location ?? here) { try ObjectName(folder + object.name.lastSegment) }
+                return try session.located(object.word?.location ?? here) {
+                    try ObjectName(folder + object.name.lastSegment)
+                }
             }
             let pattern = try session.located(word.location) {
-                try ObjectPattern(resolving: word, from: session.current, bucket: session.target.name, scheme: session.target.scheme)
+                try ObjectPattern(
+                    resolving: word, from: session.current, bucket: session.target.name, scheme: session.target.scheme)
             }
-            let fixedFolder = pattern.literalPrefix.utf8.lastIndex(of: UInt8(ascii: "/"))
+            let fixedFolder =
+                pattern.literalPrefix.utf8.lastIndex(of: UInt8(ascii: "/"))
                 .map { String(pattern.literalPrefix[...$0]) } ?? ""
             let below = String(decoding: object.name.rawValue.utf8.dropFirst(fixedFolder.utf8.count), as: UTF8.self)
             let destination = try session.located(word.location) { try ObjectName(folder + below) }
             if pattern.matches(destination.rawValue) {
                 throw Diagnostic.running(
                     .invalidArgument(
-                        "\(MessageText.name(object.name.rawValue)) would move to \(MessageText.name(destination.rawValue)), which \(pattern.text) matches too: the move would find it again. Move into a folder the pattern does not match."),
+                        "\(MessageText.name(object.name.rawValue)) would move to \(MessageText.name(destination.rawValue)), which \(pattern.text) matches too: the move would find it again. Move into a folder the pattern does not match."
+                    ),
                     at: word.location)
             }
             return destination
@@ -120,11 +130,14 @@ package struct MvCommand: LanguageCommand, Equatable {
         let path = try session.resolve(destination)
         let named = raw ? try session.objectName(destination, raw: true, at: here) : nil
         let intoFolder =
-            destination.text.hasSuffix("/") || sources.count > 1 || (!raw && sources.contains(where: ObjectPattern.isPattern))
+            destination.text.hasSuffix("/") || sources.count > 1
+            || (!raw && sources.contains(where: ObjectPattern.isPattern))
         if intoFolder { return DestinationPlan(name: nil, folder: path.listingPrefix) }
         let name = try named ?? session.objectName(destination, at: here)
-        if try await session.onTarget(destination, name: name, at: here, { try await session.target.metadataIfPresent(of: name) }) == nil,
-            let page = try? await session.target.list(path, options: ListOptions(maxResults: 1)), !page.prefixes.isEmpty || !page.items.isEmpty
+        if try await session.onTarget(
+            destination, name: name, at: here, { try await session.target.metadataIfPresent(of: name) }) == nil,
+            let page = try? await session.target.list(path, options: ListOptions(maxResults: 1)),
+            !page.prefixes.isEmpty || !page.items.isEmpty
         {
             return DestinationPlan(name: nil, folder: path.listingPrefix)
         }

@@ -29,10 +29,13 @@ package struct PageTokenCommand: LocalCommand, Equatable {
                 .invalidArgument(
                     session.lastListing == nil
                         ? "There is no page token to show: no listing yet. List a page first (ls -n 2), or give one: page token TOKEN."
-                        : "There is no page token to show: the last listing had no more pages. Give one: page token TOKEN."),
+                        : "There is no page token to show: the last listing had no more pages. Give one: page token TOKEN."
+                ),
                 at: here)
         }
-        let (bucket, position) = try session.located(token?.location ?? here) { try session.target.pageTokens.contents(of: text) }
+        let (bucket, position) = try session.located(token?.location ?? here) {
+            try session.target.pageTokens.contents(of: text)
+        }
         session.deliver(.pageToken(token: text, bucket: bucket, position: position, scheme: session.target.scheme))
         return .next
     }

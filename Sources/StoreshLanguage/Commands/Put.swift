@@ -14,7 +14,9 @@ package struct PutCommand: LanguageCommand, Equatable {
     package var source: Source
     package var destination: Word?
 
-    package init(raw: Bool = false, contentType: Word? = nil, md5: Word? = nil, source: Source, destination: Word? = nil) {
+    package init(
+        raw: Bool = false, contentType: Word? = nil, md5: Word? = nil, source: Source, destination: Word? = nil
+    ) {
         self.raw = raw
         self.contentType = contentType
         self.md5 = md5
@@ -55,17 +57,20 @@ package struct PutCommand: LanguageCommand, Equatable {
         if let data {
             if positionals.count > 1 {
                 throw Diagnostic.syntax(
-                    "with --data, `put` takes at most one DEST; '\(positionals[1].text)' is one too many", at: positionals[1].location)
+                    "with --data, `put` takes at most one DEST; '\(positionals[1].text)' is one too many",
+                    at: positionals[1].location)
             }
             source = .data(data)
             destination = positionals.first
         } else {
             guard let file = positionals.first else {
-                throw Diagnostic.syntax("`put` needs a LOCAL_FILE or --data TEXT: \(Self.declaration.usage)", at: arguments.afterName)
+                throw Diagnostic.syntax(
+                    "`put` needs a LOCAL_FILE or --data TEXT: \(Self.declaration.usage)", at: arguments.afterName)
             }
             if positionals.count > 2 {
                 throw Diagnostic.syntax(
-                    "`put` takes a LOCAL_FILE and at most one DEST; '\(positionals[2].text)' is one too many", at: positionals[2].location)
+                    "`put` takes a LOCAL_FILE and at most one DEST; '\(positionals[2].text)' is one too many",
+                    at: positionals[2].location)
             }
             source = .file(file)
             destination = positionals.count > 1 ? positionals[1] : nil
@@ -113,13 +118,16 @@ package struct PutCommand: LanguageCommand, Equatable {
         if let md5 {
             guard ContentHash.isMD5Base64(md5.text) else {
                 throw Diagnostic.running(
-                    .invalidArgument("--md5 takes the base64 of a 16-byte MD5 digest, such as XUFAKrxLKna5cZ2REBfFkg=="), at: md5.location)
+                    .invalidArgument(
+                        "--md5 takes the base64 of a 16-byte MD5 digest, such as XUFAKrxLKna5cZ2REBfFkg=="),
+                    at: md5.location)
             }
             writeOptions.expectedMD5 = md5.text
         }
         let metadata = try await session.located(destination?.location ?? here) {
             if let largeFile {
-                return try await session.target.write(from: largeFile, to: name, options: writeOptions, precondition: .none)
+                return try await session.target.write(
+                    from: largeFile, to: name, options: writeOptions, precondition: .none)
             }
             return try await session.target.write(content, to: name, options: writeOptions)
         }
@@ -134,7 +142,8 @@ package struct PutCommand: LanguageCommand, Equatable {
         if case .file(let word) = source { file = word.text }
         return [
             Explainer.upload(
-                bucket: session.target.name, name: name.rawValue, fromFile: file, contentType: contentType?.text, current: current)
+                bucket: session.target.name, name: name.rawValue, fromFile: file, contentType: contentType?.text,
+                current: current)
         ]
     }
 }

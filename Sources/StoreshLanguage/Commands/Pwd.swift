@@ -5,7 +5,8 @@ package struct PwdCommand: LocalCommand, Equatable {
     package init() {}
 
     package static let declaration = CommandDeclaration(
-        "pwd", group: .navigate, usage: "pwd", summary: "print the current reference as gs://BUCKET/FULLPATH", example: "pwd",
+        "pwd", group: .navigate, usage: "pwd", summary: "print the current reference as gs://BUCKET/FULLPATH",
+        example: "pwd",
         sdk: ["fullPath", "bucket", "name"])
 
     package static let explanation = Explainer.local(

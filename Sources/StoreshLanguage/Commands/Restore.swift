@@ -28,7 +28,9 @@ package struct RestoreCommand: LanguageCommand, Equatable {
             targets.append(try GenerationWord(word))
         }
         guard !targets.isEmpty else {
-            throw Diagnostic.syntax("`restore` needs at least one NAME#GENERATION, e.g. restore a.txt#1795869510943896", at: arguments.afterName)
+            throw Diagnostic.syntax(
+                "`restore` needs at least one NAME#GENERATION, e.g. restore a.txt#1795869510943896",
+                at: arguments.afterName)
         }
     }
 
@@ -38,7 +40,9 @@ package struct RestoreCommand: LanguageCommand, Equatable {
             let name = try session.objectName(target.name, at: here)
             let generation = try session.generation(target, in: versions)
             // The precondition is the object as it is now: a change made after this read is not overwritten.
-            let live = try await session.onTarget(target.name, name: name, at: here) { try await session.target.metadataIfPresent(of: name) }
+            let live = try await session.onTarget(target.name, name: name, at: here) {
+                try await session.target.metadataIfPresent(of: name)
+            }
             let restored: ObjectMetadata
             do {
                 restored = try await versions.restore(
@@ -46,8 +50,11 @@ package struct RestoreCommand: LanguageCommand, Equatable {
             } catch var error as StorageError {
                 // No soft-deleted generation of that number (every bucket says so as not found): one named by `ls -a`
                 // perhaps, live or noncurrent, is said to be so.
-                if error.code == .objectNotFound, let kept = try? await versions.metadata(of: name, generation: generation) {
-                    error.message = kept.timeDeleted == nil
+                if error.code == .objectNotFound,
+                    let kept = try? await versions.metadata(of: name, generation: generation)
+                {
+                    error.message =
+                        kept.timeDeleted == nil
                         ? "\(MessageText.name(name.rawValue))#\(generation) is the live generation: there is nothing to restore."
                         : "\(MessageText.name(name.rawValue))#\(generation) is a noncurrent generation (versioning keeps it), not a soft-deleted one: restore brings back soft-deleted generations (ls --soft-deleted lists them)."
                 }
@@ -64,7 +71,8 @@ package struct RestoreCommand: LanguageCommand, Equatable {
             let name = try session.objectName(target.name, at: here)
             let generation = try session.generation(target, in: versions)
             do throws(StorageError) {
-                return Explainer.restore(bucket: session.target.name, name: name.rawValue, generation: try generation.numbered(name))
+                return Explainer.restore(
+                    bucket: session.target.name, name: name.rawValue, generation: try generation.numbered(name))
             } catch {
                 throw Diagnostic.running(error, at: target.word.location)
             }
@@ -94,7 +102,8 @@ package struct GenerationWord: Sendable, Equatable {
         self.word = word
         self.generation = String(String.UnicodeScalarView(scalars[(hash + 1)...]))
         self.name = Word(
-            String(String.UnicodeScalarView(scalars[..<hash])), literal: word.literal.isEmpty ? nil : Array(word.literal.prefix(hash)),
+            String(String.UnicodeScalarView(scalars[..<hash])),
+            literal: word.literal.isEmpty ? nil : Array(word.literal.prefix(hash)),
             at: word.location)
     }
 }

@@ -13,7 +13,8 @@ package struct RmCommand: LanguageCommand, Equatable {
     }
 
     package static let declaration = CommandDeclaration(
-        "rm", group: .content, usage: "rm [--raw] [--where F]… TARGET…", summary: "delete objects; targets may be patterns",
+        "rm", group: .content, usage: "rm [--raw] [--where F]… TARGET…",
+        summary: "delete objects; targets may be patterns",
         details: [
             "--raw takes each TARGET as an exact object name: no normalising, no patterns.",
             "--where F keeps the targets whose metadata pass F, as in meta set.",
@@ -26,12 +27,14 @@ package struct RmCommand: LanguageCommand, Equatable {
         raw = arguments.takeRaw()
         (targets, filters) = try arguments.targetsAndFilters()
         guard !targets.isEmpty else {
-            throw Diagnostic.syntax("`rm` needs at least one TARGET: rm [--raw] [--where F] TARGET…", at: arguments.afterName)
+            throw Diagnostic.syntax(
+                "`rm` needs at least one TARGET: rm [--raw] [--where F] TARGET…", at: arguments.afterName)
         }
     }
 
     package func run(in session: Session, at here: SourceLocation) async throws -> Session.Flow {
-        let results = BulkResults(.deletions, output: session.output, options: session.options, progress: session.progress)
+        let results = BulkResults(
+            .deletions, output: session.output, options: session.options, progress: session.progress)
         var (held, retained) = (0, 0)
         let matched = try await session.forEachTarget(targets, raw: raw, filters: filters, at: here) { object in
             // A hold or a retention refuses the delete (rule M9): each such object found is named, and the walk goes
@@ -41,7 +44,8 @@ package struct RmCommand: LanguageCommand, Equatable {
             if refusal == nil {
                 // An object a pattern found is deleted only as it was found (rule G5).
                 let precondition = object.metadata.map { Precondition.sameContent(as: $0) } ?? .none
-                refusal = try await session.onTarget(object.word, name: object.name, at: here) { () async throws -> StorageError? in
+                refusal = try await session.onTarget(object.word, name: object.name, at: here) {
+                    () async throws -> StorageError? in
                     do {
                         try await session.target.delete(object.name, precondition: precondition)
                         return nil

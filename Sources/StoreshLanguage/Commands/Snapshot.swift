@@ -74,7 +74,8 @@ package struct SnapshotListCommand: LocalCommand, Equatable {
     package init() {}
 
     package static let declaration = CommandDeclaration(
-        "snapshot list", group: .snapshots, usage: "snapshot list", summary: "the snapshots, oldest first, with their object counts",
+        "snapshot list", group: .snapshots, usage: "snapshot list",
+        summary: "the snapshots, oldest first, with their object counts",
         example: "snapshot list", requires: .snapshots)
 
     package static var explanation: ExplainedRequest { snapshotExplanation }
@@ -123,7 +124,9 @@ package struct SnapshotDiffCommand: LocalCommand, Equatable {
         let unknown = [from, to].compactMap { $0 }.first { !known.contains($0.text) }
         let results = SnapshotChanges(session, activity: "comparing", shown: true)
         try await session.located(unknown?.location ?? from.location) {
-            try await store.changes(from: .snapshot(from.text), to: to.map { .snapshot($0.text) } ?? .current) { results.add($0) }
+            try await store.changes(from: .snapshot(from.text), to: to.map { .snapshot($0.text) } ?? .current) {
+                results.add($0)
+            }
         }
         results.finish(head: [("from", .string(from.text)), ("to", to.map { .string($0.text) } ?? .null)]) { counts in
             HumanRenderer.snapshotDiffSummary(from: from.text, to: to?.text, counts: counts)
@@ -151,9 +154,12 @@ package struct SnapshotRestoreCommand: NamedSnapshotCommand, Equatable {
         let store = try session.requireSnapshots(here)
         let dryRun = session.options.dryRun
         let results = SnapshotChanges(session, activity: dryRun ? "planning" : "restoring", shown: dryRun)
-        try await session.located(snapshot.location) { try await store.restoreSnapshot(named: snapshot.text) { results.add($0) } }
+        try await session.located(snapshot.location) {
+            try await store.restoreSnapshot(named: snapshot.text) { results.add($0) }
+        }
         if !dryRun { session.reportedChanges += max(results.count, 1) }
-        results.finish(head: [("restored", .string(snapshot.text))] + (dryRun ? [("dryRun", .bool(true))] : [])) { counts in
+        results.finish(head: [("restored", .string(snapshot.text))] + (dryRun ? [("dryRun", .bool(true))] : [])) {
+            counts in
             HumanRenderer.snapshotRestoreSummary(snapshot.text, counts: counts, dryRun: dryRun)
         }
         return .next
@@ -167,7 +173,8 @@ package struct SnapshotRemoveCommand: NamedSnapshotCommand, Equatable {
     package init(_ snapshot: Word) { self.snapshot = snapshot }
 
     package static let declaration = CommandDeclaration(
-        "snapshot rm", group: .snapshots, usage: "snapshot rm NAME", summary: "forget snapshot NAME and what only it kept",
+        "snapshot rm", group: .snapshots, usage: "snapshot rm NAME",
+        summary: "forget snapshot NAME and what only it kept",
         example: "snapshot rm before-fix",
         changesBucket: true, requires: .snapshots, completion: .snapshotNames(count: 1))
 
@@ -204,7 +211,9 @@ final class SnapshotChanges {
         counts[change.kind, default: 0] += 1
         session.progress?.advance()
         if let spool = spools[change.kind] {
-            let element = change.kind == .changed ? JSONRenderer.changedDocument(path: change.name, change.differences) : .string(change.name)
+            let element =
+                change.kind == .changed
+                ? JSONRenderer.changedDocument(path: change.name, change.differences) : .string(change.name)
             return spool.append(Data((((counts[change.kind] ?? 0) > 1 ? "," : "") + element.serialized).utf8))
         }
         if shown { HumanRenderer.changes([change]).forEach(say) }
@@ -215,7 +224,9 @@ final class SnapshotChanges {
         session.progress?.end()
         guard !spools.isEmpty else { return say(summary(counts)) }
         if let failure = spools.values.compactMap(\.failure).first {
-            session.output.notice("the JSON document of the changes could not be held to be written whole (\(failure)); it is not written")
+            session.output.notice(
+                "the JSON document of the changes could not be held to be written whole (\(failure)); it is not written"
+            )
             return
         }
         // The head's members, then each kind's array, as JSONRenderer writes a document: compact, on one line.

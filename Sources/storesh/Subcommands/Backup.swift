@@ -26,8 +26,9 @@ struct Backup: StoreshCommand {
         let context = RunContext(bucket: bucketOptions)
         let bucket = try context.openExisting()
         try bucket.backup(to: file)
-        Diagnostics.notice("backed up gs://\(bucket.name) (\(MessageText.counted(try bucket.objectCount(), "object"))) from \(bucket.path) to \(file)")
+        Diagnostics.notice(
+            "backed up gs://\(bucket.name) (\(MessageText.counted(try bucket.objectCount(), "object"))) from \(bucket.path) to \(file)"
+        )
         return .success
     }
 }
-

@@ -10,7 +10,8 @@ import StoreshLocal
 struct Copy: StoreshCommand {
     static let configuration = CommandConfiguration(
         commandName: "copy",
-        abstract: "Copy the objects of one bucket into another (a bucket file, gs://NAME): content and every writable property.",
+        abstract:
+            "Copy the objects of one bucket into another (a bucket file, gs://NAME): content and every writable property.",
         discussion: """
             Each object is copied with its content, contentType, cacheControl, contentDisposition, contentEncoding, \
             contentLanguage and custom metadata (download tokens included); the destination gives it a generation \
@@ -28,7 +29,9 @@ struct Copy: StoreshCommand {
     @Argument(help: ArgumentHelp("The bucket to copy from: a bucket file or gs://NAME.", valueName: "source"))
     var source: String
 
-    @Argument(help: ArgumentHelp("The bucket to copy into: a bucket file (created when missing) or gs://NAME.", valueName: "destination"))
+    @Argument(
+        help: ArgumentHelp(
+            "The bucket to copy into: a bucket file (created when missing) or gs://NAME.", valueName: "destination"))
     var destination: String
 
     @Option(help: ArgumentHelp("Copy only the objects under this folder (e.g. images/2024).", valueName: "folder"))
@@ -47,11 +50,14 @@ struct Copy: StoreshCommand {
         let context = RunContext(bucket: bucketOptions, output: outputOptions, apply: applyOptions, plan: planOptions)
         try context.refusePlan("copy")
         if context.bucket != nil {
-            throw CommandLineError("copy takes its buckets as arguments: storesh copy SOURCE DESTINATION (not --bucket).")
+            throw CommandLineError(
+                "copy takes its buckets as arguments: storesh copy SOURCE DESTINATION (not --bucket).")
         }
         let from = try BucketLocation.parse(source, source: "copy's source")
         let to = try BucketLocation.parse(destination, source: "copy's destination")
-        guard from.displayed != to.displayed else { throw CommandLineError("copy: the source and the destination are the same bucket, \(from.displayed).") }
+        guard from.displayed != to.displayed else {
+            throw CommandLineError("copy: the source and the destination are the same bucket, \(from.displayed).")
+        }
         let folder = try Self.folderPrefix(prefix)
         storesh_install_interrupt_handler()
         let isCancelled: @Sendable () -> Bool = { storesh_interrupt_pending() != 0 }
@@ -70,16 +76,20 @@ struct Copy: StoreshCommand {
         }
         let output = ConsoleOutput(json: context.json, source: SourceText(name: "copy", text: ""))
         let plan = try await BucketCopy.plan(
-            from: sourceBucket, to: opened?.bucket, destinationName: opened?.bucket.name ?? sourceBucket.name, prefix: folder,
+            from: sourceBucket, to: opened?.bucket, destinationName: opened?.bucket.name ?? sourceBucket.name,
+            prefix: folder,
             parallel: context.parallel ?? ApplySettings.defaultParallel, isCancelled: isCancelled)
-        let summary = "\(MessageText.counted(plan.changes.count, "object")) (\(plan.bytes) bytes) from \(from.displayed) to \(to.displayed)"
+        let summary =
+            "\(MessageText.counted(plan.changes.count, "object")) (\(plan.bytes) bytes) from \(from.displayed) to \(to.displayed)"
             + (plan.unchanged > 0 ? "; \(plan.unchanged) already there as they are" : "")
         guard let opened, !context.dryRun, plan.changes.count > 0 else {
             if context.json {
                 output.result(try Self.document(plan, from: from, to: to, dryRun: true).serialized)
             } else {
                 try plan.changes.forEachChange { _, change in
-                    output.result("would copy \(MessageText.oneLine(change.object)) (\(change.after?.size ?? 0) B, \(change.after?.contentType ?? "no type"))")
+                    output.result(
+                        "would copy \(MessageText.oneLine(change.object)) (\(change.after?.size ?? 0) B, \(change.after?.contentType ?? "no type"))"
+                    )
                 }
                 output.notice(
                     plan.changes.count == 0
@@ -113,12 +123,15 @@ struct Copy: StoreshCommand {
         return path.fullPath + "/"
     }
 
-    static func document(_ plan: BucketCopy.Plan, from: BucketLocation, to: BucketLocation, dryRun: Bool) throws -> JSONValue {
+    static func document(
+        _ plan: BucketCopy.Plan, from: BucketLocation, to: BucketLocation, dryRun: Bool
+    ) throws -> JSONValue {
         var copied: [JSONValue] = []
         try plan.changes.forEachChange { _, change in copied.append(.string(change.object)) }
         return .object([
             ("copied", .array(copied)), ("from", .string(from.displayed)),
-            ("to", .string(to.displayed)), ("bytes", .integer(plan.bytes)), ("unchanged", .integer(Int64(plan.unchanged))),
+            ("to", .string(to.displayed)), ("bytes", .integer(plan.bytes)),
+            ("unchanged", .integer(Int64(plan.unchanged))),
             ("dryRun", .bool(dryRun)),
         ])
     }

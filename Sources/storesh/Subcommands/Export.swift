@@ -36,7 +36,8 @@ struct Export: StoreshCommand {
 
     func validate() throws {
         if format == .firebase, file == nil || file == "-" {
-            throw ValidationError("--format firebase writes a directory: give it, e.g. storesh export --format firebase ./emulator-data")
+            throw ValidationError(
+                "--format firebase writes a directory: give it, e.g. storesh export --format firebase ./emulator-data")
         }
     }
 
@@ -46,7 +47,8 @@ struct Export: StoreshCommand {
         if format == .firebase, let file {
             let leftOut = try FirebaseEmulatorExport.write(bucket, to: file, counting: context.progressMeter)
             Diagnostics.summary(
-                "exported \(MessageText.counted(try bucket.objectCount(), "object")) of gs://\(bucket.name) to \(file) (firebase emulators:start --only storage --import \(file) reads it)")
+                "exported \(MessageText.counted(try bucket.objectCount(), "object")) of gs://\(bucket.name) to \(file) (firebase emulators:start --only storage --import \(file) reads it)"
+            )
             if let said = leftOut.described { Diagnostics.warning(said) }
             return .success
         }
@@ -57,9 +59,10 @@ struct Export: StoreshCommand {
             return .success
         }
         var exported = BucketArchive.Exported()
-        try writeFileAtomically(file) { output in exported = try BucketArchive.export(bucket, counting: context.progressMeter) { try output.write($0) } }
+        try writeFileAtomically(file) { output in
+            exported = try BucketArchive.export(bucket, counting: context.progressMeter) { try output.write($0) }
+        }
         Diagnostics.summary("exported \(exported.described) to \(file)")
         return .success
     }
 }
-

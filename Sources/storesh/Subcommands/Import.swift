@@ -8,7 +8,8 @@ import StoreshRules
 struct Import: StoreshCommand {
     static let configuration = CommandConfiguration(
         commandName: "import",
-        abstract: "Add the objects of a JSON archive, or of a Firebase emulator export, to the bucket, all of them or none.",
+        abstract:
+            "Add the objects of a JSON archive, or of a Firebase emulator export, to the bucket, all of them or none.",
         discussion: """
             Objects already in the bucket with the same names are replaced; with --replace, the bucket holds exactly \
             the archive's objects (and noncurrent and soft-deleted generations) afterwards. The archive's bucket \
@@ -23,7 +24,10 @@ struct Import: StoreshCommand {
     @Option(help: ArgumentHelp("json, or firebase for the Firebase emulator's export directory.", valueName: "format"))
     var format = ArchiveFormat.json
 
-    @Argument(help: ArgumentHelp("The archive to read (- for standard input), or with --format firebase the export's directory.", valueName: "file"))
+    @Argument(
+        help: ArgumentHelp(
+            "The archive to read (- for standard input), or with --format firebase the export's directory.",
+            valueName: "file"))
     var file: String
 
     @Flag(help: "Remove every object that is not in the archive.")
@@ -36,8 +40,10 @@ struct Import: StoreshCommand {
             // A new bucket file is named after the export's bucket, as the emulator served it.
             let bucket = try context.openLocal(nameForNewBucket: FirebaseExportImport.bucketName(of: contents))
             let (objects, from) = try FirebaseExportImport.objects(of: contents, for: bucket.name, directory: file)
-            try FirebaseExportImport.load(objects, into: bucket, replacingEverything: replace, counting: context.progressMeter)
-            Diagnostics.summary(FirebaseExportImport.summary(count: objects.count, from: from, into: bucket.name, replace: replace))
+            try FirebaseExportImport.load(
+                objects, into: bucket, replacingEverything: replace, counting: context.progressMeter)
+            Diagnostics.summary(
+                FirebaseExportImport.summary(count: objects.count, from: from, into: bucket.name, replace: replace))
             return .success
         }
         let archive = try BucketArchive.parse(try readInputFile(file), source: file)
@@ -48,7 +54,8 @@ struct Import: StoreshCommand {
         let takesSettings = archive.settings != nil && (replace || isNew)
         try bucket.importObjects(
             archive.objects, replacingEverything: replace,
-            settings: takesSettings ? { current, now throws(StorageError) in try archive.settings(over: current, now: now) } : nil,
+            settings: takesSettings
+                ? { current, now throws(StorageError) in try archive.settings(over: current, now: now) } : nil,
             counting: context.progressMeter)
         var counts = BucketArchive.Exported()
         for object in archive.objects {
@@ -60,9 +67,11 @@ struct Import: StoreshCommand {
         }
         var summary =
             replace
-            ? "gs://\(bucket.name) now holds exactly the archive's \(counts.described)" : "imported \(counts.described) into gs://\(bucket.name)"
+            ? "gs://\(bucket.name) now holds exactly the archive's \(counts.described)"
+            : "imported \(counts.described) into gs://\(bucket.name)"
         if archive.settings != nil {
-            summary += takesSettings
+            summary +=
+                takesSettings
                 ? ", with the archive's bucket settings"
                 : "; the archive's bucket settings were not applied: a bucket with objects or settings of its own keeps its settings (import --replace takes the archive's)"
         }
@@ -70,4 +79,3 @@ struct Import: StoreshCommand {
         return .success
     }
 }
-

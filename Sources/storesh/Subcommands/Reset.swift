@@ -11,7 +11,8 @@ import StoreshRules
 struct Reset: StoreshCommand {
     static let configuration = CommandConfiguration(
         commandName: "reset",
-        abstract: "Bring the default bucket back to the teaching sample, open rules included; with --bucket FILE, empty that bucket.",
+        abstract:
+            "Bring the default bucket back to the teaching sample, open rules included; with --bucket FILE, empty that bucket.",
         discussion: """
             The objects are replaced in one transaction, then the rules; snapshots are kept (snapshot restore \
             NAME brings the objects back). Emptying another bucket file asks first on a terminal, and needs --yes otherwise.
@@ -26,7 +27,8 @@ struct Reset: StoreshCommand {
         let context = RunContext(bucket: bucketOptions)
         let location = try context.location()
         try location.refuseRemote(
-            "storesh reset resets local bucket files", instead: "A real bucket's objects are deleted with rm (a script, planned and journaled).")
+            "storesh reset resets local bucket files",
+            instead: "A real bucket's objects are deleted with rm (a script, planned and journaled).")
         let clock = try context.makeClock()
         // The default bucket named by its path is still the default bucket: reset it to the sample, not empty it.
         let isDefault = location.isDefault || RegularFile.isSameFile(location.path, BucketLocation.defaultPath())
@@ -35,7 +37,8 @@ struct Reset: StoreshCommand {
             sample = try BucketArchive.parse(Data(PackageResources.teaching_json), source: "teaching sample").objects
         } else {
             guard access(location.path, F_OK) == 0 else {
-                throw CommandLineError("There is no bucket file \(location.path) to reset; the default bucket is reset without --bucket.")
+                throw CommandLineError(
+                    "There is no bucket file \(location.path) to reset; the default bucket is reset without --bucket.")
             }
             sample = []
         }
@@ -43,7 +46,8 @@ struct Reset: StoreshCommand {
         _ = OpenBuckets.shared.keep(bucket)
         let count = try bucket.objectCount()
         if !isDefault && !yes {
-            let question = "Empty \(bucket.url) (\(location.path)): delete its \(MessageText.counted(count, "object")) and put back the open rules?"
+            let question =
+                "Empty \(bucket.url) (\(location.path)): delete its \(MessageText.counted(count, "object")) and put back the open rules?"
             guard isatty(STDIN_FILENO) != 0 else {
                 throw CommandLineError("\(question) Give --yes to do so without a terminal to ask at.")
             }

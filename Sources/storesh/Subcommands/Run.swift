@@ -1,8 +1,8 @@
 import ArgumentParser
 import Foundation
 import StoreshCore
-import StoreshLanguage
 import StoreshExecution
+import StoreshLanguage
 import StoreshLocal
 
 struct Run: StoreshCommand {
@@ -29,11 +29,16 @@ struct Run: StoreshCommand {
 
     @OptionGroup var planOptions: PlanOptions
 
-    @Flag(help: "Run nothing: explain each command, with the Firebase SDK call, the REST requests and the rules method it stands for.")
+    @Flag(
+        help:
+            "Run nothing: explain each command, with the Firebase SDK call, the REST requests and the rules method it stands for."
+    )
     var explain = false
 
-
-    @Flag(help: "Print each command, after the prompt the shell would show, before its output: a lesson's script as its own transcript.")
+    @Flag(
+        help:
+            "Print each command, after the prompt the shell would show, before its output: a lesson's script as its own transcript."
+    )
     var echo = false
 
     @Option(
@@ -52,7 +57,9 @@ struct Run: StoreshCommand {
         }
     }
 
-    var context: RunContext { RunContext(bucket: bucketOptions, output: outputOptions, apply: applyOptions, plan: planOptions) }
+    var context: RunContext {
+        RunContext(bucket: bucketOptions, output: outputOptions, apply: applyOptions, plan: planOptions)
+    }
 
     func execute() async throws -> Session.Status {
         if ProcessArguments.current.options.contains("-c") {
@@ -61,10 +68,14 @@ struct Run: StoreshCommand {
         let context = context
         if let resume {
             try context.refusePlan("run --resume")
-            guard file == nil else { throw CommandLineError("run --resume JOURNAL finishes the journal's own plan; give no script with it.") }
+            guard file == nil else {
+                throw CommandLineError("run --resume JOURNAL finishes the journal's own plan; give no script with it.")
+            }
             return try await resumeRun(resume, in: context)
         }
-        guard let file else { throw CommandLineError("run needs a script file: storesh run FILE (or storesh run --resume JOURNAL).") }
+        guard let file else {
+            throw CommandLineError("run needs a script file: storesh run FILE (or storesh run --resume JOURNAL).")
+        }
         if explain { try context.refusePlan("run --explain") }
         let bytes = file == "-" ? standardInputScript() : try scriptBytes(at: file)
         return try await runScript(named: file, bytes: bytes, in: context) { options in
@@ -81,7 +92,8 @@ struct Run: StoreshCommand {
                 }
                 if try await store.snapshots().contains(where: { $0.name == snapshot }) {
                     throw CommandLineError(
-                        "--snapshot \(snapshot): the bucket has a snapshot of that name already; choose another name, or remove it with storesh -c 'snapshot rm \(snapshot)'.")
+                        "--snapshot \(snapshot): the bucket has a snapshot of that name already; choose another name, or remove it with storesh -c 'snapshot rm \(snapshot)'."
+                    )
                 }
             }
             return opened
@@ -91,9 +103,12 @@ struct Run: StoreshCommand {
     /// `run --resume JOURNAL`: the journal's plan, less what it records as applied, sent to its bucket; a change
     /// that landed unrecorded (the run was killed in between) is found by its planned state and not sent again.
     private func resumeRun(_ path: String, in context: RunContext) async throws -> Session.Status {
-        let journal = try readJournal(path, counting: context.progressMeter) { origin throws(StorageError) in try FileContentSource(path: origin) }
+        let journal = try readJournal(path, counting: context.progressMeter) { origin throws(StorageError) in
+            try FileContentSource(path: origin)
+        }
         if let given = context.bucket, given != journal.bucket {
-            throw CommandLineError("\(path) is a journal of \(journal.bucket), not \(given); resume it without --bucket.")
+            throw CommandLineError(
+                "\(path) is a journal of \(journal.bucket), not \(given); resume it without --bucket.")
         }
         if journal.end == ApplyOutcome.End.complete.rawValue {
             Diagnostics.notice("\(path): every change was applied already; nothing to resume")

@@ -9,7 +9,8 @@ import StoreshServer
 struct Serve: StoreshCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
-        abstract: "Serve a local bucket over HTTP with the Firebase Storage emulator's API, for the official clients and SDKs.",
+        abstract:
+            "Serve a local bucket over HTTP with the Firebase Storage emulator's API, for the official clients and SDKs.",
         discussion: """
             The Cloud Storage JSON API (at /storage/v1 and at /, with /upload and /download) and the Firebase v0 API \
             (/v0/b/BUCKET/o…), over the same durable bucket file the shell and scripts use, which they may use at the \
@@ -37,24 +38,31 @@ struct Serve: StoreshCommand {
 
     @OptionGroup var bucketOptions: BucketOptions
 
-    @Option(help: ArgumentHelp(
-        "The address to listen on (default: firebase.json's emulators.storage.host, else 127.0.0.1); anything but loopback lets others in as the administrator.",
-        valueName: "address"))
+    @Option(
+        help: ArgumentHelp(
+            "The address to listen on (default: firebase.json's emulators.storage.host, else 127.0.0.1); anything but loopback lets others in as the administrator.",
+            valueName: "address"))
     var host: String?
 
-    @Option(help: ArgumentHelp(
-        "The port to listen on (default: firebase.json's emulators.storage.port, else 9199); 0 picks a free one.", valueName: "port"))
+    @Option(
+        help: ArgumentHelp(
+            "The port to listen on (default: firebase.json's emulators.storage.port, else 9199); 0 picks a free one.",
+            valueName: "port"))
     var port: Int?
 
-    @Option(help: ArgumentHelp(
-        "The Firebase project file to read, as firebase emulators:start does: emulators.storage.host and .port, and storage.rules, loaded at start and again whenever the file changes (default: firebase.json here or in a directory above).",
-        valueName: "firebase.json"))
+    @Option(
+        help: ArgumentHelp(
+            "The Firebase project file to read, as firebase emulators:start does: emulators.storage.host and .port, and storage.rules, loaded at start and again whenever the file changes (default: firebase.json here or in a directory above).",
+            valueName: "firebase.json"))
     var config: String?
 
     @Flag(name: .customLong("no-config"), help: "Read no firebase.json.")
     var noConfig = false
 
-    @Option(help: ArgumentHelp("The bucket's name, when storesh serve creates the bucket file (e.g. demo-project.appspot.com).", valueName: "name"))
+    @Option(
+        help: ArgumentHelp(
+            "The bucket's name, when storesh serve creates the bucket file (e.g. demo-project.appspot.com).",
+            valueName: "name"))
     var name: String?
 
     @Option(
@@ -64,17 +72,22 @@ struct Serve: StoreshCommand {
             valueName: "dir"))
     var otherBuckets: String?
 
-    @Option(help: ArgumentHelp("The largest object an upload may make, in MiB (its bytes wait in a file beside the bucket until the upload lands).", valueName: "mib"))
+    @Option(
+        help: ArgumentHelp(
+            "The largest object an upload may make, in MiB (its bytes wait in a file beside the bucket until the upload lands).",
+            valueName: "mib"))
     var maxObjectSize = 256
 
-    @Option(help: ArgumentHelp(
-        "Wait this many milliseconds before each answer, as a distant service's round trip would (to try an app's loading states, or a client's parallelism, on one machine).",
-        valueName: "ms"))
+    @Option(
+        help: ArgumentHelp(
+            "Wait this many milliseconds before each answer, as a distant service's round trip would (to try an app's loading states, or a client's parallelism, on one machine).",
+            valueName: "ms"))
     var latency = 0
 
-    @Option(help: ArgumentHelp(
-        "Answer 429 with Retry-After to writes above this many a second, as a service's rate limit would (a batch's calls count one by one), to try a client's pacing.",
-        valueName: "n"))
+    @Option(
+        help: ArgumentHelp(
+            "Answer 429 with Retry-After to writes above this many a second, as a service's rate limit would (a batch's calls count one by one), to try a client's pacing.",
+            valueName: "n"))
     var writeRate: Int?
 
     @Option(help: ArgumentHelp("Answer 429 with Retry-After to reads above this many a second.", valueName: "n"))
@@ -94,8 +107,10 @@ struct Serve: StoreshCommand {
             valueName: "name"))
     var allowedHosts: [String] = []
 
-    @Option(help: ArgumentHelp(
-        "Close a connection that sends nothing for this many seconds (a stalled request, or an idle client).", valueName: "seconds"))
+    @Option(
+        help: ArgumentHelp(
+            "Close a connection that sends nothing for this many seconds (a stalled request, or an idle client).",
+            valueName: "seconds"))
     var idleTimeout = 60
 
     @Option(
@@ -104,10 +119,15 @@ struct Serve: StoreshCommand {
             valueName: "file"))
     var signingKey: String?
 
-    @Flag(help: "Make a bucket that does not exist when a write to it comes on any API, as the Firebase emulator does (by default only on the Firebase API; on the JSON and XML APIs it is a 404, as on Cloud Storage).")
+    @Flag(
+        help:
+            "Make a bucket that does not exist when a write to it comes on any API, as the Firebase emulator does (by default only on the Firebase API; on the JSON and XML APIs it is a 404, as on Cloud Storage)."
+    )
     var createBucketsOnWrite = false
 
-    @Flag(inversion: .prefixedNo, help: "Log one line per request on standard error (default: when it is a terminal, unless --quiet).")
+    @Flag(
+        inversion: .prefixedNo,
+        help: "Log one line per request on standard error (default: when it is a terminal, unless --quiet).")
     var log: Bool?
 
     @Option(
@@ -129,23 +149,40 @@ struct Serve: StoreshCommand {
 
     func validate() throws {
         if let port, !(0...65535).contains(port) { throw ValidationError("--port must be 0…65535, not \(port).") }
-        if config != nil && noConfig { throw ValidationError("--config names the firebase.json to read; --no-config reads none: give one of them.") }
-        guard (1...4096).contains(maxObjectSize) else { throw ValidationError("--max-object-size must be 1…4096 MiB, not \(maxObjectSize).") }
-        guard (1...3600).contains(idleTimeout) else { throw ValidationError("--idle-timeout must be 1…3600 seconds, not \(idleTimeout).") }
-        guard (0...60_000).contains(latency) else { throw ValidationError("--latency must be 0…60000 milliseconds, not \(latency).") }
-        for (option, rate) in [("--write-rate", writeRate), ("--read-rate", readRate)] {
-            if let rate, !(1...10_000_000).contains(rate) { throw ValidationError("\(option) must be 1…10000000 requests a second, not \(rate).") }
+        if config != nil && noConfig {
+            throw ValidationError("--config names the firebase.json to read; --no-config reads none: give one of them.")
         }
-        if let name, name.isEmpty || name.contains("/") { throw ValidationError("--name must be a bucket name, without '/'.") }
+        guard (1...4096).contains(maxObjectSize) else {
+            throw ValidationError("--max-object-size must be 1…4096 MiB, not \(maxObjectSize).")
+        }
+        guard (1...3600).contains(idleTimeout) else {
+            throw ValidationError("--idle-timeout must be 1…3600 seconds, not \(idleTimeout).")
+        }
+        guard (0...60_000).contains(latency) else {
+            throw ValidationError("--latency must be 0…60000 milliseconds, not \(latency).")
+        }
+        for (option, rate) in [("--write-rate", writeRate), ("--read-rate", readRate)] {
+            if let rate, !(1...10_000_000).contains(rate) {
+                throw ValidationError("\(option) must be 1…10000000 requests a second, not \(rate).")
+            }
+        }
+        if let name, name.isEmpty || name.contains("/") {
+            throw ValidationError("--name must be a bucket name, without '/'.")
+        }
         if exportOnExit == "" && importDirectory == nil {
-            throw ValidationError("--export-on-exit without a directory exports to the --import directory: give --import DIR, or --export-on-exit DIR.")
+            throw ValidationError(
+                "--export-on-exit without a directory exports to the --import directory: give --import DIR, or --export-on-exit DIR."
+            )
         }
         if otherBuckets?.isEmpty == true { throw ValidationError("--buckets names a directory.") }
         for origin in corsOrigins where origin != "*" {
-            guard let url = URLComponents(string: origin), ["http", "https"].contains(url.scheme ?? ""), url.host?.isEmpty == false,
+            guard let url = URLComponents(string: origin), ["http", "https"].contains(url.scheme ?? ""),
+                url.host?.isEmpty == false,
                 url.path.isEmpty, url.query == nil
             else {
-                throw ValidationError("--cors takes an origin such as http://192.168.1.20:3000 (scheme, host and port only) or *, not '\(origin)'.")
+                throw ValidationError(
+                    "--cors takes an origin such as http://192.168.1.20:3000 (scheme, host and port only) or *, not '\(origin)'."
+                )
             }
         }
         for host in allowedHosts where host.isEmpty || host.contains(":") || host.contains("/") {
@@ -173,11 +210,13 @@ struct Serve: StoreshCommand {
         if maximumObjectBytes > LocalBucket.largestObjectBytes {
             maximumObjectBytes = LocalBucket.largestObjectBytes
             Diagnostics.warning(
-                "--max-object-size \(maxObjectSize) MiB is more than a bucket file holds: objects of up to \(MessageText.grouped(maximumObjectBytes)) bytes are taken, larger ones refused (413) before their bytes are read")
+                "--max-object-size \(maxObjectSize) MiB is more than a bucket file holds: objects of up to \(MessageText.grouped(maximumObjectBytes)) bytes are taken, larger ones refused (413) before their bytes are read"
+            )
         }
         let importExists = importDirectory.map { access($0, F_OK) == 0 } ?? false
         let imported = try importDirectory.flatMap { directory throws(StorageError) in
-            importExists ? try FirebaseEmulatorExport.read(directory: directory, maximumObjectBytes: maximumObjectBytes) : nil
+            importExists
+                ? try FirebaseEmulatorExport.read(directory: directory, maximumObjectBytes: maximumObjectBytes) : nil
         }
         var nameForNewBucket = name
         if nameForNewBucket == nil, let imported {
@@ -191,10 +230,12 @@ struct Serve: StoreshCommand {
             nameForNewBucket = bucketName
             location = try FirebaseExportImport.ownLocation(forBucket: bucketName)
         }
-        let otherBucketsDirectory = otherBuckets ?? (URL(fileURLWithPath: location.path).deletingLastPathComponent().path)
+        let otherBucketsDirectory =
+            otherBuckets ?? (URL(fileURLWithPath: location.path).deletingLastPathComponent().path)
         if let otherBuckets {
             var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: otherBuckets, isDirectory: &isDirectory), isDirectory.boolValue else {
+            guard FileManager.default.fileExists(atPath: otherBuckets, isDirectory: &isDirectory), isDirectory.boolValue
+            else {
                 throw CommandLineError("--buckets \(otherBuckets): there is no such directory; create it first.")
             }
         }
@@ -210,7 +251,8 @@ struct Serve: StoreshCommand {
             do {
                 configuration.signingKey = try SignedURLKey(
                     serviceAccountFile: signingKey,
-                    contents: try RegularFile.read(signingKey, maximumBytes: RegularFile.maximumDocumentBytes, what: "a service account key"))
+                    contents: try RegularFile.read(
+                        signingKey, maximumBytes: RegularFile.maximumDocumentBytes, what: "a service account key"))
             } catch {
                 throw CommandLineError("--signing-key: \(error.message)")
             }
@@ -219,11 +261,13 @@ struct Serve: StoreshCommand {
         try await StorageServer.checkAddress(of: configuration)
         let existed = access(location.path, F_OK) == 0
         // With --import, what the bucket holds is the export's, and said so once (not that a new file was empty).
-        let bucket = try location.open(clock: clock, quiet: context.quiet || importDirectory != nil, nameForNewBucket: nameForNewBucket)
+        let bucket = try location.open(
+            clock: clock, quiet: context.quiet || importDirectory != nil, nameForNewBucket: nameForNewBucket)
         _ = OpenBuckets.shared.keep(bucket)
         if let name, bucket.name != name {
             throw CommandLineError(
-                "The bucket file \(bucket.path) holds gs://\(bucket.name), not gs://\(name); serve it as gs://\(bucket.name), or give --bucket a new file to create gs://\(name).")
+                "The bucket file \(bucket.path) holds gs://\(bucket.name), not gs://\(name); serve it as gs://\(bucket.name), or give --bucket a new file to create gs://\(name)."
+            )
         }
         if let importDirectory, !importExists, !context.quiet {
             Diagnostics.notice(
@@ -232,22 +276,29 @@ struct Serve: StoreshCommand {
         }
         if let imported, let importDirectory {
             for summary in try FirebaseExportImport.serve(
-                imported, directory: importDirectory, first: bucket, others: otherBucketsDirectory, clock: clock, replace: replace)
+                imported, directory: importDirectory, first: bucket, others: otherBucketsDirectory, clock: clock,
+                replace: replace)
             where !context.quiet {
                 Diagnostics.notice((existed ? "" : "created \(bucket.path); ") + summary, from: "storesh serve")
             }
         }
         let server = try StorageServer(
-            bucket: bucket, otherBuckets: otherBucketsDirectory, options: BucketLocation.options(clock: clock), configuration: configuration,
+            bucket: bucket, otherBuckets: otherBucketsDirectory, options: BucketLocation.options(clock: clock),
+            configuration: configuration,
             onCreate: { [quiet = context.quiet] name, path in
-                if !quiet { Diagnostics.notice("created gs://\(name) at \(path), as a client asked (buckets.insert, or a first write to it)", from: "storesh serve") }
+                if !quiet {
+                    Diagnostics.notice(
+                        "created gs://\(name) at \(path), as a client asked (buckets.insert, or a first write to it)",
+                        from: "storesh serve")
+                }
             })
         let watches = try await loadProjectRules(project, texts: rulesTexts, into: server, first: bucket.name)
         defer { for watch in watches { watch.cancel() } }
         let logs = log ?? (!context.quiet && isatty(STDERR_FILENO) != 0)
         let loopback = host == "localhost" || host == "::1" || host.hasPrefix("127.")
         let greeting = Self.greeting(
-            bucket: bucket.name, path: bucket.path, others: otherBucketsDirectory, warnOfAddress: !loopback, everyWriteCreates: createBucketsOnWrite)
+            bucket: bucket.name, path: bucket.path, others: otherBucketsDirectory, warnOfAddress: !loopback,
+            everyWriteCreates: createBucketsOnWrite)
         let logLine: @Sendable (ServedRequest) -> Void = { request in
             let milliseconds = (request.seconds * 1000).formatted(.number.precision(.fractionLength(1)))
             Diagnostics.line("\(request.method) \(request.path) \(request.status) \(milliseconds) ms")
@@ -271,14 +322,18 @@ struct Serve: StoreshCommand {
             let directory = exportOnExit.isEmpty ? importDirectory ?? exportOnExit : exportOnExit
             // The server has closed its buckets: the export reads their files again, as they now are.
             let exported = try FirebaseEmulatorExport.write(
-                files: server.servedBuckets, to: directory, options: BucketLocation.options(clock: clock), counting: context.progressMeter)
-            let buckets = exported.buckets.count == 1 ? "" : " of \(exported.buckets.map { "gs://\($0)" }.joined(separator: ", "))"
+                files: server.servedBuckets, to: directory, options: BucketLocation.options(clock: clock),
+                counting: context.progressMeter)
+            let buckets =
+                exported.buckets.count == 1
+                ? "" : " of \(exported.buckets.map { "gs://\($0)" }.joined(separator: ", "))"
             Diagnostics.notice(
                 "exported \(MessageText.counted(exported.objects, "object"))\(buckets) to \(directory) (the Firebase emulator's layout)",
                 from: "storesh serve")
             if let said = exported.leftOut.described { Diagnostics.warning(said, from: "storesh serve") }
             for file in exported.skipped {
-                Diagnostics.warning("not exported: \(file), which is not a bucket file storesh serve can read", from: "storesh serve")
+                Diagnostics.warning(
+                    "not exported: \(file), which is not a bucket file storesh serve can read", from: "storesh serve")
             }
         }
         return .success
@@ -287,7 +342,9 @@ struct Serve: StoreshCommand {
     /// Puts the project's rules in force, as the emulator does: one `storage.rules` for every bucket; a `storage`
     /// list, each file for the bucket it names (the first file for the served bucket when the list names it not).
     /// Each file is watched and loaded again when it changes. Returns the watches, to cancel when the server stops.
-    private func loadProjectRules(_ project: FirebaseProjectFile?, texts: [String: String], into server: StorageServer, first: String)
+    private func loadProjectRules(
+        _ project: FirebaseProjectFile?, texts: [String: String], into server: StorageServer, first: String
+    )
         async throws -> [Task<Void, Never>]
     {
         guard let project, !project.rules.isEmpty else {
@@ -354,25 +411,33 @@ struct Serve: StoreshCommand {
             // wrapped onto a line of its own below would be pasted as a command.
             func code(_ code: String, _ comment: String) -> String {
                 let line = "  \(code)   \(comment)"
-                return columns > 0 && TerminalCells.width(of: line) > columns ? "  \(comment)\n  \(code)\n" : line + "\n"
+                return columns > 0 && TerminalCells.width(of: line) > columns
+                    ? "  \(comment)\n  \(code)\n" : line + "\n"
             }
             var text = "storesh serve: gs://\(bucket) (\(path)) at http://\(address)\n"
-            text += everyWriteCreates
+            text +=
+                everyWriteCreates
                 ? "  and any other bucket a client names, from NAME.bucket in \(others) (made when a write to it lands)\n"
                 : "  and other buckets, from NAME.bucket in \(others), made by buckets.insert or by a write on the Firebase API; on the JSON and XML APIs a write to a bucket that does not exist is a 404, as on Cloud Storage\n"
             text += code("export STORAGE_EMULATOR_HOST=http://\(address)", "# the Python, Go and Java clients")
             // The Node Admin SDK (firebase-admin) reads this one, host and port without a scheme.
             text += code("export FIREBASE_STORAGE_EMULATOR_HOST=\(address)", "# firebase-admin (Node)")
-            text += code("connectStorageEmulator(getStorage(app, \"gs://\(bucket)\"), \"\(reachable)\", \(port))", "// Web SDK")
-            text += code("Storage.storage(url: \"gs://\(bucket)\").useEmulator(withHost: \"\(reachable)\", port: \(port))", "// Apple SDK")
+            text += code(
+                "connectStorageEmulator(getStorage(app, \"gs://\(bucket)\"), \"\(reachable)\", \(port))", "// Web SDK")
+            text += code(
+                "Storage.storage(url: \"gs://\(bucket)\").useEmulator(withHost: \"\(reachable)\", port: \(port))",
+                "// Apple SDK")
             text += "  http://\(address)/ in a browser: the bucket, its folders and metadata\n"
             text += "Ctrl-C stops the server.\n"
             if warnOfAddress {
-                text += "storesh serve: WARNING: listening on \(host), not loopback: anyone who can reach it can use `Bearer owner` and is the administrator of this bucket.\n"
+                text +=
+                    "storesh serve: WARNING: listening on \(host), not loopback: anyone who can reach it can use `Bearer owner` and is the administrator of this bucket.\n"
             }
             // On a terminal, wrapped between words to its width, as everything storesh says there (a code line's
             // comment goes to a line of its own; the code stays whole).
-            if columns > 0 { text = TerminalCells.wrap(String(text.dropLast()), toCells: columns).joined(separator: "\n") + "\n" }
+            if columns > 0 {
+                text = TerminalCells.wrap(String(text.dropLast()), toCells: columns).joined(separator: "\n") + "\n"
+            }
             FileHandle.standardOutput.write(Data(text.utf8))
         }
     }

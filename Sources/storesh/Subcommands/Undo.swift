@@ -39,7 +39,8 @@ struct Undo: StoreshCommand {
         try context.refusePlan("undo")
         let journal = try readJournal(file, counting: context.progressMeter)
         if let given = context.bucket, given != journal.bucket {
-            throw CommandLineError("\(file) is a journal of \(journal.bucket), not \(given); undo works on the bucket its journal names.")
+            throw CommandLineError(
+                "\(file) is a journal of \(journal.bucket), not \(given); undo works on the bucket its journal names.")
         }
         let (changes, impossible) = try JournalRecord.undo(journal, counting: context.progressMeter)
         // Its failures name the journal they come from, not the script the journal's run came from.
@@ -50,7 +51,9 @@ struct Undo: StoreshCommand {
             session.output.notice("cannot undo the change to \(object): \(reason)")
         }
         if impossible.count > impossible.first.count {
-            session.output.notice("… and \(MessageText.counted(impossible.count - impossible.first.count, "more change")) that cannot be undone, for the same reason")
+            session.output.notice(
+                "… and \(MessageText.counted(impossible.count - impossible.first.count, "more change")) that cannot be undone, for the same reason"
+            )
         }
         guard changes.count > 0 else {
             session.output.notice("nothing to undo: \(file) records no applied change that can be put back")
@@ -64,7 +67,9 @@ struct Undo: StoreshCommand {
                 session.output.notice("cannot undo: \(error.message)")
             }
             if missing.count > ChangesNotUndone.named {
-                session.output.notice("… and \(MessageText.counted(missing.count - ChangesNotUndone.named, "more generation")) the bucket no longer keeps")
+                session.output.notice(
+                    "… and \(MessageText.counted(missing.count - ChangesNotUndone.named, "more generation")) the bucket no longer keeps"
+                )
             }
             try session.showPlan(changes, restoresChecked: missing)
             session.output.notice("dry run: nothing was changed")
