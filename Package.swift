@@ -51,7 +51,8 @@ let package = Package(
         .target(
             name: "StoreshLocal",
             dependencies: [
-                "StoreshCore", "StoreshSQLite", "StoreshWire", "CSQLite", "CStoreshFiles", .product(name: "Crypto", package: "swift-crypto"),
+                "StoreshCore", "StoreshSQLite", "StoreshWire", "CSQLite", "CStoreshFiles",
+                .product(name: "Crypto", package: "swift-crypto"),
             ]),
         // Plans and their execution, for any bucket: the dry run's planned bucket, the applier, the journal, undo
         // and resume. A plan's working state is a private temporary SQLite database, so that a plan of millions of
@@ -59,7 +60,9 @@ let package = Package(
         .target(name: "StoreshExecution", dependencies: ["StoreshCore", "StoreshSQLite", "CSQLite"]),
         // The wire formats: each API's requests and documents, built once for the backends that send them, the
         // server that answers them and `explain`, which shows them.
-        .target(name: "StoreshWire", dependencies: ["StoreshCore", "CStoreshXML", .product(name: "Crypto", package: "swift-crypto")]),
+        .target(
+            name: "StoreshWire",
+            dependencies: ["StoreshCore", "CStoreshXML", .product(name: "Crypto", package: "swift-crypto")]),
         // Security rules: the rules language, its evaluation, and the engine the local bucket asks.
         // The sample rules (links to samples/rules/) are compiled in: `rules load --sample NAME` needs no file.
         .target(
@@ -138,7 +141,8 @@ let package = Package(
             ]
         ),
         // The fuzz engine for the language, and its driver (scripts/fuzz).
-        .target(name: "StoreshFuzzing", dependencies: ["StoreshCore", "StoreshLanguage", "StoreshLocal", "StoreshRules"]),
+        .target(
+            name: "StoreshFuzzing", dependencies: ["StoreshCore", "StoreshLanguage", "StoreshLocal", "StoreshRules"]),
         .executableTarget(
             name: "storesh-fuzz", dependencies: ["StoreshCore", "StoreshLanguage", "StoreshLocal", "StoreshFuzzing"]),
         // In-process benchmarks driven by scripts/bench.
@@ -150,14 +154,24 @@ let package = Package(
         .testTarget(name: "StoreshCoreTests", dependencies: ["StoreshCore", "StoreshTestSupport"]),
         .testTarget(
             name: "StoreshRulesTests",
-            dependencies: ["StoreshCore", "StoreshRules", "StoreshLocal", "StoreshLanguage", "StoreshTestSupport", "StoreshFuzzing"]),
+            dependencies: [
+                "StoreshCore", "StoreshRules", "StoreshLocal", "StoreshLanguage", "StoreshTestSupport",
+                "StoreshFuzzing",
+            ]),
         .testTarget(
             name: "StoreshLocalTests",
-            dependencies: ["StoreshCore", "StoreshLocal", "StoreshSQLite", "CSQLite", "StoreshRules", "StoreshTestSupport", "StoreshFuzzing", "StoreshWire"]),
+            dependencies: [
+                "StoreshCore", "StoreshLocal", "StoreshSQLite", "CSQLite", "StoreshRules", "StoreshTestSupport",
+                "StoreshFuzzing", "StoreshWire",
+            ]),
         .testTarget(
             name: "StoreshLanguageTests",
-            dependencies: ["StoreshCore", "StoreshLanguage", "StoreshExecution", "StoreshLocal", "StoreshRules", "StoreshTestSupport", "StoreshFuzzing"]),
-        .testTarget(name: "StoreshExecutionTests", dependencies: ["StoreshExecution", "StoreshCore", "StoreshTestSupport"]),
+            dependencies: [
+                "StoreshCore", "StoreshLanguage", "StoreshExecution", "StoreshLocal", "StoreshRules",
+                "StoreshTestSupport", "StoreshFuzzing",
+            ]),
+        .testTarget(
+            name: "StoreshExecutionTests", dependencies: ["StoreshExecution", "StoreshCore", "StoreshTestSupport"]),
         .testTarget(
             name: "StoreshServerTests",
             dependencies: [
@@ -172,7 +186,9 @@ let package = Package(
         // The command line's own parsing, in process (the storesh executable's module).
         .testTarget(
             name: "StoreshCommandLineTests",
-            dependencies: ["storesh", "StoreshLanguage", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+            dependencies: [
+                "storesh", "StoreshLanguage", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]),
         // Runs the built `storesh` binary as a user would.
         .testTarget(name: "StoreshEndToEndTests", dependencies: ["StoreshCore", "StoreshLocal"]),
     ]

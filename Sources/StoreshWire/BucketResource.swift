@@ -5,10 +5,10 @@ import StoreshCore
 /// and the fields of a bucket a client sends (`buckets.insert`, `patch`, `update`) applied to them. A field storesh
 /// keeps is stored and answered; a read-only one is ignored, as the service ignores it; a setting storesh cannot
 /// honour is refused with the reason, never kept and ignored; an unknown field is refused as the service refuses it.
-public enum BucketResource {
+package enum BucketResource {
     /// The document of `settings` for bucket `name`; with `full` (`projection=full`), its access control lists too
     /// (none while uniform access is on, as on the service).
-    public static func document(
+    package static func document(
         _ settings: BucketSettings, name: String, baseURL: String, full: Bool = false
     ) -> JSONValue {
         var members: [(String, JSONValue)] = [
@@ -96,7 +96,7 @@ public enum BucketResource {
     }
 
     /// An access control list's entries as the service answers them: each with its kind (and its bucket).
-    public static func accessControls(_ list: JSONValue, bucket: String, objects: Bool) -> JSONValue {
+    package static func accessControls(_ list: JSONValue, bucket: String, objects: Bool) -> JSONValue {
         guard case .array(let entries) = list else { return .array([]) }
         return .array(
             entries.map { entry in
@@ -110,7 +110,7 @@ public enum BucketResource {
     }
 
     /// A new bucket's IAM policy, as the service gives one: the legacy roles of the project's teams.
-    public static func defaultIAMPolicy(_ name: String) -> JSONValue {
+    package static func defaultIAMPolicy(_ name: String) -> JSONValue {
         .object([
             ("kind", .string("storage#policy")), ("resourceId", .string("projects/_/buckets/\(name)")),
             ("version", .integer(1)),
@@ -134,7 +134,7 @@ public enum BucketResource {
     /// An IAM policy a client sets (`setIamPolicy`): its bindings, each a role, members and perhaps a condition. A
     /// condition needs uniform access (412) and a policy of version 3 (400), as on the service. Answered as it will be
     /// stored: with the bucket's resource id and a new etag.
-    public static func iamPolicy(
+    package static func iamPolicy(
         _ body: JSONValue, name: String, settings: BucketSettings, etag: String
     ) throws(StorageError) -> JSONValue {
         guard case .object(let members) = body,
@@ -181,7 +181,7 @@ public enum BucketResource {
     }
 
     /// `storageLayout` of a bucket: where it is, and that it has no hierarchical namespace.
-    public static func storageLayout(_ settings: BucketSettings, name: String) -> JSONValue {
+    package static func storageLayout(_ settings: BucketSettings, name: String) -> JSONValue {
         .object([
             ("kind", .string("storage#storageLayout")),
             ("bucket", .string(name)),
@@ -193,7 +193,7 @@ public enum BucketResource {
 
     /// The entity tag of a bucket's resource at `metageneration`, in the service's form (a protocol buffer's varint,
     /// base64: `CAE=` at 1).
-    public static func entityTag(metageneration: Int64) -> String {
+    package static func entityTag(metageneration: Int64) -> String {
         var bytes: [UInt8] = [0x08]
         var value = UInt64(bitPattern: metageneration)
         repeat {
@@ -204,7 +204,7 @@ public enum BucketResource {
     }
 
     /// A request body that is a bucket resource: a JSON object.
-    public static func body(_ data: Data) throws(StorageError) -> [(String, JSONValue)] {
+    package static func body(_ data: Data) throws(StorageError) -> [(String, JSONValue)] {
         // A patch with nothing to change comes without a body (the Python client's, under a precondition).
         if data.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) { return [] }
         guard let value = try? JSONDecoder().decode(JSONValue.self, from: data) else {
@@ -225,7 +225,7 @@ public enum BucketResource {
     /// Applies the fields of a bucket a client sent to `settings`: a patch leaves what it does not name (a null
     /// clears, a label whose value is null goes); `replacing` (an update, a new bucket) starts from `defaults`.
     /// `now` is when the change lands (a soft delete policy's effective time).
-    public static func apply(
+    package static func apply(
         _ fields: [(String, JSONValue)], to settings: inout BucketSettings, replacing defaults: BucketSettings?,
         creating: Bool,
         now: Timestamp? = nil
@@ -390,7 +390,7 @@ public enum BucketResource {
     // MARK: Access control (rule B7)
 
     /// A new bucket's ACL, as the service gives one: the project's owners and editors own it, its viewers read it.
-    public static func defaultACL(_ name: String, objects: Bool) -> JSONValue {
+    package static func defaultACL(_ name: String, objects: Bool) -> JSONValue {
         let entries: [(String, String)] = [
             ("project-owners-0", "OWNER"), ("project-editors-0", "OWNER"), ("project-viewers-0", "READER"),
         ]
@@ -414,14 +414,14 @@ public enum BucketResource {
 
     /// The names `predefinedAcl` takes on an object (`objects.insert`, `patch`; `destinationPredefinedAcl` on a copy,
     /// rewrite or compose).
-    public static let predefinedObjectACLs = [
+    package static let predefinedObjectACLs = [
         "authenticatedRead", "bucketOwnerFullControl", "bucketOwnerRead", "private", "projectPrivate", "publicRead",
     ]
 
     /// The object ACL a predefined name stands for, as the service builds it (rule B7): the object's owner (`owner`,
     /// an entity such as `user-EMAIL`) with OWNER, and whom the name adds; checked as any ACL a client sends (refused
-    /// while uniform access is on, a public one while public access prevention is enforced).
-    public static func predefinedObjectACL(
+    /// while uniform access is on, a package one while package access prevention is enforced).
+    package static func predefinedObjectACL(
         _ name: String, owner: String, parameter: String, settings: BucketSettings
     ) throws(StorageError) -> JSONValue {
         var entries: [(String, String)] = [(owner, "OWNER")]
@@ -456,7 +456,8 @@ public enum BucketResource {
 
     /// A bucket's ACL for `predefinedAcl` on `buckets.insert`, `patch` or `update` (rule B7), as the service builds it:
     /// the project's owners with OWNER, and whom the name adds.
-    public static func predefinedBucketACL(_ name: String, settings: BucketSettings) throws(StorageError) -> JSONValue {
+    package static func predefinedBucketACL(_ name: String, settings: BucketSettings) throws(StorageError) -> JSONValue
+    {
         var entries: [(String, String)] = [("project-owners-0", "OWNER")]
         switch name {
         case "private": break
@@ -473,7 +474,7 @@ public enum BucketResource {
     }
 
     /// Lays a request's `predefinedAcl` and `predefinedDefaultObjectAcl` over a bucket's settings (after its body's).
-    public static func applyPredefinedACLs(
+    package static func applyPredefinedACLs(
         bucketACL: String?, defaultObjectACL: String?, to settings: inout BucketSettings
     ) throws(StorageError) {
         if let bucketACL { settings.acl = try predefinedBucketACL(bucketACL, settings: settings) }
@@ -486,8 +487,8 @@ public enum BucketResource {
 
     /// An access control list a client sends: entries with an `entity` and a `role` (OWNER, WRITER or READER; an
     /// object's READER or OWNER); null for a new bucket's. Refused while uniform access is on, as on the service, and
-    /// a public entity while public access prevention is enforced.
-    public static func accessControlList(
+    /// a package entity while package access prevention is enforced.
+    package static func accessControlList(
         _ value: JSONValue, field: String, settings: BucketSettings
     ) throws(StorageError) -> JSONValue? {
         if value == .null { return nil }
@@ -571,7 +572,7 @@ public enum BucketResource {
     }
 
     /// The service's range: 0 (none), or 7 to 90 days.
-    public static let softDeleteRange: ClosedRange<Int64> = 604_800...7_776_000
+    package static let softDeleteRange: ClosedRange<Int64> = 604_800...7_776_000
 
     private static func applySoftDelete(
         _ value: JSONValue, to settings: inout BucketSettings, now: Timestamp

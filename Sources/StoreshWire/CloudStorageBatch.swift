@@ -9,23 +9,23 @@ import StoreshCore
 /// line, headers, empty line, body. The answer is a `multipart/mixed` body with a part per call, in the same
 /// order; each holds one whole HTTP response, and its `Content-ID` is the call's prefixed with `response-`.
 /// Lines end in CRLF; the Python client writes LF, which is read too.
-public enum CloudStorageBatch {
+package enum CloudStorageBatch {
     /// The batch endpoint's path.
-    public static let path = "/batch/storage/v1"
+    package static let path = "/batch/storage/v1"
     /// The most calls Cloud Storage takes in one batch.
-    public static let largestBatch = 100
+    package static let largestBatch = 100
 
     /// One call of a batch: an HTTP request without its host.
-    public struct Call: Sendable, Equatable {
+    package struct Call: Sendable, Equatable {
         /// What names the call in its answer (the part's `Content-ID`, without `<>`).
-        public var contentID: String
-        public var method: String
+        package var contentID: String
+        package var method: String
         /// The path and query (a client may write an absolute URL; `pathAndQuery` drops its scheme and host).
-        public var target: String
-        public var headers: [Header]
-        public var body: Data
+        package var target: String
+        package var headers: [Header]
+        package var body: Data
 
-        public init(contentID: String, method: String, target: String, headers: [Header] = [], body: Data = Data()) {
+        package init(contentID: String, method: String, target: String, headers: [Header] = [], body: Data = Data()) {
             self.contentID = contentID
             self.method = method
             self.target = target
@@ -34,7 +34,7 @@ public enum CloudStorageBatch {
         }
 
         /// A request of the JSON API as a call (its body, when it has one, is JSON).
-        public init(contentID: String, _ request: WireRequest) {
+        package init(contentID: String, _ request: WireRequest) {
             self.init(
                 contentID: contentID, method: request.method, target: request.target,
                 headers: request.body == nil ? [] : [Header("Content-Type", "application/json")],
@@ -42,7 +42,7 @@ public enum CloudStorageBatch {
         }
 
         /// The target without the scheme and host of an absolute URL; nil when it is neither a path nor a URL.
-        public var pathAndQuery: String? {
+        package var pathAndQuery: String? {
             var path = target
             if let scheme = path.range(of: "://") {
                 let rest = path[scheme.upperBound...]
@@ -53,15 +53,15 @@ public enum CloudStorageBatch {
     }
 
     /// One answer of a batch: an HTTP response.
-    public struct Answer: Sendable, Equatable {
+    package struct Answer: Sendable, Equatable {
         /// The call's `Content-ID`, as the answer names it (`response-` and the call's).
-        public var contentID: String
-        public var status: Int
-        public var reason: String
-        public var headers: [Header]
-        public var body: Data
+        package var contentID: String
+        package var status: Int
+        package var reason: String
+        package var headers: [Header]
+        package var body: Data
 
-        public init(contentID: String, status: Int, reason: String = "", headers: [Header] = [], body: Data = Data()) {
+        package init(contentID: String, status: Int, reason: String = "", headers: [Header] = [], body: Data = Data()) {
             self.contentID = contentID
             self.status = status
             self.reason = reason
@@ -70,37 +70,37 @@ public enum CloudStorageBatch {
         }
 
         /// The first header of that name (any case).
-        public func header(_ name: String) -> String? {
+        package func header(_ name: String) -> String? {
             headers.first { $0.name.lowercased() == name.lowercased() }?.value
         }
     }
 
     /// A header line of a part.
-    public struct Header: Sendable, Equatable {
-        public var name: String
-        public var value: String
+    package struct Header: Sendable, Equatable {
+        package var name: String
+        package var value: String
 
-        public init(_ name: String, _ value: String) {
+        package init(_ name: String, _ value: String) {
             self.name = name
             self.value = value
         }
     }
 
     /// What is wrong with a batch body, for a 400 or a client's error.
-    public struct Malformed: Error, Sendable, Equatable {
-        public var message: String
+    package struct Malformed: Error, Sendable, Equatable {
+        package var message: String
     }
 
     /// A new boundary: long and random, so no body holds it.
-    public static func newBoundary() -> String {
+    package static func newBoundary() -> String {
         "batch_storesh_" + UUID().uuidString.replacingOccurrences(of: "-", with: "")
     }
 
     /// The `Content-Type` of a batch or its answer with `boundary`.
-    public static func contentType(boundary: String) -> String { "multipart/mixed; boundary=\(boundary)" }
+    package static func contentType(boundary: String) -> String { "multipart/mixed; boundary=\(boundary)" }
 
     /// The boundary a `multipart/mixed` content type names, quoted or not; nil when it is another type or names none.
-    public static func boundary(ofContentType contentType: String) -> String? {
+    package static func boundary(ofContentType contentType: String) -> String? {
         guard contentType.lowercased().hasPrefix("multipart/mixed"),
             let boundary = MediaTypes.parameter("boundary", of: contentType),
             !boundary.isEmpty
@@ -111,7 +111,7 @@ public enum CloudStorageBatch {
     // MARK: Writing
 
     /// A batch's body: each call as a part.
-    public static func body(_ calls: [Call], boundary: String) -> Data {
+    package static func body(_ calls: [Call], boundary: String) -> Data {
         var body = Data()
         for call in calls {
             body += Data(
@@ -131,7 +131,7 @@ public enum CloudStorageBatch {
     }
 
     /// An answer's body: each answer as a part, in the calls' order.
-    public static func answerBody(_ answers: [Answer], boundary: String) -> Data {
+    package static func answerBody(_ answers: [Answer], boundary: String) -> Data {
         var body = Data()
         for answer in answers {
             body += Data(
@@ -149,13 +149,13 @@ public enum CloudStorageBatch {
     }
 
     /// The `Content-ID` a call's answer carries.
-    public static func answerID(of callID: String) -> String { "response-" + callID }
+    package static func answerID(of callID: String) -> String { "response-" + callID }
 
     // MARK: Reading
 
     /// The calls of a batch body. A part without a `Content-ID` is named by its place (1, 2, …). At most `limit`
     /// parts are read; more is an error.
-    public static func calls(_ body: Data, boundary: String, limit: Int) throws(Malformed) -> [Call] {
+    package static func calls(_ body: Data, boundary: String, limit: Int) throws(Malformed) -> [Call] {
         var calls: [Call] = []
         for (index, part) in try parts(body, boundary: boundary, limit: limit).enumerated() {
             var reader = LineReader(part)
@@ -188,7 +188,7 @@ public enum CloudStorageBatch {
     }
 
     /// The answers of a batch's answer body, in its order.
-    public static func answers(_ body: Data, boundary: String, limit: Int) throws(Malformed) -> [Answer] {
+    package static func answers(_ body: Data, boundary: String, limit: Int) throws(Malformed) -> [Answer] {
         var answers: [Answer] = []
         for (index, part) in try parts(body, boundary: boundary, limit: limit).enumerated() {
             var reader = LineReader(part)
@@ -217,7 +217,7 @@ public enum CloudStorageBatch {
 
     /// Which call an answer is for: by its `Content-ID` when every answer names a call of the batch once, else
     /// by order (a server may leave the IDs out); nil when neither holds.
-    public static func matched(_ answers: [Answer], to calls: [Call]) -> [Answer]? {
+    package static func matched(_ answers: [Answer], to calls: [Call]) -> [Answer]? {
         var byID: [String: Answer] = [:]
         for answer in answers {
             let id =
@@ -294,9 +294,9 @@ public enum CloudStorageBatch {
 }
 
 /// Parameters of a header's media type.
-public enum MediaTypes {
+package enum MediaTypes {
     /// A parameter of a header value (`boundary=…`), quoted or not.
-    public static func parameter(_ name: String, of header: String) -> String? {
+    package static func parameter(_ name: String, of header: String) -> String? {
         for piece in header.split(separator: ";").dropFirst() {
             let pair = piece.split(separator: "=", maxSplits: 1)
             guard pair.count == 2, pair[0].trimmingCharacters(in: .whitespaces).lowercased() == name else { continue }

@@ -3,16 +3,16 @@ import StoreshCore
 
 /// The Cloud Storage JSON API's documents as storesh reads and writes them (rule G1): object resources into
 /// `ObjectMetadata`, updates into PATCH bodies, error bodies into storage errors.
-public enum CloudStorageJSON {
+package enum CloudStorageJSON {
     /// An object resource of an answer (`storage#object`), as `CloudStorageObjectDocument` reads it (`what`: "an
     /// update").
-    public static func metadata(_ data: Data, bucket: String, what: String) throws -> ObjectMetadata {
+    package static func metadata(_ data: Data, bucket: String, what: String) throws -> ObjectMetadata {
         try CloudStorageObjectDocument.decode(data, what: what).metadata(bucket: bucket)
     }
 
     /// objects.list's answer (`storage#objects`), as `storesh serve` writes it: the page's prefixes (each ending in
     /// `/`, as the service writes them), its items as object resources, and the token of the next page.
-    public static func listDocument(_ page: StoredListingPage, baseURL: String) -> JSONValue {
+    package static func listDocument(_ page: StoredListingPage, baseURL: String) -> JSONValue {
         var members: [(String, JSONValue)] = [("kind", .string("storage#objects"))]
         if let token = page.continuation { members.append(("nextPageToken", .string(token))) }
         if !page.prefixes.isEmpty { members.append(("prefixes", .array(page.prefixes.map { .string($0) }))) }
@@ -24,7 +24,7 @@ public enum CloudStorageJSON {
 
     /// A page read back from objects.list's answer (`listDocument` writes it so), as the `gs://` client reads the
     /// service's: absent members are empty, and an empty token is none.
-    public static func listPage(_ data: Data, bucket: String) throws -> StoredListingPage {
+    package static func listPage(_ data: Data, bucket: String) throws -> StoredListingPage {
         let document = try decodeAnswer(CloudStorageObjectListDocument.self, data, what: "a listing")
         return StoredListingPage(
             prefixes: document.prefixes ?? [],
@@ -38,7 +38,7 @@ public enum CloudStorageJSON {
     ///
     /// Of Cloud Storage's own fields (rule M9) a changed custom time is sent as its time, a hold as true or false, a
     /// retention as `{mode, retainUntilTime}` or null, a context as `contexts.custom.KEY` with its value or null.
-    public static func patchBody(from before: ObjectMetadata, to after: ObjectMetadata) -> Data {
+    package static func patchBody(from before: ObjectMetadata, to after: ObjectMetadata) -> Data {
         var members: [(String, JSONValue)] = []
         var custom: [(String, JSONValue)] = []
         var contexts: [(String, JSONValue)] = []
@@ -66,7 +66,7 @@ public enum CloudStorageJSON {
     /// for each one `before` has and `after` does not, so that the object is `after` whether the service takes the
     /// resource as the whole of the new object's metadata or lays it over the source's. Holds are not sent: an object
     /// under one is not rewritten.
-    public static func rewriteBody(from before: ObjectMetadata, to after: ObjectMetadata) -> Data {
+    package static func rewriteBody(from before: ObjectMetadata, to after: ObjectMetadata) -> Data {
         var members: [(String, JSONValue)] = []
         for property in WritableProperty.allCases {
             if let value = after[property] {
@@ -94,7 +94,7 @@ public enum CloudStorageJSON {
     }
 
     /// The metadata of an upload: the name, the writable properties given, custom metadata and the MD5 to check.
-    public static func uploadResource(name: String, options: WriteOptions) -> JSONValue {
+    package static func uploadResource(name: String, options: WriteOptions) -> JSONValue {
         var members: [(String, JSONValue)] = [("name", .string(name))]
         for property in WritableProperty.allCases {
             if let value = options.properties[property] { members.append((property.rawValue, .string(value))) }
@@ -109,7 +109,7 @@ public enum CloudStorageJSON {
 
     /// A `multipart/related` upload body, as both APIs take it: the resource as JSON, then the content. Answers
     /// the body and its Content-Type header.
-    public static func multipartUpload(
+    package static func multipartUpload(
         resource: JSONValue, contentType: String, content: Data
     ) -> (body: Data, contentType: String) {
         let boundary = "storesh-\(UUID().uuidString)"
@@ -123,7 +123,7 @@ public enum CloudStorageJSON {
 
     /// The message of an error body (`{"error":{"code":…,"message":…}}`, or `{"error":"…"}`), when there is one;
     /// a body that is not JSON, its first words.
-    public static func errorMessage(_ data: Data) -> String? {
+    package static func errorMessage(_ data: Data) -> String? {
         guard let document = try? JSONDecoder().decode(ErrorDocument.self, from: data) else {
             let text = String(decoding: data.prefix(300), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             return text.isEmpty ? nil : text
@@ -151,7 +151,7 @@ public enum CloudStorageJSON {
 extension CloudStorageJSON {
     /// The members of a bucket resource that say how it keeps deleted objects (rules B5, B6), as buckets.get answers
     /// them with `fields=versioning,softDeletePolicy`: a bucket without either answers neither.
-    public struct DeletionSettings: Decodable, Sendable {
+    package struct DeletionSettings: Decodable, Sendable {
         struct Versioning: Decodable, Sendable {
             var enabled: Bool?
         }
@@ -165,7 +165,7 @@ extension CloudStorageJSON {
         var softDeletePolicy: SoftDeletePolicy?
 
         /// Versioning first: while it is on, a delete leaves a noncurrent generation, not a soft-deleted one.
-        public var keeping: DeletionKeeping {
+        package var keeping: DeletionKeeping {
             if versioning?.enabled == true { return .noncurrent }
             let seconds = softDeletePolicy?.retentionDurationSeconds?.value ?? 0
             return seconds > 0 ? .softDeleted(seconds: seconds) : .notKept

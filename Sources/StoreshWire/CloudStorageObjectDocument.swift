@@ -4,32 +4,32 @@ import StoreshCore
 /// An object resource as the JSON API writes it (`storage#object`; `ObjectResource.cloudStorage` writes storesh's),
 /// and as the Firebase v0 API writes its own (the same members, with `downloadTokens`): numbers as strings (or
 /// numbers), unset members absent. The one place both are read back into `ObjectMetadata`.
-public struct CloudStorageObjectDocument: Decodable, Sendable {
-    public var name: String?
-    public var bucket: String?
-    public var generation: JSONInteger?
-    public var metageneration: JSONInteger?
-    public var size: JSONInteger?
-    public var timeCreated: String?
-    public var updated: String?
-    public var timeDeleted: String?
-    public var md5Hash: String?
-    public var crc32c: String?
+package struct CloudStorageObjectDocument: Decodable, Sendable {
+    package var name: String?
+    package var bucket: String?
+    package var generation: JSONInteger?
+    package var metageneration: JSONInteger?
+    package var size: JSONInteger?
+    package var timeCreated: String?
+    package var updated: String?
+    package var timeDeleted: String?
+    package var md5Hash: String?
+    package var crc32c: String?
     /// M1's writable properties, by name.
-    public var properties: [WritableProperty: String] = [:]
+    package var properties: [WritableProperty: String] = [:]
     /// The custom metadata; a member that is not a string is not one (none of these APIs writes such).
-    public var metadata: [String: JSONValue]?
+    package var metadata: [String: JSONValue]?
     /// The Firebase v0 API's download tokens (rule G7), comma-separated.
-    public var downloadTokens: String?
+    package var downloadTokens: String?
     /// Cloud Storage's own fields (rule M9), read from the same members.
-    public var fields: CloudStorageFieldsDocument
+    package var fields: CloudStorageFieldsDocument
 
     private enum Member: String, CodingKey {
         case name, bucket, generation, metageneration, size, timeCreated, updated, timeDeleted, md5Hash, crc32c,
             metadata, downloadTokens
     }
 
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let members = try decoder.container(keyedBy: Member.self)
         name = try members.decodeIfPresent(String.self, forKey: .name)
         bucket = try members.decodeIfPresent(String.self, forKey: .bucket)
@@ -55,13 +55,13 @@ public struct CloudStorageObjectDocument: Decodable, Sendable {
     }
 
     /// A document of an answer: anything else is the service misbehaving, said plainly (`what`: "a listing").
-    public static func decode(_ data: Data, what: String) throws -> Self {
+    package static func decode(_ data: Data, what: String) throws -> Self {
         try decodeAnswer(Self.self, data, what: what)
     }
 
     /// The object it describes, in `bucket` unless it names its own. Its generation, metageneration, size and times
     /// must be there and valid: without them it describes no object.
-    public func metadata(bucket fallback: String) throws -> ObjectMetadata {
+    package func metadata(bucket fallback: String) throws -> ObjectMetadata {
         guard let name else { throw StorageError.internalError("The service gave an object without a name.") }
         func required<T>(_ value: T?, _ member: String) throws -> T {
             guard let value else {
@@ -94,19 +94,19 @@ public struct CloudStorageObjectDocument: Decodable, Sendable {
 }
 
 /// objects.list's answer (`storage#objects`; `CloudStorageJSON.listDocument` writes storesh's).
-public struct CloudStorageObjectListDocument: Decodable, Sendable {
-    public var items: [CloudStorageObjectDocument]?
-    public var prefixes: [String]?
-    public var nextPageToken: String?
+package struct CloudStorageObjectListDocument: Decodable, Sendable {
+    package var items: [CloudStorageObjectDocument]?
+    package var prefixes: [String]?
+    package var nextPageToken: String?
 }
 
 /// objects.rewrite's answer (`storage#rewriteResponse`): done with the new object, or a token to continue with.
-public struct CloudStorageRewriteDocument: Decodable, Sendable {
-    public var done: Bool?
-    public var rewriteToken: String?
-    public var resource: CloudStorageObjectDocument?
+package struct CloudStorageRewriteDocument: Decodable, Sendable {
+    package var done: Bool?
+    package var rewriteToken: String?
+    package var resource: CloudStorageObjectDocument?
 
-    public static func decode(_ data: Data, what: String) throws -> Self {
+    package static func decode(_ data: Data, what: String) throws -> Self {
         try decodeAnswer(Self.self, data, what: what)
     }
 }

@@ -4,46 +4,46 @@ import StoreshCore
 /// One request of an HTTP API as storesh sends it: its method, its path and query after the service's base URL
 /// (percent-encoded), and its body. The `gs://` backend sends these, and `explain` prints the same values: a
 /// lesson shows exactly what goes over the wire.
-public struct WireRequest: Sendable, Equatable {
-    public var method: String
+package struct WireRequest: Sendable, Equatable {
+    package var method: String
     /// The path and query after the base URL: `/storage/v1/b/teaching/o/images%2Fforest.jpg?ifMetagenerationMatch=1`.
-    public var target: String
-    public var body: Data?
+    package var target: String
+    package var body: Data?
 
-    public init(method: String, target: String, body: Data? = nil) {
+    package init(method: String, target: String, body: Data? = nil) {
         self.method = method
         self.target = target
         self.body = body
     }
 
     /// As `explain` prints it: the method and URL, then the body (text) on the next line when there is one.
-    public func rendered(baseURL: String) -> String {
+    package func rendered(baseURL: String) -> String {
         "\(method) \(baseURL)\(target)" + (body.map { "\n" + String(decoding: $0, as: UTF8.self) } ?? "")
     }
 }
 
 /// The Cloud Storage JSON API v1's requests (rule G1), built once for the backend that sends them and for
 /// `explain`, which shows them.
-public enum CloudStorageWire {
+package enum CloudStorageWire {
     /// The service's base URL; an emulator's replaces it.
-    public static let baseURL = "https://storage.googleapis.com"
+    package static let baseURL = "https://storage.googleapis.com"
 
     /// `/storage/v1/b/BUCKET`.
-    public static func bucketPath(_ bucket: String) -> String { "/storage/v1/b/\(NameBytes.percentEncoded(bucket))" }
+    package static func bucketPath(_ bucket: String) -> String { "/storage/v1/b/\(NameBytes.percentEncoded(bucket))" }
 
     /// `/storage/v1/b/BUCKET/o/OBJECT`, the object's name percent-encoded whole (its `/` too).
-    public static func objectPath(_ bucket: String, _ object: String) -> String {
+    package static func objectPath(_ bucket: String, _ object: String) -> String {
         "\(bucketPath(bucket))/o/\(NameBytes.percentEncoded(object))"
     }
 
     /// A query string of the parameters that have a value, in order: `?a=1&b=2`, or nothing.
-    public static func query(_ parameters: [(String, String?)]) -> String {
+    package static func query(_ parameters: [(String, String?)]) -> String {
         let present = parameters.compactMap { name, value in value.map { "\(name)=\(NameBytes.percentEncoded($0))" } }
         return present.isEmpty ? "" : "?" + present.joined(separator: "&")
     }
 
     /// A change's preconditions as query parameters (rule G5).
-    public static func conditions(_ precondition: Precondition) -> [(String, String?)] {
+    package static func conditions(_ precondition: Precondition) -> [(String, String?)] {
         [
             ("ifGenerationMatch", precondition.generation.map(String.init)),
             ("ifMetagenerationMatch", precondition.metageneration.map(String.init)),
@@ -52,7 +52,7 @@ public enum CloudStorageWire {
 
     /// objects.list: a page of the names under `prefix`, collapsed at the next `/` when `delimited` (a folder's
     /// prefixes and items) or every name under it (a scan), each item with its metadata.
-    public static func list(
+    package static func list(
         bucket: String, prefix: String, delimited: Bool, maxResults: Int?, startOffset: String? = nil,
         pageToken: String? = nil
     ) -> WireRequest {
@@ -67,7 +67,7 @@ public enum CloudStorageWire {
 
     /// objects.list of generations (rule B5): every one, live and noncurrent (`versions=true`), or the soft-deleted
     /// ones (`softDeleted=true`, rule B6).
-    public static func listGenerations(
+    package static func listGenerations(
         bucket: String, prefix: String, delimited: Bool, maxResults: Int?, pageToken: String?, softDeleted: Bool
     ) -> WireRequest {
         WireRequest(
@@ -81,7 +81,7 @@ public enum CloudStorageWire {
     }
 
     /// objects.get of one generation (`softDeleted`: a soft-deleted one's metadata).
-    public static func metadata(
+    package static func metadata(
         bucket: String, object: String, generation: Int64, softDeleted: Bool = false
     ) -> WireRequest {
         WireRequest(
@@ -91,13 +91,13 @@ public enum CloudStorageWire {
     }
 
     /// buckets.get of what says how the bucket keeps deleted objects: its versioning and soft delete policy.
-    public static func bucketDeletionSettings(bucket: String) -> WireRequest {
+    package static func bucketDeletionSettings(bucket: String) -> WireRequest {
         WireRequest(method: "GET", target: bucketPath(bucket) + query([("fields", "versioning,softDeletePolicy")]))
     }
 
     /// objects.restore: a soft-deleted generation made live again, a new generation (rule B6), under `precondition`
     /// on the live object (`ifGenerationMatch=0`: none may be live).
-    public static func restore(
+    package static func restore(
         bucket: String, object: String, generation: Int64, precondition: Precondition
     ) -> WireRequest {
         WireRequest(
@@ -108,7 +108,7 @@ public enum CloudStorageWire {
 
     /// The first request of a scan's page (`Bucket.scan`): every name under `prefix` after `after`, with its
     /// metadata, one more than `limit` asked so that the page knows whether another follows.
-    public static func scanPage(
+    package static func scanPage(
         bucket: String, prefix: String, after: String?, limit: Int, pageToken: String? = nil
     ) -> WireRequest {
         list(
@@ -117,13 +117,13 @@ public enum CloudStorageWire {
     }
 
     /// objects.get: an object's metadata.
-    public static func metadata(bucket: String, object: String) -> WireRequest {
+    package static func metadata(bucket: String, object: String) -> WireRequest {
         WireRequest(method: "GET", target: objectPath(bucket, object))
     }
 
     /// objects.patch from the state `before` to `after`, guarded by `before`'s generation and metageneration, so
     /// that a concurrent change is never overwritten: the body names only what changes (rules M4, M5, G5).
-    public static func patch(
+    package static func patch(
         bucket: String, object: String, from before: ObjectMetadata, to after: ObjectMetadata
     ) -> WireRequest {
         WireRequest(
@@ -136,13 +136,14 @@ public enum CloudStorageWire {
     /// `overrideUnlockedRetention=true` for a change of the object's own retention: the service refuses to shorten or
     /// remove an Unlocked one without it, and a change storesh makes was planned, shown and asked for by name (rule
     /// M9). A Locked retention is refused whatever the request says.
-    public static func retentionOverride(from before: ObjectMetadata, to after: ObjectMetadata) -> [(String, String?)] {
+    package static func retentionOverride(from before: ObjectMetadata, to after: ObjectMetadata) -> [(String, String?)]
+    {
         before.cloudStorage.retention == after.cloudStorage.retention ? [] : [("overrideUnlockedRetention", "true")]
     }
 
     /// The request that makes an object `after` from `before`: a PATCH, or, for a change of storage class (rule M9),
     /// a rewrite of the object onto itself.
-    public static func change(
+    package static func change(
         bucket: String, object: String, from before: ObjectMetadata, to after: ObjectMetadata
     ) -> WireRequest {
         before.rewrites(to: after)
@@ -152,7 +153,7 @@ public enum CloudStorageWire {
 
     /// objects.move: `source` renamed to `destination` in one step, the `ifSource…` conditions guarding the source and
     /// the others the destination (`ifGenerationMatch=0`: nothing may be there).
-    public static func move(
+    package static func move(
         bucket: String, source: String, destination: String, sourcePrecondition: Precondition,
         destinationPrecondition: Precondition
     ) -> WireRequest {
@@ -166,7 +167,7 @@ public enum CloudStorageWire {
     /// objects.rewrite of an object onto itself, as `before` was read (its generation and metageneration guard the
     /// source, its generation the destination: nothing replaced it since), into `after` (`rewriteBody`). A large
     /// object takes several calls: each after the first carries the `rewriteToken` the one before answered.
-    public static func rewriteInPlace(
+    package static func rewriteInPlace(
         bucket: String, object: String, from before: ObjectMetadata, to after: ObjectMetadata, token: String?
     ) -> WireRequest {
         let path = objectPath(bucket, object)
@@ -183,20 +184,20 @@ public enum CloudStorageWire {
     }
 
     /// The precondition of a change computed from `state`.
-    public static func conditions(guarding state: ObjectMetadata) -> [(String, String?)] {
+    package static func conditions(guarding state: ObjectMetadata) -> [(String, String?)] {
         conditions(Precondition(generation: state.generation, metageneration: state.metageneration))
     }
 
     /// An upload (objects.insert) of `uploadType` (`multipart`: the resource and the content in one body;
     /// `resumable`: a session, then the content in chunks), guarded by `precondition`.
-    public static func upload(bucket: String, uploadType: String, precondition: Precondition) -> WireRequest {
+    package static func upload(bucket: String, uploadType: String, precondition: Precondition) -> WireRequest {
         WireRequest(
             method: "POST",
             target: "/upload\(bucketPath(bucket))/o" + query([("uploadType", uploadType)] + conditions(precondition)))
     }
 
     /// objects.delete, guarded by `precondition`.
-    public static func delete(bucket: String, object: String, precondition: Precondition) -> WireRequest {
+    package static func delete(bucket: String, object: String, precondition: Precondition) -> WireRequest {
         WireRequest(method: "DELETE", target: objectPath(bucket, object) + query(conditions(precondition)))
     }
 }

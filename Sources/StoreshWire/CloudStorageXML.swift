@@ -3,7 +3,7 @@ import StoreshCore
 
 /// The Cloud Storage XML API's documents (rule V7), both ways: the listings and upload results `storesh serve`
 /// answers, and the requests' bodies it reads (the parts a multipart upload completes with).
-public enum CloudStorageXML {
+package enum CloudStorageXML {
     static let declaration = "<?xml version='1.0' encoding='UTF-8'?>"
     /// The namespace of a listing, as the service writes it.
     static let namespace = "http://doc.s3.amazonaws.com/2006-03-01"
@@ -12,14 +12,14 @@ public enum CloudStorageXML {
 
     /// An object's XML ETag: its MD5 in hexadecimal, quoted (a multipart upload's is the MD5 of its parts' MD5s and
     /// their count, as the service gives it).
-    public static func entityTag(md5Base64: String) -> String {
+    package static func entityTag(md5Base64: String) -> String {
         guard let bytes = Data(base64Encoded: md5Base64) else { return "\"\"" }
         return "\"" + bytes.map { String(format: "%02x", $0) }.joined() + "\""
     }
 
     /// A page of a bucket's listing (`GET /BUCKET`): version 1 (`marker`) or, with `listType2`, version 2
     /// (`continuation-token`), as the service answers both.
-    public static func listBucketResult(
+    package static func listBucketResult(
         bucket: String, prefix: String, delimiter: String?, maxKeys: Int, page: StoredListingPage, marker: String?,
         listType2: Bool,
         continuationToken: String?
@@ -59,14 +59,14 @@ public enum CloudStorageXML {
     }
 
     /// The answer to `POST /BUCKET/OBJECT?uploads`.
-    public static func initiateMultipartUploadResult(bucket: String, key: String, uploadID: String) -> String {
+    package static func initiateMultipartUploadResult(bucket: String, key: String, uploadID: String) -> String {
         declaration
             + "<InitiateMultipartUploadResult xmlns=\"\(uploadNamespace)\"><Bucket>\(MarkupText.escaped(bucket))</Bucket>"
             + "<Key>\(MarkupText.escaped(key))</Key><UploadId>\(MarkupText.escaped(uploadID))</UploadId></InitiateMultipartUploadResult>"
     }
 
     /// The answer to `GET /BUCKET?uploads`: the multipart uploads in progress.
-    public static func listMultipartUploadsResult(bucket: String, uploads: [(key: String, uploadID: String)]) -> String
+    package static func listMultipartUploadsResult(bucket: String, uploads: [(key: String, uploadID: String)]) -> String
     {
         var xml =
             declaration
@@ -80,7 +80,7 @@ public enum CloudStorageXML {
     }
 
     /// The answer to `POST /BUCKET/OBJECT?uploadId=…` once the object is written.
-    public static func completeMultipartUploadResult(
+    package static func completeMultipartUploadResult(
         location: String, bucket: String, key: String, entityTag: String
     ) -> String {
         declaration
@@ -90,20 +90,20 @@ public enum CloudStorageXML {
     }
 
     /// The answer to a form upload that asked for `success_action_status` 201.
-    public static func postResponse(location: String, bucket: String, key: String, entityTag: String) -> String {
+    package static func postResponse(location: String, bucket: String, key: String, entityTag: String) -> String {
         declaration
             + "<PostResponse><Location>\(MarkupText.escaped(location))</Location><Bucket>\(MarkupText.escaped(bucket))</Bucket>"
             + "<Key>\(MarkupText.escaped(key))</Key><ETag>\(MarkupText.escaped(entityTag))</ETag></PostResponse>"
     }
 
     /// One part of a multipart upload, as a listing of parts gives it.
-    public struct UploadedPart: Sendable, Equatable {
-        public var number: Int
+    package struct UploadedPart: Sendable, Equatable {
+        package var number: Int
         /// The part's ETag, quoted.
-        public var entityTag: String
-        public var size: Int64
+        package var entityTag: String
+        package var size: Int64
 
-        public init(number: Int, entityTag: String, size: Int64) {
+        package init(number: Int, entityTag: String, size: Int64) {
             self.number = number
             self.entityTag = entityTag
             self.size = size
@@ -111,16 +111,16 @@ public enum CloudStorageXML {
     }
 
     /// The most parts one listing gives, as on the service.
-    public static let largestPartsPage = 1000
+    package static let largestPartsPage = 1000
 
     /// Where a page of a listing of parts starts and how long it may be: `PartNumberMarker` (the part it starts after),
     /// `MaxParts`, and whether more parts follow it (`IsTruncated`, and then `NextPartNumberMarker`, its last part).
-    public struct PartsPage: Sendable, Equatable {
-        public var marker: Int
-        public var maximum: Int
-        public var truncated: Bool
+    package struct PartsPage: Sendable, Equatable {
+        package var marker: Int
+        package var maximum: Int
+        package var truncated: Bool
 
-        public init(marker: Int, maximum: Int, truncated: Bool) {
+        package init(marker: Int, maximum: Int, truncated: Bool) {
             self.marker = marker
             self.maximum = maximum
             self.truncated = truncated
@@ -128,7 +128,7 @@ public enum CloudStorageXML {
     }
 
     /// The answer to `GET /BUCKET/OBJECT?uploadId=…`: a page of the parts received so far.
-    public static func listPartsResult(
+    package static func listPartsResult(
         bucket: String, key: String, uploadID: String, parts: [UploadedPart], page: PartsPage
     ) -> String {
         var xml =
@@ -147,7 +147,7 @@ public enum CloudStorageXML {
     }
 
     /// The parts a `CompleteMultipartUpload` body names, in its order, each with the ETag the client was given.
-    public static func completedParts(_ body: Data) throws(StorageError) -> [(number: Int, entityTag: String)] {
+    package static func completedParts(_ body: Data) throws(StorageError) -> [(number: Int, entityTag: String)] {
         guard let root = try XMLElement.parse(body), root.name == "CompleteMultipartUpload" else {
             throw .invalidArgument("The body is not a CompleteMultipartUpload document.")
         }

@@ -4,21 +4,21 @@ import StoreshCore
 /// The Firebase Storage REST API v0 (`/v0/b/BUCKET/o…`), the one the Firebase SDKs send, where the project's
 /// security rules decide: its requests built once for the client storesh is when signed in as an end user
 /// (rule F1) and for `explain`, which shows them.
-public enum FirebaseWire {
+package enum FirebaseWire {
     /// The service's base URL; an emulator's replaces it.
-    public static let baseURL = "https://firebasestorage.googleapis.com"
+    package static let baseURL = "https://firebasestorage.googleapis.com"
 
     /// `/v0/b/BUCKET/o`.
-    public static func objectsPath(_ bucket: String) -> String { "/v0/b/\(NameBytes.percentEncoded(bucket))/o" }
+    package static func objectsPath(_ bucket: String) -> String { "/v0/b/\(NameBytes.percentEncoded(bucket))/o" }
 
     /// `/v0/b/BUCKET/o/OBJECT`, the object's name percent-encoded whole (its `/` too).
-    public static func objectPath(_ bucket: String, _ object: String) -> String {
+    package static func objectPath(_ bucket: String, _ object: String) -> String {
         "\(objectsPath(bucket))/\(NameBytes.percentEncoded(object))"
     }
 
     /// A page of a folder as the SDKs ask for it (`list(maxResults:pageToken:)`; `listAll()` asks page after page
     /// without a size): the folder's prefix (none at the root), `/` as the delimiter, the size and the token given.
-    public static func list(bucket: String, prefix: String, maxResults: Int?, pageToken: String?) -> WireRequest {
+    package static func list(bucket: String, prefix: String, maxResults: Int?, pageToken: String?) -> WireRequest {
         WireRequest(
             method: "GET",
             target: objectsPath(bucket)
@@ -31,7 +31,7 @@ public enum FirebaseWire {
 
     /// A page of the v0 API's listing as the service writes it: `prefixes` with their trailing `/`, `items` as
     /// `{name, bucket}`, `nextPageToken` only when another page follows. `storesh serve` answers with it.
-    public static func listDocument(_ page: ListPage, bucket: String) -> JSONValue {
+    package static func listDocument(_ page: ListPage, bucket: String) -> JSONValue {
         var members: [(String, JSONValue)] = [
             ("prefixes", .array(page.prefixes.map { .string($0 + "/") })),
             ("items", .array(page.items.map { .object([("name", .string($0)), ("bucket", .string(bucket))]) })),
@@ -42,7 +42,7 @@ public enum FirebaseWire {
 
     /// A page read back from the document `listDocument` writes (the signed-in client reads the service's so):
     /// prefixes without their trailing `/`, as rule L4 shows them; an empty token is none.
-    public static func listPage(_ document: Data) throws -> ListPage {
+    package static func listPage(_ document: Data) throws -> ListPage {
         struct Document: Decodable {
             struct Item: Decodable { var name: String }
             var prefixes: [String]?
@@ -63,34 +63,34 @@ public enum FirebaseWire {
     }
 
     /// An object's metadata (`getMetadata()`).
-    public static func metadata(bucket: String, object: String) -> WireRequest {
+    package static func metadata(bucket: String, object: String) -> WireRequest {
         WireRequest(method: "GET", target: objectPath(bucket, object))
     }
 
     /// An object's content (`data(maxSize:)`, `write(toFile:)`).
-    public static func download(bucket: String, object: String) -> WireRequest {
+    package static func download(bucket: String, object: String) -> WireRequest {
         WireRequest(method: "GET", target: objectPath(bucket, object) + "?alt=media")
     }
 
     /// `updateMetadata(_:)`: the v0 API takes no preconditions; the body names what changes (`null` deletes).
-    public static func patch(bucket: String, object: String, body: Data) -> WireRequest {
+    package static func patch(bucket: String, object: String, body: Data) -> WireRequest {
         WireRequest(method: "PATCH", target: objectPath(bucket, object), body: body)
     }
 
     /// `putData`, `putFile`: a multipart upload (the resource, then the content) to the name given.
-    public static func upload(bucket: String, object: String) -> WireRequest {
+    package static func upload(bucket: String, object: String) -> WireRequest {
         WireRequest(method: "POST", target: objectsPath(bucket) + CloudStorageWire.query([("name", object)]))
     }
 
     /// `putFile` of a large file: a resumable upload's start, its body the object's resource (the content follows in
     /// pieces to the upload URL the answer names, `X-Goog-Upload-URL`).
-    public static func resumableStart(bucket: String, object: String, resource: Data) -> WireRequest {
+    package static func resumableStart(bucket: String, object: String, resource: Data) -> WireRequest {
         WireRequest(
             method: "POST", target: objectsPath(bucket) + CloudStorageWire.query([("name", object)]), body: resource)
     }
 
     /// `delete()`.
-    public static func delete(bucket: String, object: String) -> WireRequest {
+    package static func delete(bucket: String, object: String) -> WireRequest {
         WireRequest(method: "DELETE", target: objectPath(bucket, object))
     }
 }

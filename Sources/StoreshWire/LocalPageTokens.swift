@@ -9,18 +9,18 @@ import StoreshCore
 /// are length-prefixed UTF-8 and `check` is the first 4 bytes of the SHA-256 of what precedes it, so a
 /// mistyped or truncated token is reported as invalid rather than resuming somewhere arbitrary. A listing of every
 /// generation (rule B5) writes version 2, with the last item's generation (zigzag LEB128) after the entry.
-public struct LocalPageTokens: PageTokenFormat {
-    public init() {}
+package struct LocalPageTokens: PageTokenFormat {
+    package init() {}
 
-    public func token(for position: ListPosition, bucket: String) -> String {
+    package func token(for position: ListPosition, bucket: String) -> String {
         LocalPageToken(bucket: bucket, position: position).encoded
     }
 
-    public func position(decoding token: String, bucket: String, prefix: String) throws(StorageError) -> ListPosition {
+    package func position(decoding token: String, bucket: String, prefix: String) throws(StorageError) -> ListPosition {
         try LocalPageToken(decoding: token, bucket: bucket, prefix: prefix).position
     }
 
-    public func contents(of token: String) throws(StorageError) -> (bucket: String, position: ListPosition) {
+    package func contents(of token: String) throws(StorageError) -> (bucket: String, position: ListPosition) {
         let decoded = try LocalPageToken(decoding: token)
         return (decoded.bucket, decoded.position)
     }

@@ -4,12 +4,12 @@ import StoreshCore
 
 /// Objects and buckets as the two APIs write them (what `storesh serve` answers) and read back (what the `gs://`
 /// clients decode): one place for both directions, tested as a round trip.
-public enum ObjectResource {
+package enum ObjectResource {
     /// An object of the Cloud Storage JSON API (`storage#object`): numbers as strings, every name as it is,
     /// custom metadata (download tokens included) under `metadata`, and `crc32c` where the bucket keeps one.
     /// An object written with a customer-supplied key shows its MD5 and CRC32C only to a request that gives the key
     /// (`customerKey`, its SHA-256): the service encrypts them with it.
-    public static func cloudStorage(_ object: ObjectMetadata, baseURL: String, customerKey: String? = nil) -> JSONValue
+    package static func cloudStorage(_ object: ObjectMetadata, baseURL: String, customerKey: String? = nil) -> JSONValue
     {
         let showsHashes = object.cloudStorage.customerKeySHA256.map { $0 == customerKey } ?? true
         let encoded = NameBytes.percentEncoded(object.fullPath)
@@ -52,7 +52,7 @@ public enum ObjectResource {
     }
 
     /// An object of the Firebase v0 API: download tokens as `downloadTokens`, and not among the custom metadata.
-    public static func firebase(_ object: ObjectMetadata) -> JSONValue {
+    package static func firebase(_ object: ObjectMetadata) -> JSONValue {
         var members = identity(object)
         members += [
             ("timeCreated", .string(object.timeCreated.rfc3339)),
@@ -87,13 +87,13 @@ public enum ObjectResource {
 
     /// Changes with every change of content or metadata, as the service's etag does; the Firebase emulator's
     /// form (see `etag(generation:metageneration:)`), so that an app moved from the emulator sees the same etags.
-    public static func etag(_ object: ObjectMetadata) -> String {
+    package static func etag(_ object: ObjectMetadata) -> String {
         etag(generation: object.generation, metageneration: object.metageneration)
     }
 
     /// The Firebase storage emulator's etag, in its answers and in its exports' metadata files: the base64 of
     /// SHA-1("GENERATION/METAGENERATION"), without its last `=`.
-    public static func etag(generation: Int64, metageneration: Int64) -> String {
+    package static func etag(generation: Int64, metageneration: Int64) -> String {
         let digest = Insecure.SHA1.hash(data: Data("\(generation)/\(metageneration)".utf8))
         return String(Data(digest).base64EncodedString().dropLast())
     }
@@ -103,7 +103,7 @@ public enum ObjectResource {
     }
 
     /// The served bucket (`storage#bucket`).
-    public static func bucket(_ name: String, baseURL: String) -> JSONValue {
+    package static func bucket(_ name: String, baseURL: String) -> JSONValue {
         .object([
             ("kind", .string("storage#bucket")),
             ("id", .string(name)),
@@ -120,7 +120,7 @@ public enum ObjectResource {
 
     /// An object of the Firebase v0 API read back: the JSON API's fields, with the download tokens returned to the
     /// custom metadata, where the bucket keeps them.
-    public static func firebaseMetadata(_ data: Data, bucket: String) throws -> ObjectMetadata {
+    package static func firebaseMetadata(_ data: Data, bucket: String) throws -> ObjectMetadata {
         let document = try CloudStorageObjectDocument.decode(data, what: "a metadata read")
         var metadata = try document.metadata(bucket: bucket)
         if let tokens = document.downloadTokens, !tokens.isEmpty {

@@ -3,7 +3,7 @@ import StoreshCore
 extension WritableProperty {
     /// The HTTP header that carries the property where an API gives properties in headers: S3's objects, the Cloud
     /// Storage XML API's writes, and the fields of its HTML form uploads (those in lower case).
-    public var httpHeader: String {
+    package var httpHeader: String {
         switch self {
         case .cacheControl: "Cache-Control"
         case .contentDisposition: "Content-Disposition"

@@ -2,17 +2,17 @@ import Foundation
 
 /// The header in which `storesh serve` says a security rules decision (what `rules why` shows), and from which the
 /// shell, on the other end, reads it: the decision's words in printable ASCII, as a header value can carry them.
-public enum RulesDecisionHeader {
+package enum RulesDecisionHeader {
     /// The header's name.
-    public static let name = "X-Storesh-Rules"
+    package static let name = "X-Storesh-Rules"
 
     /// The most of a decision's words a header carries (a decision that lists why each of many `allow`s failed
     /// can be long; clients refuse header lines past 64 KiB, and many past 8 KiB).
-    public static let maximumBytes = 2048
+    package static let maximumBytes = 2048
 
     /// A decision's words as a header value: the bytes of characters outside printable ASCII, and `%`, as `%XX`;
     /// cut between characters at `maximumBytes`, with `…` (`%E2%80%A6`) saying so.
-    public static func value(_ text: String) -> String {
+    package static func value(_ text: String) -> String {
         var output = ""
         for scalar in text.unicodeScalars {
             let encoded =
@@ -28,7 +28,7 @@ public enum RulesDecisionHeader {
     }
 
     /// The words of a header value `value(_:)` made.
-    public static func decision(from value: String) -> String {
+    package static func decision(from value: String) -> String {
         value.removingPercentEncoding ?? value
     }
 }

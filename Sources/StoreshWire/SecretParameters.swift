@@ -3,9 +3,9 @@ import Foundation
 /// The query parameters whose values grant access by themselves: a download token, an upload session, an OAuth
 /// token or API key, a presigned URL's signature and credential. A client's `--trace` and a server's request log
 /// show URLs with these values elided, so that either can be pasted into a bug report or projected in class.
-public enum SecretParameters {
+package enum SecretParameters {
     /// Compared without case.
-    public static let names: Set<String> = [
+    package static let names: Set<String> = [
         // A download token, and the one a revocation names (still valid while the request is logged).
         "token", "delete_token",
         "upload_id", "uploadid", "access_token", "id_token", "key", "x-amz-signature", "x-amz-credential",
@@ -15,7 +15,7 @@ public enum SecretParameters {
     ]
 
     /// `url` (a whole URL, or a path and query) with the value of each secret parameter replaced by `…`.
-    public static func redacted(_ url: String) -> String {
+    package static func redacted(_ url: String) -> String {
         guard let mark = url.firstIndex(of: "?") else { return url }
         let pairs = url[url.index(after: mark)...].split(separator: "&", omittingEmptySubsequences: false).map {
             pair -> String in

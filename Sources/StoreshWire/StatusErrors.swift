@@ -2,9 +2,9 @@ import StoreshCore
 
 /// The HTTP statuses of the storage APIs and the errors of spec E, both ways, in one table: what `storesh serve`
 /// answers an error with, and what the `gs://`, Firebase and `s3://` clients read in a failing answer.
-public enum StatusErrors {
+package enum StatusErrors {
     /// The status and the JSON API's reason word (`notFound`, `conditionNotMet`, …) a server answers an error with.
-    public static func answer(for code: StorageErrorCode) -> (status: Int, reason: String) {
+    package static func answer(for code: StorageErrorCode) -> (status: Int, reason: String) {
         switch code {
         case .objectNotFound, .bucketNotFound: (404, "notFound")
         case .unauthenticated: (401, "required")
@@ -19,7 +19,7 @@ public enum StatusErrors {
     }
 
     /// Whom a refusal of access speaks to.
-    public enum Audience: Sendable {
+    package enum Audience: Sendable {
         /// A bucket reached with credentials (the JSON API, S3): `hint` says how to check them.
         case credentials(hint: String)
         /// An end user under the project's security rules (the Firebase v0 API): the SDKs' own messages (spec E).
@@ -27,16 +27,16 @@ public enum StatusErrors {
     }
 
     /// A failing answer of a service, as what it says of the request.
-    public struct Answer: Sendable {
-        public var status: Int
+    package struct Answer: Sendable {
+        package var status: Int
         /// How many times the request was sent (a transient failure is retried when that is safe, rule G4).
-        public var attempts: Int
+        package var attempts: Int
         /// The service's own message, when it gave one.
-        public var message: String?
+        package var message: String?
         /// The service's words as a sentence to add (" The service said: …"), or nothing.
-        public var detail: String
+        package var detail: String
 
-        public init(status: Int, attempts: Int, message: String?, detail: String? = nil) {
+        package init(status: Int, attempts: Int, message: String?, detail: String? = nil) {
             self.status = status
             self.attempts = attempts
             self.message = message
@@ -46,7 +46,7 @@ public enum StatusErrors {
 
     /// The error a failing answer means (spec E). `bucketURL` is `gs://NAME` or `s3://NAME`; `object` the object
     /// the request was about, if any; `bucketMissing` whether a 404 is the bucket's (the service said so).
-    public static func error(
+    package static func error(
         _ answer: Answer, bucket: String, bucketURL: String, object: String?, bucketMissing: Bool = false,
         audience: Audience
     ) -> StorageError {

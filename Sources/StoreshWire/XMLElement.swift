@@ -5,20 +5,20 @@ import StoreshCore
 /// One element of an XML document, read with libxml2's streaming parser (`CStoreshXML`): its name, text and children.
 /// The documents read are small and flat (S3's answers, the XML API's requests: a page of a listing, an error, a list
 /// of parts), so a tree is simplest to read.
-public struct XMLElement: Sendable {
-    public var name: String
-    public var text = ""
-    public var children: [XMLElement] = []
+package struct XMLElement: Sendable {
+    package var name: String
+    package var text = ""
+    package var children: [XMLElement] = []
 
     /// The first child named `name`.
-    public func child(_ name: String) -> XMLElement? { children.first { $0.name == name } }
+    package func child(_ name: String) -> XMLElement? { children.first { $0.name == name } }
     /// Every child named `name`, in order.
-    public func all(_ name: String) -> [XMLElement] { children.filter { $0.name == name } }
+    package func all(_ name: String) -> [XMLElement] { children.filter { $0.name == name } }
     /// The text of the first child named `name`.
-    public func text(of name: String) -> String? { child(name)?.text }
+    package func text(of name: String) -> String? { child(name)?.text }
 
     /// The document's root element; nil when `data` is not well-formed XML. Throws when libxml2 cannot be loaded.
-    public static func parse(_ data: Data) throws(StorageError) -> XMLElement? {
+    package static func parse(_ data: Data) throws(StorageError) -> XMLElement? {
         // An empty answer is no document (and has no address to give the parser).
         if data.isEmpty { return nil }
         let builder = TreeBuilder()
