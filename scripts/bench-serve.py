@@ -9,12 +9,13 @@ import json
 import os
 import re
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+
+from benchlib import free_port, wait_for
 
 PATCHES = 1000  # patched per bucket size (all of them at 1,000)
 # The phases run one request at a time, as a loop over objects does: gcp-storage-emulator stalls (connections time
@@ -39,23 +40,6 @@ request = function()
   return wrk.format("GET", path)
 end
 """
-
-
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def wait_for(port, process):
-    for _ in range(500):  # bounded: 10 s
-        if process.poll() is not None:
-            raise SystemExit("the server ended before it listened")
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.02)
-    raise SystemExit("the server did not start listening within 10 s")
 
 
 class Peer:

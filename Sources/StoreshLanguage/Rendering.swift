@@ -485,23 +485,7 @@ package struct JSONRenderer: ResultRenderer {
                 ),
             ])
         case .bucketSettingsChanged(let bucket, let differences, let dryRun):
-            return marked(
-                [
-                    ("bucket", .string(bucket)),
-                    (
-                        "changes",
-                        .object(
-                            differences.map {
-                                (
-                                    $0.key,
-                                    .object([
-                                        ("old", $0.old.map(JSONValue.string) ?? .null),
-                                        ("new", $0.new.map(JSONValue.string) ?? .null),
-                                    ])
-                                )
-                            })
-                    ),
-                ], dryRun)
+            return marked([("bucket", .string(bucket)), ("changes", Self.changesDocument(differences))], dryRun)
         }
     }
 
@@ -523,21 +507,19 @@ package struct JSONRenderer: ResultRenderer {
 
     /// `{"path": …, "changes": {KEY: {"old": …, "new": …}}}`: a changed object in JSON plans and diffs.
     static func changedDocument(path: String, _ differences: [PropertyDifference]) -> JSONValue {
-        .object([
-            ("path", .string(path)),
-            (
-                "changes",
-                .object(
-                    differences.map {
-                        (
-                            $0.key,
-                            .object([
-                                ("old", $0.old.map(JSONValue.string) ?? .null),
-                                ("new", $0.new.map(JSONValue.string) ?? .null),
-                            ])
-                        )
-                    })
-            ),
-        ])
+        .object([("path", .string(path)), ("changes", changesDocument(differences))])
+    }
+
+    /// `{KEY: {"old": …, "new": …}}`: each property's change, in JSON plans, diffs and changed settings.
+    static func changesDocument(_ differences: [PropertyDifference]) -> JSONValue {
+        .object(
+            differences.map {
+                (
+                    $0.key,
+                    .object([
+                        ("old", $0.old.map(JSONValue.string) ?? .null), ("new", $0.new.map(JSONValue.string) ?? .null),
+                    ])
+                )
+            })
     }
 }

@@ -86,12 +86,19 @@ final class ServedBucket: @unchecked Sendable {
             var readOptions = options
             readOptions.createIfMissing = false
             self.writer = writer
+            // Downloads read their content through a memory map: a range far into a large object then costs its own
+            // bytes, not a copy of every page before it (`LocalBucketOptions.mappedReadBytes`).
+            var downloadOptions = readOptions
+            downloadOptions.mappedReadBytes = Self.mappedReadBytes
             readers = try (0..<max(1, readerCount)).map { _ throws(StorageError) in
-                try LocalBucket.open(at: writer.path, options: readOptions)
+                try LocalBucket.open(at: writer.path, options: downloadOptions)
             }
             watch = BucketWatch(try LocalBucket.open(at: writer.path, options: readOptions))
             rulesReader = try LocalBucket.open(at: writer.path, options: readOptions)
         }
+
+        /// SQLite's largest map unless compiled otherwise (`SQLITE_MAX_MMAP_SIZE`, which it applies itself).
+        static let mappedReadBytes: Int64 = 0x7fff_0000
 
         func close() {
             watch.close()

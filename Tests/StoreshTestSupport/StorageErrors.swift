@@ -1,4 +1,5 @@
 // swift-format-ignore-file: AmbiguousTrailingClosureOverload
+
 // (The synchronous and the async `storageError` are one helper: a test calls whichever its body needs.)
 import StoreshCore
 
