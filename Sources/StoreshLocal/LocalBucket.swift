@@ -13,8 +13,8 @@ import StoreshWire
 ///
 /// The bucket is the storage semantics (the `Bucket` interface and its capabilities) over three parts: the file
 /// (`BucketFile`: opening, creating, its lineage), a row store over one connection (`RowStore`: rows, contents,
-/// epochs, and the connection's transaction state), and the transactions (`withTransaction`), each of which owns the
-/// row store it runs on through an engine of its own.
+/// epochs, and the connection's transaction state), and the transactions (`withTransaction`), each of which has a row
+/// store to itself while it runs, through an engine of its own.
 public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore, BucketSettingsStore,
     @unchecked Sendable
 {
@@ -33,7 +33,8 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         /// A bucket's own: its first connection's row store, lent to one transaction at a time; while it is lent,
         /// the bucket's own calls run on a spare, so that nothing outside a transaction ever runs inside it.
         case bucket(own: RowStore)
-        /// A transaction's engine: the transaction's row store, which the transaction owns (and closes).
+        /// A transaction's engine: the row store the transaction has to itself while it runs (the bucket's own, lent,
+        /// or one on a new connection, which the transaction closes when it ends).
         case transaction(RowStore)
     }
 
@@ -165,7 +166,8 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
             isClosed = true
             // A transaction's engine: the transaction closes its row store.
             guard case .bucket(let own) = work else { return }
-            own.close()
+            // Lent, the own row store is a transaction's until it ends, which closes it then.
+            if !lent { own.close() }
             spare?.close()
             spare = nil
         }
@@ -182,7 +184,7 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         let engine = LocalBucket(file: file, work: .transaction(rows))
         defer {
             engine.close()
-            if borrowed { lock.withLock { lent = false } } else { rows.close() }
+            if borrowed { giveBack(rows) } else { rows.close() }
         }
         try engine.locked { try rows.beginTransaction(forWriting: forWriting) }
         let transaction = LocalTransaction(engine: engine)
@@ -201,12 +203,24 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
         }
     }
 
+    /// The bucket's own row store back from a transaction: whatever the transaction left open (its engine closed
+    /// before it could end) ends here, not in the bucket's next call; a bucket closed meanwhile closes it now.
+    private func giveBack(_ rows: RowStore) {
+        lock.withLock {
+            rows.abandonTransaction()
+            lent = false
+            if isClosed { rows.close() }
+        }
+    }
+
     /// The bucket's own row store for a transaction, or one on a new connection when a transaction has it already.
     private func lendRows() throws(StorageError) -> (RowStore, borrowed: Bool) {
         lock.lock()
         defer { lock.unlock() }
         if isClosed { throw .internalError("The bucket \(path) was closed.") }
-        guard case .bucket(let own) = work else { preconditionFailure("transactions do not nest") }
+        guard case .bucket(let own) = work else {
+            throw .internalError("A transaction of \(path) cannot begin inside another: transactions do not nest.")
+        }
         if !lent {
             lent = true
             return (own, true)

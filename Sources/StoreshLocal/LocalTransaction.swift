@@ -9,8 +9,8 @@ public protocol BucketFileTransaction: BucketTransaction {
 }
 
 /// One transaction on a local bucket: the value `LocalBucket.withTransaction` hands its work. Everything runs
-/// on the transaction's own engine (a `LocalBucket` in an explicit SQLite transaction on a connection of its
-/// own), so nothing else that uses the bucket meanwhile is inside it.
+/// on the transaction's own engine (a `LocalBucket` in an explicit SQLite transaction on a row store the transaction
+/// has to itself while it runs), so nothing else that uses the bucket meanwhile is inside it.
 final class LocalTransaction: BucketTransaction, BucketLayer, BucketFileTransaction, @unchecked Sendable {
     let engine: LocalBucket
 

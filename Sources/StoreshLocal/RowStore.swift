@@ -5,8 +5,9 @@ import StoreshSQLite
 
 /// One connection to a bucket file, and what is read and written over it: the live rows of objects, their contents,
 /// the generation counter and the epochs of snapshots; with the connection's transaction state (a change alone or as a
-/// savepoint, a read of one state, an explicit transaction and its commands). A transaction owns the row store it runs
-/// on; a bucket's own calls run on the bucket's.
+/// savepoint, a read of one state, an explicit transaction and its commands). A transaction has a row store to itself
+/// while it runs (the bucket's own, lent, or one on a new connection, which it closes); a bucket's own calls run on the
+/// bucket's, or on a spare while it is lent.
 ///
 /// Single-threaded, as an SQLite connection is: its owner serialises every call (`LocalBucket`'s lock).
 final class RowStore {
@@ -68,6 +69,14 @@ final class RowStore {
         if !connection.isAutocommit { try connection.execute("ROLLBACK") }
     }
 
+    /// Ends whatever is open on the connection, if anything, rolled back: a row store lent to a transaction is given
+    /// back with nothing open, however the transaction ended.
+    func abandonTransaction() {
+        inExplicitTransaction = false
+        forgetReads()
+        if !isClosed && !connection.isAutocommit { try? connection.execute("ROLLBACK") }
+    }
+
     /// A command of the explicit transaction begins: what it changes can be undone alone (`undoCommand`).
     func beginCommand() throws {
         precondition(inExplicitTransaction, "commands are marked inside a transaction")
@@ -83,13 +92,13 @@ final class RowStore {
         try connection.execute("ROLLBACK TO command; RELEASE command")
     }
 
-    /// Forgets what was read of the transaction's state (the epochs, the last scan's rows): after a rollback, or where
-    /// a change may have moved them.
     /// Forgets the epochs read (a snapshot was taken or removed).
     func forgetEpochs() {
         cachedEpochs = nil
     }
 
+    /// Forgets what was read of the transaction's state (the epochs, the last scan's rows): after a rollback, or where
+    /// a change may have moved them.
     func forgetReads() {
         cachedEpochs = nil
         scannedRows = [:]
@@ -174,8 +183,13 @@ final class RowStore {
     /// A read of several statements that must see one state of the bucket.
     func read<T>(_ body: () throws -> T) throws -> T {
         if inExplicitTransaction { return try body() }
+        // The epochs read in this state are this state's: another process may take a snapshot before the next.
+        cachedEpochs = nil
         try connection.execute("BEGIN")
-        defer { try? connection.execute("COMMIT") }
+        defer {
+            cachedEpochs = nil
+            try? connection.execute("COMMIT")
+        }
         return try body()
     }
 

@@ -298,7 +298,6 @@ struct LocalBucketDurabilityTests {
             try await file.put(["one", "two"])
             try await file.delete(objectName("keep"))
         }
-        #expect(await !bucket.isInTransaction)
         #expect(try await bucket.listAll(.root).items == ["keep"])
 
         try await inTransaction(bucket) { file in
@@ -308,6 +307,28 @@ struct LocalBucketDurabilityTests {
             #expect(try bucket.objectCount() == 1)
         }
         #expect(try openBucket(path).objectCount() == 3)
+    }
+
+    @Test("a transaction whose engine was closed before it ended leaves nothing open on the bucket's connection")
+    func engineClosedEarly() async throws {
+        let path = directory.file("early.bucket")
+        let bucket = try openBucket(path)
+        try await bucket.put(["keep"])
+        await #expect(throws: StorageError.self) {
+            try await inTransaction(bucket) { file in
+                try await file.put(["lost"])
+                file.close()
+            }
+        }
+        // The bucket's own connection, given back, is in no transaction: its next change commits, and another
+        // connection sees it (and not the closed transaction's write).
+        try await bucket.put(["after"])
+        #expect(try await openBucket(path).listAll(.root).items == ["after", "keep"])
+        // Nor can a transaction begin inside another: it is refused, not a crash.
+        try await inTransaction(bucket) { file in
+            let error = await storageError { _ = try await file.withTransaction(forWriting: true) { _ in .commit(()) } }
+            #expect(error?.message.contains("transactions do not nest") == true)
+        }
     }
 
     @Test("a failed change inside a transaction leaves nothing, and the earlier changes stay")
