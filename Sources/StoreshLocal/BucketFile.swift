@@ -91,8 +91,7 @@ struct BucketFile: Sendable {
                     "\(path) was made by a newer storesh (bucket format \(version); this one reads up to \(BucketSchema.version))."
                 )
             }
-            try connection.execute(Self.connectionSettings)
-            try mapForReads(connection, options: options)
+            try setUp(connection, options: options)
             if version == 1 { try BucketSchema.upgradeFromVersion1(connection) }
             let writable = !connection.isReadOnly
             if version == 2 && writable { try BucketSchema.upgradeFromVersion2(connection) }
@@ -143,8 +142,7 @@ struct BucketFile: Sendable {
     func connect() throws(StorageError) -> SQLiteConnection {
         let connection = try Self.connect(path, options: options, exists: true)
         do {
-            try connection.execute(Self.connectionSettings)
-            try Self.mapForReads(connection, options: options)
+            try Self.setUp(connection, options: options)
         } catch {
             connection.close()
             throw failure(error)
@@ -152,12 +150,11 @@ struct BucketFile: Sendable {
         return connection
     }
 
-    /// How every connection to a bucket file is set up: each commit durable, and the log cut back to 4 MiB once
-    /// folded in, so that a big transaction (an import, a bulk edit) leaves no log for later processes to read.
-    static let connectionSettings = "PRAGMA synchronous = FULL; PRAGMA journal_size_limit = \(4 << 20)"
-
-    /// Has `connection` read the file through a memory map, as `options.mappedReadBytes` says.
-    private static func mapForReads(_ connection: SQLiteConnection, options: LocalBucketOptions) throws {
+    /// Sets up a connection to a bucket file, the first and every other: each commit durable, the log cut back to
+    /// 4 MiB once folded in, so that a big transaction (an import, a bulk edit) leaves no log for later processes to
+    /// read; and the file read through a memory map where `options.mappedReadBytes` asks for one.
+    private static func setUp(_ connection: SQLiteConnection, options: LocalBucketOptions) throws {
+        try connection.execute("PRAGMA synchronous = FULL; PRAGMA journal_size_limit = \(4 << 20)")
         guard options.mappedReadBytes > 0 else { return }
         try connection.execute("PRAGMA mmap_size = \(options.mappedReadBytes)")
     }

@@ -41,10 +41,7 @@ extension LocalBucket: ObjectMoves {
             } else {
                 // The source's content is its live version's alone: the destination takes it as it is, and a move
                 // of any size copies no byte (a rename).
-                let delete = try connection.statement("DELETE FROM objects WHERE name = ?1")
-                defer { delete.reset() }
-                delete.bind(1, from.version.name)
-                try delete.step()
+                try rows.deleteLive(from.version)
                 try store(moved, contentID: from.version.contentID, replacing: existing, noncurrentSince: now)
             }
             return moved
