@@ -3,7 +3,7 @@ import Foundation
 /// What a write of content sets besides the content itself (rules M1, M3).
 public struct WriteOptions: Sendable, Equatable {
     public var properties: [WritableProperty: String]
-    public var customMetadata: [String: String]
+    public var customMetadata: CustomMetadata
     /// When given, the MD5 the content must have (base64); a mismatch is non-matching-checksum.
     public var expectedMD5: String?
     /// Whether a content type not given is guessed from the name (rule M3); a compose leaves a composite without one,
@@ -13,7 +13,7 @@ public struct WriteOptions: Sendable, Equatable {
     public var cloudStorage = CloudStorageFields()
 
     public init(
-        properties: [WritableProperty: String] = [:], customMetadata: [String: String] = [:],
+        properties: [WritableProperty: String] = [:], customMetadata: CustomMetadata = [:],
         expectedMD5: String? = nil
     ) {
         self.properties = properties

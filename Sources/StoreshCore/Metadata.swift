@@ -31,6 +31,18 @@ public enum WritableProperty: String, CaseIterable, Sendable, Hashable {
     case cacheControl, contentDisposition, contentEncoding, contentLanguage, contentType
 
     public var property: MetadataProperty { MetadataProperty(rawValue: rawValue)! }
+
+    /// Hashed by its case, not by its raw value's text (which a `RawRepresentable` hashes by default): an update's
+    /// properties are looked up for every object of a bulk edit.
+    public func hash(into hasher: inout Hasher) {
+        switch self {
+        case .cacheControl: hasher.combine(0)
+        case .contentDisposition: hasher.combine(1)
+        case .contentEncoding: hasher.combine(2)
+        case .contentLanguage: hasher.combine(3)
+        case .contentType: hasher.combine(4)
+        }
+    }
 }
 
 /// The metadata of one object (rule M1).
@@ -48,8 +60,8 @@ public struct ObjectMetadata: Sendable, Equatable {
     public var contentEncoding: String?
     public var contentLanguage: String?
     public var contentType: String?
-    /// Never holds an empty map's worth of meaning: an empty dictionary is "absent" (rule M5).
-    public var customMetadata: [String: String]
+    /// Never holds an empty map's worth of meaning: an empty map is "absent" (rule M5). Keys are bytes.
+    public var customMetadata: CustomMetadata
     /// An S3 object's ETag, quoted as the service gives it: what its changes are guarded by (rule S3). Nil where
     /// objects have generations (a local bucket, Cloud Storage).
     public var entityTag: String?
@@ -69,7 +81,7 @@ public struct ObjectMetadata: Sendable, Equatable {
         bucket: String, fullPath: String, generation: Int64, metageneration: Int64, size: Int64,
         timeCreated: Timestamp, updated: Timestamp, md5Hash: String, cacheControl: String? = nil,
         contentDisposition: String? = nil, contentEncoding: String? = nil, contentLanguage: String? = nil,
-        contentType: String? = nil, customMetadata: [String: String] = [:], entityTag: String? = nil,
+        contentType: String? = nil, customMetadata: CustomMetadata = [:], entityTag: String? = nil,
         versionID: String? = nil,
         crc32c: String? = nil, timeDeleted: Timestamp? = nil
     ) {
@@ -106,17 +118,7 @@ public struct ObjectMetadata: Sendable, Equatable {
             && WritableProperty.allCases.allSatisfy { NameBytes.sameBytes(a[$0], b[$0]) }
             && NameBytes.sameBytes(a.entityTag, b.entityTag) && NameBytes.sameBytes(a.versionID, b.versionID)
             && a.timeDeleted == b.timeDeleted && a.cloudStorage == b.cloudStorage
-            && sameBytes(a.customMetadata, b.customMetadata)
-    }
-
-    /// Two custom metadata maps with the same keys and values, as bytes. (A Swift dictionary finds a key by
-    /// canonical equivalence, so the key it holds is compared too.)
-    private static func sameBytes(_ a: [String: String], _ b: [String: String]) -> Bool {
-        guard a.count == b.count else { return false }
-        return a.allSatisfy { key, value in
-            guard let index = b.index(forKey: key) else { return false }
-            return NameBytes.sameBytes(b[index].key, key) && NameBytes.sameBytes(b[index].value, value)
-        }
+            && a.customMetadata == b.customMetadata
     }
 
     /// False for an S3 object, which has no generation or metageneration (rule S2): both are then 0, and not shown.
@@ -162,7 +164,7 @@ public struct ObjectMetadata: Sendable, Equatable {
     /// is guessed from the name's extension.
     public static func newObject(
         bucket: String, name: ObjectName, content: some Collection<UInt8>, generation: Int64, now: Timestamp,
-        properties: [WritableProperty: String] = [:], customMetadata: [String: String] = [:],
+        properties: [WritableProperty: String] = [:], customMetadata: CustomMetadata = [:],
         guessingContentType: Bool = true
     ) -> ObjectMetadata {
         newObject(
@@ -175,7 +177,7 @@ public struct ObjectMetadata: Sendable, Equatable {
     /// memory).
     public static func newObject(
         bucket: String, name: ObjectName, size: Int64, md5Hash: String, crc32c: String? = nil, generation: Int64,
-        now: Timestamp, properties: [WritableProperty: String] = [:], customMetadata: [String: String] = [:],
+        now: Timestamp, properties: [WritableProperty: String] = [:], customMetadata: CustomMetadata = [:],
         guessingContentType: Bool = true
     ) -> ObjectMetadata {
         var metadata = ObjectMetadata(
@@ -189,27 +191,21 @@ public struct ObjectMetadata: Sendable, Equatable {
         return metadata
     }
 
-    /// The result of an update (rules M4–M6): the new metadata, and whether anything changed.
+    /// The result of an update (rules M4–M6, M9): the new metadata, and whether anything changed.
     /// A change increments metageneration and sets `updated` to `now`; no change leaves everything as it was.
     public func applying(
         _ update: MetadataUpdate, now: Timestamp
     ) throws(StorageError) -> (
         metadata: ObjectMetadata, changed: Bool
     ) {
-        var next = self
-        for (property, change) in update.properties {
-            switch change {
-            case .set(let value): next[property] = value
-            case .unset: next[property] = nil
-            }
+        var merged = MergedMetadata(self)
+        do throws(MetadataMergeFailure) {
+            _ = try update.merge(into: &merged)
+        } catch {
+            throw error.storageError
         }
+        var next = merged.finish()
         next.cloudStorage = try update.cloudStorage.applied(to: cloudStorage, now: now)
-        if update.clearsCustomMetadata { next.customMetadata = [:] }
-        for (key, change) in update.customMetadata {
-            // Removed first: assigning over a canonically equal key would keep the old key's bytes.
-            next.customMetadata[key] = nil
-            if case .set(let value) = change { next.customMetadata[key] = value }
-        }
         return try stamped(next, now: now)
     }
 
@@ -224,6 +220,7 @@ public struct ObjectMetadata: Sendable, Equatable {
         var next = self
         for property in WritableProperty.allCases { next[property] = other[property] }
         next.customMetadata = other.customMetadata
+        try CustomMetadataLimits.validate(next.customMetadata)
         // A state without the custom time this object has (an undo, a restore) cannot be made: it is never removed.
         if let time = cloudStorage.customTime, other.cloudStorage.customTime == nil {
             throw .invalidArgument(
@@ -235,8 +232,8 @@ public struct ObjectMetadata: Sendable, Equatable {
         return try stamped(next, now: now)
     }
 
-    /// `next`, a change of `self`'s writable metadata, checked (rule M5's limits) and stamped as a change at `now`
-    /// (rule M4: one that changes nothing is no change, and keeps `self`).
+    /// `next`, a change of `self`'s writable metadata, stamped as a change at `now` (rule M6; one that changes nothing
+    /// is no change, and keeps `self`).
     ///
     /// A change of storage class is a rewrite (rule M9): the object is written again, content and metadata, as a new
     /// generation made at `now` (metageneration 1). The generation here is larger than the object's; a bucket that
@@ -244,7 +241,6 @@ public struct ObjectMetadata: Sendable, Equatable {
     private func stamped(
         _ next: ObjectMetadata, now: Timestamp
     ) throws(StorageError) -> (metadata: ObjectMetadata, changed: Bool) {
-        try CustomMetadataLimits.validate(next.customMetadata)
         guard next != self else { return (self, false) }
         var next = next
         if rewrites(to: next) {
@@ -257,7 +253,7 @@ public struct ObjectMetadata: Sendable, Equatable {
             next.metageneration = 1
             next.timeCreated = now
         } else {
-            next.metageneration += 1
+            next.metageneration = try Self.metageneration(after: metageneration)
         }
         next.updated = now
         return (next, true)
@@ -270,23 +266,31 @@ public struct ObjectMetadata: Sendable, Equatable {
 }
 
 /// How one property changes in an update (rule M4). A property not named in the update is unchanged.
-public enum PropertyChange: Sendable, Equatable {
+public enum PropertyChange: Sendable, Equatable, BytewiseEquatable {
     case set(String)
     case unset
+
+    public func hasSameBytes(as other: PropertyChange) -> Bool {
+        switch (self, other) {
+        case (.set(let a), .set(let b)): NameBytes.sameBytes(a, b)
+        case (.unset, .unset): true
+        default: false
+        }
+    }
 }
 
 /// A partial metadata update (rules M4, M5): names only what changes.
 public struct MetadataUpdate: Sendable, Equatable {
     public var properties: [WritableProperty: PropertyChange]
-    /// Per-key changes of customMetadata, applied after `clearsCustomMetadata`.
-    public var customMetadata: [String: PropertyChange]
+    /// Per-key changes of customMetadata, applied after `clearsCustomMetadata`; keys are bytes.
+    public var customMetadata: ByteKeyedMap<PropertyChange>
     /// Unsetting customMetadata as a whole clears the map (rule M5).
     public var clearsCustomMetadata: Bool
     /// Changes of Cloud Storage's own fields (rule M9).
     public var cloudStorage = CloudStorageFieldsUpdate()
 
     public init(
-        properties: [WritableProperty: PropertyChange] = [:], customMetadata: [String: PropertyChange] = [:],
+        properties: [WritableProperty: PropertyChange] = [:], customMetadata: ByteKeyedMap<PropertyChange> = [:],
         clearsCustomMetadata: Bool = false
     ) {
         self.properties = properties
@@ -399,17 +403,21 @@ public enum CustomMetadataLimits {
     /// Keys and values together, in bytes of UTF-8.
     public static let maximumBytes = 8 * 1024
 
-    public static func validate(_ custom: [String: String]) throws(StorageError) {
+    public static func validate(_ custom: CustomMetadata) throws(StorageError) {
         var total = 0
         for (key, value) in custom {
-            if key.isEmpty { throw .invalidArgument("Custom metadata keys must not be empty (rule M5).") }
+            if key.isEmpty { throw emptyKeyError }
             total += key.utf8.count + value.utf8.count
         }
-        if total > maximumBytes {
-            throw .invalidArgument(
-                "Custom metadata would take \(total) bytes; keys and values together are limited to \(maximumBytes) bytes (rule M5)."
-            )
-        }
+        if total > maximumBytes { throw tooLargeError(bytes: total) }
+    }
+
+    static let emptyKeyError = StorageError.invalidArgument("Custom metadata keys must not be empty (rule M5).")
+
+    static func tooLargeError(bytes: Int) -> StorageError {
+        .invalidArgument(
+            "Custom metadata would take \(bytes) bytes; keys and values together are limited to \(maximumBytes) bytes (rule M5)."
+        )
     }
 }
 
@@ -453,11 +461,28 @@ extension ObjectMetadata {
         for property in WritableProperty.allCases where !NameBytes.sameBytes(self[property], other[property]) {
             differences.append(PropertyDifference(key: property.rawValue, old: self[property], new: other[property]))
         }
-        let keys = Set(customMetadata.keys).union(other.customMetadata.keys)
-            .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
-        for key in keys where !NameBytes.sameBytes(customMetadata[key], other.customMetadata[key]) {
-            differences.append(
-                PropertyDifference(key: "custom." + key, old: customMetadata[key], new: other.customMetadata[key]))
+        // Both maps are in byte order of their keys: walked side by side.
+        var (mine, theirs) = (customMetadata.startIndex, other.customMetadata.startIndex)
+        while true {
+            let a = mine < customMetadata.endIndex ? customMetadata[mine] : nil
+            let b = theirs < other.customMetadata.endIndex ? other.customMetadata[theirs] : nil
+            switch (a, b) {
+            case (let a?, let b?) where NameBytes.sameBytes(a.key, b.key):
+                if !NameBytes.sameBytes(a.value, b.value) {
+                    differences.append(PropertyDifference(key: "custom." + a.key, old: a.value, new: b.value))
+                }
+                mine += 1
+                theirs += 1
+            case (let a?, let b) where b.map { NameBytes.precedes(a.key, $0.key) } ?? true:
+                differences.append(PropertyDifference(key: "custom." + a.key, old: a.value, new: nil))
+                mine += 1
+            case (_, let b?):
+                differences.append(PropertyDifference(key: "custom." + b.key, old: nil, new: b.value))
+                theirs += 1
+            case (_, nil):
+                break
+            }
+            if a == nil && b == nil { break }
         }
         // Cloud Storage's own writable fields (rule M9), after: an object written through Firebase has none, and
         // what a plan or a diff said of it before they were kept is said the same way.

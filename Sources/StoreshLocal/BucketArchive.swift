@@ -9,7 +9,7 @@ public struct ArchivedObject: Sendable, Equatable {
     public var name: ObjectName
     public var content: Data
     public var properties: [WritableProperty: String]
-    public var customMetadata: [String: String]
+    public var customMetadata: CustomMetadata
     public var generation: Int64?
     public var metageneration: Int64?
     public var timeCreated: Timestamp?
@@ -35,7 +35,7 @@ public struct ArchivedObject: Sendable, Equatable {
 
     public init(
         name: ObjectName, content: Data, properties: [WritableProperty: String] = [:],
-        customMetadata: [String: String] = [:], generation: Int64? = nil, metageneration: Int64? = nil,
+        customMetadata: CustomMetadata = [:], generation: Int64? = nil, metageneration: Int64? = nil,
         timeCreated: Timestamp? = nil, updated: Timestamp? = nil
     ) {
         self.name = name
@@ -305,7 +305,7 @@ public enum BucketArchive {
         var text: String?
         var base64: String?
         var properties: [WritableProperty: String] = [:]
-        var customMetadata: [String: String]?
+        var customMetadata: CustomMetadata?
         var generation: Int64?
         var metageneration: Int64?
         var size: Int64?
@@ -328,7 +328,7 @@ public enum BucketArchive {
                 }
             }
             customMetadata = try container.decodeIfPresent(
-                [String: String].self, forKey: JSONMemberKey("customMetadata"))
+                CustomMetadata.self, forKey: JSONMemberKey("customMetadata"))
             generation = try Self.wholeNumber(container, "generation")
             metageneration = try Self.wholeNumber(container, "metageneration")
             size = try Self.wholeNumber(container, "size")

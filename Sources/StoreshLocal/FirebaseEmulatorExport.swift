@@ -248,7 +248,7 @@ public enum FirebaseEmulatorExport {
         var metageneration: Int64?
         var md5Hash: String?
         var properties: [WritableProperty: String] = [:]
-        var customMetadata: [String: String]?
+        var customMetadata: CustomMetadata?
         /// The first custom metadata key whose value is not a string.
         var customMetadataNotText: String?
         var downloadTokens: [String]?
@@ -278,7 +278,7 @@ public enum FirebaseEmulatorExport {
             if let custom = try? root.nestedContainer(
                 keyedBy: JSONMemberKey.self, forKey: JSONMemberKey("customMetadata"))
             {
-                var metadata: [String: String] = [:]
+                var metadata: CustomMetadata = [:]
                 for key in custom.allKeys {
                     guard let value = try? custom.decode(String.self, forKey: key) else {
                         customMetadataNotText = customMetadataNotText ?? key.stringValue

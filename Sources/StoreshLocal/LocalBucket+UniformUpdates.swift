@@ -3,15 +3,16 @@ import StoreshCore
 import StoreshSQLite
 
 /// A uniform update (`meta set … -- users/**`) a page of rows at a time. Each row picked is rewritten from its own
-/// column bytes: the update's properties bound as they are, its custom keys merged into the stored custom map (a
-/// sorted run of keys and values) byte by byte, the row checksum computed over the new columns. No object's
-/// metadata is built, compared or encoded, which is where a bulk edit of a million objects spent most of its time.
+/// column bytes: merged by the rules' own code (`MetadataUpdate.merge(into:)`, as `ObjectMetadata.applying` is) over
+/// the row's columns, the update's properties bound as they are, the new custom map written in the column's form,
+/// the row checksum computed over the new columns. No object's metadata is built, compared or encoded, which is
+/// where a bulk edit of a million objects spent most of its time.
 ///
-/// A row whose bytes alone cannot decide the update takes the whole way instead (`storeMetadata`, as
-/// `updateMetadata` does): a row a snapshot sees (its version is kept first), a custom key that is not ASCII (a
-/// Swift dictionary finds keys by canonical equivalence, and the outcome must be the one it gives), a custom map
-/// the update would take past rule M5's limit (refused with that rule's message). Each object picked takes one
-/// change time from the clock, in byte order, as a call of `updateMetadata` per object would.
+/// A row whose bytes alone cannot take the update takes the whole way instead (`storeMetadata`, as
+/// `updateMetadata` does): a row a snapshot sees (its version is kept first), an update of Cloud Storage's own
+/// fields or one that clears the custom map, a merge the rules refuse (rule M5's limits, refused with that rule's
+/// message by the whole way). Each object picked takes one change time from the clock, in byte order, as a call of
+/// `updateMetadata` per object would.
 extension LocalBucket: UniformUpdates {
     public func updatePage(
         prefix: String, after: String?, limit: Int, _ update: MetadataUpdate, picking: (String) throws -> Bool
@@ -163,11 +164,12 @@ final class VisitedPage {
     static let columns = "storesh_rewritten"
 
     enum Column: Int64 {
-        case updated, checksum, custom
+        case metageneration, updated, checksum, custom
 
         /// The column's name in the `objects` table.
         var name: String {
             switch self {
+            case .metageneration: "metageneration"
             case .updated: "updated"
             case .checksum: "checksum"
             case .custom: "custom_metadata"
@@ -309,6 +311,7 @@ final class VisitedPage {
             return call.fail("\(Self.columns): not a row or a column of the page being written")
         }
         switch column {
+        case .metageneration: call.result(rewrites[position].metageneration)
         case .updated: call.result(rewrites[position].updated)
         case .checksum: call.result(rewrites[position].checksum)
         case .custom:
@@ -382,6 +385,7 @@ struct RowRewrite {
     /// The row's checksum as visited: a row whose `born` changes is written, by the second statement, only if it
     /// still has it.
     var checksumBefore: Int64
+    var metageneration: Int64
     var updated: Int64
     /// Whether the row's `born` is not the bucket's current epoch, which it takes.
     var bornChanges: Bool
@@ -478,99 +482,114 @@ struct SharedDifferences {
     }
 }
 
-/// A metadata update in the form a row takes it.
+/// A metadata update in the form a row takes it: what the page's statements bind and set, and the rewrite of one
+/// row, merged by `MetadataUpdate.merge(into:)` (rules M4, M5) over the row's column bytes (`RowMerge`) and stamped
+/// by rule M6's `ObjectMetadata.metageneration(after:)`, as `ObjectMetadata.applying` merges and stamps an object's
+/// metadata: the rules are that code, once, and this only reads and writes rows.
 struct RowUpdate {
     let update: MetadataUpdate
+    /// The update ready to merge, once for every row.
+    let merging: MetadataMerge
     /// The properties it names, in rule M1's order (which is the columns' order): each one's column and new value.
     let properties: [(property: WritableProperty, column: Int32, value: String?)]
-    /// The custom keys it names, in byte order, each with the key as a difference names it and its new value (nil:
-    /// unset). Nil when it names none, or when rows cannot take it from their bytes (a key that is not ASCII, an
-    /// empty key, or the whole map cleared): every row then takes the whole way.
-    let custom: [(key: [UInt8], differenceKey: String, value: String?)]?
-    /// Every row takes the whole way.
+    /// A writable property's column (of five: a look along them costs less than hashing).
+    static func column(of property: WritableProperty) -> Int32? {
+        StoredVersion.propertyColumns.firstIndex { $0.property == property }.map {
+            RowColumns.firstProperty + Int32($0)
+        }
+    }
+    /// How a difference names each custom key the update names, in byte order of the keys.
+    let differenceKeys: [String]
+    /// Every row takes the whole way: an update of Cloud Storage's own fields (rule M9, kept in one column as a
+    /// whole), or one that clears the custom map (its differences name keys the update does not).
     let wholeWayOnly: Bool
     /// The statement that visits a page's rows and writes those whose `born` stays (`VisitedPage`).
     let visitingStatement: String
     /// The statement that writes the rewritten rows whose `born` changes.
     let rewriteWithBorn: String
 
+    /// Whether the update names custom keys, and so writes the custom map's column.
+    var namesCustomKeys: Bool { !differenceKeys.isEmpty }
+
     init(_ update: MetadataUpdate) {
         self.update = update
-        properties = StoredVersion.propertyColumns.enumerated().compactMap { offset, column in
-            guard let change = update.properties[column.property] else { return nil }
-            let value: String? = if case .set(let value) = change { value } else { nil }
-            return (column.property, RowColumns.firstProperty + Int32(offset), value)
-        }
-        let keys = update.customMetadata.keys
-        let bytewise =
-            !update.clearsCustomMetadata && keys.allSatisfy { !$0.isEmpty && $0.utf8.allSatisfy { $0 < 0x80 } }
-        wholeWayOnly = !bytewise || !update.cloudStorage.isEmpty
-        custom =
-            keys.isEmpty || !bytewise
-            ? nil
-            : update.customMetadata.sortedByKeyBytes.map { key, change in
-                let value: String? = if case .set(let value) = change { value } else { nil }
-                return (Array(key.utf8), "custom.\(key)", value)
+        merging = MetadataMerge(update)
+        properties = StoredVersion.propertyColumns.compactMap { column in
+            guard let change = update.properties[column.property], let at = Self.column(of: column.property) else {
+                return nil
             }
+            let value: String? = if case .set(let value) = change { value } else { nil }
+            return (column.property, at, value)
+        }
+        differenceKeys = update.customMetadata.keys.map { "custom.\($0)" }
+        wholeWayOnly = update.clearsCustomMetadata || !update.cloudStorage.isEmpty
         // ?1 and ?2: the page's first and last names; ?3: the new `born`; then the properties' values.
-        // The metageneration in SQL (the row is the one visited, or one still as visited); the rest from the rewrite.
-        var columns =
-            ["metageneration = metageneration + 1"] + [VisitedPage.Column.updated, .checksum].map(\.assignment)
+        var columns = [VisitedPage.Column.metageneration, .updated, .checksum].map(\.assignment)
         columns += properties.enumerated().map { offset, property in
             "\(StoredVersion.propertyColumns[Int(property.column - RowColumns.firstProperty)].column) = ?\(4 + offset)"
         }
-        if custom != nil { columns.append(VisitedPage.Column.custom.assignment) }
+        if !differenceKeys.isEmpty { columns.append(VisitedPage.Column.custom.assignment) }
         let set = columns.joined(separator: ", ")
         visitingStatement = "UPDATE objects SET \(set) WHERE \(VisitedPage.visiting)"
         rewriteWithBorn = "UPDATE objects SET \(set), born = ?3 WHERE \(VisitedPage.bornChanging)"
     }
 
     /// The row's rewrite, its new custom map appended to `customBytes` and its differences made in `differences`;
-    /// `.some(nil)` when the update changes nothing in it, nil when the row must take the whole way.
+    /// `.some(nil)` when the update changes nothing in it, nil when the row must take the whole way (which then
+    /// gives the outcome: a refusal by rule M5, a damaged row).
     func rewrite(
         _ row: some SQLiteRow, name: String, now: Timestamp, born: Int64,
-        customBytes: inout PackedWriter, differences shared: inout SharedDifferences
+        customBytes: inout PackedWriter, differences: inout SharedDifferences
     ) -> RowRewrite?? {
         guard !wholeWayOnly else { return nil }
-        shared.begin()
-        for property in properties {
-            let old = row.bytes(property.column)
-            if !NameBytes.sameBytes(property.value, old) {
-                shared.append(
-                    slot: Int(property.column), key: property.property.rawValue, old: old, new: property.value)
-            }
-        }
         let customBefore = row.bytes(RowColumns.custom)
-        var customAfter: Range<Int>?
-        var customChanged = false
-        if let custom {
-            let start = customBytes.count
-            guard let changed = Self.merge(customBefore, with: custom, into: &customBytes, differences: &shared) else {
-                customBytes.removeBytes(from: start)
-                return nil
+        var merge = RowMerge(row: row, custom: customBefore, differenceKeys: differenceKeys)
+        // The page's buffers, lent to the merge while it runs (swapped, not copied).
+        swap(&merge.customBytes, &customBytes)
+        swap(&merge.differences, &differences)
+        defer {
+            swap(&merge.customBytes, &customBytes)
+            swap(&merge.differences, &differences)
+        }
+        let start = merge.customBytes.count
+        merge.differences.begin()
+        do throws(MetadataMergeFailure) {
+            guard try merging.merge(into: &merge) else {
+                merge.customBytes.removeBytes(from: start)
+                return .some(nil)
             }
-            customChanged = changed
-            if !changed { customBytes.removeBytes(from: start) }
-            customAfter = changed ? (customBytes.count > start ? start..<customBytes.count : nil) : nil
-        } else if let customBefore, !Self.isAllowed(customBefore) {
+        } catch {
+            merge.customBytes.removeBytes(from: start)
             return nil
         }
-        let rowBorn = row.int64(RowColumns.born)
+        guard !merge.wholeWay,
+            let metageneration = try? ObjectMetadata.metageneration(after: row.int64(RowColumns.metageneration))
+        else {
+            merge.customBytes.removeBytes(from: start)
+            return nil
+        }
+        merge.differences.end()
         var rewrite = RowRewrite(
             name: name, id: row.int64(RowColumns.id), checksumBefore: row.int64(RowColumns.checksum),
-            updated: now.microseconds,
-            bornChanges: born != rowBorn, custom: nil, checksum: 0)
-        guard !shared.isEmpty else { return .some(nil) }
-        shared.end()
+            metageneration: metageneration, updated: now.microseconds,
+            bornChanges: born != row.int64(RowColumns.born), custom: nil, checksum: 0)
+        if namesCustomKeys && !merge.customChanged {
+            // Unchanged: written back as it was (the statement sets the column when the update names a key).
+            merge.customBytes.removeBytes(from: start)
+            if let customBefore { merge.customBytes.raw(customBefore) }
+        }
+        if namesCustomKeys, merge.customBytes.count > start { rewrite.custom = start..<merge.customBytes.count }
         // The new row's values in `StoredVersion.Values`' order.
         var checksum = RowChecksum()
         checksum.add(row.bytes(RowColumns.name))
         checksum.add(row.int64(RowColumns.generation))
-        checksum.add(row.int64(RowColumns.metageneration) + 1)
+        checksum.add(metageneration)
         checksum.add(row.int64(RowColumns.size))
         checksum.add(row.int64(RowColumns.timeCreated))
         checksum.add(rewrite.updated)
         checksum.add(row.bytes(RowColumns.md5Hash))
+        // A property the update names has its value after the merge (changed, or the same bytes already), which the
+        // statement binds; the others keep theirs.
         var named = properties.makeIterator()
         var next = named.next()
         for column in RowColumns.firstProperty..<RowColumns.custom {
@@ -581,21 +600,12 @@ struct RowUpdate {
                 checksum.add(row.bytes(column))
             }
         }
-        if custom != nil, customChanged {
-            rewrite.custom = customAfter
-            if let customAfter {
-                customBytes.bytes.withUnsafeBytes { checksum.add(UnsafeRawBufferPointer(rebasing: $0[customAfter])) }
-            } else {
-                checksum.add(nil as UnsafeRawBufferPointer?)
-            }
+        if let custom = rewrite.custom {
+            merge.customBytes.bytes.withUnsafeBytes { checksum.add(UnsafeRawBufferPointer(rebasing: $0[custom])) }
+        } else if namesCustomKeys {
+            checksum.add(nil as UnsafeRawBufferPointer?)
         } else {
-            // Unchanged: written back as it was (the statement sets the column when the update names a key).
             checksum.add(customBefore)
-            if custom != nil, let customBefore {
-                let start = customBytes.count
-                customBytes.raw(customBefore)
-                rewrite.custom = start..<customBytes.count
-            }
         }
         checksum.add(row.int64(RowColumns.contentID))
         checksum.add(born)
@@ -604,77 +614,67 @@ struct RowUpdate {
         rewrite.checksum = checksum.value
         return rewrite
     }
+}
 
-    /// Whether a stored custom map is one rule M5 allows: an update checks the map it leaves, changed or not.
-    private static func isAllowed(_ stored: UnsafeRawBufferPointer) -> Bool {
-        var reader = PackedReader(stored)
-        var total = 0
-        while !reader.isAtEnd {
-            guard let key = try? reader.stringBytes(), let value = try? reader.stringBytes(), !key.isEmpty else {
-                return false
-            }
-            total += key.count + value.count
-        }
-        return total <= CustomMetadataLimits.maximumBytes
+/// A stored row as an update's merge target (`MetadataMergeTarget`): its properties and custom map read from its
+/// columns' bytes, the custom map it is left with written in the column's form (`CustomMetadataColumn`) to the
+/// page's buffer, and each change made a difference of the page's (`SharedDifferences`), slot by slot: a property's
+/// column, or -1 - the index of a custom key the update names.
+struct RowMerge<Row: SQLiteRow>: MetadataMergeTarget {
+    let row: Row
+    /// `RowUpdate`'s: the update's custom keys as differences name them; whether there are any.
+    private let differenceKeys: [String]
+    private let namesCustomKeys: Bool
+    private var reader: PackedReader
+    var customBytes = PackedWriter()
+    var differences = SharedDifferences()
+    private(set) var customChanged = false
+    /// The merge made something a row's slots cannot say (a key removed by clearing the map).
+    private(set) var wholeWay = false
+
+    init(row: Row, custom: UnsafeRawBufferPointer?, differenceKeys: [String]) {
+        self.row = row
+        self.differenceKeys = differenceKeys
+        namesCustomKeys = !differenceKeys.isEmpty
+        reader = PackedReader(custom ?? UnsafeRawBufferPointer(start: nil, count: 0))
     }
 
-    /// Merges the update's keys (in byte order) into a stored custom map (its entries in byte order of their keys,
-    /// `CustomMetadataColumn`), writing the result in the same form at the end of `bytes`, and appends a difference
-    /// for each key that changes. Answers whether any did; nil when the row must take the whole way: a stored key
-    /// that is not ASCII, a map not in order or not readable, a result past rule M5's limit.
-    private static func merge(
-        _ stored: UnsafeRawBufferPointer?, with keys: [(key: [UInt8], differenceKey: String, value: String?)],
-        into writer: inout PackedWriter, differences: inout SharedDifferences
-    ) -> Bool? {
-        var total = 0
-        var changed = false
-        var next = 0
-        /// Writes the update's key `index` where the stored map has no such key.
-        func insert(_ index: Int) {
-            guard let value = keys[index].value else { return }
-            keys[index].key.withUnsafeBytes { writer.string(bytes: $0) }
-            writer.string(value)
-            total += keys[index].key.count + value.utf8.count
-            differences.append(slot: -1 - index, key: keys[index].differenceKey, old: nil, new: value)
-            changed = true
+    func value(of property: WritableProperty) -> UnsafeRawBufferPointer? {
+        RowUpdate.column(of: property).flatMap { row.bytes($0) }
+    }
+
+    mutating func nextCustomEntry() throws(MetadataMergeFailure) -> (
+        key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer
+    )? {
+        guard !reader.isAtEnd else { return nil }
+        do {
+            return (try reader.stringBytes(), try reader.stringBytes())
+        } catch {
+            throw .unreadable
         }
-        var reader = PackedReader(stored ?? UnsafeRawBufferPointer(start: nil, count: 0))
-        var previous: UnsafeRawBufferPointer?
-        while !reader.isAtEnd {
-            guard let key = try? reader.stringBytes(), let value = try? reader.stringBytes(),
-                !key.isEmpty, key.allSatisfy({ $0 < 0x80 }),
-                previous.map({ $0.lexicographicallyPrecedes(key) }) ?? true
-            else { return nil }
-            previous = key
-            while next < keys.count, keys[next].key.lexicographicallyPrecedes(key) {
-                insert(next)
-                next += 1
-            }
-            if next < keys.count, keys[next].key.elementsEqual(key) {
-                let update = keys[next]
-                next += 1
-                guard let new = update.value else {
-                    differences.append(slot: -next, key: update.differenceKey, old: value, new: nil)
-                    changed = true
-                    continue
-                }
-                writer.string(bytes: key)
-                writer.string(new)
-                total += key.count + new.utf8.count
-                if !NameBytes.sameBytes(new, value) {
-                    differences.append(slot: -next, key: update.differenceKey, old: value, new: new)
-                    changed = true
-                }
-            } else {
-                writer.string(bytes: key)
-                writer.string(bytes: value)
-                total += key.count + value.count
-            }
+    }
+
+    mutating func change(_ property: WritableProperty, from old: UnsafeRawBufferPointer?, to new: String?) {
+        guard let column = RowUpdate.column(of: property) else { return }
+        differences.append(slot: Int(column), key: property.rawValue, old: old, new: new)
+    }
+
+    mutating func custom(_ entry: MergedCustomEntry<UnsafeRawBufferPointer>) {
+        switch entry {
+        case .kept(let key, let value):
+            guard namesCustomKeys else { return }
+            customBytes.string(bytes: key)
+            customBytes.string(bytes: value)
+        case .set(let index, let key, let value, let old):
+            customBytes.string(key)
+            customBytes.string(value)
+            differences.append(slot: -1 - index, key: differenceKeys[index], old: old, new: value)
+            customChanged = true
+        case .removed(let index?, _, let old):
+            differences.append(slot: -1 - index, key: differenceKeys[index], old: old, new: nil)
+            customChanged = true
+        case .removed(nil, _, _):
+            wholeWay = true
         }
-        while next < keys.count {
-            insert(next)
-            next += 1
-        }
-        return total > CustomMetadataLimits.maximumBytes ? nil : changed
     }
 }

@@ -875,20 +875,20 @@ public final class LocalBucket: TransactionalBucket, ImmediateReads, RulesStore,
 /// byte order, each key and value as a LEB128 byte length and its UTF-8. Bulk edits read and write this
 /// column for every object, and this is several times faster than JSON.
 enum CustomMetadataColumn {
-    static func encode(_ custom: [String: String]) -> Data? {
+    static func encode(_ custom: CustomMetadata) -> Data? {
         guard !custom.isEmpty else { return nil }
         var writer = PackedWriter(capacity: custom.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count + 4 })
-        for (key, value) in custom.sortedByKeyBytes {
+        for (key, value) in custom {
             writer.string(key)
             writer.string(value)
         }
         return Data(writer.bytes)
     }
 
-    static func decode(_ data: Data?) throws -> [String: String] {
+    static func decode(_ data: Data?) throws -> CustomMetadata {
         guard let data, !data.isEmpty else { return [:] }
-        return try data.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) throws -> [String: String] in
-            var custom: [String: String] = [:]
+        return try data.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) throws -> CustomMetadata in
+            var custom: CustomMetadata = [:]
             var reader = PackedReader(buffer)
             do {
                 while !reader.isAtEnd {

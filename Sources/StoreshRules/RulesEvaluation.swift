@@ -11,7 +11,7 @@ package enum RulesValue: Sendable {
     case list([RulesValue])
     case map([String: RulesValue])
     /// A map of strings shared with the object it came from (`resource.metadata`): reading it copies nothing.
-    case stringMap([String: String])
+    case stringMap(CustomMetadata)
     case timestamp(Timestamp)
     /// Microseconds.
     case duration(Int64)
@@ -297,6 +297,11 @@ struct RulesEvaluator {
 
     /// A map's keys in byte order (the service does not promise an order; a fixed one makes `keys()[0]`
     /// reproducible), made into a list in one allocation.
+    /// A string map as a map of the rules' values.
+    private static func ruleMap(_ map: CustomMetadata) -> [String: RulesValue] {
+        Dictionary(map.lazy.map { ($0.key, RulesValue.string($0.value)) }, uniquingKeysWith: { first, _ in first })
+    }
+
     static func sortedKeys<Keys: Collection<String>>(_ keys: Keys) -> RulesValue {
         var list = keys.map(RulesValue.string)
         list.sort { left, right in
@@ -329,11 +334,9 @@ struct RulesEvaluator {
         case (.list(let x), .list(let y)): x.count == y.count && zip(x, y).allSatisfy { equal($0, $1) }
         case (.map(let x), .map(let y)):
             x.count == y.count && x.allSatisfy { key, value in y[key].map { equal(value, $0) } ?? false }
-        case (.stringMap(let x), .stringMap(let y)):
-            x.count == y.count
-                && x.allSatisfy { key, value in y[key].map { value.utf8.elementsEqual($0.utf8) } ?? false }
-        case (.stringMap(let x), .map): equal(.map(x.mapValues(RulesValue.string)), b)
-        case (.map, .stringMap(let y)): equal(a, .map(y.mapValues(RulesValue.string)))
+        case (.stringMap(let x), .stringMap(let y)): x == y
+        case (.stringMap(let x), .map): equal(.map(ruleMap(x)), b)
+        case (.map, .stringMap(let y)): equal(a, .map(ruleMap(y)))
         default: false
         }
     }

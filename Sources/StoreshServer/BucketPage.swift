@@ -313,7 +313,7 @@ enum BucketPage {
     /// them to the JSON API with the generation and metageneration shown (`ifGenerationMatch`,
     /// `ifMetagenerationMatch`), so that a change made meanwhile, by anyone, is refused rather than overwritten;
     /// they are requests like any client's, in the request log. Without a script the form stays hidden.
-    static func editForm(bucket: String, object: ObjectMetadata, custom: [String: String]) -> HTML {
+    static func editForm(bucket: String, object: ObjectMetadata, custom: CustomMetadata) -> HTML {
         var html: HTML = """
             <p class="note scriptless">Editing needs JavaScript: the page sends its changes to this server's API.</p>
             <form class="edit" hidden data-object="\(objectResource(bucket: bucket, name: object.fullPath))" \

@@ -98,7 +98,7 @@ package enum ObjectResource {
         return String(Data(digest).base64EncodedString().dropLast())
     }
 
-    private static func customMetadata(_ map: [String: String]) -> JSONValue {
+    private static func customMetadata(_ map: CustomMetadata) -> JSONValue {
         .object(map.sortedByKeyBytes.map { ($0.key, .string($0.value)) })
     }
 

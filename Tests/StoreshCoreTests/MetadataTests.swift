@@ -10,7 +10,7 @@ struct MetadataTests {
     static let t1 = Timestamp(rfc3339: "2026-11-21T09:31:00.000Z")!
 
     static func sample(
-        custom: [String: String] = ["location": "Yosemite, CA, USA", "activity": "Hiking"]
+        custom: CustomMetadata = ["location": "Yosemite, CA, USA", "activity": "Hiking"]
     )
         -> ObjectMetadata
     {
@@ -52,12 +52,13 @@ struct MetadataTests {
         #expect(changed)
         #expect(next.customMetadata["k"].map { Array($0.utf8) } == Array(nfd.utf8))
         #expect(next != object)
-        // A key given in NFD replaces the NFC key: the key stored is the one given.
+        // A key is its bytes (rule M5), as a name is: the NFD key is a key of its own beside the NFC one.
         var rename = MetadataUpdate()
         try rename.set("custom.\(nfd)", to: "v")
         let (renamed, keyChanged) = try object.applying(rename, now: Self.t1)
         #expect(keyChanged)
-        #expect(renamed.customMetadata.keys.contains { Array($0.utf8) == Array(nfd.utf8) })
+        #expect(renamed.customMetadata.keys.map { Array($0.utf8) } == [nfd, nfc, "k"].map { Array($0.utf8) })
+        #expect(object.differences(to: renamed) == [PropertyDifference(key: "custom.\(nfd)", old: nil, new: "v")])
         // The same bytes again are no change (rule M4).
         #expect(try next.applying(update, now: Self.t1).changed == false)
     }
@@ -177,6 +178,94 @@ struct MetadataTests {
         let error = storageError { _ = try Self.sample(custom: [:]).applying(update, now: Self.t1) }
         #expect(error?.code == .invalidArgument)
         #expect(error?.message.contains("8193 bytes") == true)
+    }
+
+    /// A merge target that records what the merge says, over stored entries given as they are (in any order).
+    struct RecordingTarget: MetadataMergeTarget {
+        var properties: [WritableProperty: String] = [:]
+        var stored: [(key: String, value: String)]
+        var events: [String] = []
+
+        func value(of property: WritableProperty) -> String? { properties[property] }
+
+        mutating func nextCustomEntry() -> (key: String, value: String)? {
+            stored.isEmpty ? nil : stored.removeFirst()
+        }
+
+        mutating func change(_ property: WritableProperty, from old: String?, to new: String?) {
+            events.append("\(property.rawValue): \(old ?? "-") -> \(new ?? "-")")
+        }
+
+        mutating func custom(_ entry: MergedCustomEntry<String>) {
+            switch entry {
+            case .kept(let key, let value): events.append("kept \(key)=\(value)")
+            case .set(let index, let key, let value, let old):
+                events.append("set #\(index) \(key)=\(value) was \(old ?? "-")")
+            case .removed(let index, let key, let old):
+                events.append("removed #\(index.map(String.init) ?? "-") \(key) was \(old)")
+            }
+        }
+    }
+
+    @Test("rules M4, M5: one merge, in byte order of the keys, says what each property and key becomes")
+    func mergeOnce() throws {
+        let (nfc, nfd) = ("caf\u{E9}", "cafe\u{301}")
+        var update = MetadataUpdate()
+        try update.set("contentType", to: "text/plain")
+        try update.set("cacheControl", to: "no-cache")
+        try update.set("custom.b", to: "2")
+        try update.set("custom.\(nfd)", to: "d")
+        try update.unset("custom.z")
+        try update.set("custom.a", to: "same")
+        var target = RecordingTarget(
+            properties: [.cacheControl: "no-cache", .contentType: "image/png"],
+            stored: [("a", "same"), (nfc, "c"), ("z", "gone")])
+        #expect(try update.merge(into: &target))
+        // The NFD key sorts before the NFC one (0x65 before 0xC3), and is a key of its own.
+        #expect(
+            target.events == [
+                "contentType: image/png -> text/plain", "kept a=same", "set #1 b=2 was -", "set #2 \(nfd)=d was -",
+                "kept \(nfc)=c", "removed #3 z was gone",
+            ])
+        // Nothing that differs: no change.
+        var same = MetadataUpdate()
+        try same.set("custom.a", to: "same")
+        var unchanged = RecordingTarget(stored: [("a", "same")])
+        #expect(try same.merge(into: &unchanged) == false)
+        // Clearing removes what the update does not set again.
+        var clear = MetadataUpdate()
+        try clear.unset("custom")
+        try clear.set("custom.k", to: "v")
+        var cleared = RecordingTarget(stored: [("a", "1"), ("k", "v")])
+        #expect(try clear.merge(into: &cleared))
+        #expect(cleared.events == ["removed #- a was 1", "kept k=v"])
+        // Stored keys out of order, or empty, are not a map the merge can take.
+        var disordered = RecordingTarget(stored: [("b", "1"), ("a", "2")])
+        #expect(throws: MetadataMergeFailure.unreadable) { try MetadataUpdate().merge(into: &disordered) }
+        var emptyKey = RecordingTarget(stored: [("", "1")])
+        #expect(throws: MetadataMergeFailure.emptyKey) { try MetadataUpdate().merge(into: &emptyKey) }
+        // The limit counts the map the update leaves, changed or not.
+        var big = RecordingTarget(stored: [("k", String(repeating: "v", count: 8192))])
+        #expect(throws: MetadataMergeFailure.tooLarge(bytes: 8193)) { try MetadataUpdate().merge(into: &big) }
+    }
+
+    @Test("rule M5: custom metadata keys are bytes, kept in byte order, compared and decoded as bytes")
+    func customMetadataAsBytes() throws {
+        let (nfc, nfd) = ("caf\u{E9}", "cafe\u{301}")
+        var map: CustomMetadata = ["z": "1", nfc: "2"]
+        map[nfd] = "3"
+        #expect(map.count == 3)
+        #expect(map.keys.map { Array($0.utf8) } == [nfd, nfc, "z"].map { Array($0.utf8) })
+        #expect(map[nfc] == "2" && map[nfd] == "3")
+        #expect(map.removeValue(forKey: nfd) == "3")
+        #expect(map[nfd] == nil && map[nfc] == "2")
+        // Equal as bytes only: the same text in NFD is another map.
+        #expect(map == ["z": "1", nfc: "2"])
+        #expect(map != ["z": "1", nfd: "2"])
+        #expect(map != ["z": "1", nfc: "cafe\u{301}"] && (["v": nfc] as CustomMetadata) != ["v": nfd])
+        // A JSON object's members, in byte order of their keys.
+        let decoded = try JSONDecoder().decode(CustomMetadata.self, from: Data(#"{"b":"2","a":"1","B":"3"}"#.utf8))
+        #expect(decoded.keys == ["B", "a", "b"] && decoded.values == ["3", "1", "2"])
     }
 
     @Test("rule M6: a change bumps metageneration by 1 and sets updated; no change changes nothing")

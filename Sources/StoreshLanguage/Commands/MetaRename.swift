@@ -43,7 +43,7 @@ package struct MetaRenameCommand: LanguageCommand, Equatable {
         try await session.updateEach(targets, filters: filters, at: here) { object, metadata in
             var update = MetadataUpdate()
             guard let value = metadata.customMetadata[old.text] else { return update }
-            if let existing = metadata.customMetadata[new.text], existing != value {
+            if let existing = metadata.customMetadata[new.text], !NameBytes.sameBytes(existing, value) {
                 throw Diagnostic.running(
                     .invalidArgument(
                         "\(object.name.rawValue) has custom.\(new.text) already (\(existing.debugDescription)); renaming custom.\(old.text) would overwrite it. Unset one first."
