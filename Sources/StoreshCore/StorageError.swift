@@ -128,3 +128,19 @@ public struct StorageError: Error, Sendable, Equatable, CustomStringConvertible 
         StorageError(.internalError, message)
     }
 }
+
+/// What was asked cannot be done as asked, and nothing was started: an option, a file it names or a setting that
+/// cannot be used. Not a storage error: the command line says it as a usage error (exit status 2), whichever part
+/// found it (its own options, serve's firebase.json, an export to import).
+public struct UsageError: Error, CustomStringConvertible, Sendable {
+    public var description: String
+    /// Ctrl-C while reading a file that was named: the run ends as interrupted (130), not as a usage error.
+    public var isInterruption = false
+
+    public init(_ description: String) { self.description = description }
+
+    public init(interrupted description: String) {
+        self.description = description
+        isInterruption = true
+    }
+}

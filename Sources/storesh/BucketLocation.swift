@@ -42,7 +42,7 @@ struct BucketLocation {
     /// (`$XDG_DATA_HOME/storesh`, falling back to `~/.local/share/storesh`).
     static func resolve(
         flag: String?, environment: Environment = Environment()
-    ) throws(CommandLineError) -> BucketLocation {
+    ) throws(UsageError) -> BucketLocation {
         if let flag { return try parse(flag, source: "--bucket") }
         if let fromEnvironment = environment["STORESH_BUCKET"], !fromEnvironment.isEmpty {
             var location = try parse(fromEnvironment, source: "$STORESH_BUCKET")
@@ -60,13 +60,13 @@ struct BucketLocation {
     }
 
     /// A location as written: a scheme (`NAME://`) is never taken for a file path (rule B1).
-    static func parse(_ text: String, source: String) throws(CommandLineError) -> BucketLocation {
+    static func parse(_ text: String, source: String) throws(UsageError) -> BucketLocation {
         // `gs:NAME` or `s3:/NAME` is a real bucket mistyped, not a file to create.
         for scheme in ["gs", "s3"] {
             let lowered = text.lowercased()
             if lowered.hasPrefix(scheme + ":"), !lowered.hasPrefix(scheme + "://") {
                 let name = text.dropFirst(scheme.count + 1).drop { $0 == "/" }
-                throw CommandLineError(
+                throw UsageError(
                     "\(source) \(text): a real bucket is written \(scheme)://NAME (did you mean \(scheme)://\(name)?).")
             }
         }
@@ -87,13 +87,13 @@ struct BucketLocation {
         let rest = String(decoding: bytes.dropFirst(schemeLength + 3), as: UTF8.self)
         let name = rest.hasSuffix("/") ? String(rest.dropLast()) : rest
         guard scheme == "gs" || scheme == "s3" else {
-            throw CommandLineError("\(source) \(text): unknown kind of location '\(written)://'; a bucket is \(forms).")
+            throw UsageError("\(source) \(text): unknown kind of location '\(written)://'; a bucket is \(forms).")
         }
         guard !name.isEmpty else {
-            throw CommandLineError("\(source) \(text): give the bucket's name, as \(scheme)://NAME.")
+            throw UsageError("\(source) \(text): give the bucket's name, as \(scheme)://NAME.")
         }
         guard !name.contains("/") else {
-            throw CommandLineError(
+            throw UsageError(
                 "\(source) \(text): give the bucket alone, as \(scheme)://NAME (paths inside it are for cd, ls and the other commands)."
             )
         }
@@ -120,6 +120,14 @@ struct BucketLocation {
             options.crashAfterCommit = environment["STORESH_FAULT"] == "crash-after-commit"
         #endif
         return options
+    }
+
+    /// Where `storesh serve --import` keeps an export's bucket when no --bucket names a file: a bucket file of its
+    /// own, named after the bucket, in the data directory's `imports` folder.
+    static func imported(bucket: String) throws -> BucketLocation {
+        let folder = defaultDataDirectory(environment: Environment()) + "/imports"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        return BucketLocation(kind: .file(path: folder + "/" + bucket + ".bucket"), isDefault: false)
     }
 
     /// Opens the bucket, creating it if missing (and saying so on stderr): the default bucket from the
@@ -193,10 +201,10 @@ extension BucketLocation {
     func refuseRemote(
         _ feature: String = "this command works on local bucket files only", instead: String? = nil
     )
-        throws(CommandLineError)
+        throws(UsageError)
     {
         if case .file = kind { return }
-        throw CommandLineError("\(displayed) is a real bucket: \(feature)." + (instead.map { " \($0)" } ?? ""))
+        throw UsageError("\(displayed) is a real bucket: \(feature)." + (instead.map { " \($0)" } ?? ""))
     }
 
     /// Rule B2: says which bucket a run uses, once, on stderr before any result, when the command line did not
@@ -208,26 +216,14 @@ extension BucketLocation {
 }
 
 /// `--clock T`, else `$STORESH_CLOCK`, else the real clock.
-func makeClock(flag: String?) throws(CommandLineError) -> any StorageClock {
+func makeClock(flag: String?) throws(UsageError) -> any StorageClock {
     let fromEnvironment = Environment()["STORESH_CLOCK"].flatMap { $0.isEmpty ? nil : $0 }
     guard let text = flag ?? fromEnvironment else { return SystemClock() }
     guard let start = Timestamp(rfc3339: text) else {
         let source = flag == nil ? "$STORESH_CLOCK" : "--clock"
-        throw CommandLineError("\(source) takes an RFC 3339 time such as 2026-11-21T09:30:00.000Z, not '\(text)'.")
+        throw UsageError("\(source) takes an RFC 3339 time such as 2026-11-21T09:30:00.000Z, not '\(text)'.")
     }
     return SteppingClock(start: start)
-}
-
-/// A usage error found after argument parsing (exit status 2), or an interruption while reading a file argument.
-struct CommandLineError: Error, CustomStringConvertible {
-    var description: String
-    /// Ctrl-C while reading: the run ends as interrupted (130), not as a usage error.
-    var isInterruption = false
-    init(_ description: String) { self.description = description }
-    init(interrupted description: String) {
-        self.description = description
-        isInterruption = true
-    }
 }
 
 /// The process's environment, read a variable at a time (building the whole dictionary costs every run).

@@ -63,11 +63,11 @@ enum Diagnostics {
         switch error {
         case let error as StorageError:
             (status, code, message) = (1, error.code.name, error.message)
-        case let error as CommandLineError where error.isInterruption:
+        case let error as UsageError where error.isInterruption:
             (status, code, message) = (
                 Session.Status.interrupted.rawValue, StorageErrorCode.cancelled.name, error.description
             )
-        case let error as CommandLineError:
+        case let error as UsageError:
             (status, code, message) = (2, "usage-error", error.description)
         default:
             // Help and --version exit 0; every usage error exits 2, as the contract says (not 64).

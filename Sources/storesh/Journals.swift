@@ -127,7 +127,7 @@ func readJournal(
         do {
             descriptor = try RegularFile.open(path, what: "a plan or journal")
         } catch {
-            throw CommandLineError(error.message)
+            throw UsageError(error.message)
         }
     }
     defer { if path != "-" { close(descriptor) } }
@@ -170,7 +170,7 @@ struct BoundedLines {
             }
             searched = buffer.count
             guard buffer.count - start <= maximumLineBytes else {
-                throw CommandLineError(
+                throw UsageError(
                     "\(source): line \(lineNumber) is longer than \(MessageText.byteCount(Int64(maximumLineBytes))); this is not a plan or journal storesh wrote."
                 )
             }
@@ -189,7 +189,7 @@ struct BoundedLines {
             let count = piece.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
             if count < 0 {
                 if errno == EINTR { continue }
-                throw CommandLineError("Cannot read \(source): \(String(cString: strerror(errno))).")
+                throw UsageError("Cannot read \(source): \(String(cString: strerror(errno))).")
             }
             if count == 0 { atEnd = true } else { buffer += piece[0..<count] }
         }

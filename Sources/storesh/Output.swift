@@ -51,46 +51,46 @@ final class CheckedOutput {
 }
 
 /// What a file argument holds, with a message that says why when it cannot be read.
-func readInputFile(_ path: String) throws(CommandLineError) -> Data {
+func readInputFile(_ path: String) throws(UsageError) -> Data {
     if path == "-" { return FileHandle.standardInput.readDataToEndOfFile() }
     var isDirectory: ObjCBool = false
     guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-        throw CommandLineError("cannot read \(path): there is no such file.")
+        throw UsageError("cannot read \(path): there is no such file.")
     }
-    guard !isDirectory.boolValue else { throw CommandLineError("cannot read \(path): it is a directory.") }
+    guard !isDirectory.boolValue else { throw UsageError("cannot read \(path): it is a directory.") }
     var status = stat()
     if stat(path, &status) == 0, (status.st_mode & S_IFMT) != S_IFREG {
         // A pipe or a device: opened without waiting for a writer, then read as data comes, so Ctrl-C ends it.
         let descriptor = Foundation.open(path, O_RDONLY | O_NONBLOCK)
         guard descriptor >= 0 else {
-            throw CommandLineError("cannot read \(path): \(String(cString: strerror(errno))).")
+            throw UsageError("cannot read \(path): \(String(cString: strerror(errno))).")
         }
         defer { Foundation.close(descriptor) }
         return try readInterruptibly(descriptor, path: path)
     }
     // Read through the descriptor, so that pipes (`run <(…)`, /dev/stdin) work as well as files.
     guard let handle = FileHandle(forReadingAtPath: path) else {
-        throw CommandLineError("cannot read \(path): \(String(cString: strerror(errno))).")
+        throw UsageError("cannot read \(path): \(String(cString: strerror(errno))).")
     }
     defer { try? handle.close() }
     do {
         return try handle.readToEnd() ?? Data()
     } catch {
-        throw CommandLineError("cannot read \(path): \(error.localizedDescription)")
+        throw UsageError("cannot read \(path): \(error.localizedDescription)")
     }
 }
 
 /// What a pipe or a device holds, read until its end or until Ctrl-C, which a read that waits for a writer (a
 /// FIFO) or never ends (/dev/zero) would otherwise not see.
-private func readInterruptibly(_ descriptor: Int32, path: String) throws(CommandLineError) -> Data {
+private func readInterruptibly(_ descriptor: Int32, path: String) throws(UsageError) -> Data {
     var data = Data()
     while true {
         switch nextRead(of: descriptor) {
         case .bytes(let bytes): data.append(contentsOf: bytes)
         case .end: return data
         case .interrupted:
-            throw CommandLineError(interrupted: "Interrupted while reading \(path); nothing was written.")
-        case .failed: throw CommandLineError("cannot read \(path): \(String(cString: strerror(errno))).")
+            throw UsageError(interrupted: "Interrupted while reading \(path); nothing was written.")
+        case .failed: throw UsageError("cannot read \(path): \(String(cString: strerror(errno))).")
         }
     }
 }

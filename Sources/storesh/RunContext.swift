@@ -45,7 +45,7 @@ struct RunContext: Equatable {
     /// `--plan` is for a script's run: refused by the commands that have plans of their own (apply, undo, copy).
     func refusePlan(_ command: String) throws {
         if plan != nil {
-            throw CommandLineError(
+            throw UsageError(
                 "--plan keeps the plan of a script; \(command) --dry-run prints its plan, which is applied by running \(command) without --dry-run."
             )
         }
@@ -56,14 +56,14 @@ struct RunContext: Equatable {
     var silent: Bool { quiet || json }
 
     /// `--clock`, else `$STORESH_CLOCK`, else the real clock.
-    func makeClock() throws(CommandLineError) -> any StorageClock { try storesh.makeClock(flag: clock) }
+    func makeClock() throws(UsageError) -> any StorageClock { try storesh.makeClock(flag: clock) }
 
     // MARK: Opening the bucket
 
     /// Where `--bucket` says the bucket is: a usage error (exit 2) for an empty or unknown location, before
     /// anything opens.
     func location() throws -> BucketLocation {
-        if bucket?.isEmpty == true { throw CommandLineError("--bucket needs a bucket: \(BucketLocation.forms).") }
+        if bucket?.isEmpty == true { throw UsageError("--bucket needs a bucket: \(BucketLocation.forms).") }
         return try BucketLocation.resolve(flag: bucket)
     }
 
@@ -139,7 +139,7 @@ struct RunContext: Equatable {
     ) throws -> Session {
         if opened.isFile, let journal {
             // A journal would be promised and never written: a bucket file's run lands whole or not at all.
-            throw CommandLineError(
+            throw UsageError(
                 "--journal \(journal) keeps the journal of a run on a real bucket (gs://, s3://); a script on the bucket file \(opened.given) lands whole or not at all, and snapshot save and snapshot restore put a bucket file back. Nothing was run."
             )
         }

@@ -5,30 +5,30 @@ import StoreshLanguage
 /// A script's bytes for `run FILE` and standard input, read in pieces: a regular file is read where it is (twice:
 /// checked, then run); anything else (a pipe, `/dev/stdin`, `<(…)`) can be read once only, so what it gives is
 /// kept as it is read: in memory while it is small, then in a private temporary file.
-func scriptBytes(at path: String) throws(CommandLineError) -> any ScriptBytes {
+func scriptBytes(at path: String) throws(UsageError) -> any ScriptBytes {
     var status = stat()
     guard stat(path, &status) == 0 else {
-        throw CommandLineError(
+        throw UsageError(
             errno == ENOENT
                 ? "cannot read \(path): there is no such file."
                 : "cannot read \(path): \(String(cString: strerror(errno))).")
     }
     guard (status.st_mode & S_IFMT) != S_IFDIR else {
-        throw CommandLineError("cannot read \(path): it is a directory.")
+        throw UsageError("cannot read \(path): it is a directory.")
     }
     let regular = (status.st_mode & S_IFMT) == S_IFREG
     // A pipe or a device is opened without waiting for a writer, then read as data comes, so that Ctrl-C ends it.
     let descriptor = Foundation.open(path, O_RDONLY | O_CLOEXEC | (regular ? 0 : O_NONBLOCK))
-    guard descriptor >= 0 else { throw CommandLineError("cannot read \(path): \(String(cString: strerror(errno))).") }
+    guard descriptor >= 0 else { throw UsageError("cannot read \(path): \(String(cString: strerror(errno))).") }
     // What was opened decides (the path may have been replaced since it was looked at).
     guard fstat(descriptor, &status) == 0 else {
         Foundation.close(descriptor)
-        throw CommandLineError("cannot read \(path): \(String(cString: strerror(errno))).")
+        throw UsageError("cannot read \(path): \(String(cString: strerror(errno))).")
     }
     if (status.st_mode & S_IFMT) == S_IFREG { return ScriptFile(descriptor: descriptor, path: path) }
     guard (status.st_mode & S_IFMT) != S_IFDIR else {
         Foundation.close(descriptor)
-        throw CommandLineError("cannot read \(path): it is a directory.")
+        throw UsageError("cannot read \(path): it is a directory.")
     }
     return KeptInput(descriptor: descriptor, name: path, closes: true)
 }

@@ -82,7 +82,7 @@ struct Storesh: StoreshCommand {
             guard let text = CommandCatalog.helpText(for: topic) else {
                 leave(
                     Diagnostics.report(
-                        CommandLineError(
+                        UsageError(
                             "storesh help \(topic): no subcommand, command or topic has that name; storesh --help lists the subcommands, storesh -c help the commands."
                         )))
             }
@@ -147,7 +147,7 @@ struct RootInvocation: Equatable {
             // argument-parser keeps the last of a repeated option: a script given twice would run one and drop one.
             let given = ProcessArguments.current.occurrences(ofOption: "-c")
             if given > 1 {
-                throw CommandLineError(
+                throw UsageError(
                     "-c is given \(given) times; give one script, its commands on separate lines or separated by ; (-c 'pwd; ls'). Nothing was run."
                 )
             }
@@ -162,7 +162,7 @@ struct RootInvocation: Equatable {
             }
         }
         if context.plan != nil {
-            throw CommandLineError(
+            throw UsageError(
                 "--plan keeps the plan of a script (-c TEXT, run FILE or standard input), not of the prompt's lines.")
         }
         let shell = try Shell(

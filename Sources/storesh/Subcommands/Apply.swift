@@ -41,21 +41,21 @@ struct Apply: StoreshCommand {
         }
         let started = try kept.plan.outcomeCounts()
         if kept.end != nil || started.applied + started.failed > 0 {
-            throw CommandLineError(
+            throw UsageError(
                 "\(file) is the journal of a run that has started, not a plan to apply: finish it with storesh run --resume \(file), or put it back with storesh undo \(file)."
             )
         }
         let location = try BucketLocation.parse(kept.bucket, source: "the plan's bucket")
         if case .file(let path) = location.kind {
             guard access(path, F_OK) == 0 else {
-                throw CommandLineError(
+                throw UsageError(
                     "\(file) is a plan for the bucket \(path), which does not exist (any longer); nothing was applied.")
             }
         }
         if let given = context.bucket {
             let givenLocation = try BucketLocation.parse(given, source: "--bucket")
             guard givenLocation.sameBucket(as: location) else {
-                throw CommandLineError(
+                throw UsageError(
                     "\(file) is a plan for \(kept.bucket), not \(given); it applies to the bucket it was made on.")
             }
         }

@@ -50,13 +50,13 @@ struct Copy: StoreshCommand {
         let context = RunContext(bucket: bucketOptions, output: outputOptions, apply: applyOptions, plan: planOptions)
         try context.refusePlan("copy")
         if context.bucket != nil {
-            throw CommandLineError(
+            throw UsageError(
                 "copy takes its buckets as arguments: storesh copy SOURCE DESTINATION (not --bucket).")
         }
         let from = try BucketLocation.parse(source, source: "copy's source")
         let to = try BucketLocation.parse(destination, source: "copy's destination")
         guard from.displayed != to.displayed else {
-            throw CommandLineError("copy: the source and the destination are the same bucket, \(from.displayed).")
+            throw UsageError("copy: the source and the destination are the same bucket, \(from.displayed).")
         }
         let folder = try Self.folderPrefix(prefix)
         storesh_install_interrupt_handler()
@@ -64,7 +64,7 @@ struct Copy: StoreshCommand {
         let clock = try context.makeClock()
         // A copy never creates what it reads.
         if case .file(let path) = from.kind, access(path, F_OK) != 0 {
-            throw CommandLineError("copy: there is no bucket file \(path) to copy from.")
+            throw UsageError("copy: there is no bucket file \(path) to copy from.")
         }
         let sourceBucket = try await context.open(from, clock: clock).bucket
         // A dry run makes nothing, not even the destination's file: a file not there yet is an empty bucket.

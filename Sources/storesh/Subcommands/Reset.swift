@@ -37,7 +37,7 @@ struct Reset: StoreshCommand {
             sample = try BucketArchive.parse(Data(PackageResources.teaching_json), source: "teaching sample").objects
         } else {
             guard access(location.path, F_OK) == 0 else {
-                throw CommandLineError(
+                throw UsageError(
                     "There is no bucket file \(location.path) to reset; the default bucket is reset without --bucket.")
             }
             sample = []
@@ -49,7 +49,7 @@ struct Reset: StoreshCommand {
             let question =
                 "Empty \(bucket.url) (\(location.path)): delete its \(MessageText.counted(count, "object")) and put back the open rules?"
             guard isatty(STDIN_FILENO) != 0 else {
-                throw CommandLineError("\(question) Give --yes to do so without a terminal to ask at.")
+                throw UsageError("\(question) Give --yes to do so without a terminal to ask at.")
             }
             Diagnostics.ask("\(question) Type yes to go on:")
             let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased()

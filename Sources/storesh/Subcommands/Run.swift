@@ -63,18 +63,18 @@ struct Run: StoreshCommand {
 
     func execute() async throws -> Session.Status {
         if ProcessArguments.current.options.contains("-c") {
-            throw CommandLineError("-c TEXT and run FILE each give the script; use one of them.")
+            throw UsageError("-c TEXT and run FILE each give the script; use one of them.")
         }
         let context = context
         if let resume {
             try context.refusePlan("run --resume")
             guard file == nil else {
-                throw CommandLineError("run --resume JOURNAL finishes the journal's own plan; give no script with it.")
+                throw UsageError("run --resume JOURNAL finishes the journal's own plan; give no script with it.")
             }
             return try await resumeRun(resume, in: context)
         }
         guard let file else {
-            throw CommandLineError("run needs a script file: storesh run FILE (or storesh run --resume JOURNAL).")
+            throw UsageError("run needs a script file: storesh run FILE (or storesh run --resume JOURNAL).")
         }
         if explain { try context.refusePlan("run --explain") }
         let bytes = file == "-" ? standardInputScript() : try scriptBytes(at: file)
@@ -88,10 +88,10 @@ struct Run: StoreshCommand {
             // before anything runs.
             if let snapshot {
                 guard let store = opened.bucket.snapshotStore else {
-                    throw CommandLineError("--snapshot \(snapshot): \(opened.bucket.url) keeps no snapshots.")
+                    throw UsageError("--snapshot \(snapshot): \(opened.bucket.url) keeps no snapshots.")
                 }
                 if try await store.snapshots().contains(where: { $0.name == snapshot }) {
-                    throw CommandLineError(
+                    throw UsageError(
                         "--snapshot \(snapshot): the bucket has a snapshot of that name already; choose another name, or remove it with storesh -c 'snapshot rm \(snapshot)'."
                     )
                 }
@@ -107,7 +107,7 @@ struct Run: StoreshCommand {
             try FileContentSource(path: origin)
         }
         if let given = context.bucket, given != journal.bucket {
-            throw CommandLineError(
+            throw UsageError(
                 "\(path) is a journal of \(journal.bucket), not \(given); resume it without --bucket.")
         }
         if journal.end == ApplyOutcome.End.complete.rawValue {

@@ -196,213 +196,49 @@ struct Serve: StoreshCommand {
         try location.refuseRemote(
             "storesh serve serves a local bucket file", instead: "Give --bucket a bucket file (it may be a new one).")
         let clock = try context.makeClock()
-        // The project's firebase.json, as the emulator reads it (the command line's options come first); read before
-        // anything opens, so that a mistake in it starts nothing.
-        let projectPath = noConfig ? nil : config ?? FirebaseProjectFile.find()
-        let project = try projectPath.map { path throws(CommandLineError) in try FirebaseProjectFile.read(path) }
-        let rulesTexts = try project?.checkedRulesTexts() ?? [:]
-        // Read and checked before anything opens (each content's size and MD5, a piece at a time, not kept): a
-        // damaged export starts nothing. A directory that does not exist yet is where the first export will go, as
-        // firebase emulators:start --import DIR --export-on-exit starts empty the first time.
-        // A bucket file holds objects up to SQLite's largest value: a larger limit would take a whole body and then
-        // fail to store it (500 "string or blob too big"), so the limit is that, and said once.
-        var maximumObjectBytes = Int64(maxObjectSize) << 20
-        if maximumObjectBytes > LocalBucket.largestObjectBytes {
-            maximumObjectBytes = LocalBucket.largestObjectBytes
-            Diagnostics.warning(
-                "--max-object-size \(maxObjectSize) MiB is more than a bucket file holds: objects of up to \(MessageText.grouped(maximumObjectBytes)) bytes are taken, larger ones refused (413) before their bytes are read"
-            )
-        }
-        let importExists = importDirectory.map { access($0, F_OK) == 0 } ?? false
-        let imported = try importDirectory.flatMap { directory throws(StorageError) in
-            importExists
-                ? try FirebaseEmulatorExport.read(directory: directory, maximumObjectBytes: maximumObjectBytes) : nil
-        }
-        var nameForNewBucket = name
-        if nameForNewBucket == nil, let imported {
-            // A new bucket file takes the export's (first) bucket name, as the emulator would serve it.
-            nameForNewBucket = FirebaseExportImport.firstBucket(of: imported)
-        }
+        var settings = ServeSettings()
+        (settings.host, settings.port, settings.name, settings.otherBuckets) = (host, port, name, otherBuckets)
+        settings.projectFile = noConfig ? .none : config.map { .file($0) } ?? .find
+        (settings.maximumObjectMiB, settings.latencyMilliseconds) = (maxObjectSize, latency)
+        (settings.writesPerSecond, settings.readsPerSecond) = (writeRate, readRate)
+        (settings.corsOrigins, settings.allowedHosts) = (corsOrigins, allowedHosts)
+        (settings.idleTimeoutSeconds, settings.signingKey) = (idleTimeout, signingKey)
+        settings.createsBucketsOnEveryWrite = createBucketsOnWrite
+        (settings.importDirectory, settings.replace, settings.exportOnExit) = (importDirectory, replace, exportOnExit)
+        settings.quiet = context.quiet
+        let report = ServeReport(
+            notice: { Diagnostics.notice($0, from: "storesh serve") },
+            warning: { Diagnostics.warning($0, from: "storesh serve") })
+        let launch = try await ServeLaunch.prepare(settings, report: report)
+        var nameForNewBucket = launch.nameForNewBucket
         if let importDirectory, location.unnamedSource != nil {
             // An export is served as its own buckets, never poured into the default (teaching) bucket or the one
             // $STORESH_BUCKET names: from bucket files of their own, named after the export's buckets (rule V9).
             let bucketName = nameForNewBucket ?? LocalBucket.defaultName(forFile: importDirectory)
             nameForNewBucket = bucketName
-            location = try FirebaseExportImport.ownLocation(forBucket: bucketName)
+            location = try BucketLocation.imported(bucket: bucketName)
         }
-        let otherBucketsDirectory =
-            otherBuckets ?? (URL(fileURLWithPath: location.path).deletingLastPathComponent().path)
-        if let otherBuckets {
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: otherBuckets, isDirectory: &isDirectory), isDirectory.boolValue
-            else {
-                throw CommandLineError("--buckets \(otherBuckets): there is no such directory; create it first.")
-            }
-        }
-        let host = self.host ?? project?.host ?? "127.0.0.1"
-        var limits = ServeLimits(maximumObjectBytes: Int(maximumObjectBytes))
-        (limits.writesPerSecond, limits.readsPerSecond) = (writeRate, readRate)
-        var configuration = ServeConfiguration(
-            host: host, port: port ?? project?.port ?? 9199, limits: limits,
-            latency: .milliseconds(latency), originPolicy: OriginPolicy(origins: corsOrigins, hosts: allowedHosts))
-        configuration.idleTimeout = .seconds(idleTimeout)
-        configuration.createsBucketsOnEveryWrite = createBucketsOnWrite
-        if let signingKey {
-            do {
-                configuration.signingKey = try SignedURLKey(
-                    serviceAccountFile: signingKey,
-                    contents: try RegularFile.read(
-                        signingKey, maximumBytes: RegularFile.maximumDocumentBytes, what: "a service account key"))
-            } catch {
-                throw CommandLineError("--signing-key: \(error.message)")
-            }
-        }
-        // Nothing is written (no bucket file made, no import, no rules stored) until the server can listen.
-        try await StorageServer.checkAddress(of: configuration)
         let existed = access(location.path, F_OK) == 0
         // With --import, what the bucket holds is the export's, and said so once (not that a new file was empty).
         let bucket = try location.open(
             clock: clock, quiet: context.quiet || importDirectory != nil, nameForNewBucket: nameForNewBucket)
         _ = OpenBuckets.shared.keep(bucket)
-        if let name, bucket.name != name {
-            throw CommandLineError(
-                "The bucket file \(bucket.path) holds gs://\(bucket.name), not gs://\(name); serve it as gs://\(bucket.name), or give --bucket a new file to create gs://\(name)."
-            )
-        }
-        if let importDirectory, !importExists, !context.quiet {
-            Diagnostics.notice(
-                "\(importDirectory) does not exist yet: serving gs://\(bucket.name) (\(bucket.path)) as it is\(exportOnExit != nil ? "; it is exported there when the server stops" : "")",
-                from: "storesh serve")
-        }
-        if let imported, let importDirectory {
-            for summary in try FirebaseExportImport.serve(
-                imported, directory: importDirectory, first: bucket, others: otherBucketsDirectory, clock: clock,
-                replace: replace)
-            where !context.quiet {
-                Diagnostics.notice((existed ? "" : "created \(bucket.path); ") + summary, from: "storesh serve")
-            }
-        }
-        let server = try StorageServer(
-            bucket: bucket, otherBuckets: otherBucketsDirectory, options: BucketLocation.options(clock: clock),
-            configuration: configuration,
-            onCreate: { [quiet = context.quiet] name, path in
-                if !quiet {
-                    Diagnostics.notice(
-                        "created gs://\(name) at \(path), as a client asked (buckets.insert, or a first write to it)",
-                        from: "storesh serve")
-                }
-            })
-        let watches = try await loadProjectRules(project, texts: rulesTexts, into: server, first: bucket.name)
-        defer { for watch in watches { watch.cancel() } }
-        let logs = log ?? (!context.quiet && isatty(STDERR_FILENO) != 0)
-        let loopback = host == "localhost" || host == "::1" || host.hasPrefix("127.")
-        let greeting = Self.greeting(
-            bucket: bucket.name, path: bucket.path, others: otherBucketsDirectory, warnOfAddress: !loopback,
-            everyWriteCreates: createBucketsOnWrite)
         let logLine: @Sendable (ServedRequest) -> Void = { request in
             let milliseconds = (request.seconds * 1000).formatted(.number.precision(.fractionLength(1)))
             Diagnostics.line("\(request.method) \(request.path) \(request.status) \(milliseconds) ms")
         }
-        let served: (changes: Int, commits: Int)
-        do {
-            served = try await server.run(onListening: greeting, log: logs ? logLine : nil)
-        } catch let error as ServeError {
-            // A server that never listened leaves no bucket file it created.
-            if !existed {
-                bucket.close()
-                for suffix in ["", "-wal", "-shm"] { unlink(bucket.path + suffix) }
-            }
-            throw error
-        }
-        let path = bucket.path
-        Diagnostics.notice(
-            "stopped after \(MessageText.counted(served.changes, "change")) by its clients in \(MessageText.counted(served.commits, "commit")); every answered change is in \(path)\(server.servedBuckets.count > 1 ? " and the other buckets' files in \(otherBucketsDirectory)" : "").",
-            from: "storesh serve")
-        if let exportOnExit {
-            let directory = exportOnExit.isEmpty ? importDirectory ?? exportOnExit : exportOnExit
-            // The server has closed its buckets: the export reads their files again, as they now are.
-            let exported = try FirebaseEmulatorExport.write(
-                files: server.servedBuckets, to: directory, options: BucketLocation.options(clock: clock),
-                counting: context.progressMeter)
-            let buckets =
-                exported.buckets.count == 1
-                ? "" : " of \(exported.buckets.map { "gs://\($0)" }.joined(separator: ", "))"
-            Diagnostics.notice(
-                "exported \(MessageText.counted(exported.objects, "object"))\(buckets) to \(directory) (the Firebase emulator's layout)",
-                from: "storesh serve")
-            if let said = exported.leftOut.described { Diagnostics.warning(said, from: "storesh serve") }
-            for file in exported.skipped {
-                Diagnostics.warning(
-                    "not exported: \(file), which is not a bucket file storesh serve can read", from: "storesh serve")
-            }
-        }
+        let logs = log ?? (!context.quiet && isatty(STDERR_FILENO) != 0)
+        try await launch.run(
+            bucket: bucket, existed: existed, options: BucketLocation.options(clock: clock),
+            counting: context.progressMeter, greeting: Self.greeting, log: logs ? logLine : nil)
         return .success
     }
 
-    /// Puts the project's rules in force, as the emulator does: one `storage.rules` for every bucket; a `storage`
-    /// list, each file for the bucket it names (the first file for the served bucket when the list names it not).
-    /// Each file is watched and loaded again when it changes. Returns the watches, to cancel when the server stops.
-    private func loadProjectRules(
-        _ project: FirebaseProjectFile?, texts: [String: String], into server: StorageServer, first: String
-    )
-        async throws -> [Task<Void, Never>]
-    {
-        guard let project, !project.rules.isEmpty else {
-            if let problem = server.rulesProblem {
-                Diagnostics.warning(
-                    "the bucket's security rules cannot be used (\(problem)); every v0 request they would decide is denied until rules are loaded (PUT /internal/setRules, or rules load in the shell)",
-                    from: "storesh serve")
-            }
-            return []
-        }
-        // Which buckets each file is for; nil: every bucket.
-        var targets: [(path: String, buckets: [String]?)] = []
-        if project.rules.count == 1, project.rules[0].bucket == nil {
-            targets = [(project.rules[0].path, nil)]
-        } else {
-            for (bucket, path) in project.rules {
-                let name = bucket ?? first
-                if let index = targets.firstIndex(where: { $0.path == path }) {
-                    targets[index].buckets?.append(name)
-                } else {
-                    targets.append((path, [name]))
-                }
-            }
-            if !project.rules.contains(where: { ($0.bucket ?? first) == first }) { targets[0].buckets?.append(first) }
-        }
-        var watches: [Task<Void, Never>] = []
-        for (path, buckets) in targets {
-            guard let text = texts[path] else { continue }
-            let load: @Sendable (String) async throws -> Void = { text in
-                if let buckets {
-                    for bucket in buckets { try await server.loadRules(source: text, origin: path, bucket: bucket) }
-                } else {
-                    try await server.loadRules(source: text, origin: path)
-                }
-            }
-            do {
-                try await load(text)
-            } catch {
-                let reason = (error as? StorageError)?.message ?? "\(error)"
-                throw CommandLineError("\(project.path) names the rules \(path), which cannot be loaded: \(reason)")
-            }
-            if !bucketOptions.quiet {
-                let scope = buckets.map { "gs://" + $0.joined(separator: ", gs://") } ?? "every bucket"
-                Diagnostics.notice(
-                    "the rules of \(path) (named by \(project.path)) are in force for \(scope), and again whenever the file changes",
-                    from: "storesh serve")
-            }
-            let watch = RulesFileWatch(path: path, load: load)
-            watches.append(Task { await watch.run(from: text) })
-        }
-        return watches
-    }
-
     /// What a client needs, once the server listens: where, and the lines that point the clients at it.
-    static func greeting(
-        bucket: String, path: String, others: String, warnOfAddress: Bool, everyWriteCreates: Bool
-    ) -> @Sendable (String, Int) -> Void {
-        { host, port in
+    static func greeting(_ served: ServeGreeting) -> @Sendable (String, Int) -> Void {
+        let (bucket, path, others) = (served.bucket, served.path, served.otherBuckets)
+        let (warnOfAddress, everyWriteCreates) = (served.notLoopback, served.everyWriteCreates)
+        return { host, port in
             // Clients reach a server that listens on every interface at loopback too.
             let reachable = host == "0.0.0.0" ? "127.0.0.1" : host == "::" ? "::1" : host
             let address = reachable.contains(":") ? "[\(reachable)]:\(port)" : "\(reachable):\(port)"

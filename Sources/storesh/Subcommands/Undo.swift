@@ -39,7 +39,7 @@ struct Undo: StoreshCommand {
         try context.refusePlan("undo")
         let journal = try readJournal(file, counting: context.progressMeter)
         if let given = context.bucket, given != journal.bucket {
-            throw CommandLineError(
+            throw UsageError(
                 "\(file) is a journal of \(journal.bucket), not \(given); undo works on the bucket its journal names.")
         }
         let (changes, impossible) = try JournalRecord.undo(journal, counting: context.progressMeter)

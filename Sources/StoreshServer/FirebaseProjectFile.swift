@@ -7,35 +7,35 @@ import StoreshRules
 /// does: where the storage emulator listens (`emulators.storage.host`, `.port`) and the security rules file
 /// (`storage.rules`, or the entry of a `storage` list whose `bucket` is the one served, else its first). A project's
 /// tests can then swap the emulator for storesh serve without repeating its configuration.
-struct FirebaseProjectFile {
+package struct FirebaseProjectFile: Sendable {
     /// The file read, as found or given.
-    var path: String
-    var host: String?
-    var port: Int?
+    package var path: String
+    package var host: String?
+    package var port: Int?
     /// The rules files it names, each for a bucket or for any, relative to the current directory (the project file
     /// names them relative to itself).
-    var rules: [(bucket: String?, path: String)] = []
+    package var rules: [(bucket: String?, path: String)] = []
 
     /// The rules file for `bucket`: the entry naming it, else the first.
-    func rulesPath(for bucket: String) -> String? {
+    package func rulesPath(for bucket: String) -> String? {
         (rules.first { $0.bucket == bucket } ?? rules.first)?.path
     }
 
     /// The text of every rules file it names, by path, each read and checked: one that cannot be read or used is
     /// an error that names this file.
-    func checkedRulesTexts() throws(CommandLineError) -> [String: String] {
+    package func checkedRulesTexts() throws(UsageError) -> [String: String] {
         var texts: [String: String] = [:]
         for rules in rules {
             switch RulesFileWatch.text(of: rules.path) {
             case .failure(let problem):
                 let reason =
                     problem.description.hasSuffix(".") ? String(problem.description.dropLast()) : problem.description
-                throw CommandLineError("\(path) names a rules file storesh cannot use: \(reason); nothing was started.")
+                throw UsageError("\(path) names a rules file storesh cannot use: \(reason); nothing was started.")
             case .success(let text):
                 do throws(StorageError) {
                     try RulesEngine.check(text, origin: rules.path)
                 } catch {
-                    throw CommandLineError(
+                    throw UsageError(
                         "\(path) names the rules \(rules.path), which cannot be used: \(error.message); nothing was started."
                     )
                 }
@@ -47,7 +47,7 @@ struct FirebaseProjectFile {
 
     /// The `firebase.json` of the project the current directory is in: here or in a directory above, as the
     /// Firebase CLI finds its project.
-    static func find(from directory: String = FileManager.default.currentDirectoryPath) -> String? {
+    package static func find(from directory: String = FileManager.default.currentDirectoryPath) -> String? {
         var current = URL(fileURLWithPath: directory).standardizedFileURL
         // Bounded: each round goes one directory up, and the root's parent is the root.
         while true {
@@ -60,21 +60,21 @@ struct FirebaseProjectFile {
     }
 
     /// Reads `path`. Errors name the file and the key.
-    static func read(_ path: String) throws(CommandLineError) -> FirebaseProjectFile {
+    package static func read(_ path: String) throws(UsageError) -> FirebaseProjectFile {
         let data: Data
         do {
             data = try RegularFile.read(
                 path, maximumBytes: RegularFile.maximumDocumentBytes, what: "a Firebase project file")
         } catch {
-            throw CommandLineError(error.message)
+            throw UsageError(error.message)
         }
         let document: Document
         do {
             document = try JSONDecoder().decode(Document.self, from: data)
         } catch let problem as Problem {
-            throw CommandLineError("\(path): \(problem.message)")
+            throw UsageError("\(path): \(problem.message)")
         } catch {
-            throw CommandLineError("\(path) is not a Firebase project file: its text is not a JSON object.")
+            throw UsageError("\(path) is not a Firebase project file: its text is not a JSON object.")
         }
         var project = FirebaseProjectFile(path: path)
         (project.host, project.port) = (document.host, document.port)
@@ -98,18 +98,20 @@ struct RulesFileWatch {
     let path: String
     /// Loads a text into the server; throws its error (positioned in the file).
     let load: @Sendable (_ source: String) async throws -> Void
+    /// Where what happened is said.
+    let report: ServeReport
 
     /// The text of the rules file at `path`, or why it cannot be read: a regular file of at most
     /// `RegularFile.maximumDocumentBytes`.
-    static func text(of path: String) -> Result<String, CommandLineError> {
+    static func text(of path: String) -> Result<String, UsageError> {
         let data: Data
         do {
             data = try RegularFile.read(path, maximumBytes: RegularFile.maximumDocumentBytes, what: "the rules file")
         } catch {
-            return .failure(CommandLineError(error.message))
+            return .failure(UsageError(error.message))
         }
         guard let text = String(data: data, encoding: .utf8) else {
-            return .failure(CommandLineError("the rules file \(path) is not UTF-8 text"))
+            return .failure(UsageError("the rules file \(path) is not UTF-8 text"))
         }
         return .success(text)
     }
@@ -147,7 +149,7 @@ struct RulesFileWatch {
             case .failure(let problem):
                 // Said once, not every half second (an editor may replace the file in two steps).
                 if problem.description != lastProblem {
-                    Diagnostics.warning("\(problem.description); the rules in force stay", from: "storesh serve")
+                    report.warning("\(problem.description); the rules in force stay")
                     lastProblem = problem.description
                 }
             case .success(let text) where text != last:
@@ -155,12 +157,10 @@ struct RulesFileWatch {
                 lastProblem = nil
                 do {
                     try await load(text)
-                    Diagnostics.notice("\(path) changed: its rules are in force", from: "storesh serve")
+                    report.notice("\(path) changed: its rules are in force")
                 } catch {
                     let reason = (error as? StorageError)?.message ?? "\(error)"
-                    Diagnostics.warning(
-                        "\(path) changed, but its rules were not loaded: \(reason); the rules in force stay",
-                        from: "storesh serve")
+                    report.warning("\(path) changed, but its rules were not loaded: \(reason); the rules in force stay")
                 }
             case .success:
                 break
