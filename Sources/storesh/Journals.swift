@@ -28,6 +28,45 @@ final class JournalFile: ApplyJournal, @unchecked Sendable {
         try sync()
     }
 
+    /// A new journal that starts as the bytes of a kept plan (`--dry-run --plan FILE` keeps a journal of a run not
+    /// started): the plan was written once, by the dry run, and is copied a piece at a time, not written again from
+    /// the plan read back. `read` is the plan file as it was when it was read; a file changed since is refused, so the
+    /// journal holds the plan that is applied.
+    init(copying planPath: String, read: FileIdentity, creating path: String) throws {
+        let source: Int32
+        do {
+            source = try RegularFile.open(planPath, what: "a plan")
+        } catch {
+            throw UsageError(error.message)
+        }
+        defer { close(source) }
+        guard FileIdentity(descriptor: source) == read else {
+            throw UsageError(
+                "\(planPath) changed while it was being applied; nothing was applied. Review it, then apply it again.")
+        }
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        descriptor = Foundation.open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            throw StorageError(
+                .invalidArgument, "Cannot create the journal \(path): \(String(cString: strerror(errno))).")
+        }
+        location = path
+        var piece = [UInt8](repeating: 0, count: 1 << 20)
+        while true {
+            let count = piece.withUnsafeMutableBytes { Foundation.read(source, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count >= 0 else {
+                throw StorageError(
+                    .unknown,
+                    "Cannot read the plan \(planPath): \(String(cString: strerror(errno))); nothing was applied.")
+            }
+            if count == 0 { break }
+            try piece.withUnsafeBytes { try append(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+        }
+        try sync()
+    }
+
     /// A journal's first lines: the header and every change of the plan, handed to `write` about 1 MiB at a time.
     /// A plan kept by a dry run (`--plan FILE`) is these lines alone: a journal of a run not started yet.
     static func writePlan(
@@ -80,9 +119,12 @@ final class JournalFile: ApplyJournal, @unchecked Sendable {
     }
 
     private func append(_ text: String) throws {
-        let bytes = Array(text.utf8)
+        try Array(text.utf8).withUnsafeBytes { try append($0) }
+    }
+
+    private func append(_ bytes: UnsafeRawBufferPointer) throws {
         try lock.withLock {
-            let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+            let written = write(descriptor, bytes.baseAddress, bytes.count)
             guard written == bytes.count else {
                 throw StorageError(
                     .unknown, "Cannot write the journal \(location): \(String(cString: strerror(errno))).")
@@ -110,6 +152,37 @@ final class JournalFile: ApplyJournal, @unchecked Sendable {
         let stamp = Timestamp(date: Date()).rfc3339.replacingOccurrences(of: ":", with: "")
         let safeBucket = String(bucket.map { $0.isLetter || $0.isNumber || "-_.".contains($0) ? $0 : "_" })
         return "\(state)/journals/\(stamp)-\(safeBucket)-\(getpid()).journal"
+    }
+}
+
+/// Which file a path named, as it was: its device and inode (an editor may put another file in its place), size and
+/// time of change.
+struct FileIdentity: Equatable {
+    var device: UInt64
+    var inode: UInt64
+    var size: Int64
+    var changed: timespec
+
+    init?(path: String) {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return nil }
+        self.init(status)
+    }
+
+    init?(descriptor: Int32) {
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { return nil }
+        self.init(status)
+    }
+
+    private init(_ status: stat) {
+        (device, inode, size) = (UInt64(status.st_dev), UInt64(status.st_ino), Int64(status.st_size))
+        changed = status.st_mtim
+    }
+
+    static func == (a: FileIdentity, b: FileIdentity) -> Bool {
+        (a.device, a.inode, a.size) == (b.device, b.inode, b.size)
+            && (a.changed.tv_sec, a.changed.tv_nsec) == (b.changed.tv_sec, b.changed.tv_nsec)
     }
 }
 

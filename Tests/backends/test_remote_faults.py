@@ -464,14 +464,20 @@ def test_X1_G5_a_kept_plan_is_applied_later_as_reviewed_journaled_and_undoable(r
 
     remote.patch_directly("kept/3.txt", {"cacheControl": "someone-else"})
     journal = str(remote.home / "apply.journal")
+    remote.proxy.requests.clear()
     status, _, err = remote.run("apply", "--keep-going", "--journal", journal, plan)
     assert status == 1, err
+    # Applied as planned: nothing is listed again.
+    assert not [r for r in remote.proxy.requests if r[0] == "GET" and "/o?" in r[1]]
     assert "kept/3.txt changed meanwhile" in err and f"{plan}:5:1:" in err
     assert remote.object("kept/3.txt")["cacheControl"] == "someone-else"
     assert all(remote.object(name)["cacheControl"] == "new" for name in names if name != "kept/3.txt")
-    # The plan file is as it was reviewed; the journal records what landed.
+    # The plan file is as it was reviewed; the journal records what landed, after the plan's own bytes (written once,
+    # by the dry run, and copied: not listed, planned or written again).
     assert len(journal_lines(plan)) == 7
     assert len(applied_records(journal)) == 5
+    with open(plan, "rb") as kept, open(journal, "rb") as written:
+        assert written.read().startswith(kept.read())
 
     status, _, err = remote.run("undo", journal)
     assert status == 0, err

@@ -36,6 +36,8 @@ struct Apply: StoreshCommand {
     func execute() async throws -> Session.Status {
         let context = RunContext(bucket: bucketOptions, output: outputOptions, apply: applyOptions, plan: planOptions)
         try context.refusePlan("apply")
+        // The plan file as it is read: the journal that starts as its copy must hold the same bytes.
+        let read = FileIdentity(path: file)
         let kept = try readJournal(file, counting: context.progressMeter) { origin throws(StorageError) in
             try FileContentSource(path: origin)
         }
@@ -70,6 +72,16 @@ struct Apply: StoreshCommand {
         guard kept.plan.count > 0 else {
             output.notice("\(file) plans no change: nothing to apply")
             return .success
+        }
+        // A kept plan is a journal of a run not started: a real bucket's journal starts as its copy (the plan is
+        // written once, by the dry run; `-` was read from standard input and is written again).
+        if let read, file != "-" {
+            let journal = context.journal
+            let bucket = session.bucket.name
+            session.applySettings.openJournal = { _ in
+                try JournalFile(
+                    copying: file, read: read, creating: journal ?? JournalFile.defaultPath(bucket: bucket))
+            }
         }
         // Line 1 of a plan is its header; change N is on line N + 2.
         return await session.apply(kept.plan) { index, _ in SourceLocation(line: index + 2, column: 1) }
