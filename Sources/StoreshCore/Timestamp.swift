@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// An instant, in microseconds since the Unix epoch (the resolution of production generations, rule M3).
 public struct Timestamp: Hashable, Comparable, Sendable, CustomStringConvertible {
@@ -212,31 +213,30 @@ public struct SystemClock: StorageClock {
 }
 
 /// A reproducible clock (contract `--clock T`): the first change happens at `start`, each later one 1 ms after.
-public final class SteppingClock: StorageClock, @unchecked Sendable {
-    private let lock = NSLock()
-    private var next: Timestamp
+public final class SteppingClock: StorageClock, Sendable {
+    /// The time the next change takes.
+    private let next: Mutex<Timestamp>
     public static let step: Int64 = 1000
 
     public init(start: Timestamp) {
-        self.next = start
+        next = Mutex(start)
     }
 
     public func nextChangeTime() -> Timestamp {
-        lock.lock()
-        defer { lock.unlock() }
-        let now = next
-        next.microseconds += Self.step
-        return now
+        next.withLock { next in
+            defer { next.microseconds += Self.step }
+            return next
+        }
     }
 
     public func now() -> Timestamp {
-        lock.withLock { next }
+        next.withLock { $0 }
     }
 
     /// Moves the clock past `time` (a bucket's latest change) when it is not already: a change it dates then never
     /// comes before one the bucket holds, so no object's timeCreated is after its updated. Answers whether it moved.
     public func move(past time: Timestamp) -> Bool {
-        lock.withLock {
+        next.withLock { next in
             guard next <= time else { return false }
             next = Timestamp(microseconds: time.microseconds + Self.step)
             return true

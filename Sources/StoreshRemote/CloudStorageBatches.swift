@@ -2,14 +2,14 @@ import Foundation
 import NIOHTTP1
 import StoreshCore
 import StoreshWire
+import Synchronization
 
 /// Whether a service took the batch endpoint: once refused, changes go one by one for the rest of the run.
-final class BatchEndpointState: @unchecked Sendable {
-    private let lock = NSLock()
-    private var isRefused = false
+final class BatchEndpointState: Sendable {
+    private let isRefused = Mutex(false)
 
-    var refused: Bool { lock.withLock { isRefused } }
-    func refuse() { lock.withLock { isRefused = true } }
+    var refused: Bool { isRefused.withLock { $0 } }
+    func refuse() { isRefused.withLock { $0 = true } }
 }
 
 /// Rule Q2 on the JSON API: a plan's metadata changes and deletes go many to a request (`POST /batch/storage/v1`,

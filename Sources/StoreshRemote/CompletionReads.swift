@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import StoreshCore
+import Synchronization
 
 /// Tab completion's reads on a real bucket: answered from pages read in the last half minute, else read now
 /// within a short time budget, so that a key press never holds the line editor for long. A read that takes longer
@@ -89,10 +90,9 @@ final class CompletionReads: ImmediateReads, @unchecked Sendable {
 }
 
 /// A result handed from a task to a waiting thread.
-private final class Outcome<Value: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: Result<Value, StorageError>?
+private final class Outcome<Value: Sendable>: Sendable {
+    private let stored = Mutex<Result<Value, StorageError>?>(nil)
 
-    func set(_ result: Result<Value, StorageError>) { lock.withLock { stored = result } }
-    var value: Result<Value, StorageError>? { lock.withLock { stored } }
+    func set(_ result: Result<Value, StorageError>) { stored.withLock { $0 = result } }
+    var value: Result<Value, StorageError>? { stored.withLock { $0 } }
 }

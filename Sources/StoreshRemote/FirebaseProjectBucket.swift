@@ -1,5 +1,6 @@
 import Foundation
 import StoreshCore
+import Synchronization
 
 /// A `gs://` bucket as a session uses it: through the Cloud Storage JSON API with the bucket's credentials
 /// (`CloudStorageBucket`), until `login` makes requests an end user's, through the Firebase v0 API where the
@@ -9,10 +10,9 @@ import StoreshCore
 package final class FirebaseProjectBucket: BucketLayer, EndUserSignIn, @unchecked Sendable {
     /// The bucket through the JSON API, with the credentials found (rule G2).
     package let administrator: CloudStorageBucket
-    private var signedIn: FirebaseStorageBucket?
+    private let signedIn = Mutex<FirebaseStorageBucket?>(nil)
     /// The service's answer to the signed-in user's last request.
     private let answers = LastServiceAnswer()
-    private let lock = NSLock()
     private var completions: CompletionReads!
 
     package init(_ administrator: CloudStorageBucket) {
@@ -21,7 +21,7 @@ package final class FirebaseProjectBucket: BucketLayer, EndUserSignIn, @unchecke
     }
 
     /// The bucket requests go to now.
-    var current: any Bucket { lock.withLock { signedIn } ?? administrator }
+    var current: any Bucket { signedIn.withLock { $0 } ?? administrator }
     package var inner: any Bucket { current }
 
     package var capabilities: BucketCapabilities { [.immediateReads] }
@@ -29,7 +29,7 @@ package final class FirebaseProjectBucket: BucketLayer, EndUserSignIn, @unchecke
     /// The JSON API's batches, while requests are the administrator's: the Firebase v0 API has none, so a
     /// signed-in user's changes go one by one.
     package var batchedChanges: (any BatchedChanges)? {
-        guard lock.withLock({ signedIn }) == nil, let batches = administrator.batchedChanges else { return nil }
+        guard signedIn.withLock({ $0 }) == nil, let batches = administrator.batchedChanges else { return nil }
         return CompletionForgettingBatches(batches, completions: completions)
     }
     package var uniformUpdates: (any UniformUpdates)? { nil }
@@ -145,11 +145,11 @@ package final class FirebaseProjectBucket: BucketLayer, EndUserSignIn, @unchecke
 
     package var lastAnswer: ServiceAnswer? { answers.last }
 
-    package var signedInUser: (any SignedInUser)? { lock.withLock { signedIn } }
+    package var signedInUser: (any SignedInUser)? { signedIn.withLock { $0 } }
 
     package func restore(_ user: (any SignedInUser)?) {
         answers.keep(nil)
-        lock.withLock { signedIn = user as? FirebaseStorageBucket }
+        signedIn.withLock { $0 = user as? FirebaseStorageBucket }
         completions.forget()
     }
 

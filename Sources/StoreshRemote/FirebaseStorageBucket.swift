@@ -2,6 +2,7 @@ import Foundation
 import NIOHTTP1
 import StoreshCore
 import StoreshWire
+import Synchronization
 
 /// Someone signed in as an end user of the app (rule F1): the ID token their requests carry.
 struct EndUser: Sendable {
@@ -351,13 +352,12 @@ final class FirebaseStorageBucket: Bucket, SignedInUser, Sendable {
 }
 
 /// The last answer the service gave a signed-in user, shared by the user's bucket and the bucket they signed in to.
-final class LastServiceAnswer: @unchecked Sendable {
-    private let lock = NSLock()
-    private var answer: ServiceAnswer?
+final class LastServiceAnswer: Sendable {
+    private let answer = Mutex<ServiceAnswer?>(nil)
 
-    var last: ServiceAnswer? { lock.withLock { answer } }
+    var last: ServiceAnswer? { answer.withLock { $0 } }
 
-    func keep(_ answer: ServiceAnswer?) { lock.withLock { self.answer = answer } }
+    func keep(_ answer: ServiceAnswer?) { self.answer.withLock { $0 = answer } }
 }
 
 /// The page tokens of the Firebase v0 API: the service's own, which storesh sends back as they came. Those of

@@ -5,6 +5,7 @@ import NIOHTTP1
 import NIOPosix
 import StoreshCore
 import StoreshWire
+import Synchronization
 
 /// When a failed request is sent again (rule G4): 408, 429, 5xx and broken connections, with exponential backoff
 /// and jitter, until a total time is spent. A request that changes something is repeated only when the caller
@@ -297,17 +298,13 @@ enum RemoteFailure: Error {
     case status(RemoteResponse)
 }
 
-/// A flag set once, under a lock.
-final class LockedFlag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = false
+/// A flag set once.
+final class LockedFlag: Sendable {
+    private let value = Atomic(false)
 
     /// True the first time only.
     func setOnce() -> Bool {
-        lock.withLock {
-            defer { value = true }
-            return !value
-        }
+        !value.exchange(true, ordering: .acquiringAndReleasing)
     }
 }
 

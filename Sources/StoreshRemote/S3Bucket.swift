@@ -2,6 +2,7 @@ import Foundation
 import NIOHTTP1
 import StoreshCore
 import StoreshWire
+import Synchronization
 
 /// An S3-compatible bucket (AWS S3, MinIO, R2, Ceph) over the S3 REST API, signed with SigV4 (rules S1–S4).
 ///
@@ -36,8 +37,7 @@ package final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
     var completions: CompletionReads!
     /// What a HEAD said beyond storesh's properties, by object, with the ETag it was read at: resent by a copy.
     /// By the keys' bytes (rule P7).
-    private var kept: [ObjectName: (entityTag: String?, headers: [(String, String)])] = [:]
-    private let keptLock = NSLock()
+    private let kept = Mutex<[ObjectName: (entityTag: String?, headers: [(String, String)])]>([:])
 
     package init(name: String, configuration: AWSConfiguration, http: RemoteHTTP, multipartThreshold: Int = 8 << 20) {
         self.name = name
@@ -324,7 +324,7 @@ package final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
                 "s3://\(name)/\(key) has \(missing) metadata entries that HTTP headers cannot carry; storesh leaves it alone rather than lose them."
             )
         }
-        if keepsHeaders { keptLock.withLock { kept[ObjectName(stored: key)] = (entityTag, keptHeaders) } }
+        if keepsHeaders { kept.withLock { $0[ObjectName(stored: key)] = (entityTag, keptHeaders) } }
         return metadata
     }
 
@@ -493,7 +493,7 @@ package final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
         guard let entityTag = before.entityTag else {
             throw StorageError.internalError("\(object.rawValue) was read without an ETag; the update was not sent.")
         }
-        var extra = keptLock.withLock { kept[object] }
+        var extra = kept.withLock { $0[object] }
         if extra?.entityTag != entityTag || !configuration.isAWS {
             // Not read in this run (a resumed journal): read what else the object has, and stop if it changed. A
             // store other than AWS may ignore the copy's conditions: the object is read just before, which narrows
@@ -504,7 +504,7 @@ package final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
             guard current.entityTag == entityTag, current.updated == before.updated else {
                 throw StorageError.preconditionFailed(object.rawValue, .matches(before), actual: current)
             }
-            extra = keptLock.withLock { kept[object] }
+            extra = kept.withLock { $0[object] }
         }
         var headers: [(String, String)] = [
             ("x-amz-copy-source", copySource(object.rawValue)), ("x-amz-metadata-directive", "REPLACE"),
@@ -526,7 +526,7 @@ package final class S3Bucket: Bucket, StoredListingSource, @unchecked Sendable {
                 result.updated = time
             }
             result.versionID = response.header("x-amz-version-id") ?? before.versionID
-            keptLock.withLock { kept[object] = (result.entityTag, extra?.headers ?? []) }
+            kept.withLock { $0[object] = (result.entityTag, extra?.headers ?? []) }
             return result
         }
         if response.attempts > 1, response.status == 412, let current = try await metadataIfPresent(of: object),
@@ -738,7 +738,7 @@ extension S3Bucket: ObjectMoves {
         // A copy takes the source's metadata (COPY) but not its class nor its encryption, which it names again: the
         // destination would be STANDARD, encrypted as the bucket's default.
         let encryption = Self.encryptionHeaders(
-            keptLock.withLock { kept[source]?.entityTag == entityTag ? kept[source]?.headers ?? [] : [] })
+            kept.withLock { $0[source]?.entityTag == entityTag ? $0[source]?.headers ?? [] : [] })
         var headers: [(String, String)] = [
             ("x-amz-copy-source", copySource(source.rawValue)),
             ("x-amz-metadata-directive", "COPY"), ("x-amz-copy-source-if-match", entityTag),

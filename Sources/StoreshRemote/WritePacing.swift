@@ -1,5 +1,6 @@
 import Foundation
 import StoreshCore
+import Synchronization
 
 /// Rule Q1's limits of a service: the write rate a bucket takes to start, how fast that may grow, and the caps
 /// given by hand.
@@ -178,14 +179,13 @@ struct SlidingCount: Sendable {
 
 /// `WriteRateController` on the real clock, for every request that changes something: a request waits for its
 /// turn, is sent, and says how it ended.
-package final class WritePacer: @unchecked Sendable {
-    private let lock = NSLock()
-    private var controller: WriteRateController
-    private var waiting: [CheckedContinuation<Void, Never>] = []
+package final class WritePacer: Sendable {
+    /// The controller, and the requests waiting for a place among those in flight.
+    private let pacing: Mutex<(controller: WriteRateController, waiting: [CheckedContinuation<Void, Never>])>
     private let origin = ContinuousClock.now
 
     package init(limits: WriteRateLimits) {
-        controller = WriteRateController(limits: limits, now: 0)
+        pacing = Mutex((WriteRateController(limits: limits, now: 0), []))
     }
 
     /// Seconds since the pacer began.
@@ -197,12 +197,12 @@ package final class WritePacer: @unchecked Sendable {
     package func admit(weight: Int, isCancelled: @Sendable () -> Bool) async throws -> Double {
         while true {
             if isCancelled() { throw StorageError(.cancelled, "Interrupted before the request was sent.") }
-            let reserved = lock.withLock { controller.reserve(weight: weight, now: now) }
+            let reserved = pacing.withLock { $0.controller.reserve(weight: weight, now: now) }
             guard let start = reserved else {
                 await withCheckedContinuation { continuation in
-                    let free = lock.withLock {
-                        if controller.inFlight < controller.concurrency { return true }
-                        waiting.append(continuation)
+                    let free = pacing.withLock { state in
+                        if state.controller.inFlight < state.controller.concurrency { return true }
+                        state.waiting.append(continuation)
                         return false
                     }
                     if free { continuation.resume() }
@@ -223,10 +223,10 @@ package final class WritePacer: @unchecked Sendable {
 
     /// A request let go at `sentAt` ended; `accepted` of its writes were taken.
     package func ended(sentAt: Double, accepted: Int) {
-        let woken = lock.withLock {
-            controller.ended(sentAt: sentAt, now: now, accepted: accepted)
-            defer { waiting.removeAll() }
-            return waiting
+        let woken = pacing.withLock { state in
+            state.controller.ended(sentAt: sentAt, now: now, accepted: accepted)
+            defer { state.waiting.removeAll() }
+            return state.waiting
         }
         for continuation in woken { continuation.resume() }
     }
@@ -234,11 +234,11 @@ package final class WritePacer: @unchecked Sendable {
     /// The service pushed back on a request let go at `sentAt`; `withdrawn` of the writes `ended` counted as
     /// taken were refused after all (calls of a batch).
     package func pushedBack(sentAt: Double, withdrawn: Int) {
-        lock.withLock { controller.pushedBack(sentAt: sentAt, now: now, withdrawn: withdrawn) }
+        pacing.withLock { $0.controller.pushedBack(sentAt: sentAt, now: now, withdrawn: withdrawn) }
     }
 
     /// What the pacer allows now, for `--trace` and the progress line.
     package var state: (rate: Double, concurrency: Int, pushbacks: Int) {
-        lock.withLock { (controller.rate, controller.concurrency, controller.decreases) }
+        pacing.withLock { ($0.controller.rate, $0.controller.concurrency, $0.controller.decreases) }
     }
 }

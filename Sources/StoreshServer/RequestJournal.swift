@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import StoreshCore
 import StoreshWire
+import Synchronization
 
 /// One API request that reached the server, as a class reads it in the request log of the bucket's page: the SDK
 /// call it stands for, the HTTP exchange, who made it, and what the security rules decided (each method checked,
@@ -52,40 +53,43 @@ package struct ServedExchange: Sendable {
 /// The request being answered, as its log entry gathers it: who made it, and each rules decision taken for it.
 /// Rules sessions made for the request report to it (`ServedBucket.rulesSession`), also from the writer's task,
 /// where a change runs away from the request's own task.
-final class RequestTrace: @unchecked Sendable {
+final class RequestTrace: Sendable {
     @TaskLocal static var current: RequestTrace?
 
-    private let lock = NSLock()
-    private var who: Caller?
-    private var verdictList: [ServedExchange.Verdict] = []
+    private let who = Mutex<Caller?>(nil)
+    private let verdictList = Mutex<[ServedExchange.Verdict]>([])
 
     /// Who made the request, once its handler read it (a v0 request); nil for the JSON API's.
     var caller: Caller? {
-        get { lock.withLock { who } }
-        set { lock.withLock { who = newValue } }
+        get { who.withLock { $0 } }
+        set { who.withLock { $0 = newValue } }
     }
 
-    var verdicts: [ServedExchange.Verdict] { lock.withLock { verdictList } }
+    var verdicts: [ServedExchange.Verdict] { verdictList.withLock { $0 } }
 
     func decided(_ request: AccessRequest, _ decision: AccessDecision) {
         let verdict = ServedExchange.Verdict(request: request, decision: decision)
         // An upload is decided before its bytes arrive and again as it lands: the same words once.
-        lock.withLock {
-            if let last = verdictList.last, last.allowed == verdict.allowed, last.text == verdict.text { return }
-            verdictList.append(verdict)
+        verdictList.withLock { verdicts in
+            if let last = verdicts.last, last.allowed == verdict.allowed, last.text == verdict.text { return }
+            verdicts.append(verdict)
         }
     }
 }
 
 /// The last requests the server answered, newest last, and who waits to hear of the next: the page's log.
-final class RequestJournal: @unchecked Sendable {
+final class RequestJournal: Sendable {
     /// Enough for a lesson's worth of scrolling; older ones are dropped.
     static let capacity = 200
 
-    private let lock = NSLock()
-    private var entries: [ServedExchange] = []
-    private var count = 0
-    private var listeners: [UUID: AsyncStream<Void>.Continuation] = [:]
+    /// The last requests, how many were ever recorded, and who waits to hear of the next.
+    private struct Log {
+        var entries: [ServedExchange] = []
+        var count = 0
+        var listeners: [UUID: AsyncStream<Void>.Continuation] = [:]
+    }
+
+    private let log = Mutex(Log())
 
     /// Whether a request belongs in the class's log: the API's, not the page's own reads, its event stream, a
     /// browser's icon request or a cross-origin preflight.
@@ -94,18 +98,18 @@ final class RequestJournal: @unchecked Sendable {
     }
 
     func record(_ make: (Int) -> ServedExchange) {
-        let listening: [AsyncStream<Void>.Continuation] = lock.withLock {
-            count += 1
-            entries.append(make(count))
-            if entries.count > Self.capacity { entries.removeFirst(entries.count - Self.capacity) }
-            return Array(listeners.values)
+        let listening: [AsyncStream<Void>.Continuation] = log.withLock { log in
+            log.count += 1
+            log.entries.append(make(log.count))
+            if log.entries.count > Self.capacity { log.entries.removeFirst(log.entries.count - Self.capacity) }
+            return Array(log.listeners.values)
         }
         for listener in listening { listener.yield() }
     }
 
     /// The last `limit` requests, newest first.
     func recent(_ limit: Int) -> [ServedExchange] {
-        lock.withLock { Array(entries.suffix(limit).reversed()) }
+        log.withLock { Array($0.entries.suffix(limit).reversed()) }
     }
 
     /// A stream with an element for each request recorded from now on (several close together may come as one),
@@ -115,15 +119,15 @@ final class RequestJournal: @unchecked Sendable {
         let (stream, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         continuation.onTermination = { [weak self] _ in
             guard let self else { return }
-            _ = self.lock.withLock { self.listeners.removeValue(forKey: id) }
+            _ = self.log.withLock { $0.listeners.removeValue(forKey: id) }
         }
-        lock.withLock { listeners[id] = continuation }
+        log.withLock { $0.listeners[id] = continuation }
         return (stream, { continuation.finish() })
     }
 
     /// Ends every stream (the server stops).
     func close() {
-        let all = lock.withLock { Array(listeners.values) }
+        let all = log.withLock { Array($0.listeners.values) }
         for listener in all { listener.finish() }
     }
 }

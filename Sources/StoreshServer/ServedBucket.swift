@@ -2,6 +2,7 @@ import Foundation
 import StoreshCore
 import StoreshLocal
 import StoreshRules
+import Synchronization
 
 /// The bucket file a server serves, shared by every request: reads run in parallel on connections of their own,
 /// and changes are serialised by one writer that commits the changes waiting at the same moment together
@@ -603,12 +604,11 @@ final class PendingReads: @unchecked Sendable {
 }
 
 /// Rules kept in memory: a pending bucket's, until its file is made.
-final class MemoryRulesStore: RulesStore, @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: (source: String, origin: String)?
+final class MemoryRulesStore: RulesStore, Sendable {
+    private let stored = Mutex<(source: String, origin: String)?>(nil)
 
-    func storedRules() throws -> (source: String, origin: String)? { lock.withLock { stored } }
-    func storeRules(source: String, origin: String) throws { lock.withLock { stored = (source, origin) } }
+    func storedRules() throws -> (source: String, origin: String)? { stored.withLock { $0 } }
+    func storeRules(source: String, origin: String) throws { stored.withLock { $0 = (source, origin) } }
 }
 
 /// A change waiting for the writer, and how to answer its request.

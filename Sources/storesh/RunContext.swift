@@ -6,6 +6,7 @@ import StoreshExecution
 import StoreshLanguage
 import StoreshLocal
 import StoreshRules
+import Synchronization
 
 /// What one run of the command line was asked, as plain values, whichever parser read them (argument-parser's
 /// option groups, `init(bucket:output:apply:plan:)`, or the everyday root parse); and the one place where a run
@@ -207,17 +208,16 @@ struct OpenedBucket {
 }
 
 /// Every bucket this process opened, so that every way out of storesh closes them (`Storesh.leave`).
-final class OpenBuckets: @unchecked Sendable {
+final class OpenBuckets: Sendable {
     static let shared = OpenBuckets()
-    private let lock = NSLock()
-    private var buckets: [any Bucket] = []
+    private let buckets = Mutex<[any Bucket]>([])
 
     func keep(_ bucket: any Bucket) -> any Bucket {
-        lock.withLock { buckets.append(bucket) }
+        buckets.withLock { $0.append(bucket) }
         return bucket
     }
 
     func closeAll() {
-        for bucket in lock.withLock({ buckets }) { bucket.close() }
+        for bucket in buckets.withLock({ $0 }) { bucket.close() }
     }
 }
