@@ -10,7 +10,11 @@ public indirect enum JSONValue: Sendable, Equatable {
     case array([JSONValue])
     case object([(String, JSONValue)])
 
-    public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool { lhs.serialized == rhs.serialized }
+    /// Equal when serialized alike, byte for byte: a value in NFC is not the same value in NFD (Swift's `String ==`
+    /// would say so, and a plan's difference would then drop the change).
+    public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
+        lhs.serialized.utf8.elementsEqual(rhs.serialized.utf8)
+    }
 
     /// Compact JSON on one line.
     public var serialized: String {

@@ -405,11 +405,35 @@ public enum CustomMetadataLimits {
 
     public static func validate(_ custom: CustomMetadata) throws(StorageError) {
         var total = 0
+        var notASCII = false
         for (key, value) in custom {
             if key.isEmpty { throw emptyKeyError }
             total += key.utf8.count + value.utf8.count
+            notASCII = notASCII || key.utf8.contains { $0 >= 0x80 }
         }
         if total > maximumBytes { throw tooLargeError(bytes: total) }
+        if notASCII, let (first, second) = equivalentKeys(in: custom.keys) {
+            throw equivalentKeysError(first, second)
+        }
+    }
+
+    /// Two of `keys` that are one text in two spellings (canonically equivalent, different bytes), if any. A key is
+    /// its bytes, but a map is carried in JSON by plans, journals, archives and the APIs, whose readers here take
+    /// two such keys for one: a map holding both could not be kept, reviewed or put back whole.
+    public static func equivalentKeys(in keys: [String]) -> (String, String)? {
+        // A Swift `String` is equal, and hashed alike, by canonical equivalence.
+        var seen: [String: String] = [:]
+        for key in keys {
+            if let other = seen[key], !NameBytes.sameBytes(other, key) { return (other, key) }
+            seen[key] = key
+        }
+        return nil
+    }
+
+    static func equivalentKeysError(_ first: String, _ second: String) -> StorageError {
+        .invalidArgument(
+            "Custom metadata keys '\(MessageText.name(first))' and '\(MessageText.name(second))' are one text in two spellings; a map keeps one of them, not both. Unset one in the same update to rename it (rule M5)."
+        )
     }
 
     static let emptyKeyError = StorageError.invalidArgument("Custom metadata keys must not be empty (rule M5).")

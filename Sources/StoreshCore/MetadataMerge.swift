@@ -33,6 +33,9 @@ public protocol MetadataMergeTarget {
     /// The next entry of the custom map before the update, in byte order of the keys; nil after the last.
     mutating func nextCustomEntry() throws(MetadataMergeFailure) -> (key: Text, value: Text)?
 
+    /// Makes `nextCustomEntry` start again from the first entry (the rare second look of rule M5's spelling check).
+    mutating func rewindCustomEntries()
+
     /// A property the update names takes a new value (nil: it is unset). Called only when the value's bytes change,
     /// in rule M1's order.
     mutating func change(_ property: WritableProperty, from old: Text?, to new: String?)
@@ -59,6 +62,8 @@ public enum MetadataMergeFailure: Error, Sendable, Equatable {
     case tooLarge(bytes: Int)
     /// The stored map could not be read, or its keys are not in byte order (stored bytes only).
     case unreadable
+    /// Two keys of the map it would leave are one text in two spellings (precomposed and decomposed `é`).
+    case equivalentKeys(String, String)
 
     /// The refusal a user reads (rule M5).
     public var storageError: StorageError {
@@ -66,6 +71,7 @@ public enum MetadataMergeFailure: Error, Sendable, Equatable {
         case .emptyKey: CustomMetadataLimits.emptyKeyError
         case .tooLarge(let bytes): CustomMetadataLimits.tooLargeError(bytes: bytes)
         case .unreadable: .internalError("A stored customMetadata value is damaged.")
+        case .equivalentKeys(let first, let second): CustomMetadataLimits.equivalentKeysError(first, second)
         }
     }
 }
@@ -87,6 +93,10 @@ public struct MetadataMerge: Sendable {
     @usableFromInline let keys: [(key: String, utf8: [UInt8], value: String?)]
     /// Whether it clears the custom map first.
     @usableFromInline let clears: Bool
+    /// Whether it sets a key, and whether one it sets is not ASCII: another key of the map might be the same text
+    /// spelled differently (rule M5).
+    @usableFromInline let setsKeys: Bool
+    @usableFromInline let setsNonASCIIKeys: Bool
 
     @inlinable
     public init(_ update: MetadataUpdate) {
@@ -99,6 +109,8 @@ public struct MetadataMerge: Sendable {
             (key, Array(key.utf8), { if case .set(let value) = change { value } else { nil } }())
         }
         clears = update.clearsCustomMetadata
+        setsKeys = keys.contains { $0.value != nil }
+        setsNonASCIIKeys = keys.contains { $0.value != nil && $0.utf8.contains { $0 >= 0x80 } }
     }
 
     /// Rules M4 and M5, the one implementation of both: each property the update names takes its value or is unset
@@ -124,6 +136,8 @@ public struct MetadataMerge: Sendable {
         }
         var total = 0
         var next = 0
+        // Whether a stored key is not ASCII, when the update sets keys: the map then gets the spelling check.
+        var storedNonASCII = false
         /// The update's key `index`, where the stored map has no such key.
         func add(_ index: Int) throws(MetadataMergeFailure) {
             guard !keys[index].utf8.isEmpty else { throw .emptyKey }
@@ -131,6 +145,11 @@ public struct MetadataMerge: Sendable {
             total += keys[index].utf8.count + value.utf8.count
             target.custom(.set(index: index, key: keys[index].key, value: value, old: nil))
             changed = true
+        }
+        /// A stored key the map keeps.
+        func keeps(_ key: Target.Text) {
+            guard setsKeys, !storedNonASCII else { return }
+            storedNonASCII = key.withTextBytes { $0.contains { $0 >= 0x80 } }
         }
         var previous: Target.Text?
         while let (key, value) = try target.nextCustomEntry() {
@@ -155,6 +174,7 @@ public struct MetadataMerge: Sendable {
                     continue
                 }
                 total += keyCount + new.utf8.count
+                keeps(key)
                 if value.withTextBytes({ NameBytes.sameBytes(new, $0) }) {
                     target.custom(.kept(key: key, value: value))
                 } else {
@@ -166,6 +186,7 @@ public struct MetadataMerge: Sendable {
                 changed = true
             } else {
                 total += keyCount + value.withTextBytes(\.count)
+                keeps(key)
                 target.custom(.kept(key: key, value: value))
             }
         }
@@ -174,7 +195,26 @@ public struct MetadataMerge: Sendable {
             next += 1
         }
         guard total <= CustomMetadataLimits.maximumBytes else { throw .tooLarge(bytes: total) }
+        if setsKeys && (setsNonASCIIKeys || storedNonASCII) {
+            try checkSpellings(of: &target)
+        }
         return changed
+    }
+
+    /// Rule M5's spelling check, when the update sets keys and the map it leaves has one that is not ASCII: no two of
+    /// its keys may be one text in two spellings. A second look at the stored entries, which most merges never take.
+    @inlinable
+    func checkSpellings<Target: MetadataMergeTarget>(of target: inout Target) throws(MetadataMergeFailure) {
+        var left = keys.filter { $0.value != nil }.map(\.key)
+        target.rewindCustomEntries()
+        while let (key, _) = try target.nextCustomEntry() {
+            // A key the update names is set (and in `left` already) or unset; one the update clears is gone.
+            guard !clears, !keys.contains(where: { Self.same($0.utf8, key) }) else { continue }
+            left.append(key.withTextBytes { String(decoding: $0, as: UTF8.self) })
+        }
+        if let (first, second) = CustomMetadataLimits.equivalentKeys(in: left) {
+            throw .equivalentKeys(first, second)
+        }
     }
 
     @inlinable
@@ -221,6 +261,8 @@ struct MergedMetadata: MetadataMergeTarget {
         defer { position += 1 }
         return before.customMetadata[position]
     }
+
+    mutating func rewindCustomEntries() { position = 0 }
 
     mutating func change(_ property: WritableProperty, from old: String?, to new: String?) { next[property] = new }
 

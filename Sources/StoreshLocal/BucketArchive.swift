@@ -494,7 +494,7 @@ public enum BucketArchive {
                 ? "must be a string"
                 : type == Int64.self
                     ? "must be a whole number (or a string of one)"
-                    : type is [String: String].Type
+                    : type is [String: String].Type || type is [String: Any].Type
                         ? "must be an object of strings"
                         : context.debugDescription
             if context.codingPath.isEmpty { return "expected a JSON object with \"format\": \"\(format)\"." }

@@ -10,9 +10,10 @@ import StoreshSQLite
 ///
 /// A row whose bytes alone cannot take the update takes the whole way instead (`storeMetadata`, as
 /// `updateMetadata` does): a row a snapshot sees (its version is kept first), an update of Cloud Storage's own
-/// fields or one that clears the custom map, a merge the rules refuse (rule M5's limits, refused with that rule's
-/// message by the whole way). Each object picked takes one change time from the clock, in byte order, as a call of
-/// `updateMetadata` per object would.
+/// fields or one that clears the custom map, a merge the rules refuse (rule M5's limits and spellings, refused with
+/// that rule's message by the whole way), a custom map that cannot be read (damage, which the whole way reports), a
+/// metageneration at its largest (refused there). Each object picked takes one change time from the clock, in byte
+/// order, as a call of `updateMetadata` per object would.
 extension LocalBucket: UniformUpdates {
     public func updatePage(
         prefix: String, after: String?, limit: Int, _ update: MetadataUpdate, picking: (String) throws -> Bool
@@ -632,12 +633,18 @@ struct RowMerge<Row: SQLiteRow>: MetadataMergeTarget {
     /// The merge made something a row's slots cannot say (a key removed by clearing the map).
     private(set) var wholeWay = false
 
+    /// The stored custom map's bytes.
+    private let stored: UnsafeRawBufferPointer
+
     init(row: Row, custom: UnsafeRawBufferPointer?, differenceKeys: [String]) {
         self.row = row
         self.differenceKeys = differenceKeys
         namesCustomKeys = !differenceKeys.isEmpty
-        reader = PackedReader(custom ?? UnsafeRawBufferPointer(start: nil, count: 0))
+        stored = custom ?? UnsafeRawBufferPointer(start: nil, count: 0)
+        reader = PackedReader(stored)
     }
+
+    mutating func rewindCustomEntries() { reader = PackedReader(stored) }
 
     func value(of property: WritableProperty) -> UnsafeRawBufferPointer? {
         RowUpdate.column(of: property).flatMap { row.bytes($0) }

@@ -295,13 +295,14 @@ struct RulesEvaluator {
             line: line)
     }
 
-    /// A map's keys in byte order (the service does not promise an order; a fixed one makes `keys()[0]`
-    /// reproducible), made into a list in one allocation.
-    /// A string map as a map of the rules' values.
+    /// A string map as a map of the rules' values. (Its keys are bytes, and no map holds two spellings of one text,
+    /// rule M5, so none is lost as a dictionary's key.)
     private static func ruleMap(_ map: CustomMetadata) -> [String: RulesValue] {
         Dictionary(map.lazy.map { ($0.key, RulesValue.string($0.value)) }, uniquingKeysWith: { first, _ in first })
     }
 
+    /// A map's keys in byte order (the service does not promise an order; a fixed one makes `keys()[0]`
+    /// reproducible), made into a list in one allocation.
     static func sortedKeys<Keys: Collection<String>>(_ keys: Keys) -> RulesValue {
         var list = keys.map(RulesValue.string)
         list.sort { left, right in

@@ -62,10 +62,11 @@ package struct ServeGreeting: Sendable {
     package var everyWriteCreates: Bool
 }
 
-/// One run of `storesh serve`, from its settings to its stop. `prepare` reads and checks everything that can be
-/// wrong (firebase.json and the rules it names, an export to import, a signing key, the address) before anything is
-/// written; the command line then opens the bucket file, and `run` imports the export, puts the project's rules in
-/// force, serves until stopped, and exports on exit.
+/// One run of `storesh serve`, from its settings to its stop. `prepare` reads and checks, before anything is written,
+/// everything that needs no bucket file (firebase.json and the rules it names, an export to import, a signing key,
+/// the address); the command line then opens the bucket file, and `run` checks it against `--name` and the export
+/// (a file that holds other objects is not replaced), imports the export, puts the project's rules in force, serves
+/// until stopped, and exports on exit.
 package struct ServeLaunch: Sendable {
     package let settings: ServeSettings
     let report: ServeReport
@@ -78,7 +79,8 @@ package struct ServeLaunch: Sendable {
     package let nameForNewBucket: String?
     let configuration: ServeConfiguration
 
-    /// Everything read and checked, in that order, before anything is written; the address listened on once.
+    /// What needs no bucket file, read and checked in that order before anything is written; the address listened on
+    /// once.
     package static func prepare(_ settings: ServeSettings, report: ServeReport) async throws -> ServeLaunch {
         // The project's firebase.json, as the emulator reads it (the command line's options come first); read before
         // anything opens, so that a mistake in it starts nothing.

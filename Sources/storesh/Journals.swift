@@ -30,8 +30,9 @@ final class JournalFile: ApplyJournal, @unchecked Sendable {
 
     /// A new journal that starts as the bytes of a kept plan (`--dry-run --plan FILE` keeps a journal of a run not
     /// started): the plan was written once, by the dry run, and is copied a piece at a time, not written again from
-    /// the plan read back. `read` is the plan file as it was when it was read; a file changed since is refused, so the
-    /// journal holds the plan that is applied.
+    /// the plan read back. Its header is the plan's (the script that planned it, and when). `read` is the plan file
+    /// as it was when it was read; a file changed since, or while it is copied, is refused, so the journal holds the
+    /// plan that is applied.
     init(copying planPath: String, read: FileIdentity, creating path: String) throws {
         let source: Int32
         do {
@@ -40,10 +41,10 @@ final class JournalFile: ApplyJournal, @unchecked Sendable {
             throw UsageError(error.message)
         }
         defer { close(source) }
-        guard FileIdentity(descriptor: source) == read else {
-            throw UsageError(
-                "\(planPath) changed while it was being applied; nothing was applied. Review it, then apply it again.")
-        }
+        let changed = StorageError(
+            .invalidArgument,
+            "\(planPath) changed while it was being applied; nothing was applied. Review it, then apply it again.")
+        guard FileIdentity(descriptor: source) == read else { throw changed }
         let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         descriptor = Foundation.open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0o600)
@@ -53,6 +54,8 @@ final class JournalFile: ApplyJournal, @unchecked Sendable {
         }
         location = path
         var piece = [UInt8](repeating: 0, count: 1 << 20)
+        var copied: Int64 = 0
+        var last: UInt8?
         while true {
             let count = piece.withUnsafeMutableBytes { Foundation.read(source, $0.baseAddress, $0.count) }
             if count < 0 && errno == EINTR { continue }
@@ -63,7 +66,13 @@ final class JournalFile: ApplyJournal, @unchecked Sendable {
             }
             if count == 0 { break }
             try piece.withUnsafeBytes { try append(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+            copied += Int64(count)
+            last = piece[count - 1]
         }
+        // Changed in place while it was copied: the bytes copied may not be the plan that was read.
+        guard copied == read.size, FileIdentity(descriptor: source) == read else { throw changed }
+        // A plan written by hand may end without a newline; the journal's next line must start a line of its own.
+        if last != UInt8(ascii: "\n") { try append("\n") }
         try sync()
     }
 
@@ -155,12 +164,13 @@ final class JournalFile: ApplyJournal, @unchecked Sendable {
     }
 }
 
-/// Which file a path named, as it was: its device and inode (an editor may put another file in its place), size and
-/// time of change.
+/// Which file a path named, as it was: its device and inode (an editor may put another file in its place), size, and
+/// times of modification and of status change (which no program sets back, as `touch -r` sets the first).
 struct FileIdentity: Equatable {
     var device: UInt64
     var inode: UInt64
     var size: Int64
+    var modified: timespec
     var changed: timespec
 
     init?(path: String) {
@@ -177,11 +187,12 @@ struct FileIdentity: Equatable {
 
     private init(_ status: stat) {
         (device, inode, size) = (UInt64(status.st_dev), UInt64(status.st_ino), Int64(status.st_size))
-        changed = status.st_mtim
+        (modified, changed) = (status.st_mtim, status.st_ctim)
     }
 
     static func == (a: FileIdentity, b: FileIdentity) -> Bool {
         (a.device, a.inode, a.size) == (b.device, b.inode, b.size)
+            && (a.modified.tv_sec, a.modified.tv_nsec) == (b.modified.tv_sec, b.modified.tv_nsec)
             && (a.changed.tv_sec, a.changed.tv_nsec) == (b.changed.tv_sec, b.changed.tv_nsec)
     }
 }

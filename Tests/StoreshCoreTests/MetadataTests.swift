@@ -52,13 +52,23 @@ struct MetadataTests {
         #expect(changed)
         #expect(next.customMetadata["k"].map { Array($0.utf8) } == Array(nfd.utf8))
         #expect(next != object)
-        // A key is its bytes (rule M5), as a name is: the NFD key is a key of its own beside the NFC one.
+        // A key is its bytes (rule M5), as a name is: the NFC key renamed to its NFD spelling is a change of key.
         var rename = MetadataUpdate()
         try rename.set("custom.\(nfd)", to: "v")
+        try rename.unset("custom.\(nfc)")
         let (renamed, keyChanged) = try object.applying(rename, now: Self.t1)
         #expect(keyChanged)
-        #expect(renamed.customMetadata.keys.map { Array($0.utf8) } == [nfd, nfc, "k"].map { Array($0.utf8) })
-        #expect(object.differences(to: renamed) == [PropertyDifference(key: "custom.\(nfd)", old: nil, new: "v")])
+        #expect(renamed.customMetadata.keys.map { Array($0.utf8) } == [nfd, "k"].map { Array($0.utf8) })
+        #expect(
+            object.differences(to: renamed) == [
+                PropertyDifference(key: "custom.\(nfd)", old: nil, new: "v"),
+                PropertyDifference(key: "custom.\(nfc)", old: "v", new: nil),
+            ])
+        // Both spellings at once are refused, naming both.
+        var both = MetadataUpdate()
+        try both.set("custom.\(nfd)", to: "v")
+        let refusal = storageError { _ = try object.applying(both, now: Self.t1) }
+        #expect(refusal?.code == .invalidArgument && refusal?.message.contains("(not NFC)") == true)
         // The same bytes again are no change (rule M4).
         #expect(try next.applying(update, now: Self.t1).changed == false)
     }
@@ -185,12 +195,17 @@ struct MetadataTests {
         var properties: [WritableProperty: String] = [:]
         var stored: [(key: String, value: String)]
         var events: [String] = []
+        var position = 0
 
         func value(of property: WritableProperty) -> String? { properties[property] }
 
         mutating func nextCustomEntry() -> (key: String, value: String)? {
-            stored.isEmpty ? nil : stored.removeFirst()
+            guard position < stored.count else { return nil }
+            defer { position += 1 }
+            return stored[position]
         }
+
+        mutating func rewindCustomEntries() { position = 0 }
 
         mutating func change(_ property: WritableProperty, from old: String?, to new: String?) {
             events.append("\(property.rawValue): \(old ?? "-") -> \(new ?? "-")")
@@ -215,18 +230,35 @@ struct MetadataTests {
         try update.set("cacheControl", to: "no-cache")
         try update.set("custom.b", to: "2")
         try update.set("custom.\(nfd)", to: "d")
+        try update.unset("custom.\(nfc)")
         try update.unset("custom.z")
         try update.set("custom.a", to: "same")
+        let stored: [(key: String, value: String)] = [("a", "same"), (nfc, "c"), ("z", "gone")]
         var target = RecordingTarget(
-            properties: [.cacheControl: "no-cache", .contentType: "image/png"],
-            stored: [("a", "same"), (nfc, "c"), ("z", "gone")])
+            properties: [.cacheControl: "no-cache", .contentType: "image/png"], stored: stored)
         #expect(try update.merge(into: &target))
-        // The NFD key sorts before the NFC one (0x65 before 0xC3), and is a key of its own.
+        // The NFD key sorts before the NFC one (0x65 before 0xC3): a key is its bytes, and the NFC one is renamed.
         #expect(
             target.events == [
                 "contentType: image/png -> text/plain", "kept a=same", "set #1 b=2 was -", "set #2 \(nfd)=d was -",
-                "kept \(nfc)=c", "removed #3 z was gone",
+                "removed #3 \(nfc) was c", "removed #4 z was gone",
             ])
+        // Both spellings in one map are refused (rule M5): plans, journals and the APIs carry a map as JSON, whose
+        // readers take them for one key. So is a key canonically equal to an ASCII one (KELVIN SIGN and K).
+        var both = MetadataUpdate()
+        try both.set("custom.\(nfd)", to: "d")
+        var twice = RecordingTarget(stored: stored)
+        #expect(throws: MetadataMergeFailure.equivalentKeys(nfd, nfc)) { try both.merge(into: &twice) }
+        var kelvin = MetadataUpdate()
+        try kelvin.set("custom.\u{212A}", to: "v")
+        var ascii = RecordingTarget(stored: [("K", "1")])
+        #expect(throws: MetadataMergeFailure.equivalentKeys("\u{212A}", "K")) { try kelvin.merge(into: &ascii) }
+        var asciiSet = MetadataUpdate()
+        try asciiSet.set("custom.K", to: "v")
+        var kelvinStored = RecordingTarget(stored: [("\u{212A}", "1")])
+        #expect(throws: MetadataMergeFailure.equivalentKeys("K", "\u{212A}")) {
+            try asciiSet.merge(into: &kelvinStored)
+        }
         // Nothing that differs: no change.
         var same = MetadataUpdate()
         try same.set("custom.a", to: "same")

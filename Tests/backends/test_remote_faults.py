@@ -485,6 +485,28 @@ def test_X1_G5_a_kept_plan_is_applied_later_as_reviewed_journaled_and_undoable(r
     assert remote.object("kept/3.txt")["cacheControl"] == "someone-else"
 
 
+def test_X4_a_plan_whose_last_line_has_no_newline_gives_a_journal_that_resumes_and_undoes(remote):
+    """A plan is a journal's first lines, and its journal starts as a copy of its bytes: a plan saved by an editor
+    without its last newline still gives a journal whose records each start a line, which undo reads."""
+    names = [f"hand/{i}.txt" for i in range(3)]
+    remote.seed(names, cacheControl="old")
+    plan = str(remote.home / "hand.plan")
+    status, _, err = remote.run("--dry-run", "--plan", plan, "-c", "meta set cacheControl=new -- hand/*")
+    assert status == 0, err
+    with open(plan, "rb") as kept:
+        text = kept.read()
+    with open(plan, "wb") as edited:
+        edited.write(text.rstrip(b"\n"))
+    journal = str(remote.home / "hand.journal")
+    status, _, err = remote.run("apply", "--journal", journal, plan)
+    assert status == 0, err
+    assert all(remote.object(name)["cacheControl"] == "new" for name in names)
+    assert len(applied_records(journal)) == 3
+    status, _, err = remote.run("undo", journal)
+    assert status == 0, err
+    assert all(remote.object(name)["cacheControl"] == "old" for name in names)
+
+
 def test_explain_shows_the_requests_storesh_sends(remote):
     """explain's JSON API requests are built by the code that builds the backend's (StoreshWire): method, path,
     query and body equal what storesh then sends, as the proxy recorded it."""
