@@ -161,3 +161,36 @@ private struct AnyJSONObject: Decodable {
         _ = try decoder.container(keyedBy: JSONMemberKey.self)
     }
 }
+
+/// Which file a path named, as it was: its device and inode (an editor may put another file in its place), size, and
+/// times of modification and of status change (which no program sets back, as `touch -r` sets the first).
+package struct FileIdentity: Equatable, Sendable {
+    package var device: UInt64
+    package var inode: UInt64
+    package var size: Int64
+    package var modified: timespec
+    package var changed: timespec
+
+    package init?(path: String) {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return nil }
+        self.init(status)
+    }
+
+    package init?(descriptor: Int32) {
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { return nil }
+        self.init(status)
+    }
+
+    private init(_ status: stat) {
+        (device, inode, size) = (UInt64(status.st_dev), UInt64(status.st_ino), Int64(status.st_size))
+        (modified, changed) = (status.st_mtim, status.st_ctim)
+    }
+
+    package static func == (a: FileIdentity, b: FileIdentity) -> Bool {
+        (a.device, a.inode, a.size) == (b.device, b.inode, b.size)
+            && (a.modified.tv_sec, a.modified.tv_nsec) == (b.modified.tv_sec, b.modified.tv_nsec)
+            && (a.changed.tv_sec, a.changed.tv_nsec) == (b.changed.tv_sec, b.changed.tv_nsec)
+    }
+}

@@ -116,33 +116,16 @@ struct RulesFileWatch {
         return .success(text)
     }
 
-    struct Stamp: Equatable {
-        var device: UInt64
-        var inode: UInt64
-        var size: Int64
-        var seconds: Int
-        var nanoseconds: Int
-    }
-
-    /// What says whether the file changed: its identity (an editor may replace it), size and modification time.
-    static func stamp(of path: String) -> Stamp? {
-        var status = stat()
-        guard stat(path, &status) == 0 else { return nil }
-        return Stamp(
-            device: UInt64(status.st_dev), inode: UInt64(status.st_ino), size: Int64(status.st_size),
-            seconds: status.st_mtim.tv_sec, nanoseconds: status.st_mtim.tv_nsec)
-    }
-
     /// Watches from `loaded` (the text in force) until cancelled.
     func run(from loaded: String) async {
         var last = loaded
         var lastProblem: String?
-        var seen = Self.stamp(of: path)
+        var seen = FileIdentity(path: path)
         while !Task.isCancelled {
             try? await Task.sleep(for: Self.interval)
             if Task.isCancelled { return }
             // Read again only when the file's identity, size or time changed: a look, not a read, every half second.
-            let now = Self.stamp(of: path)
+            let now = FileIdentity(path: path)
             if now != nil && now == seen { continue }
             seen = now
             switch Self.text(of: path) {

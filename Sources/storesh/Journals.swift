@@ -16,13 +16,7 @@ final class JournalFile: ApplyJournal, @unchecked Sendable {
 
     /// A new journal holding the plan, written a batch of changes at a time.
     init(creating path: String, bucket: String, source: String, plan: PlanStore, clock: any StorageClock) throws {
-        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        descriptor = Foundation.open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else {
-            throw StorageError(
-                .invalidArgument, "Cannot create the journal \(path): \(String(cString: strerror(errno))).")
-        }
+        descriptor = try Self.create(path)
         location = path
         try Self.writePlan(bucket: bucket, source: source, plan: plan, clock: clock) { try append($0) }
         try sync()
@@ -45,13 +39,7 @@ final class JournalFile: ApplyJournal, @unchecked Sendable {
             .invalidArgument,
             "\(planPath) changed while it was being applied; nothing was applied. Review it, then apply it again.")
         guard FileIdentity(descriptor: source) == read else { throw changed }
-        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        descriptor = Foundation.open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else {
-            throw StorageError(
-                .invalidArgument, "Cannot create the journal \(path): \(String(cString: strerror(errno))).")
-        }
+        descriptor = try Self.create(path)
         location = path
         var piece = [UInt8](repeating: 0, count: 1 << 20)
         var copied: Int64 = 0
@@ -74,6 +62,18 @@ final class JournalFile: ApplyJournal, @unchecked Sendable {
         // A plan written by hand may end without a newline; the journal's next line must start a line of its own.
         if last != UInt8(ascii: "\n") { try append("\n") }
         try sync()
+    }
+
+    /// A new journal file at `path` (its directory made if missing), open for appending; one that exists is refused.
+    private static func create(_ path: String) throws -> Int32 {
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let descriptor = Foundation.open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            throw StorageError(
+                .invalidArgument, "Cannot create the journal \(path): \(String(cString: strerror(errno))).")
+        }
+        return descriptor
     }
 
     /// A journal's first lines: the header and every change of the plan, handed to `write` about 1 MiB at a time.
@@ -161,39 +161,6 @@ final class JournalFile: ApplyJournal, @unchecked Sendable {
         let stamp = Timestamp(date: Date()).rfc3339.replacingOccurrences(of: ":", with: "")
         let safeBucket = String(bucket.map { $0.isLetter || $0.isNumber || "-_.".contains($0) ? $0 : "_" })
         return "\(state)/journals/\(stamp)-\(safeBucket)-\(getpid()).journal"
-    }
-}
-
-/// Which file a path named, as it was: its device and inode (an editor may put another file in its place), size, and
-/// times of modification and of status change (which no program sets back, as `touch -r` sets the first).
-struct FileIdentity: Equatable {
-    var device: UInt64
-    var inode: UInt64
-    var size: Int64
-    var modified: timespec
-    var changed: timespec
-
-    init?(path: String) {
-        var status = stat()
-        guard stat(path, &status) == 0 else { return nil }
-        self.init(status)
-    }
-
-    init?(descriptor: Int32) {
-        var status = stat()
-        guard fstat(descriptor, &status) == 0 else { return nil }
-        self.init(status)
-    }
-
-    private init(_ status: stat) {
-        (device, inode, size) = (UInt64(status.st_dev), UInt64(status.st_ino), Int64(status.st_size))
-        (modified, changed) = (status.st_mtim, status.st_ctim)
-    }
-
-    static func == (a: FileIdentity, b: FileIdentity) -> Bool {
-        (a.device, a.inode, a.size) == (b.device, b.inode, b.size)
-            && (a.modified.tv_sec, a.modified.tv_nsec) == (b.modified.tv_sec, b.modified.tv_nsec)
-            && (a.changed.tv_sec, a.changed.tv_nsec) == (b.changed.tv_sec, b.changed.tv_nsec)
     }
 }
 
