@@ -1,5 +1,6 @@
 import Foundation
 import StoreshCore
+import Synchronization
 
 /// Where apply records what it did (rule X4): each applied change before the run reports it, so that a run
 /// stopped anywhere (Ctrl-C, kill -9, a lost network) can be finished or undone.
@@ -78,12 +79,16 @@ package final class PlanApplier: @unchecked Sendable {
     let isCancelled: @Sendable () -> Bool
     let progress: (@Sendable (ApplyProgress) -> Void)?
 
-    private let lock = NSLock()
-    private var done = 0
-    private var failed = 0
-    private var total = 0
-    private var landedOtherwiseCount = 0
-    private var landedOtherwise: [(object: String, differences: [PropertyDifference])] = []
+    /// How far the run has come, shared by the changes in flight.
+    private struct Tally {
+        var done = 0
+        var failed = 0
+        var total = 0
+        var landedOtherwiseCount = 0
+        var landedOtherwise: [(object: String, differences: [PropertyDifference])] = []
+    }
+
+    private let tally = Mutex(Tally())
 
     package init(
         bucket: any Bucket, plan: PlanStore, parallel: Int, batchSize: Int = ApplySettings.defaultBatchSize,
@@ -120,8 +125,8 @@ package final class PlanApplier: @unchecked Sendable {
             // A resumed run tries again what failed before.
             try plan.forgetFailures()
             let counts = try plan.outcomeCounts()
-            total = plan.countedChanges
-            done = counts.applied
+            let total = plan.countedChanges
+            tally.withLock { ($0.total, $0.done) = (total, counts.applied) }
         } catch {
             readFailure = error
         }
@@ -196,7 +201,7 @@ package final class PlanApplier: @unchecked Sendable {
                     if objects.contains(where: batched.contains) { sendBatch() }
                     while running >= inFlightLimit || objects.contains(where: inFlight.contains) { await finishOne() }
                     if isCancelled() { interrupted = true }
-                    if lock.withLock({ failed > 0 }) && !keepGoing { stopped = true }
+                    if tally.withLock({ $0.failed > 0 }) && !keepGoing { stopped = true }
                     if interrupted || stopped { break reading }
                     inFlight.formUnion(objects)
                     if batching != nil, Self.isBatchable(change) {
@@ -220,9 +225,9 @@ package final class PlanApplier: @unchecked Sendable {
             if !interrupted && !stopped { sendBatch() }
             while running > 0 { await finishOne() }
         }
-        if lock.withLock({ failed > 0 }) && !keepGoing { stopped = true }
+        if tally.withLock({ $0.failed > 0 }) && !keepGoing { stopped = true }
         let counts: (applied: Int, failed: Int) =
-            (try? plan.outcomeCounts()) ?? lock.withLock { (done - failed, failed) }
+            (try? plan.outcomeCounts()) ?? tally.withLock { ($0.done - $0.failed, $0.failed) }
         var failures = (try? plan.failures(limit: ApplyOutcome.shownFailures)) ?? []
         // The plan's own file failing (a full disk) stops the run: said first, at no change of the plan.
         if let readFailure { failures.insert((0, readFailure), at: 0) }
@@ -230,12 +235,13 @@ package final class PlanApplier: @unchecked Sendable {
             end: interrupted
                 ? .interrupted
                 : stopped || readFailure != nil ? .stopped : counts.failed == 0 ? .complete : .finishedWithFailures,
-            applied: counts.applied, failed: counts.failed, notSent: max(0, total - counts.applied - counts.failed),
+            applied: counts.applied, failed: counts.failed,
+            notSent: max(0, tally.withLock { $0.total } - counts.applied - counts.failed),
             failures: failures,
             hasPassingFailures: (try? plan.hasFailures { ApplyOutcome.passingCodes.contains($0) }) ?? true,
             hasLastingFailures: (try? plan.hasFailures { !ApplyOutcome.passingCodes.contains($0) }) ?? false,
-            landedOtherwiseCount: lock.withLock { landedOtherwiseCount },
-            landedOtherwise: lock.withLock { landedOtherwise })
+            landedOtherwiseCount: tally.withLock { $0.landedOtherwiseCount },
+            landedOtherwise: tally.withLock { $0.landedOtherwise })
         try? journal?.ended(outcome)
         return outcome
     }
@@ -365,15 +371,15 @@ package final class PlanApplier: @unchecked Sendable {
 
     private func reportProgress(started: ContinuousClock.Instant) {
         guard let progress else { return }
-        progress(lock.withLock { ApplyProgress(done: done, total: total, failed: failed, started: started) })
+        progress(tally.withLock { ApplyProgress(done: $0.done, total: $0.total, failed: $0.failed, started: started) })
     }
 
     private func fail(_ pending: PlanStore.PendingChange, _ error: StorageError) {
         // A move is counted once, by its source's change (as `PlanStore.outcomeCounts` counts it).
         if pending.change.movesFrom == nil {
-            lock.withLock {
-                done += 1
-                failed += 1
+            tally.withLock {
+                $0.done += 1
+                $0.failed += 1
             }
         }
         try? plan.record(.failed(error), ofChange: pending.index)
@@ -391,12 +397,12 @@ package final class PlanApplier: @unchecked Sendable {
             pending.change.writesContent
             ? []
             : result.flatMap { result in pending.change.after.map { Self.landedOtherwise(result, planned: $0) } } ?? []
-        lock.withLock {
-            if pending.change.movesFrom == nil { done += 1 }
+        tally.withLock { tally in
+            if pending.change.movesFrom == nil { tally.done += 1 }
             if !otherwise.isEmpty {
-                landedOtherwiseCount += 1
-                if landedOtherwise.count < ApplyOutcome.shownFailures {
-                    landedOtherwise.append((pending.change.object, otherwise))
+                tally.landedOtherwiseCount += 1
+                if tally.landedOtherwise.count < ApplyOutcome.shownFailures {
+                    tally.landedOtherwise.append((pending.change.object, otherwise))
                 }
             }
         }

@@ -2,6 +2,7 @@ import Foundation
 import StoreshCore
 import StoreshLocal
 import StoreshRules
+import Synchronization
 
 /// Every bucket one server serves (rule V6). The first is the bucket file `storesh serve` was given; any other
 /// bucket a client names lives in a bucket file of its own, `NAME.bucket` in one directory (by default the first
@@ -330,33 +331,39 @@ package final class ServedBuckets: @unchecked Sendable {
 /// change waiting, no live page) is closed to make room, and opens again when it is next used; when every open
 /// bucket is in use, a request that would open another is answered 503 with Retry-After, and every open bucket goes
 /// on being served (naming buckets once exhausted the descriptors, and then every bucket's requests failed).
-final class OpenBucketBudget: @unchecked Sendable {
-    private let lock = NSLock()
-    /// The buckets whose files are open (or being opened), by identity.
-    private var open: [ObjectIdentifier: ServedBucket] = [:]
-    private var limit: Int?
+final class OpenBucketBudget: Sendable {
+    private struct Places {
+        /// The buckets whose files are open (or being opened), by identity.
+        var open: [ObjectIdentifier: ServedBucket] = [:]
+        var limit: Int?
+        /// Buckets closed to make room so far.
+        var closedWhileIdle = 0
+    }
+
+    private let places: Mutex<Places>
     private let readerCount: Int
-    /// Buckets closed to make room so far (for the tests' and the log's figures).
-    private(set) var closedWhileIdle = 0
 
     init(readerCount: Int, limit: Int? = nil) {
         self.readerCount = readerCount
-        self.limit = limit
+        places = Mutex(Places(limit: limit))
     }
+
+    /// Buckets closed to make room so far (for the tests' and the log's figures).
+    var closedWhileIdle: Int { places.withLock { $0.closedWhileIdle } }
 
     /// Descriptors one open bucket holds: a writer, its readers, a watch and a rules reader, three files each.
     var descriptorsPerBucket: Int { 3 * (max(1, readerCount) + 3) }
 
     /// The bound, read when the first bucket opens (after the server raised its descriptor limit): the
     /// descriptors past those kept for the connections and the first bucket, at least 8 buckets.
-    private func bound() -> Int {
-        if let limit { return limit }
+    private func bound(_ places: inout Places) -> Int {
+        if let limit = places.limit { return limit }
         var descriptors = rlimit()
         let soft =
             getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &descriptors) == 0
             ? Int(min(descriptors.rlim_cur, 1 << 20)) : 1024
         let bound = max(8, (soft - Self.keptForConnections(soft)) / descriptorsPerBucket)
-        limit = bound
+        places.limit = bound
         return bound
     }
 
@@ -369,24 +376,24 @@ final class OpenBucketBudget: @unchecked Sendable {
         let key = ObjectIdentifier(bucket)
         var released: Any?
         defer { _ = released }  // dropped here, outside the lock: closing a connection may fold its log
-        try lock.withLock {
-            guard open[key] == nil else { return }
-            let bound = bound()
-            if open.count >= bound {
+        try places.withLock { (places: inout Places) throws(HTTPFailure) in
+            guard places.open[key] == nil else { return }
+            let bound = bound(&places)
+            if places.open.count >= bound {
                 // The one used longest ago that is idle. (Each bucket's time is read once: it may move meanwhile.)
-                let byAge = open.map { (key: $0.key, bucket: $0.value, used: $0.value.lastUsed) }.sorted {
+                let byAge = places.open.map { (key: $0.key, bucket: $0.value, used: $0.value.lastUsed) }.sorted {
                     $0.used < $1.used
                 }
                 for candidate in byAge {
                     if let files = candidate.bucket.closeIfIdle() {
                         released = files
-                        open[candidate.key] = nil
-                        closedWhileIdle += 1
+                        places.open[candidate.key] = nil
+                        places.closedWhileIdle += 1
                         break
                     }
                 }
             }
-            guard open.count < bound else {
+            guard places.open.count < bound else {
                 var failure = HTTPFailure(
                     .serviceUnavailable, reason: "serviceUnavailable",
                     "gs://\(bucket.name) cannot be opened now: storesh serve has \(bound) other buckets open and in use, as many as its file descriptor limit leaves room for (ulimit -n); try again shortly, or start it with a higher limit."
@@ -394,10 +401,12 @@ final class OpenBucketBudget: @unchecked Sendable {
                 failure.headers[.retryAfter] = "5"
                 throw failure
             }
-            open[key] = bucket
+            places.open[key] = bucket
         }
     }
 
     /// Gives back `bucket`'s place (it closed, or its files did not open after all).
-    func give(for bucket: ServedBucket) { _ = lock.withLock { open.removeValue(forKey: ObjectIdentifier(bucket)) } }
+    func give(for bucket: ServedBucket) {
+        _ = places.withLock { $0.open.removeValue(forKey: ObjectIdentifier(bucket)) }
+    }
 }
