@@ -14,10 +14,14 @@ final class CompletionReads: ImmediateReads, @unchecked Sendable {
     /// How long a page read is used before it is read again.
     let lifetime: Duration
 
-    private let lock = NSLock()
-    /// Keyed by bytes (rule P7): the pages of two canonically equivalent prefixes are two pages.
-    private var pages: [[UInt8]: (page: ListPage, read: ContinuousClock.Instant)] = [:]
-    private var objects: [ObjectName: (metadata: ObjectMetadata, read: ContinuousClock.Instant)] = [:]
+    /// The pages and objects read, each with when. Pages are keyed by bytes (rule P7): the pages of two canonically
+    /// equivalent prefixes are two pages.
+    private struct Cache {
+        var pages: [[UInt8]: (page: ListPage, read: ContinuousClock.Instant)] = [:]
+        var objects: [ObjectName: (metadata: ObjectMetadata, read: ContinuousClock.Instant)] = [:]
+    }
+
+    private let cache = Mutex(Cache())
 
     init(bucket: any Bucket, budget: DispatchTimeInterval = .milliseconds(400), lifetime: Duration = .seconds(30)) {
         self.bucket = bucket
@@ -36,35 +40,32 @@ final class CompletionReads: ImmediateReads, @unchecked Sendable {
         .flatMap { (part: String) -> [UInt8] in
             Array(String(part.utf8.count).utf8) + [UInt8(ascii: ":")] + Array(part.utf8)
         }
-        if let cached = lock.withLock({ pages[key] }), ContinuousClock.now - cached.read < lifetime {
+        if let cached = cache.withLock({ $0.pages[key] }), ContinuousClock.now - cached.read < lifetime {
             return cached.page
         }
         let bucket = self.bucket
         return try briefly { [self] in
             let page = try await bucket.list(reference, options: options)
-            lock.withLock { pages[key] = (page, .now) }
+            cache.withLock { $0.pages[key] = (page, .now) }
             return page
         }
     }
 
     func currentMetadata(of object: ObjectName) throws(StorageError) -> ObjectMetadata {
-        if let cached = lock.withLock({ objects[object] }), ContinuousClock.now - cached.read < lifetime {
+        if let cached = cache.withLock({ $0.objects[object] }), ContinuousClock.now - cached.read < lifetime {
             return cached.metadata
         }
         let bucket = self.bucket
         return try briefly { [self] in
             let metadata = try await bucket.metadata(of: object)
-            lock.withLock { objects[object] = (metadata, .now) }
+            cache.withLock { $0.objects[object] = (metadata, .now) }
             return metadata
         }
     }
 
     /// Forgets every page and object read (after a change).
     func forget() {
-        lock.withLock {
-            pages.removeAll()
-            objects.removeAll()
-        }
+        cache.withLock { $0 = Cache() }
     }
 
     /// Runs `work` and waits for it at most the budget; a read still running then is left to finish (and fill the

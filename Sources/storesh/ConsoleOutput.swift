@@ -3,6 +3,7 @@ import Foundation
 import StoreshCore
 import StoreshExecution
 import StoreshLanguage
+import Synchronization
 
 /// Results to standard output (buffered, every write checked), errors to standard error: as text
 /// (`FILE:LINE:COLUMN: error: …`), or as JSON documents with `--json`.
@@ -100,19 +101,17 @@ final class ConsoleOutput: SessionOutput {
 
 /// The progress line of long work on a terminal: how many (of how many), the rate and, when the total is known, the
 /// time left; redrawn at most ten times a second, and never wider than the terminal (it is redrawn over itself).
-final class ProgressLine: @unchecked Sendable {
-    private let lock = NSLock()
-    private var lastDrawn: ContinuousClock.Instant?
-    private var drawn = false
+final class ProgressLine: Sendable {
+    /// When the line was last drawn, and whether it ever was.
+    private let drawing = Mutex<(last: ContinuousClock.Instant?, ever: Bool)>((nil, false))
 
     func show(_ progress: WorkProgress) {
         let now = ContinuousClock.now
-        let text: String? = lock.withLock {
-            if let lastDrawn, now - lastDrawn < .milliseconds(100), progress.done < progress.total ?? .max {
+        let text: String? = drawing.withLock { drawing in
+            if let last = drawing.last, now - last < .milliseconds(100), progress.done < progress.total ?? .max {
                 return nil
             }
-            lastDrawn = now
-            drawn = true
+            drawing = (now, true)
             return Self.text(of: progress, at: now, columns: Int(storesh_terminal_columns(STDERR_FILENO)))
         }
         guard let text else { return }
@@ -152,7 +151,7 @@ final class ProgressLine: @unchecked Sendable {
     }
 
     func clear() {
-        guard lock.withLock({ drawn }) else { return }
+        guard drawing.withLock({ $0.ever }) else { return }
         Diagnostics.progress(nil)
     }
 }
