@@ -16,10 +16,22 @@ public struct ByteKeyedMap<Value>: RandomAccessCollection {
 
     public init() { entries = [] }
 
-    /// The pairs as a map; a later pair replaces an earlier one whose key has the same bytes.
+    /// The pairs as a map; a later pair replaces an earlier one whose key has the same bytes. Sorted once, not
+    /// inserted one by one: a client's map of many keys in any order costs n log n, not n².
     public init(_ pairs: some Sequence<(String, Value)>) {
+        let sorted = pairs.enumerated().sorted { a, b in
+            NameBytes.sameBytes(a.element.0, b.element.0)
+                ? a.offset < b.offset : NameBytes.precedes(a.element.0, b.element.0)
+        }
         entries = []
-        for (key, value) in pairs { self[key] = value }
+        entries.reserveCapacity(sorted.count)
+        for (_, (key, value)) in sorted {
+            if let last = entries.last, NameBytes.sameBytes(last.key, key) {
+                entries[entries.count - 1] = (key, value)
+            } else {
+                entries.append((key, value))
+            }
+        }
     }
 
     /// Entries the caller knows to be in byte order of their keys, no two the same (a merge's output).

@@ -29,10 +29,12 @@ extension ObjectMetadata {
         for property in WritableProperty.allCases {
             if let value = document[property.rawValue] as? String { self[property] = value }
         }
+        var custom: [(String, String)] = []
         for (key, value) in (document["customMetadata"] as? [String: Any]) ?? [:] {
             guard let value = value as? String else { return nil }
-            customMetadata[key] = value
+            custom.append((key, value))
         }
+        customMetadata = CustomMetadata(custom)
         guard let fields = CloudStorageFields(jsonMembers: document) else { return nil }
         cloudStorage = fields
         if let text = document["timeDeleted"] as? String {

@@ -278,15 +278,15 @@ public enum FirebaseEmulatorExport {
             if let custom = try? root.nestedContainer(
                 keyedBy: JSONMemberKey.self, forKey: JSONMemberKey("customMetadata"))
             {
-                var metadata: CustomMetadata = [:]
+                var metadata: [(String, String)] = []
                 for key in custom.allKeys {
                     guard let value = try? custom.decode(String.self, forKey: key) else {
                         customMetadataNotText = customMetadataNotText ?? key.stringValue
                         continue
                     }
-                    metadata[key.stringValue] = value
+                    metadata.append((key.stringValue, value))
                 }
-                customMetadata = metadata
+                customMetadata = CustomMetadata(metadata)
             }
             downloadTokens = (try? root.decodeIfPresent([String].self, forKey: JSONMemberKey("downloadTokens"))) ?? nil
         }

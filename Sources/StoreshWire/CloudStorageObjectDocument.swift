@@ -86,9 +86,10 @@ package struct CloudStorageObjectDocument: Decodable, Sendable {
         }
         object.cloudStorage = cloudStorage
         for (property, value) in properties { object[property] = value }
-        for (key, value) in metadata ?? [:] {
-            if case .string(let text) = value { object.customMetadata[key] = text }
-        }
+        object.customMetadata = CustomMetadata(
+            (metadata ?? [:]).compactMap { key, value in
+                if case .string(let text) = value { (key, text) } else { nil }
+            })
         return object
     }
 }

@@ -295,6 +295,10 @@ struct MetadataTests {
         #expect(map == ["z": "1", nfc: "2"])
         #expect(map != ["z": "1", nfd: "2"])
         #expect(map != ["z": "1", nfc: "cafe\u{301}"] && (["v": nfc] as CustomMetadata) != ["v": nfd])
+        // Pairs in any order: sorted once, a later pair replacing an earlier one of the same bytes only.
+        let pairs = CustomMetadata([("b", "1"), (nfc, "2"), ("a", "3"), ("b", "4"), (nfd, "5")])
+        #expect(pairs.keys.map { Array($0.utf8) } == ["a", "b", nfd, nfc].map { Array($0.utf8) })
+        #expect(pairs["b"] == "4" && pairs[nfc] == "2" && pairs[nfd] == "5")
         // A JSON object's members, in byte order of their keys.
         let decoded = try JSONDecoder().decode(CustomMetadata.self, from: Data(#"{"b":"2","a":"1","B":"3"}"#.utf8))
         #expect(decoded.keys == ["B", "a", "b"] && decoded.values == ["3", "1", "2"])
