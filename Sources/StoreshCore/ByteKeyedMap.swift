@@ -148,10 +148,3 @@ extension ByteKeyedMap: Decodable where Value: Decodable {
         self.init(try container.allKeys.map { ($0.stringValue, try container.decode(Value.self, forKey: $0)) })
     }
 }
-
-extension ByteKeyedMap: Encodable where Value: Encodable {
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: JSONMemberKey.self)
-        for (key, value) in entries { try container.encode(value, forKey: JSONMemberKey(key)) }
-    }
-}

@@ -88,7 +88,7 @@ extension MetadataUpdate {
 /// M1's order, its custom keys in byte order with their UTF-8.
 public struct MetadataMerge: Sendable {
     /// The properties the update names, in rule M1's order, each with its new value (nil: unset).
-    @usableFromInline let properties: [(property: WritableProperty, value: String?)]
+    public let properties: [(property: WritableProperty, value: String?)]
     /// The custom keys it names, in byte order: each key, its UTF-8, and its new value (nil: unset).
     @usableFromInline let keys: [(key: String, utf8: [UInt8], value: String?)]
     /// Whether it clears the custom map first.

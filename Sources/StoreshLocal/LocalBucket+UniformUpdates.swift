@@ -515,12 +515,8 @@ struct RowUpdate {
     init(_ update: MetadataUpdate) {
         self.update = update
         merging = MetadataMerge(update)
-        properties = StoredVersion.propertyColumns.compactMap { column in
-            guard let change = update.properties[column.property], let at = Self.column(of: column.property) else {
-                return nil
-            }
-            let value: String? = if case .set(let value) = change { value } else { nil }
-            return (column.property, at, value)
+        properties = merging.properties.compactMap { named in
+            Self.column(of: named.property).map { (named.property, $0, named.value) }
         }
         differenceKeys = update.customMetadata.keys.map { "custom.\($0)" }
         wholeWayOnly = update.clearsCustomMetadata || !update.cloudStorage.isEmpty
