@@ -16,7 +16,7 @@ import sys
 import tempfile
 import time
 
-from benchlib import free_port, wait_for
+from benchlib import client_for, free_port, stop_server, wait_for
 
 BUCKET = "bench-ranges"
 CHUNK = 8 << 20
@@ -59,22 +59,8 @@ class Peer:
                     fields[name] = int(value.split()[0]) // 1024
         peak = f"{fields.get('VmHWM')} MiB peak; at the end {fields.get('RssAnon')} MiB anonymous, " \
                f"{fields.get('RssFile')} MiB of mapped files"
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        self.log.close()
+        stop_server(self.process, self.log)
         return peak
-
-
-def client_for(url):
-    os.environ["STORAGE_EMULATOR_HOST"] = url
-    os.environ["DISABLE_GCS_PYTHON_CLIENT_OTEL_BUCKET_METADATA"] = "true"
-    from google.auth.credentials import AnonymousCredentials
-    from google.cloud import storage
-    return storage.Client(project="bench", credentials=AnonymousCredentials())
 
 
 def main():

@@ -15,7 +15,7 @@ import sys
 import tempfile
 import time
 
-from benchlib import free_port, wait_for
+from benchlib import client_for, free_port, stop_server, wait_for
 
 PATCHES = 1000  # patched per bucket size (all of them at 1,000)
 # The phases run one request at a time, as a loop over objects does: gcp-storage-emulator stalls (connections time
@@ -61,20 +61,7 @@ class Peer:
         wait_for(self.port, self.process)
 
     def stop(self):
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-        self.log.close()
-
-
-def client_for(url):
-    os.environ["STORAGE_EMULATOR_HOST"] = url
-    os.environ["DISABLE_GCS_PYTHON_CLIENT_OTEL_BUCKET_METADATA"] = "true"
-    from google.auth.credentials import AnonymousCredentials
-    from google.cloud import storage
-    return storage.Client(project="bench", credentials=AnonymousCredentials())
+        stop_server(self.process, self.log)
 
 
 def timed(work):

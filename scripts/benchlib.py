@@ -1,5 +1,8 @@
-"""What the benchmarks that start servers share: a free port on 127.0.0.1, and waiting until a server listens."""
+"""What the benchmarks that start servers share: a free port on 127.0.0.1, waiting until a server listens, stopping
+it, and the Python client pointed at it."""
+import os
 import socket
+import subprocess
 import time
 
 
@@ -18,3 +21,23 @@ def wait_for(port, process):
                 return
         time.sleep(0.02)
     raise SystemExit("the server did not start listening within 10 s")
+
+
+def stop_server(process, log):
+    """Stops a server started by a benchmark (killed if it does not end within 30 s), and closes its log."""
+    process.terminate()
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+    log.close()
+
+
+def client_for(url):
+    """google-cloud-storage's client, anonymous, pointed at the server at `url`."""
+    os.environ["STORAGE_EMULATOR_HOST"] = url
+    os.environ["DISABLE_GCS_PYTHON_CLIENT_OTEL_BUCKET_METADATA"] = "true"
+    from google.auth.credentials import AnonymousCredentials
+    from google.cloud import storage
+    return storage.Client(project="bench", credentials=AnonymousCredentials())
